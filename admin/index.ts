@@ -1,0 +1,22 @@
+/**
+ * The super-admin surface: webhooks and their signed, retried deliveries,
+ * email templates, the append-only audit log, admin sessions, user
+ * management, access revocation, invitations and FGA administration.
+ */
+export { migrateAdminStore, ADMIN_MIGRATIONS } from './migrations.ts';
+export { normalizePagination, DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from './pagination.ts';
+export type { Pagination, PaginationInput } from './pagination.ts';
+export { validateEndpoint, isPrivateAddress } from './ssrf.ts';
+export type { SsrfPolicy, Resolver, ResolvedAddress, ValidatedEndpoint } from './ssrf.ts';
+export { signWebhook, verifyWebhook, computeSignature, WEBHOOK_HEADERS } from './webhook_signature.ts';
+export type { VerifyWebhookOptions } from './webhook_signature.ts';
+export { WebhookService, WEBHOOK_EVENTS } from './webhooks.ts';
+export type {
+  Webhook,
+  WebhookLog,
+  WebhookEvent,
+  WebhookServiceOptions,
+  AddWebhookInput,
+  UpdateWebhookInput,
+  TestEndpointInput,
+} from './webhooks.ts';

@@ -1,0 +1,541 @@
+/**
+ * Webhooks: the registry (one or more endpoints per event), the persisted
+ * delivery outbox with retries and backoff, and the per-attempt delivery log.
+ *
+ * Delivery guarantees:
+ * - `emit` writes one outbox row per enabled webhook of the event (in the
+ *   caller's transaction when one is given) and returns at once; it never
+ *   waits for a receiver.
+ * - A worker claims due rows with a conditional UPDATE (a lease), so two
+ *   workers or two processes never send the same attempt, and a row whose
+ *   worker died is taken over once its lease expires. A restart therefore
+ *   loses nothing.
+ * - Only a 2xx answer counts as delivered; anything else (3xx included,
+ *   redirects are never followed), a timeout or a refused address is retried
+ *   on the backoff schedule until it runs out (`failed`).
+ * - Every attempt of a delivery carries the same `webhook-id`, so a receiver
+ *   that dedupes on it sees each event exactly once even in the one window
+ *   where at-least-once delivery can repeat (a crash after the receiver
+ *   answered but before the row was marked delivered).
+ */
+import { randomUUID } from 'node:crypto';
+import type { Sequelize, Transaction } from 'sequelize';
+import { LatchkeyError } from '../engine/errors.ts';
+import { normalizePagination, type Pagination, type PaginationInput } from './pagination.ts';
+import { countOf, exec, num, select, str, update, type Row } from './sql.ts';
+import { validateEndpoint, type SsrfPolicy } from './ssrf.ts';
+import { postPinned } from './http_post.ts';
+import { signWebhook } from './webhook_signature.ts';
+
+/** Events a webhook can subscribe to. */
+export const WEBHOOK_EVENTS = [
+  'user.signup',
+  'user.login',
+  'user.created',
+  'user.deleted',
+  'user.deactivated',
+  'user.access_revoked',
+  'user.access_enabled',
+] as const;
+export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+
+/** A registered webhook. Times are unix seconds. */
+export interface Webhook {
+  id: string;
+  event_name: string;
+  event_description: string;
+  endpoint: string;
+  headers: Record<string, string>;
+  enabled: boolean;
+  created_at: number;
+  updated_at: number;
+}
+
+/** One delivery attempt. Times are unix seconds. */
+export interface WebhookLog {
+  id: string;
+  webhook_id: string;
+  /** The delivery (= `webhook-id` header) this attempt belongs to. */
+  delivery_id: string;
+  event_name: string;
+  attempt: number;
+  /** HTTP status, 0 when no response arrived or the address was refused. */
+  http_status: number;
+  duration_ms: number;
+  /** `delivered`, `failed` (non-2xx, timeout, network error) or `refused` (SSRF guard). */
+  outcome: 'delivered' | 'failed' | 'refused';
+  error: string;
+  /** The request body that was sent. */
+  request: string;
+  /** The response text, capped. */
+  response: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface AddWebhookInput {
+  event_name: string;
+  event_description?: string | undefined;
+  endpoint: string;
+  enabled?: boolean | undefined;
+  headers?: Record<string, string> | undefined;
+}
+
+export interface UpdateWebhookInput {
+  id: string;
+  event_name?: string | undefined;
+  event_description?: string | undefined;
+  endpoint?: string | undefined;
+  enabled?: boolean | undefined;
+  headers?: Record<string, string> | undefined;
+}
+
+export interface TestEndpointInput {
+  event_name: string;
+  endpoint: string;
+  headers?: Record<string, string> | undefined;
+}
+
+export interface WebhookServiceOptions {
+  sequelize: Sequelize;
+  /** HMAC key of the delivery signatures (the composition root passes the client secret). */
+  signingSecret: string;
+  ssrf: SsrfPolicy;
+  /** Current time in unix milliseconds (default `Date.now`). */
+  clock?: () => number;
+  /**
+   * Delays in ms before each retry; its length is the number of retries.
+   * Default after Svix: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.
+   */
+  retrySchedule?: readonly number[];
+  /** Random spread applied to each delay, as a fraction (default 0.1). */
+  jitter?: number;
+  /** Deadline of one attempt, headers and body together (default 15 s). */
+  timeoutMs?: number;
+  /** Response bytes read at most (default 1 MiB). */
+  maxResponseBytes?: number;
+  /** Characters of the response kept in the log (default 4096). */
+  logResponseChars?: number;
+  /** How long a claimed delivery stays claimed (default: timeout + 30 s). */
+  leaseMs?: number;
+  /** Outbox poll period of the background worker (default 1 s). */
+  pollIntervalMs?: number;
+  /** Deliveries sent in parallel per pass (default 4). */
+  concurrency?: number;
+  /** Called with errors of the background worker (default: ignored). */
+  onError?: (err: unknown) => void;
+}
+
+const DEFAULT_SCHEDULE = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
+const FORBIDDEN_HEADERS = new Set([
+  'host',
+  'content-length',
+  'content-type',
+  'connection',
+  'transfer-encoding',
+  'webhook-id',
+  'webhook-timestamp',
+  'webhook-signature',
+]);
+
+function invalid(message: string, reason: string): LatchkeyError {
+  return new LatchkeyError('invalid_argument', message, { reason });
+}
+
+function checkEvent(name: string): WebhookEvent {
+  if (!(WEBHOOK_EVENTS as readonly string[]).includes(name)) {
+    throw invalid(`unknown event name; expected one of ${WEBHOOK_EVENTS.join(', ')}`, 'invalid_event_name');
+  }
+  return name as WebhookEvent;
+}
+
+function checkHeaders(headers: Record<string, string> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (headers === undefined || headers === null) return out;
+  if (typeof headers !== 'object' || Array.isArray(headers)) throw invalid('headers must be a map', 'invalid_headers');
+  for (const [k, v] of Object.entries(headers)) {
+    if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/.test(k) || FORBIDDEN_HEADERS.has(k.toLowerCase())) {
+      throw invalid(`header ${JSON.stringify(k)} is not allowed`, 'invalid_headers');
+    }
+    const value = String(v);
+    if (/[\r\n\0]/.test(value) || value.length > 4096) throw invalid(`header ${k} has an invalid value`, 'invalid_headers');
+    out[k] = value;
+  }
+  return out;
+}
+
+function toWebhook(r: Row): Webhook {
+  return {
+    id: str(r['id']),
+    event_name: str(r['event_name']),
+    event_description: str(r['event_description']),
+    endpoint: str(r['endpoint']),
+    headers: JSON.parse(str(r['headers']) || '{}') as Record<string, string>,
+    enabled: num(r['enabled']) === 1,
+    created_at: Math.floor(num(r['created_at']) / 1000),
+    updated_at: Math.floor(num(r['updated_at']) / 1000),
+  };
+}
+
+function toLog(r: Row): WebhookLog {
+  return {
+    id: str(r['id']),
+    webhook_id: str(r['webhook_id']),
+    delivery_id: str(r['delivery_id']),
+    event_name: str(r['event_name']),
+    attempt: num(r['attempt']),
+    http_status: num(r['http_status']),
+    duration_ms: num(r['duration_ms']),
+    outcome: str(r['outcome']) as WebhookLog['outcome'],
+    error: str(r['error']),
+    request: str(r['request']),
+    response: str(r['response']),
+    created_at: Math.floor(num(r['created_at']) / 1000),
+    updated_at: Math.floor(num(r['updated_at']) / 1000),
+  };
+}
+
+/** The sample user sent by `test_endpoint`. */
+const SAMPLE_USER = {
+  id: '00000000-0000-4000-8000-000000000000',
+  email: 'test_endpoint@example.com',
+  email_verified: true,
+  given_name: 'Test',
+  family_name: 'Endpoint',
+  roles: ['user'],
+  signup_methods: 'basic_auth',
+};
+
+/** Webhook registry, outbox and delivery worker. */
+export class WebhookService {
+  readonly #db: Sequelize;
+  readonly #secret: string;
+  readonly #ssrf: SsrfPolicy;
+  readonly #clock: () => number;
+  readonly #schedule: readonly number[];
+  readonly #jitter: number;
+  readonly #timeoutMs: number;
+  readonly #maxResponseBytes: number;
+  readonly #logChars: number;
+  readonly #leaseMs: number;
+  readonly #pollMs: number;
+  readonly #concurrency: number;
+  readonly #onError: (err: unknown) => void;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<number> | undefined;
+  #again = false;
+  #stopped = true;
+
+  constructor(options: WebhookServiceOptions) {
+    if (!options.signingSecret) throw new Error('webhook signing secret must not be empty');
+    this.#db = options.sequelize;
+    this.#secret = options.signingSecret;
+    this.#ssrf = options.ssrf;
+    this.#clock = options.clock ?? Date.now;
+    this.#schedule = options.retrySchedule ?? DEFAULT_SCHEDULE;
+    this.#jitter = options.jitter ?? 0.1;
+    this.#timeoutMs = options.timeoutMs ?? 15_000;
+    this.#maxResponseBytes = options.maxResponseBytes ?? 1024 * 1024;
+    this.#logChars = options.logResponseChars ?? 4096;
+    this.#leaseMs = options.leaseMs ?? this.#timeoutMs + 30_000;
+    this.#pollMs = options.pollIntervalMs ?? 1000;
+    this.#concurrency = options.concurrency ?? 4;
+    this.#onError = options.onError ?? (() => {});
+  }
+
+  // ----------------------------------------------------------------- registry
+
+  /**
+   * Registers a webhook. Throws `invalid_argument` with reason
+   * `invalid_event_name`, `invalid_headers` or `invalid_endpoint` (the SSRF
+   * guard; no connection is made).
+   */
+  async add(input: AddWebhookInput): Promise<Webhook> {
+    const event = checkEvent(input.event_name);
+    const headers = checkHeaders(input.headers);
+    await validateEndpoint(input.endpoint, this.#ssrf);
+    const now = this.#clock();
+    const id = randomUUID();
+    const description = input.event_description?.trim() || event.replaceAll('.', ' ');
+    await exec(
+      this.#db,
+      'INSERT INTO webhooks (id, event_name, event_description, endpoint, headers, enabled, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      [id, event, description.slice(0, 256), input.endpoint, JSON.stringify(headers), input.enabled === false ? 0 : 1, now, now],
+    );
+    return this.get(id);
+  }
+
+  /** Changes the given fields of a webhook. Throws `not_found` and the errors of {@link add}. */
+  async update(input: UpdateWebhookInput): Promise<Webhook> {
+    const current = await this.get(input.id);
+    const event = input.event_name === undefined ? current.event_name : checkEvent(input.event_name);
+    const headers = input.headers === undefined ? current.headers : checkHeaders(input.headers);
+    const endpoint = input.endpoint ?? current.endpoint;
+    if (input.endpoint !== undefined) await validateEndpoint(endpoint, this.#ssrf);
+    const description = input.event_description?.trim() || (input.event_name !== undefined ? event.replaceAll('.', ' ') : current.event_description);
+    const enabled = input.enabled ?? current.enabled;
+    await exec(
+      this.#db,
+      'UPDATE webhooks SET event_name = ?, event_description = ?, endpoint = ?, headers = ?, enabled = ?, updated_at = ? WHERE id = ?',
+      [event, description.slice(0, 256), endpoint, JSON.stringify(headers), enabled ? 1 : 0, this.#clock(), input.id],
+    );
+    return this.get(input.id);
+  }
+
+  /** Deletes a webhook with its pending deliveries and its logs. Throws `not_found`. */
+  async delete(id: string): Promise<Webhook> {
+    const current = await this.get(id);
+    await this.#db.transaction(async (transaction) => {
+      await exec(this.#db, 'DELETE FROM webhook_deliveries WHERE webhook_id = ?', [id], transaction);
+      await exec(this.#db, 'DELETE FROM webhook_logs WHERE webhook_id = ?', [id], transaction);
+      await exec(this.#db, 'DELETE FROM webhooks WHERE id = ?', [id], transaction);
+    });
+    return current;
+  }
+
+  /** One webhook by id. Throws `not_found` (reason `webhook_not_found`). */
+  async get(id: string): Promise<Webhook> {
+    const rows = await select(this.#db, 'SELECT * FROM webhooks WHERE id = ?', [String(id)]);
+    const row = rows[0];
+    if (!row) throw new LatchkeyError('not_found', 'webhook not found', { reason: 'webhook_not_found' });
+    return toWebhook(row);
+  }
+
+  /** Webhooks, oldest first. Throws `invalid_argument` for bad pagination. */
+  async list(pagination?: PaginationInput | null): Promise<{ webhooks: Webhook[]; pagination: Pagination }> {
+    const p = normalizePagination(pagination);
+    const total = countOf(await select(this.#db, 'SELECT COUNT(*) AS n FROM webhooks'));
+    const rows = await select(this.#db, 'SELECT * FROM webhooks ORDER BY created_at, id LIMIT ? OFFSET ?', [p.limit, p.offset]);
+    return { webhooks: rows.map(toWebhook), pagination: { ...p, total } };
+  }
+
+  /** Delivery attempts, newest first, optionally of one webhook. */
+  async logs(input: { pagination?: PaginationInput | null | undefined; webhook_id?: string | undefined } = {}): Promise<{
+    webhook_logs: WebhookLog[];
+    pagination: Pagination;
+  }> {
+    const p = normalizePagination(input.pagination);
+    const where = input.webhook_id ? 'WHERE webhook_id = ?' : '';
+    const args = input.webhook_id ? [input.webhook_id] : [];
+    const total = countOf(await select(this.#db, `SELECT COUNT(*) AS n FROM webhook_logs ${where}`, args));
+    const rows = await select(
+      this.#db,
+      `SELECT * FROM webhook_logs ${where} ORDER BY created_at DESC, attempt DESC, id DESC LIMIT ? OFFSET ?`,
+      [...args, p.limit, p.offset],
+    );
+    return { webhook_logs: rows.map(toLog), pagination: { ...p, total } };
+  }
+
+  // ----------------------------------------------------------------- emission
+
+  /**
+   * Queues `event` for every enabled webhook registered for it and returns how
+   * many deliveries were queued. `data` is merged into the payload (e.g.
+   * `{user}`); it must not contain secrets. Pass the transaction of the change
+   * that caused the event so both commit or neither does.
+   */
+  async emit(event: WebhookEvent, data: Record<string, unknown>, transaction?: Transaction): Promise<number> {
+    checkEvent(event);
+    const hooks = await select(this.#db, 'SELECT * FROM webhooks WHERE event_name = ? AND enabled = 1', [event], transaction);
+    const now = this.#clock();
+    for (const row of hooks) {
+      const hook = toWebhook(row);
+      const id = randomUUID();
+      const payload = JSON.stringify({
+        ...data,
+        id,
+        webhook_id: hook.id,
+        event_name: event,
+        event_description: hook.event_description,
+        created_at: Math.floor(now / 1000),
+      });
+      await exec(
+        this.#db,
+        `INSERT INTO webhook_deliveries (id, webhook_id, event_name, payload, status, attempts, next_attempt_at, lease_until, last_http_status, created_at, updated_at)
+         VALUES (?, ?, ?, ?, 'pending', 0, ?, 0, 0, ?, ?)`,
+        [id, hook.id, event, payload, now, now, now],
+        transaction,
+      );
+    }
+    if (hooks.length > 0) this.#kick();
+    return hooks.length;
+  }
+
+  /** Counts of outbox rows by status (for health and tests). */
+  async outboxStats(): Promise<Record<string, number>> {
+    const rows = await select(this.#db, 'SELECT status, COUNT(*) AS n FROM webhook_deliveries GROUP BY status');
+    return Object.fromEntries(rows.map((r) => [str(r['status']), num(r['n'])]));
+  }
+
+  // ----------------------------------------------------------------- delivery
+
+  /** Starts the background worker (idempotent). */
+  start(): void {
+    if (!this.#stopped) return;
+    this.#stopped = false;
+    this.#timer = setInterval(() => this.#kick(), this.#pollMs);
+    this.#timer.unref();
+    this.#kick();
+  }
+
+  /** Stops the worker and waits for the attempts in flight to finish. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = undefined;
+    while (this.#running) await this.#running.catch(() => 0);
+  }
+
+  #kick(): void {
+    if (this.#stopped) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#running = this.runOnce()
+      .catch((err: unknown) => {
+        this.#onError(err);
+        return 0;
+      })
+      .finally(() => {
+        this.#running = undefined;
+        if (this.#again && !this.#stopped) {
+          this.#again = false;
+          this.#kick();
+        }
+      });
+  }
+
+  /**
+   * Sends every delivery that is due now (claimed under a lease) and returns
+   * how many attempts were made. The worker calls this; tests call it
+   * directly with an injected clock.
+   */
+  async runOnce(): Promise<number> {
+    let made = 0;
+    for (;;) {
+      const now = this.#clock();
+      const due = await select(
+        this.#db,
+        `SELECT id FROM webhook_deliveries
+         WHERE (status = 'pending' AND next_attempt_at <= ?) OR (status = 'delivering' AND lease_until < ?)
+         ORDER BY next_attempt_at, id LIMIT ?`,
+        [now, now, this.#concurrency],
+      );
+      if (due.length === 0) return made;
+      const results = await Promise.all(due.map((r) => this.#attempt(str(r['id']))));
+      const n = results.filter(Boolean).length;
+      made += n;
+      if (n === 0) return made;
+    }
+  }
+
+  async #attempt(id: string): Promise<boolean> {
+    const now = this.#clock();
+    const claimed = await update(
+      this.#db,
+      `UPDATE webhook_deliveries SET status = 'delivering', lease_until = ?, attempts = attempts + 1, updated_at = ?
+       WHERE id = ? AND ((status = 'pending' AND next_attempt_at <= ?) OR (status = 'delivering' AND lease_until < ?))`,
+      [now + this.#leaseMs, now, id, now, now],
+    );
+    if (claimed !== 1) return false;
+    const row = (await select(this.#db, 'SELECT * FROM webhook_deliveries WHERE id = ?', [id]))[0];
+    if (!row) return false;
+    const webhookId = str(row['webhook_id']);
+    const attempt = num(row['attempts']);
+    const body = str(row['payload']);
+    const hookRow = (await select(this.#db, 'SELECT * FROM webhooks WHERE id = ?', [webhookId]))[0];
+    if (!hookRow || num(hookRow['enabled']) !== 1) {
+      await update(this.#db, `UPDATE webhook_deliveries SET status = 'cancelled', updated_at = ? WHERE id = ?`, [this.#clock(), id]);
+      return true;
+    }
+    const hook = toWebhook(hookRow);
+    let outcome: WebhookLog['outcome'];
+    let status = 0;
+    let response = '';
+    let error = '';
+    let durationMs = 0;
+    try {
+      // Checked again on every attempt: DNS may have changed since registration.
+      const target = await validateEndpoint(hook.endpoint, this.#ssrf);
+      const timestamp = Math.floor(this.#clock() / 1000);
+      const result = await postPinned(target, body, {
+        timeoutMs: this.#timeoutMs,
+        maxResponseBytes: this.#maxResponseBytes,
+        headers: { 'user-agent': 'latchkey-webhooks/1', ...hook.headers, ...signWebhook(this.#secret, id, timestamp, body) },
+      });
+      status = result.status;
+      response = result.body;
+      error = result.error || (result.truncated ? 'response_truncated' : '');
+      durationMs = result.durationMs;
+      outcome = result.error === '' && status >= 200 && status < 300 ? 'delivered' : 'failed';
+      if (outcome === 'failed' && error === '') error = status >= 300 && status < 400 ? 'redirect_not_followed' : 'non_2xx_status';
+    } catch (err) {
+      outcome = 'refused';
+      error = err instanceof LatchkeyError ? (err.reason ?? err.code) : 'endpoint_check_failed';
+    }
+    const done = this.#clock();
+    await exec(
+      this.#db,
+      `INSERT INTO webhook_logs (id, webhook_id, delivery_id, event_name, attempt, http_status, duration_ms, outcome, error, request, response, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [randomUUID(), webhookId, id, str(row['event_name']), attempt, status, durationMs, outcome, error.slice(0, 256), body, response.slice(0, this.#logChars), done, done],
+    );
+    if (outcome === 'delivered') {
+      await update(
+        this.#db,
+        `UPDATE webhook_deliveries SET status = 'delivered', last_http_status = ?, updated_at = ? WHERE id = ?`,
+        [status, done, id],
+      );
+    } else {
+      const delay = this.#schedule[attempt - 1];
+      if (delay === undefined) {
+        await update(this.#db, `UPDATE webhook_deliveries SET status = 'failed', last_http_status = ?, updated_at = ? WHERE id = ?`, [status, done, id]);
+      } else {
+        const spread = delay * this.#jitter * (Math.random() * 2 - 1);
+        await update(
+          this.#db,
+          `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?, lease_until = 0, last_http_status = ?, updated_at = ? WHERE id = ?`,
+          [Math.round(done + delay + spread), status, done, id],
+        );
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Posts a signed sample `event_name` event to `endpoint` now (no outbox, no
+   * retry) and returns the receiver's answer. Throws `invalid_argument` for an
+   * unknown event, bad headers or a refused endpoint (reason
+   * `invalid_endpoint`, no connection made); `unavailable` (reason
+   * `endpoint_unreachable`) when no response arrives.
+   */
+  async testEndpoint(input: TestEndpointInput): Promise<{ http_status: number; response: string }> {
+    const event = checkEvent(input.event_name);
+    const headers = checkHeaders(input.headers);
+    const target = await validateEndpoint(input.endpoint, this.#ssrf);
+    const id = randomUUID();
+    const now = this.#clock();
+    const body = JSON.stringify({
+      id,
+      webhook_id: '',
+      event_name: event,
+      event_description: event.replaceAll('.', ' '),
+      created_at: Math.floor(now / 1000),
+      user: SAMPLE_USER,
+      test: true,
+    });
+    const result = await postPinned(target, body, {
+      timeoutMs: this.#timeoutMs,
+      maxResponseBytes: this.#maxResponseBytes,
+      headers: { 'user-agent': 'latchkey-webhooks/1', ...headers, ...signWebhook(this.#secret, id, Math.floor(now / 1000), body) },
+    });
+    if (result.status === 0) {
+      throw new LatchkeyError('unavailable', 'endpoint did not answer', {
+        reason: 'endpoint_unreachable',
+        details: { error: result.error },
+      });
+    }
+    return { http_status: result.status, response: result.body.slice(0, this.#logChars) };
+  }
+}
