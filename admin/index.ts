@@ -20,3 +20,5 @@ export type {
   UpdateWebhookInput,
   TestEndpointInput,
 } from './webhooks.ts';
+export { AuditLog } from './audit_log.ts';
+export type { AuditEntry, AuditLogRecord, AuditLogFilter, AuditLogOptions, ActorType } from './audit_log.ts';
