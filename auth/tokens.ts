@@ -1,0 +1,283 @@
+/**
+ * Signed tokens: access, id and refresh JWTs, the JWKS document and the
+ * OpenID discovery document. jose lives here and nowhere else (conventions §10).
+ *
+ * Verification (ASVS v5 9.1–9.2): the algorithm is pinned to the configured
+ * one (so `alg: none` and HS/RS confusion are refused by jose), the signature
+ * is checked first, then `iss`, `aud`, `exp`, `iat`, `nbf` (with a bounded
+ * clock tolerance), the `kid` must be ours, key-carrying headers (`jku`,
+ * `jwk`, `x5u`, `x5c`) are refused outright (no file or network access ever
+ * happens), and the `token_type` claim must be the one the caller expects, so
+ * an id token or a refresh token is never accepted as an access token.
+ */
+import { createHash, randomBytes, webcrypto } from 'node:crypto';
+import {
+  SignJWT,
+  calculateJwkThumbprint,
+  decodeProtectedHeader,
+  exportJWK,
+  importPKCS8,
+  importSPKI,
+  jwtVerify,
+  type JWK,
+  type JWTPayload,
+} from 'jose';
+import { LatchkeyError } from '../engine/errors.ts';
+
+/** The signing algorithms of `--jwt-type`. */
+export const JWT_ALGORITHMS = [
+  'HS256',
+  'HS384',
+  'HS512',
+  'RS256',
+  'RS384',
+  'RS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'PS256',
+  'PS384',
+  'PS512',
+] as const;
+export type JwtAlgorithm = (typeof JWT_ALGORITHMS)[number];
+
+/** The three token kinds, as carried in the `token_type` claim. */
+export type TokenType = 'access_token' | 'id_token' | 'refresh_token';
+export const TOKEN_TYPES: readonly TokenType[] = ['access_token', 'id_token', 'refresh_token'];
+
+/** Options of {@link TokenService}. */
+export interface TokenOptions {
+  /** `--jwt-type`. */
+  algorithm: JwtAlgorithm;
+  /** `--jwt-secret`, required for HS*. */
+  secret?: string | undefined;
+  /** `--jwt-private-key` (PKCS#8 PEM), required for RS*, ES*, PS*. */
+  privateKey?: string | undefined;
+  /** `--jwt-public-key` (SPKI PEM), required for RS*, ES*, PS*. */
+  publicKey?: string | undefined;
+  /** `iss` of every token; also the discovery document's issuer (the server's public URL). */
+  issuer: string;
+  /** `aud` of every token: the client id. */
+  audience: string;
+  /** Lifetime of access and id tokens, seconds. Default 1800. */
+  accessTokenTtl?: number;
+  /** Lifetime of refresh tokens, seconds. Default 30 days. */
+  refreshTokenTtl?: number;
+  /** Accepted clock skew when verifying, seconds. Default 30. */
+  clockToleranceSeconds?: number;
+  /** Milliseconds since the epoch. Default `Date.now`. */
+  now?: () => number;
+}
+
+/** Claims of a verified token. */
+export type TokenClaims = JWTPayload & { token_type: TokenType; sub: string; [claim: string]: unknown };
+
+const INVALID_TOKEN = (cause?: unknown): LatchkeyError =>
+  new LatchkeyError('unauthenticated', 'invalid token', { reason: 'invalid_token', cause });
+
+const FORBIDDEN_HEADERS = ['jku', 'jwk', 'x5u', 'x5c'] as const;
+
+type CryptoKey = webcrypto.CryptoKey;
+type SigningKey = CryptoKey | Uint8Array;
+
+/** Signs and verifies the server's JWTs with one configured key. */
+export class TokenService {
+  readonly algorithm: JwtAlgorithm;
+  readonly issuer: string;
+  readonly audience: string;
+  readonly accessTokenTtl: number;
+  readonly refreshTokenTtl: number;
+  readonly kid: string;
+  readonly #signKey: SigningKey;
+  readonly #verifyKey: SigningKey;
+  readonly #publicJwk: JWK | undefined;
+  readonly #tolerance: number;
+  readonly #now: () => number;
+
+  private constructor(init: {
+    options: TokenOptions;
+    signKey: SigningKey;
+    verifyKey: SigningKey;
+    publicJwk: JWK | undefined;
+    kid: string;
+  }) {
+    const o = init.options;
+    this.algorithm = o.algorithm;
+    this.issuer = o.issuer;
+    this.audience = o.audience;
+    this.accessTokenTtl = o.accessTokenTtl ?? 1800;
+    this.refreshTokenTtl = o.refreshTokenTtl ?? 30 * 24 * 3600;
+    this.#tolerance = o.clockToleranceSeconds ?? 30;
+    this.#now = o.now ?? Date.now;
+    this.#signKey = init.signKey;
+    this.#verifyKey = init.verifyKey;
+    this.#publicJwk = init.publicJwk;
+    this.kid = init.kid;
+  }
+
+  /**
+   * Imports the configured keys once (pre-imported `CryptoKey`s verify several
+   * times faster than raw secrets). Throws `invalid_argument` (reason
+   * `invalid_jwt_options`) when the options do not fit the algorithm.
+   */
+  static async create(options: TokenOptions): Promise<TokenService> {
+    const bad = (message: string, cause?: unknown): LatchkeyError =>
+      new LatchkeyError('invalid_argument', message, { reason: 'invalid_jwt_options', cause });
+    const alg = options.algorithm;
+    if (!(JWT_ALGORITHMS as readonly string[]).includes(alg)) throw bad(`unsupported jwt type ${String(alg)}`);
+    if (!options.issuer) throw bad('token issuer is required');
+    if (!options.audience) throw bad('token audience (client id) is required');
+    if (alg.startsWith('HS')) {
+      if (!options.secret) throw bad(`--jwt-secret is required for ${alg}`);
+      const hash = `SHA-${alg.slice(2)}`;
+      const key = await webcrypto.subtle.importKey('raw', Buffer.from(options.secret, 'utf8'), { name: 'HMAC', hash }, false, [
+        'sign',
+        'verify',
+      ]);
+      // The kid names the secret without revealing it; HMAC keys are never published (JWKS stays empty).
+      const kid = createHash('sha256').update('latchkey-kid:').update(options.secret).digest('base64url').slice(0, 16);
+      return new TokenService({ options, signKey: key as CryptoKey, verifyKey: key as CryptoKey, publicJwk: undefined, kid });
+    }
+    if (!options.privateKey || !options.publicKey) throw bad(`--jwt-private-key and --jwt-public-key are required for ${alg}`);
+    let signKey: CryptoKey;
+    let verifyKey: CryptoKey;
+    try {
+      signKey = await importPKCS8(options.privateKey, alg);
+      verifyKey = await importSPKI(options.publicKey, alg, { extractable: true });
+    } catch (err) {
+      throw bad(`the jwt keys are not valid PEM keys for ${alg}`, err);
+    }
+    const jwk = await exportJWK(verifyKey);
+    const kid = await calculateJwkThumbprint(jwk);
+    // The pair must match: sign a probe with the private key and verify it with the public key.
+    try {
+      const probe = await new SignJWT({}).setProtectedHeader({ alg }).sign(signKey);
+      await jwtVerify(probe, verifyKey, { algorithms: [alg] });
+    } catch (err) {
+      throw bad('--jwt-private-key and --jwt-public-key do not form a key pair', err);
+    }
+    return new TokenService({ options, signKey, verifyKey, publicJwk: { ...jwk, kid, alg, use: 'sig' }, kid });
+  }
+
+  /** Seconds since the epoch, from the injected clock. */
+  nowSeconds(): number {
+    return Math.floor(this.#now() / 1000);
+  }
+
+  /**
+   * Signs a token of `type` for subject `sub` with the given extra claims.
+   * `iss`, `aud`, `sub`, `iat`, `exp`, `jti` and `token_type` are set here and
+   * override same-named extra claims.
+   */
+  async sign(type: TokenType, sub: string, claims: Record<string, unknown>, ttlSeconds?: number): Promise<{ token: string; expiresAt: number; jti: string }> {
+    const iat = this.nowSeconds();
+    const ttl = ttlSeconds ?? (type === 'refresh_token' ? this.refreshTokenTtl : this.accessTokenTtl);
+    const exp = iat + ttl;
+    const jti = randomBytes(16).toString('base64url');
+    const token = await new SignJWT({ ...claims, token_type: type })
+      .setProtectedHeader({ alg: this.algorithm, kid: this.kid, typ: 'JWT' })
+      .setIssuer(this.issuer)
+      .setAudience(this.audience)
+      .setSubject(sub)
+      .setIssuedAt(iat)
+      .setExpirationTime(exp)
+      .setJti(jti)
+      .sign(this.#signKey);
+    return { token, expiresAt: exp, jti };
+  }
+
+  /**
+   * Verifies `token` and returns its claims. Throws `unauthenticated` (reason
+   * `invalid_token`, message `invalid token`) for every failure, whatever the
+   * cause, so a caller learns nothing about which check failed.
+   */
+  async verify(token: string, expectedType: TokenType): Promise<TokenClaims> {
+    if (typeof token !== 'string' || token.length === 0 || token.length > 16384) throw INVALID_TOKEN();
+    let header: ReturnType<typeof decodeProtectedHeader>;
+    try {
+      header = decodeProtectedHeader(token);
+    } catch (err) {
+      throw INVALID_TOKEN(err);
+    }
+    if (header.alg !== this.algorithm || header.kid !== this.kid) throw INVALID_TOKEN();
+    for (const h of FORBIDDEN_HEADERS) if (h in header) throw INVALID_TOKEN();
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, this.#verifyKey, {
+        algorithms: [this.algorithm],
+        issuer: this.issuer,
+        audience: this.audience,
+        requiredClaims: ['exp', 'iat', 'sub', 'jti'],
+        clockTolerance: this.#tolerance,
+        currentDate: new Date(this.#now()),
+      }));
+    } catch (err) {
+      throw INVALID_TOKEN(err);
+    }
+    if (payload['token_type'] !== expectedType) throw INVALID_TOKEN();
+    if (typeof payload.sub !== 'string' || payload.sub.length === 0) throw INVALID_TOKEN();
+    // A token "issued" in the future beyond the tolerance is as suspect as an expired one.
+    if (typeof payload.iat === 'number' && payload.iat > this.nowSeconds() + this.#tolerance) throw INVALID_TOKEN();
+    return payload as TokenClaims;
+  }
+
+  /** `at_hash` of an access token (OpenID Connect Core §3.1.3.6). */
+  atHash(accessToken: string): string {
+    const bits = this.algorithm.slice(2);
+    const digest = createHash(`sha${bits}`).update(accessToken, 'ascii').digest();
+    return digest.subarray(0, digest.length / 2).toString('base64url');
+  }
+
+  /** The JWKS document: the public key for RS*, ES*, PS*; empty for HS* (secrets are never published). */
+  jwks(): { keys: JWK[] } {
+    return { keys: this.#publicJwk === undefined ? [] : [{ ...this.#publicJwk }] };
+  }
+
+  /** The OpenID discovery document for a server at `baseUrl` (no trailing slash). */
+  openidConfiguration(baseUrl: string, options: { roleClaim?: string } = {}): Record<string, unknown> {
+    const base = baseUrl.replace(/\/+$/, '');
+    return {
+      issuer: this.issuer,
+      authorization_endpoint: `${base}/authorize`,
+      token_endpoint: `${base}/oauth/token`,
+      userinfo_endpoint: `${base}/userinfo`,
+      revocation_endpoint: `${base}/oauth/revoke`,
+      end_session_endpoint: `${base}/logout`,
+      jwks_uri: `${base}/.well-known/jwks.json`,
+      response_types_supported: ['code', 'token', 'id_token', 'code id_token', 'code token', 'code id_token token', 'id_token token'],
+      response_modes_supported: ['query', 'fragment', 'form_post', 'web_message'],
+      grant_types_supported: ['authorization_code', 'refresh_token'],
+      subject_types_supported: ['public'],
+      id_token_signing_alg_values_supported: [this.algorithm],
+      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+      code_challenge_methods_supported: ['S256'],
+      scopes_supported: ['openid', 'email', 'profile', 'phone', 'offline_access'],
+      claims_supported: [
+        'iss',
+        'aud',
+        'sub',
+        'exp',
+        'iat',
+        'auth_time',
+        'nonce',
+        'amr',
+        'acr',
+        'at_hash',
+        'email',
+        'email_verified',
+        'phone_number',
+        'phone_number_verified',
+        'given_name',
+        'family_name',
+        'middle_name',
+        'nickname',
+        'preferred_username',
+        'picture',
+        'gender',
+        'birthdate',
+        'roles',
+        options.roleClaim ?? 'role',
+      ],
+    };
+  }
+}

@@ -1,0 +1,101 @@
+import test from 'ava';
+import { Sequelize } from 'sequelize';
+import { UserStore, USER_EXISTS_MESSAGE } from '../../auth/index.ts';
+import { createTestDatabase, sqlBackends, type SqlBackend } from '../helpers/databases.ts';
+
+async function withStore<T>(backend: SqlBackend, fn: (store: UserStore, sequelize: Sequelize) => Promise<T>, before?: (s: Sequelize) => Promise<void>): Promise<T> {
+  const db = await createTestDatabase(backend, 'lk_auth');
+  const sequelize = new Sequelize(db.url, { logging: false, pool: { max: 25 } });
+  try {
+    if (before) await before(sequelize);
+    const store = new UserStore({ sequelize });
+    await store.init();
+    return await fn(store, sequelize);
+  } finally {
+    await sequelize.close();
+    await db.drop();
+  }
+}
+
+for (const backend of sqlBackends()) {
+  test(`20 parallel creates with one email in mixed case and whitespace make exactly one user (${backend})`, async (t) => {
+    await withStore(backend, async (store) => {
+      const variants = Array.from({ length: 20 }, (_, i) => `${i % 3 === 0 ? '  ' : ''}${i % 2 ? 'Race@Example.COM' : 'race@example.com'}${i % 4 === 0 ? ' ' : ''}`);
+      const results = await Promise.allSettled(variants.map((email) => store.create({ email, roles: ['user'], signup_methods: 'basic_auth' })));
+      const ok = results.filter((r) => r.status === 'fulfilled');
+      const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+      t.is(ok.length, 1);
+      t.is(failed.length, 19);
+      for (const f of failed) {
+        t.is(f.reason.code, 'already_exists');
+        t.is(f.reason.message, USER_EXISTS_MESSAGE);
+      }
+      t.is(await store.countByEmail('race@example.com'), 1);
+    });
+  });
+
+  test(`email and phone are optional; phone-only and email-only users coexist; phone is unique too (${backend})`, async (t) => {
+    await withStore(backend, async (store) => {
+      const a = await store.create({ phone_number: '+1 555 0100', roles: ['user'] });
+      const b = await store.create({ email: 'b@example.com', roles: ['user'] });
+      const c = await store.create({ roles: [] });
+      t.is(a.email, null);
+      t.is(b.phone_number, null);
+      t.truthy(c.id);
+      const err = await t.throwsAsync(store.create({ phone_number: '+15550100' }));
+      t.is((err as { code?: string }).code, 'already_exists');
+      t.is((await store.findByPhone('+1-555-0100'))?.id, a.id);
+      t.is((await store.findByEmail(' B@EXAMPLE.com '))?.id, b.id);
+    });
+  });
+
+  test(`changing an email releases the old one and claims the new one (${backend})`, async (t) => {
+    await withStore(backend, async (store) => {
+      const a = await store.create({ email: 'a@example.com' });
+      const b = await store.create({ email: 'b@example.com' });
+      const err = await t.throwsAsync(store.update(b.id, { email: 'A@example.com' }));
+      t.is((err as { code?: string }).code, 'already_exists');
+      await store.update(a.id, { email: 'a2@example.com', given_name: 'Ann', roles: ['user', 'admin'], app_data: { x: 1 } });
+      const moved = await store.update(b.id, { email: 'a@example.com' });
+      t.is(moved.email, 'a@example.com');
+      const a2 = await store.findById(a.id);
+      t.is(a2?.given_name, 'Ann');
+      t.deepEqual(a2?.roles, ['user', 'admin']);
+      t.deepEqual(a2?.app_data, { x: 1 });
+      t.true(await store.delete(a.id));
+      t.is(await store.findById(a.id), undefined);
+      await store.create({ email: 'a2@example.com' });
+      const page = await store.list({ offset: 0, limit: 10 });
+      t.is(page.total, 2);
+    });
+  });
+
+  test(`a v1 database's unique constraints and indexes on email and phone are dropped at startup (${backend})`, async (t) => {
+    const v1 = async (s: Sequelize): Promise<void> => {
+      await s.query(
+        'CREATE TABLE users (id VARCHAR(36) NOT NULL PRIMARY KEY, email VARCHAR(256) UNIQUE, phone_number VARCHAR(30), password VARCHAR(255), signup_methods VARCHAR(255), roles VARCHAR(255), given_name VARCHAR(255), created_at BIGINT, updated_at BIGINT)',
+      );
+      await s.query('CREATE UNIQUE INDEX users_phone_unique ON users (phone_number)');
+      await s.query("INSERT INTO users (id, email, phone_number, password, signup_methods, roles, created_at, updated_at) VALUES ('u1', 'Old@Example.com', '+4912345', NULL, 'basic_auth', 'user', 1, 1)");
+    };
+    await withStore(
+      backend,
+      async (store, sequelize) => {
+        // The same address twice at the database level is now possible (no unique constraint left) ...
+        await sequelize.query("INSERT INTO users (id, email, phone_number, signup_methods, roles, created_at, updated_at) VALUES ('u2', 'Old@Example.com', '+4912345', '', '', 2, 2)");
+        await sequelize.query("DELETE FROM users WHERE id = 'u2'");
+        // ... while the service still refuses it, because the existing row was claimed at migration.
+        const err = await t.throwsAsync(store.create({ email: 'old@example.com' }));
+        t.is((err as { code?: string }).code, 'already_exists');
+        const err2 = await t.throwsAsync(store.create({ phone_number: '+4912345' }));
+        t.is((err2 as { code?: string }).code, 'already_exists');
+        const u1 = await store.findByEmail('old@example.com');
+        t.is(u1?.id, 'u1');
+        t.is(u1?.deactivated_at, null);
+        // Running the startup path again is a no-op.
+        await store.init();
+      },
+      v1,
+    );
+  });
+}
