@@ -22,3 +22,17 @@ export type {
 } from './webhooks.ts';
 export { AuditLog } from './audit_log.ts';
 export type { AuditEntry, AuditLogRecord, AuditLogFilter, AuditLogOptions, ActorType } from './audit_log.ts';
+export {
+  EmailTemplates,
+  EMAIL_TEMPLATE_EVENTS,
+  DEFAULT_EMAIL_TEMPLATES,
+  validateTemplateText,
+  renderTemplateText,
+} from './email_templates.ts';
+export type {
+  EmailTemplate,
+  EmailTemplateEvent,
+  EmailRenderData,
+  RenderedEmail,
+  EmailTemplatesOptions,
+} from './email_templates.ts';

@@ -1,0 +1,69 @@
+import test from 'ava';
+import { Sequelize } from 'sequelize';
+import { createTestDatabase, sqlBackends } from '../helpers/databases.ts';
+import { EmailTemplates, EMAIL_TEMPLATE_EVENTS, migrateAdminStore, type EmailRenderData } from '../../admin/index.ts';
+import type { LatchkeyError } from '../../engine/errors.ts';
+
+const data: EmailRenderData = {
+  user: { id: 'u1', email: 'ann@example.com', given_name: '<Ann>' },
+  organization: { name: 'Acme', logo: '' },
+  verification_url: 'https://app.example.com/verify?token=t&x=1',
+  otp: '424242',
+};
+
+for (const backend of sqlBackends()) {
+  test(`email templates: one per event, validated, used instead of the default, default after delete (${backend})`, async (t) => {
+    const db = await createTestDatabase(backend);
+    const sequelize = new Sequelize(db.url, { logging: false });
+    try {
+      await migrateAdminStore(sequelize);
+      const templates = new EmailTemplates({ sequelize });
+      // Every event has a built-in default that renders.
+      for (const event of EMAIL_TEMPLATE_EVENTS) {
+        const mail = await templates.render(event, data);
+        t.true(mail.subject.length > 0, event);
+        t.true(mail.html.includes('Acme'), event);
+      }
+      const def = await templates.render('forgot_password', data);
+      t.true(def.html.includes('https://app.example.com/verify?token=t&#38;x=1'));
+      t.true((await templates.render('verify_otp', data)).html.includes('424242'));
+
+      const added = await templates.add({
+        event_name: 'forgot_password',
+        subject: 'Reset for {{ user.email }}',
+        template: '<p>Hi {{ .user.given_name }}, go to {{ verification_url }}</p>',
+      });
+      t.is(added.event_name, 'forgot_password');
+      const custom = await templates.render('forgot_password', data);
+      t.is(custom.subject, 'Reset for ann@example.com');
+      t.is(custom.html, '<p>Hi &#60;Ann&#62;, go to https://app.example.com/verify?token=t&#38;x=1</p>');
+
+      const dup = await t.throwsAsync(templates.add({ event_name: 'forgot_password', subject: 's', template: 't' }));
+      t.is((dup as LatchkeyError).code, 'already_exists');
+      const bad1 = await t.throwsAsync(templates.add({ event_name: 'verify_otp', subject: 's', template: '{{ secrets.admin }}' }));
+      t.is((bad1 as LatchkeyError).reason, 'invalid_template');
+      const bad2 = await t.throwsAsync(templates.add({ event_name: 'verify_otp', subject: 's', template: 'code {{ otp ' }));
+      t.is((bad2 as LatchkeyError).reason, 'invalid_template');
+      const bad3 = await t.throwsAsync(templates.add({ event_name: 'nope', subject: 's', template: 't' }));
+      t.is((bad3 as LatchkeyError).reason, 'invalid_event_name');
+      const bad4 = await t.throwsAsync(templates.add({ event_name: 'verify_otp', subject: '', template: 't' }));
+      t.is((bad4 as LatchkeyError).reason, 'invalid_template');
+
+      const second = await templates.add({ event_name: 'verify_otp', subject: 'Code', template: '{{otp}}' });
+      const moved = await t.throwsAsync(templates.update({ id: second.id, event_name: 'forgot_password' }));
+      t.is((moved as LatchkeyError).code, 'already_exists');
+      const updated = await templates.update({ id: second.id, template: 'Your code: {{ otp }}' });
+      t.is(updated.template, 'Your code: {{ otp }}');
+      t.is((await templates.render('verify_otp', data)).html, 'Your code: 424242');
+      const listed = await templates.list({ limit: 1 });
+      t.deepEqual(listed.pagination, { page: 1, limit: 1, offset: 0, total: 2 });
+      await templates.delete(added.id);
+      t.true((await templates.render('forgot_password', data)).subject === 'Reset your password');
+      const missing = await t.throwsAsync(templates.delete(added.id));
+      t.is((missing as LatchkeyError).code, 'not_found');
+    } finally {
+      await sequelize.close();
+      await db.drop();
+    }
+  });
+}
