@@ -36,3 +36,5 @@ export type {
   RenderedEmail,
   EmailTemplatesOptions,
 } from './email_templates.ts';
+export { AdminSessions, ADMIN_COOKIE, adminUnauthenticated } from './admin_sessions.ts';
+export type { AdminSessionsOptions, AdminCookieAttributes } from './admin_sessions.ts';

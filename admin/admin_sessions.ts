@@ -1,0 +1,181 @@
+/**
+ * Super-admin authentication: the admin secret (header or `admin_login`)
+ * and the server-side admin sessions behind the `service-admin` cookie.
+ *
+ * - The secret is compared in constant time over SHA-256 digests, so neither
+ *   its content nor its length leaks through timing.
+ * - Wrong secrets are counted per client IP; once an IP reaches the limit in
+ *   the window, further attempts are refused with `resource_exhausted`
+ *   before any comparison runs (the slot is reserved first, so parallel
+ *   guesses cannot overrun the limit).
+ * - A session id is 32 random bytes; only its SHA-256 is stored, with an
+ *   expiry. `admin_session` slides the expiry; `admin_logout` deletes it.
+ * - Every failure says the same `unauthorized`, whatever was wrong.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Sequelize } from 'sequelize';
+import { LatchkeyError } from '../engine/errors.ts';
+import { exec, num, select, update } from './sql.ts';
+
+/** Name of the admin session cookie. */
+export const ADMIN_COOKIE = 'service-admin';
+
+/** Attributes of the admin cookie (HttpOnly, SameSite=Strict, Secure per `--admin-cookie-secure`). */
+export interface AdminCookieAttributes {
+  httpOnly: true;
+  secure: boolean;
+  sameSite: 'Strict';
+  path: '/';
+  maxAgeSeconds: number;
+}
+
+export interface AdminSessionsOptions {
+  sequelize: Sequelize;
+  adminSecret: string;
+  /** Lifetime of a session without activity (default 1 h). */
+  ttlMs?: number;
+  /** Wrong secrets allowed per IP per window (default 10). */
+  maxFailures?: number;
+  /** The failure-counting window (default 15 min). */
+  windowMs?: number;
+  clock?: () => number;
+}
+
+const digest = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
+const hashId = (id: string): string => createHash('sha256').update(id, 'utf8').digest('hex');
+
+/** The one error of every failed admin authentication. */
+export function adminUnauthenticated(): LatchkeyError {
+  return new LatchkeyError('unauthenticated', 'unauthorized', { reason: 'unauthenticated' });
+}
+
+/** Admin secret checks and admin sessions. */
+export class AdminSessions {
+  readonly #db: Sequelize;
+  readonly #secret: Buffer;
+  readonly #ttlMs: number;
+  readonly #max: number;
+  readonly #windowMs: number;
+  readonly #clock: () => number;
+  readonly #failures = new Map<string, { count: number; resetAt: number }>();
+
+  constructor(options: AdminSessionsOptions) {
+    if (!options.adminSecret) throw new Error('admin secret must not be empty');
+    this.#db = options.sequelize;
+    this.#secret = digest(options.adminSecret);
+    this.#ttlMs = options.ttlMs ?? 3_600_000;
+    this.#max = options.maxFailures ?? 10;
+    this.#windowMs = options.windowMs ?? 900_000;
+    this.#clock = options.clock ?? Date.now;
+  }
+
+  /** Cookie attributes for a session cookie. */
+  cookieAttributes(secure: boolean): AdminCookieAttributes {
+    return { httpOnly: true, secure, sameSite: 'Strict', path: '/', maxAgeSeconds: Math.floor(this.#ttlMs / 1000) };
+  }
+
+  /**
+   * Checks a presented admin secret for the client `ip`. Throws
+   * `resource_exhausted` (reason `too_many_attempts`, `details.retry_after`
+   * seconds) when the IP is over its limit, and `unauthenticated` when the
+   * secret is wrong.
+   */
+  checkSecret(presented: string, ip: string): void {
+    const now = this.#clock();
+    let entry = this.#failures.get(ip);
+    if (entry && entry.resetAt <= now) {
+      this.#failures.delete(ip);
+      entry = undefined;
+    }
+    if (entry && entry.count >= this.#max) {
+      throw new LatchkeyError('resource_exhausted', 'too many attempts, try again later', {
+        reason: 'too_many_attempts',
+        details: { retry_after: Math.ceil((entry.resetAt - now) / 1000) },
+      });
+    }
+    // Reserve the slot before comparing; release it on success.
+    const slot = entry ?? { count: 0, resetAt: now + this.#windowMs };
+    slot.count++;
+    this.#failures.set(ip, slot);
+    if (!timingSafeEqual(digest(presented), this.#secret)) throw adminUnauthenticated();
+    slot.count--;
+    if (slot.count === 0) this.#failures.delete(ip);
+    if (this.#failures.size > 100_000) this.#sweep(now);
+  }
+
+  #sweep(now: number): void {
+    for (const [ip, e] of this.#failures) if (e.resetAt <= now) this.#failures.delete(ip);
+  }
+
+  /**
+   * `admin_login`: checks the secret (see {@link checkSecret}) and opens a
+   * session. Returns the session id for the cookie and its expiry (unix ms).
+   */
+  async login(presented: string, ip: string): Promise<{ token: string; expiresAt: number }> {
+    this.checkSecret(presented, ip);
+    const token = randomBytes(32).toString('base64url');
+    const now = this.#clock();
+    const expiresAt = now + this.#ttlMs;
+    await exec(this.#db, 'INSERT INTO admin_sessions (id_hash, ip_address, created_at, expires_at) VALUES (?, ?, ?, ?)', [
+      hashId(token),
+      ip.slice(0, 45),
+      now,
+      expiresAt,
+    ]);
+    // Expired rows are removed opportunistically.
+    await exec(this.#db, 'DELETE FROM admin_sessions WHERE expires_at < ?', [now]);
+    return { token, expiresAt };
+  }
+
+  /** True when `token` names a live session. */
+  async verify(token: string | undefined): Promise<boolean> {
+    if (!token || token.length > 128) return false;
+    const row = (await select(this.#db, 'SELECT expires_at FROM admin_sessions WHERE id_hash = ?', [hashId(token)]))[0];
+    return row !== undefined && num(row['expires_at']) > this.#clock();
+  }
+
+  /**
+   * `admin_session`: verifies the session and slides its expiry. Throws
+   * `unauthenticated` when it is missing, unknown or expired.
+   */
+  async refresh(token: string | undefined): Promise<{ expiresAt: number }> {
+    if (!token || token.length > 128) throw adminUnauthenticated();
+    const now = this.#clock();
+    const expiresAt = now + this.#ttlMs;
+    const n = await update(this.#db, 'UPDATE admin_sessions SET expires_at = ? WHERE id_hash = ? AND expires_at > ?', [
+      expiresAt,
+      hashId(token),
+      now,
+    ]);
+    if (n !== 1) throw adminUnauthenticated();
+    return { expiresAt };
+  }
+
+  /** `admin_logout`: ends the session (a no-op for an unknown one). */
+  async logout(token: string | undefined): Promise<void> {
+    if (!token || token.length > 128) return;
+    await exec(this.#db, 'DELETE FROM admin_sessions WHERE id_hash = ?', [hashId(token)]);
+  }
+
+  /**
+   * Resolves admin credentials, for the transports' principal chain:
+   * - with the header enabled and a secret presented: checked (rate limited);
+   *   `header` on success, throws otherwise;
+   * - else a live `service-admin` cookie: `cookie`;
+   * - else `undefined` (not admin credentials, or an invalid cookie: the
+   *   caller decides; admin rows then answer `unauthenticated`).
+   */
+  async authenticate(
+    credentials: { adminSecret?: string | undefined; cookies: Readonly<Record<string, string>> },
+    ip: string,
+    headerDisabled: boolean,
+  ): Promise<'header' | 'cookie' | undefined> {
+    if (!headerDisabled && credentials.adminSecret !== undefined) {
+      this.checkSecret(credentials.adminSecret, ip);
+      return 'header';
+    }
+    const cookie = credentials.cookies[ADMIN_COOKIE];
+    if (cookie !== undefined && (await this.verify(cookie))) return 'cookie';
+    return undefined;
+  }
+}
