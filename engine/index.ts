@@ -1,0 +1,635 @@
+/**
+ * `latchkey/engine`: an embeddable, OpenFGA-compatible fine-grained
+ * authorization engine. It needs nothing but a {@link TupleStore} (the
+ * {@link MemoryStore} by default) and a model:
+ *
+ * ```ts
+ * import { Engine } from 'latchkey/engine';
+ * const engine = new Engine();
+ * await engine.writeModel({ dsl: 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define viewer: [user]\n' });
+ * await engine.write({ writes: [{ user: 'user:anne', relation: 'viewer', object: 'doc:1' }] });
+ * (await engine.check({ user: 'user:anne', relation: 'viewer', object: 'doc:1' })).allowed; // true
+ * ```
+ *
+ * Every error is a {@link LatchkeyError}. Where OpenFGA defines a numeric
+ * error code for the failure, it is in `error.details.openfga_code` (2000
+ * validation, 2002 resolution too complex, 2021 type not found, 2022 relation
+ * not found, 2027 invalid contextual tuple, 2056 invalid model).
+ *
+ * @module
+ */
+import { ulid } from 'ulid';
+import { LatchkeyError } from './errors.ts';
+import type { AuthorizationModel, StoredAuthorizationModel } from './model.ts';
+import { MemoryStore } from './memory_store.ts';
+import type { ReadFilter, TupleKey, TupleStore, TupleChange } from './store.ts';
+import { TypeSystem } from './typesystem.ts';
+import { TupleReader } from './reader.ts';
+import { type CheckResolver, type ResolutionContext, LocalChecker, Scope } from './check.ts';
+import { type ParsedUser, fgaError, parseObject, tryParseObject, tryParseUser } from './tuple.ts';
+import { FGA_CODES, validateTupleForWrite } from './validation.ts';
+import { listObjectCandidates } from './list_objects.ts';
+import { type UserFilter, listUserCandidates } from './list_users.ts';
+import { type ExpandNode, expandRewrite } from './expand.ts';
+
+export { LatchkeyError } from './errors.ts';
+export type { ErrorCode } from './errors.ts';
+export type * from './model.ts';
+export type * from './store.ts';
+export { MemoryStore } from './memory_store.ts';
+export { TypeSystem } from './typesystem.ts';
+export type { CheckResolver, ResolveCheckRequest, ResolveCheckResult, ResolutionContext } from './check.ts';
+export { LocalChecker, problemKey } from './check.ts';
+export type { ExpandNode, ExpandLeaf } from './expand.ts';
+export type { UserFilter } from './list_users.ts';
+export { FGA_CODES } from './validation.ts';
+
+/** Settings of an {@link Engine}; every key is optional. Unknown keys are rejected. */
+export interface EngineOptions {
+  /** Where models and tuples live. Default: a new {@link MemoryStore}. */
+  store?: TupleStore;
+  /** Dispatch depth limit of Check (OpenFGA `ResolveNodeLimit`). Default 25, 1..100. */
+  maxResolutionDepth?: number;
+  /** Writes plus deletes per {@link Engine.write} call. Default 100, 1..10000. */
+  maxTuplesPerWrite?: number;
+  /** Checks per {@link Engine.batchCheck} call. Default 100, 1..1000. */
+  maxChecksPerBatch?: number;
+  /** Contextual tuples per request. Default 100, 0..1000. */
+  maxContextualTuples?: number;
+  /** Results of {@link Engine.listObjects}. Default 1000, 1..100000. */
+  listObjectsMaxResults?: number;
+  /** Results of {@link Engine.listUsers}. Default 1000, 1..100000. */
+  listUsersMaxResults?: number;
+  /** Checks resolved at once inside batchCheck, listObjects and listUsers. Default 50, 1..1000. */
+  maxConcurrentChecks?: number;
+  /** Default page size of {@link Engine.read}. Default 50, 1..100. */
+  defaultPageSize?: number;
+  /**
+   * Head of the resolver chain (for example a cache wrapping a
+   * {@link LocalChecker}). Default: a plain {@link LocalChecker}.
+   */
+  resolver?: CheckResolver;
+}
+
+const OPTION_RANGES = {
+  maxResolutionDepth: [1, 100, 25],
+  maxTuplesPerWrite: [1, 10_000, 100],
+  maxChecksPerBatch: [1, 1000, 100],
+  maxContextualTuples: [0, 1000, 100],
+  listObjectsMaxResults: [1, 100_000, 1000],
+  listUsersMaxResults: [1, 100_000, 1000],
+  maxConcurrentChecks: [1, 1000, 50],
+  defaultPageSize: [1, 100, 50],
+} as const;
+
+type Limits = { -readonly [K in keyof typeof OPTION_RANGES]: number };
+
+/** Fields shared by the query requests. */
+export interface QueryOptions {
+  /** Tuples considered for this request only, never written. Validated like writes (OpenFGA 2027). */
+  contextualTuples?: TupleKey[];
+  /** Request context for conditions; a tuple's own context wins on key clashes. */
+  context?: Record<string, unknown>;
+  /** Model version id; the latest version when omitted. */
+  modelId?: string;
+}
+
+/** Does `user` hold `relation` on `object`? */
+export interface CheckRequest extends QueryOptions {
+  user: string;
+  relation: string;
+  object: string;
+}
+
+/** The answer of a Check. */
+export interface CheckResult {
+  allowed: boolean;
+}
+
+/** One answer of a BatchCheck, echoing its request. `error` is set (and `allowed` false) when that check failed. */
+export interface BatchCheckResult {
+  user: string;
+  relation: string;
+  object: string;
+  allowed: boolean;
+  error?: LatchkeyError;
+}
+
+/** Which objects of `type` does `user` hold `relation` on? */
+export interface ListObjectsRequest extends QueryOptions {
+  user: string;
+  relation: string;
+  type: string;
+}
+
+/** Objects as `type:id`, sorted; `truncated` when more than the cap exist. */
+export interface ListObjectsResult {
+  objects: string[];
+  truncated: boolean;
+}
+
+/** Which users matching the filter hold `relation` on `object`? */
+export interface ListUsersRequest extends QueryOptions {
+  object: string;
+  relation: string;
+  /** Exactly one filter: `{ type: 'user' }` or `{ type: 'group', relation: 'member' }`. */
+  userFilters: UserFilter[];
+}
+
+/** Users as `type:id`, `type:*` or `type:id#relation`, sorted. */
+export interface ListUsersResult {
+  users: string[];
+  truncated: boolean;
+}
+
+/** Expand `relation` on `object` one level. */
+export interface ExpandRequest {
+  object: string;
+  relation: string;
+  contextualTuples?: TupleKey[];
+  modelId?: string;
+}
+
+/** OpenFGA's `UsersetTree`. */
+export interface ExpandResult {
+  tree: { root: ExpandNode };
+}
+
+/** Input of {@link Engine.writeModel}: OpenFGA JSON, or DSL text. */
+export type ModelInput = AuthorizationModel | { dsl: string };
+
+/** Input of {@link Engine.write}. */
+export interface WriteRequest {
+  writes?: TupleKey[];
+  deletes?: TupleKey[];
+  /** Model version the writes are validated against; the latest when omitted. */
+  modelId?: string;
+}
+
+/** Filter of {@link Engine.read}: `object` is `type:id` or `type:` (every object of the type). */
+export interface ReadRequest {
+  user?: string;
+  relation?: string;
+  object?: string;
+}
+
+/** One page of tuples; `continuationToken` is `''` on the last page. */
+export interface ReadResult {
+  tuples: TupleKey[];
+  continuationToken: string;
+}
+
+function invalid(message: string, reason: string, openfgaCode: number = FGA_CODES.validation_error): LatchkeyError {
+  return fgaError(message, reason, openfgaCode);
+}
+
+function plainTuple(t: TupleKey): TupleKey {
+  const out: TupleKey = { object: t.object, relation: t.relation, user: t.user };
+  if (t.condition !== undefined) {
+    out.condition = t.condition.context === undefined ? { name: t.condition.name } : { name: t.condition.name, context: t.condition.context };
+  }
+  return out;
+}
+
+/** Runs `fn` over `items` with at most `limit` in flight, preserving order. */
+async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
+interface Prepared {
+  ts: TypeSystem;
+  reader: TupleReader;
+}
+
+/**
+ * The FGA engine. One instance serves one store. All methods are async and
+ * safe to call concurrently.
+ */
+export class Engine {
+  readonly #store: TupleStore;
+  readonly #limits: Limits;
+  readonly #resolver: CheckResolver;
+  readonly #typesystems = new Map<string, TypeSystem>();
+
+  /**
+   * Validates `options` (unknown keys and out-of-range values are
+   * `invalid_argument` with reason `invalid_option`, naming the key).
+   */
+  constructor(options: EngineOptions = {}) {
+    if (options === null || typeof options !== 'object') {
+      throw new LatchkeyError('invalid_argument', 'engine options must be an object', { reason: 'invalid_option' });
+    }
+    const limits = {} as Limits;
+    for (const key of Object.keys(options)) {
+      if (key !== 'store' && key !== 'resolver' && !(key in OPTION_RANGES)) {
+        throw new LatchkeyError('invalid_argument', `unknown engine option '${key}'`, { reason: 'invalid_option', details: { option: key } });
+      }
+    }
+    for (const [key, [min, max, def]] of Object.entries(OPTION_RANGES) as [keyof Limits, readonly [number, number, number]][]) {
+      const v = (options as Record<string, unknown>)[key];
+      if (v === undefined) {
+        limits[key] = def;
+      } else if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+        throw new LatchkeyError('invalid_argument', `engine option '${key}' must be an integer from ${min} to ${max}`, {
+          reason: 'invalid_option',
+          details: { option: key },
+        });
+      } else {
+        limits[key] = v;
+      }
+    }
+    const store = options.store ?? new MemoryStore();
+    if (typeof store !== 'object' || typeof (store as TupleStore).readUserTuples !== 'function') {
+      throw new LatchkeyError('invalid_argument', "engine option 'store' must implement TupleStore", { reason: 'invalid_option', details: { option: 'store' } });
+    }
+    const resolver = options.resolver ?? new LocalChecker();
+    if (typeof resolver !== 'object' || typeof (resolver as CheckResolver).resolveCheck !== 'function') {
+      throw new LatchkeyError('invalid_argument', "engine option 'resolver' must implement CheckResolver", { reason: 'invalid_option', details: { option: 'resolver' } });
+    }
+    this.#store = store;
+    this.#limits = limits;
+    this.#resolver = resolver;
+  }
+
+  /** The store this engine uses. */
+  get store(): TupleStore {
+    return this.#store;
+  }
+
+  /** The effective limits. */
+  get limits(): Readonly<Limits> {
+    return this.#limits;
+  }
+
+  // ---------------------------------------------------------------- models
+
+  /**
+   * Validates and stores a new model version (OpenFGA JSON, or `{ dsl }`
+   * text parsed by `latchkey/dsl`) and returns it with its new ULID id.
+   * Invalid models: `invalid_argument` with reason `invalid_authorization_model`
+   * (or `invalid_dsl` from the DSL parser).
+   */
+  async writeModel(input: ModelInput): Promise<StoredAuthorizationModel> {
+    if (input === null || typeof input !== 'object') throw invalid('the model must be an object', 'invalid_authorization_model', 2056);
+    let model: AuthorizationModel;
+    if ('dsl' in input && !('schema_version' in input)) {
+      if (typeof input.dsl !== 'string') throw invalid('dsl must be a string', 'invalid_dsl');
+      model = await dslToModel(input.dsl);
+    } else {
+      model = input as AuthorizationModel;
+    }
+    const clean: AuthorizationModel = { schema_version: model.schema_version, type_definitions: model.type_definitions ?? [] };
+    if (model.conditions !== undefined && Object.keys(model.conditions).length > 0) clean.conditions = model.conditions;
+    const copy = structuredClone(clean);
+    const id = ulid();
+    const ts = new TypeSystem(copy, id);
+    const stored: StoredAuthorizationModel = { id, ...copy };
+    await this.#store.writeModel(stored);
+    this.#typesystems.set(id, ts);
+    return structuredClone(stored);
+  }
+
+  /** The model version `id`, or the latest when `id` is omitted; `undefined` when there is none (never an error for an empty store). */
+  async readModel(id?: string): Promise<StoredAuthorizationModel | undefined> {
+    if (id === undefined) return this.#store.readLatestModel();
+    return this.#store.readModel(id);
+  }
+
+  /** Model versions, newest first, paginated (page size 1..100, default 50). */
+  async listModels(options: { pageSize?: number; continuationToken?: string } = {}): Promise<{ models: StoredAuthorizationModel[]; continuationToken: string }> {
+    const pageSize = this.#pageSize(options.pageSize);
+    const page = await this.#store.listModels({ pageSize, continuationToken: emptyToUndefined(options.continuationToken) });
+    return { models: page.items, continuationToken: page.continuationToken ?? '' };
+  }
+
+  async #typesystem(modelId: string | undefined): Promise<TypeSystem> {
+    let id = modelId;
+    if (id === undefined || id === '') {
+      id = await this.#store.latestModelId();
+      if (id === undefined) {
+        throw new LatchkeyError('failed_precondition', 'no authorization model has been written', { reason: 'model_not_found', details: { openfga_code: 2020 } });
+      }
+    } else if (typeof id !== 'string' || !/^[0-9A-HJKMNP-TV-Z]{26}$/u.test(id)) {
+      throw invalid(`invalid model id '${String(id)}'`, 'invalid_model_id');
+    }
+    let ts = this.#typesystems.get(id);
+    if (ts === undefined) {
+      const stored = await this.#store.readModel(id);
+      if (stored === undefined) throw new LatchkeyError('not_found', `model '${id}' not found`, { reason: 'model_not_found', details: { openfga_code: 2001 } });
+      const { id: _id, ...model } = stored;
+      ts = new TypeSystem(model, id);
+      if (this.#typesystems.size > 1000) this.#typesystems.clear();
+      this.#typesystems.set(id, ts);
+    }
+    return ts;
+  }
+
+  // ---------------------------------------------------------------- tuples
+
+  /**
+   * Writes and deletes tuples atomically (all or nothing). At most
+   * `maxTuplesPerWrite` changes; each write is validated against the model
+   * (`invalid_argument`, reasons as in OpenFGA: `type_not_found`,
+   * `relation_not_found`, `tuple_type_mismatch`, `invalid_condition`, ...);
+   * the same tuple twice is `duplicate_tuple`; writing an existing tuple is
+   * `already_exists` (`tuple_exists`); deleting a missing one `not_found`
+   * (`tuple_not_found`). Returns the new store revision.
+   */
+  async write(req: WriteRequest): Promise<{ revision: number }> {
+    if (req === null || typeof req !== 'object') throw invalid('write input must be an object', 'invalid_write_input');
+    const writes = req.writes ?? [];
+    const deletes = req.deletes ?? [];
+    if (!Array.isArray(writes) || !Array.isArray(deletes)) throw invalid('writes and deletes must be lists', 'invalid_write_input');
+    if (writes.length + deletes.length === 0) throw invalid('nothing to write or delete', 'invalid_write_input');
+    if (writes.length + deletes.length > this.#limits.maxTuplesPerWrite) {
+      throw new LatchkeyError('invalid_argument', `at most ${this.#limits.maxTuplesPerWrite} tuples may be written or deleted in one call`, {
+        reason: 'too_many_tuples',
+        details: { openfga_code: 2003, limit: this.#limits.maxTuplesPerWrite },
+      });
+    }
+    const ts = writes.length > 0 ? await this.#typesystem(req.modelId) : undefined;
+    const seen = new Set<string>();
+    const key = (t: TupleKey): string => `${t.object}\u0000${t.relation}\u0000${t.user}`;
+    const cleanWrites = writes.map((t) => {
+      validateTupleForWrite(ts!, t, FGA_CODES.validation_error);
+      const k = key(t);
+      if (seen.has(k)) throw invalid(`duplicate tuple '${t.object}#${t.relation}@${t.user}' in one write`, 'duplicate_tuple', 2004);
+      seen.add(k);
+      return plainTuple(t);
+    });
+    const cleanDeletes = deletes.map((t) => {
+      if (t === null || typeof t !== 'object' || tryParseObject(t.object) === undefined || tryParseUser(t.user) === undefined || typeof t.relation !== 'string' || t.relation === '') {
+        throw invalid(`invalid tuple to delete`, 'invalid_tuple');
+      }
+      const k = key(t);
+      if (seen.has(k)) throw invalid(`duplicate tuple '${t.object}#${t.relation}@${t.user}' in one write`, 'duplicate_tuple', 2004);
+      seen.add(k);
+      return { object: t.object, relation: t.relation, user: t.user };
+    });
+    const revision = await this.#store.write(cleanDeletes, cleanWrites);
+    return { revision };
+  }
+
+  /**
+   * Reads stored tuples matching the filter, ordered by object, relation and
+   * user. Page size 1..100 (default 50); the continuation token is opaque and
+   * stable under concurrent writes.
+   */
+  async read(filter: ReadRequest = {}, options: { pageSize?: number; continuationToken?: string } = {}): Promise<ReadResult> {
+    const f: ReadFilter = {};
+    if (filter.object !== undefined && filter.object !== '') {
+      const i = filter.object.indexOf(':');
+      if (i <= 0) throw invalid(`invalid object filter '${filter.object}': expected 'type:id' or 'type:'`, 'invalid_object');
+      f.objectType = filter.object.slice(0, i);
+      const id = filter.object.slice(i + 1);
+      if (id !== '') {
+        if (tryParseObject(filter.object) === undefined) throw invalid(`invalid object filter '${filter.object}'`, 'invalid_object');
+        f.objectId = id;
+      }
+    }
+    if (filter.relation !== undefined && filter.relation !== '') f.relation = filter.relation;
+    if (filter.user !== undefined && filter.user !== '') {
+      if (tryParseUser(filter.user) === undefined) throw invalid(`invalid user filter '${filter.user}'`, 'invalid_user');
+      f.user = filter.user;
+    }
+    const page = await this.#store.readPage(f, { pageSize: this.#pageSize(options.pageSize), continuationToken: emptyToUndefined(options.continuationToken) });
+    return { tuples: page.items.map(plainTuple), continuationToken: page.continuationToken ?? '' };
+  }
+
+  /** Changes after `afterRevision` (oldest first), for change feeds and cache invalidation. */
+  async readChanges(options: { afterRevision?: number; limit?: number; objectType?: string } = {}): Promise<TupleChange[]> {
+    const limit = options.limit ?? 100;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw invalid('limit must be from 1 to 1000', 'invalid_page_size');
+    const q: { afterRevision: number; limit: number; objectType?: string } = { afterRevision: options.afterRevision ?? 0, limit };
+    if (options.objectType !== undefined) q.objectType = options.objectType;
+    return this.#store.readChanges(q);
+  }
+
+  /**
+   * Deletes every model version and the changelog. Refused with
+   * `failed_precondition` (reason `tuples_exist`) while any tuple exists.
+   */
+  async reset(): Promise<void> {
+    if (await this.#store.hasTuples()) {
+      throw new LatchkeyError('failed_precondition', 'remove all relationship tuples before resetting the authorization model', { reason: 'tuples_exist' });
+    }
+    await this.#store.reset();
+    this.#typesystems.clear();
+  }
+
+  #pageSize(v: number | undefined): number {
+    if (v === undefined || v === 0) return this.#limits.defaultPageSize;
+    if (!Number.isInteger(v) || v < 1 || v > 100) throw invalid('page size must be from 1 to 100', 'invalid_page_size');
+    return v;
+  }
+
+  // ---------------------------------------------------------------- queries
+
+  async #prepare(q: QueryOptions, contextualCode: number = FGA_CODES.invalid_tuple): Promise<Prepared> {
+    if (q.context !== undefined && (q.context === null || typeof q.context !== 'object' || Array.isArray(q.context))) {
+      throw invalid('context must be an object', 'invalid_context');
+    }
+    const ts = await this.#typesystem(q.modelId);
+    const ctx = q.contextualTuples ?? [];
+    if (!Array.isArray(ctx)) throw invalid('contextual tuples must be a list', 'invalid_contextual_tuples');
+    if (ctx.length > this.#limits.maxContextualTuples) {
+      throw invalid(`at most ${this.#limits.maxContextualTuples} contextual tuples are allowed`, 'too_many_contextual_tuples');
+    }
+    const clean = ctx.map((t) => plainTuple(validateTupleForWrite(ts, t, contextualCode).tuple));
+    return { ts, reader: new TupleReader(this.#store, ts, clean) };
+  }
+
+  #context(ts: TypeSystem, reader: TupleReader, context: Record<string, unknown> | undefined, memo = new Map()): ResolutionContext {
+    return { ts, reader, context, maxDepth: this.#limits.maxResolutionDepth, memo, resolver: this.#resolver, stats: { dispatches: 0 } };
+  }
+
+  #parseCheckUser(ts: TypeSystem, user: unknown, code: number): ParsedUser {
+    const u = typeof user === 'string' ? tryParseUser(user) : undefined;
+    if (u === undefined) throw invalid(`invalid user '${String(user)}'`, 'invalid_user', code);
+    if (!ts.hasType(u.type)) throw invalid(`type '${u.type}' of user '${String(user)}' not found`, 'type_not_found', code);
+    if (u.kind === 'userset' && ts.rewrite(u.type, u.relation) === undefined) {
+      throw invalid(`relation '${u.type}#${u.relation}' of user '${String(user)}' not found`, 'relation_not_found', code);
+    }
+    return u;
+  }
+
+  async #checkOne(ts: TypeSystem, ctx: ResolutionContext, req: CheckRequest): Promise<boolean> {
+    if (req === null || typeof req !== 'object') throw invalid('check request must be an object', 'invalid_check_input');
+    const object = parseObject(req.object);
+    if (object.id === '*') throw invalid('the object id cannot be a wildcard', 'invalid_object');
+    if (!ts.hasType(object.type)) throw invalid(`type '${object.type}' not found`, 'type_not_found');
+    if (typeof req.relation !== 'string' || ts.rewrite(object.type, req.relation) === undefined) {
+      throw invalid(`relation '${object.type}#${String(req.relation)}' not found`, 'relation_not_found');
+    }
+    const user = this.#parseCheckUser(ts, req.user, FGA_CODES.validation_error);
+    const result = await ctx.resolver.resolveCheck(
+      { objectType: object.type, objectId: object.id, relation: req.relation, user, depth: 0, path: undefined, scope: new Scope() },
+      ctx,
+    );
+    return result.allowed && !result.cycle ? true : false;
+  }
+
+  /**
+   * Check: does `user` hold `relation` on `object`? Errors: `invalid_argument`
+   * (OpenFGA 2000) for malformed input or unknown types/relations, 2027 for an
+   * invalid contextual tuple, 2000 for a condition missing parameters when no
+   * other branch decides; `failed_precondition` (reason
+   * `resolution_too_complex`, OpenFGA 2002) beyond the depth limit.
+   */
+  async check(req: CheckRequest): Promise<CheckResult> {
+    const { ts, reader } = await this.#prepare(req);
+    const allowed = await this.#checkOne(ts, this.#context(ts, reader, req.context), req);
+    return { allowed };
+  }
+
+  /**
+   * 1 to `maxChecksPerBatch` checks, resolved concurrently; checks that share
+   * contextual tuples, context and model share sub-problem results. Results
+   * come back in request order; a failing check carries its `error` instead
+   * of failing the batch.
+   */
+  async batchCheck(checks: CheckRequest[], options: { modelId?: string } = {}): Promise<BatchCheckResult[]> {
+    if (!Array.isArray(checks) || checks.length < 1 || checks.length > this.#limits.maxChecksPerBatch) {
+      throw new LatchkeyError('invalid_argument', `a batch holds 1 to ${this.#limits.maxChecksPerBatch} checks`, {
+        reason: 'invalid_batch_size',
+        details: { openfga_code: FGA_CODES.validation_error, limit: this.#limits.maxChecksPerBatch },
+      });
+    }
+    const groups = new Map<string, Promise<{ ts: TypeSystem; ctx: ResolutionContext }>>();
+    return mapLimit(checks, this.#limits.maxConcurrentChecks, async (c) => {
+      const echo = { user: c?.user, relation: c?.relation, object: c?.object };
+      try {
+        const q: QueryOptions = { ...c };
+        if (options.modelId !== undefined && c.modelId === undefined) q.modelId = options.modelId;
+        const gk = JSON.stringify([q.modelId ?? '', q.contextualTuples ?? [], q.context ?? {}]);
+        let g = groups.get(gk);
+        if (g === undefined) {
+          g = this.#prepare(q).then(({ ts, reader }) => ({ ts, ctx: this.#context(ts, reader, q.context) }));
+          groups.set(gk, g);
+        }
+        const { ts, ctx } = await g;
+        const allowed = await this.#checkOne(ts, ctx, c);
+        return { ...echo, allowed };
+      } catch (err) {
+        const error = err instanceof LatchkeyError ? err : new LatchkeyError('internal', 'internal server error', { cause: err });
+        return { ...echo, allowed: false, error };
+      }
+    });
+  }
+
+  /**
+   * ListObjects: objects of `type` on which `user` holds `relation`, sorted,
+   * at most `listObjectsMaxResults` (then `truncated`). Errors: unknown type
+   * (reason `type_not_found`, OpenFGA 2021), unknown relation
+   * (`relation_not_found`, 2022), invalid user (2000), invalid contextual
+   * tuple (2027), condition errors when fewer than the cap were found (2000),
+   * depth (2002).
+   */
+  async listObjects(req: ListObjectsRequest): Promise<ListObjectsResult> {
+    if (req === null || typeof req !== 'object') throw invalid('list objects request must be an object', 'invalid_list_objects_input');
+    const { ts, reader } = await this.#prepare(req);
+    if (typeof req.type !== 'string' || !ts.hasType(req.type)) throw invalid(`type '${String(req.type)}' not found`, 'type_not_found', FGA_CODES.type_not_found);
+    if (typeof req.relation !== 'string' || ts.rewrite(req.type, req.relation) === undefined) {
+      throw invalid(`relation '${req.type}#${String(req.relation)}' not found`, 'relation_not_found', FGA_CODES.relation_not_found);
+    }
+    const user = this.#parseCheckUser(ts, req.user, FGA_CODES.validation_error);
+    const candidates = await listObjectCandidates(ts, reader, user, req.type, req.relation);
+    const ctx = this.#context(ts, reader, req.context);
+    const max = this.#limits.listObjectsMaxResults;
+    const found: string[] = [];
+    let error: unknown;
+    await mapLimit(candidates, this.#limits.maxConcurrentChecks, async (id) => {
+      if (found.length > max) return;
+      try {
+        const r = await this.#resolver.resolveCheck(
+          { objectType: req.type, objectId: id, relation: req.relation, user, depth: 0, path: undefined, scope: new Scope() },
+          ctx,
+        );
+        if (r.allowed && !r.cycle) found.push(id);
+      } catch (err) {
+        error ??= err;
+      }
+    });
+    if (error !== undefined && found.length < max) throw error;
+    found.sort();
+    return { objects: found.slice(0, max).map((id) => `${req.type}:${id}`), truncated: found.length > max };
+  }
+
+  /**
+   * ListUsers: users matching the one user filter that hold `relation` on
+   * `object`, sorted (wildcards as `type:*`, usersets as `type:id#relation`).
+   * Errors as ListObjects; unknown filter types/relations are 2021/2022.
+   */
+  async listUsers(req: ListUsersRequest): Promise<ListUsersResult> {
+    if (req === null || typeof req !== 'object') throw invalid('list users request must be an object', 'invalid_list_users_input');
+    const { ts, reader } = await this.#prepare(req);
+    const object = parseObject(req.object);
+    if (!ts.hasType(object.type)) throw invalid(`type '${object.type}' not found`, 'type_not_found', FGA_CODES.type_not_found);
+    if (typeof req.relation !== 'string' || ts.rewrite(object.type, req.relation) === undefined) {
+      throw invalid(`relation '${object.type}#${String(req.relation)}' not found`, 'relation_not_found', FGA_CODES.relation_not_found);
+    }
+    if (!Array.isArray(req.userFilters) || req.userFilters.length !== 1) throw invalid('exactly one user filter is required', 'invalid_user_filter');
+    const filter = req.userFilters[0]!;
+    if (filter === null || typeof filter !== 'object' || typeof filter.type !== 'string' || !ts.hasType(filter.type)) {
+      throw invalid(`type '${String(filter?.type)}' not found`, 'type_not_found', FGA_CODES.type_not_found);
+    }
+    if (filter.relation !== undefined && filter.relation !== '' && ts.rewrite(filter.type, filter.relation) === undefined) {
+      throw invalid(`relation '${filter.type}#${filter.relation}' not found`, 'relation_not_found', FGA_CODES.relation_not_found);
+    }
+    const f: UserFilter = filter.relation === undefined || filter.relation === '' ? { type: filter.type } : { type: filter.type, relation: filter.relation };
+    const candidates = await listUserCandidates(ts, reader, object.type, object.id, req.relation, f);
+    const ctx = this.#context(ts, reader, req.context);
+    const max = this.#limits.listUsersMaxResults;
+    const found: string[] = [];
+    let error: unknown;
+    await mapLimit(candidates, this.#limits.maxConcurrentChecks, async (candidate) => {
+      if (found.length > max) return;
+      try {
+        const user = tryParseUser(candidate)!;
+        const r = await this.#resolver.resolveCheck(
+          { objectType: object.type, objectId: object.id, relation: req.relation, user, depth: 0, path: undefined, scope: new Scope() },
+          ctx,
+        );
+        if (r.allowed && !r.cycle) found.push(candidate);
+      } catch (err) {
+        error ??= err;
+      }
+    });
+    if (error !== undefined && found.length < max) throw error;
+    found.sort();
+    return { users: found.slice(0, max), truncated: found.length > max };
+  }
+
+  /** Expand: one level of the userset tree of `relation` on `object`, in OpenFGA's shape. */
+  async expand(req: ExpandRequest): Promise<ExpandResult> {
+    if (req === null || typeof req !== 'object' || typeof req.object !== 'string' || req.object === '' || typeof req.relation !== 'string' || req.relation === '') {
+      throw invalid('expand needs an object and a relation', 'invalid_expand_input', 2010);
+    }
+    const { ts, reader } = await this.#prepare(req);
+    const object = parseObject(req.object);
+    if (!ts.hasType(object.type)) throw invalid(`type '${object.type}' not found`, 'type_not_found', FGA_CODES.type_not_found);
+    const rw = ts.rewrite(object.type, req.relation);
+    if (rw === undefined) throw invalid(`relation '${object.type}#${req.relation}' not found`, 'relation_not_found', FGA_CODES.relation_not_found);
+    return { tree: { root: await expandRewrite(reader, object.type, object.id, req.relation, rw) } };
+  }
+}
+
+function emptyToUndefined(s: string | undefined): string | undefined {
+  return s === undefined || s === '' ? undefined : s;
+}
+
+/** DSL text → model through `latchkey/dsl` (loaded on first use, so JSON-only users never load the parser). */
+async function dslToModel(text: string): Promise<AuthorizationModel> {
+  const dslModule = '../dsl/index.ts';
+  const mod = (await import(dslModule)) as { transformDslToModel: (text: string) => AuthorizationModel };
+  return mod.transformDslToModel(text);
+}

@@ -1,0 +1,179 @@
+/**
+ * The tuple reader one request uses: the store plus the request's contextual
+ * tuples, seen through the current model.
+ *
+ * - Contextual tuples are merged into every read and win over a stored tuple
+ *   with the same key; they are never written.
+ * - Stored tuples the current model no longer admits (type restrictions or
+ *   conditions changed since they were written) are dropped, as OpenFGA's
+ *   `FilterInvalidTuples` does.
+ * - Point and forward reads issued in the same tick are coalesced into one
+ *   batched store call, so a SQL store answers one graph level per query.
+ */
+import type { ObjectRelationKey, TupleKey, TupleStore, UserTupleKey } from './store.ts';
+import { type ParsedUser, tryParseUser } from './tuple.ts';
+import type { TypeSystem } from './typesystem.ts';
+import { tupleReadable } from './validation.ts';
+
+/** A tuple as the evaluator sees it. */
+export interface ReadTuple {
+  tuple: TupleKey;
+  objectId: string;
+  user: ParsedUser;
+}
+
+interface Pending<K, V> {
+  key: K;
+  resolve: (v: V) => void;
+  reject: (e: unknown) => void;
+}
+
+function orKey(type: string, id: string, relation: string): string {
+  return `${type}:${id}#${relation}`;
+}
+
+/** Reads tuples for one request (or one batch of checks sharing the same contextual tuples). */
+export class TupleReader {
+  readonly #store: TupleStore;
+  readonly #ts: TypeSystem;
+  readonly #ctxForward = new Map<string, Map<string, TupleKey>>();
+  readonly #ctxReverse = new Map<string, Map<string, TupleKey>>();
+  readonly #parsed = new Map<string, ParsedUser | null>();
+  #points: Pending<UserTupleKey, TupleKey | undefined>[] = [];
+  #forwards: Pending<ObjectRelationKey & { kind: 'all' | 'usersets' }, TupleKey[]>[] = [];
+  #scheduled = false;
+  /** Number of store round trips made (for tests and metrics). */
+  storeCalls = 0;
+
+  /** `contextual` must already be validated against `ts`. */
+  constructor(store: TupleStore, ts: TypeSystem, contextual: readonly TupleKey[] = []) {
+    this.#store = store;
+    this.#ts = ts;
+    for (const t of contextual) {
+      const i = t.object.indexOf(':');
+      const type = t.object.slice(0, i);
+      const id = t.object.slice(i + 1);
+      const fk = orKey(type, id, t.relation);
+      let f = this.#ctxForward.get(fk);
+      if (f === undefined) this.#ctxForward.set(fk, (f = new Map()));
+      f.set(t.user, t);
+      const rk = `${type}#${t.relation}@${t.user}`;
+      let r = this.#ctxReverse.get(rk);
+      if (r === undefined) this.#ctxReverse.set(rk, (r = new Map()));
+      r.set(id, t);
+    }
+  }
+
+  /** True when the request carries contextual tuples (such answers must not be cached across requests). */
+  get hasContextualTuples(): boolean {
+    return this.#ctxForward.size > 0;
+  }
+
+  #parseUser(user: string): ParsedUser | undefined {
+    let p = this.#parsed.get(user);
+    if (p === undefined) {
+      p = tryParseUser(user) ?? null;
+      if (this.#parsed.size > 100_000) this.#parsed.clear();
+      this.#parsed.set(user, p);
+    }
+    return p ?? undefined;
+  }
+
+  #admit(type: string, objectId: string, relation: string, t: TupleKey): ReadTuple | undefined {
+    const user = this.#parseUser(t.user);
+    if (user === undefined) return undefined;
+    if (!tupleReadable(this.#ts, type, relation, user, t.condition?.name)) return undefined;
+    return { tuple: t, objectId, user };
+  }
+
+  #schedule(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    queueMicrotask(() => {
+      this.#scheduled = false;
+      this.#flush();
+    });
+  }
+
+  #flush(): void {
+    const points = this.#points;
+    this.#points = [];
+    if (points.length > 0) {
+      this.storeCalls++;
+      this.#store.readUserTuples(points.map((p) => p.key)).then(
+        (rows) => points.forEach((p, i) => p.resolve(rows[i])),
+        (err: unknown) => points.forEach((p) => p.reject(err)),
+      );
+    }
+    const forwards = this.#forwards;
+    this.#forwards = [];
+    for (const kind of ['all', 'usersets'] as const) {
+      const group = forwards.filter((f) => f.key.kind === kind);
+      if (group.length === 0) continue;
+      this.storeCalls++;
+      this.#store.readObjectRelations(group.map((g) => ({ objectType: g.key.objectType, objectId: g.key.objectId, relation: g.key.relation })), kind).then(
+        (rows) => group.forEach((g, i) => g.resolve(rows[i] ?? [])),
+        (err: unknown) => group.forEach((g) => g.reject(err)),
+      );
+    }
+  }
+
+  /** The tuple `type:id#relation@user`, or `undefined` (also when the model no longer admits it). */
+  async userTuple(type: string, id: string, relation: string, user: string): Promise<ReadTuple | undefined> {
+    const ctx = this.#ctxForward.get(orKey(type, id, relation))?.get(user);
+    if (ctx !== undefined) return this.#admit(type, id, relation, ctx);
+    const stored = await new Promise<TupleKey | undefined>((resolve, reject) => {
+      this.#points.push({ key: { objectType: type, objectId: id, relation, user }, resolve, reject });
+      this.#schedule();
+    });
+    return stored === undefined ? undefined : this.#admit(type, id, relation, stored);
+  }
+
+  /** Tuples on `type:id#relation` (only userset users when `kind` is `usersets`), admitted by the model, ordered by user. */
+  async objectRelation(type: string, id: string, relation: string, kind: 'all' | 'usersets'): Promise<ReadTuple[]> {
+    const stored = await new Promise<TupleKey[]>((resolve, reject) => {
+      this.#forwards.push({ key: { objectType: type, objectId: id, relation, kind }, resolve, reject });
+      this.#schedule();
+    });
+    const ctx = this.#ctxForward.get(orKey(type, id, relation));
+    const out: ReadTuple[] = [];
+    if (ctx !== undefined) {
+      for (const t of ctx.values()) {
+        if (kind === 'usersets' && !t.user.includes('#')) continue;
+        const r = this.#admit(type, id, relation, t);
+        if (r !== undefined) out.push(r);
+      }
+    }
+    for (const t of stored) {
+      if (ctx?.has(t.user) === true) continue;
+      const r = this.#admit(type, id, relation, t);
+      if (r !== undefined) out.push(r);
+    }
+    if (ctx !== undefined) out.sort((a, b) => (a.tuple.user < b.tuple.user ? -1 : a.tuple.user > b.tuple.user ? 1 : 0));
+    return out;
+  }
+
+  /** Reverse read: tuples on objects of `objectType` with `relation` whose user is one of `users`. */
+  async startingWithUsers(objectType: string, relation: string, users: readonly string[]): Promise<ReadTuple[]> {
+    this.storeCalls++;
+    const stored = await this.#store.readStartingWithUsers({ objectType, relation, users });
+    const out: ReadTuple[] = [];
+    const seen = new Set<string>();
+    for (const user of users) {
+      const m = this.#ctxReverse.get(`${objectType}#${relation}@${user}`);
+      if (m === undefined) continue;
+      for (const [id, t] of m) {
+        seen.add(`${id}@${user}`);
+        const r = this.#admit(objectType, id, relation, t);
+        if (r !== undefined) out.push(r);
+      }
+    }
+    for (const t of stored) {
+      const id = t.object.slice(t.object.indexOf(':') + 1);
+      if (seen.has(`${id}@${t.user}`)) continue;
+      const r = this.#admit(objectType, id, relation, t);
+      if (r !== undefined) out.push(r);
+    }
+    return out;
+  }
+}

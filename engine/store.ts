@@ -1,0 +1,218 @@
+/**
+ * The tuple-store interface every storage backend implements (memory, SQLite,
+ * PostgreSQL, MySQL). The engine never touches storage any other way.
+ *
+ * The shape follows the reads the evaluator needs, so that a SQL backend can
+ * serve each of them from one index and in one round trip per graph level:
+ *
+ * | method | serves | index an SQL backend needs |
+ * |---|---|---|
+ * | {@link TupleStore.readUserTuples} | Check: "is this exact tuple there?" (batched) | primary key `(object_type, object_id, relation, user)` |
+ * | {@link TupleStore.readObjectRelations} | Check (usersets, tuple-to-userset), Expand, ListUsers | primary-key prefix `(object_type, object_id, relation)` |
+ * | {@link TupleStore.readStartingWithUsers} | ListObjects reverse expansion | reverse index `(object_type, relation, user_type, user_id, user_relation, object_id)` |
+ * | {@link TupleStore.readPage} | the Read API | primary key order |
+ * | {@link TupleStore.readChanges} | cache invalidation, change feeds | changelog `(revision)` |
+ *
+ * Invariants every implementation keeps (the store-conformance suite in
+ * `test/conformance/store_suite.ts` checks each of them):
+ *
+ * - **Identity.** A tuple is identified by `(object, relation, user)`; the
+ *   condition is payload, not identity. Strings compare byte-wise and
+ *   case-sensitively (`user:Alice` and `user:alice` are different users), so
+ *   SQL backends use binary / `"C"` collations on every identifier column.
+ * - **Atomic writes.** {@link TupleStore.write} applies all of its deletes and
+ *   writes or none of them, and checks preconditions (a written tuple must not
+ *   exist, a deleted one must) inside the same transaction.
+ * - **Revision.** A store has a revision: an integer that starts at 0 and is
+ *   increased by exactly one by every successful `write` call (never by a
+ *   failed one, never by model writes). Every change row carries the revision
+ *   of the write that made it. Caches key answers by revision.
+ * - **Changelog.** Every tuple write and delete appends one change row in the
+ *   same transaction, readable in revision order with {@link TupleStore.readChanges}.
+ * - **Models.** Model versions are append-only and immutable. Ids are ULIDs
+ *   made by the engine; the latest version is the one with the greatest id.
+ * - **Ordering.** Results documented as ordered are ordered by plain byte-wise
+ *   string comparison (JavaScript `<` on strings of ASCII identifiers).
+ * - **No validation.** Stores do not validate tuples against models; the
+ *   engine does that before calling `write`. Stores only reject what breaks
+ *   their own invariants.
+ * - **Errors.** Stores throw only `LatchkeyError` (see `engine/errors.ts`):
+ *   `already_exists` (reason `tuple_exists`) and `not_found` (reason
+ *   `tuple_not_found`) from `write`, `invalid_argument` (reason
+ *   `invalid_continuation_token`) for a token they did not make,
+ *   `failed_precondition` (reason `tuples_exist`) from `reset`, and
+ *   `unavailable` / `internal` for backend failures.
+ *
+ * @module
+ */
+import type { StoredAuthorizationModel } from './model.ts';
+
+/** A condition attached to a tuple: its name and the stored part of its context. */
+export interface TupleCondition {
+  name: string;
+  /** JSON-safe parameter values stored with the tuple; they win over request context on key clashes. */
+  context?: Record<string, unknown>;
+}
+
+/**
+ * A relationship tuple in OpenFGA's string syntax.
+ * - `object`: `type:id`
+ * - `relation`: a relation name
+ * - `user`: `type:id`, `type:*` (every object of the type) or `type:id#relation` (a userset)
+ */
+export interface TupleKey {
+  object: string;
+  relation: string;
+  user: string;
+  condition?: TupleCondition;
+}
+
+/** A tuple as stored, with the revision of the write that created it. */
+export interface StoredTuple extends TupleKey {
+  /** Store revision of the write that created this tuple. */
+  revision: number;
+}
+
+/** `(object type, object id, relation)`: the forward lookup key. */
+export interface ObjectRelationKey {
+  objectType: string;
+  objectId: string;
+  relation: string;
+}
+
+/** `(object type, object id, relation, user)`: a point lookup. */
+export interface UserTupleKey extends ObjectRelationKey {
+  /** The full user string (`user:1`, `user:*`, `group:a#member`). */
+  user: string;
+}
+
+/** Which users a forward read returns. */
+export type UserKind = 'all' | 'usersets';
+
+/** Filter of {@link TupleStore.readPage}; every field optional, all given fields must match. */
+export interface ReadFilter {
+  /** Exact object type. */
+  objectType?: string;
+  /** Exact object id (only meaningful with `objectType`). */
+  objectId?: string;
+  /** Exact relation. */
+  relation?: string;
+  /** Exact user string (`user:1`, `user:*`, `group:a#member`). */
+  user?: string;
+}
+
+/** One page of a paginated read. */
+export interface Page<T> {
+  items: T[];
+  /** Opaque token for the next page; `undefined` when this page is the last. */
+  continuationToken: string | undefined;
+}
+
+/** One row of the changelog. */
+export interface TupleChange {
+  /** Revision of the write call that made the change. */
+  revision: number;
+  operation: 'write' | 'delete';
+  tuple: TupleKey;
+  /** Milliseconds since the epoch at which the change was committed. */
+  timestamp: number;
+}
+
+/** The interface of a tuple and model store. All methods are async. */
+export interface TupleStore {
+  /**
+   * Appends a model version. `model.id` is a new ULID made by the engine and
+   * greater than every id already stored. Never modifies an existing version.
+   */
+  writeModel(model: StoredAuthorizationModel): Promise<void>;
+
+  /** The model version with this id, or `undefined`. */
+  readModel(id: string): Promise<StoredAuthorizationModel | undefined>;
+
+  /** The model version with the greatest id, or `undefined` when none exists. */
+  readLatestModel(): Promise<StoredAuthorizationModel | undefined>;
+
+  /**
+   * The greatest model id, or `undefined` when none exists. Cheap: the engine
+   * calls it on every request that names no model version, and keeps parsed
+   * versions by id.
+   */
+  latestModelId(): Promise<string | undefined>;
+
+  /**
+   * Model versions, newest first. `pageSize` is 1..100; the token is one this
+   * store returned for the same call, else `invalid_argument`.
+   */
+  listModels(options: { pageSize: number; continuationToken?: string | undefined }): Promise<Page<StoredAuthorizationModel>>;
+
+  /**
+   * Applies `deletes` then `writes` atomically and bumps the revision by one.
+   * Returns the new revision.
+   *
+   * Preconditions, checked in the same transaction: each deleted tuple exists
+   * (else `not_found`, reason `tuple_not_found`, nothing applied) and each
+   * written tuple does not exist after the deletes (else `already_exists`,
+   * reason `tuple_exists`, nothing applied). A call with nothing to do still
+   * bumps the revision. The engine never passes the same key twice in one
+   * call. A deleted tuple's condition is ignored (identity is the key).
+   */
+  write(deletes: readonly TupleKey[], writes: readonly TupleKey[]): Promise<number>;
+
+  /**
+   * Point lookups, batched: for each key, the stored tuple with exactly that
+   * object, relation and user, or `undefined`. The result has one entry per
+   * key, in key order.
+   */
+  readUserTuples(keys: readonly UserTupleKey[]): Promise<(StoredTuple | undefined)[]>;
+
+  /**
+   * Forward lookups, batched: for each key, every tuple on that object and
+   * relation (`kind: 'usersets'`: only those whose user is a userset
+   * `type:id#relation`). One array per key, in key order; each array ordered
+   * by user.
+   */
+  readObjectRelations(keys: readonly ObjectRelationKey[], kind: UserKind): Promise<StoredTuple[][]>;
+
+  /**
+   * Reverse lookup: tuples on objects of `objectType` with `relation` whose
+   * user is one of `users` (full user strings; exact matches only, a wildcard
+   * is matched only when `type:*` itself is listed). When `objectIds` is
+   * given, only those objects. Ordered by object id, then user.
+   */
+  readStartingWithUsers(query: {
+    objectType: string;
+    relation: string;
+    users: readonly string[];
+    objectIds?: readonly string[];
+  }): Promise<StoredTuple[]>;
+
+  /**
+   * A page of tuples matching `filter`, ordered by (object, relation, user).
+   * The continuation token names the last tuple returned, so pages stay
+   * stable when tuples are written or deleted between calls: a tuple present
+   * for the whole read appears exactly once.
+   */
+  readPage(filter: ReadFilter, options: { pageSize: number; continuationToken?: string | undefined }): Promise<Page<StoredTuple>>;
+
+  /**
+   * Changes with a revision greater than `afterRevision`, oldest first, at most
+   * `limit` (1..1000) of them, optionally only those on objects of `objectType`.
+   */
+  readChanges(options: { afterRevision: number; limit: number; objectType?: string }): Promise<TupleChange[]>;
+
+  /** The current revision (0 for a store that was never written). */
+  revision(): Promise<number>;
+
+  /** True when at least one tuple is stored. */
+  hasTuples(): Promise<boolean>;
+
+  /**
+   * Deletes every model version and the changelog, atomically, but only when
+   * no tuple exists; otherwise throws `failed_precondition` (reason
+   * `tuples_exist`) and changes nothing. The revision is kept.
+   */
+  reset(): Promise<void>;
+
+  /** Releases resources (connections, timers). The store is unusable afterwards. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,344 @@
+/**
+ * The typesystem: a validated, indexed view of one authorization model
+ * version. Built once per model version (models are immutable) and shared by
+ * every request that uses that version.
+ *
+ * Validation follows OpenFGA's server rules (`pkg/typesystem/typesystem.go`,
+ * `NewAndValidate`) plus the language validator's entry-point rule; see
+ * docs/engine.md. Every failure is `invalid_argument` with reason
+ * `invalid_authorization_model` and OpenFGA's code 2056 in `details`.
+ */
+import { CONDITION_LIMITS, CompiledCondition } from './conditions.ts';
+import type { LatchkeyError } from './errors.ts';
+import type { AuthorizationModel, RelationReference, Userset } from './model.ts';
+import { fgaError, isRelationName, isTypeName } from './tuple.ts';
+
+/** Limits on models, from OpenFGA's defaults. */
+export const MODEL_LIMITS = {
+  maxTypes: 100,
+  maxSizeBytes: 256 * 1024,
+  /** Nesting of rewrite operators inside one relation. Not an OpenFGA limit: it bounds recursion over rewrites. */
+  maxRewriteDepth: 64,
+} as const;
+
+function modelError(message: string, extra: Record<string, unknown> = {}): LatchkeyError {
+  return fgaError(message, 'invalid_authorization_model', 2056, extra);
+}
+
+/** Which rewrite kind a userset node is. */
+export type RewriteKind = 'this' | 'computed' | 'ttu' | 'union' | 'intersection' | 'difference';
+
+/** The kind of a rewrite node, or `undefined` for a malformed node. */
+export function rewriteKind(u: Userset): RewriteKind | undefined {
+  if (u === null || typeof u !== 'object') return undefined;
+  const keys = Object.keys(u);
+  if (keys.length !== 1) return undefined;
+  switch (keys[0]) {
+    case 'this':
+      return 'this';
+    case 'computedUserset':
+      return 'computed';
+    case 'tupleToUserset':
+      return 'ttu';
+    case 'union':
+      return 'union';
+    case 'intersection':
+      return 'intersection';
+    case 'difference':
+      return 'difference';
+    default:
+      return undefined;
+  }
+}
+
+/** The children of a rewrite node (empty for leaves). */
+export function rewriteChildren(u: Userset): Userset[] {
+  if ('union' in u) return u.union.child;
+  if ('intersection' in u) return u.intersection.child;
+  if ('difference' in u) return [u.difference.base, u.difference.subtract];
+  return [];
+}
+
+/** A validated model version. */
+export class TypeSystem {
+  /** The model version id (empty for a model that was never stored). */
+  readonly id: string;
+  readonly model: AuthorizationModel;
+  readonly #relations = new Map<string, Map<string, Userset>>();
+  readonly #restrictions = new Map<string, RelationReference[]>();
+  readonly #conditions = new Map<string, CompiledCondition>();
+  readonly #tuplesetRelations = new Set<string>();
+
+  /**
+   * Validates `model` and indexes it. Throws `invalid_argument` (reason
+   * `invalid_authorization_model`) naming the first problem found.
+   */
+  constructor(model: AuthorizationModel, id = '') {
+    this.id = id;
+    this.model = model;
+    this.#validateAndIndex();
+  }
+
+  /** True when the model defines `type`. */
+  hasType(type: string): boolean {
+    return this.#relations.has(type);
+  }
+
+  /** The types the model defines. */
+  types(): string[] {
+    return [...this.#relations.keys()];
+  }
+
+  /** The relations of `type` (empty when the type is unknown). */
+  relationsOf(type: string): Map<string, Userset> {
+    return this.#relations.get(type) ?? new Map();
+  }
+
+  /** The rewrite of `type#relation`, or `undefined`. */
+  rewrite(type: string, relation: string): Userset | undefined {
+    return this.#relations.get(type)?.get(relation);
+  }
+
+  /** The directly related user types of `type#relation` (empty when none). */
+  restrictions(type: string, relation: string): RelationReference[] {
+    return this.#restrictions.get(`${type}#${relation}`) ?? [];
+  }
+
+  /** The compiled condition `name`, or `undefined`. */
+  condition(name: string): CompiledCondition | undefined {
+    return this.#conditions.get(name);
+  }
+
+  /** True when `type#relation` is used as a tupleset (the `b` in `a from b`) somewhere. */
+  isTupleset(type: string, relation: string): boolean {
+    return this.#tuplesetRelations.has(`${type}#${relation}`);
+  }
+
+  /** True when `type#relation` admits `userType:*`. */
+  allowsWildcard(type: string, relation: string, userType: string): boolean {
+    return this.restrictions(type, relation).some((r) => r.type === userType && r.wildcard !== undefined);
+  }
+
+  #validateAndIndex(): void {
+    const model = this.model;
+    if (model === null || typeof model !== 'object') throw modelError('the model must be an object');
+    let size: number;
+    try {
+      size = Buffer.byteLength(JSON.stringify(model), 'utf8');
+    } catch {
+      throw modelError('the model is not JSON-serialisable');
+    }
+    if (size > MODEL_LIMITS.maxSizeBytes) throw modelError(`the model is larger than ${MODEL_LIMITS.maxSizeBytes} bytes`);
+    if (model.schema_version !== '1.1' && model.schema_version !== '1.2') {
+      throw modelError(`invalid schema version '${String(model.schema_version)}': only 1.1 and 1.2 are supported`);
+    }
+    const typeDefs = model.type_definitions ?? [];
+    if (!Array.isArray(typeDefs)) throw modelError('type_definitions must be a list');
+    if (typeDefs.length > MODEL_LIMITS.maxTypes) throw modelError(`the model has more than ${MODEL_LIMITS.maxTypes} types`);
+
+    // Conditions first: restrictions refer to them.
+    const conditions = model.conditions ?? {};
+    if (conditions === null || typeof conditions !== 'object') throw modelError('conditions must be a map');
+    if (Object.keys(conditions).length > CONDITION_LIMITS.maxConditions) {
+      throw modelError(`the model has more than ${CONDITION_LIMITS.maxConditions} conditions`);
+    }
+    for (const [key, cond] of Object.entries(conditions)) {
+      if (cond === null || typeof cond !== 'object' || cond.name !== key) {
+        throw modelError(`condition key '${key}' does not match its name`);
+      }
+      try {
+        this.#conditions.set(key, new CompiledCondition(cond));
+      } catch (err) {
+        throw modelError((err as Error).message, { condition: key });
+      }
+    }
+
+    for (const td of typeDefs) {
+      if (td === null || typeof td !== 'object' || typeof td.type !== 'string') throw modelError('a type definition has no type');
+      if (!isTypeName(td.type) || td.type === 'self' || td.type === 'this') throw modelError(`invalid type name '${td.type}'`);
+      if (this.#relations.has(td.type)) throw modelError(`duplicate type '${td.type}'`);
+      const rels = new Map<string, Userset>();
+      for (const [name, rw] of Object.entries(td.relations ?? {})) {
+        if (!isRelationName(name) || name === 'self' || name === 'this') {
+          throw modelError(`invalid relation name '${name}' on type '${td.type}'`);
+        }
+        rels.set(name, rw);
+      }
+      this.#relations.set(td.type, rels);
+      const meta = td.metadata?.relations ?? {};
+      for (const name of rels.keys()) {
+        const refs = meta?.[name]?.directly_related_user_types ?? [];
+        if (!Array.isArray(refs)) throw modelError(`invalid type restrictions on '${td.type}#${name}'`);
+        this.#restrictions.set(`${td.type}#${name}`, refs);
+      }
+    }
+
+    for (const [type, rels] of this.#relations) {
+      for (const [name, rw] of rels) this.#validateRelation(type, name, rw);
+    }
+    for (const [type, rels] of this.#relations) this.#detectComputedCycles(type, rels);
+    this.#checkEntryPoints();
+
+  }
+
+  #validateRelation(type: string, relation: string, rw: Userset): void {
+    const where = `${type}#${relation}`;
+    let assignable = false;
+    // Iterative walk: rewrites are bounded in depth so later recursive evaluation stays shallow.
+    const stack: { node: Userset; depth: number }[] = [{ node: rw, depth: 1 }];
+    while (stack.length > 0) {
+      const { node, depth } = stack.pop()!;
+      if (depth > MODEL_LIMITS.maxRewriteDepth) throw modelError(`the rewrite of '${where}' is nested too deeply`);
+      const kind = rewriteKind(node);
+      switch (kind) {
+        case undefined:
+          throw modelError(`invalid rewrite in '${where}'`);
+        case 'this':
+          assignable = true;
+          break;
+        case 'computed': {
+          const target = (node as { computedUserset: { relation?: string } }).computedUserset?.relation;
+          if (typeof target !== 'string' || !this.#relations.get(type)!.has(target)) {
+            throw modelError(`relation '${String(target)}' referenced in '${where}' is not defined on type '${type}'`);
+          }
+          if (target === relation && node === rw) throw modelError(`relation '${where}' cannot be defined as itself`);
+          break;
+        }
+        case 'ttu': {
+          const ttu = (node as { tupleToUserset: { tupleset?: { relation?: string }; computedUserset?: { relation?: string } } }).tupleToUserset;
+          const ts = ttu?.tupleset?.relation;
+          const target = ttu?.computedUserset?.relation;
+          if (typeof ts !== 'string' || typeof target !== 'string') throw modelError(`invalid tuple-to-userset in '${where}'`);
+          const tsRewrite = this.#relations.get(type)!.get(ts);
+          if (tsRewrite === undefined) throw modelError(`tupleset relation '${ts}' in '${where}' is not defined on type '${type}'`);
+          if (rewriteKind(tsRewrite) !== 'this') {
+            throw modelError(`tupleset relation '${type}#${ts}' used in '${where}' must be directly assignable only`);
+          }
+          const tsRefs = this.restrictions(type, ts);
+          if (tsRefs.some((r) => r.wildcard !== undefined || r.relation !== undefined)) {
+            throw modelError(`tupleset relation '${type}#${ts}' used in '${where}' cannot admit wildcards or usersets`);
+          }
+          if (!tsRefs.some((r) => this.#relations.get(r.type)?.has(target))) {
+            throw modelError(`relation '${target}' in '${where}' is not defined on any type of '${type}#${ts}'`);
+          }
+          this.#tuplesetRelations.add(`${type}#${ts}`);
+          break;
+        }
+        case 'union':
+        case 'intersection': {
+          const child = (node as { union?: { child?: Userset[] }; intersection?: { child?: Userset[] } })[kind]?.child;
+          if (!Array.isArray(child) || child.length < 2) throw modelError(`${kind} in '${where}' needs at least two operands`);
+          for (const c of child) stack.push({ node: c, depth: depth + 1 });
+          break;
+        }
+        case 'difference': {
+          const d = (node as { difference?: { base?: Userset; subtract?: Userset } }).difference;
+          if (d?.base === undefined || d.subtract === undefined) throw modelError(`invalid difference in '${where}'`);
+          stack.push({ node: d.base, depth: depth + 1 }, { node: d.subtract, depth: depth + 1 });
+          break;
+        }
+      }
+    }
+    const refs = this.restrictions(type, relation);
+    if (assignable && refs.length === 0) throw modelError(`assignable relation '${where}' must have at least one type restriction`);
+    if (!assignable && refs.length > 0) throw modelError(`relation '${where}' is not assignable but has type restrictions`);
+    const seen = new Set<string>();
+    for (const r of refs) {
+      if (r === null || typeof r !== 'object' || typeof r.type !== 'string') throw modelError(`invalid type restriction on '${where}'`);
+      if (!this.#relations.has(r.type)) throw modelError(`type '${r.type}' in the restrictions of '${where}' is not defined`);
+      if (r.relation !== undefined && r.wildcard !== undefined) {
+        throw modelError(`restriction '${r.type}' on '${where}' cannot be both a wildcard and a userset`);
+      }
+      if (r.relation !== undefined && !this.#relations.get(r.type)!.has(r.relation)) {
+        throw modelError(`relation '${r.type}#${r.relation}' in the restrictions of '${where}' is not defined`);
+      }
+      if (r.condition !== undefined && r.condition !== '' && !this.#conditions.has(r.condition)) {
+        throw modelError(`condition '${r.condition}' in the restrictions of '${where}' is not defined`);
+      }
+      const key = `${r.type}|${r.relation ?? ''}|${r.wildcard === undefined ? '' : '*'}|${r.condition ?? ''}`;
+      if (seen.has(key)) throw modelError(`duplicate type restriction on '${where}'`);
+      seen.add(key);
+    }
+  }
+
+  /** OpenFGA's ErrCycle: a cycle made purely of computed usersets within one type. */
+  #detectComputedCycles(type: string, rels: Map<string, Userset>): void {
+    const edges = new Map<string, string[]>();
+    for (const [name, rw] of rels) {
+      const out: string[] = [];
+      const stack = [rw];
+      while (stack.length > 0) {
+        const n = stack.pop()!;
+        if ('computedUserset' in n && typeof n.computedUserset.relation === 'string') out.push(n.computedUserset.relation);
+        stack.push(...rewriteChildren(n));
+      }
+      edges.set(name, out);
+    }
+    const state = new Map<string, 1 | 2>();
+    for (const start of rels.keys()) {
+      if (state.has(start)) continue;
+      const stack: { node: string; next: number }[] = [{ node: start, next: 0 }];
+      state.set(start, 1);
+      while (stack.length > 0) {
+        const top = stack.at(-1)!;
+        const outs = edges.get(top.node) ?? [];
+        if (top.next >= outs.length) {
+          state.set(top.node, 2);
+          stack.pop();
+          continue;
+        }
+        const n = outs[top.next++]!;
+        const s = state.get(n);
+        if (s === 1) throw modelError(`the relations of type '${type}' form a cycle through '${n}'`);
+        if (s === undefined) {
+          state.set(n, 1);
+          stack.push({ node: n, next: 0 });
+        }
+      }
+    }
+  }
+
+  /**
+   * Every relation must be satisfiable by some tuples (the language
+   * validator's `relation-no-entry-point`). Computed as a least fixpoint:
+   * a relation has an entry when its rewrite can be satisfied using only
+   * relations already known to have one.
+   */
+  #checkEntryPoints(): void {
+    const has = new Set<string>();
+    const evalRw = (type: string, relation: string, rw: Userset): boolean => {
+      if ('this' in rw) {
+        return this.restrictions(type, relation).some((r) => r.relation === undefined || has.has(`${r.type}#${r.relation}`));
+      }
+      if ('computedUserset' in rw) return has.has(`${type}#${rw.computedUserset.relation ?? ''}`);
+      if ('tupleToUserset' in rw) {
+        const target = rw.tupleToUserset.computedUserset.relation ?? '';
+        return this.restrictions(type, rw.tupleToUserset.tupleset.relation ?? '').some((r) => has.has(`${r.type}#${target}`));
+      }
+      if ('union' in rw) return rw.union.child.some((c) => evalRw(type, relation, c));
+      if ('intersection' in rw) return rw.intersection.child.every((c) => evalRw(type, relation, c));
+      if ('difference' in rw) return evalRw(type, relation, rw.difference.base) && evalRw(type, relation, rw.difference.subtract);
+      return false;
+    };
+    let changed = true;
+    while (changed) {
+      changed = false;
+      for (const [type, rels] of this.#relations) {
+        for (const [name, rw] of rels) {
+          const key = `${type}#${name}`;
+          if (!has.has(key) && evalRw(type, name, rw)) {
+            has.add(key);
+            changed = true;
+          }
+        }
+      }
+    }
+    for (const [type, rels] of this.#relations) {
+      for (const name of rels.keys()) {
+        if (!has.has(`${type}#${name}`)) {
+          throw modelError(`relation '${type}#${name}' has no entry point (it can never be satisfied)`, { type, relation: name });
+        }
+      }
+    }
+  }
+}
