@@ -1,0 +1,93 @@
+/**
+ * JSON model → canonical DSL. The layout is OpenFGA's (two-space indents, a
+ * blank line between blocks, restrictions as `[a, b:*, c#d with e]`).
+ * Printing then parsing gives back the same model
+ * (test/dsl/printer.property.test.ts).
+ */
+import type { AuthorizationModel, ConditionParamTypeRef, RelationReference, TypeDefinition, Userset } from '../engine/model.ts';
+import { LatchkeyError } from '../engine/errors.ts';
+
+function unsupported(message: string): LatchkeyError {
+  return new LatchkeyError('invalid_argument', message, { reason: 'unsupported_dsl_nesting' });
+}
+
+function restriction(r: RelationReference): string {
+  let s = r.type;
+  if (r.wildcard) s += ':*';
+  else if (r.relation) s += `#${r.relation}`;
+  if (r.condition) s += ` with ${r.condition}`;
+  return s;
+}
+
+function isOperator(u: Userset): boolean {
+  return 'union' in u || 'intersection' in u || 'difference' in u;
+}
+
+/**
+ * Prints a rewrite. `allowDirect` is true only for the leftmost operand
+ * chain of the definition: the DSL writes the direct restriction there and
+ * nowhere else.
+ */
+function rewrite(u: Userset, direct: RelationReference[], allowDirect: boolean, nested: boolean): string {
+  if ('this' in u) {
+    if (!allowDirect) throw unsupported('the DSL can only write a direct assignment as the first operand of a relation');
+    if (direct.length === 0) throw unsupported('a direct assignment needs at least one type restriction');
+    return `[${direct.map(restriction).join(', ')}]`;
+  }
+  if ('computedUserset' in u) return u.computedUserset.relation ?? '';
+  if ('tupleToUserset' in u) {
+    return `${u.tupleToUserset.computedUserset.relation ?? ''} from ${u.tupleToUserset.tupleset.relation ?? ''}`;
+  }
+  let text: string;
+  if ('union' in u || 'intersection' in u) {
+    const children = 'union' in u ? u.union.child : u.intersection.child;
+    const op = 'union' in u ? ' or ' : ' and ';
+    if (children.length === 0) throw unsupported('an operator needs at least one operand');
+    text = children.map((c, i) => operand(c, direct, allowDirect && i === 0)).join(op);
+  } else if ('difference' in u) {
+    text = `${operand(u.difference.base, direct, allowDirect)} but not ${operand(u.difference.subtract, direct, false)}`;
+  } else {
+    throw unsupported('unknown rewrite');
+  }
+  return nested ? `(${text})` : text;
+}
+
+function operand(u: Userset, direct: RelationReference[], allowDirect: boolean): string {
+  return rewrite(u, direct, allowDirect, isOperator(u));
+}
+
+function paramType(p: ConditionParamTypeRef): string {
+  const name = p.type_name.replace(/^TYPE_NAME_/, '').toLowerCase();
+  const generic = p.generic_types?.[0];
+  return generic ? `${name}<${paramType(generic)}>` : name;
+}
+
+function typeDefinition(td: TypeDefinition): string {
+  const lines = [`type ${td.type}`];
+  const relations = Object.entries(td.relations ?? {});
+  if (relations.length > 0) {
+    lines.push('  relations');
+    for (const [name, def] of relations) {
+      const direct = td.metadata?.relations?.[name]?.directly_related_user_types ?? [];
+      lines.push(`    define ${name}: ${rewrite(def, direct, true, false)}`);
+    }
+  }
+  return lines.join('\n');
+}
+
+/**
+ * Prints a model as DSL text. Throws `invalid_argument` (reason
+ * `unsupported_dsl_nesting`) when the JSON uses a shape the DSL cannot write,
+ * such as a direct assignment that is not the first operand.
+ */
+export function printModel(model: AuthorizationModel): string {
+  const blocks = [`model\n  schema ${model.schema_version}`];
+  for (const td of model.type_definitions ?? []) blocks.push(typeDefinition(td));
+  for (const c of Object.values(model.conditions ?? {})) {
+    const params = Object.entries(c.parameters ?? {})
+      .map(([n, p]) => `${n}: ${paramType(p)}`)
+      .join(', ');
+    blocks.push(`condition ${c.name}(${params}) {\n  ${c.expression}\n}`);
+  }
+  return `${blocks.join('\n\n')}\n`;
+}

@@ -1,0 +1,82 @@
+/**
+ * Text → CST → model for one DSL file, with syntax diagnostics.
+ * Never throws: lexer and parser failures become `syntax` diagnostics.
+ */
+import type { IRecognitionException, IToken } from 'chevrotain';
+import { diagnostic, type DslDiagnostic } from './diagnostics.ts';
+import { dslParser, parseTokens } from './parser.ts';
+import { dslLexer, Newline } from './tokens.ts';
+import { visitFile, spanOf, type VisitedFile } from './visitor.ts';
+
+/**
+ * OpenFGA's comment pre-pass (openfga/language `parseDSL`): a line whose first
+ * non-blank character is `#` becomes empty; on other lines everything from
+ * the first ` #` (space, hash) is cut and trailing blanks are trimmed. Lines
+ * are split on `\n` only, so positions are unchanged before each cut.
+ */
+export function stripComments(text: string): string {
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i] as string;
+    if (line.trimStart().startsWith('#')) {
+      lines[i] = '';
+      continue;
+    }
+    const cut = line.indexOf(' #');
+    lines[i] = (cut === -1 ? line : line.slice(0, cut)).trimEnd();
+  }
+  return lines.join('\n');
+}
+
+/** Parses one file. `visited` is undefined only when the parser could not build a tree. */
+export type SyntaxResult = { visited: VisitedFile | undefined; errors: DslDiagnostic[] };
+
+function describe(t: IToken): string {
+  return t.tokenType.name === 'EOF' ? '<EOF>' : t.image;
+}
+
+function syntaxDiagnostic(e: IRecognitionException, tokens: IToken[]): DslDiagnostic {
+  const t = e.token;
+  if (t.tokenType.name === 'EOF' || Number.isNaN(t.startOffset)) {
+    const last = tokens[tokens.length - 1];
+    const span = last ? { ...spanOf(last), length: 0 } : undefined;
+    if (span && last) span.column += last.image.length;
+    return diagnostic('syntax', "mismatched input '<EOF>'", span);
+  }
+  const index = tokens.indexOf(t);
+  const prev = index > 0 ? tokens[index - 1] : undefined;
+  // OpenFGA reports a declaration that cannot start after a line break as
+  // "no viable alternative at input '<line break><token>'" (module conformance
+  // case 01, syntax-error.fga); other failures as a mismatched input.
+  const message =
+    prev && prev.tokenType === Newline
+      ? `no viable alternative at input '${prev.image}${describe(t)}'`
+      : `mismatched input '${describe(t)}'`;
+  return diagnostic('syntax', message, spanOf(t));
+}
+
+/** Lexes, parses and visits one DSL text. */
+export function parseSyntax(text: string): SyntaxResult {
+  const cleaned = stripComments(text);
+  const lexed = dslLexer.tokenize(cleaned);
+  const errors: DslDiagnostic[] = [];
+  for (const e of lexed.errors) {
+    const bad = cleaned.slice(e.offset, e.offset + e.length);
+    errors.push(
+      diagnostic('syntax', `token recognition error at: '${bad}'`, {
+        line: (e.line ?? 1) - 1,
+        column: (e.column ?? 1) - 1,
+        length: 0,
+      }),
+    );
+  }
+  const cst = parseTokens(lexed.tokens);
+  const parseErrors = dslParser.errors;
+  if (parseErrors.length > 0) {
+    errors.push(syntaxDiagnostic(parseErrors[0] as IRecognitionException, lexed.tokens));
+    return { visited: undefined, errors };
+  }
+  const visited = visitFile(cst);
+  errors.push(...visited.errors);
+  return { visited, errors };
+}

@@ -1,0 +1,385 @@
+/**
+ * Semantic validation of a parsed model, with OpenFGA's rules, error types,
+ * messages and stage order (openfga/language `validate-dsl.ts`):
+ * 1. names: reserved `self`/`this`, and the name patterns;
+ * 2. schema version: required, and only 1.1 or 1.2;
+ * 3. references: undefined relations, types, type#relation, conditions, and
+ *    the tupleset rules of `a from b`;
+ * 4. duplicates (types, restrictions, operands) — only when 3 found nothing;
+ * 5. entry points (no entrypoint / potential loop) — only when 1–4 found nothing;
+ * 6. unused conditions.
+ * Stages 3–6 are skipped when stage 1 found a problem, as OpenFGA does.
+ *
+ * One deliberate difference: OpenFGA's JS validator crashes with a TypeError on
+ * a tupleset restriction that carries a condition (`define parent: [folder with c]`
+ * used by `viewer from parent`), because it looks the type up with the
+ * condition still attached. The OpenFGA server accepts that model
+ * (abac_tests.yaml `tuple_to_userset_with_condition`), so we strip the
+ * condition and validate it normally. Pinned by test/dsl/differential.test.ts.
+ */
+import type { AuthorizationModel, RelationReference, TypeDefinition, Userset } from '../engine/model.ts';
+import { diagnostic, type DslDiagnostic, type SourceSpan } from './diagnostics.ts';
+import type { SourceIndex } from './visitor.ts';
+
+const TYPE_RULE = '^[^:#@\\*\\s]{1,254}$';
+const RELATION_RULE = '^[^:#@\\*\\s]{1,50}$';
+const TYPE_RE = new RegExp(TYPE_RULE);
+const RELATION_RE = new RegExp(RELATION_RULE);
+
+/** Where diagnostics of one type definition, relation or condition should point and which file they belong to. */
+export type Locator = {
+  source: SourceIndex | undefined;
+  fileOf?: (obj: object) => string | undefined;
+};
+
+type Relations = Record<string, Userset>;
+
+function relationsOf(td: TypeDefinition | undefined): Relations {
+  return (td?.relations ?? {}) as Relations;
+}
+
+function restrictionsOf(td: TypeDefinition | undefined, relation: string): RelationReference[] {
+  const meta = td?.metadata?.relations;
+  if (!meta || !Object.hasOwn(meta, relation)) return [];
+  return meta[relation]?.directly_related_user_types ?? [];
+}
+
+function restrictionKey(r: RelationReference): string {
+  let s = r.type;
+  if (r.wildcard) s += ':*';
+  else if (r.relation) s += `#${r.relation}`;
+  if (r.condition) s += ` with ${r.condition}`;
+  return s;
+}
+
+function leafName(u: Userset): string | undefined {
+  if ('computedUserset' in u) return u.computedUserset.relation || undefined;
+  if ('tupleToUserset' in u) {
+    return `${u.tupleToUserset.computedUserset.relation} from ${u.tupleToUserset.tupleset.relation}`;
+  }
+  return undefined;
+}
+
+/** Validates a model; returns every diagnostic found (empty when valid). */
+export function validateModel(model: AuthorizationModel, loc: Locator = { source: undefined }): DslDiagnostic[] {
+  const errors: DslDiagnostic[] = [];
+  const src = loc.source;
+  const fileOf = (o: object): string | undefined => loc.fileOf?.(o);
+  const push = (kind: string, message: string, span: SourceSpan | undefined, owner: object): void => {
+    errors.push(diagnostic(kind, message, span, fileOf(owner)));
+  };
+  const typeDefs = model.type_definitions ?? [];
+  const relSpan = (td: TypeDefinition, rel: string): SourceSpan | undefined => src?.relationName.get(td)?.get(rel);
+
+  // 1. names
+  for (const td of typeDefs) {
+    const tSpan = src?.typeName.get(td);
+    if (td.type === 'self' || td.type === 'this') {
+      push('reserved-type-keywords', "a type cannot be named 'self' or 'this'.", tSpan, td);
+    }
+    if (!TYPE_RE.test(td.type)) {
+      push('invalid-name', `type '${td.type}' does not match naming rule: '${TYPE_RULE}'.`, tSpan, td);
+    }
+    for (const rel of Object.keys(relationsOf(td))) {
+      const owner = relationOwner(td, rel);
+      if (rel === 'self' || rel === 'this') {
+        push('reserved-relation-keywords', "a relation cannot be named 'self' or 'this'.", relSpan(td, rel), owner);
+      }
+      if (!RELATION_RE.test(rel)) {
+        push(
+          'invalid-name',
+          `relation '${rel}' of type '${td.type}' does not match naming rule: '${RELATION_RULE}'.`,
+          relSpan(td, rel),
+          owner,
+        );
+      }
+    }
+  }
+
+  // 2. schema version
+  const version = model.schema_version;
+  if (!version) {
+    errors.push(diagnostic('schema-version-required', 'schema version required', undefined));
+    return errors;
+  }
+  if (version !== '1.1' && version !== '1.2') {
+    errors.push(diagnostic('invalid-schema', `invalid schema ${version}`, src?.schema));
+    return errors;
+  }
+  if (errors.length > 0) return errors;
+
+  const typeMap = new Map<string, TypeDefinition>();
+  const usedConditions = new Set<string>();
+  for (const td of typeDefs) {
+    typeMap.set(td.type, td);
+    const meta = td.metadata?.relations;
+    if (meta) {
+      for (const rel of Object.keys(meta)) {
+        for (const r of meta[rel]?.directly_related_user_types ?? []) if (r.condition) usedConditions.add(r.condition);
+      }
+    }
+  }
+  const conditions = model.conditions ?? {};
+
+  // 3. references
+  for (const td of typeDefs) {
+    const current = typeMap.get(td.type) as TypeDefinition;
+    for (const rel of Object.keys(relationsOf(td))) {
+      checkReferences(current, rel);
+    }
+  }
+
+  function checkReferences(td: TypeDefinition, rel: string): void {
+    const relations = relationsOf(td);
+    const root = relations[rel];
+    if (!root) return;
+    const owner = relationOwner(td, rel);
+    const queue: Userset[] = [root];
+    while (queue.length > 0) {
+      const u = queue.shift() as Userset;
+      if ('union' in u && u.union.child.length) queue.push(...u.union.child);
+      else if ('intersection' in u && u.intersection.child.length) queue.push(...u.intersection.child);
+      else if ('difference' in u) queue.push(u.difference.base, u.difference.subtract);
+      else if ('this' in u) checkDirect(td, rel, owner);
+      else if ('computedUserset' in u) {
+        const target = u.computedUserset.relation;
+        if (target && !Object.hasOwn(relations, target)) {
+          push('missing-definition', `the relation \`${target}\` does not exist.`, src?.node.get(u), owner);
+        }
+      } else if ('tupleToUserset' in u) checkTupleToUserset(td, u, owner);
+    }
+  }
+
+  function checkDirect(td: TypeDefinition, rel: string, owner: object): void {
+    const refs = restrictionsOf(td, rel);
+    if (refs.length === 0) {
+      push('assignable-relation-must-have-type', `assignable relation '${rel}' must have types`, relSpan(td, rel), owner);
+    }
+    for (const r of refs) {
+      const target = typeMap.get(r.type);
+      if (!target) {
+        push('invalid-type', `\`${r.type}\` is not a valid type.`, src?.restrictionType.get(r), owner);
+      }
+      if (r.condition && !Object.hasOwn(conditions, r.condition)) {
+        push(
+          'condition-not-defined',
+          `\`${r.condition}\` is not a defined condition in the model.`,
+          src?.restrictionCondition.get(r),
+          owner,
+        );
+      }
+      if (r.wildcard && r.relation) {
+        push(
+          'type-wildcard-relation',
+          `type restriction \`${restrictionKey(r)}\` cannot contain both wildcard and relation`,
+          src?.node.get(r),
+          owner,
+        );
+      } else if (r.relation && (!target || !Object.hasOwn(relationsOf(target), r.relation))) {
+        push('invalid-relation-type', `\`${r.relation}\` is not a valid relation for \`${r.type}\`.`, src?.node.get(r), owner);
+      }
+    }
+  }
+
+  function checkTupleToUserset(td: TypeDefinition, u: Userset, owner: object): void {
+    if (!('tupleToUserset' in u)) return;
+    const from = u.tupleToUserset.tupleset.relation;
+    const target = u.tupleToUserset.computedUserset.relation;
+    if (!from || !target) return;
+    const relations = relationsOf(td);
+    const tuplesetSpan = src?.tupleset.get(u);
+    const fromDef = relations[from];
+    if (!fromDef || !Object.hasOwn(relations, from)) {
+      push('invalid-relation-type', `\`${from}\` is not a valid relation for \`${td.type}\`.`, src?.node.get(u), owner);
+      return;
+    }
+    const refs = 'this' in fromDef ? restrictionsOf(td, from) : [];
+    if (refs.length === 0) {
+      push('tupleuserset-not-direct', `\`${from}\` relation used inside from allows only direct relation.`, tuplesetSpan, owner);
+      return;
+    }
+    const missing: string[] = [];
+    for (const r of refs) {
+      if (r.wildcard || r.relation) {
+        push('tupleuserset-not-direct', `\`${from}\` relation used inside from allows only direct relation.`, tuplesetSpan, owner);
+      } else {
+        const t = typeMap.get(r.type);
+        if (!t || !Object.hasOwn(relationsOf(t), target)) missing.push(r.type);
+      }
+    }
+    if (missing.length === refs.length) {
+      for (const typeName of missing) {
+        push(
+          'invalid-relation-on-tupleset',
+          `the \`${target}\` relation definition on type \`${td.type}\` is not valid: \`${target}\` does not exist on \`${from}\`, which is of type \`${typeName}\`.`,
+          src?.node.get(u),
+          owner,
+        );
+      }
+    }
+  }
+
+  // 4. duplicates
+  if (errors.length === 0) {
+    const seenTypes = new Set<string>();
+    for (const td of typeDefs) {
+      if (seenTypes.has(td.type)) {
+        push('duplicated-error', `the type \`${td.type}\` is a duplicate.`, src?.typeName.get(td), td);
+      }
+      seenTypes.add(td.type);
+      const meta = td.metadata?.relations;
+      if (!meta) continue;
+      for (const rel of Object.keys(meta)) {
+        const owner = relationOwner(td, rel);
+        const seen = new Set<string>();
+        for (const r of meta[rel]?.directly_related_user_types ?? []) {
+          const key = restrictionKey(r);
+          if (seen.has(key)) {
+            push('duplicated-error', `the type restriction \`${key}\` is a duplicate in the relation \`${rel}\`.`, src?.node.get(r), owner);
+          }
+          seen.add(key);
+        }
+        const def = relationsOf(td)[rel];
+        if (!def) continue;
+        const children = 'union' in def ? def.union.child : 'intersection' in def ? def.intersection.child : [];
+        const names = new Set<string | undefined>();
+        for (const c of children) {
+          const n = leafName(c);
+          if (n && names.has(n)) {
+            push('duplicated-error', `the partial relation definition \`${n}\` is a duplicate in the relation \`${rel}\`.`, src?.node.get(c), owner);
+          }
+          names.add(n);
+        }
+        if ('difference' in def) {
+          const b = leafName(def.difference.base);
+          if (b && b === leafName(def.difference.subtract)) {
+            push('duplicated-error', `the partial relation definition \`${b}\` is a duplicate in the relation \`${rel}\`.`, src?.node.get(def.difference.subtract), owner);
+          }
+        }
+      }
+    }
+  }
+
+  // 5. entry points
+  if (errors.length === 0) {
+    for (const td of typeDefs) {
+      const current = relationsOf(typeMap.get(td.type));
+      for (const rel of Object.keys(relationsOf(td))) {
+        const def = current[rel];
+        if (!def) continue;
+        const { hasEntry, loop } = entryPoint(typeMap, td.type, rel, def, new Set());
+        if (!hasEntry) {
+          push(
+            'relation-no-entry-point',
+            `\`${rel}\` is an impossible relation for \`${td.type}\` (${loop ? 'potential loop' : 'no entrypoint'}).`,
+            relSpan(td, rel),
+            relationOwner(td, rel),
+          );
+        }
+      }
+    }
+  }
+
+  // 6. conditions
+  for (const [name, condition] of Object.entries(conditions)) {
+    if (name !== condition.name) {
+      errors.push(
+        diagnostic(
+          'different-nested-condition-name',
+          `condition key is \`${name}\` but nested name property is ${condition.name}`,
+          undefined,
+        ),
+      );
+    }
+    if (!usedConditions.has(name)) {
+      push('condition-not-used', `\`${name}\` condition is not used in the model.`, src?.conditionName.get(name), condition);
+    }
+  }
+  return errors;
+}
+
+/** The object that decides which file a relation's diagnostics belong to (its metadata when extended). */
+function relationOwner(td: TypeDefinition, rel: string): object {
+  const meta = td.metadata?.relations;
+  const m = meta && Object.hasOwn(meta, rel) ? meta[rel] : undefined;
+  return m?.source_info?.file ? m : td;
+}
+
+type Entry = { hasEntry: boolean; loop: boolean };
+const NO: Entry = { hasEntry: false, loop: false };
+const YES: Entry = { hasEntry: true, loop: false };
+
+/**
+ * Whether a relation can be satisfied by some tuple, following OpenFGA's
+ * `hasEntryPointOrLoop`: visited relations are tracked per path (a copy per
+ * call), a computed userset that returns to a visited relation is a loop, a
+ * difference re-evaluates both sides from the caller's visited set.
+ */
+function entryPoint(
+  types: Map<string, TypeDefinition>,
+  type: string,
+  relation: string,
+  rewrite: Userset,
+  visitedIn: ReadonlySet<string>,
+): Entry {
+  const visited = new Set(visitedIn);
+  visited.add(`${type}#${relation}`);
+  const td = types.get(type);
+  const relations = relationsOf(td);
+  if (!Object.hasOwn(relations, relation)) return NO;
+  if ('this' in rewrite) {
+    for (const r of restrictionsOf(td, relation)) {
+      if (!r.relation || r.wildcard) return YES;
+      const target = relationsOf(types.get(r.type));
+      const next = Object.hasOwn(target, r.relation) ? target[r.relation] : undefined;
+      if (!next) return NO;
+      if (visited.has(`${r.type}#${r.relation}`)) continue;
+      if (entryPoint(types, r.type, r.relation, next, visited).hasEntry) return YES;
+    }
+    return NO;
+  }
+  if ('computedUserset' in rewrite) {
+    const name = rewrite.computedUserset.relation;
+    if (!name || !Object.hasOwn(relations, name)) return NO;
+    const next = relations[name] as Userset;
+    if (visited.has(`${type}#${name}`)) return { hasEntry: false, loop: true };
+    return entryPoint(types, type, name, next, visited);
+  }
+  if ('tupleToUserset' in rewrite) {
+    const ts = rewrite.tupleToUserset.tupleset.relation;
+    const name = rewrite.tupleToUserset.computedUserset.relation;
+    if (!ts || !name || !Object.hasOwn(relations, ts)) return NO;
+    for (const r of restrictionsOf(td, ts)) {
+      // The restriction's condition is ignored here (see the module comment).
+      const target = relationsOf(types.get(r.type));
+      if (!Object.hasOwn(target, name)) continue;
+      if (visited.has(`${r.type}#${name}`)) continue;
+      if (entryPoint(types, r.type, name, target[name] as Userset, visited).hasEntry) return YES;
+    }
+    return NO;
+  }
+  if ('union' in rewrite) {
+    let loop = false;
+    for (const c of rewrite.union.child) {
+      const e = entryPoint(types, type, relation, c, visited);
+      if (e.hasEntry) return YES;
+      loop ||= e.loop;
+    }
+    return { hasEntry: false, loop };
+  }
+  if ('intersection' in rewrite) {
+    for (const c of rewrite.intersection.child) {
+      const e = entryPoint(types, type, relation, c, visited);
+      if (!e.hasEntry) return { hasEntry: false, loop: e.loop };
+    }
+    return YES;
+  }
+  if ('difference' in rewrite) {
+    const base = entryPoint(types, type, relation, rewrite.difference.base, visitedIn);
+    if (!base.hasEntry) return { hasEntry: false, loop: base.loop };
+    const sub = entryPoint(types, type, relation, rewrite.difference.subtract, visitedIn);
+    if (!sub.hasEntry) return { hasEntry: false, loop: sub.loop };
+    return YES;
+  }
+  return NO;
+}

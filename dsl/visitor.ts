@@ -1,0 +1,299 @@
+/**
+ * CST → OpenFGA JSON model. Builds exactly the JSON that OpenFGA's DSL
+ * transformer builds (openfga/language `dsltojson.ts`), and records where
+ * each piece came from so the validator can position its diagnostics.
+ *
+ * The listener-level checks of OpenFGA's transformer live here too and are
+ * reported as syntax errors, as OpenFGA does: a relation defined twice in a
+ * type, a condition defined twice, a parameter defined twice, `extend`
+ * outside a module, and a type extended twice in one file.
+ */
+import type { CstNode, IToken } from 'chevrotain';
+import type {
+  AuthorizationModel,
+  Condition,
+  ConditionParamTypeRef,
+  ConditionTypeName,
+  RelationReference,
+  TypeDefinition,
+  Userset,
+} from '../engine/model.ts';
+import { diagnostic, joinSpans, type DslDiagnostic, type SourceSpan } from './diagnostics.ts';
+
+/** Where the parts of a parsed model came from. Keys are the model's own objects. */
+export type SourceIndex = {
+  /** Leaf rewrites (computed userset, tuple-to-userset) and type restrictions (the `type#rel` part). */
+  node: WeakMap<object, SourceSpan>;
+  /** The tupleset name of a tuple-to-userset rewrite. */
+  tupleset: WeakMap<object, SourceSpan>;
+  /** The type name of a type restriction. */
+  restrictionType: WeakMap<RelationReference, SourceSpan>;
+  /** The condition name of a type restriction. */
+  restrictionCondition: WeakMap<RelationReference, SourceSpan>;
+  /** The type name of a type definition. */
+  typeName: WeakMap<TypeDefinition, SourceSpan>;
+  /** Relation name spans per type definition. */
+  relationName: WeakMap<TypeDefinition, Map<string, SourceSpan>>;
+  /** Condition name spans. */
+  conditionName: Map<string, SourceSpan>;
+  /** The schema version token. */
+  schema: SourceSpan | undefined;
+};
+
+/** The result of turning one file's CST into a model. */
+export type VisitedFile = {
+  model: AuthorizationModel;
+  /** True for a `module` file (schema 1.2 modular model). */
+  isModule: boolean;
+  moduleName: string | undefined;
+  /** Type definitions written as `extend type X`. */
+  extensions: Set<TypeDefinition>;
+  source: SourceIndex;
+  errors: DslDiagnostic[];
+};
+
+type Children = Record<string, Array<CstNode | IToken> | undefined>;
+
+function kids(node: CstNode): Children {
+  return node.children as Children;
+}
+
+function sub(node: CstNode, key: string, i = 0): CstNode | undefined {
+  return kids(node)[key]?.[i] as CstNode | undefined;
+}
+
+function subs(node: CstNode, key: string): CstNode[] {
+  return (kids(node)[key] ?? []) as CstNode[];
+}
+
+function tok(node: CstNode, key: string, i = 0): IToken | undefined {
+  return kids(node)[key]?.[i] as IToken | undefined;
+}
+
+/** The single token under a `name`/`identifier` node. */
+function nameToken(node: CstNode): IToken {
+  for (const list of Object.values(kids(node))) {
+    const first = list?.[0];
+    if (first === undefined) continue;
+    if ('image' in first) return first;
+    return nameToken(first);
+  }
+  /* c8 ignore next */
+  throw new TypeError('empty name node');
+}
+
+/** 0-based span of a token. */
+export function spanOf(t: IToken): SourceSpan {
+  return { line: (t.startLine ?? 1) - 1, column: (t.startColumn ?? 1) - 1, length: t.image.length };
+}
+
+/** Builds the model of one parsed file. */
+export function visitFile(cst: CstNode): VisitedFile {
+  const source: SourceIndex = {
+    node: new WeakMap(),
+    tupleset: new WeakMap(),
+    restrictionType: new WeakMap(),
+    restrictionCondition: new WeakMap(),
+    typeName: new WeakMap(),
+    relationName: new WeakMap(),
+    conditionName: new Map(),
+    schema: undefined,
+  };
+  const errors: DslDiagnostic[] = [];
+  const model: AuthorizationModel = { schema_version: '' };
+  let isModule = false;
+  let moduleName: string | undefined;
+
+  const modelHeader = sub(cst, 'modelHeader');
+  const moduleHeader = sub(cst, 'moduleHeader');
+  if (modelHeader) {
+    const v = tok(modelHeader, 'SCHEMA_VERSION');
+    if (v) {
+      model.schema_version = v.image;
+      source.schema = spanOf(v);
+    }
+  } else if (moduleHeader) {
+    const id = sub(moduleHeader, 'identifier');
+    if (id) {
+      isModule = true;
+      moduleName = nameToken(id).image;
+    }
+  }
+
+  const extensions = new Set<TypeDefinition>();
+  const extendedNames = new Set<string>();
+  const typeDefs: TypeDefinition[] = [];
+  for (const td of subs(cst, 'typeDef')) {
+    const nameNode = sub(td, 'name');
+    if (!nameNode) continue;
+    const nameTok = nameToken(nameNode);
+    const isExtend = tok(td, 'EXTEND') !== undefined;
+    if (isExtend && !isModule) {
+      errors.push(diagnostic('syntax', 'extend can only be used in a modular model', spanOf(nameTok)));
+    }
+    const relations: Record<string, Userset> = {};
+    const metaRelations: Record<string, { directly_related_user_types: RelationReference[]; module?: string }> = {};
+    const typeDef: TypeDefinition = { type: nameTok.image, relations };
+    const relationNames = new Map<string, SourceSpan>();
+    source.typeName.set(typeDef, spanOf(nameTok));
+    source.relationName.set(typeDef, relationNames);
+
+    for (const rd of subs(td, 'relationDeclaration')) {
+      const relNameNode = sub(rd, 'name');
+      const defNode = sub(rd, 'relationDef');
+      if (!relNameNode || !defNode) continue;
+      const relTok = nameToken(relNameNode);
+      const direct: RelationReference[] = [];
+      const rewrite = buildRelationDef(defNode, direct, source);
+      if (Object.hasOwn(relations, relTok.image)) {
+        errors.push(diagnostic('syntax', `'${relTok.image}' is already defined in '${typeDef.type}'`, spanOf(relTok)));
+      }
+      relations[relTok.image] = rewrite;
+      const meta: { directly_related_user_types: RelationReference[]; module?: string } = {
+        directly_related_user_types: direct,
+      };
+      if (isModule && isExtend && moduleName !== undefined) meta.module = moduleName;
+      metaRelations[relTok.image] = meta;
+      relationNames.set(relTok.image, spanOf(relTok));
+    }
+
+    const hasRelations = Object.keys(metaRelations).length > 0;
+    if (isModule) {
+      typeDef.metadata = hasRelations ? { relations: metaRelations } : {};
+      if (moduleName !== undefined) typeDef.metadata.module = moduleName;
+    } else {
+      typeDef.metadata = hasRelations ? { relations: metaRelations } : null;
+    }
+    typeDefs.push(typeDef);
+    if (isExtend && isModule) {
+      if (extendedNames.has(typeDef.type)) {
+        errors.push(diagnostic('syntax', `'${typeDef.type}' is already extended in file.`, spanOf(nameTok)));
+      } else {
+        extendedNames.add(typeDef.type);
+        extensions.add(typeDef);
+      }
+    }
+  }
+  if (typeDefs.length > 0) model.type_definitions = typeDefs;
+
+  const conditionNodes = subs(cst, 'condition');
+  if (conditionNodes.length > 0) model.conditions = {};
+  for (const cn of conditionNodes) {
+    const nameTok = tok(cn, 'IDENTIFIER');
+    if (!nameTok || !model.conditions) continue;
+    const name = nameTok.image;
+    if (Object.hasOwn(model.conditions, name)) {
+      errors.push(diagnostic('syntax', `condition '${name}' is already defined in the model`, spanOf(nameTok)));
+    }
+    const parameters: Record<string, ConditionParamTypeRef> = {};
+    for (const pn of subs(cn, 'conditionParameter')) {
+      const pTok = tok(pn, 'IDENTIFIER');
+      if (!pTok) continue;
+      if (Object.hasOwn(parameters, pTok.image)) {
+        errors.push(
+          diagnostic('syntax', `parameter '${pTok.image}' is already defined in the condition '${name}'`, spanOf(pTok)),
+        );
+      }
+      const container = tok(pn, 'CONDITION_PARAM_CONTAINER');
+      const scalar = tok(pn, 'CONDITION_PARAM_TYPE');
+      if (container) {
+        const ref: ConditionParamTypeRef = { type_name: typeName(container.image) };
+        if (scalar) ref.generic_types = [{ type_name: typeName(scalar.image) }];
+        parameters[pTok.image] = ref;
+      } else if (scalar) {
+        parameters[pTok.image] = { type_name: typeName(scalar.image) };
+      }
+    }
+    let expression = '';
+    for (const t of (kids(cn)['ExprToken'] ?? []) as IToken[]) expression += t.image;
+    const condition: Condition = { name, expression: expression.trim(), parameters };
+    if (isModule && moduleName !== undefined) condition.metadata = { module: moduleName };
+    model.conditions[name] = condition;
+    source.conditionName.set(name, spanOf(nameTok));
+  }
+
+  return { model, isModule, moduleName, extensions, source, errors };
+}
+
+function typeName(word: string): ConditionTypeName {
+  return `TYPE_NAME_${word.toUpperCase()}` as ConditionTypeName;
+}
+
+/** First operand (direct, group or rewrite) plus the operator tail. */
+function buildRelationDef(node: CstNode, direct: RelationReference[], source: SourceIndex): Userset {
+  let first: Userset;
+  const da = sub(node, 'directAssignment');
+  const group = sub(node, 'groupFirst');
+  const rw = sub(node, 'rewrite');
+  if (da) {
+    for (const r of subs(da, 'typeRestriction')) direct.push(buildRestriction(r, source));
+    first = { this: {} };
+  } else if (group) {
+    first = buildRelationDef(sub(group, 'relationDef') as CstNode, direct, source);
+  } else {
+    first = buildRewrite(rw as CstNode, source);
+  }
+  const partials = sub(node, 'partials');
+  return partials ? applyPartials(first, partials, source) : first;
+}
+
+function buildNoDirect(node: CstNode, source: SourceIndex): Userset {
+  const first = buildOperand(sub(node, 'operand') as CstNode, source);
+  const partials = sub(node, 'partials');
+  return partials ? applyPartials(first, partials, source) : first;
+}
+
+function buildOperand(node: CstNode, source: SourceIndex): Userset {
+  const group = sub(node, 'groupNoDirect');
+  if (group) return buildNoDirect(sub(group, 'relationDefNoDirect') as CstNode, source);
+  return buildRewrite(sub(node, 'rewrite') as CstNode, source);
+}
+
+function applyPartials(first: Userset, partials: CstNode, source: SourceIndex): Userset {
+  const operands = subs(partials, 'operand').map((o) => buildOperand(o, source));
+  if (tok(partials, 'OR')) return { union: { child: [first, ...operands] } };
+  if (tok(partials, 'AND')) return { intersection: { child: [first, ...operands] } };
+  return { difference: { base: first, subtract: operands[0] as Userset } };
+}
+
+function buildRewrite(node: CstNode, source: SourceIndex): Userset {
+  const names = subs(node, 'name');
+  const target = nameToken(names[0] as CstNode);
+  const tuplesetNode = names[1];
+  if (tuplesetNode === undefined) {
+    const u: Userset = { computedUserset: { relation: target.image } };
+    source.node.set(u, spanOf(target));
+    return u;
+  }
+  const ts = nameToken(tuplesetNode);
+  const u: Userset = {
+    tupleToUserset: { computedUserset: { relation: target.image }, tupleset: { relation: ts.image } },
+  };
+  source.node.set(u, joinSpans(spanOf(target), spanOf(ts)));
+  source.tupleset.set(u, spanOf(ts));
+  return u;
+}
+
+function buildRestriction(node: CstNode, source: SourceIndex): RelationReference {
+  const names = subs(node, 'name');
+  const typeTok = nameToken(names[0] as CstNode);
+  const ref: RelationReference = { type: typeTok.image };
+  let end = spanOf(typeTok);
+  const cond = tok(node, 'IDENTIFIER');
+  if (cond) ref.condition = cond.image;
+  const relNode = names[1];
+  if (relNode) {
+    const relTok = nameToken(relNode);
+    ref.relation = relTok.image;
+    end = spanOf(relTok);
+  }
+  const star = tok(node, 'STAR');
+  if (star) {
+    ref.wildcard = {};
+    end = spanOf(star);
+  }
+  source.node.set(ref, joinSpans(spanOf(typeTok), end));
+  source.restrictionType.set(ref, spanOf(typeTok));
+  if (cond) source.restrictionCondition.set(ref, spanOf(cond));
+  return ref;
+}
