@@ -31,8 +31,13 @@ export function stripComments(text: string): string {
 /** Parses one file. `visited` is undefined only when the parser could not build a tree. */
 export type SyntaxResult = { visited: VisitedFile | undefined; errors: DslDiagnostic[] };
 
+/** Token text as OpenFGA shows it in messages: line breaks and tabs escaped. */
+function display(text: string): string {
+  return text.replace(/\n/g, '\\n').replace(/\r/g, '\\r').replace(/\t/g, '\\t');
+}
+
 function describe(t: IToken): string {
-  return t.tokenType.name === 'EOF' ? '<EOF>' : t.image;
+  return t.tokenType.name === 'EOF' ? '<EOF>' : display(t.image);
 }
 
 function syntaxDiagnostic(e: IRecognitionException, tokens: IToken[]): DslDiagnostic {
@@ -50,7 +55,7 @@ function syntaxDiagnostic(e: IRecognitionException, tokens: IToken[]): DslDiagno
   // case 01, syntax-error.fga); other failures as a mismatched input.
   const message =
     prev && prev.tokenType === Newline
-      ? `no viable alternative at input '${prev.image}${describe(t)}'`
+      ? `no viable alternative at input '${display(prev.image)}${describe(t)}'`
       : `mismatched input '${describe(t)}'`;
   return diagnostic('syntax', message, spanOf(t));
 }
@@ -63,7 +68,7 @@ export function parseSyntax(text: string): SyntaxResult {
   for (const e of lexed.errors) {
     const bad = cleaned.slice(e.offset, e.offset + e.length);
     errors.push(
-      diagnostic('syntax', `token recognition error at: '${bad}'`, {
+      diagnostic('syntax', `token recognition error at: '${display(bad)}'`, {
         line: (e.line ?? 1) - 1,
         column: (e.column ?? 1) - 1,
         length: 0,

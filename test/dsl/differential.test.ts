@@ -1,0 +1,103 @@
+/**
+ * Differential tests against OpenFGA's own language package
+ * (`@openfga/syntax-transformer`): both must accept and reject the same texts
+ * and produce the same JSON model.
+ *
+ * Known difference, on purpose: the reference validator crashes with a
+ * TypeError on a tuple-to-userset whose tupleset restriction carries a
+ * condition (`define parent: [folder with c]` + `viewer from parent`). The
+ * OpenFGA server accepts such models (abac_tests.yaml
+ * `tuple_to_userset_with_condition`, `simple_ttu_with_condition`), so we accept
+ * them; the tests below check that every reference crash is of that kind.
+ */
+import test from 'ava';
+import fc from 'fast-check';
+import { readFileSync } from 'node:fs';
+import { parse } from 'yaml';
+import { parseDsl } from '../../dsl/index.ts';
+import { CONFORMANCE_DIR } from '../helpers/shared.ts';
+import { genModelText, mutate } from './generators.ts';
+import { hasConditionalTupleset, normalize, oracle } from './oracle.ts';
+
+const RUNS = process.env['CI'] ? 2000 : 200;
+
+/** Compares our verdict and model with the reference's; returns a description of any disagreement. */
+function disagreement(text: string): string | undefined {
+  const ref = oracle(text);
+  const ours = parseDsl(text);
+  if (ref.verdict === 'crashed') {
+    if (ours.model && hasConditionalTupleset(ours.model)) return undefined;
+    if (!ours.model) return undefined;
+    return `reference crashed (${ref.error}) on a model we accept without a conditional tupleset`;
+  }
+  if (ref.verdict === 'accepted') {
+    if (!ours.model) return `reference accepts, we reject: ${JSON.stringify(ours.errors)}`;
+    if (normalize(ours.model) !== normalize(ref.model)) return `models differ:\n${normalize(ours.model)}\n${normalize(ref.model)}`;
+    return undefined;
+  }
+  if (ours.model) return `reference rejects (${JSON.stringify(ref.errors.map((e) => e.msg))}), we accept`;
+  return undefined;
+}
+
+function yamlModels(file: string): Array<{ name: string; model: string }> {
+  const doc = parse(readFileSync(`${CONFORMANCE_DIR}/openfga/${file}`, 'utf8')) as {
+    tests: Array<{ name: string; stages: Array<{ model?: string }> }>;
+  };
+  return doc.tests.flatMap((t) => t.stages.flatMap((s, i) => (s.model ? [{ name: `${t.name}#${i}`, model: s.model }] : [])));
+}
+
+for (const file of ['consolidated_1_1_tests.yaml', 'abac_tests.yaml']) {
+  test(`every model in ${file} gets the reference's verdict and JSON`, (t) => {
+    const models = yamlModels(file);
+    t.true(models.length > 20);
+    for (const { name, model } of models) t.is(disagreement(model), undefined, name);
+  });
+}
+
+test('a conditional tupleset, which crashes the reference, is accepted as the OpenFGA server does', (t) => {
+  const text = `model
+  schema 1.1
+type user
+type folder
+  relations
+    define viewer: [user]
+type doc
+  relations
+    define parent: [folder with x_less_than]
+    define viewer: viewer from parent
+condition x_less_than(x: int) {
+  x < 100
+}
+`;
+  t.is(oracle(text).verdict, 'crashed');
+  const ours = parseDsl(text);
+  t.deepEqual(ours.errors, []);
+  t.truthy(ours.model);
+});
+
+test('generated models get the reference verdict and JSON', (t) => {
+  let accepted = 0;
+  fc.assert(
+    fc.property(fc.gen(), (g) => {
+      const text = genModelText(g);
+      const d = disagreement(text);
+      if (d !== undefined) throw new Error(`${d}\n--- text ---\n${text}`);
+      if (parseDsl(text).model) accepted++;
+    }),
+    { numRuns: RUNS },
+  );
+  t.log(`accepted ${accepted} of ${RUNS}`);
+  t.true(accepted > 0);
+});
+
+test('mutated (mostly broken) models get the reference verdict', (t) => {
+  fc.assert(
+    fc.property(fc.gen(), (g) => {
+      const text = mutate(g, genModelText(g));
+      const d = disagreement(text);
+      if (d !== undefined) throw new Error(`${d}\n--- text ---\n${JSON.stringify(text)}`);
+    }),
+    { numRuns: RUNS },
+  );
+  t.pass();
+});

@@ -1,0 +1,156 @@
+/**
+ * Test helper: fast-check generators of DSL texts (valid-looking models with
+ * random formatting) and of broken texts (mutations of those).
+ */
+import fc from 'fast-check';
+
+type Gen = fc.GeneratorValue;
+
+const TYPE_NAMES = ['user', 'group', 'folder', 'doc', 'org/team', 'a.b', 'model', 'relation', 'x-y'];
+const REL_NAMES = ['viewer', 'editor', 'owner', 'parent', 'member', 'can_read', 'r-1', 'type', 'schema'];
+const COND_NAMES = ['c1', 'inside', 'x_less'];
+const PARAM_TYPES = ['int', 'uint', 'string', 'bool', 'double', 'duration', 'timestamp', 'ipaddress', 'map<int>', 'list<string>'];
+const EXPRESSIONS = [
+  'x < 10',
+  'x <= 10 && y != "a}b"',
+  "ip.in_cidr('10.0.0.0/8')",
+  '"k" in m',
+  'x == 1 // trailing CEL comment',
+  'ts < timestamp("2024-01-01T00:00:00Z") || d > duration("1h")',
+  'l.exists(v, v == "a")',
+  '1u < 2u && 1.5 > 0.5',
+];
+
+function pick<T>(g: Gen, items: readonly T[]): T {
+  return items[g(fc.integer, { min: 0, max: items.length - 1 })] as T;
+}
+
+function chance(g: Gen, percent: number): boolean {
+  return g(fc.integer, { min: 0, max: 99 }) < percent;
+}
+
+function subset<T>(g: Gen, items: readonly T[], min: number, max: number): T[] {
+  const n = g(fc.integer, { min, max: Math.min(max, items.length) });
+  const pool = [...items];
+  const out: T[] = [];
+  for (let i = 0; i < n; i++) out.push(pool.splice(g(fc.integer, { min: 0, max: pool.length - 1 }), 1)[0] as T);
+  return out;
+}
+
+type Ctx = { types: string[]; rels: string[]; conds: string[]; safe?: boolean; used?: Set<string> };
+
+function rewrite(g: Gen, ctx: Ctx): string {
+  if (ctx.safe) return pick(g, ctx.rels);
+  const name = chance(g, 85) ? pick(g, ctx.rels) : pick(g, REL_NAMES);
+  if (chance(g, 25)) return `${name} from ${chance(g, 85) ? pick(g, ctx.rels) : pick(g, REL_NAMES)}`;
+  return name;
+}
+
+function restriction(g: Gen, ctx: Ctx): string {
+  if (ctx.safe) {
+    let v = pick(g, ctx.types);
+    if (chance(g, 15)) v += ':*';
+    if (ctx.conds.length > 0 && chance(g, 30)) {
+      const c = pick(g, ctx.conds);
+      ctx.used?.add(c);
+      v += ` with ${c}`;
+    }
+    return v;
+  }
+  let s = chance(g, 90) ? pick(g, ctx.types) : 'ghost';
+  const kind = g(fc.integer, { min: 0, max: 9 });
+  if (kind === 0) s += ':*';
+  else if (kind === 1) s += `#${pick(g, REL_NAMES)}`;
+  if (ctx.conds.length > 0 && chance(g, 20)) s += ` with ${pick(g, ctx.conds)}`;
+  else if (chance(g, 2)) s += ' with ghost_cond';
+  return s;
+}
+
+function direct(g: Gen, ctx: Ctx): string {
+  const n = g(fc.integer, { min: 1, max: 3 });
+  const items = Array.from({ length: n }, () => restriction(g, ctx));
+  return `[${items.join(chance(g, 80) ? ', ' : ',')}]`;
+}
+
+function operandNoDirect(g: Gen, ctx: Ctx, depth: number): string {
+  if (depth > 0 && chance(g, 20)) return `(${defNoDirect(g, ctx, depth - 1)})`;
+  return rewrite(g, ctx);
+}
+
+function partials(g: Gen, ctx: Ctx, depth: number): string {
+  const op = pick(g, ['or', 'and', 'but not', 'none', 'none']);
+  if (op === 'none') return '';
+  const count = op === 'but not' ? 1 : g(fc.integer, { min: 1, max: 3 });
+  let s = '';
+  for (let i = 0; i < count; i++) s += ` ${op} ${operandNoDirect(g, ctx, depth)}`;
+  return s;
+}
+
+function defNoDirect(g: Gen, ctx: Ctx, depth: number): string {
+  return operandNoDirect(g, ctx, depth) + partials(g, ctx, depth);
+}
+
+function definition(g: Gen, ctx: Ctx, depth: number): string {
+  let first: string;
+  if (ctx.safe && ctx.rels.length === 0) return direct(g, ctx);
+  const k = g(fc.integer, { min: 0, max: 9 });
+  if (k < 5) first = direct(g, ctx);
+  else if (k < 6 && depth > 0) first = `(${definition(g, ctx, depth - 1)})`;
+  else first = rewrite(g, ctx);
+  return first + partials(g, ctx, depth);
+}
+
+/**
+ * A DSL text: in "safe" mode (half the time) a model built to be valid
+ * (references only to earlier relations, used conditions only); otherwise
+ * one that is often invalid.
+ */
+export function genModelText(g: Gen): string {
+  const safe = chance(g, 50);
+  const types = subset(g, TYPE_NAMES, 1, 5);
+  const allConds = subset(g, COND_NAMES, 0, 2);
+  const used = new Set<string>();
+  const indent = pick(g, ['  ', '    ', '\t', '']);
+  const blank = (): string => (chance(g, 30) ? '\n' : '') + (chance(g, 10) ? `${indent}# a comment\n` : '');
+  const comment = (): string => (chance(g, 10) ? ' # note' : '');
+  let text = `${chance(g, 10) ? '# header comment\n' : ''}model\n${indent}schema ${chance(g, 97) ? pick(g, ['1.1', '1.1', '1.2']) : '1.0'}${comment()}\n`;
+  for (const t of types) {
+    text += `${blank()}\ntype ${t}${comment()}`;
+    const rels = subset(g, REL_NAMES, 0, 4);
+    if (rels.length === 0) continue;
+    text += `\n${indent}relations`;
+    const ctx: Ctx = { types, rels: safe ? [] : rels, conds: allConds, safe, used };
+    for (const r of rels) {
+      text += `\n${indent}${indent}define ${r}${chance(g, 5) ? ' ' : ''}: ${definition(g, ctx, 2)}${comment()}`;
+      if (safe) ctx.rels = [...ctx.rels, r];
+    }
+  }
+  const conds = safe ? allConds.filter((c) => used.has(c)) : allConds;
+  for (const c of conds) {
+    const params = subset(g, ['x', 'y', 'ip', 'm', 'l', 'ts', 'd'], 1, 3).map((p) => `${p}: ${pick(g, PARAM_TYPES)}`);
+    text += `\n${blank()}\ncondition ${c}(${params.join(', ')}) {\n${indent}${pick(g, EXPRESSIONS)}\n}`;
+  }
+  return `${text}\n`;
+}
+
+const INSERTS = [' ', '\n', '  ', 'or ', ' and ', ' but not ', '[', ']', '(', ')', ',', ':', '#', ' #', '*', 'with ', ' from x', 'define ', 'type ', '\t', '{', '}', 'é', '@', '"', '1.1', 'relations\n', '\r\n'];
+
+/** A text mutated by 1–3 random edits (deletions, insertions, line swaps). */
+export function mutate(g: Gen, text: string): string {
+  let s = text;
+  const edits = g(fc.integer, { min: 1, max: 3 });
+  for (let i = 0; i < edits; i++) {
+    const at = g(fc.integer, { min: 0, max: Math.max(0, s.length - 1) });
+    const kind = g(fc.integer, { min: 0, max: 3 });
+    if (kind === 0) s = s.slice(0, at) + s.slice(at + g(fc.integer, { min: 1, max: 6 }));
+    else if (kind === 1 || kind === 2) s = s.slice(0, at) + pick(g, INSERTS) + s.slice(at);
+    else {
+      const lines = s.split('\n');
+      const a = g(fc.integer, { min: 0, max: lines.length - 1 });
+      const b = g(fc.integer, { min: 0, max: lines.length - 1 });
+      [lines[a], lines[b]] = [lines[b] as string, lines[a] as string];
+      s = lines.join('\n');
+    }
+  }
+  return s;
+}
