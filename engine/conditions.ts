@@ -14,8 +14,8 @@
  *   `int`/`uint` only when whole and in range, timestamps from RFC 3339
  *   strings, durations from strings such as `"10s"`); a value that does not
  *   convert is an error;
- * - a declared parameter the expression needs but the context lacks is a
- *   "missing context parameters" error;
+ * - a declared parameter missing from the merged context is a "missing
+ *   context parameters" error, even when the expression would not need it;
  * - the expression must produce a bool.
  *
  * Not implemented: OpenFGA's CEL cost limit (100). Expressions are at most
@@ -64,6 +64,9 @@ const BASE_ENV = new Environment({ homogeneousAggregateLiterals: false })
   .registerType('ipaddress', IPAddress)
   .registerFunction('ipaddress(string): ipaddress', (s: string) => new IPAddress(s))
   .registerFunction('ipaddress.in_cidr(string): bool', (ip: IPAddress, cidr: string) => ip.inCidr(cidr));
+
+/** Used only to parse duration and timestamp strings with CEL's own parsers. */
+const CONVERT_ENV = new Environment().registerVariable('s', 'string');
 
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
@@ -152,7 +155,7 @@ export function convertParameter(t: ConditionParamTypeRef, v: unknown): unknown 
     case 'TYPE_NAME_DURATION':
       if (typeof v === 'string') {
         try {
-          return BASE_ENV.evaluate('duration(s)', { s: v }) as object;
+          return CONVERT_ENV.evaluate('duration(s)', { s: v }) as object;
         } catch {
           break;
         }
@@ -161,7 +164,7 @@ export function convertParameter(t: ConditionParamTypeRef, v: unknown): unknown 
     case 'TYPE_NAME_TIMESTAMP':
       if (typeof v === 'string') {
         try {
-          return BASE_ENV.evaluate('timestamp(s)', { s: v }) as Date;
+          return CONVERT_ENV.evaluate('timestamp(s)', { s: v }) as Date;
         } catch {
           break;
         }
@@ -279,19 +282,21 @@ export class CompiledCondition {
   evaluate(tupleContext: Record<string, unknown> | undefined, requestContext: Record<string, unknown> | undefined): boolean {
     const merged: Record<string, unknown> = { ...(requestContext ?? {}), ...(tupleContext ?? {}) };
     const typed = this.validateContext(merged, false);
+    // OpenFGA requires every declared parameter, even when the expression
+    // could be decided without it (abac_tests.yaml direct_relations_with_condition).
+    const missing = Object.keys(this.parameters).filter((p) => !(p in typed));
+    if (missing.length > 0) {
+      throw fgaError(
+        `failed to evaluate relationship condition '${this.name}': missing context parameters: ${missing.join(', ')}`,
+        'missing_condition_parameters',
+        FGA_VALIDATION_ERROR,
+        { condition: this.name, missing },
+      );
+    }
     let result: unknown;
     try {
       result = this.#program(typed);
     } catch (err) {
-      const missing = Object.keys(this.parameters).filter((p) => !(p in typed));
-      if (missing.length > 0 && /Unknown variable|No such key|not found/iu.test((err as Error).message)) {
-        throw fgaError(
-          `failed to evaluate relationship condition '${this.name}': missing context parameters: ${missing.join(', ')}`,
-          'missing_condition_parameters',
-          FGA_VALIDATION_ERROR,
-          { condition: this.name, missing },
-        );
-      }
       throw fgaError(
         `failed to evaluate relationship condition '${this.name}': ${(err as Error).message.split('\n')[0]}`,
         'condition_evaluation_failed',

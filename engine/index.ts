@@ -586,7 +586,7 @@ export class Engine {
       throw invalid(`relation '${filter.type}#${filter.relation}' not found`, 'relation_not_found', FGA_CODES.relation_not_found);
     }
     const f: UserFilter = filter.relation === undefined || filter.relation === '' ? { type: filter.type } : { type: filter.type, relation: filter.relation };
-    const candidates = await listUserCandidates(ts, reader, object.type, object.id, req.relation, f);
+    const candidates = await listUserCandidates(ts, reader, object.type, object.id, req.relation, f, req.context);
     const ctx = this.#context(ts, reader, req.context);
     const max = this.#limits.listUsersMaxResults;
     const found: string[] = [];

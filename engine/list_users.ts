@@ -28,7 +28,25 @@ export async function listUserCandidates(
   objectId: string,
   relation: string,
   filter: UserFilter,
+  context: Record<string, unknown> | undefined,
 ): Promise<string[]> {
+  // OpenFGA's ListUsers fails when a condition on any traversed tuple cannot
+  // be evaluated, even if another path reaches the same user
+  // (abac_tests.yaml relation_through_ttu_with_condition); tuples whose
+  // condition is false are not followed.
+  let error: unknown;
+  const passes = (t: { condition?: { name: string; context?: Record<string, unknown> } }): boolean => {
+    const c = t.condition;
+    if (c === undefined || c.name === '') return true;
+    const compiled = ts.condition(c.name);
+    if (compiled === undefined) return false;
+    try {
+      return compiled.evaluate(c.context, context);
+    } catch (err) {
+      error ??= err;
+      return false;
+    }
+  };
   const seen = new Set<string>();
   const candidates = new Set<string>();
   let queue: { type: string; id: string; relation: string }[] = [];
@@ -55,6 +73,7 @@ export async function listUserCandidates(
             reads.push(
               reader.objectRelation(n.type, n.id, n.relation, 'all').then((tuples) => {
                 for (const t of tuples) {
+                  if (!passes(t.tuple)) continue;
                   const u = t.user;
                   if (u.kind === 'userset') reach(u.type, u.id, u.relation);
                   else if (filter.relation === undefined && u.type === filter.type) {
@@ -70,6 +89,7 @@ export async function listUserCandidates(
             reads.push(
               reader.objectRelation(n.type, n.id, node.tupleToUserset.tupleset.relation ?? '', 'all').then((tuples) => {
                 for (const t of tuples) {
+                  if (!passes(t.tuple)) continue;
                   if (t.user.kind === 'object' && ts.rewrite(t.user.type, target) !== undefined) reach(t.user.type, t.user.id, target);
                 }
               }),
@@ -84,5 +104,6 @@ export async function listUserCandidates(
       }),
     );
   }
+  if (error !== undefined) throw error;
   return [...candidates].sort();
 }

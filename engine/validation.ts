@@ -43,28 +43,24 @@ export function userFitsRestrictions(ts: TypeSystem, type: string, relation: str
 }
 
 /**
- * The condition rule of OpenFGA's `validateCondition`: a tuple without a
- * condition needs a matching restriction without one; a tuple with a
- * condition needs a restriction of the user's type naming that condition.
- * Returns an error message, or `undefined` when the condition is fine.
+ * The condition rule: the tuple's condition (or its absence) must match a
+ * restriction of exactly the user's form (`type`, `type:*` or
+ * `type#relation`). OpenFGA's `validateCondition` compares only the type;
+ * matching the form as well is what makes a wildcard tuple written without a
+ * condition stop counting once the model requires `user:* with c`
+ * (abac_tests.yaml `wildcard_with_condition`). Returns an error message, or
+ * `undefined` when the condition is fine.
  */
 function conditionProblem(ts: TypeSystem, type: string, relation: string, user: ParsedUser, conditionName: string | undefined): string | undefined {
-  const refs = ts.restrictions(type, relation);
-  if (conditionName === undefined || conditionName === '') {
-    for (const r of refs) {
-      if (r.condition !== undefined && r.condition !== '') continue;
-      if (r.type !== user.type) continue;
-      if (r.relation !== undefined && (user.kind !== 'userset' || r.relation !== user.relation)) continue;
-      if (r.wildcard !== undefined && user.kind !== 'wildcard') continue;
-      return undefined;
-    }
-    return 'condition is missing';
+  const wanted = conditionName ?? '';
+  if (wanted !== '' && ts.condition(wanted) === undefined) return `undefined condition '${wanted}'`;
+  for (const r of ts.restrictions(type, relation)) {
+    if (r.type !== user.type || (r.condition ?? '') !== wanted) continue;
+    if (user.kind === 'object' && r.relation === undefined && r.wildcard === undefined) return undefined;
+    if (user.kind === 'wildcard' && r.wildcard !== undefined) return undefined;
+    if (user.kind === 'userset' && r.relation === user.relation) return undefined;
   }
-  if (ts.condition(conditionName) === undefined) return `undefined condition '${conditionName}'`;
-  if (!refs.some((r) => r.type === user.type && r.condition === conditionName)) {
-    return `invalid condition '${conditionName}' for the type restrictions of '${type}#${relation}'`;
-  }
-  return undefined;
+  return wanted === '' ? 'condition is missing' : `invalid condition '${wanted}' for the type restrictions of '${type}#${relation}'`;
 }
 
 /**
