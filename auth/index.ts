@@ -1,1 +1,43 @@
-export * from './user_store.ts';
+/**
+ * The identity half of Latchkey: users, passwords, tokens and sessions.
+ *
+ * Build one {@link AuthService} per process with `AuthService.create(options,
+ * { sequelize, memoryStore, engine })`; its methods are the identity
+ * operations. Options are plain objects (from the composition root); nothing
+ * here reads flags or the environment or knows about transports.
+ */
+export {
+  AuthService,
+  FGA_DISABLED_MESSAGE,
+  INVALID_CREDENTIALS_MESSAGE,
+  LIST_PERMISSIONS_CAP,
+  SESSION_COOKIE,
+  SESSION_DOMAIN_COOKIE,
+  sessionCookieOf,
+  toPublicUser,
+  toSubject,
+  type AuthCallContext,
+  type AuthDependencies,
+  type AuthResponse,
+  type AuthResult,
+  type PermissionEngine,
+  type PublicUser,
+  type SessionGrant,
+  type UserPrincipal,
+  type WireTuple,
+} from './auth_service.ts';
+export { resolveAuthOptions, type AuthOptions, type ResolvedAuthOptions } from './options.ts';
+export { createMemoryStore, InProcessMemoryStore, RedisMemoryStore, type MemoryStore } from './memory_store.ts';
+export { SessionManager, type SessionRecord, type RotationOutcome } from './sessions.ts';
+export { TokenService, JWT_ALGORITHMS, TOKEN_TYPES, type JwtAlgorithm, type TokenClaims, type TokenOptions, type TokenType } from './tokens.ts';
+export { PasswordHasher, assertPasswordAcceptable, BCRYPT_MAX_BYTES } from './password.ts';
+export {
+  AUTH_MIGRATIONS,
+  UserStore,
+  USER_EXISTS_MESSAGE,
+  normalizeEmail,
+  normalizePhone,
+  type UserFields,
+  type UserPage,
+  type UserRecord,
+} from './user_store.ts';

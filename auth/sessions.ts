@@ -1,0 +1,179 @@
+/**
+ * Server-side sessions on a {@link MemoryStore}.
+ *
+ * A session is created at every login or sign-up (never reused: a new id on
+ * every authentication, ASVS v5 7.2.4, security matrix B4) and holds:
+ * - `sess:<sid>`: the session record (user, roles, scope, login method, times);
+ * - `cookie:<sha256(token)>` → sid: the opaque 256-bit cookie token, stored only
+ *   hashed so that a leaked store does not leak live cookies;
+ * - `rt:<sid>`: the jti of the one live refresh token of the session's lineage
+ *   (the session id is the refresh-token family);
+ * - `rt_used:<jti>`: when a rotated-away refresh token was used, so that a replay
+ *   can be told from garbage;
+ * - `user_sessions:<uid>`: the user's session ids, to end them all at once.
+ *
+ * Access tokens carry `sid`; a token whose session is gone is refused. Ending
+ * a session therefore revokes every token issued in it, on every process that
+ * shares the store.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import type { MemoryStore } from './memory_store.ts';
+
+/** What a session remembers. */
+export interface SessionRecord {
+  sid: string;
+  user_id: string;
+  roles: string[];
+  scope: string[];
+  login_method: string;
+  /** Unix seconds of the authentication that created the session. */
+  auth_time: number;
+  /** Hash of the current cookie token. */
+  cookie_hash: string;
+  /** Milliseconds since the epoch when the session was created. */
+  created_ms: number;
+}
+
+/** Outcome of a refresh-token rotation. */
+export type RotationOutcome =
+  /** The presented token was the live one; the lineage moved to the new jti. */
+  | 'rotated'
+  /** An already rotated token presented again within the grace period: refused, lineage untouched. */
+  | 'reused_in_grace'
+  /** An already rotated token presented after the grace period: the whole family was revoked. */
+  | 'reused_family_revoked'
+  /** Not a token of a live session. */
+  | 'unknown';
+
+export interface SessionManagerOptions {
+  store: MemoryStore;
+  /** Lifetime of the cookie token, seconds. Default 86400 (one day). */
+  cookieTtl?: number;
+  /** Lifetime of the session record and its refresh lineage, seconds. Default 30 days. */
+  sessionTtl?: number;
+  /** A rotated refresh token replayed within this many seconds is refused without revoking the family. Default 10. */
+  reuseGraceSeconds?: number;
+  /** Milliseconds since the epoch. Default `Date.now`. */
+  now?: () => number;
+}
+
+const hashToken = (token: string): string => createHash('sha256').update(token, 'utf8').digest('base64url');
+const newId = (bytes: number): string => randomBytes(bytes).toString('base64url');
+
+/** Creates, reads, rotates and ends sessions. */
+export class SessionManager {
+  readonly #store: MemoryStore;
+  readonly cookieTtl: number;
+  readonly sessionTtl: number;
+  readonly #grace: number;
+  readonly #now: () => number;
+
+  constructor(options: SessionManagerOptions) {
+    this.#store = options.store;
+    this.cookieTtl = options.cookieTtl ?? 86400;
+    this.sessionTtl = options.sessionTtl ?? 30 * 24 * 3600;
+    this.#grace = options.reuseGraceSeconds ?? 10;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Creates a session; returns it with its cookie token (shown once, stored hashed). */
+  async create(data: Omit<SessionRecord, 'sid' | 'cookie_hash' | 'created_ms'>): Promise<{ session: SessionRecord; cookieToken: string }> {
+    const sid = newId(18);
+    const cookieToken = newId(32);
+    const session: SessionRecord = { ...data, sid, cookie_hash: hashToken(cookieToken), created_ms: this.#now() };
+    await this.#store.set(`sess:${sid}`, JSON.stringify(session), this.sessionTtl);
+    await this.#store.set(`cookie:${session.cookie_hash}`, sid, this.cookieTtl);
+    await this.#store.addToSet(`user_sessions:${data.user_id}`, sid, this.sessionTtl);
+    return { session, cookieToken };
+  }
+
+  /** The live session with this id, or undefined. */
+  async get(sid: string): Promise<SessionRecord | undefined> {
+    if (typeof sid !== 'string' || sid.length === 0 || sid.length > 64) return undefined;
+    const raw = await this.#store.get(`sess:${sid}`);
+    if (raw === undefined) return undefined;
+    const session = JSON.parse(raw) as SessionRecord;
+    // A session created before its user's sessions were all ended (revocation, deactivation)
+    // is dead even if it slipped past the sweep in a race with a concurrent login.
+    const notBefore = await this.#store.get(`user_nbf:${session.user_id}`);
+    if (notBefore !== undefined && session.created_ms <= Number(notBefore)) return undefined;
+    return session;
+  }
+
+  /** The live session a cookie token belongs to, or undefined. */
+  async fromCookie(cookieToken: string): Promise<SessionRecord | undefined> {
+    if (typeof cookieToken !== 'string' || cookieToken.length === 0 || cookieToken.length > 256) return undefined;
+    const hash = hashToken(cookieToken);
+    const sid = await this.#store.get(`cookie:${hash}`);
+    if (sid === undefined) return undefined;
+    const session = await this.get(sid);
+    // The mapping may outlive a rotation for an instant; only the session's current cookie counts.
+    return session !== undefined && session.cookie_hash === hash ? session : undefined;
+  }
+
+  /** Replaces the session's cookie token (the old one stops working) and optionally its roles/scope. */
+  async rotateCookie(session: SessionRecord, patch: Partial<Pick<SessionRecord, 'roles' | 'scope'>> = {}): Promise<{ session: SessionRecord; cookieToken: string }> {
+    const cookieToken = newId(32);
+    const next: SessionRecord = { ...session, ...patch, cookie_hash: hashToken(cookieToken) };
+    await this.#store.set(`sess:${session.sid}`, JSON.stringify(next), this.sessionTtl);
+    await this.#store.set(`cookie:${next.cookie_hash}`, session.sid, this.cookieTtl);
+    await this.#store.del(`cookie:${session.cookie_hash}`);
+    return { session: next, cookieToken };
+  }
+
+  /** Records `jti` as the live refresh token of the session's lineage. */
+  async setRefresh(sid: string, jti: string): Promise<void> {
+    await this.#store.set(`rt:${sid}`, jti, this.sessionTtl);
+  }
+
+  /** True when `jti` is the live refresh token of session `sid`. */
+  async isRefreshLive(sid: string, jti: string): Promise<boolean> {
+    return (await this.#store.get(`rt:${sid}`)) === jti;
+  }
+
+  /**
+   * Atomically moves the lineage of `sid` from `oldJti` to `newJti`. Exactly
+   * one of any number of concurrent rotations with the same token wins
+   * (security matrix B3). A replay of a rotated token after the grace period
+   * ends the session, which revokes the whole family (B2, ASVS v5 10.4.5).
+   */
+  async rotateRefresh(sid: string, oldJti: string, newJti: string): Promise<RotationOutcome> {
+    if (await this.#store.compareAndSet(`rt:${sid}`, oldJti, newJti, this.sessionTtl)) {
+      await this.#store.set(`rt_used:${oldJti}`, JSON.stringify({ sid, at: this.#now() }), this.sessionTtl);
+      return 'rotated';
+    }
+    const used = await this.#store.get(`rt_used:${oldJti}`);
+    if (used === undefined) return 'unknown';
+    const { sid: usedSid, at } = JSON.parse(used) as { sid: string; at: number };
+    if (usedSid !== sid) return 'unknown';
+    if (this.#now() - at <= this.#grace * 1000) return 'reused_in_grace';
+    await this.end(sid);
+    return 'reused_family_revoked';
+  }
+
+  /** Ends one session: its record, cookie and refresh lineage. Idempotent. */
+  async end(sid: string): Promise<void> {
+    const session = await this.get(sid);
+    const keys = [`sess:${sid}`, `rt:${sid}`];
+    if (session !== undefined) keys.push(`cookie:${session.cookie_hash}`);
+    await this.#store.del(...keys);
+    if (session !== undefined) await this.#store.removeFromSet(`user_sessions:${session.user_id}`, sid);
+  }
+
+  /**
+   * Ends every session of a user except `exceptSid`; returns how many were
+   * ended. Without `exceptSid`, sessions created up to this instant by any
+   * process are dead too, even one a concurrent login is just writing.
+   */
+  async endAllForUser(userId: string, exceptSid?: string): Promise<number> {
+    if (exceptSid === undefined) await this.#store.set(`user_nbf:${userId}`, String(this.#now()), this.sessionTtl);
+    const sids = await this.#store.members(`user_sessions:${userId}`);
+    let n = 0;
+    for (const sid of sids) {
+      if (sid === exceptSid) continue;
+      await this.end(sid);
+      n++;
+    }
+    return n;
+  }
+}

@@ -1,0 +1,112 @@
+/** Test fixtures of the identity tests: a service on a fresh database, keys, a tiny permission engine. */
+import { generateKeyPairSync } from 'node:crypto';
+import { Sequelize } from 'sequelize';
+import { AuthService, InProcessMemoryStore, type AuthOptions, type MemoryStore, type PermissionEngine, type WireTuple } from '../../auth/index.ts';
+import { createTestDatabase, type SqlBackend } from '../helpers/databases.ts';
+
+export const ISSUER = 'http://127.0.0.1:8080';
+export const CLIENT_ID = 'test-client';
+export const STRONG_PASSWORD = 'correct horse battery';
+
+/** A settable clock (milliseconds). */
+export function manualClock(start = Date.UTC(2026, 0, 1)): { now: () => number; advance: (ms: number) => void } {
+  let t = start;
+  return { now: () => t, advance: (ms) => (t += ms) };
+}
+
+export interface ServiceFixture {
+  auth: AuthService;
+  sequelize: Sequelize;
+  store: MemoryStore;
+  close(): Promise<void>;
+}
+
+export async function makeService(
+  options: Partial<AuthOptions> = {},
+  extra: { backend?: SqlBackend; store?: MemoryStore; engine?: PermissionEngine; databaseUrl?: string } = {},
+): Promise<ServiceFixture> {
+  const db = extra.databaseUrl === undefined ? await createTestDatabase(extra.backend ?? 'sqlite', 'lk_auth') : undefined;
+  const sequelize = new Sequelize(extra.databaseUrl ?? db!.url, { logging: false, pool: { max: 25 } });
+  const store = extra.store ?? new InProcessMemoryStore(options.now === undefined ? {} : { now: options.now });
+  const auth = await AuthService.create(
+    {
+      clientId: CLIENT_ID,
+      issuer: ISSUER,
+      jwt: { type: 'HS256', secret: 'a-test-secret-of-enough-length-0123456789' },
+      bcryptCost: 4,
+      roles: ['user', 'admin', 'editor'],
+      defaultRoles: ['user'],
+      protectedRoles: ['admin'],
+      ...options,
+    },
+    { sequelize, memoryStore: store, engine: extra.engine },
+  );
+  return {
+    auth,
+    sequelize,
+    store,
+    async close() {
+      await sequelize.close();
+      if (extra.store === undefined) await store.close();
+      await db?.drop();
+    },
+  };
+}
+
+/** PEM key pairs for the asymmetric JWT algorithms. */
+export function pemPair(alg: string): { privateKey: string; publicKey: string } {
+  const enc = { publicKeyEncoding: { type: 'spki', format: 'pem' }, privateKeyEncoding: { type: 'pkcs8', format: 'pem' } } as const;
+  if (alg.startsWith('RS') || alg.startsWith('PS')) return generateKeyPairSync('rsa', { modulusLength: 2048, ...enc });
+  const curve = alg === 'ES256' ? 'P-256' : alg === 'ES384' ? 'P-384' : 'P-521';
+  return generateKeyPairSync('ec', { namedCurve: curve, ...enc });
+}
+
+/**
+ * A deliberately tiny engine for service-level tests: direct tuples only
+ * (`type:id#relation@user`), plus contextual tuples per check.
+ */
+export class DirectTupleEngine implements PermissionEngine {
+  readonly tuples = new Set<string>();
+  readonly types = new Map<string, string[]>([
+    ['document', ['viewer', 'editor']],
+    ['folder', ['viewer']],
+  ]);
+  checks = 0;
+
+  add(user: string, relation: string, object: string): void {
+    this.tuples.add(`${object}#${relation}@${user}`);
+  }
+
+  async batchCheck(requests: ReadonlyArray<{ user: string; relation: string; object: string; contextualTuples?: readonly WireTuple[] }>): Promise<boolean[]> {
+    return requests.map((r) => {
+      this.checks++;
+      const key = `${r.object}#${r.relation}@${r.user}`;
+      return this.tuples.has(key) || (r.contextualTuples ?? []).some((t) => `${t.object}#${t.relation}@${t.user}` === key);
+    });
+  }
+
+  async listObjects(request: { user: string; relation: string; type: string; limit: number }): Promise<{ objects: string[]; truncated: boolean }> {
+    const out: string[] = [];
+    for (const t of this.tuples) {
+      const [objRel, user] = t.split('@') as [string, string];
+      const [object, relation] = objRel.split('#') as [string, string];
+      if (user === request.user && relation === request.relation && object.startsWith(`${request.type}:`)) out.push(object);
+    }
+    out.sort();
+    return { objects: out.slice(0, request.limit), truncated: out.length > request.limit };
+  }
+
+  async relationsByType(): Promise<ReadonlyMap<string, readonly string[]>> {
+    return this.types;
+  }
+}
+
+/** `{code, reason}` of a rejection, for assertions. */
+export async function errorOf(p: Promise<unknown>): Promise<{ code?: string; reason?: string; message?: string; details?: Record<string, unknown> }> {
+  try {
+    await p;
+  } catch (err) {
+    return err as { code?: string; reason?: string; message?: string };
+  }
+  throw new Error('expected a rejection');
+}
