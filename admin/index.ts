@@ -38,3 +38,15 @@ export type {
 } from './email_templates.ts';
 export { AdminSessions, ADMIN_COOKIE, adminUnauthenticated } from './admin_sessions.ts';
 export type { AdminSessionsOptions, AdminCookieAttributes } from './admin_sessions.ts';
+export { AdminService, toAdminUser } from './admin_service.ts';
+export type {
+  AdminServiceOptions,
+  AdminCallContext,
+  AdminUser,
+  IdentityPort,
+  MailSink,
+  UpdateUserInput,
+  VerificationRequest,
+} from './admin_service.ts';
+export { FGA_DISABLED_MESSAGE, FGA_READ_PAGE_SIZE } from './fga_admin.ts';
+export type { FgaTuple } from './fga_admin.ts';

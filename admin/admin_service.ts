@@ -1,0 +1,726 @@
+/**
+ * The admin service: every super-admin operation of the spec, each audited,
+ * with the webhook events the operations cause. The transports call it
+ * through the rows of `transports/operations/admin.ts`; the identity service
+ * calls {@link AdminService.userEvent} for the user events it causes
+ * (sign-up, login, deactivation, ...).
+ *
+ * The caller's authentication is done before any method here runs (the
+ * transports resolve the principal once); methods receive an
+ * {@link AdminCallContext} naming the actor for the audit log.
+ */
+import type { Sequelize, Transaction } from 'sequelize';
+import { LatchkeyError } from '../engine/errors.ts';
+import type { Engine } from '../engine/index.ts';
+import type { UserFields, UserRecord } from '../auth/index.ts';
+import { migrateAdminStore } from './migrations.ts';
+import { normalizePagination, type Pagination, type PaginationInput } from './pagination.ts';
+import { AdminSessions, type AdminCookieAttributes } from './admin_sessions.ts';
+import { AuditLog, type AuditEntry, type AuditLogFilter, type AuditLogRecord, type ActorType } from './audit_log.ts';
+import { EmailTemplates, type EmailTemplate, type EmailTemplateEvent } from './email_templates.ts';
+import {
+  WebhookService,
+  type AddWebhookInput,
+  type TestEndpointInput,
+  type UpdateWebhookInput,
+  type Webhook,
+  type WebhookEvent,
+  type WebhookLog,
+  type WebhookServiceOptions,
+} from './webhooks.ts';
+import type { SsrfPolicy } from './ssrf.ts';
+import {
+  fgaDeleteTuples,
+  fgaExpand,
+  fgaGetModel,
+  fgaListUsers,
+  fgaReadTuples,
+  fgaWriteModel,
+  fgaWriteTuples,
+  requireEngine,
+  tuplesOfUser,
+  type FgaTuple,
+} from './fga_admin.ts';
+
+/** The public User shape returned by the admin user operations (never the password hash). */
+export interface AdminUser {
+  id: string;
+  email: string | null;
+  email_verified: boolean;
+  signup_methods: string;
+  given_name: string | null;
+  family_name: string | null;
+  middle_name: string | null;
+  nickname: string | null;
+  preferred_username: string | null;
+  gender: string | null;
+  birthdate: string | null;
+  phone_number: string | null;
+  phone_number_verified: boolean;
+  picture: string | null;
+  roles: string[];
+  created_at: number;
+  updated_at: number;
+  revoked_timestamp: number | null;
+  is_multi_factor_auth_enabled: boolean | null;
+  app_data: Record<string, unknown> | null;
+}
+
+/** A pending verification (email verification, reset, magic link, invitation). */
+export interface VerificationRequest {
+  id: string;
+  identifier: string;
+  token: string;
+  email: string;
+  expires: number;
+  created_at: number;
+  updated_at: number;
+  nonce: string;
+  redirect_uri: string;
+}
+
+/**
+ * What the admin needs from the identity service. The auth service's own
+ * methods have these names, so the composition root can pass it as is; the
+ * optional members degrade as documented on each.
+ */
+export interface IdentityPort {
+  readonly users: {
+    findById(id: string): Promise<UserRecord | undefined>;
+    findByEmail(email: string): Promise<UserRecord | undefined>;
+    create(fields: UserFields): Promise<UserRecord>;
+    update(id: string, fields: UserFields): Promise<UserRecord>;
+    delete(id: string, options?: { transaction?: Transaction }): Promise<boolean>;
+    list(page: { offset: number; limit: number }): Promise<{ users: UserRecord[]; total: number }>;
+  };
+  /** Ends every session and refresh token of the user at once. */
+  endAllSessions(userId: string): Promise<number>;
+  /** Removes the user's OTPs, verification requests and other owned rows inside `transaction` (skipped when absent). */
+  deleteUserData?(user: UserRecord, transaction: Transaction): Promise<void>;
+  /** Pending verification requests (an empty list when absent: no verification data exists). */
+  listVerificationRequests?(page: { offset: number; limit: number }): Promise<{ verification_requests: VerificationRequest[]; total: number }>;
+  /**
+   * Creates the invitation (a verification request) of a new user and
+   * returns the link to mail. When absent, the mail links to `redirect_uri`
+   * with the email as a query parameter.
+   */
+  createInvitation?(user: UserRecord, redirectUri: string): Promise<string>;
+}
+
+/** Where mail goes (the mail queue): must return at once and never throw. */
+export interface MailSink {
+  enqueue(message: { to: string; subject: string; html: string }): string;
+}
+
+/** Who is calling, for the audit log. */
+export interface AdminCallContext {
+  ip: string;
+  userAgent: string;
+  /** `admin_secret_header`, `admin_cookie`, or `anonymous` for `admin_login`. */
+  via?: string | undefined;
+  /** The protocol of the call (kept in audit metadata). */
+  protocol?: string | undefined;
+}
+
+export interface AdminServiceOptions {
+  sequelize: Sequelize;
+  adminSecret: string;
+  /** Key of the webhook signatures (the client secret). */
+  signingSecret: string;
+  /** `--webhook-allow-private-networks`. */
+  allowPrivateWebhooks?: boolean;
+  /** Overrides of the SSRF policy (tests: resolver, classifier). */
+  ssrf?: Partial<SsrfPolicy>;
+  identity?: IdentityPort | undefined;
+  engine?: Engine | undefined;
+  mail?: MailSink | undefined;
+  /** `--roles`: roles a user may be given. */
+  allowedRoles: readonly string[];
+  /** `--default-roles`: roles of invited users. */
+  defaultRoles: readonly string[];
+  /** `--allowed-origins` (`*` means any origin, then only {@link publicUrl}'s origin is accepted when set). */
+  allowedOrigins: readonly string[];
+  /** The server's own public URL, used for links and the `*` origin rule. */
+  publicUrl?: string | undefined;
+  organization?: { name: string; logo: string };
+  /** Unix ms clock. */
+  clock?: () => number;
+  /** Admin session lifetime (default 1 h). */
+  sessionTtlMs?: number;
+  /** Extra webhook delivery settings (timeouts, schedule). */
+  webhooks?: Partial<Omit<WebhookServiceOptions, 'sequelize' | 'signingSecret' | 'ssrf' | 'clock'>>;
+}
+
+const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const MAX_INVITES = 50;
+
+/** The public User of a stored user. */
+export function toAdminUser(u: UserRecord): AdminUser {
+  return {
+    id: u.id,
+    email: u.email,
+    email_verified: u.email_verified_at !== null,
+    signup_methods: u.signup_methods,
+    given_name: u.given_name,
+    family_name: u.family_name,
+    middle_name: u.middle_name,
+    nickname: u.nickname,
+    preferred_username: u.email ?? u.phone_number,
+    gender: u.gender,
+    birthdate: u.birthdate,
+    phone_number: u.phone_number,
+    phone_number_verified: u.phone_number_verified_at !== null,
+    picture: u.picture,
+    roles: [...u.roles],
+    created_at: u.created_at,
+    updated_at: u.updated_at,
+    revoked_timestamp: u.revoked_timestamp,
+    is_multi_factor_auth_enabled: u.is_multi_factor_auth_enabled,
+    app_data: u.app_data,
+  };
+}
+
+/** The webhook payload form of a user. */
+function eventUser(u: UserRecord): Record<string, unknown> {
+  return toAdminUser(u) as unknown as Record<string, unknown>;
+}
+
+function notFoundUser(): LatchkeyError {
+  return new LatchkeyError('not_found', 'user not found', { reason: 'user_not_found' });
+}
+
+/** Input of `update_user`: every editable field. */
+export interface UpdateUserInput {
+  id: string;
+  email?: string | undefined;
+  email_verified?: boolean | undefined;
+  given_name?: string | undefined;
+  family_name?: string | undefined;
+  middle_name?: string | undefined;
+  nickname?: string | undefined;
+  gender?: string | undefined;
+  birthdate?: string | undefined;
+  phone_number?: string | undefined;
+  phone_number_verified?: boolean | undefined;
+  picture?: string | undefined;
+  roles?: string[] | undefined;
+  is_multi_factor_auth_enabled?: boolean | undefined;
+  app_data?: Record<string, unknown> | undefined;
+}
+
+/** All super-admin operations. Build with {@link AdminService.create}. */
+export class AdminService {
+  readonly sessions: AdminSessions;
+  readonly webhooks: WebhookService;
+  readonly templates: EmailTemplates;
+  readonly audit: AuditLog;
+  readonly #o: AdminServiceOptions;
+  readonly #clock: () => number;
+
+  private constructor(o: AdminServiceOptions) {
+    this.#o = o;
+    this.#clock = o.clock ?? Date.now;
+    const clock = this.#clock;
+    this.sessions = new AdminSessions({
+      sequelize: o.sequelize,
+      adminSecret: o.adminSecret,
+      clock,
+      ...(o.sessionTtlMs === undefined ? {} : { ttlMs: o.sessionTtlMs }),
+    });
+    this.webhooks = new WebhookService({
+      ...o.webhooks,
+      sequelize: o.sequelize,
+      signingSecret: o.signingSecret,
+      ssrf: { allowPrivate: o.allowPrivateWebhooks ?? false, ...o.ssrf },
+      clock,
+    });
+    this.templates = new EmailTemplates({ sequelize: o.sequelize, clock });
+    this.audit = new AuditLog({ sequelize: o.sequelize, clock });
+  }
+
+  /** Runs the admin migrations and builds the service (the delivery worker is not started). */
+  static async create(options: AdminServiceOptions): Promise<AdminService> {
+    if (!options.adminSecret) throw new LatchkeyError('invalid_argument', 'admin secret must not be empty', { reason: 'invalid_option' });
+    await migrateAdminStore(options.sequelize);
+    return new AdminService(options);
+  }
+
+  /** Starts the webhook delivery worker. */
+  start(): void {
+    this.webhooks.start();
+  }
+
+  /** Stops the delivery worker (waits for attempts in flight). */
+  async close(): Promise<void> {
+    await this.webhooks.stop();
+  }
+
+  get #identity(): IdentityPort {
+    const id = this.#o.identity;
+    if (!id) throw new LatchkeyError('unavailable', 'the identity service is not available', { reason: 'identity_unavailable' });
+    return id;
+  }
+
+  // ------------------------------------------------------------ audit helpers
+
+  async #audit(ctx: AdminCallContext, action: string, resource: { type?: string; id?: string } = {}, metadata: Record<string, unknown> = {}): Promise<void> {
+    await this.audit.record({
+      actor_type: 'admin',
+      actor_id: 'super_admin',
+      action,
+      resource_type: resource.type,
+      resource_id: resource.id,
+      ip_address: ctx.ip,
+      user_agent: ctx.userAgent,
+      metadata: { ...metadata, ...(ctx.via ? { via: ctx.via } : {}), ...(ctx.protocol ? { protocol: ctx.protocol } : {}) },
+    });
+  }
+
+  /**
+   * Runs an admin operation and audits it: `action` on success; on failure
+   * the same action with `outcome: error` and the error code (the error is
+   * rethrown).
+   */
+  async #run<T>(ctx: AdminCallContext, action: string, resource: { type?: string; id?: string }, fn: () => Promise<T>, meta: Record<string, unknown> = {}): Promise<T> {
+    try {
+      const out = await fn();
+      await this.#audit(ctx, action, resource, meta);
+      return out;
+    } catch (err) {
+      const code = err instanceof LatchkeyError ? err.code : 'internal';
+      const reason = err instanceof LatchkeyError ? err.reason : undefined;
+      await this.#audit(ctx, action, resource, { ...meta, outcome: 'error', error_code: code, ...(reason ? { error_reason: reason } : {}) }).catch(() => {});
+      throw err;
+    }
+  }
+
+  /**
+   * Records a security-relevant user event (sign-up, login success/failure,
+   * logout, password reset, deactivation, ...) and, for the events that have
+   * one, queues the webhook. Called by the identity service; never throws
+   * into it (failures are reported to `onError`).
+   */
+  async userEvent(
+    entry: Omit<AuditEntry, 'actor_type'> & { actor_type?: ActorType },
+    webhook?: { event: WebhookEvent; user: UserRecord } | undefined,
+    onError: (err: unknown) => void = () => {},
+  ): Promise<void> {
+    try {
+      await this.audit.record({ ...entry, actor_type: entry.actor_type ?? 'user' });
+      if (webhook) await this.webhooks.emit(webhook.event, { user: eventUser(webhook.user) });
+    } catch (err) {
+      onError(err);
+    }
+  }
+
+  // ------------------------------------------------------------ admin session
+
+  /**
+   * `admin_login`: checks the secret (rate limited per IP) and opens a
+   * session; the caller sets the cookie. Audited as `admin.login_success` /
+   * `admin.login_failed`.
+   */
+  async adminLogin(ctx: AdminCallContext, adminSecret: string, cookieSecure: boolean): Promise<{ message: string; token: string; cookie: AdminCookieAttributes }> {
+    try {
+      const { token } = await this.sessions.login(adminSecret, ctx.ip);
+      await this.#audit(ctx, 'admin.login_success', { type: 'admin_session' });
+      return { message: 'admin logged in successfully', token, cookie: this.sessions.cookieAttributes(cookieSecure) };
+    } catch (err) {
+      const reason = err instanceof LatchkeyError ? (err.reason ?? err.code) : 'internal';
+      await this.#audit(ctx, 'admin.login_failed', { type: 'admin_session' }, { reason }).catch(() => {});
+      throw err;
+    }
+  }
+
+  /** `admin_logout`: ends the session of the presented cookie. */
+  async adminLogout(ctx: AdminCallContext, cookie: string | undefined): Promise<{ message: string }> {
+    await this.sessions.logout(cookie);
+    await this.#audit(ctx, 'admin.logout', { type: 'admin_session' });
+    return { message: 'admin logged out successfully' };
+  }
+
+  /**
+   * `admin_session`: with a cookie, verifies and slides the session (throws
+   * `unauthenticated` when it is not live); with the header secret, there is
+   * no session to extend and the call just confirms the credentials.
+   */
+  async adminSession(ctx: AdminCallContext, cookie: string | undefined, cookieSecure: boolean): Promise<{ message: string; cookie?: AdminCookieAttributes }> {
+    if (ctx.via === 'admin_cookie' || (cookie !== undefined && ctx.via !== 'admin_secret_header')) {
+      await this.sessions.refresh(cookie);
+      return { message: 'admin session is valid', cookie: this.sessions.cookieAttributes(cookieSecure) };
+    }
+    return { message: 'admin session is valid' };
+  }
+
+  // ------------------------------------------------------------ users
+
+  /** `users`: a page of users, oldest first. */
+  async users(ctx: AdminCallContext, pagination?: PaginationInput | null): Promise<{ users: AdminUser[]; pagination: Pagination }> {
+    const p = normalizePagination(pagination);
+    return this.#run(ctx, 'admin.users_listed', { type: 'user' }, async () => {
+      const page = await this.#identity.users.list({ offset: p.offset, limit: p.limit });
+      return { users: page.users.map(toAdminUser), pagination: { ...p, total: page.total } };
+    });
+  }
+
+  async #findUser(input: { id?: string | undefined; email?: string | undefined }): Promise<UserRecord> {
+    if (!input.id && !input.email) throw new LatchkeyError('invalid_argument', 'id or email is required', { reason: 'missing_user_identifier' });
+    const store = this.#identity.users;
+    const user = input.id ? await store.findById(input.id) : await store.findByEmail(input.email!);
+    if (!user || (input.id && input.email && user.email !== input.email.trim().toLowerCase())) throw notFoundUser();
+    return user;
+  }
+
+  /** `user`: one user by id or email. Throws `not_found`. */
+  async user(ctx: AdminCallContext, input: { id?: string | undefined; email?: string | undefined }): Promise<AdminUser> {
+    return this.#run(ctx, 'admin.user_viewed', { type: 'user', ...(input.id ? { id: input.id } : {}) }, async () => toAdminUser(await this.#findUser(input)));
+  }
+
+  /**
+   * `update_user`: changes every given field. Roles must be among the
+   * allowed roles (`invalid_argument`, reason `invalid_roles`); a taken email
+   * or phone number fails with `already_exists` and the spec's message.
+   */
+  async updateUser(ctx: AdminCallContext, input: UpdateUserInput): Promise<AdminUser> {
+    return this.#run(ctx, 'admin.user_updated', { type: 'user', id: input.id }, async () => {
+      const current = await this.#identity.users.findById(input.id);
+      if (!current) throw notFoundUser();
+      const now = Math.floor(this.#clock() / 1000);
+      const fields: UserFields = {};
+      if (input.email !== undefined) {
+        if (!EMAIL_RE.test(input.email.trim())) throw new LatchkeyError('invalid_argument', 'invalid email address', { reason: 'invalid_email' });
+        fields.email = input.email;
+      }
+      if (input.email_verified !== undefined) fields.email_verified_at = input.email_verified ? (current.email_verified_at ?? now) : null;
+      if (input.phone_number !== undefined) fields.phone_number = input.phone_number === '' ? null : input.phone_number;
+      if (input.phone_number_verified !== undefined) fields.phone_number_verified_at = input.phone_number_verified ? (current.phone_number_verified_at ?? now) : null;
+      for (const key of ['given_name', 'family_name', 'middle_name', 'nickname', 'gender', 'birthdate', 'picture'] as const) {
+        const v = input[key];
+        if (v !== undefined) fields[key] = v;
+      }
+      if (input.roles !== undefined) {
+        const bad = input.roles.filter((r) => !this.#o.allowedRoles.includes(r));
+        if (bad.length > 0 || input.roles.length === 0) {
+          throw new LatchkeyError('invalid_argument', `invalid roles: ${bad.join(', ') || '(empty)'}`, { reason: 'invalid_roles', details: { allowed: [...this.#o.allowedRoles] } });
+        }
+        fields.roles = [...new Set(input.roles)];
+      }
+      if (input.is_multi_factor_auth_enabled !== undefined) fields.is_multi_factor_auth_enabled = input.is_multi_factor_auth_enabled;
+      if (input.app_data !== undefined) fields.app_data = input.app_data;
+      const updated = Object.keys(fields).length === 0 ? current : await this.#identity.users.update(input.id, fields);
+      // Changed roles must not live on in existing sessions.
+      if (fields.roles && fields.roles.join(',') !== current.roles.join(',')) await this.#identity.endAllSessions(input.id);
+      return toAdminUser(updated);
+    }, { fields: Object.keys(input).filter((k) => k !== 'id') });
+  }
+
+  /**
+   * `delete_user` (by email): removes the user's FGA tuples (every tuple
+   * whose user is `user:<id>`), then, in one transaction, the user's owned
+   * data (OTPs, verification requests) and the user row; then ends every
+   * session and fires `user.deleted`.
+   *
+   * The tuples are removed first, through the engine, because the engine's
+   * store is not part of the identity transaction: if the later step fails,
+   * the user loses grants but never keeps them (a correct authorization
+   * decision outranks availability). Retrying the delete finishes the job.
+   */
+  async deleteUser(ctx: AdminCallContext, email: string): Promise<{ message: string }> {
+    const resource: { type: string; id?: string } = { type: 'user' };
+    return this.#run(ctx, 'admin.user_deleted', resource, async () => {
+      const user = await this.#identity.users.findByEmail(email);
+      if (!user) throw notFoundUser();
+      resource.id = user.id;
+      const engine = this.#o.engine;
+      if (engine) {
+        const tuples = await tuplesOfUser(engine, `user:${user.id}`);
+        for (let i = 0; i < tuples.length; i += 100) await engine.write({ deletes: tuples.slice(i, i + 100) });
+      }
+      await this.#o.sequelize.transaction(async (transaction) => {
+        if (this.#identity.deleteUserData) await this.#identity.deleteUserData(user, transaction);
+        await this.#identity.users.delete(user.id, { transaction });
+        await this.webhooks.emit('user.deleted', { user: eventUser(user) }, transaction);
+      });
+      await this.#identity.endAllSessions(user.id);
+      return { message: 'user deleted successfully' };
+    });
+  }
+
+  /** `verification_requests`: pending verifications, paginated. */
+  async verificationRequests(ctx: AdminCallContext, pagination?: PaginationInput | null): Promise<{ verification_requests: VerificationRequest[]; pagination: Pagination }> {
+    const p = normalizePagination(pagination);
+    return this.#run(ctx, 'admin.verification_requests_listed', { type: 'verification_request' }, async () => {
+      const list = this.#identity.listVerificationRequests;
+      if (!list) return { verification_requests: [], pagination: { ...p, total: 0 } };
+      const page = await list.call(this.#identity, { offset: p.offset, limit: p.limit });
+      return { verification_requests: page.verification_requests, pagination: { ...p, total: page.total } };
+    });
+  }
+
+  /**
+   * `revoke_access`: sets `revoked_timestamp`, ends every session and refresh
+   * token of the user at once, fires `user.access_revoked`. Revoking a user
+   * already revoked is refused with `failed_precondition` (reason
+   * `access_already_revoked`) and changes nothing.
+   */
+  async revokeAccess(ctx: AdminCallContext, userId: string): Promise<{ message: string }> {
+    return this.#run(ctx, 'admin.access_revoked', { type: 'user', id: userId }, async () => {
+      const user = await this.#identity.users.findById(userId);
+      if (!user) throw notFoundUser();
+      if (user.revoked_timestamp !== null) {
+        throw new LatchkeyError('failed_precondition', 'user access is already revoked', { reason: 'access_already_revoked' });
+      }
+      const updated = await this.#identity.users.update(userId, { revoked_timestamp: Math.floor(this.#clock() / 1000) });
+      await this.#identity.endAllSessions(userId);
+      await this.webhooks.emit('user.access_revoked', { user: eventUser(updated) });
+      return { message: 'user access revoked successfully' };
+    });
+  }
+
+  /**
+   * `enable_access`: clears `revoked_timestamp` and fires
+   * `user.access_enabled`. Enabling a user that is not revoked is refused
+   * with `failed_precondition` (reason `access_not_revoked`).
+   */
+  async enableAccess(ctx: AdminCallContext, userId: string): Promise<{ message: string }> {
+    return this.#run(ctx, 'admin.access_enabled', { type: 'user', id: userId }, async () => {
+      const user = await this.#identity.users.findById(userId);
+      if (!user) throw notFoundUser();
+      if (user.revoked_timestamp === null) {
+        throw new LatchkeyError('failed_precondition', 'user access is not revoked', { reason: 'access_not_revoked' });
+      }
+      const updated = await this.#identity.users.update(userId, { revoked_timestamp: null });
+      await this.webhooks.emit('user.access_enabled', { user: eventUser(updated) });
+      return { message: 'user access enabled successfully' };
+    });
+  }
+
+  /**
+   * Checks a redirect URI against `--allowed-origins`: an absolute http(s)
+   * URL without credentials whose origin is listed; under `*`, any origin
+   * unless the server's public URL is known, then only that origin. Throws
+   * `invalid_argument` (reason `invalid_redirect_uri`).
+   */
+  checkRedirectUri(uri: string): URL {
+    const bad = (): LatchkeyError => new LatchkeyError('invalid_argument', 'invalid redirect_uri', { reason: 'invalid_redirect_uri' });
+    let url: URL;
+    try {
+      url = new URL(uri);
+    } catch {
+      throw bad();
+    }
+    if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.username || url.password || !url.hostname) throw bad();
+    const origins = this.#o.allowedOrigins;
+    if (origins.includes('*')) {
+      if (this.#o.publicUrl && new URL(this.#o.publicUrl).origin !== url.origin) throw bad();
+      return url;
+    }
+    const ok = origins.some((o) => {
+      if (o.startsWith('*.') || o.includes('://*.')) {
+        const suffix = o.slice(o.indexOf('*.') + 1);
+        const scheme = o.includes('://') ? o.slice(0, o.indexOf('://') + 1) : undefined;
+        return url.hostname.endsWith(suffix) && url.hostname.length > suffix.length && (!scheme || url.protocol === scheme);
+      }
+      try {
+        return new URL(o).origin === url.origin;
+      } catch {
+        return false;
+      }
+    });
+    if (!ok) throw bad();
+    return url;
+  }
+
+  /**
+   * `invite_members`: creates an unverified user for each new email and
+   * mails each an invitation link (template `invite_member`); emails of
+   * existing users are reported, not duplicated, and get no mail. Works with
+   * sign-up disabled. Throws `failed_precondition` (reason `mail_disabled`)
+   * when no mail sender is configured, `invalid_argument` for bad emails or
+   * a redirect URI outside the allowed origins.
+   */
+  async inviteMembers(ctx: AdminCallContext, input: { emails: string[]; redirect_uri?: string | undefined }): Promise<{ message: string; users: AdminUser[]; existing: string[] }> {
+    return this.#run(ctx, 'admin.invite_sent', { type: 'user' }, async () => {
+      const mail = this.#o.mail;
+      if (!mail) throw new LatchkeyError('failed_precondition', 'email sending is not configured', { reason: 'mail_disabled' });
+      if (input.emails.length === 0 || input.emails.length > MAX_INVITES) {
+        throw new LatchkeyError('invalid_argument', `emails must have 1 to ${MAX_INVITES} entries`, { reason: 'invalid_emails' });
+      }
+      const emails = [...new Set(input.emails.map((e) => e.trim().toLowerCase()))];
+      const invalid = emails.filter((e) => !EMAIL_RE.test(e));
+      if (invalid.length > 0) throw new LatchkeyError('invalid_argument', 'invalid email address', { reason: 'invalid_email', details: { emails: invalid } });
+      const redirect = input.redirect_uri ?? this.#o.publicUrl;
+      if (!redirect) throw new LatchkeyError('invalid_argument', 'redirect_uri is required', { reason: 'invalid_redirect_uri' });
+      const redirectUrl = this.checkRedirectUri(redirect);
+      const identity = this.#identity;
+      const created: UserRecord[] = [];
+      const existing: string[] = [];
+      for (const email of emails) {
+        if (await identity.users.findByEmail(email)) {
+          existing.push(email);
+          continue;
+        }
+        let user: UserRecord;
+        try {
+          user = await identity.users.create({ email, roles: [...this.#o.defaultRoles], signup_methods: 'basic_auth' });
+        } catch (err) {
+          if (err instanceof LatchkeyError && err.code === 'already_exists') {
+            existing.push(email);
+            continue;
+          }
+          throw err;
+        }
+        created.push(user);
+        let link: string;
+        if (identity.createInvitation) link = await identity.createInvitation(user, redirectUrl.toString());
+        else {
+          const u = new URL(redirectUrl);
+          u.searchParams.set('email', email);
+          link = u.toString();
+        }
+        const rendered = await this.templates.render('invite_member', {
+          user: eventUser(user),
+          organization: this.#o.organization ?? { name: 'Latchkey', logo: '' },
+          verification_url: link,
+        });
+        mail.enqueue({ to: email, subject: rendered.subject, html: rendered.html });
+        await this.webhooks.emit('user.created', { user: eventUser(user) });
+      }
+      return {
+        message: created.length > 0 ? `invitation sent to ${created.length} member(s)` : 'no new members to invite',
+        users: created.map(toAdminUser),
+        existing,
+      };
+    }, { count: input.emails.length });
+  }
+
+  // ------------------------------------------------------------ webhooks
+
+  async addWebhook(ctx: AdminCallContext, input: AddWebhookInput): Promise<{ message: string; webhook: Webhook }> {
+    return this.#run(ctx, 'admin.webhook_created', { type: 'webhook' }, async () => {
+      const webhook = await this.webhooks.add(input);
+      return { message: 'webhook added successfully', webhook };
+    }, { event_name: input.event_name });
+  }
+
+  async updateWebhook(ctx: AdminCallContext, input: UpdateWebhookInput): Promise<{ message: string; webhook: Webhook }> {
+    return this.#run(ctx, 'admin.webhook_updated', { type: 'webhook', id: input.id }, async () => {
+      const webhook = await this.webhooks.update(input);
+      return { message: 'webhook updated successfully', webhook };
+    });
+  }
+
+  async deleteWebhook(ctx: AdminCallContext, id: string): Promise<{ message: string }> {
+    return this.#run(ctx, 'admin.webhook_deleted', { type: 'webhook', id }, async () => {
+      await this.webhooks.delete(id);
+      return { message: 'webhook deleted successfully' };
+    });
+  }
+
+  async getWebhook(ctx: AdminCallContext, id: string): Promise<Webhook> {
+    return this.#run(ctx, 'admin.webhook_viewed', { type: 'webhook', id }, () => this.webhooks.get(id));
+  }
+
+  async listWebhooks(ctx: AdminCallContext, pagination?: PaginationInput | null): Promise<{ webhooks: Webhook[]; pagination: Pagination }> {
+    return this.#run(ctx, 'admin.webhooks_listed', { type: 'webhook' }, () => this.webhooks.list(pagination));
+  }
+
+  async webhookLogs(ctx: AdminCallContext, input: { pagination?: PaginationInput | null | undefined; webhook_id?: string | undefined }): Promise<{ webhook_logs: WebhookLog[]; pagination: Pagination }> {
+    return this.#run(ctx, 'admin.webhook_logs_listed', { type: 'webhook', ...(input.webhook_id ? { id: input.webhook_id } : {}) }, () => this.webhooks.logs(input));
+  }
+
+  async testEndpoint(ctx: AdminCallContext, input: TestEndpointInput): Promise<{ http_status: number; response: string }> {
+    return this.#run(ctx, 'admin.webhook_endpoint_tested', { type: 'webhook' }, () => this.webhooks.testEndpoint(input), { event_name: input.event_name });
+  }
+
+  // ------------------------------------------------------------ email templates
+
+  async addEmailTemplate(ctx: AdminCallContext, input: { event_name: string; subject: string; template: string; design?: string | undefined }): Promise<{ message: string; email_template: EmailTemplate }> {
+    return this.#run(ctx, 'admin.email_template_created', { type: 'email_template' }, async () => ({
+      message: 'email template added successfully',
+      email_template: await this.templates.add(input),
+    }), { event_name: input.event_name });
+  }
+
+  async updateEmailTemplate(ctx: AdminCallContext, input: { id: string; event_name?: string | undefined; subject?: string | undefined; template?: string | undefined; design?: string | undefined }): Promise<{ message: string; email_template: EmailTemplate }> {
+    return this.#run(ctx, 'admin.email_template_updated', { type: 'email_template', id: input.id }, async () => ({
+      message: 'email template updated successfully',
+      email_template: await this.templates.update(input),
+    }));
+  }
+
+  async deleteEmailTemplate(ctx: AdminCallContext, id: string): Promise<{ message: string }> {
+    return this.#run(ctx, 'admin.email_template_deleted', { type: 'email_template', id }, async () => {
+      await this.templates.delete(id);
+      return { message: 'email template deleted successfully' };
+    });
+  }
+
+  async emailTemplates(ctx: AdminCallContext, pagination?: PaginationInput | null): Promise<{ email_templates: EmailTemplate[]; pagination: Pagination }> {
+    return this.#run(ctx, 'admin.email_templates_listed', { type: 'email_template' }, () => this.templates.list(pagination));
+  }
+
+  /** Renders the mail of a template event (stored template or default). */
+  renderEmail(event: EmailTemplateEvent, user: UserRecord, extra: { verification_url?: string; otp?: string } = {}) {
+    return this.templates.render(event, {
+      user: eventUser(user),
+      organization: this.#o.organization ?? { name: 'Latchkey', logo: '' },
+      ...extra,
+    });
+  }
+
+  // ------------------------------------------------------------ audit log
+
+  /** `audit_logs`: filtered by actor id, action and resource; newest first. Reading is not itself audited (it would grow the log it reads). */
+  async auditLogs(_ctx: AdminCallContext, filter: AuditLogFilter): Promise<{ audit_logs: AuditLogRecord[]; pagination: Pagination }> {
+    return this.audit.list(filter);
+  }
+
+  // ------------------------------------------------------------ FGA
+
+  async fgaGetModel(ctx: AdminCallContext): Promise<{ id: string; dsl: string }> {
+    return this.#run(ctx, 'admin.fga_model_viewed', { type: 'fga_model' }, () => fgaGetModel(requireEngine(this.#o.engine)));
+  }
+
+  async fgaWriteModel(ctx: AdminCallContext, dsl: string): Promise<{ id: string; dsl: string }> {
+    return this.#run(ctx, 'admin.fga_model_written', { type: 'fga_model' }, () => fgaWriteModel(requireEngine(this.#o.engine), dsl));
+  }
+
+  async fgaWriteTuples(ctx: AdminCallContext, tuples: FgaTuple[]): Promise<{ message: string }> {
+    return this.#run(ctx, 'admin.fga_tuples_written', { type: 'fga_tuple' }, async () => {
+      await fgaWriteTuples(requireEngine(this.#o.engine), tuples);
+      return { message: 'tuples written successfully' };
+    }, { count: tuples.length, tuples: tuples.slice(0, 20) });
+  }
+
+  async fgaDeleteTuples(ctx: AdminCallContext, tuples: FgaTuple[]): Promise<{ message: string }> {
+    return this.#run(ctx, 'admin.fga_tuples_deleted', { type: 'fga_tuple' }, async () => {
+      await fgaDeleteTuples(requireEngine(this.#o.engine), tuples);
+      return { message: 'tuples deleted successfully' };
+    }, { count: tuples.length, tuples: tuples.slice(0, 20) });
+  }
+
+  async fgaReadTuples(ctx: AdminCallContext, input: Parameters<typeof fgaReadTuples>[1]): Promise<{ tuples: FgaTuple[]; continuation_token: string }> {
+    return this.#run(ctx, 'admin.fga_tuples_read', { type: 'fga_tuple' }, () => fgaReadTuples(requireEngine(this.#o.engine), input));
+  }
+
+  async fgaListUsers(ctx: AdminCallContext, input: { object: string; relation: string; user_type: string }): Promise<{ users: string[] }> {
+    return this.#run(ctx, 'admin.fga_users_listed', { type: 'fga_tuple', id: input.object }, () => fgaListUsers(requireEngine(this.#o.engine), input));
+  }
+
+  async fgaExpand(ctx: AdminCallContext, input: { relation: string; object: string }): Promise<{ tree: string }> {
+    return this.#run(ctx, 'admin.fga_expanded', { type: 'fga_tuple', id: input.object }, () => fgaExpand(requireEngine(this.#o.engine), input));
+  }
+
+  /**
+   * `fga_reset`: deletes every model version. Refused with
+   * `failed_precondition` (reason `tuples_exist`) while any tuple exists.
+   * Audited as `admin.fga_reset`, refusals included.
+   */
+  async fgaReset(ctx: AdminCallContext): Promise<{ message: string }> {
+    return this.#run(ctx, 'admin.fga_reset', { type: 'fga_model' }, async () => {
+      await requireEngine(this.#o.engine).reset();
+      return { message: 'authorization model reset successfully' };
+    });
+  }
+}

@@ -1,0 +1,136 @@
+/**
+ * FGA administration over the engine: models (DSL in, DSL out), tuples,
+ * ListUsers, Expand and reset. The engine enforces its own limits and
+ * validation; this layer adds the DSL diagnostics with line and column, the
+ * admin page-size rules and the wire shapes.
+ */
+import { LatchkeyError } from '../engine/errors.ts';
+import type { Engine } from '../engine/index.ts';
+import { parseDsl, printModel } from '../dsl/index.ts';
+
+/** A relationship tuple on the wire. */
+export interface FgaTuple {
+  user: string;
+  relation: string;
+  object: string;
+}
+
+/** The message of every FGA operation while FGA is not enabled (spec, Errors). */
+export const FGA_DISABLED_MESSAGE = 'fga is not enabled on this server';
+
+/** Largest `page_size` of `fga_read_tuples` (and its default). */
+export const FGA_READ_PAGE_SIZE = 100;
+
+/** Throws `failed_precondition` (reason `fga_disabled`) when no engine is configured. */
+export function requireEngine(engine: Engine | undefined): Engine {
+  if (!engine) throw new LatchkeyError('failed_precondition', FGA_DISABLED_MESSAGE, { reason: 'fga_disabled' });
+  return engine;
+}
+
+/** `fga_get_model`: the latest model as `{id, dsl}`; `{id: '', dsl: ''}` for an empty store. */
+export async function fgaGetModel(engine: Engine): Promise<{ id: string; dsl: string }> {
+  const model = await engine.readModel();
+  if (!model) return { id: '', dsl: '' };
+  const { id, ...rest } = model;
+  return { id, dsl: printModel(rest) };
+}
+
+/**
+ * `fga_write_model`: parses and validates the DSL and installs it as a new
+ * version. Throws `invalid_argument` (reason `invalid_dsl`) whose message
+ * names the first problem's 1-based line and column and whose
+ * `details.errors` lists every problem with `line` and `column` (1-based).
+ */
+export async function fgaWriteModel(engine: Engine, dsl: string): Promise<{ id: string; dsl: string }> {
+  const parsed = parseDsl(dsl);
+  if (parsed.errors.length > 0 || !parsed.model) {
+    const errors = parsed.errors.map((e) => ({
+      line: e.line.start + 1,
+      column: e.column.start + 1,
+      kind: e.kind,
+      message: e.message,
+    }));
+    const first = errors[0];
+    throw new LatchkeyError(
+      'invalid_argument',
+      first ? `invalid model at line ${first.line}, column ${first.column}: ${first.message}` : 'invalid model',
+      { reason: 'invalid_dsl', details: { errors } },
+    );
+  }
+  const stored = await engine.writeModel(parsed.model);
+  const { id, ...rest } = stored;
+  return { id, dsl: printModel(rest) };
+}
+
+function checkTuples(tuples: readonly FgaTuple[]): FgaTuple[] {
+  if (!Array.isArray(tuples) || tuples.length === 0) {
+    throw new LatchkeyError('invalid_argument', 'tuples must have at least one entry', { reason: 'invalid_write_input' });
+  }
+  return tuples.map((t) => ({ user: t.user, relation: t.relation, object: t.object }));
+}
+
+/** `fga_write_tuples`: all or nothing (engine limits and validation apply). */
+export async function fgaWriteTuples(engine: Engine, tuples: readonly FgaTuple[]): Promise<void> {
+  await engine.write({ writes: checkTuples(tuples) });
+}
+
+/** `fga_delete_tuples`: all or nothing. */
+export async function fgaDeleteTuples(engine: Engine, tuples: readonly FgaTuple[]): Promise<void> {
+  await engine.write({ deletes: checkTuples(tuples) });
+}
+
+/** `fga_read_tuples`: filtered, paginated by an opaque continuation token (page size 1..100, default 100). */
+export async function fgaReadTuples(
+  engine: Engine,
+  input: { user?: string | undefined; relation?: string | undefined; object?: string | undefined; page_size?: number | undefined; continuation_token?: string | undefined },
+): Promise<{ tuples: FgaTuple[]; continuation_token: string }> {
+  const pageSize = input.page_size ?? FGA_READ_PAGE_SIZE;
+  if (!Number.isSafeInteger(pageSize) || pageSize < 1 || pageSize > FGA_READ_PAGE_SIZE) {
+    throw new LatchkeyError('invalid_argument', `page_size must be an integer from 1 to ${FGA_READ_PAGE_SIZE}`, { reason: 'invalid_page_size' });
+  }
+  const filter: { user?: string; relation?: string; object?: string } = {};
+  if (input.user) filter.user = input.user;
+  if (input.relation) filter.relation = input.relation;
+  if (input.object) filter.object = input.object;
+  const page = await engine.read(filter, {
+    pageSize,
+    ...(input.continuation_token ? { continuationToken: input.continuation_token } : {}),
+  });
+  return {
+    tuples: page.tuples.map((t) => ({ user: t.user, relation: t.relation, object: t.object })),
+    continuation_token: page.continuationToken,
+  };
+}
+
+/** `fga_list_users`: `user_type` is `type` or `type#relation` (a userset filter). */
+export async function fgaListUsers(engine: Engine, input: { object: string; relation: string; user_type: string }): Promise<{ users: string[] }> {
+  const [type, relation] = input.user_type.split('#', 2);
+  if (!type) throw new LatchkeyError('invalid_argument', 'user_type must not be empty', { reason: 'invalid_user_type' });
+  const result = await engine.listUsers({
+    object: input.object,
+    relation: input.relation,
+    userFilters: [relation ? { type, relation } : { type }],
+  });
+  return { users: result.users };
+}
+
+/** `fga_expand`: the userset tree as a JSON string. */
+export async function fgaExpand(engine: Engine, input: { relation: string; object: string }): Promise<{ tree: string }> {
+  const result = await engine.expand({ relation: input.relation, object: input.object });
+  return { tree: JSON.stringify(result.tree) };
+}
+
+/**
+ * Every tuple whose user is exactly `subject` (e.g. `user:<id>`), read
+ * page by page. Used to remove a deleted user's grants.
+ */
+export async function tuplesOfUser(engine: Engine, subject: string): Promise<FgaTuple[]> {
+  const out: FgaTuple[] = [];
+  let token = '';
+  do {
+    const page = await engine.read({ user: subject }, { pageSize: FGA_READ_PAGE_SIZE, ...(token ? { continuationToken: token } : {}) });
+    for (const t of page.tuples) out.push({ user: t.user, relation: t.relation, object: t.object });
+    token = page.continuationToken;
+  } while (token);
+  return out;
+}
