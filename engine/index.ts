@@ -18,7 +18,7 @@
  *
  * @module
  */
-import { ulid } from 'ulid';
+import { decodeTime, monotonicFactory } from 'ulid';
 import { LatchkeyError } from './errors.ts';
 import type { AuthorizationModel, StoredAuthorizationModel } from './model.ts';
 import { MemoryStore } from './memory_store.ts';
@@ -290,7 +290,11 @@ export class Engine {
     const clean: AuthorizationModel = { schema_version: model.schema_version, type_definitions: model.type_definitions ?? [] };
     if (model.conditions !== undefined && Object.keys(model.conditions).length > 0) clean.conditions = model.conditions;
     const copy = structuredClone(clean);
-    const id = ulid();
+    // Model ids must increase: monotonic within this process, and above the
+    // latest stored id even if another writer's clock ran ahead.
+    let id = nextModelId();
+    const latest = await this.#store.latestModelId();
+    if (latest !== undefined && id <= latest) id = nextModelId(decodeTime(latest) + 1);
     const ts = new TypeSystem(copy, id);
     const stored: StoredAuthorizationModel = { id, ...copy };
     await this.#store.writeModel(stored);
@@ -623,13 +627,14 @@ export class Engine {
   }
 }
 
+const nextModelId = monotonicFactory();
+
 function emptyToUndefined(s: string | undefined): string | undefined {
   return s === undefined || s === '' ? undefined : s;
 }
 
 /** DSL text → model through `latchkey/dsl` (loaded on first use, so JSON-only users never load the parser). */
 async function dslToModel(text: string): Promise<AuthorizationModel> {
-  const dslModule = '../dsl/index.ts';
-  const mod = (await import(dslModule)) as { transformDslToModel: (text: string) => AuthorizationModel };
-  return mod.transformDslToModel(text);
+  const { transformDslToModel } = await import('../dsl/index.ts');
+  return transformDslToModel(text);
 }
