@@ -55,10 +55,19 @@ export async function makeService(
 
 /** PEM key pairs for the asymmetric JWT algorithms. */
 export function pemPair(alg: string): { privateKey: string; publicKey: string } {
-  const enc = { publicKeyEncoding: { type: 'spki', format: 'pem' }, privateKeyEncoding: { type: 'pkcs8', format: 'pem' } } as const;
-  if (alg.startsWith('RS') || alg.startsWith('PS')) return generateKeyPairSync('rsa', { modulusLength: 2048, ...enc });
+  if (alg.startsWith('RS') || alg.startsWith('PS')) {
+    return generateKeyPairSync('rsa', {
+      modulusLength: 2048,
+      publicKeyEncoding: { type: 'spki', format: 'pem' },
+      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+    });
+  }
   const curve = alg === 'ES256' ? 'P-256' : alg === 'ES384' ? 'P-384' : 'P-521';
-  return generateKeyPairSync('ec', { namedCurve: curve, ...enc });
+  return generateKeyPairSync('ec', {
+    namedCurve: curve,
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+  });
 }
 
 /**
