@@ -34,9 +34,9 @@ test('transformDslToModel throws invalid_argument/invalid_dsl with every diagnos
   const e = err as LatchkeyError;
   t.is(e.code, 'invalid_argument');
   t.is(e.reason, 'invalid_dsl');
-  const errors = (e.details as { errors: Array<{ kind: string }> }).errors;
+  const errors = (e.details as { errors: Array<{ kind: string; message: string }> }).errors;
   t.deepEqual(errors.map((d) => d.kind), ['missing-definition', 'invalid-type']);
-  t.is(e.message, errors[0] && (errors[0] as { message?: string }).message);
+  t.is(e.message, errors[0]?.message ?? '');
 });
 
 test('a syntax error is reported with kind syntax, 0-based line and column', (t) => {

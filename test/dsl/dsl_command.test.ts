@@ -1,0 +1,94 @@
+/** `latchkey dsl …`, called as a function and, when bin/latchkey.js exists, as a process. */
+import test from 'ava';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { runDslCommand } from '../../transports/cli/dsl_command.ts';
+import { REPO_ROOT } from '../helpers/shared.ts';
+
+const VALID = 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define viewer: [user]\n';
+const INVALID = 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define viewer: [user] or ghost\n';
+
+async function run(argv: string[], stdin = ''): Promise<{ status: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const status = await runDslCommand(argv, {
+    stdin: Readable.from([stdin]),
+    stdout: (t) => void (stdout += t),
+    stderr: (t) => void (stderr += t),
+  });
+  return { status, stdout, stderr };
+}
+
+test('to-json converts DSL from stdin', async (t) => {
+  const r = await run(['to-json', '-'], VALID);
+  t.is(r.status, 0);
+  t.is((JSON.parse(r.stdout) as { schema_version: string }).schema_version, '1.1');
+});
+
+test('to-json fails with status 1 and positioned errors on an invalid model', async (t) => {
+  const r = await run(['to-json'], INVALID);
+  t.is(r.status, 1);
+  t.regex(r.stderr, /<stdin>:6:30: error \[missing-definition\]/);
+});
+
+test('to-dsl prints JSON as DSL that converts back', async (t) => {
+  const json = (await run(['to-json'], VALID)).stdout;
+  const r = await run(['to-dsl', '-'], json);
+  t.is(r.status, 0);
+  t.is((await run(['to-json'], r.stdout)).stdout, json);
+});
+
+test('validate --format json prints one object per error and exits 1; 0 and [] when valid', async (t) => {
+  const bad = await run(['validate', '--format', 'json'], INVALID);
+  t.is(bad.status, 1);
+  const errors = JSON.parse(bad.stdout) as Array<Record<string, unknown>>;
+  t.is(errors.length, 1);
+  t.deepEqual(Object.keys(errors[0] ?? {}).sort(), ['column', 'kind', 'line', 'message']);
+  const good = await run(['validate', '--format=json'], VALID);
+  t.is(good.status, 0);
+  t.deepEqual(JSON.parse(good.stdout), []);
+});
+
+test('validate reads a modular model through fga.mod', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'dsl-cli-'));
+  writeFileSync(join(dir, 'fga.mod'), "schema: '1.2'\ncontents:\n  - a.fga\n");
+  writeFileSync(join(dir, 'a.fga'), 'module a\n\ntype user\ntype doc\n  relations\n    define v: [user] or nope\n');
+  const r = await run(['validate', join(dir, 'fga.mod'), '--format', 'json']);
+  t.is(r.status, 1);
+  t.is((JSON.parse(r.stdout) as Array<{ file: string }>)[0]?.file, 'a.fga');
+  writeFileSync(join(dir, 'a.fga'), 'module a\n\ntype user\n');
+  const ok = await run(['to-json', join(dir, 'fga.mod')]);
+  t.is(ok.status, 0);
+  t.is((JSON.parse(ok.stdout) as { schema_version: string }).schema_version, '1.2');
+});
+
+test('usage errors exit 2; --help exits 0', async (t) => {
+  t.is((await run(['frobnicate'])).status, 2);
+  t.is((await run(['validate', '--format', 'xml'])).status, 2);
+  t.is((await run([])).status, 2);
+  const help = await run(['--help']);
+  t.is(help.status, 0);
+  t.regex(help.stdout, /to-json/);
+});
+
+test('a missing file is reported with status 1', async (t) => {
+  const r = await run(['validate', '/nonexistent/model.fga']);
+  t.is(r.status, 1);
+  t.regex(r.stderr, /cannot read/);
+});
+
+const BIN = join(REPO_ROOT, 'bin', 'latchkey.js');
+test('through bin/latchkey.js: validate exits 1 on an invalid model and 0 on a valid one', (t) => {
+  if (!existsSync(BIN)) {
+    t.pass('bin/latchkey.js not present in this tree');
+    return;
+  }
+  const bad = spawnSync(process.execPath, [BIN, 'dsl', 'validate', '--format', 'json'], { input: INVALID, encoding: 'utf8' });
+  t.is(bad.status, 1, bad.stderr);
+  t.is((JSON.parse(bad.stdout) as unknown[]).length, 1);
+  const out = execFileSync(process.execPath, [BIN, 'dsl', 'to-json'], { input: VALID, encoding: 'utf8' });
+  t.is((JSON.parse(out) as { schema_version: string }).schema_version, '1.1');
+});
