@@ -1,0 +1,87 @@
+/**
+ * Turns credentials into a principal, in one place for every transport.
+ *
+ * The chain of {@link Authenticator}s lives on `services.authenticators`; the
+ * first one that recognises the credentials wins. The built-in first link
+ * checks the `x-service-admin-secret` header; the identity and admin services
+ * add theirs (bearer token, session cookie, admin cookie) in `services.ts`.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { LatchkeyError } from '../engine/errors.ts';
+import { ANONYMOUS, type Credentials, type Principal } from './context.ts';
+import type { OperationAuth } from './operations/types.ts';
+
+/** What an authenticator may know about the request besides its credentials. */
+export interface AuthenticationInfo {
+  readonly requestId: string;
+  readonly clientIp: string;
+  readonly userAgent: string;
+}
+
+/**
+ * One link of the chain: returns a principal when it recognises the
+ * credentials, `undefined` when they are not its kind, and throws
+ * `unauthenticated` when they are its kind but invalid.
+ */
+export type Authenticator = (credentials: Credentials, info: AuthenticationInfo) => Promise<Principal | undefined>;
+
+/** The one message of every authentication failure, whatever the cause (no enumeration). */
+export const UNAUTHORIZED_MESSAGE = 'unauthorized';
+
+export function unauthenticated(): LatchkeyError {
+  return new LatchkeyError('unauthenticated', UNAUTHORIZED_MESSAGE, { reason: 'unauthenticated' });
+}
+
+const digest = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
+
+/**
+ * The admin-secret header check. Compares SHA-256 digests in constant time so
+ * neither the secret's content nor its length leaks through timing. When
+ * `disabled` (`--disable-admin-header-auth`), the header is ignored.
+ */
+export function adminSecretAuthenticator(adminSecret: string, disabled: boolean): Authenticator {
+  const expected = digest(adminSecret);
+  const superAdmin: Principal = Object.freeze({ kind: 'super_admin', via: 'admin_secret_header' });
+  return async (credentials) => {
+    if (disabled || credentials.adminSecret === undefined) return undefined;
+    if (timingSafeEqual(digest(credentials.adminSecret), expected)) return superAdmin;
+    throw unauthenticated();
+  };
+}
+
+function hasCredentials(c: Credentials): boolean {
+  if (c.bearer !== undefined || c.adminSecret !== undefined) return true;
+  for (const _ in c.cookies) return true;
+  return false;
+}
+
+/**
+ * Resolves the principal for a call of a row with the given `auth`:
+ * - `public`: credentials are optional; invalid ones are ignored (anonymous).
+ * - `user`: a user or a super-admin, else `unauthenticated`.
+ * - `super_admin`: a super-admin, else `unauthenticated`.
+ */
+export async function resolvePrincipal(
+  chain: readonly Authenticator[],
+  auth: OperationAuth,
+  credentials: Credentials,
+  info: AuthenticationInfo,
+): Promise<Principal> {
+  let principal: Principal = ANONYMOUS;
+  if (hasCredentials(credentials)) {
+    try {
+      for (const link of chain) {
+        const p = await link(credentials, info);
+        if (p) {
+          principal = p;
+          break;
+        }
+      }
+    } catch (err) {
+      if (auth !== 'public') throw err;
+    }
+  }
+  if (auth === 'user' && principal.kind === 'anonymous') throw unauthenticated();
+  if (auth === 'super_admin' && principal.kind !== 'super_admin') throw unauthenticated();
+  return principal;
+}

@@ -1,0 +1,112 @@
+/**
+ * Opens the process's one Sequelize connection from the configuration and
+ * proves it reachable. Every SQL-backed component receives this connection.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { Sequelize, type Options } from 'sequelize';
+import { LatchkeyError } from '../engine/errors.ts';
+import type { Config } from './flags.ts';
+
+const DEFAULT_PORTS: Record<string, number> = { postgres: 5432, mysql: 3306, mariadb: 3306 };
+
+function pem(value: string | undefined): string | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (value.includes('-----BEGIN')) return value;
+  if (existsSync(value)) return readFileSync(value, 'utf8');
+  throw new LatchkeyError('invalid_argument', `certificate file not found: ${value}`, { reason: 'database_cert_not_found' });
+}
+
+/** Where the database is, for messages (never includes a password). */
+export function describeDatabase(config: Config): string {
+  const type = config.databaseType ?? 'unknown';
+  if (config.databaseUrl) {
+    if (type === 'sqlite') return `sqlite file ${sqliteFile(config.databaseUrl)}`;
+    try {
+      const u = new URL(config.databaseUrl);
+      return `${type} database at ${u.hostname}:${u.port || DEFAULT_PORTS[type] || ''}${u.pathname}`;
+    } catch {
+      return `${type} database (malformed --database-url)`;
+    }
+  }
+  if (type === 'sqlite') return `sqlite file ${config.databaseName ?? ''}`;
+  return `${type} database at ${config.databaseHost ?? ''}:${config.databasePort ?? DEFAULT_PORTS[type] ?? ''}/${config.databaseName ?? ''}`;
+}
+
+function sqliteFile(url: string): string {
+  if (url === 'sqlite::memory:' || url === ':memory:') return ':memory:';
+  return url.replace(/^sqlite:(\/\/)?/, '');
+}
+
+/**
+ * Creates the connection and checks it with a round trip. Throws
+ * `unavailable` (reason `database_unreachable`) with a clear message when the
+ * database cannot be reached, and `invalid_argument` for an unusable
+ * configuration.
+ */
+export async function openDatabase(config: Config): Promise<Sequelize> {
+  const type = config.databaseType;
+  if (type !== 'sqlite' && type !== 'postgres' && type !== 'mysql' && type !== 'mariadb')
+    throw new LatchkeyError('invalid_argument', `unsupported --database-type ${String(type)}`, { reason: 'unsupported_database' });
+  const common: Options = { logging: false, pool: { max: 10, min: 0, idle: 10_000, acquire: 10_000 } };
+  let sequelize: Sequelize;
+  if (type === 'sqlite') {
+    const storage = config.databaseUrl ? sqliteFile(config.databaseUrl) : (config.databaseName ?? '');
+    sequelize = new Sequelize({ ...common, dialect: 'sqlite', storage, pool: { max: 1, min: 0, idle: 60_000 } });
+  } else {
+    // MariaDB speaks the MySQL protocol; mysql2 serves both.
+    const dialect = type === 'postgres' ? 'postgres' : 'mysql';
+    const ca = pem(config.databaseCaCert);
+    const cert = pem(config.databaseCert);
+    const key = pem(config.databaseCertKey);
+    const ssl = ca || cert ? { rejectUnauthorized: Boolean(ca), ...(ca ? { ca } : {}), ...(cert ? { cert } : {}), ...(key ? { key } : {}) } : undefined;
+    const dialectOptions: Record<string, unknown> =
+      dialect === 'postgres' ? { connectionTimeoutMillis: 5000, ...(ssl ? { ssl } : {}) } : { connectTimeout: 5000, ...(ssl ? { ssl } : {}) };
+    const options: Options = { ...common, dialect, dialectOptions };
+    if (config.databaseUrl) {
+      sequelize = new Sequelize(config.databaseUrl, options);
+    } else {
+      sequelize = new Sequelize({
+        ...options,
+        host: config.databaseHost ?? 'localhost',
+        port: config.databasePort ?? DEFAULT_PORTS[type] ?? 0,
+        ...(config.databaseName !== undefined ? { database: config.databaseName } : {}),
+        ...(config.databaseUsername !== undefined ? { username: config.databaseUsername } : {}),
+        ...(config.databasePassword !== undefined ? { password: config.databasePassword } : {}),
+      });
+    }
+  }
+  try {
+    await sequelize.authenticate();
+    if (type === 'sqlite') {
+      // WAL lets readers proceed during a write; busy_timeout waits instead of failing on a lock.
+      await sequelize.query('PRAGMA journal_mode = WAL');
+      await sequelize.query('PRAGMA busy_timeout = 5000');
+      await sequelize.query('PRAGMA foreign_keys = ON');
+    }
+  } catch (err) {
+    await sequelize.close().catch(() => undefined);
+    const detail = err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err);
+    throw new LatchkeyError('unavailable', `cannot connect to the ${describeDatabase(config)}: ${detail}`, {
+      reason: 'database_unreachable',
+      cause: err,
+    });
+  }
+  return sequelize;
+}
+
+/** True when the database answers a trivial query within `timeoutMs`. */
+export async function pingDatabase(sequelize: Sequelize, timeoutMs = 2000): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      sequelize.query('SELECT 1').then(() => true),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), timeoutMs);
+      }),
+    ]);
+  } catch {
+    return false;
+  } finally {
+    if (timer) clearTimeout(timer);
+  }
+}

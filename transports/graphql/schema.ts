@@ -1,0 +1,280 @@
+/**
+ * The GraphQL schema, derived from the operations table once at startup.
+ *
+ * Conventions: field names are the rows' snake_case names (admin rows `_`-prefixed);
+ * an operation with request fields takes one argument `params` of the input
+ * type (non-null when any field is required); output types are the shapes'
+ * names; input object types take the shape name, plus `Input` unless it ends
+ * in `Request`/`Input`. Errors carry `extensions.code` (and `reason`) with the
+ * same snake_case code REST returns.
+ */
+import {
+  GraphQLBoolean,
+  GraphQLEnumType,
+  GraphQLError,
+  GraphQLFloat,
+  GraphQLInputObjectType,
+  GraphQLList,
+  GraphQLNonNull,
+  GraphQLObjectType,
+  GraphQLScalarType,
+  GraphQLSchema,
+  GraphQLString,
+  Kind,
+  type GraphQLFieldConfig,
+  type GraphQLInputType,
+  type GraphQLOutputType,
+  type ValueNode,
+} from 'graphql';
+import type { LatchkeyError } from '../../engine/errors.ts';
+import type { CallInfo, Pipeline } from '../pipeline.ts';
+import { graphqlName, type AnyOperation } from '../operations/types.ts';
+import type { EnumShape, ObjectShape, OptionalShape, Shape } from '../shape.ts';
+
+/** What each GraphQL request carries into the resolvers. */
+export type GraphqlContext = {
+  readonly info: CallInfo;
+  /** Called after each operation so cookies reach the response. */
+  readonly flushCookies: () => void;
+};
+
+function literalToJson(node: ValueNode): unknown {
+  switch (node.kind) {
+    case Kind.STRING:
+    case Kind.ENUM:
+      return node.value;
+    case Kind.BOOLEAN:
+      return node.value;
+    case Kind.INT:
+    case Kind.FLOAT:
+      return Number(node.value);
+    case Kind.NULL:
+      return null;
+    case Kind.LIST:
+      return node.values.map(literalToJson);
+    case Kind.OBJECT:
+      return Object.fromEntries(node.fields.map((f) => [f.name.value, literalToJson(f.value)]));
+    default:
+      throw new GraphQLError('variables are not allowed inside JSON literals');
+  }
+}
+
+/** Any JSON value. */
+const JSON_SCALAR = new GraphQLScalarType({
+  name: 'JSON',
+  description: 'Any JSON value',
+  serialize: (v) => v,
+  parseValue: (v) => v,
+  parseLiteral: (node) => literalToJson(node),
+});
+
+/** An object of string values. */
+const MAP_SCALAR = new GraphQLScalarType({
+  name: 'Map',
+  description: 'A JSON object whose values are strings',
+  serialize: (v) => v,
+  parseValue: (v) => v,
+  parseLiteral: (node) => literalToJson(node),
+});
+
+/** 64-bit-safe integers as JSON numbers (GraphQL's Int is 32-bit). */
+const INT64_SCALAR = new GraphQLScalarType({
+  name: 'Int64',
+  description: 'An integer (up to 2^53), as a JSON number',
+  serialize: (v) => v,
+  parseValue: (v) => {
+    if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw new GraphQLError('Int64 must be an integer');
+    return v;
+  },
+  parseLiteral: (node) => {
+    if (node.kind !== Kind.INT) throw new GraphQLError('Int64 must be an integer');
+    return Number(node.value);
+  },
+});
+
+const ENUM_VALUE = /^[_A-Za-z][_0-9A-Za-z]*$/;
+
+/** The name of an input object type for `shape`. */
+export function inputTypeName(shape: ObjectShape): string {
+  return /(Request|Input)$/.test(shape.name) ? shape.name : `${shape.name}Input`;
+}
+
+export class GraphqlTypes {
+  readonly #outputs = new Map<string, GraphQLObjectType>();
+  readonly #inputs = new Map<string, GraphQLInputObjectType>();
+  readonly #enums = new Map<string, GraphQLEnumType>();
+
+  #enum(sh: EnumShape): GraphQLEnumType | typeof GraphQLString {
+    if (!sh.values.every((v) => ENUM_VALUE.test(v))) return GraphQLString;
+    let t = this.#enums.get(sh.name);
+    if (!t) {
+      t = new GraphQLEnumType({
+        name: sh.name,
+        ...(sh.doc ? { description: sh.doc } : {}),
+        values: Object.fromEntries(sh.values.map((v) => [v, { value: v }])),
+      });
+      this.#enums.set(sh.name, t);
+    }
+    return t;
+  }
+
+  output(sh: Shape | OptionalShape): GraphQLOutputType {
+    if (sh.kind === 'optional') return this.#nullableOutput(sh.inner);
+    return new GraphQLNonNull(this.#nullableOutput(sh));
+  }
+
+  #nullableOutput(sh: Shape): GraphQLOutputType {
+    switch (sh.kind) {
+      case 'string':
+        return GraphQLString;
+      case 'int':
+        return INT64_SCALAR;
+      case 'float':
+        return GraphQLFloat;
+      case 'bool':
+        return GraphQLBoolean;
+      case 'enum':
+        return this.#enum(sh);
+      case 'json':
+        return JSON_SCALAR;
+      case 'map':
+        return MAP_SCALAR;
+      case 'list':
+        return new GraphQLList(this.output(sh.item));
+      case 'object': {
+        let t = this.#outputs.get(sh.name);
+        if (!t) {
+          const shape = sh;
+          t = new GraphQLObjectType({
+            name: shape.name,
+            ...(shape.doc ? { description: shape.doc } : {}),
+            fields: () =>
+              Object.fromEntries(
+                Object.entries(shape.fields).map(([k, f]) => [
+                  k,
+                  { type: this.output(f), ...(docOf(f) ? { description: docOf(f) as string } : {}) },
+                ]),
+              ),
+          });
+          this.#outputs.set(sh.name, t);
+        }
+        return t;
+      }
+    }
+  }
+
+  input(sh: Shape | OptionalShape): GraphQLInputType {
+    if (sh.kind === 'optional') return this.nullableInput(sh.inner);
+    return new GraphQLNonNull(this.nullableInput(sh));
+  }
+
+  nullableInput(sh: Shape): GraphQLInputType {
+    switch (sh.kind) {
+      case 'string':
+        return GraphQLString;
+      case 'int':
+        return INT64_SCALAR;
+      case 'float':
+        return GraphQLFloat;
+      case 'bool':
+        return GraphQLBoolean;
+      case 'enum':
+        return this.#enum(sh);
+      case 'json':
+        return JSON_SCALAR;
+      case 'map':
+        return MAP_SCALAR;
+      case 'list':
+        return new GraphQLList(this.input(sh.item));
+      case 'object': {
+        const name = inputTypeName(sh);
+        let t = this.#inputs.get(name);
+        if (!t) {
+          const shape = sh;
+          t = new GraphQLInputObjectType({
+            name,
+            ...(shape.doc ? { description: shape.doc } : {}),
+            fields: () =>
+              Object.fromEntries(
+                Object.entries(shape.fields).map(([k, f]) => [
+                  k,
+                  { type: this.input(f), ...(docOf(f) ? { description: docOf(f) as string } : {}) },
+                ]),
+              ),
+          });
+          this.#inputs.set(name, t);
+        }
+        return t;
+      }
+    }
+  }
+}
+
+function docOf(sh: Shape | OptionalShape): string | undefined {
+  return sh.kind === 'optional' ? sh.inner.doc : sh.doc;
+}
+
+function hasRequired(shape: ObjectShape): boolean {
+  return Object.values(shape.fields).some((f) => f.kind !== 'optional');
+}
+
+/** Converts an error to the GraphQL form: message plus `extensions.code` (and `reason`). */
+export function toGraphqlError(err: LatchkeyError): GraphQLError {
+  const extensions: Record<string, unknown> = { code: err.code };
+  if (err.reason !== undefined) extensions.reason = err.reason;
+  if (err.details !== undefined) extensions.details = err.details;
+  return new GraphQLError(err.message, { extensions });
+}
+
+/** Builds the schema for `operations` (those that serve GraphQL). */
+export function buildSchema(operations: readonly AnyOperation[], pipeline: Pipeline): GraphQLSchema {
+  const types = new GraphqlTypes();
+  const query: Record<string, GraphQLFieldConfig<unknown, GraphqlContext>> = {};
+  const mutation: Record<string, GraphQLFieldConfig<unknown, GraphqlContext>> = {};
+  for (const op of operations) {
+    if (!op.protocols.includes('graphql')) continue;
+    const hasParams = Object.keys(op.input.fields).length > 0;
+    const field: GraphQLFieldConfig<unknown, GraphqlContext> = {
+      type: types.output(op.output),
+      description: op.doc,
+      ...(hasParams
+        ? { args: { params: { type: hasRequired(op.input) ? types.input(op.input) : types.nullableInput(op.input) } } }
+        : {}),
+      resolve: async (_root, args: { params?: unknown }, gctx) => {
+        try {
+          return await pipeline.run(op, gctx.info, args.params ?? {});
+        } catch (err) {
+          throw toGraphqlError(err as LatchkeyError);
+        } finally {
+          gctx.flushCookies();
+        }
+      },
+    };
+    (op.kind === 'query' ? query : mutation)[graphqlName(op)] = field;
+  }
+  return new GraphQLSchema({
+    query: new GraphQLObjectType({ name: 'Query', fields: query }),
+    ...(Object.keys(mutation).length > 0 ? { mutation: new GraphQLObjectType({ name: 'Mutation', fields: mutation }) } : {}),
+  });
+}
+
+/** A selection set covering every field of an output shape (for clients and tests). */
+export function selectionSet(shape: ObjectShape, depth = 0): string {
+  if (depth > 8) throw new Error(`output shape ${shape.name} nests too deeply`);
+  const parts: string[] = [];
+  for (const [k, f] of Object.entries(shape.fields)) {
+    let inner: Shape = f.kind === 'optional' ? f.inner : f;
+    while (inner.kind === 'list') inner = inner.item;
+    parts.push(inner.kind === 'object' ? `${k} ${selectionSet(inner, depth + 1)}` : k);
+  }
+  return `{ ${parts.join(' ')} }`;
+}
+
+/** The GraphQL document that calls `op` with `$params` and selects its whole output. */
+export function graphqlDocument(op: AnyOperation): string {
+  const name = graphqlName(op);
+  const hasParams = Object.keys(op.input.fields).length > 0;
+  const varType = `${inputTypeName(op.input)}${hasRequired(op.input) ? '!' : ''}`;
+  const head = hasParams ? `${op.kind}(${'$'}params: ${varType})` : op.kind;
+  return `${head} { ${name}${hasParams ? `(params: ${'$'}params)` : ''} ${selectionSet(op.output)} }`;
+}

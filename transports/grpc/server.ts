@@ -1,0 +1,173 @@
+/**
+ * The gRPC adapter: one generic handler per row, generated from the table.
+ * Credentials come from metadata (`authorization`, `cookie`,
+ * `x-service-admin-secret`); cookies set by a handler go back as `set-cookie`
+ * metadata; errors carry the gRPC status from the error table, the message as
+ * details, and `x-error-code` / `x-error-reason` trailers with the exact code.
+ * The standard health service and server reflection are served too.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { HealthImplementation } from 'grpc-health-check';
+import { ReflectionService } from '@grpc/reflection';
+import { ERROR_STATUS, LatchkeyError } from '../../engine/errors.ts';
+import { CookieSink, extractCredentials } from '../context.ts';
+import type { ClientIpResolver } from '../client_ip.ts';
+import type { Pipeline } from '../pipeline.ts';
+import type { RateLimiter } from '../rate_limit.ts';
+import { grpcService, type AnyOperation } from '../operations/types.ts';
+import { generateProto, PROTO_PACKAGE } from './proto.ts';
+import { fromWire, LOADER_OPTIONS, toWire } from './codec.ts';
+
+/** Loads the generated `.proto` text as a package definition. */
+export function loadPackageDefinition(protoText: string): protoLoader.PackageDefinition {
+  const dir = mkdtempSync(join(tmpdir(), 'latchkey-proto-'));
+  try {
+    const file = join(dir, 'latchkey.proto');
+    writeFileSync(file, protoText);
+    return protoLoader.loadSync(file, LOADER_OPTIONS);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function first(md: grpc.Metadata, key: string): string | undefined {
+  const v = md.get(key)[0];
+  return v === undefined ? undefined : typeof v === 'string' ? v : v.toString('utf8');
+}
+
+/** `ipv4:127.0.0.1:5000` / `ipv6:[::1]:5000` → the address. */
+export function peerAddress(peer: string): string {
+  const m = /^(?:ipv4:)?(\d+\.\d+\.\d+\.\d+):\d+$/.exec(peer) ?? /^(?:ipv6:)?\[([^\]]+)\]:\d+$/.exec(peer);
+  return m?.[1] ?? peer;
+}
+
+function errorFor(err: LatchkeyError): Partial<grpc.StatusObject> {
+  const metadata = new grpc.Metadata();
+  metadata.set('x-error-code', err.code);
+  if (err.reason !== undefined) metadata.set('x-error-reason', err.reason);
+  return { code: ERROR_STATUS[err.code].grpc, details: err.message, metadata };
+}
+
+export interface GrpcServerOptions {
+  operations: readonly AnyOperation[];
+  pipeline: Pipeline;
+  clientIp: ClientIpResolver;
+  rateLimiter: RateLimiter;
+  maxMessageBytes: number;
+}
+
+export interface GrpcServerHandle {
+  server: grpc.Server;
+  health: HealthImplementation;
+}
+
+export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
+  const { pipeline, rateLimiter } = options;
+  const rows = options.operations.filter((op) => op.protocols.includes('grpc'));
+  const pkgDef = loadPackageDefinition(generateProto(options.operations));
+  const pkg = grpc.loadPackageDefinition(pkgDef) as unknown as Record<string, Record<string, Record<string, { service: grpc.ServiceDefinition }>>>;
+  const ns = pkg.latchkey?.v1;
+  if (!ns) throw new Error(`package ${PROTO_PACKAGE} missing from the generated proto`);
+
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': options.maxMessageBytes,
+    'grpc.max_send_message_length': 16 * 1024 * 1024,
+  });
+
+  const handlerFor =
+    (op: AnyOperation): grpc.handleUnaryCall<unknown, unknown> =>
+    (call, callback) => {
+      const md = call.metadata;
+      const controller = new AbortController();
+      call.on('cancelled', () => controller.abort());
+      const clientIp = options.clientIp(peerAddress(call.getPeer()), first(md, 'x-forwarded-for'));
+      const cookieValues = md.get('cookie').map((v) => (typeof v === 'string' ? v : v.toString('utf8')));
+      const cookies = new CookieSink();
+      const requestId = first(md, 'x-request-id') ?? randomUUID();
+      const info = {
+        protocol: 'grpc' as const,
+        requestId,
+        clientIp,
+        userAgent: first(md, 'user-agent') ?? '',
+        credentials: extractCredentials({
+          authorization: first(md, 'authorization'),
+          cookie: cookieValues.length > 0 ? cookieValues.join('; ') : undefined,
+          adminSecret: first(md, 'x-service-admin-secret'),
+        }),
+        signal: controller.signal,
+        cookies,
+      };
+      const run = async (): Promise<unknown> => {
+        const wait = await rateLimiter.take(clientIp);
+        if (wait !== undefined)
+          throw new LatchkeyError('resource_exhausted', 'too many requests', { reason: 'rate_limited', details: { retry_after_seconds: wait } });
+        return pipeline.run(op, info, fromWire(op.input, call.request, false));
+      };
+      run().then(
+        (out) => {
+          const headers = new grpc.Metadata();
+          headers.set('x-request-id', requestId);
+          for (const c of cookies.headers()) headers.add('set-cookie', c);
+          call.sendMetadata(headers);
+          callback(null, toWire(op.output, out));
+        },
+        (err: unknown) => {
+          const pub = err instanceof LatchkeyError ? err : new LatchkeyError('internal', 'internal server error');
+          const status = errorFor(pub);
+          if (pub.code === 'resource_exhausted' && pub.details?.retry_after_seconds !== undefined)
+            status.metadata?.set('retry-after', String(pub.details.retry_after_seconds));
+          callback(status);
+        },
+      );
+    };
+
+  for (const serviceName of ['Latchkey', 'LatchkeyAdmin'] as const) {
+    const def = ns[serviceName]?.service;
+    const serviceRows = rows.filter((op) => grpcService(op) === serviceName);
+    if (!def) {
+      if (serviceRows.length > 0) throw new Error(`service ${serviceName} missing from the generated proto`);
+      continue;
+    }
+    if (serviceRows.length === 0) continue;
+    const impl: grpc.UntypedServiceImplementation = {};
+    for (const op of serviceRows) impl[op.grpc?.method as string] = handlerFor(op);
+    server.addService(def, impl);
+  }
+
+  const health = new HealthImplementation({
+    '': 'SERVING',
+    [`${PROTO_PACKAGE}.Latchkey`]: 'SERVING',
+    [`${PROTO_PACKAGE}.LatchkeyAdmin`]: 'SERVING',
+  });
+  health.addToServer(server);
+  new ReflectionService(pkgDef).addToServer(server);
+  return { server, health };
+}
+
+/** Binds and resolves the bound port. */
+export function bindGrpc(server: grpc.Server, host: string, port: number): Promise<number> {
+  const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+  return new Promise((resolve, reject) => {
+    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound)));
+  });
+}
+
+/** Graceful shutdown: stop accepting, let in-flight calls finish, force after `timeoutMs`. */
+export function shutdownGrpc(server: grpc.Server, timeoutMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      server.forceShutdown();
+      resolve();
+    }, timeoutMs);
+    timer.unref();
+    server.tryShutdown(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}

@@ -1,0 +1,198 @@
+/**
+ * The HTTP adapter (express 5): guards, health probes, GraphQL at
+ * `POST /graphql` (graphql-http), and REST under `/v1` with routes precomputed
+ * from the operations table. Every error leaves as `{code, message}` with the
+ * status from the error table.
+ */
+import { randomUUID } from 'node:crypto';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { createHandler } from 'graphql-http/lib/use/express';
+import { GraphQLError, NoSchemaIntrospectionCustomRule, specifiedRules, type ValidationRule } from 'graphql';
+import { LatchkeyError } from '../../engine/errors.ts';
+import { CookieSink, extractCredentials } from '../context.ts';
+import type { ClientIpResolver } from '../client_ip.ts';
+import type { Config } from '../flags.ts';
+import type { CallInfo, Pipeline } from '../pipeline.ts';
+import type { RateLimiter } from '../rate_limit.ts';
+import type { AnyOperation } from '../operations/types.ts';
+import { pingDatabase } from '../database.ts';
+import type { Services } from '../services.ts';
+import { buildSchema, type GraphqlContext } from '../graphql/schema.ts';
+import { limitsRule } from '../graphql/limits.ts';
+import { cors, csrf, locals, rateLimit, SECURITY_HEADERS, sendError } from './guards.ts';
+
+export interface HttpAppOptions {
+  config: Config;
+  services: Services;
+  operations: readonly AnyOperation[];
+  pipeline: Pipeline;
+  rateLimiter: RateLimiter;
+  clientIp: ClientIpResolver;
+  /** True while the process is draining (readiness fails). */
+  draining: () => boolean;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\b/i;
+
+function callInfo(req: Request, res: Response, protocol: 'rest' | 'graphql', cookies: CookieSink): CallInfo {
+  const controller = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  const h = req.headers;
+  const admin = h['x-service-admin-secret'];
+  return {
+    protocol,
+    requestId: locals(res).requestId,
+    clientIp: locals(res).clientIp,
+    userAgent: h['user-agent'] ?? '',
+    credentials: extractCredentials({
+      authorization: h.authorization,
+      cookie: h.cookie,
+      adminSecret: Array.isArray(admin) ? admin[0] : admin,
+    }),
+    signal: controller.signal,
+    cookies,
+  };
+}
+
+function flush(res: Response, cookies: CookieSink): void {
+  const set = cookies.headers();
+  if (set.length === 0 || res.headersSent) return;
+  const prior = res.getHeader('set-cookie');
+  const list = prior === undefined ? [] : Array.isArray(prior) ? prior : [String(prior)];
+  res.setHeader('set-cookie', [...list, ...set.filter((c) => !list.includes(c))]);
+}
+
+export function createHttpApp(o: HttpAppOptions): express.Express {
+  const { config, pipeline } = o;
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.set('trust proxy', false);
+
+  // Request id, client IP, security headers.
+  app.use((req, res, next) => {
+    const incoming = req.headers['x-request-id'];
+    const requestId = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    const xff = req.headers['x-forwarded-for'];
+    const l = res.locals as { requestId: string; clientIp: string };
+    l.requestId = requestId;
+    l.clientIp = o.clientIp(req.socket.remoteAddress, Array.isArray(xff) ? xff.join(',') : xff);
+    res.setHeader('x-request-id', requestId);
+    for (const [k, v] of Object.entries(SECURITY_HEADERS)) res.setHeader(k, v);
+    next();
+  });
+
+  // Probes: exempt from CORS, CSRF and rate limits.
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', async (_req, res) => {
+    const ok = !o.draining() && (await pingDatabase(o.services.sequelize));
+    res.status(ok ? 200 : 503).json(ok ? { status: 'ready' } : { status: 'not ready' });
+  });
+
+  app.use(cors(config.allowedOrigins));
+  app.use(rateLimit(o.rateLimiter));
+  app.use(csrf(config.allowedOrigins));
+  app.use(express.json({ limit: config.httpBodyLimit, strict: true, type: (req) => JSON_TYPE.test(req.headers['content-type'] ?? '') }));
+  // A body in another media type is refused rather than ignored.
+  app.use((req, _res, next) => {
+    const len = req.headers['content-length'];
+    if ((req.method === 'POST' || req.method === 'PUT' || req.method === 'PATCH') && req.body === undefined && ((len !== undefined && len !== '0') || req.headers['transfer-encoding'])) {
+      return next(new LatchkeyError('invalid_argument', 'request body must be application/json', { reason: 'unsupported_media_type' }));
+    }
+    next();
+  });
+
+  // GraphQL.
+  const schema = buildSchema(o.operations, pipeline);
+  const rules: ValidationRule[] = [
+    ...specifiedRules,
+    limitsRule({ maxDepth: config.graphqlMaxDepth, maxComplexity: config.graphqlMaxComplexity, maxAliases: config.graphqlMaxAliases }),
+  ];
+  if (!config.enableGraphqlIntrospection) rules.push(NoSchemaIntrospectionCustomRule);
+  const graphqlHandler = createHandler<GraphqlContext>({
+    schema,
+    validationRules: rules,
+    // Parse, validation and variable-coercion errors are the client's: `invalid_argument`.
+    formatError: (err) => {
+      if (err instanceof GraphQLError) {
+        if (err.extensions.code !== undefined) return err;
+        return new GraphQLError(err.message, { nodes: err.nodes ?? null, extensions: { ...err.extensions, code: 'invalid_argument' } });
+      }
+      o.services.logger.error('unexpected graphql error', { err });
+      return new GraphQLError('internal server error', { extensions: { code: 'internal' } });
+    },
+    context: (req) => {
+      const res = req.context.res;
+      const cookies = new CookieSink();
+      const info = callInfo(req.raw, res, 'graphql', cookies);
+      return { info, flushCookies: () => flush(res, cookies) } satisfies GraphqlContext;
+    },
+  });
+  app.post('/graphql', (req, res, next) => {
+    Promise.resolve(graphqlHandler(req, res, next)).catch(next);
+  });
+  app.all('/graphql', (_req, _res, next) => {
+    next(new LatchkeyError('method_not_allowed', 'use POST for /graphql', { reason: 'method_not_allowed' }));
+  });
+
+  // REST: one precomputed map, path → method → row. Mounted only while gRPC is enabled (spec).
+  if (config.enableGrpc) {
+    const routes = new Map<string, Map<string, AnyOperation>>();
+    for (const op of o.operations) {
+      if (!op.rest || !op.protocols.includes('rest')) continue;
+      let byMethod = routes.get(op.rest.path);
+      if (!byMethod) routes.set(op.rest.path, (byMethod = new Map()));
+      byMethod.set(op.rest.method, op);
+    }
+    app.use('/v1', (req, res, next) => {
+      const path = `/v1${req.path}`.replace(/\/+$/, '');
+      const byMethod = routes.get(path);
+      if (!byMethod) return next(new LatchkeyError('not_found', `no endpoint ${path}`, { reason: 'route_not_found' }));
+      const op = byMethod.get(req.method);
+      if (!op) {
+        res.setHeader('allow', [...byMethod.keys()].join(', '));
+        return next(new LatchkeyError('method_not_allowed', `${req.method} is not allowed on ${path}`, { reason: 'method_not_allowed' }));
+      }
+      const cookies = new CookieSink();
+      const info = callInfo(req, res, 'rest', cookies);
+      const input = op.rest?.method === 'GET' ? {} : ((req.body as unknown) ?? {});
+      pipeline.run(op, info, input).then(
+        (out) => {
+          flush(res, cookies);
+          res.statusCode = 200;
+          res.setHeader('content-type', 'application/json; charset=utf-8');
+          res.end(JSON.stringify(out));
+        },
+        (err: LatchkeyError) => {
+          flush(res, cookies);
+          sendError(res, err);
+        },
+      );
+    });
+  }
+
+  app.use((req, _res, next) => {
+    next(new LatchkeyError('not_found', `no endpoint ${req.path}`, { reason: 'route_not_found' }));
+  });
+
+  // The one error exit: our errors as they are, body-parser errors mapped, everything else `internal`.
+  app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    void _next;
+    if (err instanceof LatchkeyError) return sendError(res, err);
+    const type = (err as { type?: unknown } | null)?.type;
+    if (type === 'entity.too.large')
+      return sendError(res, new LatchkeyError('payload_too_large', `request body exceeds ${config.httpBodyLimit} bytes`, { reason: 'body_too_large' }));
+    if (type === 'entity.parse.failed')
+      return sendError(res, new LatchkeyError('invalid_argument', 'malformed JSON body', { reason: 'malformed_json' }));
+    if (type === 'encoding.unsupported' || type === 'charset.unsupported')
+      return sendError(res, new LatchkeyError('invalid_argument', 'unsupported body encoding', { reason: 'unsupported_encoding' }));
+    o.services.logger.error('unexpected error', { request_id: locals(res).requestId, err });
+    sendError(res, new LatchkeyError('internal', 'internal server error'));
+  });
+  return app;
+}

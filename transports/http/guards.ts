@@ -1,0 +1,143 @@
+/**
+ * HTTP guards: security headers, CORS, CSRF origin checks, per-IP rate
+ * limiting. Each is a small express middleware built once from the config.
+ */
+import type { NextFunction, Request, Response } from 'express';
+import { ERROR_STATUS, LatchkeyError } from '../../engine/errors.ts';
+import type { RateLimiter } from '../rate_limit.ts';
+
+/** Per-request state the HTTP adapter keeps on `res.locals`. */
+export interface HttpLocals {
+  requestId: string;
+  clientIp: string;
+}
+
+export function locals(res: Response): HttpLocals {
+  return res.locals as HttpLocals;
+}
+
+/** Sends an error as `{code, message}` (plus `reason` when known) with the table's status. */
+export function sendError(res: Response, err: LatchkeyError): void {
+  if (res.headersSent) return;
+  const body = JSON.stringify(err.toJSON());
+  res.statusCode = ERROR_STATUS[err.code].http;
+  res.setHeader('content-type', 'application/json; charset=utf-8');
+  res.end(body);
+}
+
+/** Matches an origin against the allow-list; entries may use `*` for one DNS label, e.g. `https://*.example.com`. */
+export function originMatcher(allowed: readonly string[]): (origin: string) => boolean {
+  const exact = new Set<string>();
+  const patterns: RegExp[] = [];
+  for (const a of allowed) {
+    const norm = a.replace(/\/+$/, '');
+    if (norm.includes('*')) {
+      const re = norm.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[^./:]+');
+      patterns.push(new RegExp(`^${re}$`, 'i'));
+    } else exact.add(norm.toLowerCase());
+  }
+  return (origin) => exact.has(origin.toLowerCase()) || patterns.some((p) => p.test(origin));
+}
+
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'strict-origin-when-cross-origin',
+  'cache-control': 'no-store',
+};
+
+const ALLOW_HEADERS = 'content-type, authorization, x-service-admin-secret, x-requested-with, x-request-id';
+
+/**
+ * CORS. With `*`: `Access-Control-Allow-Origin: *` and no credentials (a
+ * browser refuses credentials with a wildcard). With a list: an allowed
+ * `Origin` is echoed with `Access-Control-Allow-Credentials: true`.
+ * Preflights are answered here (204).
+ */
+export function cors(allowedOrigins: readonly string[]) {
+  const wildcard = allowedOrigins.includes('*');
+  const allowed = originMatcher(allowedOrigins.filter((o) => o !== '*'));
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const origin = req.headers.origin;
+    if (origin !== undefined) {
+      if (wildcard) {
+        res.setHeader('access-control-allow-origin', '*');
+      } else if (allowed(origin)) {
+        res.setHeader('access-control-allow-origin', origin);
+        res.setHeader('access-control-allow-credentials', 'true');
+        res.setHeader('vary', 'Origin');
+      }
+    }
+    if (req.method === 'OPTIONS') {
+      res.setHeader('access-control-allow-methods', 'GET, POST, OPTIONS');
+      res.setHeader('access-control-allow-headers', ALLOW_HEADERS);
+      res.setHeader('access-control-max-age', '600');
+      res.statusCode = 204;
+      res.end();
+      return;
+    }
+    next();
+  };
+}
+
+const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+/** OAuth endpoints authenticate the client themselves and are called by servers without an Origin. */
+const CSRF_EXEMPT = [/^\/oauth\/(token|revoke|introspect)$/, /^\/oauth_callback\//];
+
+function refererOrigin(referer: string | undefined): string | undefined {
+  if (!referer) return undefined;
+  try {
+    return new URL(referer).origin;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * CSRF (spec, Authentication/CSRF): a state-changing request must carry
+ * `Origin` (or a `Referer` to derive it from), else 403. With a wildcard
+ * `--allowed-origins` the origin's host must be the request's `Host`
+ * (same-origin); with a list the origin must be on it.
+ */
+export function csrf(allowedOrigins: readonly string[]) {
+  const wildcard = allowedOrigins.includes('*');
+  const allowed = originMatcher(allowedOrigins.filter((o) => o !== '*'));
+  const refuse = (res: Response, message: string): void =>
+    sendError(res, new LatchkeyError('permission_denied', message, { reason: 'csrf_origin' }));
+  return (req: Request, res: Response, next: NextFunction): void => {
+    if (!STATE_CHANGING.has(req.method) || CSRF_EXEMPT.some((re) => re.test(req.path))) return next();
+    const origin = req.headers.origin ?? refererOrigin(req.headers.referer);
+    if (!origin || origin === 'null') return refuse(res, 'missing Origin or Referer header');
+    if (wildcard) {
+      let host: string;
+      try {
+        host = new URL(origin).host;
+      } catch {
+        return refuse(res, 'malformed Origin header');
+      }
+      if (host.toLowerCase() !== (req.headers.host ?? '').toLowerCase() && !allowed(origin))
+        return refuse(res, 'cross-origin request refused');
+    } else if (!allowed(origin)) {
+      return refuse(res, 'origin not allowed');
+    }
+    next();
+  };
+}
+
+/** Paths never rate limited: health and discovery. */
+const RATE_EXEMPT = new Set(['/', '/healthz', '/readyz', '/health', '/.well-known/openid-configuration', '/.well-known/jwks.json']);
+
+/** Per-client-IP rate limit: 429 `resource_exhausted` with `Retry-After`. */
+export function rateLimit(limiter: RateLimiter) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    if (RATE_EXEMPT.has(req.path)) return next();
+    limiter.take(locals(res).clientIp).then(
+      (wait) => {
+        if (wait === undefined) return next();
+        res.setHeader('retry-after', String(wait));
+        sendError(res, new LatchkeyError('resource_exhausted', 'too many requests', { reason: 'rate_limited' }));
+      },
+      () => next(),
+    );
+  };
+}

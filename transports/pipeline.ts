@@ -1,0 +1,82 @@
+/**
+ * The one call path every transport uses: authenticate, authorise, validate,
+ * run the handler, encode the result, record metrics. Transports only decode
+ * the request into {@link CallInfo} + raw input and encode what comes back.
+ */
+import { LatchkeyError, toPublicError } from '../engine/errors.ts';
+import { resolvePrincipal } from './authenticate.ts';
+import type { CookieSink, Credentials, Protocol, RequestContext } from './context.ts';
+import type { Metrics } from './metrics.ts';
+import type { AnyOperation } from './operations/types.ts';
+import type { Services } from './services.ts';
+import { encodeOutput, validate } from './shape.ts';
+
+/** What a transport knows about a request. */
+export interface CallInfo {
+  readonly protocol: Protocol;
+  readonly requestId: string;
+  readonly clientIp: string;
+  readonly userAgent: string;
+  readonly credentials: Credentials;
+  readonly signal: AbortSignal;
+  readonly cookies: CookieSink;
+}
+
+export interface Pipeline {
+  /**
+   * Runs `op` with the raw (decoded, not yet validated) input. Resolves to the
+   * normalised output; rejects only with a client-safe {@link LatchkeyError}
+   * (anything else is logged with the request id and becomes `internal`).
+   */
+  run(op: AnyOperation, info: CallInfo, rawInput: unknown): Promise<unknown>;
+}
+
+export function createPipeline(services: Services, metrics: Metrics): Pipeline {
+  const { logger } = services;
+  const debug = logger.enabled('debug');
+  return {
+    async run(op, info, rawInput) {
+      const started = performance.now();
+      let code = 'ok';
+      try {
+        const principal = await resolvePrincipal(services.authenticators, op.auth, info.credentials, info);
+        const input = validate(op.input, rawInput ?? {});
+        const ctx: RequestContext = {
+          requestId: info.requestId,
+          principal,
+          credentials: info.credentials,
+          clientIp: info.clientIp,
+          userAgent: info.userAgent,
+          protocol: info.protocol,
+          signal: info.signal,
+          clock: services.clock,
+          logger: logger.child({ request_id: info.requestId, op: op.name }),
+          cookies: info.cookies,
+          services,
+        };
+        const output = await op.handler(ctx, input);
+        return encodeOutput(op.output, output);
+      } catch (err) {
+        const pub = toPublicError(err);
+        code = pub.code;
+        if (!(err instanceof LatchkeyError)) {
+          logger.error('unexpected error', { request_id: info.requestId, op: op.name, transport: info.protocol, err });
+        }
+        throw pub;
+      } finally {
+        const seconds = (performance.now() - started) / 1000;
+        metrics.observe(op.name, info.protocol, code, seconds);
+        if (debug) {
+          logger.debug('request', {
+            request_id: info.requestId,
+            op: op.name,
+            transport: info.protocol,
+            code,
+            ms: Math.round(seconds * 1e6) / 1e3,
+            client_ip: info.clientIp,
+          });
+        }
+      }
+    },
+  };
+}

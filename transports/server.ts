@@ -1,0 +1,165 @@
+/**
+ * `startServer(config)`: opens the database, builds the services, and starts
+ * the HTTP, gRPC and metrics listeners. Returns their addresses and a graceful
+ * `close()`. Signal handling belongs to the process entry (`cli.ts`), never here.
+ */
+import { createServer, type Server as HttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
+import type { Config } from './flags.ts';
+import { redactedConfig } from './flags.ts';
+import { createLogger, type LogSink, type Logger } from './logger.ts';
+import type { Clock } from './context.ts';
+import { openDatabase } from './database.ts';
+import { closeServices, createServices, type Services } from './services.ts';
+import { createMetrics, type Metrics } from './metrics.ts';
+import { createPipeline } from './pipeline.ts';
+import { createRateLimiter } from './rate_limit.ts';
+import { createClientIpResolver } from './client_ip.ts';
+import { createHttpApp } from './http/app.ts';
+import { bindGrpc, createGrpcServer, shutdownGrpc } from './grpc/server.ts';
+import { OPERATIONS } from './operations/index.ts';
+import { checkTable, type AnyOperation } from './operations/types.ts';
+
+export interface StartOptions {
+  /** Where log lines go (default stdout). */
+  logSink?: LogSink;
+  clock?: Clock;
+  /** Extra rows served besides the table (tests use this to exercise the plumbing). */
+  extraOperations?: readonly AnyOperation[];
+}
+
+export interface RunningServer {
+  /** e.g. `http://127.0.0.1:8080` */
+  readonly httpUrl: string;
+  /** e.g. `127.0.0.1:9091`; undefined when gRPC is disabled. */
+  readonly grpcAddress: string | undefined;
+  /** e.g. `http://127.0.0.1:8081` (GET /metrics). */
+  readonly metricsUrl: string;
+  readonly services: Services;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  /** Stops accepting, finishes in-flight requests (up to --shutdown-timeout), closes the services and the database. */
+  close(): Promise<void>;
+}
+
+function urlHost(host: string): string {
+  if (host === '0.0.0.0' || host === '') return '127.0.0.1';
+  if (host === '::') return '[::1]';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+function listen(server: HttpServer, host: string, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+function closeHttp(server: HttpServer, timeoutMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    if (!server.listening) return resolve();
+    const timer = setTimeout(() => server.closeAllConnections(), timeoutMs);
+    timer.unref();
+    server.close(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}
+
+export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
+  const logger = createLogger(config.logLevel, options.logSink);
+  const operations = options.extraOperations ? checkTable([...OPERATIONS, ...options.extraOperations]) : OPERATIONS;
+  const sequelize = await openDatabase(config);
+  const cleanups: (() => Promise<void>)[] = [async () => void (await sequelize.close())];
+  const cleanup = async (): Promise<void> => {
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+  };
+  try {
+    const services = await createServices({ config, sequelize, logger, ...(options.clock ? { clock: options.clock } : {}) });
+    cleanups.push(() => closeServices(services));
+    let redis: Redis | undefined;
+    if (config.redisUrl) {
+      redis = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false });
+      redis.on('error', (err) => logger.warn('redis error', { err: err.message }));
+      const r = redis;
+      cleanups.push(async () => void r.disconnect());
+    }
+    const metrics = createMetrics();
+    const pipeline = createPipeline(services, metrics);
+    const rateLimiter = createRateLimiter({ rps: config.rateLimitRps, burst: config.rateLimitBurst, ...(redis ? { redis } : {}) });
+    const clientIp = createClientIpResolver(config.trustedProxies);
+    let draining = false;
+
+    const app = createHttpApp({ config, services, operations, pipeline, rateLimiter, clientIp, draining: () => draining });
+    const http = createServer({ requestTimeout: config.httpRequestTimeout, headersTimeout: config.httpHeadersTimeout, keepAliveTimeout: config.httpKeepAliveTimeout }, app);
+    const httpPort = await listen(http, config.host, config.httpPort);
+    cleanups.push(() => closeHttp(http, 0));
+
+    const metricsServer = createServer((req, res) => {
+      if (req.method === 'GET' && (req.url === '/metrics' || req.url?.startsWith('/metrics?'))) {
+        metrics.render().then(
+          ({ contentType, body }) => {
+            res.writeHead(200, { 'content-type': contentType });
+            res.end(body);
+          },
+          () => {
+            res.writeHead(500).end();
+          },
+        );
+        return;
+      }
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"code":"not_found","message":"not found"}');
+    });
+    const metricsPort = await listen(metricsServer, config.metricsHost, config.metricsPort);
+    cleanups.push(() => closeHttp(metricsServer, 0));
+
+    let grpcAddress: string | undefined;
+    let grpcHandle: ReturnType<typeof createGrpcServer> | undefined;
+    if (config.enableGrpc) {
+      grpcHandle = createGrpcServer({ operations, pipeline, clientIp, rateLimiter, maxMessageBytes: config.httpBodyLimit });
+      const port = await bindGrpc(grpcHandle.server, config.host, config.grpcPort);
+      grpcAddress = `${urlHost(config.host)}:${port}`;
+      const g = grpcHandle.server;
+      cleanups.push(async () => g.forceShutdown());
+    }
+
+    const httpUrl = `http://${urlHost(config.host)}:${httpPort}`;
+    const metricsUrl = `http://${urlHost(config.metricsHost)}:${metricsPort}`;
+    logger.info('latchkey started', { version: services.version, http: httpUrl, grpc: grpcAddress ?? 'disabled', metrics: metricsUrl, config: redactedConfig(config) });
+
+    let closing: Promise<void> | undefined;
+    return {
+      httpUrl,
+      grpcAddress,
+      metricsUrl,
+      services,
+      metrics,
+      logger,
+      close() {
+        closing ??= (async () => {
+          draining = true;
+          const timeout = config.shutdownTimeout;
+          if (grpcHandle) {
+            grpcHandle.health.setStatus('', 'NOT_SERVING');
+          }
+          await Promise.all([closeHttp(http, timeout), grpcHandle ? shutdownGrpc(grpcHandle.server, timeout) : Promise.resolve()]);
+          await closeHttp(metricsServer, 1000);
+          await closeServices(services);
+          if (redis) redis.disconnect();
+          await sequelize.close();
+          logger.info('latchkey stopped');
+        })();
+        return closing;
+      },
+    };
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * The composition root: builds the services object that every handler sees as
+ * `ctx.services`, from the frozen configuration and the one Sequelize
+ * connection. Domain services are created and plugged in here, in order:
+ * engine first (identity and admin build on it), then auth, then admin.
+ */
+import type { Sequelize } from 'sequelize';
+import type { Config } from './flags.ts';
+import type { Logger } from './logger.ts';
+import { SYSTEM_CLOCK, type Clock } from './context.ts';
+import { adminSecretAuthenticator, type Authenticator } from './authenticate.ts';
+import { VERSION } from './version.ts';
+import { plugAdmin } from './operations/admin.ts';
+
+export interface Services {
+  readonly config: Config;
+  /** The one SQL connection (every SQL store receives it). */
+  readonly sequelize: Sequelize;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  readonly version: string;
+  /**
+   * Credential → principal chain, tried in order (see `authenticate.ts`). The
+   * admin-secret header check is first; auth and admin append theirs.
+   */
+  readonly authenticators: Authenticator[];
+  /** The FGA engine service (plugged in by the engine issue). */
+  engine?: unknown;
+  /** Identity, sessions and tokens (plugged in by the auth issue). */
+  auth?: unknown;
+  /** Super-admin operations (plugged in by the admin issue). */
+  admin?: unknown;
+  /** Run at shutdown, last-registered first, before the database closes. */
+  readonly closers: (() => Promise<void>)[];
+}
+
+export interface ServicesOptions {
+  config: Config;
+  sequelize: Sequelize;
+  logger: Logger;
+  clock?: Clock;
+}
+
+/**
+ * Builds the services. Each component runs its own migrations (through
+ * `engine/sql/migrate.ts`) while being created here, before anything listens.
+ */
+export async function createServices(options: ServicesOptions): Promise<Services> {
+  const { config, sequelize, logger } = options;
+  const services: Services = {
+    config,
+    sequelize,
+    logger,
+    clock: options.clock ?? SYSTEM_CLOCK,
+    version: VERSION,
+    authenticators: [adminSecretAuthenticator(config.adminSecret ?? '', config.disableAdminHeaderAuth)],
+    closers: [],
+  };
+
+  // Domain services are plugged in below, in dependency order:
+  // engine → services.engine = await createEngineService(...)
+  // auth   → services.auth = ...; services.authenticators.push(userAuthenticator)
+  // admin  → services.admin = ...; services.authenticators.push(adminCookieAuthenticator)
+  await plugAdmin(services);
+
+  return services;
+}
+
+/** Closes the domain services (last created first). The database is closed by the caller. */
+export async function closeServices(services: Services): Promise<void> {
+  for (const close of [...services.closers].reverse()) {
+    try {
+      await close();
+    } catch (err) {
+      services.logger.error('error while closing a service', { err });
+    }
+  }
+}

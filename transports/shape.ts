@@ -1,0 +1,339 @@
+/**
+ * A small typed shape builder for operation inputs and outputs.
+ *
+ * One shape declares a wire object once; from it the transports derive the
+ * runtime validation of inputs (precise `invalid_argument` messages naming the
+ * field path), the normalised encoding of outputs, the GraphQL types, the
+ * protobuf messages and `docs/api.md`. The TypeScript type of a value is
+ * inferred with {@link Infer}.
+ */
+import { LatchkeyError } from '../engine/errors.ts';
+
+/** Any JSON value (the `json` kind, e.g. an FGA condition `context`). */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+interface Documented {
+  readonly doc?: string;
+}
+
+export interface StringShape extends Documented {
+  readonly kind: 'string';
+  readonly minLength?: number;
+  readonly maxLength?: number;
+}
+export interface IntShape extends Documented {
+  readonly kind: 'int';
+  readonly min?: number;
+  readonly max?: number;
+}
+export interface FloatShape extends Documented {
+  readonly kind: 'float';
+}
+export interface BoolShape extends Documented {
+  readonly kind: 'bool';
+}
+export interface EnumShape<V extends string = string> extends Documented {
+  readonly kind: 'enum';
+  /** Name of the enumeration (GraphQL enum type, docs). */
+  readonly name: string;
+  readonly values: readonly V[];
+}
+export interface JsonShape extends Documented {
+  readonly kind: 'json';
+}
+export interface MapShape extends Documented {
+  readonly kind: 'map';
+}
+export interface ListShape<I extends Shape = Shape> extends Documented {
+  readonly kind: 'list';
+  readonly item: I;
+  readonly minItems?: number;
+  readonly maxItems?: number;
+}
+export interface OptionalShape<I extends Shape = Shape> {
+  readonly kind: 'optional';
+  readonly inner: I;
+}
+export type Fields = Readonly<Record<string, Shape | OptionalShape>>;
+export interface ObjectShape<F extends Fields = Fields> extends Documented {
+  readonly kind: 'object';
+  /** PascalCase type name used by GraphQL, protobuf and the docs. */
+  readonly name: string;
+  readonly fields: F;
+}
+
+/** Every non-optional shape. */
+export type Shape =
+  | StringShape
+  | IntShape
+  | FloatShape
+  | BoolShape
+  | EnumShape
+  | JsonShape
+  | MapShape
+  | ListShape
+  | ObjectShape;
+
+type Simplify<T> = { [K in keyof T]: T[K] } & {};
+
+type RequiredKeys<F extends Fields> = { [K in keyof F]: F[K] extends OptionalShape ? never : K }[keyof F];
+type OptionalKeys<F extends Fields> = { [K in keyof F]: F[K] extends OptionalShape ? K : never }[keyof F];
+
+/** The TypeScript type of a value of shape `S`. */
+export type Infer<S> = S extends StringShape
+  ? string
+  : S extends IntShape | FloatShape
+    ? number
+    : S extends BoolShape
+      ? boolean
+      : S extends EnumShape<infer V>
+        ? V
+        : S extends JsonShape
+          ? JsonValue
+          : S extends MapShape
+            ? Record<string, string>
+            : S extends ListShape<infer I>
+              ? Infer<I>[]
+              : S extends ObjectShape<infer F>
+                ? Simplify<
+                    { [K in RequiredKeys<F>]: Infer<F[K]> } & {
+                      [K in OptionalKeys<F>]?: F[K] extends OptionalShape<infer I> ? Infer<I> | undefined : never;
+                    }
+                  >
+                : never;
+
+/**
+ * The type a handler may return for shape `S`: like {@link Infer}, but optional
+ * fields may also be `null`, and extra fields are allowed (they are dropped by
+ * the encoder, so a handler can never leak a field the shape does not declare).
+ */
+export type Output<S> = S extends ObjectShape<infer F>
+  ? { [K in RequiredKeys<F>]: Output<F[K]> } & {
+      [K in OptionalKeys<F>]?: F[K] extends OptionalShape<infer I> ? Output<I> | null | undefined : never;
+    }
+  : S extends ListShape<infer I>
+    ? readonly Output<I>[]
+    : Infer<S>;
+
+/** The shape builder. */
+export const s = {
+  string: (opts: { minLength?: number; maxLength?: number; doc?: string } = {}): StringShape => ({ kind: 'string', ...opts }),
+  int: (opts: { min?: number; max?: number; doc?: string } = {}): IntShape => ({ kind: 'int', ...opts }),
+  float: (opts: { doc?: string } = {}): FloatShape => ({ kind: 'float', ...opts }),
+  bool: (opts: { doc?: string } = {}): BoolShape => ({ kind: 'bool', ...opts }),
+  enum: <const V extends string>(name: string, values: readonly V[], opts: { doc?: string } = {}): EnumShape<V> => ({
+    kind: 'enum',
+    name,
+    values,
+    ...opts,
+  }),
+  json: (opts: { doc?: string } = {}): JsonShape => ({ kind: 'json', ...opts }),
+  map: (opts: { doc?: string } = {}): MapShape => ({ kind: 'map', ...opts }),
+  list: <I extends Shape>(item: I, opts: { minItems?: number; maxItems?: number; doc?: string } = {}): ListShape<I> => ({
+    kind: 'list',
+    item,
+    ...opts,
+  }),
+  optional: <I extends Shape>(inner: I): OptionalShape<I> => ({ kind: 'optional', inner }),
+  object: <const F extends Fields>(name: string, fields: F, opts: { doc?: string } = {}): ObjectShape<F> => ({
+    kind: 'object',
+    name,
+    fields,
+    ...opts,
+  }),
+} as const;
+
+/** The empty input object (operations without request fields). */
+export const EMPTY = s.object('Empty', {});
+
+/** `{message}`: the payload of operations without a documented response. */
+export const MESSAGE = s.object('Response', { message: s.string() });
+
+function invalid(path: string, problem: string): LatchkeyError {
+  return new LatchkeyError('invalid_argument', `${path || 'request'}: ${problem}`, {
+    reason: 'invalid_field',
+    details: { field: path },
+  });
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  return `a ${typeof value}`;
+}
+
+function join(path: string, key: string | number): string {
+  if (typeof key === 'number') return `${path}[${key}]`;
+  return path ? `${path}.${key}` : key;
+}
+
+/**
+ * Validates `value` against `shape` and returns a fresh value that holds only
+ * the declared fields. Throws `invalid_argument` (reason `invalid_field`)
+ * naming the first offending field path, e.g. `checks[3].relation: is required`.
+ * Unknown fields are rejected so that a typo never silently changes meaning.
+ */
+export function validate<S extends Shape>(shape: S, value: unknown, path = ''): Infer<S> {
+  return check(shape, value, path) as Infer<S>;
+}
+
+function check(shape: Shape, value: unknown, path: string): unknown {
+  switch (shape.kind) {
+    case 'string':
+      if (typeof value !== 'string') throw invalid(path, `must be a string, got ${describe(value)}`);
+      if (shape.minLength !== undefined && value.length < shape.minLength)
+        throw invalid(path, shape.minLength === 1 ? 'must not be empty' : `must have at least ${shape.minLength} characters`);
+      if (shape.maxLength !== undefined && value.length > shape.maxLength)
+        throw invalid(path, `must have at most ${shape.maxLength} characters`);
+      return value;
+    case 'int':
+      if (typeof value !== 'number' || !Number.isSafeInteger(value))
+        throw invalid(path, `must be an integer, got ${describe(value)}`);
+      if (shape.min !== undefined && value < shape.min) throw invalid(path, `must be at least ${shape.min}`);
+      if (shape.max !== undefined && value > shape.max) throw invalid(path, `must be at most ${shape.max}`);
+      return value;
+    case 'float':
+      if (typeof value !== 'number' || !Number.isFinite(value)) throw invalid(path, `must be a number, got ${describe(value)}`);
+      return value;
+    case 'bool':
+      if (typeof value !== 'boolean') throw invalid(path, `must be a boolean, got ${describe(value)}`);
+      return value;
+    case 'enum':
+      if (typeof value !== 'string' || !shape.values.includes(value))
+        throw invalid(path, `must be one of ${shape.values.join(', ')}`);
+      return value;
+    case 'json':
+      return checkJson(value, path, 0);
+    case 'map': {
+      if (value === null || typeof value !== 'object' || Array.isArray(value))
+        throw invalid(path, `must be an object of strings, got ${describe(value)}`);
+      const out: Record<string, string> = {};
+      for (const [k, v] of Object.entries(value)) {
+        if (typeof v !== 'string') throw invalid(join(path, k), `must be a string, got ${describe(v)}`);
+        out[k] = v;
+      }
+      return out;
+    }
+    case 'list': {
+      if (!Array.isArray(value)) throw invalid(path, `must be a list, got ${describe(value)}`);
+      if (shape.minItems !== undefined && value.length < shape.minItems)
+        throw invalid(path, `must have at least ${shape.minItems} entr${shape.minItems === 1 ? 'y' : 'ies'}`);
+      if (shape.maxItems !== undefined && value.length > shape.maxItems)
+        throw invalid(path, `must have at most ${shape.maxItems} entries`);
+      return value.map((item, i) => check(shape.item, item, join(path, i)));
+    }
+    case 'object': {
+      if (value === null || typeof value !== 'object' || Array.isArray(value))
+        throw invalid(path, `must be an object, got ${describe(value)}`);
+      const input = value as Record<string, unknown>;
+      for (const key of Object.keys(input)) {
+        if (!Object.hasOwn(shape.fields, key)) throw invalid(join(path, key), 'is not a known field');
+      }
+      const out: Record<string, unknown> = {};
+      for (const [key, field] of Object.entries(shape.fields)) {
+        const v = input[key];
+        if (field.kind === 'optional') {
+          if (v === undefined || v === null) continue;
+          out[key] = check(field.inner, v, join(path, key));
+        } else {
+          if (v === undefined || v === null) throw invalid(join(path, key), 'is required');
+          out[key] = check(field, v, join(path, key));
+        }
+      }
+      return out;
+    }
+  }
+}
+
+const MAX_JSON_DEPTH = 32;
+
+function checkJson(value: unknown, path: string, depth: number): JsonValue {
+  if (depth > MAX_JSON_DEPTH) throw invalid(path, `is nested deeper than ${MAX_JSON_DEPTH} levels`);
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw invalid(path, 'must be a finite number');
+    return value;
+  }
+  if (Array.isArray(value)) return value.map((v, i) => checkJson(v, join(path, i), depth + 1));
+  if (typeof value === 'object') {
+    const out: Record<string, JsonValue> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = checkJson(v, join(path, k), depth + 1);
+    return out;
+  }
+  throw invalid(path, `must be JSON, got ${describe(value)}`);
+}
+
+/**
+ * Normalises a handler's result to the wire form of `shape`: only declared
+ * fields are kept, absent optional fields become `null` (as GraphQL reports
+ * them), so REST, GraphQL and gRPC answer byte-for-byte the same object.
+ * A missing required field is a programming error and throws (it surfaces to
+ * the client as `internal`).
+ */
+export function encodeOutput(shape: Shape, value: unknown, path = ''): unknown {
+  switch (shape.kind) {
+    case 'object': {
+      if (value === null || typeof value !== 'object') throw new Error(`output ${path || shape.name} is not an object`);
+      const input = value as Record<string, unknown>;
+      const out: Record<string, unknown> = {};
+      for (const [key, field] of Object.entries(shape.fields)) {
+        const v = input[key];
+        if (field.kind === 'optional') {
+          out[key] = v === undefined || v === null ? null : encodeOutput(field.inner, v, join(path, key));
+        } else {
+          if (v === undefined || v === null) throw new Error(`output field ${join(path, key)} is missing`);
+          out[key] = encodeOutput(field, v, join(path, key));
+        }
+      }
+      return out;
+    }
+    case 'list':
+      if (!Array.isArray(value)) throw new Error(`output ${path} is not a list`);
+      return value.map((v, i) => encodeOutput(shape.item, v, join(path, i)));
+    default:
+      return value;
+  }
+}
+
+/** Every named object and enum reachable from `shape`, each once, dependencies first. */
+export function namedTypes(roots: readonly Shape[]): (ObjectShape | EnumShape)[] {
+  const seen = new Map<string, ObjectShape | EnumShape>();
+  const visit = (sh: Shape | OptionalShape): void => {
+    if (sh.kind === 'optional') return visit(sh.inner);
+    if (sh.kind === 'list') return visit(sh.item);
+    if (sh.kind === 'enum') {
+      const prior = seen.get(sh.name);
+      if (prior && prior !== sh && JSON.stringify(prior) !== JSON.stringify(sh))
+        throw new Error(`two different shapes are named ${sh.name}`);
+      seen.set(sh.name, sh);
+      return;
+    }
+    if (sh.kind !== 'object') return;
+    const prior = seen.get(sh.name);
+    if (prior) {
+      if (prior !== sh && JSON.stringify(prior) !== JSON.stringify(sh)) throw new Error(`two different shapes are named ${sh.name}`);
+      return;
+    }
+    for (const f of Object.values(sh.fields)) visit(f);
+    seen.set(sh.name, sh);
+  };
+  for (const r of roots) visit(r);
+  return [...seen.values()];
+}
+
+/** A one-line human description of a shape, for docs: `string`, `Tuple[]`, `map<string,string>`. */
+export function typeLabel(sh: Shape | OptionalShape): string {
+  switch (sh.kind) {
+    case 'optional':
+      return typeLabel(sh.inner);
+    case 'list':
+      return `${typeLabel(sh.item)}[]`;
+    case 'map':
+      return 'map<string,string>';
+    case 'object':
+    case 'enum':
+      return sh.name;
+    default:
+      return sh.kind;
+  }
+}
