@@ -1,0 +1,645 @@
+/**
+ * The super-admin operations (spec: Admin endpoints, GraphQL-only
+ * administrative operations) and the plug that builds the admin service in
+ * the composition root.
+ *
+ * Protocol support follows the spec's client table. The five parameterless
+ * methods of its middle row (admin_logout, admin_session, admin_meta,
+ * fga_get_model, fga_reset) are served over REST and gRPC, the pair the
+ * reference SDKs of that API mark for them (authorizer-contract §2.4);
+ * GraphQL refuses them as unknown fields before anything runs. `_env` is
+ * GraphQL-only.
+ */
+import { LatchkeyError } from '../../engine/errors.ts';
+import type { Engine } from '../../engine/index.ts';
+import {
+  ADMIN_COOKIE,
+  AdminService,
+  EMAIL_TEMPLATE_EVENTS,
+  MAX_PAGE_LIMIT,
+  WEBHOOK_EVENTS,
+  type AdminCallContext,
+  type IdentityPort,
+} from '../../admin/index.ts';
+// TODO(auth/index.ts exports the mailer): then import these from '../../auth/index.ts'.
+import { createSmtpMailer } from '../../auth/mailer.ts';
+import { MailQueue } from '../../auth/mail_queue.ts';
+import { redactedConfig } from '../flags.ts';
+import type { RequestContext } from '../context.ts';
+import type { Authenticator } from '../authenticate.ts';
+import type { Services } from '../services.ts';
+import { EMPTY, MESSAGE, s } from '../shape.ts';
+import { ALL_PROTOCOLS, defineOperation, type AnyOperation } from './types.ts';
+import { META, metaFromConfig } from './meta.ts';
+import { VERSION } from '../version.ts';
+
+// ------------------------------------------------------------------ shapes
+
+const PAGINATION_INPUT = s.object('PaginationInput', {
+  page: s.optional(s.int({ min: 1, doc: 'Page number, from 1 (default 1)' })),
+  limit: s.optional(s.int({ min: 1, max: MAX_PAGE_LIMIT, doc: `Page size, 1 to ${MAX_PAGE_LIMIT} (default 10)` })),
+});
+
+const PAGINATION = s.object('Pagination', {
+  page: s.int(),
+  limit: s.int(),
+  offset: s.int(),
+  total: s.int(),
+});
+
+/** The public User (never the password hash). */
+export const USER = s.object(
+  'User',
+  {
+    id: s.string(),
+    email: s.optional(s.string()),
+    email_verified: s.bool(),
+    signup_methods: s.string(),
+    given_name: s.optional(s.string()),
+    family_name: s.optional(s.string()),
+    middle_name: s.optional(s.string()),
+    nickname: s.optional(s.string()),
+    preferred_username: s.optional(s.string()),
+    gender: s.optional(s.string()),
+    birthdate: s.optional(s.string()),
+    phone_number: s.optional(s.string()),
+    phone_number_verified: s.bool(),
+    picture: s.optional(s.string()),
+    roles: s.list(s.string()),
+    created_at: s.int({ doc: 'Unix seconds' }),
+    updated_at: s.int({ doc: 'Unix seconds' }),
+    revoked_timestamp: s.optional(s.int({ doc: 'Unix seconds; set by revoke_access, cleared by enable_access' })),
+    is_multi_factor_auth_enabled: s.optional(s.bool()),
+    app_data: s.optional(s.json()),
+  },
+  { doc: 'A user account' },
+);
+
+const VERIFICATION_REQUEST = s.object('VerificationRequest', {
+  id: s.string(),
+  identifier: s.string(),
+  token: s.string(),
+  email: s.string(),
+  expires: s.int(),
+  created_at: s.int(),
+  updated_at: s.int(),
+  nonce: s.string(),
+  redirect_uri: s.string(),
+});
+
+const WEBHOOK = s.object('Webhook', {
+  id: s.string(),
+  event_name: s.string(),
+  event_description: s.string(),
+  endpoint: s.string(),
+  headers: s.map(),
+  enabled: s.bool(),
+  created_at: s.int(),
+  updated_at: s.int(),
+});
+
+const WEBHOOK_LOG = s.object('WebhookLog', {
+  id: s.string(),
+  webhook_id: s.string(),
+  delivery_id: s.string({ doc: 'The delivery (webhook-id header) this attempt belongs to' }),
+  event_name: s.string(),
+  attempt: s.int(),
+  http_status: s.int({ doc: '0 when no response arrived or the address was refused' }),
+  duration_ms: s.int(),
+  outcome: s.string({ doc: 'delivered, failed or refused' }),
+  error: s.string(),
+  request: s.string(),
+  response: s.string({ doc: 'Response text, capped' }),
+  created_at: s.int(),
+  updated_at: s.int(),
+});
+
+const EMAIL_TEMPLATE = s.object('EmailTemplate', {
+  id: s.string(),
+  event_name: s.string(),
+  subject: s.string(),
+  template: s.string(),
+  design: s.string(),
+  created_at: s.int(),
+  updated_at: s.int(),
+});
+
+const AUDIT_LOG = s.object('AuditLog', {
+  id: s.string(),
+  actor_id: s.string(),
+  actor_type: s.string(),
+  actor_email: s.string(),
+  action: s.string(),
+  resource_type: s.string(),
+  resource_id: s.string(),
+  ip_address: s.string(),
+  user_agent: s.string(),
+  metadata: s.string({ doc: 'JSON text' }),
+  created_at: s.int(),
+});
+
+const FGA_TUPLE = s.object('FgaTuple', { user: s.string(), relation: s.string(), object: s.string() });
+const FGA_TUPLE_INPUT = s.object('FgaTupleInput', {
+  user: s.string({ minLength: 1 }),
+  relation: s.string({ minLength: 1 }),
+  object: s.string({ minLength: 1 }),
+});
+const FGA_MODEL = s.object('FgaModel', { id: s.string(), dsl: s.string() });
+
+const ADMIN_META = s.object(
+  'AdminMeta',
+  {
+    ...META.fields,
+    server_version: s.string({ doc: 'Version of this server' }),
+    roles: s.list(s.string()),
+    default_roles: s.list(s.string()),
+    protected_roles: s.list(s.string()),
+    is_fga_enabled: s.bool(),
+    is_email_service_enabled: s.bool(),
+    is_admin_header_auth_enabled: s.bool(),
+    webhook_events: s.list(s.string()),
+    email_template_events: s.list(s.string()),
+  },
+  { doc: 'Meta plus admin-only fields' },
+);
+
+// ------------------------------------------------------------------ helpers
+
+/** The admin service of a running server; `unavailable` when it was not plugged in. */
+export function adminOf(ctx: RequestContext): AdminService {
+  const admin = ctx.services.admin;
+  if (!(admin instanceof AdminService)) {
+    throw new LatchkeyError('unavailable', 'the admin service is not available', { reason: 'admin_unavailable' });
+  }
+  return admin;
+}
+
+function callCtx(ctx: RequestContext): AdminCallContext {
+  const p = ctx.principal;
+  return {
+    ip: ctx.clientIp,
+    userAgent: ctx.userAgent,
+    via: p.kind === 'super_admin' ? p.via : 'anonymous',
+    protocol: ctx.protocol,
+  };
+}
+
+const admin = (name: string, method: 'GET' | 'POST', path: string, grpcMethod: string, protocols = ALL_PROTOCOLS) =>
+  ({
+    name,
+    auth: 'super_admin' as const,
+    admin: true,
+    protocols,
+    ...(protocols.includes('rest') ? { rest: { method, path } } : {}),
+    ...(protocols.includes('grpc') ? { grpc: { method: grpcMethod } } : {}),
+  }) as const;
+
+const REST_GRPC = ['rest', 'grpc'] as const;
+const list = <T>(items: readonly T[]): T[] => [...items];
+
+// ------------------------------------------------------------------ rows
+
+export const ADMIN_OPERATIONS: readonly AnyOperation[] = [
+  defineOperation({
+    ...admin('admin_login', 'POST', '/v1/admin/login', 'AdminLogin'),
+    auth: 'public',
+    kind: 'mutation',
+    input: s.object('AdminLoginRequest', { admin_secret: s.string({ minLength: 1, maxLength: 1024 }) }),
+    output: MESSAGE,
+    doc: 'Checks the admin secret and sets the service-admin session cookie (wrong secrets are rate limited per IP).',
+    handler: async (ctx, input) => {
+      const cfg = ctx.services.config;
+      const out = await adminOf(ctx).adminLogin(callCtx(ctx), input.admin_secret, cfg.adminCookieSecure);
+      ctx.cookies.set(ADMIN_COOKIE, out.token, out.cookie);
+      return { message: out.message };
+    },
+  }),
+  defineOperation({
+    ...admin('admin_logout', 'POST', '/v1/admin/logout', 'AdminLogout', REST_GRPC),
+    kind: 'mutation',
+    input: EMPTY,
+    output: MESSAGE,
+    doc: 'Ends the admin session of the request cookie and clears the cookie.',
+    handler: async (ctx) => {
+      const out = await adminOf(ctx).adminLogout(callCtx(ctx), ctx.credentials.cookies[ADMIN_COOKIE]);
+      ctx.cookies.clear(ADMIN_COOKIE, { path: '/', httpOnly: true, secure: ctx.services.config.adminCookieSecure, sameSite: 'Strict' });
+      return out;
+    },
+  }),
+  defineOperation({
+    ...admin('admin_session', 'GET', '/v1/admin/session', 'AdminSession', REST_GRPC),
+    kind: 'query',
+    input: EMPTY,
+    output: MESSAGE,
+    doc: 'Verifies the admin credentials; with the cookie, extends the session and re-sets the cookie.',
+    handler: async (ctx) => {
+      const cookie = ctx.credentials.cookies[ADMIN_COOKIE];
+      const out = await adminOf(ctx).adminSession(callCtx(ctx), cookie, ctx.services.config.adminCookieSecure);
+      if (out.cookie && cookie !== undefined) ctx.cookies.set(ADMIN_COOKIE, cookie, out.cookie);
+      return { message: out.message };
+    },
+  }),
+  defineOperation({
+    ...admin('admin_meta', 'GET', '/v1/admin/meta', 'AdminMeta', REST_GRPC),
+    kind: 'query',
+    input: EMPTY,
+    output: ADMIN_META,
+    doc: 'Meta plus admin-only fields: server version, roles, enabled services, event names.',
+    handler: async (ctx) => {
+      const c = ctx.services.config;
+      return {
+        ...metaFromConfig(c),
+        server_version: VERSION,
+        roles: list(c.roles),
+        default_roles: list(c.defaultRoles),
+        protected_roles: list(c.protectedRoles),
+        is_fga_enabled: ctx.services.engine !== undefined,
+        is_email_service_enabled: Boolean(c.smtpHost),
+        is_admin_header_auth_enabled: !c.disableAdminHeaderAuth,
+        webhook_events: list(WEBHOOK_EVENTS),
+        email_template_events: list(EMAIL_TEMPLATE_EVENTS),
+      };
+    },
+  }),
+  defineOperation({
+    ...admin('env', 'POST', '', 'Env', ['graphql']),
+    kind: 'query',
+    input: EMPTY,
+    output: s.object('EnvResponse', { env: s.json({ doc: 'Effective configuration by flag name, secrets shown as [redacted]' }) }),
+    doc: 'The effective configuration (every flag), with every secret redacted.',
+    handler: async (ctx) => ({ env: redactedConfig(ctx.services.config) as never }),
+  }),
+  defineOperation({
+    ...admin('users', 'POST', '/v1/admin/users', 'Users'),
+    kind: 'query',
+    input: s.object('UsersRequest', { pagination: s.optional(PAGINATION_INPUT) }),
+    output: s.object('Users', { users: s.list(USER), pagination: PAGINATION }),
+    doc: 'Users, oldest first, paginated.',
+    handler: async (ctx, input) => adminOf(ctx).users(callCtx(ctx), input.pagination) as never,
+  }),
+  defineOperation({
+    ...admin('user', 'POST', '/v1/admin/user', 'User'),
+    kind: 'query',
+    input: s.object('UserRequest', { id: s.optional(s.string()), email: s.optional(s.string()) }),
+    output: USER,
+    doc: 'One user by id or email.',
+    handler: async (ctx, input) => adminOf(ctx).user(callCtx(ctx), input) as never,
+  }),
+  defineOperation({
+    ...admin('update_user', 'POST', '/v1/admin/update_user', 'UpdateUser'),
+    kind: 'mutation',
+    input: s.object('UpdateUserRequest', {
+      id: s.string({ minLength: 1 }),
+      email: s.optional(s.string({ maxLength: 320 })),
+      email_verified: s.optional(s.bool()),
+      given_name: s.optional(s.string({ maxLength: 256 })),
+      family_name: s.optional(s.string({ maxLength: 256 })),
+      middle_name: s.optional(s.string({ maxLength: 256 })),
+      nickname: s.optional(s.string({ maxLength: 256 })),
+      gender: s.optional(s.string({ maxLength: 64 })),
+      birthdate: s.optional(s.string({ maxLength: 64 })),
+      phone_number: s.optional(s.string({ maxLength: 32 })),
+      phone_number_verified: s.optional(s.bool()),
+      picture: s.optional(s.string({ maxLength: 2048 })),
+      roles: s.optional(s.list(s.string(), { maxItems: 100 })),
+      is_multi_factor_auth_enabled: s.optional(s.bool()),
+      app_data: s.optional(s.json()),
+    }),
+    output: USER,
+    doc: 'Changes any editable field of a user; roles must be allowed; email and phone stay unique.',
+    handler: async (ctx, input) => {
+      const { app_data, ...rest } = input;
+      if (app_data !== undefined && (app_data === null || typeof app_data !== 'object' || Array.isArray(app_data))) {
+        throw new LatchkeyError('invalid_argument', 'app_data: must be an object', { reason: 'invalid_field', details: { field: 'app_data' } });
+      }
+      return adminOf(ctx).updateUser(callCtx(ctx), { ...rest, ...(app_data ? { app_data } : {}) }) as never;
+    },
+  }),
+  defineOperation({
+    ...admin('delete_user', 'POST', '/v1/admin/delete_user', 'DeleteUser'),
+    kind: 'mutation',
+    input: s.object('DeleteUserRequest', { email: s.string({ minLength: 1 }) }),
+    output: MESSAGE,
+    doc: "Deletes a user with its sessions, OTP and verification data and the FGA tuples whose user it is.",
+    handler: async (ctx, input) => adminOf(ctx).deleteUser(callCtx(ctx), input.email),
+  }),
+  defineOperation({
+    ...admin('verification_requests', 'POST', '/v1/admin/verification_requests', 'VerificationRequests'),
+    kind: 'query',
+    input: s.object('VerificationRequestsRequest', { pagination: s.optional(PAGINATION_INPUT) }),
+    output: s.object('VerificationRequests', { verification_requests: s.list(VERIFICATION_REQUEST), pagination: PAGINATION }),
+    doc: 'Pending verification requests, paginated.',
+    handler: async (ctx, input) => adminOf(ctx).verificationRequests(callCtx(ctx), input.pagination),
+  }),
+  defineOperation({
+    ...admin('revoke_access', 'POST', '/v1/admin/revoke_access', 'RevokeAccess'),
+    kind: 'mutation',
+    input: s.object('RevokeAccessRequest', { user_id: s.string({ minLength: 1 }) }),
+    output: MESSAGE,
+    doc: 'Sets revoked_timestamp, ends every session and refresh token of the user, fires user.access_revoked. Refused when already revoked.',
+    handler: async (ctx, input) => adminOf(ctx).revokeAccess(callCtx(ctx), input.user_id),
+  }),
+  defineOperation({
+    ...admin('enable_access', 'POST', '/v1/admin/enable_access', 'EnableAccess'),
+    kind: 'mutation',
+    input: s.object('EnableAccessRequest', { user_id: s.string({ minLength: 1 }) }),
+    output: MESSAGE,
+    doc: 'Clears revoked_timestamp and fires user.access_enabled. Refused when not revoked.',
+    handler: async (ctx, input) => adminOf(ctx).enableAccess(callCtx(ctx), input.user_id),
+  }),
+  defineOperation({
+    ...admin('invite_members', 'POST', '/v1/admin/invite_members', 'InviteMembers'),
+    kind: 'mutation',
+    input: s.object('InviteMembersRequest', {
+      emails: s.list(s.string({ maxLength: 320 }), { minItems: 1, maxItems: 50 }),
+      redirect_uri: s.optional(s.string({ maxLength: 2048 })),
+    }),
+    output: s.object('InviteMembersResponse', { message: s.string(), users: s.list(USER), existing: s.list(s.string()) }),
+    doc: 'Creates unverified users for new emails and mails each an invitation link; existing emails are reported.',
+    handler: async (ctx, input) => adminOf(ctx).inviteMembers(callCtx(ctx), input) as never,
+  }),
+  defineOperation({
+    ...admin('add_webhook', 'POST', '/v1/admin/add_webhook', 'AddWebhook'),
+    kind: 'mutation',
+    input: s.object('AddWebhookRequest', {
+      event_name: s.string({ minLength: 1 }),
+      event_description: s.optional(s.string({ maxLength: 256 })),
+      endpoint: s.string({ minLength: 1, maxLength: 2048 }),
+      enabled: s.optional(s.bool()),
+      headers: s.optional(s.map()),
+    }),
+    output: MESSAGE,
+    doc: `Registers a webhook for an event (${WEBHOOK_EVENTS.join(', ')}); the endpoint must be http(s) and public.`,
+    handler: async (ctx, input) => ({ message: (await adminOf(ctx).addWebhook(callCtx(ctx), input)).message }),
+  }),
+  defineOperation({
+    ...admin('update_webhook', 'POST', '/v1/admin/update_webhook', 'UpdateWebhook'),
+    kind: 'mutation',
+    input: s.object('UpdateWebhookRequest', {
+      id: s.string({ minLength: 1 }),
+      event_name: s.optional(s.string()),
+      event_description: s.optional(s.string({ maxLength: 256 })),
+      endpoint: s.optional(s.string({ maxLength: 2048 })),
+      enabled: s.optional(s.bool()),
+      headers: s.optional(s.map()),
+    }),
+    output: MESSAGE,
+    doc: 'Changes a webhook (event, endpoint, headers, enabled state).',
+    handler: async (ctx, input) => ({ message: (await adminOf(ctx).updateWebhook(callCtx(ctx), input)).message }),
+  }),
+  defineOperation({
+    ...admin('delete_webhook', 'POST', '/v1/admin/delete_webhook', 'DeleteWebhook'),
+    kind: 'mutation',
+    input: s.object('DeleteWebhookRequest', { id: s.string({ minLength: 1 }) }),
+    output: MESSAGE,
+    doc: 'Deletes a webhook with its pending deliveries and logs.',
+    handler: async (ctx, input) => adminOf(ctx).deleteWebhook(callCtx(ctx), input.id),
+  }),
+  defineOperation({
+    ...admin('get_webhook', 'POST', '/v1/admin/webhook', 'GetWebhook'),
+    graphql: '_webhook',
+    kind: 'query',
+    input: s.object('GetWebhookRequest', { id: s.string({ minLength: 1 }) }),
+    output: WEBHOOK,
+    doc: 'One webhook.',
+    handler: async (ctx, input) => adminOf(ctx).getWebhook(callCtx(ctx), input.id),
+  }),
+  defineOperation({
+    ...admin('webhooks', 'POST', '/v1/admin/webhooks', 'Webhooks'),
+    kind: 'query',
+    input: s.object('WebhooksRequest', { pagination: s.optional(PAGINATION_INPUT) }),
+    output: s.object('Webhooks', { webhooks: s.list(WEBHOOK), pagination: PAGINATION }),
+    doc: 'Webhooks, paginated.',
+    handler: async (ctx, input) => adminOf(ctx).listWebhooks(callCtx(ctx), input.pagination),
+  }),
+  defineOperation({
+    ...admin('webhook_logs', 'POST', '/v1/admin/webhook_logs', 'WebhookLogs'),
+    kind: 'query',
+    input: s.object('WebhookLogsRequest', { pagination: s.optional(PAGINATION_INPUT), webhook_id: s.optional(s.string()) }),
+    output: s.object('WebhookLogs', { webhook_logs: s.list(WEBHOOK_LOG), pagination: PAGINATION }),
+    doc: 'Delivery attempts, newest first, optionally of one webhook.',
+    handler: async (ctx, input) => adminOf(ctx).webhookLogs(callCtx(ctx), input),
+  }),
+  defineOperation({
+    ...admin('test_endpoint', 'POST', '/v1/admin/test_endpoint', 'TestEndpoint'),
+    kind: 'mutation',
+    input: s.object('TestEndpointRequest', {
+      event_name: s.string({ minLength: 1 }),
+      endpoint: s.string({ minLength: 1, maxLength: 2048 }),
+      event_description: s.optional(s.string()),
+      headers: s.optional(s.map()),
+    }),
+    output: s.object('TestEndpointResponse', { http_status: s.int(), response: s.string() }),
+    doc: 'Posts a signed sample event to an endpoint now and returns its status and response text.',
+    handler: async (ctx, input) =>
+      adminOf(ctx).testEndpoint(callCtx(ctx), { event_name: input.event_name, endpoint: input.endpoint, headers: input.headers }),
+  }),
+  defineOperation({
+    ...admin('add_email_template', 'POST', '/v1/admin/add_email_template', 'AddEmailTemplate'),
+    kind: 'mutation',
+    input: s.object('AddEmailTemplateRequest', {
+      event_name: s.string({ minLength: 1 }),
+      subject: s.string({ minLength: 1, maxLength: 512 }),
+      template: s.string({ minLength: 1, maxLength: 60_000 }),
+      design: s.optional(s.string({ maxLength: 60_000 })),
+    }),
+    output: MESSAGE,
+    doc: `Stores the template of a mail event (${EMAIL_TEMPLATE_EVENTS.join(', ')}); it must render.`,
+    handler: async (ctx, input) => ({ message: (await adminOf(ctx).addEmailTemplate(callCtx(ctx), input)).message }),
+  }),
+  defineOperation({
+    ...admin('update_email_template', 'POST', '/v1/admin/update_email_template', 'UpdateEmailTemplate'),
+    kind: 'mutation',
+    input: s.object('UpdateEmailTemplateRequest', {
+      id: s.string({ minLength: 1 }),
+      event_name: s.optional(s.string()),
+      subject: s.optional(s.string({ maxLength: 512 })),
+      template: s.optional(s.string({ maxLength: 60_000 })),
+      design: s.optional(s.string({ maxLength: 60_000 })),
+    }),
+    output: MESSAGE,
+    doc: 'Changes an email template; it must still render.',
+    handler: async (ctx, input) => ({ message: (await adminOf(ctx).updateEmailTemplate(callCtx(ctx), input)).message }),
+  }),
+  defineOperation({
+    ...admin('delete_email_template', 'POST', '/v1/admin/delete_email_template', 'DeleteEmailTemplate'),
+    kind: 'mutation',
+    input: s.object('DeleteEmailTemplateRequest', { id: s.string({ minLength: 1 }) }),
+    output: MESSAGE,
+    doc: 'Deletes an email template; the event falls back to its built-in default.',
+    handler: async (ctx, input) => adminOf(ctx).deleteEmailTemplate(callCtx(ctx), input.id),
+  }),
+  defineOperation({
+    ...admin('email_templates', 'POST', '/v1/admin/email_templates', 'EmailTemplates'),
+    kind: 'query',
+    input: s.object('EmailTemplatesRequest', { pagination: s.optional(PAGINATION_INPUT) }),
+    output: s.object('EmailTemplates', { email_templates: s.list(EMAIL_TEMPLATE), pagination: PAGINATION }),
+    doc: 'Stored email templates, paginated.',
+    handler: async (ctx, input) => adminOf(ctx).emailTemplates(callCtx(ctx), input.pagination),
+  }),
+  defineOperation({
+    ...admin('audit_logs', 'POST', '/v1/admin/audit_logs', 'AuditLogs'),
+    kind: 'query',
+    input: s.object('AuditLogsRequest', {
+      pagination: s.optional(PAGINATION_INPUT),
+      actor_id: s.optional(s.string()),
+      action: s.optional(s.string()),
+      resource: s.optional(s.string({ doc: '`type` or `type:id`' })),
+      resource_type: s.optional(s.string()),
+      resource_id: s.optional(s.string()),
+      from_timestamp: s.optional(s.int({ doc: 'Unix seconds, inclusive' })),
+      to_timestamp: s.optional(s.int({ doc: 'Unix seconds, inclusive' })),
+    }),
+    output: s.object('AuditLogs', { audit_logs: s.list(AUDIT_LOG), pagination: PAGINATION }),
+    doc: 'Audit rows, newest first, filtered by actor id, action and resource. No operation edits or deletes them.',
+    handler: async (ctx, input) => adminOf(ctx).auditLogs(callCtx(ctx), input),
+  }),
+  defineOperation({
+    ...admin('fga_get_model', 'GET', '/v1/admin/fga/model', 'FgaGetModel', REST_GRPC),
+    kind: 'query',
+    input: EMPTY,
+    output: FGA_MODEL,
+    doc: 'The latest authorization model as DSL; an empty store gives an empty model.',
+    handler: async (ctx) => adminOf(ctx).fgaGetModel(callCtx(ctx)),
+  }),
+  defineOperation({
+    ...admin('fga_write_model', 'POST', '/v1/admin/fga/model', 'FgaWriteModel'),
+    kind: 'mutation',
+    input: s.object('FgaWriteModelRequest', { dsl: s.string({ minLength: 1, maxLength: 1_000_000 }) }),
+    output: FGA_MODEL,
+    doc: 'Installs a new model version from DSL; errors carry line and column.',
+    handler: async (ctx, input) => adminOf(ctx).fgaWriteModel(callCtx(ctx), input.dsl),
+  }),
+  defineOperation({
+    ...admin('fga_write_tuples', 'POST', '/v1/admin/fga/tuples', 'FgaWriteTuples'),
+    kind: 'mutation',
+    input: s.object('FgaWriteTuplesRequest', { tuples: s.list(FGA_TUPLE_INPUT, { minItems: 1, maxItems: 100 }) }),
+    output: MESSAGE,
+    doc: 'Writes up to 100 tuples, all or nothing.',
+    handler: async (ctx, input) => adminOf(ctx).fgaWriteTuples(callCtx(ctx), input.tuples),
+  }),
+  defineOperation({
+    ...admin('fga_delete_tuples', 'POST', '/v1/admin/fga/tuples/delete', 'FgaDeleteTuples'),
+    kind: 'mutation',
+    input: s.object('FgaDeleteTuplesRequest', { tuples: s.list(FGA_TUPLE_INPUT, { minItems: 1, maxItems: 100 }) }),
+    output: MESSAGE,
+    doc: 'Deletes up to 100 tuples, all or nothing.',
+    handler: async (ctx, input) => adminOf(ctx).fgaDeleteTuples(callCtx(ctx), input.tuples),
+  }),
+  defineOperation({
+    ...admin('fga_read_tuples', 'POST', '/v1/admin/fga/tuples/read', 'FgaReadTuples'),
+    kind: 'query',
+    input: s.object('FgaReadTuplesRequest', {
+      user: s.optional(s.string()),
+      relation: s.optional(s.string()),
+      object: s.optional(s.string()),
+      page_size: s.optional(s.int({ min: 1, max: 100 })),
+      continuation_token: s.optional(s.string()),
+    }),
+    output: s.object('FgaTuples', { tuples: s.list(FGA_TUPLE), continuation_token: s.string() }),
+    doc: 'Reads tuples by optional filters; page size 1 to 100 (default 100) with a continuation token.',
+    handler: async (ctx, input) => adminOf(ctx).fgaReadTuples(callCtx(ctx), input),
+  }),
+  defineOperation({
+    ...admin('fga_list_users', 'POST', '/v1/admin/fga/list_users', 'FgaListUsers'),
+    kind: 'query',
+    input: s.object('FgaListUsersRequest', {
+      object: s.string({ minLength: 1 }),
+      relation: s.string({ minLength: 1 }),
+      user_type: s.string({ minLength: 1 }),
+    }),
+    output: s.object('FgaListUsersResponse', { users: s.list(s.string()) }),
+    doc: 'Users of a type holding a relation on an object (admin-only: it reveals the access graph).',
+    handler: async (ctx, input) => adminOf(ctx).fgaListUsers(callCtx(ctx), input),
+  }),
+  defineOperation({
+    ...admin('fga_expand', 'POST', '/v1/admin/fga/expand', 'FgaExpand'),
+    kind: 'query',
+    input: s.object('FgaExpandRequest', { relation: s.string({ minLength: 1 }), object: s.string({ minLength: 1 }) }),
+    output: s.object('FgaExpandResponse', { tree: s.string({ doc: 'The userset tree as a JSON string' }) }),
+    doc: 'The userset tree of a relation on an object, as a JSON string.',
+    handler: async (ctx, input) => adminOf(ctx).fgaExpand(callCtx(ctx), input),
+  }),
+  defineOperation({
+    ...admin('fga_reset', 'POST', '/v1/admin/fga/reset', 'FgaReset', REST_GRPC),
+    kind: 'mutation',
+    input: EMPTY,
+    output: MESSAGE,
+    doc: 'Deletes every model version; refused while tuples exist (failed_precondition). Audited.',
+    handler: async (ctx) => adminOf(ctx).fgaReset(callCtx(ctx)),
+  }),
+];
+
+// ------------------------------------------------------------------ plug
+
+function asEngine(v: unknown): Engine | undefined {
+  const looks = (x: unknown): x is Engine =>
+    typeof x === 'object' && x !== null && ['readModel', 'writeModel', 'write', 'read', 'listUsers', 'expand', 'reset'].every((m) => typeof (x as Record<string, unknown>)[m] === 'function');
+  if (looks(v)) return v;
+  const inner = (v as { engine?: unknown } | undefined)?.engine;
+  return looks(inner) ? inner : undefined;
+}
+
+function asIdentity(v: unknown): IdentityPort | undefined {
+  const x = v as Partial<IdentityPort> | undefined;
+  return x && typeof x === 'object' && x.users && typeof x.endAllSessions === 'function' ? (x as IdentityPort) : undefined;
+}
+
+/**
+ * Builds the admin service into `services.admin` (after the engine and the
+ * identity service are plugged in), the mail queue when `--smtp-host` is set,
+ * and the admin authenticator: the header secret (rate limited per IP,
+ * ignored under `--disable-admin-header-auth`) and the `service-admin`
+ * session cookie. Starts the webhook delivery worker; registers its stop.
+ */
+export async function plugAdmin(services: Services): Promise<AdminService> {
+  const c = services.config;
+  let mail: MailQueue | undefined;
+  if (c.smtpHost) {
+    const mailer = createSmtpMailer({
+      host: c.smtpHost,
+      port: c.smtpPort,
+      username: c.smtpUsername,
+      password: c.smtpPassword,
+      senderEmail: c.smtpSenderEmail ?? '',
+      senderName: c.smtpSenderName,
+      localName: c.smtpLocalName,
+      skipTlsVerification: c.skipTlsVerification,
+    });
+    mail = new MailQueue({
+      mailer,
+      onError: (err, info) => services.logger.warn('mail not sent', { mail_id: info.id, attempt: info.attempt, final: info.final, err }),
+    });
+    services.closers.push(async () => {
+      await mail?.close();
+      mailer.close();
+    });
+  }
+  const service = await AdminService.create({
+    sequelize: services.sequelize,
+    adminSecret: c.adminSecret ?? '',
+    signingSecret: c.clientSecret ?? '',
+    allowPrivateWebhooks: c.webhookAllowPrivateNetworks,
+    identity: asIdentity(services.auth),
+    engine: asEngine(services.engine),
+    mail,
+    allowedRoles: c.roles,
+    defaultRoles: c.defaultRoles,
+    allowedOrigins: c.allowedOrigins,
+    organization: { name: c.organizationName ?? 'Latchkey', logo: c.organizationLogo ?? '' },
+    clock: () => services.clock.now().getTime(),
+    webhooks: { onError: (err) => services.logger.error('webhook worker error', { err }) },
+  });
+  services.admin = service;
+  const authenticator: Authenticator = async (credentials, info) => {
+    const via = await service.sessions.authenticate(credentials, info.clientIp, c.disableAdminHeaderAuth);
+    if (via === 'header') return { kind: 'super_admin', via: 'admin_secret_header' };
+    if (via === 'cookie') return { kind: 'super_admin', via: 'admin_cookie' };
+    return undefined;
+  };
+  // First in the chain: the header check here is the rate-limited one.
+  services.authenticators.unshift(authenticator);
+  service.start();
+  services.closers.push(() => service.close());
+  return service;
+}
