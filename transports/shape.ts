@@ -104,8 +104,9 @@ export type Infer<S> = S extends StringShape
 
 /**
  * The type a handler may return for shape `S`: like {@link Infer}, but optional
- * fields may also be `null`, and extra fields are allowed (they are dropped by
- * the encoder, so a handler can never leak a field the shape does not declare).
+ * fields may also be `null`, extra fields are allowed (they are dropped by
+ * the encoder, so a handler can never leak a field the shape does not declare),
+ * and `json` fields take any JSON-serialisable value.
  */
 export type Output<S> = S extends ObjectShape<infer F>
   ? { [K in RequiredKeys<F>]: Output<F[K]> } & {
@@ -113,7 +114,9 @@ export type Output<S> = S extends ObjectShape<infer F>
     }
   : S extends ListShape<infer I>
     ? readonly Output<I>[]
-    : Infer<S>;
+    : S extends JsonShape
+      ? unknown
+      : Infer<S>;
 
 /** The shape builder. */
 export const s = {

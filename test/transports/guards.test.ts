@@ -1,0 +1,158 @@
+/**
+ * HTTP guards and configuration-dependent behaviour, each on its own server:
+ * rate limiting, CORS/CSRF with an allow-list, trusted proxies, admin header
+ * auth disabled, introspection off, gRPC (and so REST) disabled.
+ */
+import test from 'ava';
+import { EMPTY, MESSAGE, defineOperation, s, type AnyOperation } from '../../transports/index.ts';
+import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer } from '../helpers/server.ts';
+
+const WHO: AnyOperation[] = [
+  defineOperation({
+    name: 'test_who',
+    kind: 'query',
+    auth: 'public',
+    admin: false,
+    input: EMPTY,
+    output: s.object('Who', { client_ip: s.string(), principal: s.string() }),
+    rest: { method: 'GET', path: '/v1/test/who' },
+    grpc: { method: 'TestWho' },
+    protocols: ['graphql', 'rest', 'grpc'],
+    doc: 'Test: who is calling.',
+    handler: async (ctx) => ({ client_ip: ctx.clientIp, principal: ctx.principal.kind }),
+  }),
+  defineOperation({
+    name: 'test_admin_ping',
+    kind: 'query',
+    auth: 'super_admin',
+    admin: true,
+    input: EMPTY,
+    output: MESSAGE,
+    rest: { method: 'GET', path: '/v1/admin/test_ping' },
+    grpc: { method: 'TestAdminPing' },
+    protocols: ['graphql', 'rest', 'grpc'],
+    doc: 'Test: super-admin ping.',
+    handler: async () => ({ message: 'pong' }),
+  }),
+];
+
+test('rate limit: over the allowance gives 429 resource_exhausted with Retry-After; probes are exempt', async (t) => {
+  const server = await startTestServer({ 'rate-limit-rps': 2, 'rate-limit-burst': 1 });
+  try {
+    const statuses: number[] = [];
+    let limited: Response | undefined;
+    for (let i = 0; i < 6; i++) {
+      const res = await fetch(`${server.httpUrl}/v1/meta`);
+      statuses.push(res.status);
+      if (res.status === 429) limited = res;
+      else await res.arrayBuffer();
+    }
+    t.true(statuses.slice(0, 2).every((st) => st === 200), statuses.join(','));
+    t.truthy(limited, statuses.join(','));
+    t.regex(limited?.headers.get('retry-after') ?? '', /^\d+$/);
+    t.like(await limited?.json(), { code: 'resource_exhausted' });
+    for (let i = 0; i < 5; i++) {
+      t.is((await fetch(`${server.httpUrl}/healthz`)).status, 200);
+      t.is((await fetch(`${server.httpUrl}/readyz`)).status, 200);
+    }
+    const grpc = await server.call('meta', {}, { protocol: 'grpc' });
+    t.is(grpc.error?.code, 'resource_exhausted', 'gRPC shares the per-IP limit');
+  } finally {
+    await server.close();
+  }
+});
+
+test('an allow-list: CORS echoes allowed origins with credentials; CSRF accepts only listed origins', async (t) => {
+  const server = await startTestServer({ 'allowed-origins': 'https://app.example,https://*.corp.example' }, { extraOperations: WHO });
+  try {
+    const ok = await fetch(`${server.httpUrl}/v1/meta`, { headers: { origin: 'https://app.example' } });
+    t.is(ok.headers.get('access-control-allow-origin'), 'https://app.example');
+    t.is(ok.headers.get('access-control-allow-credentials'), 'true');
+    const wild = await fetch(`${server.httpUrl}/v1/meta`, { headers: { origin: 'https://x.corp.example' } });
+    t.is(wild.headers.get('access-control-allow-origin'), 'https://x.corp.example');
+    const no = await fetch(`${server.httpUrl}/v1/meta`, { headers: { origin: 'https://evil.example' } });
+    t.is(no.headers.get('access-control-allow-origin'), null);
+
+    const post = (origin: string): Promise<Response> =>
+      fetch(`${server.httpUrl}/graphql`, { method: 'POST', headers: { origin, 'content-type': 'application/json' }, body: '{"query":"{ meta { version } }"}' });
+    t.is((await post('https://app.example')).status, 200);
+    const refused = await post('https://evil.example');
+    t.is(refused.status, 403);
+    t.like(await refused.json(), { code: 'permission_denied' });
+    t.is((await post(server.httpUrl)).status, 403, 'with an allow-list even the server origin must be listed');
+  } finally {
+    await server.close();
+  }
+});
+
+test('trusted proxies: X-Forwarded-For is honoured only from a listed peer', async (t) => {
+  const trusted = await startTestServer({ 'trusted-proxies': '127.0.0.0/8' }, { extraOperations: WHO });
+  try {
+    const r = await trusted.call('test_who', {}, { protocol: 'rest', headers: { 'x-forwarded-for': '198.51.100.7, 203.0.113.9' } });
+    t.is(r.body?.client_ip, '203.0.113.9');
+    const g = await trusted.call('test_who', {}, { protocol: 'grpc', headers: { 'x-forwarded-for': '203.0.113.10' } });
+    t.is(g.body?.client_ip, '203.0.113.10');
+  } finally {
+    await trusted.close();
+  }
+  const other = await startTestServer({ 'trusted-proxies': '10.0.0.0/8' }, { extraOperations: WHO });
+  try {
+    const r = await other.call('test_who', {}, { protocol: 'rest', headers: { 'x-forwarded-for': '203.0.113.9' } });
+    t.is(r.body?.client_ip, '127.0.0.1');
+  } finally {
+    await other.close();
+  }
+});
+
+test('--disable-admin-header-auth: the admin secret header is no longer accepted', async (t) => {
+  const server = await startTestServer({ 'disable-admin-header-auth': true }, { extraOperations: WHO });
+  try {
+    for (const protocol of PROTOCOLS) {
+      const r = await server.call('test_admin_ping', {}, { protocol, headers: { 'x-service-admin-secret': TEST_ADMIN_SECRET } });
+      t.is(r.error?.code, 'unauthenticated', protocol);
+    }
+  } finally {
+    await server.close();
+  }
+});
+
+test('--enable-graphql-introspection=false refuses introspection', async (t) => {
+  const server = await startTestServer({ 'enable-graphql-introspection': false });
+  try {
+    const res = await fetch(`${server.httpUrl}/graphql`, {
+      method: 'POST',
+      headers: { origin: server.httpUrl, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ __schema { queryType { name } } }' }),
+    });
+    const json = (await res.json()) as { data?: unknown; errors?: unknown[] };
+    t.is(json.data, undefined);
+    t.truthy(json.errors?.length);
+    const meta = await server.call('meta', {}, { protocol: 'graphql' });
+    t.is(meta.error, undefined);
+  } finally {
+    await server.close();
+  }
+});
+
+test('--enable-grpc=false: no gRPC listener and REST is not mounted; GraphQL still serves', async (t) => {
+  const server = await startTestServer({ 'enable-grpc': false });
+  try {
+    t.is(server.grpcAddress, '');
+    const res = await fetch(`${server.httpUrl}/v1/meta`);
+    t.is(res.status, 404);
+    const meta = await server.call('meta', {}, { protocol: 'graphql' });
+    t.truthy(meta.body?.version);
+  } finally {
+    await server.close();
+  }
+});
+
+test('/readyz fails while the server drains', async (t) => {
+  const server = await startTestServer();
+  const closing = server.close();
+  // After close() starts the listener stops accepting; the probe either fails to connect or reports not ready.
+  const res = await fetch(`${server.httpUrl}/readyz`).catch(() => undefined);
+  if (res) t.not(res.status, 200);
+  else t.pass();
+  await closing;
+});
