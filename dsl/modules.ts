@@ -171,18 +171,18 @@ function validateCombined(
   fileOfObject: WeakMap<object, string>,
 ): DslDiagnostic[] {
   const merged: SourceIndex = {
-    node: new WeakMap(),
-    tupleset: new WeakMap(),
-    restrictionType: new WeakMap(),
-    restrictionCondition: new WeakMap(),
-    typeName: new WeakMap(),
-    relationName: new WeakMap(),
+    node: new Map(),
+    tupleset: new Map(),
+    restrictionType: new Map(),
+    restrictionCondition: new Map(),
+    typeName: new Map(),
+    relationName: new Map(),
     conditionName: new Map(),
     schema: undefined,
   };
-  // WeakMaps cannot be merged, so look spans up across all files' indexes.
+  // Look spans up across all files' indexes.
   const all = [...sources.values(), ...extensions.map((e) => e.source)];
-  const lookup = <K extends object, V>(pick: (s: SourceIndex) => WeakMap<K, V>) => ({
+  const lookup = <K extends object, V>(pick: (s: SourceIndex) => Map<K, V>) => ({
     get: (k: K): V | undefined => {
       for (const s of all) {
         const v = pick(s).get(k);

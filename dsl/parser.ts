@@ -18,26 +18,42 @@
 import { CstParser, EOF, type CstNode, type IToken, type TokenType } from 'chevrotain';
 import * as T from './tokens.ts';
 
-const NAME_TOKENS: TokenType[] = [T.Identifier, T.Model, T.Schema, T.Type, T.Relation, T.Module, T.Extend];
-const NAME_OR_EXTENDED: TokenType[] = [...NAME_TOKENS, T.ExtendedIdentifier];
 
 class DslParser extends CstParser {
-  constructor() {
-    super(T.allTokens, { maxLookahead: 3, recoveryEnabled: false, skipValidations: true });
+  constructor(validate: boolean) {
+    super(T.allTokens, { maxLookahead: 3, recoveryEnabled: false, skipValidations: !validate });
     this.performSelfAnalysis();
   }
 
-  #isWsThen(types: TokenType[]): boolean {
-    return this.LA(1).tokenType === T.Whitespace && types.includes(this.LA(2).tokenType);
+  // Chevrotain computes an OPTION's or MANY's lookahead from inside the rule
+  // only, so where the decision depends on what follows the rule (a line
+  // break starts the next declaration, a space may precede `)`), a two-token
+  // gate decides. The gates are created once, not per call.
+  #nlThen(a: TokenType, b?: TokenType): () => boolean {
+    return () => {
+      if (this.LA(1).tokenType !== T.Newline) return false;
+      const n = this.LA(2).tokenType;
+      return n === a || n === b;
+    };
   }
 
-  #isNewlineThen(types: TokenType[]): boolean {
-    return this.LA(1).tokenType === T.Newline && types.includes(this.LA(2).tokenType);
+  #wsThen(a: TokenType, b?: TokenType, c?: TokenType): () => boolean {
+    return () => {
+      if (this.LA(1).tokenType !== T.Whitespace) return false;
+      const n = this.LA(2).tokenType;
+      return n === a || n === b || n === c;
+    };
   }
 
-  #atName(): boolean {
-    return NAME_OR_EXTENDED.includes(this.LA(1).tokenType);
-  }
+  #atTypeDef = this.#nlThen(T.Type, T.Extend);
+  #atCondition = this.#nlThen(T.Condition);
+  #atRelations = this.#nlThen(T.Relations);
+  #atDefine = this.#nlThen(T.Define);
+  #atOperator = this.#wsThen(T.Or, T.And, T.ButNot);
+  #atOr = this.#wsThen(T.Or);
+  #atAnd = this.#wsThen(T.And);
+  #atFrom = this.#wsThen(T.From);
+  #atWith = this.#wsThen(T.With);
 
   main = this.RULE('main', () => {
     this.OPTION(() => this.CONSUME(T.Whitespace));
@@ -46,14 +62,8 @@ class DslParser extends CstParser {
       { ALT: () => this.SUBRULE(this.modelHeader) },
       { ALT: () => this.SUBRULE(this.moduleHeader) },
     ]);
-    this.MANY({
-      GATE: () => this.#isNewlineThen([T.Type, T.Extend]),
-      DEF: () => this.SUBRULE(this.typeDef),
-    });
-    this.MANY1({
-      GATE: () => this.#isNewlineThen([T.Condition]),
-      DEF: () => this.SUBRULE(this.condition),
-    });
+    this.MANY({ GATE: this.#atTypeDef, DEF: () => this.SUBRULE(this.typeDef) });
+    this.MANY1({ GATE: this.#atCondition, DEF: () => this.SUBRULE(this.condition) });
     this.OPTION2(() => this.CONSUME1(T.Newline));
     this.CONSUME(EOF);
   });
@@ -70,7 +80,7 @@ class DslParser extends CstParser {
   moduleHeader = this.RULE('moduleHeader', () => {
     this.CONSUME(T.Module);
     this.CONSUME(T.Whitespace);
-    this.SUBRULE(this.identifier);
+    this.CONSUME(T.Ident);
     this.OPTION(() => this.CONSUME1(T.Whitespace));
   });
 
@@ -82,16 +92,13 @@ class DslParser extends CstParser {
     });
     this.CONSUME(T.Type);
     this.CONSUME1(T.Whitespace);
-    this.SUBRULE(this.name);
+    this.CONSUME(T.Name);
     this.OPTION1({
-      GATE: () => this.#isNewlineThen([T.Relations]),
+      GATE: this.#atRelations,
       DEF: () => {
         this.CONSUME1(T.Newline);
         this.CONSUME(T.Relations);
-        this.AT_LEAST_ONE({
-          GATE: () => this.#isNewlineThen([T.Define]),
-          DEF: () => this.SUBRULE(this.relationDeclaration),
-        });
+        this.AT_LEAST_ONE({ GATE: this.#atDefine, DEF: () => this.SUBRULE(this.relationDeclaration) });
       },
     });
   });
@@ -100,7 +107,7 @@ class DslParser extends CstParser {
     this.CONSUME(T.Newline);
     this.CONSUME(T.Define);
     this.CONSUME(T.Whitespace);
-    this.SUBRULE(this.name);
+    this.CONSUME(T.Name);
     this.OPTION(() => this.CONSUME1(T.Whitespace));
     this.CONSUME(T.Colon);
     this.OPTION1(() => this.CONSUME2(T.Whitespace));
@@ -112,31 +119,24 @@ class DslParser extends CstParser {
     this.OR([
       { ALT: () => this.SUBRULE(this.directAssignment) },
       { ALT: () => this.SUBRULE(this.groupFirst) },
-      { GATE: () => this.#atName(), ALT: () => this.SUBRULE(this.rewrite) },
+      { ALT: () => this.SUBRULE(this.rewrite) },
     ]);
-    this.OPTION({
-      GATE: () => this.#isWsThen([T.Or, T.And, T.ButNot]),
-      DEF: () => this.SUBRULE(this.partials),
-    });
+    this.OPTION({ GATE: this.#atOperator, DEF: () => this.SUBRULE(this.partials) });
   });
 
   /** A definition with no direct restriction anywhere. */
   relationDefNoDirect = this.RULE('relationDefNoDirect', () => {
     this.SUBRULE(this.operand);
-    this.OPTION({
-      GATE: () => this.#isWsThen([T.Or, T.And, T.ButNot]),
-      DEF: () => this.SUBRULE(this.partials),
-    });
+    this.OPTION({ GATE: this.#atOperator, DEF: () => this.SUBRULE(this.partials) });
   });
 
   /** The operator tail: all `or`, all `and`, or one `but not`. */
   partials = this.RULE('partials', () => {
     this.OR([
       {
-        GATE: () => this.#isWsThen([T.Or]),
         ALT: () =>
           this.AT_LEAST_ONE({
-            GATE: () => this.#isWsThen([T.Or]),
+            GATE: this.#atOr,
             DEF: () => {
               this.CONSUME(T.Whitespace);
               this.CONSUME(T.Or);
@@ -146,10 +146,9 @@ class DslParser extends CstParser {
           }),
       },
       {
-        GATE: () => this.#isWsThen([T.And]),
         ALT: () =>
           this.AT_LEAST_ONE1({
-            GATE: () => this.#isWsThen([T.And]),
+            GATE: this.#atAnd,
             DEF: () => {
               this.CONSUME2(T.Whitespace);
               this.CONSUME(T.And);
@@ -170,10 +169,7 @@ class DslParser extends CstParser {
   });
 
   operand = this.RULE('operand', () => {
-    this.OR([
-      { ALT: () => this.SUBRULE(this.groupNoDirect) },
-      { GATE: () => this.#atName(), ALT: () => this.SUBRULE(this.rewrite) },
-    ]);
+    this.OR([{ ALT: () => this.SUBRULE(this.groupNoDirect) }, { ALT: () => this.SUBRULE(this.rewrite) }]);
   });
 
   groupFirst = this.RULE('groupFirst', () => {
@@ -194,14 +190,14 @@ class DslParser extends CstParser {
 
   /** `name` or `name from tupleset`. */
   rewrite = this.RULE('rewrite', () => {
-    this.SUBRULE(this.name);
+    this.CONSUME(T.Name);
     this.OPTION({
-      GATE: () => this.#isWsThen([T.From]),
+      GATE: this.#atFrom,
       DEF: () => {
         this.CONSUME(T.Whitespace);
         this.CONSUME(T.From);
         this.CONSUME1(T.Whitespace);
-        this.SUBRULE1(this.name);
+        this.CONSUME1(T.Name);
       },
     });
   });
@@ -222,7 +218,7 @@ class DslParser extends CstParser {
 
   typeRestriction = this.RULE('typeRestriction', () => {
     this.OPTION(() => this.CONSUME(T.Newline));
-    this.SUBRULE(this.name);
+    this.CONSUME(T.Name);
     this.OPTION1(() =>
       this.OR([
         {
@@ -234,13 +230,13 @@ class DslParser extends CstParser {
         {
           ALT: () => {
             this.CONSUME(T.Hash);
-            this.SUBRULE1(this.name);
+            this.CONSUME1(T.Name);
           },
         },
       ]),
     );
     this.OPTION2({
-      GATE: () => this.#isWsThen([T.With]),
+      GATE: this.#atWith,
       DEF: () => {
         this.CONSUME(T.Whitespace);
         this.CONSUME(T.With);
@@ -291,19 +287,20 @@ class DslParser extends CstParser {
       },
     ]);
   });
-
-  identifier = this.RULE('identifier', () => {
-    this.OR(NAME_TOKENS.map((t) => ({ ALT: () => this.CONSUME(t) })));
-  });
-
-  /** OpenFGA's `extended_identifier`: a name, possibly with `.`, `/` or `-` groups. */
-  name = this.RULE('name', () => {
-    this.OR(NAME_OR_EXTENDED.map((t) => ({ ALT: () => this.CONSUME(t) })));
-  });
 }
 
 /** The parser, built once and reused (chevrotain parsers are reusable). */
-export const dslParser = new DslParser();
+export const dslParser = new DslParser(false);
+
+/** Builds a parser with chevrotain's grammar validations on (used by tests to check the grammar). */
+export function grammarProblems(): string[] {
+  try {
+    new DslParser(true);
+    return [];
+  } catch (e) {
+    return [String(e)];
+  }
+}
 
 /** Parses a token vector into a CST; syntax errors are left in `dslParser.errors`. */
 export function parseTokens(tokens: IToken[]): CstNode {

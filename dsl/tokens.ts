@@ -22,19 +22,15 @@
  */
 import { createToken, Lexer, type TokenType } from 'chevrotain';
 
-const IDENT_RE = /[a-zA-Z_][a-zA-Z0-9_-]*/y;
-const EXT_RE = /[a-zA-Z_](?:[/.-]?[a-zA-Z0-9_]+)*/y;
 const LETTERS = [...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_'];
 const DIGITS = [...'0123456789'];
 
-function stickyLength(re: RegExp, text: string, offset: number): number {
-  re.lastIndex = offset;
-  const m = re.exec(text);
-  return m === null ? 0 : m[0].length;
-}
-
 /** Tokens that may appear inside a condition's CEL body (everything but `}`). */
 export const ExprToken = createToken({ name: 'ExprToken', pattern: Lexer.NA });
+/** OpenFGA's `identifier`: a plain identifier or one of the keywords allowed as a name (module names). */
+export const Ident = createToken({ name: 'Ident', pattern: Lexer.NA });
+/** OpenFGA's `extended_identifier`: `Ident` or an extended identifier (type, relation and restriction names). */
+export const Name = createToken({ name: 'Name', pattern: Lexer.NA });
 
 function tok(name: string, pattern: RegExp | string, extra: Record<string, unknown> = {}): TokenType {
   return createToken({ name, pattern, categories: [ExprToken], ...extra } as Parameters<typeof createToken>[0]);
@@ -68,17 +64,17 @@ export const NumFloat = tok('NUM_FLOAT', /\d+\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?
 export const NumUint = tok('NUM_UINT', /0x[0-9a-fA-F]+[uU]|\d+[uU]/, { start_chars_hint: DIGITS });
 export const NumInt = tok('NUM_INT', /0x[0-9a-fA-F]+|\d+/, { start_chars_hint: DIGITS });
 
-export const Identifier = tok('IDENTIFIER', /[a-zA-Z_][a-zA-Z0-9_-]*/);
+export const Identifier = tok('IDENTIFIER', /[a-zA-Z_][a-zA-Z0-9_-]*/, { categories: [ExprToken, Ident, Name] });
+/**
+ * OpenFGA's EXTENDED_IDENTIFIER (`[a-zA-Z_]` then groups of an optional `/`,
+ * `.` or `-` and `[a-zA-Z0-9_]+`). It only wins over IDENTIFIER (which also
+ * allows `-`) when it is longer, that is when it contains a `.` or `/`; the
+ * pattern therefore requires one, and keeps the longest extension after it.
+ */
 export const ExtendedIdentifier = tok(
   'EXTENDED_IDENTIFIER',
-  {
-    exec(text: string, offset: number): RegExpExecArray | null {
-      const ext = stickyLength(EXT_RE, text, offset);
-      if (ext === 0 || ext <= stickyLength(IDENT_RE, text, offset)) return null;
-      return [text.slice(offset, offset + ext)] as unknown as RegExpExecArray;
-    },
-  } as unknown as RegExp,
-  { line_breaks: false, start_chars_hint: LETTERS },
+  /[a-zA-Z_](?:-?[a-zA-Z0-9_])*[./][a-zA-Z0-9_](?:[./-]?[a-zA-Z0-9_])*/,
+  { categories: [ExprToken, Name], start_chars_hint: LETTERS },
 );
 
 function keyword(name: string, word: string, extra: Record<string, unknown> = {}): TokenType {
@@ -89,14 +85,14 @@ export const ButNot = keyword('BUT_NOT', 'but not');
 export const And = keyword('AND', 'and');
 export const Or = keyword('OR', 'or');
 export const From = keyword('FROM', 'from');
-export const Module = keyword('MODULE', 'module');
-export const Model = keyword('MODEL', 'model');
-export const Schema = keyword('SCHEMA', 'schema');
-export const Extend = keyword('EXTEND', 'extend');
-export const Type = keyword('TYPE', 'type');
+export const Module = keyword('MODULE', 'module', { categories: [ExprToken, Ident, Name] });
+export const Model = keyword('MODEL', 'model', { categories: [ExprToken, Ident, Name] });
+export const Schema = keyword('SCHEMA', 'schema', { categories: [ExprToken, Ident, Name] });
+export const Extend = keyword('EXTEND', 'extend', { categories: [ExprToken, Ident, Name] });
+export const Type = keyword('TYPE', 'type', { categories: [ExprToken, Ident, Name] });
 export const Condition = keyword('CONDITION', 'condition', { push_mode: 'condition' });
 export const Relations = keyword('RELATIONS', 'relations');
-export const Relation = keyword('RELATION', 'relation');
+export const Relation = keyword('RELATION', 'relation', { categories: [ExprToken, Ident, Name] });
 export const Define = keyword('DEFINE', 'define');
 export const With = keyword('KEYWORD_WITH', 'with');
 export const In = keyword('IN', 'in');
@@ -214,16 +210,16 @@ const conditionMode: TokenType[] = [
 ];
 
 /** Every token type, for the parser. */
-export const allTokens: TokenType[] = [ExprToken, ...defaultMode, ConditionParamsEnd, ConditionParamContainer, ConditionParamType];
+export const allTokens: TokenType[] = [ExprToken, Ident, Name, ...defaultMode, ConditionParamsEnd, ConditionParamContainer, ConditionParamType];
 
 /** The lexer, built once. Only `\n` starts a new line, as in OpenFGA's positions. */
 export const dslLexer = new Lexer(
   { modes: { default: defaultMode, condition: conditionMode }, defaultMode: 'default' },
   {
-    positionTracking: 'full',
+    positionTracking: 'onlyStart',
     lineTerminatorsPattern: /\n/g,
     lineTerminatorCharacters: ['\n'],
-    ensureOptimizations: false,
+    ensureOptimizations: true,
     skipValidations: true,
   },
 );

@@ -20,20 +20,24 @@ import type {
 } from '../engine/model.ts';
 import { diagnostic, joinSpans, type DslDiagnostic, type SourceSpan } from './diagnostics.ts';
 
-/** Where the parts of a parsed model came from. Keys are the model's own objects. */
+/**
+ * Where the parts of a parsed model came from. Keys are the model's own
+ * objects (Maps rather than WeakMaps: they live no longer than the parse, and
+ * Map lookups are several times cheaper).
+ */
 export type SourceIndex = {
   /** Leaf rewrites (computed userset, tuple-to-userset) and type restrictions (the `type#rel` part). */
-  node: WeakMap<object, SourceSpan>;
+  node: Map<object, SourceSpan>;
   /** The tupleset name of a tuple-to-userset rewrite. */
-  tupleset: WeakMap<object, SourceSpan>;
+  tupleset: Map<object, SourceSpan>;
   /** The type name of a type restriction. */
-  restrictionType: WeakMap<RelationReference, SourceSpan>;
+  restrictionType: Map<RelationReference, SourceSpan>;
   /** The condition name of a type restriction. */
-  restrictionCondition: WeakMap<RelationReference, SourceSpan>;
+  restrictionCondition: Map<RelationReference, SourceSpan>;
   /** The type name of a type definition. */
-  typeName: WeakMap<TypeDefinition, SourceSpan>;
+  typeName: Map<TypeDefinition, SourceSpan>;
   /** Relation name spans per type definition. */
-  relationName: WeakMap<TypeDefinition, Map<string, SourceSpan>>;
+  relationName: Map<TypeDefinition, Map<string, SourceSpan>>;
   /** Condition name spans. */
   conditionName: Map<string, SourceSpan>;
   /** The schema version token. */
@@ -70,18 +74,6 @@ function tok(node: CstNode, key: string, i = 0): IToken | undefined {
   return kids(node)[key]?.[i] as IToken | undefined;
 }
 
-/** The single token under a `name`/`identifier` node. */
-function nameToken(node: CstNode): IToken {
-  for (const list of Object.values(kids(node))) {
-    const first = list?.[0];
-    if (first === undefined) continue;
-    if ('image' in first) return first;
-    return nameToken(first);
-  }
-  /* c8 ignore next */
-  throw new TypeError('empty name node');
-}
-
 /** 0-based span of a token. */
 export function spanOf(t: IToken): SourceSpan {
   return { line: (t.startLine ?? 1) - 1, column: (t.startColumn ?? 1) - 1, length: t.image.length };
@@ -90,12 +82,12 @@ export function spanOf(t: IToken): SourceSpan {
 /** Builds the model of one parsed file. */
 export function visitFile(cst: CstNode): VisitedFile {
   const source: SourceIndex = {
-    node: new WeakMap(),
-    tupleset: new WeakMap(),
-    restrictionType: new WeakMap(),
-    restrictionCondition: new WeakMap(),
-    typeName: new WeakMap(),
-    relationName: new WeakMap(),
+    node: new Map(),
+    tupleset: new Map(),
+    restrictionType: new Map(),
+    restrictionCondition: new Map(),
+    typeName: new Map(),
+    relationName: new Map(),
     conditionName: new Map(),
     schema: undefined,
   };
@@ -113,10 +105,10 @@ export function visitFile(cst: CstNode): VisitedFile {
       source.schema = spanOf(v);
     }
   } else if (moduleHeader) {
-    const id = sub(moduleHeader, 'identifier');
+    const id = tok(moduleHeader, 'Ident');
     if (id) {
       isModule = true;
-      moduleName = nameToken(id).image;
+      moduleName = id.image;
     }
   }
 
@@ -124,9 +116,8 @@ export function visitFile(cst: CstNode): VisitedFile {
   const extendedNames = new Set<string>();
   const typeDefs: TypeDefinition[] = [];
   for (const td of subs(cst, 'typeDef')) {
-    const nameNode = sub(td, 'name');
-    if (!nameNode) continue;
-    const nameTok = nameToken(nameNode);
+    const nameTok = tok(td, 'Name');
+    if (!nameTok) continue;
     const isExtend = tok(td, 'EXTEND') !== undefined;
     if (isExtend && !isModule) {
       errors.push(diagnostic('syntax', 'extend can only be used in a modular model', spanOf(nameTok)));
@@ -139,10 +130,9 @@ export function visitFile(cst: CstNode): VisitedFile {
     source.relationName.set(typeDef, relationNames);
 
     for (const rd of subs(td, 'relationDeclaration')) {
-      const relNameNode = sub(rd, 'name');
+      const relTok = tok(rd, 'Name');
       const defNode = sub(rd, 'relationDef');
-      if (!relNameNode || !defNode) continue;
-      const relTok = nameToken(relNameNode);
+      if (!relTok || !defNode) continue;
       const direct: RelationReference[] = [];
       const rewrite = buildRelationDef(defNode, direct, source);
       if (Object.hasOwn(relations, relTok.image)) {
@@ -257,15 +247,13 @@ function applyPartials(first: Userset, partials: CstNode, source: SourceIndex): 
 }
 
 function buildRewrite(node: CstNode, source: SourceIndex): Userset {
-  const names = subs(node, 'name');
-  const target = nameToken(names[0] as CstNode);
-  const tuplesetNode = names[1];
-  if (tuplesetNode === undefined) {
+  const target = tok(node, 'Name') as IToken;
+  const ts = tok(node, 'Name', 1);
+  if (ts === undefined) {
     const u: Userset = { computedUserset: { relation: target.image } };
     source.node.set(u, spanOf(target));
     return u;
   }
-  const ts = nameToken(tuplesetNode);
   const u: Userset = {
     tupleToUserset: { computedUserset: { relation: target.image }, tupleset: { relation: ts.image } },
   };
@@ -275,15 +263,13 @@ function buildRewrite(node: CstNode, source: SourceIndex): Userset {
 }
 
 function buildRestriction(node: CstNode, source: SourceIndex): RelationReference {
-  const names = subs(node, 'name');
-  const typeTok = nameToken(names[0] as CstNode);
+  const typeTok = tok(node, 'Name') as IToken;
   const ref: RelationReference = { type: typeTok.image };
   let end = spanOf(typeTok);
   const cond = tok(node, 'IDENTIFIER');
   if (cond) ref.condition = cond.image;
-  const relNode = names[1];
-  if (relNode) {
-    const relTok = nameToken(relNode);
+  const relTok = tok(node, 'Name', 1);
+  if (relTok) {
     ref.relation = relTok.image;
     end = spanOf(relTok);
   }
