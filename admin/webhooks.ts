@@ -383,7 +383,21 @@ export class WebhookService {
     this.#stopped = true;
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = undefined;
-    while (this.#running) await this.#running.catch(() => 0);
+    await this.#idle();
+  }
+
+  /**
+   * Sends everything due now and waits until the background pass in flight
+   * (if any) has finished too (graceful shutdown, tests).
+   */
+  async flush(): Promise<void> {
+    await this.#idle();
+    await this.runOnce();
+    await this.#idle();
+  }
+
+  async #idle(): Promise<void> {
+    for (let p = this.#running; p; p = this.#running) await p.catch(() => 0);
   }
 
   #kick(): void {
