@@ -20,7 +20,9 @@ import {
   WEBHOOK_EVENTS,
   type AdminCallContext,
   type IdentityPort,
+  type WebhookEvent,
 } from '../../admin/index.ts';
+import type { UserRecord } from '../../auth/index.ts';
 // TODO(auth/index.ts exports the mailer): then import these from '../../auth/index.ts'.
 import { createSmtpMailer } from '../../auth/mailer.ts';
 import { MailQueue } from '../../auth/mail_queue.ts';
@@ -172,6 +174,39 @@ export function adminOf(ctx: RequestContext): AdminService {
     throw new LatchkeyError('unavailable', 'the admin service is not available', { reason: 'admin_unavailable' });
   }
   return admin;
+}
+
+/**
+ * For the identity rows: audits a security-relevant user event (`action`,
+ * e.g. `user.signup`, `user.login_success`, `user.login_failed`,
+ * `user.logout`, `user.password_reset`, `user.deactivated`) with the
+ * request's IP and user agent, and queues the webhook `webhook` for `user`
+ * when given. Never throws and never delays the response beyond the two
+ * inserts; a failure is logged.
+ */
+export async function recordUserEvent(
+  ctx: RequestContext,
+  action: string,
+  options: { user?: UserRecord | undefined; actorId?: string | undefined; webhook?: WebhookEvent | undefined; metadata?: Record<string, unknown> | undefined } = {},
+): Promise<void> {
+  const admin = ctx.services.admin;
+  if (!(admin instanceof AdminService)) return;
+  const actorId = options.actorId ?? options.user?.id ?? (ctx.principal.kind === 'user' ? ctx.principal.userId : '');
+  await admin.userEvent(
+    {
+      actor_type: actorId ? 'user' : 'anonymous',
+      actor_id: actorId,
+      actor_email: options.user?.email ?? undefined,
+      action,
+      resource_type: 'user',
+      resource_id: options.user?.id ?? actorId,
+      ip_address: ctx.clientIp,
+      user_agent: ctx.userAgent,
+      metadata: { ...options.metadata, protocol: ctx.protocol },
+    },
+    options.webhook && options.user ? { event: options.webhook, user: options.user } : undefined,
+    (err) => ctx.logger.error('user event not recorded', { action, err }),
+  );
 }
 
 function callCtx(ctx: RequestContext): AdminCallContext {
