@@ -13,7 +13,7 @@ import { LatchkeyError } from '../engine/errors.ts';
 import { diagnostic, type DslDiagnostic, type SourceSpan } from './diagnostics.ts';
 import { parseSyntax } from './syntax.ts';
 import { validateModel } from './validator.ts';
-import type { SourceIndex } from './visitor.ts';
+import { emptySourceIndex, tokenSpan, type SourceIndex } from './visitor.ts';
 
 /** One module file: its name as listed in `fga.mod` and its text. */
 export type ModuleFile = { name: string; contents: string };
@@ -119,7 +119,7 @@ export function parseModules(files: ModuleFile[]): ModularParseResult {
     }
     for (const [cname, condition] of Object.entries(visited.model.conditions ?? {})) {
       if (conditions.has(cname)) {
-        errors.push(diagnostic('module', `duplicate condition ${cname}`, visited.source.conditionName.get(cname), name));
+        errors.push(diagnostic('module', `duplicate condition ${cname}`, tokenSpan(visited.source.conditionName.get(cname)), name));
         continue;
       }
       condition.metadata = { ...condition.metadata, source_info: { file: name } };
@@ -131,7 +131,7 @@ export function parseModules(files: ModuleFile[]): ModularParseResult {
   for (const { file, td, source } of extensions) {
     const original = typeDefs.find((t) => t.type === td.type);
     if (!original) {
-      errors.push(diagnostic('module', `extended type ${td.type} does not exist`, source.typeName.get(td), file));
+      errors.push(diagnostic('module', `extended type ${td.type} does not exist`, tokenSpan(source.typeName.get(td)), file));
       continue;
     }
     const relNames = source.relationName.get(td);
@@ -140,7 +140,7 @@ export function parseModules(files: ModuleFile[]): ModularParseResult {
     original.metadata.relations ??= {};
     for (const [rel, def] of Object.entries(td.relations ?? {})) {
       if (Object.hasOwn(original.relations, rel)) {
-        errors.push(diagnostic('module', `relation ${rel} already exists on type ${td.type}`, relNames?.get(rel), file));
+        errors.push(diagnostic('module', `relation ${rel} already exists on type ${td.type}`, tokenSpan(relNames?.get(rel)), file));
         continue;
       }
       const meta = { ...td.metadata?.relations?.[rel], source_info: { file } };
@@ -170,16 +170,7 @@ function validateCombined(
   extensions: Array<{ file: string; td: TypeDefinition; source: SourceIndex }>,
   fileOfObject: WeakMap<object, string>,
 ): DslDiagnostic[] {
-  const merged: SourceIndex = {
-    node: new Map(),
-    tupleset: new Map(),
-    restrictionType: new Map(),
-    restrictionCondition: new Map(),
-    typeName: new Map(),
-    relationName: new Map(),
-    conditionName: new Map(),
-    schema: undefined,
-  };
+  const merged = emptySourceIndex();
   // Look spans up across all files' indexes.
   const all = [...sources.values(), ...extensions.map((e) => e.source)];
   const lookup = <K extends object, V>(pick: (s: SourceIndex) => Map<K, V>) => ({
@@ -196,6 +187,7 @@ function validateCombined(
     node: lookup((s) => s.node),
     tupleset: lookup((s) => s.tupleset),
     restrictionType: lookup((s) => s.restrictionType),
+    restrictionEnd: lookup((s) => s.restrictionEnd),
     restrictionCondition: lookup((s) => s.restrictionCondition),
     typeName: lookup((s) => s.typeName),
     relationName: lookup((s) => s.relationName),

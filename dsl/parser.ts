@@ -27,8 +27,8 @@ class DslParser extends CstParser {
 
   // Chevrotain computes an OPTION's or MANY's lookahead from inside the rule
   // only, so where the decision depends on what follows the rule (a line
-  // break starts the next declaration, a space may precede `)`), a two-token
-  // gate decides. The gates are created once, not per call.
+  // break starts the next declaration or closes the block), a two-token gate
+  // decides. The gates are created once, not per call.
   #nlThen(a: TokenType, b?: TokenType): () => boolean {
     return () => {
       if (this.LA(1).tokenType !== T.Newline) return false;
@@ -37,23 +37,10 @@ class DslParser extends CstParser {
     };
   }
 
-  #wsThen(a: TokenType, b?: TokenType, c?: TokenType): () => boolean {
-    return () => {
-      if (this.LA(1).tokenType !== T.Whitespace) return false;
-      const n = this.LA(2).tokenType;
-      return n === a || n === b || n === c;
-    };
-  }
-
   #atTypeDef = this.#nlThen(T.Type, T.Extend);
   #atCondition = this.#nlThen(T.Condition);
   #atRelations = this.#nlThen(T.Relations);
   #atDefine = this.#nlThen(T.Define);
-  #atOperator = this.#wsThen(T.Or, T.And, T.ButNot);
-  #atOr = this.#wsThen(T.Or);
-  #atAnd = this.#wsThen(T.And);
-  #atFrom = this.#wsThen(T.From);
-  #atWith = this.#wsThen(T.With);
 
   main = this.RULE('main', () => {
     this.OPTION(() => this.CONSUME(T.Whitespace));
@@ -121,13 +108,13 @@ class DslParser extends CstParser {
       { ALT: () => this.SUBRULE(this.groupFirst) },
       { ALT: () => this.SUBRULE(this.rewrite) },
     ]);
-    this.OPTION({ GATE: this.#atOperator, DEF: () => this.SUBRULE(this.partials) });
+    this.OPTION(() => this.SUBRULE(this.partials));
   });
 
   /** A definition with no direct restriction anywhere. */
   relationDefNoDirect = this.RULE('relationDefNoDirect', () => {
     this.SUBRULE(this.operand);
-    this.OPTION({ GATE: this.#atOperator, DEF: () => this.SUBRULE(this.partials) });
+    this.OPTION(() => this.SUBRULE(this.partials));
   });
 
   /** The operator tail: all `or`, all `and`, or one `but not`. */
@@ -135,33 +122,21 @@ class DslParser extends CstParser {
     this.OR([
       {
         ALT: () =>
-          this.AT_LEAST_ONE({
-            GATE: this.#atOr,
-            DEF: () => {
-              this.CONSUME(T.Whitespace);
-              this.CONSUME(T.Or);
-              this.CONSUME1(T.Whitespace);
-              this.SUBRULE(this.operand);
-            },
+          this.AT_LEAST_ONE(() => {
+            this.CONSUME(T.OrOp);
+            this.SUBRULE(this.operand);
           }),
       },
       {
         ALT: () =>
-          this.AT_LEAST_ONE1({
-            GATE: this.#atAnd,
-            DEF: () => {
-              this.CONSUME2(T.Whitespace);
-              this.CONSUME(T.And);
-              this.CONSUME3(T.Whitespace);
-              this.SUBRULE1(this.operand);
-            },
+          this.AT_LEAST_ONE1(() => {
+            this.CONSUME(T.AndOp);
+            this.SUBRULE1(this.operand);
           }),
       },
       {
         ALT: () => {
-          this.CONSUME4(T.Whitespace);
-          this.CONSUME(T.ButNot);
-          this.CONSUME5(T.Whitespace);
+          this.CONSUME(T.ButNotOp);
           this.SUBRULE2(this.operand);
         },
       },
@@ -191,14 +166,9 @@ class DslParser extends CstParser {
   /** `name` or `name from tupleset`. */
   rewrite = this.RULE('rewrite', () => {
     this.CONSUME(T.Name);
-    this.OPTION({
-      GATE: this.#atFrom,
-      DEF: () => {
-        this.CONSUME(T.Whitespace);
-        this.CONSUME(T.From);
-        this.CONSUME1(T.Whitespace);
-        this.CONSUME1(T.Name);
-      },
+    this.OPTION(() => {
+      this.CONSUME(T.FromOp);
+      this.CONSUME1(T.Name);
     });
   });
 
@@ -235,14 +205,9 @@ class DslParser extends CstParser {
         },
       ]),
     );
-    this.OPTION2({
-      GATE: this.#atWith,
-      DEF: () => {
-        this.CONSUME(T.Whitespace);
-        this.CONSUME(T.With);
-        this.CONSUME1(T.Whitespace);
-        this.CONSUME(T.Identifier);
-      },
+    this.OPTION2(() => {
+      this.CONSUME(T.WithOp);
+      this.CONSUME(T.Identifier);
     });
     this.OPTION3(() => this.CONSUME1(T.Newline));
   });

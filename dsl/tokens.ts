@@ -41,6 +41,18 @@ export const Newline = tok('NEWLINE', /[ \t\f]*(?:(?:\r\n|\r|\n)[ \t\f]*)+/, {
   start_chars_hint: [' ', '\t', '\f', '\r', '\n'],
 });
 export const Whitespace = tok('WHITESPACE', /[ \t\f]+/);
+
+// `WHITESPACE or WHITESPACE` and the like as one token each. The grammar only
+// ever uses these keywords between two whitespace tokens, and a whitespace
+// token is maximal, so the combined token appears exactly where OpenFGA's
+// lexer produces the three-token sequence. A quarter fewer tokens make the
+// parser measurably faster (bench/dsl_parse.ts).
+const WS_START = [' ', '\t', '\f'];
+export const OrOp = tok('OR_OP', /[ \t\f]+or[ \t\f]+/, { start_chars_hint: WS_START });
+export const AndOp = tok('AND_OP', /[ \t\f]+and[ \t\f]+/, { start_chars_hint: WS_START });
+export const ButNotOp = tok('BUT_NOT_OP', /[ \t\f]+but not[ \t\f]+/, { start_chars_hint: WS_START });
+export const FromOp = tok('FROM_OP', /[ \t\f]+from[ \t\f]+/, { start_chars_hint: WS_START });
+export const WithOp = tok('WITH_OP', /[ \t\f]+with[ \t\f]+/, { start_chars_hint: WS_START });
 export const CelComment = createToken({ name: 'CEL_COMMENT', pattern: /\/\/[^\n]*/, group: Lexer.SKIPPED });
 
 const ESC = String.raw`\\(?:[abfnrtv"'\\?\x60]|[0-3][0-7][0-7]|[xX][0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})`;
@@ -141,6 +153,11 @@ export const ConditionParamType = createToken({
 
 const defaultMode: TokenType[] = [
   Newline,
+  OrOp,
+  AndOp,
+  ButNotOp,
+  FromOp,
+  WithOp,
   Whitespace,
   CelComment,
   Bytes,

@@ -19,7 +19,7 @@
  */
 import type { AuthorizationModel, RelationReference, TypeDefinition, Userset } from '../engine/model.ts';
 import { diagnostic, type DslDiagnostic, type SourceSpan } from './diagnostics.ts';
-import type { SourceIndex } from './visitor.ts';
+import { restrictionSpan, tokenSpan, userSetSpan, type SourceIndex } from './visitor.ts';
 
 const TYPE_RULE = '^[^:#@\\*\\s]{1,254}$';
 const RELATION_RULE = '^[^:#@\\*\\s]{1,50}$';
@@ -69,11 +69,11 @@ export function validateModel(model: AuthorizationModel, loc: Locator = { source
     errors.push(diagnostic(kind, message, span, fileOf(owner)));
   };
   const typeDefs = model.type_definitions ?? [];
-  const relSpan = (td: TypeDefinition, rel: string): SourceSpan | undefined => src?.relationName.get(td)?.get(rel);
+  const relSpan = (td: TypeDefinition, rel: string): SourceSpan | undefined => tokenSpan(src?.relationName.get(td)?.get(rel));
 
   // 1. names
   for (const td of typeDefs) {
-    const tSpan = src?.typeName.get(td);
+    const tSpan = tokenSpan(src?.typeName.get(td));
     if (td.type === 'self' || td.type === 'this') {
       push('reserved-type-keywords', "a type cannot be named 'self' or 'this'.", tSpan, td);
     }
@@ -103,7 +103,7 @@ export function validateModel(model: AuthorizationModel, loc: Locator = { source
     return errors;
   }
   if (version !== '1.1' && version !== '1.2') {
-    errors.push(diagnostic('invalid-schema', `invalid schema ${version}`, src?.schema));
+    errors.push(diagnostic('invalid-schema', `invalid schema ${version}`, tokenSpan(src?.schema)));
     return errors;
   }
   if (errors.length > 0) return errors;
@@ -135,8 +135,8 @@ export function validateModel(model: AuthorizationModel, loc: Locator = { source
     if (!root) return;
     const owner = relationOwner(td, rel);
     const queue: Userset[] = [root];
-    while (queue.length > 0) {
-      const u = queue.shift() as Userset;
+    for (let qi = 0; qi < queue.length; qi++) {
+      const u = queue[qi] as Userset;
       if ('union' in u && u.union.child.length) queue.push(...u.union.child);
       else if ('intersection' in u && u.intersection.child.length) queue.push(...u.intersection.child);
       else if ('difference' in u) queue.push(u.difference.base, u.difference.subtract);
@@ -144,7 +144,7 @@ export function validateModel(model: AuthorizationModel, loc: Locator = { source
       else if ('computedUserset' in u) {
         const target = u.computedUserset.relation;
         if (target && !Object.hasOwn(relations, target)) {
-          push('missing-definition', `the relation \`${target}\` does not exist.`, src?.node.get(u), owner);
+          push('missing-definition', `the relation \`${target}\` does not exist.`, userSetSpan(src, u), owner);
         }
       } else if ('tupleToUserset' in u) checkTupleToUserset(td, u, owner);
     }
@@ -158,13 +158,13 @@ export function validateModel(model: AuthorizationModel, loc: Locator = { source
     for (const r of refs) {
       const target = typeMap.get(r.type);
       if (!target) {
-        push('invalid-type', `\`${r.type}\` is not a valid type.`, src?.restrictionType.get(r), owner);
+        push('invalid-type', `\`${r.type}\` is not a valid type.`, tokenSpan(src?.restrictionType.get(r)), owner);
       }
       if (r.condition && !Object.hasOwn(conditions, r.condition)) {
         push(
           'condition-not-defined',
           `\`${r.condition}\` is not a defined condition in the model.`,
-          src?.restrictionCondition.get(r),
+          tokenSpan(src?.restrictionCondition.get(r)),
           owner,
         );
       }
@@ -172,11 +172,11 @@ export function validateModel(model: AuthorizationModel, loc: Locator = { source
         push(
           'type-wildcard-relation',
           `type restriction \`${restrictionKey(r)}\` cannot contain both wildcard and relation`,
-          src?.node.get(r),
+          restrictionSpan(src, r),
           owner,
         );
       } else if (r.relation && (!target || !Object.hasOwn(relationsOf(target), r.relation))) {
-        push('invalid-relation-type', `\`${r.relation}\` is not a valid relation for \`${r.type}\`.`, src?.node.get(r), owner);
+        push('invalid-relation-type', `\`${r.relation}\` is not a valid relation for \`${r.type}\`.`, restrictionSpan(src, r), owner);
       }
     }
   }
@@ -187,10 +187,10 @@ export function validateModel(model: AuthorizationModel, loc: Locator = { source
     const target = u.tupleToUserset.computedUserset.relation;
     if (!from || !target) return;
     const relations = relationsOf(td);
-    const tuplesetSpan = src?.tupleset.get(u);
+    const tuplesetSpan = tokenSpan(src?.tupleset.get(u));
     const fromDef = relations[from];
     if (!fromDef || !Object.hasOwn(relations, from)) {
-      push('invalid-relation-type', `\`${from}\` is not a valid relation for \`${td.type}\`.`, src?.node.get(u), owner);
+      push('invalid-relation-type', `\`${from}\` is not a valid relation for \`${td.type}\`.`, userSetSpan(src, u), owner);
       return;
     }
     const refs = 'this' in fromDef ? restrictionsOf(td, from) : [];
@@ -212,7 +212,7 @@ export function validateModel(model: AuthorizationModel, loc: Locator = { source
         push(
           'invalid-relation-on-tupleset',
           `the \`${target}\` relation definition on type \`${td.type}\` is not valid: \`${target}\` does not exist on \`${from}\`, which is of type \`${typeName}\`.`,
-          src?.node.get(u),
+          userSetSpan(src, u),
           owner,
         );
       }
@@ -224,7 +224,7 @@ export function validateModel(model: AuthorizationModel, loc: Locator = { source
     const seenTypes = new Set<string>();
     for (const td of typeDefs) {
       if (seenTypes.has(td.type)) {
-        push('duplicated-error', `the type \`${td.type}\` is a duplicate.`, src?.typeName.get(td), td);
+        push('duplicated-error', `the type \`${td.type}\` is a duplicate.`, tokenSpan(src?.typeName.get(td)), td);
       }
       seenTypes.add(td.type);
       const meta = td.metadata?.relations;
@@ -235,7 +235,7 @@ export function validateModel(model: AuthorizationModel, loc: Locator = { source
         for (const r of meta[rel]?.directly_related_user_types ?? []) {
           const key = restrictionKey(r);
           if (seen.has(key)) {
-            push('duplicated-error', `the type restriction \`${key}\` is a duplicate in the relation \`${rel}\`.`, src?.node.get(r), owner);
+            push('duplicated-error', `the type restriction \`${key}\` is a duplicate in the relation \`${rel}\`.`, restrictionSpan(src, r), owner);
           }
           seen.add(key);
         }
@@ -246,14 +246,14 @@ export function validateModel(model: AuthorizationModel, loc: Locator = { source
         for (const c of children) {
           const n = leafName(c);
           if (n && names.has(n)) {
-            push('duplicated-error', `the partial relation definition \`${n}\` is a duplicate in the relation \`${rel}\`.`, src?.node.get(c), owner);
+            push('duplicated-error', `the partial relation definition \`${n}\` is a duplicate in the relation \`${rel}\`.`, userSetSpan(src, c), owner);
           }
           names.add(n);
         }
         if ('difference' in def) {
           const b = leafName(def.difference.base);
           if (b && b === leafName(def.difference.subtract)) {
-            push('duplicated-error', `the partial relation definition \`${b}\` is a duplicate in the relation \`${rel}\`.`, src?.node.get(def.difference.subtract), owner);
+            push('duplicated-error', `the partial relation definition \`${b}\` is a duplicate in the relation \`${rel}\`.`, userSetSpan(src, def.difference.subtract), owner);
           }
         }
       }
@@ -267,7 +267,7 @@ export function validateModel(model: AuthorizationModel, loc: Locator = { source
       for (const rel of Object.keys(relationsOf(td))) {
         const def = current[rel];
         if (!def) continue;
-        const { hasEntry, loop } = entryPoint(typeMap, td.type, rel, def, new Set());
+        const { hasEntry, loop } = entryPoint(typeMap, td.type, rel, def, undefined);
         if (!hasEntry) {
           push(
             'relation-no-entry-point',
@@ -292,7 +292,7 @@ export function validateModel(model: AuthorizationModel, loc: Locator = { source
       );
     }
     if (!usedConditions.has(name)) {
-      push('condition-not-used', `\`${name}\` condition is not used in the model.`, src?.conditionName.get(name), condition);
+      push('condition-not-used', `\`${name}\` condition is not used in the model.`, tokenSpan(src?.conditionName.get(name)), condition);
     }
   }
   return errors;
@@ -308,32 +308,46 @@ function relationOwner(td: TypeDefinition, rel: string): object {
 type Entry = { hasEntry: boolean; loop: boolean };
 const NO: Entry = { hasEntry: false, loop: false };
 const YES: Entry = { hasEntry: true, loop: false };
+const LOOP: Entry = { hasEntry: false, loop: true };
+
+/**
+ * The relations visited on the current path, as an immutable linked list of
+ * relation definitions (each type's relation has exactly one definition
+ * object, so object identity stands for `type#relation`). Sharing tails
+ * replaces the copy per call of OpenFGA's implementation with the same result.
+ */
+type Visited = { def: Userset; next: Visited } | undefined;
+
+function seen(visited: Visited, def: Userset): boolean {
+  for (let v = visited; v !== undefined; v = v.next) if (v.def === def) return true;
+  return false;
+}
 
 /**
  * Whether a relation can be satisfied by some tuple, following OpenFGA's
- * `hasEntryPointOrLoop`: visited relations are tracked per path (a copy per
- * call), a computed userset that returns to a visited relation is a loop, a
- * difference re-evaluates both sides from the caller's visited set.
+ * `hasEntryPointOrLoop`: visited relations are tracked per path, a computed
+ * userset that returns to a visited relation is a loop, and a difference
+ * evaluates both sides from the caller's visited set.
  */
 function entryPoint(
   types: Map<string, TypeDefinition>,
   type: string,
   relation: string,
   rewrite: Userset,
-  visitedIn: ReadonlySet<string>,
+  visitedIn: Visited,
 ): Entry {
-  const visited = new Set(visitedIn);
-  visited.add(`${type}#${relation}`);
   const td = types.get(type);
   const relations = relationsOf(td);
   if (!Object.hasOwn(relations, relation)) return NO;
+  const own = relations[relation] as Userset;
+  const visited: Visited = { def: own, next: visitedIn };
   if ('this' in rewrite) {
     for (const r of restrictionsOf(td, relation)) {
       if (!r.relation || r.wildcard) return YES;
       const target = relationsOf(types.get(r.type));
       const next = Object.hasOwn(target, r.relation) ? target[r.relation] : undefined;
       if (!next) return NO;
-      if (visited.has(`${r.type}#${r.relation}`)) continue;
+      if (seen(visited, next)) continue;
       if (entryPoint(types, r.type, r.relation, next, visited).hasEntry) return YES;
     }
     return NO;
@@ -342,7 +356,7 @@ function entryPoint(
     const name = rewrite.computedUserset.relation;
     if (!name || !Object.hasOwn(relations, name)) return NO;
     const next = relations[name] as Userset;
-    if (visited.has(`${type}#${name}`)) return { hasEntry: false, loop: true };
+    if (seen(visited, next)) return LOOP;
     return entryPoint(types, type, name, next, visited);
   }
   if ('tupleToUserset' in rewrite) {
@@ -353,8 +367,9 @@ function entryPoint(
       // The restriction's condition is ignored here (see the module comment).
       const target = relationsOf(types.get(r.type));
       if (!Object.hasOwn(target, name)) continue;
-      if (visited.has(`${r.type}#${name}`)) continue;
-      if (entryPoint(types, r.type, name, target[name] as Userset, visited).hasEntry) return YES;
+      const next = target[name] as Userset;
+      if (seen(visited, next)) continue;
+      if (entryPoint(types, r.type, name, next, visited).hasEntry) return YES;
     }
     return NO;
   }
@@ -365,20 +380,20 @@ function entryPoint(
       if (e.hasEntry) return YES;
       loop ||= e.loop;
     }
-    return { hasEntry: false, loop };
+    return loop ? LOOP : NO;
   }
   if ('intersection' in rewrite) {
     for (const c of rewrite.intersection.child) {
       const e = entryPoint(types, type, relation, c, visited);
-      if (!e.hasEntry) return { hasEntry: false, loop: e.loop };
+      if (!e.hasEntry) return e.loop ? LOOP : NO;
     }
     return YES;
   }
   if ('difference' in rewrite) {
     const base = entryPoint(types, type, relation, rewrite.difference.base, visitedIn);
-    if (!base.hasEntry) return { hasEntry: false, loop: base.loop };
+    if (!base.hasEntry) return base.loop ? LOOP : NO;
     const sub = entryPoint(types, type, relation, rewrite.difference.subtract, visitedIn);
-    if (!sub.hasEntry) return { hasEntry: false, loop: sub.loop };
+    if (!sub.hasEntry) return sub.loop ? LOOP : NO;
     return YES;
   }
   return NO;

@@ -21,28 +21,68 @@ import type {
 import { diagnostic, joinSpans, type DslDiagnostic, type SourceSpan } from './diagnostics.ts';
 
 /**
- * Where the parts of a parsed model came from. Keys are the model's own
- * objects (Maps rather than WeakMaps: they live no longer than the parse, and
- * Map lookups are several times cheaper).
+ * Where the parts of a parsed model came from: the tokens, keyed by the
+ * model's own objects. Spans are computed from tokens only when a diagnostic
+ * needs one (see `userSetSpan`, `restrictionSpan`), so a valid parse
+ * allocates nothing for positions. Maps rather than WeakMaps: they live no
+ * longer than the parse, and Map lookups are several times cheaper.
  */
 export type SourceIndex = {
-  /** Leaf rewrites (computed userset, tuple-to-userset) and type restrictions (the `type#rel` part). */
-  node: Map<object, SourceSpan>;
+  /** First token of a leaf rewrite (computed userset name, or the target of `a from b`). */
+  node: Map<object, IToken>;
   /** The tupleset name of a tuple-to-userset rewrite. */
-  tupleset: Map<object, SourceSpan>;
+  tupleset: Map<object, IToken>;
   /** The type name of a type restriction. */
-  restrictionType: Map<RelationReference, SourceSpan>;
+  restrictionType: Map<RelationReference, IToken>;
+  /** The last token of a type restriction's `type`, `type:*` or `type#relation` part. */
+  restrictionEnd: Map<RelationReference, IToken>;
   /** The condition name of a type restriction. */
-  restrictionCondition: Map<RelationReference, SourceSpan>;
+  restrictionCondition: Map<RelationReference, IToken>;
   /** The type name of a type definition. */
-  typeName: Map<TypeDefinition, SourceSpan>;
-  /** Relation name spans per type definition. */
-  relationName: Map<TypeDefinition, Map<string, SourceSpan>>;
-  /** Condition name spans. */
-  conditionName: Map<string, SourceSpan>;
+  typeName: Map<TypeDefinition, IToken>;
+  /** Relation name tokens per type definition. */
+  relationName: Map<TypeDefinition, Map<string, IToken>>;
+  /** Condition name tokens. */
+  conditionName: Map<string, IToken>;
   /** The schema version token. */
-  schema: SourceSpan | undefined;
+  schema: IToken | undefined;
 };
+
+/** An empty index. */
+export function emptySourceIndex(): SourceIndex {
+  return {
+    node: new Map(),
+    tupleset: new Map(),
+    restrictionType: new Map(),
+    restrictionEnd: new Map(),
+    restrictionCondition: new Map(),
+    typeName: new Map(),
+    relationName: new Map(),
+    conditionName: new Map(),
+    schema: undefined,
+  };
+}
+
+/** Span of a leaf rewrite: the name, or `a from b` as a whole. */
+export function userSetSpan(src: SourceIndex | undefined, u: object): SourceSpan | undefined {
+  const first = src?.node.get(u);
+  if (!first) return undefined;
+  const ts = src?.tupleset.get(u);
+  return ts ? joinSpans(spanOf(first), spanOf(ts)) : spanOf(first);
+}
+
+/** Span of a type restriction's `type`, `type:*` or `type#relation` part. */
+export function restrictionSpan(src: SourceIndex | undefined, r: RelationReference): SourceSpan | undefined {
+  const first = src?.restrictionType.get(r);
+  if (!first) return undefined;
+  const last = src?.restrictionEnd.get(r);
+  return last ? joinSpans(spanOf(first), spanOf(last)) : spanOf(first);
+}
+
+/** Span of a single token, if known. */
+export function tokenSpan(t: IToken | undefined): SourceSpan | undefined {
+  return t ? spanOf(t) : undefined;
+}
 
 /** The result of turning one file's CST into a model. */
 export type VisitedFile = {
@@ -81,16 +121,7 @@ export function spanOf(t: IToken): SourceSpan {
 
 /** Builds the model of one parsed file. */
 export function visitFile(cst: CstNode): VisitedFile {
-  const source: SourceIndex = {
-    node: new Map(),
-    tupleset: new Map(),
-    restrictionType: new Map(),
-    restrictionCondition: new Map(),
-    typeName: new Map(),
-    relationName: new Map(),
-    conditionName: new Map(),
-    schema: undefined,
-  };
+  const source = emptySourceIndex();
   const errors: DslDiagnostic[] = [];
   const model: AuthorizationModel = { schema_version: '' };
   let isModule = false;
@@ -102,7 +133,7 @@ export function visitFile(cst: CstNode): VisitedFile {
     const v = tok(modelHeader, 'SCHEMA_VERSION');
     if (v) {
       model.schema_version = v.image;
-      source.schema = spanOf(v);
+      source.schema = v;
     }
   } else if (moduleHeader) {
     const id = tok(moduleHeader, 'Ident');
@@ -125,8 +156,8 @@ export function visitFile(cst: CstNode): VisitedFile {
     const relations: Record<string, Userset> = {};
     const metaRelations: Record<string, { directly_related_user_types: RelationReference[]; module?: string }> = {};
     const typeDef: TypeDefinition = { type: nameTok.image, relations };
-    const relationNames = new Map<string, SourceSpan>();
-    source.typeName.set(typeDef, spanOf(nameTok));
+    const relationNames = new Map<string, IToken>();
+    source.typeName.set(typeDef, nameTok);
     source.relationName.set(typeDef, relationNames);
 
     for (const rd of subs(td, 'relationDeclaration')) {
@@ -144,7 +175,7 @@ export function visitFile(cst: CstNode): VisitedFile {
       };
       if (isModule && isExtend && moduleName !== undefined) meta.module = moduleName;
       metaRelations[relTok.image] = meta;
-      relationNames.set(relTok.image, spanOf(relTok));
+      relationNames.set(relTok.image, relTok);
     }
 
     const hasRelations = Object.keys(metaRelations).length > 0;
@@ -199,7 +230,7 @@ export function visitFile(cst: CstNode): VisitedFile {
     const condition: Condition = { name, expression: expression.trim(), parameters };
     if (isModule && moduleName !== undefined) condition.metadata = { module: moduleName };
     model.conditions[name] = condition;
-    source.conditionName.set(name, spanOf(nameTok));
+    source.conditionName.set(name, nameTok);
   }
 
   return { model, isModule, moduleName, extensions, source, errors };
@@ -241,8 +272,8 @@ function buildOperand(node: CstNode, source: SourceIndex): Userset {
 
 function applyPartials(first: Userset, partials: CstNode, source: SourceIndex): Userset {
   const operands = subs(partials, 'operand').map((o) => buildOperand(o, source));
-  if (tok(partials, 'OR')) return { union: { child: [first, ...operands] } };
-  if (tok(partials, 'AND')) return { intersection: { child: [first, ...operands] } };
+  if (tok(partials, 'OR_OP')) return { union: { child: [first, ...operands] } };
+  if (tok(partials, 'AND_OP')) return { intersection: { child: [first, ...operands] } };
   return { difference: { base: first, subtract: operands[0] as Userset } };
 }
 
@@ -251,35 +282,35 @@ function buildRewrite(node: CstNode, source: SourceIndex): Userset {
   const ts = tok(node, 'Name', 1);
   if (ts === undefined) {
     const u: Userset = { computedUserset: { relation: target.image } };
-    source.node.set(u, spanOf(target));
+    source.node.set(u, target);
     return u;
   }
   const u: Userset = {
     tupleToUserset: { computedUserset: { relation: target.image }, tupleset: { relation: ts.image } },
   };
-  source.node.set(u, joinSpans(spanOf(target), spanOf(ts)));
-  source.tupleset.set(u, spanOf(ts));
+  source.node.set(u, target);
+  source.tupleset.set(u, ts);
   return u;
 }
 
 function buildRestriction(node: CstNode, source: SourceIndex): RelationReference {
   const typeTok = tok(node, 'Name') as IToken;
   const ref: RelationReference = { type: typeTok.image };
-  let end = spanOf(typeTok);
+  let end: IToken | undefined;
   const cond = tok(node, 'IDENTIFIER');
   if (cond) ref.condition = cond.image;
   const relTok = tok(node, 'Name', 1);
   if (relTok) {
     ref.relation = relTok.image;
-    end = spanOf(relTok);
+    end = relTok;
   }
   const star = tok(node, 'STAR');
   if (star) {
     ref.wildcard = {};
-    end = spanOf(star);
+    end = star;
   }
-  source.node.set(ref, joinSpans(spanOf(typeTok), end));
-  source.restrictionType.set(ref, spanOf(typeTok));
-  if (cond) source.restrictionCondition.set(ref, spanOf(cond));
+  source.restrictionType.set(ref, typeTok);
+  if (end) source.restrictionEnd.set(ref, end);
+  if (cond) source.restrictionCondition.set(ref, cond);
   return ref;
 }
