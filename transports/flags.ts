@@ -280,6 +280,7 @@ export const FLAGS = {
     'client-id': str({ doc: 'Client id of this instance (required)' }),
     'client-secret': str({ doc: 'Client secret of this instance (required)', secret: true }),
     'admin-secret': str({ doc: 'Super-admin secret (required, non-empty)', secret: true }),
+    url: str({ doc: 'Public URL of this server: token issuer, discovery base and cookie domain (default: http://<host>:<http-port>)' }),
     'allowed-origins': list({ doc: 'Origins allowed for CORS and CSRF; * allows any origin without credentials', default: ['*'] }),
     'default-authorize-response-type': oneOf(['token', 'code'], { doc: 'Response type of /authorize when the request names none', default: 'token' }),
     'default-authorize-response-mode': oneOf(['query', 'fragment', 'form_post', 'web_message'], {
@@ -314,9 +315,13 @@ export const FLAGS = {
     'enable-mobile-basic-authentication': bool({ doc: 'Allow phone number + password sign-up and login', default: false }),
     'enable-phone-verification': bool({ doc: 'Require phone number verification', default: false }),
     'reset-password-url': str({ doc: 'URL of the reset-password page linked from emails', default: '' }),
+    'bcrypt-cost': int({ doc: 'bcrypt cost (log2 rounds) of password hashes', default: 10, min: 10, max: 15 }),
+    'access-token-expires-in': int({ doc: 'Lifetime of access and id tokens, in seconds', default: 1800, min: 60, max: 86_400 }),
+    'refresh-token-expires-in': int({ doc: 'Lifetime of refresh tokens and sessions, in seconds', default: 2_592_000, min: 300, max: 31_536_000 }),
   })),
   ...group('Cookies', () => ({
     'app-cookie-secure': bool({ doc: 'Mark the app session cookies Secure', default: true }),
+    'app-cookie-same-site': oneOf(['none', 'lax', 'strict'], { doc: 'SameSite of the app session cookies (none needs Secure; insecure cookies fall back to lax)', default: 'none' }),
     'admin-cookie-secure': bool({ doc: 'Mark the admin session cookie Secure', default: true }),
   })),
   ...group('JWT', () => ({

@@ -11,6 +11,7 @@ import { SYSTEM_CLOCK, type Clock } from './context.ts';
 import { adminSecretAuthenticator, type Authenticator } from './authenticate.ts';
 import { VERSION } from './version.ts';
 import { plugAdmin } from './operations/admin.ts';
+import { plugAuth } from './operations/auth.ts';
 
 export interface Services {
   readonly config: Config;
@@ -30,8 +31,19 @@ export interface Services {
   auth?: unknown;
   /** Super-admin operations (plugged in by the admin issue). */
   admin?: unknown;
+  /**
+   * Extra HTTP GET documents served by domain services outside the operations
+   * table (e.g. `/.well-known/jwks.json`); mounted by the HTTP adapter.
+   */
+  httpRoutes?: HttpRoute[];
   /** Run at shutdown, last-registered first, before the database closes. */
   readonly closers: (() => Promise<void>)[];
+}
+
+/** A plain GET document (JSON) served on the HTTP port. */
+export interface HttpRoute {
+  readonly path: string;
+  readonly handler: () => Promise<{ body: unknown; headers?: Readonly<Record<string, string>> }>;
 }
 
 export interface ServicesOptions {
@@ -61,6 +73,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
   // engine → services.engine = await createEngineService(...)
   // auth   → services.auth = ...; services.authenticators.push(userAuthenticator)
   // admin  → services.admin = ...; services.authenticators.push(adminCookieAuthenticator)
+  await plugAuth(services);
   await plugAdmin(services);
 
   return services;

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { createHandler } from 'graphql-http/lib/use/express';
-import { GraphQLError, NoSchemaIntrospectionCustomRule, specifiedRules, type ValidationRule } from 'graphql';
+import { GraphQLError, NoSchemaIntrospectionCustomRule, parse, specifiedRules, validate, type DocumentNode, type ValidationRule } from 'graphql';
 import { LatchkeyError } from '../../engine/errors.ts';
 import { CookieSink, extractCredentials } from '../context.ts';
 import type { ClientIpResolver } from '../client_ip.ts';
@@ -32,6 +32,8 @@ export interface HttpAppOptions {
   draining: () => boolean;
 }
 
+const MAX_CACHED_QUERY = 16 * 1024;
+const MAX_CACHED_DOCUMENTS = 500;
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\b/i;
 
@@ -97,6 +99,15 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
   app.use(cors(config.allowedOrigins));
   app.use(rateLimit(o.rateLimiter));
   app.use(csrf(config.allowedOrigins));
+  // GET documents of domain services (services.httpRoutes), e.g. the discovery and JWKS documents.
+  for (const route of o.services.httpRoutes ?? []) {
+    app.get(route.path, (_req, res, next) => {
+      route.handler().then((out) => {
+        for (const [k, v] of Object.entries(out.headers ?? {})) res.setHeader(k, v);
+        res.json(out.body);
+      }, next);
+    });
+  }
   app.use(express.json({ limit: config.httpBodyLimit, strict: true, type: (req) => JSON_TYPE.test(req.headers['content-type'] ?? '') }));
   // A body in another media type is refused rather than ignored.
   app.use((req, _res, next) => {
@@ -114,9 +125,34 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
     limitsRule({ maxDepth: config.graphqlMaxDepth, maxComplexity: config.graphqlMaxComplexity, maxAliases: config.graphqlMaxAliases }),
   ];
   if (!config.enableGraphqlIntrospection) rules.push(NoSchemaIntrospectionCustomRule);
+  // Parsed and validated documents by query text: clients send the same few
+  // queries over and over, and parse + validate cost more than executing `meta`.
+  const documents = new Map<string, DocumentNode>();
   const graphqlHandler = createHandler<GraphqlContext>({
     schema,
-    validationRules: rules,
+    onSubscribe: (_req, params) => {
+      const query = params.query;
+      let document = documents.get(query);
+      if (!document) {
+        try {
+          document = parse(query);
+        } catch (err) {
+          return [err instanceof GraphQLError ? err : new GraphQLError('malformed query')];
+        }
+        const errors = validate(schema, document, rules);
+        if (errors.length > 0) return errors;
+        if (query.length <= MAX_CACHED_QUERY) {
+          if (documents.size >= MAX_CACHED_DOCUMENTS) documents.clear();
+          documents.set(query, document);
+        }
+      }
+      return {
+        schema,
+        document,
+        variableValues: params.variables ?? null,
+        operationName: params.operationName ?? null,
+      } as unknown as ReturnType<NonNullable<Parameters<typeof createHandler<GraphqlContext>>[0]['onSubscribe']>>;
+    },
     // Parse, validation and variable-coercion errors are the client's: `invalid_argument`.
     formatError: (err) => {
       if (err instanceof GraphQLError) {

@@ -8,9 +8,13 @@
 import { checkTable, type AnyOperation } from './types.ts';
 import { META_OPERATIONS } from './meta.ts';
 import { ADMIN_OPERATIONS } from './admin.ts';
+import { AUTH_OPERATIONS } from './auth.ts';
+import { PERMISSION_OPERATIONS } from './permissions.ts';
 
 export const OPERATIONS: readonly AnyOperation[] = checkTable([
   ...META_OPERATIONS,
+  ...AUTH_OPERATIONS,
+  ...PERMISSION_OPERATIONS,
   ...ADMIN_OPERATIONS,
 ]);
 

@@ -1,0 +1,53 @@
+/**
+ * Adapts the FGA {@link Engine} to the narrow {@link PermissionEngine} the
+ * identity service needs (check_permissions, list_permissions and the
+ * `required_relations` of session and validation operations).
+ */
+import type { Engine } from '../engine/index.ts';
+import type { PermissionEngine, WireTuple } from './auth_service.ts';
+
+/**
+ * Wraps an engine. A check the engine cannot answer (invalid object, unknown
+ * type or relation, resolution too complex) fails the call with the engine's
+ * error rather than answering false, so that a caller never mistakes a
+ * malformed question for a denial; authorization still fails closed because
+ * nothing is allowed.
+ */
+export function engineAsPermissionEngine(engine: Engine): PermissionEngine {
+  return {
+    async batchCheck(requests) {
+      const out: boolean[] = [];
+      // The engine's batch cap is 100 by default; larger inputs (never from the wire) are chunked.
+      for (let i = 0; i < requests.length; i += 100) {
+        const chunk = requests.slice(i, i + 100);
+        const results = await engine.batchCheck(
+          chunk.map((r) => ({
+            user: r.user,
+            relation: r.relation,
+            object: r.object,
+            ...(r.contextualTuples !== undefined && r.contextualTuples.length > 0 ? { contextualTuples: r.contextualTuples.map(plain) } : {}),
+          })),
+        );
+        for (const r of results) {
+          if (r.error !== undefined) throw r.error;
+          out.push(r.allowed === true);
+        }
+      }
+      return out;
+    },
+    async listObjects(request) {
+      const res = await engine.listObjects({ user: request.user, relation: request.relation, type: request.type });
+      return { objects: res.objects.slice(0, request.limit), truncated: res.truncated || res.objects.length > request.limit };
+    },
+    async relationsByType() {
+      const model = await engine.readModel();
+      const out = new Map<string, string[]>();
+      for (const td of model?.type_definitions ?? []) out.set(td.type, Object.keys(td.relations ?? {}));
+      return out;
+    },
+  };
+}
+
+function plain(t: WireTuple): { user: string; relation: string; object: string } {
+  return { user: t.user, relation: t.relation, object: t.object };
+}

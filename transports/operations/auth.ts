@@ -1,0 +1,405 @@
+/**
+ * The identity operations (spec: Public endpoints) and the plug that builds
+ * the identity service in the composition root: sign-up, login, session,
+ * logout, profile, update_profile, deactivate_account, revoke,
+ * validate_jwt_token and validate_session. Every row is served over GraphQL,
+ * REST and gRPC alike.
+ *
+ * Session cookies: `cookie_session` (host-only) and `cookie_session_domain`
+ * (scoped to the registrable domain of `--url` when it has one), both
+ * HttpOnly, `Path=/`, `Max-Age` of the session cookie lifetime, `Secure` per
+ * `--app-cookie-secure`, and `SameSite` per `--app-cookie-same-site` (default
+ * None, which browsers only honour on Secure cookies, so an insecure cookie
+ * falls back to Lax).
+ */
+import { LatchkeyError } from '../../engine/errors.ts';
+import type { Engine } from '../../engine/index.ts';
+import {
+  AuthService,
+  SESSION_COOKIE,
+  SESSION_DOMAIN_COOKIE,
+  createMemoryStore,
+  engineAsPermissionEngine,
+  sessionCookieOf,
+  type AuthCallContext,
+  type AuthResult,
+  type JwtAlgorithm,
+  type PermissionEngine,
+} from '../../auth/index.ts';
+import type { Authenticator } from '../authenticate.ts';
+import type { CookieOptions, RequestContext } from '../context.ts';
+import type { Config } from '../flags.ts';
+import type { Services } from '../services.ts';
+import { EMPTY, MESSAGE, s } from '../shape.ts';
+import { USER } from './admin.ts';
+import { ALL_PROTOCOLS, defineOperation, type AnyOperation } from './types.ts';
+
+// ------------------------------------------------------------------ shapes
+
+const AUTH_RESPONSE = s.object(
+  'AuthResponse',
+  {
+    message: s.string(),
+    should_show_email_otp_screen: s.optional(s.bool({ doc: 'Login answered with an email OTP challenge instead of tokens' })),
+    should_show_mobile_otp_screen: s.optional(s.bool({ doc: 'Login answered with an SMS OTP challenge instead of tokens' })),
+    should_show_totp_screen: s.optional(s.bool({ doc: 'Login answered with a TOTP challenge instead of tokens' })),
+    access_token: s.optional(s.string({ doc: 'Bearer token for later calls' })),
+    id_token: s.optional(s.string({ doc: 'OpenID Connect identity token' })),
+    refresh_token: s.optional(s.string({ doc: 'Rotating refresh token (scope offline_access, the default)' })),
+    expires_in: s.optional(s.int({ doc: 'Seconds until the access token expires' })),
+    user: s.optional(USER),
+  },
+  { doc: 'The result of signup, login and session' },
+);
+
+/** `{relation, object}` pairs that must all hold for the caller (checked through FGA). */
+export const REQUIRED_RELATION = s.object('RequiredRelationInput', {
+  relation: s.string({ minLength: 1, maxLength: 64 }),
+  object: s.string({ minLength: 1, maxLength: 256 }),
+});
+
+const STR = (maxLength = 256) => s.optional(s.string({ maxLength }));
+const STRINGS = (doc: string) => s.optional(s.list(s.string({ maxLength: 256 }), { maxItems: 100, doc }));
+
+const SIGNUP_INPUT = s.object('SignupRequest', {
+  email: STR(320),
+  phone_number: STR(32),
+  password: s.string({ minLength: 1, maxLength: 1024 }),
+  confirm_password: STR(1024),
+  given_name: STR(),
+  family_name: STR(),
+  middle_name: STR(),
+  nickname: STR(),
+  gender: STR(64),
+  birthdate: STR(64),
+  picture: STR(2048),
+  roles: STRINGS('Roles within --roles; none of --protected-roles (default: --default-roles)'),
+  scope: STRINGS('Token scopes (default: openid email profile offline_access)'),
+  redirect_uri: STR(2048),
+  state: STR(1024),
+  app_data: s.optional(s.json({ doc: 'Free-form application data (a JSON object)' })),
+});
+
+const LOGIN_INPUT = s.object('LoginRequest', {
+  email: STR(320),
+  phone_number: STR(32),
+  password: s.string({ minLength: 1, maxLength: 1024 }),
+  roles: STRINGS('A subset of the user roles to put in the tokens'),
+  scope: STRINGS('Token scopes (default: openid email profile offline_access)'),
+  state: STR(1024),
+});
+
+const SESSION_INPUT = s.object('SessionRequest', {
+  roles: STRINGS('A subset of the user roles to put in the tokens'),
+  scope: STRINGS('Token scopes'),
+  state: STR(1024),
+  required_relations: s.optional(s.list(REQUIRED_RELATION, { maxItems: 100, doc: 'Relations the caller must hold (all of them)' })),
+  refresh_token: s.optional(s.string({ maxLength: 16384, doc: 'Rotate this refresh token instead of using the session cookie' })),
+});
+
+const UPDATE_PROFILE_INPUT = s.object('UpdateProfileRequest', {
+  old_password: STR(1024),
+  new_password: STR(1024),
+  confirm_new_password: STR(1024),
+  email: STR(320),
+  phone_number: STR(32),
+  given_name: STR(),
+  family_name: STR(),
+  middle_name: STR(),
+  nickname: STR(),
+  gender: STR(64),
+  birthdate: STR(64),
+  picture: STR(2048),
+  is_multi_factor_auth_enabled: s.optional(s.bool()),
+  app_data: s.optional(s.json()),
+});
+
+const VALIDATE_JWT_INPUT = s.object('ValidateJwtTokenRequest', {
+  token_type: s.string({ minLength: 1, maxLength: 32, doc: 'access_token, id_token or refresh_token' }),
+  token: s.string({ minLength: 1, maxLength: 16384 }),
+  roles: STRINGS('Roles the token must all carry'),
+  required_relations: s.optional(s.list(REQUIRED_RELATION, { maxItems: 100 })),
+});
+
+const VALIDATE_JWT_OUTPUT = s.object('ValidateJwtTokenResponse', {
+  is_valid: s.bool(),
+  claims: s.optional(s.json({ doc: 'The decoded claims of the token' })),
+});
+
+const VALIDATE_SESSION_INPUT = s.object('ValidateSessionRequest', {
+  cookie: s.optional(s.string({ maxLength: 4096, doc: 'The session cookie value (default: the request cookie)' })),
+  roles: STRINGS('Roles the session must all carry'),
+  required_relations: s.optional(s.list(REQUIRED_RELATION, { maxItems: 100 })),
+});
+
+const VALIDATE_SESSION_OUTPUT = s.object('ValidateSessionResponse', { is_valid: s.bool(), user: USER });
+
+// ------------------------------------------------------------------ helpers
+
+/** The identity service of the composition root; `unavailable` when it was not plugged in. */
+export function authOf(ctx: RequestContext): AuthService {
+  const a = ctx.services.auth;
+  if (!(a instanceof AuthService)) throw new LatchkeyError('unavailable', 'identity service is not available', { reason: 'auth_unavailable' });
+  return a;
+}
+
+/** The call context the identity service needs, from the request context. */
+export function callContext(ctx: RequestContext): AuthCallContext {
+  const p = ctx.principal;
+  return {
+    principal: p.kind === 'user' ? { ...p, kind: 'user' } : p.kind === 'super_admin' ? { kind: 'super_admin' } : { kind: 'anonymous' },
+    sessionCookie: sessionCookieOf(ctx.credentials.cookies),
+    bearer: ctx.credentials.bearer,
+  };
+}
+
+/** `.example.com` for `https://app.example.com`; undefined for IPs, single labels and without `--url`. */
+export function cookieDomainOf(url: string | undefined): string | undefined {
+  if (!url) return undefined;
+  let host: string;
+  try {
+    host = new URL(url).hostname;
+  } catch {
+    return undefined;
+  }
+  if (/^[0-9.]+$/.test(host) || host.includes(':') || !host.includes('.')) return undefined;
+  const labels = host.split('.');
+  return `.${labels.length > 2 ? labels.slice(-2).join('.') : host}`;
+}
+
+function cookieBase(c: Config): CookieOptions {
+  const secure = Boolean(c.appCookieSecure);
+  const configured = c.appCookieSameSite;
+  const sameSite: CookieOptions['sameSite'] = configured === 'strict' ? 'Strict' : configured === 'lax' ? 'Lax' : secure ? 'None' : 'Lax';
+  return { path: '/', httpOnly: true, secure, sameSite };
+}
+
+/** Sets the session cookie pair for a new or rotated session. */
+export function setSessionCookies(ctx: RequestContext, result: AuthResult): void {
+  if (result.session === undefined) return;
+  const base = cookieBase(ctx.services.config);
+  const domain = cookieDomainOf(ctx.services.config.url);
+  ctx.cookies.set(SESSION_COOKIE, result.session.token, { ...base, maxAgeSeconds: result.session.maxAgeSeconds });
+  ctx.cookies.set(SESSION_DOMAIN_COOKIE, result.session.token, { ...base, maxAgeSeconds: result.session.maxAgeSeconds, ...(domain ? { domain } : {}) });
+}
+
+/** Clears the session cookie pair. */
+export function clearSessionCookies(ctx: RequestContext): void {
+  const base = cookieBase(ctx.services.config);
+  const domain = cookieDomainOf(ctx.services.config.url);
+  ctx.cookies.clear(SESSION_COOKIE, base);
+  ctx.cookies.clear(SESSION_DOMAIN_COOKIE, { ...base, ...(domain ? { domain } : {}) });
+}
+
+function row(name: string, method: 'GET' | 'POST', grpc: string) {
+  return { name, admin: false, rest: { method, path: `/v1/${name}` }, grpc: { method: grpc }, protocols: ALL_PROTOCOLS } as const;
+}
+
+// ------------------------------------------------------------------ rows
+
+export const AUTH_OPERATIONS: readonly AnyOperation[] = [
+  defineOperation({
+    ...row('signup', 'POST', 'Signup'),
+    kind: 'mutation',
+    auth: 'public',
+    input: SIGNUP_INPUT,
+    output: AUTH_RESPONSE,
+    doc: 'Creates a user (email or phone with password) and opens a session; sets the session cookies.',
+    handler: async (ctx, input) => {
+      const { app_data, ...rest } = input;
+      const appData = app_data === undefined || app_data === null ? undefined : (app_data as unknown);
+      if (appData !== undefined && (typeof appData !== 'object' || Array.isArray(appData))) {
+        throw new LatchkeyError('invalid_argument', 'app_data: must be an object', { reason: 'invalid_field', details: { field: 'app_data' } });
+      }
+      const result = await authOf(ctx).signup({ ...rest, ...(appData === undefined ? {} : { app_data: appData as Record<string, unknown> }) }, callContext(ctx));
+      setSessionCookies(ctx, result);
+      return result.response as never;
+    },
+  }),
+  defineOperation({
+    ...row('login', 'POST', 'Login'),
+    kind: 'mutation',
+    auth: 'public',
+    input: LOGIN_INPUT,
+    output: AUTH_RESPONSE,
+    doc: 'Logs in with email or phone and password; answers an MFA challenge flag instead of tokens when MFA applies.',
+    handler: async (ctx, input) => {
+      const result = await authOf(ctx).login(input, callContext(ctx));
+      setSessionCookies(ctx, result);
+      return result.response as never;
+    },
+  }),
+  defineOperation({
+    ...row('session', 'POST', 'Session'),
+    kind: 'mutation',
+    auth: 'user',
+    input: SESSION_INPUT,
+    output: AUTH_RESPONSE,
+    doc: 'Refreshes the current session (cookie, bearer session or refresh token): new cookie and tokens.',
+    handler: async (ctx, input) => {
+      const result = await authOf(ctx).session(input, callContext(ctx));
+      setSessionCookies(ctx, result);
+      return result.response as never;
+    },
+  }),
+  defineOperation({
+    ...row('logout', 'POST', 'Logout'),
+    kind: 'mutation',
+    auth: 'user',
+    input: EMPTY,
+    output: MESSAGE,
+    doc: 'Ends the current session server-side (its cookie, tokens and refresh tokens) and clears the cookies.',
+    handler: async (ctx) => {
+      const out = await authOf(ctx).logout(callContext(ctx));
+      clearSessionCookies(ctx);
+      return out;
+    },
+  }),
+  defineOperation({
+    ...row('profile', 'GET', 'Profile'),
+    kind: 'query',
+    auth: 'user',
+    input: EMPTY,
+    output: USER,
+    doc: 'The caller\'s user.',
+    handler: async (ctx) => (await authOf(ctx).profile(callContext(ctx))) as never,
+  }),
+  defineOperation({
+    ...row('update_profile', 'POST', 'UpdateProfile'),
+    kind: 'mutation',
+    auth: 'user',
+    input: UPDATE_PROFILE_INPUT,
+    output: MESSAGE,
+    doc: 'Updates profile fields; a password change needs old_password and ends the other sessions.',
+    handler: async (ctx, input) => {
+      const { app_data, ...rest } = input;
+      const appData = app_data === undefined || app_data === null ? undefined : (app_data as unknown);
+      if (appData !== undefined && (typeof appData !== 'object' || Array.isArray(appData))) {
+        throw new LatchkeyError('invalid_argument', 'app_data: must be an object', { reason: 'invalid_field', details: { field: 'app_data' } });
+      }
+      return authOf(ctx).updateProfile({ ...rest, ...(appData === undefined ? {} : { app_data: appData as Record<string, unknown> }) }, callContext(ctx));
+    },
+  }),
+  defineOperation({
+    ...row('deactivate_account', 'POST', 'DeactivateAccount'),
+    kind: 'mutation',
+    auth: 'user',
+    input: EMPTY,
+    output: MESSAGE,
+    doc: 'Soft-deletes the caller\'s account: every session ends and login is refused afterwards.',
+    handler: async (ctx) => {
+      const out = await authOf(ctx).deactivateAccount(callContext(ctx));
+      clearSessionCookies(ctx);
+      return out;
+    },
+  }),
+  defineOperation({
+    ...row('revoke', 'POST', 'Revoke'),
+    kind: 'mutation',
+    auth: 'public',
+    input: s.object('RevokeRequest', { refresh_token: s.string({ minLength: 1, maxLength: 16384 }) }),
+    output: MESSAGE,
+    doc: 'Revokes a refresh token and its whole family; the answer does not reveal whether the token was valid.',
+    handler: async (ctx, input) => authOf(ctx).revoke(input),
+  }),
+  defineOperation({
+    ...row('validate_jwt_token', 'POST', 'ValidateJwtToken'),
+    kind: 'mutation',
+    auth: 'public',
+    input: VALIDATE_JWT_INPUT,
+    output: VALIDATE_JWT_OUTPUT,
+    doc: 'Validates a token of the given type (live session, optional roles and required relations); errors instead of is_valid false.',
+    handler: async (ctx, input) => (await authOf(ctx).validateJwtToken(input)) as never,
+  }),
+  defineOperation({
+    ...row('validate_session', 'POST', 'ValidateSession'),
+    kind: 'mutation',
+    auth: 'public',
+    input: VALIDATE_SESSION_INPUT,
+    output: VALIDATE_SESSION_OUTPUT,
+    doc: 'Validates a session cookie value (or the request cookie) with optional roles and required relations.',
+    handler: async (ctx, input) => (await authOf(ctx).validateSession(input, callContext(ctx))) as never,
+  }),
+];
+
+// ------------------------------------------------------------------ plug
+
+function asEngine(v: unknown): Engine | undefined {
+  const looks = (x: unknown): x is Engine =>
+    typeof x === 'object' && x !== null && ['batchCheck', 'listObjects', 'readModel'].every((m) => typeof (x as Record<string, unknown>)[m] === 'function');
+  if (looks(v)) return v;
+  const inner = (v as { engine?: unknown } | undefined)?.engine;
+  return looks(inner) ? inner : undefined;
+}
+
+/** The issuer of tokens: `--url` when given, else the local HTTP address. */
+export function issuerOf(c: Config): string {
+  const url = c.url;
+  if (url) return url.replace(/\/+$/, '');
+  const host = c.host === '0.0.0.0' || c.host === '::' ? 'localhost' : c.host;
+  return `http://${host}:${c.httpPort}`;
+}
+
+/**
+ * Builds the identity service into `services.auth` (after the engine, before
+ * admin), with the memory store from `--redis-url`, and appends the user
+ * authenticator (bearer access token or session cookie) to the chain.
+ */
+export async function plugAuth(services: Services): Promise<AuthService> {
+  const c = services.config;
+  const memoryStore = createMemoryStore({ redisUrl: c.redisUrl });
+  const engine = asEngine(services.engine);
+  const permissionEngine: PermissionEngine | undefined = engine === undefined ? undefined : engineAsPermissionEngine(engine);
+  const mail = Boolean(c.smtpHost);
+  const auth = await AuthService.create(
+    {
+      clientId: c.clientId ?? '',
+      issuer: issuerOf(c),
+      jwt: {
+        type: c.jwtType as JwtAlgorithm,
+        secret: c.jwtSecret,
+        privateKey: c.jwtPrivateKey,
+        publicKey: c.jwtPublicKey,
+        roleClaim: c.jwtRoleClaim,
+      },
+      bcryptCost: c.bcryptCost,
+      accessTokenTtl: c.accessTokenExpiresIn,
+      refreshTokenTtl: c.refreshTokenExpiresIn,
+      roles: c.roles,
+      defaultRoles: c.defaultRoles,
+      protectedRoles: c.protectedRoles,
+      enableSignup: c.enableSignup,
+      enableBasicAuthentication: c.enableBasicAuthentication,
+      enableMobileBasicAuthentication: c.enableMobileBasicAuthentication,
+      enableStrongPassword: c.enableStrongPassword,
+      // Verification needs mail (or SMS) to be possible at all; without it addresses count as verified.
+      enableEmailVerification: c.enableEmailVerification && mail,
+      enablePhoneVerification: c.enablePhoneVerification && Boolean(c.smsApiKey),
+      enableMagicLinkLogin: c.enableMagicLinkLogin && mail,
+      enableEmailOtp: c.enableMfa && c.enableEmailOtp && mail,
+      enableSmsOtp: c.enableMfa && c.enableSmsOtp,
+      enableTotpLogin: c.enableMfa && c.enableTotpLogin,
+      enableMfa: c.enableMfa,
+      enforceMfa: c.enableMfa && c.enforceMfa,
+      now: () => services.clock.now().getTime(),
+    },
+    { sequelize: services.sequelize, memoryStore, engine: permissionEngine },
+  );
+  services.auth = auth;
+  const authenticator: Authenticator = async (credentials) => {
+    const p = await auth.authenticate({ bearer: credentials.bearer, cookies: credentials.cookies });
+    if (p === undefined) return undefined;
+    return { kind: 'user', userId: p.userId, subject: p.subject, roles: p.roles, ...(p.sessionId === undefined ? {} : { sessionId: p.sessionId }), ...(p.claims === undefined ? {} : { claims: p.claims }) };
+  };
+  services.authenticators.push(authenticator);
+  services.closers.push(() => memoryStore.close());
+  // OpenID discovery and the JWKS, so that other services can verify our tokens (cacheable for 5 minutes).
+  const cache = { 'cache-control': 'public, max-age=300' };
+  const discovery = async () => ({ body: auth.tokens.openidConfiguration(issuerOf(c), { roleClaim: auth.options.jwt.roleClaim }), headers: cache });
+  (services.httpRoutes ??= []).push(
+    { path: '/.well-known/openid-configuration', handler: discovery },
+    { path: '/.well-known/oauth-authorization-server', handler: discovery },
+    { path: '/.well-known/jwks.json', handler: async () => ({ body: auth.tokens.jwks(), headers: cache }) },
+  );
+  return auth;
+}

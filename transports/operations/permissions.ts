@@ -1,0 +1,72 @@
+/**
+ * The permission operations (spec: POST /v1/check_permissions, POST
+ * /v1/list_permissions): the caller's own relationship checks through the FGA
+ * engine, over GraphQL, REST and gRPC alike.
+ *
+ * Order of refusals: 401 `unauthenticated` without credentials (before
+ * anything else), 400 `invalid_argument` for a malformed request (1 to 100
+ * checks), 403 `permission_denied` for a `user` that is neither the caller
+ * nor asked by a super-admin, 400 `failed_precondition` ("fga is not enabled
+ * on this server") without an FGA store.
+ */
+import { s } from '../shape.ts';
+import { authOf, callContext } from './auth.ts';
+import { ALL_PROTOCOLS, defineOperation, type AnyOperation } from './types.ts';
+
+const CONTEXTUAL_TUPLE = s.object('ContextualTupleInput', {
+  user: s.string({ minLength: 1, maxLength: 512, doc: '`type:id` or `type:id#relation`' }),
+  relation: s.string({ minLength: 1, maxLength: 64 }),
+  object: s.string({ minLength: 1, maxLength: 256, doc: '`type:id`' }),
+});
+
+const CHECK_INPUT = s.object('PermissionCheckInput', {
+  relation: s.string({ minLength: 1, maxLength: 64 }),
+  object: s.string({ minLength: 1, maxLength: 256, doc: '`type:id`' }),
+  contextual_tuples: s.optional(s.list(CONTEXTUAL_TUPLE, { maxItems: 100, doc: 'Tuples for this one check; never persisted' })),
+});
+
+const CHECK_RESULT = s.object('PermissionCheckResult', { relation: s.string(), object: s.string(), allowed: s.bool() });
+
+const SUBJECT = s.optional(
+  s.string({ maxLength: 512, doc: 'Explicit subject (`type:id`, or a bare id for `user:<id>`): only the caller itself, or anyone for a super-admin' }),
+);
+
+export const PERMISSION_OPERATIONS: readonly AnyOperation[] = [
+  defineOperation({
+    name: 'check_permissions',
+    admin: false,
+    kind: 'query',
+    auth: 'user',
+    rest: { method: 'POST', path: '/v1/check_permissions' },
+    grpc: { method: 'CheckPermissions' },
+    protocols: ALL_PROTOCOLS,
+    input: s.object('CheckPermissionsRequest', {
+      checks: s.list(CHECK_INPUT, { minItems: 1, maxItems: 100, doc: '1 to 100 checks, answered in order' }),
+      user: SUBJECT,
+    }),
+    output: s.object('CheckPermissionsResponse', { results: s.list(CHECK_RESULT) }),
+    doc: 'Checks relations of the caller (or, for a super-admin, of `user`) on objects; results in request order.',
+    handler: async (ctx, input) => authOf(ctx).checkPermissions(input, callContext(ctx)),
+  }),
+  defineOperation({
+    name: 'list_permissions',
+    admin: false,
+    kind: 'query',
+    auth: 'user',
+    rest: { method: 'POST', path: '/v1/list_permissions' },
+    grpc: { method: 'ListPermissions' },
+    protocols: ALL_PROTOCOLS,
+    input: s.object('ListPermissionsRequest', {
+      relation: s.optional(s.string({ maxLength: 64 })),
+      object_type: s.optional(s.string({ maxLength: 64 })),
+      user: SUBJECT,
+    }),
+    output: s.object('ListPermissionsResponse', {
+      objects: s.list(s.string()),
+      permissions: s.list(s.object('Permission', { object: s.string(), relation: s.string() })),
+      truncated: s.bool({ doc: 'True when the result was capped at 1000 entries and more exist' }),
+    }),
+    doc: 'Every (object, relation) the subject holds, narrowed by relation and object_type; capped at 1000 with truncated.',
+    handler: async (ctx, input) => authOf(ctx).listPermissions(input, callContext(ctx)),
+  }),
+];
