@@ -132,7 +132,8 @@ export interface AdminServiceOptions {
   /** Overrides of the SSRF policy (tests: resolver, classifier). */
   ssrf?: Partial<SsrfPolicy>;
   identity?: IdentityPort | undefined;
-  engine?: Engine | undefined;
+  /** The FGA engine, or a function returning it (so a late-plugged engine is seen); undefined: FGA is disabled. */
+  engine?: Engine | (() => Engine | undefined) | undefined;
   mail?: MailSink | undefined;
   /** `--roles`: roles a user may be given. */
   allowedRoles: readonly string[];
@@ -253,6 +254,11 @@ export class AdminService {
   /** Stops the delivery worker (waits for attempts in flight). */
   async close(): Promise<void> {
     await this.webhooks.stop();
+  }
+
+  get #engine(): Engine | undefined {
+    const e = this.#o.engine;
+    return typeof e === 'function' ? e() : e;
   }
 
   get #identity(): IdentityPort {
@@ -431,7 +437,7 @@ export class AdminService {
       const user = await this.#identity.users.findByEmail(email);
       if (!user) throw notFoundUser();
       resource.id = user.id;
-      const engine = this.#o.engine;
+      const engine = this.#engine;
       if (engine) {
         const tuples = await tuplesOfUser(engine, `user:${user.id}`);
         for (let i = 0; i < tuples.length; i += 100) await engine.write({ deletes: tuples.slice(i, i + 100) });
@@ -679,37 +685,37 @@ export class AdminService {
   // ------------------------------------------------------------ FGA
 
   async fgaGetModel(ctx: AdminCallContext): Promise<{ id: string; dsl: string }> {
-    return this.#run(ctx, 'admin.fga_model_viewed', { type: 'fga_model' }, () => fgaGetModel(requireEngine(this.#o.engine)));
+    return this.#run(ctx, 'admin.fga_model_viewed', { type: 'fga_model' }, () => fgaGetModel(requireEngine(this.#engine)));
   }
 
   async fgaWriteModel(ctx: AdminCallContext, dsl: string): Promise<{ id: string; dsl: string }> {
-    return this.#run(ctx, 'admin.fga_model_written', { type: 'fga_model' }, () => fgaWriteModel(requireEngine(this.#o.engine), dsl));
+    return this.#run(ctx, 'admin.fga_model_written', { type: 'fga_model' }, () => fgaWriteModel(requireEngine(this.#engine), dsl));
   }
 
   async fgaWriteTuples(ctx: AdminCallContext, tuples: FgaTuple[]): Promise<{ message: string }> {
     return this.#run(ctx, 'admin.fga_tuples_written', { type: 'fga_tuple' }, async () => {
-      await fgaWriteTuples(requireEngine(this.#o.engine), tuples);
+      await fgaWriteTuples(requireEngine(this.#engine), tuples);
       return { message: 'tuples written successfully' };
     }, { count: tuples.length, tuples: tuples.slice(0, 20) });
   }
 
   async fgaDeleteTuples(ctx: AdminCallContext, tuples: FgaTuple[]): Promise<{ message: string }> {
     return this.#run(ctx, 'admin.fga_tuples_deleted', { type: 'fga_tuple' }, async () => {
-      await fgaDeleteTuples(requireEngine(this.#o.engine), tuples);
+      await fgaDeleteTuples(requireEngine(this.#engine), tuples);
       return { message: 'tuples deleted successfully' };
     }, { count: tuples.length, tuples: tuples.slice(0, 20) });
   }
 
   async fgaReadTuples(ctx: AdminCallContext, input: Parameters<typeof fgaReadTuples>[1]): Promise<{ tuples: FgaTuple[]; continuation_token: string }> {
-    return this.#run(ctx, 'admin.fga_tuples_read', { type: 'fga_tuple' }, () => fgaReadTuples(requireEngine(this.#o.engine), input));
+    return this.#run(ctx, 'admin.fga_tuples_read', { type: 'fga_tuple' }, () => fgaReadTuples(requireEngine(this.#engine), input));
   }
 
   async fgaListUsers(ctx: AdminCallContext, input: { object: string; relation: string; user_type: string }): Promise<{ users: string[] }> {
-    return this.#run(ctx, 'admin.fga_users_listed', { type: 'fga_tuple', id: input.object }, () => fgaListUsers(requireEngine(this.#o.engine), input));
+    return this.#run(ctx, 'admin.fga_users_listed', { type: 'fga_tuple', id: input.object }, () => fgaListUsers(requireEngine(this.#engine), input));
   }
 
   async fgaExpand(ctx: AdminCallContext, input: { relation: string; object: string }): Promise<{ tree: string }> {
-    return this.#run(ctx, 'admin.fga_expanded', { type: 'fga_tuple', id: input.object }, () => fgaExpand(requireEngine(this.#o.engine), input));
+    return this.#run(ctx, 'admin.fga_expanded', { type: 'fga_tuple', id: input.object }, () => fgaExpand(requireEngine(this.#engine), input));
   }
 
   /**
@@ -719,7 +725,7 @@ export class AdminService {
    */
   async fgaReset(ctx: AdminCallContext): Promise<{ message: string }> {
     return this.#run(ctx, 'admin.fga_reset', { type: 'fga_model' }, async () => {
-      await requireEngine(this.#o.engine).reset();
+      await requireEngine(this.#engine).reset();
       return { message: 'authorization model reset successfully' };
     });
   }

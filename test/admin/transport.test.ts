@@ -9,6 +9,7 @@ import * as grpc from '@grpc/grpc-js';
 import { PROTOCOLS, TEST_ADMIN_SECRET, TEST_CLIENT_SECRET, TEST_JWT_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
 import { OPERATIONS, type Protocol } from '../../transports/index.ts';
 import { AdminService, verifyWebhook } from '../../admin/index.ts';
+import { Engine, MemoryStore } from '../../engine/index.ts';
 import { startReceiver } from './receiver.ts';
 
 const ADMIN = { 'x-service-admin-secret': TEST_ADMIN_SECRET };
@@ -305,7 +306,10 @@ for (const protocol of PROTOCOLS) {
         const r = await call('fga_write_model', { dsl: MODEL });
         t.is(r.error?.code, 'failed_precondition');
         t.is(r.error?.message, 'fga is not enabled on this server');
-      } else {
+        // The engine may be plugged in late; the admin service sees it at once.
+        services.engine = new Engine({ store: new MemoryStore() });
+      }
+      {
         const written = (await call('fga_write_model', { dsl: MODEL })).body as { id: string; dsl: string };
         t.regex(written.id, /^[0-9A-Z]{26}$/);
         const bad = await call('fga_write_model', { dsl: 'model\n  schema 1.1\ntype doc\n  relations\n    define viewer: [nobody]\n' });
@@ -328,6 +332,50 @@ for (const protocol of PROTOCOLS) {
         }
       }
     } finally {
+      await server.close();
+    }
+  });
+}
+
+for (const protocol of PROTOCOLS) {
+  test(`revoke_access over ${protocol} cuts a live token and session cookie on the very next request; the audit log names the admin call`, async (t) => {
+    const server = await startTestServer({ 'webhook-allow-private-networks': true, 'app-cookie-secure': false });
+    const receiver = await startReceiver();
+    try {
+      if (!OPERATIONS.some((op) => op.name === 'signup') || !OPERATIONS.some((op) => op.name === 'profile')) {
+        t.is(adminService(server) instanceof AdminService, true);
+        return;
+      }
+      await server.call('add_webhook', { event_name: 'user.access_revoked', endpoint: receiver.url }, { protocol, headers: ADMIN });
+      const signup = await server.call('signup', { email: 'eve@example.com', password: 'a long enough passphrase' }, { protocol: 'rest' });
+      const token = String(signup.body?.['access_token']);
+      const userId = String((signup.body?.['user'] as { id: string }).id);
+      const cookie = signup.setCookies.find((c) => c.startsWith('cookie_session='));
+      const cookieValue = cookie ? cookie.slice('cookie_session='.length, cookie.indexOf(';')) : undefined;
+      const bearer = { authorization: `Bearer ${token}` };
+      t.is((await server.call('profile', {}, { protocol, headers: bearer })).body?.['id'], userId);
+      const revoked = await server.call('revoke_access', { user_id: userId }, { protocol, headers: { ...ADMIN, 'user-agent': 'ops-console/1' } });
+      t.is(revoked.body?.['message'], 'user access revoked successfully');
+      const after = await server.call('profile', {}, { protocol, headers: bearer });
+      t.is(after.error?.code, 'unauthenticated');
+      if (cookieValue) {
+        const viaCookie = await server.call('profile', {}, { protocol, cookies: { cookie_session: cookieValue } });
+        t.is(viaCookie.error?.code, 'unauthenticated');
+      }
+      const login = await server.call('login', { email: 'eve@example.com', password: 'a long enough passphrase' }, { protocol: 'rest' });
+      t.truthy(login.error, 'a revoked user cannot log in again');
+      const audit = await server.call('audit_logs', { action: 'admin.access_revoked', resource: `user:${userId}` }, { protocol, headers: ADMIN });
+      const rows = (audit.body as { audit_logs: Array<Record<string, unknown>> }).audit_logs;
+      t.is(rows.length, 1);
+      t.like(rows[0], { actor_type: 'admin', actor_id: 'super_admin', ip_address: '127.0.0.1', resource_id: userId });
+      if (protocol !== 'grpc') t.is(rows[0]!['user_agent'], 'ops-console/1');
+      t.is(JSON.parse(String(rows[0]!['metadata'])).via, 'admin_secret_header');
+      await adminService(server).webhooks.flush();
+      t.is(receiver.received.length, 1);
+      const event = JSON.parse(receiver.received[0]!.body) as { event_name: string; user: { id: string } };
+      t.deepEqual([event.event_name, event.user.id], ['user.access_revoked', userId]);
+    } finally {
+      await receiver.close();
       await server.close();
     }
   });
