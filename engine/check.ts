@@ -22,10 +22,16 @@
  *
  * Recursion is bounded: dispatch depth by the depth limit, and each
  * relation's rewrite nesting by the typesystem's nesting limit, so deep or
- * cyclic graphs cannot overflow the stack. Every sub-problem result that did
- * not meet a cycle is memoised for the rest of the request (and shared by the
- * checks of a batch), together with the depth it needed, so a memoised answer
- * is reused only where recomputing it would not have hit the depth limit.
+ * cyclic graphs cannot overflow the stack; a per-check dispatch budget bounds
+ * the time of dense cyclic graphs.
+ *
+ * Memoisation: every sub-problem result that does not depend on the path
+ * (no sub-problem above it reappeared below it) is memoised for the rest of
+ * the request (and shared by the checks of a batch), together with the depth
+ * it needed, so a memoised answer is reused only where recomputing it would
+ * not have hit the depth limit. A false answer that does depend on the path
+ * is kept with the ancestors it met and reused wherever they are all on the
+ * path again: cycles only turn answers to false, so that answer stands.
  */
 import { LatchkeyError } from './errors.ts';
 import type { TupleReader } from './reader.ts';
@@ -53,13 +59,19 @@ export interface ResolveCheckRequest {
 export interface ResolveCheckResult {
   allowed: boolean;
   /**
-   * True when a cycle (or a cancelled branch) took part in the answer. Such
-   * results depend on the path they were computed on and are never memoised
-   * or cached.
+   * True when a cycle was detected below: OpenFGA's `CycleDetected`, which
+   * makes intersections and exclusions answer false.
    */
   cycle: boolean;
   /** The deepest dispatch depth used below this sub-problem (0 for a leaf). */
   height: number;
+  /**
+   * The sub-problems *above* this one on the path whose reappearance cut a
+   * branch short (empty: the answer does not depend on the path, so it may be
+   * memoised and cached; `null`: unknown, because a branch was cancelled, so
+   * it must not be).
+   */
+  hits: ReadonlySet<string> | null;
 }
 
 /** A link of the resolution path. */
@@ -90,11 +102,27 @@ export interface ResolutionContext {
   context: Record<string, unknown> | undefined;
   /** The depth limit (OpenFGA's `ResolveNodeLimit`, default 25). */
   maxDepth: number;
-  /** Results of sub-problems already resolved, by {@link problemKey}. */
+  /** Results of sub-problems already resolved that do not depend on the path, by {@link problemKey}. */
   memo: Map<string, ResolveCheckResult>;
+  /**
+   * False answers that depend on the path: valid wherever all of `hits` are
+   * on the path again (cycles only ever turn answers to false, so more
+   * ancestors cannot turn them true).
+   */
+  pathMemo: Map<string, { hits: readonly string[]; height: number }[]>;
+  /** Dispatches allowed per top-level resolution before giving up (bounded time on adversarial graphs). */
+  maxDispatches: number;
+  /**
+   * Set for a top-level resolution of a monotone relation (see
+   * `TypeSystem.isMonotone`): sub-problems already started, with the depth
+   * they started at. A sub-problem is then resolved once per top-level
+   * check (again only from a shallower depth), which keeps dense cyclic
+   * union graphs linear.
+   */
+  visited?: Map<string, number>;
   /** The head of the resolver chain: nested sub-problems are dispatched here. */
   resolver: CheckResolver;
-  /** Counts dispatches, for tests and metrics. */
+  /** Counts dispatches of the current top-level resolution. */
   stats: { dispatches: number };
 }
 
@@ -111,9 +139,27 @@ export function problemKey(objectType: string, objectId: string, relation: strin
   return `${objectType}:${objectId}#${relation}@${formatUser(user)}`;
 }
 
-const FALSE: ResolveCheckResult = { allowed: false, cycle: false, height: 0 };
-const TRUE: ResolveCheckResult = { allowed: true, cycle: false, height: 0 };
-const CANCELLED: ResolveCheckResult = { allowed: false, cycle: true, height: 0 };
+const NONE: ReadonlySet<string> = new Set();
+const FALSE: ResolveCheckResult = { allowed: false, cycle: false, height: 0, hits: NONE };
+const TRUE: ResolveCheckResult = { allowed: true, cycle: false, height: 0, hits: NONE };
+const CANCELLED: ResolveCheckResult = { allowed: false, cycle: true, height: 0, hits: null };
+/** A revisit in monotone mode: false here, and not memoisable (the answer is found elsewhere). */
+const REVISIT: ResolveCheckResult = { allowed: false, cycle: true, height: 0, hits: null };
+
+function mergeHits(a: ReadonlySet<string> | null, b: ReadonlySet<string> | null): ReadonlySet<string> | null {
+  if (a === null || b === null) return null;
+  if (a.size === 0) return b;
+  if (b.size === 0) return a;
+  return new Set([...a, ...b]);
+}
+
+/** The error for a resolution that needed more dispatches than allowed. */
+export function budgetExceeded(): LatchkeyError {
+  return new LatchkeyError('failed_precondition', 'resolution too complex: the graph required too many sub-problems to be resolved', {
+    reason: 'resolution_too_complex',
+    details: { openfga_code: FGA_CODES.resolution_too_complex },
+  });
+}
 
 /** The error for exceeding the depth limit (OpenFGA 2002). */
 export function depthExceeded(): LatchkeyError {
@@ -125,35 +171,47 @@ export function depthExceeded(): LatchkeyError {
 
 type Handler = () => Promise<ResolveCheckResult>;
 
-/** OpenFGA's union: true wins; otherwise an error wins over false. */
-export function union(scope: Scope, handlers: Handler[]): Promise<ResolveCheckResult> {
+/**
+ * OpenFGA's union: true wins; otherwise an error wins over false. At most
+ * `limit` handlers run at once; the next starts when one settles, and none
+ * start once the answer is known.
+ */
+export function union(scope: Scope, handlers: Handler[], limit = Infinity): Promise<ResolveCheckResult> {
   if (handlers.length === 0) return Promise.resolve(FALSE);
   if (handlers.length === 1) return handlers[0]!();
   return new Promise((resolve, reject) => {
     let pending = handlers.length;
+    let next = 0;
     let error: unknown;
     let cycle = false;
     let height = 0;
+    let hits: ReadonlySet<string> | null = NONE;
     let done = false;
     const settle = (): void => {
-      if (--pending > 0 || done) return;
+      if (done) return;
+      if (--pending > 0) {
+        launch();
+        return;
+      }
       done = true;
       if (error !== undefined) reject(error);
-      else resolve({ allowed: false, cycle, height });
+      else resolve({ allowed: false, cycle, height, hits });
     };
-    for (const h of handlers) {
-      if (done) break;
+    const launch = (): void => {
+      if (done || next >= handlers.length) return;
+      const h = handlers[next++]!;
       h().then(
         (r) => {
           if (done) return;
           if (r.allowed) {
             done = true;
             scope.cancelled = true;
-            resolve({ allowed: true, cycle: r.cycle, height: r.height });
+            resolve(r);
             return;
           }
           cycle ||= r.cycle;
           height = Math.max(height, r.height);
+          hits = mergeHits(hits, r.hits);
           settle();
         },
         (err: unknown) => {
@@ -161,7 +219,8 @@ export function union(scope: Scope, handlers: Handler[]): Promise<ResolveCheckRe
           settle();
         },
       );
-    }
+    };
+    for (let i = 0; i < Math.min(limit, handlers.length); i++) launch();
   });
 }
 
@@ -171,25 +230,25 @@ export function intersection(scope: Scope, handlers: Handler[]): Promise<Resolve
     let pending = handlers.length;
     let error: unknown;
     let height = 0;
-    let cycle = false;
+    let hits: ReadonlySet<string> | null = NONE;
     let done = false;
     for (const h of handlers) {
       if (done) break;
       h().then(
         (r) => {
           if (done) return;
-          height = Math.max(height, r.height);
           if (!r.allowed || r.cycle) {
             done = true;
             scope.cancelled = true;
-            resolve({ allowed: false, cycle: r.cycle, height });
+            resolve({ allowed: false, cycle: r.cycle, height: r.height, hits: r.hits });
             return;
           }
-          cycle ||= r.cycle;
+          height = Math.max(height, r.height);
+          hits = mergeHits(hits, r.hits);
           if (--pending === 0) {
             done = true;
             if (error !== undefined) reject(error);
-            else resolve({ allowed: true, cycle, height });
+            else resolve({ allowed: true, cycle: false, height, hits });
           }
         },
         (err: unknown) => {
@@ -212,24 +271,26 @@ export function exclusion(scope: Scope, base: Handler, subtract: Handler): Promi
     let baseError: unknown;
     let subError: unknown;
     let height = 0;
+    let hits: ReadonlySet<string> | null = NONE;
     let done = false;
     const finish = (): void => {
       if (--pending > 0 || done) return;
       done = true;
       if (baseError !== undefined) reject(baseError);
       else if (subError !== undefined) reject(subError);
-      else resolve({ allowed: true, cycle: false, height });
+      else resolve({ allowed: true, cycle: false, height, hits });
     };
     const decide = (r: ResolveCheckResult): void => {
       done = true;
       scope.cancelled = true;
-      resolve({ allowed: false, cycle: r.cycle, height: Math.max(height, r.height) });
+      resolve({ allowed: false, cycle: r.cycle, height: r.height, hits: r.hits });
     };
     base().then(
       (r) => {
         if (done) return;
         if (r.cycle || !r.allowed) return decide(r);
         height = Math.max(height, r.height);
+        hits = mergeHits(hits, r.hits);
         finish();
       },
       (err: unknown) => {
@@ -243,6 +304,7 @@ export function exclusion(scope: Scope, base: Handler, subtract: Handler): Promi
         if (done) return;
         if (r.cycle || r.allowed) return decide(r);
         height = Math.max(height, r.height);
+        hits = mergeHits(hits, r.hits);
         finish();
       },
       (err: unknown) => {
@@ -252,6 +314,16 @@ export function exclusion(scope: Scope, base: Handler, subtract: Handler): Promi
     );
   });
 }
+
+/**
+ * Sub-problems dispatched at once from one userset or tuple-to-userset
+ * fan-out. One at a time, with short-circuiting, lets each sibling reuse what
+ * the previous ones memoised; running them all at once made dense cyclic
+ * graphs explode (every path explored before any result was memoised).
+ * Operands of union, intersection and exclusion still run concurrently, and
+ * their reads are coalesced by the reader.
+ */
+const FAN_OUT = 1;
 
 function onPath(path: PathNode | undefined, key: string): boolean {
   for (let p = path; p !== undefined; p = p.parent) if (p.key === key) return true;
@@ -264,9 +336,22 @@ export class LocalChecker implements CheckResolver {
     if (req.scope.isCancelled()) return CANCELLED;
     if (req.depth >= ctx.maxDepth) throw depthExceeded();
     const key = problemKey(req.objectType, req.objectId, req.relation, req.user);
-    if (onPath(req.path, key)) return { allowed: false, cycle: true, height: 0 };
+    if (onPath(req.path, key)) return { allowed: false, cycle: true, height: 0, hits: new Set([key]) };
     const memo = ctx.memo.get(key);
     if (memo !== undefined && req.depth + memo.height < ctx.maxDepth) return memo;
+    for (const m of ctx.pathMemo.get(key) ?? []) {
+      if (req.depth + m.height < ctx.maxDepth && m.hits.every((h) => onPath(req.path, h))) {
+        return { allowed: false, cycle: true, height: m.height, hits: new Set(m.hits) };
+      }
+    }
+    if (ctx.visited !== undefined) {
+      const d = ctx.visited.get(key);
+      // Already being resolved (or resolved) from as shallow a depth: any
+      // answer it has comes through that resolution.
+      if (d !== undefined && d <= req.depth) return REVISIT;
+      ctx.visited.set(key, req.depth);
+    }
+    if (++ctx.stats.dispatches > ctx.maxDispatches) throw budgetExceeded();
 
     const u = req.user;
     // A userset always contains itself (OpenFGA's self-defining shortcut).
@@ -277,8 +362,24 @@ export class LocalChecker implements CheckResolver {
       throw fgaError(`relation '${req.objectType}#${req.relation}' not found`, 'relation_not_found', FGA_CODES.validation_error);
     }
     const path: PathNode = { key, parent: req.path };
-    const result = await this.#rewrite(rewrite, req, path, req.scope, ctx);
-    if (!result.cycle) ctx.memo.set(key, result);
+    const r = await this.#rewrite(rewrite, req, path, req.scope, ctx);
+    if (r.hits === null) return r;
+    // Hits on this very sub-problem are internal to it: they recur on every path.
+    let hits = r.hits;
+    if (hits.has(key)) {
+      const rest = new Set(hits);
+      rest.delete(key);
+      hits = rest;
+    }
+    const result: ResolveCheckResult = hits === r.hits ? r : { allowed: r.allowed, cycle: r.cycle, height: r.height, hits };
+    if (hits.size === 0) {
+      ctx.memo.set(key, result);
+    } else if (!result.allowed) {
+      let list = ctx.pathMemo.get(key);
+      if (list === undefined) ctx.pathMemo.set(key, (list = []));
+      if (list.length >= 16) list.shift();
+      list.push({ hits: [...hits], height: result.height });
+    }
     return result;
   }
 
@@ -291,10 +392,9 @@ export class LocalChecker implements CheckResolver {
     objectId: string,
     relation: string,
   ): Promise<ResolveCheckResult> {
-    ctx.stats.dispatches++;
     return ctx.resolver
       .resolveCheck({ objectType, objectId, relation, user: parent.user, depth: parent.depth + 1, path, scope }, ctx)
-      .then((r) => ({ allowed: r.allowed, cycle: r.cycle, height: r.height + 1 }));
+      .then((r) => ({ allowed: r.allowed, cycle: r.cycle, height: r.height + 1, hits: r.hits }));
   }
 
   #condition(ctx: ResolutionContext, t: { condition?: { name: string; context?: Record<string, unknown> } }): boolean {
@@ -356,6 +456,7 @@ export class LocalChecker implements CheckResolver {
             if (!this.#condition(ctx, t.tuple)) return FALSE;
             return this.#dispatch(ctx, req, path, s, t.user.type, t.user.id, t.user.relation);
           }),
+          FAN_OUT,
         );
       });
     }
@@ -380,6 +481,7 @@ export class LocalChecker implements CheckResolver {
         if (!this.#condition(ctx, t.tuple)) return FALSE;
         return this.#dispatch(ctx, req, path, s, t.user.type, t.user.id, target);
       }),
+      FAN_OUT,
     );
   }
 }

@@ -25,7 +25,7 @@ import { MemoryStore } from './memory_store.ts';
 import type { ReadFilter, TupleKey, TupleStore, TupleChange } from './store.ts';
 import { TypeSystem } from './typesystem.ts';
 import { TupleReader } from './reader.ts';
-import { type CheckResolver, type ResolutionContext, LocalChecker, Scope } from './check.ts';
+import { type CheckResolver, type ResolutionContext, type ResolveCheckResult, LocalChecker, Scope } from './check.ts';
 import { type ParsedUser, fgaError, parseObject, tryParseObject, tryParseUser } from './tuple.ts';
 import { FGA_CODES, validateTupleForWrite } from './validation.ts';
 import { listObjectCandidates } from './list_objects.ts';
@@ -65,6 +65,12 @@ export interface EngineOptions {
   /** Default page size of {@link Engine.read}. Default 50, 1..100. */
   defaultPageSize?: number;
   /**
+   * Sub-problems one Check may resolve before failing with
+   * `resolution_too_complex`: bounds the time of adversarial graphs (dense
+   * cycles) that the depth limit alone does not. Default 50000, 100..10000000.
+   */
+  maxDispatchesPerCheck?: number;
+  /**
    * Head of the resolver chain (for example a cache wrapping a
    * {@link LocalChecker}). Default: a plain {@link LocalChecker}.
    */
@@ -80,6 +86,7 @@ const OPTION_RANGES = {
   listUsersMaxResults: [1, 100_000, 1000],
   maxConcurrentChecks: [1, 1000, 50],
   defaultPageSize: [1, 100, 50],
+  maxDispatchesPerCheck: [100, 10_000_000, 50_000],
 } as const;
 
 type Limits = { -readonly [K in keyof typeof OPTION_RANGES]: number };
@@ -452,8 +459,26 @@ export class Engine {
     return { ts, reader: new TupleReader(this.#store, ts, clean) };
   }
 
-  #context(ts: TypeSystem, reader: TupleReader, context: Record<string, unknown> | undefined, memo = new Map()): ResolutionContext {
-    return { ts, reader, context, maxDepth: this.#limits.maxResolutionDepth, memo, resolver: this.#resolver, stats: { dispatches: 0 } };
+  #context(ts: TypeSystem, reader: TupleReader, context: Record<string, unknown> | undefined, memo = new Map<string, ResolveCheckResult>()): ResolutionContext {
+    return {
+      ts,
+      reader,
+      context,
+      maxDepth: this.#limits.maxResolutionDepth,
+      memo,
+      pathMemo: new Map(),
+      maxDispatches: this.#limits.maxDispatchesPerCheck,
+      resolver: this.#resolver,
+      stats: { dispatches: 0 },
+    };
+  }
+
+  /** The context of one top-level resolution: shares the memo, resets the budget, and picks the monotone mode. */
+  #topLevel(ctx: ResolutionContext, ts: TypeSystem, type: string, relation: string): ResolutionContext {
+    const out: ResolutionContext = { ...ctx, stats: { dispatches: 0 } };
+    if (ts.isMonotone(type, relation)) out.visited = new Map();
+    else delete out.visited;
+    return out;
   }
 
   #parseCheckUser(ts: TypeSystem, user: unknown, code: number): ParsedUser {
@@ -477,7 +502,7 @@ export class Engine {
     const user = this.#parseCheckUser(ts, req.user, FGA_CODES.validation_error);
     const result = await ctx.resolver.resolveCheck(
       { objectType: object.type, objectId: object.id, relation: req.relation, user, depth: 0, path: undefined, scope: new Scope() },
-      ctx,
+      this.#topLevel(ctx, ts, object.type, req.relation),
     );
     return result.allowed && !result.cycle ? true : false;
   }
@@ -556,7 +581,7 @@ export class Engine {
       try {
         const r = await this.#resolver.resolveCheck(
           { objectType: req.type, objectId: id, relation: req.relation, user, depth: 0, path: undefined, scope: new Scope() },
-          ctx,
+          this.#topLevel(ctx, ts, req.type, req.relation),
         );
         if (r.allowed && !r.cycle) found.push(id);
       } catch (err) {
@@ -601,7 +626,7 @@ export class Engine {
         const user = tryParseUser(candidate)!;
         const r = await this.#resolver.resolveCheck(
           { objectType: object.type, objectId: object.id, relation: req.relation, user, depth: 0, path: undefined, scope: new Scope() },
-          ctx,
+          this.#topLevel(ctx, ts, object.type, req.relation),
         );
         if (r.allowed && !r.cycle) found.push(candidate);
       } catch (err) {

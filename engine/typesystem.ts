@@ -68,6 +68,7 @@ export class TypeSystem {
   readonly #restrictions = new Map<string, RelationReference[]>();
   readonly #conditions = new Map<string, CompiledCondition>();
   readonly #tuplesetRelations = new Set<string>();
+  readonly #monotone = new Map<string, boolean>();
 
   /**
    * Validates `model` and indexes it. Throws `invalid_argument` (reason
@@ -112,6 +113,53 @@ export class TypeSystem {
   /** True when `type#relation` is used as a tupleset (the `b` in `a from b`) somewhere. */
   isTupleset(type: string, relation: string): boolean {
     return this.#tuplesetRelations.has(`${type}#${relation}`);
+  }
+
+  /**
+   * True when no relation reachable from `type#relation` (through computed
+   * usersets, tuple-to-usersets and userset restrictions) uses intersection
+   * or exclusion. For such relations cycles cannot change an answer, so Check
+   * may resolve them as plain reachability (each sub-problem once).
+   */
+  isMonotone(type: string, relation: string): boolean {
+    const key = `${type}#${relation}`;
+    let m = this.#monotone.get(key);
+    if (m !== undefined) return m;
+    m = true;
+    const seen = new Set([key]);
+    const queue: [string, string][] = [[type, relation]];
+    while (queue.length > 0 && m) {
+      const [t, r] = queue.pop()!;
+      const rw = this.rewrite(t, r);
+      if (rw === undefined) continue;
+      const visit = (nt: string, nr: string): void => {
+        const k = `${nt}#${nr}`;
+        if (!seen.has(k) && this.rewrite(nt, nr) !== undefined) {
+          seen.add(k);
+          queue.push([nt, nr]);
+        }
+      };
+      const stack: Userset[] = [rw];
+      while (stack.length > 0) {
+        const n = stack.pop()!;
+        if ('intersection' in n || 'difference' in n) {
+          m = false;
+          break;
+        }
+        if ('this' in n) {
+          for (const ref of this.restrictions(t, r)) if (ref.relation !== undefined) visit(ref.type, ref.relation);
+        } else if ('computedUserset' in n) {
+          visit(t, n.computedUserset.relation ?? '');
+        } else if ('tupleToUserset' in n) {
+          const target = n.tupleToUserset.computedUserset.relation ?? '';
+          for (const ref of this.restrictions(t, n.tupleToUserset.tupleset.relation ?? '')) visit(ref.type, target);
+        } else {
+          stack.push(...rewriteChildren(n));
+        }
+      }
+    }
+    this.#monotone.set(key, m);
+    return m;
   }
 
   /** True when `type#relation` admits `userType:*`. */
