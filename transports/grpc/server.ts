@@ -84,7 +84,10 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
     (call, callback) => {
       const md = call.metadata;
       const controller = new AbortController();
-      call.on('cancelled', () => controller.abort());
+      let done = false;
+      call.once('cancelled', () => {
+        if (!done) controller.abort();
+      });
       const clientIp = options.clientIp(peerAddress(call.getPeer()), first(md, 'x-forwarded-for'));
       const cookieValues = md.get('cookie').map((v) => (typeof v === 'string' ? v : v.toString('utf8')));
       const cookies = new CookieSink();
@@ -110,6 +113,7 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
       };
       run().then(
         (out) => {
+          done = true;
           const headers = new grpc.Metadata();
           headers.set('x-request-id', requestId);
           for (const c of cookies.headers()) headers.add('set-cookie', c);
@@ -117,6 +121,7 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
           callback(null, toWire(op.output, out));
         },
         (err: unknown) => {
+          done = true;
           const pub = err instanceof LatchkeyError ? err : new LatchkeyError('internal', 'internal server error');
           const status = errorFor(pub);
           if (pub.code === 'resource_exhausted' && pub.details?.retry_after_seconds !== undefined)

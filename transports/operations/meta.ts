@@ -39,8 +39,19 @@ export const META = s.object(
   { doc: 'Server feature flags and provider availability' },
 );
 
-/** Builds Meta from the configuration (also used by the admin meta operation). */
+const metaCache = new WeakMap<Config, Infer<typeof META>>();
+
+/** Builds Meta from the configuration (also used by the admin meta operation). Computed once per config. */
 export function metaFromConfig(c: Config): Infer<typeof META> {
+  let meta = metaCache.get(c);
+  if (!meta) {
+    meta = Object.freeze(buildMeta(c));
+    metaCache.set(c, meta);
+  }
+  return meta;
+}
+
+function buildMeta(c: Config): Infer<typeof META> {
   const cfg = c as unknown as Record<string, unknown>;
   const provider = (p: (typeof SOCIAL_PROVIDERS)[number]): boolean =>
     Boolean(cfg[`${p}ClientId`]) && Boolean(cfg[`${p}ClientSecret`]);

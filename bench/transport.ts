@@ -1,0 +1,169 @@
+/**
+ * Transport benchmark: `meta` over REST, GraphQL and gRPC on loopback, 50
+ * connections, every guard on (CORS, CSRF, per-IP rate limit with its limit
+ * raised by flag, body limit, metrics). The server runs in its own process
+ * (the real bin); the load generator shares the machine's cores with it.
+ *
+ * HTTP load: autocannon. gRPC load: grpc-js clients in two worker threads,
+ * 50 calls in flight. Each phase warms up first; answers are checked before
+ * timing. Standalone: `node bench/transport.ts [--quick]`.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import autocannon, { type Options, type Result } from 'autocannon';
+import { Worker } from 'node:worker_threads';
+import { OPERATIONS, graphqlDocument } from '../transports/index.ts';
+
+const CONNECTIONS = 50;
+
+interface Figures {
+  requests_per_second: number;
+  p50_ms: number;
+  p90_ms: number;
+  p99_ms: number;
+  max_ms: number;
+  errors: number;
+  non_2xx: number;
+  total: number;
+}
+
+async function startServerProcess(dir: string): Promise<{ child: ChildProcess; http: string; grpc: string }> {
+  const bin = resolve(import.meta.dirname, '..', 'bin', 'latchkey.js');
+  const child = spawn(
+    process.execPath,
+    [
+      bin,
+      'serve',
+      '--database-type=sqlite',
+      `--database-url=sqlite:${join(dir, 'bench.sqlite')}`,
+      '--admin-secret=bench-admin-secret',
+      '--client-id=bench',
+      '--client-secret=bench-secret',
+      '--jwt-type=HS256',
+      '--jwt-secret=bench-jwt-secret',
+      '--host=127.0.0.1',
+      '--http-port=0',
+      '--grpc-port=0',
+      '--metrics-port=0',
+      '--rate-limit-rps=1000000',
+      '--rate-limit-burst=1000000',
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  return new Promise((resolvePromise, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error('server did not start')), 30_000);
+    child.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      const line = out.split('\n').find((l) => l.includes('"latchkey started"'));
+      if (line) {
+        clearTimeout(timer);
+        const { http, grpc: g } = JSON.parse(line) as { http: string; grpc: string };
+        child.stdout?.removeAllListeners('data');
+        child.stdout?.resume();
+        resolvePromise({ child, http, grpc: g });
+      }
+    });
+  });
+}
+
+function fromAutocannon(r: Result): Figures {
+  return {
+    requests_per_second: Math.round(r.requests.average),
+    p50_ms: r.latency.p50,
+    p90_ms: r.latency.p90,
+    p99_ms: r.latency.p99,
+    max_ms: r.latency.max,
+    errors: r.errors + r.timeouts,
+    non_2xx: r.non2xx,
+    total: r.requests.total,
+  };
+}
+
+async function http(options: Options, seconds: number, warmup: number): Promise<Figures> {
+  await autocannon({ ...options, connections: CONNECTIONS, duration: warmup });
+  return fromAutocannon(await autocannon({ ...options, connections: CONNECTIONS, duration: seconds }));
+}
+
+function percentile(sorted: Float64Array, p: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+}
+
+/**
+ * gRPC load from two worker threads (grpc-js clients cost about as much CPU
+ * per call as the server, so one thread cannot saturate it), 25 calls in
+ * flight each over their own channels: 50 concurrent calls in all.
+ */
+async function grpcLoad(address: string, seconds: number, warmup: number): Promise<Figures> {
+  const workers = 2;
+  const url = new URL('./transport_grpc_worker.ts', import.meta.url);
+  const parts = await Promise.all(
+    Array.from({ length: workers }, (_, id) =>
+      new Promise<{ latencies: number[]; errors: number; elapsed: number }>((resolvePromise, reject) => {
+        const w = new Worker(url, { workerData: { address, concurrency: CONNECTIONS / workers, channels: 3, warmup, seconds, id } });
+        w.once('message', resolvePromise);
+        w.once('error', reject);
+      }),
+    ),
+  );
+  const latencies = parts.flatMap((p) => p.latencies);
+  const errors = parts.reduce((a, p) => a + p.errors, 0);
+  const elapsed = Math.max(...parts.map((p) => p.elapsed));
+  const sorted = Float64Array.from(latencies).sort();
+  const r2 = (x: number): number => Math.round(x * 100) / 100;
+  return {
+    requests_per_second: Math.round(latencies.length / elapsed),
+    p50_ms: r2(percentile(sorted, 50)),
+    p90_ms: r2(percentile(sorted, 90)),
+    p99_ms: r2(percentile(sorted, 99)),
+    max_ms: r2(sorted[sorted.length - 1] ?? 0),
+    errors,
+    non_2xx: 0,
+    total: latencies.length,
+  };
+}
+
+export async function run(options: { quick?: boolean } = {}): Promise<Record<string, unknown>> {
+  const seconds = options.quick ? 3 : 10;
+  const warmup = options.quick ? 1 : 3;
+  const dir = await mkdtemp(join(tmpdir(), 'latchkey-bench-'));
+  const { child, http: base, grpc: grpcAddress } = await startServerProcess(dir);
+  try {
+    const meta = OPERATIONS.find((op) => op.name === 'meta');
+    if (!meta) throw new Error('meta operation missing');
+    const graphqlBody = JSON.stringify({ query: graphqlDocument(meta) });
+    const headers = { origin: base, 'content-type': 'application/json' };
+    // Verify the answers before timing.
+    const restCheck = (await (await fetch(`${base}/v1/meta`)).json()) as { client_id?: string };
+    if (restCheck.client_id !== 'bench') throw new Error('REST meta answered wrongly');
+    const gqlCheck = (await (await fetch(`${base}/graphql`, { method: 'POST', headers, body: graphqlBody })).json()) as { data?: { meta?: { client_id?: string } } };
+    if (gqlCheck.data?.meta?.client_id !== 'bench') throw new Error('GraphQL meta answered wrongly');
+
+    const rest = await http({ url: `${base}/v1/meta` }, seconds, warmup);
+    const graphql = await http({ url: `${base}/graphql`, method: 'POST', headers, body: graphqlBody }, seconds, warmup);
+    const grpcFigures = await grpcLoad(grpcAddress, seconds, warmup);
+    return {
+      connections: CONNECTIONS,
+      seconds,
+      guards: 'cors, csrf, rate limit (raised), body limit, metrics',
+      rest,
+      graphql,
+      grpc: grpcFigures,
+      targets: { rest_rps: 8000, graphql_rps: 4000, grpc_rps: 5000, p99_ms: 20 },
+    };
+  } finally {
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    await exited;
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.main) {
+  const figures = await run({ quick: process.argv.includes('--quick') });
+  process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
+}
