@@ -55,11 +55,14 @@ function guarded(run: () => DslParseResult): DslParseResult {
  */
 export function parseDsl(text: string): DslParseResult {
   return guarded(() => {
-    const { visited, errors } = parseSyntax(String(text));
+    const source = String(text);
+    // Fast path: build and validate without positions; only an invalid model
+    // is parsed again with positions to place its diagnostics.
+    const { visited, errors } = parseSyntax(source, false);
     if (!visited || errors.length > 0) return { model: undefined, errors };
-    const semantic = validateModel(visited.model, { source: visited.source });
-    if (semantic.length > 0) return { model: undefined, errors: semantic };
-    return { model: visited.model, errors: [] };
+    if (validateModel(visited.model).length === 0) return { model: visited.model, errors: [] };
+    const tracked = parseSyntax(source, true).visited;
+    return { model: undefined, errors: tracked ? validateModel(tracked.model, { source: tracked.source }) : [] };
   });
 }
 

@@ -60,8 +60,11 @@ function syntaxDiagnostic(e: IRecognitionException, tokens: IToken[]): DslDiagno
   return diagnostic('syntax', message, spanOf(t));
 }
 
-/** Lexes, parses and visits one DSL text. */
-export function parseSyntax(text: string): SyntaxResult {
+/**
+ * Lexes, parses and visits one DSL text. With `track` false the model is
+ * built without recording source positions (see `visitFile`).
+ */
+export function parseSyntax(text: string, track = true): SyntaxResult {
   const cleaned = stripComments(text);
   const lexed = dslLexer.tokenize(cleaned);
   const errors: DslDiagnostic[] = [];
@@ -81,7 +84,7 @@ export function parseSyntax(text: string): SyntaxResult {
     errors.push(syntaxDiagnostic(parseErrors[0] as IRecognitionException, lexed.tokens));
     return { visited: undefined, errors };
   }
-  const visited = visitFile(cst);
+  const visited = visitFile(cst, track);
   errors.push(...visited.errors);
   return { visited, errors };
 }

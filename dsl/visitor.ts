@@ -119,9 +119,15 @@ export function spanOf(t: IToken): SourceSpan {
   return { line: (t.startLine ?? 1) - 1, column: (t.startColumn ?? 1) - 1, length: t.image.length };
 }
 
-/** Builds the model of one parsed file. */
-export function visitFile(cst: CstNode): VisitedFile {
+/**
+ * Builds the model of one parsed file. With `track` false no positions are
+ * recorded (the source index stays empty): a valid model then costs no
+ * position bookkeeping, and callers visit again with `track` true only when
+ * they need to position diagnostics.
+ */
+export function visitFile(cst: CstNode, track = true): VisitedFile {
   const source = emptySourceIndex();
+  const src = track ? source : undefined;
   const errors: DslDiagnostic[] = [];
   const model: AuthorizationModel = { schema_version: '' };
   let isModule = false;
@@ -157,15 +163,19 @@ export function visitFile(cst: CstNode): VisitedFile {
     const metaRelations: Record<string, { directly_related_user_types: RelationReference[]; module?: string }> = {};
     const typeDef: TypeDefinition = { type: nameTok.image, relations };
     const relationNames = new Map<string, IToken>();
-    source.typeName.set(typeDef, nameTok);
-    source.relationName.set(typeDef, relationNames);
+    let relationCount = 0;
+    if (track) {
+      source.typeName.set(typeDef, nameTok);
+      source.relationName.set(typeDef, relationNames);
+    }
 
-    for (const rd of subs(td, 'relationDeclaration')) {
-      const relTok = tok(rd, 'Name');
-      const defNode = sub(rd, 'relationDef');
-      if (!relTok || !defNode) continue;
+    const declarations = subs(td, 'relationDeclaration') as unknown as Array<Node<DeclarationC>>;
+    for (let i = 0; i < declarations.length; i++) {
+      const rd = (declarations[i] as Node<DeclarationC>).children;
+      const relTok = rd.Name[0] as IToken;
       const direct: RelationReference[] = [];
-      const rewrite = buildRelationDef(defNode, direct, source);
+      const rewrite = buildRelationDef(rd.relationDef[0] as Node<RelationDefC>, direct, src);
+      relationCount++;
       if (Object.hasOwn(relations, relTok.image)) {
         errors.push(diagnostic('syntax', `'${relTok.image}' is already defined in '${typeDef.type}'`, spanOf(relTok)));
       }
@@ -175,10 +185,10 @@ export function visitFile(cst: CstNode): VisitedFile {
       };
       if (isModule && isExtend && moduleName !== undefined) meta.module = moduleName;
       metaRelations[relTok.image] = meta;
-      relationNames.set(relTok.image, relTok);
+      if (track) relationNames.set(relTok.image, relTok);
     }
 
-    const hasRelations = Object.keys(metaRelations).length > 0;
+    const hasRelations = relationCount > 0;
     if (isModule) {
       typeDef.metadata = hasRelations ? { relations: metaRelations } : {};
       if (moduleName !== undefined) typeDef.metadata.module = moduleName;
@@ -240,77 +250,107 @@ function typeName(word: string): ConditionTypeName {
   return `TYPE_NAME_${word.toUpperCase()}` as ConditionTypeName;
 }
 
+// The builders below read each rule's children through typed, direct
+// property accesses rather than one generic helper: every access site then
+// sees only the few object shapes of its own rule, which keeps V8's inline
+// caches monomorphic; the generic form made the visitor the slowest stage
+// (bench/dsl_parse.ts).
+type Node<C> = { children: C };
+type Tokens = IToken[] | undefined;
+type DeclarationC = { Name: IToken[]; relationDef: Array<Node<RelationDefC>> };
+type RelationDefC = {
+  directAssignment?: Array<Node<DirectC>>;
+  groupFirst?: Array<Node<{ relationDef: Array<Node<RelationDefC>> }>>;
+  rewrite?: Array<Node<RewriteC>>;
+  partials?: Array<Node<PartialsC>>;
+};
+type NoDirectC = { operand: Array<Node<OperandC>>; partials?: Array<Node<PartialsC>> };
+type OperandC = {
+  groupNoDirect?: Array<Node<{ relationDefNoDirect: Array<Node<NoDirectC>> }>>;
+  rewrite?: Array<Node<RewriteC>>;
+};
+type PartialsC = { operand: Array<Node<OperandC>>; OR_OP?: Tokens; AND_OP?: Tokens };
+type RewriteC = { Name: IToken[] };
+type DirectC = { typeRestriction: Array<Node<RestrictionC>> };
+type RestrictionC = { Name: IToken[]; IDENTIFIER?: Tokens; STAR?: Tokens };
+
 /** First operand (direct, group or rewrite) plus the operator tail. */
-function buildRelationDef(node: CstNode, direct: RelationReference[], source: SourceIndex): Userset {
+function buildRelationDef(node: Node<RelationDefC>, direct: RelationReference[], source: SourceIndex | undefined): Userset {
+  const c = node.children;
   let first: Userset;
-  const da = sub(node, 'directAssignment');
-  const group = sub(node, 'groupFirst');
-  const rw = sub(node, 'rewrite');
-  if (da) {
-    for (const r of subs(da, 'typeRestriction')) direct.push(buildRestriction(r, source));
+  if (c.directAssignment !== undefined) {
+    const restrictions = (c.directAssignment[0] as Node<DirectC>).children.typeRestriction;
+    for (let i = 0; i < restrictions.length; i++) direct.push(buildRestriction(restrictions[i] as Node<RestrictionC>, source));
     first = { this: {} };
-  } else if (group) {
-    first = buildRelationDef(sub(group, 'relationDef') as CstNode, direct, source);
+  } else if (c.groupFirst !== undefined) {
+    first = buildRelationDef((c.groupFirst[0] as Node<{ relationDef: Array<Node<RelationDefC>> }>).children.relationDef[0] as Node<RelationDefC>, direct, source);
   } else {
-    first = buildRewrite(rw as CstNode, source);
+    first = buildRewrite((c.rewrite as Array<Node<RewriteC>>)[0] as Node<RewriteC>, source);
   }
-  const partials = sub(node, 'partials');
-  return partials ? applyPartials(first, partials, source) : first;
+  return c.partials === undefined ? first : applyPartials(first, c.partials[0] as Node<PartialsC>, source);
 }
 
-function buildNoDirect(node: CstNode, source: SourceIndex): Userset {
-  const first = buildOperand(sub(node, 'operand') as CstNode, source);
-  const partials = sub(node, 'partials');
-  return partials ? applyPartials(first, partials, source) : first;
+function buildNoDirect(node: Node<NoDirectC>, source: SourceIndex | undefined): Userset {
+  const c = node.children;
+  const first = buildOperand(c.operand[0] as Node<OperandC>, source);
+  return c.partials === undefined ? first : applyPartials(first, c.partials[0] as Node<PartialsC>, source);
 }
 
-function buildOperand(node: CstNode, source: SourceIndex): Userset {
-  const group = sub(node, 'groupNoDirect');
-  if (group) return buildNoDirect(sub(group, 'relationDefNoDirect') as CstNode, source);
-  return buildRewrite(sub(node, 'rewrite') as CstNode, source);
+function buildOperand(node: Node<OperandC>, source: SourceIndex | undefined): Userset {
+  const c = node.children;
+  if (c.groupNoDirect !== undefined) {
+    const g = c.groupNoDirect[0] as Node<{ relationDefNoDirect: Array<Node<NoDirectC>> }>;
+    return buildNoDirect(g.children.relationDefNoDirect[0] as Node<NoDirectC>, source);
+  }
+  return buildRewrite((c.rewrite as Array<Node<RewriteC>>)[0] as Node<RewriteC>, source);
 }
 
-function applyPartials(first: Userset, partials: CstNode, source: SourceIndex): Userset {
-  const operands = subs(partials, 'operand').map((o) => buildOperand(o, source));
-  if (tok(partials, 'OR_OP')) return { union: { child: [first, ...operands] } };
-  if (tok(partials, 'AND_OP')) return { intersection: { child: [first, ...operands] } };
-  return { difference: { base: first, subtract: operands[0] as Userset } };
+function applyPartials(first: Userset, node: Node<PartialsC>, source: SourceIndex | undefined): Userset {
+  const c = node.children;
+  const list: Userset[] = [first];
+  for (let i = 0; i < c.operand.length; i++) list.push(buildOperand(c.operand[i] as Node<OperandC>, source));
+  if (c.OR_OP !== undefined) return { union: { child: list } };
+  if (c.AND_OP !== undefined) return { intersection: { child: list } };
+  return { difference: { base: first, subtract: list[1] as Userset } };
 }
 
-function buildRewrite(node: CstNode, source: SourceIndex): Userset {
-  const target = tok(node, 'Name') as IToken;
-  const ts = tok(node, 'Name', 1);
+function buildRewrite(node: Node<RewriteC>, source: SourceIndex | undefined): Userset {
+  const names = node.children.Name;
+  const target = names[0] as IToken;
+  const ts = names[1];
   if (ts === undefined) {
     const u: Userset = { computedUserset: { relation: target.image } };
-    source.node.set(u, target);
+    source?.node.set(u, target);
     return u;
   }
   const u: Userset = {
     tupleToUserset: { computedUserset: { relation: target.image }, tupleset: { relation: ts.image } },
   };
-  source.node.set(u, target);
-  source.tupleset.set(u, ts);
+  source?.node.set(u, target);
+  source?.tupleset.set(u, ts);
   return u;
 }
 
-function buildRestriction(node: CstNode, source: SourceIndex): RelationReference {
-  const typeTok = tok(node, 'Name') as IToken;
+function buildRestriction(node: Node<RestrictionC>, source: SourceIndex | undefined): RelationReference {
+  const c = node.children;
+  const typeTok = c.Name[0] as IToken;
   const ref: RelationReference = { type: typeTok.image };
+  const cond = c.IDENTIFIER?.[0];
+  if (cond !== undefined) {
+    ref.condition = cond.image;
+    source?.restrictionCondition.set(ref, cond);
+  }
   let end: IToken | undefined;
-  const cond = tok(node, 'IDENTIFIER');
-  if (cond) ref.condition = cond.image;
-  const relTok = tok(node, 'Name', 1);
-  if (relTok) {
+  const relTok = c.Name[1];
+  if (relTok !== undefined) {
     ref.relation = relTok.image;
     end = relTok;
   }
-  const star = tok(node, 'STAR');
-  if (star) {
+  if (c.STAR !== undefined) {
     ref.wildcard = {};
-    end = star;
+    end = c.STAR[0];
   }
-  source.restrictionType.set(ref, typeTok);
-  if (end) source.restrictionEnd.set(ref, end);
-  if (cond) source.restrictionCondition.set(ref, cond);
+  source?.restrictionType.set(ref, typeTok);
+  if (end !== undefined) source?.restrictionEnd.set(ref, end);
   return ref;
 }
