@@ -1,0 +1,484 @@
+/**
+ * A {@link TupleStore} on SQLite, PostgreSQL or MySQL/MariaDB through
+ * sequelize. It uses the one connection it is given (the process's), never
+ * opens its own, and never closes it.
+ *
+ * Every batched read of the interface is one SQL statement, so the evaluator,
+ * which coalesces the reads of one graph level (engine/reader.ts), costs one
+ * round trip per level: `readUserTuples` and `readObjectRelations` are one
+ * `WHERE (…) IN ((…), …)` each.
+ *
+ * Writes run in one transaction that first increments the single-row
+ * revision (which also serialises concurrent writers, in this process and in
+ * others), checks the preconditions, applies deletes and inserts, and appends
+ * the changelog rows with the new revision. Schema and collations: see
+ * fga_migrations.ts and docs/storage.md.
+ */
+import { QueryTypes, Transaction, type Sequelize } from 'sequelize';
+import { LatchkeyError } from '../errors.ts';
+import type { StoredAuthorizationModel } from '../model.ts';
+import type {
+  ObjectRelationKey,
+  Page,
+  ReadFilter,
+  StoredTuple,
+  TupleChange,
+  TupleKey,
+  TupleStore,
+  UserKind,
+  UserTupleKey,
+} from '../store.ts';
+import { runMigrations, type SqlDialect } from './migrate.ts';
+import { FGA_MIGRATIONS } from './fga_migrations.ts';
+
+/** Options of {@link SqlStore.open}. */
+export interface SqlStoreOptions {
+  /** The process's connection; the store never closes it. */
+  sequelize: Sequelize;
+  /** Apply pending migrations when opening (default true). */
+  migrate?: boolean;
+  /** Keys per statement in batched reads and writes (default 500, 1..5000). */
+  batchSize?: number;
+  /** Clock for changelog timestamps (default `Date.now`). */
+  now?: () => number;
+}
+
+interface TupleRow {
+  object_type: string;
+  object_id: string;
+  relation: string;
+  _user: string;
+  condition_name: string | null;
+  condition_context: string | null;
+  revision: number | string;
+}
+
+interface ChangeRow extends Omit<TupleRow, 'revision'> {
+  revision: number | string;
+  operation: string;
+  inserted_at: number | string;
+}
+
+const TUPLE_COLUMNS = 'object_type, object_id, relation, _user, condition_name, condition_context, revision';
+
+function splitObject(object: string): [string, string] {
+  const i = object.indexOf(':');
+  return [object.slice(0, i), object.slice(i + 1)];
+}
+
+function userKind(user: string): 'o' | 'w' | 's' {
+  if (user.includes('#')) return 's';
+  if (user.endsWith(':*')) return 'w';
+  return 'o';
+}
+
+function condition(name: string | null, context: string | null): TupleKey['condition'] {
+  if (name === null || name === '') return undefined;
+  return context === null ? { name } : { name, context: JSON.parse(context) as Record<string, unknown> };
+}
+
+function toStored(r: TupleRow): StoredTuple {
+  const t: StoredTuple = { object: `${r.object_type}:${r.object_id}`, relation: r.relation, user: r._user, revision: Number(r.revision) };
+  const c = condition(r.condition_name, r.condition_context);
+  if (c !== undefined) t.condition = c;
+  return t;
+}
+
+function encodeToken(parts: readonly string[]): string {
+  return Buffer.from(JSON.stringify(parts), 'utf8').toString('base64url');
+}
+
+function decodeToken(token: string, length: number): string[] {
+  try {
+    const v: unknown = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+    if (Array.isArray(v) && v.length === length && v.every((x) => typeof x === 'string')) return v as string[];
+  } catch {
+    // fall through
+  }
+  throw new LatchkeyError('invalid_argument', 'invalid continuation token', { reason: 'invalid_continuation_token' });
+}
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+function backendError(err: unknown): LatchkeyError {
+  if (err instanceof LatchkeyError) return err;
+  const name = (err as { name?: string } | null)?.name ?? '';
+  if (/Connection|Timeout|HostNotReachable|AccessDenied/u.test(name)) {
+    return new LatchkeyError('unavailable', 'the FGA store is unavailable', { reason: 'store_unavailable', cause: err });
+  }
+  return new LatchkeyError('internal', 'FGA store error', { reason: 'store_error', cause: err });
+}
+
+/** A {@link TupleStore} on a SQL database. Create with {@link SqlStore.open}. */
+export class SqlStore implements TupleStore {
+  readonly #sequelize: Sequelize;
+  readonly #dialect: SqlDialect;
+  readonly #batch: number;
+  readonly #now: () => number;
+  /** In-process writer queue: SQLite allows one writer, and queueing here avoids lock waits between our own writes. */
+  #writeQueue: Promise<unknown> = Promise.resolve();
+  #closed = false;
+
+  private constructor(sequelize: Sequelize, dialect: SqlDialect, batch: number, now: () => number) {
+    this.#sequelize = sequelize;
+    this.#dialect = dialect;
+    this.#batch = batch;
+    this.#now = now;
+  }
+
+  /**
+   * Opens the store on `options.sequelize`, applying the `fga` migrations
+   * first unless `migrate: false`. Unknown option keys are `invalid_argument`
+   * (reason `invalid_option`).
+   */
+  static async open(options: SqlStoreOptions): Promise<SqlStore> {
+    for (const key of Object.keys(options)) {
+      if (!['sequelize', 'migrate', 'batchSize', 'now'].includes(key)) {
+        throw new LatchkeyError('invalid_argument', `unknown SQL store option '${key}'`, { reason: 'invalid_option', details: { option: key } });
+      }
+    }
+    const d = options.sequelize?.getDialect?.();
+    if (d !== 'sqlite' && d !== 'postgres' && d !== 'mysql' && d !== 'mariadb') {
+      throw new LatchkeyError('invalid_argument', `unsupported SQL dialect '${String(d)}'`, { reason: 'invalid_option', details: { option: 'sequelize' } });
+    }
+    const batch = options.batchSize ?? 500;
+    if (!Number.isInteger(batch) || batch < 1 || batch > 5000) {
+      throw new LatchkeyError('invalid_argument', 'SQL store option batchSize must be an integer from 1 to 5000', { reason: 'invalid_option', details: { option: 'batchSize' } });
+    }
+    try {
+      if (options.migrate !== false) await runMigrations(options.sequelize, 'fga', FGA_MIGRATIONS);
+    } catch (err) {
+      throw backendError(err);
+    }
+    return new SqlStore(options.sequelize, d, batch, options.now ?? Date.now);
+  }
+
+  /** The dialect of the underlying database. */
+  get dialect(): SqlDialect {
+    return this.#dialect;
+  }
+
+  #open(): void {
+    if (this.#closed) throw new LatchkeyError('unavailable', 'store is closed', { reason: 'store_closed' });
+  }
+
+  async #select<T>(sql: string, replacements: unknown[], transaction?: Transaction): Promise<T[]> {
+    this.#open();
+    try {
+      const opts: Parameters<Sequelize['query']>[1] & { type: QueryTypes.SELECT } = { replacements, type: QueryTypes.SELECT, raw: true };
+      if (transaction !== undefined) opts.transaction = transaction;
+      return (await this.#sequelize.query(sql, opts)) as T[];
+    } catch (err) {
+      throw backendError(err);
+    }
+  }
+
+  async #exec(sql: string, replacements: unknown[], transaction: Transaction): Promise<void> {
+    await this.#sequelize.query(sql, { replacements, transaction, raw: true });
+  }
+
+  /** Runs `fn` in a write transaction, one at a time per store instance. */
+  #transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+    this.#open();
+    const run = async (): Promise<T> => {
+      try {
+        const opts = this.#dialect === 'sqlite' ? { type: Transaction.TYPES.IMMEDIATE } : {};
+        return await this.#sequelize.transaction(opts, fn);
+      } catch (err) {
+        throw backendError(err);
+      }
+    };
+    const p = this.#writeQueue.then(run, run);
+    this.#writeQueue = p.catch(() => undefined);
+    return p;
+  }
+
+  // ---------------------------------------------------------------- models
+
+  async writeModel(model: StoredAuthorizationModel): Promise<void> {
+    await this.#transaction(async (tx) => {
+      const [row] = await this.#select<{ id: string | null }>('SELECT MAX(id) AS id FROM fga_model', [], tx);
+      if (row?.id != null && row.id >= model.id) {
+        throw new LatchkeyError('internal', 'model ids must increase', { reason: 'model_id_not_increasing' });
+      }
+      await this.#exec('INSERT INTO fga_model (id, model, created_at) VALUES (?, ?, ?)', [model.id, JSON.stringify(model), this.#now()], tx);
+    });
+  }
+
+  async readModel(id: string): Promise<StoredAuthorizationModel | undefined> {
+    const [row] = await this.#select<{ model: string }>('SELECT model FROM fga_model WHERE id = ?', [id]);
+    return row === undefined ? undefined : (JSON.parse(row.model) as StoredAuthorizationModel);
+  }
+
+  async readLatestModel(): Promise<StoredAuthorizationModel | undefined> {
+    const [row] = await this.#select<{ model: string }>('SELECT model FROM fga_model ORDER BY id DESC LIMIT 1', []);
+    return row === undefined ? undefined : (JSON.parse(row.model) as StoredAuthorizationModel);
+  }
+
+  async latestModelId(): Promise<string | undefined> {
+    const [row] = await this.#select<{ id: string }>('SELECT id FROM fga_model ORDER BY id DESC LIMIT 1', []);
+    return row?.id;
+  }
+
+  async listModels(options: { pageSize: number; continuationToken?: string | undefined }): Promise<Page<StoredAuthorizationModel>> {
+    const before = options.continuationToken === undefined ? undefined : decodeToken(options.continuationToken, 1)[0];
+    const size = options.pageSize;
+    const rows = before === undefined
+      ? await this.#select<{ model: string }>('SELECT model FROM fga_model ORDER BY id DESC LIMIT ?', [size + 1])
+      : await this.#select<{ model: string }>('SELECT model FROM fga_model WHERE id < ? ORDER BY id DESC LIMIT ?', [before, size + 1]);
+    const items = rows.slice(0, size).map((r) => JSON.parse(r.model) as StoredAuthorizationModel);
+    return { items, continuationToken: rows.length > size ? encodeToken([items.at(-1)!.id]) : undefined };
+  }
+
+  // ---------------------------------------------------------------- writes
+
+  /** Existing keys among `keys`, as `type\0id\0relation\0user`. */
+  async #existing(keys: readonly TupleKey[], tx: Transaction): Promise<Set<string>> {
+    const found = new Set<string>();
+    for (const part of chunks(keys, this.#batch)) {
+      const params: unknown[] = [];
+      const tuples = part.map((t) => {
+        const [type, id] = splitObject(t.object);
+        params.push(type, id, t.relation, t.user);
+        return '(?, ?, ?, ?)';
+      });
+      const rows = await this.#select<TupleRow>(
+        `SELECT object_type, object_id, relation, _user FROM fga_tuple WHERE (object_type, object_id, relation, _user) IN (${tuples.join(', ')})`,
+        params,
+        tx,
+      );
+      for (const r of rows) found.add(`${r.object_type}:${r.object_id}\u0000${r.relation}\u0000${r._user}`);
+    }
+    return found;
+  }
+
+  async write(deletes: readonly TupleKey[], writes: readonly TupleKey[]): Promise<number> {
+    const key = (t: TupleKey): string => `${t.object}\u0000${t.relation}\u0000${t.user}`;
+    return this.#transaction(async (tx) => {
+      await this.#exec('UPDATE fga_revision SET revision = revision + 1 WHERE id = 1', [], tx);
+      const [rev] = await this.#select<{ revision: number | string }>('SELECT revision FROM fga_revision WHERE id = 1', [], tx);
+      const revision = Number(rev?.revision);
+      const now = this.#now();
+      if (deletes.length > 0) {
+        const present = await this.#existing(deletes, tx);
+        const missing = deletes.find((t) => !present.has(key(t)));
+        if (missing !== undefined) {
+          throw new LatchkeyError('not_found', `cannot delete a tuple which does not exist: ${missing.object}#${missing.relation}@${missing.user}`, {
+            reason: 'tuple_not_found',
+            details: { tuple: { object: missing.object, relation: missing.relation, user: missing.user } },
+          });
+        }
+      }
+      if (writes.length > 0) {
+        const deleted = new Set(deletes.map(key));
+        const present = await this.#existing(writes, tx);
+        const clash = writes.find((t) => present.has(key(t)) && !deleted.has(key(t)));
+        if (clash !== undefined) {
+          throw new LatchkeyError('already_exists', `cannot write a tuple which already exists: ${clash.object}#${clash.relation}@${clash.user}`, {
+            reason: 'tuple_exists',
+            details: { tuple: { object: clash.object, relation: clash.relation, user: clash.user } },
+          });
+        }
+      }
+      for (const part of chunks(deletes, this.#batch)) {
+        const params: unknown[] = [];
+        const tuples = part.map((t) => {
+          const [type, id] = splitObject(t.object);
+          params.push(type, id, t.relation, t.user);
+          return '(?, ?, ?, ?)';
+        });
+        await this.#exec(`DELETE FROM fga_tuple WHERE (object_type, object_id, relation, _user) IN (${tuples.join(', ')})`, params, tx);
+      }
+      // 9 parameters per row: keep statements under every backend's parameter limit.
+      const rowBatch = Math.max(1, Math.floor(this.#batch / 2));
+      for (const part of chunks(writes, rowBatch)) {
+        const params: unknown[] = [];
+        const rows = part.map((t) => {
+          const [type, id] = splitObject(t.object);
+          params.push(type, id, t.relation, t.user, userKind(t.user), t.condition?.name ?? null,
+            t.condition?.context === undefined ? null : JSON.stringify(t.condition.context), revision, now);
+          return '(?, ?, ?, ?, ?, ?, ?, ?, ?)';
+        });
+        await this.#exec(
+          `INSERT INTO fga_tuple (object_type, object_id, relation, _user, user_kind, condition_name, condition_context, revision, inserted_at) VALUES ${rows.join(', ')}`,
+          params,
+          tx,
+        );
+      }
+      const changes: Array<[string, TupleKey]> = [...deletes.map((t): [string, TupleKey] => ['d', t]), ...writes.map((t): [string, TupleKey] => ['w', t])];
+      let seq = 0;
+      for (const part of chunks(changes, rowBatch)) {
+        const params: unknown[] = [];
+        const rows = part.map(([op, t]) => {
+          const [type, id] = splitObject(t.object);
+          const withCondition = op === 'w' && t.condition !== undefined;
+          params.push(revision, seq++, op, type, id, t.relation, t.user, withCondition ? t.condition!.name : null,
+            withCondition && t.condition!.context !== undefined ? JSON.stringify(t.condition!.context) : null, now);
+          return '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+        });
+        await this.#exec(
+          `INSERT INTO fga_changelog (revision, seq, operation, object_type, object_id, relation, _user, condition_name, condition_context, inserted_at) VALUES ${rows.join(', ')}`,
+          params,
+          tx,
+        );
+      }
+      return revision;
+    });
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  async readUserTuples(keys: readonly UserTupleKey[]): Promise<(StoredTuple | undefined)[]> {
+    if (keys.length === 0) return [];
+    const byKey = new Map<string, StoredTuple>();
+    for (const part of chunks(keys, this.#batch)) {
+      const params: unknown[] = [];
+      const tuples = part.map((k) => {
+        params.push(k.objectType, k.objectId, k.relation, k.user);
+        return '(?, ?, ?, ?)';
+      });
+      const where = tuples.length === 1
+        ? 'object_type = ? AND object_id = ? AND relation = ? AND _user = ?'
+        : `(object_type, object_id, relation, _user) IN (${tuples.join(', ')})`;
+      const rows = await this.#select<TupleRow>(`SELECT ${TUPLE_COLUMNS} FROM fga_tuple WHERE ${where}`, params);
+      for (const r of rows) byKey.set(`${r.object_type}\u0000${r.object_id}\u0000${r.relation}\u0000${r._user}`, toStored(r));
+    }
+    return keys.map((k) => byKey.get(`${k.objectType}\u0000${k.objectId}\u0000${k.relation}\u0000${k.user}`));
+  }
+
+  async readObjectRelations(keys: readonly ObjectRelationKey[], kind: UserKind): Promise<StoredTuple[][]> {
+    if (keys.length === 0) return [];
+    const byKey = new Map<string, StoredTuple[]>();
+    const kindFilter = kind === 'usersets' ? " AND user_kind = 's'" : '';
+    for (const part of chunks(keys, this.#batch)) {
+      const params: unknown[] = [];
+      const tuples = part.map((k) => {
+        params.push(k.objectType, k.objectId, k.relation);
+        return '(?, ?, ?)';
+      });
+      const where = tuples.length === 1
+        ? 'object_type = ? AND object_id = ? AND relation = ?'
+        : `(object_type, object_id, relation) IN (${tuples.join(', ')})`;
+      const rows = await this.#select<TupleRow>(
+        `SELECT ${TUPLE_COLUMNS} FROM fga_tuple WHERE ${where}${kindFilter} ORDER BY object_type, object_id, relation, _user`,
+        params,
+      );
+      for (const r of rows) {
+        const k = `${r.object_type}\u0000${r.object_id}\u0000${r.relation}`;
+        let list = byKey.get(k);
+        if (list === undefined) byKey.set(k, (list = []));
+        list.push(toStored(r));
+      }
+    }
+    return keys.map((k) => byKey.get(`${k.objectType}\u0000${k.objectId}\u0000${k.relation}`) ?? []);
+  }
+
+  async readStartingWithUsers(query: { objectType: string; relation: string; users: readonly string[]; objectIds?: readonly string[] }): Promise<StoredTuple[]> {
+    const users = [...new Set(query.users)];
+    if (users.length === 0) return [];
+    if (query.objectIds !== undefined && query.objectIds.length === 0) return [];
+    const out: StoredTuple[] = [];
+    for (const part of chunks(users, this.#batch)) {
+      const params: unknown[] = [query.objectType, query.relation, ...part];
+      let sql = `SELECT ${TUPLE_COLUMNS} FROM fga_tuple WHERE object_type = ? AND relation = ? AND _user IN (${part.map(() => '?').join(', ')})`;
+      if (query.objectIds !== undefined) {
+        sql += ` AND object_id IN (${query.objectIds.map(() => '?').join(', ')})`;
+        params.push(...query.objectIds);
+      }
+      const rows = await this.#select<TupleRow>(`${sql} ORDER BY object_id, _user`, params);
+      for (const r of rows) out.push(toStored(r));
+    }
+    if (users.length > this.#batch) {
+      out.sort((a, b) => (a.object < b.object ? -1 : a.object > b.object ? 1 : a.user < b.user ? -1 : a.user > b.user ? 1 : 0));
+    }
+    return out;
+  }
+
+  async readPage(filter: ReadFilter, options: { pageSize: number; continuationToken?: string | undefined }): Promise<Page<StoredTuple>> {
+    const after = options.continuationToken === undefined ? undefined : decodeToken(options.continuationToken, 4);
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (filter.objectType !== undefined) {
+      where.push('object_type = ?');
+      params.push(filter.objectType);
+      if (filter.objectId !== undefined) {
+        where.push('object_id = ?');
+        params.push(filter.objectId);
+      }
+    }
+    if (filter.relation !== undefined) {
+      where.push('relation = ?');
+      params.push(filter.relation);
+    }
+    if (filter.user !== undefined) {
+      where.push('_user = ?');
+      params.push(filter.user);
+    }
+    if (after !== undefined) {
+      where.push('(object_type, object_id, relation, _user) > (?, ?, ?, ?)');
+      params.push(...after);
+    }
+    params.push(options.pageSize + 1);
+    const rows = await this.#select<TupleRow>(
+      `SELECT ${TUPLE_COLUMNS} FROM fga_tuple${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY object_type, object_id, relation, _user LIMIT ?`,
+      params,
+    );
+    const page = rows.slice(0, options.pageSize);
+    const last = page.at(-1);
+    return {
+      items: page.map(toStored),
+      continuationToken: rows.length > options.pageSize && last !== undefined
+        ? encodeToken([last.object_type, last.object_id, last.relation, last._user])
+        : undefined,
+    };
+  }
+
+  async readChanges(options: { afterRevision: number; limit: number; objectType?: string }): Promise<TupleChange[]> {
+    const params: unknown[] = [options.afterRevision];
+    let sql = 'SELECT revision, operation, object_type, object_id, relation, _user, condition_name, condition_context, inserted_at FROM fga_changelog WHERE revision > ?';
+    if (options.objectType !== undefined) {
+      sql += ' AND object_type = ?';
+      params.push(options.objectType);
+    }
+    params.push(options.limit);
+    const rows = await this.#select<ChangeRow>(`${sql} ORDER BY revision, seq LIMIT ?`, params);
+    return rows.map((r) => {
+      const tuple: TupleKey = { object: `${r.object_type}:${r.object_id}`, relation: r.relation, user: r._user };
+      const c = condition(r.condition_name, r.condition_context);
+      if (c !== undefined) tuple.condition = c;
+      return { revision: Number(r.revision), operation: r.operation === 'd' ? 'delete' : 'write', tuple, timestamp: Number(r.inserted_at) };
+    });
+  }
+
+  async revision(): Promise<number> {
+    const [row] = await this.#select<{ revision: number | string }>('SELECT revision FROM fga_revision WHERE id = 1', []);
+    return Number(row?.revision ?? 0);
+  }
+
+  async hasTuples(): Promise<boolean> {
+    const rows = await this.#select<{ one: number }>('SELECT 1 AS one FROM fga_tuple LIMIT 1', []);
+    return rows.length > 0;
+  }
+
+  async reset(): Promise<void> {
+    await this.#transaction(async (tx) => {
+      await this.#exec('UPDATE fga_revision SET revision = revision WHERE id = 1', [], tx);
+      const rows = await this.#select<{ one: number }>('SELECT 1 AS one FROM fga_tuple LIMIT 1', [], tx);
+      if (rows.length > 0) {
+        throw new LatchkeyError('failed_precondition', 'remove all relationship tuples before resetting the authorization model', { reason: 'tuples_exist' });
+      }
+      await this.#exec('DELETE FROM fga_model', [], tx);
+      await this.#exec('DELETE FROM fga_changelog', [], tx);
+    });
+  }
+
+  /** Marks the store closed; the connection stays open (it belongs to the process). */
+  async close(): Promise<void> {
+    await this.#writeQueue;
+    this.#closed = true;
+  }
+}

@@ -1,0 +1,73 @@
+import test from 'ava';
+import { runStoreSuite } from '../conformance/store_suite.ts';
+import { sqlBackends } from '../helpers/databases.ts';
+import { disposableSqlStore, openSqlStore } from './sql_helpers.ts';
+import { LatchkeyError } from '../../engine/index.ts';
+import { SqlStore } from '../../engine/sql/sql_store.ts';
+
+for (const backend of sqlBackends()) {
+  runStoreSuite(test, `sql ${backend}`, () => disposableSqlStore(backend));
+
+  test(`sql ${backend}: user:Alice and user:alice are different users in every index`, async (t) => {
+    const { store, teardown } = await openSqlStore(backend);
+    try {
+      await store.write([], [{ object: 'doc:Readme', relation: 'viewer', user: 'user:Alice' }]);
+      const k = (user: string, objectId = 'Readme') => ({ objectType: 'doc', objectId, relation: 'viewer', user });
+      t.deepEqual((await store.readUserTuples([k('user:alice'), k('user:Alice'), k('user:Alice', 'readme')])).map((x) => x?.user), [undefined, 'user:Alice', undefined]);
+      t.deepEqual(await store.readStartingWithUsers({ objectType: 'doc', relation: 'viewer', users: ['user:alice'] }), []);
+      t.deepEqual((await store.readObjectRelations([{ objectType: 'doc', objectId: 'readme', relation: 'viewer' }], 'all'))[0], []);
+      // Writing the other case is a new tuple, not a duplicate.
+      await store.write([], [{ object: 'doc:Readme', relation: 'viewer', user: 'user:alice' }]);
+      t.deepEqual((await store.readPage({ user: 'user:alice' }, { pageSize: 10 })).items.map((x) => x.user), ['user:alice']);
+    } finally {
+      await teardown();
+    }
+  });
+
+  test(`sql ${backend}: a failed write leaves no revision, tuple or change behind`, async (t) => {
+    const { store, teardown } = await openSqlStore(backend);
+    try {
+      await store.write([], [{ object: 'doc:1', relation: 'viewer', user: 'user:a' }]);
+      const err = await t.throwsAsync(store.write([], [{ object: 'doc:2', relation: 'viewer', user: 'user:b' }, { object: 'doc:1', relation: 'viewer', user: 'user:a' }]));
+      t.true(err instanceof LatchkeyError);
+      t.is((err as LatchkeyError).code, 'already_exists');
+      t.is(await store.revision(), 1);
+      t.is((await store.readChanges({ afterRevision: 0, limit: 100 })).length, 1);
+    } finally {
+      await teardown();
+    }
+  });
+
+  test(`sql ${backend}: concurrent writes get distinct consecutive revisions`, async (t) => {
+    const { store, teardown } = await openSqlStore(backend);
+    try {
+      const revs = await Promise.all(Array.from({ length: 8 }, (_, i) => store.write([], [{ object: `doc:${i}`, relation: 'viewer', user: 'user:a' }])));
+      t.deepEqual([...revs].sort((a, b) => a - b), [1, 2, 3, 4, 5, 6, 7, 8]);
+      const changes = await store.readChanges({ afterRevision: 0, limit: 100 });
+      t.deepEqual(changes.map((c) => c.revision), [1, 2, 3, 4, 5, 6, 7, 8]);
+    } finally {
+      await teardown();
+    }
+  });
+
+  test(`sql ${backend}: large batches are split under the parameter limits`, async (t) => {
+    const { store, teardown } = await openSqlStore(backend);
+    try {
+      const writes = Array.from({ length: 1200 }, (_, i) => ({ object: `doc:${i}`, relation: 'viewer', user: `user:${i % 7}` }));
+      t.is(await store.write([], writes), 1);
+      const keys = writes.map((w) => ({ objectType: 'doc', objectId: w.object.slice(4), relation: 'viewer', user: w.user }));
+      t.is((await store.readUserTuples(keys)).filter((x) => x !== undefined).length, 1200);
+      t.is((await store.readStartingWithUsers({ objectType: 'doc', relation: 'viewer', users: ['user:3'] })).length, Math.ceil((1200 - 3) / 7));
+      t.is(await store.write(writes, []), 2);
+      t.false(await store.hasTuples());
+    } finally {
+      await teardown();
+    }
+  });
+}
+
+test('sql store: unknown options are rejected', async (t) => {
+  const err = await t.throwsAsync(SqlStore.open({ sequelize: undefined as never, bogus: 1 } as never));
+  t.is((err as LatchkeyError).code, 'invalid_argument');
+  t.is((err as LatchkeyError).reason, 'invalid_option');
+});
