@@ -3,7 +3,7 @@
  *
  * Conventions: field names are the rows' snake_case names (admin rows `_`-prefixed);
  * an operation with request fields takes one argument `params` of the input
- * type (non-null when any field is required); output types are the shapes'
+ * type (nullable; see `GraphqlTypes.input`); output types are the shapes'
  * names; input object types take the shape name, plus `Input` unless it ends
  * in `Request`/`Input`. Errors carry `extensions.code` (and `reason`) with the
  * same snake_case code REST returns.
@@ -163,9 +163,14 @@ export class GraphqlTypes {
     }
   }
 
+  /**
+   * Input types are nullable even for required fields: required-ness is
+   * checked by the shared validator after authentication, so GraphQL answers
+   * exactly as REST and gRPC do (401 before 400, same messages). The field
+   * descriptions say which fields are required.
+   */
   input(sh: Shape | OptionalShape): GraphQLInputType {
-    if (sh.kind === 'optional') return this.nullableInput(sh.inner);
-    return new GraphQLNonNull(this.nullableInput(sh));
+    return this.nullableInput(sh.kind === 'optional' ? sh.inner : sh);
   }
 
   nullableInput(sh: Shape): GraphQLInputType {
@@ -196,10 +201,10 @@ export class GraphqlTypes {
             ...(shape.doc ? { description: shape.doc } : {}),
             fields: () =>
               Object.fromEntries(
-                Object.entries(shape.fields).map(([k, f]) => [
-                  k,
-                  { type: this.input(f), ...(docOf(f) ? { description: docOf(f) as string } : {}) },
-                ]),
+                Object.entries(shape.fields).map(([k, f]) => {
+                  const doc = [docOf(f), f.kind === 'optional' ? '' : 'Required.'].filter(Boolean).join(' ');
+                  return [k, { type: this.input(f), ...(doc ? { description: doc } : {}) }];
+                }),
               ),
           });
           this.#inputs.set(name, t);
@@ -212,10 +217,6 @@ export class GraphqlTypes {
 
 function docOf(sh: Shape | OptionalShape): string | undefined {
   return sh.kind === 'optional' ? sh.inner.doc : sh.doc;
-}
-
-function hasRequired(shape: ObjectShape): boolean {
-  return Object.values(shape.fields).some((f) => f.kind !== 'optional');
 }
 
 /** Converts an error to the GraphQL form: message plus `extensions.code` (and `reason`). */
@@ -238,7 +239,7 @@ export function buildSchema(operations: readonly AnyOperation[], pipeline: Pipel
       type: types.output(op.output),
       description: op.doc,
       ...(hasParams
-        ? { args: { params: { type: hasRequired(op.input) ? types.input(op.input) : types.nullableInput(op.input) } } }
+        ? { args: { params: { type: types.input(op.input) } } }
         : {}),
       resolve: async (_root, args: { params?: unknown }, gctx) => {
         try {
@@ -274,7 +275,7 @@ export function selectionSet(shape: ObjectShape, depth = 0): string {
 export function graphqlDocument(op: AnyOperation): string {
   const name = graphqlName(op);
   const hasParams = Object.keys(op.input.fields).length > 0;
-  const varType = `${inputTypeName(op.input)}${hasRequired(op.input) ? '!' : ''}`;
+  const varType = inputTypeName(op.input);
   const head = hasParams ? `${op.kind}(${'$'}params: ${varType})` : op.kind;
   return `${head} { ${name}${hasParams ? `(params: ${'$'}params)` : ''} ${selectionSet(op.output)} }`;
 }
