@@ -246,6 +246,11 @@ export class AdminService {
     return new AdminService(options);
   }
 
+  /** The mail sink (the mail queue), or undefined when no SMTP server is configured. */
+  get mail(): MailSink | undefined {
+    return this.#o.mail;
+  }
+
   /** Starts the webhook delivery worker. */
   start(): void {
     this.webhooks.start();

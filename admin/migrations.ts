@@ -92,6 +92,29 @@ export const ADMIN_MIGRATIONS: readonly Migration[] = [
       for (const sql of statements) await sequelize.query(sql, { transaction });
     },
   },
+  {
+    id: '0002_mail_outbox',
+    async up({ sequelize, transaction, dialect }) {
+      // A mail body can exceed MySQL's 64 KiB TEXT.
+      const body = dialect === 'mysql' || dialect === 'mariadb' ? 'MEDIUMTEXT' : 'TEXT';
+      await sequelize.query(
+        `CREATE TABLE mail_outbox (
+          id VARCHAR(36) NOT NULL PRIMARY KEY,
+          recipient VARCHAR(320) NOT NULL,
+          subject VARCHAR(1024) NOT NULL,
+          html ${body} NOT NULL,
+          text_body ${body} NOT NULL,
+          status VARCHAR(16) NOT NULL,
+          attempts INTEGER NOT NULL,
+          next_attempt_at BIGINT NOT NULL,
+          lease_until BIGINT NOT NULL,
+          created_at BIGINT NOT NULL,
+          updated_at BIGINT NOT NULL)`,
+        { transaction },
+      );
+      await sequelize.query('CREATE INDEX mail_outbox_due ON mail_outbox (status, next_attempt_at)', { transaction });
+    },
+  },
 ];
 
 /** Creates or upgrades the admin tables on the given connection. */

@@ -8,9 +8,9 @@
  * mail that got through is never sent again; what the mail carries (a link,
  * a code) is fixed at enqueue time and is not regenerated per retry.
  *
- * The queue lives in memory: a process restart drops mails still waiting.
- * The flows that send mail keep their tokens valid for a resend, which is the
- * recovery path for that case.
+ * {@link MailQueue} lives in memory: a process restart drops mails still
+ * waiting. {@link OutboxMailQueue} keeps them in a persisted outbox instead
+ * (the composition root uses it whenever a database is available).
  */
 import { randomUUID } from 'node:crypto';
 import type { Mailer, MailMessage } from './mailer.ts';
@@ -132,5 +132,143 @@ export class MailQueue {
       this.#active--;
       this.#pump();
     }
+  }
+}
+
+/** One mail waiting in a persisted outbox. */
+export interface OutboxMail {
+  id: string;
+  message: MailMessage;
+  /** Attempts made before this one. */
+  attempts: number;
+}
+
+/**
+ * Where a persisted mail queue keeps its mails (implemented over SQL by the
+ * admin store). `claim` must hand each mail to one caller only (a lease),
+ * and a claimed mail whose lease ran out must become claimable again.
+ */
+export interface MailOutboxStore {
+  add(id: string, message: MailMessage, now: number): Promise<void>;
+  /** Claims up to `limit` mails due at `now` for `leaseMs`. */
+  claim(now: number, limit: number, leaseMs: number): Promise<OutboxMail[]>;
+  /** Removes a sent mail (its content is not kept). */
+  sent(id: string): Promise<void>;
+  /** Schedules the next attempt. */
+  retry(id: string, attempts: number, nextAttemptAt: number): Promise<void>;
+  /** Marks a mail given up (kept without its body for inspection). */
+  failed(id: string, attempts: number): Promise<void>;
+  /** Mails not yet sent or given up. */
+  pending(): Promise<number>;
+}
+
+export interface OutboxMailQueueOptions extends Omit<MailQueueOptions, 'maxQueued'> {
+  store: MailOutboxStore;
+  /** How often the outbox is polled for due mails (default 1 s). */
+  pollIntervalMs?: number;
+  /** How long a claimed mail stays claimed (default 2 min). */
+  leaseMs?: number;
+  /** Unix ms clock (default `Date.now`). */
+  clock?: () => number;
+}
+
+/**
+ * The persisted variant of {@link MailQueue}: mails go into an outbox table
+ * first, so a restart or a crash loses none (security matrix D5, E3); any
+ * process polling the same outbox sends them, each once it gets through.
+ */
+export class OutboxMailQueue {
+  readonly #o: OutboxMailQueueOptions;
+  readonly #schedule: readonly number[];
+  readonly #clock: () => number;
+  readonly #onError: NonNullable<MailQueueOptions['onError']>;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+  #again = false;
+  #writes = new Set<Promise<void>>();
+
+  constructor(options: OutboxMailQueueOptions) {
+    this.#o = options;
+    this.#schedule = options.retrySchedule ?? DEFAULT_SCHEDULE;
+    this.#clock = options.clock ?? Date.now;
+    this.#onError = options.onError ?? (() => {});
+  }
+
+  /** Starts polling the outbox. */
+  start(): void {
+    if (this.#timer) return;
+    this.#timer = setInterval(() => this.#kick(), this.#o.pollIntervalMs ?? 1000);
+    this.#timer.unref();
+    this.#kick();
+  }
+
+  /**
+   * Queues a mail and returns its id at once; the outbox write happens in the
+   * background and a failed write is reported to `onError`, never thrown.
+   */
+  enqueue(message: MailMessage): string {
+    const id = randomUUID();
+    const write = this.#o.store
+      .add(id, message, this.#clock())
+      .then(() => this.#kick())
+      .catch((err: unknown) => this.#onError(err, { id, attempt: 0, final: true }))
+      .finally(() => this.#writes.delete(write));
+    this.#writes.add(write);
+    return id;
+  }
+
+  #kick(): void {
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#running = this.runOnce()
+      .catch((err: unknown) => this.#onError(err, { id: '', attempt: 0, final: false }))
+      .then(() => undefined)
+      .finally(() => {
+        this.#running = undefined;
+        if (this.#again) {
+          this.#again = false;
+          this.#kick();
+        }
+      });
+  }
+
+  /** Sends every mail due now and returns how many attempts were made. */
+  async runOnce(): Promise<number> {
+    let made = 0;
+    for (;;) {
+      const batch = await this.#o.store.claim(this.#clock(), this.#o.concurrency ?? 2, this.#o.leaseMs ?? 120_000);
+      if (batch.length === 0) return made;
+      made += batch.length;
+      await Promise.all(batch.map((m) => this.#send(m)));
+    }
+  }
+
+  async #send(mail: OutboxMail): Promise<void> {
+    const attempt = mail.attempts + 1;
+    try {
+      await this.#o.mailer.send(mail.message);
+      await this.#o.store.sent(mail.id);
+      this.#o.onSent?.({ id: mail.id, attempts: attempt });
+    } catch (err) {
+      const delay = this.#schedule[attempt - 1];
+      this.#onError(err, { id: mail.id, attempt, final: delay === undefined });
+      if (delay === undefined) await this.#o.store.failed(mail.id, attempt);
+      else await this.#o.store.retry(mail.id, attempt, this.#clock() + delay);
+    }
+  }
+
+  /** Mails not yet sent or given up. */
+  pending(): Promise<number> {
+    return this.#o.store.pending();
+  }
+
+  /** Stops polling and waits for outbox writes and sends in flight. */
+  async close(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = undefined;
+    await Promise.all([...this.#writes]);
+    for (let p = this.#running; p; p = this.#running) await p;
   }
 }

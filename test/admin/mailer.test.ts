@@ -1,47 +1,12 @@
 // Tests auth/mailer.ts and auth/mail_queue.ts directly (internal modules until auth/index.ts re-exports them).
 import test from 'ava';
-import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
-import type { AddressInfo } from 'node:net';
+import { startSmtp } from './smtp.ts';
 import { createSmtpMailer } from '../../auth/mailer.ts';
-import { MailQueue } from '../../auth/mail_queue.ts';
+import { MailQueue, OutboxMailQueue } from '../../auth/mail_queue.ts';
+import { Sequelize } from 'sequelize';
+import { SqlMailOutbox, migrateAdminStore } from '../../admin/index.ts';
+import { createTestDatabase, sqlBackends } from '../helpers/databases.ts';
 import type { LatchkeyError } from '../../engine/errors.ts';
-
-interface Smtp {
-  port: number;
-  mails: string[];
-  /** Answer for the next DATA commands: undefined accepts. */
-  refuse: number | undefined;
-  close(): Promise<void>;
-}
-
-async function startSmtp(port = 0): Promise<Smtp> {
-  const state: Smtp = { port: 0, mails: [], refuse: undefined, close: async () => {} };
-  const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS', 'AUTH'],
-    logger: false,
-    onData(stream: SMTPServerDataStream, _session: SMTPServerSession, callback: (err?: Error | null) => void) {
-      const chunks: Buffer[] = [];
-      stream.on('data', (c: Buffer) => chunks.push(c));
-      stream.on('end', () => {
-        if (state.refuse !== undefined) {
-          const err = Object.assign(new Error('try later'), { responseCode: state.refuse });
-          callback(err);
-          return;
-        }
-        state.mails.push(Buffer.concat(chunks).toString('utf8'));
-        callback();
-      });
-    },
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolve());
-  });
-  state.port = (server.server.address() as AddressInfo).port;
-  state.close = () => new Promise<void>((resolve) => server.close(() => resolve()));
-  return state;
-}
 
 const message = { to: 'ann@example.com', subject: 'Reset your password', html: '<p>link: https://app.example.com/r?t=abc</p>' };
 
@@ -130,3 +95,47 @@ test('internal mail queue: gives up after the schedule and reports the final fai
     await smtp.close();
   }
 });
+
+for (const backend of sqlBackends()) {
+  test(`internal outbox mail queue (D5): SMTP down across a restart, the mail waits in the outbox and arrives once; two senders never double-send (${backend})`, async (t) => {
+    const db = await createTestDatabase(backend);
+    const sequelize = new Sequelize(db.url, { logging: false });
+    const probe = await startSmtp();
+    const port = probe.port;
+    await probe.close();
+    const mailer = createSmtpMailer({ host: '127.0.0.1', port, senderEmail: 'noreply@example.com', timeoutMs: 1000 });
+    try {
+      await migrateAdminStore(sequelize);
+      const store = new SqlMailOutbox(sequelize);
+      let now = 1_700_000_000_000;
+      const make = () => new OutboxMailQueue({ mailer, store, clock: () => now, retrySchedule: [1000, 1000], concurrency: 3 });
+      const first = make();
+      const id = first.enqueue(message);
+      t.is(typeof id, 'string');
+      await first.close(); // waits for the outbox write and the first attempt it triggered
+      t.is(await first.pending(), 1, 'refused while the server is down: still in the outbox');
+      t.is(await first.runOnce(), 0, 'not due before the backoff');
+
+      const smtp = await startSmtp(port);
+      try {
+        const a = make();
+        const b = make();
+        for (let i = 0; i < 4; i++) await store.add(`m${i}`, { ...message, subject: `mail ${i}` }, now);
+        now += 1000;
+        const [na, nb] = await Promise.all([a.runOnce(), b.runOnce()]);
+        t.is(na + nb, 5);
+        t.is(smtp.mails.length, 5);
+        t.is(smtp.mails.filter((m) => m.includes('Subject: Reset your password')).length, 1);
+        t.is(await a.pending(), 0);
+        const [rows] = await sequelize.query('SELECT COUNT(*) AS n FROM mail_outbox');
+        t.is(Number((rows as Array<{ n: number | string }>)[0]!.n), 0, 'sent mails leave no row behind');
+      } finally {
+        await smtp.close();
+      }
+    } finally {
+      mailer.close();
+      await sequelize.close();
+      await db.drop();
+    }
+  });
+}

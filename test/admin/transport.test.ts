@@ -11,6 +11,7 @@ import { OPERATIONS, type Protocol } from '../../transports/index.ts';
 import { AdminService, verifyWebhook } from '../../admin/index.ts';
 import { Engine, MemoryStore } from '../../engine/index.ts';
 import { startReceiver } from './receiver.ts';
+import { startSmtp } from './smtp.ts';
 
 const ADMIN = { 'x-service-admin-secret': TEST_ADMIN_SECRET };
 const adminOps = OPERATIONS.filter((op) => op.admin && op.auth === 'super_admin');
@@ -380,3 +381,30 @@ for (const protocol of PROTOCOLS) {
     }
   });
 }
+
+test('invite_members over the wire: the invitation mail reaches a real SMTP server with the link to redirect_uri', async (t) => {
+  const smtp = await startSmtp();
+  const server = await startTestServer({
+    'allowed-origins': 'https://app.example.com',
+    'smtp-host': '127.0.0.1',
+    'smtp-port': smtp.port,
+    'smtp-sender-email': 'noreply@example.com',
+    'organization-name': 'Acme',
+  });
+  try {
+    const r = await server.call('invite_members', { emails: ['guest@example.com'], redirect_uri: 'https://app.example.com/join' }, { protocol: 'grpc', headers: ADMIN });
+    if (r.error?.reason === 'identity_unavailable') {
+      t.pass('identity service not plugged in');
+      return;
+    }
+    t.like(r.body, { existing: [] });
+    for (let i = 0; i < 100 && smtp.mails.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    t.is(smtp.mails.length, 1);
+    t.regex(smtp.mails[0]!, /To: guest@example.com/);
+    t.regex(smtp.mails[0]!, /Subject: You are invited/);
+    t.true(smtp.mails[0]!.replace(/=\r?\n/g, '').includes('Acme'));
+  } finally {
+    await server.close();
+    await smtp.close();
+  }
+});

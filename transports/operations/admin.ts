@@ -17,6 +17,7 @@ import {
   AdminService,
   EMAIL_TEMPLATE_EVENTS,
   MAX_PAGE_LIMIT,
+  SqlMailOutbox,
   WEBHOOK_EVENTS,
   type AdminCallContext,
   type IdentityPort,
@@ -25,7 +26,7 @@ import {
 import type { UserRecord } from '../../auth/index.ts';
 // TODO(auth/index.ts exports the mailer): then import these from '../../auth/index.ts'.
 import { createSmtpMailer } from '../../auth/mailer.ts';
-import { MailQueue } from '../../auth/mail_queue.ts';
+import { OutboxMailQueue } from '../../auth/mail_queue.ts';
 import { redactedConfig } from '../flags.ts';
 import type { RequestContext } from '../context.ts';
 import type { Authenticator } from '../authenticate.ts';
@@ -622,14 +623,16 @@ function asIdentity(v: unknown): IdentityPort | undefined {
 
 /**
  * Builds the admin service into `services.admin` (after the engine and the
- * identity service are plugged in), the mail queue when `--smtp-host` is set,
+ * identity service are plugged in), the persisted mail queue when
+ * `--smtp-host` is set (exposed as `services.admin.mail` for every mail the
+ * server sends),
  * and the admin authenticator: the header secret (rate limited per IP,
  * ignored under `--disable-admin-header-auth`) and the `service-admin`
  * session cookie. Starts the webhook delivery worker; registers its stop.
  */
 export async function plugAdmin(services: Services): Promise<AdminService> {
   const c = services.config;
-  let mail: MailQueue | undefined;
+  let mail: OutboxMailQueue | undefined;
   if (c.smtpHost) {
     const mailer = createSmtpMailer({
       host: c.smtpHost,
@@ -641,8 +644,11 @@ export async function plugAdmin(services: Services): Promise<AdminService> {
       localName: c.smtpLocalName,
       skipTlsVerification: c.skipTlsVerification,
     });
-    mail = new MailQueue({
+    // Mails wait in the admin store's outbox table (created by the admin migrations below) until sent.
+    mail = new OutboxMailQueue({
       mailer,
+      store: new SqlMailOutbox(services.sequelize),
+      clock: () => services.clock.now().getTime(),
       onError: (err, info) => services.logger.warn('mail not sent', { mail_id: info.id, attempt: info.attempt, final: info.final, err }),
     });
     services.closers.push(async () => {
@@ -675,6 +681,7 @@ export async function plugAdmin(services: Services): Promise<AdminService> {
   // First in the chain: the header check here is the rate-limited one.
   services.authenticators.unshift(authenticator);
   service.start();
+  mail?.start();
   services.closers.push(() => service.close());
   return service;
 }
