@@ -131,7 +131,12 @@ interface RequiredRelation {
 }
 
 const unauthenticated = (reason = 'unauthenticated', message = 'unauthorized'): LatchkeyError => new LatchkeyError('unauthenticated', message, { reason });
-const invalidCredentials = (): LatchkeyError => new LatchkeyError('unauthenticated', INVALID_CREDENTIALS_MESSAGE, { reason: 'invalid_credentials' });
+/**
+ * The one login failure. The precise internal reason (and the user, when
+ * known) travel in `cause`, which is logged and audited but never serialized.
+ */
+const invalidCredentials = (internalReason: string, userId?: string): LatchkeyError =>
+  new LatchkeyError('unauthenticated', INVALID_CREDENTIALS_MESSAGE, { reason: 'invalid_credentials', cause: { internal_reason: internalReason, user_id: userId } });
 const invalidArgument = (message: string, reason: string): LatchkeyError => new LatchkeyError('invalid_argument', message, { reason });
 const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const PHONE_RE = /^\+?[0-9]{6,20}$/;
@@ -347,7 +352,7 @@ export class AuthService {
     const user = email !== undefined ? await this.users.findByEmail(email) : await this.users.findByPhone(phone ?? '');
     if (user === undefined) {
       await this.passwords.verify(input.password, undefined);
-      throw invalidCredentials();
+      throw invalidCredentials('unknown_account');
     }
     // Reserve an attempt before comparing (security matrix A2/A3): concurrent guesses cannot exceed the budget.
     const attemptsKey = `login_attempts:${user.id}`;
@@ -357,13 +362,16 @@ export class AuthService {
       throw new LatchkeyError('resource_exhausted', 'too many login attempts, try again later', {
         reason: 'too_many_attempts',
         details: { retry_after: Math.max(1, retryAfter) },
+        cause: { internal_reason: 'locked_out', user_id: user.id },
       });
     }
     const ok = await this.passwords.verify(input.password, user.password);
     const unverified = email !== undefined ? user.email_verified_at === null && o.enableEmailVerification : user.phone_number_verified_at === null && o.enablePhoneVerification;
-    if (!ok || user.deactivated_at !== null || unverified) throw invalidCredentials();
+    if (!ok) throw invalidCredentials('wrong_password', user.id);
+    if (user.deactivated_at !== null) throw invalidCredentials('account_deactivated', user.id);
+    if (unverified) throw invalidCredentials('unverified_identifier', user.id);
     await this.#store.del(attemptsKey);
-    if (user.revoked_timestamp !== null) throw new LatchkeyError('permission_denied', 'user access has been revoked', { reason: 'access_revoked' });
+    if (user.revoked_timestamp !== null) throw new LatchkeyError('permission_denied', 'user access has been revoked', { reason: 'access_revoked', cause: { internal_reason: 'access_revoked', user_id: user.id } });
     const roles = this.#requestedRoles(user, input.roles);
     const mfaOn = o.enforceMfa || user.is_multi_factor_auth_enabled === true;
     if (mfaOn && o.enableTotpLogin) return { response: { message: 'Proceed to totp verification screen', should_show_totp_screen: true } };
@@ -597,7 +605,7 @@ export class AuthService {
     let passwordChanged = false;
     if (input.new_password !== undefined && input.new_password !== '') {
       if (input.old_password === undefined || input.old_password === '') throw invalidArgument('old password is required', 'missing_old_password');
-      if (!(await this.passwords.verify(input.old_password, user.password))) throw invalidCredentials();
+      if (!(await this.passwords.verify(input.old_password, user.password))) throw invalidCredentials('wrong_old_password', user.id);
       if (input.confirm_new_password !== undefined && input.confirm_new_password !== input.new_password) {
         throw invalidArgument('password and confirm password does not match', 'password_mismatch');
       }

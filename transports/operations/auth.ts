@@ -31,7 +31,8 @@ import type { CookieOptions, RequestContext } from '../context.ts';
 import type { Config } from '../flags.ts';
 import type { Services } from '../services.ts';
 import { EMPTY, MESSAGE, s } from '../shape.ts';
-import { USER } from './admin.ts';
+import type { WebhookEvent } from '../../admin/index.ts';
+import { USER, recordUserEvent } from './admin.ts';
 import { ALL_PROTOCOLS, defineOperation, type AnyOperation } from './types.ts';
 
 // ------------------------------------------------------------------ shapes
@@ -191,6 +192,32 @@ export function clearSessionCookies(ctx: RequestContext): void {
   ctx.cookies.clear(SESSION_DOMAIN_COOKIE, { ...base, ...(domain ? { domain } : {}) });
 }
 
+/**
+ * Audits a user event (and queues its webhook) through the admin service.
+ * Never throws: a failure is logged by the admin helper.
+ */
+async function audit(ctx: RequestContext, action: string, o: { userId?: string | undefined; webhook?: WebhookEvent; metadata?: Record<string, unknown> } = {}): Promise<void> {
+  try {
+    const user = o.userId ? await authOf(ctx).users.findById(o.userId) : undefined;
+    await recordUserEvent(ctx, action, {
+      user,
+      actorId: o.userId,
+      ...(o.webhook === undefined ? {} : { webhook: o.webhook }),
+      ...(o.metadata === undefined ? {} : { metadata: o.metadata }),
+    });
+  } catch (err) {
+    ctx.logger.error('user event not recorded', { action, err });
+  }
+}
+
+/** The internal reason and user of a refused login (carried in the error's never-serialized cause). */
+function failureOf(err: unknown): { reason: string; userId?: string } | undefined {
+  if (!(err instanceof LatchkeyError)) return undefined;
+  const cause = err.cause as { internal_reason?: unknown; user_id?: unknown } | undefined;
+  const reason = typeof cause?.internal_reason === 'string' ? cause.internal_reason : err.reason ?? err.code;
+  return typeof cause?.user_id === 'string' ? { reason, userId: cause.user_id } : { reason };
+}
+
 function row(name: string, method: 'GET' | 'POST', grpc: string) {
   return { name, admin: false, rest: { method, path: `/v1/${name}` }, grpc: { method: grpc }, protocols: ALL_PROTOCOLS } as const;
 }
@@ -212,6 +239,7 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
         throw new LatchkeyError('invalid_argument', 'app_data: must be an object', { reason: 'invalid_field', details: { field: 'app_data' } });
       }
       const result = await authOf(ctx).signup({ ...rest, ...(appData === undefined ? {} : { app_data: appData as Record<string, unknown> }) }, callContext(ctx));
+      await audit(ctx, 'user.signup', { userId: result.response.user?.id, webhook: 'user.signup' });
       setSessionCookies(ctx, result);
       return result.response as never;
     },
@@ -224,7 +252,18 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
     output: AUTH_RESPONSE,
     doc: 'Logs in with email or phone and password; answers an MFA challenge flag instead of tokens when MFA applies.',
     handler: async (ctx, input) => {
-      const result = await authOf(ctx).login(input, callContext(ctx));
+      let result: AuthResult;
+      try {
+        result = await authOf(ctx).login(input, callContext(ctx));
+      } catch (err) {
+        const failure = failureOf(err);
+        // A1: the precise reason is audited, never returned.
+        if (failure !== undefined && err instanceof LatchkeyError && err.code !== 'invalid_argument' && err.code !== 'failed_precondition') {
+          await audit(ctx, 'user.login_failed', { userId: failure.userId, metadata: { reason: failure.reason } });
+        }
+        throw err;
+      }
+      if (result.response.user !== undefined) await audit(ctx, 'user.login_success', { userId: result.response.user.id, webhook: 'user.login' });
       setSessionCookies(ctx, result);
       return result.response as never;
     },
@@ -237,7 +276,14 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
     output: AUTH_RESPONSE,
     doc: 'Refreshes the current session (cookie, bearer session or refresh token): new cookie and tokens.',
     handler: async (ctx, input) => {
-      const result = await authOf(ctx).session(input, callContext(ctx));
+      let result: AuthResult;
+      try {
+        result = await authOf(ctx).session(input, callContext(ctx));
+      } catch (err) {
+        // B2: a replayed refresh token is a security event.
+        if (err instanceof LatchkeyError && err.reason === 'refresh_token_reused') await audit(ctx, 'token.refresh_token_reuse');
+        throw err;
+      }
       setSessionCookies(ctx, result);
       return result.response as never;
     },
@@ -251,6 +297,7 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
     doc: 'Ends the current session server-side (its cookie, tokens and refresh tokens) and clears the cookies.',
     handler: async (ctx) => {
       const out = await authOf(ctx).logout(callContext(ctx));
+      await audit(ctx, 'user.logout', { userId: ctx.principal.kind === 'user' ? ctx.principal.userId : undefined });
       clearSessionCookies(ctx);
       return out;
     },
@@ -277,7 +324,11 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
       if (appData !== undefined && (typeof appData !== 'object' || Array.isArray(appData))) {
         throw new LatchkeyError('invalid_argument', 'app_data: must be an object', { reason: 'invalid_field', details: { field: 'app_data' } });
       }
-      return authOf(ctx).updateProfile({ ...rest, ...(appData === undefined ? {} : { app_data: appData as Record<string, unknown> }) }, callContext(ctx));
+      const out = await authOf(ctx).updateProfile({ ...rest, ...(appData === undefined ? {} : { app_data: appData as Record<string, unknown> }) }, callContext(ctx));
+      const userId = ctx.principal.kind === 'user' ? ctx.principal.userId : undefined;
+      await audit(ctx, 'user.profile_updated', { userId });
+      if (input.new_password) await audit(ctx, 'user.password_changed', { userId });
+      return out;
     },
   }),
   defineOperation({
@@ -289,6 +340,7 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
     doc: 'Soft-deletes the caller\'s account: every session ends and login is refused afterwards.',
     handler: async (ctx) => {
       const out = await authOf(ctx).deactivateAccount(callContext(ctx));
+      await audit(ctx, 'user.deactivated', { userId: ctx.principal.kind === 'user' ? ctx.principal.userId : undefined, webhook: 'user.deactivated' });
       clearSessionCookies(ctx);
       return out;
     },
@@ -300,7 +352,11 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
     input: s.object('RevokeRequest', { refresh_token: s.string({ minLength: 1, maxLength: 16384 }) }),
     output: MESSAGE,
     doc: 'Revokes a refresh token and its whole family; the answer does not reveal whether the token was valid.',
-    handler: async (ctx, input) => authOf(ctx).revoke(input),
+    handler: async (ctx, input) => {
+      const out = await authOf(ctx).revoke(input);
+      await audit(ctx, 'token.revoked');
+      return out;
+    },
   }),
   defineOperation({
     ...row('validate_jwt_token', 'POST', 'ValidateJwtToken'),

@@ -1,0 +1,267 @@
+import anyTest from 'ava';
+
+// Serial: every sign-up and login costs a real bcrypt hash at cost 10; run one at a time so that
+// calls stay well inside the client's deadline on a shared 2-core machine.
+const test = anyTest.serial;
+import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type TestServer, type CallResult } from '../helpers/server.ts';
+import { redisUrl, sqlBackends } from '../helpers/databases.ts';
+
+const PASSWORD = 'correct horse battery';
+let srv: TestServer;
+
+anyTest.before(async () => {
+  srv = await startTestServer({ 'fga-store': 'memory' });
+});
+anyTest.after.always(async () => {
+  await srv?.close();
+});
+
+/** name → {value, attributes (lower-cased names)} of each Set-Cookie. */
+function cookiesOf(r: CallResult): Map<string, { value: string; attrs: Map<string, string> }> {
+  const out = new Map<string, { value: string; attrs: Map<string, string> }>();
+  for (const line of r.setCookies) {
+    const [pair, ...rest] = line.split(';').map((p) => p.trim());
+    const eq = pair!.indexOf('=');
+    const attrs = new Map<string, string>();
+    for (const a of rest) {
+      const i = a.indexOf('=');
+      attrs.set((i < 0 ? a : a.slice(0, i)).toLowerCase(), i < 0 ? '' : a.slice(i + 1));
+    }
+    out.set(pair!.slice(0, eq), { value: pair!.slice(eq + 1), attrs });
+  }
+  return out;
+}
+
+const bearer = (token: unknown) => ({ authorization: `Bearer ${String(token)}` });
+let seq = 0;
+const email = (tag: string) => `${tag}-${Date.now().toString(36)}-${seq++}@example.com`;
+
+for (const protocol of PROTOCOLS) {
+  test(`${protocol}: signup returns an AuthResponse and sets HttpOnly, Secure, SameSite session cookies`, async (t) => {
+    const r = await srv.call('signup', { email: email('signup'), password: PASSWORD, given_name: 'Sam' }, { protocol });
+    t.is(r.error, undefined);
+    const body = r.body!;
+    t.is(typeof body['access_token'], 'string');
+    t.is(typeof body['id_token'], 'string');
+    t.is(typeof body['refresh_token'], 'string');
+    t.is(body['expires_in'], 1800);
+    t.is((body['user'] as Record<string, unknown>)['given_name'], 'Sam');
+    t.false('password' in (body['user'] as Record<string, unknown>));
+    const cookies = cookiesOf(r);
+    for (const name of ['cookie_session', 'cookie_session_domain']) {
+      const c = cookies.get(name);
+      t.truthy(c, name);
+      t.true(c!.value.length >= 40);
+      t.true(c!.attrs.has('httponly'));
+      t.true(c!.attrs.has('secure'));
+      t.is(c!.attrs.get('samesite'), 'None');
+      t.is(c!.attrs.get('path'), '/');
+      t.is(c!.attrs.get('max-age'), '86400');
+    }
+    t.is(cookies.get('cookie_session')!.value, cookies.get('cookie_session_domain')!.value);
+  });
+
+  test(`${protocol}: login, profile by bearer and by cookie, session rotation, logout kills token and cookie`, async (t) => {
+    const e = email('flow');
+    await srv.call('signup', { email: e, password: PASSWORD }, { protocol });
+    const login = await srv.call('login', { email: e.toUpperCase(), password: PASSWORD }, { protocol });
+    t.is(login.error, undefined);
+    const token = login.body!['access_token'];
+    const cookie = cookiesOf(login).get('cookie_session')!.value;
+    const byBearer = await srv.call('profile', {}, { protocol, headers: bearer(token) });
+    t.is(byBearer.body?.['email'], e);
+    const byCookie = await srv.call('profile', {}, { protocol, cookies: { cookie_session: cookie } });
+    t.is(byCookie.body?.['email'], e);
+    const byDomainCookie = await srv.call('profile', {}, { protocol, cookies: { cookie_session_domain: cookie } });
+    t.is(byDomainCookie.body?.['id'], byCookie.body?.['id']);
+    const session = await srv.call('session', {}, { protocol, cookies: { cookie_session: cookie } });
+    t.is(session.error, undefined);
+    const rotated = cookiesOf(session).get('cookie_session')!.value;
+    t.not(rotated, cookie);
+    t.is((await srv.call('profile', {}, { protocol, cookies: { cookie_session: cookie } })).error?.code, 'unauthenticated');
+    const out = await srv.call('logout', {}, { protocol, headers: bearer(session.body!['access_token']) });
+    t.deepEqual(out.body, { message: 'Logged out successfully' });
+    const cleared = cookiesOf(out).get('cookie_session');
+    t.is(cleared?.attrs.get('max-age'), '0');
+    t.is((await srv.call('profile', {}, { protocol, headers: bearer(session.body!['access_token']) })).error?.code, 'unauthenticated');
+    t.is((await srv.call('profile', {}, { protocol, cookies: { cookie_session: rotated } })).error?.code, 'unauthenticated');
+    t.is((await srv.call('profile', {}, { protocol })).error?.code, 'unauthenticated');
+  });
+
+  test(`${protocol}: login failures share one code and message; duplicate sign-up gives the spec message`, async (t) => {
+    const e = email('fail');
+    await srv.call('signup', { email: e, password: PASSWORD }, { protocol });
+    const wrong = await srv.call('login', { email: e, password: 'not the password' }, { protocol });
+    const unknown = await srv.call('login', { email: email('nobody'), password: PASSWORD }, { protocol });
+    t.deepEqual(wrong.error, unknown.error);
+    t.is(wrong.error?.code, 'unauthenticated');
+    t.is(wrong.error?.message, 'invalid credentials');
+    t.is(wrong.setCookies.length, 0);
+    const dup = await srv.call('signup', { email: ` ${e.toUpperCase()} `, password: PASSWORD }, { protocol });
+    t.is(dup.error?.code, 'already_exists');
+    t.is(dup.error?.message, 'user with given email already exists');
+    const weak = await srv.call('signup', { email: email('weak'), password: 'short' }, { protocol });
+    t.is(weak.error?.code, 'invalid_argument');
+  });
+
+  test(`${protocol}: update_profile with password change ends other sessions; deactivate_account refuses login after`, async (t) => {
+    const e = email('upd');
+    const s1 = await srv.call('signup', { email: e, password: PASSWORD }, { protocol });
+    const s2 = await srv.call('login', { email: e, password: PASSWORD }, { protocol });
+    const r = await srv.call('update_profile', { given_name: 'New', old_password: PASSWORD, new_password: 'a brand new phrase' }, { protocol, headers: bearer(s2.body!['access_token']) });
+    t.deepEqual(r.body, { message: 'Profile successfully updated.' });
+    t.is((await srv.call('profile', {}, { protocol, headers: bearer(s1.body!['access_token']) })).error?.code, 'unauthenticated');
+    const me = await srv.call('profile', {}, { protocol, headers: bearer(s2.body!['access_token']) });
+    t.is(me.body?.['given_name'], 'New');
+    const d = await srv.call('deactivate_account', {}, { protocol, headers: bearer(s2.body!['access_token']) });
+    t.deepEqual(d.body, { message: 'Account deactivated successfully' });
+    t.is((await srv.call('profile', {}, { protocol, headers: bearer(s2.body!['access_token']) })).error?.code, 'unauthenticated');
+    t.is((await srv.call('login', { email: e, password: 'a brand new phrase' }, { protocol })).error?.code, 'unauthenticated');
+  });
+
+  test(`${protocol}: validate_jwt_token, validate_session and revoke`, async (t) => {
+    const s = await srv.call('signup', { email: email('val'), password: PASSWORD }, { protocol });
+    const body = s.body!;
+    const v = await srv.call('validate_jwt_token', { token_type: 'access_token', token: body['access_token'] }, { protocol });
+    t.is(v.body?.['is_valid'], true);
+    t.is((v.body?.['claims'] as Record<string, unknown>)['sub'], (body['user'] as Record<string, unknown>)['id']);
+    t.is((await srv.call('validate_jwt_token', { token_type: 'access_token', token: body['id_token'] }, { protocol })).error?.code, 'unauthenticated');
+    t.is((await srv.call('validate_jwt_token', { token_type: 'nonsense', token: body['id_token'] }, { protocol })).error?.code, 'invalid_argument');
+    const cookie = cookiesOf(s).get('cookie_session')!.value;
+    const vs = await srv.call('validate_session', { cookie }, { protocol });
+    t.is(vs.body?.['is_valid'], true);
+    t.is((vs.body?.['user'] as Record<string, unknown>)['id'], (body['user'] as Record<string, unknown>)['id']);
+    const fromRequestCookie = await srv.call('validate_session', {}, { protocol, cookies: { cookie_session: cookie } });
+    t.is(fromRequestCookie.body?.['is_valid'], true);
+    t.deepEqual((await srv.call('revoke', { refresh_token: body['refresh_token'] }, { protocol })).body, { message: 'Token revoked successfully' });
+    t.is((await srv.call('validate_jwt_token', { token_type: 'refresh_token', token: body['refresh_token'] }, { protocol })).error?.code, 'unauthenticated');
+    t.is((await srv.call('validate_session', { cookie }, { protocol })).error?.code, 'unauthenticated');
+  });
+
+  test(`${protocol}: session with a refresh token rotates it; replay is refused`, async (t) => {
+    const s = await srv.call('signup', { email: email('rt'), password: PASSWORD }, { protocol });
+    const rt1 = s.body!['refresh_token'];
+    const r = await srv.call('session', { refresh_token: rt1 }, { protocol, headers: bearer(s.body!['access_token']) });
+    t.is(r.error, undefined);
+    t.not(r.body!['refresh_token'], rt1);
+    const replay = await srv.call('session', { refresh_token: rt1 }, { protocol, headers: bearer(r.body!['access_token']) });
+    t.is(replay.error?.code, 'unauthenticated');
+  });
+}
+
+test('check_permissions and list_permissions over every protocol: pinned subject, order, contextual tuples, 403, 400, 401', async (t) => {
+  const admin = { 'x-service-admin-secret': TEST_ADMIN_SECRET };
+  const model = await srv.call('fga_write_model', { dsl: 'model\n  schema 1.1\ntype user\ntype document\n  relations\n    define viewer: [user]\n    define editor: [user]\n' }, { protocol: 'rest', headers: admin });
+  t.is(model.error, undefined, JSON.stringify(model.error));
+  const s = await srv.call('signup', { email: email('perm'), password: PASSWORD }, { protocol: 'rest' });
+  const uid = (s.body!['user'] as Record<string, unknown>)['id'] as string;
+  const w = await srv.call('fga_write_tuples', { tuples: [{ user: `user:${uid}`, relation: 'viewer', object: 'document:2' }, { user: 'user:other', relation: 'viewer', object: 'document:1' }] }, { protocol: 'rest', headers: admin });
+  t.is(w.error, undefined, JSON.stringify(w.error));
+  const auth = bearer(s.body!['access_token']);
+  const checks = [
+    { relation: 'viewer', object: 'document:1' },
+    { relation: 'viewer', object: 'document:2' },
+    { relation: 'editor', object: 'document:3', contextual_tuples: [{ user: `user:${uid}`, relation: 'editor', object: 'document:3' }] },
+  ];
+  for (const protocol of PROTOCOLS) {
+    const r = await srv.call('check_permissions', { checks }, { protocol, headers: auth });
+    t.deepEqual(r.body, {
+      results: [
+        { relation: 'viewer', object: 'document:1', allowed: false },
+        { relation: 'viewer', object: 'document:2', allowed: true },
+        { relation: 'editor', object: 'document:3', allowed: true },
+      ],
+    }, protocol);
+    const after = await srv.call('check_permissions', { checks: [{ relation: 'editor', object: 'document:3' }] }, { protocol, headers: auth });
+    t.false((after.body!['results'] as Array<{ allowed: boolean }>)[0]!.allowed, `${protocol}: contextual tuple not persisted`);
+    t.is((await srv.call('check_permissions', { checks, user: 'user:other' }, { protocol, headers: auth })).error?.code, 'permission_denied', protocol);
+    const asAdmin = await srv.call('check_permissions', { checks: [checks[0]!], user: 'other' }, { protocol, headers: admin });
+    t.true((asAdmin.body!['results'] as Array<{ allowed: boolean }>)[0]!.allowed, protocol);
+    t.is((await srv.call('check_permissions', { checks: [] }, { protocol, headers: auth })).error?.code, 'invalid_argument', protocol);
+    t.is((await srv.call('check_permissions', { checks: Array(101).fill(checks[0]) }, { protocol, headers: auth })).error?.code, 'invalid_argument', protocol);
+    t.is((await srv.call('check_permissions', { checks }, { protocol })).error?.code, 'unauthenticated', protocol);
+    const lp = await srv.call('list_permissions', {}, { protocol, headers: auth });
+    t.deepEqual(lp.body, { objects: ['document:2'], permissions: [{ object: 'document:2', relation: 'viewer' }], truncated: false }, protocol);
+    const narrowed = await srv.call('list_permissions', { relation: 'viewer', object_type: 'document' }, { protocol, headers: auth });
+    t.deepEqual(narrowed.body?.['objects'], ['document:2'], protocol);
+    t.is((await srv.call('list_permissions', { user: 'user:other' }, { protocol, headers: auth })).error?.code, 'permission_denied', protocol);
+    // required_relations of validate_jwt_token go through the same engine.
+    const ok = await srv.call('validate_jwt_token', { token_type: 'access_token', token: s.body!['access_token'], required_relations: [{ relation: 'viewer', object: 'document:2' }] }, { protocol });
+    t.is(ok.body?.['is_valid'], true, protocol);
+    const denied = await srv.call('validate_jwt_token', { token_type: 'access_token', token: s.body!['access_token'], required_relations: [{ relation: 'viewer', object: 'document:1' }] }, { protocol });
+    t.is(denied.error?.code, 'permission_denied', protocol);
+  }
+});
+
+test('without an FGA store, permission operations answer 400 failed_precondition with the spec message on every protocol', async (t) => {
+  const plain = await startTestServer();
+  try {
+    const s = await plain.call('signup', { email: email('nofga'), password: PASSWORD }, { protocol: 'rest' });
+    for (const protocol of PROTOCOLS) {
+      const r = await plain.call('check_permissions', { checks: [{ relation: 'viewer', object: 'document:1' }] }, { protocol, headers: bearer(s.body!['access_token']) });
+      t.is(r.error?.code, 'failed_precondition', protocol);
+      t.is(r.error?.message, 'fga is not enabled on this server', protocol);
+      if (protocol === 'rest') t.is(r.status, 400);
+      const l = await plain.call('list_permissions', {}, { protocol, headers: bearer(s.body!['access_token']) });
+      t.is(l.error?.code, 'failed_precondition', protocol);
+    }
+  } finally {
+    await plain.close();
+  }
+});
+
+test('discovery and JWKS documents are served for other services (HS256: empty key set)', async (t) => {
+  const d = await fetch(`${srv.httpUrl}/.well-known/openid-configuration`);
+  t.is(d.status, 200);
+  t.regex(d.headers.get('cache-control') ?? '', /max-age=300/);
+  const doc = (await d.json()) as Record<string, unknown>;
+  t.is(doc['jwks_uri'], `${doc['issuer'] as string}/.well-known/jwks.json`);
+  const j = await fetch(`${srv.httpUrl}/.well-known/jwks.json`);
+  t.deepEqual(await j.json(), { keys: [] });
+});
+
+test('REST: a locked-out login answers 429 resource_exhausted', async (t) => {
+  const e = email('lock');
+  await srv.call('signup', { email: e, password: PASSWORD }, { protocol: 'rest' });
+  for (let i = 0; i < 5; i++) await srv.call('login', { email: e, password: 'wrong wrong wrong' }, { protocol: 'rest' });
+  const locked = await srv.call('login', { email: e, password: PASSWORD }, { protocol: 'rest' });
+  t.is(locked.status, 429);
+  t.is(locked.error?.code, 'resource_exhausted');
+});
+
+for (const backend of sqlBackends()) {
+  test(`E1 on the wire (${backend}): 20 parallel REST sign-ups with one email make exactly one user, never a 500`, async (t) => {
+    const server = backend === 'sqlite' ? srv : await startTestServer({}, { backend });
+    try {
+      const base = email('race');
+      const variants = Array.from({ length: 20 }, (_, i) => (i % 2 ? ` ${base.toUpperCase()}` : base));
+      const results = await Promise.all(variants.map((e, i) => server.call('signup', { email: e, password: PASSWORD }, { protocol: PROTOCOLS[i % 3]! })));
+      t.is(results.filter((r) => r.error === undefined).length, 1);
+      for (const r of results.filter((x) => x.error !== undefined)) {
+        t.is(r.error?.code, 'already_exists');
+        t.is(r.error?.message, 'user with given email already exists');
+      }
+    } finally {
+      if (server !== srv) await server.close();
+    }
+  });
+}
+
+const redis = redisUrl();
+if (redis) {
+  test('two server processes sharing Redis and one database share sessions (--redis-url)', async (t) => {
+    const a = await startTestServer({ 'redis-url': redis });
+    const b = await startTestServer({ 'redis-url': redis, 'database-type': a.database.backend, 'database-url': a.database.url });
+    try {
+      const s = await a.call('signup', { email: email('redis'), password: PASSWORD }, { protocol: 'rest' });
+      const cookie = cookiesOf(s).get('cookie_session')!.value;
+      t.is((await b.call('profile', {}, { protocol: 'grpc', cookies: { cookie_session: cookie } })).error, undefined);
+      await b.call('logout', {}, { protocol: 'graphql', headers: bearer(s.body!['access_token']) });
+      t.is((await a.call('profile', {}, { protocol: 'rest', cookies: { cookie_session: cookie } })).error?.code, 'unauthenticated');
+      t.is((await a.call('profile', {}, { protocol: 'rest', headers: bearer(s.body!['access_token']) })).error?.code, 'unauthenticated');
+    } finally {
+      await b.close();
+      await a.close();
+    }
+  });
+}
