@@ -7,7 +7,9 @@
  *    the tupleset rules of `a from b`;
  * 4. duplicates (types, restrictions, operands) — only when 3 found nothing;
  * 5. entry points (no entrypoint / potential loop) — only when 1–4 found nothing;
- * 6. unused conditions.
+ * 6. conditions: unused ones, and OpenFGA's API limits (at most 25 conditions
+ *    of at most 25 parameters, expressions of at most 512 bytes, names
+ *    matching `^[^:#@\s]{1,50}$`).
  * Stages 3–6 are skipped when stage 1 found a problem, as OpenFGA does.
  *
  * One deliberate difference: OpenFGA's JS validator crashes with a TypeError on
@@ -24,6 +26,12 @@ import { restrictionSpan, tokenSpan, userSetSpan, type SourceIndex } from './vis
 const TYPE_RULE = '^[^:#@\\*\\s]{1,254}$';
 const RELATION_RULE = '^[^:#@\\*\\s]{1,50}$';
 const TYPE_RE = new RegExp(TYPE_RULE);
+const CONDITION_NAME_RULE = '^[^:#@\\s]{1,50}$';
+const CONDITION_NAME_RE = new RegExp(CONDITION_NAME_RULE);
+/** OpenFGA API limits on conditions. */
+export const MAX_CONDITIONS = 25;
+export const MAX_CONDITION_PARAMETERS = 25;
+export const MAX_CONDITION_EXPRESSION_BYTES = 512;
 const RELATION_RE = new RegExp(RELATION_RULE);
 
 /** Where diagnostics of one type definition, relation or condition should point and which file they belong to. */
@@ -281,7 +289,27 @@ export function validateModel(model: AuthorizationModel, loc: Locator = { source
   }
 
   // 6. conditions
-  for (const [name, condition] of Object.entries(conditions)) {
+  const conditionEntries = Object.entries(conditions);
+  for (const [index, [name, condition]] of conditionEntries.entries()) {
+    // OpenFGA's API limits (openfga/api `authzmodel.proto`), enforced by the
+    // server when the model is written; reported here so the DSL tools catch
+    // them first. OpenFGA's JS validator does not check them.
+    const nameSpan = tokenSpan(src?.conditionName.get(name));
+    if (index === MAX_CONDITIONS) {
+      push('condition-limit', `a model may have at most ${MAX_CONDITIONS} conditions; it has ${conditionEntries.length}.`, nameSpan, condition);
+    }
+    if (!CONDITION_NAME_RE.test(name)) {
+      push('invalid-name', `condition '${name}' does not match naming rule: '${CONDITION_NAME_RULE}'.`, nameSpan, condition);
+    }
+    const paramCount = Object.keys(condition.parameters ?? {}).length;
+    if (paramCount > MAX_CONDITION_PARAMETERS) {
+      push('condition-limit', `condition \`${name}\` has ${paramCount} parameters; at most ${MAX_CONDITION_PARAMETERS} are allowed.`, nameSpan, condition);
+    }
+    const bytes = Buffer.byteLength(condition.expression, 'utf8');
+    if (bytes > MAX_CONDITION_EXPRESSION_BYTES) {
+      push('condition-limit', `condition \`${name}\` expression is ${bytes} bytes; at most ${MAX_CONDITION_EXPRESSION_BYTES} are allowed.`, nameSpan, condition);
+    }
+
     if (name !== condition.name) {
       errors.push(
         diagnostic(

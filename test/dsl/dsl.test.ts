@@ -166,3 +166,22 @@ test('transformModulesToModel throws invalid_dsl with file-tagged diagnostics', 
     ['a.fga', 'file is not a module'],
   ]);
 });
+
+test("OpenFGA's condition limits are enforced: count, parameters, expression size, name length", (t) => {
+  const model = (conds: string[], uses: string[]): string =>
+    `${HEADER}type user\ntype doc\n  relations\n    define a: [${uses.map((c) => `user with ${c}`).join(', ')}]\n${conds.join('\n')}\n`;
+  const names = Array.from({ length: 26 }, (_, i) => `c${i}`);
+  const many = validateDsl(model(names.map((n) => `condition ${n}(x: int) {\n  x < 1\n}`), names));
+  t.deepEqual(many.map((e) => e.kind), ['condition-limit']);
+  t.is(many[0]?.line.start, 6 + 25 * 3);
+
+  const params = Array.from({ length: 26 }, (_, i) => `p${i}: int`).join(', ');
+  t.deepEqual(validateDsl(model([`condition c(${params}) {\n  p0 < 1\n}`], ['c'])).map((e) => e.kind), ['condition-limit']);
+
+  const long = `x < 1${' && x < 1'.repeat(70)}`;
+  t.deepEqual(validateDsl(model([`condition c(x: int) {\n  ${long}\n}`], ['c'])).map((e) => e.kind), ['condition-limit']);
+
+  const name = 'c'.repeat(51);
+  t.deepEqual(validateDsl(model([`condition ${name}(x: int) {\n  x < 1\n}`], [name])).map((e) => e.kind), ['invalid-name']);
+  t.deepEqual(validateDsl(model(['condition c(x: int) {\n  x < 1\n}'], ['c'])), []);
+});
