@@ -265,3 +265,58 @@ if (redis) {
     }
   });
 }
+
+test('A1 audit: a failed login is audited as user.login_failed with its internal reason, which the client never sees', async (t) => {
+  const admin = { 'x-service-admin-secret': TEST_ADMIN_SECRET };
+  const e = email('audit');
+  const s = await srv.call('signup', { email: e, password: PASSWORD }, { protocol: 'rest' });
+  const uid = (s.body!['user'] as Record<string, unknown>)['id'] as string;
+  const wrong = await srv.call('login', { email: e, password: 'wrong wrong wrong' }, { protocol: 'rest' });
+  t.false(JSON.stringify(wrong.error).includes('wrong_password'));
+  const ok = await srv.call('login', { email: e, password: PASSWORD }, { protocol: 'rest' });
+  t.is(ok.error, undefined);
+  const logs = await srv.call('audit_logs', { actor_id: uid }, { protocol: 'rest', headers: admin });
+  t.is(logs.error, undefined, JSON.stringify(logs.error));
+  const rows = logs.body!['audit_logs'] as Array<Record<string, unknown>>;
+  const actions = rows.map((r) => r['action']);
+  t.true(actions.includes('user.signup'));
+  t.true(actions.includes('user.login_success'));
+  const failed = rows.find((r) => r['action'] === 'user.login_failed');
+  t.truthy(failed);
+  t.regex(String(failed!['metadata']), /wrong_password/);
+  t.false(JSON.stringify(rows).includes(PASSWORD));
+});
+
+test('B4 on the wire: login with a pre-set session cookie issues a new one; insecure config gives SameSite=Lax without Secure', async (t) => {
+  const insecure = await startTestServer({ 'app-cookie-secure': false });
+  try {
+    const e = email('fixation');
+    const s = await insecure.call('signup', { email: e, password: PASSWORD }, { protocol: 'rest' });
+    const old = cookiesOf(s).get('cookie_session')!;
+    t.false(old.attrs.has('secure'));
+    t.is(old.attrs.get('samesite'), 'Lax');
+    t.true(old.attrs.has('httponly'));
+    const l = await insecure.call('login', { email: e, password: PASSWORD }, { protocol: 'rest', cookies: { cookie_session: old.value } });
+    const fresh = cookiesOf(l).get('cookie_session')!;
+    t.not(fresh.value, old.value);
+    t.is((await insecure.call('profile', {}, { protocol: 'rest', cookies: { cookie_session: old.value } })).error?.code, 'unauthenticated');
+    t.is((await insecure.call('profile', {}, { protocol: 'rest', cookies: { cookie_session: fresh.value } })).error, undefined);
+  } finally {
+    await insecure.close();
+  }
+});
+
+test('B6 on the wire: admin revoke_access kills the user token and session on the next request, on every protocol', async (t) => {
+  const admin = { 'x-service-admin-secret': TEST_ADMIN_SECRET };
+  const s = await srv.call('signup', { email: email('revoked'), password: PASSWORD }, { protocol: 'rest' });
+  const uid = (s.body!['user'] as Record<string, unknown>)['id'] as string;
+  const cookie = cookiesOf(s).get('cookie_session')!.value;
+  const r = await srv.call('revoke_access', { user_id: uid }, { protocol: 'rest', headers: admin });
+  t.is(r.error, undefined, JSON.stringify(r.error));
+  for (const protocol of PROTOCOLS) {
+    t.is((await srv.call('profile', {}, { protocol, headers: bearer(s.body!['access_token']) })).error?.code, 'unauthenticated', protocol);
+    t.is((await srv.call('profile', {}, { protocol, cookies: { cookie_session: cookie } })).error?.code, 'unauthenticated', protocol);
+    t.is((await srv.call('validate_jwt_token', { token_type: 'id_token', token: s.body!['id_token'] }, { protocol })).error?.code, 'unauthenticated', protocol);
+  }
+  t.is((await srv.call('revoke', { refresh_token: s.body!['refresh_token'] }, { protocol: 'rest' })).error, undefined);
+});
