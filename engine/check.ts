@@ -124,7 +124,12 @@ export interface ResolutionContext {
   resolver: CheckResolver;
   /** Counts dispatches of the current top-level resolution. */
   stats: { dispatches: number };
+  /** The request's consistency preference: `higher_consistency` makes cache layers step aside (OpenFGA `HIGHER_CONSISTENCY`). */
+  consistency?: Consistency;
 }
+
+/** OpenFGA's consistency preference; unset behaves as `minimize_latency`. */
+export type Consistency = 'minimize_latency' | 'higher_consistency';
 
 /**
  * Resolves one sub-problem. Implementations: {@link LocalChecker}; a cache

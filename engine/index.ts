@@ -25,7 +25,7 @@ import { MemoryStore } from './memory_store.ts';
 import type { ReadFilter, TupleKey, TupleStore, TupleChange } from './store.ts';
 import { TypeSystem } from './typesystem.ts';
 import { TupleReader } from './reader.ts';
-import { type CheckResolver, type ResolutionContext, type ResolveCheckResult, LocalChecker, Scope } from './check.ts';
+import { type CheckResolver, type Consistency, type ResolutionContext, type ResolveCheckResult, LocalChecker, Scope } from './check.ts';
 import { type ParsedUser, fgaError, parseObject, tryParseObject, tryParseUser } from './tuple.ts';
 import { FGA_CODES, validateTupleForWrite } from './validation.ts';
 import { listObjectCandidates } from './list_objects.ts';
@@ -38,11 +38,13 @@ export type * from './model.ts';
 export type * from './store.ts';
 export { MemoryStore } from './memory_store.ts';
 export { TypeSystem } from './typesystem.ts';
-export type { CheckResolver, ResolveCheckRequest, ResolveCheckResult, ResolutionContext } from './check.ts';
+export type { CheckResolver, Consistency, ResolveCheckRequest, ResolveCheckResult, ResolutionContext } from './check.ts';
 export { LocalChecker, problemKey } from './check.ts';
 export type { ExpandNode, ExpandLeaf } from './expand.ts';
 export type { UserFilter } from './list_users.ts';
 export { FGA_CODES } from './validation.ts';
+export { CheckCache, type CheckCacheOptions, type CheckCacheStats } from './cache.ts';
+export { SqlStore, type SqlStoreOptions } from './sql/sql_store.ts';
 
 /** Settings of an {@link Engine}; every key is optional. Unknown keys are rejected. */
 export interface EngineOptions {
@@ -99,6 +101,8 @@ export interface QueryOptions {
   context?: Record<string, unknown>;
   /** Model version id; the latest version when omitted. */
   modelId?: string;
+  /** `higher_consistency` bypasses every answer cache (OpenFGA's consistency preference); default `minimize_latency`. */
+  consistency?: Consistency;
 }
 
 /** Does `user` hold `relation` on `object`? */
@@ -459,8 +463,8 @@ export class Engine {
     return { ts, reader: new TupleReader(this.#store, ts, clean) };
   }
 
-  #context(ts: TypeSystem, reader: TupleReader, context: Record<string, unknown> | undefined, memo = new Map<string, ResolveCheckResult>()): ResolutionContext {
-    return {
+  #context(ts: TypeSystem, reader: TupleReader, context: Record<string, unknown> | undefined, consistency?: Consistency, memo = new Map<string, ResolveCheckResult>()): ResolutionContext {
+    const out: ResolutionContext = {
       ts,
       reader,
       context,
@@ -471,6 +475,8 @@ export class Engine {
       resolver: this.#resolver,
       stats: { dispatches: 0 },
     };
+    if (consistency !== undefined) out.consistency = consistency;
+    return out;
   }
 
   /** The context of one top-level resolution: shares the memo, resets the budget, and picks the monotone mode. */
@@ -516,7 +522,7 @@ export class Engine {
    */
   async check(req: CheckRequest): Promise<CheckResult> {
     const { ts, reader } = await this.#prepare(req);
-    const allowed = await this.#checkOne(ts, this.#context(ts, reader, req.context), req);
+    const allowed = await this.#checkOne(ts, this.#context(ts, reader, req.context, req.consistency), req);
     return { allowed };
   }
 
@@ -539,10 +545,10 @@ export class Engine {
       try {
         const q: QueryOptions = { ...c };
         if (options.modelId !== undefined && c.modelId === undefined) q.modelId = options.modelId;
-        const gk = JSON.stringify([q.modelId ?? '', q.contextualTuples ?? [], q.context ?? {}]);
+        const gk = JSON.stringify([q.modelId ?? '', q.contextualTuples ?? [], q.context ?? {}, q.consistency ?? '']);
         let g = groups.get(gk);
         if (g === undefined) {
-          g = this.#prepare(q).then(({ ts, reader }) => ({ ts, ctx: this.#context(ts, reader, q.context) }));
+          g = this.#prepare(q).then(({ ts, reader }) => ({ ts, ctx: this.#context(ts, reader, q.context, q.consistency) }));
           groups.set(gk, g);
         }
         const { ts, ctx } = await g;
@@ -572,7 +578,7 @@ export class Engine {
     }
     const user = this.#parseCheckUser(ts, req.user, FGA_CODES.validation_error);
     const candidates = await listObjectCandidates(ts, reader, user, req.type, req.relation);
-    const ctx = this.#context(ts, reader, req.context);
+    const ctx = this.#context(ts, reader, req.context, req.consistency);
     const max = this.#limits.listObjectsMaxResults;
     const found: string[] = [];
     let error: unknown;
@@ -616,7 +622,7 @@ export class Engine {
     }
     const f: UserFilter = filter.relation === undefined || filter.relation === '' ? { type: filter.type } : { type: filter.type, relation: filter.relation };
     const candidates = await listUserCandidates(ts, reader, object.type, object.id, req.relation, f, req.context);
-    const ctx = this.#context(ts, reader, req.context);
+    const ctx = this.#context(ts, reader, req.context, req.consistency);
     const max = this.#limits.listUsersMaxResults;
     const found: string[] = [];
     let error: unknown;

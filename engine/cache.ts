@@ -1,0 +1,277 @@
+/**
+ * The shared check cache: a bounded LRU (lru-cache) of sub-problem answers
+ * that wraps the evaluator behind the evaluator's own interface
+ * ({@link CheckResolver}), as OpenFGA's cached resolver wraps its local
+ * checker. See docs/caching.md for the contract in prose.
+ *
+ * ```ts
+ * const cache = new CheckCache({ store: sqlStore, maxEntries: 100_000, revisionPollMs: 1000 });
+ * const engine = new Engine({ store: cache.store, resolver: cache.resolver() });
+ * ```
+ *
+ * Correct before fast (conventions §0):
+ * - **Key.** `model id | condition context | object#relation@user`. Requests
+ *   with contextual tuples bypass the cache entirely (their answers hold for
+ *   that request only), so every input of an answer is in its key or the
+ *   answer is not cached (OpenFGA advisories GHSA-32q6-rr98-cjqv,
+ *   GHSA-h6c8-cww8-35hf).
+ * - **What is cached.** Only answers that do not depend on the resolution
+ *   path (no cycle cut them short), with the depth they needed, so a cached
+ *   answer is served only where recomputing it would not hit the depth limit.
+ *   Errors are never cached.
+ * - **Writes in this process.** Every write goes through {@link CheckCache.store};
+ *   when the store's `write` resolves, the cache generation has already moved
+ *   on, so no answer computed before the write is visible to any later check
+ *   (no stale allow after a revoke). An answer whose computation overlapped a
+ *   write is stored under the generation it started in and so is never served.
+ * - **Writes in other processes.** An answer is served only if a revision
+ *   read of the store started at most `revisionPollMs` ago and found the
+ *   revision the answer was computed at; otherwise the lookup first re-reads
+ *   the revision (one shared read, whatever the concurrency). So a write
+ *   committed by another process is observed within `revisionPollMs`.
+ * - **Full consistency.** A resolution whose context asks for
+ *   `higher_consistency` bypasses the cache (reads and fills).
+ * - **Bounded.** At most `maxEntries` answers (LRU eviction); `0` disables
+ *   the cache, as does `revisionPollMs: 0`.
+ *
+ * Invalidation is by generation: a change invalidates every cached answer,
+ * not only the affected ones (OpenFGA's cache controller does the same).
+ * That is a superset of the affected answers, so it is never stale; it costs
+ * hit ratio under write-heavy load.
+ */
+import { LRUCache } from 'lru-cache';
+import { LatchkeyError } from './errors.ts';
+import { LocalChecker, problemKey, type CheckResolver, type PathNode, type ResolutionContext, type ResolveCheckRequest, type ResolveCheckResult } from './check.ts';
+import type { StoredAuthorizationModel } from './model.ts';
+import type { TupleKey, TupleStore } from './store.ts';
+
+/** Options of a {@link CheckCache}; unknown keys are rejected. */
+export interface CheckCacheOptions {
+  /** The store whose writes the cache follows; use {@link CheckCache.store} in its place. */
+  store: TupleStore;
+  /** Cached answers kept at most (LRU). Default 100,000; 0 disables caching. 0..10,000,000. */
+  maxEntries?: number;
+  /**
+   * Longest delay, in milliseconds, before a write made by another process
+   * on the same database is observed. Default 1,000; 0 disables caching.
+   * 0..3,600,000.
+   */
+  revisionPollMs?: number;
+  /** Clock (milliseconds), for tests. Default `performance.now`-based monotonic clock. */
+  now?: () => number;
+}
+
+/** Counters of a {@link CheckCache}. */
+export interface CheckCacheStats {
+  hits: number;
+  misses: number;
+  /** Resolutions that bypassed the cache (contextual tuples, full consistency). */
+  bypasses: number;
+  /** Revision reads made to bound cross-process staleness. */
+  revisionReads: number;
+  /** Times the cache was emptied because the store changed. */
+  invalidations: number;
+  size: number;
+}
+
+const NONE: ReadonlySet<string> = new Set();
+/** Heights are below 128 (the depth limit is at most 100): value = generation * 256 + height * 2 + allowed. */
+const HEIGHT_SLOTS = 128;
+
+function onPath(path: PathNode | undefined, key: string): boolean {
+  for (let p = path; p !== undefined; p = p.parent) if (p.key === key) return true;
+  return false;
+}
+
+function option(options: object, key: string, min: number, max: number, def: number): number {
+  const v = (options as Record<string, unknown>)[key];
+  if (v === undefined) return def;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+    throw new LatchkeyError('invalid_argument', `cache option '${key}' must be an integer from ${min} to ${max}`, { reason: 'invalid_option', details: { option: key } });
+  }
+  return v;
+}
+
+/** A bounded, write-invalidated cache of Check answers; see the module doc. */
+export class CheckCache {
+  readonly #inner: TupleStore;
+  readonly #lru: LRUCache<string, number> | undefined;
+  readonly #pollMs: number;
+  readonly #now: () => number;
+  readonly #store: TupleStore;
+  /** Bumped whenever the store may have changed; answers of older generations are never served. */
+  #generation = 1;
+  /** Store revision last read or written, and when the read that confirmed it started. */
+  #revision = -1;
+  #confirmedAt = -Infinity;
+  #refresh: Promise<void> | undefined;
+  #latestModelId: { value: string | undefined; generation: number } | undefined;
+  readonly #stats = { hits: 0, misses: 0, bypasses: 0, revisionReads: 0, invalidations: 0 };
+
+  constructor(options: CheckCacheOptions) {
+    if (options === null || typeof options !== 'object') {
+      throw new LatchkeyError('invalid_argument', 'cache options must be an object', { reason: 'invalid_option' });
+    }
+    for (const key of Object.keys(options)) {
+      if (!['store', 'maxEntries', 'revisionPollMs', 'now'].includes(key)) {
+        throw new LatchkeyError('invalid_argument', `unknown cache option '${key}'`, { reason: 'invalid_option', details: { option: key } });
+      }
+    }
+    const store = options.store;
+    if (store === null || typeof store !== 'object' || typeof store.revision !== 'function') {
+      throw new LatchkeyError('invalid_argument', "cache option 'store' must implement TupleStore", { reason: 'invalid_option', details: { option: 'store' } });
+    }
+    const maxEntries = option(options, 'maxEntries', 0, 10_000_000, 100_000);
+    this.#pollMs = option(options, 'revisionPollMs', 0, 3_600_000, 1000);
+    this.#now = options.now ?? (() => performance.now());
+    this.#inner = store;
+    this.#lru = maxEntries > 0 && this.#pollMs > 0 ? new LRUCache<string, number>({ max: maxEntries }) : undefined;
+    this.#store = this.#wrapStore(store);
+  }
+
+  /** True when answers are cached (maxEntries and revisionPollMs both above 0). */
+  get enabled(): boolean {
+    return this.#lru !== undefined;
+  }
+
+  /**
+   * The store to give the engine: the wrapped store, whose `write` and
+   * `writeModel` move the cache generation on before they resolve, and whose
+   * `latestModelId` is answered from memory while the revision is confirmed
+   * fresh (a model written by another process is seen within `revisionPollMs`).
+   */
+  get store(): TupleStore {
+    return this.#store;
+  }
+
+  /** A resolver that answers from the cache and otherwise asks `inner` (default: a new {@link LocalChecker}). */
+  resolver(inner: CheckResolver = new LocalChecker()): CheckResolver {
+    return { resolveCheck: (req, ctx) => this.#resolve(inner, req, ctx) };
+  }
+
+  /** Empties the cache and moves the generation on. */
+  invalidate(): void {
+    this.#generation++;
+    this.#stats.invalidations++;
+    this.#latestModelId = undefined;
+    this.#lru?.clear();
+  }
+
+  stats(): CheckCacheStats {
+    return { ...this.#stats, size: this.#lru?.size ?? 0 };
+  }
+
+  /** Resolves once the cache's view of the store revision is at most `revisionPollMs` old. */
+  #fresh(): Promise<void> | undefined {
+    if (this.#now() - this.#confirmedAt <= this.#pollMs) return undefined;
+    if (this.#refresh !== undefined) return this.#refresh;
+    const started = this.#now();
+    const generation = this.#generation;
+    this.#stats.revisionReads++;
+    this.#refresh = this.#inner.revision().then(
+      (revision) => {
+        this.#refresh = undefined;
+        if (revision !== this.#revision) {
+          this.#revision = revision;
+          this.invalidate();
+        }
+        // Confirm only if nothing changed while reading (a local write would have moved the generation).
+        if (generation === this.#generation || revision === this.#revision) this.#confirmedAt = Math.max(this.#confirmedAt, started);
+      },
+      (err: unknown) => {
+        this.#refresh = undefined;
+        throw err;
+      },
+    );
+    return this.#refresh;
+  }
+
+
+  async #resolve(inner: CheckResolver, req: ResolveCheckRequest, ctx: ResolutionContext): Promise<ResolveCheckResult> {
+    const lru = this.#lru;
+    if (
+      lru === undefined ||
+      ctx.reader.hasContextualTuples ||
+      (ctx as { consistency?: string }).consistency === 'higher_consistency' ||
+      req.scope.isCancelled()
+    ) {
+      if (lru !== undefined) this.#stats.bypasses++;
+      return inner.resolveCheck(req, ctx);
+    }
+    const pk = problemKey(req.objectType, req.objectId, req.relation, req.user);
+    // A sub-problem on its own path is a cycle: the evaluator decides that, never the cache.
+    if (onPath(req.path, pk)) return inner.resolveCheck(req, ctx);
+    // The model id is a ULID and the context is JSON: neither contains a newline, so the parts cannot run together.
+    const key = ctx.context === undefined ? `${ctx.ts.id}\n${pk}` : `${ctx.ts.id}\n${JSON.stringify(ctx.context)}\n${pk}`;
+    const wait = this.#fresh();
+    if (wait !== undefined) await wait;
+    const generation = this.#generation;
+    const v = lru.get(key);
+    if (v !== undefined && Math.floor(v / 256) === generation) {
+      const height = (v % 256) >> 1;
+      if (req.depth + height < ctx.maxDepth) {
+        this.#stats.hits++;
+        return { allowed: (v & 1) === 1, cycle: false, height, hits: NONE };
+      }
+    }
+    this.#stats.misses++;
+    const r = await inner.resolveCheck(req, ctx);
+    if (r.hits !== null && r.hits.size === 0 && !r.cycle && r.height < HEIGHT_SLOTS && generation === this.#generation) {
+      lru.set(key, generation * 256 + r.height * 2 + (r.allowed ? 1 : 0));
+    }
+    return r;
+  }
+
+  #wrapStore(store: TupleStore): TupleStore {
+    const cache = this;
+    const wrapped: TupleStore = {
+      writeModel: async (model: StoredAuthorizationModel) => {
+        try {
+          await store.writeModel(model);
+        } finally {
+          cache.#latestModelId = undefined;
+        }
+      },
+      readModel: (id) => store.readModel(id),
+      readLatestModel: () => store.readLatestModel(),
+      latestModelId: async () => {
+        if (cache.#lru === undefined) return store.latestModelId();
+        const wait = cache.#fresh();
+        if (wait !== undefined) await wait;
+        const known = cache.#latestModelId;
+        if (known !== undefined && known.generation === cache.#generation) return known.value;
+        const generation = cache.#generation;
+        const value = await store.latestModelId();
+        if (generation === cache.#generation) cache.#latestModelId = { value, generation };
+        return value;
+      },
+      listModels: (options) => store.listModels(options),
+      write: async (deletes: readonly TupleKey[], writes: readonly TupleKey[]) => {
+        try {
+          const revision = await store.write(deletes, writes);
+          cache.#revision = revision;
+          return revision;
+        } finally {
+          // Before the caller sees the write complete (or fail: it may have committed), no older answer is served.
+          cache.invalidate();
+        }
+      },
+      readUserTuples: (keys) => store.readUserTuples(keys),
+      readObjectRelations: (keys, kind) => store.readObjectRelations(keys, kind),
+      readStartingWithUsers: (query) => store.readStartingWithUsers(query),
+      readPage: (filter, options) => store.readPage(filter, options),
+      readChanges: (options) => store.readChanges(options),
+      revision: () => store.revision(),
+      hasTuples: () => store.hasTuples(),
+      reset: async () => {
+        try {
+          await store.reset();
+        } finally {
+          cache.invalidate();
+        }
+      },
+      close: () => store.close(),
+    };
+    return wrapped;
+  }
+}
