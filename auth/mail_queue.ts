@@ -27,6 +27,17 @@ export interface MailQueueOptions {
   onError?: (err: unknown, info: { id: string; attempt: number; final: boolean }) => void;
   /** Told about every mail that went out. */
   onSent?: (info: { id: string; attempts: number }) => void;
+  /**
+   * Keep mails in this persisted outbox instead of in memory: the queue then
+   * works as an {@link OutboxMailQueue} (call `start()` to poll it).
+   */
+  store?: MailOutboxStore | undefined;
+  /** Outbox mode: poll period (default 1 s). */
+  pollIntervalMs?: number;
+  /** Outbox mode: how long a claimed mail stays claimed (default 2 min). */
+  leaseMs?: number;
+  /** Outbox mode: unix ms clock (default `Date.now`). */
+  clock?: () => number;
 }
 
 interface Job {
@@ -51,8 +62,10 @@ export class MailQueue {
   #active = 0;
   #closed = false;
   #idle: Array<() => void> = [];
+  readonly #outbox: OutboxMailQueue | undefined;
 
   constructor(options: MailQueueOptions) {
+    this.#outbox = options.store ? new OutboxMailQueue({ ...options, store: options.store }) : undefined;
     this.#mailer = options.mailer;
     this.#schedule = options.retrySchedule ?? DEFAULT_SCHEDULE;
     this.#max = options.maxQueued ?? 10_000;
@@ -67,6 +80,7 @@ export class MailQueue {
    * `onError`.
    */
   enqueue(message: MailMessage): string {
+    if (this.#outbox) return this.#outbox.enqueue(message);
     const id = randomUUID();
     if (this.#closed || this.pending() >= this.#max) {
       this.#onError(new Error(this.#closed ? 'mail queue closed' : 'mail queue full'), { id, attempt: 0, final: true });
@@ -82,6 +96,21 @@ export class MailQueue {
     return this.#ready.length + this.#waiting.size + this.#active;
   }
 
+  /** Outbox mode: starts polling the outbox (a no-op in memory mode, which sends at once). */
+  start(): void {
+    this.#outbox?.start();
+  }
+
+  /** Mails not yet sent, in either mode (outbox mode: rows waiting in the outbox). */
+  async pendingCount(): Promise<number> {
+    return this.#outbox ? this.#outbox.pending() : this.pending();
+  }
+
+  /** Outbox mode: sends what is due now and returns the attempts made (0 in memory mode). */
+  async runOnce(): Promise<number> {
+    return this.#outbox ? this.#outbox.runOnce() : 0;
+  }
+
   /** Resolves when nothing is left to send (tests, graceful shutdown). */
   whenIdle(): Promise<void> {
     if (this.pending() === 0) return Promise.resolve();
@@ -90,6 +119,7 @@ export class MailQueue {
 
   /** Stops retrying, drops waiting mails, and waits for sends in flight. */
   async close(): Promise<void> {
+    if (this.#outbox) return this.#outbox.close();
     this.#closed = true;
     for (const job of this.#waiting) clearTimeout(job.timer);
     this.#waiting.clear();

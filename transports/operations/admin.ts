@@ -23,10 +23,7 @@ import {
   type IdentityPort,
   type WebhookEvent,
 } from '../../admin/index.ts';
-import type { UserRecord } from '../../auth/index.ts';
-// TODO(auth/index.ts exports the mailer): then import these from '../../auth/index.ts'.
-import { createSmtpMailer } from '../../auth/mailer.ts';
-import { OutboxMailQueue } from '../../auth/mail_queue.ts';
+import { MailQueue, createSmtpMailer, type UserRecord } from '../../auth/index.ts';
 import { redactedConfig } from '../flags.ts';
 import type { RequestContext } from '../context.ts';
 import type { Authenticator } from '../authenticate.ts';
@@ -632,7 +629,7 @@ function asIdentity(v: unknown): IdentityPort | undefined {
  */
 export async function plugAdmin(services: Services): Promise<AdminService> {
   const c = services.config;
-  let mail: OutboxMailQueue | undefined;
+  let mail: MailQueue | undefined;
   if (c.smtpHost) {
     const mailer = createSmtpMailer({
       host: c.smtpHost,
@@ -645,7 +642,7 @@ export async function plugAdmin(services: Services): Promise<AdminService> {
       skipTlsVerification: c.skipTlsVerification,
     });
     // Mails wait in the admin store's outbox table (created by the admin migrations below) until sent.
-    mail = new OutboxMailQueue({
+    mail = new MailQueue({
       mailer,
       store: new SqlMailOutbox(services.sequelize),
       clock: () => services.clock.now().getTime(),
