@@ -118,6 +118,18 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
     next();
   });
 
+  // Plain GET documents of the domain services (discovery, JWKS), outside the operations table.
+  for (const route of o.services.httpRoutes ?? []) {
+    app.get(route.path, (_req, res, next) => {
+      route.handler().then(({ body, headers }) => {
+        for (const [k, v] of Object.entries(headers ?? {})) res.setHeader(k, v);
+        res.statusCode = 200;
+        res.setHeader('content-type', 'application/json; charset=utf-8');
+        res.end(JSON.stringify(body));
+      }, next);
+    });
+  }
+
   // GraphQL.
   const schema = buildSchema(o.operations, pipeline);
   const rules: ValidationRule[] = [
