@@ -38,6 +38,7 @@ class DslParser extends CstParser {
   }
 
   #atTypeDef = this.#nlThen(T.Type, T.Extend);
+  #atDoubleNewline = this.#nlThen(T.Newline);
   #atCondition = this.#nlThen(T.Condition);
   #atRelations = this.#nlThen(T.Relations);
   #atDefine = this.#nlThen(T.Define);
@@ -49,9 +50,14 @@ class DslParser extends CstParser {
       { ALT: () => this.SUBRULE(this.modelHeader) },
       { ALT: () => this.SUBRULE(this.moduleHeader) },
     ]);
+    // OpenFGA's `main` allows one extra line break after the header, one after
+    // the types and one before the end. Two line-break tokens only meet when a
+    // line holding just a `//` comment (a hidden token) sits between them.
+    this.OPTION2({ GATE: this.#atDoubleNewline, DEF: () => this.CONSUME1(T.Newline) });
     this.MANY({ GATE: this.#atTypeDef, DEF: () => this.SUBRULE(this.typeDef) });
+    this.OPTION3({ GATE: this.#atDoubleNewline, DEF: () => this.CONSUME2(T.Newline) });
     this.MANY1({ GATE: this.#atCondition, DEF: () => this.SUBRULE(this.condition) });
-    this.OPTION2(() => this.CONSUME1(T.Newline));
+    this.OPTION4(() => this.CONSUME3(T.Newline));
     this.CONSUME(EOF);
   });
 

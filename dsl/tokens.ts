@@ -17,8 +17,9 @@
  *
  * Whitespace and line breaks are real tokens: the grammar needs them (a line
  * break separates declarations, a space separates `a or b`). A NEWLINE token
- * takes blanks around one or more line breaks, so two NEWLINE tokens are never
- * adjacent and a WHITESPACE token is never followed by a NEWLINE.
+ * takes blanks around one or more line breaks, so two NEWLINE tokens only
+ * meet around a line that holds nothing but a `//` comment (skipped, as
+ * OpenFGA puts CEL comments on a hidden channel).
  */
 import { createToken, Lexer, type TokenType } from 'chevrotain';
 

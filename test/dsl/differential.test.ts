@@ -16,7 +16,7 @@ import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { parseDsl } from '../../dsl/index.ts';
 import { CONFORMANCE_DIR } from '../helpers/shared.ts';
-import { genModelText, mutate } from './generators.ts';
+import { definitionSoup, fileSoup, genModelText, mutate } from './generators.ts';
 import { hasConditionalTupleset, normalize, oracle } from './oracle.ts';
 
 const RUNS = process.env['CI'] ? 2000 : 200;
@@ -100,4 +100,32 @@ test('mutated (mostly broken) models get the reference verdict', (t) => {
     { numRuns: RUNS },
   );
   t.pass();
+});
+
+test('token soups in a relation definition get the reference verdict and JSON', (t) => {
+  fc.assert(
+    fc.property(definitionSoup, (text) => {
+      const d = disagreement(text);
+      if (d !== undefined) throw new Error(`${d}\n--- text ---\n${JSON.stringify(text)}`);
+    }),
+    { numRuns: RUNS * 2 },
+  );
+  t.pass();
+});
+
+test('token soups across a whole file get the reference verdict and JSON', (t) => {
+  fc.assert(
+    fc.property(fileSoup, (text) => {
+      const d = disagreement(text);
+      if (d !== undefined) throw new Error(`${d}\n--- text ---\n${JSON.stringify(text)}`);
+    }),
+    { numRuns: RUNS * 2 },
+  );
+  t.pass();
+});
+
+test('a line holding only a // comment is skipped as OpenFGA does (found by the file soup)', (t) => {
+  const text = 'model\n  schema 1.1\ntype user\n//x\n\n';
+  t.is(oracle(text).verdict, 'accepted');
+  t.deepEqual(parseDsl(text).errors, []);
 });

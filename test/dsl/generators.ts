@@ -154,3 +154,21 @@ export function mutate(g: Gen, text: string): string {
   }
   return s;
 }
+
+const DEFINITION_FRAGMENTS = ['a', 'b', 'p', ' ', '  ', ' or ', ' and ', ' but not ', ' from ', 'from', 'or', '(', ')', '[', ']', 'user', 'doc', ', ', ',', ':*', '#a', ' with ', 'c', '\t', '\n', '\n    ', 'a.b', 'x/y', '-', 'but  not', '  or ', ' # z', '#', 'type', 'model', '1.1'];
+const FILE_FRAGMENTS = ['model', 'schema', ' ', '1.1', '1.2', '\n', '\n  ', '\n\n', 'type', 'user', 'doc', 'relations', 'define', 'a', ':', ' [user]', '[user]', 'condition', 'c', '(', ')', 'x', ': ', 'int', 'map<int>', 'list<string>', ', ', ' {', '{', '}', 'x < 1', '"a}"', '\t', '\r\n', ' #c', '# c\n', 'extend', 'module', 'm', 'with c', ' with c', '//x', "'q'", 'r"x"', '1u', '.5', '\f', 'é', '&&'];
+const FILE_PREFIXES = ['model\n  schema 1.1\n', 'model\n  schema 1.1\ntype user\n', 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define a: [user with c]\n', ''];
+
+/** A relation definition made of random grammar fragments, inside an otherwise valid model. */
+export const definitionSoup = fc
+  .tuple(fc.array(fc.constantFrom(...DEFINITION_FRAGMENTS), { minLength: 1, maxLength: 9 }), fc.boolean())
+  .map(
+    ([parts, withCondition]) =>
+      'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define a: [user]\n    define b: [user, doc#a]\n    define p: [doc]\n' +
+      `    define z: ${parts.join('')}\n${withCondition ? 'condition c(x: int) {\n  x < 1\n}\n' : ''}`,
+  );
+
+/** A file made of random fragments of every part of the language after a valid or empty prefix. */
+export const fileSoup = fc
+  .tuple(fc.constantFrom(...FILE_PREFIXES), fc.array(fc.constantFrom(...FILE_FRAGMENTS), { minLength: 1, maxLength: 14 }))
+  .map(([prefix, parts]) => prefix + parts.join(''));
