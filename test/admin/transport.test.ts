@@ -382,9 +382,10 @@ for (const protocol of PROTOCOLS) {
   });
 }
 
-test('invite_members over the wire: the invitation mail reaches a real SMTP server with the link to redirect_uri', async (t) => {
+test('invite_members over the wire, with sign-up disabled: the invitation mail reaches a real SMTP server', async (t) => {
   const smtp = await startSmtp();
   const server = await startTestServer({
+    'enable-signup': false,
     'allowed-origins': 'https://app.example.com',
     'smtp-host': '127.0.0.1',
     'smtp-port': smtp.port,
