@@ -289,8 +289,8 @@ export class AdminService {
 
   /**
    * Runs an admin operation and audits it: `action` on success; on failure
-   * the same action with `outcome: error` and the error code (the error is
-   * rethrown).
+   * the same action with metadata `outcome: error`, `error` (the code) and
+   * `reason` (the error is rethrown).
    */
   async #run<T>(ctx: AdminCallContext, action: string, resource: { type?: string; id?: string }, fn: () => Promise<T>, meta: Record<string, unknown> = {}): Promise<T> {
     try {
@@ -300,7 +300,7 @@ export class AdminService {
     } catch (err) {
       const code = err instanceof LatchkeyError ? err.code : 'internal';
       const reason = err instanceof LatchkeyError ? err.reason : undefined;
-      await this.#audit(ctx, action, resource, { ...meta, outcome: 'error', error_code: code, ...(reason ? { error_reason: reason } : {}) }).catch(() => {});
+      await this.#audit(ctx, action, resource, { ...meta, outcome: 'error', error: code, ...(reason ? { reason } : {}) }).catch(() => {});
       throw err;
     }
   }
