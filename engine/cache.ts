@@ -105,7 +105,7 @@ export class CheckCache {
   #revision = -1;
   #confirmedAt = -Infinity;
   #refresh: Promise<void> | undefined;
-  #latestModelId: { value: string | undefined; generation: number } | undefined;
+  #latestModelId: { value: string | undefined; generation: number; at: number } | undefined;
   readonly #stats = { hits: 0, misses: 0, bypasses: 0, revisionReads: 0, invalidations: 0 };
 
   constructor(options: CheckCacheOptions) {
@@ -238,11 +238,13 @@ export class CheckCache {
         if (cache.#lru === undefined) return store.latestModelId();
         const wait = cache.#fresh();
         if (wait !== undefined) await wait;
+        // Model writes do not move the revision, so the id is re-read at least every revisionPollMs.
         const known = cache.#latestModelId;
-        if (known !== undefined && known.generation === cache.#generation) return known.value;
+        if (known !== undefined && known.generation === cache.#generation && cache.#now() - known.at <= cache.#pollMs) return known.value;
         const generation = cache.#generation;
+        const at = cache.#now();
         const value = await store.latestModelId();
-        if (generation === cache.#generation) cache.#latestModelId = { value, generation };
+        if (generation === cache.#generation) cache.#latestModelId = { value, generation, at };
         return value;
       },
       listModels: (options) => store.listModels(options),
