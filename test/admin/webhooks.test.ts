@@ -284,6 +284,7 @@ test('D4: verification rejects a changed body, an old timestamp and a replayed i
 
     // Headers that never come: aborted at the deadline.
     receiver.handler = () => {};
+    env.clock.now += 1000;
     const started = Date.now();
     await svc.emit('user.signup', { user: { id: 'y' } });
     await svc.runOnce();
