@@ -42,6 +42,8 @@ const FOLDERS: Record<Folder, { folders: Folder[]; packages: string[] }> = {
       'sequelize',
       'ioredis',
       'rate-limiter-flexible',
+      // The `fga` command reads OpenFGA store files (YAML).
+      'yaml',
     ],
   },
   bin: { folders: ['transports'], packages: [] },
