@@ -364,7 +364,7 @@ export class LocalChecker implements CheckResolver {
 
     const rewrite = ctx.ts.rewrite(req.objectType, req.relation);
     if (rewrite === undefined) {
-      throw fgaError(`relation '${req.objectType}#${req.relation}' not found`, 'relation_not_found', FGA_CODES.validation_error);
+      throw fgaError(`relation '${req.objectType}#${req.relation}' not found`, { reason: 'relation_not_found', code: FGA_CODES.validation_error });
     }
     const path: PathNode = { key, parent: req.path };
     const r = await this.#rewrite(rewrite, req, path, req.scope, ctx);

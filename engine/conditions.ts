@@ -24,7 +24,6 @@
  */
 import { BlockList, isIP } from 'node:net';
 import { Environment, evaluate } from '@marcbachmann/cel-js';
-import { LatchkeyError } from './errors.ts';
 import type { Condition, ConditionParamTypeRef } from './model.ts';
 import { FGA_VALIDATION_ERROR, fgaError } from './tuple.ts';
 
@@ -255,19 +254,14 @@ export class CompiledCondition {
       const t = this.parameters[k];
       if (t === undefined) {
         if (strictKeys) {
-          throw fgaError(`found invalid context parameter: ${k}`, 'invalid_condition_context', FGA_VALIDATION_ERROR, { condition: this.name });
+          throw fgaError(`found invalid context parameter: ${k}`, { reason: 'invalid_condition_context', code: FGA_VALIDATION_ERROR, details: { condition: this.name } });
         }
         continue;
       }
       try {
         out[k] = convertParameter(t, v);
       } catch (err) {
-        throw fgaError(
-          `failed to convert context parameter '${k}' of condition '${this.name}': ${(err as Error).message}`,
-          'invalid_condition_context',
-          FGA_VALIDATION_ERROR,
-          { condition: this.name, parameter: k },
-        );
+        throw fgaError(`failed to convert context parameter '${k}' of condition '${this.name}': ${(err as Error).message}`, { reason: 'invalid_condition_context', code: FGA_VALIDATION_ERROR, details: { condition: this.name, parameter: k } });
       }
     }
     return out;
@@ -286,34 +280,21 @@ export class CompiledCondition {
     // could be decided without it (abac_tests.yaml direct_relations_with_condition).
     const missing = Object.keys(this.parameters).filter((p) => !(p in typed));
     if (missing.length > 0) {
-      throw fgaError(
-        `failed to evaluate relationship condition '${this.name}': missing context parameters: ${missing.join(', ')}`,
-        'missing_condition_parameters',
-        FGA_VALIDATION_ERROR,
-        { condition: this.name, missing },
-      );
+      throw fgaError(`failed to evaluate relationship condition '${this.name}': missing context parameters: ${missing.join(', ')}`, { reason: 'missing_condition_parameters', code: FGA_VALIDATION_ERROR, details: { condition: this.name, missing } });
     }
     let result: unknown;
     try {
       result = this.#program(typed);
     } catch (err) {
-      throw fgaError(
-        `failed to evaluate relationship condition '${this.name}': ${(err as Error).message.split('\n')[0]}`,
-        'condition_evaluation_failed',
-        FGA_VALIDATION_ERROR,
-        { condition: this.name },
-      );
+      throw fgaError(`failed to evaluate relationship condition '${this.name}': ${(err as Error).message.split('\n')[0]}`, { reason: 'condition_evaluation_failed', code: FGA_VALIDATION_ERROR, details: { condition: this.name } });
     }
     if (typeof result !== 'boolean') {
-      throw fgaError(`condition '${this.name}' did not produce a bool`, 'condition_evaluation_failed', FGA_VALIDATION_ERROR, {
-        condition: this.name,
+      throw fgaError(`condition '${this.name}' did not produce a bool`, {
+        reason: 'condition_evaluation_failed',
+        code: FGA_VALIDATION_ERROR,
+        details: { condition: this.name },
       });
     }
     return result;
   }
-}
-
-/** Wraps a compile failure as the model-write error. */
-export function conditionCompileError(err: unknown): LatchkeyError {
-  return fgaError((err as Error).message, 'invalid_authorization_model', 2056);
 }

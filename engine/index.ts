@@ -190,8 +190,8 @@ export interface ReadResult {
   continuationToken: string;
 }
 
-function invalid(message: string, reason: string, openfgaCode: number = FGA_CODES.validation_error): LatchkeyError {
-  return fgaError(message, reason, openfgaCode);
+function invalid(message: string, options: { reason: string; code?: number }): LatchkeyError {
+  return fgaError(message, { reason: options.reason, code: options.code ?? FGA_CODES.validation_error });
 }
 
 function plainTuple(t: TupleKey): TupleKey {
@@ -290,10 +290,10 @@ export class Engine {
    * (or `invalid_dsl` from the DSL parser).
    */
   async writeModel(input: ModelInput): Promise<StoredAuthorizationModel> {
-    if (input === null || typeof input !== 'object') throw invalid('the model must be an object', 'invalid_authorization_model', 2056);
+    if (input === null || typeof input !== 'object') throw invalid('the model must be an object', { reason: 'invalid_authorization_model', code: 2056 });
     let model: AuthorizationModel;
     if ('dsl' in input && !('schema_version' in input)) {
-      if (typeof input.dsl !== 'string') throw invalid('dsl must be a string', 'invalid_dsl');
+      if (typeof input.dsl !== 'string') throw invalid('dsl must be a string', { reason: 'invalid_dsl' });
       model = await dslToModel(input.dsl);
     } else {
       model = input as AuthorizationModel;
@@ -334,7 +334,7 @@ export class Engine {
         throw new LatchkeyError('failed_precondition', 'no authorization model has been written', { reason: 'model_not_found', details: { openfga_code: 2020 } });
       }
     } else if (typeof id !== 'string' || !/^[0-9A-HJKMNP-TV-Z]{26}$/u.test(id)) {
-      throw invalid(`invalid model id '${String(id)}'`, 'invalid_model_id');
+      throw invalid(`invalid model id '${String(id)}'`, { reason: 'invalid_model_id' });
     }
     let ts = this.#typesystems.get(id);
     if (ts === undefined) {
@@ -360,11 +360,11 @@ export class Engine {
    * (`tuple_not_found`). Returns the new store revision.
    */
   async write(req: WriteRequest): Promise<{ revision: number }> {
-    if (req === null || typeof req !== 'object') throw invalid('write input must be an object', 'invalid_write_input');
+    if (req === null || typeof req !== 'object') throw invalid('write input must be an object', { reason: 'invalid_write_input' });
     const writes = req.writes ?? [];
     const deletes = req.deletes ?? [];
-    if (!Array.isArray(writes) || !Array.isArray(deletes)) throw invalid('writes and deletes must be lists', 'invalid_write_input');
-    if (writes.length + deletes.length === 0) throw invalid('nothing to write or delete', 'invalid_write_input');
+    if (!Array.isArray(writes) || !Array.isArray(deletes)) throw invalid('writes and deletes must be lists', { reason: 'invalid_write_input' });
+    if (writes.length + deletes.length === 0) throw invalid('nothing to write or delete', { reason: 'invalid_write_input' });
     if (writes.length + deletes.length > this.#limits.maxTuplesPerWrite) {
       throw new LatchkeyError('invalid_argument', `at most ${this.#limits.maxTuplesPerWrite} tuples may be written or deleted in one call`, {
         reason: 'too_many_tuples',
@@ -377,16 +377,16 @@ export class Engine {
     const cleanWrites = writes.map((t) => {
       validateTupleForWrite(ts!, t, FGA_CODES.validation_error);
       const k = key(t);
-      if (seen.has(k)) throw invalid(`duplicate tuple '${t.object}#${t.relation}@${t.user}' in one write`, 'duplicate_tuple', 2004);
+      if (seen.has(k)) throw invalid(`duplicate tuple '${t.object}#${t.relation}@${t.user}' in one write`, { reason: 'duplicate_tuple', code: 2004 });
       seen.add(k);
       return plainTuple(t);
     });
     const cleanDeletes = deletes.map((t) => {
       if (t === null || typeof t !== 'object' || tryParseObject(t.object) === undefined || tryParseUser(t.user) === undefined || typeof t.relation !== 'string' || t.relation === '') {
-        throw invalid(`invalid tuple to delete`, 'invalid_tuple');
+        throw invalid(`invalid tuple to delete`, { reason: 'invalid_tuple' });
       }
       const k = key(t);
-      if (seen.has(k)) throw invalid(`duplicate tuple '${t.object}#${t.relation}@${t.user}' in one write`, 'duplicate_tuple', 2004);
+      if (seen.has(k)) throw invalid(`duplicate tuple '${t.object}#${t.relation}@${t.user}' in one write`, { reason: 'duplicate_tuple', code: 2004 });
       seen.add(k);
       return { object: t.object, relation: t.relation, user: t.user };
     });
@@ -403,17 +403,17 @@ export class Engine {
     const f: ReadFilter = {};
     if (filter.object !== undefined && filter.object !== '') {
       const i = filter.object.indexOf(':');
-      if (i <= 0) throw invalid(`invalid object filter '${filter.object}': expected 'type:id' or 'type:'`, 'invalid_object');
+      if (i <= 0) throw invalid(`invalid object filter '${filter.object}': expected 'type:id' or 'type:'`, { reason: 'invalid_object' });
       f.objectType = filter.object.slice(0, i);
       const id = filter.object.slice(i + 1);
       if (id !== '') {
-        if (tryParseObject(filter.object) === undefined) throw invalid(`invalid object filter '${filter.object}'`, 'invalid_object');
+        if (tryParseObject(filter.object) === undefined) throw invalid(`invalid object filter '${filter.object}'`, { reason: 'invalid_object' });
         f.objectId = id;
       }
     }
     if (filter.relation !== undefined && filter.relation !== '') f.relation = filter.relation;
     if (filter.user !== undefined && filter.user !== '') {
-      if (tryParseUser(filter.user) === undefined) throw invalid(`invalid user filter '${filter.user}'`, 'invalid_user');
+      if (tryParseUser(filter.user) === undefined) throw invalid(`invalid user filter '${filter.user}'`, { reason: 'invalid_user' });
       f.user = filter.user;
     }
     const page = await this.#store.readPage(f, { pageSize: this.#pageSize(options.pageSize), continuationToken: emptyToUndefined(options.continuationToken) });
@@ -423,7 +423,7 @@ export class Engine {
   /** Changes after `afterRevision` (oldest first), for change feeds and cache invalidation. */
   async readChanges(options: { afterRevision?: number; limit?: number; objectType?: string } = {}): Promise<TupleChange[]> {
     const limit = options.limit ?? 100;
-    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw invalid('limit must be from 1 to 1000', 'invalid_page_size');
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw invalid('limit must be from 1 to 1000', { reason: 'invalid_page_size' });
     const q: { afterRevision: number; limit: number; objectType?: string } = { afterRevision: options.afterRevision ?? 0, limit };
     if (options.objectType !== undefined) q.objectType = options.objectType;
     return this.#store.readChanges(q);
@@ -443,7 +443,7 @@ export class Engine {
 
   #pageSize(v: number | undefined): number {
     if (v === undefined || v === 0) return this.#limits.defaultPageSize;
-    if (!Number.isInteger(v) || v < 1 || v > 100) throw invalid('page size must be from 1 to 100', 'invalid_page_size');
+    if (!Number.isInteger(v) || v < 1 || v > 100) throw invalid('page size must be from 1 to 100', { reason: 'invalid_page_size' });
     return v;
   }
 
@@ -451,13 +451,13 @@ export class Engine {
 
   async #prepare(q: QueryOptions, contextualCode: number = FGA_CODES.invalid_tuple): Promise<Prepared> {
     if (q.context !== undefined && (q.context === null || typeof q.context !== 'object' || Array.isArray(q.context))) {
-      throw invalid('context must be an object', 'invalid_context');
+      throw invalid('context must be an object', { reason: 'invalid_context' });
     }
     const ts = await this.#typesystem(q.modelId);
     const ctx = q.contextualTuples ?? [];
-    if (!Array.isArray(ctx)) throw invalid('contextual tuples must be a list', 'invalid_contextual_tuples');
+    if (!Array.isArray(ctx)) throw invalid('contextual tuples must be a list', { reason: 'invalid_contextual_tuples' });
     if (ctx.length > this.#limits.maxContextualTuples) {
-      throw invalid(`at most ${this.#limits.maxContextualTuples} contextual tuples are allowed`, 'too_many_contextual_tuples');
+      throw invalid(`at most ${this.#limits.maxContextualTuples} contextual tuples are allowed`, { reason: 'too_many_contextual_tuples' });
     }
     const clean = ctx.map((t) => plainTuple(validateTupleForWrite(ts, t, contextualCode).tuple));
     return { ts, reader: new TupleReader(this.#store, ts, clean) };
@@ -489,21 +489,21 @@ export class Engine {
 
   #parseCheckUser(ts: TypeSystem, user: unknown, code: number): ParsedUser {
     const u = typeof user === 'string' ? tryParseUser(user) : undefined;
-    if (u === undefined) throw invalid(`invalid user '${String(user)}'`, 'invalid_user', code);
-    if (!ts.hasType(u.type)) throw invalid(`type '${u.type}' of user '${String(user)}' not found`, 'type_not_found', code);
+    if (u === undefined) throw invalid(`invalid user '${String(user)}'`, { reason: 'invalid_user', code });
+    if (!ts.hasType(u.type)) throw invalid(`type '${u.type}' of user '${String(user)}' not found`, { reason: 'type_not_found', code });
     if (u.kind === 'userset' && ts.rewrite(u.type, u.relation) === undefined) {
-      throw invalid(`relation '${u.type}#${u.relation}' of user '${String(user)}' not found`, 'relation_not_found', code);
+      throw invalid(`relation '${u.type}#${u.relation}' of user '${String(user)}' not found`, { reason: 'relation_not_found', code });
     }
     return u;
   }
 
   async #checkOne(ts: TypeSystem, ctx: ResolutionContext, req: CheckRequest): Promise<boolean> {
-    if (req === null || typeof req !== 'object') throw invalid('check request must be an object', 'invalid_check_input');
+    if (req === null || typeof req !== 'object') throw invalid('check request must be an object', { reason: 'invalid_check_input' });
     const object = parseObject(req.object);
-    if (object.id === '*') throw invalid('the object id cannot be a wildcard', 'invalid_object');
-    if (!ts.hasType(object.type)) throw invalid(`type '${object.type}' not found`, 'type_not_found');
+    if (object.id === '*') throw invalid('the object id cannot be a wildcard', { reason: 'invalid_object' });
+    if (!ts.hasType(object.type)) throw invalid(`type '${object.type}' not found`, { reason: 'type_not_found' });
     if (typeof req.relation !== 'string' || ts.rewrite(object.type, req.relation) === undefined) {
-      throw invalid(`relation '${object.type}#${String(req.relation)}' not found`, 'relation_not_found');
+      throw invalid(`relation '${object.type}#${String(req.relation)}' not found`, { reason: 'relation_not_found' });
     }
     const user = this.#parseCheckUser(ts, req.user, FGA_CODES.validation_error);
     const result = await ctx.resolver.resolveCheck(
@@ -570,11 +570,11 @@ export class Engine {
    * depth (2002).
    */
   async listObjects(req: ListObjectsRequest): Promise<ListObjectsResult> {
-    if (req === null || typeof req !== 'object') throw invalid('list objects request must be an object', 'invalid_list_objects_input');
+    if (req === null || typeof req !== 'object') throw invalid('list objects request must be an object', { reason: 'invalid_list_objects_input' });
     const { ts, reader } = await this.#prepare(req);
-    if (typeof req.type !== 'string' || !ts.hasType(req.type)) throw invalid(`type '${String(req.type)}' not found`, 'type_not_found', FGA_CODES.type_not_found);
+    if (typeof req.type !== 'string' || !ts.hasType(req.type)) throw invalid(`type '${String(req.type)}' not found`, { reason: 'type_not_found', code: FGA_CODES.type_not_found });
     if (typeof req.relation !== 'string' || ts.rewrite(req.type, req.relation) === undefined) {
-      throw invalid(`relation '${req.type}#${String(req.relation)}' not found`, 'relation_not_found', FGA_CODES.relation_not_found);
+      throw invalid(`relation '${req.type}#${String(req.relation)}' not found`, { reason: 'relation_not_found', code: FGA_CODES.relation_not_found });
     }
     const user = this.#parseCheckUser(ts, req.user, FGA_CODES.validation_error);
     const candidates = await listObjectCandidates(ts, reader, user, req.type, req.relation);
@@ -605,20 +605,20 @@ export class Engine {
    * Errors as ListObjects; unknown filter types/relations are 2021/2022.
    */
   async listUsers(req: ListUsersRequest): Promise<ListUsersResult> {
-    if (req === null || typeof req !== 'object') throw invalid('list users request must be an object', 'invalid_list_users_input');
+    if (req === null || typeof req !== 'object') throw invalid('list users request must be an object', { reason: 'invalid_list_users_input' });
     const { ts, reader } = await this.#prepare(req);
     const object = parseObject(req.object);
-    if (!ts.hasType(object.type)) throw invalid(`type '${object.type}' not found`, 'type_not_found', FGA_CODES.type_not_found);
+    if (!ts.hasType(object.type)) throw invalid(`type '${object.type}' not found`, { reason: 'type_not_found', code: FGA_CODES.type_not_found });
     if (typeof req.relation !== 'string' || ts.rewrite(object.type, req.relation) === undefined) {
-      throw invalid(`relation '${object.type}#${String(req.relation)}' not found`, 'relation_not_found', FGA_CODES.relation_not_found);
+      throw invalid(`relation '${object.type}#${String(req.relation)}' not found`, { reason: 'relation_not_found', code: FGA_CODES.relation_not_found });
     }
-    if (!Array.isArray(req.userFilters) || req.userFilters.length !== 1) throw invalid('exactly one user filter is required', 'invalid_user_filter');
+    if (!Array.isArray(req.userFilters) || req.userFilters.length !== 1) throw invalid('exactly one user filter is required', { reason: 'invalid_user_filter' });
     const filter = req.userFilters[0]!;
     if (filter === null || typeof filter !== 'object' || typeof filter.type !== 'string' || !ts.hasType(filter.type)) {
-      throw invalid(`type '${String(filter?.type)}' not found`, 'type_not_found', FGA_CODES.type_not_found);
+      throw invalid(`type '${String(filter?.type)}' not found`, { reason: 'type_not_found', code: FGA_CODES.type_not_found });
     }
     if (filter.relation !== undefined && filter.relation !== '' && ts.rewrite(filter.type, filter.relation) === undefined) {
-      throw invalid(`relation '${filter.type}#${filter.relation}' not found`, 'relation_not_found', FGA_CODES.relation_not_found);
+      throw invalid(`relation '${filter.type}#${filter.relation}' not found`, { reason: 'relation_not_found', code: FGA_CODES.relation_not_found });
     }
     const f: UserFilter = filter.relation === undefined || filter.relation === '' ? { type: filter.type } : { type: filter.type, relation: filter.relation };
     const candidates = await listUserCandidates(ts, reader, object.type, object.id, req.relation, f, req.context);
@@ -647,13 +647,13 @@ export class Engine {
   /** Expand: one level of the userset tree of `relation` on `object`, in OpenFGA's shape. */
   async expand(req: ExpandRequest): Promise<ExpandResult> {
     if (req === null || typeof req !== 'object' || typeof req.object !== 'string' || req.object === '' || typeof req.relation !== 'string' || req.relation === '') {
-      throw invalid('expand needs an object and a relation', 'invalid_expand_input', 2010);
+      throw invalid('expand needs an object and a relation', { reason: 'invalid_expand_input', code: 2010 });
     }
     const { ts, reader } = await this.#prepare(req);
     const object = parseObject(req.object);
-    if (!ts.hasType(object.type)) throw invalid(`type '${object.type}' not found`, 'type_not_found', FGA_CODES.type_not_found);
+    if (!ts.hasType(object.type)) throw invalid(`type '${object.type}' not found`, { reason: 'type_not_found', code: FGA_CODES.type_not_found });
     const rw = ts.rewrite(object.type, req.relation);
-    if (rw === undefined) throw invalid(`relation '${object.type}#${req.relation}' not found`, 'relation_not_found', FGA_CODES.relation_not_found);
+    if (rw === undefined) throw invalid(`relation '${object.type}#${req.relation}' not found`, { reason: 'relation_not_found', code: FGA_CODES.relation_not_found });
     return { tree: { root: await expandRewrite(reader, object.type, object.id, req.relation, rw) } };
   }
 }

@@ -28,9 +28,19 @@ const RELATION_NAME = /^[^:#@*\s]{1,50}$/u;
 /** OpenFGA's numeric code for a validation error. */
 export const FGA_VALIDATION_ERROR = 2000;
 
-/** A `invalid_argument` error carrying OpenFGA's numeric code in `details.openfga_code`. */
-export function fgaError(message: string, reason: string, openfgaCode: number, extra: Record<string, unknown> = {}): LatchkeyError {
-  return new LatchkeyError('invalid_argument', message, { reason, details: { openfga_code: openfgaCode, ...extra } });
+/** What {@link fgaError} needs besides the message. */
+export interface FgaErrorOptions {
+  /** Our snake_case reason. */
+  reason: string;
+  /** OpenFGA's numeric error code, kept in `details.openfga_code`. */
+  code: number;
+  /** Extra JSON-safe details. */
+  details?: Record<string, unknown>;
+}
+
+/** An `invalid_argument` error carrying OpenFGA's numeric code in `details.openfga_code`. */
+export function fgaError(message: string, options: FgaErrorOptions): LatchkeyError {
+  return new LatchkeyError('invalid_argument', message, { reason: options.reason, details: { openfga_code: options.code, ...options.details } });
 }
 
 /** True for a valid relation name. */
@@ -92,7 +102,7 @@ export function typeOf(s: string): string {
 export function parseObject(s: unknown, what = 'object'): ParsedObject {
   const parsed = typeof s === 'string' ? tryParseObject(s) : undefined;
   if (parsed === undefined) {
-    throw fgaError(`invalid ${what} '${String(s)}': expected 'type:id'`, 'invalid_object', FGA_VALIDATION_ERROR);
+    throw fgaError(`invalid ${what} '${String(s)}': expected 'type:id'`, { reason: 'invalid_object', code: FGA_VALIDATION_ERROR });
   }
   return parsed;
 }
@@ -101,11 +111,7 @@ export function parseObject(s: unknown, what = 'object'): ParsedObject {
 export function parseUser(s: unknown): ParsedUser {
   const parsed = typeof s === 'string' ? tryParseUser(s) : undefined;
   if (parsed === undefined) {
-    throw fgaError(
-      `invalid user '${String(s)}': expected 'type:id', 'type:*' or 'type:id#relation'`,
-      'invalid_user',
-      FGA_VALIDATION_ERROR,
-    );
+    throw fgaError(`invalid user '${String(s)}': expected 'type:id', 'type:*' or 'type:id#relation'`, { reason: 'invalid_user', code: FGA_VALIDATION_ERROR });
   }
   return parsed;
 }

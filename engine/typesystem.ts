@@ -22,7 +22,7 @@ export const MODEL_LIMITS = {
 } as const;
 
 function modelError(message: string, extra: Record<string, unknown> = {}): LatchkeyError {
-  return fgaError(message, 'invalid_authorization_model', 2056, extra);
+  return fgaError(message, { reason: 'invalid_authorization_model', code: 2056, details: extra });
 }
 
 /** Which rewrite kind a userset node is. */

@@ -71,46 +71,46 @@ function conditionProblem(ts: TypeSystem, type: string, relation: string, user: 
  * `tuple_type_mismatch`, `invalid_condition`, `invalid_condition_context`.
  */
 export function validateTupleForWrite(ts: TypeSystem, tuple: TupleKey, openfgaCode: number): ValidTuple {
-  const fail = (message: string, reason: string): LatchkeyError =>
-    fgaError(`invalid tuple ${describe(tuple)}: ${message}`, reason, openfgaCode, { tuple: plain(tuple) });
-  if (tuple === null || typeof tuple !== 'object') throw fail('not an object', 'invalid_tuple');
+  const fail = (message: string, options: { reason: string }): LatchkeyError =>
+    fgaError(`invalid tuple ${describe(tuple)}: ${message}`, { reason: options.reason, code: openfgaCode, details: { tuple: plain(tuple) } });
+  if (tuple === null || typeof tuple !== 'object') throw fail('not an object', { reason: 'invalid_tuple' });
   const object = typeof tuple.object === 'string' ? tryParseObject(tuple.object) : undefined;
-  if (object === undefined) throw fail(`invalid object '${String(tuple.object)}'`, 'invalid_tuple');
-  if (object.id === '*') throw fail('the object id cannot be a wildcard', 'invalid_tuple');
+  if (object === undefined) throw fail(`invalid object '${String(tuple.object)}'`, { reason: 'invalid_tuple' });
+  if (object.id === '*') throw fail('the object id cannot be a wildcard', { reason: 'invalid_tuple' });
   const user = typeof tuple.user === 'string' ? tryParseUser(tuple.user) : undefined;
-  if (user === undefined) throw fail(`invalid user '${String(tuple.user)}'`, 'invalid_tuple');
-  if (typeof tuple.relation !== 'string' || tuple.relation === '') throw fail('missing relation', 'invalid_tuple');
-  if (!ts.hasType(object.type)) throw fail(`type '${object.type}' not found`, 'type_not_found');
+  if (user === undefined) throw fail(`invalid user '${String(tuple.user)}'`, { reason: 'invalid_tuple' });
+  if (typeof tuple.relation !== 'string' || tuple.relation === '') throw fail('missing relation', { reason: 'invalid_tuple' });
+  if (!ts.hasType(object.type)) throw fail(`type '${object.type}' not found`, { reason: 'type_not_found' });
   if (ts.rewrite(object.type, tuple.relation) === undefined) {
-    throw fail(`relation '${object.type}#${tuple.relation}' not found`, 'relation_not_found');
+    throw fail(`relation '${object.type}#${tuple.relation}' not found`, { reason: 'relation_not_found' });
   }
-  if (!ts.hasType(user.type)) throw fail(`type '${user.type}' not found`, 'type_not_found');
+  if (!ts.hasType(user.type)) throw fail(`type '${user.type}' not found`, { reason: 'type_not_found' });
   if (user.kind === 'userset' && ts.rewrite(user.type, user.relation) === undefined) {
-    throw fail(`relation '${user.type}#${user.relation}' not found`, 'relation_not_found');
+    throw fail(`relation '${user.type}#${user.relation}' not found`, { reason: 'relation_not_found' });
   }
   if (ts.isTupleset(object.type, tuple.relation) && user.kind !== 'object') {
-    throw fail(`'${object.type}#${tuple.relation}' is a tupleset relation and admits neither wildcards nor usersets`, 'tuple_type_mismatch');
+    throw fail(`'${object.type}#${tuple.relation}' is a tupleset relation and admits neither wildcards nor usersets`, { reason: 'tuple_type_mismatch' });
   }
   if (!userFitsRestrictions(ts, object.type, tuple.relation, user)) {
-    throw fail(`'${tuple.user}' is not an allowed type restriction for '${object.type}#${tuple.relation}'`, 'tuple_type_mismatch');
+    throw fail(`'${tuple.user}' is not an allowed type restriction for '${object.type}#${tuple.relation}'`, { reason: 'tuple_type_mismatch' });
   }
   const condition = tuple.condition;
   if (condition !== undefined && (condition === null || typeof condition !== 'object' || typeof condition.name !== 'string')) {
-    throw fail('invalid condition', 'invalid_condition');
+    throw fail('invalid condition', { reason: 'invalid_condition' });
   }
   const problem = conditionProblem(ts, object.type, tuple.relation, user, condition?.name);
-  if (problem !== undefined) throw fail(problem, 'invalid_condition');
+  if (problem !== undefined) throw fail(problem, { reason: 'invalid_condition' });
   if (condition?.context !== undefined) {
     if (condition.context === null || typeof condition.context !== 'object' || Array.isArray(condition.context)) {
-      throw fail('the condition context must be an object', 'invalid_condition_context');
+      throw fail('the condition context must be an object', { reason: 'invalid_condition_context' });
     }
     if (Buffer.byteLength(JSON.stringify(condition.context), 'utf8') > CONDITION_LIMITS.maxContextBytes) {
-      throw fail(`the condition context is larger than ${CONDITION_LIMITS.maxContextBytes} bytes`, 'invalid_condition_context');
+      throw fail(`the condition context is larger than ${CONDITION_LIMITS.maxContextBytes} bytes`, { reason: 'invalid_condition_context' });
     }
     try {
       ts.condition(condition.name)!.validateContext(condition.context, true);
     } catch (err) {
-      throw fail((err as Error).message, 'invalid_condition_context');
+      throw fail((err as Error).message, { reason: 'invalid_condition_context' });
     }
   }
   return { tuple, object, user };

@@ -14,6 +14,6 @@ test('the library example in docs/engine.md runs and prints what the doc says', 
   t.truthy(code);
   t.truthy(expected);
   // Run from the repository root so `latchkey/engine` resolves through the package's own exports map.
-  const { stdout } = await run(process.execPath, ['--input-type=module-typescript', '-e', code!], { cwd: REPO_ROOT });
-  t.is(stdout, expected);
+  const { stdout } = await run(process.execPath, ['--input-type=module-typescript', '-e', code ?? ''], { cwd: REPO_ROOT });
+  t.is(stdout, expected ?? '');
 });
