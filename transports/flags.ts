@@ -233,7 +233,7 @@ export const JWT_TYPES = ['HS256', 'HS384', 'HS512', 'RS256', 'RS384', 'RS512', 
 /** The flags table. Keys are the kebab-case CLI names. */
 export const FLAGS = {
   ...group('Core', () => ({
-    env: oneOf(['production', 'development', 'test'], { doc: 'Deployment environment label (shown in logs)', default: 'production' }),
+    env: str({ doc: 'Deployment environment label, e.g. production or development (shown in logs)', default: 'production' }),
     'http-port': int({ doc: 'HTTP port (GraphQL, REST, OAuth, health); 0 picks a free port', default: 8080, min: 0, max: 65535 }),
     host: str({ doc: 'Bind address of the HTTP and gRPC listeners', default: '0.0.0.0' }),
     'metrics-port': int({ doc: 'Port of the metrics listener (GET /metrics); must differ from --http-port', default: 8081, min: 0, max: 65535 }),

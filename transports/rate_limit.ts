@@ -1,7 +1,8 @@
 /**
  * Per-client-IP rate limiting (rate-limiter-flexible): `--rate-limit-rps`
  * requests per second plus a burst allowance of `--rate-limit-burst`. With
- * `--redis-url` the counters live in Redis, so every instance shares one limit;
+ * `--redis-url` the counters live in Redis (keyed by client id and IP), so every
+ * instance of one deployment shares one limit;
  * if Redis fails the in-memory limiter takes over (availability over strictness).
  */
 import { BurstyRateLimiter, RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
@@ -14,14 +15,14 @@ export interface RateLimiter {
 
 export const UNLIMITED: RateLimiter = { take: async () => undefined };
 
-export function createRateLimiter(options: { rps: number; burst: number; redis?: Redis }): RateLimiter {
+export function createRateLimiter(options: { rps: number; burst: number; redis?: Redis; namespace?: string }): RateLimiter {
   const { rps, burst } = options;
   if (rps <= 0) return UNLIMITED;
   const burstWindow = Math.max(1, Math.ceil(burst / rps));
   const make = (keyPrefix: string, points: number, duration: number): RateLimiterAbstract => {
     const memory = new RateLimiterMemory({ keyPrefix, points, duration });
     if (!options.redis) return memory;
-    return new RateLimiterRedis({ storeClient: options.redis, keyPrefix: `latchkey_${keyPrefix}`, points, duration, insuranceLimiter: memory });
+    return new RateLimiterRedis({ storeClient: options.redis, keyPrefix: `latchkey_${keyPrefix}_${options.namespace ?? ''}`, points, duration, insuranceLimiter: memory });
   };
   const steady = make('rl', rps, 1);
   const limiter = burst > 0 ? new BurstyRateLimiter(steady as RateLimiterMemory, make('rlb', burst, burstWindow) as RateLimiterMemory) : steady;

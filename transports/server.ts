@@ -92,7 +92,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     }
     const metrics = createMetrics();
     const pipeline = createPipeline(services, metrics);
-    const rateLimiter = createRateLimiter({ rps: config.rateLimitRps, burst: config.rateLimitBurst, ...(redis ? { redis } : {}) });
+    const rateLimiter = createRateLimiter({ rps: config.rateLimitRps, burst: config.rateLimitBurst, namespace: config.clientId ?? '', ...(redis ? { redis } : {}) });
     const clientIp = createClientIpResolver(config.trustedProxies);
     let draining = false;
 

@@ -6,6 +6,7 @@
 import test from 'ava';
 import { EMPTY, MESSAGE, defineOperation, s, type AnyOperation } from '../../transports/index.ts';
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer } from '../helpers/server.ts';
+import { redisUrl } from '../helpers/databases.ts';
 
 const WHO: AnyOperation[] = [
   defineOperation({
@@ -57,6 +58,28 @@ test('rate limit: over the allowance gives 429 resource_exhausted with Retry-Aft
     }
     const grpc = await server.call('meta', {}, { protocol: 'grpc' });
     t.is(grpc.error?.code, 'resource_exhausted', 'gRPC shares the per-IP limit');
+  } finally {
+    await server.close();
+  }
+});
+
+test('rate limit with --redis-url: counters live in Redis and still give 429', async (t) => {
+  const url = redisUrl();
+  if (!url) {
+    t.pass('LATCHKEY_TEST_REDIS_URL not set');
+    return;
+  }
+  const clientId = `rl-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
+  const server = await startTestServer({ 'redis-url': url, 'client-id': clientId, 'rate-limit-rps': 2, 'rate-limit-burst': 1 });
+  try {
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const res = await fetch(`${server.httpUrl}/v1/meta`);
+      statuses.push(res.status);
+      await res.arrayBuffer();
+    }
+    t.true(statuses.includes(200), statuses.join(','));
+    t.true(statuses.includes(429), statuses.join(','));
   } finally {
     await server.close();
   }
@@ -116,8 +139,8 @@ test('--disable-admin-header-auth: the admin secret header is no longer accepted
   }
 });
 
-test('--enable-graphql-introspection=false refuses introspection', async (t) => {
-  const server = await startTestServer({ 'enable-graphql-introspection': false });
+test('--enable-graphql-introspection=false refuses introspection; --enable-playground=false removes the playground', async (t) => {
+  const server = await startTestServer({ 'enable-graphql-introspection': false, 'enable-playground': false });
   try {
     const res = await fetch(`${server.httpUrl}/graphql`, {
       method: 'POST',
@@ -127,6 +150,7 @@ test('--enable-graphql-introspection=false refuses introspection', async (t) => 
     const json = (await res.json()) as { data?: unknown; errors?: unknown[] };
     t.is(json.data, undefined);
     t.truthy(json.errors?.length);
+    t.is((await fetch(`${server.httpUrl}/playground`)).status, 404);
     const meta = await server.call('meta', {}, { protocol: 'graphql' });
     t.is(meta.error, undefined);
   } finally {

@@ -453,3 +453,10 @@ test('gRPC serves the standard health service', async (t) => {
   client.close();
   t.is(status, 'SERVING');
 });
+
+test('GET /playground serves the GraphQL playground page', async (t) => {
+  const res = await fetch(`${server.httpUrl}/playground`);
+  t.is(res.status, 200);
+  t.regex(res.headers.get('content-type') ?? '', /text\/html/);
+  t.regex(await res.text(), /fetch\('\/graphql'/);
+});

@@ -19,6 +19,7 @@ import { pingDatabase } from '../database.ts';
 import type { Services } from '../services.ts';
 import { buildSchema, type GraphqlContext } from '../graphql/schema.ts';
 import { limitsRule } from '../graphql/limits.ts';
+import { PLAYGROUND_HTML } from './playground.ts';
 import { cors, csrf, locals, rateLimit, SECURITY_HEADERS, sendError } from './guards.ts';
 
 export interface HttpAppOptions {
@@ -117,6 +118,13 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
     }
     next();
   });
+
+  if (config.enablePlayground) {
+    app.get('/playground', (_req, res) => {
+      res.setHeader('content-type', 'text/html; charset=utf-8');
+      res.end(PLAYGROUND_HTML);
+    });
+  }
 
   // Plain GET documents of the domain services (discovery, JWKS), outside the operations table.
   for (const route of o.services.httpRoutes ?? []) {
