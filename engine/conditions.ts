@@ -25,7 +25,7 @@
 import { BlockList, isIP } from 'node:net';
 import { Environment, evaluate } from '@marcbachmann/cel-js';
 import type { Condition, ConditionParamTypeRef } from './model.ts';
-import { FGA_VALIDATION_ERROR, fgaError } from './tuple.ts';
+import { FGA_VALIDATION_ERROR, fgaError, show } from './tuple.ts';
 
 /** OpenFGA's `ipaddress` CEL type. */
 export class IPAddress {
@@ -101,7 +101,7 @@ function celTypeName(t: ConditionParamTypeRef): string {
       return t.type_name === 'TYPE_NAME_LIST' ? `list<${inner}>` : `map<string, ${inner}>`;
     }
     default:
-      throw new TypeError(`unsupported parameter type '${String(t.type_name)}'`);
+      throw new TypeError(`unsupported parameter type '${show(t.type_name)}'`);
   }
 }
 

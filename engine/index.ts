@@ -26,7 +26,7 @@ import type { ReadFilter, TupleKey, TupleStore, TupleChange } from './store.ts';
 import { TypeSystem } from './typesystem.ts';
 import { TupleReader } from './reader.ts';
 import { type CheckResolver, type Consistency, type ResolutionContext, type ResolveCheckResult, LocalChecker, Scope } from './check.ts';
-import { type ParsedUser, fgaError, parseObject, tryParseObject, tryParseUser } from './tuple.ts';
+import { type ParsedUser, fgaError, parseObject, show, tryParseObject, tryParseUser } from './tuple.ts';
 import { FGA_CODES, validateTupleForWrite } from './validation.ts';
 import { listObjectCandidates } from './list_objects.ts';
 import { type UserFilter, listUserCandidates } from './list_users.ts';
@@ -334,7 +334,7 @@ export class Engine {
         throw new LatchkeyError('failed_precondition', 'no authorization model has been written', { reason: 'model_not_found', details: { openfga_code: 2020 } });
       }
     } else if (typeof id !== 'string' || !/^[0-9A-HJKMNP-TV-Z]{26}$/u.test(id)) {
-      throw invalid(`invalid model id '${String(id)}'`, { reason: 'invalid_model_id' });
+      throw invalid(`invalid model id '${show(id)}'`, { reason: 'invalid_model_id' });
     }
     let ts = this.#typesystems.get(id);
     if (ts === undefined) {
@@ -400,6 +400,11 @@ export class Engine {
    * stable under concurrent writes.
    */
   async read(filter: ReadRequest = {}, options: { pageSize?: number; continuationToken?: string } = {}): Promise<ReadResult> {
+    if (filter === null || typeof filter !== 'object') throw invalid('the read filter must be an object', { reason: 'invalid_read_input' });
+    if (options === null || typeof options !== 'object') throw invalid('read options must be an object', { reason: 'invalid_read_input' });
+    for (const key of ['user', 'relation', 'object'] as const) {
+      if (filter[key] !== undefined && typeof filter[key] !== 'string') throw invalid(`read filter '${key}' must be a string`, { reason: 'invalid_read_input' });
+    }
     const f: ReadFilter = {};
     if (filter.object !== undefined && filter.object !== '') {
       const i = filter.object.indexOf(':');
@@ -443,6 +448,7 @@ export class Engine {
 
   #pageSize(v: number | undefined): number {
     if (v === undefined || v === 0) return this.#limits.defaultPageSize;
+    if (typeof v !== 'number') throw invalid('page size must be a number from 1 to 100', { reason: 'invalid_page_size' });
     if (!Number.isInteger(v) || v < 1 || v > 100) throw invalid('page size must be from 1 to 100', { reason: 'invalid_page_size' });
     return v;
   }
@@ -489,10 +495,10 @@ export class Engine {
 
   #parseCheckUser(ts: TypeSystem, user: unknown, code: number): ParsedUser {
     const u = typeof user === 'string' ? tryParseUser(user) : undefined;
-    if (u === undefined) throw invalid(`invalid user '${String(user)}'`, { reason: 'invalid_user', code });
-    if (!ts.hasType(u.type)) throw invalid(`type '${u.type}' of user '${String(user)}' not found`, { reason: 'type_not_found', code });
+    if (u === undefined) throw invalid(`invalid user '${show(user)}'`, { reason: 'invalid_user', code });
+    if (!ts.hasType(u.type)) throw invalid(`type '${u.type}' of user '${show(user)}' not found`, { reason: 'type_not_found', code });
     if (u.kind === 'userset' && ts.rewrite(u.type, u.relation) === undefined) {
-      throw invalid(`relation '${u.type}#${u.relation}' of user '${String(user)}' not found`, { reason: 'relation_not_found', code });
+      throw invalid(`relation '${u.type}#${u.relation}' of user '${show(user)}' not found`, { reason: 'relation_not_found', code });
     }
     return u;
   }
@@ -503,7 +509,7 @@ export class Engine {
     if (object.id === '*') throw invalid('the object id cannot be a wildcard', { reason: 'invalid_object' });
     if (!ts.hasType(object.type)) throw invalid(`type '${object.type}' not found`, { reason: 'type_not_found' });
     if (typeof req.relation !== 'string' || ts.rewrite(object.type, req.relation) === undefined) {
-      throw invalid(`relation '${object.type}#${String(req.relation)}' not found`, { reason: 'relation_not_found' });
+      throw invalid(`relation '${object.type}#${show(req.relation)}' not found`, { reason: 'relation_not_found' });
     }
     const user = this.#parseCheckUser(ts, req.user, FGA_CODES.validation_error);
     const result = await ctx.resolver.resolveCheck(
@@ -572,9 +578,9 @@ export class Engine {
   async listObjects(req: ListObjectsRequest): Promise<ListObjectsResult> {
     if (req === null || typeof req !== 'object') throw invalid('list objects request must be an object', { reason: 'invalid_list_objects_input' });
     const { ts, reader } = await this.#prepare(req);
-    if (typeof req.type !== 'string' || !ts.hasType(req.type)) throw invalid(`type '${String(req.type)}' not found`, { reason: 'type_not_found', code: FGA_CODES.type_not_found });
+    if (typeof req.type !== 'string' || !ts.hasType(req.type)) throw invalid(`type '${show(req.type)}' not found`, { reason: 'type_not_found', code: FGA_CODES.type_not_found });
     if (typeof req.relation !== 'string' || ts.rewrite(req.type, req.relation) === undefined) {
-      throw invalid(`relation '${req.type}#${String(req.relation)}' not found`, { reason: 'relation_not_found', code: FGA_CODES.relation_not_found });
+      throw invalid(`relation '${req.type}#${show(req.relation)}' not found`, { reason: 'relation_not_found', code: FGA_CODES.relation_not_found });
     }
     const user = this.#parseCheckUser(ts, req.user, FGA_CODES.validation_error);
     const candidates = await listObjectCandidates(ts, reader, user, req.type, req.relation);
@@ -610,12 +616,12 @@ export class Engine {
     const object = parseObject(req.object);
     if (!ts.hasType(object.type)) throw invalid(`type '${object.type}' not found`, { reason: 'type_not_found', code: FGA_CODES.type_not_found });
     if (typeof req.relation !== 'string' || ts.rewrite(object.type, req.relation) === undefined) {
-      throw invalid(`relation '${object.type}#${String(req.relation)}' not found`, { reason: 'relation_not_found', code: FGA_CODES.relation_not_found });
+      throw invalid(`relation '${object.type}#${show(req.relation)}' not found`, { reason: 'relation_not_found', code: FGA_CODES.relation_not_found });
     }
     if (!Array.isArray(req.userFilters) || req.userFilters.length !== 1) throw invalid('exactly one user filter is required', { reason: 'invalid_user_filter' });
     const filter = req.userFilters[0]!;
     if (filter === null || typeof filter !== 'object' || typeof filter.type !== 'string' || !ts.hasType(filter.type)) {
-      throw invalid(`type '${String(filter?.type)}' not found`, { reason: 'type_not_found', code: FGA_CODES.type_not_found });
+      throw invalid(`type '${show(filter?.type)}' not found`, { reason: 'type_not_found', code: FGA_CODES.type_not_found });
     }
     if (filter.relation !== undefined && filter.relation !== '' && ts.rewrite(filter.type, filter.relation) === undefined) {
       throw invalid(`relation '${filter.type}#${filter.relation}' not found`, { reason: 'relation_not_found', code: FGA_CODES.relation_not_found });
@@ -661,6 +667,7 @@ export class Engine {
 const nextModelId = monotonicFactory();
 
 function emptyToUndefined(s: string | undefined): string | undefined {
+  if (s !== undefined && typeof s !== 'string') throw invalid('invalid continuation token', { reason: 'invalid_continuation_token' });
   return s === undefined || s === '' ? undefined : s;
 }
 

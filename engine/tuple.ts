@@ -28,6 +28,13 @@ const RELATION_NAME = /^[^:#@*\s]{1,50}$/u;
 /** OpenFGA's numeric code for a validation error. */
 export const FGA_VALIDATION_ERROR = 2000;
 
+/** A short, always-safe rendering of any value for an error message. */
+export function show(v: unknown): string {
+  if (typeof v === 'string') return v.length > 100 ? `${v.slice(0, 100)}…` : v;
+  if (v === null || v === undefined || typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v);
+  return `<${Array.isArray(v) ? 'list' : typeof v}>`;
+}
+
 /** What {@link fgaError} needs besides the message. */
 export interface FgaErrorOptions {
   /** Our snake_case reason. */
@@ -102,7 +109,7 @@ export function typeOf(s: string): string {
 export function parseObject(s: unknown, what = 'object'): ParsedObject {
   const parsed = typeof s === 'string' ? tryParseObject(s) : undefined;
   if (parsed === undefined) {
-    throw fgaError(`invalid ${what} '${String(s)}': expected 'type:id'`, { reason: 'invalid_object', code: FGA_VALIDATION_ERROR });
+    throw fgaError(`invalid ${what} '${show(s)}': expected 'type:id'`, { reason: 'invalid_object', code: FGA_VALIDATION_ERROR });
   }
   return parsed;
 }
@@ -111,7 +118,7 @@ export function parseObject(s: unknown, what = 'object'): ParsedObject {
 export function parseUser(s: unknown): ParsedUser {
   const parsed = typeof s === 'string' ? tryParseUser(s) : undefined;
   if (parsed === undefined) {
-    throw fgaError(`invalid user '${String(s)}': expected 'type:id', 'type:*' or 'type:id#relation'`, { reason: 'invalid_user', code: FGA_VALIDATION_ERROR });
+    throw fgaError(`invalid user '${show(s)}': expected 'type:id', 'type:*' or 'type:id#relation'`, { reason: 'invalid_user', code: FGA_VALIDATION_ERROR });
   }
   return parsed;
 }

@@ -11,7 +11,7 @@
 import { CONDITION_LIMITS, CompiledCondition } from './conditions.ts';
 import type { LatchkeyError } from './errors.ts';
 import type { AuthorizationModel, RelationReference, Userset } from './model.ts';
-import { fgaError, isRelationName, isTypeName } from './tuple.ts';
+import { fgaError, isRelationName, show, isTypeName } from './tuple.ts';
 
 /** Limits on models, from OpenFGA's defaults. */
 export const MODEL_LIMITS = {
@@ -178,7 +178,7 @@ export class TypeSystem {
     }
     if (size > MODEL_LIMITS.maxSizeBytes) throw modelError(`the model is larger than ${MODEL_LIMITS.maxSizeBytes} bytes`);
     if (model.schema_version !== '1.1' && model.schema_version !== '1.2') {
-      throw modelError(`invalid schema version '${String(model.schema_version)}': only 1.1 and 1.2 are supported`);
+      throw modelError(`invalid schema version '${show(model.schema_version)}': only 1.1 and 1.2 are supported`);
     }
     const typeDefs = model.type_definitions ?? [];
     if (!Array.isArray(typeDefs)) throw modelError('type_definitions must be a list');
@@ -247,7 +247,7 @@ export class TypeSystem {
         case 'computed': {
           const target = (node as { computedUserset: { relation?: string } }).computedUserset?.relation;
           if (typeof target !== 'string' || !this.#relations.get(type)!.has(target)) {
-            throw modelError(`relation '${String(target)}' referenced in '${where}' is not defined on type '${type}'`);
+            throw modelError(`relation '${show(target)}' referenced in '${where}' is not defined on type '${type}'`);
           }
           if (target === relation && node === rw) throw modelError(`relation '${where}' cannot be defined as itself`);
           break;

@@ -8,7 +8,7 @@
 import type { LatchkeyError } from './errors.ts';
 import type { TupleKey } from './store.ts';
 import { CONDITION_LIMITS } from './conditions.ts';
-import { type ParsedObject, type ParsedUser, fgaError, tryParseObject, tryParseUser } from './tuple.ts';
+import { type ParsedObject, type ParsedUser, fgaError, show, tryParseObject, tryParseUser } from './tuple.ts';
 import type { TypeSystem } from './typesystem.ts';
 
 /** OpenFGA's numeric codes. */
@@ -75,10 +75,10 @@ export function validateTupleForWrite(ts: TypeSystem, tuple: TupleKey, openfgaCo
     fgaError(`invalid tuple ${describe(tuple)}: ${message}`, { reason: options.reason, code: openfgaCode, details: { tuple: plain(tuple) } });
   if (tuple === null || typeof tuple !== 'object') throw fail('not an object', { reason: 'invalid_tuple' });
   const object = typeof tuple.object === 'string' ? tryParseObject(tuple.object) : undefined;
-  if (object === undefined) throw fail(`invalid object '${String(tuple.object)}'`, { reason: 'invalid_tuple' });
+  if (object === undefined) throw fail(`invalid object '${show(tuple.object)}'`, { reason: 'invalid_tuple' });
   if (object.id === '*') throw fail('the object id cannot be a wildcard', { reason: 'invalid_tuple' });
   const user = typeof tuple.user === 'string' ? tryParseUser(tuple.user) : undefined;
-  if (user === undefined) throw fail(`invalid user '${String(tuple.user)}'`, { reason: 'invalid_tuple' });
+  if (user === undefined) throw fail(`invalid user '${show(tuple.user)}'`, { reason: 'invalid_tuple' });
   if (typeof tuple.relation !== 'string' || tuple.relation === '') throw fail('missing relation', { reason: 'invalid_tuple' });
   if (!ts.hasType(object.type)) throw fail(`type '${object.type}' not found`, { reason: 'type_not_found' });
   if (ts.rewrite(object.type, tuple.relation) === undefined) {
@@ -127,8 +127,8 @@ export function tupleReadable(ts: TypeSystem, type: string, relation: string, us
 }
 
 function describe(t: TupleKey): string {
-  if (t === null || typeof t !== 'object') return String(t);
-  return `'${String(t.object)}#${String(t.relation)}@${String(t.user)}'`;
+  if (t === null || typeof t !== 'object') return show(t);
+  return `'${show(t.object)}#${show(t.relation)}@${show(t.user)}'`;
 }
 
 function plain(t: TupleKey): Record<string, unknown> {
