@@ -96,7 +96,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const clientIp = createClientIpResolver(config.trustedProxies);
     let draining = false;
 
-    const app = createHttpApp({ config, services, operations, pipeline, rateLimiter, clientIp, draining: () => draining });
+    const app = createHttpApp({ config, services, operations, pipeline, metrics, rateLimiter, clientIp, draining: () => draining });
     const http = createServer({ requestTimeout: config.httpRequestTimeout, headersTimeout: config.httpHeadersTimeout, keepAliveTimeout: config.httpKeepAliveTimeout }, app);
     const httpPort = await listen(http, config.host, config.httpPort);
     cleanups.push(() => closeHttp(http, 0));
@@ -122,7 +122,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     let grpcAddress: string | undefined;
     let grpcHandle: ReturnType<typeof createGrpcServer> | undefined;
     if (config.enableGrpc) {
-      grpcHandle = createGrpcServer({ operations, pipeline, clientIp, rateLimiter, maxMessageBytes: config.httpBodyLimit });
+      grpcHandle = createGrpcServer({ operations, pipeline, clientIp, rateLimiter, metrics, maxMessageBytes: config.httpBodyLimit });
       const port = await bindGrpc(grpcHandle.server, config.host, config.grpcPort);
       grpcAddress = `${urlHost(config.host)}:${port}`;
       const g = grpcHandle.server;

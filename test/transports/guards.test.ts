@@ -58,6 +58,8 @@ test('rate limit: over the allowance gives 429 resource_exhausted with Retry-Aft
     }
     const grpc = await server.call('meta', {}, { protocol: 'grpc' });
     t.is(grpc.error?.code, 'resource_exhausted', 'gRPC shares the per-IP limit');
+    const metrics = await (await fetch(`${server.metricsUrl}/metrics`)).text();
+    t.regex(metrics, /latchkey_transport_requests_total\{op="http",transport="rest",code="resource_exhausted"\} [1-9]/);
   } finally {
     await server.close();
   }

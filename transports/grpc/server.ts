@@ -19,6 +19,7 @@ import { CookieSink, extractCredentials } from '../context.ts';
 import type { ClientIpResolver } from '../client_ip.ts';
 import type { Pipeline } from '../pipeline.ts';
 import type { RateLimiter } from '../rate_limit.ts';
+import type { Metrics } from '../metrics.ts';
 import { grpcService, type AnyOperation } from '../operations/types.ts';
 import { generateProto, PROTO_PACKAGE } from './proto.ts';
 import { fromWire, LOADER_OPTIONS, toWire } from './codec.ts';
@@ -58,6 +59,7 @@ export interface GrpcServerOptions {
   pipeline: Pipeline;
   clientIp: ClientIpResolver;
   rateLimiter: RateLimiter;
+  metrics: Metrics;
   maxMessageBytes: number;
 }
 
@@ -106,9 +108,12 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
         cookies,
       };
       const run = async (): Promise<unknown> => {
+        const started = performance.now();
         const wait = await rateLimiter.take(clientIp);
-        if (wait !== undefined)
+        if (wait !== undefined) {
+          options.metrics.observe('grpc', 'grpc', 'resource_exhausted', (performance.now() - started) / 1000);
           throw new LatchkeyError('resource_exhausted', 'too many requests', { reason: 'rate_limited', details: { retry_after_seconds: wait } });
+        }
         return pipeline.run(op, info, fromWire(op.input, call.request, false));
       };
       run().then(

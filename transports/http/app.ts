@@ -12,6 +12,7 @@ import { LatchkeyError } from '../../engine/errors.ts';
 import { CookieSink, extractCredentials } from '../context.ts';
 import type { ClientIpResolver } from '../client_ip.ts';
 import type { Config } from '../flags.ts';
+import type { Metrics } from '../metrics.ts';
 import type { CallInfo, Pipeline } from '../pipeline.ts';
 import type { RateLimiter } from '../rate_limit.ts';
 import type { AnyOperation } from '../operations/types.ts';
@@ -20,7 +21,7 @@ import type { Services } from '../services.ts';
 import { buildSchema, type GraphqlContext } from '../graphql/schema.ts';
 import { limitsRule } from '../graphql/limits.ts';
 import { PLAYGROUND_HTML } from './playground.ts';
-import { cors, csrf, locals, rateLimit, SECURITY_HEADERS, sendError } from './guards.ts';
+import { cors, csrf, locals, rateLimit, SECURITY_HEADERS, sendError, type HttpLocals, type Reject } from './guards.ts';
 
 export interface HttpAppOptions {
   config: Config;
@@ -29,6 +30,7 @@ export interface HttpAppOptions {
   pipeline: Pipeline;
   rateLimiter: RateLimiter;
   clientIp: ClientIpResolver;
+  metrics: Metrics;
   /** True while the process is draining (readiness fails). */
   draining: () => boolean;
 }
@@ -69,7 +71,14 @@ function flush(res: Response, cookies: CookieSink): void {
 }
 
 export function createHttpApp(o: HttpAppOptions): express.Express {
-  const { config, pipeline } = o;
+  const { config, pipeline, metrics } = o;
+  // Requests refused before reaching an operation (guards, routing, body) are
+  // counted too, under op "http" and the error code.
+  const reject: Reject = (req, res, err) => {
+    sendError(res, err);
+    const transport = req.path === '/graphql' ? 'graphql' : 'rest';
+    metrics.observe('http', transport, err.code, (performance.now() - locals(res).started) / 1000);
+  };
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
@@ -80,7 +89,8 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
     const incoming = req.headers['x-request-id'];
     const requestId = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     const xff = req.headers['x-forwarded-for'];
-    const l = res.locals as { requestId: string; clientIp: string };
+    const l = res.locals as HttpLocals;
+    l.started = performance.now();
     l.requestId = requestId;
     l.clientIp = o.clientIp(req.socket.remoteAddress, Array.isArray(xff) ? xff.join(',') : xff);
     res.setHeader('x-request-id', requestId);
@@ -98,8 +108,8 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
   });
 
   app.use(cors(config.allowedOrigins));
-  app.use(rateLimit(o.rateLimiter));
-  app.use(csrf(config.allowedOrigins));
+  app.use(rateLimit(o.rateLimiter, reject));
+  app.use(csrf(config.allowedOrigins, reject));
   // GET documents of domain services (services.httpRoutes), e.g. the discovery and JWKS documents.
   for (const route of o.services.httpRoutes ?? []) {
     app.get(route.path, (_req, res, next) => {
@@ -237,18 +247,18 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
   });
 
   // The one error exit: our errors as they are, body-parser errors mapped, everything else `internal`.
-  app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
     void _next;
-    if (err instanceof LatchkeyError) return sendError(res, err);
+    if (err instanceof LatchkeyError) return reject(req, res, err);
     const type = (err as { type?: unknown } | null)?.type;
     if (type === 'entity.too.large')
-      return sendError(res, new LatchkeyError('payload_too_large', `request body exceeds ${config.httpBodyLimit} bytes`, { reason: 'body_too_large' }));
+      return reject(req, res, new LatchkeyError('payload_too_large', `request body exceeds ${config.httpBodyLimit} bytes`, { reason: 'body_too_large' }));
     if (type === 'entity.parse.failed')
-      return sendError(res, new LatchkeyError('invalid_argument', 'malformed JSON body', { reason: 'malformed_json' }));
+      return reject(req, res, new LatchkeyError('invalid_argument', 'malformed JSON body', { reason: 'malformed_json' }));
     if (type === 'encoding.unsupported' || type === 'charset.unsupported')
-      return sendError(res, new LatchkeyError('invalid_argument', 'unsupported body encoding', { reason: 'unsupported_encoding' }));
+      return reject(req, res, new LatchkeyError('invalid_argument', 'unsupported body encoding', { reason: 'unsupported_encoding' }));
     o.services.logger.error('unexpected error', { request_id: locals(res).requestId, err });
-    sendError(res, new LatchkeyError('internal', 'internal server error'));
+    reject(req, res, new LatchkeyError('internal', 'internal server error'));
   });
   return app;
 }

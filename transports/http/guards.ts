@@ -10,7 +10,14 @@ import type { RateLimiter } from '../rate_limit.ts';
 export interface HttpLocals {
   requestId: string;
   clientIp: string;
+  /** `performance.now()` when the request arrived. */
+  started: number;
 }
+
+/** Answers a request with an error (the adapter also counts it in the metrics). */
+export type Reject = (req: Request, res: Response, err: LatchkeyError) => void;
+
+const plainReject: Reject = (_req, res, err) => sendError(res, err);
 
 export function locals(res: Response): HttpLocals {
   return res.locals as HttpLocals;
@@ -99,12 +106,12 @@ function refererOrigin(referer: string | undefined): string | undefined {
  * `--allowed-origins` the origin's host must be the request's `Host`
  * (same-origin); with a list the origin must be on it.
  */
-export function csrf(allowedOrigins: readonly string[]) {
+export function csrf(allowedOrigins: readonly string[], reject: Reject = plainReject) {
   const wildcard = allowedOrigins.includes('*');
   const allowed = originMatcher(allowedOrigins.filter((o) => o !== '*'));
-  const refuse = (res: Response, message: string): void =>
-    sendError(res, new LatchkeyError('permission_denied', message, { reason: 'csrf_origin' }));
   return (req: Request, res: Response, next: NextFunction): void => {
+    const refuse = (_res: Response, message: string): void =>
+      reject(req, res, new LatchkeyError('permission_denied', message, { reason: 'csrf_origin' }));
     if (!STATE_CHANGING.has(req.method) || CSRF_EXEMPT.some((re) => re.test(req.path))) return next();
     const origin = req.headers.origin ?? refererOrigin(req.headers.referer);
     if (!origin || origin === 'null') return refuse(res, 'missing Origin or Referer header');
@@ -128,14 +135,14 @@ export function csrf(allowedOrigins: readonly string[]) {
 const RATE_EXEMPT = new Set(['/', '/healthz', '/readyz', '/health', '/.well-known/openid-configuration', '/.well-known/jwks.json']);
 
 /** Per-client-IP rate limit: 429 `resource_exhausted` with `Retry-After`. */
-export function rateLimit(limiter: RateLimiter) {
+export function rateLimit(limiter: RateLimiter, reject: Reject = plainReject) {
   return (req: Request, res: Response, next: NextFunction): void => {
     if (RATE_EXEMPT.has(req.path)) return next();
     limiter.take(locals(res).clientIp).then(
       (wait) => {
         if (wait === undefined) return next();
         res.setHeader('retry-after', String(wait));
-        sendError(res, new LatchkeyError('resource_exhausted', 'too many requests', { reason: 'rate_limited' }));
+        reject(req, res, new LatchkeyError('resource_exhausted', 'too many requests', { reason: 'rate_limited' }));
       },
       () => next(),
     );
