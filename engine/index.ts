@@ -69,7 +69,7 @@ export interface EngineOptions {
   /**
    * Sub-problems one Check may resolve before failing with
    * `resolution_too_complex`: bounds the time of adversarial graphs (dense
-   * cycles) that the depth limit alone does not. Default 50000, 100..10000000.
+   * cycles) that the depth limit alone does not. Default 10000, 100..10000000.
    */
   maxDispatchesPerCheck?: number;
   /**
@@ -88,7 +88,7 @@ const OPTION_RANGES = {
   listUsersMaxResults: [1, 100_000, 1000],
   maxConcurrentChecks: [1, 1000, 50],
   defaultPageSize: [1, 100, 50],
-  maxDispatchesPerCheck: [100, 10_000_000, 50_000],
+  maxDispatchesPerCheck: [100, 10_000_000, 10_000],
 } as const;
 
 type Limits = { -readonly [K in keyof typeof OPTION_RANGES]: number };

@@ -396,3 +396,18 @@ test('tuples the current model no longer admits are ignored, not errors', async 
   t.false((await e.check({ user: 'team:t', relation: 'viewer', object: 'doc:1' })).allowed);
   t.deepEqual((await e.listUsers({ object: 'doc:1', relation: 'viewer', userFilters: [{ type: 'user' }] })).users, []);
 });
+
+test('dense cycles through exclusion end with an answer or resolution_too_complex within bounded time', async (t) => {
+  const e = new Engine();
+  await e.writeModel({ dsl: 'model\n  schema 1.1\ntype user\ntype group\n  relations\n    define blocked: [user]\n    define member: [user, group#member] but not blocked\n' });
+  const writes: TupleKey[] = [];
+  for (let i = 0; i < 14; i++) for (let j = 0; j < 14; j++) if (i !== j) writes.push({ user: `group:${j}#member`, relation: 'member', object: `group:${i}` });
+  for (let i = 0; i < writes.length; i += 100) await e.write({ writes: writes.slice(i, i + 100) });
+  const started = Date.now();
+  try {
+    t.false((await e.check({ user: 'user:a', relation: 'member', object: 'group:0' })).allowed);
+  } catch (err) {
+    t.is(code(err), 'failed_precondition/resolution_too_complex');
+  }
+  t.true(Date.now() - started < 10_000);
+});
