@@ -460,3 +460,27 @@ test('GET /playground serves the GraphQL playground page', async (t) => {
   t.regex(res.headers.get('content-type') ?? '', /text\/html/);
   t.regex(await res.text(), /fetch\('\/graphql'/);
 });
+
+test('gRPC serves server reflection listing both Latchkey services', async (t) => {
+  const grpc = await import('@grpc/grpc-js');
+  const loader = await import('@grpc/proto-loader');
+  const { createRequire } = await import('node:module');
+  const { dirname, join } = await import('node:path');
+  const root = dirname(createRequire(import.meta.url).resolve('@grpc/reflection/package.json'));
+  const def = grpc.loadPackageDefinition(loader.loadSync(join(root, 'build/proto/grpc/reflection/v1/reflection.proto'), { keepCase: true })) as unknown as {
+    grpc: { reflection: { v1: { ServerReflection: new (a: string, c: unknown) => { ServerReflectionInfo(): import('@grpc/grpc-js').ClientDuplexStream<unknown, { list_services_response?: { service: { name: string }[] } }>; close(): void } } } };
+  };
+  const client = new def.grpc.reflection.v1.ServerReflection(server.grpcAddress, grpc.credentials.createInsecure());
+  const names = await new Promise<string[]>((resolve, reject) => {
+    const stream = client.ServerReflectionInfo();
+    stream.on('data', (msg) => {
+      resolve((msg.list_services_response?.service ?? []).map((s: { name: string }) => s.name));
+      stream.end();
+    });
+    stream.on('error', reject);
+    stream.write({ list_services: '' });
+  });
+  client.close();
+  t.true(names.includes('latchkey.v1.Latchkey'), names.join(','));
+  t.true(names.includes('latchkey.v1.LatchkeyAdmin'), names.join(','));
+});
