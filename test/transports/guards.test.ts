@@ -176,6 +176,33 @@ test('--enable-grpc=false: no gRPC listener and REST is not mounted; GraphQL sti
   }
 });
 
+test('close() lets in-flight requests finish on every protocol, then stops accepting', async (t) => {
+  const slow: AnyOperation = defineOperation({
+    name: 'test_slow',
+    kind: 'query',
+    auth: 'public',
+    admin: false,
+    input: EMPTY,
+    output: MESSAGE,
+    rest: { method: 'GET', path: '/v1/test/slow' },
+    grpc: { method: 'TestSlow' },
+    protocols: ['graphql', 'rest', 'grpc'],
+    doc: 'Test: answers after 400 ms.',
+    handler: async () => {
+      await new Promise((r) => setTimeout(r, 400));
+      return { message: 'done' };
+    },
+  });
+  const server = await startTestServer({}, { extraOperations: [slow] });
+  const inflight = PROTOCOLS.map((protocol) => server.call('test_slow', {}, { protocol }));
+  await new Promise((r) => setTimeout(r, 100));
+  const closing = server.close();
+  const results = await Promise.all(inflight);
+  for (const r of results) t.deepEqual(r.body, { message: 'done' });
+  await closing;
+  await t.throwsAsync(fetch(`${server.httpUrl}/healthz`));
+});
+
 test('/readyz fails while the server drains', async (t) => {
   const server = await startTestServer();
   const closing = server.close();
