@@ -39,3 +39,17 @@ export function createClientIpResolver(trustedProxies: readonly string[]): Clien
     return hops[0] ?? peer;
   };
 }
+
+/**
+ * The rate-limit key of a client IP: the address itself for IPv4, its /64
+ * network for IPv6 (one subscriber usually holds a whole /64, so per-address
+ * keys would let it rotate past the limit).
+ */
+export function rateLimitKey(ip: string): string {
+  if (!ip.includes(':')) return ip;
+  const b = ipBytes(ip);
+  if (!b || b.length !== 16) return ip;
+  const groups: string[] = [];
+  for (let i = 0; i < 8; i += 2) groups.push((((b[i] ?? 0) << 8) | (b[i + 1] ?? 0)).toString(16));
+  return `${groups.join(':')}::/64`;
+}

@@ -16,7 +16,7 @@ import { HealthImplementation } from 'grpc-health-check';
 import { ReflectionService } from '@grpc/reflection';
 import { ERROR_STATUS, LatchkeyError } from '../../engine/errors.ts';
 import { CookieSink, extractCredentials } from '../context.ts';
-import type { ClientIpResolver } from '../client_ip.ts';
+import { rateLimitKey, type ClientIpResolver } from '../client_ip.ts';
 import type { Pipeline } from '../pipeline.ts';
 import type { RateLimiter } from '../rate_limit.ts';
 import type { Metrics } from '../metrics.ts';
@@ -109,7 +109,7 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
       };
       const run = async (): Promise<unknown> => {
         const started = performance.now();
-        const wait = await rateLimiter.take(clientIp);
+        const wait = await rateLimiter.take(rateLimitKey(clientIp));
         if (wait !== undefined) {
           options.metrics.observe('grpc', 'grpc', 'resource_exhausted', (performance.now() - started) / 1000);
           throw new LatchkeyError('resource_exhausted', 'too many requests', { reason: 'rate_limited', details: { retry_after_seconds: wait } });

@@ -5,6 +5,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { ERROR_STATUS, LatchkeyError } from '../../engine/errors.ts';
 import type { RateLimiter } from '../rate_limit.ts';
+import { rateLimitKey } from '../client_ip.ts';
 
 /** Per-request state the HTTP adapter keeps on `res.locals`. */
 export interface HttpLocals {
@@ -138,7 +139,7 @@ const RATE_EXEMPT = new Set(['/', '/healthz', '/readyz', '/health', '/.well-know
 export function rateLimit(limiter: RateLimiter, reject: Reject = plainReject) {
   return (req: Request, res: Response, next: NextFunction): void => {
     if (RATE_EXEMPT.has(req.path)) return next();
-    limiter.take(locals(res).clientIp).then(
+    limiter.take(rateLimitKey(locals(res).clientIp)).then(
       (wait) => {
         if (wait === undefined) return next();
         res.setHeader('retry-after', String(wait));
