@@ -4,8 +4,8 @@
  * raised by flag, body limit, metrics). The server runs in its own process
  * (the real bin); the load generator shares the machine's cores with it.
  *
- * HTTP load: autocannon. gRPC load: grpc-js clients in two worker threads,
- * 50 calls in flight. Each phase warms up first; answers are checked before
+ * HTTP load: autocannon. gRPC load: raw gRPC over node:http2, 50 streams in
+ * flight on 5 connections. Each phase warms up first; answers are checked before
  * timing. Standalone: `node bench/transport.ts [--quick]`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -13,8 +13,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import autocannon, { type Options, type Result } from 'autocannon';
-import { Worker } from 'node:worker_threads';
-import { OPERATIONS, graphqlDocument } from '../transports/index.ts';
+import http2 from 'node:http2';
+import * as grpc from '@grpc/grpc-js';
+import { OPERATIONS, generateProto, graphqlDocument, loadPackageDefinition } from '../transports/index.ts';
 
 const CONNECTIONS = 50;
 
@@ -94,25 +95,58 @@ function percentile(sorted: Float64Array, p: number): number {
 }
 
 /**
- * gRPC load from two worker threads (grpc-js clients cost about as much CPU
- * per call as the server, so one thread cannot saturate it), 25 calls in
- * flight each over their own channels: 50 concurrent calls in all.
+ * gRPC load: `Meta` calls as raw gRPC-over-HTTP/2 requests from node:http2
+ * (the h2load/ghz approach): 5 connections carrying 50 concurrent streams.
+ * A grpc-js client costs about as much CPU per call as the server, so with
+ * both on the same two cores it, not the server, would be measured. The
+ * answers are verified with a real grpc-js client before timing (in `run`).
  */
 async function grpcLoad(address: string, seconds: number, warmup: number): Promise<Figures> {
-  const workers = 2;
-  const url = new URL('./transport_grpc_worker.ts', import.meta.url);
-  const parts = await Promise.all(
-    Array.from({ length: workers }, (_, id) =>
-      new Promise<{ latencies: number[]; errors: number; elapsed: number }>((resolvePromise, reject) => {
-        const w = new Worker(url, { workerData: { address, concurrency: CONNECTIONS / workers, channels: 3, warmup, seconds, id } });
-        w.once('message', resolvePromise);
-        w.once('error', reject);
-      }),
-    ),
-  );
-  const latencies = parts.flatMap((p) => p.latencies);
-  const errors = parts.reduce((a, p) => a + p.errors, 0);
-  const elapsed = Math.max(...parts.map((p) => p.elapsed));
+  const sessions = Array.from({ length: 5 }, () => http2.connect(`http://${address}`));
+  await Promise.all(sessions.map((s) => new Promise((r, j) => s.once('connect', r).once('error', j))));
+  const emptyMessage = Buffer.alloc(5); // gRPC frame: not compressed, length 0
+  const phase = (durationS: number): Promise<{ latencies: number[]; errors: number; elapsed: number }> =>
+    new Promise((resolvePromise) => {
+      const latencies: number[] = [];
+      let errors = 0;
+      let active = 0;
+      const started = performance.now();
+      const deadline = started + durationS * 1000;
+      const one = (session: http2.ClientHttp2Session): void => {
+        if (performance.now() >= deadline) {
+          if (--active === 0) resolvePromise({ latencies, errors, elapsed: (performance.now() - started) / 1000 });
+          return;
+        }
+        const t0 = performance.now();
+        let status: string | undefined;
+        let bytes = 0;
+        const stream = session.request({
+          ':method': 'POST',
+          ':path': '/latchkey.v1.Latchkey/Meta',
+          'content-type': 'application/grpc',
+          te: 'trailers',
+        });
+        stream.on('trailers', (trailers) => {
+          status = String(trailers['grpc-status']);
+        });
+        stream.on('data', (chunk: Buffer) => {
+          bytes += chunk.length;
+        });
+        stream.on('close', () => {
+          latencies.push(performance.now() - t0);
+          if (status !== '0' || bytes <= 5) errors++;
+          one(session);
+        });
+        stream.end(emptyMessage);
+      };
+      for (let i = 0; i < CONNECTIONS; i++) {
+        active++;
+        one(sessions[i % sessions.length] as http2.ClientHttp2Session);
+      }
+    });
+  await phase(warmup);
+  const { latencies, errors, elapsed } = await phase(seconds);
+  for (const s of sessions) s.close();
   const sorted = Float64Array.from(latencies).sort();
   const r2 = (x: number): number => Math.round(x * 100) / 100;
   return {
@@ -125,6 +159,23 @@ async function grpcLoad(address: string, seconds: number, warmup: number): Promi
     non_2xx: 0,
     total: latencies.length,
   };
+}
+
+/** One real grpc-js call, to verify the answer before timing. */
+async function grpcCheck(address: string): Promise<string | undefined> {
+  const pkg = grpc.loadPackageDefinition(loadPackageDefinition(generateProto(OPERATIONS))) as unknown as {
+    latchkey: { v1: { Latchkey: new (a: string, c: grpc.ChannelCredentials) => grpc.Client } };
+  };
+  const client = new pkg.latchkey.v1.Latchkey(address, grpc.credentials.createInsecure());
+  try {
+    return await new Promise((resolvePromise, reject) =>
+      (client as unknown as { Meta(req: object, cb: (e: Error | null, r: { client_id?: string }) => void): void }).Meta({}, (e, r) =>
+        e ? reject(e) : resolvePromise(r.client_id),
+      ),
+    );
+  } finally {
+    client.close();
+  }
 }
 
 export async function run(options: { quick?: boolean } = {}): Promise<Record<string, unknown>> {
@@ -142,6 +193,7 @@ export async function run(options: { quick?: boolean } = {}): Promise<Record<str
     if (restCheck.client_id !== 'bench') throw new Error('REST meta answered wrongly');
     const gqlCheck = (await (await fetch(`${base}/graphql`, { method: 'POST', headers, body: graphqlBody })).json()) as { data?: { meta?: { client_id?: string } } };
     if (gqlCheck.data?.meta?.client_id !== 'bench') throw new Error('GraphQL meta answered wrongly');
+    if ((await grpcCheck(grpcAddress)) !== 'bench') throw new Error('gRPC meta answered wrongly');
 
     const rest = await http({ url: `${base}/v1/meta` }, seconds, warmup);
     const graphql = await http({ url: `${base}/graphql`, method: 'POST', headers, body: graphqlBody }, seconds, warmup);

@@ -6,6 +6,7 @@
 import { LatchkeyError, toPublicError } from '../engine/errors.ts';
 import { resolvePrincipal } from './authenticate.ts';
 import type { CookieSink, Credentials, Protocol, RequestContext } from './context.ts';
+import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
 import type { AnyOperation } from './operations/types.ts';
 import type { Services } from './services.ts';
@@ -41,6 +42,7 @@ export function createPipeline(services: Services, metrics: Metrics): Pipeline {
       try {
         const principal = await resolvePrincipal(services.authenticators, op.auth, info.credentials, info);
         const input = validate(op.input, rawInput ?? {});
+        let requestLogger: Logger | undefined;
         const ctx: RequestContext = {
           requestId: info.requestId,
           principal,
@@ -50,7 +52,11 @@ export function createPipeline(services: Services, metrics: Metrics): Pipeline {
           protocol: info.protocol,
           signal: info.signal,
           clock: services.clock,
-          logger: logger.child({ request_id: info.requestId, op: op.name }),
+          // Built on first use: most requests never log.
+          get logger(): Logger {
+            requestLogger ??= logger.child({ request_id: info.requestId, op: op.name });
+            return requestLogger;
+          },
           cookies: info.cookies,
           services,
         };
