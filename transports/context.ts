@@ -43,7 +43,7 @@ export interface Credentials {
   readonly adminSecret?: string;
 }
 
-/** Attributes of a cookie a handler sets. */
+/** Attributes of a cookie a handler sets. `path` defaults to `/`, `httpOnly` to true. */
 export interface CookieOptions {
   maxAgeSeconds?: number;
   expires?: Date;

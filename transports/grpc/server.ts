@@ -116,17 +116,22 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
         }
         return pipeline.run(op, info, fromWire(op.input, call.request, false));
       };
+      const sendHeaders = (): void => {
+        const headers = new grpc.Metadata();
+        headers.set('x-request-id', requestId);
+        for (const c of cookies.headers()) headers.add('set-cookie', c);
+        call.sendMetadata(headers);
+      };
       run().then(
         (out) => {
           done = true;
-          const headers = new grpc.Metadata();
-          headers.set('x-request-id', requestId);
-          for (const c of cookies.headers()) headers.add('set-cookie', c);
-          call.sendMetadata(headers);
+          sendHeaders();
           callback(null, toWire(op.output, out));
         },
         (err: unknown) => {
           done = true;
+          // Cookies set before a failure (e.g. a cleared session) still reach the client.
+          if (cookies.headers().length > 0) sendHeaders();
           const pub = err instanceof LatchkeyError ? err : new LatchkeyError('internal', 'internal server error');
           const status = errorFor(pub);
           if (pub.code === 'resource_exhausted' && pub.details?.retry_after_seconds !== undefined)
