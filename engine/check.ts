@@ -120,6 +120,13 @@ export interface ResolutionContext {
    * union graphs linear.
    */
   visited?: Map<string, number>;
+  /**
+   * Set when the model has cycles through intersection or exclusion operands
+   * (`TypeSystem.hasCyclesThroughAndOrButNot`): answers then depend on the
+   * path in ways the memo cannot describe, so nothing is memoised and every
+   * result is reported with `hits: null` (never cached).
+   */
+  noReuse?: boolean;
   /** The head of the resolver chain: nested sub-problems are dispatched here. */
   resolver: CheckResolver;
   /** Counts dispatches of the current top-level resolution. */
@@ -148,6 +155,7 @@ const NONE: ReadonlySet<string> = new Set();
 const FALSE: ResolveCheckResult = { allowed: false, cycle: false, height: 0, hits: NONE };
 const TRUE: ResolveCheckResult = { allowed: true, cycle: false, height: 0, hits: NONE };
 const CANCELLED: ResolveCheckResult = { allowed: false, cycle: true, height: 0, hits: null };
+const TRUE_UNREUSABLE: ResolveCheckResult = { allowed: true, cycle: false, height: 0, hits: null };
 /** A revisit in monotone mode: false here, and not memoisable (the answer is found elsewhere). */
 const REVISIT: ResolveCheckResult = { allowed: false, cycle: true, height: 0, hits: null };
 
@@ -342,6 +350,17 @@ export class LocalChecker implements CheckResolver {
     if (req.depth >= ctx.maxDepth) throw depthExceeded();
     const key = problemKey(req.objectType, req.objectId, req.relation, req.user);
     if (onPath(req.path, key)) return { allowed: false, cycle: true, height: 0, hits: new Set([key]) };
+    if (ctx.noReuse === true) {
+      if (++ctx.stats.dispatches > ctx.maxDispatches) throw budgetExceeded();
+      const u = req.user;
+      if (u.kind === 'userset' && u.type === req.objectType && u.id === req.objectId && u.relation === req.relation) return TRUE_UNREUSABLE;
+      const rw = ctx.ts.rewrite(req.objectType, req.relation);
+      if (rw === undefined) {
+        throw fgaError(`relation '${req.objectType}#${req.relation}' not found`, { reason: 'relation_not_found', code: FGA_CODES.validation_error });
+      }
+      const r = await this.#rewrite(rw, req, { key, parent: req.path }, req.scope, ctx);
+      return { allowed: r.allowed, cycle: r.cycle, height: r.height, hits: null };
+    }
     const memo = ctx.memo.get(key);
     if (memo !== undefined && req.depth + memo.height < ctx.maxDepth) return memo;
     for (const m of ctx.pathMemo.get(key) ?? []) {

@@ -488,8 +488,12 @@ export class Engine {
   /** The context of one top-level resolution: shares the memo, resets the budget, and picks the monotone mode. */
   #topLevel(ctx: ResolutionContext, ts: TypeSystem, type: string, relation: string): ResolutionContext {
     const out: ResolutionContext = { ...ctx, stats: { dispatches: 0 } };
-    if (ts.isMonotone(type, relation)) out.visited = new Map();
-    else delete out.visited;
+    if (ts.isMonotone(type, relation)) {
+      out.visited = new Map();
+    } else {
+      delete out.visited;
+      if (ts.hasCyclesThroughAndOrButNot) out.noReuse = true;
+    }
     return out;
   }
 

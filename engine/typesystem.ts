@@ -69,6 +69,7 @@ export class TypeSystem {
   readonly #conditions = new Map<string, CompiledCondition>();
   readonly #tuplesetRelations = new Set<string>();
   readonly #monotone = new Map<string, boolean>();
+  #unsafeCycles: boolean | undefined;
 
   /**
    * Validates `model` and indexes it. Throws `invalid_argument` (reason
@@ -160,6 +161,68 @@ export class TypeSystem {
     }
     this.#monotone.set(key, m);
     return m;
+  }
+
+  /**
+   * True when some relation can reach itself through tuples (computed
+   * usersets, tuple-to-usersets, userset restrictions) along an edge that
+   * sits under an intersection or an exclusion. OpenFGA answers such cycles
+   * per resolution path (a cycle reached on the subtracted side makes `but
+   * not` false), and its weighted graph flags them ("operands AND or BUT NOT
+   * cannot be involved in a cycle"). For these models answers are not reused
+   * across paths: no memo, no cache.
+   */
+  get hasCyclesThroughAndOrButNot(): boolean {
+    if (this.#unsafeCycles !== undefined) return this.#unsafeCycles;
+    const edges = new Map<string, { to: string; sensitive: boolean }[]>();
+    for (const type of this.types()) {
+      for (const [relation, rw] of this.relationsOf(type)) {
+        const out: { to: string; sensitive: boolean }[] = [];
+        const stack: { n: Userset; sensitive: boolean }[] = [{ n: rw, sensitive: false }];
+        while (stack.length > 0) {
+          const { n, sensitive } = stack.pop()!;
+          if ('this' in n) {
+            for (const ref of this.restrictions(type, relation)) if (ref.relation !== undefined) out.push({ to: `${ref.type}#${ref.relation}`, sensitive });
+          } else if ('computedUserset' in n) {
+            out.push({ to: `${type}#${n.computedUserset.relation ?? ''}`, sensitive });
+          } else if ('tupleToUserset' in n) {
+            const target = n.tupleToUserset.computedUserset.relation ?? '';
+            for (const ref of this.restrictions(type, n.tupleToUserset.tupleset.relation ?? '')) out.push({ to: `${ref.type}#${target}`, sensitive });
+          } else {
+            const op = 'intersection' in n || 'difference' in n;
+            for (const c of rewriteChildren(n)) stack.push({ n: c, sensitive: sensitive || op });
+          }
+        }
+        edges.set(`${type}#${relation}`, out);
+      }
+    }
+    const reaches = (from: string, to: string): boolean => {
+      const seen = new Set([from]);
+      const queue = [from];
+      while (queue.length > 0) {
+        const k = queue.pop()!;
+        if (k === to) return true;
+        for (const e of edges.get(k) ?? []) {
+          if (!seen.has(e.to)) {
+            seen.add(e.to);
+            queue.push(e.to);
+          }
+        }
+      }
+      return false;
+    };
+    let unsafe = false;
+    for (const [from, out] of edges) {
+      for (const e of out) {
+        if (e.sensitive && reaches(e.to, from)) {
+          unsafe = true;
+          break;
+        }
+      }
+      if (unsafe) break;
+    }
+    this.#unsafeCycles = unsafe;
+    return unsafe;
   }
 
   /** True when `type#relation` admits `userType:*`. */

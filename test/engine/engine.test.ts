@@ -411,3 +411,35 @@ test('dense cycles through exclusion end with an answer or resolution_too_comple
   }
   t.true(Date.now() - started < 10_000);
 });
+
+test('models with cycles through but-not answer per path: batch answers equal single checks', async (t) => {
+  // Found by a differential search: sharing sub-problem answers across the
+  // checks of a batch answered `blocked` on doc:a true here, where each check
+  // on its own (and OpenFGA) answers false.
+  const e = new Engine();
+  const m = await e.writeModel({
+    dsl: 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define parent: [doc]\n    define blocked: [user] or viewer from parent\n    define viewer: [user] but not blocked\n',
+  });
+  const { TypeSystem } = await import('../../engine/index.ts');
+  const { id: _id, ...model } = m;
+  t.true(new TypeSystem(model).hasCyclesThroughAndOrButNot);
+  await e.write({
+    writes: [
+      { user: 'doc:b', relation: 'parent', object: 'doc:a' },
+      { user: 'doc:a', relation: 'parent', object: 'doc:b' },
+      { user: 'user:u', relation: 'viewer', object: 'doc:b' },
+    ],
+  });
+  const checks = [
+    ['viewer', 'doc:c'],
+    ['blocked', 'doc:c'],
+    ['viewer', 'doc:b'],
+    ['blocked', 'doc:b'],
+    ['blocked', 'doc:a'],
+    ['viewer', 'doc:a'],
+  ].map(([relation, object]) => ({ user: 'user:u', relation: relation!, object: object! }));
+  const single = [];
+  for (const c of checks) single.push((await e.check(c)).allowed);
+  t.deepEqual(single, [false, false, true, false, false, false]);
+  t.deepEqual((await e.batchCheck(checks)).map((r) => r.allowed), single);
+});
