@@ -71,6 +71,22 @@ const TEST_OPS: AnyOperation[] = [
     },
   }),
   defineOperation({
+    name: 'test_cookie_fail',
+    kind: 'mutation',
+    auth: 'public',
+    admin: false,
+    input: EMPTY,
+    output: MESSAGE,
+    rest: { method: 'POST', path: '/v1/test/cookie_fail' },
+    grpc: { method: 'TestCookieFail' },
+    protocols: ALL,
+    doc: 'Test: clears a cookie, then fails.',
+    handler: async (ctx) => {
+      ctx.cookies.clear('test_session');
+      throw new LatchkeyError('unauthenticated', 'unauthorized');
+    },
+  }),
+  defineOperation({
     name: 'test_admin_only',
     kind: 'query',
     auth: 'super_admin',
@@ -271,6 +287,15 @@ test('cookies set by a handler become Set-Cookie headers (REST, GraphQL) and set
     t.is(r.body?.message, 'cookie set', protocol);
     t.is(r.setCookies.length, 1, protocol);
     t.regex(r.setCookies[0] ?? '', /^test_session=abc123; Max-Age=60; Path=\/; HttpOnly; Secure; SameSite=Lax$/, protocol);
+  }
+});
+
+test('cookies cleared before a failure still reach the client on every protocol', async (t) => {
+  for (const protocol of PROTOCOLS) {
+    const r = await server.call('test_cookie_fail', {}, { protocol });
+    t.is(r.error?.code, 'unauthenticated', protocol);
+    t.is(r.setCookies.length, 1, protocol);
+    t.regex(r.setCookies[0] ?? '', /^test_session=; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Path=\/; HttpOnly$/, protocol);
   }
 });
 
