@@ -92,18 +92,13 @@ async function startServerProcess(dir: string): Promise<{ child: ChildProcess; h
 }
 
 function load(url: string, body: unknown, connections: number, seconds: number): Promise<Result> {
-  return new Promise((resolvePromise, reject) => {
-    autocannon(
-      {
-        url,
-        method: 'POST',
-        connections,
-        duration: seconds,
-        headers: { 'content-type': 'application/json', origin: new URL(url).origin },
-        body: JSON.stringify(body),
-      },
-      (err: Error | null, result: Result) => (err ? reject(err) : resolvePromise(result)),
-    );
+  return autocannon({
+    url,
+    method: 'POST',
+    connections,
+    duration: seconds,
+    headers: { 'content-type': 'application/json', origin: new URL(url).origin },
+    body: JSON.stringify(body),
   });
 }
 
