@@ -54,3 +54,45 @@ for (const backend of sqlBackends()) {
     }
   });
 }
+
+if (sqlBackends().includes('mysql')) {
+  test('mariadb: --database-type mariadb speaks to a MySQL/MariaDB server', async (t) => {
+    const server = await startTestServer({ 'database-type': 'mariadb' }, { backend: 'mysql' });
+    try {
+      t.is((await fetch(`${server.httpUrl}/readyz`)).status, 200);
+      const r = await server.call('meta', {}, { protocol: 'rest' });
+      t.is(r.error, undefined);
+    } finally {
+      await server.close();
+    }
+  });
+}
+
+test('postgres: individual host/port/name/user flags build the connection', async (t) => {
+  const url = process.env.LATCHKEY_TEST_POSTGRES_URL;
+  if (!url || !sqlBackends().includes('postgres')) {
+    t.pass('PostgreSQL not configured');
+    return;
+  }
+  const { createTestDatabase } = await import('../helpers/databases.ts');
+  const db = await createTestDatabase('postgres');
+  const u = new URL(db.url);
+  try {
+    const server = await startTestServer({
+      'database-type': 'postgres',
+      'database-url': '',
+      'database-host': u.hostname,
+      'database-port': Number(u.port || 5432),
+      'database-name': u.pathname.slice(1),
+      'database-username': decodeURIComponent(u.username),
+      ...(u.password ? { 'database-password': decodeURIComponent(u.password) } : {}),
+    });
+    try {
+      t.is((await fetch(`${server.httpUrl}/readyz`)).status, 200);
+    } finally {
+      await server.close();
+    }
+  } finally {
+    await db.drop();
+  }
+});
