@@ -5,7 +5,7 @@
  * Tables (one FGA store per database; names prefixed `fga_`):
  * - `fga_tuple`: one row per tuple. Primary key `(object_type, object_id,
  *   relation, _user)` serves point and forward lookups (Check, Expand,
- *   ListUsers); `fga_tuple_reverse (object_type, relation, _user, object_id)`
+ *   ListUsers); `fga_tuple_reverse (_user, relation, object_type, object_id)`
  *   serves reverse lookups (ListObjects). `user_kind` is `o` (object), `w`
  *   (wildcard `type:*`) or `s` (userset `type:id#relation`), so Check reads
  *   only usersets where it needs them. The condition name and its stored
@@ -73,7 +73,9 @@ export const FGA_MIGRATIONS: readonly Migration[] = [
           PRIMARY KEY (object_type, object_id, relation, _user)
         )${suffix}`,
       );
-      await exec(ctx, 'CREATE INDEX fga_tuple_reverse ON fga_tuple (object_type, relation, _user, object_id)');
+      // User first (as OpenFGA's idx_user_lookup): an index led by (object_type, relation) would also match
+      // forward lookups, and PostgreSQL then picked it for them, scanning every tuple of the relation.
+      await exec(ctx, 'CREATE INDEX fga_tuple_reverse ON fga_tuple (_user, relation, object_type, object_id)');
       await exec(
         ctx,
         `CREATE TABLE fga_changelog (

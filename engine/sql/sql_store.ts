@@ -60,6 +60,14 @@ interface ChangeRow extends Omit<TupleRow, 'revision'> {
 }
 
 const TUPLE_COLUMNS = 'object_type, object_id, relation, _user, condition_name, condition_context, revision';
+const T_COLUMNS = 't.object_type, t.object_id, t.relation, t._user, t.condition_name, t.condition_context, t.revision';
+const PK = ['object_type', 'object_id', 'relation', '_user'] as const;
+const OR_KEY = ['object_type', 'object_id', 'relation'] as const;
+
+function pkOf(t: TupleKey): string[] {
+  const i = t.object.indexOf(':');
+  return [t.object.slice(0, i), t.object.slice(i + 1), t.relation, t.user];
+}
 
 function splitObject(object: string): [string, string] {
   const i = object.indexOf(':');
@@ -96,6 +104,10 @@ function decodeToken(token: string, length: number): string[] {
     // fall through
   }
   throw new LatchkeyError('invalid_argument', 'invalid continuation token', { reason: 'invalid_continuation_token' });
+}
+
+function byUser(a: StoredTuple, b: StoredTuple): number {
+  return a.user < b.user ? -1 : a.user > b.user ? 1 : 0;
 }
 
 function chunks<T>(items: readonly T[], size: number): T[][] {
@@ -181,6 +193,28 @@ export class SqlStore implements TupleStore {
     await this.#sequelize.query(sql, { replacements, transaction, raw: true });
   }
 
+  /**
+   * Matches rows of `fga_tuple t` against a list of keys, in the form each
+   * backend plans as index lookups: PostgreSQL joins a `VALUES` list (a
+   * row-value `IN` list is planned as a sequential scan there), MySQL/MariaDB
+   * and SQLite get a row-value `IN` list.
+   */
+  #match(columns: readonly string[], keys: readonly (readonly string[])[], p = 't.'): { join: string; where: string; params: string[] } {
+    const params: string[] = [];
+    for (const k of keys) params.push(...k);
+    const tuple = `(${columns.map(() => '?').join(', ')})`;
+    if (this.#dialect === 'postgres') {
+      const on = columns.map((c) => `t.${c} = k.${c}`).join(' AND ');
+      return { join: ` JOIN (VALUES ${keys.map(() => tuple).join(', ')}) AS k(${columns.join(', ')}) ON ${on}`, where: '', params };
+    }
+    if (this.#dialect === 'mysql' || this.#dialect === 'mariadb') {
+      // MariaDB plans an OR of equalities over many keys as a scan (300 ms for 100 keys at 50 k rows); a row-value IN list as range lookups (7 ms).
+      return { join: '', where: `(${columns.map((c) => `${p}${c}`).join(', ')}) IN (${keys.map(() => tuple).join(', ')})`, params };
+    }
+    if (keys.length === 1) return { join: '', where: columns.map((c) => `${p}${c} = ?`).join(' AND '), params };
+    return { join: '', where: `(${columns.map((c) => `${p}${c}`).join(', ')}) IN (VALUES ${keys.map(() => tuple).join(', ')})`, params };
+  }
+
   /** Runs `fn` in a write transaction, one at a time per store instance. */
   #transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
     this.#open();
@@ -236,19 +270,14 @@ export class SqlStore implements TupleStore {
 
   // ---------------------------------------------------------------- writes
 
-  /** Existing keys among `keys`, as `type\0id\0relation\0user`. */
+  /** Existing keys among `keys`, as `type:id\0relation\0user`. */
   async #existing(keys: readonly TupleKey[], tx: Transaction): Promise<Set<string>> {
     const found = new Set<string>();
     for (const part of chunks(keys, this.#batch)) {
-      const params: unknown[] = [];
-      const tuples = part.map((t) => {
-        const [type, id] = splitObject(t.object);
-        params.push(type, id, t.relation, t.user);
-        return '(?, ?, ?, ?)';
-      });
+      const m = this.#match(PK, part.map(pkOf));
       const rows = await this.#select<TupleRow>(
-        `SELECT object_type, object_id, relation, _user FROM fga_tuple WHERE (object_type, object_id, relation, _user) IN (${tuples.join(', ')})`,
-        params,
+        `SELECT t.object_type, t.object_id, t.relation, t._user FROM fga_tuple t${m.join}${m.where === '' ? '' : ` WHERE ${m.where}`}`,
+        m.params,
         tx,
       );
       for (const r of rows) found.add(`${r.object_type}:${r.object_id}\u0000${r.relation}\u0000${r._user}`);
@@ -285,13 +314,16 @@ export class SqlStore implements TupleStore {
         }
       }
       for (const part of chunks(deletes, this.#batch)) {
-        const params: unknown[] = [];
-        const tuples = part.map((t) => {
-          const [type, id] = splitObject(t.object);
-          params.push(type, id, t.relation, t.user);
-          return '(?, ?, ?, ?)';
-        });
-        await this.#exec(`DELETE FROM fga_tuple WHERE (object_type, object_id, relation, _user) IN (${tuples.join(', ')})`, params, tx);
+        const keys = part.map(pkOf);
+        if (this.#dialect === 'postgres') {
+          const m = this.#match(PK, keys);
+          const on = PK.map((c) => `t.${c} = k.${c}`).join(' AND ');
+          const values = m.join.slice(m.join.indexOf('(VALUES'), m.join.indexOf(' ON '));
+          await this.#exec(`DELETE FROM fga_tuple t USING ${values} WHERE ${on}`, m.params, tx);
+        } else {
+          const m = this.#match(PK, keys, '');
+          await this.#exec(`DELETE FROM fga_tuple WHERE ${m.where}`, m.params, tx);
+        }
       }
       // 9 parameters per row: keep statements under every backend's parameter limit.
       const rowBatch = Math.max(1, Math.floor(this.#batch / 2));
@@ -336,15 +368,8 @@ export class SqlStore implements TupleStore {
     if (keys.length === 0) return [];
     const byKey = new Map<string, StoredTuple>();
     for (const part of chunks(keys, this.#batch)) {
-      const params: unknown[] = [];
-      const tuples = part.map((k) => {
-        params.push(k.objectType, k.objectId, k.relation, k.user);
-        return '(?, ?, ?, ?)';
-      });
-      const where = tuples.length === 1
-        ? 'object_type = ? AND object_id = ? AND relation = ? AND _user = ?'
-        : `(object_type, object_id, relation, _user) IN (${tuples.join(', ')})`;
-      const rows = await this.#select<TupleRow>(`SELECT ${TUPLE_COLUMNS} FROM fga_tuple WHERE ${where}`, params);
+      const m = this.#match(PK, part.map((k) => [k.objectType, k.objectId, k.relation, k.user]));
+      const rows = await this.#select<TupleRow>(`SELECT ${T_COLUMNS} FROM fga_tuple t${m.join}${m.where === '' ? '' : ` WHERE ${m.where}`}`, m.params);
       for (const r of rows) byKey.set(`${r.object_type}\u0000${r.object_id}\u0000${r.relation}\u0000${r._user}`, toStored(r));
     }
     return keys.map((k) => byKey.get(`${k.objectType}\u0000${k.objectId}\u0000${k.relation}\u0000${k.user}`));
@@ -353,20 +378,22 @@ export class SqlStore implements TupleStore {
   async readObjectRelations(keys: readonly ObjectRelationKey[], kind: UserKind): Promise<StoredTuple[][]> {
     if (keys.length === 0) return [];
     const byKey = new Map<string, StoredTuple[]>();
-    const kindFilter = kind === 'usersets' ? " AND user_kind = 's'" : '';
     for (const part of chunks(keys, this.#batch)) {
-      const params: unknown[] = [];
-      const tuples = part.map((k) => {
-        params.push(k.objectType, k.objectId, k.relation);
-        return '(?, ?, ?)';
-      });
-      const where = tuples.length === 1
-        ? 'object_type = ? AND object_id = ? AND relation = ?'
-        : `(object_type, object_id, relation) IN (${tuples.join(', ')})`;
-      const rows = await this.#select<TupleRow>(
-        `SELECT ${TUPLE_COLUMNS} FROM fga_tuple WHERE ${where}${kindFilter} ORDER BY object_type, object_id, relation, _user`,
-        params,
-      );
+      const keyRows = part.map((k) => [k.objectType, k.objectId, k.relation]);
+      const kindFilter = kind === 'usersets' ? " AND t.user_kind = 's'" : '';
+      let sql: string;
+      let params: string[];
+      if (this.#dialect === 'postgres') {
+        // A lateral lookup per key: with a plain join PostgreSQL may pick a scan of the whole table (3.8 ms for one key, 190 ms for 50, at 50 k rows).
+        params = keyRows.flat();
+        sql = `SELECT ${T_COLUMNS} FROM (VALUES ${keyRows.map(() => '(?, ?, ?)').join(', ')}) AS k(object_type, object_id, relation) CROSS JOIN LATERAL (SELECT * FROM fga_tuple t WHERE t.object_type = k.object_type AND t.object_id = k.object_id AND t.relation = k.relation${kindFilter}) t`;
+      } else {
+        const m = this.#match(OR_KEY, keyRows);
+        params = m.params;
+        sql = `SELECT ${T_COLUMNS} FROM fga_tuple t WHERE ${m.where}${kindFilter}`;
+      }
+      // No ORDER BY: PostgreSQL would then walk the whole primary key in order instead of looking the keys up. Groups are sorted here.
+      const rows = await this.#select<TupleRow>(sql, params);
       for (const r of rows) {
         const k = `${r.object_type}\u0000${r.object_id}\u0000${r.relation}`;
         let list = byKey.get(k);
@@ -374,6 +401,7 @@ export class SqlStore implements TupleStore {
         list.push(toStored(r));
       }
     }
+    for (const list of byKey.values()) if (list.length > 1) list.sort(byUser);
     return keys.map((k) => byKey.get(`${k.objectType}\u0000${k.objectId}\u0000${k.relation}`) ?? []);
   }
 
