@@ -4,7 +4,8 @@
  * the request into {@link CallInfo} + raw input and encode what comes back.
  */
 import { LatchkeyError, toPublicError } from '../engine/errors.ts';
-import { resolvePrincipal } from './authenticate.ts';
+import { hasCredentials, resolvePrincipal } from './authenticate.ts';
+import { ANONYMOUS } from './context.ts';
 import type { CookieSink, Credentials, Protocol, RequestContext } from './context.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
@@ -40,7 +41,10 @@ export function createPipeline(services: Services, metrics: Metrics): Pipeline {
       const started = performance.now();
       let code = 'ok';
       try {
-        const principal = await resolvePrincipal(services.authenticators, op.auth, info.credentials, info);
+        const principal =
+          op.auth === 'public' && !hasCredentials(info.credentials)
+            ? ANONYMOUS
+            : await resolvePrincipal(services.authenticators, op.auth, info.credentials, info);
         const input = validate(op.input, rawInput ?? {});
         let requestLogger: Logger | undefined;
         const ctx: RequestContext = {

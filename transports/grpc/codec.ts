@@ -50,20 +50,45 @@ function valueToJson(v: unknown): JsonValue {
   }
 }
 
-/** JSON form → protobuf object (nulls dropped, JSON values wrapped). */
+const hasJsonCache = new WeakMap<object, boolean>();
+
+/** True when a `json` field occurs anywhere in the shape (only those need converting on the way out). */
+function hasJson(shape: Shape | OptionalShape): boolean {
+  const sh = shape.kind === 'optional' ? shape.inner : shape;
+  if (sh.kind === 'json') return true;
+  if (sh.kind === 'list') return hasJson(sh.item);
+  if (sh.kind !== 'object') return false;
+  let known = hasJsonCache.get(sh);
+  if (known === undefined) {
+    hasJsonCache.set(sh, false); // breaks cycles
+    known = Object.values(sh.fields).some(hasJson);
+    hasJsonCache.set(sh, known);
+  }
+  return known;
+}
+
+/**
+ * JSON form → protobuf object (JSON values wrapped). Values without `json`
+ * fields pass through untouched: protobuf.js skips `null` fields itself.
+ */
 export function toWire(shape: Shape | OptionalShape, value: unknown): unknown {
+  if (!hasJson(shape)) return value === null ? undefined : value;
+  return toWireSlow(shape, value);
+}
+
+function toWireSlow(shape: Shape | OptionalShape, value: unknown): unknown {
   if (value === null || value === undefined) return undefined;
   const sh = shape.kind === 'optional' ? shape.inner : shape;
   switch (sh.kind) {
     case 'json':
       return jsonToValue(value as JsonValue);
     case 'list':
-      return Array.isArray(value) ? value.map((v) => toWire(sh.item, v)) : value;
+      return Array.isArray(value) ? value.map((v) => toWireSlow(sh.item, v)) : value;
     case 'object': {
       if (typeof value !== 'object') return value;
       const out: Record<string, unknown> = {};
       for (const [k, f] of Object.entries(sh.fields)) {
-        const w = toWire(f, (value as Record<string, unknown>)[k]);
+        const w = toWireSlow(f, (value as Record<string, unknown>)[k]);
         if (w !== undefined) out[k] = w;
       }
       return out;
