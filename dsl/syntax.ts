@@ -5,7 +5,7 @@
 import type { IRecognitionException, IToken } from 'chevrotain';
 import { diagnostic, type DslDiagnostic } from './diagnostics.ts';
 import { dslParser, parseTokens } from './parser.ts';
-import { dslLexer, Newline } from './tokens.ts';
+import { dslLexer, LParen, Newline, RParen } from './tokens.ts';
 import { visitFile, spanOf, type VisitedFile } from './visitor.ts';
 
 /**
@@ -61,6 +61,23 @@ function syntaxDiagnostic(e: IRecognitionException, tokens: IToken[]): DslDiagno
 }
 
 /**
+ * The parser is recursive; a few hundred nested parentheses are far beyond
+ * any real model, and a limit keeps pathological input from exhausting the
+ * stack (it overflows somewhere above 600 levels).
+ */
+export const MAX_NESTING = 256;
+
+function firstTooDeep(tokens: IToken[]): IToken | undefined {
+  let depth = 0;
+  for (const t of tokens) {
+    if (t.tokenType === LParen) {
+      if (++depth > MAX_NESTING) return t;
+    } else if (t.tokenType === RParen) depth--;
+  }
+  return undefined;
+}
+
+/**
  * Lexes, parses and visits one DSL text. With `track` false the model is
  * built without recording source positions (see `visitFile`).
  */
@@ -77,6 +94,13 @@ export function parseSyntax(text: string, track = true): SyntaxResult {
         length: 0,
       }),
     );
+  }
+  const tooDeep = firstTooDeep(lexed.tokens);
+  if (tooDeep !== undefined) {
+    errors.push(
+      diagnostic('syntax', `parentheses nested more than ${MAX_NESTING} levels deep`, spanOf(tooDeep)),
+    );
+    return { visited: undefined, errors };
   }
   const cst = parseTokens(lexed.tokens);
   const parseErrors = dslParser.errors;

@@ -185,3 +185,11 @@ test("OpenFGA's condition limits are enforced: count, parameters, expression siz
   t.deepEqual(validateDsl(model([`condition ${name}(x: int) {\n  x < 1\n}`], [name])).map((e) => e.kind), ['invalid-name']);
   t.deepEqual(validateDsl(model(['condition c(x: int) {\n  x < 1\n}'], ['c'])), []);
 });
+
+test('pathologically deep nesting is a syntax error, not a crash', (t) => {
+  const deep = (n: number): string => `${HEADER}type user\ntype doc\n  relations\n    define a: [user]\n    define b: ${'('.repeat(n)}a${')'.repeat(n)}\n`;
+  t.deepEqual(validateDsl(deep(200)), []);
+  const errors = validateDsl(deep(5000));
+  t.is(errors.length, 1);
+  t.is(errors[0]?.kind, 'syntax');
+});
