@@ -1,0 +1,156 @@
+/**
+ * The level-batched check fast path (engine/sql/level_checker.ts): same
+ * answers as the evaluator alone, on the reference dataset (memory store and
+ * SQLite, against the generator's expected answers) and on random graphs with
+ * conditions, wildcards, cycles and non-monotone relations (differential
+ * property against the plain evaluator); one store call per read kind per
+ * graph level.
+ */
+import test from 'ava';
+import fc from 'fast-check';
+import { Engine, LatchkeyError, MemoryStore, type TupleKey, type TupleStore } from '../../engine/index.ts';
+import { LevelChecker } from '../../engine/sql/level_checker.ts';
+import { ReferenceDataset, REFERENCE_MODEL_DSL } from '../../bench/baseline/dataset.ts';
+import { buildQueries, QUERY_SETS } from '../../bench/baseline/queries.ts';
+import { openSqlStore } from './sql_helpers.ts';
+
+async function load(store: TupleStore, ds: ReferenceDataset): Promise<void> {
+  const all: TupleKey[] = [];
+  ds.forEachTuple((object, relation, user) => all.push({ object, relation, user }));
+  for (let i = 0; i < all.length; i += 2000) await store.write([], all.slice(i, i + 2000));
+}
+
+test('level checker answers the reference query sets correctly on the memory store', async (t) => {
+  const ds = new ReferenceDataset(0.02);
+  const store = new MemoryStore();
+  const level = new LevelChecker();
+  const engine = new Engine({ store, resolver: level });
+  await engine.writeModel({ dsl: REFERENCE_MODEL_DSL });
+  await load(store, ds);
+  for (const set of QUERY_SETS) {
+    for (const q of buildQueries(ds, set, 200)) t.is((await engine.check(q)).allowed, q.expected, `${set} ${q.object}#${q.relation}@${q.user}`);
+  }
+  t.true(level.stats.fast > 0);
+  t.is(level.stats.deferred, 0);
+});
+
+test('level checker on SQLite: correct answers, one store call per read kind per level', async (t) => {
+  const ds = new ReferenceDataset(0.01);
+  const { store, teardown } = await openSqlStore('sqlite');
+  try {
+    let calls = 0;
+    const counting = new Proxy(store, {
+      get(target, prop) {
+        const v = Reflect.get(target, prop, target) as unknown;
+        if (typeof v !== 'function') return v;
+        const fn = (v as (...a: unknown[]) => unknown).bind(target);
+        if (prop === 'readUserTuples' || prop === 'readObjectRelations') return (...a: unknown[]) => (calls++, fn(...a));
+        return fn;
+      },
+    });
+    const level = new LevelChecker();
+    const engine = new Engine({ store: counting, resolver: level });
+    await engine.writeModel({ dsl: REFERENCE_MODEL_DSL });
+    await load(store, ds);
+    for (const set of QUERY_SETS) {
+      for (const q of buildQueries(ds, set, 30)) t.is((await engine.check(q)).allowed, q.expected, `${set} ${q.object}#${q.relation}@${q.user}`);
+    }
+    // A worst-case negative explores document → 5 folder levels → 3 group levels: at most 2 calls per level.
+    const neg = buildQueries(ds, 'negative', 10);
+    const c0 = calls;
+    const l0 = level.stats.levels;
+    for (const q of neg) await engine.check(q);
+    t.true(calls - c0 <= 2 * (level.stats.levels - l0), `${calls - c0} calls for ${level.stats.levels - l0} levels`);
+    t.true((level.stats.levels - l0) / neg.length <= 10);
+  } finally {
+    await teardown();
+  }
+});
+
+const MODEL = `model
+  schema 1.1
+type user
+type group
+  relations
+    define member: [user, user:*, group#member, user with big]
+type doc
+  relations
+    define parent: [doc]
+    define blocked: [user]
+    define editor: [user, group#member]
+    define viewer: [user, user:*, group#member] or editor or viewer from parent
+    define can_read: viewer but not blocked
+condition big(x: int) {
+  x > 5
+}
+`;
+const users = ['user:u0', 'user:u1', 'user:u2'];
+const groups = ['group:g0', 'group:g1', 'group:g2'];
+const docs = ['doc:d0', 'doc:d1', 'doc:d2'];
+const UNIVERSE: TupleKey[] = [];
+for (const g of groups) {
+  for (const u of [...users, 'user:*']) UNIVERSE.push({ object: g, relation: 'member', user: u });
+  UNIVERSE.push({ object: g, relation: 'member', user: 'user:u0', condition: { name: 'big' } });
+  for (const h of groups) UNIVERSE.push({ object: g, relation: 'member', user: `${h}#member` });
+}
+for (const d of docs) {
+  for (const p of docs) UNIVERSE.push({ object: d, relation: 'parent', user: p });
+  for (const u of users) {
+    UNIVERSE.push({ object: d, relation: 'editor', user: u });
+    UNIVERSE.push({ object: d, relation: 'viewer', user: u });
+    UNIVERSE.push({ object: d, relation: 'blocked', user: u });
+  }
+  UNIVERSE.push({ object: d, relation: 'viewer', user: 'user:*' });
+  for (const g of groups) {
+    UNIVERSE.push({ object: d, relation: 'viewer', user: `${g}#member` });
+    UNIVERSE.push({ object: d, relation: 'editor', user: `${g}#member` });
+  }
+}
+
+async function outcome(engine: Engine, q: { object: string; relation: string; user: string; context?: Record<string, unknown> }): Promise<string> {
+  try {
+    return String((await engine.check(q)).allowed);
+  } catch (err) {
+    return err instanceof LatchkeyError ? `error ${err.code}/${err.reason ?? ''}` : `non-latchkey ${String(err)}`;
+  }
+}
+
+test('level checker equals the evaluator on random graphs (property)', async (t) => {
+  await fc.assert(
+    fc.asyncProperty(
+      fc.uniqueArray(fc.nat({ max: UNIVERSE.length - 1 }), { maxLength: 40, selector: (i) => { const u = UNIVERSE[i]!; return `${u.object}#${u.relation}@${u.user}`; } }),
+      fc.array(
+        fc.record({
+          object: fc.constantFrom(...docs, ...groups),
+          relation: fc.constantFrom('viewer', 'can_read', 'editor'),
+          user: fc.constantFrom(...users, 'user:*', 'group:g0#member'),
+          x: fc.option(fc.integer({ min: 0, max: 10 }), { nil: undefined }),
+        }),
+        { minLength: 1, maxLength: 10 },
+      ),
+      async (picked, queries) => {
+        const tuples = picked.map((i) => UNIVERSE[i]!);
+        const plain = new Engine();
+        const fast = new Engine({ resolver: new LevelChecker() });
+        for (const e of [plain, fast]) {
+          await e.writeModel({ dsl: MODEL });
+          if (tuples.length > 0) await e.write({ writes: tuples });
+        }
+        for (const q of queries) {
+          const req = {
+            object: q.object,
+            relation: q.object.startsWith('group:') ? 'member' : q.relation,
+            user: q.user,
+            ...(q.x === undefined ? {} : { context: { x: q.x } }),
+          };
+          const want = await outcome(plain, req);
+          const got = await outcome(fast, req);
+          if (want !== got) throw new Error(`${req.object}#${req.relation}@${req.user} x=${String(q.x)}: evaluator ${want}, fast path ${got}`);
+        }
+        return true;
+      },
+    ),
+    { numRuns: process.env.CI ? 300 : 80 },
+  );
+  t.pass();
+});
