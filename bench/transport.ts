@@ -178,6 +178,30 @@ async function grpcCheck(address: string): Promise<string | undefined> {
   }
 }
 
+/**
+ * A grpc-js server that answers `Meta` with a constant and nothing else, run
+ * in its own process: the reference for what grpc-js alone allows here.
+ */
+async function serveGrpcBaseline(): Promise<void> {
+  const pkg = grpc.loadPackageDefinition(loadPackageDefinition(generateProto(OPERATIONS))) as unknown as {
+    latchkey: { v1: { Latchkey: { service: grpc.ServiceDefinition } } };
+  };
+  const server = new grpc.Server();
+  const meta = { version: 'baseline', client_id: 'bench' };
+  server.addService(pkg.latchkey.v1.Latchkey.service, { Meta: (_call: unknown, cb: (e: null, r: unknown) => void) => cb(null, meta) });
+  server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (_err, port) => process.stdout.write(`${port}\n`));
+}
+
+async function grpcBaseline(seconds: number, warmup: number): Promise<Figures> {
+  const child = spawn(process.execPath, [new URL(import.meta.url).pathname, '--grpc-baseline-server'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const port = await new Promise<string>((resolvePromise) => child.stdout?.once('data', (d: Buffer) => resolvePromise(d.toString().trim())));
+    return await grpcLoad(`127.0.0.1:${port}`, seconds, warmup);
+  } finally {
+    child.kill();
+  }
+}
+
 export async function run(options: { quick?: boolean } = {}): Promise<Record<string, unknown>> {
   const seconds = options.quick ? 3 : 10;
   const warmup = options.quick ? 1 : 3;
@@ -198,6 +222,7 @@ export async function run(options: { quick?: boolean } = {}): Promise<Record<str
     const rest = await http({ url: `${base}/v1/meta` }, seconds, warmup);
     const graphql = await http({ url: `${base}/graphql`, method: 'POST', headers, body: graphqlBody }, seconds, warmup);
     const grpcFigures = await grpcLoad(grpcAddress, seconds, warmup);
+    const baseline = await grpcBaseline(seconds, warmup);
     return {
       connections: CONNECTIONS,
       seconds,
@@ -205,6 +230,7 @@ export async function run(options: { quick?: boolean } = {}): Promise<Record<str
       rest,
       graphql,
       grpc: grpcFigures,
+      grpc_js_alone: baseline,
       targets: { rest_rps: 8000, graphql_rps: 4000, grpc_rps: 5000, p99_ms: 20 },
     };
   } finally {
@@ -215,7 +241,9 @@ export async function run(options: { quick?: boolean } = {}): Promise<Record<str
   }
 }
 
-if (import.meta.main) {
+if (import.meta.main && process.argv.includes('--grpc-baseline-server')) {
+  await serveGrpcBaseline();
+} else if (import.meta.main) {
   const figures = await run({ quick: process.argv.includes('--quick') });
   process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
 }
