@@ -5,6 +5,8 @@ import anyTest from 'ava';
 const test = anyTest.serial;
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type TestServer, type CallResult } from '../helpers/server.ts';
 import { redisUrl, sqlBackends } from '../helpers/databases.ts';
+import { createLocalJWKSet, jwtVerify } from 'jose';
+import { pemPair } from './fixtures.ts';
 
 const PASSWORD = 'correct horse battery';
 let srv: TestServer;
@@ -319,4 +321,60 @@ test('B6 on the wire: admin revoke_access kills the user token and session on th
     t.is((await srv.call('validate_jwt_token', { token_type: 'id_token', token: s.body!['id_token'] }, { protocol })).error?.code, 'unauthenticated', protocol);
   }
   t.is((await srv.call('revoke', { refresh_token: s.body!['refresh_token'] }, { protocol: 'rest' })).error, undefined);
+});
+
+for (const alg of ['RS256', 'ES384', 'PS512'] as const) {
+  test(`--jwt-type ${alg}: the JWKS document lets another service verify our access and id tokens`, async (t) => {
+    const keys = pemPair(alg);
+    const server = await startTestServer({ 'jwt-type': alg, 'jwt-private-key': keys.privateKey, 'jwt-public-key': keys.publicKey, url: 'https://auth.example.com' });
+    try {
+      const s = await server.call('signup', { email: email('jwks'), password: PASSWORD }, { protocol: 'grpc' });
+      t.is(s.error, undefined, JSON.stringify(s.error));
+      const jwks = (await (await fetch(`${server.httpUrl}/.well-known/jwks.json`)).json()) as { keys: Array<Record<string, unknown>> };
+      t.is(jwks.keys.length, 1);
+      t.is(jwks.keys[0]!['alg'], alg);
+      t.false('d' in jwks.keys[0]!);
+      const discovery = (await (await fetch(`${server.httpUrl}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
+      t.is(discovery['issuer'], 'https://auth.example.com');
+      t.deepEqual(discovery['id_token_signing_alg_values_supported'], [alg]);
+      const set = createLocalJWKSet(jwks as never);
+      for (const token of [s.body!['access_token'], s.body!['id_token']]) {
+        const { payload } = await jwtVerify(String(token), set, { issuer: 'https://auth.example.com', audience: 'test-client-id' });
+        t.is(payload.sub, (s.body!['user'] as Record<string, unknown>)['id']);
+      }
+      // The domain cookie is scoped to the registrable domain of --url.
+      t.is(cookiesOf(s).get('cookie_session_domain')?.attrs.get('domain'), '.example.com');
+      t.false(cookiesOf(s).get('cookie_session')!.attrs.has('domain'));
+    } finally {
+      await server.close();
+    }
+  });
+}
+
+test('sign-up flags on the wire: --enable-signup=false refuses; --roles/--default-roles/--protected-roles are honoured', async (t) => {
+  const closed = await startTestServer({ 'enable-signup': false });
+  try {
+    for (const protocol of PROTOCOLS) {
+      const r = await closed.call('signup', { email: email('closed'), password: PASSWORD }, { protocol });
+      t.is(r.error?.code, 'failed_precondition', protocol);
+    }
+  } finally {
+    await closed.close();
+  }
+  const roles = await startTestServer({ roles: 'user,editor,admin', 'default-roles': 'user', 'protected-roles': 'admin', 'enable-mobile-basic-authentication': true });
+  try {
+    for (const protocol of PROTOCOLS) {
+      t.is((await roles.call('signup', { email: email('adm'), password: PASSWORD, roles: ['admin'] }, { protocol })).error?.code, 'invalid_argument', protocol);
+      t.is((await roles.call('signup', { email: email('own'), password: PASSWORD, roles: ['owner'] }, { protocol })).error?.code, 'invalid_argument', protocol);
+      const ed = await roles.call('signup', { email: email('ed'), password: PASSWORD, roles: ['editor'] }, { protocol });
+      t.deepEqual((ed.body!['user'] as Record<string, unknown>)['roles'], ['editor'], protocol);
+      const dflt = await roles.call('signup', { phone_number: `+1555${String(1000000 + seq++).slice(-7)}`, password: PASSWORD }, { protocol });
+      t.deepEqual((dflt.body!['user'] as Record<string, unknown>)['roles'], ['user'], protocol);
+      const v = await roles.call('validate_jwt_token', { token_type: 'id_token', token: ed.body!['id_token'], roles: ['editor'] }, { protocol });
+      t.is(v.body?.['is_valid'], true, protocol);
+      t.is((await roles.call('validate_jwt_token', { token_type: 'id_token', token: ed.body!['id_token'], roles: ['admin'] }, { protocol })).error?.code, 'permission_denied', protocol);
+    }
+  } finally {
+    await roles.close();
+  }
 });
