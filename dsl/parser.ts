@@ -41,7 +41,6 @@ class DslParser extends CstParser {
   #atDoubleNewline = this.#nlThen(T.Newline);
   #atCondition = this.#nlThen(T.Condition);
   #atRelations = this.#nlThen(T.Relations);
-  #atDefine = this.#nlThen(T.Define);
 
   main = this.RULE('main', () => {
     this.OPTION(() => this.CONSUME(T.Whitespace));
@@ -91,19 +90,18 @@ class DslParser extends CstParser {
       DEF: () => {
         this.CONSUME1(T.Newline);
         this.CONSUME(T.Relations);
-        this.AT_LEAST_ONE({ GATE: this.#atDefine, DEF: () => this.SUBRULE(this.relationDeclaration) });
+        this.AT_LEAST_ONE(() => this.SUBRULE(this.relationDeclaration));
       },
     });
   });
 
   relationDeclaration = this.RULE('relationDeclaration', () => {
-    this.CONSUME(T.Newline);
-    this.CONSUME(T.Define);
-    this.CONSUME(T.Whitespace);
+    // NEWLINE DEFINE WHITESPACE, lexed as one token (tokens.ts).
+    this.CONSUME(T.DefineLine);
     this.CONSUME(T.Name);
-    this.OPTION(() => this.CONSUME1(T.Whitespace));
-    this.CONSUME(T.Colon);
-    this.OPTION1(() => this.CONSUME2(T.Whitespace));
+    this.OPTION(() => this.CONSUME(T.Whitespace));
+    // COLON WHITESPACE?
+    this.OR([{ ALT: () => this.CONSUME(T.Colon) }, { ALT: () => this.CONSUME(T.ColonWs) }]);
     this.SUBRULE(this.relationDef);
   });
 
@@ -184,8 +182,8 @@ class DslParser extends CstParser {
     this.SUBRULE(this.typeRestriction);
     this.OPTION1(() => this.CONSUME1(T.Whitespace));
     this.MANY(() => {
-      this.CONSUME(T.Comma);
-      this.OPTION2(() => this.CONSUME2(T.Whitespace));
+      // COMMA WHITESPACE?
+      this.OR([{ ALT: () => this.CONSUME(T.Comma) }, { ALT: () => this.CONSUME(T.CommaWs) }]);
       this.SUBRULE1(this.typeRestriction);
       this.OPTION3(() => this.CONSUME3(T.Whitespace));
     });

@@ -5,7 +5,7 @@
 import type { IRecognitionException, IToken } from 'chevrotain';
 import { diagnostic, type DslDiagnostic } from './diagnostics.ts';
 import { dslParser, parseTokens } from './parser.ts';
-import { dslLexer, LParen, Newline, RParen } from './tokens.ts';
+import { DefineLine, dslLexer, LParen, Newline, RParen } from './tokens.ts';
 import { visitFile, spanOf, type VisitedFile } from './visitor.ts';
 
 /**
@@ -47,6 +47,19 @@ function syntaxDiagnostic(e: IRecognitionException, tokens: IToken[]): DslDiagno
     const span = last ? { ...spanOf(last), length: 0 } : undefined;
     if (span && last) span.column += last.image.length;
     return diagnostic('syntax', "mismatched input '<EOF>'", span);
+  }
+  if (t.tokenType === DefineLine) {
+    // One token here, three in OpenFGA (line break, `define`, blanks): report
+    // it as OpenFGA would, at the `define` keyword.
+    const at = t.image.lastIndexOf('define');
+    const breaks = t.image.slice(0, at);
+    const lastBreak = breaks.lastIndexOf('\n');
+    const span = {
+      line: (t.startLine ?? 1) - 1 + (breaks.match(/\n/g)?.length ?? 0),
+      column: lastBreak === -1 ? (t.startColumn ?? 1) - 1 + at : at - lastBreak - 1,
+      length: 'define'.length,
+    };
+    return diagnostic('syntax', `no viable alternative at input '${display(breaks)}define'`, span);
   }
   const index = tokens.indexOf(t);
   const prev = index > 0 ? tokens[index - 1] : undefined;

@@ -42,6 +42,14 @@ export const Newline = tok('NEWLINE', /[ \t\f]*(?:(?:\r\n|\r|\n)[ \t\f]*)+/, {
   start_chars_hint: [' ', '\t', '\f', '\r', '\n'],
 });
 export const Whitespace = tok('WHITESPACE', /[ \t\f]+/);
+/** A line break, `define` and the whitespace after it: the start of every relation declaration. */
+export const DefineLine = tok('DEFINE_LINE', /[ \t\f]*(?:(?:\r\n|\r|\n)[ \t\f]*)+define[ \t\f]+/, {
+  line_breaks: true,
+  start_chars_hint: [' ', '\t', '\f', '\r', '\n'],
+});
+/** `,` or `:` with the whitespace after it (restriction lists, `define a: ...`). */
+export const CommaWs = tok('COMMA_WS', /,[ \t\f]+/);
+export const ColonWs = tok('COLON_WS', /:[ \t\f]+/);
 
 // `WHITESPACE or WHITESPACE` and the like as one token each. The grammar only
 // ever uses these keywords between two whitespace tokens, and a whitespace
@@ -153,6 +161,7 @@ export const ConditionParamType = createToken({
 });
 
 const defaultMode: TokenType[] = [
+  DefineLine,
   Newline,
   OrOp,
   AndOp,
@@ -196,7 +205,9 @@ const defaultMode: TokenType[] = [
   Less,
   Greater,
   Exclam,
+  ColonWs,
   Colon,
+  CommaWs,
   Comma,
   LBracket,
   RBracket,
