@@ -340,7 +340,7 @@ for (const alg of ['RS256', 'ES384', 'PS512'] as const) {
       const set = createLocalJWKSet(jwks as never);
       for (const token of [s.body!['access_token'], s.body!['id_token']]) {
         const { payload } = await jwtVerify(String(token), set, { issuer: 'https://auth.example.com', audience: 'test-client-id' });
-        t.is(payload.sub, (s.body!['user'] as Record<string, unknown>)['id']);
+        t.is(payload.sub, (s.body!['user'] as Record<string, unknown>)['id'] as string);
       }
       // The domain cookie is scoped to the registrable domain of --url.
       t.is(cookiesOf(s).get('cookie_session_domain')?.attrs.get('domain'), '.example.com');
