@@ -26,6 +26,7 @@ import { gc, memoryMiB, timeAsync, timeSync, type Timing } from './check_timing.
 import { scenarios } from './scenarios/registry.ts';
 import { CheckCache, Engine, MemoryStore, type TupleKey, type TupleStore } from '../engine/index.ts';
 import { SqlStore } from '../engine/sql/sql_store.ts';
+import { LevelChecker } from '../engine/sql/level_checker.ts';
 import { createTestDatabase, mysqlUrl, postgresUrl, type SqlBackend } from '../test/helpers/databases.ts';
 
 export type Backend = 'memory' | SqlBackend;
@@ -154,9 +155,14 @@ async function benchScale(scale: number, o: Required<CheckBenchOptions>): Promis
     for (const set of QUERY_SETS) await verify(`memory ${set}`, (qsets[set] as CheckQuery[]).slice(0, limit), async (q) => (await engine.check(q)).allowed);
     const cold = await timeSets(qsets, (q) => engine.check(q), { passes: 3, concurrency: 1, limit });
     const cold64 = await timeSets(qsets, (q) => engine.check(q), { passes: 3, concurrency: 64, limit });
-    log('memory cold done');
+    log('memory cold (evaluator) done');
+    const level = new Engine({ store, resolver: new LevelChecker() });
+    for (const set of QUERY_SETS) await verify(`memory level ${set}`, (qsets[set] as CheckQuery[]).slice(0, limit), async (q) => (await level.check(q)).allowed);
+    const fast = await timeSets(qsets, (q) => level.check(q), { passes: 3, concurrency: 1, limit });
+    const fast64 = await timeSets(qsets, (q) => level.check(q), { passes: 3, concurrency: 64, limit });
+    log('memory cold (level fast path) done');
     const cache = new CheckCache({ store, maxEntries: 200_000 });
-    const cached = new Engine({ store: cache.store, resolver: cache.resolver() });
+    const cached = new Engine({ store: cache.store, resolver: cache.resolver(new LevelChecker()) });
     const warmSets: QuerySets = {};
     for (const set of QUERY_SETS) {
       warmSets[set] = (qsets[set] as CheckQuery[]).slice(0, limit);
@@ -178,6 +184,8 @@ async function benchScale(scale: number, o: Required<CheckBenchOptions>): Promis
       rss_mib: memoryMiB().rss_mib,
       cold: cold,
       cold_c64: cold64,
+      cold_level: fast,
+      cold_level_c64: fast64,
       warm: warm,
       cache: hitStats,
       ...lo,
@@ -312,7 +320,7 @@ async function sqlBench(backend: SqlBackend, ds: ReferenceDataset, qsets: QueryS
     const loadS = await loadStore(store, ds, 10_000);
     log(`${backend} loaded in ${round(loadS)} s`);
     const counted = countingStore(store);
-    const engine = new Engine({ store: counted.store });
+    const engine = new Engine({ store: counted.store, resolver: new LevelChecker({ combineReads: true }) });
     await engine.writeModel({ dsl: REFERENCE_MODEL_DSL });
     const limit = quick ? 100 : 400;
     for (const set of QUERY_SETS) await verify(`${backend} ${set}`, (qsets[set] as CheckQuery[]).slice(0, 50), async (q) => (await engine.check(q)).allowed);

@@ -7,10 +7,10 @@
  * `TypeSystem.isMonotone`) by a plain object user, the answer is
  * reachability in the tuple graph. This resolver computes it breadth-first:
  * all the reads of one graph level are issued together, so the request
- * reader (engine/reader.ts) coalesces them into at most two store calls per
- * level (point lookups, forward lookups; usersets are read with the forward
- * lookups) — one SQL round trip each instead of one per node — and a node is
- * expanded once (visited set).
+ * reader (engine/reader.ts) coalesces them into at most three store calls
+ * per level (point lookups, userset lookups, other forward lookups; two with
+ * `combineReads`) — one SQL round trip each instead of one per node — and a
+ * node is expanded once (visited set).
  *
  * It defers to the inner resolver (exact semantics) for everything else, and
  * whenever the fast path could differ from it: a node at or beyond the depth
@@ -43,9 +43,18 @@ export class LevelChecker implements CheckResolver {
   readonly #inner: CheckResolver;
   readonly stats: LevelCheckerStats = { fast: 0, deferred: 0, levels: 0 };
 
-  /** @param inner the exact evaluator (default: a new {@link LocalChecker}). */
-  constructor(inner: CheckResolver = new LocalChecker()) {
-    this.#inner = inner;
+  readonly #usersetKind: 'all' | 'usersets';
+
+  /**
+   * @param options.inner the exact evaluator (default: a new {@link LocalChecker}).
+   * @param options.combineReads read usersets together with the other forward
+   *   lookups (`'all'`, filtered here): two store calls per level instead of
+   *   three. Worth it where a call is a round trip (SQL); on the memory store
+   *   it costs more than it saves. Default false.
+   */
+  constructor(options: { inner?: CheckResolver; combineReads?: boolean } = {}) {
+    this.#inner = options.inner ?? new LocalChecker();
+    this.#usersetKind = options.combineReads === true ? 'all' : 'usersets';
   }
 
   async resolveCheck(req: ResolveCheckRequest, ctx: ResolutionContext): Promise<ResolveCheckResult> {
@@ -116,8 +125,7 @@ export class LevelChecker implements CheckResolver {
               points.push(reader.userTuple(node.type, node.id, node.relation, wildcard));
             }
             if (refs.some((r) => r.relation !== undefined)) {
-              // Read as 'all' (usersets filtered below): the level then needs only two store calls, point lookups and forward lookups.
-              usersets.push({ node, read: reader.objectRelation(node.type, node.id, node.relation, 'all') });
+              usersets.push({ node, read: reader.objectRelation(node.type, node.id, node.relation, this.#usersetKind) });
             }
           } else if ('computedUserset' in n) {
             if (!enqueue({ type: node.type, id: node.id, relation: n.computedUserset.relation ?? '', depth: node.depth + 1 }, level)) return undefined;

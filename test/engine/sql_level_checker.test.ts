@@ -48,7 +48,7 @@ test('level checker on SQLite: correct answers, one store call per read kind per
         return fn;
       },
     });
-    const level = new LevelChecker();
+    const level = new LevelChecker({ combineReads: true });
     const engine = new Engine({ store: counting, resolver: level });
     await engine.writeModel({ dsl: REFERENCE_MODEL_DSL });
     await load(store, ds);
