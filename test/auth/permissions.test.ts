@@ -1,5 +1,6 @@
 import test from 'ava';
-import { FGA_DISABLED_MESSAGE } from '../../auth/index.ts';
+import { Engine } from '../../engine/index.ts';
+import { FGA_DISABLED_MESSAGE, engineAsPermissionEngine } from '../../auth/index.ts';
 import { DirectTupleEngine, STRONG_PASSWORD, errorOf, makeService } from './fixtures.ts';
 
 test('check_permissions: order kept, relation/object echoed, subject pinned to the caller, contextual tuples not persisted', async (t) => {
@@ -100,6 +101,70 @@ test('list_permissions: everything held, narrowed by relation and type, capped a
     t.true(capped.truncated);
     t.is(capped.permissions.length, 1000);
     t.is((await errorOf(f.auth.listPermissions({ object_type: 'nosuchtype' }, { principal }))).code, 'invalid_argument');
+  } finally {
+    await f.close();
+  }
+});
+
+test('with the real FGA engine: computed and tuple-to-userset relations, contextual tuples, and list_permissions across the model', async (t) => {
+  const fga = new Engine();
+  await fga.writeModel({
+    dsl: `model
+  schema 1.1
+type user
+type folder
+  relations
+    define viewer: [user]
+type document
+  relations
+    define parent: [folder]
+    define editor: [user]
+    define viewer: [user] or editor or viewer from parent
+`,
+  });
+  const f = await makeService({}, { engine: engineAsPermissionEngine(fga) });
+  try {
+    const s = await f.auth.signup({ email: 'real@example.com', password: STRONG_PASSWORD });
+    const principal = (await f.auth.authenticate({ bearer: s.response.access_token }))!;
+    const me = principal.subject;
+    await fga.write({
+      writes: [
+        { user: me, relation: 'viewer', object: 'folder:f' },
+        { user: 'folder:f', relation: 'parent', object: 'document:d' },
+        { user: me, relation: 'editor', object: 'document:e' },
+      ],
+    });
+    const r = await f.auth.checkPermissions(
+      {
+        checks: [
+          { relation: 'viewer', object: 'document:d' },
+          { relation: 'viewer', object: 'document:e' },
+          { relation: 'editor', object: 'document:d' },
+          { relation: 'viewer', object: 'document:x', contextual_tuples: [{ user: 'folder:f', relation: 'parent', object: 'document:x' }] },
+        ],
+      },
+      { principal },
+    );
+    t.deepEqual(r.results.map((x) => x.allowed), [true, true, false, true]);
+    t.false((await f.auth.checkPermissions({ checks: [{ relation: 'viewer', object: 'document:x' }] }, { principal })).results[0]!.allowed);
+    const viewer = await f.auth.listPermissions({ relation: 'viewer', object_type: 'document' }, { principal });
+    t.deepEqual(viewer.objects, ['document:d', 'document:e']);
+    const all = await f.auth.listPermissions({}, { principal });
+    t.deepEqual(
+      [...all.permissions].sort((a, b) => `${a.object}#${a.relation}`.localeCompare(`${b.object}#${b.relation}`)),
+      [
+        { object: 'document:d', relation: 'viewer' },
+        { object: 'document:e', relation: 'editor' },
+        { object: 'document:e', relation: 'viewer' },
+        { object: 'folder:f', relation: 'viewer' },
+      ],
+    );
+    // A malformed question is an error, never a silent "false".
+    t.is((await errorOf(f.auth.checkPermissions({ checks: [{ relation: 'owner', object: 'document:d' }] }, { principal }))).code, 'invalid_argument');
+    // session's required_relations go through the same engine.
+    const ok = await f.auth.session({ required_relations: [{ relation: 'viewer', object: 'document:d' }] }, { principal, sessionCookie: s.session!.token });
+    t.truthy(ok.response.access_token);
+    t.is((await errorOf(f.auth.session({ required_relations: [{ relation: 'editor', object: 'document:d' }] }, { principal, sessionCookie: ok.session!.token }))).reason, 'relation_denied');
   } finally {
     await f.close();
   }
