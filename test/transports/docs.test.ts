@@ -38,3 +38,11 @@ test('api.md documents every operation', (t) => {
     if (op.protocols.includes('graphql')) t.true(doc.includes(graphqlName(op)), op.name);
   }
 });
+
+test('the committed .proto loads with @grpc/proto-loader and declares both services', async (t) => {
+  const loader = await import('@grpc/proto-loader');
+  const def = loader.loadSync(join(REPO_ROOT, 'transports/grpc/latchkey.proto'), { keepCase: true });
+  t.truthy(def['latchkey.v1.Latchkey']);
+  t.truthy(def['latchkey.v1.LatchkeyAdmin']);
+  t.truthy(def['latchkey.v1.Meta']);
+});
