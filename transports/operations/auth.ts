@@ -3,7 +3,8 @@
  * the identity service in the composition root: sign-up, login, session,
  * logout, profile, update_profile, deactivate_account, revoke,
  * validate_jwt_token and validate_session. Every row is served over GraphQL,
- * REST and gRPC alike.
+ * REST and gRPC alike. As in the GraphQL schema clients already use, `session`,
+ * `validate_jwt_token` and `validate_session` are GraphQL queries (REST POST).
  *
  * Session cookies: `cookie_session` (host-only) and `cookie_session_domain`
  * (scoped to the registrable domain of `--url` when it has one), both
@@ -270,7 +271,7 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
   }),
   defineOperation({
     ...row('session', 'POST', 'Session'),
-    kind: 'mutation',
+    kind: 'query',
     auth: 'user',
     input: SESSION_INPUT,
     output: AUTH_RESPONSE,
@@ -360,7 +361,7 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
   }),
   defineOperation({
     ...row('validate_jwt_token', 'POST', 'ValidateJwtToken'),
-    kind: 'mutation',
+    kind: 'query',
     auth: 'public',
     input: VALIDATE_JWT_INPUT,
     output: VALIDATE_JWT_OUTPUT,
@@ -369,7 +370,7 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
   }),
   defineOperation({
     ...row('validate_session', 'POST', 'ValidateSession'),
-    kind: 'mutation',
+    kind: 'query',
     auth: 'public',
     input: VALIDATE_SESSION_INPUT,
     output: VALIDATE_SESSION_OUTPUT,
