@@ -432,6 +432,15 @@ test('GraphQL: too many aliases are refused', async (t) => {
   t.is(json.errors?.[0]?.extensions?.reason, 'query_too_complex');
 });
 
+test('GraphQL: a document with too many tokens is refused before parsing completes', async (t) => {
+  const query = `{ meta { ${'version '.repeat(20_000)}} }`;
+  const res = await fetch(`${server.httpUrl}/graphql`, { method: 'POST', headers: origin(), body: JSON.stringify({ query }) });
+  const json = (await res.json()) as { data?: unknown; errors?: { message: string; extensions?: { code?: string } }[] };
+  t.is(json.data, undefined);
+  t.is(json.errors?.[0]?.extensions?.code, 'invalid_argument');
+  t.regex(json.errors?.[0]?.message ?? '', /token/i);
+});
+
 test('GraphQL introspection is on by default', async (t) => {
   const res = await fetch(`${server.httpUrl}/graphql`, { method: 'POST', headers: origin(), body: JSON.stringify({ query: '{ __schema { queryType { name } } }' }) });
   t.deepEqual(await res.json(), { data: { __schema: { queryType: { name: 'Query' } } } });

@@ -36,6 +36,7 @@ export interface HttpAppOptions {
 }
 
 const MAX_CACHED_QUERY = 16 * 1024;
+const MAX_QUERY_TOKENS = 10_000;
 const MAX_CACHED_DOCUMENTS = 500;
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\b/i;
@@ -165,7 +166,8 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
       let document = documents.get(query);
       if (!document) {
         try {
-          document = parse(query);
+          // A token cap bounds the parse cost of a hostile document before any limit rule runs.
+          document = parse(query, { maxTokens: MAX_QUERY_TOKENS });
         } catch (err) {
           return [err instanceof GraphQLError ? err : new GraphQLError('malformed query')];
         }
