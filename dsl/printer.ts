@@ -1,6 +1,9 @@
 /**
  * JSON model → canonical DSL. The layout is OpenFGA's (two-space indents, a
- * blank line between blocks, restrictions as `[a, b:*, c#d with e]`).
+ * blank line between blocks, restrictions as `[a, b:*, c#d with e]`,
+ * conditions and their parameters in name order): for every conformance
+ * model the text is the one OpenFGA's `transformJSONToDSL` writes
+ * (test/dsl/conformance.test.ts).
  * Printing then parsing gives back the same model
  * (test/dsl/printer.property.test.ts).
  */
@@ -83,8 +86,12 @@ function typeDefinition(td: TypeDefinition): string {
 export function printModel(model: AuthorizationModel): string {
   const blocks = [`model\n  schema ${model.schema_version}`];
   for (const td of model.type_definitions ?? []) blocks.push(typeDefinition(td));
-  for (const c of Object.values(model.conditions ?? {})) {
+  // Conditions in name order, as OpenFGA's printer writes them.
+  const conditions = model.conditions ?? {};
+  for (const name of Object.keys(conditions).sort()) {
+    const c = conditions[name] as NonNullable<typeof conditions[string]>;
     const params = Object.entries(c.parameters ?? {})
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([n, p]) => `${n}: ${paramType(p)}`)
       .join(', ');
     blocks.push(`condition ${c.name}(${params}) {\n  ${c.expression}\n}`);

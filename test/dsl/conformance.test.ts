@@ -10,7 +10,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { parseDslSyntax, parseModularDsl, printModel } from '../../dsl/index.ts';
 import type { AuthorizationModel } from '../../engine/model.ts';
 import { CONFORMANCE_DIR } from '../helpers/shared.ts';
-import { normalize } from './oracle.ts';
+import { normalize, reference } from './oracle.ts';
 
 const LANG = `${CONFORMANCE_DIR}/openfga-language`;
 
@@ -27,6 +27,7 @@ for (const name of readdirSync(`${LANG}/transformer`).sort()) {
 
   test(`transformer ${name}: JSON printed as DSL parses back to the same JSON`, (t) => {
     const printed = printModel(json);
+    t.is(printed, reference.transformer.transformJSONToDSL(json), "the text OpenFGA's printer writes");
     const { model, errors } = parseDslSyntax(printed);
     t.deepEqual(errors, [], printed);
     t.is(normalize(model), normalize(json));

@@ -10,6 +10,7 @@ type Transformer = {
   validator: { validateDSL(dsl: string): void };
   transformer: {
     transformDSLToJSONObject(dsl: string): unknown;
+    transformJSONToDSL(model: unknown): string;
     transformModuleFilesToModel(files: Array<{ name: string; contents: string }>, schemaVersion: string): unknown;
   };
 };

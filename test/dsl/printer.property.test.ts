@@ -6,7 +6,7 @@ import test from 'ava';
 import fc from 'fast-check';
 import { parseDsl, parseDslSyntax, printModel } from '../../dsl/index.ts';
 import { genModelText, mutate } from './generators.ts';
-import { normalize } from './oracle.ts';
+import { normalize, reference } from './oracle.ts';
 
 const RUNS = process.env['CI'] ? 2000 : 200;
 
@@ -32,6 +32,20 @@ test('printing is stable: print(parse(print(m))) equals print(m)', (t) => {
       const once = printModel(model);
       const twice = printModel(parseDslSyntax(once).model as NonNullable<typeof model>);
       if (once !== twice) throw new Error(`${once}\n---\n${twice}`);
+    }),
+    { numRuns: RUNS },
+  );
+  t.pass();
+});
+
+test("printing writes the same text as OpenFGA's printer (transformJSONToDSL)", (t) => {
+  fc.assert(
+    fc.property(fc.gen(), (g) => {
+      const { model } = parseDslSyntax(genModelText(g));
+      if (!model) return;
+      const ours = printModel(model);
+      const theirs = reference.transformer.transformJSONToDSL(model);
+      if (ours !== theirs) throw new Error(`${ours}\n--- reference ---\n${theirs}`);
     }),
     { numRuns: RUNS },
   );
