@@ -365,7 +365,22 @@ export class UserStore {
    * serialise instead of failing.
    */
   async #tx<T>(fn: (t: Transaction) => Promise<T>): Promise<T> {
-    if (this.#dialect !== 'sqlite') return this.#sequelize.transaction(fn);
+    if (this.#dialect !== 'sqlite') {
+      // A deadlock or serialization failure (MySQL 1213, PostgreSQL 40P01/40001) rolls the whole
+      // transaction back; it is safe to run it again, and the claims make the retry see the winner.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await this.#sequelize.transaction(fn);
+        } catch (err) {
+          const e = err as { parent?: { code?: unknown; errno?: unknown }; original?: { code?: unknown; errno?: unknown } };
+          const code = String(e.parent?.code ?? e.original?.code ?? '');
+          const errno = Number(e.parent?.errno ?? e.original?.errno ?? 0);
+          const retriable = code === '40P01' || code === '40001' || code === 'ER_LOCK_DEADLOCK' || errno === 1213;
+          if (!retriable || attempt >= 5) throw err;
+          await new Promise((r) => setTimeout(r, 5 + Math.random() * 20));
+        }
+      }
+    }
     // SQLite has one writer: queue this process's write transactions behind each other
     // (sequelize opens one connection per transaction, which would otherwise collide),
     // and retry a database that another process holds.

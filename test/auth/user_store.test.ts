@@ -34,6 +34,23 @@ for (const backend of sqlBackends()) {
     });
   });
 
+  test(`racing creates whose email and phone claims cross still end with one winner and already_exists, never another error (${backend})`, async (t) => {
+    await withStore(backend, async (store) => {
+      const results = await Promise.allSettled(
+        Array.from({ length: 20 }, (_, i) =>
+          store.create(i % 2 === 0 ? { email: `a${i}@example.com`, phone_number: '+4930123456' } : { email: 'shared@example.com', phone_number: `+49301234${String(i).padStart(2, '0')}` }),
+        ),
+      );
+      const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+      for (const f of failed) t.is(f.reason.code, 'already_exists');
+      // One holder of the shared phone and one of the shared email (possibly the same user).
+      t.true(results.length - failed.length >= 1 && results.length - failed.length <= 2);
+      t.truthy(await store.findByPhone('+4930123456'));
+      t.truthy(await store.findByEmail('shared@example.com'));
+      t.is(await store.countByEmail('shared@example.com'), 1);
+    });
+  });
+
   test(`email and phone are optional; phone-only and email-only users coexist; phone is unique too (${backend})`, async (t) => {
     await withStore(backend, async (store) => {
       const a = await store.create({ phone_number: '+1 555 0100', roles: ['user'] });
