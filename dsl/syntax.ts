@@ -36,8 +36,75 @@ function display(text: string): string {
   return text.replace(/\n/g, '\\n').replace(/\r/g, '\\r').replace(/\t/g, '\\t');
 }
 
+/** How OpenFGA names a token in messages: its literal in quotes, or its symbolic name. */
+const EXPECTED_NAMES: Record<string, string> = {
+  EOF: '<EOF>',
+  Name: 'IDENTIFIER',
+  Ident: 'IDENTIFIER',
+  LBRACKET: "'['",
+  RPRACKET: "']'",
+  LPAREN: "'('",
+  RPAREN: "')'",
+  CONDITION_PARAMS_END: "')'",
+  LBRACE: "'{'",
+  RBRACE: "'}'",
+  COLON: "':'",
+  COLON_WS: "':'",
+  COMMA: "','",
+  COMMA_WS: "','",
+  STAR: "'*'",
+  HASH: "'#'",
+  LESS: "'<'",
+  GREATER: "'>'",
+  OR_OP: "'or'",
+  AND_OP: "'and'",
+  BUT_NOT_OP: "'but not'",
+  FROM_OP: "'from'",
+  WITH_OP: "'with'",
+  DEFINE_LINE: "'define'",
+  MODEL: "'model'",
+  MODULE: "'module'",
+  SCHEMA: "'schema'",
+  TYPE: "'type'",
+  EXTEND: "'extend'",
+  RELATIONS: "'relations'",
+  CONDITION: "'condition'",
+};
+
+/** The offending token as OpenFGA shows it: combined tokens by their first part. */
 function describe(t: IToken): string {
-  return t.tokenType.name === 'EOF' ? '<EOF>' : display(t.image);
+  switch (t.tokenType.name) {
+    case 'EOF':
+      return '<EOF>';
+    case 'OR_OP':
+    case 'AND_OP':
+    case 'BUT_NOT_OP':
+    case 'FROM_OP':
+    case 'WITH_OP':
+      return display(/^[ \t\f]+/.exec(t.image)?.[0] ?? t.image);
+    case 'COLON_WS':
+    case 'COMMA_WS':
+      return t.image.charAt(0);
+    default:
+      return display(t.image);
+  }
+}
+
+/**
+ * The tokens chevrotain expected (from its message: `--> T <--` for a
+ * mismatched token, `[T, ...]` sequences for no viable alternative), named as
+ * OpenFGA names them: ` expecting X` or ` expecting {X, Y}`.
+ */
+function expecting(e: IRecognitionException): string {
+  const names: string[] = [];
+  for (const m of e.message.matchAll(/--> (\w+) <--|\[(\w+)(?:, \w+)*\]/g)) {
+    const raw = m[1] ?? m[2];
+    if (raw === undefined) continue;
+    const name = EXPECTED_NAMES[raw] ?? raw;
+    if (!names.includes(name)) names.push(name);
+  }
+  if (names.length === 0) return '';
+  return names.length === 1 ? ` expecting ${names[0]}` : ` expecting {${names.join(', ')}}`;
 }
 
 function syntaxDiagnostic(e: IRecognitionException, tokens: IToken[]): DslDiagnostic {
@@ -46,7 +113,7 @@ function syntaxDiagnostic(e: IRecognitionException, tokens: IToken[]): DslDiagno
     const last = tokens[tokens.length - 1];
     const span = last ? { ...spanOf(last), length: 0 } : undefined;
     if (span && last) span.column += last.image.length;
-    return diagnostic('syntax', "mismatched input '<EOF>'", span);
+    return diagnostic('syntax', `mismatched input '<EOF>'${expecting(e)}`, span);
   }
   if (t.tokenType === DefineLine) {
     // One token here, three in OpenFGA (line break, `define`, blanks): report
@@ -69,8 +136,10 @@ function syntaxDiagnostic(e: IRecognitionException, tokens: IToken[]): DslDiagno
   const message =
     prev && prev.tokenType === Newline
       ? `no viable alternative at input '${display(prev.image)}${describe(t)}'`
-      : `mismatched input '${describe(t)}'`;
-  return diagnostic('syntax', message, spanOf(t));
+      : `mismatched input '${describe(t)}'${expecting(e)}`;
+  const span = spanOf(t);
+  span.length = describe(t).replace(/\\[nrt]/g, ' ').length;
+  return diagnostic('syntax', message, span);
 }
 
 /**
