@@ -27,6 +27,7 @@ import { scenarios } from './scenarios/registry.ts';
 import { CheckCache, Engine, MemoryStore, type TupleKey, type TupleStore } from '../engine/index.ts';
 import { SqlStore } from '../engine/sql/sql_store.ts';
 import { LevelChecker } from '../engine/sql/level_checker.ts';
+import { GraphMirror } from '../engine/cache_graph.ts';
 import { createTestDatabase, mysqlUrl, postgresUrl, type SqlBackend } from '../test/helpers/databases.ts';
 
 export type Backend = 'memory' | SqlBackend;
@@ -161,15 +162,26 @@ async function benchScale(scale: number, o: Required<CheckBenchOptions>): Promis
     const fast = await timeSets(qsets, (q) => level.check(q), { passes: 3, concurrency: 1, limit });
     const fast64 = await timeSets(qsets, (q) => level.check(q), { passes: 3, concurrency: 64, limit });
     log('memory cold (level fast path) done');
-    const cache = new CheckCache({ store, maxEntries: 200_000 });
-    const cached = new Engine({ store: cache.store, resolver: cache.resolver(new LevelChecker()) });
+    // The graph mirror (compact index + synchronous fast path).
+    gc();
+    const beforeMirror = process.memoryUsage().heapUsed;
+    const mirror = await GraphMirror.load({ store });
+    gc();
+    const mirrorHeapMiB = (process.memoryUsage().heapUsed - beforeMirror) / 2 ** 20;
+    const mirrored = new Engine({ store: mirror.store, resolver: mirror.resolver() });
+    for (const set of QUERY_SETS) await verify(`memory mirror ${set}`, qsets[set] as CheckQuery[], async (q) => (await mirrored.check(q)).allowed);
+    const mirrorCold = await timeSets(qsets, (q) => mirrored.check(q), { passes: quick ? 3 : 5, concurrency: 1 });
+    const mirrorCold64 = await timeSets(qsets, (q) => mirrored.check(q), { passes: quick ? 3 : 5, concurrency: 64 });
+    log('memory mirror done');
+    const cache = new CheckCache({ store: mirror.store, maxEntries: 200_000 });
+    const cached = new Engine({ store: cache.store, resolver: cache.resolver(mirror.resolver()) });
     const warmSets: QuerySets = {};
     for (const set of QUERY_SETS) {
-      warmSets[set] = (qsets[set] as CheckQuery[]).slice(0, limit);
+      warmSets[set] = qsets[set] as CheckQuery[];
       for (const q of warmSets[set]) await cached.check(q);
     }
     await verify('memory warm', Object.values(warmSets).flat(), async (q) => (await cached.check(q)).allowed);
-    const warm = await timeSets(warmSets, (q) => cached.check(q), { passes: 3, concurrency: 1 });
+    const warm = await timeSets(warmSets, (q) => cached.check(q), { passes: quick ? 3 : 5, concurrency: 1 });
     // The cache lookup alone (its resolver, without the engine's request validation).
     const hitStats = cache.stats();
     log('memory warm done');
@@ -186,6 +198,9 @@ async function benchScale(scale: number, o: Required<CheckBenchOptions>): Promis
       cold_c64: cold64,
       cold_level: fast,
       cold_level_c64: fast64,
+      mirror: { load_s: round(mirror.stats().loadMs / 1000), heap_mib: round(mirrorHeapMiB), heap_mib_per_m_tuples: round(mirrorHeapMiB / (ds.tupleCount / 1e6)), nodes: mirror.stats().nodes, strings: mirror.stats().strings },
+      cold_mirror: mirrorCold,
+      cold_mirror_c64: mirrorCold64,
       warm: warm,
       cache: hitStats,
       ...lo,
@@ -333,6 +348,11 @@ async function sqlBench(backend: SqlBackend, ds: ReferenceDataset, qsets: QueryS
     }
     const cold = await timeSets(qsets, (q) => engine.check(q), { passes: 1, concurrency: 1, limit });
     const cold64 = await timeSets(qsets, (q) => engine.check(q), { passes: 1, concurrency: 64, limit });
+    // The graph mirror loaded from this database (P8), and checks through it.
+    const mirror = await GraphMirror.load({ store });
+    const mirrored = new Engine({ store: mirror.store, resolver: mirror.resolver({ resolveCheck: (req, ctx) => new LevelChecker({ combineReads: true }).resolveCheck(req, ctx) }) });
+    for (const set of QUERY_SETS) await verify(`${backend} mirror ${set}`, (qsets[set] as CheckQuery[]).slice(0, 200), async (q) => (await mirrored.check(q)).allowed);
+    const mirrorCold = await timeSets(qsets, (q) => mirrored.check(q), { passes: 3, concurrency: 1, limit: 2000 });
     // Writes: 100-tuple batches (P9).
     const batches = quick ? 20 : 100;
     const t0 = performance.now();
@@ -348,6 +368,8 @@ async function sqlBench(backend: SqlBackend, ds: ReferenceDataset, qsets: QueryS
       round_trips_per_check: roundTrips,
       cold,
       cold_c64: cold64,
+      mirror_load_s: round(mirror.stats().loadMs / 1000),
+      cold_mirror: mirrorCold,
       writes_100_batch_tuples_per_s: Math.round((batches * 100) / writeS),
     };
   } finally {

@@ -98,6 +98,7 @@ export class GraphMirror {
   #confirmedAt = -Infinity;
   #sync: Promise<void> = Promise.resolve();
   #loadMs = 0;
+  #latestModel: { id: string | undefined; at: number } | undefined;
   #fast = 0;
   #deferred = 0;
   readonly #store: TupleStore;
@@ -280,10 +281,24 @@ export class GraphMirror {
   #wrap(store: TupleStore): TupleStore {
     const mirror = this;
     return {
-      writeModel: (model) => store.writeModel(model),
+      writeModel: async (model) => {
+        try {
+          await store.writeModel(model);
+        } finally {
+          mirror.#latestModel = undefined;
+        }
+      },
       readModel: (id) => store.readModel(id),
       readLatestModel: () => store.readLatestModel(),
-      latestModelId: () => store.latestModelId(),
+      // The engine asks for the latest model id on every request; like the tuples, it may lag another process by at most revisionPollMs.
+      latestModelId: async () => {
+        const known = mirror.#latestModel;
+        if (known !== undefined && mirror.#now() - known.at <= mirror.#pollMs) return known.id;
+        const at = mirror.#now();
+        const id = await store.latestModelId();
+        mirror.#latestModel = { id, at };
+        return id;
+      },
       listModels: (options) => store.listModels(options),
       write: async (deletes, writes) => {
         const revision = await store.write(deletes, writes);
