@@ -9,6 +9,9 @@
  * OpenFGA server accepts such models (abac_tests.yaml
  * `tuple_to_userset_with_condition`, `simple_ttu_with_condition`), so we accept
  * them; the tests below check that every reference crash is of that kind.
+ *
+ * 200 runs per property locally, 2,000 with CI set; replay a failure with
+ * FC_SEED=<seed> (and FC_PATH=<path>).
  */
 import test from 'ava';
 import fc from 'fast-check';
@@ -16,7 +19,7 @@ import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { parseDsl } from '../../dsl/index.ts';
 import { CONFORMANCE_DIR } from '../helpers/shared.ts';
-import { definitionSoup, fileSoup, genModelText, mutate } from './generators.ts';
+import { definitionSoup, fcParams, fileSoup, genModelText, mutate } from './generators.ts';
 import { hasConditionalTupleset, normalize, oracle } from './oracle.ts';
 
 const RUNS = process.env['CI'] ? 2000 : 200;
@@ -84,7 +87,7 @@ test('generated models get the reference verdict and JSON', (t) => {
       if (d !== undefined) throw new Error(`${d}\n--- text ---\n${text}`);
       if (parseDsl(text).model) accepted++;
     }),
-    { numRuns: RUNS },
+    fcParams(RUNS),
   );
   t.log(`accepted ${accepted} of ${RUNS}`);
   t.true(accepted > 0);
@@ -97,7 +100,7 @@ test('mutated (mostly broken) models get the reference verdict', (t) => {
       const d = disagreement(text);
       if (d !== undefined) throw new Error(`${d}\n--- text ---\n${JSON.stringify(text)}`);
     }),
-    { numRuns: RUNS },
+    fcParams(RUNS),
   );
   t.pass();
 });
@@ -108,7 +111,7 @@ test('token soups in a relation definition get the reference verdict and JSON', 
       const d = disagreement(text);
       if (d !== undefined) throw new Error(`${d}\n--- text ---\n${JSON.stringify(text)}`);
     }),
-    { numRuns: RUNS * 2 },
+    fcParams(RUNS * 2),
   );
   t.pass();
 });
@@ -119,7 +122,7 @@ test('token soups across a whole file get the reference verdict and JSON', (t) =
       const d = disagreement(text);
       if (d !== undefined) throw new Error(`${d}\n--- text ---\n${JSON.stringify(text)}`);
     }),
-    { numRuns: RUNS * 2 },
+    fcParams(RUNS * 2),
   );
   t.pass();
 });

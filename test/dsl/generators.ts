@@ -172,3 +172,11 @@ export const definitionSoup = fc
 export const fileSoup = fc
   .tuple(fc.constantFrom(...FILE_PREFIXES), fc.array(fc.constantFrom(...FILE_FRAGMENTS), { minLength: 1, maxLength: 14 }))
   .map(([prefix, parts]) => prefix + parts.join(''));
+
+/** fast-check parameters: `numRuns`, plus FC_SEED / FC_PATH from the environment to replay a failure. */
+export function fcParams(numRuns: number): fc.Parameters<unknown> {
+  const p: fc.Parameters<unknown> = { numRuns };
+  if (process.env['FC_SEED'] !== undefined) p.seed = Number(process.env['FC_SEED']);
+  if (process.env['FC_PATH'] !== undefined) p.path = process.env['FC_PATH'];
+  return p;
+}

@@ -1,11 +1,12 @@
 /**
  * Properties of the DSL: printing a parsed model and parsing it back gives
  * the same model; no input makes the parser throw or hang.
+ * Replay a failure with FC_SEED=<seed> (and FC_PATH=<path>).
  */
 import test from 'ava';
 import fc from 'fast-check';
 import { parseDsl, parseDslSyntax, printModel } from '../../dsl/index.ts';
-import { genModelText, mutate } from './generators.ts';
+import { fcParams, genModelText, mutate } from './generators.ts';
 import { normalize, reference } from './oracle.ts';
 
 const RUNS = process.env['CI'] ? 2000 : 200;
@@ -19,7 +20,7 @@ test('print then parse gives back the same model (syntax-valid models)', (t) => 
       const again = parseDslSyntax(printed);
       if (normalize(again.model) !== normalize(model)) throw new Error(`round trip changed the model:\n${printed}`);
     }),
-    { numRuns: RUNS },
+    fcParams(RUNS),
   );
   t.pass();
 });
@@ -33,7 +34,7 @@ test('printing is stable: print(parse(print(m))) equals print(m)', (t) => {
       const twice = printModel(parseDslSyntax(once).model as NonNullable<typeof model>);
       if (once !== twice) throw new Error(`${once}\n---\n${twice}`);
     }),
-    { numRuns: RUNS },
+    fcParams(RUNS),
   );
   t.pass();
 });
@@ -47,7 +48,7 @@ test("printing writes the same text as OpenFGA's printer (transformJSONToDSL)", 
       const theirs = reference.transformer.transformJSONToDSL(model);
       if (ours !== theirs) throw new Error(`${ours}\n--- reference ---\n${theirs}`);
     }),
-    { numRuns: RUNS },
+    fcParams(RUNS),
   );
   t.pass();
 });
@@ -72,7 +73,7 @@ test('random strings, random bytes, mutations and truncations never throw and fi
       if (result.model === undefined && result.errors.length === 0) throw new Error('rejected without a diagnostic');
       if (result.errors.some((e) => e.kind === 'internal')) throw new Error(JSON.stringify(result.errors));
     }),
-    { numRuns: RUNS * 2 },
+    fcParams(RUNS * 2),
   );
   t.pass();
 });
