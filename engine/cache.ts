@@ -45,6 +45,9 @@ import { LocalChecker, problemKey, type CheckResolver, type PathNode, type Resol
 import type { StoredAuthorizationModel } from './model.ts';
 import type { TupleKey, TupleStore } from './store.ts';
 
+export { GraphMirror, type GraphMirrorOptions, type GraphMirrorStats } from './cache_graph.ts';
+export { LevelChecker, type LevelCheckerStats } from './sql/level_checker.ts';
+
 /** Options of a {@link CheckCache}; unknown keys are rejected. */
 export interface CheckCacheOptions {
   /** The store whose writes the cache follows; use {@link CheckCache.store} in its place. */

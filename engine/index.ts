@@ -43,7 +43,7 @@ export { LocalChecker, problemKey } from './check.ts';
 export type { ExpandNode, ExpandLeaf } from './expand.ts';
 export type { UserFilter } from './list_users.ts';
 export { FGA_CODES } from './validation.ts';
-export { CheckCache, type CheckCacheOptions, type CheckCacheStats } from './cache.ts';
+export { CheckCache, GraphMirror, LevelChecker, type CheckCacheOptions, type CheckCacheStats, type GraphMirrorOptions, type GraphMirrorStats, type LevelCheckerStats } from './cache.ts';
 export { SqlStore, type SqlStoreOptions } from './sql/sql_store.ts';
 
 /** Settings of an {@link Engine}; every key is optional. Unknown keys are rejected. */
