@@ -13,7 +13,7 @@ import { LatchkeyError } from '../engine/errors.ts';
 import { diagnostic, type DslDiagnostic, type SourceSpan } from './diagnostics.ts';
 import { parseSyntax } from './syntax.ts';
 import { validateModel } from './validator.ts';
-import { emptySourceIndex, tokenSpan, type SourceIndex } from './visitor.ts';
+import { emptySourceIndex, setOwn, tokenSpan, type SourceIndex } from './visitor.ts';
 
 /** One module file: its name as listed in `fga.mod` and its text. */
 export type ModuleFile = { name: string; contents: string };
@@ -145,8 +145,8 @@ export function parseModules(files: ModuleFile[]): ModularParseResult {
       }
       const meta = { ...td.metadata?.relations?.[rel], source_info: { file } };
       fileOfObject.set(meta, file);
-      original.relations[rel] = def;
-      original.metadata.relations[rel] = meta;
+      setOwn(original.relations, rel, def);
+      setOwn(original.metadata.relations, rel, meta);
       // Diagnostics about this relation point into the extending file.
       const origSpans = sources.get(fileOfObject.get(original) ?? '')?.relationName.get(original);
       const span = relNames?.get(rel);
@@ -157,8 +157,9 @@ export function parseModules(files: ModuleFile[]): ModularParseResult {
   const model: AuthorizationModel = {
     schema_version: '1.2',
     type_definitions: typeDefs,
-    conditions: Object.fromEntries(conditions),
+    conditions: {},
   };
+  for (const [name, c] of conditions) setOwn(model.conditions as Record<string, Condition>, name, c);
   errors.push(...validateCombined(model, sources, extensions, fileOfObject));
   return errors.length > 0 ? { model: undefined, errors } : { model, errors };
 }

@@ -114,6 +114,16 @@ function tok(node: CstNode, key: string, i = 0): IToken | undefined {
   return kids(node)[key]?.[i] as IToken | undefined;
 }
 
+/**
+ * Sets an own, enumerable property. Plain assignment of the key `__proto__`
+ * would replace the object's prototype instead (a valid relation, parameter
+ * or condition name would silently vanish from the model).
+ */
+export function setOwn<V>(obj: Record<string, V>, key: string, value: V): void {
+  if (key === '__proto__') Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+  else obj[key] = value;
+}
+
 /** 0-based span of a token. */
 export function spanOf(t: IToken): SourceSpan {
   return { line: (t.startLine ?? 1) - 1, column: (t.startColumn ?? 1) - 1, length: t.image.length };
@@ -179,12 +189,12 @@ export function visitFile(cst: CstNode, track = true): VisitedFile {
       if (Object.hasOwn(relations, relTok.image)) {
         errors.push(diagnostic('syntax', `'${relTok.image}' is already defined in '${typeDef.type}'`, spanOf(relTok)));
       }
-      relations[relTok.image] = rewrite;
+      setOwn(relations, relTok.image, rewrite);
       const meta: { directly_related_user_types: RelationReference[]; module?: string } = {
         directly_related_user_types: direct,
       };
       if (isModule && isExtend && moduleName !== undefined) meta.module = moduleName;
-      metaRelations[relTok.image] = meta;
+      setOwn(metaRelations, relTok.image, meta);
       if (track) relationNames.set(relTok.image, relTok);
     }
 
@@ -230,16 +240,16 @@ export function visitFile(cst: CstNode, track = true): VisitedFile {
       if (container) {
         const ref: ConditionParamTypeRef = { type_name: typeName(container.image) };
         if (scalar) ref.generic_types = [{ type_name: typeName(scalar.image) }];
-        parameters[pTok.image] = ref;
+        setOwn(parameters, pTok.image, ref);
       } else if (scalar) {
-        parameters[pTok.image] = { type_name: typeName(scalar.image) };
+        setOwn(parameters, pTok.image, { type_name: typeName(scalar.image) });
       }
     }
     let expression = '';
     for (const t of (kids(cn)['ExprToken'] ?? []) as IToken[]) expression += t.image;
     const condition: Condition = { name, expression: expression.trim(), parameters };
     if (isModule && moduleName !== undefined) condition.metadata = { module: moduleName };
-    model.conditions[name] = condition;
+    setOwn(model.conditions, name, condition);
     source.conditionName.set(name, nameTok);
   }
 

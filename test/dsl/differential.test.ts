@@ -17,7 +17,7 @@ import test from 'ava';
 import fc from 'fast-check';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
-import { parseDsl } from '../../dsl/index.ts';
+import { parseDsl, validateDsl } from '../../dsl/index.ts';
 import { CONFORMANCE_DIR } from '../helpers/shared.ts';
 import { definitionSoup, fcParams, fileSoup, genModelText, mutate } from './generators.ts';
 import { hasConditionalTupleset, normalize, oracle } from './oracle.ts';
@@ -131,4 +131,20 @@ test('a line holding only a // comment is skipped as OpenFGA does (found by the 
   const text = 'model\n  schema 1.1\ntype user\n//x\n\n';
   t.is(oracle(text).verdict, 'accepted');
   t.deepEqual(parseDsl(text).errors, []);
+});
+
+test('names that are Object.prototype members: the reference is wrong, we follow the OpenFGA server', (t) => {
+  // The reference looks relations up in plain objects, so `constructor` counts
+  // as a defined relation and `__proto__` replaces the relations' prototype
+  // (the relation disappears from its JSON). The server treats both as
+  // ordinary names.
+  const inherited = 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define viewer: [user] or constructor\n';
+  t.is(oracle(inherited).verdict, 'accepted');
+  t.deepEqual(validateDsl(inherited).map((e) => e.kind), ['missing-definition']);
+
+  const proto = 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define __proto__: [user]\n    define viewer: __proto__\n';
+  const ours = parseDsl(proto);
+  t.deepEqual(ours.errors, []);
+  t.deepEqual(Object.keys(ours.model?.type_definitions?.[1]?.relations ?? {}), ['__proto__', 'viewer']);
+  t.true(JSON.stringify(ours.model).includes('"__proto__":{"this":{}}'));
 });
