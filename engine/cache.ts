@@ -80,6 +80,10 @@ export interface CheckCacheStats {
 const NONE: ReadonlySet<string> = new Set();
 /** Heights are below 128 (the depth limit is at most 100): value = generation * 256 + height * 2 + allowed. */
 const HEIGHT_SLOTS = 128;
+/** Shared, frozen answers served on hits: index allowed * HEIGHT_SLOTS + height. */
+const RESULTS: readonly ResolveCheckResult[] = Array.from({ length: 2 * HEIGHT_SLOTS }, (_, i) =>
+  Object.freeze({ allowed: i >= HEIGHT_SLOTS, cycle: false, height: i % HEIGHT_SLOTS, hits: NONE }),
+);
 
 function onPath(path: PathNode | undefined, key: string): boolean {
   for (let p = path; p !== undefined; p = p.parent) if (p.key === key) return true;
@@ -190,12 +194,13 @@ export class CheckCache {
   }
 
 
-  async #resolve(inner: CheckResolver, req: ResolveCheckRequest, ctx: ResolutionContext): Promise<ResolveCheckResult> {
+  /** Hits answer without an async frame: the lookup is synchronous whenever the revision is fresh. */
+  #resolve(inner: CheckResolver, req: ResolveCheckRequest, ctx: ResolutionContext): Promise<ResolveCheckResult> {
     const lru = this.#lru;
     if (
       lru === undefined ||
       ctx.reader.hasContextualTuples ||
-      (ctx as { consistency?: string }).consistency === 'higher_consistency' ||
+      ctx.consistency === 'higher_consistency' ||
       req.scope.isCancelled()
     ) {
       if (lru !== undefined) this.#stats.bypasses++;
@@ -203,21 +208,30 @@ export class CheckCache {
     }
     const pk = problemKey(req.objectType, req.objectId, req.relation, req.user);
     // A sub-problem on its own path is a cycle: the evaluator decides that, never the cache.
-    if (onPath(req.path, pk)) return inner.resolveCheck(req, ctx);
+    if (req.path !== undefined && onPath(req.path, pk)) return inner.resolveCheck(req, ctx);
     // The model id is a ULID and the context is JSON: neither contains a newline, so the parts cannot run together.
     const key = ctx.context === undefined ? `${ctx.ts.id}\n${pk}` : `${ctx.ts.id}\n${JSON.stringify(ctx.context)}\n${pk}`;
     const wait = this.#fresh();
-    if (wait !== undefined) await wait;
-    const generation = this.#generation;
-    const v = lru.get(key);
-    if (v !== undefined && Math.floor(v / 256) === generation) {
-      const height = (v % 256) >> 1;
-      if (req.depth + height < ctx.maxDepth) {
-        this.#stats.hits++;
-        return { allowed: (v & 1) === 1, cycle: false, height, hits: NONE };
-      }
+    if (wait === undefined) {
+      const hit = this.#lookup(lru, key, req, ctx);
+      if (hit !== undefined) return Promise.resolve(hit);
+      return this.#fill(lru, key, inner, req, ctx);
     }
+    return wait.then(() => this.#lookup(lru, key, req, ctx) ?? this.#fill(lru, key, inner, req, ctx));
+  }
+
+  #lookup(lru: LRUCache<string, number>, key: string, req: ResolveCheckRequest, ctx: ResolutionContext): ResolveCheckResult | undefined {
+    const v = lru.get(key);
+    if (v === undefined || Math.floor(v / 256) !== this.#generation) return undefined;
+    const height = (v % 256) >> 1;
+    if (req.depth + height >= ctx.maxDepth) return undefined;
+    this.#stats.hits++;
+    return RESULTS[(v & 1) * HEIGHT_SLOTS + height];
+  }
+
+  async #fill(lru: LRUCache<string, number>, key: string, inner: CheckResolver, req: ResolveCheckRequest, ctx: ResolutionContext): Promise<ResolveCheckResult> {
     this.#stats.misses++;
+    const generation = this.#generation;
     const r = await inner.resolveCheck(req, ctx);
     if (r.hits !== null && r.hits.size === 0 && !r.cycle && r.height < HEIGHT_SLOTS && generation === this.#generation) {
       lru.set(key, generation * 256 + r.height * 2 + (r.allowed ? 1 : 0));
