@@ -37,10 +37,14 @@ function subset<T>(g: Gen, items: readonly T[], min: number, max: number): T[] {
   return out;
 }
 
-type Ctx = { types: string[]; rels: string[]; conds: string[]; safe?: boolean; used?: Set<string> };
+type Ctx = { types: string[]; rels: string[]; conds: string[]; safe?: boolean; used?: Set<string>; pool?: string[] };
 
 function rewrite(g: Gen, ctx: Ctx): string {
-  if (ctx.safe) return pick(g, ctx.rels);
+  if (ctx.safe) {
+    // Distinct operands per definition, so safe models rarely trip the duplicate rules.
+    if (ctx.pool && ctx.pool.length > 0) return ctx.pool.splice(g(fc.integer, { min: 0, max: ctx.pool.length - 1 }), 1)[0] as string;
+    return pick(g, ctx.rels);
+  }
   const name = chance(g, 85) ? pick(g, ctx.rels) : pick(g, REL_NAMES);
   if (chance(g, 25)) return `${name} from ${chance(g, 85) ? pick(g, ctx.rels) : pick(g, REL_NAMES)}`;
   return name;
@@ -68,7 +72,8 @@ function restriction(g: Gen, ctx: Ctx): string {
 
 function direct(g: Gen, ctx: Ctx): string {
   const n = g(fc.integer, { min: 1, max: 3 });
-  const items = Array.from({ length: n }, () => restriction(g, ctx));
+  let items = Array.from({ length: n }, () => restriction(g, ctx));
+  if (ctx.safe) items = [...new Set(items)];
   return `[${items.join(chance(g, 80) ? ', ' : ',')}]`;
 }
 
@@ -111,7 +116,7 @@ export function genModelText(g: Gen): string {
   const allConds = subset(g, COND_NAMES, 0, 2);
   const used = new Set<string>();
   const indent = pick(g, ['  ', '    ', '\t', '']);
-  const blank = (): string => (chance(g, 30) ? '\n' : '') + (chance(g, 10) ? `${indent}# a comment\n` : '');
+  const blank = (): string => (chance(g, 30) ? '\n' : '') + (chance(g, 10) ? `\n${indent}# a comment` : '');
   const comment = (): string => (chance(g, 10) ? ' # note' : '');
   let text = `${chance(g, 10) ? '# header comment\n' : ''}model\n${indent}schema ${chance(g, 97) ? pick(g, ['1.1', '1.1', '1.2']) : '1.0'}${comment()}\n`;
   for (const t of types) {
@@ -121,6 +126,7 @@ export function genModelText(g: Gen): string {
     text += `\n${indent}relations`;
     const ctx: Ctx = { types, rels: safe ? [] : rels, conds: allConds, safe, used };
     for (const r of rels) {
+      ctx.pool = [...ctx.rels];
       text += `\n${indent}${indent}define ${r}${chance(g, 5) ? ' ' : ''}: ${definition(g, ctx, 2)}${comment()}`;
       if (safe) ctx.rels = [...ctx.rels, r];
     }
