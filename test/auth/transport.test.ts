@@ -378,3 +378,17 @@ test('sign-up flags on the wire: --enable-signup=false refuses; --roles/--defaul
     await roles.close();
   }
 });
+
+test('C5: a user token cannot write tuples or call any admin FGA operation, on GraphQL, REST and gRPC alike', async (t) => {
+  const s = await srv.call('signup', { email: email('c5'), password: PASSWORD }, { protocol: 'rest' });
+  const auth = bearer(s.body!['access_token']);
+  const uid = (s.body!['user'] as Record<string, unknown>)['id'] as string;
+  const tuples = [{ user: `user:${uid}`, relation: 'editor', object: 'document:9' }];
+  for (const protocol of PROTOCOLS) {
+    t.is((await srv.call('fga_write_tuples', { tuples }, { protocol, headers: auth })).error?.code, 'unauthenticated', protocol);
+    t.is((await srv.call('fga_delete_tuples', { tuples }, { protocol, headers: auth })).error?.code, 'unauthenticated', protocol);
+    t.is((await srv.call('fga_write_model', { dsl: 'model\n  schema 1.1\ntype user\n' }, { protocol, headers: auth })).error?.code, 'unauthenticated', protocol);
+  }
+  const read = await srv.call('fga_read_tuples', { object: 'document:9' }, { protocol: 'rest', headers: { 'x-service-admin-secret': TEST_ADMIN_SECRET } });
+  t.deepEqual(read.body?.['tuples'], []);
+});
