@@ -17,7 +17,7 @@ import { validateModel } from './validator.ts';
 
 export type { DslDiagnostic } from './diagnostics.ts';
 export type { ModManifest, ModuleFile } from './modules.ts';
-export { printModel } from './printer.ts';
+export { printModel, type PrintOptions } from './printer.ts';
 export { parseModManifest, stripComments };
 
 /** Result of {@link parseDsl}: the model when the text is valid, and every diagnostic. */

@@ -65,36 +65,73 @@ function paramType(p: ConditionParamTypeRef): string {
   return generic ? `${name}<${paramType(generic)}>` : name;
 }
 
-function typeDefinition(td: TypeDefinition): string {
-  const lines = [`type ${td.type}`];
-  const relations = Object.entries(td.relations ?? {});
+type SourceMeta = { module?: string; source_info?: { file?: string } } | null | undefined;
+
+/**
+ * OpenFGA's order for modular models: entries without a module first (by
+ * name), then by module, file and name. Names compare with `localeCompare`,
+ * as OpenFGA's printer does.
+ */
+function byModule(aName: string, bName: string, a: SourceMeta, b: SourceMeta): number {
+  if (!a?.module && !b?.module) return aName.localeCompare(bName);
+  if (!a?.module) return -1;
+  if (!b?.module) return 1;
+  if (a.module !== b.module) return a.module.localeCompare(b.module);
+  const af = a.source_info?.file ?? '';
+  const bf = b.source_info?.file ?? '';
+  if (af !== bf) return af.localeCompare(bf);
+  return aName.localeCompare(bName);
+}
+
+function sourceComment(meta: SourceMeta, lead: string, include: boolean): string {
+  return include && meta?.module ? ` #${lead} module: ${meta.module}, file: ${meta.source_info?.file}` : '';
+}
+
+function typeDefinition(td: TypeDefinition, modular: boolean, include: boolean): string {
+  const lines = [`type ${td.type}${sourceComment(td.metadata, '', include)}`];
+  let relations = Object.entries(td.relations ?? {});
+  const meta = td.metadata?.relations ?? {};
+  if (modular) relations = relations.sort(([a], [b]) => byModule(a, b, meta[a], meta[b]));
   if (relations.length > 0) {
     lines.push('  relations');
     for (const [name, def] of relations) {
-      const direct = td.metadata?.relations?.[name]?.directly_related_user_types ?? [];
-      lines.push(`    define ${name}: ${rewrite(def, direct, true, false)}`);
+      const m = Object.hasOwn(meta, name) ? meta[name] : undefined;
+      const direct = m?.directly_related_user_types ?? [];
+      lines.push(`    define ${name}: ${rewrite(def, direct, true, false)}${sourceComment(m, ' extended by:', include)}`);
     }
   }
   return lines.join('\n');
 }
 
+/** Options of {@link printModel}. */
+export type PrintOptions = {
+  /** For modular models: end each type, extended relation and condition with `# module: m, file: f`. */
+  includeSourceInformation?: boolean;
+};
+
 /**
- * Prints a model as DSL text. Throws `invalid_argument` (reason
+ * Prints a model as DSL text, in OpenFGA's layout and order: types as given
+ * (modular models: grouped by module and file), conditions by name,
+ * parameters by name. Throws `invalid_argument` (reason
  * `unsupported_dsl_nesting`) when the JSON uses a shape the DSL cannot write,
  * such as a direct assignment that is not the first operand.
  */
-export function printModel(model: AuthorizationModel): string {
-  const blocks = [`model\n  schema ${model.schema_version}`];
-  for (const td of model.type_definitions ?? []) blocks.push(typeDefinition(td));
-  // Conditions in name order, as OpenFGA's printer writes them.
-  const conditions = model.conditions ?? {};
-  for (const name of Object.keys(conditions).sort()) {
-    const c = conditions[name] as NonNullable<typeof conditions[string]>;
+export function printModel(model: AuthorizationModel, options: PrintOptions = {}): string {
+  const include = options.includeSourceInformation === true;
+  let types = model.type_definitions ?? [];
+  const modular = types.some((td) => td.metadata?.module);
+  if (modular) types = [...types].sort((a, b) => byModule(a.type, b.type, a.metadata, b.metadata));
+  const blocks = [`model\n  schema ${model.schema_version || '1.1'}`];
+  for (const td of types) blocks.push(typeDefinition(td, modular, include));
+  const conditions = Object.entries(model.conditions ?? {}).sort(([a, ca], [b, cb]) =>
+    modular ? byModule(a, b, ca.metadata, cb.metadata) : a.localeCompare(b),
+  );
+  for (const [, c] of conditions) {
     const params = Object.entries(c.parameters ?? {})
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([n, p]) => `${n}: ${paramType(p)}`)
       .join(', ');
-    blocks.push(`condition ${c.name}(${params}) {\n  ${c.expression}\n}`);
+    blocks.push(`condition ${c.name}(${params}) {\n  ${c.expression}\n}${sourceComment(c.metadata, '', include)}`);
   }
   return `${blocks.join('\n\n')}\n`;
 }

@@ -3,7 +3,8 @@
  * place from ../shared): every transformer/ `.fga` gives its
  * `authorization-model.json`, and printing that JSON and parsing it back gives
  * the same JSON; every transformer-module/ case gives its combined model or
- * exactly its expected errors (message, file, line and column).
+ * exactly its expected errors (message, file, line and column), and its
+ * combined JSON prints as its `combined.fga` / `combined-sourceinfo.fga`.
  */
 import test from 'ava';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -40,6 +41,14 @@ for (const name of readdirSync(`${LANG}/transformer-module`).sort()) {
   const files = readdirSync(`${dir}/module`)
     .sort()
     .map((f) => ({ name: f, contents: readFileSync(`${dir}/module/${f}`, 'utf8') }));
+
+  if (existsSync(`${dir}/combined.fga`)) {
+    test(`transformer-module ${name}: the combined JSON prints as combined.fga and, with sources, combined-sourceinfo.fga`, (t) => {
+      const json = JSON.parse(readFileSync(`${dir}/authorization-model.json`, 'utf8')) as AuthorizationModel;
+      t.is(printModel(json), readFileSync(`${dir}/combined.fga`, 'utf8'));
+      t.is(printModel(json, { includeSourceInformation: true }), readFileSync(`${dir}/combined-sourceinfo.fga`, 'utf8'));
+    });
+  }
 
   if (existsSync(`${dir}/authorization-model.json`)) {
     test(`transformer-module ${name}: modules combine into the expected JSON`, (t) => {
