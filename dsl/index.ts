@@ -25,6 +25,10 @@ export type DslParseResult = { model: AuthorizationModel | undefined; errors: Ds
 
 function invalid(errors: DslDiagnostic[]): LatchkeyError {
   const first = errors[0];
+  if (first?.kind === 'internal') {
+    // A bug in the parser, not a problem of the model: surfaces as `internal`.
+    return new LatchkeyError('internal', 'internal error while parsing the model');
+  }
   return new LatchkeyError('invalid_argument', first ? first.message : 'invalid model', {
     reason: 'invalid_dsl',
     details: { errors },
@@ -88,7 +92,8 @@ export function validateDsl(text: string): DslDiagnostic[] {
  * DSL text → OpenFGA JSON authorization model.
  *
  * @throws LatchkeyError `invalid_argument`, reason `invalid_dsl`, with the first
- *   diagnostic's message and `details.errors` holding every {@link DslDiagnostic}.
+ *   diagnostic's message and `details.errors` holding every {@link DslDiagnostic};
+ *   `internal` only if the parser itself fails (a bug).
  */
 export function transformDslToModel(text: string): AuthorizationModel {
   const { model, errors } = parseDsl(text);
