@@ -271,7 +271,7 @@ export class SqlStore implements TupleStore {
   // ---------------------------------------------------------------- writes
 
   /** Existing keys among `keys`, as `type:id\0relation\0user`. */
-  async #existing(keys: readonly TupleKey[], tx: Transaction): Promise<Set<string>> {
+  async #existing(keys: readonly TupleKey[], tx?: Transaction): Promise<Set<string>> {
     const found = new Set<string>();
     for (const part of chunks(keys, this.#batch)) {
       const m = this.#match(PK, part.map(pkOf));
@@ -287,79 +287,103 @@ export class SqlStore implements TupleStore {
 
   async write(deletes: readonly TupleKey[], writes: readonly TupleKey[]): Promise<number> {
     const key = (t: TupleKey): string => `${t.object}\u0000${t.relation}\u0000${t.user}`;
-    return this.#transaction(async (tx) => {
-      await this.#exec('UPDATE fga_revision SET revision = revision + 1 WHERE id = 1', [], tx);
-      const [rev] = await this.#select<{ revision: number | string }>('SELECT revision FROM fga_revision WHERE id = 1', [], tx);
-      const revision = Number(rev?.revision);
-      const now = this.#now();
-      if (deletes.length > 0) {
-        const present = await this.#existing(deletes, tx);
-        const missing = deletes.find((t) => !present.has(key(t)));
-        if (missing !== undefined) {
-          throw new LatchkeyError('not_found', `cannot delete a tuple which does not exist: ${missing.object}#${missing.relation}@${missing.user}`, {
-            reason: 'tuple_not_found',
-            details: { tuple: { object: missing.object, relation: missing.relation, user: missing.user } },
-          });
-        }
-      }
-      if (writes.length > 0) {
-        const deleted = new Set(deletes.map(key));
-        const present = await this.#existing(writes, tx);
-        const clash = writes.find((t) => present.has(key(t)) && !deleted.has(key(t)));
-        if (clash !== undefined) {
-          throw new LatchkeyError('already_exists', `cannot write a tuple which already exists: ${clash.object}#${clash.relation}@${clash.user}`, {
-            reason: 'tuple_exists',
-            details: { tuple: { object: clash.object, relation: clash.relation, user: clash.user } },
-          });
-        }
-      }
-      for (const part of chunks(deletes, this.#batch)) {
-        const keys = part.map(pkOf);
-        if (this.#dialect === 'postgres') {
-          const m = this.#match(PK, keys);
-          const on = PK.map((c) => `t.${c} = k.${c}`).join(' AND ');
-          const values = m.join.slice(m.join.indexOf('(VALUES'), m.join.indexOf(' ON '));
-          await this.#exec(`DELETE FROM fga_tuple t USING ${values} WHERE ${on}`, m.params, tx);
+    // Preconditions are checked by the statements themselves (rows deleted, unique violations), which saves two
+    // round trips per write; the offending tuple is looked up only to word the error, after the rollback.
+    let violated: 'missing' | 'exists' | undefined;
+    try {
+      return await this.#transaction(async (tx) => {
+        let revision: number;
+        if (this.#dialect === 'mysql' || this.#dialect === 'mariadb') {
+          await this.#exec('UPDATE fga_revision SET revision = revision + 1 WHERE id = 1', [], tx);
+          const [rev] = await this.#select<{ revision: number | string }>('SELECT revision FROM fga_revision WHERE id = 1', [], tx);
+          revision = Number(rev?.revision);
         } else {
-          const m = this.#match(PK, keys, '');
-          await this.#exec(`DELETE FROM fga_tuple WHERE ${m.where}`, m.params, tx);
+          const [rev] = await this.#select<{ revision: number | string }>('UPDATE fga_revision SET revision = revision + 1 WHERE id = 1 RETURNING revision', [], tx);
+          revision = Number(rev?.revision);
         }
-      }
-      // 9 parameters per row: keep statements under every backend's parameter limit.
-      const rowBatch = Math.max(1, Math.floor(this.#batch / 2));
-      for (const part of chunks(writes, rowBatch)) {
-        const params: unknown[] = [];
-        const rows = part.map((t) => {
-          const [type, id] = splitObject(t.object);
-          params.push(type, id, t.relation, t.user, userKind(t.user), t.condition?.name ?? null,
-            t.condition?.context === undefined ? null : JSON.stringify(t.condition.context), revision, now);
-          return '(?, ?, ?, ?, ?, ?, ?, ?, ?)';
+        const now = this.#now();
+        let removed = 0;
+        for (const part of chunks(deletes, this.#batch)) {
+          const keys = part.map(pkOf);
+          let sql: string;
+          let params: string[];
+          if (this.#dialect === 'postgres') {
+            params = keys.flat();
+            sql = `DELETE FROM fga_tuple t USING (VALUES ${keys.map(() => '(?, ?, ?, ?)').join(', ')}) AS k(${PK.join(', ')}) WHERE ${PK.map((c) => `t.${c} = k.${c}`).join(' AND ')}`;
+          } else {
+            const m = this.#match(PK, keys, '');
+            params = m.params;
+            sql = `DELETE FROM fga_tuple WHERE ${m.where}`;
+          }
+          removed += Number(await this.#sequelize.query(sql, { replacements: params, transaction: tx, type: QueryTypes.BULKDELETE }));
+        }
+        if (removed !== deletes.length) {
+          violated = 'missing';
+          throw new LatchkeyError('not_found', 'cannot delete a tuple which does not exist', { reason: 'tuple_not_found' });
+        }
+        // 9 parameters per row: keep statements under every backend's parameter limit.
+        const rowBatch = Math.max(1, Math.floor(this.#batch / 2));
+        for (const part of chunks(writes, rowBatch)) {
+          const params: unknown[] = [];
+          const rows = part.map((t) => {
+            const [type, id] = splitObject(t.object);
+            params.push(type, id, t.relation, t.user, userKind(t.user), t.condition?.name ?? null,
+              t.condition?.context === undefined ? null : JSON.stringify(t.condition.context), revision, now);
+            return '(?, ?, ?, ?, ?, ?, ?, ?, ?)';
+          });
+          try {
+            await this.#exec(
+              `INSERT INTO fga_tuple (object_type, object_id, relation, _user, user_kind, condition_name, condition_context, revision, inserted_at) VALUES ${rows.join(', ')}`,
+              params,
+              tx,
+            );
+          } catch (err) {
+            if ((err as { name?: string }).name === 'SequelizeUniqueConstraintError') {
+              violated = 'exists';
+              throw new LatchkeyError('already_exists', 'cannot write a tuple which already exists', { reason: 'tuple_exists' });
+            }
+            throw err;
+          }
+        }
+        const changes: Array<[string, TupleKey]> = [...deletes.map((t): [string, TupleKey] => ['d', t]), ...writes.map((t): [string, TupleKey] => ['w', t])];
+        let seq = 0;
+        for (const part of chunks(changes, rowBatch)) {
+          const params: unknown[] = [];
+          const rows = part.map(([op, t]) => {
+            const [type, id] = splitObject(t.object);
+            const withCondition = op === 'w' && t.condition !== undefined;
+            params.push(revision, seq++, op, type, id, t.relation, t.user, withCondition ? t.condition!.name : null,
+              withCondition && t.condition!.context !== undefined ? JSON.stringify(t.condition!.context) : null, now);
+            return '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+          });
+          await this.#exec(
+            `INSERT INTO fga_changelog (revision, seq, operation, object_type, object_id, relation, _user, condition_name, condition_context, inserted_at) VALUES ${rows.join(', ')}`,
+            params,
+            tx,
+          );
+        }
+        return revision;
+      });
+    } catch (err) {
+      if (violated === 'missing') {
+        const present = await this.#existing(deletes);
+        const missing = deletes.find((t) => !present.has(key(t)));
+        throw new LatchkeyError('not_found', missing === undefined ? 'cannot delete a tuple which does not exist' : `cannot delete a tuple which does not exist: ${missing.object}#${missing.relation}@${missing.user}`, {
+          reason: 'tuple_not_found',
+          ...(missing === undefined ? {} : { details: { tuple: { object: missing.object, relation: missing.relation, user: missing.user } } }),
         });
-        await this.#exec(
-          `INSERT INTO fga_tuple (object_type, object_id, relation, _user, user_kind, condition_name, condition_context, revision, inserted_at) VALUES ${rows.join(', ')}`,
-          params,
-          tx,
-        );
       }
-      const changes: Array<[string, TupleKey]> = [...deletes.map((t): [string, TupleKey] => ['d', t]), ...writes.map((t): [string, TupleKey] => ['w', t])];
-      let seq = 0;
-      for (const part of chunks(changes, rowBatch)) {
-        const params: unknown[] = [];
-        const rows = part.map(([op, t]) => {
-          const [type, id] = splitObject(t.object);
-          const withCondition = op === 'w' && t.condition !== undefined;
-          params.push(revision, seq++, op, type, id, t.relation, t.user, withCondition ? t.condition!.name : null,
-            withCondition && t.condition!.context !== undefined ? JSON.stringify(t.condition!.context) : null, now);
-          return '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+      if (violated === 'exists') {
+        const deleted = new Set(deletes.map(key));
+        const present = await this.#existing(writes);
+        const clash = writes.find((t) => present.has(key(t)) && !deleted.has(key(t)));
+        throw new LatchkeyError('already_exists', clash === undefined ? 'cannot write a tuple which already exists' : `cannot write a tuple which already exists: ${clash.object}#${clash.relation}@${clash.user}`, {
+          reason: 'tuple_exists',
+          ...(clash === undefined ? {} : { details: { tuple: { object: clash.object, relation: clash.relation, user: clash.user } } }),
         });
-        await this.#exec(
-          `INSERT INTO fga_changelog (revision, seq, operation, object_type, object_id, relation, _user, condition_name, condition_context, inserted_at) VALUES ${rows.join(', ')}`,
-          params,
-          tx,
-        );
       }
-      return revision;
-    });
+      throw err;
+    }
   }
 
   // ---------------------------------------------------------------- reads
