@@ -349,8 +349,13 @@ async function sqlBench(backend: SqlBackend, ds: ReferenceDataset, qsets: QueryS
     const cold = await timeSets(qsets, (q) => engine.check(q), { passes: 1, concurrency: 1, limit });
     const cold64 = await timeSets(qsets, (q) => engine.check(q), { passes: 1, concurrency: 64, limit });
     // The graph mirror loaded from this database (P8), and checks through it.
+    gc();
+    const beforeMirror = process.memoryUsage().heapUsed;
     const mirror = await GraphMirror.load({ store });
-    const mirrored = new Engine({ store: mirror.store, resolver: mirror.resolver({ resolveCheck: (req, ctx) => new LevelChecker({ combineReads: true }).resolveCheck(req, ctx) }) });
+    gc();
+    const mirrorHeapMiB = (process.memoryUsage().heapUsed - beforeMirror) / 2 ** 20;
+    const rssWithMirror = memoryMiB().rss_mib;
+    const mirrored = new Engine({ store: mirror.store, resolver: mirror.resolver(new LevelChecker({ combineReads: true })) });
     for (const set of QUERY_SETS) await verify(`${backend} mirror ${set}`, (qsets[set] as CheckQuery[]).slice(0, 200), async (q) => (await mirrored.check(q)).allowed);
     const mirrorCold = await timeSets(qsets, (q) => mirrored.check(q), { passes: 3, concurrency: 1, limit: 2000 });
     // Writes: 100-tuple batches (P9).
@@ -369,6 +374,8 @@ async function sqlBench(backend: SqlBackend, ds: ReferenceDataset, qsets: QueryS
       cold,
       cold_c64: cold64,
       mirror_load_s: round(mirror.stats().loadMs / 1000),
+      mirror_heap_mib_per_m_tuples: round(mirrorHeapMiB / (ds.tupleCount / 1e6)),
+      rss_mib_with_mirror: rssWithMirror,
       cold_mirror: mirrorCold,
       writes_100_batch_tuples_per_s: Math.round((batches * 100) / writeS),
     };
