@@ -640,6 +640,40 @@ export class AuthService {
     return { message: 'Account deactivated successfully' };
   }
 
+  // ---------------------------------------------------------------- hooks for other flows
+
+  /**
+   * Opens a session for a user whose identity another flow has proven
+   * (email verification, OTP/TOTP, magic link, OAuth): the same session,
+   * cookie and tokens as a password login. Throws `unauthenticated` for an
+   * unknown, deactivated or revoked user, `permission_denied` for roles the
+   * user does not hold.
+   */
+  async openSessionFor(
+    userId: string,
+    o: { loginMethod: string; roles?: readonly string[] | undefined; scope?: readonly string[] | undefined; message?: string },
+    ctx: AuthCallContext = {},
+  ): Promise<AuthResult> {
+    const user = await this.#activeUser(userId);
+    if (user === undefined) throw unauthenticated();
+    const roles = this.#requestedRoles(user, o.roles);
+    await this.#endPresentedSession(ctx);
+    return this.#openSession(user, { roles, scope: o.scope, loginMethod: o.loginMethod, message: o.message ?? 'Logged in successfully' });
+  }
+
+  /**
+   * Sets a new password (password reset): checks the policy, stores the hash
+   * and ends every session of the user (ASVS v5 7.4.3). Throws
+   * `invalid_argument` (`invalid_password`) or `not_found`.
+   */
+  async setPassword(userId: string, password: string): Promise<void> {
+    const user = await this.users.findById(userId);
+    if (user === undefined) throw new LatchkeyError('not_found', 'user not found', { reason: 'user_not_found' });
+    assertPasswordAcceptable(password, { strong: this.options.enableStrongPassword }, { email: user.email });
+    await this.users.update(userId, { password: await this.passwords.hash(password) });
+    await this.sessions.endAllForUser(userId);
+  }
+
   // ---------------------------------------------------------------- admin hooks
 
   /** Ends every session and refresh token of a user at once (admin revoke, delete, password reset). */

@@ -436,3 +436,29 @@ test.serial('A6: sign-up with a taken email still spends a full bcrypt hash befo
     await f.close();
   }
 });
+
+test('hooks for other flows: openSessionFor issues a full session; setPassword checks the policy and ends every session', async (t) => {
+  const clock = manualClock();
+  const f = await makeService({ now: clock.now });
+  try {
+    const s = await f.auth.signup({ email: 'hook@example.com', password: STRONG_PASSWORD, roles: ['user', 'editor'] });
+    const uid = s.response.user!.id;
+    clock.advance(1000);
+    const o = await f.auth.openSessionFor(uid, { loginMethod: 'magic_link_login', roles: ['editor'] });
+    const p = await f.auth.authenticate({ bearer: o.response.access_token });
+    t.deepEqual(p?.roles, ['editor']);
+    t.truthy(o.session?.token);
+    t.is((await errorOf(f.auth.openSessionFor(uid, { loginMethod: 'otp', roles: ['admin'] }))).code, 'permission_denied');
+    t.is((await errorOf(f.auth.setPassword(uid, 'short'))).reason, 'invalid_password');
+    clock.advance(1000);
+    await f.auth.setPassword(uid, 'a completely new phrase');
+    t.is((await errorOf(f.auth.authenticate({ bearer: o.response.access_token }))).code, 'unauthenticated');
+    t.is((await errorOf(f.auth.authenticate({ bearer: s.response.access_token }))).code, 'unauthenticated');
+    clock.advance(1000);
+    t.truthy((await f.auth.login({ email: 'hook@example.com', password: 'a completely new phrase' })).response.access_token);
+    t.is((await errorOf(f.auth.setPassword('no-such-user', 'a completely new phrase'))).code, 'not_found');
+    t.is((await errorOf(f.auth.openSessionFor('no-such-user', { loginMethod: 'otp' }))).code, 'unauthenticated');
+  } finally {
+    await f.close();
+  }
+});
