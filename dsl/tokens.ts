@@ -148,16 +148,27 @@ export const Percent = tok('PERCENT', '%');
 export const Hash = tok('HASH', '#');
 
 /** `)` that closes a condition's parameter list and leaves the parameter mode. */
-export const ConditionParamsEnd = createToken({ name: 'CONDITION_PARAMS_END', pattern: ')', pop_mode: true });
+// The parameter-mode tokens are also CEL body tokens: `condition` inside a
+// body (a body whose `}` is missing runs into the next declaration) switches
+// the lexer to parameter mode there too, and OpenFGA takes whatever follows
+// into the body up to the first `}`.
+export const ConditionParamsEnd = createToken({
+  name: 'CONDITION_PARAMS_END',
+  pattern: ')',
+  pop_mode: true,
+  categories: [ExprToken],
+});
 export const ConditionParamContainer = createToken({
   name: 'CONDITION_PARAM_CONTAINER',
   pattern: /map|list/,
   longer_alt: Identifier,
+  categories: [ExprToken],
 });
 export const ConditionParamType = createToken({
   name: 'CONDITION_PARAM_TYPE',
   pattern: /bool|string|int|uint|double|duration|timestamp|ipaddress/,
   longer_alt: Identifier,
+  categories: [ExprToken],
 });
 
 const defaultMode: TokenType[] = [
