@@ -12,7 +12,7 @@ import { adminSecretAuthenticator, type Authenticator } from './authenticate.ts'
 import { VERSION } from './version.ts';
 import { plugAdmin } from './operations/admin.ts';
 import { plugAuth } from './operations/auth.ts';
-import { Engine } from '../engine/index.ts';
+import { plugFgaEngine } from './operations/permissions.ts';
 
 export interface Services {
   readonly config: Config;
@@ -74,8 +74,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
   // engine → services.engine = await createEngineService(...)
   // auth   → services.auth = ...; services.authenticators.push(userAuthenticator)
   // admin  → services.admin = ...; services.authenticators.push(adminCookieAuthenticator)
-  // `--fga-store memory`: an in-process engine (the SQL-backed stores plug in here when they exist).
-  if (services.engine === undefined && config.fgaStore === 'memory') services.engine = new Engine();
+  await plugFgaEngine(services);
   await plugAuth(services);
   await plugAdmin(services);
 

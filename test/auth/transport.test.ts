@@ -12,7 +12,7 @@ const PASSWORD = 'correct horse battery';
 let srv: TestServer;
 
 anyTest.before(async () => {
-  srv = await startTestServer({ 'fga-store': 'memory' });
+  srv = await startTestServer();
 });
 anyTest.after.always(async () => {
   await srv?.close();
@@ -195,8 +195,8 @@ test('check_permissions and list_permissions over every protocol: pinned subject
   }
 });
 
-test('without an FGA store, permission operations answer 400 failed_precondition with the spec message on every protocol', async (t) => {
-  const plain = await startTestServer();
+test('when the FGA store cannot be opened, identity works and permission operations answer 400 failed_precondition with the spec message on every protocol', async (t) => {
+  const plain = await startTestServer({ 'fga-store': 'postgres', 'fga-store-url': 'postgres://latchkey@127.0.0.1:1/unreachable' });
   try {
     const s = await plain.call('signup', { email: email('nofga'), password: PASSWORD }, { protocol: 'rest' });
     for (const protocol of PROTOCOLS) {
@@ -243,6 +243,14 @@ for (const backend of sqlBackends()) {
         t.is(r.error?.code, 'already_exists');
         t.is(r.error?.message, 'user with given email already exists');
       }
+      // The FGA store defaults to the same main database.
+      const winner = results.find((r) => r.error === undefined)!;
+      const uid = (winner.body!['user'] as Record<string, unknown>)['id'] as string;
+      const admin = { 'x-service-admin-secret': TEST_ADMIN_SECRET };
+      t.is((await server.call('fga_write_model', { dsl: 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define viewer: [user]\n' }, { protocol: 'rest', headers: admin })).error, undefined);
+      t.is((await server.call('fga_write_tuples', { tuples: [{ user: `user:${uid}`, relation: 'viewer', object: `doc:${backend}` }] }, { protocol: 'rest', headers: admin })).error, undefined);
+      const check = await server.call('check_permissions', { checks: [{ relation: 'viewer', object: `doc:${backend}` }] }, { protocol: 'rest', headers: bearer(winner.body!['access_token']) });
+      t.deepEqual(check.body, { results: [{ relation: 'viewer', object: `doc:${backend}`, allowed: true }] });
     } finally {
       if (server !== srv) await server.close();
     }
@@ -391,4 +399,19 @@ test('C5: a user token cannot write tuples or call any admin FGA operation, on G
   }
   const read = await srv.call('fga_read_tuples', { object: 'document:9' }, { protocol: 'rest', headers: { 'x-service-admin-secret': TEST_ADMIN_SECRET } });
   t.deepEqual(read.body?.['tuples'], []);
+});
+
+test('--fga-store memory: an in-process FGA store answers checks', async (t) => {
+  const mem = await startTestServer({ 'fga-store': 'memory' });
+  try {
+    const admin = { 'x-service-admin-secret': TEST_ADMIN_SECRET };
+    t.is((await mem.call('fga_write_model', { dsl: 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define viewer: [user]\n' }, { protocol: 'rest', headers: admin })).error, undefined);
+    const s = await mem.call('signup', { email: email('mem'), password: PASSWORD }, { protocol: 'rest' });
+    const uid = (s.body!['user'] as Record<string, unknown>)['id'] as string;
+    await mem.call('fga_write_tuples', { tuples: [{ user: `user:${uid}`, relation: 'viewer', object: 'doc:1' }] }, { protocol: 'rest', headers: admin });
+    const r = await mem.call('check_permissions', { checks: [{ relation: 'viewer', object: 'doc:1' }] }, { protocol: 'grpc', headers: bearer(s.body!['access_token']) });
+    t.deepEqual(r.body, { results: [{ relation: 'viewer', object: 'doc:1', allowed: true }] });
+  } finally {
+    await mem.close();
+  }
 });

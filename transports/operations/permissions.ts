@@ -9,6 +9,9 @@
  * nor asked by a super-admin, 400 `failed_precondition` ("fga is not enabled
  * on this server") without an FGA store.
  */
+import { Sequelize } from 'sequelize';
+import { Engine, SqlStore } from '../../engine/index.ts';
+import type { Services } from '../services.ts';
 import { s } from '../shape.ts';
 import { authOf, callContext } from './auth.ts';
 import { ALL_PROTOCOLS, defineOperation, type AnyOperation } from './types.ts';
@@ -70,3 +73,37 @@ export const PERMISSION_OPERATIONS: readonly AnyOperation[] = [
     handler: async (ctx, input) => authOf(ctx).listPermissions(input, callContext(ctx)),
   }),
 ];
+
+/**
+ * Builds the FGA engine into `services.engine` (spec, Versioning §7): by
+ * default on the main SQL database (its own `fga_*` tables, migrated here);
+ * `--fga-store memory` keeps tuples in process (lost on restart);
+ * `--fga-store sqlite|postgres|mysql` with `--fga-store-url` uses another
+ * database, whose connection is closed at shutdown. Leaves an engine another
+ * component already plugged in untouched.
+ *
+ * A store that cannot be opened (a separate FGA database that is down) is
+ * logged and leaves FGA disabled rather than stopping the server: identity
+ * keeps working, and every permission operation fails closed with
+ * `failed_precondition` ("fga is not enabled on this server").
+ */
+export async function plugFgaEngine(services: Services): Promise<void> {
+  if (services.engine !== undefined) return;
+  const c = services.config;
+  if (c.fgaStore === 'memory') {
+    services.engine = new Engine();
+    return;
+  }
+  let sequelize = services.sequelize;
+  if (c.fgaStoreUrl) {
+    const url = c.fgaStore === 'sqlite' && !c.fgaStoreUrl.startsWith('sqlite:') ? `sqlite:${c.fgaStoreUrl}` : c.fgaStoreUrl;
+    const own = new Sequelize(url, { logging: false });
+    services.closers.push(() => own.close());
+    sequelize = own;
+  }
+  try {
+    services.engine = new Engine({ store: await SqlStore.open({ sequelize }) });
+  } catch (err) {
+    services.logger.error('FGA store could not be opened; fine-grained authorization is disabled', { err });
+  }
+}
