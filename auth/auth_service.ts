@@ -703,7 +703,15 @@ export class AuthService {
    */
   async authenticate(credentials: { bearer?: string | undefined; cookies?: Readonly<Record<string, string>> | undefined }): Promise<UserPrincipal | undefined> {
     if (credentials.bearer !== undefined) {
-      const { claims, session } = await this.#verifyLive(credentials.bearer, 'access_token');
+      let live: { claims: TokenClaims; session: SessionRecord };
+      try {
+        live = await this.#verifyLive(credentials.bearer, 'access_token');
+      } catch (err) {
+        // Conventions §3: one message for every authentication failure of an API call.
+        if (err instanceof LatchkeyError && err.code === 'unauthenticated') throw new LatchkeyError('unauthenticated', 'unauthorized', { reason: 'unauthenticated', cause: err });
+        throw err;
+      }
+      const { claims, session } = live;
       return { kind: 'user', userId: session.user_id, subject: `user:${session.user_id}`, roles: session.roles, sessionId: session.sid, claims };
     }
     const cookie = sessionCookieOf(credentials.cookies);
