@@ -139,7 +139,8 @@ export function visitFile(cst: CstNode, track = true): VisitedFile {
   const source = emptySourceIndex();
   const src = track ? source : undefined;
   const errors: DslDiagnostic[] = [];
-  const model: AuthorizationModel = { schema_version: '' };
+  // A module file has no schema version: the key is left out, as OpenFGA does.
+  const model = {} as AuthorizationModel;
   let isModule = false;
   let moduleName: string | undefined;
 

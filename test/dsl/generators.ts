@@ -162,8 +162,8 @@ export function mutate(g: Gen, text: string): string {
 }
 
 const DEFINITION_FRAGMENTS = ['a', 'b', 'p', ' ', '  ', ' or ', ' and ', ' but not ', ' from ', 'from', 'or', '(', ')', '[', ']', 'user', 'doc', ', ', ',', ':*', '#a', ' with ', 'c', '\t', '\n', '\n    ', 'a.b', 'x/y', '-', 'but  not', '  or ', ' # z', '#', 'type', 'model', '1.1'];
-const FILE_FRAGMENTS = ['model', 'schema', ' ', '1.1', '1.2', '\n', '\n  ', '\n\n', 'type', 'user', 'doc', 'relations', 'define', 'define ', '\n    define ', '\n  relations\n    define a: ', 'a', ':', ' [user]', '[user]', 'condition', 'c', '(', ')', 'x', ': ', 'int', 'map<int>', 'list<string>', ', ', ' {', '{', '}', 'x < 1', '"a}"', '\t', '\r\n', ' #c', '# c\n', 'extend', 'module', 'm', 'with c', ' with c', '//x', "'q'", 'r"x"', '1u', '.5', '\f', 'é', '&&'];
-const FILE_PREFIXES = ['model\n  schema 1.1\n', 'model\n  schema 1.1\ntype user\n', 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define a: [user with c]\n', ''];
+const FILE_FRAGMENTS = ['model', 'schema', ' ', '1.1', '1.2', '\n', '\n  ', '\n\n', 'type', 'user', 'doc', 'relations', 'define', 'define ', '\n    define ', '\n  relations\n    define a: ', 'a', ':', ' [user]', '[user]', 'condition', 'c', '(', ')', 'x', ': ', 'int', 'map<int>', 'list<string>', ', ', ' {', '{', '}', 'x < 1', '"a}"', '\t', '\r\n', ' #c', '# c\n', 'extend', 'module', 'm', 'with c', ' with c', '//x', "'q'", 'r"x"', '1u', '.5', '\f', 'é', '&&', 'a.b', 'a/b', 'a-', '1a', '\r', ':*', 'user#a', ' or ', ' but not ', ' from ', 'in', 'null', '\\', '@'];
+const FILE_PREFIXES = ['module m\n', 'model\n  schema 1.2\n', 'model\n  schema 1.1\n', 'model\n  schema 1.1\ntype user\n', 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define a: [user with c]\n', ''];
 
 /** A relation definition made of random grammar fragments, inside an otherwise valid model. */
 export const definitionSoup = fc
