@@ -17,10 +17,10 @@ import test from 'ava';
 import fc from 'fast-check';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
-import { parseDsl, parseDslSyntax, validateDsl } from '../../dsl/index.ts';
+import { parseDsl, parseDslSyntax, parseModularDsl, validateDsl } from '../../dsl/index.ts';
 import { CONFORMANCE_DIR } from '../helpers/shared.ts';
-import { definitionSoup, fcParams, fileSoup, genModelText, mutate } from './generators.ts';
-import { hasConditionalTupleset, normalize, oracle, oracleSyntax } from './oracle.ts';
+import { definitionSoup, fcParams, fileSoup, genModelText, genModuleFiles, mutate } from './generators.ts';
+import { hasConditionalTupleset, normalize, oracle, oracleSyntax, reference } from './oracle.ts';
 
 const RUNS = process.env['CI'] ? 2000 : 200;
 
@@ -169,4 +169,33 @@ test('names that are Object.prototype members: the reference is wrong, we follow
   t.deepEqual(ours.errors, []);
   t.deepEqual(Object.keys(ours.model?.type_definitions?.[1]?.relations ?? {}), ['__proto__', 'viewer']);
   t.true(JSON.stringify(ours.model).includes('"__proto__":{"this":{}}'));
+});
+
+test('generated module files combine as the reference combines them (verdict and JSON)', (t) => {
+  let accepted = 0;
+  fc.assert(
+    fc.property(fc.gen(), (g) => {
+      const files = genModuleFiles(g);
+      let ref: unknown;
+      let refError: unknown;
+      try {
+        ref = reference.transformer.transformModuleFilesToModel(files, '1.2');
+      } catch (e) {
+        refError = e;
+      }
+      const ours = parseModularDsl(files);
+      if (ours.model) accepted++;
+      const where = `\n--- files ---\n${JSON.stringify(files)}`;
+      if (refError instanceof TypeError) {
+        if (ours.model && !hasConditionalTupleset(ours.model)) throw new Error(`reference crashed: ${refError.message}${where}`);
+        return;
+      }
+      if (refError === undefined && !ours.model) throw new Error(`reference accepts, we reject: ${JSON.stringify(ours.errors)}${where}`);
+      if (refError !== undefined && ours.model) throw new Error(`reference rejects, we accept${where}`);
+      if (ours.model && normalize(ours.model) !== normalize(ref)) throw new Error(`models differ${where}`);
+    }),
+    fcParams(RUNS),
+  );
+  t.log(`accepted ${accepted} of ${RUNS}`);
+  t.true(accepted > 0);
 });

@@ -186,3 +186,15 @@ export function fcParams(numRuns: number): fc.Parameters<unknown> {
   if (process.env['FC_PATH'] !== undefined) p.path = process.env['FC_PATH'];
   return p;
 }
+
+/** One to three module files cut from generated models (some with `extend type`, optionally mutated). */
+export function genModuleFiles(g: Gen): Array<{ name: string; contents: string }> {
+  const count = g(fc.integer, { min: 1, max: 3 });
+  const broken = chance(g, 50);
+  return Array.from({ length: count }, (_, i) => {
+    let text = genModelText(g).replace(/^(# header comment\n)?model\n\s*schema \d\.\d( # note)?\n/, `module m${i % 2}\n`);
+    if (i > 0 && chance(g, 50)) text = text.replace(/\ntype /, '\nextend type ');
+    if (broken) text = mutate(g, text);
+    return { name: `f${i}.fga`, contents: text };
+  });
+}
