@@ -4,7 +4,9 @@ import anyTest from 'ava';
 // calls stay well inside the client's deadline on a shared 2-core machine.
 const test = anyTest.serial;
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type TestServer, type CallResult } from '../helpers/server.ts';
-import { redisUrl, sqlBackends } from '../helpers/databases.ts';
+import bcrypt from 'bcrypt';
+import { Sequelize } from 'sequelize';
+import { createTestDatabase, redisUrl, sqlBackends } from '../helpers/databases.ts';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { pemPair } from './fixtures.ts';
 
@@ -415,3 +417,32 @@ test('--fga-store memory: an in-process FGA store answers checks', async (t) => 
     await mem.close();
   }
 });
+
+for (const backend of sqlBackends()) {
+  test(`a v1 database (${backend}): unique constraints dropped at startup, its users log in with their bcrypt hashes, uniqueness still holds`, async (t) => {
+    const db = await createTestDatabase(backend, 'lk_v1');
+    const sequelize = new Sequelize(db.url, { logging: false });
+    try {
+      await sequelize.query(
+        'CREATE TABLE users (id VARCHAR(36) NOT NULL PRIMARY KEY, email VARCHAR(256) UNIQUE, phone_number VARCHAR(30) UNIQUE, password VARCHAR(255), signup_methods VARCHAR(255), roles VARCHAR(255), email_verified_at BIGINT, created_at BIGINT, updated_at BIGINT)',
+      );
+      await sequelize.query('INSERT INTO users (id, email, password, signup_methods, roles, email_verified_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)', {
+        replacements: ['v1-user', 'Old@Example.com', await bcrypt.hash(PASSWORD, 10), 'basic_auth', 'user', 1, 1, 1],
+      });
+    } finally {
+      await sequelize.close();
+    }
+    const server = await startTestServer({ 'database-type': backend, 'database-url': db.url });
+    try {
+      const login = await server.call('login', { email: 'old@example.com', password: PASSWORD }, { protocol: 'rest' });
+      t.is(login.error, undefined, JSON.stringify(login.error));
+      t.is((login.body!['user'] as Record<string, unknown>)['id'], 'v1-user');
+      const dup = await server.call('signup', { email: 'OLD@example.com', password: PASSWORD }, { protocol: 'grpc' });
+      t.is(dup.error?.message, 'user with given email already exists');
+      t.is((await server.call('signup', { email: email('v1-new'), password: PASSWORD }, { protocol: 'graphql' })).error, undefined);
+    } finally {
+      await server.close();
+      await db.drop();
+    }
+  });
+}
