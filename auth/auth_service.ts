@@ -570,10 +570,12 @@ export class AuthService {
   }
 
   /**
-   * `update_profile`. A password change needs `old_password` (wrong one:
-   * `unauthenticated` `invalid credentials`), checks the policy and
-   * confirmation, and ends every other session of the user. A changed email
-   * or phone keeps the uniqueness rule.
+   * `update_profile`. Changing the password, the email or the phone number
+   * needs `old_password` (missing: `invalid_argument`
+   * `missing_old_password`; wrong: `unauthenticated` `invalid credentials`).
+   * A new password is checked against the policy and confirmation and ends
+   * every other session of the user. A changed email or phone keeps the
+   * uniqueness rule.
    */
   async updateProfile(input: {
     old_password?: string | undefined;
@@ -603,9 +605,17 @@ export class AuthService {
       patch.is_multi_factor_auth_enabled = input.is_multi_factor_auth_enabled;
     }
     let passwordChanged = false;
-    if (input.new_password !== undefined && input.new_password !== '') {
+    const changesEmail = input.email !== undefined && normalizeEmail(input.email) !== normalizeEmail(user.email);
+    const changesPhone = input.phone_number !== undefined && normalizePhone(input.phone_number) !== normalizePhone(user.phone_number);
+    const changesPassword = input.new_password !== undefined && input.new_password !== '';
+    // ASVS v5 7.5.1: re-authenticate before changing a password, an email or a phone number
+    // (a stolen session alone must not be enough to take the account over). Accounts without a
+    // password (signed up through another flow) can change their address without one.
+    if (changesPassword || ((changesEmail || changesPhone) && user.password !== null)) {
       if (input.old_password === undefined || input.old_password === '') throw invalidArgument('old password is required', 'missing_old_password');
       if (!(await this.passwords.verify(input.old_password, user.password))) throw invalidCredentials('wrong_old_password', user.id);
+    }
+    if (changesPassword && input.new_password !== undefined) {
       if (input.confirm_new_password !== undefined && input.confirm_new_password !== input.new_password) {
         throw invalidArgument('password and confirm password does not match', 'password_mismatch');
       }
@@ -613,13 +623,13 @@ export class AuthService {
       patch.password = await this.passwords.hash(input.new_password);
       passwordChanged = true;
     }
-    if (input.email !== undefined && normalizeEmail(input.email) !== normalizeEmail(user.email)) {
+    if (changesEmail) {
       const email = normalizeEmail(input.email);
       if (email === undefined || !EMAIL_RE.test(email)) throw invalidArgument('invalid email address', 'invalid_email');
       patch.email = email;
       patch.email_verified_at = this.options.enableEmailVerification ? null : this.#nowSeconds();
     }
-    if (input.phone_number !== undefined && normalizePhone(input.phone_number) !== normalizePhone(user.phone_number)) {
+    if (changesPhone) {
       const phone = normalizePhone(input.phone_number);
       if (phone === undefined || !PHONE_RE.test(phone)) throw invalidArgument('invalid phone number', 'invalid_phone_number');
       patch.phone_number = phone;

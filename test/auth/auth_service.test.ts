@@ -338,7 +338,7 @@ test('revoke ends a refresh token family; unknown tokens answer the same', async
   }
 });
 
-test('update_profile changes fields and keeps email uniqueness with the spec message', async (t) => {
+test('update_profile changes fields; changing the email needs the password and keeps uniqueness with the spec message', async (t) => {
   const f = await makeService();
   try {
     await f.auth.signup({ email: 'taken@example.com', password: STRONG_PASSWORD });
@@ -348,9 +348,17 @@ test('update_profile changes fields and keeps email uniqueness with the spec mes
     const prof = await f.auth.profile({ principal: p! });
     t.is(prof.given_name, 'Me');
     t.deepEqual(prof.app_data, { theme: 'dark' });
-    const err = await errorOf(f.auth.updateProfile({ email: 'TAKEN@example.com' }, { principal: p! }));
+    // Changing the email or phone needs the password (re-authentication, ASVS v5 7.5.1).
+    t.is((await errorOf(f.auth.updateProfile({ email: 'new@example.com' }, { principal: p! }))).reason, 'missing_old_password');
+    t.is((await errorOf(f.auth.updateProfile({ phone_number: '+15550009999' }, { principal: p! }))).reason, 'missing_old_password');
+    t.is((await errorOf(f.auth.updateProfile({ email: 'new@example.com', old_password: 'not it at all' }, { principal: p! }))).reason, 'invalid_credentials');
+    const err = await errorOf(f.auth.updateProfile({ email: 'TAKEN@example.com', old_password: STRONG_PASSWORD }, { principal: p! }));
     t.is(err.code, 'already_exists');
     t.is(err.message, USER_EXISTS_MESSAGE);
+    await f.auth.updateProfile({ email: ' New@Example.com', old_password: STRONG_PASSWORD }, { principal: p! });
+    t.is((await f.auth.profile({ principal: p! })).email, 'new@example.com');
+    // The old address is free again.
+    t.truthy((await f.auth.signup({ email: 'me@example.com', password: STRONG_PASSWORD })).response.access_token);
     t.is((await errorOf(f.auth.updateProfile({}, { principal: p! }))).reason, 'nothing_to_update');
   } finally {
     await f.close();
@@ -416,22 +424,29 @@ test.serial('A6: sign-up with a taken email still spends a full bcrypt hash befo
   const f = await makeService({ bcryptCost: 10 });
   try {
     await f.auth.signup({ email: 'taken-a6@example.com', password: STRONG_PASSWORD });
-    const taken: number[] = [];
-    const hash: number[] = [];
-    for (let i = 0; i < 9; i++) {
-      let start = process.hrtime.bigint();
-      const err = await errorOf(f.auth.signup({ email: 'TAKEN-a6@example.com', password: STRONG_PASSWORD }));
-      taken.push(Number(process.hrtime.bigint() - start) / 1e6);
-      t.is(err.code, 'already_exists');
-      start = process.hrtime.bigint();
-      await f.auth.passwords.hash(STRONG_PASSWORD);
-      hash.push(Number(process.hrtime.bigint() - start) / 1e6);
-    }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-    const [a, b] = [median(taken), median(hash)];
+    // As in A1: up to three measurements, so that a noisy neighbour cannot fail the test alone;
+    // a path that skipped the hash (~1 ms against ~50 ms) fails all three.
+    const attempts: Array<[number, number]> = [];
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const taken: number[] = [];
+      const hash: number[] = [];
+      for (let i = 0; i < 9; i++) {
+        let start = process.hrtime.bigint();
+        const err = await errorOf(f.auth.signup({ email: 'TAKEN-a6@example.com', password: STRONG_PASSWORD }));
+        taken.push(Number(process.hrtime.bigint() - start) / 1e6);
+        t.is(err.code, 'already_exists');
+        start = process.hrtime.bigint();
+        await f.auth.passwords.hash(STRONG_PASSWORD);
+        hash.push(Number(process.hrtime.bigint() - start) / 1e6);
+      }
+      attempts.push([median(taken), median(hash)]);
+      if (median(taken) >= 0.8 * median(hash)) break;
+    }
+    const [a, b] = attempts[attempts.length - 1]!;
     // The spec makes the answer differ (rule 1), so parity is about cost: probing for taken
     // addresses is as expensive as signing up.
-    t.true(a >= 0.8 * b, `taken ${a.toFixed(1)} ms vs one bcrypt hash ${b.toFixed(1)} ms`);
+    t.true(a >= 0.8 * b, `taken vs one bcrypt hash (ms), per attempt: ${JSON.stringify(attempts)}`);
   } finally {
     await f.close();
   }
