@@ -4,6 +4,7 @@
  * Used only by tests and benchmarks, never by dsl/.
  */
 import { createRequire } from 'node:module';
+import { parseDsl, parseDslSyntax } from '../../dsl/index.ts';
 import type { AuthorizationModel } from '../../engine/model.ts';
 
 type Transformer = {
@@ -66,3 +67,35 @@ export function hasConditionalTupleset(model: AuthorizationModel | unknown): boo
   }
   return false;
 }
+
+/**
+ * Compares our verdict and model with the reference's, both after the syntax
+ * checks alone (OpenFGA's `transformDSLToJSONObject`, which also gives JSON
+ * for semantically invalid models) and after full validation; returns a
+ * description of any disagreement.
+ */
+export function disagreement(text: string): string | undefined {
+  const refSyntax = oracleSyntax(text);
+  const oursSyntax = parseDslSyntax(text).model;
+  if ((refSyntax === undefined) !== (oursSyntax === undefined)) {
+    return refSyntax === undefined ? 'reference rejects the syntax, we accept it' : 'reference accepts the syntax, we reject it';
+  }
+  if (refSyntax !== undefined && normalize(refSyntax) !== normalize(oursSyntax)) {
+    return `syntax-only models differ:\n${normalize(oursSyntax)}\n${normalize(refSyntax)}`;
+  }
+  const ref = oracle(text);
+  const ours = parseDsl(text);
+  if (ref.verdict === 'crashed') {
+    if (ours.model && hasConditionalTupleset(ours.model)) return undefined;
+    if (!ours.model) return undefined;
+    return `reference crashed (${ref.error}) on a model we accept without a conditional tupleset`;
+  }
+  if (ref.verdict === 'accepted') {
+    if (!ours.model) return `reference accepts, we reject: ${JSON.stringify(ours.errors)}`;
+    if (normalize(ours.model) !== normalize(ref.model)) return `models differ:\n${normalize(ours.model)}\n${normalize(ref.model)}`;
+    return undefined;
+  }
+  if (ours.model) return `reference rejects (${JSON.stringify(ref.errors.map((e) => e.msg))}), we accept`;
+  return undefined;
+}
+
