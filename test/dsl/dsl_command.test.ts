@@ -65,6 +65,20 @@ test('validate reads a modular model through fga.mod', async (t) => {
   t.is((JSON.parse(ok.stdout) as { schema_version: string }).schema_version, '1.2');
 });
 
+test('to-dsl --source-info marks modules and files of a modular model', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'dsl-cli-'));
+  writeFileSync(join(dir, 'fga.mod'), "schema: '1.2'\ncontents:\n  - a.fga\n  - b.fga\n");
+  writeFileSync(join(dir, 'a.fga'), 'module a\n\ntype user\n');
+  writeFileSync(join(dir, 'b.fga'), 'module b\n\nextend type user\n  relations\n    define friend: [user]\n');
+  const json = (await run(['to-json', join(dir, 'fga.mod')])).stdout;
+  const r = await run(['to-dsl', '--source-info'], json);
+  t.is(r.status, 0);
+  t.is(
+    r.stdout,
+    'model\n  schema 1.2\n\ntype user # module: a, file: a.fga\n  relations\n    define friend: [user] # extended by: module: b, file: b.fga\n',
+  );
+});
+
 test('usage errors exit 2; --help exits 0', async (t) => {
   t.is((await run(['frobnicate'])).status, 2);
   t.is((await run(['validate', '--format', 'xml'])).status, 2);

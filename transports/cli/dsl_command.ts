@@ -2,7 +2,7 @@
  * `latchkey dsl …`: convert and validate OpenFGA models from the command line.
  *
  *   latchkey dsl to-json [FILE|-]                 DSL (or fga.mod) → JSON model on stdout
- *   latchkey dsl to-dsl [FILE|-]                  JSON model → canonical DSL on stdout
+ *   latchkey dsl to-dsl [FILE|-] [--source-info]  JSON model → canonical DSL on stdout
  *   latchkey dsl validate [FILE|fga.mod] [--format json]
  *
  * Exit status: 0 success / valid, 1 invalid input, 2 usage error.
@@ -32,7 +32,10 @@ const HELP = `Usage: latchkey dsl <command> [FILE|-] [options]
 Commands:
   to-json [FILE|-]                 Convert an OpenFGA DSL model (or an fga.mod
                                    modular model) to its JSON authorization model
-  to-dsl [FILE|-]                  Convert a JSON authorization model to DSL
+  to-dsl [FILE|-] [--source-info]  Convert a JSON authorization model to DSL
+                                   (--source-info: for modular models, mark each
+                                   type and extended relation with its module
+                                   and file)
   validate [FILE|fga.mod]          Check a model and list every problem found
 
 Options:
@@ -79,9 +82,11 @@ export async function runDslCommand(argv: string[], io: DslCommandIo): Promise<n
   const positional: string[] = [];
   let format = 'text';
   let help = false;
+  let sourceInfo = false;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string;
     if (a === '-h' || a === '--help') help = true;
+    else if (a === '--source-info') sourceInfo = true;
     else if (a === '--format' || a.startsWith('--format=')) {
       const v = a === '--format' ? argv[++i] : a.slice('--format='.length);
       if (v !== 'text' && v !== 'json') {
@@ -124,7 +129,7 @@ export async function runDslCommand(argv: string[], io: DslCommandIo): Promise<n
       return 1;
     }
     try {
-      out(printModel(model as Parameters<typeof printModel>[0]));
+      out(printModel(model as Parameters<typeof printModel>[0], { includeSourceInformation: sourceInfo }));
       return 0;
     } catch (e) {
       err(`latchkey dsl: ${(e as Error).message}\n`);
