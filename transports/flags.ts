@@ -509,6 +509,8 @@ function crossChecks(c: Record<string, unknown>, raw: Record<string, string[]>, 
   if (c.fgaStore && c.fgaStore !== 'memory' && !c.fgaStoreUrl && c.fgaStore !== dbType)
     problems.push(`--fga-store ${String(c.fgaStore)} needs --fga-store-url`);
 
+  if ((c.httpHeadersTimeout as number) > (c.httpRequestTimeout as number))
+    problems.push('--http-headers-timeout must not exceed --http-request-timeout');
   if ((c.allowedOrigins as readonly string[]).length === 0) problems.push('--allowed-origins must not be empty (use * to allow any origin)');
   if (c.httpPort === c.metricsPort && c.httpPort !== 0) problems.push('--http-port and --metrics-port must differ');
   if (c.enableGrpc && c.grpcPort !== 0 && (c.grpcPort === c.httpPort || c.grpcPort === c.metricsPort))

@@ -113,6 +113,11 @@ test('--http-port equal to --metrics-port is refused', (t) => {
   t.true(problems([...VALID, '--http-port=9000', '--metrics-port=9000']).includes('--http-port and --metrics-port must differ'));
 });
 
+test('inconsistent timeouts and an empty origin list are refused', (t) => {
+  t.true(problems([...VALID, '--http-headers-timeout=60s', '--http-request-timeout=30s']).includes('--http-headers-timeout must not exceed --http-request-timeout'));
+  t.true(problems([...VALID, '--allowed-origins=']).some((p) => p.startsWith('--allowed-origins must not be empty')));
+});
+
 test('unknown flags, v1 names and --env-file are refused', (t) => {
   t.true(problems([...VALID, '--no-such-flag=1']).includes('unknown flag --no-such-flag'));
   t.true(problems([...VALID, '--database_url=x']).includes('--database_url is deprecated, use --database-url'));
