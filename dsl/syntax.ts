@@ -4,8 +4,8 @@
  */
 import type { IRecognitionException, IToken } from 'chevrotain';
 import { diagnostic, type DslDiagnostic } from './diagnostics.ts';
-import { dslParser, parseTokens } from './parser.ts';
-import { DefineLine, dslLexer, LParen, Newline, RParen } from './tokens.ts';
+import { dslParser, parseTail, parseTokens } from './parser.ts';
+import { Condition, DefineLine, dslLexer, Extend, LParen, Newline, RParen, Type } from './tokens.ts';
 import { visitFile, spanOf, type VisitedFile } from './visitor.ts';
 
 /**
@@ -142,6 +142,38 @@ function syntaxDiagnostic(e: IRecognitionException, tokens: IToken[]): DslDiagno
   return diagnostic('syntax', message, span);
 }
 
+/** At most this many syntax errors are reported for one file. */
+const MAX_SYNTAX_ERRORS = 20;
+
+function isSyncPoint(tokens: IToken[], i: number): boolean {
+  const t = tokens[i] as IToken;
+  if (t.tokenType === DefineLine) return true;
+  if (t.tokenType !== Newline) return false;
+  const next = tokens[i + 1]?.tokenType;
+  return next === Type || next === Extend || next === Condition;
+}
+
+/**
+ * The parser stops at the first error; to report the errors of later
+ * declarations too, parsing resumes at the next line that starts a relation,
+ * type or condition (OpenFGA's parser recovers and reports on as well).
+ */
+function laterSyntaxErrors(first: IRecognitionException, tokens: IToken[]): DslDiagnostic[] {
+  const out = [syntaxDiagnostic(first, tokens)];
+  let at = tokens.indexOf(first.token);
+  while (at !== -1 && out.length < MAX_SYNTAX_ERRORS) {
+    let sync = at + 1;
+    while (sync < tokens.length && !isSyncPoint(tokens, sync)) sync++;
+    if (sync >= tokens.length) break;
+    parseTail(tokens.slice(sync));
+    const e = dslParser.errors[0];
+    if (e === undefined) break;
+    out.push(syntaxDiagnostic(e, tokens));
+    at = tokens.indexOf(e.token);
+  }
+  return out;
+}
+
 /**
  * The parser is recursive; a few hundred nested parentheses are far beyond
  * any real model, and a limit keeps pathological input from exhausting the
@@ -187,7 +219,7 @@ export function parseSyntax(text: string, track = true): SyntaxResult {
   const cst = parseTokens(lexed.tokens);
   const parseErrors = dslParser.errors;
   if (parseErrors.length > 0) {
-    errors.push(syntaxDiagnostic(parseErrors[0] as IRecognitionException, lexed.tokens));
+    errors.push(...laterSyntaxErrors(parseErrors[0] as IRecognitionException, lexed.tokens));
     return { visited: undefined, errors };
   }
   const visited = visitFile(cst, track);

@@ -193,3 +193,13 @@ test('pathologically deep nesting is a syntax error, not a crash', (t) => {
   t.is(errors.length, 1);
   t.is(errors[0]?.kind, 'syntax');
 });
+
+test('syntax errors of several declarations are reported in one run', (t) => {
+  const text = `${HEADER}type user\ntype doc\n  relations\n    define a: [user] or\n    define b: [user]]\n    define c: [user]\ntype x y\n`;
+  const errors = validateDsl(text);
+  t.deepEqual(errors.map((e) => [e.kind, e.line.start]), [
+    ['syntax', 5],
+    ['syntax', 6],
+    ['syntax', 8],
+  ]);
+});
