@@ -18,7 +18,6 @@
 import { CstParser, EOF, type CstNode, type IToken, type TokenType } from 'chevrotain';
 import * as T from './tokens.ts';
 
-
 class DslParser extends CstParser {
   constructor(validate: boolean) {
     super(T.allTokens, { maxLookahead: 3, recoveryEnabled: false, skipValidations: !validate });
