@@ -11,7 +11,8 @@
  *
  * Standalone:
  *   node --expose-gc bench/check.ts [--quick] [--scales 0.3,1,3]
- *     [--backends memory,sqlite,postgres,mysql] [--spicedb-max-scale 1] [--out file.json]
+ *     [--backends memory,sqlite,postgres,mysql] [--spicedb-max-scale 1] [--spicedb-queries 20]
+ *     [--sql-max-scale 1] [--out file.json]
  * PostgreSQL and MySQL are used when LATCHKEY_TEST_POSTGRES_URL /
  * LATCHKEY_TEST_MYSQL_URL are set (a throw-away database is created and
  * dropped). From `npm run bench`, `run({ quick })` is called.
@@ -40,6 +41,8 @@ export interface CheckBenchOptions {
   spicedbMaxScale?: number;
   /** Largest scale at which SQL backends are loaded. Default 1. */
   sqlMaxScale?: number;
+  /** Queries per query set sent to SpiceDB (it answers tens per second here). Default 20. */
+  spicedbQueries?: number;
 }
 
 type Figures = Record<string, unknown>;
@@ -221,7 +224,7 @@ async function benchScale(scale: number, o: Required<CheckBenchOptions>): Promis
 
   // ---- SpiceDB
   if (scale <= o.spicedbMaxScale) {
-    out['spicedb'] = await spicedbBench(ds, qsets, quick);
+    out['spicedb'] = await spicedbBench(ds, qsets, o.spicedbQueries);
     log('spicedb done');
   }
   gc();
@@ -384,7 +387,7 @@ async function sqlBench(backend: SqlBackend, ds: ReferenceDataset, qsets: QueryS
   }
 }
 
-async function spicedbBench(ds: ReferenceDataset, qsets: QuerySets, quick: boolean): Promise<Figures> {
+async function spicedbBench(ds: ReferenceDataset, qsets: QuerySets, queries: number): Promise<Figures> {
   let mod: typeof import('./spicedb/spicedb.ts');
   try {
     mod = await import('./spicedb/spicedb.ts');
@@ -394,8 +397,8 @@ async function spicedbBench(ds: ReferenceDataset, qsets: QuerySets, quick: boole
   const sp = await mod.SpiceDbUnderTest.start(ds);
   try {
     log(`spicedb loaded in ${round(sp.loadSeconds)} s`);
-    // SpiceDB embedded answers tens of checks per second here: keep its share of the run bounded.
-    const limit = quick ? 30 : 60;
+    // SpiceDB embedded answers a few to tens of checks per second here: keep its share of the run bounded.
+    const limit = queries;
     for (const set of QUERY_SETS) await verify(`spicedb ${set}`, (qsets[set] as CheckQuery[]).slice(0, limit), (q) => sp.check(q.object, q.relation, q.user));
     const c1 = await timeSets(qsets, (q) => sp.check(q.object, q.relation, q.user), { passes: 1, concurrency: 1, limit });
     const c64 = await timeSets(qsets, (q) => sp.check(q.object, q.relation, q.user), { passes: 1, concurrency: 64, limit });
@@ -418,6 +421,7 @@ export async function run(options: CheckBenchOptions): Promise<object> {
     backends,
     spicedbMaxScale: options.spicedbMaxScale ?? (options.quick ? 0 : 1),
     sqlMaxScale: options.sqlMaxScale ?? 1,
+    spicedbQueries: options.spicedbQueries ?? 20,
   };
   const out: Figures = { machine: machine(), options: o, scales: {} };
   for (const scale of o.scales) (out['scales'] as Figures)[String(scale)] = await benchScale(scale, o);
@@ -438,6 +442,8 @@ if (isMain) {
   if (backends !== undefined) opts.backends = backends.split(',') as Backend[];
   const sp = value('--spicedb-max-scale');
   if (sp !== undefined) opts.spicedbMaxScale = Number(sp);
+  const sn = value('--spicedb-queries');
+  if (sn !== undefined) opts.spicedbQueries = Number(sn);
   const sq = value('--sql-max-scale');
   if (sq !== undefined) opts.sqlMaxScale = Number(sq);
   const figures = await run(opts);
