@@ -78,6 +78,8 @@ export interface SessionGrant {
 export interface AuthResult {
   response: AuthResponse;
   session?: SessionGrant;
+  /** The stored user the session was opened for (for audit and webhooks; never sent). */
+  record?: UserRecord;
 }
 
 /** The authenticated caller, shaped like the transports' user principal. */
@@ -404,7 +406,7 @@ export class AuthService {
       auth_time: this.#nowSeconds(),
     });
     const response = await this.#issueTokens(user, session, o.message);
-    return { response, session: { token: cookieToken, maxAgeSeconds: this.sessions.cookieTtl } };
+    return { response, session: { token: cookieToken, maxAgeSeconds: this.sessions.cookieTtl }, record: user };
   }
 
   /** Signs access + id (+ refresh with `offline_access`) tokens for a session and records the refresh lineage. */

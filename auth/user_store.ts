@@ -418,28 +418,28 @@ export class UserStore {
     return (await this.#select('id = ?', [id]))[0];
   }
 
+  /** One query through the claim (login's hot path); falls back to the column for rows without a claim. */
+  async #findByClaim(kind: 'email' | 'phone', value: string, column: 'email' | 'phone_number'): Promise<UserRecord | undefined> {
+    const rows = await this.#sequelize.query<Record<string, unknown>>(
+      'SELECT u.* FROM user_identifiers c JOIN users u ON u.id = c.user_id WHERE c.kind = ? AND c.value = ?',
+      { replacements: [kind, value], type: QueryTypes.SELECT },
+    );
+    if (rows[0] !== undefined) return rowToRecord(rows[0]);
+    return (await this.#select(`${column} = ?`, [value]))[0];
+  }
+
   /** The user holding this email (case and surrounding whitespace ignored), or undefined. */
   async findByEmail(email: string): Promise<UserRecord | undefined> {
     const e = normalizeEmail(email);
     if (e === undefined) return undefined;
-    const claim = await this.#sequelize.query<{ user_id: string }>("SELECT user_id FROM user_identifiers WHERE kind = 'email' AND value = ?", {
-      replacements: [e],
-      type: QueryTypes.SELECT,
-    });
-    if (claim[0] !== undefined) return this.findById(claim[0].user_id);
-    return (await this.#select('email = ?', [e]))[0];
+    return this.#findByClaim('email', e, 'email');
   }
 
   /** The user holding this phone number, or undefined. */
   async findByPhone(phone: string): Promise<UserRecord | undefined> {
     const p = normalizePhone(phone);
     if (p === undefined) return undefined;
-    const claim = await this.#sequelize.query<{ user_id: string }>("SELECT user_id FROM user_identifiers WHERE kind = 'phone' AND value = ?", {
-      replacements: [p],
-      type: QueryTypes.SELECT,
-    });
-    if (claim[0] !== undefined) return this.findById(claim[0].user_id);
-    return (await this.#select('phone_number = ?', [p]))[0];
+    return this.#findByClaim('phone', p, 'phone_number');
   }
 
   async #claim(kind: 'email' | 'phone', value: string, userId: string, transaction: Transaction): Promise<void> {

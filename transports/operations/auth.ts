@@ -26,6 +26,7 @@ import {
   type AuthResult,
   type JwtAlgorithm,
   type PermissionEngine,
+  type UserRecord,
 } from '../../auth/index.ts';
 import type { Authenticator } from '../authenticate.ts';
 import type { CookieOptions, RequestContext } from '../context.ts';
@@ -197,9 +198,13 @@ export function clearSessionCookies(ctx: RequestContext): void {
  * Audits a user event (and queues its webhook) through the admin service.
  * Never throws: a failure is logged by the admin helper.
  */
-async function audit(ctx: RequestContext, action: string, o: { userId?: string | undefined; webhook?: WebhookEvent; metadata?: Record<string, unknown> } = {}): Promise<void> {
+async function audit(
+  ctx: RequestContext,
+  action: string,
+  o: { userId?: string | undefined; user?: UserRecord | undefined; webhook?: WebhookEvent; metadata?: Record<string, unknown> } = {},
+): Promise<void> {
   try {
-    const user = o.userId ? await authOf(ctx).users.findById(o.userId) : undefined;
+    const user = o.user ?? (o.userId ? await authOf(ctx).users.findById(o.userId) : undefined);
     await recordUserEvent(ctx, action, {
       user,
       actorId: o.userId,
@@ -240,7 +245,7 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
         throw new LatchkeyError('invalid_argument', 'app_data: must be an object', { reason: 'invalid_field', details: { field: 'app_data' } });
       }
       const result = await authOf(ctx).signup({ ...rest, ...(appData === undefined ? {} : { app_data: appData as Record<string, unknown> }) }, callContext(ctx));
-      await audit(ctx, 'user.signup', { userId: result.response.user?.id, webhook: 'user.signup' });
+      await audit(ctx, 'user.signup', { userId: result.response.user?.id, user: result.record, webhook: 'user.signup' });
       setSessionCookies(ctx, result);
       return result.response as never;
     },
@@ -264,7 +269,7 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
         }
         throw err;
       }
-      if (result.response.user !== undefined) await audit(ctx, 'user.login_success', { userId: result.response.user.id, webhook: 'user.login' });
+      if (result.response.user !== undefined) await audit(ctx, 'user.login_success', { userId: result.response.user.id, user: result.record, webhook: 'user.login' });
       setSessionCookies(ctx, result);
       return result.response as never;
     },
