@@ -320,7 +320,15 @@ export class GraphMirror {
       readStartingWithUsers: (query) => store.readStartingWithUsers(query),
       readPage: (filter, options) => store.readPage(filter, options),
       readChanges: (options) => store.readChanges(options),
-      revision: () => store.revision(),
+      // A layer above (the answer cache) that sees a newer revision must find the mirror caught up to it,
+      // or it would store answers from an older mirror under the new revision.
+      revision: async () => {
+        const started = mirror.#now();
+        const revision = await store.revision();
+        if (revision > mirror.#revision) await mirror.#catchUp();
+        if (revision <= mirror.#revision) mirror.#confirmedAt = Math.max(mirror.#confirmedAt, started);
+        return revision;
+      },
       hasTuples: () => store.hasTuples(),
       reset: () => store.reset(),
       close: () => store.close(),

@@ -149,3 +149,27 @@ test('mirror options are validated', async (t) => {
   t.is((err as LatchkeyError).code, 'invalid_argument');
   t.is((err as LatchkeyError).reason, 'invalid_option');
 });
+
+test('a cache above the mirror never stores answers from a mirror older than the revision it saw', async (t) => {
+  let clock = 0;
+  const shared = new MemoryStore();
+  const other = new Engine({ store: shared });
+  await other.writeModel({ dsl: MODEL });
+  const q = { object: 'doc:d0', relation: 'viewer', user: 'user:u0' };
+  await other.write({ writes: [q] });
+  const { CheckCache } = await import('../../engine/index.ts');
+  const mirror = await GraphMirror.load({ store: shared, revisionPollMs: 1000, now: () => clock });
+  const cache = new CheckCache({ store: mirror.store, revisionPollMs: 1000, now: () => clock });
+  const engine = new Engine({ store: cache.store, resolver: cache.resolver(mirror.resolver()) });
+  t.true((await engine.check(q)).allowed); // cache confirmed at 0, mirror loaded at 0
+  clock = 1001;
+  t.true((await engine.check(q)).allowed); // a hit: the cache re-reads the revision, the mirror is not asked
+  clock = 1600;
+  await engine.check({ object: 'doc:d1', relation: 'viewer', user: 'user:u1' }); // a miss: the mirror refreshes
+  await other.write({ deletes: [q] }); // at 1600, in another process
+  clock = 2002;
+  await engine.check(q); // may still be stale (within the delay of the revoke)
+  clock = 2700;
+  // More than the delay after the revoke: never stale, whichever layer answers.
+  t.false((await engine.check(q)).allowed);
+});
