@@ -54,7 +54,9 @@ export function createPipeline(services: Services, metrics: Metrics): Pipeline {
           clientIp: info.clientIp,
           userAgent: info.userAgent,
           protocol: info.protocol,
-          signal: info.signal,
+          get signal(): AbortSignal {
+            return info.signal;
+          },
           clock: services.clock,
           // Built on first use: most requests never log.
           get logger(): Logger {

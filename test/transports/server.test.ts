@@ -144,6 +144,33 @@ const TEST_OPS: AnyOperation[] = [
   }),
 ];
 
+const aborted = new Set<string>();
+TEST_OPS.push(
+  defineOperation({
+    name: 'test_wait_abort',
+    kind: 'query',
+    auth: 'public',
+    admin: false,
+    input: s.object('WaitAbortRequest', { tag: s.string() }),
+    output: MESSAGE,
+    rest: { method: 'POST', path: '/v1/test/wait_abort' },
+    grpc: { method: 'TestWaitAbort' },
+    protocols: ALL,
+    doc: 'Test: waits until the request is abandoned (or 5 s).',
+    handler: async (ctx, input) => {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, 5000);
+        ctx.signal.addEventListener('abort', () => {
+          aborted.add(input.tag);
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+      return { message: 'waited' };
+    },
+  }),
+);
+
 const logs: string[] = [];
 let server: TestServer;
 
@@ -517,4 +544,25 @@ test('gRPC serves server reflection listing both Latchkey services', async (t) =
   client.close();
   t.true(names.includes('latchkey.v1.Latchkey'), names.join(','));
   t.true(names.includes('latchkey.v1.LatchkeyAdmin'), names.join(','));
+});
+
+test('ctx.signal aborts when the client goes away (REST) or the deadline passes (gRPC)', async (t) => {
+  await t.throwsAsync(
+    fetch(`${server.httpUrl}/v1/test/wait_abort`, { method: 'POST', headers: origin(), body: '{"tag":"rest"}', signal: AbortSignal.timeout(300) }),
+  );
+  const grpc = await import('@grpc/grpc-js');
+  const { generateProto, loadPackageDefinition, OPERATIONS } = await import('../../transports/index.ts');
+  const ops = [...OPERATIONS, ...TEST_OPS];
+  const pkg = grpc.loadPackageDefinition(loadPackageDefinition(generateProto(ops))) as unknown as {
+    latchkey: { v1: { Latchkey: new (a: string, c: unknown) => { TestWaitAbort(r: object, m: unknown, o: object, cb: (e: { code: number } | null) => void): void; close(): void } } };
+  };
+  const client = new pkg.latchkey.v1.Latchkey(server.grpcAddress, grpc.credentials.createInsecure());
+  const code = await new Promise<number | undefined>((resolve) =>
+    client.TestWaitAbort({ tag: 'grpc' }, new grpc.Metadata(), { deadline: Date.now() + 300 }, (e) => resolve(e?.code)),
+  );
+  client.close();
+  t.is(code, grpc.status.DEADLINE_EXCEEDED);
+  for (let i = 0; i < 40 && aborted.size < 2; i++) await new Promise((r) => setTimeout(r, 50));
+  t.true(aborted.has('rest'), 'REST handler saw the abort');
+  t.true(aborted.has('grpc'), 'gRPC handler saw the abort');
 });

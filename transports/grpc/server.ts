@@ -85,10 +85,13 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
     (op: AnyOperation): grpc.handleUnaryCall<unknown, unknown> =>
     (call, callback) => {
       const md = call.metadata;
-      const controller = new AbortController();
+      // The signal is built on first use: most handlers never look at it.
+      let controller: AbortController | undefined;
       let done = false;
+      let cancelled = false;
       call.once('cancelled', () => {
-        if (!done) controller.abort();
+        cancelled = true;
+        if (!done) controller?.abort();
       });
       const clientIp = options.clientIp(peerAddress(call.getPeer()), first(md, 'x-forwarded-for'));
       const cookieValues = md.get('cookie').map((v) => (typeof v === 'string' ? v : v.toString('utf8')));
@@ -104,7 +107,13 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
           cookie: cookieValues.length > 0 ? cookieValues.join('; ') : undefined,
           adminSecret: first(md, 'x-service-admin-secret'),
         }),
-        signal: controller.signal,
+        get signal(): AbortSignal {
+          if (!controller) {
+            controller = new AbortController();
+            if (cancelled && !done) controller.abort();
+          }
+          return controller.signal;
+        },
         cookies,
       };
       const run = async (): Promise<unknown> => {

@@ -42,10 +42,8 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\b/i;
 
 function callInfo(req: Request, res: Response, protocol: 'rest' | 'graphql', cookies: CookieSink): CallInfo {
-  const controller = new AbortController();
-  res.once('close', () => {
-    if (!res.writableFinished) controller.abort();
-  });
+  // The signal is built on first use: most handlers never look at it.
+  let controller: AbortController | undefined;
   const h = req.headers;
   const admin = h['x-service-admin-secret'];
   return {
@@ -58,7 +56,17 @@ function callInfo(req: Request, res: Response, protocol: 'rest' | 'graphql', coo
       cookie: h.cookie,
       adminSecret: Array.isArray(admin) ? admin[0] : admin,
     }),
-    signal: controller.signal,
+    get signal(): AbortSignal {
+      if (!controller) {
+        const c = (controller = new AbortController());
+        if (res.destroyed && !res.writableFinished) c.abort();
+        else
+          res.once('close', () => {
+            if (!res.writableFinished) c.abort();
+          });
+      }
+      return controller.signal;
+    },
     cookies,
   };
 }
