@@ -219,11 +219,22 @@ export class SqlStore implements TupleStore {
   #transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
     this.#open();
     const run = async (): Promise<T> => {
-      try {
-        const opts = this.#dialect === 'sqlite' ? { type: Transaction.TYPES.IMMEDIATE } : {};
-        return await this.#sequelize.transaction(opts, fn);
-      } catch (err) {
-        throw backendError(err);
+      // sequelize opens a fresh SQLite connection per transaction, with the driver's default busy timeout
+      // (1 s) rather than the process connection's: a writer in another process holding the lock longer
+      // makes BEGIN IMMEDIATE fail with SQLITE_BUSY. Retry for up to 5 s (nothing was done yet, so it is safe).
+      const deadline = Date.now() + 5000;
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const opts = this.#dialect === 'sqlite' ? { type: Transaction.TYPES.IMMEDIATE } : {};
+          return await this.#sequelize.transaction(opts, fn);
+        } catch (err) {
+          const code = (err as { parent?: { code?: string } }).parent?.code;
+          if (code === 'SQLITE_BUSY' && Date.now() < deadline) {
+            await new Promise((r) => setTimeout(r, Math.min(50, 2 + attempt * 5)));
+            continue;
+          }
+          throw backendError(err);
+        }
       }
     };
     const p = this.#writeQueue.then(run, run);

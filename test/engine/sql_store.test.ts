@@ -71,3 +71,18 @@ test('sql store: unknown options are rejected', async (t) => {
   t.is((err as LatchkeyError).code, 'invalid_argument');
   t.is((err as LatchkeyError).reason, 'invalid_option');
 });
+
+test('sql sqlite: writers on two connections to one file (two processes) both succeed', async (t) => {
+  const { store: a, db, teardown } = await openSqlStore('sqlite');
+  const { connect } = await import('./sql_helpers.ts');
+  const other = await connect(db);
+  try {
+    const b = await SqlStore.open({ sequelize: other });
+    const writes = Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? a : b).write([], [{ object: `doc:${i}`, relation: 'viewer', user: 'user:a' }]));
+    const revs = await Promise.all(writes);
+    t.deepEqual([...revs].sort((x, y) => x - y), Array.from({ length: 20 }, (_, i) => i + 1));
+  } finally {
+    await other.close();
+    await teardown();
+  }
+});
