@@ -5,8 +5,9 @@
  * (the real bin); the load generator shares the machine's cores with it.
  *
  * HTTP load: autocannon. gRPC load: raw gRPC over node:http2, 50 streams in
- * flight on 5 connections. A bare grpc-js server is measured alongside as the
- * reference for the gRPC figure. After a warm-up, 3 rounds of 5 s interleave the
+ * flight on 5 connections. A bare express and a bare grpc-js server answering
+ * a constant are measured alongside: the machine is shared, so the figures
+ * are best read against what the libraries alone do in the same run. After a warm-up, 3 rounds of 5 s interleave the
  * protocols; each protocol reports its best round and every round's rate.
  * Answers are checked before timing. Standalone: `node bench/transport.ts [--quick]`.
  */
@@ -16,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import autocannon, { type Options, type Result } from 'autocannon';
 import http2 from 'node:http2';
+import express from 'express';
 import * as grpc from '@grpc/grpc-js';
 import { OPERATIONS, generateProto, graphqlDocument, loadPackageDefinition } from '../transports/index.ts';
 
@@ -181,23 +183,35 @@ async function grpcCheck(address: string): Promise<string | undefined> {
 }
 
 /**
- * A grpc-js server that answers `Meta` with a constant and nothing else, run
- * in its own process: the reference for what grpc-js alone allows here.
+ * Reference servers in their own process, answering `meta` with a constant
+ * and nothing else: bare express (REST) and bare grpc-js (gRPC). They show
+ * what the libraries alone allow on the machine at the time of the run.
  */
-async function serveGrpcBaseline(): Promise<void> {
+async function serveBaselines(): Promise<void> {
   const pkg = grpc.loadPackageDefinition(loadPackageDefinition(generateProto(OPERATIONS))) as unknown as {
     latchkey: { v1: { Latchkey: { service: grpc.ServiceDefinition } } };
   };
-  const server = new grpc.Server();
   const meta = { version: 'baseline', client_id: 'bench' };
+  const server = new grpc.Server();
   server.addService(pkg.latchkey.v1.Latchkey.service, { Meta: (_call: unknown, cb: (e: null, r: unknown) => void) => cb(null, meta) });
-  server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (_err, port) => process.stdout.write(`${port}\n`));
+  const grpcPort = await new Promise<number>((r, j) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? j(e) : r(p))));
+  const app = express();
+  const body = JSON.stringify(meta);
+  app.get('/v1/meta', (_req, res) => {
+    res.setHeader('content-type', 'application/json; charset=utf-8');
+    res.end(body);
+  });
+  const http = app.listen(0, '127.0.0.1', () => {
+    process.stdout.write(`${JSON.stringify({ grpc: `127.0.0.1:${grpcPort}`, http: `http://127.0.0.1:${(http.address() as { port: number }).port}` })}\n`);
+  });
 }
 
-async function startGrpcBaseline(): Promise<{ address: string; stop(): void }> {
-  const child = spawn(process.execPath, [new URL(import.meta.url).pathname, '--grpc-baseline-server'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<string>((resolvePromise) => child.stdout?.once('data', (d: Buffer) => resolvePromise(d.toString().trim())));
-  return { address: `127.0.0.1:${port}`, stop: () => child.kill() };
+async function startBaselines(): Promise<{ grpc: string; http: string; stop(): void }> {
+  const child = spawn(process.execPath, [new URL(import.meta.url).pathname, '--baseline-servers'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const addresses = await new Promise<{ grpc: string; http: string }>((resolvePromise) =>
+    child.stdout?.once('data', (d: Buffer) => resolvePromise(JSON.parse(d.toString()) as { grpc: string; http: string })),
+  );
+  return { ...addresses, stop: () => child.kill() };
 }
 
 /** The round with the most requests per second, plus every round's rate. */
@@ -228,21 +242,30 @@ export async function run(options: { quick?: boolean } = {}): Promise<Record<str
     // outside load does not fall on one protocol only; the best round is reported.
     const restOptions: Options = { url: `${base}/v1/meta` };
     const graphqlOptions: Options = { url: `${base}/graphql`, method: 'POST', headers, body: graphqlBody };
-    const baselineServer = await startGrpcBaseline();
-    const results: Record<'rest' | 'graphql' | 'grpc' | 'grpc_js_alone', Figures[]> = { rest: [], graphql: [], grpc: [], grpc_js_alone: [] };
+    const baseline = await startBaselines();
+    const baselineRest: Options = { url: `${baseline.http}/v1/meta` };
+    const results: Record<'rest' | 'graphql' | 'grpc' | 'express_alone' | 'grpc_js_alone', Figures[]> = {
+      rest: [],
+      graphql: [],
+      grpc: [],
+      express_alone: [],
+      grpc_js_alone: [],
+    };
     try {
       await http(restOptions, warmup, 0);
       await http(graphqlOptions, warmup, 0);
       await grpcLoad(grpcAddress, warmup, 0);
-      await grpcLoad(baselineServer.address, warmup, 0);
+      await http(baselineRest, warmup, 0);
+      await grpcLoad(baseline.grpc, warmup, 0);
       for (let round = 0; round < rounds; round++) {
         results.rest.push(await http(restOptions, seconds, 0));
         results.graphql.push(await http(graphqlOptions, seconds, 0));
         results.grpc.push(await grpcLoad(grpcAddress, seconds, 0));
-        results.grpc_js_alone.push(await grpcLoad(baselineServer.address, seconds, 0));
+        results.express_alone.push(await http(baselineRest, seconds, 0));
+        results.grpc_js_alone.push(await grpcLoad(baseline.grpc, seconds, 0));
       }
     } finally {
-      baselineServer.stop();
+      baseline.stop();
     }
     return {
       connections: CONNECTIONS,
@@ -252,6 +275,7 @@ export async function run(options: { quick?: boolean } = {}): Promise<Record<str
       rest: best(results.rest),
       graphql: best(results.graphql),
       grpc: best(results.grpc),
+      express_alone: best(results.express_alone),
       grpc_js_alone: best(results.grpc_js_alone),
       targets: { rest_rps: 8000, graphql_rps: 4000, grpc_rps: 5000, p99_ms: 20 },
     };
@@ -263,8 +287,8 @@ export async function run(options: { quick?: boolean } = {}): Promise<Record<str
   }
 }
 
-if (import.meta.main && process.argv.includes('--grpc-baseline-server')) {
-  await serveGrpcBaseline();
+if (import.meta.main && process.argv.includes('--baseline-servers')) {
+  await serveBaselines();
 } else if (import.meta.main) {
   const figures = await run({ quick: process.argv.includes('--quick') });
   process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
