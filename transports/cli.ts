@@ -5,7 +5,7 @@
  */
 import { LatchkeyError } from '../engine/errors.ts';
 import { helpText, parseFlags } from './flags.ts';
-import { startServer, type RunningServer } from './server.ts';
+import type { RunningServer } from './server.ts';
 import { VERSION } from './version.ts';
 
 /** Where a command writes; injectable for tests. */
@@ -55,6 +55,8 @@ export async function serve(argv: string[], io: CliIo = PROCESS_IO): Promise<num
   }
   let server: RunningServer;
   try {
+    // Loaded here so that --help, --version, dsl and fga start without the server's modules.
+    const { startServer } = await import('./server.ts');
     server = await startServer(parsed.config);
   } catch (err) {
     const message = err instanceof LatchkeyError ? err.message : err instanceof Error ? err.message : String(err);

@@ -180,7 +180,7 @@ interface Run {
   stderr: string;
 }
 
-function run(args: string[], timeoutMs = 20_000): Promise<Run> {
+function run(args: string[], timeoutMs = 90_000): Promise<Run> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -264,7 +264,7 @@ test('the bin: SIGTERM stops accepting, closes the database and exits 0', async 
     );
     let out = '';
     const started = await new Promise<string>((resolvePromise, reject) => {
-      const timer = setTimeout(() => reject(new Error('server did not start')), 20_000);
+      const timer = setTimeout(() => reject(new Error('server did not start')), 90_000);
       child.stdout.on('data', (d: Buffer) => {
         out += d.toString();
         const line = out.split('\n').find((l) => l.includes('"latchkey started"'));
