@@ -138,22 +138,46 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
     next();
   });
 
+  // REST first (the hot path): one precomputed map, path → method → row. Mounted only while gRPC is enabled (spec).
+  if (config.enableGrpc) {
+    const routes = new Map<string, Map<string, AnyOperation>>();
+    for (const op of o.operations) {
+      if (!op.rest || !op.protocols.includes('rest')) continue;
+      let byMethod = routes.get(op.rest.path);
+      if (!byMethod) routes.set(op.rest.path, (byMethod = new Map()));
+      byMethod.set(op.rest.method, op);
+    }
+    app.use('/v1', (req, res, next) => {
+      const path = `/v1${req.path}`.replace(/\/+$/, '');
+      const byMethod = routes.get(path);
+      if (!byMethod) return next(new LatchkeyError('not_found', `no endpoint ${path}`, { reason: 'route_not_found' }));
+      const op = byMethod.get(req.method);
+      if (!op) {
+        res.setHeader('allow', [...byMethod.keys()].join(', '));
+        return next(new LatchkeyError('method_not_allowed', `${req.method} is not allowed on ${path}`, { reason: 'method_not_allowed' }));
+      }
+      const cookies = new CookieSink();
+      const info = callInfo(req, res, 'rest', cookies);
+      const input = op.rest?.method === 'GET' ? {} : ((req.body as unknown) ?? {});
+      pipeline.run(op, info, input).then(
+        (out) => {
+          flush(res, cookies);
+          res.statusCode = 200;
+          res.setHeader('content-type', 'application/json; charset=utf-8');
+          res.end(JSON.stringify(out));
+        },
+        (err: LatchkeyError) => {
+          flush(res, cookies);
+          sendError(res, err);
+        },
+      );
+    });
+  }
+
   if (config.enablePlayground) {
     app.get('/playground', (_req, res) => {
       res.setHeader('content-type', 'text/html; charset=utf-8');
       res.end(PLAYGROUND_HTML);
-    });
-  }
-
-  // Plain GET documents of the domain services (discovery, JWKS), outside the operations table.
-  for (const route of o.services.httpRoutes ?? []) {
-    app.get(route.path, (_req, res, next) => {
-      route.handler().then(({ body, headers }) => {
-        for (const [k, v] of Object.entries(headers ?? {})) res.setHeader(k, v);
-        res.statusCode = 200;
-        res.setHeader('content-type', 'application/json; charset=utf-8');
-        res.end(JSON.stringify(body));
-      }, next);
     });
   }
 
@@ -215,42 +239,6 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
   app.all('/graphql', (_req, _res, next) => {
     next(new LatchkeyError('method_not_allowed', 'use POST for /graphql', { reason: 'method_not_allowed' }));
   });
-
-  // REST: one precomputed map, path → method → row. Mounted only while gRPC is enabled (spec).
-  if (config.enableGrpc) {
-    const routes = new Map<string, Map<string, AnyOperation>>();
-    for (const op of o.operations) {
-      if (!op.rest || !op.protocols.includes('rest')) continue;
-      let byMethod = routes.get(op.rest.path);
-      if (!byMethod) routes.set(op.rest.path, (byMethod = new Map()));
-      byMethod.set(op.rest.method, op);
-    }
-    app.use('/v1', (req, res, next) => {
-      const path = `/v1${req.path}`.replace(/\/+$/, '');
-      const byMethod = routes.get(path);
-      if (!byMethod) return next(new LatchkeyError('not_found', `no endpoint ${path}`, { reason: 'route_not_found' }));
-      const op = byMethod.get(req.method);
-      if (!op) {
-        res.setHeader('allow', [...byMethod.keys()].join(', '));
-        return next(new LatchkeyError('method_not_allowed', `${req.method} is not allowed on ${path}`, { reason: 'method_not_allowed' }));
-      }
-      const cookies = new CookieSink();
-      const info = callInfo(req, res, 'rest', cookies);
-      const input = op.rest?.method === 'GET' ? {} : ((req.body as unknown) ?? {});
-      pipeline.run(op, info, input).then(
-        (out) => {
-          flush(res, cookies);
-          res.statusCode = 200;
-          res.setHeader('content-type', 'application/json; charset=utf-8');
-          res.end(JSON.stringify(out));
-        },
-        (err: LatchkeyError) => {
-          flush(res, cookies);
-          sendError(res, err);
-        },
-      );
-    });
-  }
 
   app.use((req, _res, next) => {
     next(new LatchkeyError('not_found', `no endpoint ${req.path}`, { reason: 'route_not_found' }));
