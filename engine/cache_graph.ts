@@ -99,6 +99,7 @@ export class GraphMirror {
   #sync: Promise<void> = Promise.resolve();
   #loadMs = 0;
   #latestModel: { id: string | undefined; at: number } | undefined;
+  #refreshing: Promise<void> | undefined;
   #fast = 0;
   #deferred = 0;
   readonly #store: TupleStore;
@@ -271,11 +272,22 @@ export class GraphMirror {
     return p;
   }
 
+  /** One catch-up shared by every check that finds the mirror stale (64 checks in flight must not queue 64 changelog reads). */
   #refresh(): Promise<void> {
+    if (this.#refreshing !== undefined) return this.#refreshing;
     const started = this.#now();
-    return this.#catchUp().then(() => {
-      this.#confirmedAt = Math.max(this.#confirmedAt, started);
-    });
+    const p = this.#catchUp().then(
+      () => {
+        this.#confirmedAt = Math.max(this.#confirmedAt, started);
+        this.#refreshing = undefined;
+      },
+      (err: unknown) => {
+        this.#refreshing = undefined;
+        throw err;
+      },
+    );
+    this.#refreshing = p;
+    return p;
   }
 
   #wrap(store: TupleStore): TupleStore {
