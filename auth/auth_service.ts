@@ -332,7 +332,7 @@ export class AuthService {
    * deactivated account, unverified address) answers `unauthenticated`
    * `invalid credentials` after one full bcrypt compare. Five failures in the
    * window lock the account: `resource_exhausted` (reason
-   * `too_many_attempts`, `details.retry_after` seconds), checked before the
+   * `too_many_attempts`, `details.retry_after_seconds`), checked before the
    * compare so concurrent guesses cannot exceed the budget. A correct
    * password on a revoked account gives `permission_denied`
    * (`access_revoked`). With MFA it answers the challenge flag instead of tokens.
@@ -363,7 +363,7 @@ export class AuthService {
       const retryAfter = await this.#store.ttl(attemptsKey);
       throw new LatchkeyError('resource_exhausted', 'too many login attempts, try again later', {
         reason: 'too_many_attempts',
-        details: { retry_after: Math.max(1, retryAfter) },
+        details: { retry_after_seconds: Math.max(1, retryAfter) },
         cause: { internal_reason: 'locked_out', user_id: user.id },
       });
     }

@@ -170,7 +170,7 @@ test('A2: five wrong passwords, then the sixth and the correct one are locked ou
     const sixth = await errorOf(f.auth.login({ email: 'lock@example.com', password: 'nope nope nope' }));
     t.is(sixth.code, 'resource_exhausted');
     t.is(sixth.reason, 'too_many_attempts');
-    t.true(Number(sixth.details?.['retry_after']) > 0);
+    t.true(Number(sixth.details?.['retry_after_seconds']) > 0);
     const correct = await errorOf(f.auth.login({ email: 'lock@example.com', password: STRONG_PASSWORD }));
     t.is(correct.reason, 'too_many_attempts');
     clock.advance(901_000);

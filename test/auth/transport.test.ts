@@ -224,13 +224,14 @@ test('discovery and JWKS documents are served for other services (HS256: empty k
   t.deepEqual(await j.json(), { keys: [] });
 });
 
-test('REST: a locked-out login answers 429 resource_exhausted', async (t) => {
+test('REST: a locked-out login answers 429 resource_exhausted with Retry-After', async (t) => {
   const e = email('lock');
   await srv.call('signup', { email: e, password: PASSWORD }, { protocol: 'rest' });
   for (let i = 0; i < 5; i++) await srv.call('login', { email: e, password: 'wrong wrong wrong' }, { protocol: 'rest' });
   const locked = await srv.call('login', { email: e, password: PASSWORD }, { protocol: 'rest' });
   t.is(locked.status, 429);
   t.is(locked.error?.code, 'resource_exhausted');
+  t.regex(locked.headers['retry-after'] ?? '', /^[1-9]\d*$/);
 });
 
 for (const backend of sqlBackends()) {

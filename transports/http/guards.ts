@@ -29,6 +29,8 @@ export function sendError(res: Response, err: LatchkeyError): void {
   if (res.headersSent) return;
   const body = JSON.stringify(err.toJSON());
   res.statusCode = ERROR_STATUS[err.code].http;
+  const wait = err.details?.['retry_after_seconds'];
+  if (err.code === 'resource_exhausted' && typeof wait === 'number') res.setHeader('retry-after', String(wait));
   res.setHeader('content-type', 'application/json; charset=utf-8');
   res.end(body);
 }
