@@ -12,7 +12,7 @@
 import type { Sequelize, Transaction } from 'sequelize';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { Engine } from '../engine/index.ts';
-import type { UserFields, UserRecord } from '../auth/index.ts';
+import { toPublicUser, type PublicUser, type UserFields, type UserRecord } from '../auth/index.ts';
 import { migrateAdminStore } from './migrations.ts';
 import { normalizePagination, type Pagination, type PaginationInput } from './pagination.ts';
 import { AdminSessions, type AdminCookieAttributes } from './admin_sessions.ts';
@@ -42,29 +42,8 @@ import {
   type FgaTuple,
 } from './fga_admin.ts';
 
-/** The public User shape returned by the admin user operations (never the password hash). */
-export interface AdminUser {
-  id: string;
-  email: string | null;
-  email_verified: boolean;
-  signup_methods: string;
-  given_name: string | null;
-  family_name: string | null;
-  middle_name: string | null;
-  nickname: string | null;
-  preferred_username: string | null;
-  gender: string | null;
-  birthdate: string | null;
-  phone_number: string | null;
-  phone_number_verified: boolean;
-  picture: string | null;
-  roles: string[];
-  created_at: number;
-  updated_at: number;
-  revoked_timestamp: number | null;
-  is_multi_factor_auth_enabled: boolean | null;
-  app_data: Record<string, unknown> | null;
-}
+/** The User shape of the admin user operations: the same public User as the identity operations. */
+export type AdminUser = PublicUser;
 
 /** A pending verification (email verification, reset, magic link, invitation). */
 export interface VerificationRequest {
@@ -156,30 +135,7 @@ const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const MAX_INVITES = 50;
 
 /** The public User of a stored user. */
-export function toAdminUser(u: UserRecord): AdminUser {
-  return {
-    id: u.id,
-    email: u.email,
-    email_verified: u.email_verified_at !== null,
-    signup_methods: u.signup_methods,
-    given_name: u.given_name,
-    family_name: u.family_name,
-    middle_name: u.middle_name,
-    nickname: u.nickname,
-    preferred_username: u.email ?? u.phone_number,
-    gender: u.gender,
-    birthdate: u.birthdate,
-    phone_number: u.phone_number,
-    phone_number_verified: u.phone_number_verified_at !== null,
-    picture: u.picture,
-    roles: [...u.roles],
-    created_at: u.created_at,
-    updated_at: u.updated_at,
-    revoked_timestamp: u.revoked_timestamp,
-    is_multi_factor_auth_enabled: u.is_multi_factor_auth_enabled,
-    app_data: u.app_data,
-  };
-}
+export const toAdminUser: (u: UserRecord) => AdminUser = toPublicUser;
 
 /** The webhook payload form of a user. */
 function eventUser(u: UserRecord): Record<string, unknown> {
