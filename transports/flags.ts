@@ -275,6 +275,14 @@ export const FLAGS = {
   ...group('FGA', () => ({
     'fga-store': oneOf(['sqlite', 'postgres', 'mysql', 'memory'], { doc: 'FGA tuple store (default: the main SQL database)' }),
     'fga-store-url': str({ doc: 'URL of a separate FGA store', secret: true }),
+    'fga-cache-size': int({ doc: 'Check answers cached per process (LRU); 0 disables the check cache', default: 100_000, min: 0, max: 10_000_000 }),
+    'fga-cache-revision-poll': duration({
+      doc: 'Longest delay before this process sees an FGA write made by another process on the same database; 0 disables the check cache',
+      default: 1000,
+      min: 0,
+      max: 3_600_000,
+    }),
+    'fga-mirror': bool({ doc: 'Keep an in-memory mirror of a SQL FGA store for fast Check, kept current from its changelog', default: true }),
   })),
   ...group('OAuth / app', () => ({
     'client-id': str({ doc: 'Client id of this instance (required)' }),

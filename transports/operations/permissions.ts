@@ -10,7 +10,7 @@
  * on this server") without an FGA store.
  */
 import { Sequelize } from 'sequelize';
-import { Engine, SqlStore } from '../../engine/index.ts';
+import { CheckCache, Engine, GraphMirror, LevelChecker, MemoryStore, SqlStore, type CheckResolver, type TupleStore } from '../../engine/index.ts';
 import type { Services } from '../services.ts';
 import { s } from '../shape.ts';
 import { authOf, callContext } from './auth.ts';
@@ -91,7 +91,7 @@ export async function plugFgaEngine(services: Services): Promise<void> {
   if (services.engine !== undefined) return;
   const c = services.config;
   if (c.fgaStore === 'memory') {
-    services.engine = new Engine();
+    services.engine = await composeEngine(new MemoryStore(), false, c);
     return;
   }
   let sequelize = services.sequelize;
@@ -102,8 +102,30 @@ export async function plugFgaEngine(services: Services): Promise<void> {
     sequelize = own;
   }
   try {
-    services.engine = new Engine({ store: await SqlStore.open({ sequelize }) });
+    services.engine = await composeEngine(await SqlStore.open({ sequelize }), true, c);
   } catch (err) {
     services.logger.error('FGA store could not be opened; fine-grained authorization is disabled', { err });
   }
+}
+
+/**
+ * The FGA engine as the server runs it: the level-at-a-time checker, on SQL
+ * stores behind the in-memory graph mirror (`--fga-mirror`), and the check
+ * cache in front (`--fga-cache-size`, `--fga-cache-revision-poll`; either at 0
+ * turns it off). Writes go through the outermost store so that the cache and
+ * the mirror see them before the write call returns (docs/caching.md).
+ */
+async function composeEngine(store: TupleStore, sql: boolean, c: Services['config']): Promise<Engine> {
+  let base: TupleStore = store;
+  let resolver: CheckResolver = new LevelChecker(sql ? { combineReads: true } : {});
+  if (sql && c.fgaMirror) {
+    const mirror = await GraphMirror.load({ store, revisionPollMs: c.fgaCacheRevisionPoll });
+    base = mirror.store;
+    resolver = mirror.resolver(resolver);
+  }
+  if (c.fgaCacheSize > 0 && c.fgaCacheRevisionPoll > 0) {
+    const cache = new CheckCache({ store: base, maxEntries: c.fgaCacheSize, revisionPollMs: c.fgaCacheRevisionPoll });
+    return new Engine({ store: cache.store, resolver: cache.resolver(resolver) });
+  }
+  return new Engine({ store: base, resolver });
 }
