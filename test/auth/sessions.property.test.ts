@@ -18,47 +18,48 @@ test('refresh lineages: never two live refresh tokens; a replay after the grace 
   const f = await makeService({ now: clock.now });
   let n = 0;
   try {
-    await fc.assert(
-      fc.asyncProperty(fc.array(action, { minLength: 1, maxLength: 12 }), async (actions) => {
-        clock.advance(60_000);
-        const s = await f.auth.signup({ email: `p${n++}@example.com`, password: STRONG_PASSWORD });
-        const issued: string[] = [s.response.refresh_token!];
-        let dead = false;
-        const rotatedAt = new Map<string, number>();
-        for (const a of actions) {
-          if (a.kind === 'wait') clock.advance(a.ms);
-          else if (a.kind === 'refresh_latest' || a.kind === 'concurrent') {
-            const token = issued[issued.length - 1]!;
-            const tries = a.kind === 'concurrent' ? a.n : 1;
-            const results = await Promise.allSettled(Array.from({ length: tries }, () => f.auth.refresh(token)));
-            const ok = results.filter((r) => r.status === 'fulfilled');
-            if (dead) {
-              if (ok.length !== 0) return false;
-            } else {
-              if (ok.length !== 1) return false;
-              issued.push((ok[0] as PromiseFulfilledResult<{ refresh_token?: string }>).value.refresh_token!);
-              rotatedAt.set(token, clock.now());
+    await t.notThrowsAsync(
+      fc.assert(
+        fc.asyncProperty(fc.array(action, { minLength: 1, maxLength: 12 }), async (actions) => {
+          clock.advance(60_000);
+          const s = await f.auth.signup({ email: `p${n++}@example.com`, password: STRONG_PASSWORD });
+          const issued: string[] = [s.response.refresh_token!];
+          let dead = false;
+          const rotatedAt = new Map<string, number>();
+          for (const a of actions) {
+            if (a.kind === 'wait') clock.advance(a.ms);
+            else if (a.kind === 'refresh_latest' || a.kind === 'concurrent') {
+              const token = issued[issued.length - 1]!;
+              const tries = a.kind === 'concurrent' ? a.n : 1;
+              const results = await Promise.allSettled(Array.from({ length: tries }, () => f.auth.refresh(token)));
+              const ok = results.filter((r) => r.status === 'fulfilled');
+              if (dead) {
+                if (ok.length !== 0) return false;
+              } else {
+                if (ok.length !== 1) return false;
+                issued.push((ok[0] as PromiseFulfilledResult<{ refresh_token?: string }>).value.refresh_token!);
+                rotatedAt.set(token, clock.now());
+              }
+            } else if (issued.length > 1) {
+              const old = issued[a.pick % (issued.length - 1)]!;
+              const r = await Promise.allSettled([f.auth.refresh(old)]);
+              if (r[0]!.status === 'fulfilled') return false;
+              const at = rotatedAt.get(old)!;
+              if (!dead && clock.now() - at > 10_000) dead = true;
             }
-          } else if (issued.length > 1) {
-            const old = issued[a.pick % (issued.length - 1)]!;
-            const r = await Promise.allSettled([f.auth.refresh(old)]);
-            if (r[0]!.status === 'fulfilled') return false;
-            const at = rotatedAt.get(old)!;
-            if (!dead && clock.now() - at > 10_000) dead = true;
+            // Invariant: at most one live refresh token, and none once the family is dead.
+            let live = 0;
+            for (const token of issued) {
+              const v = await Promise.allSettled([f.auth.validateJwtToken({ token_type: 'refresh_token', token })]);
+              if (v[0]!.status === 'fulfilled') live++;
+            }
+            if (live > 1 || (dead && live !== 0) || (!dead && live !== 1)) return false;
           }
-          // Invariant: at most one live refresh token, and none once the family is dead.
-          let live = 0;
-          for (const token of issued) {
-            const v = await Promise.allSettled([f.auth.validateJwtToken({ token_type: 'refresh_token', token })]);
-            if (v[0]!.status === 'fulfilled') live++;
-          }
-          if (live > 1 || (dead && live !== 0) || (!dead && live !== 1)) return false;
-        }
-        return true;
-      }),
-      { numRuns },
+          return true;
+        }),
+        { numRuns },
+      ),
     );
-    t.pass();
   } finally {
     await f.close();
   }

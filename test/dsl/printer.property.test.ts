@@ -12,45 +12,48 @@ import { normalize, reference } from './oracle.ts';
 const RUNS = process.env['CI'] ? 2000 : 200;
 
 test('print then parse gives back the same model (syntax-valid models)', (t) => {
-  fc.assert(
-    fc.property(fc.gen(), (g) => {
-      const { model } = parseDslSyntax(genModelText(g));
-      if (!model) return;
-      const printed = printModel(model);
-      const again = parseDslSyntax(printed);
-      if (normalize(again.model) !== normalize(model)) throw new Error(`round trip changed the model:\n${printed}`);
-    }),
-    fcParams(RUNS),
+  t.notThrows(() =>
+    fc.assert(
+      fc.property(fc.gen(), (g) => {
+        const { model } = parseDslSyntax(genModelText(g));
+        if (!model) return;
+        const printed = printModel(model);
+        const again = parseDslSyntax(printed);
+        if (normalize(again.model) !== normalize(model)) throw new Error(`round trip changed the model:\n${printed}`);
+      }),
+      fcParams(RUNS),
+    ),
   );
-  t.pass();
 });
 
 test('printing is stable: print(parse(print(m))) equals print(m)', (t) => {
-  fc.assert(
-    fc.property(fc.gen(), (g) => {
-      const { model } = parseDslSyntax(genModelText(g));
-      if (!model) return;
-      const once = printModel(model);
-      const twice = printModel(parseDslSyntax(once).model as NonNullable<typeof model>);
-      if (once !== twice) throw new Error(`${once}\n---\n${twice}`);
-    }),
-    fcParams(RUNS),
+  t.notThrows(() =>
+    fc.assert(
+      fc.property(fc.gen(), (g) => {
+        const { model } = parseDslSyntax(genModelText(g));
+        if (!model) return;
+        const once = printModel(model);
+        const twice = printModel(parseDslSyntax(once).model as NonNullable<typeof model>);
+        if (once !== twice) throw new Error(`${once}\n---\n${twice}`);
+      }),
+      fcParams(RUNS),
+    ),
   );
-  t.pass();
 });
 
 test("printing writes the same text as OpenFGA's printer (transformJSONToDSL)", (t) => {
-  fc.assert(
-    fc.property(fc.gen(), (g) => {
-      const { model } = parseDslSyntax(genModelText(g));
-      if (!model) return;
-      const ours = printModel(model);
-      const theirs = reference.transformer.transformJSONToDSL(model);
-      if (ours !== theirs) throw new Error(`${ours}\n--- reference ---\n${theirs}`);
-    }),
-    fcParams(RUNS),
+  t.notThrows(() =>
+    fc.assert(
+      fc.property(fc.gen(), (g) => {
+        const { model } = parseDslSyntax(genModelText(g));
+        if (!model) return;
+        const ours = printModel(model);
+        const theirs = reference.transformer.transformJSONToDSL(model);
+        if (ours !== theirs) throw new Error(`${ours}\n--- reference ---\n${theirs}`);
+      }),
+      fcParams(RUNS),
+    ),
   );
-  t.pass();
 });
 
 test('random strings, random bytes, mutations and truncations never throw and finish quickly', (t) => {
@@ -64,16 +67,17 @@ test('random strings, random bytes, mutations and truncations never throw and fi
       return text.slice(0, n % (text.length + 1));
     }),
   );
-  fc.assert(
-    fc.property(inputs, (text) => {
-      const started = performance.now();
-      const result = parseDsl(text);
-      const elapsed = performance.now() - started;
-      if (elapsed > 1000) throw new Error(`took ${elapsed} ms`);
-      if (result.model === undefined && result.errors.length === 0) throw new Error('rejected without a diagnostic');
-      if (result.errors.some((e) => e.kind === 'internal')) throw new Error(JSON.stringify(result.errors));
-    }),
-    fcParams(RUNS * 2),
+  t.notThrows(() =>
+    fc.assert(
+      fc.property(inputs, (text) => {
+        const started = performance.now();
+        const result = parseDsl(text);
+        const elapsed = performance.now() - started;
+        if (elapsed > 1000) throw new Error(`took ${elapsed} ms`);
+        if (result.model === undefined && result.errors.length === 0) throw new Error('rejected without a diagnostic');
+        if (result.errors.some((e) => e.kind === 'internal')) throw new Error(JSON.stringify(result.errors));
+      }),
+      fcParams(RUNS * 2),
+    ),
   );
-  t.pass();
 });

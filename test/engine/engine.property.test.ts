@@ -260,117 +260,122 @@ test('Check agrees with the reference evaluator', async (t) => {
 });
 
 test('ListObjects returns exactly the objects that pass Check', async (t) => {
-  await fc.assert(
-    fc.asyncProperty(scenarioArb, async ({ spec, tuples }) => {
-      const engine = await setup(spec, tuples);
-      if (engine === undefined) return;
-      for (const type of ['group', 'folder', 'doc']) {
-        for (const relation of type === 'group' ? ['member'] : RELS) {
-          for (const user of [...USERS, 'user:*', 'group:g0#member']) {
-            const { objects, truncated } = await engine.listObjects({ user, relation, type });
-            const expected: string[] = [];
-            for (const o of OBJECTS[type]!) if ((await engine.check({ user, relation, object: o })).allowed) expected.push(o);
-            if (truncated || JSON.stringify(objects) !== JSON.stringify(expected.sort())) {
-              throw new Error(`listObjects ${user} ${relation} ${type}: ${JSON.stringify(objects)} vs checks ${JSON.stringify(expected)}`);
+  await t.notThrowsAsync(
+    fc.assert(
+      fc.asyncProperty(scenarioArb, async ({ spec, tuples }) => {
+        const engine = await setup(spec, tuples);
+        if (engine === undefined) return;
+        for (const type of ['group', 'folder', 'doc']) {
+          for (const relation of type === 'group' ? ['member'] : RELS) {
+            for (const user of [...USERS, 'user:*', 'group:g0#member']) {
+              const { objects, truncated } = await engine.listObjects({ user, relation, type });
+              const expected: string[] = [];
+              for (const o of OBJECTS[type]!) if ((await engine.check({ user, relation, object: o })).allowed) expected.push(o);
+              if (truncated || JSON.stringify(objects) !== JSON.stringify(expected.sort())) {
+                throw new Error(`listObjects ${user} ${relation} ${type}: ${JSON.stringify(objects)} vs checks ${JSON.stringify(expected)}`);
+              }
             }
           }
         }
-      }
-    }),
-    params(),
+      }),
+      params(),
+    ),
   );
-  t.pass();
 });
 
 test('ListUsers returns exactly the users that pass Check', async (t) => {
-  await fc.assert(
-    fc.asyncProperty(scenarioArb, async ({ spec, tuples }) => {
-      const engine = await setup(spec, tuples);
-      if (engine === undefined) return;
-      for (const [object, relation] of QUERIES) {
-        const { users } = await engine.listUsers({ object, relation, userFilters: [{ type: 'user' }] });
-        // Sound: every returned user (or wildcard) passes Check.
-        for (const u of users) {
-          if (!(await engine.check({ user: u, relation, object })).allowed) throw new Error(`listUsers ${object}#${relation} returned ${u}, Check says false`);
-        }
-        // Complete: every user passing Check is returned, or covered by a returned wildcard
-        // (OpenFGA lists `user:*` once instead of every user it stands for).
-        for (const u of [...USERS, 'user:*']) {
-          if ((await engine.check({ user: u, relation, object })).allowed && !users.includes(u) && !users.includes('user:*')) {
-            throw new Error(`listUsers ${object}#${relation}: ${JSON.stringify(users)} misses ${u}`);
+  await t.notThrowsAsync(
+    fc.assert(
+      fc.asyncProperty(scenarioArb, async ({ spec, tuples }) => {
+        const engine = await setup(spec, tuples);
+        if (engine === undefined) return;
+        for (const [object, relation] of QUERIES) {
+          const { users } = await engine.listUsers({ object, relation, userFilters: [{ type: 'user' }] });
+          // Sound: every returned user (or wildcard) passes Check.
+          for (const u of users) {
+            if (!(await engine.check({ user: u, relation, object })).allowed) throw new Error(`listUsers ${object}#${relation} returned ${u}, Check says false`);
+          }
+          // Complete: every user passing Check is returned, or covered by a returned wildcard
+          // (OpenFGA lists `user:*` once instead of every user it stands for).
+          for (const u of [...USERS, 'user:*']) {
+            if ((await engine.check({ user: u, relation, object })).allowed && !users.includes(u) && !users.includes('user:*')) {
+              throw new Error(`listUsers ${object}#${relation}: ${JSON.stringify(users)} misses ${u}`);
+            }
+          }
+          const { users: sets } = await engine.listUsers({ object, relation, userFilters: [{ type: 'group', relation: 'member' }] });
+          const expectedSets: string[] = [];
+          for (const g of OBJECTS['group']!) if ((await engine.check({ user: `${g}#member`, relation, object })).allowed) expectedSets.push(`${g}#member`);
+          if (JSON.stringify(sets) !== JSON.stringify(expectedSets.sort())) {
+            throw new Error(`listUsers ${object}#${relation} group#member: ${JSON.stringify(sets)} vs checks ${JSON.stringify(expectedSets)}`);
           }
         }
-        const { users: sets } = await engine.listUsers({ object, relation, userFilters: [{ type: 'group', relation: 'member' }] });
-        const expectedSets: string[] = [];
-        for (const g of OBJECTS['group']!) if ((await engine.check({ user: `${g}#member`, relation, object })).allowed) expectedSets.push(`${g}#member`);
-        if (JSON.stringify(sets) !== JSON.stringify(expectedSets.sort())) {
-          throw new Error(`listUsers ${object}#${relation} group#member: ${JSON.stringify(sets)} vs checks ${JSON.stringify(expectedSets)}`);
-        }
-      }
-    }),
-    params(),
+      }),
+      params(),
+    ),
   );
-  t.pass();
 });
 
 test('contextual tuples give the same answers as the same tuples written', async (t) => {
-  await fc.assert(
-    fc.asyncProperty(scenarioArb, async ({ spec, tuples, split }) => {
-      const written = tuples.slice(0, split);
-      const contextual = tuples.slice(split);
-      const full = await setup(spec, tuples);
-      const partial = await setup(spec, written);
-      if (full === undefined || partial === undefined) return;
-      for (const [object, relation] of QUERIES) {
-        for (const user of USERS) {
-          const a = (await full.check({ user, relation, object })).allowed;
-          const b = (await partial.check({ user, relation, object, contextualTuples: contextual })).allowed;
-          if (a !== b) throw new Error(`${object}#${relation}@${user}: written ${a}, contextual ${b}`);
+  await t.notThrowsAsync(
+    fc.assert(
+      fc.asyncProperty(scenarioArb, async ({ spec, tuples, split }) => {
+        const written = tuples.slice(0, split);
+        const contextual = tuples.slice(split);
+        const full = await setup(spec, tuples);
+        const partial = await setup(spec, written);
+        if (full === undefined || partial === undefined) return;
+        for (const [object, relation] of QUERIES) {
+          for (const user of USERS) {
+            const a = (await full.check({ user, relation, object })).allowed;
+            const b = (await partial.check({ user, relation, object, contextualTuples: contextual })).allowed;
+            if (a !== b) throw new Error(`${object}#${relation}@${user}: written ${a}, contextual ${b}`);
+          }
         }
-      }
-    }),
-    params(),
+      }),
+      params(),
+    ),
   );
-  t.pass();
 });
 
 test('writes then deletes leave the store as it was', async (t) => {
-  await fc.assert(
-    fc.asyncProperty(scenarioArb, async ({ spec, tuples, split }) => {
-      const base = tuples.slice(0, split);
-      const extra = tuples.slice(split);
-      const engine = await setup(spec, base);
-      if (engine === undefined || extra.length === 0) return;
-      const before = await engine.read({}, { pageSize: 100 });
-      await engine.write({ writes: extra });
-      await engine.write({ deletes: extra });
-      const after = await engine.read({}, { pageSize: 100 });
-      if (JSON.stringify(before) !== JSON.stringify(after)) throw new Error('store changed');
-    }),
-    params(),
+  await t.notThrowsAsync(
+    fc.assert(
+      fc.asyncProperty(scenarioArb, async ({ spec, tuples, split }) => {
+        const base = tuples.slice(0, split);
+        const extra = tuples.slice(split);
+        const engine = await setup(spec, base);
+        if (engine === undefined || extra.length === 0) return;
+        const before = await engine.read({}, { pageSize: 100 });
+        await engine.write({ writes: extra });
+        await engine.write({ deletes: extra });
+        const after = await engine.read({}, { pageSize: 100 });
+        if (JSON.stringify(before) !== JSON.stringify(after)) throw new Error('store changed');
+      }),
+      params(),
+    ),
   );
-  t.pass();
 });
 
 test('concatenated read pages equal the unpaginated read', async (t) => {
-  await fc.assert(
-    fc.asyncProperty(scenarioArb, fc.integer({ min: 1, max: 7 }), fc.constantFrom(undefined, 'user:u0', 'group:g1#member'), async ({ spec, tuples }, pageSize, user) => {
-      const engine = await setup(spec, tuples);
-      if (engine === undefined) return;
-      const filter = user === undefined ? {} : { user };
-      const all = (await engine.read(filter, { pageSize: 100 })).tuples;
-      const pages = [];
-      let token = '';
-      do {
-        const p = await engine.read(filter, { pageSize, continuationToken: token });
-        pages.push(...p.tuples);
-        token = p.continuationToken;
-      } while (token !== '');
-      if (JSON.stringify(pages) !== JSON.stringify(all)) throw new Error('pages differ from the full read');
-    }),
-    params(),
+  await t.notThrowsAsync(
+    fc.assert(
+      fc.asyncProperty(scenarioArb, fc.integer({ min: 1, max: 7 }), fc.constantFrom(undefined, 'user:u0', 'group:g1#member'), async ({ spec, tuples }, pageSize, user) => {
+        const engine = await setup(spec, tuples);
+        if (engine === undefined) return;
+        const filter = user === undefined ? {} : { user };
+        const all = (await engine.read(filter, { pageSize: 100 })).tuples;
+        const pages = [];
+        let token = '';
+        do {
+          const p = await engine.read(filter, { pageSize, continuationToken: token });
+          pages.push(...p.tuples);
+          token = p.continuationToken;
+        } while (token !== '');
+        if (JSON.stringify(pages) !== JSON.stringify(all)) throw new Error('pages differ from the full read');
+      }),
+      params(),
+    ),
   );
-  t.pass();
 });
 
 test('sharing sub-problem answers across checks never changes an answer', async (t) => {
@@ -384,40 +389,41 @@ test('sharing sub-problem answers across checks never changes an answer', async 
     );
     return fc.record({ spec: fc.constant(spec), tuples: fc.subarray(groupsBlocked, { maxLength: 30 }) });
   });
-  await fc.assert(
-    fc.asyncProperty(arb, async ({ spec, tuples }) => {
-      const engine = new Engine();
-      try {
-        await engine.writeModel(buildModel(spec, true));
-      } catch {
-        return;
-      }
-      for (let i = 0; i < tuples.length; i += 100) await engine.write({ writes: tuples.slice(i, i + 100) });
-      const queries = QUERIES.flatMap(([object, relation]) => USERS.map((user) => ({ user, relation, object })));
-      const single: boolean[] = [];
-      for (const q of queries) single.push((await engine.check(q)).allowed);
-      for (let i = 0; i < queries.length; i += 100) {
-        const batch = await engine.batchCheck(queries.slice(i, i + 100));
-        batch.forEach((r, j) => {
-          if (r.error !== undefined || r.allowed !== single[i + j]) throw new Error(`batch ${r.object}#${r.relation}@${r.user}: ${r.allowed}, alone ${single[i + j]}`);
+  await t.notThrowsAsync(
+    fc.assert(
+      fc.asyncProperty(arb, async ({ spec, tuples }) => {
+        const engine = new Engine();
+        try {
+          await engine.writeModel(buildModel(spec, true));
+        } catch {
+          return;
+        }
+        for (let i = 0; i < tuples.length; i += 100) await engine.write({ writes: tuples.slice(i, i + 100) });
+        const queries = QUERIES.flatMap(([object, relation]) => USERS.map((user) => ({ user, relation, object })));
+        const single: boolean[] = [];
+        for (const q of queries) single.push((await engine.check(q)).allowed);
+        for (let i = 0; i < queries.length; i += 100) {
+          const batch = await engine.batchCheck(queries.slice(i, i + 100));
+          batch.forEach((r, j) => {
+            if (r.error !== undefined || r.allowed !== single[i + j]) throw new Error(`batch ${r.object}#${r.relation}@${r.user}: ${r.allowed}, alone ${single[i + j]}`);
+          });
+        }
+        const reversed = [...queries].reverse().slice(0, 100);
+        const back = await engine.batchCheck(reversed);
+        back.forEach((r, j) => {
+          if (r.allowed !== single[queries.length - 1 - j]) throw new Error(`reversed batch ${r.object}#${r.relation}@${r.user}`);
         });
-      }
-      const reversed = [...queries].reverse().slice(0, 100);
-      const back = await engine.batchCheck(reversed);
-      back.forEach((r, j) => {
-        if (r.allowed !== single[queries.length - 1 - j]) throw new Error(`reversed batch ${r.object}#${r.relation}@${r.user}`);
-      });
-      for (const type of ['folder', 'doc'] as const) {
-        for (const relation of RELS) {
-          for (const user of USERS) {
-            const { objects } = await engine.listObjects({ user, relation, type });
-            const expected = OBJECTS[type]!.filter((o) => single[queries.findIndex((q) => q.object === o && q.relation === relation && q.user === user)]);
-            if (JSON.stringify(objects) !== JSON.stringify(expected.sort())) throw new Error(`listObjects ${user} ${relation} ${type}: ${JSON.stringify(objects)} vs ${JSON.stringify(expected)}`);
+        for (const type of ['folder', 'doc'] as const) {
+          for (const relation of RELS) {
+            for (const user of USERS) {
+              const { objects } = await engine.listObjects({ user, relation, type });
+              const expected = OBJECTS[type]!.filter((o) => single[queries.findIndex((q) => q.object === o && q.relation === relation && q.user === user)]);
+              if (JSON.stringify(objects) !== JSON.stringify(expected.sort())) throw new Error(`listObjects ${user} ${relation} ${type}: ${JSON.stringify(objects)} vs ${JSON.stringify(expected)}`);
+            }
           }
         }
-      }
-    }),
-    params(),
+      }),
+      params(),
+    ),
   );
-  t.pass();
 });
