@@ -16,7 +16,8 @@ import { fileURLToPath } from 'node:url';
 import { Sequelize } from 'sequelize';
 import { ReferenceDataset, REFERENCE_MODEL_DSL } from './baseline/dataset.ts';
 import { buildQueries } from './baseline/queries.ts';
-import { Engine, GraphMirror, SqlStore, type TupleKey } from '../engine/index.ts';
+import { Engine, GraphMirror, type TupleKey } from '../engine/index.ts';
+import { SqlStore } from '../engine/sql/index.ts';
 
 const here = fileURLToPath(import.meta.url);
 

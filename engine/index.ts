@@ -44,7 +44,6 @@ export type { ExpandNode, ExpandLeaf } from './expand.ts';
 export type { UserFilter } from './list_users.ts';
 export { FGA_CODES } from './validation.ts';
 export { CheckCache, GraphMirror, LevelChecker, type CheckCacheOptions, type CheckCacheStats, type GraphMirrorOptions, type GraphMirrorStats, type LevelCheckerStats } from './cache.ts';
-export { SqlStore, type SqlStoreOptions } from './sql/sql_store.ts';
 
 /** Settings of an {@link Engine}; every key is optional. Unknown keys are rejected. */
 export interface EngineOptions {

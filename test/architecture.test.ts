@@ -50,7 +50,7 @@ const FOLDERS: Record<Folder, { folders: Folder[]; packages: string[] }> = {
 };
 
 /** Files any layer may import directly besides `<folder>/index.ts`. */
-const SHARED_ENTRY_POINTS = new Set(['engine/errors.ts', 'engine/model.ts', 'engine/sql/migrate.ts', 'transports/cli.ts']);
+const SHARED_ENTRY_POINTS = new Set(['engine/errors.ts', 'engine/model.ts', 'engine/sql/migrate.ts', 'engine/sql/index.ts', 'transports/cli.ts']);
 
 const BUILTINS = new Set(builtinModules);
 

@@ -10,7 +10,8 @@
  * on this server") without an FGA store.
  */
 import { Sequelize } from 'sequelize';
-import { CheckCache, Engine, GraphMirror, LevelChecker, MemoryStore, SqlStore, type CheckResolver, type TupleStore } from '../../engine/index.ts';
+import { CheckCache, Engine, GraphMirror, LevelChecker, MemoryStore, type CheckResolver, type TupleStore } from '../../engine/index.ts';
+import { SqlStore } from '../../engine/sql/index.ts';
 import type { Services } from '../services.ts';
 import { s } from '../shape.ts';
 import { authOf, callContext } from './auth.ts';
