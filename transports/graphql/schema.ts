@@ -118,12 +118,8 @@ export class GraphqlTypes {
     return t;
   }
 
-  output(sh: Shape | OptionalShape): GraphQLOutputType {
-    if (sh.kind === 'optional') return this.#nullableOutput(sh.inner);
-    return new GraphQLNonNull(this.#nullableOutput(sh));
-  }
-
-  #nullableOutput(sh: Shape): GraphQLOutputType {
+  /** The GraphQL type of a leaf shape: the same on input and output. */
+  #leaf(sh: Extract<Shape, { kind: 'string' | 'int' | 'float' | 'bool' | 'enum' | 'json' | 'map' }>): GraphQLScalarType | GraphQLEnumType {
     switch (sh.kind) {
       case 'string':
         return GraphQLString;
@@ -139,6 +135,24 @@ export class GraphqlTypes {
         return JSON_SCALAR;
       case 'map':
         return MAP_SCALAR;
+    }
+  }
+
+  output(sh: Shape | OptionalShape): GraphQLOutputType {
+    if (sh.kind === 'optional') return this.#nullableOutput(sh.inner);
+    return new GraphQLNonNull(this.#nullableOutput(sh));
+  }
+
+  #nullableOutput(sh: Shape): GraphQLOutputType {
+    switch (sh.kind) {
+      case 'string':
+      case 'int':
+      case 'float':
+      case 'bool':
+      case 'enum':
+      case 'json':
+      case 'map':
+        return this.#leaf(sh);
       case 'list':
         return new GraphQLList(this.output(sh.item));
       case 'object': {
@@ -176,19 +190,13 @@ export class GraphqlTypes {
   nullableInput(sh: Shape): GraphQLInputType {
     switch (sh.kind) {
       case 'string':
-        return GraphQLString;
       case 'int':
-        return INT64_SCALAR;
       case 'float':
-        return GraphQLFloat;
       case 'bool':
-        return GraphQLBoolean;
       case 'enum':
-        return this.#enum(sh);
       case 'json':
-        return JSON_SCALAR;
       case 'map':
-        return MAP_SCALAR;
+        return this.#leaf(sh);
       case 'list':
         return new GraphQLList(this.input(sh.item));
       case 'object': {
