@@ -19,6 +19,7 @@ import { SessionManager, type SessionRecord } from './sessions.ts';
 import { TOKEN_TYPES, TokenService, type TokenClaims, type TokenType } from './tokens.ts';
 import { UserStore, normalizeEmail, normalizePhone, type UserFields, type UserRecord } from './user_store.ts';
 import type { Sequelize } from 'sequelize';
+import { Permissions, type PermissionEngine, type RequiredRelation } from './permissions.ts';
 
 /** Name of the host-scoped session cookie. */
 export const SESSION_COOKIE = 'cookie_session';
@@ -26,11 +27,6 @@ export const SESSION_COOKIE = 'cookie_session';
 export const SESSION_DOMAIN_COOKIE = 'cookie_session_domain';
 /** The one message of every failed login, whatever the cause (no account enumeration). */
 export const INVALID_CREDENTIALS_MESSAGE = 'invalid credentials';
-/** The message of `check_permissions`/`list_permissions` without an FGA store (spec, Errors). */
-export const FGA_DISABLED_MESSAGE = 'fga is not enabled on this server';
-/** Cap of `list_permissions` (spec, Limits). */
-export const LIST_PERMISSIONS_CAP = 1000;
-
 /** The public User shape (spec Resources + authorizer contract §2.5). */
 export interface PublicUser {
   id: string;
@@ -102,34 +98,12 @@ export interface AuthCallContext {
   bearer?: string | undefined;
 }
 
-/** A relationship tuple on the wire. */
-export interface WireTuple {
-  user: string;
-  relation: string;
-  object: string;
-}
-
-/** What the identity service needs from the FGA engine (adapted by the composition root). */
-export interface PermissionEngine {
-  /** One answer per request, in order. Contextual tuples are never persisted. */
-  batchCheck(requests: ReadonlyArray<{ user: string; relation: string; object: string; contextualTuples?: readonly WireTuple[] }>): Promise<boolean[]>;
-  /** Objects of `type` on which `user` holds `relation`, at most `limit`, with `truncated` when more exist. */
-  listObjects(request: { user: string; relation: string; type: string; limit: number }): Promise<{ objects: string[]; truncated: boolean }>;
-  /** Relations per object type of the current model (empty when no model is written). */
-  relationsByType(): Promise<ReadonlyMap<string, readonly string[]>>;
-}
-
 /** Dependencies of {@link AuthService}. */
 export interface AuthDependencies {
   sequelize: Sequelize;
   memoryStore: MemoryStore;
   /** The FGA engine, or undefined when FGA is not enabled. */
   engine?: PermissionEngine | undefined;
-}
-
-interface RequiredRelation {
-  relation: string;
-  object: string;
 }
 
 const unauthenticated = (reason = 'unauthenticated', message = 'unauthorized'): LatchkeyError => new LatchkeyError('unauthenticated', message, { reason });
@@ -170,11 +144,6 @@ export function toPublicUser(u: UserRecord): PublicUser {
   };
 }
 
-/** `type:id`, or a bare id taken as `user:<id>` (spec, check_permissions). */
-export function toSubject(user: string): string {
-  return user.includes(':') ? user : `user:${user}`;
-}
-
 /** The identity service. Build with {@link AuthService.create}. */
 export class AuthService {
   readonly options: ResolvedAuthOptions;
@@ -183,7 +152,7 @@ export class AuthService {
   readonly tokens: TokenService;
   readonly passwords: PasswordHasher;
   readonly #store: MemoryStore;
-  readonly #engine: PermissionEngine | undefined;
+  readonly #permissions: Permissions;
 
   private constructor(init: {
     options: ResolvedAuthOptions;
@@ -200,7 +169,7 @@ export class AuthService {
     this.tokens = init.tokens;
     this.passwords = init.passwords;
     this.#store = init.store;
-    this.#engine = init.engine;
+    this.#permissions = new Permissions(init.engine);
   }
 
   /**
@@ -237,7 +206,7 @@ export class AuthService {
 
   /** True when FGA is enabled (an engine was given). */
   get fgaEnabled(): boolean {
-    return this.#engine !== undefined;
+    return this.#permissions.enabled;
   }
 
   #nowSeconds(): number {
@@ -483,7 +452,7 @@ export class AuthService {
       throw unauthenticated();
     }
     const roles = input.roles !== undefined && input.roles.length > 0 ? this.#requestedRoles(user, input.roles) : session.roles.filter((r) => user.roles.includes(r));
-    await this.#requireRelations(user.id, input.required_relations);
+    await this.#permissions.requireRelations(user.id, input.required_relations);
     const scope = input.scope !== undefined && input.scope.length > 0 ? [...new Set(input.scope)] : session.scope;
     const { session: next, cookieToken } = await this.sessions.rotateCookie(session, { roles, scope });
     const response = await this.#issueTokens(user, next, 'Session refreshed', rotated ?? 'new');
@@ -766,7 +735,7 @@ export class AuthService {
       const have = Array.isArray(raw) ? raw.map(String) : typeof raw === 'string' ? raw.split(',') : [];
       for (const r of input.roles) if (!have.includes(r)) throw new LatchkeyError('permission_denied', 'unauthorized', { reason: 'missing_role' });
     }
-    await this.#requireRelations(claims.sub, input.required_relations);
+    await this.#permissions.requireRelations(claims.sub, input.required_relations);
     return { is_valid: true, claims: { ...claims } };
   }
 
@@ -783,108 +752,18 @@ export class AuthService {
     const user = await this.#activeUser(session.user_id);
     if (user === undefined) throw unauthenticated('invalid_session', 'invalid session');
     if (input.roles !== undefined) for (const r of input.roles) if (!session.roles.includes(r)) throw new LatchkeyError('permission_denied', 'unauthorized', { reason: 'missing_role' });
-    await this.#requireRelations(user.id, input.required_relations);
+    await this.#permissions.requireRelations(user.id, input.required_relations);
     return { is_valid: true, user: toPublicUser(user) };
   }
 
-  async #requireRelations(userId: string, relations: readonly RequiredRelation[] | undefined): Promise<void> {
-    if (relations === undefined || relations.length === 0) return;
-    if (relations.length > 100) throw invalidArgument('at most 100 required relations', 'too_many_relations');
-    const engine = this.#fga();
-    const answers = await engine.batchCheck(relations.map((r) => ({ user: `user:${userId}`, relation: r.relation, object: r.object })));
-    // Fail closed: every relation must be allowed (AND).
-    if (answers.length !== relations.length || answers.some((a) => a !== true)) {
-      throw new LatchkeyError('permission_denied', 'required relation not satisfied', { reason: 'relation_denied' });
-    }
+  /** `check_permissions` (see {@link Permissions.check}). */
+  checkPermissions(input: Parameters<Permissions['check']>[0], ctx: AuthCallContext): ReturnType<Permissions['check']> {
+    return this.#permissions.check(input, ctx.principal);
   }
 
-  #fga(): PermissionEngine {
-    if (this.#engine === undefined) throw new LatchkeyError('failed_precondition', FGA_DISABLED_MESSAGE, { reason: 'fga_disabled' });
-    return this.#engine;
-  }
-
-  // ---------------------------------------------------------------- permissions
-
-  /** The subject a permission call is about: the caller's, or `user` when trusted (spec rules 3–4). */
-  #subjectFor(ctx: AuthCallContext, user: string | undefined): string {
-    const p = ctx.principal;
-    if (p === undefined || p.kind === 'anonymous') throw unauthenticated();
-    if (p.kind === 'super_admin') {
-      if (user === undefined || user === '') throw invalidArgument('user is required for a super-admin caller', 'missing_user');
-      return toSubject(user);
-    }
-    if (user === undefined || user === '') return p.subject;
-    const requested = toSubject(user);
-    if (requested !== p.subject) throw new LatchkeyError('permission_denied', 'not permitted to check permissions for another user', { reason: 'subject_not_permitted' });
-    return requested;
-  }
-
-  /**
-   * `check_permissions`: 1 to 100 checks, answered in order with each
-   * relation and object echoed; contextual tuples apply to their one check
-   * and are never persisted. Errors: 401 without credentials, 400
-   * `failed_precondition` without FGA, 400 `invalid_argument` for the count,
-   * 403 `permission_denied` for a foreign `user`.
-   */
-  async checkPermissions(input: {
-    checks: ReadonlyArray<{ relation: string; object: string; contextual_tuples?: readonly WireTuple[] | undefined }>;
-    user?: string | undefined;
-  }, ctx: AuthCallContext): Promise<{ results: Array<{ relation: string; object: string; allowed: boolean }> }> {
-    const subject = this.#subjectFor(ctx, input.user);
-    const engine = this.#fga();
-    const checks = input.checks;
-    if (!Array.isArray(checks) || checks.length < 1 || checks.length > 100) throw invalidArgument('checks must have between 1 and 100 entries', 'invalid_checks_count');
-    const answers = await engine.batchCheck(
-      checks.map((c) => ({
-        user: subject,
-        relation: c.relation,
-        object: c.object,
-        ...(c.contextual_tuples !== undefined && c.contextual_tuples.length > 0 ? { contextualTuples: c.contextual_tuples } : {}),
-      })),
-    );
-    return { results: checks.map((c, i) => ({ relation: c.relation, object: c.object, allowed: answers[i] === true })) };
-  }
-
-  /**
-   * `list_permissions`: every (object, relation) the subject holds, narrowed
-   * by `relation` and/or `object_type`, capped at 1000 with `truncated`.
-   */
-  async listPermissions(input: { relation?: string | undefined; object_type?: string | undefined; user?: string | undefined }, ctx: AuthCallContext): Promise<{
-    objects: string[];
-    permissions: Array<{ object: string; relation: string }>;
-    truncated: boolean;
-  }> {
-    const subject = this.#subjectFor(ctx, input.user);
-    const engine = this.#fga();
-    const relation = input.relation === '' ? undefined : input.relation;
-    const objectType = input.object_type === '' ? undefined : input.object_type;
-    const relationsByType = await engine.relationsByType();
-    const pairs: Array<[type: string, relation: string]> = [];
-    for (const [type, relations] of relationsByType) {
-      if (objectType !== undefined && type !== objectType) continue;
-      for (const r of relations) if (relation === undefined || r === relation) pairs.push([type, r]);
-    }
-    if (objectType !== undefined && !relationsByType.has(objectType)) throw invalidArgument(`type ${objectType} not found`, 'type_not_found');
-    const permissions: Array<{ object: string; relation: string }> = [];
-    const objects = new Set<string>();
-    let truncated = false;
-    for (const [type, r] of pairs) {
-      const room = LIST_PERMISSIONS_CAP - permissions.length;
-      if (room <= 0) {
-        truncated = true;
-        break;
-      }
-      const res = await engine.listObjects({ user: subject, relation: r, type, limit: room });
-      for (const object of res.objects.slice(0, room)) {
-        permissions.push({ object, relation: r });
-        objects.add(object);
-      }
-      if (res.truncated || res.objects.length > room) {
-        truncated = true;
-        break;
-      }
-    }
-    return { objects: [...objects], permissions, truncated };
+  /** `list_permissions` (see {@link Permissions.list}). */
+  listPermissions(input: Parameters<Permissions['list']>[0], ctx: AuthCallContext): ReturnType<Permissions['list']> {
+    return this.#permissions.list(input, ctx.principal);
   }
 }
 

@@ -4,7 +4,7 @@
  * `required_relations` of session and validation operations).
  */
 import type { Engine } from '../engine/index.ts';
-import type { PermissionEngine, WireTuple } from './auth_service.ts';
+import type { PermissionEngine, WireTuple } from './permissions.ts';
 
 /**
  * Wraps an engine. A check the engine cannot answer (invalid object, unknown

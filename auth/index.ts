@@ -8,24 +8,20 @@
  */
 export {
   AuthService,
-  FGA_DISABLED_MESSAGE,
   INVALID_CREDENTIALS_MESSAGE,
-  LIST_PERMISSIONS_CAP,
   SESSION_COOKIE,
   SESSION_DOMAIN_COOKIE,
   sessionCookieOf,
   toPublicUser,
-  toSubject,
   type AuthCallContext,
   type AuthDependencies,
   type AuthResponse,
   type AuthResult,
-  type PermissionEngine,
   type PublicUser,
   type SessionGrant,
   type UserPrincipal,
-  type WireTuple,
 } from './auth_service.ts';
+export { FGA_DISABLED_MESSAGE, LIST_PERMISSIONS_CAP, Permissions, toSubject, type CallerPrincipal, type PermissionEngine, type RequiredRelation, type WireTuple } from './permissions.ts';
 export { resolveAuthOptions, type AuthOptions, type ResolvedAuthOptions } from './options.ts';
 export { createMemoryStore, InProcessMemoryStore, RedisMemoryStore, type MemoryStore } from './memory_store.ts';
 export { SessionManager, type SessionRecord, type RotationOutcome } from './sessions.ts';

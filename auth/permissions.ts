@@ -1,0 +1,156 @@
+/**
+ * Permission questions about the caller, answered by the FGA engine:
+ * `check_permissions`, `list_permissions` and the `required_relations` of
+ * `validate_jwt_token`/`validate_session` (spec, POST /v1/check_permissions).
+ * Without an engine every call fails with 400 `failed_precondition`.
+ */
+import { LatchkeyError } from '../engine/errors.ts';
+
+/** The message of `check_permissions`/`list_permissions` without an FGA store (spec, Errors). */
+export const FGA_DISABLED_MESSAGE = 'fga is not enabled on this server';
+/** Cap of `list_permissions` (spec, Limits). */
+export const LIST_PERMISSIONS_CAP = 1000;
+
+/** A relationship tuple on the wire. */
+export interface WireTuple {
+  user: string;
+  relation: string;
+  object: string;
+}
+
+/** What the identity service needs from the FGA engine (adapted by the composition root). */
+export interface PermissionEngine {
+  /** One answer per request, in order. Contextual tuples are never persisted. */
+  batchCheck(requests: ReadonlyArray<{ user: string; relation: string; object: string; contextualTuples?: readonly WireTuple[] }>): Promise<boolean[]>;
+  /** Objects of `type` on which `user` holds `relation`, at most `limit`, with `truncated` when more exist. */
+  listObjects(request: { user: string; relation: string; type: string; limit: number }): Promise<{ objects: string[]; truncated: boolean }>;
+  /** Relations per object type of the current model (empty when no model is written). */
+  relationsByType(): Promise<ReadonlyMap<string, readonly string[]>>;
+}
+
+export interface RequiredRelation {
+  relation: string;
+  object: string;
+}
+
+/** `type:id`, or a bare id taken as `user:<id>` (spec, check_permissions). */
+export function toSubject(user: string): string {
+  return user.includes(':') ? user : `user:${user}`;
+}
+
+/** The caller as permission calls see it. */
+export type CallerPrincipal = { readonly kind: 'user'; readonly subject: string } | { readonly kind: 'super_admin' } | { readonly kind: 'anonymous' };
+
+const invalidArgument = (message: string, reason: string): LatchkeyError => new LatchkeyError('invalid_argument', message, { reason });
+
+/** Permission checks for callers, over a {@link PermissionEngine} (or none, when FGA is off). */
+export class Permissions {
+  readonly #engine: PermissionEngine | undefined;
+
+  constructor(engine: PermissionEngine | undefined) {
+    this.#engine = engine;
+  }
+
+  /** True when FGA is enabled (an engine was given). */
+  get enabled(): boolean {
+    return this.#engine !== undefined;
+  }
+
+  /** Fails with `permission_denied` unless the user holds every relation (AND; fail closed). */
+  async requireRelations(userId: string, relations: readonly RequiredRelation[] | undefined): Promise<void> {
+    if (relations === undefined || relations.length === 0) return;
+    if (relations.length > 100) throw invalidArgument('at most 100 required relations', 'too_many_relations');
+    const engine = this.#fga();
+    const answers = await engine.batchCheck(relations.map((r) => ({ user: `user:${userId}`, relation: r.relation, object: r.object })));
+    // Fail closed: every relation must be allowed (AND).
+    if (answers.length !== relations.length || answers.some((a) => a !== true)) {
+      throw new LatchkeyError('permission_denied', 'required relation not satisfied', { reason: 'relation_denied' });
+    }
+  }
+
+  #fga(): PermissionEngine {
+    if (this.#engine === undefined) throw new LatchkeyError('failed_precondition', FGA_DISABLED_MESSAGE, { reason: 'fga_disabled' });
+    return this.#engine;
+  }
+
+  /** The subject a permission call is about: the caller's, or `user` when trusted (spec rules 3–4). */
+  #subjectFor(p: CallerPrincipal | undefined, user: string | undefined): string {
+    if (p === undefined || p.kind === 'anonymous') throw new LatchkeyError('unauthenticated', 'unauthorized', { reason: 'unauthenticated' });
+    if (p.kind === 'super_admin') {
+      if (user === undefined || user === '') throw invalidArgument('user is required for a super-admin caller', 'missing_user');
+      return toSubject(user);
+    }
+    if (user === undefined || user === '') return p.subject;
+    const requested = toSubject(user);
+    if (requested !== p.subject) throw new LatchkeyError('permission_denied', 'not permitted to check permissions for another user', { reason: 'subject_not_permitted' });
+    return requested;
+  }
+
+  /**
+   * `check_permissions`: 1 to 100 checks, answered in order with each
+   * relation and object echoed; contextual tuples apply to their one check
+   * and are never persisted. Errors: 401 without credentials, 400
+   * `failed_precondition` without FGA, 400 `invalid_argument` for the count,
+   * 403 `permission_denied` for a foreign `user`.
+   */
+  async check(input: {
+    checks: ReadonlyArray<{ relation: string; object: string; contextual_tuples?: readonly WireTuple[] | undefined }>;
+    user?: string | undefined;
+  }, principal: CallerPrincipal | undefined): Promise<{ results: Array<{ relation: string; object: string; allowed: boolean }> }> {
+    const subject = this.#subjectFor(principal, input.user);
+    const engine = this.#fga();
+    const checks = input.checks;
+    if (!Array.isArray(checks) || checks.length < 1 || checks.length > 100) throw invalidArgument('checks must have between 1 and 100 entries', 'invalid_checks_count');
+    const answers = await engine.batchCheck(
+      checks.map((c) => ({
+        user: subject,
+        relation: c.relation,
+        object: c.object,
+        ...(c.contextual_tuples !== undefined && c.contextual_tuples.length > 0 ? { contextualTuples: c.contextual_tuples } : {}),
+      })),
+    );
+    return { results: checks.map((c, i) => ({ relation: c.relation, object: c.object, allowed: answers[i] === true })) };
+  }
+
+  /**
+   * `list_permissions`: every (object, relation) the subject holds, narrowed
+   * by `relation` and/or `object_type`, capped at 1000 with `truncated`.
+   */
+  async list(input: { relation?: string | undefined; object_type?: string | undefined; user?: string | undefined }, principal: CallerPrincipal | undefined): Promise<{
+    objects: string[];
+    permissions: Array<{ object: string; relation: string }>;
+    truncated: boolean;
+  }> {
+    const subject = this.#subjectFor(principal, input.user);
+    const engine = this.#fga();
+    const relation = input.relation === '' ? undefined : input.relation;
+    const objectType = input.object_type === '' ? undefined : input.object_type;
+    const relationsByType = await engine.relationsByType();
+    const pairs: Array<[type: string, relation: string]> = [];
+    for (const [type, relations] of relationsByType) {
+      if (objectType !== undefined && type !== objectType) continue;
+      for (const r of relations) if (relation === undefined || r === relation) pairs.push([type, r]);
+    }
+    if (objectType !== undefined && !relationsByType.has(objectType)) throw invalidArgument(`type ${objectType} not found`, 'type_not_found');
+    const permissions: Array<{ object: string; relation: string }> = [];
+    const objects = new Set<string>();
+    let truncated = false;
+    for (const [type, r] of pairs) {
+      const room = LIST_PERMISSIONS_CAP - permissions.length;
+      if (room <= 0) {
+        truncated = true;
+        break;
+      }
+      const res = await engine.listObjects({ user: subject, relation: r, type, limit: room });
+      for (const object of res.objects.slice(0, room)) {
+        permissions.push({ object, relation: r });
+        objects.add(object);
+      }
+      if (res.truncated || res.objects.length > room) {
+        truncated = true;
+        break;
+      }
+    }
+    return { objects: [...objects], permissions, truncated };
+  }
+}
