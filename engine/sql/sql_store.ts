@@ -174,6 +174,15 @@ export class SqlStore implements TupleStore {
     return this.#dialect;
   }
 
+  /**
+   * The connection the store runs on, so that a caller can tell whether its
+   * own transactions can include the store's changes (see
+   * {@link SqlStore.deleteTuplesOfUsers}).
+   */
+  get sequelize(): Sequelize {
+    return this.#sequelize;
+  }
+
   #open(): void {
     if (this.#closed) throw new LatchkeyError('unavailable', 'store is closed', { reason: 'store_closed' });
   }
@@ -303,15 +312,7 @@ export class SqlStore implements TupleStore {
     let violated: 'missing' | 'exists' | undefined;
     try {
       return await this.#transaction(async (tx) => {
-        let revision: number;
-        if (this.#dialect === 'mysql' || this.#dialect === 'mariadb') {
-          await this.#exec('UPDATE fga_revision SET revision = revision + 1 WHERE id = 1', [], tx);
-          const [rev] = await this.#select<{ revision: number | string }>('SELECT revision FROM fga_revision WHERE id = 1', [], tx);
-          revision = Number(rev?.revision);
-        } else {
-          const [rev] = await this.#select<{ revision: number | string }>('UPDATE fga_revision SET revision = revision + 1 WHERE id = 1 RETURNING revision', [], tx);
-          revision = Number(rev?.revision);
-        }
+        const revision = await this.#bumpRevision(tx);
         const now = this.#now();
         let removed = 0;
         for (const part of chunks(deletes, this.#batch)) {
@@ -395,6 +396,58 @@ export class SqlStore implements TupleStore {
       }
       throw err;
     }
+  }
+
+  /**
+   * Deletes every tuple whose user is exactly one of `users` (full user
+   * strings such as `user:123`, compared byte-exact), inside the caller's
+   * transaction: one revision bump, one changelog row per deleted tuple, all
+   * committed or rolled back with the caller's other changes. The transaction
+   * must belong to this store's connection ({@link SqlStore.sequelize}), else
+   * `failed_precondition` (reason `foreign_transaction`). Returns the number
+   * of tuples deleted; the revision is bumped even when it is 0.
+   */
+  async deleteTuplesOfUsers(users: readonly string[], options: { transaction: Transaction }): Promise<number> {
+    this.#open();
+    const tx = options?.transaction;
+    if (!(tx instanceof Transaction) || (tx as unknown as { sequelize?: Sequelize }).sequelize !== this.#sequelize) {
+      throw new LatchkeyError('failed_precondition', 'the transaction does not belong to the FGA store\'s database connection', { reason: 'foreign_transaction' });
+    }
+    const list = [...new Set(users)];
+    try {
+      const revision = await this.#bumpRevision(tx);
+      const now = this.#now();
+      let removed = 0;
+      let seq = 0;
+      for (const part of chunks(list, this.#batch)) {
+        const inList = part.map(() => '?').join(', ');
+        // The changelog rows first, straight from the rows about to go (one statement), then the delete.
+        await this.#exec(
+          `INSERT INTO fga_changelog (revision, seq, operation, object_type, object_id, relation, _user, condition_name, condition_context, inserted_at)
+           SELECT ?, ? + ROW_NUMBER() OVER (ORDER BY object_type, object_id, relation, _user) - 1, 'd', object_type, object_id, relation, _user, NULL, NULL, ?
+           FROM fga_tuple WHERE _user IN (${inList})`,
+          [revision, seq, now, ...part],
+          tx,
+        );
+        const deleted = Number(await this.#sequelize.query(`DELETE FROM fga_tuple WHERE _user IN (${inList})`, { replacements: part, transaction: tx, type: QueryTypes.BULKDELETE }));
+        seq += deleted;
+        removed += deleted;
+      }
+      return removed;
+    } catch (err) {
+      throw backendError(err);
+    }
+  }
+
+  /** Increments the store revision inside `tx` (which also takes the writers' lock) and returns the new value. */
+  async #bumpRevision(tx: Transaction): Promise<number> {
+    if (this.#dialect === 'mysql' || this.#dialect === 'mariadb') {
+      await this.#exec('UPDATE fga_revision SET revision = revision + 1 WHERE id = 1', [], tx);
+      const [rev] = await this.#select<{ revision: number | string }>('SELECT revision FROM fga_revision WHERE id = 1', [], tx);
+      return Number(rev?.revision);
+    }
+    const [rev] = await this.#select<{ revision: number | string }>('UPDATE fga_revision SET revision = revision + 1 WHERE id = 1 RETURNING revision', [], tx);
+    return Number(rev?.revision);
   }
 
   // ---------------------------------------------------------------- reads
