@@ -28,7 +28,7 @@ import { TupleReader } from './reader.ts';
 import { type CheckResolver, type Consistency, type ResolutionContext, type ResolveCheckResult, LocalChecker, Scope } from './check.ts';
 import { type ParsedUser, fgaError, parseObject, show, tryParseObject, tryParseUser } from './tuple.ts';
 import { FGA_CODES, validateTupleForWrite } from './validation.ts';
-import { listObjectCandidates } from './list_objects.ts';
+import { listObjectIds } from './list_objects.ts';
 import { type UserFilter, listUserCandidates } from './list_users.ts';
 import { type ExpandNode, expandRewrite } from './expand.ts';
 
@@ -586,26 +586,21 @@ export class Engine {
       throw invalid(`relation '${req.type}#${show(req.relation)}' not found`, { reason: 'relation_not_found', code: FGA_CODES.relation_not_found });
     }
     const user = this.#parseCheckUser(ts, req.user, FGA_CODES.validation_error);
-    const candidates = await listObjectCandidates(ts, reader, user, req.type, req.relation);
     const ctx = this.#context(ts, reader, req.context, req.consistency);
-    const max = this.#limits.listObjectsMaxResults;
-    const found: string[] = [];
-    let error: unknown;
-    await mapLimit(candidates, this.#limits.maxConcurrentChecks, async (id) => {
-      if (found.length > max) return;
-      try {
+    const { ids, truncated } = await listObjectIds(ts, reader, user, req.type, req.relation, {
+      context: req.context,
+      maxDepth: this.#limits.maxResolutionDepth,
+      maxResults: this.#limits.listObjectsMaxResults,
+      concurrency: this.#limits.maxConcurrentChecks,
+      check: async (id) => {
         const r = await this.#resolver.resolveCheck(
           { objectType: req.type, objectId: id, relation: req.relation, user, depth: 0, path: undefined, scope: new Scope() },
           this.#topLevel(ctx, ts, req.type, req.relation),
         );
-        if (r.allowed && !r.cycle) found.push(id);
-      } catch (err) {
-        error ??= err;
-      }
+        return r.allowed && !r.cycle;
+      },
     });
-    if (error !== undefined && found.length < max) throw error;
-    found.sort();
-    return { objects: found.slice(0, max).map((id) => `${req.type}:${id}`), truncated: found.length > max };
+    return { objects: ids.map((id) => `${req.type}:${id}`), truncated };
   }
 
   /**
