@@ -40,6 +40,7 @@ import { fgaError, formatUser } from './tuple.ts';
 import type { TypeSystem } from './typesystem.ts';
 import type { Userset } from './model.ts';
 import { FGA_CODES } from './validation.ts';
+import { resolveSync } from './check_sync.ts';
 
 /** One sub-problem: `objectType:objectId#relation@user`. */
 export interface ResolveCheckRequest {
@@ -345,7 +346,31 @@ function onPath(path: PathNode | undefined, key: string): boolean {
 
 /** The evaluator: resolves a sub-problem from the model's rewrite and the tuples. */
 export class LocalChecker implements CheckResolver {
-  async resolveCheck(req: ResolveCheckRequest, ctx: ResolutionContext): Promise<ResolveCheckResult> {
+  readonly #sync: boolean;
+
+  /**
+   * @param options.sync resolve with the synchronous evaluator (engine/check_sync.ts)
+   *   whenever the store offers synchronous reads (default true); false always
+   *   takes the asynchronous path (for comparisons and tests).
+   */
+  constructor(options: { sync?: boolean } = {}) {
+    this.#sync = options.sync ?? true;
+  }
+
+  resolveCheck(req: ResolveCheckRequest, ctx: ResolutionContext): Promise<ResolveCheckResult> {
+    // Models with cycles through `and` / `but not` answer per resolution path, and there the operand that
+    // decides first (a cycle needs no read) sets the answer, as in OpenFGA: they keep the concurrent evaluator.
+    if (this.#sync && ctx.reader.sync !== undefined && ctx.noReuse !== true) {
+      try {
+        return Promise.resolve(resolveSync(req, ctx));
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }
+    return this.#resolveAsync(req, ctx);
+  }
+
+  async #resolveAsync(req: ResolveCheckRequest, ctx: ResolutionContext): Promise<ResolveCheckResult> {
     if (req.scope.isCancelled()) return CANCELLED;
     if (req.depth >= ctx.maxDepth) throw depthExceeded();
     const key = problemKey(req.objectType, req.objectId, req.relation, req.user);

@@ -23,6 +23,7 @@ import type {
 } from './store.ts';
 
 const SEP = '\u0000';
+const EMPTY: readonly StoredTuple[] = [];
 
 function objectRelationKey(objectType: string, objectId: string, relation: string): string {
   return `${objectType}:${objectId}#${relation}`;
@@ -216,6 +217,19 @@ export class MemoryStore implements TupleStore {
   async readUserTuples(keys: readonly UserTupleKey[]): Promise<(StoredTuple | undefined)[]> {
     this.#open();
     return keys.map((k) => this.#forward.get(objectRelationKey(k.objectType, k.objectId, k.relation))?.get(k.user));
+  }
+
+  /** Synchronous point read (the evaluator's fast path, see `SyncTupleSource` in engine/reader.ts). */
+  readUserTupleSync(objectType: string, objectId: string, relation: string, user: string): StoredTuple | undefined {
+    this.#open();
+    return this.#forward.get(objectRelationKey(objectType, objectId, relation))?.get(user);
+  }
+
+  /** Synchronous forward read, unordered. */
+  readObjectRelationSync(objectType: string, objectId: string, relation: string, kind: UserKind): Iterable<StoredTuple> {
+    this.#open();
+    const m = (kind === 'usersets' ? this.#forwardUsersets : this.#forward).get(objectRelationKey(objectType, objectId, relation));
+    return m === undefined ? EMPTY : m.values();
   }
 
   async readObjectRelations(keys: readonly ObjectRelationKey[], kind: UserKind): Promise<StoredTuple[][]> {

@@ -22,6 +22,24 @@ export interface ReadTuple {
   user: ParsedUser;
 }
 
+/**
+ * Synchronous reads a store may offer (the memory store does): with them the
+ * evaluator resolves a whole check without a promise per node (docs/check.md).
+ * Tuples come back in no particular order.
+ */
+export interface SyncTupleSource {
+  /** The stored tuple `type:id#relation@user`, or `undefined`. */
+  readUserTupleSync(objectType: string, objectId: string, relation: string, user: string): TupleKey | undefined;
+  /** Tuples on `type:id#relation` (only userset users when `kind` is `usersets`). */
+  readObjectRelationSync(objectType: string, objectId: string, relation: string, kind: 'all' | 'usersets'): Iterable<TupleKey>;
+}
+
+/** The store's synchronous reads, when it offers them. */
+export function syncSource(store: TupleStore): SyncTupleSource | undefined {
+  const s = store as Partial<SyncTupleSource>;
+  return typeof s.readUserTupleSync === 'function' && typeof s.readObjectRelationSync === 'function' ? (store as unknown as SyncTupleSource) : undefined;
+}
+
 interface Pending<K, V> {
   key: K;
   resolve: (v: V) => void;
@@ -39,6 +57,8 @@ export class TupleReader {
   readonly #ctxForward = new Map<string, Map<string, TupleKey>>();
   readonly #ctxReverse = new Map<string, Map<string, TupleKey>>();
   readonly #parsed = new Map<string, ParsedUser | null>();
+  /** The store's synchronous reads, when it offers them (see {@link TupleReader.userTupleSync}). */
+  readonly sync: SyncTupleSource | undefined;
   #points: Pending<UserTupleKey, TupleKey | undefined>[] = [];
   #forwards: Pending<ObjectRelationKey & { kind: 'all' | 'usersets' }, TupleKey[]>[] = [];
   #scheduled = false;
@@ -49,6 +69,7 @@ export class TupleReader {
   constructor(store: TupleStore, ts: TypeSystem, contextual: readonly TupleKey[] = []) {
     this.#store = store;
     this.#ts = ts;
+    this.sync = syncSource(store);
     for (const t of contextual) {
       const i = t.object.indexOf(':');
       const type = t.object.slice(0, i);
@@ -150,6 +171,35 @@ export class TupleReader {
       if (r !== undefined) out.push(r);
     }
     if (ctx !== undefined) out.sort((a, b) => (a.tuple.user < b.tuple.user ? -1 : a.tuple.user > b.tuple.user ? 1 : 0));
+    return out;
+  }
+
+  /** {@link TupleReader.userTuple} without a promise; only when {@link TupleReader.sync} is set. */
+  userTupleSync(type: string, id: string, relation: string, user: string): ReadTuple | undefined {
+    if (this.#ctxForward.size > 0) {
+      const ctx = this.#ctxForward.get(orKey(type, id, relation))?.get(user);
+      if (ctx !== undefined) return this.#admit(type, id, relation, ctx);
+    }
+    const stored = this.sync!.readUserTupleSync(type, id, relation, user);
+    return stored === undefined ? undefined : this.#admit(type, id, relation, stored);
+  }
+
+  /** {@link TupleReader.objectRelation} without a promise, in no particular order; only when {@link TupleReader.sync} is set. */
+  objectRelationSync(type: string, id: string, relation: string, kind: 'all' | 'usersets'): ReadTuple[] {
+    const out: ReadTuple[] = [];
+    const ctx = this.#ctxForward.size > 0 ? this.#ctxForward.get(orKey(type, id, relation)) : undefined;
+    if (ctx !== undefined) {
+      for (const t of ctx.values()) {
+        if (kind === 'usersets' && !t.user.includes('#')) continue;
+        const r = this.#admit(type, id, relation, t);
+        if (r !== undefined) out.push(r);
+      }
+    }
+    for (const t of this.sync!.readObjectRelationSync(type, id, relation, kind)) {
+      if (ctx?.has(t.user) === true) continue;
+      const r = this.#admit(type, id, relation, t);
+      if (r !== undefined) out.push(r);
+    }
     return out;
   }
 
