@@ -20,7 +20,7 @@
  * Errors of confirming Checks are returned only when fewer than the cap were
  * found, as OpenFGA does.
  */
-import type { ReadTuple, TupleReader } from './reader.ts';
+import type { TupleReader } from './reader.ts';
 import type { ParsedUser } from './tuple.ts';
 import { formatUser } from './tuple.ts';
 import type { TypeSystem } from './typesystem.ts';
@@ -28,72 +28,97 @@ import { rewriteChildren } from './typesystem.ts';
 import type { Userset } from './model.ts';
 import { conditionOutcome, confirmCandidates } from './list_common.ts';
 
-/** A relation reached backwards; `exact` when the edge sits only under unions in that relation's rewrite. */
-interface Into {
+/** A relation of a type, a node of the model graph. */
+interface RelNode {
+  /** Position in {@link Ingress.nodes}: per-request state is kept in arrays by it. */
+  index: number;
   type: string;
   relation: string;
+  /** Relations of the same object that compute from this one. */
+  computed: Edge[];
+  /** Relations that admit this one as a userset `type:id#relation`: read with that userset as the user. */
+  userset: Edge[];
+  /** Relations that are `relation from tupleset`, the tupleset admitting this type: read with `type:id` as the user. */
+  ttu: Edge[];
+  /** True when any edge leaves this node (otherwise reaching it ends the walk there). */
+  out: boolean;
+}
+
+/** An edge read backwards into `to`; `exact` when it sits only under unions in `to`'s rewrite. */
+interface Edge {
+  to: RelNode;
   exact: boolean;
+  /** The reverse read that follows it: tuples on `readType#readRelation`. */
+  readType: string;
+  readRelation: string;
+  readKey: string;
 }
 
-/** A tuple-to-userset edge read backwards: `relation` on `type` is `target from tupleset`. */
-interface TtuInto extends Into {
-  tupleset: string;
-}
-
-/** How relations take in subjects, read backwards. */
+/** The model graph read backwards. */
 export interface Ingress {
-  /** `${type}` → relations that admit plain objects of that type. */
-  direct: Map<string, Into[]>;
-  /** `${type}` → relations that admit `type:*`. */
-  wildcard: Map<string, Into[]>;
-  /** `${type}#${relation}` → relations that admit the userset `type:id#relation`. */
-  userset: Map<string, Into[]>;
-  /** `${type}#${relation}` → relations of the same type that compute from it. */
-  computed: Map<string, Into[]>;
-  /** `${type}#${relation}` → relations that are `relation from tupleset` with a tupleset admitting `type`. */
-  ttu: Map<string, TtuInto[]>;
+  nodes: RelNode[];
+  byKey: Map<string, RelNode>;
+  /** `${type}` → edges from plain objects of that type (direct tuples). */
+  direct: Map<string, Edge[]>;
+  /** `${type}` → edges from `type:*` tuples. */
+  wildcard: Map<string, Edge[]>;
 }
 
 const INGRESS = new WeakMap<TypeSystem, Ingress>();
 
-/** Adds `v` to the list under `k`, merging with an equal edge (exact when either is). */
-function add<V extends Into>(m: Map<string, V[]>, k: string, v: V, same: (a: V) => boolean): void {
-  const l = m.get(k);
-  if (l === undefined) {
-    m.set(k, [v]);
-    return;
-  }
-  const old = l.find(same);
-  if (old === undefined) l.push(v);
-  else old.exact ||= v.exact;
+/** Adds an edge, merging it with an equal one (exact when either is). */
+function addEdge(list: Edge[], e: Omit<Edge, 'readKey'>): void {
+  const old = list.find((x) => x.to === e.to && x.readType === e.readType && x.readRelation === e.readRelation);
+  if (old !== undefined) old.exact ||= e.exact;
+  else list.push({ ...e, readKey: `${e.readType}#${e.readRelation}` });
+}
+
+function listOf(m: Map<string, Edge[]>, k: string): Edge[] {
+  let l = m.get(k);
+  if (l === undefined) m.set(k, (l = []));
+  return l;
 }
 
 /** The reverse edges of a model, built once per model version. */
 export function ingressOf(ts: TypeSystem): Ingress {
   let g = INGRESS.get(ts);
   if (g !== undefined) return g;
-  g = { direct: new Map(), wildcard: new Map(), userset: new Map(), computed: new Map(), ttu: new Map() };
+  const nodes: RelNode[] = [];
+  const byKey = new Map<string, RelNode>();
+  for (const type of ts.types()) {
+    for (const relation of ts.relationsOf(type).keys()) {
+      const n: RelNode = { index: nodes.length, type, relation, computed: [], userset: [], ttu: [], out: false };
+      nodes.push(n);
+      byKey.set(`${type}#${relation}`, n);
+    }
+  }
+  g = { nodes, byKey, direct: new Map(), wildcard: new Map() };
   for (const type of ts.types()) {
     for (const [relation, rw] of ts.relationsOf(type)) {
-      const sameRel = (a: Into): boolean => a.type === type && a.relation === relation;
+      const to = byKey.get(`${type}#${relation}`)!;
       const stack: { n: Userset; exact: boolean }[] = [{ n: rw, exact: true }];
       while (stack.length > 0) {
         const { n, exact } = stack.pop()!;
         if ('this' in n) {
           for (const r of ts.restrictions(type, relation)) {
-            const into = { type, relation, exact };
-            if (r.wildcard !== undefined) add(g.wildcard, r.type, into, sameRel);
-            else if (r.relation !== undefined) add(g.userset, `${r.type}#${r.relation}`, into, sameRel);
-            else add(g.direct, r.type, into, sameRel);
+            const e = { to, exact, readType: type, readRelation: relation };
+            if (r.wildcard !== undefined) addEdge(listOf(g.wildcard, r.type), e);
+            else if (r.relation === undefined) addEdge(listOf(g.direct, r.type), e);
+            else {
+              const from = byKey.get(`${r.type}#${r.relation}`);
+              if (from !== undefined) addEdge(from.userset, e);
+            }
           }
         } else if ('computedUserset' in n) {
-          add(g.computed, `${type}#${n.computedUserset.relation ?? ''}`, { type, relation, exact }, sameRel);
+          const from = byKey.get(`${type}#${n.computedUserset.relation ?? ''}`);
+          if (from !== undefined) addEdge(from.computed, { to, exact, readType: '', readRelation: '' });
         } else if ('tupleToUserset' in n) {
           const tupleset = n.tupleToUserset.tupleset.relation ?? '';
           const target = n.tupleToUserset.computedUserset.relation ?? '';
           for (const r of ts.restrictions(type, tupleset)) {
             if (r.relation !== undefined || r.wildcard !== undefined) continue;
-            add(g.ttu, `${r.type}#${target}`, { type, relation, exact, tupleset }, (a) => sameRel(a) && a.tupleset === tupleset);
+            const from = byKey.get(`${r.type}#${target}`);
+            if (from !== undefined) addEdge(from.ttu, { to, exact, readType: type, readRelation: tupleset });
           }
         } else if ('difference' in n) {
           stack.push({ n: n.difference.base, exact: false });
@@ -105,6 +130,7 @@ export function ingressOf(ts: TypeSystem): Ingress {
       }
     }
   }
+  for (const n of nodes) n.out = n.computed.length + n.userset.length + n.ttu.length > 0;
   INGRESS.set(ts, g);
   return g;
 }
@@ -136,8 +162,8 @@ const EXACT = 2;
 interface LevelRead {
   objectType: string;
   relation: string;
-  /** User string → the relations reached on each object found, with the exactness of the step. */
-  users: Map<string, { relation: string; exact: boolean }[]>;
+  /** User string → the nodes reached on each object found, with the exactness of the step. */
+  users: Map<string, { to: RelNode; exact: boolean }[]>;
 }
 
 /**
@@ -152,20 +178,30 @@ export async function listObjectIds(
   options: ListObjectsOptions,
 ): Promise<ListObjectsIds> {
   const g = ingressOf(ts);
-  const state = new Map<string, number>();
+  const target = g.byKey.get(`${targetType}#${targetRelation}`);
+  if (target === undefined) return { ids: [], truncated: false };
+  /** Per node: object id → CANDIDATE or EXACT. */
+  const states: (Map<string, number> | undefined)[] = new Array<Map<string, number> | undefined>(g.nodes.length);
   const exactIds: string[] = [];
   const candidates = new Set<string>();
-  let frontier: { type: string; id: string; relation: string; exact: boolean }[] = [];
+  let nodes: RelNode[] = [];
+  let ids: string[] = [];
+  let exacts: boolean[] = [];
   let level = 0;
 
-  const reach = (type: string, id: string, relation: string, exact: boolean): void => {
-    const k = `${type}:${id}#${relation}`;
-    const s = state.get(k);
+  const reach = (node: RelNode, id: string, exact: boolean): void => {
+    let m = states[node.index];
+    if (m === undefined) states[node.index] = m = new Map();
+    const s = m.get(id);
     const want = exact ? EXACT : CANDIDATE;
     if (s !== undefined && s >= want) return;
-    state.set(k, want);
-    frontier.push({ type, id, relation, exact });
-    if (type === targetType && relation === targetRelation) {
+    m.set(id, want);
+    if (node.out) {
+      nodes.push(node);
+      ids.push(id);
+      exacts.push(exact);
+    }
+    if (node === target) {
       // Check finds the user `level` dispatches below the object; deeper
       // exact answers are confirmed, so Check's depth error is not hidden.
       if (exact && level + 1 < options.maxDepth) exactIds.push(id);
@@ -174,36 +210,37 @@ export async function listObjectIds(
   };
 
   const reads = new Map<string, LevelRead>();
-  const plan = (into: readonly Into[] | undefined, userString: string, exact: boolean, relationOf: (e: Into) => string = (e) => e.relation, readRelation: (e: Into) => string = (e) => e.relation): void => {
-    if (into === undefined) return;
-    for (const e of into) {
-      const rr = readRelation(e);
-      const key = `${e.type}#${rr}`;
-      let r = reads.get(key);
-      if (r === undefined) reads.set(key, (r = { objectType: e.type, relation: rr, users: new Map() }));
-      let targets = r.users.get(userString);
-      if (targets === undefined) r.users.set(userString, (targets = []));
-      targets.push({ relation: relationOf(e), exact: exact && e.exact });
+  const plan = (edges: readonly Edge[] | undefined, userString: string, exact: boolean): void => {
+    if (edges === undefined) return;
+    for (const e of edges) {
+      let r = reads.get(e.readKey);
+      if (r === undefined) reads.set(e.readKey, (r = { objectType: e.readType, relation: e.readRelation, users: new Map() }));
+      const step = { to: e.to, exact: exact && e.exact };
+      const targets = r.users.get(userString);
+      if (targets === undefined) r.users.set(userString, [step]);
+      else targets.push(step);
     }
   };
   const runReads = async (): Promise<void> => {
     const batch = [...reads.values()];
     reads.clear();
     const results = await Promise.all(batch.map((r) => reader.startingWithUsers(r.objectType, r.relation, [...r.users.keys()])));
-    batch.forEach((r, i) => {
-      for (const t of results[i]! as ReadTuple[]) {
-        const targets = r.users.get(t.tuple.user);
+    for (let i = 0; i < batch.length; i++) {
+      const users = batch[i]!.users;
+      for (const t of results[i]!) {
+        const targets = users.get(t.tuple.user);
         if (targets === undefined) continue;
-        const outcome = conditionOutcome(ts, t.tuple, options.context);
+        const outcome = t.tuple.condition === undefined ? 'true' : conditionOutcome(ts, t.tuple, options.context);
         if (outcome === 'false') continue;
-        for (const x of targets) reach(r.objectType, t.objectId, x.relation, x.exact && outcome === 'true');
+        for (const x of targets) reach(x.to, t.objectId, x.exact && outcome === 'true');
       }
-    });
+    }
   };
 
   // Level 0: the objects whose tuples name the user (or, for a userset user, the userset itself).
   if (user.kind === 'userset') {
-    reach(user.type, user.id, user.relation, true);
+    const start = g.byKey.get(`${user.type}#${user.relation}`);
+    if (start !== undefined) reach(start, user.id, true);
   } else {
     const s = formatUser(user);
     if (user.kind === 'wildcard') plan(g.wildcard.get(user.type), s, true);
@@ -214,16 +251,21 @@ export async function listObjectIds(
     await runReads();
   }
 
-  while (frontier.length > 0) {
-    const nodes = frontier;
-    frontier = [];
+  while (nodes.length > 0) {
+    const levelNodes = nodes;
+    const levelIds = ids;
+    const levelExact = exacts;
+    nodes = [];
+    ids = [];
+    exacts = [];
     level++;
-    for (const n of nodes) {
-      const k = `${n.type}#${n.relation}`;
-      for (const e of g.computed.get(k) ?? []) reach(n.type, n.id, e.relation, n.exact && e.exact);
-      plan(g.userset.get(k), `${n.type}:${n.id}#${n.relation}`, n.exact);
-      const ttus = g.ttu.get(k);
-      if (ttus !== undefined) plan(ttus, `${n.type}:${n.id}`, n.exact, (e) => e.relation, (e) => (e as TtuInto).tupleset);
+    for (let i = 0; i < levelNodes.length; i++) {
+      const n = levelNodes[i]!;
+      const id = levelIds[i]!;
+      const exact = levelExact[i]!;
+      for (const e of n.computed) reach(e.to, id, exact && e.exact);
+      if (n.userset.length > 0) plan(n.userset, `${n.type}:${id}#${n.relation}`, exact);
+      if (n.ttu.length > 0) plan(n.ttu, `${n.type}:${id}`, exact);
     }
     if (reads.size > 0) await runReads();
   }
