@@ -9,26 +9,15 @@
  * transports resolve the principal once); methods receive an
  * {@link AdminCallContext} naming the actor for the audit log.
  */
-import type { Sequelize, Transaction } from 'sequelize';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { Engine } from '../engine/index.ts';
-import { toPublicUser, type PublicUser, type UserFields, type UserRecord } from '../auth/index.ts';
+import type { UserRecord } from '../auth/index.ts';
 import { migrateAdminStore } from './migrations.ts';
 import { normalizePagination, type Pagination, type PaginationInput } from './pagination.ts';
 import { AdminSessions, type AdminCookieAttributes } from './admin_sessions.ts';
 import { AuditLog, type AuditEntry, type AuditLogFilter, type AuditLogRecord, type ActorType } from './audit_log.ts';
 import { EmailTemplates, type EmailTemplate, type EmailTemplateEvent } from './email_templates.ts';
-import {
-  WebhookService,
-  type AddWebhookInput,
-  type TestEndpointInput,
-  type UpdateWebhookInput,
-  type Webhook,
-  type WebhookEvent,
-  type WebhookLog,
-  type WebhookServiceOptions,
-} from './webhooks.ts';
-import type { SsrfPolicy } from './ssrf.ts';
+import { WebhookService, type AddWebhookInput, type TestEndpointInput, type UpdateWebhookInput, type Webhook, type WebhookEvent, type WebhookLog } from './webhooks.ts';
 import {
   fgaDeleteTuples,
   fgaExpand,
@@ -38,132 +27,24 @@ import {
   fgaWriteModel,
   fgaWriteTuples,
   requireEngine,
-  tuplesOfUser,
   type FgaTuple,
 } from './fga_admin.ts';
+import {
+  eventUser,
+  notFoundUser,
+  toAdminUser,
+  type AdminCallContext,
+  type AdminServiceOptions,
+  type AdminUser,
+  type IdentityPort,
+  type MailSink,
+  type UpdateUserInput,
+  type VerificationRequest,
+} from './admin_types.ts';
+import { checkRedirectUri, deleteUserEverywhere, inviteMembers, userUpdateFields } from './user_admin.ts';
 
-/** The User shape of the admin user operations: the same public User as the identity operations. */
-export type AdminUser = PublicUser;
-
-/** A pending verification (email verification, reset, magic link, invitation). */
-export interface VerificationRequest {
-  id: string;
-  identifier: string;
-  token: string;
-  email: string;
-  expires: number;
-  created_at: number;
-  updated_at: number;
-  nonce: string;
-  redirect_uri: string;
-}
-
-/**
- * What the admin needs from the identity service. The auth service's own
- * methods have these names, so the composition root can pass it as is; the
- * optional members degrade as documented on each.
- */
-export interface IdentityPort {
-  readonly users: {
-    findById(id: string): Promise<UserRecord | undefined>;
-    findByEmail(email: string): Promise<UserRecord | undefined>;
-    create(fields: UserFields): Promise<UserRecord>;
-    update(id: string, fields: UserFields): Promise<UserRecord>;
-    delete(id: string, options?: { transaction?: Transaction }): Promise<boolean>;
-    list(page: { offset: number; limit: number }): Promise<{ users: UserRecord[]; total: number }>;
-  };
-  /** Ends every session and refresh token of the user at once. */
-  endAllSessions(userId: string): Promise<number>;
-  /** Removes the user's OTPs, verification requests and other owned rows inside `transaction` (skipped when absent). */
-  deleteUserData?(user: UserRecord, transaction: Transaction): Promise<void>;
-  /** Pending verification requests (an empty list when absent: no verification data exists). */
-  listVerificationRequests?(page: { offset: number; limit: number }): Promise<{ verification_requests: VerificationRequest[]; total: number }>;
-  /**
-   * Creates the invitation (a verification request) of a new user and
-   * returns the link to mail. When absent, the mail links to `redirect_uri`
-   * with the email as a query parameter.
-   */
-  createInvitation?(user: UserRecord, redirectUri: string): Promise<string>;
-}
-
-/** Where mail goes (the mail queue): must return at once and never throw. */
-export interface MailSink {
-  enqueue(message: { to: string; subject: string; html: string }): string;
-}
-
-/** Who is calling, for the audit log. */
-export interface AdminCallContext {
-  ip: string;
-  userAgent: string;
-  /** `admin_secret_header`, `admin_cookie`, or `anonymous` for `admin_login`. */
-  via?: string | undefined;
-  /** The protocol of the call (kept in audit metadata). */
-  protocol?: string | undefined;
-}
-
-export interface AdminServiceOptions {
-  sequelize: Sequelize;
-  adminSecret: string;
-  /** Key of the webhook signatures (the client secret). */
-  signingSecret: string;
-  /** `--webhook-allow-private-networks`. */
-  allowPrivateWebhooks?: boolean;
-  /** Overrides of the SSRF policy (tests: resolver, classifier). */
-  ssrf?: Partial<SsrfPolicy>;
-  identity?: IdentityPort | undefined;
-  /** The FGA engine, or a function returning it (so a late-plugged engine is seen); undefined: FGA is disabled. */
-  engine?: Engine | (() => Engine | undefined) | undefined;
-  mail?: MailSink | undefined;
-  /** `--roles`: roles a user may be given. */
-  allowedRoles: readonly string[];
-  /** `--default-roles`: roles of invited users. */
-  defaultRoles: readonly string[];
-  /** `--allowed-origins` (`*` means any origin, then only {@link publicUrl}'s origin is accepted when set). */
-  allowedOrigins: readonly string[];
-  /** The server's own public URL, used for links and the `*` origin rule. */
-  publicUrl?: string | undefined;
-  organization?: { name: string; logo: string };
-  /** Unix ms clock. */
-  clock?: () => number;
-  /** Admin session lifetime (default 1 h). */
-  sessionTtlMs?: number;
-  /** Extra webhook delivery settings (timeouts, schedule). */
-  webhooks?: Partial<Omit<WebhookServiceOptions, 'sequelize' | 'signingSecret' | 'ssrf' | 'clock'>>;
-}
-
-const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-const MAX_INVITES = 50;
-
-/** The public User of a stored user. */
-export const toAdminUser: (u: UserRecord) => AdminUser = toPublicUser;
-
-/** The webhook payload form of a user. */
-function eventUser(u: UserRecord): Record<string, unknown> {
-  return toAdminUser(u) as unknown as Record<string, unknown>;
-}
-
-function notFoundUser(): LatchkeyError {
-  return new LatchkeyError('not_found', 'user not found', { reason: 'user_not_found' });
-}
-
-/** Input of `update_user`: every editable field. */
-export interface UpdateUserInput {
-  id: string;
-  email?: string | undefined;
-  email_verified?: boolean | undefined;
-  given_name?: string | undefined;
-  family_name?: string | undefined;
-  middle_name?: string | undefined;
-  nickname?: string | undefined;
-  gender?: string | undefined;
-  birthdate?: string | undefined;
-  phone_number?: string | undefined;
-  phone_number_verified?: boolean | undefined;
-  picture?: string | undefined;
-  roles?: string[] | undefined;
-  is_multi_factor_auth_enabled?: boolean | undefined;
-  app_data?: Record<string, unknown> | undefined;
-}
+export { toAdminUser } from './admin_types.ts';
+export type { AdminCallContext, AdminServiceOptions, AdminUser, FgaUserTuples, IdentityPort, MailSink, UpdateUserInput, VerificationRequest } from './admin_types.ts';
 
 /** All super-admin operations. Build with {@link AdminService.create}. */
 export class AdminService {
@@ -352,28 +233,7 @@ export class AdminService {
     return this.#run(ctx, 'admin.user_updated', { type: 'user', id: input.id }, async () => {
       const current = await this.#identity.users.findById(input.id);
       if (!current) throw notFoundUser();
-      const now = Math.floor(this.#clock() / 1000);
-      const fields: UserFields = {};
-      if (input.email !== undefined) {
-        if (!EMAIL_RE.test(input.email.trim())) throw new LatchkeyError('invalid_argument', 'invalid email address', { reason: 'invalid_email' });
-        fields.email = input.email;
-      }
-      if (input.email_verified !== undefined) fields.email_verified_at = input.email_verified ? (current.email_verified_at ?? now) : null;
-      if (input.phone_number !== undefined) fields.phone_number = input.phone_number === '' ? null : input.phone_number;
-      if (input.phone_number_verified !== undefined) fields.phone_number_verified_at = input.phone_number_verified ? (current.phone_number_verified_at ?? now) : null;
-      for (const key of ['given_name', 'family_name', 'middle_name', 'nickname', 'gender', 'birthdate', 'picture'] as const) {
-        const v = input[key];
-        if (v !== undefined) fields[key] = v;
-      }
-      if (input.roles !== undefined) {
-        const bad = input.roles.filter((r) => !this.#o.allowedRoles.includes(r));
-        if (bad.length > 0 || input.roles.length === 0) {
-          throw new LatchkeyError('invalid_argument', `invalid roles: ${bad.join(', ') || '(empty)'}`, { reason: 'invalid_roles', details: { allowed: [...this.#o.allowedRoles] } });
-        }
-        fields.roles = [...new Set(input.roles)];
-      }
-      if (input.is_multi_factor_auth_enabled !== undefined) fields.is_multi_factor_auth_enabled = input.is_multi_factor_auth_enabled;
-      if (input.app_data !== undefined) fields.app_data = input.app_data;
+      const fields = userUpdateFields(current, input, this.#o.allowedRoles, Math.floor(this.#clock() / 1000));
       const updated = Object.keys(fields).length === 0 ? current : await this.#identity.users.update(input.id, fields);
       // Changed roles must not live on in existing sessions.
       if (fields.roles && fields.roles.join(',') !== current.roles.join(',')) await this.#identity.endAllSessions(input.id);
@@ -381,34 +241,18 @@ export class AdminService {
     }, { fields: Object.keys(input).filter((k) => k !== 'id') });
   }
 
-  /**
-   * `delete_user` (by email): removes the user's FGA tuples (every tuple
-   * whose user is `user:<id>`), then, in one transaction, the user's owned
-   * data (OTPs, verification requests) and the user row; then ends every
-   * session and fires `user.deleted`.
-   *
-   * The tuples are removed first, through the engine, because the engine's
-   * store is not part of the identity transaction: if the later step fails,
-   * the user loses grants but never keeps them (a correct authorization
-   * decision outranks availability). Retrying the delete finishes the job.
-   */
+  /** `delete_user` (by email): see {@link deleteUserEverywhere} for what goes, in which transaction. */
   async deleteUser(ctx: AdminCallContext, email: string): Promise<{ message: string }> {
     const resource: { type: string; id?: string } = { type: 'user' };
     return this.#run(ctx, 'admin.user_deleted', resource, async () => {
       const user = await this.#identity.users.findByEmail(email);
       if (!user) throw notFoundUser();
       resource.id = user.id;
-      const engine = this.#engine;
-      if (engine) {
-        const tuples = await tuplesOfUser(engine, `user:${user.id}`);
-        for (let i = 0; i < tuples.length; i += 100) await engine.write({ deletes: tuples.slice(i, i + 100) });
-      }
-      await this.#o.sequelize.transaction(async (transaction) => {
-        if (this.#identity.deleteUserData) await this.#identity.deleteUserData(user, transaction);
-        await this.#identity.users.delete(user.id, { transaction });
-        await this.webhooks.emit('user.deleted', { user: eventUser(user) }, transaction);
-      });
-      await this.#identity.endAllSessions(user.id);
+      const fga = this.#o.fgaUserTuples;
+      await deleteUserEverywhere(
+        { sequelize: this.#o.sequelize, identity: this.#identity, webhooks: this.webhooks, engine: this.#engine, fga: typeof fga === 'function' ? fga() : fga },
+        user,
+      );
       return { message: 'user deleted successfully' };
     });
   }
@@ -462,40 +306,9 @@ export class AdminService {
     });
   }
 
-  /**
-   * Checks a redirect URI against `--allowed-origins`: an absolute http(s)
-   * URL without credentials whose origin is listed; under `*`, any origin
-   * unless the server's public URL is known, then only that origin. Throws
-   * `invalid_argument` (reason `invalid_redirect_uri`).
-   */
+  /** Checks a redirect URI against `--allowed-origins` (see {@link checkRedirectUri}). */
   checkRedirectUri(uri: string): URL {
-    const bad = (): LatchkeyError => new LatchkeyError('invalid_argument', 'invalid redirect_uri', { reason: 'invalid_redirect_uri' });
-    let url: URL;
-    try {
-      url = new URL(uri);
-    } catch {
-      throw bad();
-    }
-    if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.username || url.password || !url.hostname) throw bad();
-    const origins = this.#o.allowedOrigins;
-    if (origins.includes('*')) {
-      if (this.#o.publicUrl && new URL(this.#o.publicUrl).origin !== url.origin) throw bad();
-      return url;
-    }
-    const ok = origins.some((o) => {
-      if (o.startsWith('*.') || o.includes('://*.')) {
-        const suffix = o.slice(o.indexOf('*.') + 1);
-        const scheme = o.includes('://') ? o.slice(0, o.indexOf('://') + 1) : undefined;
-        return url.hostname.endsWith(suffix) && url.hostname.length > suffix.length && (!scheme || url.protocol === scheme);
-      }
-      try {
-        return new URL(o).origin === url.origin;
-      } catch {
-        return false;
-      }
-    });
-    if (!ok) throw bad();
-    return url;
+    return checkRedirectUri(uri, this.#o.allowedOrigins, this.#o.publicUrl);
   }
 
   /**
@@ -508,51 +321,22 @@ export class AdminService {
    */
   async inviteMembers(ctx: AdminCallContext, input: { emails: string[]; redirect_uri?: string | undefined }): Promise<{ message: string; users: AdminUser[]; existing: string[] }> {
     return this.#run(ctx, 'admin.invite_sent', { type: 'user' }, async () => {
-      const mail = this.#o.mail;
-      if (!mail) throw new LatchkeyError('failed_precondition', 'email sending is not configured', { reason: 'mail_disabled' });
-      if (input.emails.length === 0 || input.emails.length > MAX_INVITES) {
-        throw new LatchkeyError('invalid_argument', `emails must have 1 to ${MAX_INVITES} entries`, { reason: 'invalid_emails' });
-      }
-      const emails = [...new Set(input.emails.map((e) => e.trim().toLowerCase()))];
-      const invalid = emails.filter((e) => !EMAIL_RE.test(e));
-      if (invalid.length > 0) throw new LatchkeyError('invalid_argument', 'invalid email address', { reason: 'invalid_email', details: { emails: invalid } });
-      const redirect = input.redirect_uri ?? this.#o.publicUrl;
-      if (!redirect) throw new LatchkeyError('invalid_argument', 'redirect_uri is required', { reason: 'invalid_redirect_uri' });
-      const redirectUrl = this.checkRedirectUri(redirect);
-      const identity = this.#identity;
-      const created: UserRecord[] = [];
-      const existing: string[] = [];
-      for (const email of emails) {
-        if (await identity.users.findByEmail(email)) {
-          existing.push(email);
-          continue;
-        }
-        let user: UserRecord;
-        try {
-          user = await identity.users.create({ email, roles: [...this.#o.defaultRoles], signup_methods: 'basic_auth' });
-        } catch (err) {
-          if (err instanceof LatchkeyError && err.code === 'already_exists') {
-            existing.push(email);
-            continue;
-          }
-          throw err;
-        }
-        created.push(user);
-        let link: string;
-        if (identity.createInvitation) link = await identity.createInvitation(user, redirectUrl.toString());
-        else {
-          const u = new URL(redirectUrl);
-          u.searchParams.set('email', email);
-          link = u.toString();
-        }
-        const rendered = await this.templates.render('invite_member', {
-          user: eventUser(user),
+      const { created, existing } = await inviteMembers(
+        {
+          identity: this.#identity,
+          mail: this.#o.mail,
+          templates: this.templates,
+          webhooks: this.webhooks,
+          defaultRoles: this.#o.defaultRoles,
           organization: this.#o.organization ?? { name: 'Latchkey', logo: '' },
-          verification_url: link,
-        });
-        mail.enqueue({ to: email, subject: rendered.subject, html: rendered.html });
-        await this.webhooks.emit('user.created', { user: eventUser(user) });
-      }
+          redirect: (uri) => {
+            const redirect = uri ?? this.#o.publicUrl;
+            if (!redirect) throw new LatchkeyError('invalid_argument', 'redirect_uri is required', { reason: 'invalid_redirect_uri' });
+            return this.checkRedirectUri(redirect);
+          },
+        },
+        input,
+      );
       return {
         message: created.length > 0 ? `invitation sent to ${created.length} member(s)` : 'no new members to invite',
         users: created.map(toAdminUser),

@@ -43,6 +43,7 @@ export type {
   AdminServiceOptions,
   AdminCallContext,
   AdminUser,
+  FgaUserTuples,
   IdentityPort,
   MailSink,
   UpdateUserInput,

@@ -51,3 +51,12 @@ export function engineAsPermissionEngine(engine: Engine): PermissionEngine {
 function plain(t: WireTuple): { user: string; relation: string; object: string } {
   return { user: t.user, relation: t.relation, object: t.object };
 }
+
+/**
+ * The FGA user strings that stand for a Latchkey user: the subject every
+ * permission call and `required_relations` check uses (`user:<id>`). Deleting
+ * a user removes every tuple whose user is one of these.
+ */
+export function fgaSubjectsOfUser(userId: string): string[] {
+  return [`user:${userId}`];
+}

@@ -37,6 +37,6 @@ export {
   type UserPage,
   type UserRecord,
 } from './user_store.ts';
-export { engineAsPermissionEngine } from './fga_adapter.ts';
+export { engineAsPermissionEngine, fgaSubjectsOfUser } from './fga_adapter.ts';
 export { createSmtpMailer, type Mailer, type MailMessage, type SmtpOptions } from './mailer.ts';
 export { MailQueue, type MailQueueOptions } from './mail_queue.ts';

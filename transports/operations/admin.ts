@@ -10,6 +10,7 @@
  * GraphQL refuses them as unknown fields before anything runs. `_env` is
  * GraphQL-only.
  */
+import type { Transaction } from 'sequelize';
 import { LatchkeyError } from '../../engine/errors.ts';
 import type { Engine } from '../../engine/index.ts';
 import {
@@ -20,6 +21,7 @@ import {
   SqlMailOutbox,
   WEBHOOK_EVENTS,
   type AdminCallContext,
+  type FgaUserTuples,
   type IdentityPort,
   type WebhookEvent,
 } from '../../admin/index.ts';
@@ -31,6 +33,7 @@ import type { Services } from '../services.ts';
 import { EMPTY, MESSAGE, s } from '../shape.ts';
 import { ALL_PROTOCOLS, defineOperation, type AnyOperation } from './types.ts';
 import { META, metaFromConfig } from './meta.ts';
+import { engineHooks } from './engine_hooks.ts';
 import { VERSION } from '../version.ts';
 
 // ------------------------------------------------------------------ shapes
@@ -77,8 +80,8 @@ export const USER = s.object(
 
 const VERIFICATION_REQUEST = s.object('VerificationRequest', {
   id: s.string(),
-  identifier: s.string(),
-  token: s.string(),
+  identifier: s.string({ doc: 'The kind: basic_auth_signup, forgot_password, magic_link_login, invite_member, ...' }),
+  token: s.optional(s.string({ doc: 'Always null: only a digest of the token is stored, so a live link cannot be read back' })),
   email: s.string(),
   expires: s.int(),
   created_at: s.int(),
@@ -619,6 +622,28 @@ function asIdentity(v: unknown): IdentityPort | undefined {
 }
 
 /**
+ * How delete_user reaches the FGA tuples: inside its own transaction when the
+ * FGA store is a SQL store on the main connection, then a refresh of the
+ * in-process mirror and cache; otherwise (memory store, another database) the
+ * admin service deletes through the engine after the commit.
+ */
+function fgaUserTuplesOf(services: Services): FgaUserTuples | undefined {
+  const engine = asEngine(services.engine);
+  const hooks = engine === undefined ? undefined : engineHooks(engine);
+  if (hooks === undefined) return undefined;
+  // SqlStore.sequelize and SqlStore.deleteTuplesOfUsers, read structurally so a store without them falls back to the engine path.
+  const store = hooks.sqlStore as unknown as
+    | { readonly sequelize?: unknown; deleteTuplesOfUsers?: (users: readonly string[], options: { transaction: Transaction }) => Promise<number> }
+    | undefined;
+  const remove = store?.deleteTuplesOfUsers;
+  const shared = store !== undefined && store.sequelize === services.sequelize && typeof remove === 'function';
+  return {
+    deleteInTransaction: shared ? (users, transaction) => remove.call(store, users, { transaction }) : undefined,
+    refresh: () => hooks.refresh(),
+  };
+}
+
+/**
  * Builds the admin service into `services.admin` (after the engine and the
  * identity service are plugged in), the persisted mail queue when
  * `--smtp-host` is set (exposed as `services.admin.mail` for every mail the
@@ -660,6 +685,7 @@ export async function plugAdmin(services: Services): Promise<AdminService> {
     allowPrivateWebhooks: c.webhookAllowPrivateNetworks,
     identity: asIdentity(services.auth),
     engine: () => asEngine(services.engine),
+    fgaUserTuples: () => fgaUserTuplesOf(services),
     mail,
     allowedRoles: c.roles,
     defaultRoles: c.defaultRoles,

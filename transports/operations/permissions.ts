@@ -13,6 +13,7 @@ import { Sequelize } from 'sequelize';
 import { CheckCache, Engine, GraphMirror, LevelChecker, MemoryStore, type CheckResolver, type TupleStore } from '../../engine/index.ts';
 import { SqlStore } from '../../engine/sql/index.ts';
 import type { Services } from '../services.ts';
+import { ENGINE_HOOKS, withHooks } from './engine_hooks.ts';
 import { s } from '../shape.ts';
 import { authOf, callContext } from './auth.ts';
 import { ALL_PROTOCOLS, defineOperation, type AnyOperation } from './types.ts';
@@ -103,7 +104,11 @@ export async function plugFgaEngine(services: Services): Promise<void> {
     sequelize = own;
   }
   try {
-    services.engine = await composeEngine(await SqlStore.open({ sequelize }), true, c);
+    const store = await SqlStore.open({ sequelize });
+    const engine = await composeEngine(store, true, c);
+    const hooks = ENGINE_HOOKS.get(engine);
+    if (hooks !== undefined) hooks.sqlStore = store;
+    services.engine = engine;
   } catch (err) {
     services.logger.error('FGA store could not be opened; fine-grained authorization is disabled', { err });
   }
@@ -126,7 +131,7 @@ async function composeEngine(store: TupleStore, sql: boolean, c: Services['confi
   }
   if (c.fgaCacheSize > 0 && c.fgaCacheRevisionPoll > 0) {
     const cache = new CheckCache({ store: base, maxEntries: c.fgaCacheSize, revisionPollMs: c.fgaCacheRevisionPoll });
-    return new Engine({ store: cache.store, resolver: cache.resolver(resolver) });
+    return withHooks(new Engine({ store: cache.store, resolver: cache.resolver(resolver) }), cache.store, cache);
   }
-  return new Engine({ store: base, resolver });
+  return withHooks(new Engine({ store: base, resolver }), base, undefined);
 }
