@@ -12,6 +12,7 @@
  * | {@link TupleStore.readStartingWithUsers} | ListObjects reverse expansion | reverse index `(object_type, relation, user_type, user_id, user_relation, object_id)` |
  * | {@link TupleStore.readPage} | the Read API | primary key order |
  * | {@link TupleStore.readChanges} | cache invalidation, change feeds | changelog `(revision)` |
+ * | {@link TupleStore.scanTuples} (optional) | loading an in-memory mirror | primary key order, large batches |
  *
  * Invariants every implementation keeps (the store-conformance suite in
  * `test/conformance/store_suite.ts` checks each of them):
@@ -199,6 +200,17 @@ export interface TupleStore {
    * `limit` (1..1000) of them, optionally only those on objects of `objectType`.
    */
   readChanges(options: { afterRevision: number; limit: number; objectType?: string }): Promise<TupleChange[]>;
+
+  /**
+   * Optional bulk read: every stored tuple, in large batches (`batchSize`
+   * tuples each, the last one smaller), as cheaply as the backend allows —
+   * for loading an in-memory copy. A tuple present for the whole scan
+   * appears exactly once; one written or deleted during the scan may or may
+   * not. To keep a copy current, read {@link TupleStore.revision} before the
+   * scan and replay {@link TupleStore.readChanges} after that revision,
+   * tolerating changes already seen.
+   */
+  scanTuples?(options?: { batchSize?: number }): AsyncIterable<StoredTuple[]>;
 
   /** The current revision (0 for a store that was never written). */
   revision(): Promise<number>;

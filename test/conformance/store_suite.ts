@@ -248,4 +248,31 @@ export function runStoreSuite(test: TestFn, name: string, makeStore: StoreFactor
     t.deepEqual(await s.readStartingWithUsers({ objectType: 'doc', relation: 'viewer', users: ['user:b', 'user:*', 'group:g#member'] }), []);
     t.deepEqual((await s.readObjectRelations([{ objectType: 'doc', objectId: '1', relation: 'viewer' }], 'usersets'))[0], []);
   });
+
+  it('scanTuples (when offered) returns every tuple once, in batches of the asked size', async (t, s) => {
+    if (s.scanTuples === undefined) {
+      t.pass('this store offers no bulk scan');
+      return;
+    }
+    const written: TupleKey[] = [];
+    for (let i = 0; i < 23; i++) written.push(T(`doc:${i % 5}`, i % 2 === 0 ? 'viewer' : 'editor', `user:U${i}`));
+    written.push(T('doc:c', 'viewer', 'user:*'), T('doc:c', 'viewer', 'group:g#member', { name: 'cond', context: { x: [1, 'a'] } }));
+    await s.write([], written);
+    await s.write([written[0]!], []);
+    const batches: StoredTuple[][] = [];
+    for await (const batch of s.scanTuples({ batchSize: 7 })) batches.push(batch);
+    t.deepEqual(batches.map((b) => b.length), [7, 7, 7, 3]);
+    const scanned = batches.flat();
+    const page = (await s.readPage({}, { pageSize: 100 })).items;
+    t.deepEqual(scanned.map((x) => `${x.object}#${x.relation}@${x.user}`).sort(), page.map((x) => `${x.object}#${x.relation}@${x.user}`).sort());
+    t.deepEqual(scanned.find((x) => x.user === 'group:g#member')?.condition, { name: 'cond', context: { x: [1, 'a'] } });
+    t.true(scanned.every((x) => x.revision === 1));
+    let whole = 0;
+    for await (const batch of s.scanTuples()) whole += batch.length;
+    t.is(whole, written.length - 1);
+    await t.throwsAsync(async () => {
+      for await (const _ of s.scanTuples!({ batchSize: 0 })) t.fail();
+    });
+  });
+
 }
