@@ -44,6 +44,7 @@ import { LatchkeyError } from './errors.ts';
 import { LocalChecker, problemKey, type CheckResolver, type PathNode, type ResolutionContext, type ResolveCheckRequest, type ResolveCheckResult } from './check.ts';
 import type { StoredAuthorizationModel } from './model.ts';
 import type { TupleKey, TupleStore } from './store.ts';
+import type { LatestModelHint } from './engine_check.ts';
 
 export { GraphMirror, type GraphMirrorOptions, type GraphMirrorStats } from './cache_graph.ts';
 export { LevelChecker, type LevelCheckerStats } from './sql/level_checker.ts';
@@ -241,7 +242,15 @@ export class CheckCache {
 
   #wrapStore(store: TupleStore): TupleStore {
     const cache = this;
-    const wrapped: TupleStore = {
+    const wrapped: TupleStore & LatestModelHint = {
+      // The latest model id while it is as fresh as latestModelId would answer it (the check path's warm path).
+      knownLatestModelId: () => {
+        if (cache.#lru === undefined) return (store as Partial<LatestModelHint>).knownLatestModelId?.();
+        // Model writes do not move the revision: the id's own age bounds its staleness, as in latestModelId.
+        const known = cache.#latestModelId;
+        if (known === undefined || known.generation !== cache.#generation || cache.#now() - known.at > cache.#pollMs) return undefined;
+        return known.value;
+      },
       writeModel: async (model: StoredAuthorizationModel) => {
         try {
           await store.writeModel(model);

@@ -31,6 +31,7 @@ import { LocalChecker, type CheckResolver, type ResolutionContext, type ResolveC
 import { LatchkeyError } from './errors.ts';
 import type { Userset } from './model.ts';
 import type { TupleKey, TupleStore } from './store.ts';
+import type { LatestModelHint } from './engine_check.ts';
 import type { ParsedUser } from './tuple.ts';
 import type { TypeSystem } from './typesystem.ts';
 import { tupleReadable } from './validation.ts';
@@ -292,7 +293,11 @@ export class GraphMirror {
 
   #wrap(store: TupleStore): TupleStore {
     const mirror = this;
-    return {
+    const wrapped: TupleStore & LatestModelHint = {
+      knownLatestModelId: () => {
+        const known = mirror.#latestModel;
+        return known !== undefined && mirror.#now() - known.at <= mirror.#pollMs ? known.id : undefined;
+      },
       writeModel: async (model) => {
         try {
           await store.writeModel(model);
@@ -345,6 +350,7 @@ export class GraphMirror {
       reset: () => store.reset(),
       close: () => store.close(),
     };
+    return wrapped;
   }
 
   // ---------------------------------------------------------------- fast path

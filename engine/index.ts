@@ -24,10 +24,11 @@ import type { AuthorizationModel, StoredAuthorizationModel } from './model.ts';
 import { MemoryStore } from './memory_store.ts';
 import type { ReadFilter, TupleKey, TupleStore, TupleChange } from './store.ts';
 import { TypeSystem } from './typesystem.ts';
-import { TupleReader } from './reader.ts';
+import type { TupleReader } from './reader.ts';
 import { type CheckResolver, type Consistency, type ResolutionContext, type ResolveCheckResult, LocalChecker, Scope } from './check.ts';
-import { type ParsedUser, fgaError, parseObject, show, tryParseObject, tryParseUser } from './tuple.ts';
+import { type ParsedUser, parseObject, show, tryParseObject, tryParseUser } from './tuple.ts';
 import { FGA_CODES, validateTupleForWrite } from './validation.ts';
+import { CheckPath, type Prepared, invalid, mapLimit, plainTuple } from './engine_check.ts';
 import { listObjectIds } from './list_objects.ts';
 import { type UserFilter, listUserCandidates } from './list_users.ts';
 import { type ExpandNode, expandRewrite } from './expand.ts';
@@ -189,37 +190,6 @@ export interface ReadResult {
   continuationToken: string;
 }
 
-function invalid(message: string, options: { reason: string; code?: number }): LatchkeyError {
-  return fgaError(message, { reason: options.reason, code: options.code ?? FGA_CODES.validation_error });
-}
-
-function plainTuple(t: TupleKey): TupleKey {
-  const out: TupleKey = { object: t.object, relation: t.relation, user: t.user };
-  if (t.condition !== undefined) {
-    out.condition = t.condition.context === undefined ? { name: t.condition.name } : { name: t.condition.name, context: t.condition.context };
-  }
-  return out;
-}
-
-/** Runs `fn` over `items` with at most `limit` in flight, preserving order. */
-async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array<R>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!, i);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
-}
-
-interface Prepared {
-  ts: TypeSystem;
-  reader: TupleReader;
-}
-
 /**
  * The FGA engine. One instance serves one store. All methods are async and
  * safe to call concurrently.
@@ -228,7 +198,7 @@ export class Engine {
   readonly #store: TupleStore;
   readonly #limits: Limits;
   readonly #resolver: CheckResolver;
-  readonly #typesystems = new Map<string, TypeSystem>();
+  readonly #check: CheckPath;
 
   /**
    * Validates `options` (unknown keys and out-of-range values are
@@ -268,6 +238,7 @@ export class Engine {
     this.#store = store;
     this.#limits = limits;
     this.#resolver = resolver;
+    this.#check = new CheckPath(store, limits, resolver);
   }
 
   /** The store this engine uses. */
@@ -308,7 +279,7 @@ export class Engine {
     const ts = new TypeSystem(copy, id);
     const stored: StoredAuthorizationModel = { id, ...copy };
     await this.#store.writeModel(stored);
-    this.#typesystems.set(id, ts);
+    this.#check.typesystems.set(id, ts);
     return structuredClone(stored);
   }
 
@@ -325,26 +296,8 @@ export class Engine {
     return { models: page.items, continuationToken: page.continuationToken ?? '' };
   }
 
-  async #typesystem(modelId: string | undefined): Promise<TypeSystem> {
-    let id = modelId;
-    if (id === undefined || id === '') {
-      id = await this.#store.latestModelId();
-      if (id === undefined) {
-        throw new LatchkeyError('failed_precondition', 'no authorization model has been written', { reason: 'model_not_found', details: { openfga_code: 2020 } });
-      }
-    } else if (typeof id !== 'string' || !/^[0-9A-HJKMNP-TV-Z]{26}$/u.test(id)) {
-      throw invalid(`invalid model id '${show(id)}'`, { reason: 'invalid_model_id' });
-    }
-    let ts = this.#typesystems.get(id);
-    if (ts === undefined) {
-      const stored = await this.#store.readModel(id);
-      if (stored === undefined) throw new LatchkeyError('not_found', `model '${id}' not found`, { reason: 'model_not_found', details: { openfga_code: 2001 } });
-      const { id: _id, ...model } = stored;
-      ts = new TypeSystem(model, id);
-      if (this.#typesystems.size > 1000) this.#typesystems.clear();
-      this.#typesystems.set(id, ts);
-    }
-    return ts;
+  #typesystem(modelId: string | undefined): Promise<TypeSystem> {
+    return this.#check.typesystem(modelId);
   }
 
   // ---------------------------------------------------------------- tuples
@@ -442,7 +395,7 @@ export class Engine {
       throw new LatchkeyError('failed_precondition', 'remove all relationship tuples before resetting the authorization model', { reason: 'tuples_exist' });
     }
     await this.#store.reset();
-    this.#typesystems.clear();
+    this.#check.typesystems.clear();
   }
 
   #pageSize(v: number | undefined): number {
@@ -454,72 +407,21 @@ export class Engine {
 
   // ---------------------------------------------------------------- queries
 
-  async #prepare(q: QueryOptions, contextualCode: number = FGA_CODES.invalid_tuple): Promise<Prepared> {
-    if (q.context !== undefined && (q.context === null || typeof q.context !== 'object' || Array.isArray(q.context))) {
-      throw invalid('context must be an object', { reason: 'invalid_context' });
-    }
-    const ts = await this.#typesystem(q.modelId);
-    const ctx = q.contextualTuples ?? [];
-    if (!Array.isArray(ctx)) throw invalid('contextual tuples must be a list', { reason: 'invalid_contextual_tuples' });
-    if (ctx.length > this.#limits.maxContextualTuples) {
-      throw invalid(`at most ${this.#limits.maxContextualTuples} contextual tuples are allowed`, { reason: 'too_many_contextual_tuples' });
-    }
-    const clean = ctx.map((t) => plainTuple(validateTupleForWrite(ts, t, contextualCode).tuple));
-    return { ts, reader: new TupleReader(this.#store, ts, clean) };
+  #prepare(q: QueryOptions, contextualCode: number = FGA_CODES.invalid_tuple): Promise<Prepared> {
+    return this.#check.prepare(q, contextualCode);
   }
 
   #context(ts: TypeSystem, reader: TupleReader, context: Record<string, unknown> | undefined, consistency?: Consistency, memo = new Map<string, ResolveCheckResult>()): ResolutionContext {
-    const out: ResolutionContext = {
-      ts,
-      reader,
-      context,
-      maxDepth: this.#limits.maxResolutionDepth,
-      memo,
-      pathMemo: new Map(),
-      maxDispatches: this.#limits.maxDispatchesPerCheck,
-      resolver: this.#resolver,
-      stats: { dispatches: 0 },
-    };
-    if (consistency !== undefined) out.consistency = consistency;
-    return out;
+    return this.#check.context(ts, reader, context, consistency, memo);
   }
 
   /** The context of one top-level resolution: shares the memo, resets the budget, and picks the monotone mode. */
   #topLevel(ctx: ResolutionContext, ts: TypeSystem, type: string, relation: string): ResolutionContext {
-    const out: ResolutionContext = { ...ctx, stats: { dispatches: 0 } };
-    if (ts.isMonotone(type, relation)) {
-      out.visited = new Map();
-    } else {
-      delete out.visited;
-      if (ts.hasCyclesThroughAndOrButNot) out.noReuse = true;
-    }
-    return out;
+    return this.#check.topLevel(ctx, ts, type, relation);
   }
 
   #parseCheckUser(ts: TypeSystem, user: unknown, code: number): ParsedUser {
-    const u = typeof user === 'string' ? tryParseUser(user) : undefined;
-    if (u === undefined) throw invalid(`invalid user '${show(user)}'`, { reason: 'invalid_user', code });
-    if (!ts.hasType(u.type)) throw invalid(`type '${u.type}' of user '${show(user)}' not found`, { reason: 'type_not_found', code });
-    if (u.kind === 'userset' && ts.rewrite(u.type, u.relation) === undefined) {
-      throw invalid(`relation '${u.type}#${u.relation}' of user '${show(user)}' not found`, { reason: 'relation_not_found', code });
-    }
-    return u;
-  }
-
-  async #checkOne(ts: TypeSystem, ctx: ResolutionContext, req: CheckRequest): Promise<boolean> {
-    if (req === null || typeof req !== 'object') throw invalid('check request must be an object', { reason: 'invalid_check_input' });
-    const object = parseObject(req.object);
-    if (object.id === '*') throw invalid('the object id cannot be a wildcard', { reason: 'invalid_object' });
-    if (!ts.hasType(object.type)) throw invalid(`type '${object.type}' not found`, { reason: 'type_not_found' });
-    if (typeof req.relation !== 'string' || ts.rewrite(object.type, req.relation) === undefined) {
-      throw invalid(`relation '${object.type}#${show(req.relation)}' not found`, { reason: 'relation_not_found' });
-    }
-    const user = this.#parseCheckUser(ts, req.user, FGA_CODES.validation_error);
-    const result = await ctx.resolver.resolveCheck(
-      { objectType: object.type, objectId: object.id, relation: req.relation, user, depth: 0, path: undefined, scope: new Scope() },
-      this.#topLevel(ctx, ts, object.type, req.relation),
-    );
-    return result.allowed && !result.cycle ? true : false;
+    return this.#check.parseCheckUser(ts, user, code);
   }
 
   /**
@@ -529,10 +431,8 @@ export class Engine {
    * other branch decides; `failed_precondition` (reason
    * `resolution_too_complex`, OpenFGA 2002) beyond the depth limit.
    */
-  async check(req: CheckRequest): Promise<CheckResult> {
-    const { ts, reader } = await this.#prepare(req);
-    const allowed = await this.#checkOne(ts, this.#context(ts, reader, req.context, req.consistency), req);
-    return { allowed };
+  check(req: CheckRequest): Promise<CheckResult> {
+    return this.#check.check(req);
   }
 
   /**
@@ -541,33 +441,8 @@ export class Engine {
    * come back in request order; a failing check carries its `error` instead
    * of failing the batch.
    */
-  async batchCheck(checks: CheckRequest[], options: { modelId?: string } = {}): Promise<BatchCheckResult[]> {
-    if (!Array.isArray(checks) || checks.length < 1 || checks.length > this.#limits.maxChecksPerBatch) {
-      throw new LatchkeyError('invalid_argument', `a batch holds 1 to ${this.#limits.maxChecksPerBatch} checks`, {
-        reason: 'invalid_batch_size',
-        details: { openfga_code: FGA_CODES.validation_error, limit: this.#limits.maxChecksPerBatch },
-      });
-    }
-    const groups = new Map<string, Promise<{ ts: TypeSystem; ctx: ResolutionContext }>>();
-    return mapLimit(checks, this.#limits.maxConcurrentChecks, async (c) => {
-      const echo = { user: c?.user, relation: c?.relation, object: c?.object };
-      try {
-        const q: QueryOptions = { ...c };
-        if (options.modelId !== undefined && c.modelId === undefined) q.modelId = options.modelId;
-        const gk = JSON.stringify([q.modelId ?? '', q.contextualTuples ?? [], q.context ?? {}, q.consistency ?? '']);
-        let g = groups.get(gk);
-        if (g === undefined) {
-          g = this.#prepare(q).then(({ ts, reader }) => ({ ts, ctx: this.#context(ts, reader, q.context, q.consistency) }));
-          groups.set(gk, g);
-        }
-        const { ts, ctx } = await g;
-        const allowed = await this.#checkOne(ts, ctx, c);
-        return { ...echo, allowed };
-      } catch (err) {
-        const error = err instanceof LatchkeyError ? err : new LatchkeyError('internal', 'internal server error', { cause: err });
-        return { ...echo, allowed: false, error };
-      }
-    });
+  batchCheck(checks: CheckRequest[], options: { modelId?: string } = {}): Promise<BatchCheckResult[]> {
+    return this.#check.batchCheck(checks, options);
   }
 
   /**

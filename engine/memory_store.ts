@@ -119,6 +119,11 @@ export class MemoryStore implements TupleStore {
     return last === undefined ? undefined : structuredClone(last);
   }
 
+  /** The latest model id, synchronously (`LatestModelHint` in engine/engine_check.ts). */
+  knownLatestModelId(): string | undefined {
+    return this.#closed ? undefined : this.#models.at(-1)?.id;
+  }
+
   async latestModelId(): Promise<string | undefined> {
     this.#open();
     return this.#models.at(-1)?.id;

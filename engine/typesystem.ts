@@ -68,7 +68,8 @@ export class TypeSystem {
   readonly #restrictions = new Map<string, RelationReference[]>();
   readonly #conditions = new Map<string, CompiledCondition>();
   readonly #tuplesetRelations = new Set<string>();
-  readonly #monotone = new Map<string, boolean>();
+  /** isMonotone answers by type, then relation (no key string built per call: Check asks on every request). */
+  readonly #monotone = new Map<string, Map<string, boolean>>();
   #unsafeCycles: boolean | undefined;
 
   /**
@@ -123,9 +124,10 @@ export class TypeSystem {
    * may resolve them as plain reachability (each sub-problem once).
    */
   isMonotone(type: string, relation: string): boolean {
-    const key = `${type}#${relation}`;
-    let m = this.#monotone.get(key);
+    let byRelation = this.#monotone.get(type);
+    let m = byRelation?.get(relation);
     if (m !== undefined) return m;
+    const key = `${type}#${relation}`;
     m = true;
     const seen = new Set([key]);
     const queue: [string, string][] = [[type, relation]];
@@ -159,7 +161,8 @@ export class TypeSystem {
         }
       }
     }
-    this.#monotone.set(key, m);
+    if (byRelation === undefined) this.#monotone.set(type, (byRelation = new Map()));
+    byRelation.set(relation, m);
     return m;
   }
 

@@ -1,0 +1,324 @@
+/**
+ * The engine's check path: model lookup, request preparation and validation,
+ * Check and BatchCheck (the {@link Engine} in engine/index.ts delegates here).
+ *
+ * The warm path is kept thin: a request without contextual tuples whose model
+ * is known without a read (the store says so through
+ * {@link LatestModelHint}) is validated from caches of parsed objects and
+ * users, shares one tuple reader per model version, and reaches the head of
+ * the resolver chain with a single promise in between (docs/engine.md).
+ */
+import { LatchkeyError } from './errors.ts';
+import type { StoredAuthorizationModel } from './model.ts';
+import type { TupleKey, TupleStore } from './store.ts';
+import { TypeSystem } from './typesystem.ts';
+import { TupleReader } from './reader.ts';
+import { type CheckResolver, type Consistency, type ResolutionContext, type ResolveCheckResult, Scope } from './check.ts';
+import { type ParsedObject, type ParsedUser, fgaError, parseObject, show, tryParseUser } from './tuple.ts';
+import { FGA_CODES, validateTupleForWrite } from './validation.ts';
+
+/**
+ * Optional for stores and store wrappers: the latest model id when it is known
+ * without I/O and as fresh as the wrapper's own `latestModelId` would answer;
+ * `undefined` when not known (the caller then awaits `latestModelId`).
+ */
+export interface LatestModelHint {
+  knownLatestModelId(): string | undefined;
+}
+
+/** The limits the check path reads (a subset of the engine's). */
+export interface CheckLimits {
+  maxResolutionDepth: number;
+  maxChecksPerBatch: number;
+  maxContextualTuples: number;
+  maxConcurrentChecks: number;
+  maxDispatchesPerCheck: number;
+}
+
+/** Fields of a query request that the preparation reads. */
+export interface CheckQuery {
+  contextualTuples?: TupleKey[];
+  context?: Record<string, unknown>;
+  modelId?: string;
+  consistency?: Consistency;
+}
+
+/** One check request. */
+export interface CheckInput extends CheckQuery {
+  user: string;
+  relation: string;
+  object: string;
+}
+
+/** One answer of a BatchCheck. */
+export interface BatchCheckOutput {
+  user: string;
+  relation: string;
+  object: string;
+  allowed: boolean;
+  error?: LatchkeyError;
+}
+
+export interface Prepared {
+  ts: TypeSystem;
+  reader: TupleReader;
+}
+
+const MODEL_ID = /^[0-9A-HJKMNP-TV-Z]{26}$/u;
+const PARSE_CACHE_MAX = 50_000;
+
+export function invalid(message: string, options: { reason: string; code?: number }): LatchkeyError {
+  return fgaError(message, { reason: options.reason, code: options.code ?? FGA_CODES.validation_error });
+}
+
+export function plainTuple(t: TupleKey): TupleKey {
+  const out: TupleKey = { object: t.object, relation: t.relation, user: t.user };
+  if (t.condition !== undefined) {
+    out.condition = t.condition.context === undefined ? { name: t.condition.name } : { name: t.condition.name, context: t.condition.context };
+  }
+  return out;
+}
+
+/** Runs `fn` over `items` with at most `limit` in flight, preserving order. */
+export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
+// Parsed request strings (immutable results; valid ones only, bounded).
+const parsedObjects = new Map<string, ParsedObject>();
+const parsedUsers = new Map<string, ParsedUser>();
+
+function cachedObject(s: unknown): ParsedObject {
+  if (typeof s === 'string') {
+    const hit = parsedObjects.get(s);
+    if (hit !== undefined) return hit;
+  }
+  const o = parseObject(s);
+  if (parsedObjects.size >= PARSE_CACHE_MAX) parsedObjects.clear();
+  parsedObjects.set(s as string, o);
+  return o;
+}
+
+function cachedUser(s: unknown): ParsedUser | undefined {
+  if (typeof s !== 'string') return undefined;
+  let u = parsedUsers.get(s);
+  if (u !== undefined) return u;
+  u = tryParseUser(s);
+  if (u === undefined) return undefined;
+  if (parsedUsers.size >= PARSE_CACHE_MAX) parsedUsers.clear();
+  parsedUsers.set(s, u);
+  return u;
+}
+
+function isPlainObject(v: unknown): boolean {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** Check, BatchCheck and the preparation the query operations share. */
+export class CheckPath {
+  readonly #store: TupleStore;
+  readonly #hint: LatestModelHint | undefined;
+  readonly #limits: CheckLimits;
+  readonly #resolver: CheckResolver;
+  /** Model versions by id (immutable, so never stale). */
+  readonly typesystems = new Map<string, TypeSystem>();
+  /** One reader without contextual tuples per model version, shared by requests. */
+  readonly #readers = new WeakMap<TypeSystem, TupleReader>();
+
+  constructor(store: TupleStore, limits: CheckLimits, resolver: CheckResolver) {
+    this.#store = store;
+    const hint = store as Partial<LatestModelHint>;
+    this.#hint = typeof hint.knownLatestModelId === 'function' ? (store as unknown as LatestModelHint) : undefined;
+    this.#limits = limits;
+    this.#resolver = resolver;
+  }
+
+  /** The model version `modelId`, or the latest. */
+  async typesystem(modelId: string | undefined): Promise<TypeSystem> {
+    let id = modelId;
+    if (id === undefined || id === '') {
+      id = await this.#store.latestModelId();
+      if (id === undefined) {
+        throw new LatchkeyError('failed_precondition', 'no authorization model has been written', { reason: 'model_not_found', details: { openfga_code: 2020 } });
+      }
+    } else if (typeof id !== 'string' || !MODEL_ID.test(id)) {
+      throw invalid(`invalid model id '${show(id)}'`, { reason: 'invalid_model_id' });
+    }
+    let ts = this.typesystems.get(id);
+    if (ts === undefined) {
+      const stored = await this.#store.readModel(id);
+      if (stored === undefined) throw new LatchkeyError('not_found', `model '${id}' not found`, { reason: 'model_not_found', details: { openfga_code: 2001 } });
+      ts = this.add(stored);
+    }
+    return ts;
+  }
+
+  /** Remembers a model version read or written. */
+  add(stored: StoredAuthorizationModel): TypeSystem {
+    const { id, ...model } = stored;
+    const ts = new TypeSystem(model, id);
+    if (this.typesystems.size > 1000) this.typesystems.clear();
+    this.typesystems.set(id, ts);
+    return ts;
+  }
+
+  /** The model version known without a read, or `undefined`. */
+  #typesystemNow(modelId: string | undefined): TypeSystem | undefined {
+    if (modelId === undefined || modelId === '') {
+      const id = this.#hint?.knownLatestModelId();
+      return id === undefined ? undefined : this.typesystems.get(id);
+    }
+    return typeof modelId === 'string' ? this.typesystems.get(modelId) : undefined;
+  }
+
+  #reader(ts: TypeSystem): TupleReader {
+    let r = this.#readers.get(ts);
+    if (r === undefined) this.#readers.set(ts, (r = new TupleReader(this.#store, ts)));
+    return r;
+  }
+
+  async prepare(q: CheckQuery, contextualCode: number = FGA_CODES.invalid_tuple): Promise<Prepared> {
+    if (q.context !== undefined && !isPlainObject(q.context)) throw invalid('context must be an object', { reason: 'invalid_context' });
+    const ts = await this.typesystem(q.modelId);
+    const ctx = q.contextualTuples ?? [];
+    if (!Array.isArray(ctx)) throw invalid('contextual tuples must be a list', { reason: 'invalid_contextual_tuples' });
+    if (ctx.length > this.#limits.maxContextualTuples) {
+      throw invalid(`at most ${this.#limits.maxContextualTuples} contextual tuples are allowed`, { reason: 'too_many_contextual_tuples' });
+    }
+    if (ctx.length === 0) return { ts, reader: this.#reader(ts) };
+    const clean = ctx.map((t) => plainTuple(validateTupleForWrite(ts, t, contextualCode).tuple));
+    return { ts, reader: new TupleReader(this.#store, ts, clean) };
+  }
+
+  context(ts: TypeSystem, reader: TupleReader, context: Record<string, unknown> | undefined, consistency?: Consistency, memo = new Map<string, ResolveCheckResult>()): ResolutionContext {
+    const out: ResolutionContext = {
+      ts,
+      reader,
+      context,
+      maxDepth: this.#limits.maxResolutionDepth,
+      memo,
+      pathMemo: new Map(),
+      maxDispatches: this.#limits.maxDispatchesPerCheck,
+      resolver: this.#resolver,
+      stats: { dispatches: 0 },
+    };
+    if (consistency !== undefined) out.consistency = consistency;
+    return out;
+  }
+
+  /** The context of one top-level resolution: shares the memo, resets the budget, and picks the monotone mode. */
+  topLevel(ctx: ResolutionContext, ts: TypeSystem, type: string, relation: string): ResolutionContext {
+    const out: ResolutionContext = {
+      ts: ctx.ts,
+      reader: ctx.reader,
+      context: ctx.context,
+      maxDepth: ctx.maxDepth,
+      memo: ctx.memo,
+      pathMemo: ctx.pathMemo,
+      maxDispatches: ctx.maxDispatches,
+      resolver: ctx.resolver,
+      stats: { dispatches: 0 },
+    };
+    if (ctx.consistency !== undefined) out.consistency = ctx.consistency;
+    if (ts.isMonotone(type, relation)) out.visited = new Map();
+    else if (ts.hasCyclesThroughAndOrButNot) out.noReuse = true;
+    return out;
+  }
+
+  parseCheckUser(ts: TypeSystem, user: unknown, code: number): ParsedUser {
+    const u = cachedUser(user);
+    if (u === undefined) throw invalid(`invalid user '${show(user)}'`, { reason: 'invalid_user', code });
+    if (!ts.hasType(u.type)) throw invalid(`type '${u.type}' of user '${show(user)}' not found`, { reason: 'type_not_found', code });
+    if (u.kind === 'userset' && ts.rewrite(u.type, u.relation) === undefined) {
+      throw invalid(`relation '${u.type}#${u.relation}' of user '${show(user)}' not found`, { reason: 'relation_not_found', code });
+    }
+    return u;
+  }
+
+  /** Validates one check and hands it to the head of the resolver chain. */
+  /** `ctx` undefined: a single check without contextual tuples (its top-level context is built directly). */
+  #resolveOne(ts: TypeSystem, ctx: ResolutionContext | undefined, req: CheckInput): Promise<ResolveCheckResult> {
+    if (req === null || typeof req !== 'object') throw invalid('check request must be an object', { reason: 'invalid_check_input' });
+    const object = cachedObject(req.object);
+    if (object.id === '*') throw invalid('the object id cannot be a wildcard', { reason: 'invalid_object' });
+    if (!ts.hasType(object.type)) throw invalid(`type '${object.type}' not found`, { reason: 'type_not_found' });
+    if (typeof req.relation !== 'string' || ts.rewrite(object.type, req.relation) === undefined) {
+      throw invalid(`relation '${object.type}#${show(req.relation)}' not found`, { reason: 'relation_not_found' });
+    }
+    const user = this.parseCheckUser(ts, req.user, FGA_CODES.validation_error);
+    const request = { objectType: object.type, objectId: object.id, relation: req.relation, user, depth: 0, path: undefined, scope: new Scope() };
+    if (ctx !== undefined) return ctx.resolver.resolveCheck(request, this.topLevel(ctx, ts, object.type, req.relation));
+    const top: ResolutionContext = {
+      ts,
+      reader: this.#reader(ts),
+      context: req.context,
+      maxDepth: this.#limits.maxResolutionDepth,
+      memo: new Map(),
+      pathMemo: new Map(),
+      maxDispatches: this.#limits.maxDispatchesPerCheck,
+      resolver: this.#resolver,
+      stats: { dispatches: 0 },
+    };
+    if (req.consistency !== undefined) top.consistency = req.consistency;
+    if (ts.isMonotone(object.type, req.relation)) top.visited = new Map();
+    else if (ts.hasCyclesThroughAndOrButNot) top.noReuse = true;
+    return this.#resolver.resolveCheck(request, top);
+  }
+
+  async checkOne(ts: TypeSystem, ctx: ResolutionContext, req: CheckInput): Promise<boolean> {
+    const result = await this.#resolveOne(ts, ctx, req);
+    return result.allowed && !result.cycle;
+  }
+
+  async check(req: CheckInput): Promise<{ allowed: boolean }> {
+    // Warm path: no contextual tuples and the model known without a read.
+    if (req !== null && typeof req === 'object' && (req.contextualTuples === undefined || (Array.isArray(req.contextualTuples) && req.contextualTuples.length === 0))) {
+      const ts = this.#typesystemNow(req.modelId);
+      if (ts !== undefined) {
+        if (req.context !== undefined && !isPlainObject(req.context)) throw invalid('context must be an object', { reason: 'invalid_context' });
+        const r = await this.#resolveOne(ts, undefined, req);
+        return { allowed: r.allowed && !r.cycle };
+      }
+    }
+    const { ts, reader } = await this.prepare(req);
+    return { allowed: await this.checkOne(ts, this.context(ts, reader, req.context, req.consistency), req) };
+  }
+
+  async batchCheck(checks: CheckInput[], options: { modelId?: string } = {}): Promise<BatchCheckOutput[]> {
+    if (!Array.isArray(checks) || checks.length < 1 || checks.length > this.#limits.maxChecksPerBatch) {
+      throw new LatchkeyError('invalid_argument', `a batch holds 1 to ${this.#limits.maxChecksPerBatch} checks`, {
+        reason: 'invalid_batch_size',
+        details: { openfga_code: FGA_CODES.validation_error, limit: this.#limits.maxChecksPerBatch },
+      });
+    }
+    const groups = new Map<string, Promise<{ ts: TypeSystem; ctx: ResolutionContext }>>();
+    return mapLimit(checks, this.#limits.maxConcurrentChecks, async (c) => {
+      const echo = { user: c?.user, relation: c?.relation, object: c?.object };
+      try {
+        const q: CheckQuery = { ...c };
+        if (options.modelId !== undefined && c.modelId === undefined) q.modelId = options.modelId;
+        const gk = JSON.stringify([q.modelId ?? '', q.contextualTuples ?? [], q.context ?? {}, q.consistency ?? '']);
+        let g = groups.get(gk);
+        if (g === undefined) {
+          g = this.prepare(q).then(({ ts, reader }) => ({ ts, ctx: this.context(ts, reader, q.context, q.consistency) }));
+          groups.set(gk, g);
+        }
+        const { ts, ctx } = await g;
+        const allowed = await this.checkOne(ts, ctx, c);
+        return { ...echo, allowed };
+      } catch (err) {
+        const error = err instanceof LatchkeyError ? err : new LatchkeyError('internal', 'internal server error', { cause: err });
+        return { ...echo, allowed: false, error };
+      }
+    });
+  }
+}
