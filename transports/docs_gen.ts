@@ -2,7 +2,8 @@
  * `npm run docs`: regenerates the generated documents from their single
  * sources: `docs/flags.md` (flags table), `docs/api.md` (operations table),
  * `docs/errors.md` (error table and the reasons thrown in the sources) and
- * `transports/grpc/latchkey.proto`. Tests fail when a committed copy is stale.
+ * `transports/grpc/latchkey.proto` and the clients' copy of the table,
+ * `transports/client/operations.ts`. Tests fail when a committed copy is stale.
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
@@ -11,6 +12,7 @@ import { flagsMarkdown } from './flags.ts';
 import { OPERATIONS } from './operations/index.ts';
 import { graphqlName, grpcService, type AnyOperation } from './operations/types.ts';
 import { generateProto } from './grpc/proto.ts';
+import { clientOperationsSource } from './client/operations_source.ts';
 import { namedTypes, typeLabel, type ObjectShape, type Shape } from './shape.ts';
 
 export const REPO_ROOT = resolve(import.meta.dirname, '..');
@@ -166,6 +168,7 @@ export function generatedFiles(root = REPO_ROOT): Record<string, string> {
     'docs/api.md': apiMarkdown(),
     'docs/errors.md': errorsMarkdown(root),
     'transports/grpc/latchkey.proto': generateProto(OPERATIONS),
+    'transports/client/operations.ts': clientOperationsSource(OPERATIONS),
   };
 }
 
