@@ -28,9 +28,9 @@ import type { TupleReader } from './reader.ts';
 import { type CheckResolver, type Consistency, type ResolutionContext, type ResolveCheckResult, LocalChecker, Scope } from './check.ts';
 import { type ParsedUser, parseObject, show, tryParseObject, tryParseUser } from './tuple.ts';
 import { FGA_CODES, validateTupleForWrite } from './validation.ts';
-import { CheckPath, type Prepared, invalid, mapLimit, plainTuple } from './engine_check.ts';
+import { CheckPath, type Prepared, invalid, plainTuple } from './engine_check.ts';
 import { listObjectIds } from './list_objects.ts';
-import { type UserFilter, listUserCandidates } from './list_users.ts';
+import { type UserFilter, listUsers } from './list_users.ts';
 import { type ExpandNode, expandRewrite } from './expand.ts';
 
 export { LatchkeyError } from './errors.ts';
@@ -500,27 +500,20 @@ export class Engine {
       throw invalid(`relation '${filter.type}#${filter.relation}' not found`, { reason: 'relation_not_found', code: FGA_CODES.relation_not_found });
     }
     const f: UserFilter = filter.relation === undefined || filter.relation === '' ? { type: filter.type } : { type: filter.type, relation: filter.relation };
-    const candidates = await listUserCandidates(ts, reader, object.type, object.id, req.relation, f, req.context);
     const ctx = this.#context(ts, reader, req.context, req.consistency);
-    const max = this.#limits.listUsersMaxResults;
-    const found: string[] = [];
-    let error: unknown;
-    await mapLimit(candidates, this.#limits.maxConcurrentChecks, async (candidate) => {
-      if (found.length > max) return;
-      try {
-        const user = tryParseUser(candidate)!;
+    return listUsers(ts, reader, object.type, object.id, req.relation, f, {
+      context: req.context,
+      maxDepth: this.#limits.maxResolutionDepth,
+      maxResults: this.#limits.listUsersMaxResults,
+      concurrency: this.#limits.maxConcurrentChecks,
+      check: async (candidate) => {
         const r = await this.#resolver.resolveCheck(
-          { objectType: object.type, objectId: object.id, relation: req.relation, user, depth: 0, path: undefined, scope: new Scope() },
+          { objectType: object.type, objectId: object.id, relation: req.relation, user: tryParseUser(candidate)!, depth: 0, path: undefined, scope: new Scope() },
           this.#topLevel(ctx, ts, object.type, req.relation),
         );
-        if (r.allowed && !r.cycle) found.push(candidate);
-      } catch (err) {
-        error ??= err;
-      }
+        return r.allowed && !r.cycle;
+      },
     });
-    if (error !== undefined && found.length < max) throw error;
-    found.sort();
-    return { users: found.slice(0, max), truncated: found.length > max };
   }
 
   /** Expand: one level of the userset tree of `relation` on `object`, in OpenFGA's shape. */

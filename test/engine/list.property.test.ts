@@ -37,7 +37,7 @@ const OBJECTS: Record<string, string[]> = {
   doc: ['doc:d0', 'doc:d1'],
 };
 const RELS = ['r0', 'r1', 'r2'];
-const PROBES = [...USERS, 'user:*', 'user:nobody', 'group:g0#member', 'group:g1#member'];
+const PROBES = [...USERS, 'user:*', 'user:nobody', ...OBJECTS['group']!.map((g) => `${g}#member`)];
 
 type Expr =
   | { k: 'this' }
