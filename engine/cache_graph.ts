@@ -133,12 +133,16 @@ export class GraphMirror {
     const started = now();
     // Changes after this revision are replayed after the scan, in order; replaying one the scan already saw is harmless.
     m.#revision = await options.store.revision();
-    let token: string | undefined;
-    do {
-      const page = await options.store.readPage({}, { pageSize, continuationToken: token });
-      for (const t of page.items) m.#add(t);
-      token = page.continuationToken;
-    } while (token !== undefined);
+    if (typeof options.store.scanTuples === 'function') {
+      for await (const batch of options.store.scanTuples({ batchSize: pageSize })) for (const t of batch) m.#add(t);
+    } else {
+      let token: string | undefined;
+      do {
+        const page = await options.store.readPage({}, { pageSize, continuationToken: token });
+        for (const t of page.items) m.#add(t);
+        token = page.continuationToken;
+      } while (token !== undefined);
+    }
     await m.#catchUp();
     m.#confirmedAt = started;
     m.#loadMs = performance.now() - t0;
@@ -152,6 +156,18 @@ export class GraphMirror {
 
   stats(): GraphMirrorStats {
     return { tuples: this.#tuples, nodes: this.#nodes.size, strings: this.#strings.length, revision: this.#revision, loadMs: Math.round(this.#loadMs), fast: this.#fast, deferred: this.#deferred };
+  }
+
+  /**
+   * Reads the changelog now: when it resolves, every write committed to the
+   * store before the call (by any process) is in the mirror, and the mirror
+   * counts as freshly confirmed. For callers that wrote to the database
+   * outside the mirror and need the next check to see it.
+   */
+  async sync(): Promise<void> {
+    const started = this.#now();
+    await this.#catchUp();
+    this.#confirmedAt = Math.max(this.#confirmedAt, started);
   }
 
   /** A resolver answering eligible checks from the mirror and the rest from `inner` (default: a new {@link LocalChecker}). */

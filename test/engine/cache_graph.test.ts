@@ -174,3 +174,51 @@ test('a cache above the mirror never stores answers from a mirror older than the
   // More than the delay after the revoke: never stale, whichever layer answers.
   t.false((await engine.check(q)).allowed);
 });
+
+test('sync() makes a write made outside the mirror visible before it resolves', async (t) => {
+  const store = new MemoryStore();
+  const mirror = await GraphMirror.load({ store, revisionPollMs: 3_600_000 });
+  const engine = new Engine({ store: mirror.store, resolver: mirror.resolver() });
+  await engine.writeModel({ dsl: 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define viewer: [user]\n' });
+  const q = { user: 'user:anne', relation: 'viewer', object: 'doc:1' };
+  t.false((await engine.check(q)).allowed);
+  // Written past the mirror (as another process would): not seen until the poll delay, or sync().
+  await store.write([], [{ object: 'doc:1', relation: 'viewer', user: 'user:anne' }]);
+  t.false((await engine.check(q)).allowed);
+  await mirror.sync();
+  t.true((await engine.check(q)).allowed);
+  await store.write([{ object: 'doc:1', relation: 'viewer', user: 'user:anne' }], []);
+  await mirror.sync();
+  t.false((await engine.check(q)).allowed);
+  t.is(mirror.stats().revision, 2);
+});
+
+test('load reads through scanTuples when the store offers it', async (t) => {
+  const inner = new MemoryStore();
+  const tuples: TupleKey[] = [];
+  for (let i = 0; i < 250; i++) tuples.push({ object: `doc:${i}`, relation: 'viewer', user: `user:u${i % 7}` });
+  await inner.write([], tuples);
+  let scans = 0;
+  let pages = 0;
+  const store = Object.assign(Object.create(inner) as MemoryStore, {
+    readPage: (...args: Parameters<MemoryStore['readPage']>) => {
+      pages++;
+      return inner.readPage(...args);
+    },
+    scanTuples: async function* (options?: { batchSize?: number }) {
+      scans++;
+      const size = options?.batchSize ?? 100;
+      let token: string | undefined;
+      do {
+        const page = await inner.readPage({}, { pageSize: size, continuationToken: token });
+        yield page.items;
+        token = page.continuationToken;
+      } while (token !== undefined);
+    },
+  });
+  for (const k of ['revision', 'readChanges', 'latestModelId'] as const) (store as unknown as Record<string, unknown>)[k] = (inner[k] as (...a: unknown[]) => unknown).bind(inner);
+  const mirror = await GraphMirror.load({ store, pageSize: 100 });
+  t.is(scans, 1);
+  t.is(pages, 0);
+  t.is(mirror.stats().tuples, 250);
+});
