@@ -18,85 +18,16 @@ import { PasswordHasher, assertPasswordAcceptable } from './password.ts';
 import { SessionManager, type SessionRecord } from './sessions.ts';
 import { TOKEN_TYPES, TokenService, type TokenClaims, type TokenType } from './tokens.ts';
 import { UserStore, normalizeEmail, normalizePhone, type UserFields, type UserRecord } from './user_store.ts';
-import type { Sequelize } from 'sequelize';
+import type { Sequelize, Transaction } from 'sequelize';
+import { VerificationStore } from './verification.ts';
+import { issueTokens } from './issue_tokens.ts';
+import { VerificationFlows } from './verification_flows.ts';
 import { Permissions, type PermissionEngine, type RequiredRelation } from './permissions.ts';
+import { EMAIL_RE, PHONE_RE, invalidArgument, invalidCredentials, profilePatch, type SignupInput, type UpdateProfileInput } from './profile.ts';
+import { sessionCookieOf, toPublicUser, type AuthCallContext, type AuthResponse, type AuthResult, type PublicUser, type UserPrincipal } from './public_user.ts';
 
-/** Name of the host-scoped session cookie. */
-export const SESSION_COOKIE = 'cookie_session';
-/** Name of the domain-scoped session cookie. */
-export const SESSION_DOMAIN_COOKIE = 'cookie_session_domain';
-/** The one message of every failed login, whatever the cause (no account enumeration). */
-export const INVALID_CREDENTIALS_MESSAGE = 'invalid credentials';
-/** The public User shape (spec Resources + authorizer contract §2.5). */
-export interface PublicUser {
-  id: string;
-  email: string | null;
-  email_verified: boolean;
-  signup_methods: string;
-  given_name: string | null;
-  family_name: string | null;
-  middle_name: string | null;
-  nickname: string | null;
-  preferred_username: string | null;
-  gender: string | null;
-  birthdate: string | null;
-  phone_number: string | null;
-  phone_number_verified: boolean;
-  picture: string | null;
-  roles: string[];
-  created_at: number;
-  updated_at: number;
-  revoked_timestamp: number | null;
-  is_multi_factor_auth_enabled: boolean | null;
-  app_data: Record<string, unknown> | null;
-}
-
-/** The AuthResponse shape (spec Resources). */
-export interface AuthResponse {
-  message: string;
-  access_token?: string;
-  id_token?: string;
-  refresh_token?: string;
-  expires_in?: number;
-  user?: PublicUser;
-  should_show_email_otp_screen?: boolean;
-  should_show_mobile_otp_screen?: boolean;
-  should_show_totp_screen?: boolean;
-}
-
-/** A new session cookie the wire layer must set (token shown once). */
-export interface SessionGrant {
-  token: string;
-  maxAgeSeconds: number;
-}
-
-/** An AuthResponse plus the session cookie to set, when one was opened. */
-export interface AuthResult {
-  response: AuthResponse;
-  session?: SessionGrant;
-  /** The stored user the session was opened for (for audit and webhooks; never sent). */
-  record?: UserRecord;
-}
-
-/** The authenticated caller, shaped like the transports' user principal. */
-export interface UserPrincipal {
-  readonly kind: 'user';
-  readonly userId: string;
-  readonly subject: string;
-  readonly roles: readonly string[];
-  readonly sessionId?: string;
-  readonly claims?: Readonly<Record<string, unknown>>;
-}
-
-/** Who calls: the resolved principal plus raw credentials (for cookie-based operations). */
-export interface AuthCallContext {
-  /** A user principal, or a super-admin marker for admin-trusted calls. */
-  principal?: UserPrincipal | { readonly kind: 'super_admin' } | { readonly kind: 'anonymous' };
-  /** The session cookie the request carried (host cookie first, then domain cookie). */
-  sessionCookie?: string | undefined;
-  /** The bearer token the request carried. */
-  bearer?: string | undefined;
-}
+export { INVALID_CREDENTIALS_MESSAGE } from './profile.ts';
+export { SESSION_COOKIE, SESSION_DOMAIN_COOKIE, sessionCookieOf, toPublicUser, type AuthCallContext, type AuthResponse, type AuthResult, type PublicUser, type SessionGrant, type UserPrincipal } from './public_user.ts';
 
 /** Dependencies of {@link AuthService}. */
 export interface AuthDependencies {
@@ -107,42 +38,7 @@ export interface AuthDependencies {
 }
 
 const unauthenticated = (reason = 'unauthenticated', message = 'unauthorized'): LatchkeyError => new LatchkeyError('unauthenticated', message, { reason });
-/**
- * The one login failure. The precise internal reason (and the user, when
- * known) travel in `cause`, which is logged and audited but never serialized.
- */
-const invalidCredentials = (internalReason: string, userId?: string): LatchkeyError =>
-  new LatchkeyError('unauthenticated', INVALID_CREDENTIALS_MESSAGE, { reason: 'invalid_credentials', cause: { internal_reason: internalReason, user_id: userId } });
-const invalidArgument = (message: string, reason: string): LatchkeyError => new LatchkeyError('invalid_argument', message, { reason });
-const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-const PHONE_RE = /^\+?[0-9]{6,20}$/;
 const DEFAULT_SCOPE = ['openid', 'email', 'profile', 'offline_access'];
-
-/** The public User of a stored user. */
-export function toPublicUser(u: UserRecord): PublicUser {
-  return {
-    id: u.id,
-    email: u.email,
-    email_verified: u.email_verified_at !== null,
-    signup_methods: u.signup_methods,
-    given_name: u.given_name,
-    family_name: u.family_name,
-    middle_name: u.middle_name,
-    nickname: u.nickname,
-    preferred_username: u.email ?? u.phone_number,
-    gender: u.gender,
-    birthdate: u.birthdate,
-    phone_number: u.phone_number,
-    phone_number_verified: u.phone_number_verified_at !== null,
-    picture: u.picture,
-    roles: [...u.roles],
-    created_at: u.created_at,
-    updated_at: u.updated_at,
-    revoked_timestamp: u.revoked_timestamp,
-    is_multi_factor_auth_enabled: u.is_multi_factor_auth_enabled,
-    app_data: u.app_data,
-  };
-}
 
 /** The identity service. Build with {@link AuthService.create}. */
 export class AuthService {
@@ -151,6 +47,8 @@ export class AuthService {
   readonly sessions: SessionManager;
   readonly tokens: TokenService;
   readonly passwords: PasswordHasher;
+  /** The email-link flows: invitations, password reset, the admin's verification listing. */
+  readonly verification: VerificationFlows;
   readonly #store: MemoryStore;
   readonly #permissions: Permissions;
 
@@ -162,7 +60,9 @@ export class AuthService {
     passwords: PasswordHasher;
     store: MemoryStore;
     engine: PermissionEngine | undefined;
+    verification: VerificationFlows;
   }) {
+    this.verification = init.verification;
     this.options = init.options;
     this.users = init.users;
     this.sessions = init.sessions;
@@ -201,7 +101,11 @@ export class AuthService {
       reuseGraceSeconds: o.refreshReuseGraceSeconds,
       now: o.now,
     });
-    return new AuthService({ options: o, users, sessions, tokens, passwords, store: deps.memoryStore, engine: deps.engine });
+    const nowSeconds = () => Math.floor(o.now() / 1000);
+    const verifications = new VerificationStore({ sequelize: deps.sequelize, nowSeconds });
+    await verifications.init();
+    const verification = new VerificationFlows({ sequelize: deps.sequelize, store: verifications, users, passwords, sessions, options: o, nowSeconds });
+    return new AuthService({ options: o, users, sessions, tokens, passwords, store: deps.memoryStore, engine: deps.engine, verification });
   }
 
   /** True when FGA is enabled (an engine was given). */
@@ -222,22 +126,7 @@ export class AuthService {
    * `protected_role`); `already_exists` with the spec's message when the email
    * or phone is taken (also under concurrency).
    */
-  async signup(input: {
-    email?: string | undefined;
-    phone_number?: string | undefined;
-    password: string;
-    confirm_password?: string | undefined;
-    given_name?: string | undefined;
-    family_name?: string | undefined;
-    middle_name?: string | undefined;
-    nickname?: string | undefined;
-    gender?: string | undefined;
-    birthdate?: string | undefined;
-    picture?: string | undefined;
-    roles?: readonly string[] | undefined;
-    scope?: readonly string[] | undefined;
-    app_data?: Record<string, unknown> | undefined;
-  }, ctx: AuthCallContext = {}): Promise<AuthResult> {
+  async signup(input: SignupInput, ctx: AuthCallContext = {}): Promise<AuthResult> {
     const o = this.options;
     if (!o.enableSignup) throw new LatchkeyError('failed_precondition', 'signup is disabled for this instance', { reason: 'signup_disabled' });
     const email = normalizeEmail(input.email);
@@ -378,43 +267,9 @@ export class AuthService {
     return { response, session: { token: cookieToken, maxAgeSeconds: this.sessions.cookieTtl }, record: user };
   }
 
-  /** Signs access + id (+ refresh with `offline_access`) tokens for a session and records the refresh lineage. */
-  async #issueTokens(user: UserRecord, session: SessionRecord, message: string, refresh: { token: string } | 'new' = 'new'): Promise<AuthResponse> {
-    const common = { sid: session.sid, roles: session.roles, scope: session.scope, login_method: session.login_method, allowed_roles: user.roles };
-    const access = await this.tokens.sign('access_token', user.id, common);
-    const pub = toPublicUser(user);
-    const { id: _id, created_at, updated_at, app_data, revoked_timestamp: _r, ...profile } = pub;
-    const id = await this.tokens.sign('id_token', user.id, {
-      ...profile,
-      app_data,
-      created_at,
-      updated_at,
-      [this.options.jwt.roleClaim]: session.roles,
-      sid: session.sid,
-      scope: session.scope,
-      login_method: session.login_method,
-      allowed_roles: user.roles,
-      roles: session.roles,
-      auth_time: session.auth_time,
-      amr: [session.login_method === 'mobile_basic_auth' || session.login_method === 'basic_auth' ? 'pwd' : session.login_method],
-      acr: '0',
-      at_hash: this.tokens.atHash(access.token),
-    });
-    const response: AuthResponse = {
-      message,
-      access_token: access.token,
-      id_token: id.token,
-      expires_in: this.options.accessTokenTtl,
-      user: pub,
-    };
-    if (refresh !== 'new') {
-      response.refresh_token = refresh.token;
-    } else if (session.scope.includes('offline_access')) {
-      const next = await this.tokens.sign('refresh_token', user.id, { sid: session.sid, scope: session.scope, roles: session.roles });
-      await this.sessions.setRefresh(session.sid, next.jti);
-      response.refresh_token = next.token;
-    }
-    return response;
+  /** Signs access + id (+ refresh with `offline_access`) tokens for a session (see {@link issueTokens}). */
+  #issueTokens(user: UserRecord, session: SessionRecord, message: string, refresh: { token: string } | 'new' = 'new'): Promise<AuthResponse> {
+    return issueTokens({ tokens: this.tokens, sessions: this.sessions, options: this.options }, user, session, message, refresh);
   }
 
   // ---------------------------------------------------------------- sessions
@@ -548,64 +403,10 @@ export class AuthService {
    * every other session of the user. A changed email or phone keeps the
    * uniqueness rule.
    */
-  async updateProfile(input: {
-    old_password?: string | undefined;
-    new_password?: string | undefined;
-    confirm_new_password?: string | undefined;
-    email?: string | undefined;
-    phone_number?: string | undefined;
-    given_name?: string | undefined;
-    family_name?: string | undefined;
-    middle_name?: string | undefined;
-    nickname?: string | undefined;
-    gender?: string | undefined;
-    birthdate?: string | undefined;
-    picture?: string | undefined;
-    is_multi_factor_auth_enabled?: boolean | undefined;
-    app_data?: Record<string, unknown> | undefined;
-  }, ctx: AuthCallContext): Promise<{ message: string }> {
+  async updateProfile(input: UpdateProfileInput, ctx: AuthCallContext): Promise<{ message: string }> {
     const principal = this.#requireUser(ctx);
     const user = await this.#currentUser(ctx);
-    const patch: UserFields = {};
-    for (const k of ['given_name', 'family_name', 'middle_name', 'nickname', 'gender', 'birthdate', 'picture'] as const) {
-      if (input[k] !== undefined) patch[k] = input[k];
-    }
-    if (input.app_data !== undefined) patch.app_data = input.app_data;
-    if (input.is_multi_factor_auth_enabled !== undefined) {
-      if (this.options.enforceMfa && !input.is_multi_factor_auth_enabled) throw invalidArgument('multi factor authentication is enforced', 'mfa_enforced');
-      patch.is_multi_factor_auth_enabled = input.is_multi_factor_auth_enabled;
-    }
-    let passwordChanged = false;
-    const changesEmail = input.email !== undefined && normalizeEmail(input.email) !== normalizeEmail(user.email);
-    const changesPhone = input.phone_number !== undefined && normalizePhone(input.phone_number) !== normalizePhone(user.phone_number);
-    const changesPassword = input.new_password !== undefined && input.new_password !== '';
-    // ASVS v5 7.5.1: re-authenticate before changing a password, an email or a phone number
-    // (a stolen session alone must not be enough to take the account over). Accounts without a
-    // password (signed up through another flow) can change their address without one.
-    if (changesPassword || ((changesEmail || changesPhone) && user.password !== null)) {
-      if (input.old_password === undefined || input.old_password === '') throw invalidArgument('old password is required', 'missing_old_password');
-      if (!(await this.passwords.verify(input.old_password, user.password))) throw invalidCredentials('wrong_old_password', user.id);
-    }
-    if (changesPassword && input.new_password !== undefined) {
-      if (input.confirm_new_password !== undefined && input.confirm_new_password !== input.new_password) {
-        throw invalidArgument('password and confirm password does not match', 'password_mismatch');
-      }
-      assertPasswordAcceptable(input.new_password, { strong: this.options.enableStrongPassword }, { email: user.email });
-      patch.password = await this.passwords.hash(input.new_password);
-      passwordChanged = true;
-    }
-    if (changesEmail) {
-      const email = normalizeEmail(input.email);
-      if (email === undefined || !EMAIL_RE.test(email)) throw invalidArgument('invalid email address', 'invalid_email');
-      patch.email = email;
-      patch.email_verified_at = this.options.enableEmailVerification ? null : this.#nowSeconds();
-    }
-    if (changesPhone) {
-      const phone = normalizePhone(input.phone_number);
-      if (phone === undefined || !PHONE_RE.test(phone)) throw invalidArgument('invalid phone number', 'invalid_phone_number');
-      patch.phone_number = phone;
-      patch.phone_number_verified_at = this.options.enablePhoneVerification ? null : this.#nowSeconds();
-    }
+    const { patch, passwordChanged } = await profilePatch(user, input, this.options, this.passwords, this.#nowSeconds());
     if (Object.keys(patch).length === 0) throw invalidArgument('please enter at least one field to update', 'nothing_to_update');
     await this.users.update(user.id, patch);
     // ASVS v5 7.4.3: a changed password ends every other session.
@@ -655,7 +456,29 @@ export class AuthService {
     await this.sessions.endAllForUser(userId);
   }
 
+  // ---------------------------------------------------------------- email links
+
+  /** `reset_password` (see {@link VerificationFlows.resetPassword}). */
+  resetPassword(input: { token: string; password: string; confirm_password?: string | undefined }): ReturnType<VerificationFlows['resetPassword']> {
+    return this.verification.resetPassword(input);
+  }
+
   // ---------------------------------------------------------------- admin hooks
+
+  /** The invitation link of a new user (see {@link VerificationFlows.createInvitation}). */
+  createInvitation(user: UserRecord, redirectUri: string): Promise<string> {
+    return this.verification.createInvitation(user, redirectUri);
+  }
+
+  /** Pending verification requests, newest first (`token` always null). */
+  listVerificationRequests(page: { offset: number; limit: number }): ReturnType<VerificationFlows['listVerificationRequests']> {
+    return this.verification.listVerificationRequests(page);
+  }
+
+  /** Removes the user's verification requests inside the admin's user-deletion transaction. */
+  deleteUserData(user: UserRecord, transaction: Transaction): Promise<void> {
+    return this.verification.deleteUserData(user, transaction);
+  }
 
   /** Ends every session and refresh token of a user at once (admin revoke, delete, password reset). */
   async endAllSessions(userId: string): Promise<number> {
@@ -765,11 +588,4 @@ export class AuthService {
   listPermissions(input: Parameters<Permissions['list']>[0], ctx: AuthCallContext): ReturnType<Permissions['list']> {
     return this.#permissions.list(input, ctx.principal);
   }
-}
-
-/** The session cookie value: the host cookie first, then the domain cookie. */
-export function sessionCookieOf(cookies: Readonly<Record<string, string>> | undefined): string | undefined {
-  if (cookies === undefined) return undefined;
-  const v = cookies[SESSION_COOKIE] ?? cookies[SESSION_DOMAIN_COOKIE];
-  return v === undefined || v === '' ? undefined : v;
 }

@@ -38,5 +38,15 @@ export {
   type UserRecord,
 } from './user_store.ts';
 export { engineAsPermissionEngine, fgaSubjectsOfUser } from './fga_adapter.ts';
+export {
+  INVITATION_TTL_SECONDS,
+  VERIFICATION_IDENTIFIERS,
+  VERIFICATION_MIGRATIONS,
+  VERIFICATION_TTL_SECONDS,
+  VerificationStore,
+  type VerificationIdentifier,
+  type VerificationRecord,
+} from './verification.ts';
+export { VerificationFlows } from './verification_flows.ts';
 export { createSmtpMailer, type Mailer, type MailMessage, type SmtpOptions } from './mailer.ts';
 export { MailQueue, type MailQueueOptions } from './mail_queue.ts';

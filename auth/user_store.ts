@@ -484,8 +484,8 @@ export class UserStore {
    * Updates fields of a user. A changed email or phone is claimed (and the old
    * one released) in the same transaction. Returns the updated user.
    */
-  async update(id: string, fields: UserFields): Promise<UserRecord> {
-    const result = await this.#tx(async (transaction) => {
+  async update(id: string, fields: UserFields, options: { transaction?: Transaction } = {}): Promise<UserRecord> {
+    const run = async (transaction: Transaction): Promise<UserRecord | undefined> => {
       const current = (await this.#select('id = ?', [id], transaction))[0];
       if (current === undefined) throw new LatchkeyError('not_found', 'user not found', { reason: 'user_not_found' });
       const patch: Record<string, unknown> = { ...fields };
@@ -516,7 +516,8 @@ export class UserStore {
         transaction,
       });
       return (await this.#select('id = ?', [id], transaction))[0];
-    });
+    };
+    const result = options.transaction === undefined ? await this.#tx(run) : await run(options.transaction);
     if (result === undefined) throw new LatchkeyError('not_found', 'user not found', { reason: 'user_not_found' });
     return result;
   }

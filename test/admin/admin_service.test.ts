@@ -163,7 +163,10 @@ test('invite_members creates unverified users, reports existing ones, mails a li
     t.is(env.mails.length, 1);
     t.is(env.mails[0]!.to, 'new@example.com');
     t.is(env.mails[0]!.subject, 'You are invited');
-    t.true(env.mails[0]!.html.includes('https://app.example.com/welcome?email=new%40example.com'));
+    t.regex(env.mails[0]!.html, /https:\/\/app\.example\.com\/welcome\?token=[A-Za-z0-9_-]{43}/);
+    const pending = await env.admin.verificationRequests(ctx);
+    t.is(pending.pagination.total, 1);
+    t.like(pending.verification_requests[0], { identifier: 'invite_member', email: 'new@example.com', token: null, redirect_uri: 'https://app.example.com/welcome' });
     t.true(env.mails[0]!.html.includes('Acme'));
     for (const bad of ['https://app.example.com.evil.io/', 'javascript:alert(1)', '//evil', 'https://app@evil.io/', 'https://evil.io/']) {
       const err = await t.throwsAsync(env.admin.inviteMembers(ctx, { emails: ['x@example.com'], redirect_uri: bad }));

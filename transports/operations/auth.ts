@@ -365,6 +365,23 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
     },
   }),
   defineOperation({
+    ...row('reset_password', 'POST', 'ResetPassword'),
+    kind: 'mutation',
+    auth: 'public',
+    input: s.object('ResetPasswordRequest', {
+      token: s.string({ minLength: 1, maxLength: 512, doc: 'The token of a password-reset or invitation link' }),
+      password: s.string({ minLength: 1, maxLength: 1024 }),
+      confirm_password: STR(1024),
+    }),
+    output: MESSAGE,
+    doc: 'Sets the password from a one-time reset or invitation link token; marks the email verified and ends every session of the user.',
+    handler: async (ctx, input) => {
+      const out = await authOf(ctx).resetPassword(input);
+      await audit(ctx, 'user.password_reset', { userId: out.user.id, metadata: { link: out.identifier } });
+      return { message: out.message };
+    },
+  }),
+  defineOperation({
     ...row('validate_jwt_token', 'POST', 'ValidateJwtToken'),
     kind: 'query',
     auth: 'public',

@@ -1,0 +1,55 @@
+/**
+ * The tokens of a session: access and id tokens, and a refresh token when
+ * the session's scope has `offline_access` (its lineage recorded so a
+ * replay is detected).
+ */
+import type { ResolvedAuthOptions } from './options.ts';
+import { toPublicUser, type AuthResponse } from './public_user.ts';
+import type { SessionManager, SessionRecord } from './sessions.ts';
+import type { TokenService } from './tokens.ts';
+import type { UserRecord } from './user_store.ts';
+
+/** Signs access + id (+ refresh with `offline_access`) tokens for a session and records the refresh lineage. */
+export async function issueTokens(
+  d: { tokens: TokenService; sessions: SessionManager; options: ResolvedAuthOptions },
+  user: UserRecord,
+  session: SessionRecord,
+  message: string,
+  refresh: { token: string } | 'new' = 'new',
+): Promise<AuthResponse> {
+  const common = { sid: session.sid, roles: session.roles, scope: session.scope, login_method: session.login_method, allowed_roles: user.roles };
+  const access = await d.tokens.sign('access_token', user.id, common);
+  const pub = toPublicUser(user);
+  const { id: _id, created_at, updated_at, app_data, revoked_timestamp: _r, ...profile } = pub;
+  const id = await d.tokens.sign('id_token', user.id, {
+    ...profile,
+    app_data,
+    created_at,
+    updated_at,
+    [d.options.jwt.roleClaim]: session.roles,
+    sid: session.sid,
+    scope: session.scope,
+    login_method: session.login_method,
+    allowed_roles: user.roles,
+    roles: session.roles,
+    auth_time: session.auth_time,
+    amr: [session.login_method === 'mobile_basic_auth' || session.login_method === 'basic_auth' ? 'pwd' : session.login_method],
+    acr: '0',
+    at_hash: d.tokens.atHash(access.token),
+  });
+  const response: AuthResponse = {
+    message,
+    access_token: access.token,
+    id_token: id.token,
+    expires_in: d.options.accessTokenTtl,
+    user: pub,
+  };
+  if (refresh !== 'new') {
+    response.refresh_token = refresh.token;
+  } else if (session.scope.includes('offline_access')) {
+    const next = await d.tokens.sign('refresh_token', user.id, { sid: session.sid, scope: session.scope, roles: session.roles });
+    await d.sessions.setRefresh(session.sid, next.jti);
+    response.refresh_token = next.token;
+  }
+  return response;
+}

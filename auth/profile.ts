@@ -1,0 +1,115 @@
+/**
+ * The inputs of `signup` and `update_profile`, the shared input errors,
+ * and the field rules of `update_profile`: which stored fields change, and the
+ * re-authentication a password, email or phone change needs.
+ */
+import { LatchkeyError } from '../engine/errors.ts';
+import type { ResolvedAuthOptions } from './options.ts';
+import { assertPasswordAcceptable, type PasswordHasher } from './password.ts';
+import { normalizeEmail, normalizePhone, type UserFields, type UserRecord } from './user_store.ts';
+
+export const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+export const PHONE_RE = /^\+?[0-9]{6,20}$/;
+/** The one message of every failed login, whatever the cause (no account enumeration). */
+export const INVALID_CREDENTIALS_MESSAGE = 'invalid credentials';
+
+export const invalidArgument = (message: string, reason: string): LatchkeyError => new LatchkeyError('invalid_argument', message, { reason });
+/**
+ * The one login failure. The precise internal reason (and the user, when
+ * known) travel in `cause`, which is logged and audited but never serialized.
+ */
+export const invalidCredentials = (internalReason: string, userId?: string): LatchkeyError =>
+  new LatchkeyError('unauthenticated', INVALID_CREDENTIALS_MESSAGE, { reason: 'invalid_credentials', cause: { internal_reason: internalReason, user_id: userId } });
+
+/** Input of `signup`. */
+export interface SignupInput {
+  email?: string | undefined;
+  phone_number?: string | undefined;
+  password: string;
+  confirm_password?: string | undefined;
+  given_name?: string | undefined;
+  family_name?: string | undefined;
+  middle_name?: string | undefined;
+  nickname?: string | undefined;
+  gender?: string | undefined;
+  birthdate?: string | undefined;
+  picture?: string | undefined;
+  roles?: readonly string[] | undefined;
+  scope?: readonly string[] | undefined;
+  app_data?: Record<string, unknown> | undefined;
+}
+
+/** Input of `update_profile`. */
+export interface UpdateProfileInput {
+  old_password?: string | undefined;
+  new_password?: string | undefined;
+  confirm_new_password?: string | undefined;
+  email?: string | undefined;
+  phone_number?: string | undefined;
+  given_name?: string | undefined;
+  family_name?: string | undefined;
+  middle_name?: string | undefined;
+  nickname?: string | undefined;
+  gender?: string | undefined;
+  birthdate?: string | undefined;
+  picture?: string | undefined;
+  is_multi_factor_auth_enabled?: boolean | undefined;
+  app_data?: Record<string, unknown> | undefined;
+}
+
+/**
+ * The stored fields `update_profile` changes for `user`. Changing the
+ * password, the email or the phone number needs `old_password` (missing:
+ * `invalid_argument` `missing_old_password`; wrong: `unauthenticated`
+ * `invalid credentials`); a new password is checked against the policy and
+ * its confirmation.
+ */
+export async function profilePatch(
+  user: UserRecord,
+  input: UpdateProfileInput,
+  o: ResolvedAuthOptions,
+  passwords: PasswordHasher,
+  nowSeconds: number,
+): Promise<{ patch: UserFields; passwordChanged: boolean }> {
+    const patch: UserFields = {};
+    for (const k of ['given_name', 'family_name', 'middle_name', 'nickname', 'gender', 'birthdate', 'picture'] as const) {
+      if (input[k] !== undefined) patch[k] = input[k];
+    }
+    if (input.app_data !== undefined) patch.app_data = input.app_data;
+    if (input.is_multi_factor_auth_enabled !== undefined) {
+      if (o.enforceMfa && !input.is_multi_factor_auth_enabled) throw invalidArgument('multi factor authentication is enforced', 'mfa_enforced');
+      patch.is_multi_factor_auth_enabled = input.is_multi_factor_auth_enabled;
+    }
+    let passwordChanged = false;
+    const changesEmail = input.email !== undefined && normalizeEmail(input.email) !== normalizeEmail(user.email);
+    const changesPhone = input.phone_number !== undefined && normalizePhone(input.phone_number) !== normalizePhone(user.phone_number);
+    const changesPassword = input.new_password !== undefined && input.new_password !== '';
+    // ASVS v5 7.5.1: re-authenticate before changing a password, an email or a phone number
+    // (a stolen session alone must not be enough to take the account over). Accounts without a
+    // password (signed up through another flow) can change their address without one.
+    if (changesPassword || ((changesEmail || changesPhone) && user.password !== null)) {
+      if (input.old_password === undefined || input.old_password === '') throw invalidArgument('old password is required', 'missing_old_password');
+      if (!(await passwords.verify(input.old_password, user.password))) throw invalidCredentials('wrong_old_password', user.id);
+    }
+    if (changesPassword && input.new_password !== undefined) {
+      if (input.confirm_new_password !== undefined && input.confirm_new_password !== input.new_password) {
+        throw invalidArgument('password and confirm password does not match', 'password_mismatch');
+      }
+      assertPasswordAcceptable(input.new_password, { strong: o.enableStrongPassword }, { email: user.email });
+      patch.password = await passwords.hash(input.new_password);
+      passwordChanged = true;
+    }
+    if (changesEmail) {
+      const email = normalizeEmail(input.email);
+      if (email === undefined || !EMAIL_RE.test(email)) throw invalidArgument('invalid email address', 'invalid_email');
+      patch.email = email;
+      patch.email_verified_at = o.enableEmailVerification ? null : nowSeconds;
+    }
+    if (changesPhone) {
+      const phone = normalizePhone(input.phone_number);
+      if (phone === undefined || !PHONE_RE.test(phone)) throw invalidArgument('invalid phone number', 'invalid_phone_number');
+      patch.phone_number = phone;
+      patch.phone_number_verified_at = o.enablePhoneVerification ? null : nowSeconds;
+    }
+    return { patch, passwordChanged };
+}

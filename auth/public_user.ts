@@ -1,0 +1,115 @@
+/**
+ * The public shapes of the identity service: the User and AuthResponse of
+ * the spec, the result of a call that opens a session, and the caller
+ * context every method takes.
+ */
+import type { UserRecord } from './user_store.ts';
+
+/** Name of the host-scoped session cookie. */
+export const SESSION_COOKIE = 'cookie_session';
+/** Name of the domain-scoped session cookie. */
+export const SESSION_DOMAIN_COOKIE = 'cookie_session_domain';
+
+/** The public User shape (spec Resources + authorizer contract §2.5). */
+export interface PublicUser {
+  id: string;
+  email: string | null;
+  email_verified: boolean;
+  signup_methods: string;
+  given_name: string | null;
+  family_name: string | null;
+  middle_name: string | null;
+  nickname: string | null;
+  preferred_username: string | null;
+  gender: string | null;
+  birthdate: string | null;
+  phone_number: string | null;
+  phone_number_verified: boolean;
+  picture: string | null;
+  roles: string[];
+  created_at: number;
+  updated_at: number;
+  revoked_timestamp: number | null;
+  is_multi_factor_auth_enabled: boolean | null;
+  app_data: Record<string, unknown> | null;
+}
+
+/** The AuthResponse shape (spec Resources). */
+export interface AuthResponse {
+  message: string;
+  access_token?: string;
+  id_token?: string;
+  refresh_token?: string;
+  expires_in?: number;
+  user?: PublicUser;
+  should_show_email_otp_screen?: boolean;
+  should_show_mobile_otp_screen?: boolean;
+  should_show_totp_screen?: boolean;
+}
+
+/** A new session cookie the wire layer must set (token shown once). */
+export interface SessionGrant {
+  token: string;
+  maxAgeSeconds: number;
+}
+
+/** An AuthResponse plus the session cookie to set, when one was opened. */
+export interface AuthResult {
+  response: AuthResponse;
+  session?: SessionGrant;
+  /** The stored user the session was opened for (for audit and webhooks; never sent). */
+  record?: UserRecord;
+}
+
+/** The authenticated caller, shaped like the transports' user principal. */
+export interface UserPrincipal {
+  readonly kind: 'user';
+  readonly userId: string;
+  readonly subject: string;
+  readonly roles: readonly string[];
+  readonly sessionId?: string;
+  readonly claims?: Readonly<Record<string, unknown>>;
+}
+
+/** Who calls: the resolved principal plus raw credentials (for cookie-based operations). */
+export interface AuthCallContext {
+  /** A user principal, or a super-admin marker for admin-trusted calls. */
+  principal?: UserPrincipal | { readonly kind: 'super_admin' } | { readonly kind: 'anonymous' };
+  /** The session cookie the request carried (host cookie first, then domain cookie). */
+  sessionCookie?: string | undefined;
+  /** The bearer token the request carried. */
+  bearer?: string | undefined;
+}
+
+/** The public User of a stored user. */
+export function toPublicUser(u: UserRecord): PublicUser {
+  return {
+    id: u.id,
+    email: u.email,
+    email_verified: u.email_verified_at !== null,
+    signup_methods: u.signup_methods,
+    given_name: u.given_name,
+    family_name: u.family_name,
+    middle_name: u.middle_name,
+    nickname: u.nickname,
+    preferred_username: u.email ?? u.phone_number,
+    gender: u.gender,
+    birthdate: u.birthdate,
+    phone_number: u.phone_number,
+    phone_number_verified: u.phone_number_verified_at !== null,
+    picture: u.picture,
+    roles: [...u.roles],
+    created_at: u.created_at,
+    updated_at: u.updated_at,
+    revoked_timestamp: u.revoked_timestamp,
+    is_multi_factor_auth_enabled: u.is_multi_factor_auth_enabled,
+    app_data: u.app_data,
+  };
+}
+
+/** The session cookie value: the host cookie first, then the domain cookie. */
+export function sessionCookieOf(cookies: Readonly<Record<string, string>> | undefined): string | undefined {
+  if (cookies === undefined) return undefined;
+  const v = cookies[SESSION_COOKIE] ?? cookies[SESSION_DOMAIN_COOKIE];
+  return v === undefined || v === '' ? undefined : v;
+}

@@ -1,0 +1,184 @@
+/**
+ * Verification requests: the one-time links of the email flows (sign-up
+ * verification, password reset, magic link, invitation), in the
+ * `verification_requests` table of the main database.
+ *
+ * - A token is 32 random bytes (base64url). Only its SHA-256 is stored, so
+ *   neither the table nor the admin listing can give a live link away; a
+ *   token is checked by looking up its digest, whatever its length or
+ *   content, so nothing about other tokens leaks through timing.
+ * - One pending request per (identifier, email): a new one replaces the old,
+ *   whose link stops working.
+ * - A token is used once: consuming it deletes the row in one statement, and
+ *   of two concurrent uses exactly one wins. Expired rows are refused and
+ *   removed opportunistically.
+ */
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
+import { LatchkeyError } from '../engine/errors.ts';
+import { runMigrations, type Migration } from '../engine/sql/migrate.ts';
+
+/** The kinds of verification request (the reference's identifiers). */
+export const VERIFICATION_IDENTIFIERS = ['basic_auth_signup', 'update_email', 'forgot_password', 'magic_link_login', 'invite_member'] as const;
+export type VerificationIdentifier = (typeof VERIFICATION_IDENTIFIERS)[number];
+
+/** Lifetime of a link (reference: 30 minutes), except invitations: 7 days, since an invitee may not read mail at once. */
+export const VERIFICATION_TTL_SECONDS = 30 * 60;
+export const INVITATION_TTL_SECONDS = 7 * 24 * 3600;
+
+/** A stored request as the admin listing shows it: `token` is always null (only its digest exists). */
+export interface VerificationRecord {
+  id: string;
+  identifier: string;
+  token: null;
+  email: string;
+  expires: number;
+  created_at: number;
+  updated_at: number;
+  nonce: string;
+  redirect_uri: string;
+}
+
+export const VERIFICATION_MIGRATIONS: readonly Migration[] = [
+  {
+    id: '0001_verification_requests',
+    async up({ sequelize, transaction }) {
+      await sequelize.query(
+        `CREATE TABLE verification_requests (
+          id VARCHAR(36) NOT NULL PRIMARY KEY,
+          token_hash CHAR(64) NOT NULL,
+          identifier VARCHAR(64) NOT NULL,
+          email VARCHAR(320) NOT NULL,
+          nonce VARCHAR(64) NOT NULL,
+          redirect_uri VARCHAR(2048) NOT NULL,
+          expires_at BIGINT NOT NULL,
+          created_at BIGINT NOT NULL,
+          updated_at BIGINT NOT NULL)`,
+        { transaction },
+      );
+      await sequelize.query('CREATE UNIQUE INDEX verification_requests_token ON verification_requests (token_hash)', { transaction });
+      await sequelize.query('CREATE UNIQUE INDEX verification_requests_kind_email ON verification_requests (identifier, email)', { transaction });
+      await sequelize.query('CREATE INDEX verification_requests_created ON verification_requests (created_at)', { transaction });
+    },
+  },
+];
+
+const digest = (token: string): string => createHash('sha256').update(token, 'utf8').digest('hex');
+
+/** The one error of every unusable token (unknown, used, expired, wrong kind). */
+export function invalidVerificationToken(): LatchkeyError {
+  return new LatchkeyError('unauthenticated', 'invalid token', { reason: 'invalid_token' });
+}
+
+function toRecord(r: Record<string, unknown>): VerificationRecord {
+  return {
+    id: String(r['id']),
+    identifier: String(r['identifier']),
+    token: null,
+    email: String(r['email']),
+    expires: Number(r['expires_at']),
+    created_at: Number(r['created_at']),
+    updated_at: Number(r['updated_at']),
+    nonce: String(r['nonce']),
+    redirect_uri: String(r['redirect_uri']),
+  };
+}
+
+/** The verification requests table. */
+export class VerificationStore {
+  readonly #db: Sequelize;
+  readonly #now: () => number;
+
+  constructor(options: { sequelize: Sequelize; nowSeconds: () => number }) {
+    this.#db = options.sequelize;
+    this.#now = options.nowSeconds;
+  }
+
+  /** Runs the migrations (component `auth_verification`). Idempotent. */
+  async init(): Promise<void> {
+    await runMigrations(this.#db, 'auth_verification', VERIFICATION_MIGRATIONS);
+  }
+
+  /**
+   * Records a new request for (identifier, email), replacing a pending one,
+   * and returns the token to put in the link (shown once, never stored).
+   */
+  async create(input: { identifier: VerificationIdentifier; email: string; redirectUri: string; ttlSeconds?: number }): Promise<{ token: string; record: VerificationRecord }> {
+    const token = randomBytes(32).toString('base64url');
+    const now = this.#now();
+    const row = {
+      id: randomUUID(),
+      token_hash: digest(token),
+      identifier: input.identifier,
+      email: input.email,
+      nonce: randomBytes(16).toString('hex'),
+      redirect_uri: input.redirectUri,
+      expires_at: now + (input.ttlSeconds ?? VERIFICATION_TTL_SECONDS),
+      created_at: now,
+      updated_at: now,
+    };
+    await this.#db.transaction(async (transaction) => {
+      await this.#db.query('DELETE FROM verification_requests WHERE (identifier = ? AND email = ?) OR expires_at <= ?', {
+        replacements: [input.identifier, input.email, now],
+        transaction,
+      });
+      await this.#db.query(
+        'INSERT INTO verification_requests (id, token_hash, identifier, email, nonce, redirect_uri, expires_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        { replacements: Object.values(row), transaction },
+      );
+    });
+    return { token, record: toRecord(row) };
+  }
+
+  /**
+   * The live request of `token` among `identifiers`, without using it up.
+   * Throws `unauthenticated` (reason `invalid_token`) otherwise.
+   */
+  async peek(token: string, identifiers: readonly VerificationIdentifier[]): Promise<VerificationRecord> {
+    if (typeof token !== 'string' || token.length === 0 || token.length > 512) throw invalidVerificationToken();
+    const rows = await this.#db.query<Record<string, unknown>>('SELECT * FROM verification_requests WHERE token_hash = ?', {
+      replacements: [digest(token)],
+      type: QueryTypes.SELECT,
+    });
+    const row = rows[0];
+    if (row === undefined || !(identifiers as readonly string[]).includes(String(row['identifier'])) || Number(row['expires_at']) <= this.#now()) {
+      throw invalidVerificationToken();
+    }
+    return toRecord(row);
+  }
+
+  /**
+   * Uses the request up (deletes it) inside `transaction`: resolves when this
+   * call removed it, throws `unauthenticated` (`invalid_token`) when it was
+   * gone already (used concurrently) or has expired since.
+   */
+  async consume(record: VerificationRecord, transaction: Transaction): Promise<void> {
+    const n = await this.#db.query('DELETE FROM verification_requests WHERE id = ? AND expires_at > ?', {
+      replacements: [record.id, this.#now()],
+      type: QueryTypes.BULKDELETE,
+      transaction,
+    });
+    if (Number(n) !== 1) throw invalidVerificationToken();
+  }
+
+  /** Pending (unexpired) requests, newest first, with their total. */
+  async list(page: { offset: number; limit: number }): Promise<{ verification_requests: VerificationRecord[]; total: number }> {
+    const limit = Math.max(0, Math.floor(page.limit));
+    const offset = Math.max(0, Math.floor(page.offset));
+    const now = this.#now();
+    const rows = await this.#db.query<Record<string, unknown>>(
+      `SELECT id, identifier, email, nonce, redirect_uri, expires_at, created_at, updated_at FROM verification_requests WHERE expires_at > ? ORDER BY created_at DESC, id LIMIT ${limit} OFFSET ${offset}`,
+      { replacements: [now], type: QueryTypes.SELECT },
+    );
+    const [count] = await this.#db.query<{ n: number | string }>('SELECT COUNT(*) AS n FROM verification_requests WHERE expires_at > ?', {
+      replacements: [now],
+      type: QueryTypes.SELECT,
+    });
+    return { verification_requests: rows.map(toRecord), total: Number(count?.n ?? 0) };
+  }
+
+  /** Removes every request of an email (user deletion), inside `transaction`. */
+  async deleteByEmail(email: string, transaction: Transaction): Promise<void> {
+    await this.#db.query('DELETE FROM verification_requests WHERE email = ?', { replacements: [email], transaction });
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * The email-link flows built on {@link VerificationStore}: invitations (the
+ * admin's `invite_members`) and `reset_password`, which sets the password of
+ * an invited user (or of one who asked for a reset) from the link's token.
+ */
+import { LatchkeyError } from '../engine/errors.ts';
+import type { ResolvedAuthOptions } from './options.ts';
+import { assertPasswordAcceptable, type PasswordHasher } from './password.ts';
+import type { SessionManager } from './sessions.ts';
+import type { UserRecord, UserStore } from './user_store.ts';
+import type { Sequelize, Transaction } from 'sequelize';
+import { INVITATION_TTL_SECONDS, VerificationStore, invalidVerificationToken, type VerificationRecord } from './verification.ts';
+
+/** The kinds of link `reset_password` accepts. */
+const PASSWORD_LINKS = ['forgot_password', 'invite_member'] as const;
+
+export interface VerificationFlowsDeps {
+  sequelize: Sequelize;
+  store: VerificationStore;
+  users: UserStore;
+  passwords: PasswordHasher;
+  sessions: SessionManager;
+  options: ResolvedAuthOptions;
+  nowSeconds: () => number;
+}
+
+export class VerificationFlows {
+  readonly #d: VerificationFlowsDeps;
+
+  constructor(deps: VerificationFlowsDeps) {
+    this.#d = deps;
+  }
+
+  /**
+   * Records the invitation of a new (unverified, passwordless) user and
+   * returns the link to mail: `redirectUri` (already checked against the
+   * allowed origins by the caller) with a one-time `token` query parameter,
+   * valid for 7 days. The page there calls `reset_password` with the token.
+   */
+  async createInvitation(user: UserRecord, redirectUri: string): Promise<string> {
+    if (user.email === null) throw new LatchkeyError('invalid_argument', 'the user has no email address', { reason: 'invalid_email' });
+    const { token } = await this.#d.store.create({ identifier: 'invite_member', email: user.email, redirectUri, ttlSeconds: INVITATION_TTL_SECONDS });
+    const url = new URL(redirectUri);
+    url.searchParams.set('token', token);
+    return url.toString();
+  }
+
+  /**
+   * `reset_password`: sets the password of the user a `forgot_password` or
+   * `invite_member` link was made for. The token is used up in the same
+   * transaction as the password change; the email counts as verified (the
+   * user proved they read it); every session of the user ends. Errors:
+   * `unauthenticated` `invalid token` for an unknown, used, expired or
+   * foreign token (one message for all), `invalid_argument` for a password
+   * the policy refuses or a confirmation that differs (the token stays
+   * usable then).
+   */
+  async resetPassword(input: { token: string; password: string; confirm_password?: string | undefined }): Promise<{ message: string; user: UserRecord; identifier: string }> {
+    const d = this.#d;
+    const request = await d.store.peek(input.token, PASSWORD_LINKS);
+    const user = await d.users.findByEmail(request.email);
+    if (user === undefined || user.deactivated_at !== null) throw invalidVerificationToken();
+    if (input.confirm_password !== undefined && input.confirm_password !== input.password) {
+      throw new LatchkeyError('invalid_argument', 'password and confirm password does not match', { reason: 'password_mismatch' });
+    }
+    assertPasswordAcceptable(input.password, { strong: d.options.enableStrongPassword }, { email: user.email });
+    const hash = await d.passwords.hash(input.password);
+    const now = d.nowSeconds();
+    await d.sequelize.transaction(async (transaction) => {
+      await d.store.consume(request, transaction);
+      await d.users.update(user.id, { password: hash, email_verified_at: user.email_verified_at ?? now }, { transaction });
+    });
+    await d.sessions.endAllForUser(user.id);
+    return { message: 'Password updated successfully.', user, identifier: request.identifier };
+  }
+
+  /** Pending verification requests for the admin listing (`token` is always null). */
+  listVerificationRequests(page: { offset: number; limit: number }): Promise<{ verification_requests: VerificationRecord[]; total: number }> {
+    return this.#d.store.list(page);
+  }
+
+  /** Removes the user's verification requests inside the user-deletion transaction. */
+  async deleteUserData(user: UserRecord, transaction: Transaction): Promise<void> {
+    if (user.email !== null) await this.#d.store.deleteByEmail(user.email, transaction);
+  }
+}
