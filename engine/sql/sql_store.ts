@@ -30,6 +30,8 @@ import type {
 } from '../store.ts';
 import { runMigrations, type SqlDialect } from './migrate.ts';
 import { FGA_MIGRATIONS } from './fga_migrations.ts';
+import { isBusy, rawConnection, type RawConnection } from './raw.ts';
+import { applyWrite, deleteUsersTuples, WriteViolation } from './sql_writer.ts';
 
 /** Options of {@link SqlStore.open}. */
 export interface SqlStoreOptions {
@@ -59,6 +61,9 @@ interface ChangeRow extends Omit<TupleRow, 'revision'> {
   inserted_at: number | string;
 }
 
+/** sequelize connection-manager key of the SQLite writer connection. */
+const WRITER_UUID = 'latchkey_fga_writer';
+
 const TUPLE_COLUMNS = 'object_type, object_id, relation, _user, condition_name, condition_context, revision';
 const T_COLUMNS = 't.object_type, t.object_id, t.relation, t._user, t.condition_name, t.condition_context, t.revision';
 const PK = ['object_type', 'object_id', 'relation', '_user'] as const;
@@ -67,17 +72,6 @@ const OR_KEY = ['object_type', 'object_id', 'relation'] as const;
 function pkOf(t: TupleKey): string[] {
   const i = t.object.indexOf(':');
   return [t.object.slice(0, i), t.object.slice(i + 1), t.relation, t.user];
-}
-
-function splitObject(object: string): [string, string] {
-  const i = object.indexOf(':');
-  return [object.slice(0, i), object.slice(i + 1)];
-}
-
-function userKind(user: string): 'o' | 'w' | 's' {
-  if (user.includes('#')) return 's';
-  if (user.endsWith(':*')) return 'w';
-  return 'o';
 }
 
 function condition(name: string | null, context: string | null): TupleKey['condition'] {
@@ -131,6 +125,8 @@ export class SqlStore implements TupleStore {
   readonly #dialect: SqlDialect;
   readonly #batch: number;
   readonly #now: () => number;
+  /** SQLite on a file: the store's own writer connection, opened on first write. */
+  #writerConn: Promise<{ conn: RawConnection; connection: unknown }> | undefined;
   /** In-process writer queue: SQLite allows one writer, and queueing here avoids lock waits between our own writes. */
   #writeQueue: Promise<unknown> = Promise.resolve();
   #closed = false;
@@ -251,6 +247,84 @@ export class SqlStore implements TupleStore {
     return p;
   }
 
+  /**
+   * Runs `fn` in a write transaction on a driver connection with bound
+   * parameters (engine/sql/raw.ts), one at a time per store instance.
+   *
+   * SQLite on a file: on the store's own writer connection, opened once
+   * through sequelize's connection manager (the same sqlite3 library as every
+   * other connection of the process, so file locks stay coherent), with
+   * `busy_timeout = 5000` and, in WAL mode, `synchronous = NORMAL`: a commit
+   * appends to the WAL without waiting for the disk; the WAL is synced at
+   * checkpoints. A committed write survives a crash of the process, and may
+   * be lost (never half-applied) if the machine loses power or the OS
+   * crashes. sequelize would open a connection per transaction, with
+   * `synchronous = FULL` (one fsync per commit). Other dialects: a sequelize
+   * transaction, its statements on the transaction's connection.
+   */
+  #rawTransaction<T>(fn: (conn: RawConnection) => Promise<T>): Promise<T> {
+    this.#open();
+    const run = async (): Promise<T> => {
+      if (this.#dialect === 'sqlite' && this.#sqliteFile()) {
+        const conn = await this.#writer();
+        await conn.run('BEGIN IMMEDIATE', []);
+        let result: T;
+        try {
+          result = await fn(conn);
+        } catch (err) {
+          await conn.run('ROLLBACK', []).catch(() => undefined);
+          throw err;
+        }
+        try {
+          await conn.run('COMMIT', []);
+        } catch (err) {
+          await conn.run('ROLLBACK', []).catch(() => undefined);
+          throw err;
+        }
+        return result;
+      }
+      const deadline = Date.now() + 5000;
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const opts = this.#dialect === 'sqlite' ? { type: Transaction.TYPES.IMMEDIATE } : {};
+          return await this.#sequelize.transaction(opts, (tx) => fn(rawConnection(this.#dialect, (tx as unknown as { connection: unknown }).connection)));
+        } catch (err) {
+          if (isBusy(err) && Date.now() < deadline) {
+            await new Promise((r) => setTimeout(r, Math.min(50, 2 + attempt * 5)));
+            continue;
+          }
+          throw err;
+        }
+      }
+    };
+    const p = this.#writeQueue.then(run, run);
+    this.#writeQueue = p.catch(() => undefined);
+    return p;
+  }
+
+  #sqliteFile(): boolean {
+    const storage = (this.#sequelize as unknown as { options?: { storage?: string } }).options?.storage;
+    return storage !== undefined && storage !== '' && storage !== ':memory:';
+  }
+
+  /** SQLite: the store's writer connection (see {@link SqlStore.#rawTransaction}). */
+  #writer(): Promise<RawConnection> {
+    this.#writerConn ??= (async () => {
+      const cm = (this.#sequelize as unknown as { connectionManager: { getConnection(o: { uuid: string }): Promise<{ uuid?: string }> } }).connectionManager;
+      const connection = await cm.getConnection({ uuid: WRITER_UUID });
+      connection.uuid = WRITER_UUID;
+      const conn = rawConnection('sqlite', connection);
+      await conn.run('PRAGMA busy_timeout = 5000', []);
+      const [mode] = (await conn.run<{ journal_mode: string }>('PRAGMA journal_mode', [], true)).rows;
+      if (mode?.journal_mode.toLowerCase() === 'wal') await conn.run('PRAGMA synchronous = NORMAL', []);
+      return { conn, connection };
+    })().catch((err: unknown) => {
+      this.#writerConn = undefined;
+      throw err;
+    });
+    return this.#writerConn.then((w) => w.conn);
+  }
+
   // ---------------------------------------------------------------- models
 
   async writeModel(model: StoredAuthorizationModel): Promise<void> {
@@ -311,91 +385,26 @@ export class SqlStore implements TupleStore {
     // round trips per write; the offending tuple is looked up only to word the error, after the rollback.
     let violated: 'missing' | 'exists' | undefined;
     try {
-      return await this.#transaction(async (tx) => {
-        const revision = await this.#bumpRevision(tx);
-        const now = this.#now();
-        let removed = 0;
-        for (const part of chunks(deletes, this.#batch)) {
-          const keys = part.map(pkOf);
-          let sql: string;
-          let params: string[];
-          if (this.#dialect === 'postgres') {
-            params = keys.flat();
-            sql = `DELETE FROM fga_tuple t USING (VALUES ${keys.map(() => '(?, ?, ?, ?)').join(', ')}) AS k(${PK.join(', ')}) WHERE ${PK.map((c) => `t.${c} = k.${c}`).join(' AND ')}`;
-          } else {
-            const m = this.#match(PK, keys, '');
-            params = m.params;
-            sql = `DELETE FROM fga_tuple WHERE ${m.where}`;
-          }
-          removed += Number(await this.#sequelize.query(sql, { replacements: params, transaction: tx, type: QueryTypes.BULKDELETE }));
-        }
-        if (removed !== deletes.length) {
-          violated = 'missing';
-          throw new LatchkeyError('not_found', 'cannot delete a tuple which does not exist', { reason: 'tuple_not_found' });
-        }
-        // 9 parameters per row: keep statements under every backend's parameter limit.
-        const rowBatch = Math.max(1, Math.floor(this.#batch / 2));
-        for (const part of chunks(writes, rowBatch)) {
-          const params: unknown[] = [];
-          const rows = part.map((t) => {
-            const [type, id] = splitObject(t.object);
-            params.push(type, id, t.relation, t.user, userKind(t.user), t.condition?.name ?? null,
-              t.condition?.context === undefined ? null : JSON.stringify(t.condition.context), revision, now);
-            return '(?, ?, ?, ?, ?, ?, ?, ?, ?)';
-          });
-          try {
-            await this.#exec(
-              `INSERT INTO fga_tuple (object_type, object_id, relation, _user, user_kind, condition_name, condition_context, revision, inserted_at) VALUES ${rows.join(', ')}`,
-              params,
-              tx,
-            );
-          } catch (err) {
-            if ((err as { name?: string }).name === 'SequelizeUniqueConstraintError') {
-              violated = 'exists';
-              throw new LatchkeyError('already_exists', 'cannot write a tuple which already exists', { reason: 'tuple_exists' });
-            }
-            throw err;
-          }
-        }
-        const changes: Array<[string, TupleKey]> = [...deletes.map((t): [string, TupleKey] => ['d', t]), ...writes.map((t): [string, TupleKey] => ['w', t])];
-        let seq = 0;
-        for (const part of chunks(changes, rowBatch)) {
-          const params: unknown[] = [];
-          const rows = part.map(([op, t]) => {
-            const [type, id] = splitObject(t.object);
-            const withCondition = op === 'w' && t.condition !== undefined;
-            params.push(revision, seq++, op, type, id, t.relation, t.user, withCondition ? t.condition!.name : null,
-              withCondition && t.condition!.context !== undefined ? JSON.stringify(t.condition!.context) : null, now);
-            return '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
-          });
-          await this.#exec(
-            `INSERT INTO fga_changelog (revision, seq, operation, object_type, object_id, relation, _user, condition_name, condition_context, inserted_at) VALUES ${rows.join(', ')}`,
-            params,
-            tx,
-          );
-        }
-        return revision;
-      });
+      return await this.#rawTransaction((conn) => applyWrite(conn, this.#dialect, this.#batch, this.#now(), deletes, writes));
     } catch (err) {
-      if (violated === 'missing') {
-        const present = await this.#existing(deletes);
-        const missing = deletes.find((t) => !present.has(key(t)));
-        throw new LatchkeyError('not_found', missing === undefined ? 'cannot delete a tuple which does not exist' : `cannot delete a tuple which does not exist: ${missing.object}#${missing.relation}@${missing.user}`, {
-          reason: 'tuple_not_found',
-          ...(missing === undefined ? {} : { details: { tuple: { object: missing.object, relation: missing.relation, user: missing.user } } }),
-        });
-      }
-      if (violated === 'exists') {
-        const deleted = new Set(deletes.map(key));
-        const present = await this.#existing(writes);
-        const clash = writes.find((t) => present.has(key(t)) && !deleted.has(key(t)));
-        throw new LatchkeyError('already_exists', clash === undefined ? 'cannot write a tuple which already exists' : `cannot write a tuple which already exists: ${clash.object}#${clash.relation}@${clash.user}`, {
-          reason: 'tuple_exists',
-          ...(clash === undefined ? {} : { details: { tuple: { object: clash.object, relation: clash.relation, user: clash.user } } }),
-        });
-      }
-      throw err;
+      if (err instanceof WriteViolation) violated = err.kind;
+      else throw backendError(err);
     }
+    if (violated === 'missing') {
+      const present = await this.#existing(deletes);
+      const missing = deletes.find((t) => !present.has(key(t)));
+      throw new LatchkeyError('not_found', missing === undefined ? 'cannot delete a tuple which does not exist' : `cannot delete a tuple which does not exist: ${missing.object}#${missing.relation}@${missing.user}`, {
+        reason: 'tuple_not_found',
+        ...(missing === undefined ? {} : { details: { tuple: { object: missing.object, relation: missing.relation, user: missing.user } } }),
+      });
+    }
+    const deleted = new Set(deletes.map(key));
+    const present = await this.#existing(writes);
+    const clash = writes.find((t) => present.has(key(t)) && !deleted.has(key(t)));
+    throw new LatchkeyError('already_exists', clash === undefined ? 'cannot write a tuple which already exists' : `cannot write a tuple which already exists: ${clash.object}#${clash.relation}@${clash.user}`, {
+      reason: 'tuple_exists',
+      ...(clash === undefined ? {} : { details: { tuple: { object: clash.object, relation: clash.relation, user: clash.user } } }),
+    });
   }
 
   /**
@@ -413,41 +422,15 @@ export class SqlStore implements TupleStore {
     if (!(tx instanceof Transaction) || (tx as unknown as { sequelize?: Sequelize }).sequelize !== this.#sequelize) {
       throw new LatchkeyError('failed_precondition', 'the transaction does not belong to the FGA store\'s database connection', { reason: 'foreign_transaction' });
     }
-    const list = [...new Set(users)];
+    const connection = (tx as unknown as { connection?: unknown }).connection;
+    if (connection === undefined) {
+      throw new LatchkeyError('failed_precondition', 'the transaction has not started or has finished', { reason: 'foreign_transaction' });
+    }
     try {
-      const revision = await this.#bumpRevision(tx);
-      const now = this.#now();
-      let removed = 0;
-      let seq = 0;
-      for (const part of chunks(list, this.#batch)) {
-        const inList = part.map(() => '?').join(', ');
-        // The changelog rows first, straight from the rows about to go (one statement), then the delete.
-        await this.#exec(
-          `INSERT INTO fga_changelog (revision, seq, operation, object_type, object_id, relation, _user, condition_name, condition_context, inserted_at)
-           SELECT ?, ? + ROW_NUMBER() OVER (ORDER BY object_type, object_id, relation, _user) - 1, 'd', object_type, object_id, relation, _user, NULL, NULL, ?
-           FROM fga_tuple WHERE _user IN (${inList})`,
-          [revision, seq, now, ...part],
-          tx,
-        );
-        const deleted = Number(await this.#sequelize.query(`DELETE FROM fga_tuple WHERE _user IN (${inList})`, { replacements: part, transaction: tx, type: QueryTypes.BULKDELETE }));
-        seq += deleted;
-        removed += deleted;
-      }
-      return removed;
+      return await deleteUsersTuples(rawConnection(this.#dialect, connection), this.#dialect, this.#batch, this.#now(), users);
     } catch (err) {
       throw backendError(err);
     }
-  }
-
-  /** Increments the store revision inside `tx` (which also takes the writers' lock) and returns the new value. */
-  async #bumpRevision(tx: Transaction): Promise<number> {
-    if (this.#dialect === 'mysql' || this.#dialect === 'mariadb') {
-      await this.#exec('UPDATE fga_revision SET revision = revision + 1 WHERE id = 1', [], tx);
-      const [rev] = await this.#select<{ revision: number | string }>('SELECT revision FROM fga_revision WHERE id = 1', [], tx);
-      return Number(rev?.revision);
-    }
-    const [rev] = await this.#select<{ revision: number | string }>('UPDATE fga_revision SET revision = revision + 1 WHERE id = 1 RETURNING revision', [], tx);
-    return Number(rev?.revision);
   }
 
   // ---------------------------------------------------------------- reads
@@ -643,5 +626,12 @@ export class SqlStore implements TupleStore {
   async close(): Promise<void> {
     await this.#writeQueue;
     this.#closed = true;
+    const writer = this.#writerConn;
+    this.#writerConn = undefined;
+    if (writer !== undefined) {
+      const { connection } = await writer.catch(() => ({ connection: undefined }));
+      const cm = (this.#sequelize as unknown as { connectionManager: { releaseConnection(c: unknown): unknown } }).connectionManager;
+      if (connection !== undefined) await Promise.resolve(cm.releaseConnection(connection)).catch(() => undefined);
+    }
   }
 }
