@@ -67,6 +67,49 @@ function sameSorted(got: readonly string[], expected: Set<string>): boolean {
   return true;
 }
 
+/**
+ * The yardstick of performance-anchors §2.3: a plain reverse expansion over
+ * `Map<"relation@subject", object[]>` written for this one model (user →
+ * groups → folders → descendant folders → documents), sorted output.
+ */
+export class NaiveReverse {
+  readonly #rev = new Map<string, string[]>();
+  constructor(ds: ReferenceDataset) {
+    ds.forEachTuple((object, relation, user) => {
+      const k = `${relation}@${user}`;
+      const l = this.#rev.get(k);
+      if (l === undefined) this.#rev.set(k, [object]);
+      else l.push(object);
+    });
+  }
+  #get(k: string): readonly string[] {
+    return this.#rev.get(k) ?? [];
+  }
+  documents(user: string): string[] {
+    const groups = new Set<string>();
+    const queue = [...this.#get(`member@${user}`)];
+    while (queue.length > 0) {
+      const g = queue.pop()!;
+      if (groups.has(g)) continue;
+      groups.add(g);
+      queue.push(...this.#get(`member@${g}#member`));
+    }
+    const folders = new Set<string>();
+    const fq = [...this.#get(`viewer@${user}`).filter((o) => o.startsWith('folder:'))];
+    for (const g of groups) fq.push(...this.#get(`viewer@${g}#member`));
+    while (fq.length > 0) {
+      const f = fq.pop()!;
+      if (folders.has(f)) continue;
+      folders.add(f);
+      for (const o of this.#get(`parent@${f}`)) if (o.startsWith('folder:')) fq.push(o);
+    }
+    const docs = new Set<string>();
+    for (const o of this.#get(`viewer@${user}`)) if (o.startsWith('document:')) docs.add(o);
+    for (const f of folders) for (const o of this.#get(`parent@${f}`)) if (o.startsWith('document:')) docs.add(o);
+    return [...docs].sort();
+  }
+}
+
 async function scaleBench(scale: number, quick: boolean): Promise<Figures> {
   const ds = new ReferenceDataset(scale);
   log(`scale ${scale}: ${ds.tupleCount} tuples, loading`);
@@ -89,16 +132,23 @@ async function scaleBench(scale: number, quick: boolean): Promise<Figures> {
       throw new Error(`list objects: wrong answer for ${p.user}: ${r.objects.length} results, ${p.expected.size} expected`);
     }
   }
+  const naive = new NaiveReverse(ds);
+  for (const p of picked) if (!sameSorted(naive.documents(p.user), p.expected)) throw new Error(`naive reverse expansion: wrong answer for ${p.user}`);
   const reps = quick ? 3 : 8;
   const times: number[] = [];
+  const naiveTimes: number[] = [];
   let results = 0;
   const load0 = loadavg()[0]!;
+  // Engine and yardstick alternate, user by user, so both see the same load.
   for (let rep = 0; rep < reps; rep++) {
     for (const p of picked) {
-      const t0 = performance.now();
+      let t0 = performance.now();
       const r = await engine.listObjects({ user: p.user, relation: 'viewer', type: 'document' });
       times.push(performance.now() - t0);
       results += r.objects.length;
+      t0 = performance.now();
+      naive.documents(p.user);
+      naiveTimes.push(performance.now() - t0);
     }
   }
   const none: number[] = [];
@@ -136,6 +186,9 @@ async function scaleBench(scale: number, quick: boolean): Promise<Figures> {
       p99_ms: round(percentile(times, 99)),
       max_ms: round(Math.max(...times)),
       us_per_result: round((total * 1000) / results, 3),
+      naive_reverse_p50_ms: round(percentile(naiveTimes, 50)),
+      naive_reverse_p99_ms: round(percentile(naiveTimes, 99)),
+      p50_vs_naive: round(percentile(times, 50) / percentile(naiveTimes, 50)),
     },
     list_objects_no_tuples: { runs: none.length, p50_ms: round(percentile(none, 50), 4), p99_ms: round(percentile(none, 99), 4) },
     list_users: { runs: lu.length, mean_results: round(luResults / lu.length, 1), p50_ms: round(percentile(lu, 50), 3), p99_ms: round(percentile(lu, 99), 3) },

@@ -32,6 +32,20 @@ export interface SyncTupleSource {
   readUserTupleSync(objectType: string, objectId: string, relation: string, user: string): TupleKey | undefined;
   /** Tuples on `type:id#relation` (only userset users when `kind` is `usersets`). */
   readObjectRelationSync(objectType: string, objectId: string, relation: string, kind: 'all' | 'usersets'): Iterable<TupleKey>;
+  /**
+   * Optional: a top-level check of a monotone relation by a plain object user,
+   * answered as reachability (see `GraphIndex.reach`); throws the evaluator's
+   * errors; `undefined` when it cannot answer (the evaluator then resolves it).
+   */
+  reachSync?(
+    ts: TypeSystem,
+    objectType: string,
+    objectId: string,
+    relation: string,
+    userType: string,
+    userId: string,
+    limits: { maxDepth: number; maxDispatches: number; context: Record<string, unknown> | undefined },
+  ): boolean | undefined;
 }
 
 /** The store's synchronous reads, when it offers them. */
@@ -208,21 +222,32 @@ export class TupleReader {
     this.storeCalls++;
     const stored = await this.#store.readStartingWithUsers({ objectType, relation, users });
     const out: ReadTuple[] = [];
-    const seen = new Set<string>();
-    for (const user of users) {
-      const m = this.#ctxReverse.get(`${objectType}#${relation}@${user}`);
-      if (m === undefined) continue;
-      for (const [id, t] of m) {
-        seen.add(`${id}@${user}`);
-        const r = this.#admit(objectType, id, relation, t);
-        if (r !== undefined) out.push(r);
+    let seen: Set<string> | undefined;
+    if (this.#ctxReverse.size > 0) {
+      seen = new Set<string>();
+      for (const user of users) {
+        const m = this.#ctxReverse.get(`${objectType}#${relation}@${user}`);
+        if (m === undefined) continue;
+        for (const [id, t] of m) {
+          seen.add(`${id}@${user}`);
+          const r = this.#admit(objectType, id, relation, t);
+          if (r !== undefined) out.push(r);
+        }
       }
     }
+    // Whether the model admits a tuple depends only on its user and condition
+    // name here (type and relation are fixed): decided once per pair.
+    const admitted = new Map<string, ParsedUser | null>();
     for (const t of stored) {
       const id = t.object.slice(t.object.indexOf(':') + 1);
-      if (seen.has(`${id}@${t.user}`)) continue;
-      const r = this.#admit(objectType, id, relation, t);
-      if (r !== undefined) out.push(r);
+      if (seen !== undefined && seen.has(`${id}@${t.user}`)) continue;
+      const key = t.condition === undefined ? t.user : `${t.user}\u0000${t.condition.name}`;
+      let user = admitted.get(key);
+      if (user === undefined) {
+        user = this.#admit(objectType, id, relation, t)?.user ?? null;
+        admitted.set(key, user);
+      }
+      if (user !== null) out.push({ tuple: t, objectId: id, user });
     }
     return out;
   }
