@@ -44,7 +44,7 @@ import {
 import { checkRedirectUri, deleteUserEverywhere, inviteMembers, userUpdateFields } from './user_admin.ts';
 
 export { toAdminUser } from './admin_types.ts';
-export type { AdminCallContext, AdminServiceOptions, AdminUser, FgaUserTuples, IdentityPort, MailSink, UpdateUserInput, VerificationRequest } from './admin_types.ts';
+export type { AdminCallContext, AdminFailureCounter, AdminServiceOptions, AdminUser, FgaUserTuples, IdentityPort, MailSink, UpdateUserInput, VerificationRequest } from './admin_types.ts';
 
 /** All super-admin operations. Build with {@link AdminService.create}. */
 export class AdminService {
@@ -64,6 +64,7 @@ export class AdminService {
       adminSecret: o.adminSecret,
       clock,
       ...(o.sessionTtlMs === undefined ? {} : { ttlMs: o.sessionTtlMs }),
+      ...(o.failureCounter === undefined ? {} : { failureCounter: o.failureCounter }),
     });
     this.webhooks = new WebhookService({
       ...o.webhooks,

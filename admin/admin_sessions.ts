@@ -16,6 +16,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Sequelize } from 'sequelize';
 import { LatchkeyError } from '../engine/errors.ts';
 import { exec, num, select, update } from './sql.ts';
+import type { AdminFailureCounter } from './admin_types.ts';
 
 /** Name of the admin session cookie. */
 export const ADMIN_COOKIE = 'service-admin';
@@ -39,6 +40,56 @@ export interface AdminSessionsOptions {
   /** The failure-counting window (default 15 min). */
   windowMs?: number;
   clock?: () => number;
+  /**
+   * Where failures are counted. Default: this process ({@link MemoryFailureCounter}
+   * with `maxFailures` and `windowMs`); the server passes a Redis-backed
+   * counter with `--redis-url`, so that every instance shares one count per IP.
+   */
+  failureCounter?: AdminFailureCounter;
+}
+
+/**
+ * Wrong admin secrets per key (the client IP) in a fixed window: at most
+ * `max` reserved slots; a reservation over the limit reserves nothing and
+ * answers the seconds until the window ends.
+ */
+export class MemoryFailureCounter implements AdminFailureCounter {
+  readonly #max: number;
+  readonly #windowMs: number;
+  readonly #clock: () => number;
+  readonly #failures = new Map<string, { count: number; resetAt: number }>();
+
+  constructor(options: { max: number; windowMs: number; clock?: () => number }) {
+    this.#max = options.max;
+    this.#windowMs = options.windowMs;
+    this.#clock = options.clock ?? Date.now;
+  }
+
+  async reserve(key: string): Promise<number | undefined> {
+    const now = this.#clock();
+    let entry = this.#failures.get(key);
+    if (entry && entry.resetAt <= now) {
+      this.#failures.delete(key);
+      entry = undefined;
+    }
+    if (entry && entry.count >= this.#max) return Math.max(1, Math.ceil((entry.resetAt - now) / 1000));
+    const slot = entry ?? { count: 0, resetAt: now + this.#windowMs };
+    slot.count++;
+    this.#failures.set(key, slot);
+    if (this.#failures.size > 100_000) this.#sweep(now);
+    return undefined;
+  }
+
+  async release(key: string): Promise<void> {
+    const slot = this.#failures.get(key);
+    if (!slot) return;
+    slot.count--;
+    if (slot.count <= 0) this.#failures.delete(key);
+  }
+
+  #sweep(now: number): void {
+    for (const [ip, e] of this.#failures) if (e.resetAt <= now) this.#failures.delete(ip);
+  }
 }
 
 const digest = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
@@ -54,19 +105,17 @@ export class AdminSessions {
   readonly #db: Sequelize;
   readonly #secret: Buffer;
   readonly #ttlMs: number;
-  readonly #max: number;
-  readonly #windowMs: number;
   readonly #clock: () => number;
-  readonly #failures = new Map<string, { count: number; resetAt: number }>();
+  readonly #failures: AdminFailureCounter;
 
   constructor(options: AdminSessionsOptions) {
     if (!options.adminSecret) throw new Error('admin secret must not be empty');
     this.#db = options.sequelize;
     this.#secret = digest(options.adminSecret);
     this.#ttlMs = options.ttlMs ?? 3_600_000;
-    this.#max = options.maxFailures ?? 10;
-    this.#windowMs = options.windowMs ?? 900_000;
     this.#clock = options.clock ?? Date.now;
+    this.#failures =
+      options.failureCounter ?? new MemoryFailureCounter({ max: options.maxFailures ?? 10, windowMs: options.windowMs ?? 900_000, clock: this.#clock });
   }
 
   /** Cookie attributes for a session cookie. */
@@ -80,31 +129,17 @@ export class AdminSessions {
    * seconds) when the IP is over its limit, and `unauthenticated` when the
    * secret is wrong.
    */
-  checkSecret(presented: string, ip: string): void {
-    const now = this.#clock();
-    let entry = this.#failures.get(ip);
-    if (entry && entry.resetAt <= now) {
-      this.#failures.delete(ip);
-      entry = undefined;
-    }
-    if (entry && entry.count >= this.#max) {
+  async checkSecret(presented: string, ip: string): Promise<void> {
+    // Reserve the slot before comparing (parallel guesses cannot overrun the limit); give it back on success.
+    const wait = await this.#failures.reserve(ip);
+    if (wait !== undefined) {
       throw new LatchkeyError('resource_exhausted', 'too many attempts, try again later', {
         reason: 'too_many_attempts',
-        details: { retry_after: Math.ceil((entry.resetAt - now) / 1000) },
+        details: { retry_after: wait },
       });
     }
-    // Reserve the slot before comparing; release it on success.
-    const slot = entry ?? { count: 0, resetAt: now + this.#windowMs };
-    slot.count++;
-    this.#failures.set(ip, slot);
     if (!timingSafeEqual(digest(presented), this.#secret)) throw adminUnauthenticated();
-    slot.count--;
-    if (slot.count === 0) this.#failures.delete(ip);
-    if (this.#failures.size > 100_000) this.#sweep(now);
-  }
-
-  #sweep(now: number): void {
-    for (const [ip, e] of this.#failures) if (e.resetAt <= now) this.#failures.delete(ip);
+    await this.#failures.release(ip);
   }
 
   /**
@@ -112,7 +147,7 @@ export class AdminSessions {
    * session. Returns the session id for the cookie and its expiry (unix ms).
    */
   async login(presented: string, ip: string): Promise<{ token: string; expiresAt: number }> {
-    this.checkSecret(presented, ip);
+    await this.checkSecret(presented, ip);
     const token = randomBytes(32).toString('base64url');
     const now = this.#clock();
     const expiresAt = now + this.#ttlMs;
@@ -171,7 +206,7 @@ export class AdminSessions {
     headerDisabled: boolean,
   ): Promise<'header' | 'cookie' | undefined> {
     if (!headerDisabled && credentials.adminSecret !== undefined) {
-      this.checkSecret(credentials.adminSecret, ip);
+      await this.checkSecret(credentials.adminSecret, ip);
       return 'header';
     }
     const cookie = credentials.cookies[ADMIN_COOKIE];

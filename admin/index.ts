@@ -36,12 +36,13 @@ export type {
   RenderedEmail,
   EmailTemplatesOptions,
 } from './email_templates.ts';
-export { AdminSessions, ADMIN_COOKIE, adminUnauthenticated } from './admin_sessions.ts';
+export { AdminSessions, ADMIN_COOKIE, MemoryFailureCounter, adminUnauthenticated } from './admin_sessions.ts';
 export type { AdminSessionsOptions, AdminCookieAttributes } from './admin_sessions.ts';
 export { AdminService, toAdminUser } from './admin_service.ts';
 export type {
   AdminServiceOptions,
   AdminCallContext,
+  AdminFailureCounter,
   AdminUser,
   FgaUserTuples,
   IdentityPort,

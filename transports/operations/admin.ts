@@ -21,6 +21,7 @@ import {
   SqlMailOutbox,
   WEBHOOK_EVENTS,
   type AdminCallContext,
+  type AdminFailureCounter,
   type FgaUserTuples,
   type IdentityPort,
   type WebhookEvent,
@@ -34,6 +35,8 @@ import { EMPTY, MESSAGE, s } from '../shape.ts';
 import { ALL_PROTOCOLS, defineOperation, type AnyOperation } from './types.ts';
 import { META, metaFromConfig } from './meta.ts';
 import { engineHooks } from './engine_hooks.ts';
+import { createRedisFailureCounter } from '../admin_failures.ts';
+import { Redis } from 'ioredis';
 import { VERSION } from '../version.ts';
 
 // ------------------------------------------------------------------ shapes
@@ -644,6 +647,21 @@ function fgaUserTuplesOf(services: Services): FgaUserTuples | undefined {
 }
 
 /**
+ * With `--redis-url`, wrong admin secrets are counted in Redis so that every
+ * instance shares one budget per IP; otherwise in process.
+ */
+function adminFailureCounter(services: Services): AdminFailureCounter | undefined {
+  const url = services.config.redisUrl;
+  if (!url) return undefined;
+  const redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+  redis.on('error', (err: Error) => services.logger.warn('redis error (admin secret limiter)', { err: err.message }));
+  services.closers.push(async () => {
+    redis.disconnect();
+  });
+  return createRedisFailureCounter({ redis, namespace: services.config.clientId ?? '' });
+}
+
+/**
  * Builds the admin service into `services.admin` (after the engine and the
  * identity service are plugged in), the persisted mail queue when
  * `--smtp-host` is set (exposed as `services.admin.mail` for every mail the
@@ -693,6 +711,7 @@ export async function plugAdmin(services: Services): Promise<AdminService> {
     organization: { name: c.organizationName ?? 'Latchkey', logo: c.organizationLogo ?? '' },
     clock: () => services.clock.now().getTime(),
     webhooks: { onError: (err) => services.logger.error('webhook worker error', { err }) },
+    failureCounter: adminFailureCounter(services),
   });
   services.admin = service;
   const authenticator: Authenticator = async (credentials, info) => {
