@@ -17,6 +17,10 @@
  * (pinned by the property "the synchronous and asynchronous evaluators answer
  * alike" in test/engine/engine.property.test.ts).
  *
+ * A top-level check of a monotone relation by a plain user, without
+ * contextual tuples, is handed to the store's `reachSync` when it has one (the
+ * memory store walks its graph index over numbers, see engine/graph_index.ts).
+ *
  * Nested sub-problems are resolved here, not dispatched back to the head of
  * the resolver chain: a cache wrapping the evaluator sees top-level requests
  * only, which is where its hits come from.
@@ -53,6 +57,16 @@ function onPath(path: PathNode | undefined, key: string): boolean {
 /** Resolves `req` synchronously; `ctx.reader.sync` must be set. Throws what the asynchronous evaluator rejects with. */
 export function resolveSync(req: ResolveCheckRequest, ctx: ResolutionContext): R {
   if (req.scope.isCancelled()) return CANCELLED;
+  // A top-level check of a monotone relation by a plain user is reachability: the store may walk its index directly.
+  const user = req.user;
+  if (req.depth === 0 && req.path === undefined && ctx.visited !== undefined && user.kind === 'object' && !ctx.reader.hasContextualTuples) {
+    const source = ctx.reader.sync!;
+    if (source.reachSync !== undefined) {
+      const allowed = source.reachSync(ctx.ts, req.objectType, req.objectId, req.relation, user.type, user.id, ctx);
+      // Height: the most a resolution may use, so a cache above serves the answer to top-level requests only.
+      if (allowed !== undefined) return { allowed, cycle: false, height: Math.max(0, ctx.maxDepth - 1), hits: NONE };
+    }
+  }
   return resolve(req.objectType, req.objectId, req.relation, req.user, req.depth, req.path, ctx);
 }
 

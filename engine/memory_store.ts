@@ -3,19 +3,25 @@
  * and of the `memory` FGA store setting. Data lives in the process and is lost
  * when it exits.
  *
- * Every read is an index lookup, never a scan: a forward index keyed by
- * `object#relation` (with a separate userset-only index, so Check never walks
- * direct users to find usersets) and a reverse index keyed by
- * `object_type#relation@user`.
+ * Every read is an index lookup, never a scan. The tuples live in a compact
+ * graph index (engine/graph_index.ts): interned strings, numeric node keys
+ * `object#relation` with plain and userset users apart, and a reverse index
+ * user → objects. The changelog is kept in typed arrays. Check reads it
+ * synchronously (`SyncTupleSource`, engine/reader.ts), and a top-level check
+ * of a monotone relation is a walk over numbers (`GraphIndex.reach`).
  */
 import { LatchkeyError } from './errors.ts';
 import type { StoredAuthorizationModel } from './model.ts';
+import { GraphIndex, REL_SLOTS, type GraphNode } from './graph_index.ts';
+import type { ReachLimits } from './graph_index.ts';
+import type { TypeSystem } from './typesystem.ts';
 import type {
   ObjectRelationKey,
   Page,
   ReadFilter,
   StoredTuple,
   TupleChange,
+  TupleCondition,
   TupleKey,
   TupleStore,
   UserKind,
@@ -23,23 +29,8 @@ import type {
 } from './store.ts';
 
 const SEP = '\u0000';
-const EMPTY: readonly StoredTuple[] = [];
-
-function objectRelationKey(objectType: string, objectId: string, relation: string): string {
-  return `${objectType}:${objectId}#${relation}`;
-}
-
 function tupleId(t: TupleKey): string {
   return `${t.object}${SEP}${t.relation}${SEP}${t.user}`;
-}
-
-function splitObject(object: string): [string, string] {
-  const i = object.indexOf(':');
-  return [object.slice(0, i), object.slice(i + 1)];
-}
-
-function byUser(a: StoredTuple, b: StoredTuple): number {
-  return a.user < b.user ? -1 : a.user > b.user ? 1 : 0;
 }
 
 /** Encodes a continuation token naming the last key returned. */
@@ -60,32 +51,80 @@ export function decodeToken(token: string): string {
   throw new LatchkeyError('invalid_argument', 'invalid continuation token', { reason: 'invalid_continuation_token' });
 }
 
-function copyTuple(t: TupleKey, revision: number): StoredTuple {
-  const out: StoredTuple = { object: t.object, relation: t.relation, user: t.user, revision };
-  if (t.condition !== undefined) {
-    out.condition = t.condition.context === undefined
-      ? { name: t.condition.name }
-      : { name: t.condition.name, context: structuredClone(t.condition.context) };
-  }
-  return out;
+function copyCondition(c: TupleCondition | undefined): TupleCondition | undefined {
+  if (c === undefined) return undefined;
+  return c.context === undefined ? { name: c.name } : { name: c.name, context: structuredClone(c.context) };
 }
 
-function keyOnly(t: TupleKey): TupleKey {
-  const out: TupleKey = { object: t.object, relation: t.relation, user: t.user };
-  if (t.condition !== undefined) out.condition = t.condition;
-  return out;
+function byUser(a: StoredTuple, b: StoredTuple): number {
+  return a.user < b.user ? -1 : a.user > b.user ? 1 : 0;
 }
+
+/** The changelog in growable typed arrays: about 15 bytes a change, conditions aside. */
+class ChangeLog {
+  length = 0;
+  rev = new Int32Array(1024);
+  obj = new Int32Array(1024);
+  rel = new Uint16Array(1024);
+  user = new Int32Array(1024);
+  op = new Uint8Array(1024);
+  /** Conditions of written tuples, by change index. */
+  conds = new Map<number, TupleCondition>();
+  /** Commit time by revision. */
+  times: number[] = [0];
+
+  push(rev: number, obj: number, rel: number, user: number, op: number, cond: TupleCondition | undefined): void {
+    if (this.length === this.rev.length) {
+      const grow = <T extends Int32Array | Uint16Array | Uint8Array>(a: T): T => {
+        const b = new (a.constructor as new (n: number) => T)(a.length * 2);
+        b.set(a);
+        return b;
+      };
+      this.rev = grow(this.rev);
+      this.obj = grow(this.obj);
+      this.rel = grow(this.rel);
+      this.user = grow(this.user);
+      this.op = grow(this.op);
+    }
+    const i = this.length++;
+    this.rev[i] = rev;
+    this.obj[i] = obj;
+    this.rel[i] = rel;
+    this.user[i] = user;
+    this.op[i] = op;
+    if (cond !== undefined) this.conds.set(i, cond);
+  }
+
+  /** Index of the first change with a revision above `after`. */
+  firstAfter(after: number): number {
+    let lo = 0;
+    let hi = this.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.rev[mid]! <= after) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  clear(): void {
+    this.length = 0;
+    this.conds.clear();
+    this.times = [0];
+  }
+}
+
+const WRITE = 0;
+const DELETE = 1;
 
 /** A {@link TupleStore} kept in process memory. */
 export class MemoryStore implements TupleStore {
   #models: StoredAuthorizationModel[] = [];
-  #tuples = new Map<string, StoredTuple>();
-  #forward = new Map<string, Map<string, StoredTuple>>();
-  #forwardUsersets = new Map<string, Map<string, StoredTuple>>();
-  #reverse = new Map<string, Map<string, StoredTuple>>();
-  #changes: TupleChange[] = [];
+  readonly #index = new GraphIndex();
+  readonly #log = new ChangeLog();
   #revision = 0;
-  #sorted: { revision: number; ids: string[] } | undefined;
+  /** Node keys in (object, relation) order, for paginated reads; rebuilt after a write. */
+  #sorted: { revision: number; nodes: number[] } | undefined;
   #closed = false;
   #now: () => number;
 
@@ -144,7 +183,7 @@ export class MemoryStore implements TupleStore {
     const deleted = new Set<string>();
     for (const t of deletes) {
       const id = tupleId(t);
-      if (!this.#tuples.has(id) || deleted.has(id)) {
+      if (this.#index.revisionOf(t.object, t.relation, t.user) === undefined || deleted.has(id)) {
         throw new LatchkeyError('not_found', `cannot delete a tuple which does not exist: ${t.object}#${t.relation}@${t.user}`, {
           reason: 'tuple_not_found',
           details: { tuple: keyOnly(t) },
@@ -155,7 +194,7 @@ export class MemoryStore implements TupleStore {
     const written = new Set<string>();
     for (const t of writes) {
       const id = tupleId(t);
-      if ((this.#tuples.has(id) && !deleted.has(id)) || written.has(id)) {
+      if ((this.#index.revisionOf(t.object, t.relation, t.user) !== undefined && !deleted.has(id)) || written.has(id)) {
         throw new LatchkeyError('already_exists', `cannot write a tuple which already exists: ${t.object}#${t.relation}@${t.user}`, {
           reason: 'tuple_exists',
           details: { tuple: keyOnly(t) },
@@ -164,85 +203,73 @@ export class MemoryStore implements TupleStore {
       written.add(id);
     }
     const revision = this.#revision + 1;
-    const timestamp = this.#now();
+    this.#log.times[revision] = this.#now();
+    const index = this.#index;
     for (const t of deletes) {
-      const stored = this.#tuples.get(tupleId(t))!;
-      this.#unindex(stored);
-      this.#changes.push({ revision, operation: 'delete', tuple: { object: t.object, relation: t.relation, user: t.user }, timestamp });
+      index.delete(t);
+      this.#log.push(revision, index.id(t.object)!, index.relId(t.relation)!, index.id(t.user)!, DELETE, undefined);
     }
     for (const t of writes) {
-      const stored = copyTuple(t, revision);
-      this.#index(stored);
-      this.#changes.push({ revision, operation: 'write', tuple: keyOnly(copyTuple(t, revision)), timestamp });
+      const stored: TupleKey = { object: t.object, relation: t.relation, user: t.user };
+      const c = copyCondition(t.condition);
+      if (c !== undefined) stored.condition = c;
+      index.add(stored, revision);
+      this.#log.push(revision, index.id(t.object)!, index.relId(t.relation)!, index.id(t.user)!, WRITE, c);
     }
     this.#revision = revision;
     return revision;
   }
 
-  #index(t: StoredTuple): void {
-    this.#tuples.set(tupleId(t), t);
-    const [type, id] = splitObject(t.object);
-    const fk = objectRelationKey(type, id, t.relation);
-    let f = this.#forward.get(fk);
-    if (f === undefined) this.#forward.set(fk, (f = new Map()));
-    f.set(t.user, t);
-    if (t.user.includes('#')) {
-      let u = this.#forwardUsersets.get(fk);
-      if (u === undefined) this.#forwardUsersets.set(fk, (u = new Map()));
-      u.set(t.user, t);
-    }
-    const rk = `${type}#${t.relation}@${t.user}`;
-    let r = this.#reverse.get(rk);
-    if (r === undefined) this.#reverse.set(rk, (r = new Map()));
-    r.set(id, t);
+  /** The tuples of a node, materialised (only userset users when `kind` is `usersets`). */
+  #nodeTuples(object: number, relation: number, n: GraphNode, kind: UserKind): StoredTuple[] {
+    const out: StoredTuple[] = [];
+    if (kind === 'all' && n.users !== undefined) for (const [u, rev] of n.users) out.push(this.#index.tuple(object, relation, n, u, rev));
+    if (n.usersets !== undefined) for (const [u, rev] of n.usersets) out.push(this.#index.tuple(object, relation, n, u, rev));
+    return out;
   }
 
-  #unindex(t: StoredTuple): void {
-    this.#tuples.delete(tupleId(t));
-    const [type, id] = splitObject(t.object);
-    const fk = objectRelationKey(type, id, t.relation);
-    const f = this.#forward.get(fk);
-    if (f !== undefined) {
-      f.delete(t.user);
-      if (f.size === 0) this.#forward.delete(fk);
-    }
-    const u = this.#forwardUsersets.get(fk);
-    if (u !== undefined) {
-      u.delete(t.user);
-      if (u.size === 0) this.#forwardUsersets.delete(fk);
-    }
-    const rk = `${type}#${t.relation}@${t.user}`;
-    const r = this.#reverse.get(rk);
-    if (r !== undefined) {
-      r.delete(id);
-      if (r.size === 0) this.#reverse.delete(rk);
-    }
-  }
-
-  async readUserTuples(keys: readonly UserTupleKey[]): Promise<(StoredTuple | undefined)[]> {
-    this.#open();
-    return keys.map((k) => this.#forward.get(objectRelationKey(k.objectType, k.objectId, k.relation))?.get(k.user));
+  #lookup(objectType: string, objectId: string, relation: string): { o: number; r: number; n: GraphNode } | undefined {
+    const o = this.#index.id(`${objectType}:${objectId}`);
+    const r = this.#index.relId(relation);
+    if (o === undefined || r === undefined) return undefined;
+    const n = this.#index.nodes.get(o * REL_SLOTS + r);
+    return n === undefined ? undefined : { o, r, n };
   }
 
   /** Synchronous point read (the evaluator's fast path, see `SyncTupleSource` in engine/reader.ts). */
   readUserTupleSync(objectType: string, objectId: string, relation: string, user: string): StoredTuple | undefined {
     this.#open();
-    return this.#forward.get(objectRelationKey(objectType, objectId, relation))?.get(user);
+    const at = this.#lookup(objectType, objectId, relation);
+    if (at === undefined) return undefined;
+    const u = this.#index.id(user);
+    if (u === undefined) return undefined;
+    const rev = (user.includes('#') ? at.n.usersets : at.n.users)?.get(u);
+    return rev === undefined ? undefined : this.#index.tuple(at.o, at.r, at.n, u, rev);
   }
 
   /** Synchronous forward read, unordered. */
   readObjectRelationSync(objectType: string, objectId: string, relation: string, kind: UserKind): Iterable<StoredTuple> {
     this.#open();
-    const m = (kind === 'usersets' ? this.#forwardUsersets : this.#forward).get(objectRelationKey(objectType, objectId, relation));
-    return m === undefined ? EMPTY : m.values();
+    const at = this.#lookup(objectType, objectId, relation);
+    return at === undefined ? [] : this.#nodeTuples(at.o, at.r, at.n, kind);
+  }
+
+  /** A top-level check of a monotone relation as a walk over the index (see `GraphIndex.reach`). */
+  reachSync(ts: TypeSystem, objectType: string, objectId: string, relation: string, userType: string, userId: string, limits: ReachLimits): boolean | undefined {
+    this.#open();
+    return this.#index.reach(ts, objectType, objectId, relation, userType, userId, limits);
+  }
+
+  async readUserTuples(keys: readonly UserTupleKey[]): Promise<(StoredTuple | undefined)[]> {
+    this.#open();
+    return keys.map((k) => this.readUserTupleSync(k.objectType, k.objectId, k.relation, k.user));
   }
 
   async readObjectRelations(keys: readonly ObjectRelationKey[], kind: UserKind): Promise<StoredTuple[][]> {
     this.#open();
-    const index = kind === 'usersets' ? this.#forwardUsersets : this.#forward;
     return keys.map((k) => {
-      const m = index.get(objectRelationKey(k.objectType, k.objectId, k.relation));
-      return m === undefined ? [] : [...m.values()].sort(byUser);
+      const at = this.#lookup(k.objectType, k.objectId, k.relation);
+      return at === undefined ? [] : this.#nodeTuples(at.o, at.r, at.n, kind).sort(byUser);
     });
   }
 
@@ -253,61 +280,95 @@ export class MemoryStore implements TupleStore {
     objectIds?: readonly string[];
   }): Promise<StoredTuple[]> {
     this.#open();
+    const index = this.#index;
     const out: StoredTuple[] = [];
+    const r = index.relId(query.relation);
+    if (r === undefined) return out;
+    const prefix = query.objectType.length + 1;
     const only = query.objectIds === undefined ? undefined : new Set(query.objectIds);
+    const emit = (o: number, user: string): void => {
+      const n = index.nodes.get(o * REL_SLOTS + r)!;
+      const u = index.id(user)!;
+      out.push(index.tuple(o, r, n, u, (user.includes('#') ? n.usersets : n.users)!.get(u)!));
+    };
     for (const user of new Set(query.users)) {
-      const m = this.#reverse.get(`${query.objectType}#${query.relation}@${user}`);
-      if (m === undefined) continue;
-      if (only !== undefined && only.size < m.size) {
+      const objs = index.objectsOf(user, query.relation);
+      if (objs === undefined) continue;
+      if (only !== undefined && only.size < objs.size) {
         for (const id of only) {
-          const t = m.get(id);
-          if (t !== undefined) out.push(t);
+          const o = index.id(`${query.objectType}:${id}`);
+          if (o !== undefined && objs.has(o)) emit(o, user);
         }
       } else {
-        for (const [id, t] of m) if (only === undefined || only.has(id)) out.push(t);
+        for (const o of objs) {
+          if (index.typeOf(o) !== query.objectType) continue;
+          if (only !== undefined && !only.has(index.str(o).slice(prefix))) continue;
+          emit(o, user);
+        }
       }
     }
     return out.sort((a, b) => (a.object < b.object ? -1 : a.object > b.object ? 1 : byUser(a, b)));
   }
 
-  #sortedIds(): string[] {
+  #sortedNodes(): number[] {
     if (this.#sorted === undefined || this.#sorted.revision !== this.#revision) {
-      this.#sorted = { revision: this.#revision, ids: [...this.#tuples.keys()].sort() };
+      const index = this.#index;
+      const nodes = [...index.nodes.keys()];
+      const obj = (k: number): string => index.str(Math.floor(k / REL_SLOTS));
+      const rel = (k: number): string => index.relName(k % REL_SLOTS);
+      nodes.sort((a, b) => {
+        const oa = obj(a);
+        const ob = obj(b);
+        if (oa !== ob) return oa < ob ? -1 : 1;
+        const ra = rel(a);
+        const rb = rel(b);
+        return ra < rb ? -1 : ra > rb ? 1 : 0;
+      });
+      this.#sorted = { revision: this.#revision, nodes };
     }
-    return this.#sorted.ids;
+    return this.#sorted.nodes;
   }
 
   async readPage(filter: ReadFilter, options: { pageSize: number; continuationToken?: string | undefined }): Promise<Page<StoredTuple>> {
     this.#open();
     const after = options.continuationToken === undefined ? undefined : decodeToken(options.continuationToken);
+    const index = this.#index;
     const matches = (t: StoredTuple): boolean => {
       if (filter.relation !== undefined && t.relation !== filter.relation) return false;
       if (filter.user !== undefined && t.user !== filter.user) return false;
       if (filter.objectType !== undefined) {
-        const [type, id] = splitObject(t.object);
-        if (type !== filter.objectType) return false;
-        if (filter.objectId !== undefined && id !== filter.objectId) return false;
+        const i = t.object.indexOf(':');
+        if (t.object.slice(0, i) !== filter.objectType) return false;
+        if (filter.objectId !== undefined && t.object.slice(i + 1) !== filter.objectId) return false;
       }
       return true;
     };
+    const nodeSorted = (k: number): StoredTuple[] => this.#nodeTuples(Math.floor(k / REL_SLOTS), k % REL_SLOTS, index.nodes.get(k)!, 'all').sort(byUser);
     let candidates: Iterable<StoredTuple>;
     if (filter.objectType !== undefined && filter.objectId !== undefined && filter.relation !== undefined) {
-      candidates = [...(this.#forward.get(objectRelationKey(filter.objectType, filter.objectId, filter.relation))?.values() ?? [])]
-        .sort(byUser);
+      const at = this.#lookup(filter.objectType, filter.objectId, filter.relation);
+      candidates = at === undefined ? [] : nodeSorted(at.o * REL_SLOTS + at.r);
     } else {
-      const ids = this.#sortedIds();
-      candidates = (function* (tuples: Map<string, StoredTuple>) {
-        let lo = 0;
-        if (after !== undefined) {
-          let hi = ids.length;
-          while (lo < hi) {
-            const mid = (lo + hi) >>> 1;
-            if (ids[mid]! <= after) lo = mid + 1;
-            else hi = mid;
-          }
+      const nodes = this.#sortedNodes();
+      let lo = 0;
+      if (after !== undefined) {
+        // First node whose `object\0relation` is not before the token's.
+        const parts = after.split(SEP);
+        const tokObj = parts[0] ?? '';
+        const tokRel = parts[1] ?? '';
+        let hi = nodes.length;
+        while (lo < hi) {
+          const mid = (lo + hi) >>> 1;
+          const k = nodes[mid]!;
+          const o = index.str(Math.floor(k / REL_SLOTS));
+          const r = index.relName(k % REL_SLOTS);
+          if (o < tokObj || (o === tokObj && r < tokRel)) lo = mid + 1;
+          else hi = mid;
         }
-        for (let i = lo; i < ids.length; i++) yield tuples.get(ids[i]!)!;
-      })(this.#tuples);
+      }
+      candidates = (function* () {
+        for (let i = lo; i < nodes.length; i++) yield* nodeSorted(nodes[i]!);
+      })();
     }
     const items: StoredTuple[] = [];
     let more = false;
@@ -321,19 +382,45 @@ export class MemoryStore implements TupleStore {
       items.push(t);
     }
     return {
-      items: items.map((t) => copyTuple(t, t.revision)),
+      items: items.map((t) => copyStored(t)),
       continuationToken: more ? encodeToken(tupleId(items.at(-1)!)) : undefined,
     };
   }
 
+  /** Every tuple, in batches of `batchSize` (default 10,000), in no particular order. */
+  async *scanTuples(options: { batchSize?: number } = {}): AsyncGenerator<StoredTuple[]> {
+    this.#open();
+    const size = options.batchSize ?? 10_000;
+    if (!Number.isInteger(size) || size < 1 || size > 1_000_000) {
+      throw new LatchkeyError('invalid_argument', 'batchSize must be an integer from 1 to 1000000', { reason: 'invalid_batch_size' });
+    }
+    let batch: StoredTuple[] = [];
+    for (const [k, n] of this.#index.nodes) {
+      for (const t of this.#nodeTuples(Math.floor(k / REL_SLOTS), k % REL_SLOTS, n, 'all')) {
+        batch.push(copyStored(t));
+        if (batch.length === size) {
+          yield batch;
+          this.#open();
+          batch = [];
+        }
+      }
+    }
+    if (batch.length > 0) yield batch;
+  }
+
   async readChanges(options: { afterRevision: number; limit: number; objectType?: string }): Promise<TupleChange[]> {
     this.#open();
+    const log = this.#log;
+    const index = this.#index;
     const out: TupleChange[] = [];
-    for (const c of this.#changes) {
-      if (c.revision <= options.afterRevision) continue;
-      if (options.objectType !== undefined && splitObject(c.tuple.object)[0] !== options.objectType) continue;
-      out.push(structuredClone(c));
-      if (out.length >= options.limit) break;
+    for (let i = log.firstAfter(options.afterRevision); i < log.length && out.length < options.limit; i++) {
+      const o = log.obj[i]!;
+      if (options.objectType !== undefined && index.typeOf(o) !== options.objectType) continue;
+      const tuple: TupleKey = { object: index.str(o), relation: index.relName(log.rel[i]!), user: index.str(log.user[i]!) };
+      const c = log.conds.get(i);
+      if (c !== undefined) tuple.condition = copyCondition(c)!;
+      const revision = log.rev[i]!;
+      out.push({ revision, operation: log.op[i] === DELETE ? 'delete' : 'write', tuple, timestamp: log.times[revision]! });
     }
     return out;
   }
@@ -345,21 +432,34 @@ export class MemoryStore implements TupleStore {
 
   async hasTuples(): Promise<boolean> {
     this.#open();
-    return this.#tuples.size > 0;
+    return this.#index.size > 0;
   }
 
   async reset(): Promise<void> {
     this.#open();
-    if (this.#tuples.size > 0) {
+    if (this.#index.size > 0) {
       throw new LatchkeyError('failed_precondition', 'remove all relationship tuples before resetting the authorization model', {
         reason: 'tuples_exist',
       });
     }
     this.#models = [];
-    this.#changes = [];
+    this.#log.clear();
   }
 
   async close(): Promise<void> {
     this.#closed = true;
   }
+}
+
+function keyOnly(t: TupleKey): TupleKey {
+  const out: TupleKey = { object: t.object, relation: t.relation, user: t.user };
+  if (t.condition !== undefined) out.condition = t.condition;
+  return out;
+}
+
+function copyStored(t: StoredTuple): StoredTuple {
+  const out: StoredTuple = { object: t.object, relation: t.relation, user: t.user, revision: t.revision };
+  const c = copyCondition(t.condition);
+  if (c !== undefined) out.condition = c;
+  return out;
 }
