@@ -7,7 +7,7 @@
  */
 import test from 'ava';
 import fc from 'fast-check';
-import { Engine, LatchkeyError, MemoryStore, type TupleKey } from '../../engine/index.ts';
+import { Engine, LatchkeyError, LocalChecker, MemoryStore, type TupleKey } from '../../engine/index.ts';
 import { GraphMirror } from '../../engine/cache_graph.ts';
 import { ReferenceDataset, REFERENCE_MODEL_DSL } from '../../bench/baseline/dataset.ts';
 import { buildQueries, QUERY_SETS } from '../../bench/baseline/queries.ts';
@@ -115,6 +115,58 @@ test('mirror fast path equals the evaluator under random writes and checks (prop
           const want = await outcome(plain, req);
           const got = await outcome(fast, req);
           if (want !== got) throw new Error(`${req.object}#${req.relation}@${req.user} x=${String(o.x)}: evaluator ${want}, mirror ${got}`);
+        }
+        return true;
+      }),
+      { numRuns: process.env.CI ? 300 : 80 },
+    ),
+  );
+});
+
+test('synchronous evaluator and index walk equal the asynchronous evaluator, conditions included (property)', async (t) => {
+  // The memory store answers reads synchronously (engine/check_sync.ts, GraphIndex.reach);
+  // LocalChecker({ sync: false }) resolves the same store through promises.
+  const op = fc.oneof(
+    fc.record({ kind: fc.constant('toggle' as const), i: fc.nat({ max: UNIVERSE.length - 1 }) }),
+    fc.record({
+      kind: fc.constant('check' as const),
+      object: fc.constantFrom(...docs, ...groups),
+      relation: fc.constantFrom('viewer', 'can_read', 'editor'),
+      user: fc.constantFrom(...users, 'user:*', 'group:g0#member'),
+      x: fc.option(fc.integer({ min: 0, max: 10 }), { nil: undefined }),
+      depth: fc.integer({ min: 1, max: 6 }),
+    }),
+  );
+  await t.notThrowsAsync(
+    fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 5, maxLength: 50, size: 'max' }), async (ops) => {
+        const store = new MemoryStore();
+        const sync = new Engine({ store });
+        await sync.writeModel({ dsl: MODEL });
+        const engines = new Map<number, [Engine, Engine]>();
+        const pair = (depth: number): [Engine, Engine] => {
+          let p = engines.get(depth);
+          if (p === undefined) {
+            p = [new Engine({ store, maxResolutionDepth: depth }), new Engine({ store, maxResolutionDepth: depth, resolver: new LocalChecker({ sync: false }) })];
+            engines.set(depth, p);
+          }
+          return p;
+        };
+        const present = new Map<string, TupleKey>();
+        for (const o of ops) {
+          if (o.kind === 'toggle') {
+            const tuple = UNIVERSE[o.i]!;
+            const there = present.get(key(tuple));
+            if (there !== undefined) present.delete(key(tuple));
+            else present.set(key(tuple), tuple);
+            await sync.write(there !== undefined ? { deletes: [there] } : { writes: [tuple] });
+            continue;
+          }
+          const req = { object: o.object, relation: o.object.startsWith('group:') ? 'member' : o.relation, user: o.user, ...(o.x === undefined ? {} : { context: { x: o.x } }) };
+          const [fast, slow] = pair(o.depth);
+          const want = await outcome(slow, req);
+          const got = await outcome(fast, req);
+          if (want !== got) throw new Error(`${req.object}#${req.relation}@${req.user} x=${String(o.x)} depth ${o.depth}: async ${want}, sync ${got}`);
         }
         return true;
       }),
