@@ -181,6 +181,15 @@ const S_RevokeRequest = {
     refresh_token: { kind: 'string', minLength: 1, maxLength: 16384 },
   },
 } as const;
+const S_ResetPasswordRequest = {
+  kind: 'object',
+  name: 'ResetPasswordRequest',
+  fields: {
+    token: { kind: 'string', minLength: 1, maxLength: 512 },
+    password: { kind: 'string', minLength: 1, maxLength: 1024 },
+    confirm_password: { kind: 'optional', inner: { kind: 'string', maxLength: 1024 } },
+  },
+} as const;
 const S_ValidateJwtTokenRequest = {
   kind: 'object',
   name: 'ValidateJwtTokenRequest',
@@ -917,6 +926,18 @@ export const CLIENT_OPERATIONS = [
     grpc: { service: 'Latchkey', method: 'Revoke' },
     document: 'mutation($params: RevokeRequest) { revoke(params: $params) { message } }',
     input: S_RevokeRequest,
+    output: S_Response,
+  },
+  {
+    name: 'reset_password',
+    admin: false,
+    kind: 'mutation',
+    graphql: 'reset_password',
+    protocols: ['graphql', 'rest', 'grpc'],
+    rest: { method: 'POST', path: '/v1/reset_password' },
+    grpc: { service: 'Latchkey', method: 'ResetPassword' },
+    document: 'mutation($params: ResetPasswordRequest) { reset_password(params: $params) { message } }',
+    input: S_ResetPasswordRequest,
     output: S_Response,
   },
   {
