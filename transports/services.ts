@@ -10,7 +10,7 @@ import type { Logger } from './logger.ts';
 import { SYSTEM_CLOCK, type Clock } from './context.ts';
 import { adminSecretAuthenticator, type Authenticator } from './authenticate.ts';
 import { VERSION } from './version.ts';
-import { plugAdmin } from './operations/admin.ts';
+import { plugAdmin } from './operations/admin_plug.ts';
 import { plugAuth } from './operations/auth.ts';
 import { plugFgaEngine } from './operations/permissions.ts';
 

@@ -1,7 +1,7 @@
 /**
  * The super-admin operations (spec: Admin endpoints, GraphQL-only
- * administrative operations) and the plug that builds the admin service in
- * the composition root.
+ * administrative operations); their shapes are in `admin_shapes.ts`, the
+ * plug that builds the admin service in `admin_plug.ts`.
  *
  * Protocol support follows the spec's client table. The five parameterless
  * methods of its middle row (admin_logout, admin_session, admin_meta,
@@ -10,164 +10,33 @@
  * GraphQL refuses them as unknown fields before anything runs. `_env` is
  * GraphQL-only.
  */
-import type { Transaction } from 'sequelize';
 import { LatchkeyError } from '../../engine/errors.ts';
-import type { Engine } from '../../engine/index.ts';
-import {
-  ADMIN_COOKIE,
-  AdminService,
-  EMAIL_TEMPLATE_EVENTS,
-  MAX_PAGE_LIMIT,
-  SqlMailOutbox,
-  WEBHOOK_EVENTS,
-  type AdminCallContext,
-  type AdminFailureCounter,
-  type FgaUserTuples,
-  type IdentityPort,
-  type WebhookEvent,
-} from '../../admin/index.ts';
-import { MailQueue, createSmtpMailer, type UserRecord } from '../../auth/index.ts';
+import { ADMIN_COOKIE, AdminService, EMAIL_TEMPLATE_EVENTS, WEBHOOK_EVENTS, type AdminCallContext, type WebhookEvent } from '../../admin/index.ts';
+import type { UserRecord } from '../../auth/index.ts';
 import { redactedConfig } from '../flags.ts';
 import type { RequestContext } from '../context.ts';
-import type { Authenticator } from '../authenticate.ts';
-import type { Services } from '../services.ts';
 import { EMPTY, MESSAGE, s } from '../shape.ts';
 import { ALL_PROTOCOLS, defineOperation, type AnyOperation } from './types.ts';
-import { META, metaFromConfig } from './meta.ts';
-import { engineHooks } from './engine_hooks.ts';
-import { createRedisFailureCounter } from '../admin_failures.ts';
-import { Redis } from 'ioredis';
+import { metaFromConfig } from './meta.ts';
 import { VERSION } from '../version.ts';
+import {
+  ADMIN_META,
+  AUDIT_LOG,
+  EMAIL_TEMPLATE,
+  FGA_MODEL,
+  FGA_TUPLE,
+  FGA_TUPLE_INPUT,
+  PAGINATION,
+  PAGINATION_INPUT,
+  USER,
+  VERIFICATION_REQUEST,
+  WEBHOOK,
+  WEBHOOK_LOG,
+} from './admin_shapes.ts';
 
-// ------------------------------------------------------------------ shapes
-
-const PAGINATION_INPUT = s.object('PaginationInput', {
-  page: s.optional(s.int({ min: 1, doc: 'Page number, from 1 (default 1)' })),
-  limit: s.optional(s.int({ min: 1, max: MAX_PAGE_LIMIT, doc: `Page size, 1 to ${MAX_PAGE_LIMIT} (default 10)` })),
-});
-
-const PAGINATION = s.object('Pagination', {
-  page: s.int(),
-  limit: s.int(),
-  offset: s.int(),
-  total: s.int(),
-});
-
-/** The public User (never the password hash). */
-export const USER = s.object(
-  'User',
-  {
-    id: s.string(),
-    email: s.optional(s.string()),
-    email_verified: s.bool(),
-    signup_methods: s.string(),
-    given_name: s.optional(s.string()),
-    family_name: s.optional(s.string()),
-    middle_name: s.optional(s.string()),
-    nickname: s.optional(s.string()),
-    preferred_username: s.optional(s.string()),
-    gender: s.optional(s.string()),
-    birthdate: s.optional(s.string()),
-    phone_number: s.optional(s.string()),
-    phone_number_verified: s.bool(),
-    picture: s.optional(s.string()),
-    roles: s.list(s.string()),
-    created_at: s.int({ doc: 'Unix seconds' }),
-    updated_at: s.int({ doc: 'Unix seconds' }),
-    revoked_timestamp: s.optional(s.int({ doc: 'Unix seconds; set by revoke_access, cleared by enable_access' })),
-    is_multi_factor_auth_enabled: s.optional(s.bool()),
-    app_data: s.optional(s.json()),
-  },
-  { doc: 'A user account' },
-);
-
-const VERIFICATION_REQUEST = s.object('VerificationRequest', {
-  id: s.string(),
-  identifier: s.string({ doc: 'The kind: basic_auth_signup, forgot_password, magic_link_login, invite_member, ...' }),
-  token: s.optional(s.string({ doc: 'Always null: only a digest of the token is stored, so a live link cannot be read back' })),
-  email: s.string(),
-  expires: s.int(),
-  created_at: s.int(),
-  updated_at: s.int(),
-  nonce: s.string(),
-  redirect_uri: s.string(),
-});
-
-const WEBHOOK = s.object('Webhook', {
-  id: s.string(),
-  event_name: s.string(),
-  event_description: s.string(),
-  endpoint: s.string(),
-  headers: s.map(),
-  enabled: s.bool(),
-  created_at: s.int(),
-  updated_at: s.int(),
-});
-
-const WEBHOOK_LOG = s.object('WebhookLog', {
-  id: s.string(),
-  webhook_id: s.string(),
-  delivery_id: s.string({ doc: 'The delivery (webhook-id header) this attempt belongs to' }),
-  event_name: s.string(),
-  attempt: s.int(),
-  http_status: s.int({ doc: '0 when no response arrived or the address was refused' }),
-  duration_ms: s.int(),
-  outcome: s.string({ doc: 'delivered, failed or refused' }),
-  error: s.string(),
-  request: s.string(),
-  response: s.string({ doc: 'Response text, capped' }),
-  created_at: s.int(),
-  updated_at: s.int(),
-});
-
-const EMAIL_TEMPLATE = s.object('EmailTemplate', {
-  id: s.string(),
-  event_name: s.string(),
-  subject: s.string(),
-  template: s.string(),
-  design: s.string(),
-  created_at: s.int(),
-  updated_at: s.int(),
-});
-
-const AUDIT_LOG = s.object('AuditLog', {
-  id: s.string(),
-  actor_id: s.string(),
-  actor_type: s.string(),
-  actor_email: s.string(),
-  action: s.string(),
-  resource_type: s.string(),
-  resource_id: s.string(),
-  ip_address: s.string(),
-  user_agent: s.string(),
-  metadata: s.string({ doc: 'JSON text' }),
-  created_at: s.int(),
-});
-
-const FGA_TUPLE = s.object('FgaTuple', { user: s.string(), relation: s.string(), object: s.string() });
-const FGA_TUPLE_INPUT = s.object('FgaTupleInput', {
-  user: s.string({ minLength: 1 }),
-  relation: s.string({ minLength: 1 }),
-  object: s.string({ minLength: 1 }),
-});
-const FGA_MODEL = s.object('FgaModel', { id: s.string(), dsl: s.string() });
-
-const ADMIN_META = s.object(
-  'AdminMeta',
-  {
-    ...META.fields,
-    server_version: s.string({ doc: 'Version of this server' }),
-    roles: s.list(s.string()),
-    default_roles: s.list(s.string()),
-    protected_roles: s.list(s.string()),
-    is_fga_enabled: s.bool(),
-    is_email_service_enabled: s.bool(),
-    is_admin_header_auth_enabled: s.bool(),
-    webhook_events: s.list(s.string()),
-    email_template_events: s.list(s.string()),
-  },
-  { doc: 'Meta plus admin-only fields' },
-);
+import { asEngine } from './admin_plug.ts';
+export { plugAdmin } from './admin_plug.ts';
+export { USER } from './admin_shapes.ts';
 
 // ------------------------------------------------------------------ helpers
 
@@ -608,122 +477,3 @@ export const ADMIN_OPERATIONS: readonly AnyOperation[] = [
     handler: async (ctx) => adminOf(ctx).fgaReset(callCtx(ctx)),
   }),
 ];
-
-// ------------------------------------------------------------------ plug
-
-function asEngine(v: unknown): Engine | undefined {
-  const looks = (x: unknown): x is Engine =>
-    typeof x === 'object' && x !== null && ['readModel', 'writeModel', 'write', 'read', 'listUsers', 'expand', 'reset'].every((m) => typeof (x as Record<string, unknown>)[m] === 'function');
-  if (looks(v)) return v;
-  const inner = (v as { engine?: unknown } | undefined)?.engine;
-  return looks(inner) ? inner : undefined;
-}
-
-function asIdentity(v: unknown): IdentityPort | undefined {
-  const x = v as Partial<IdentityPort> | undefined;
-  return x && typeof x === 'object' && x.users && typeof x.endAllSessions === 'function' ? (x as IdentityPort) : undefined;
-}
-
-/**
- * How delete_user reaches the FGA tuples: inside its own transaction when the
- * FGA store is a SQL store on the main connection, then a refresh of the
- * in-process mirror and cache; otherwise (memory store, another database) the
- * admin service deletes through the engine after the commit.
- */
-function fgaUserTuplesOf(services: Services): FgaUserTuples | undefined {
-  const engine = asEngine(services.engine);
-  const hooks = engine === undefined ? undefined : engineHooks(engine);
-  if (hooks === undefined) return undefined;
-  // SqlStore.sequelize and SqlStore.deleteTuplesOfUsers, read structurally so a store without them falls back to the engine path.
-  const store = hooks.sqlStore as unknown as
-    | { readonly sequelize?: unknown; deleteTuplesOfUsers?: (users: readonly string[], options: { transaction: Transaction }) => Promise<number> }
-    | undefined;
-  const remove = store?.deleteTuplesOfUsers;
-  const shared = store !== undefined && store.sequelize === services.sequelize && typeof remove === 'function';
-  return {
-    deleteInTransaction: shared ? (users, transaction) => remove.call(store, users, { transaction }) : undefined,
-    refresh: () => hooks.refresh(),
-  };
-}
-
-/**
- * With `--redis-url`, wrong admin secrets are counted in Redis so that every
- * instance shares one budget per IP; otherwise in process.
- */
-function adminFailureCounter(services: Services): AdminFailureCounter | undefined {
-  const url = services.config.redisUrl;
-  if (!url) return undefined;
-  const redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
-  redis.on('error', (err: Error) => services.logger.warn('redis error (admin secret limiter)', { err: err.message }));
-  services.closers.push(async () => {
-    redis.disconnect();
-  });
-  return createRedisFailureCounter({ redis, namespace: services.config.clientId ?? '' });
-}
-
-/**
- * Builds the admin service into `services.admin` (after the engine and the
- * identity service are plugged in), the persisted mail queue when
- * `--smtp-host` is set (exposed as `services.admin.mail` for every mail the
- * server sends),
- * and the admin authenticator: the header secret (rate limited per IP,
- * ignored under `--disable-admin-header-auth`) and the `service-admin`
- * session cookie. Starts the webhook delivery worker; registers its stop.
- */
-export async function plugAdmin(services: Services): Promise<AdminService> {
-  const c = services.config;
-  let mail: MailQueue | undefined;
-  if (c.smtpHost) {
-    const mailer = createSmtpMailer({
-      host: c.smtpHost,
-      port: c.smtpPort,
-      username: c.smtpUsername,
-      password: c.smtpPassword,
-      senderEmail: c.smtpSenderEmail ?? '',
-      senderName: c.smtpSenderName,
-      localName: c.smtpLocalName,
-      skipTlsVerification: c.skipTlsVerification,
-    });
-    // Mails wait in the admin store's outbox table (created by the admin migrations below) until sent.
-    mail = new MailQueue({
-      mailer,
-      store: new SqlMailOutbox(services.sequelize),
-      clock: () => services.clock.now().getTime(),
-      onError: (err, info) => services.logger.warn('mail not sent', { mail_id: info.id, attempt: info.attempt, final: info.final, err }),
-    });
-    services.closers.push(async () => {
-      await mail?.close();
-      mailer.close();
-    });
-  }
-  const service = await AdminService.create({
-    sequelize: services.sequelize,
-    adminSecret: c.adminSecret ?? '',
-    signingSecret: c.clientSecret ?? '',
-    allowPrivateWebhooks: c.webhookAllowPrivateNetworks,
-    identity: asIdentity(services.auth),
-    engine: () => asEngine(services.engine),
-    fgaUserTuples: () => fgaUserTuplesOf(services),
-    mail,
-    allowedRoles: c.roles,
-    defaultRoles: c.defaultRoles,
-    allowedOrigins: c.allowedOrigins,
-    organization: { name: c.organizationName ?? 'Latchkey', logo: c.organizationLogo ?? '' },
-    clock: () => services.clock.now().getTime(),
-    webhooks: { onError: (err) => services.logger.error('webhook worker error', { err }) },
-    failureCounter: adminFailureCounter(services),
-  });
-  services.admin = service;
-  const authenticator: Authenticator = async (credentials, info) => {
-    const via = await service.sessions.authenticate(credentials, info.clientIp, c.disableAdminHeaderAuth);
-    if (via === 'header') return { kind: 'super_admin', via: 'admin_secret_header' };
-    if (via === 'cookie') return { kind: 'super_admin', via: 'admin_cookie' };
-    return undefined;
-  };
-  // First in the chain: the header check here is the rate-limited one.
-  services.authenticators.unshift(authenticator);
-  service.start();
-  mail?.start();
-  services.closers.push(() => service.close());
-  return service;
-}
