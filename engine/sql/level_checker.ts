@@ -9,8 +9,9 @@
  * all the reads of one graph level are issued together, so the request
  * reader (engine/reader.ts) coalesces them into at most three store calls
  * per level (point lookups, userset lookups, other forward lookups; two with
- * `combineReads`) — one SQL round trip each instead of one per node — and a
- * node is expanded once (visited set).
+ * `combineReads`), which `SqlStore` answers with one statement — one SQL
+ * round trip per level instead of one per node — and a node is expanded once
+ * (visited set).
  *
  * It defers to the inner resolver (exact semantics) for everything else, and
  * whenever the fast path could differ from it: a node at or beyond the depth
@@ -49,8 +50,9 @@ export class LevelChecker implements CheckResolver {
    * @param options.inner the exact evaluator (default: a new {@link LocalChecker}).
    * @param options.combineReads read usersets together with the other forward
    *   lookups (`'all'`, filtered here): two store calls per level instead of
-   *   three. Worth it where a call is a round trip (SQL); on the memory store
-   *   it costs more than it saves. Default false.
+   *   three. `SqlStore` answers all the calls of one level with one statement
+   *   anyway, so there it only adds rows (every plain user on the path); on
+   *   the memory store it costs more than it saves. Default false.
    */
   constructor(options: { inner?: CheckResolver; combineReads?: boolean } = {}) {
     this.#inner = options.inner ?? new LocalChecker();

@@ -1,12 +1,15 @@
 /**
  * A {@link TupleStore} on SQLite, PostgreSQL or MySQL/MariaDB through
- * sequelize. It uses the one connection it is given (the process's), never
- * opens its own, and never closes it.
+ * sequelize. It uses the sequelize instance it is given (the process's) and
+ * never closes it; on a SQLite file it keeps two connections of its own in
+ * that instance's connection manager (a writer and a reader), released by
+ * {@link SqlStore.close}.
  *
- * Every batched read of the interface is one SQL statement, so the evaluator,
- * which coalesces the reads of one graph level (engine/reader.ts), costs one
- * round trip per level: `readUserTuples` and `readObjectRelations` are one
- * `WHERE (…) IN ((…), …)` each.
+ * The point and forward reads issued in the same tick (the reads of one graph
+ * level, which the evaluator's reader issues together) are answered by one
+ * statement (engine/sql/level_reads.ts): one round trip per level. Hot
+ * statements run on driver connections with bound parameters
+ * (engine/sql/raw.ts).
  *
  * Writes run in one transaction that first increments the single-row
  * revision (which also serialises concurrent writers, in this process and in
@@ -32,6 +35,7 @@ import { runMigrations, type SqlDialect } from './migrate.ts';
 import { FGA_MIGRATIONS } from './fga_migrations.ts';
 import { isBusy, rawConnection, type RawConnection } from './raw.ts';
 import { applyWrite, deleteUsersTuples, WriteViolation } from './sql_writer.ts';
+import { branchTag, levelSql, type Branch } from './level_reads.ts';
 
 /** Options of {@link SqlStore.open}. */
 export interface SqlStoreOptions {
@@ -61,13 +65,18 @@ interface ChangeRow extends Omit<TupleRow, 'revision'> {
   inserted_at: number | string;
 }
 
-/** sequelize connection-manager key of the SQLite writer connection. */
+/** sequelize connection-manager keys of the SQLite writer and reader connections. */
 const WRITER_UUID = 'latchkey_fga_writer';
+const READER_UUID = 'latchkey_fga_reader';
+
+/** The part of sequelize's connection manager the store uses for driver connections. */
+interface PoolManager {
+  getConnection(options: { uuid?: string; type?: string }): Promise<{ uuid?: string }>;
+  releaseConnection(connection: unknown): unknown;
+}
 
 const TUPLE_COLUMNS = 'object_type, object_id, relation, _user, condition_name, condition_context, revision';
-const T_COLUMNS = 't.object_type, t.object_id, t.relation, t._user, t.condition_name, t.condition_context, t.revision';
 const PK = ['object_type', 'object_id', 'relation', '_user'] as const;
-const OR_KEY = ['object_type', 'object_id', 'relation'] as const;
 
 function pkOf(t: TupleKey): string[] {
   const i = t.object.indexOf(':');
@@ -125,6 +134,11 @@ export class SqlStore implements TupleStore {
   readonly #dialect: SqlDialect;
   readonly #batch: number;
   readonly #now: () => number;
+  /** Point and forward reads queued in this tick (see {@link SqlStore.#levelRead}). */
+  #pendingReads: { branch: Branch; resolve: (found: Map<string, StoredTuple[]>) => void; reject: (err: unknown) => void }[] = [];
+  #levelStatements = 0;
+  /** SQLite on a file: the store's own reader connection, opened on first read. */
+  #readerConn: Promise<{ conn: RawConnection; connection: { uuid?: string } }> | undefined;
   /** SQLite on a file: the store's own writer connection, opened on first write. */
   #writerConn: Promise<{ conn: RawConnection; connection: unknown }> | undefined;
   /** In-process writer queue: SQLite allows one writer, and queueing here avoids lock waits between our own writes. */
@@ -185,6 +199,7 @@ export class SqlStore implements TupleStore {
 
   async #select<T>(sql: string, replacements: unknown[], transaction?: Transaction): Promise<T[]> {
     this.#open();
+    if (transaction === undefined && (this.#dialect !== 'sqlite' || this.#sqliteFile())) return this.#read<T>(sql, replacements);
     try {
       const opts: Parameters<Sequelize['query']>[1] & { type: QueryTypes.SELECT } = { replacements, type: QueryTypes.SELECT, raw: true };
       if (transaction !== undefined) opts.transaction = transaction;
@@ -300,6 +315,40 @@ export class SqlStore implements TupleStore {
     const p = this.#writeQueue.then(run, run);
     this.#writeQueue = p.catch(() => undefined);
     return p;
+  }
+
+  /**
+   * A read outside any transaction, on a driver connection with bound
+   * parameters (engine/sql/raw.ts): SQLite on the store's reader connection
+   * (opened once, like the writer; in WAL mode it sees every committed write
+   * and never waits for the writer), PostgreSQL and MySQL on a connection
+   * taken from sequelize's pool for the statement.
+   */
+  async #read<T>(sql: string, params: readonly unknown[]): Promise<T[]> {
+    const cm = (this.#sequelize as unknown as { connectionManager: PoolManager }).connectionManager;
+    try {
+      if (this.#dialect === 'sqlite') {
+        this.#readerConn ??= cm.getConnection({ uuid: READER_UUID }).then(
+          (connection) => {
+            connection.uuid = READER_UUID;
+            return { conn: rawConnection('sqlite', connection), connection };
+          },
+          (err: unknown) => {
+            this.#readerConn = undefined;
+            throw err;
+          },
+        );
+        return (await (await this.#readerConn).conn.run<T>(sql, params, true)).rows;
+      }
+      const connection = await cm.getConnection({ type: 'SELECT' });
+      try {
+        return (await rawConnection(this.#dialect, connection).run<T>(sql, params, true)).rows;
+      } finally {
+        await Promise.resolve(cm.releaseConnection(connection)).catch(() => undefined);
+      }
+    } catch (err) {
+      throw backendError(err);
+    }
   }
 
   #sqliteFile(): boolean {
@@ -437,43 +486,78 @@ export class SqlStore implements TupleStore {
 
   async readUserTuples(keys: readonly UserTupleKey[]): Promise<(StoredTuple | undefined)[]> {
     if (keys.length === 0) return [];
-    const byKey = new Map<string, StoredTuple>();
-    for (const part of chunks(keys, this.#batch)) {
-      const m = this.#match(PK, part.map((k) => [k.objectType, k.objectId, k.relation, k.user]));
-      const rows = await this.#select<TupleRow>(`SELECT ${T_COLUMNS} FROM fga_tuple t${m.join}${m.where === '' ? '' : ` WHERE ${m.where}`}`, m.params);
-      for (const r of rows) byKey.set(`${r.object_type}\u0000${r.object_id}\u0000${r.relation}\u0000${r._user}`, toStored(r));
-    }
-    return keys.map((k) => byKey.get(`${k.objectType}\u0000${k.objectId}\u0000${k.relation}\u0000${k.user}`));
+    const found = await this.#levelRead({ kind: 'point', keys });
+    return keys.map((k) => found.get(`${k.objectType}\u0000${k.objectId}\u0000${k.relation}\u0000${k.user}`)?.[0]);
   }
 
   async readObjectRelations(keys: readonly ObjectRelationKey[], kind: UserKind): Promise<StoredTuple[][]> {
     if (keys.length === 0) return [];
-    const byKey = new Map<string, StoredTuple[]>();
-    for (const part of chunks(keys, this.#batch)) {
-      const keyRows = part.map((k) => [k.objectType, k.objectId, k.relation]);
-      const kindFilter = kind === 'usersets' ? " AND t.user_kind = 's'" : '';
-      let sql: string;
-      let params: string[];
-      if (this.#dialect === 'postgres') {
-        // A lateral lookup per key: with a plain join PostgreSQL may pick a scan of the whole table (3.8 ms for one key, 190 ms for 50, at 50 k rows).
-        params = keyRows.flat();
-        sql = `SELECT ${T_COLUMNS} FROM (VALUES ${keyRows.map(() => '(?, ?, ?)').join(', ')}) AS k(object_type, object_id, relation) CROSS JOIN LATERAL (SELECT * FROM fga_tuple t WHERE t.object_type = k.object_type AND t.object_id = k.object_id AND t.relation = k.relation${kindFilter}) t`;
-      } else {
-        const m = this.#match(OR_KEY, keyRows);
-        params = m.params;
-        sql = `SELECT ${T_COLUMNS} FROM fga_tuple t WHERE ${m.where}${kindFilter}`;
-      }
-      // No ORDER BY: PostgreSQL would then walk the whole primary key in order instead of looking the keys up. Groups are sorted here.
-      const rows = await this.#select<TupleRow>(sql, params);
-      for (const r of rows) {
-        const k = `${r.object_type}\u0000${r.object_id}\u0000${r.relation}`;
-        let list = byKey.get(k);
-        if (list === undefined) byKey.set(k, (list = []));
-        list.push(toStored(r));
+    const found = await this.#levelRead({ kind, keys });
+    return keys.map((k) => found.get(`${k.objectType}\u0000${k.objectId}\u0000${k.relation}`) ?? []);
+  }
+
+  /** Number of statements that answered point and forward reads (for tests and benchmarks). */
+  get levelStatements(): number {
+    return this.#levelStatements;
+  }
+
+  /**
+   * Queues a point or forward read; the reads queued in the same tick are
+   * answered together by one statement (engine/sql/level_reads.ts). Resolves
+   * to the matching tuples by key (`type\0id\0relation[\0user]`), each group
+   * ordered by user.
+   */
+  #levelRead(branch: Branch): Promise<Map<string, StoredTuple[]>> {
+    this.#open();
+    return new Promise((resolve, reject) => {
+      this.#pendingReads.push({ branch, resolve, reject });
+      if (this.#pendingReads.length === 1) queueMicrotask(() => void this.#flushReads());
+    });
+  }
+
+  async #flushReads(): Promise<void> {
+    const pending = this.#pendingReads;
+    this.#pendingReads = [];
+    // One branch per kind, keys deduplicated (a repeated key would repeat rows in PostgreSQL's VALUES join).
+    const byTag = new Map<number, { branch: Branch; seen: Set<string> }>();
+    for (const p of pending) {
+      const tag = branchTag(p.branch);
+      let entry = byTag.get(tag);
+      if (entry === undefined) byTag.set(tag, (entry = { branch: { kind: p.branch.kind, keys: [] } as Branch, seen: new Set() }));
+      for (const k of p.branch.keys as readonly (UserTupleKey | ObjectRelationKey)[]) {
+        const id = 'user' in k ? `${k.objectType}\u0000${k.objectId}\u0000${k.relation}\u0000${k.user}` : `${k.objectType}\u0000${k.objectId}\u0000${k.relation}`;
+        if (entry.seen.has(id)) continue;
+        entry.seen.add(id);
+        (entry.branch.keys as (UserTupleKey | ObjectRelationKey)[]).push(k);
       }
     }
-    for (const list of byKey.values()) if (list.length > 1) list.sort(byUser);
-    return keys.map((k) => byKey.get(`${k.objectType}\u0000${k.objectId}\u0000${k.relation}`) ?? []);
+    const found = new Map<number, Map<string, StoredTuple[]>>();
+    try {
+      const branches = [...byTag.values()].map((e) => e.branch);
+      // One statement when every branch fits in a batch; larger reads are split per branch and batch.
+      const statements: Branch[][] = branches.every((b) => b.keys.length <= this.#batch)
+        ? [branches]
+        : branches.flatMap((b) => chunks(b.keys as readonly (UserTupleKey | ObjectRelationKey)[], this.#batch).map((keys) => [{ kind: b.kind, keys } as Branch]));
+      for (const st of statements) {
+        const { sql, params } = levelSql(this.#dialect, st);
+        this.#levelStatements++;
+        const rows = await this.#select<TupleRow & { q: number | string }>(sql, params);
+        for (const r of rows) {
+          const tag = Number(r.q);
+          let m = found.get(tag);
+          if (m === undefined) found.set(tag, (m = new Map()));
+          const k = tag === 0 ? `${r.object_type}\u0000${r.object_id}\u0000${r.relation}\u0000${r._user}` : `${r.object_type}\u0000${r.object_id}\u0000${r.relation}`;
+          let list = m.get(k);
+          if (list === undefined) m.set(k, (list = []));
+          list.push(toStored(r));
+        }
+      }
+    } catch (err) {
+      for (const p of pending) p.reject(err);
+      return;
+    }
+    for (const m of found.values()) for (const list of m.values()) if (list.length > 1) list.sort(byUser);
+    for (const p of pending) p.resolve(found.get(branchTag(p.branch)) ?? new Map());
   }
 
   async readStartingWithUsers(query: { objectType: string; relation: string; users: readonly string[]; objectIds?: readonly string[] }): Promise<StoredTuple[]> {
@@ -626,11 +710,13 @@ export class SqlStore implements TupleStore {
   async close(): Promise<void> {
     await this.#writeQueue;
     this.#closed = true;
-    const writer = this.#writerConn;
+    const own = [this.#writerConn, this.#readerConn];
     this.#writerConn = undefined;
-    if (writer !== undefined) {
-      const { connection } = await writer.catch(() => ({ connection: undefined }));
-      const cm = (this.#sequelize as unknown as { connectionManager: { releaseConnection(c: unknown): unknown } }).connectionManager;
+    this.#readerConn = undefined;
+    const cm = (this.#sequelize as unknown as { connectionManager: PoolManager }).connectionManager;
+    for (const c of own) {
+      if (c === undefined) continue;
+      const { connection } = await c.catch(() => ({ connection: undefined }));
       if (connection !== undefined) await Promise.resolve(cm.releaseConnection(connection)).catch(() => undefined);
     }
   }

@@ -13,6 +13,7 @@ import { LevelChecker } from '../../engine/sql/level_checker.ts';
 import { ReferenceDataset, REFERENCE_MODEL_DSL } from '../../bench/baseline/dataset.ts';
 import { buildQueries, QUERY_SETS } from '../../bench/baseline/queries.ts';
 import { openSqlStore } from './sql_helpers.ts';
+import { sqlBackends } from '../helpers/databases.ts';
 
 async function load(store: TupleStore, ds: ReferenceDataset): Promise<void> {
   const all: TupleKey[] = [];
@@ -59,8 +60,11 @@ test('level checker on SQLite: correct answers, one store call per read kind per
     const neg = buildQueries(ds, 'negative', 10);
     const c0 = calls;
     const l0 = level.stats.levels;
+    const s0 = store.levelStatements;
     for (const q of neg) await engine.check(q);
     t.true(calls - c0 <= 2 * (level.stats.levels - l0), `${calls - c0} calls for ${level.stats.levels - l0} levels`);
+    // The store answers the calls of one level with one statement.
+    t.is(store.levelStatements - s0, level.stats.levels - l0);
     t.true((level.stats.levels - l0) / neg.length <= 10);
   } finally {
     await teardown();
@@ -155,3 +159,37 @@ test('level checker equals the evaluator on random graphs (property)', async (t)
     ),
   );
 });
+
+
+for (const backend of sqlBackends()) {
+  test(`sql ${backend}: the point and forward reads of one tick are one statement`, async (t) => {
+    const { store, teardown } = await openSqlStore(backend);
+    try {
+      await store.write([], [
+        { object: 'doc:1', relation: 'viewer', user: 'user:a' },
+        { object: 'doc:1', relation: 'viewer', user: 'group:g#member' },
+        { object: 'doc:2', relation: 'viewer', user: 'user:b', condition: { name: 'c', context: { x: 1 } } },
+        { object: 'group:g', relation: 'member', user: 'user:c' },
+      ]);
+      const s0 = store.levelStatements;
+      const [points, all, sets, again] = await Promise.all([
+        store.readUserTuples([
+          { objectType: 'doc', objectId: '1', relation: 'viewer', user: 'user:a' },
+          { objectType: 'doc', objectId: '1', relation: 'viewer', user: 'user:A' },
+          { objectType: 'doc', objectId: '2', relation: 'viewer', user: 'user:b' },
+        ]),
+        store.readObjectRelations([{ objectType: 'doc', objectId: '1', relation: 'viewer' }, { objectType: 'group', objectId: 'g', relation: 'member' }, { objectType: 'doc', objectId: '9', relation: 'viewer' }], 'all'),
+        store.readObjectRelations([{ objectType: 'doc', objectId: '1', relation: 'viewer' }], 'usersets'),
+        store.readObjectRelations([{ objectType: 'doc', objectId: '1', relation: 'viewer' }], 'all'),
+      ]);
+      t.is(store.levelStatements - s0, 1);
+      t.deepEqual(points.map((p) => p?.user), ['user:a', undefined, 'user:b']);
+      t.deepEqual(points[2]?.condition, { name: 'c', context: { x: 1 } });
+      t.deepEqual(all.map((l) => l.map((x) => x.user)), [['group:g#member', 'user:a'], ['user:c'], []]);
+      t.deepEqual(sets.map((l) => l.map((x) => x.user)), [['group:g#member']]);
+      t.deepEqual(again.map((l) => l.map((x) => x.user)), [['group:g#member', 'user:a']]);
+    } finally {
+      await teardown();
+    }
+  });
+}
