@@ -73,9 +73,23 @@ export class GraphIndex {
   readonly nodes = new Map<number, GraphNode>();
   readonly #reverse: Map<number, Set<number>> | undefined;
   readonly #plans = new WeakMap<TypeSystem, Map<string, Map<number, Plan | null>>>();
-  readonly #admitted = new WeakMap<TypeSystem, Map<string, boolean>>();
+  readonly #admitted = new WeakMap<TypeSystem, Map<string, Map<number, (boolean | undefined)[]>>>();
+  /** Per string number: its user form's number (see #shapeOf), computed on first use. */
+  readonly #shape: number[] = [];
+  readonly #shapes = new Map<string, number>();
+  // Scratch state of a walk (reach is synchronous; a nested walk gets its own).
+  #walking = false;
+  #visited = new Map<number, number>();
+  #stack: number[] = [];
+  #dispatches = 0;
+  #error: unknown = undefined;
   /** Number of tuples. */
   size = 0;
+
+  /** Number of interned strings. */
+  get strings(): number {
+    return this.#strings.length;
+  }
 
   constructor(options: { reverse?: boolean } = {}) {
     this.#reverse = options.reverse === false ? undefined : new Map();
@@ -259,20 +273,68 @@ export class GraphIndex {
   }
 
   /** Whether the model admits tuple `type#relation@<user u>` with this condition (as the tuple reader filters). */
-  #admits(ts: TypeSystem, type: string, relation: string, u: number, condition: string | undefined): boolean {
-    let m = this.#admitted.get(ts);
-    if (m === undefined) this.#admitted.set(ts, (m = new Map()));
+  #admits(ts: TypeSystem, type: string, relation: number, u: number, condition: string | undefined): boolean {
+    if (condition !== undefined) return this.#admitsSlow(ts, type, relation, u, condition);
+    // Unconditioned tuples, the common case: by type, relation number and user shape, no key string built.
+    let byType = this.#admitted.get(ts);
+    if (byType === undefined) this.#admitted.set(ts, (byType = new Map()));
+    let byRel = byType.get(type);
+    if (byRel === undefined) byType.set(type, (byRel = new Map()));
+    let byShape = byRel.get(relation);
+    if (byShape === undefined) byRel.set(relation, (byShape = []));
+    const shape = this.#shapeOf(u);
+    let v = byShape[shape];
+    if (v === undefined) v = byShape[shape] = this.#admitsSlow(ts, type, relation, u, undefined);
+    return v;
+  }
+
+  #admitsSlow(ts: TypeSystem, type: string, relation: number, u: number, condition: string | undefined): boolean {
     const kind = this.#kind[u]!;
     const utype = this.#type[u]!;
     const usRel = kind === USERSET ? this.#relNames[this.#usRelation[u]!]! : '';
-    const k = `${type}#${relation}@${utype}|${kind}|${usRel}|${condition ?? ''}`;
-    let v = m.get(k);
-    if (v === undefined) {
-      const user: ParsedUser = kind === OBJECT ? { kind: 'object', type: utype, id: 'x' } : kind === WILDCARD ? { kind: 'wildcard', type: utype } : { kind: 'userset', type: utype, id: 'x', relation: usRel };
-      v = tupleReadable(ts, type, relation, user, condition);
-      m.set(k, v);
+    const user: ParsedUser = kind === OBJECT ? { kind: 'object', type: utype, id: 'x' } : kind === WILDCARD ? { kind: 'wildcard', type: utype } : { kind: 'userset', type: utype, id: 'x', relation: usRel };
+    return tupleReadable(ts, type, this.#relNames[relation]!, user, condition);
+  }
+
+  /** A small number per user form (type, kind, userset relation): what type restrictions look at. */
+  #shapeOf(u: number): number {
+    let s = this.#shape[u];
+    if (s === undefined) {
+      const k = `${this.#type[u]!}|${this.#kind[u]!}|${this.#usRelation[u]!}`;
+      s = this.#shapes.get(k);
+      if (s === undefined) this.#shapes.set(k, (s = this.#shapes.size));
+      this.#shape[u] = s;
     }
-    return v;
+    return s;
+  }
+
+  #conditionHolds(ts: TypeSystem, c: TupleCondition | undefined, context: Record<string, unknown> | undefined): boolean {
+    if (c === undefined || c.name === '') return true;
+    const compiled = ts.condition(c.name);
+    if (compiled === undefined) return false;
+    try {
+      return compiled.evaluate(c.context, context);
+    } catch (err) {
+      this.#error ??= err;
+      return false;
+    }
+  }
+
+  /** One dispatch of the evaluator: the depth limit first, then the visited set, then the budget. */
+  #push(o: number, r: number, depth: number, limits: ReachLimits): void {
+    if (depth >= limits.maxDepth) {
+      this.#error ??= depthExceeded();
+      return;
+    }
+    const key = o * REL_SLOTS + r;
+    const seen = this.#visited.get(key);
+    if (seen !== undefined && seen <= depth) return;
+    this.#visited.set(key, depth);
+    if (++this.#dispatches > limits.maxDispatches) {
+      this.#error ??= budgetExceeded();
+      return;
+    }
+    this.#stack.push(o, r, depth);
   }
 
   /**
@@ -285,93 +347,81 @@ export class GraphIndex {
    * union (the caller resolves it another way).
    */
   reach(ts: TypeSystem, objectType: string, objectId: string, relation: string, userType: string, userId: string, limits: ReachLimits): boolean | undefined {
-    const start = this.#ids.get(`${objectType}:${objectId}`);
+    // An object no tuple names is walked as number -1: its nodes are empty, its computed relations still count.
+    const start = this.#ids.get(`${objectType}:${objectId}`) ?? -1;
     const startRel = this.rel(relation);
     const uid = this.#ids.get(`${userType}:${userId}`);
     const wid = this.#ids.get(`${userType}:*`);
-    const maxDepth = limits.maxDepth;
-    let dispatches = 1;
-    if (dispatches > limits.maxDispatches) throw budgetExceeded();
-    let error: unknown;
-    const visited = new Map<number, number>();
-    const stackObj: number[] = [];
-    const stackRel: number[] = [];
-    const stackDepth: number[] = [];
-    // No tuple names the object: the evaluator answers that at once.
-    if (start === undefined) return undefined;
-    visited.set(start * REL_SLOTS + startRel, 0);
-    stackObj.push(start);
-    stackRel.push(startRel);
-    stackDepth.push(0);
-    const conditionHolds = (c: TupleCondition | undefined): boolean => {
-      if (c === undefined || c.name === '') return true;
-      const compiled = ts.condition(c.name);
-      if (compiled === undefined) return false;
-      try {
-        return compiled.evaluate(c.context, limits.context);
-      } catch (err) {
-        error ??= err;
-        return false;
-      }
-    };
-    // Each push is one dispatch of the evaluator: depth limit first, then the visited set, then the budget.
-    const push = (o: number, r: number, depth: number): void => {
-      if (depth >= maxDepth) {
-        error ??= depthExceeded();
-        return;
-      }
-      const key = o * REL_SLOTS + r;
-      const seen = visited.get(key);
-      if (seen !== undefined && seen <= depth) return;
-      visited.set(key, depth);
-      if (++dispatches > limits.maxDispatches) {
-        error ??= budgetExceeded();
-        return;
-      }
-      stackObj.push(o);
-      stackRel.push(r);
-      stackDepth.push(depth);
-    };
-    while (stackObj.length > 0) {
-      const obj = stackObj.pop()!;
-      const rel = stackRel.pop()!;
-      const depth = stackDepth.pop()!;
-      const type = this.#type[obj]!;
-      const plan = this.#plan(ts, type, rel);
-      if (plan === null) return undefined;
-      const relName = this.#relNames[rel]!;
-      if (plan.direct) {
-        const n = this.nodes.get(obj * REL_SLOTS + rel);
-        if (n !== undefined) {
-          if (n.users !== undefined) {
-            if (uid !== undefined && n.users.has(uid) && this.#admits(ts, type, relName, uid, n.conds?.get(uid)?.name) && conditionHolds(n.conds?.get(uid))) return true;
-            if (wid !== undefined && n.users.has(wid) && this.#admits(ts, type, relName, wid, n.conds?.get(wid)?.name) && conditionHolds(n.conds?.get(wid))) return true;
-          }
-          if (n.usersets !== undefined && plan.usersets) {
-            for (const us of n.usersets.keys()) {
-              const c = n.conds?.get(us);
-              if (!this.#admits(ts, type, relName, us, c?.name) || !conditionHolds(c)) continue;
-              push(this.#usObject[us]!, this.#usRelation[us]!, depth + 1);
+    const plan0 = this.#plan(ts, objectType, startRel);
+    if (plan0 === null) return undefined;
+    // A direct grant on the object itself answers before anything is allocated.
+    if (plan0.direct && uid !== undefined) {
+      const n = this.nodes.get(start * REL_SLOTS + startRel);
+      if (n?.users?.has(uid) === true && n.conds === undefined && this.#admits(ts, objectType, startRel, uid, undefined)) return true;
+    }
+    if (this.#walking) return new GraphIndex({ reverse: false }).#walkOf(this, ts, objectType, start, startRel, uid, wid, limits);
+    return this.#walkOf(this, ts, objectType, start, startRel, uid, wid, limits);
+  }
+
+  /** The walk, with scratch state held on `this` (reused between walks; `index` holds the tuples). */
+  #walkOf(index: GraphIndex, ts: TypeSystem, objectType: string, start: number, startRel: number, uid: number | undefined, wid: number | undefined, limits: ReachLimits): boolean | undefined {
+    this.#walking = true;
+    this.#error = undefined;
+    this.#dispatches = 1;
+    this.#visited.clear();
+    const stack = this.#stack;
+    stack.length = 0;
+    try {
+      if (this.#dispatches > limits.maxDispatches) throw budgetExceeded();
+      this.#visited.set(start * REL_SLOTS + startRel, 0);
+      stack.push(start, startRel, 0);
+      const nodes = index.nodes;
+      while (stack.length > 0) {
+        const depth = stack.pop()!;
+        const rel = stack.pop()!;
+        const obj = stack.pop()!;
+        const type = obj === -1 ? objectType : index.#type[obj]!;
+        const plan = index.#plan(ts, type, rel);
+        if (plan === null) return undefined;
+        if (plan.direct) {
+          const n = nodes.get(obj * REL_SLOTS + rel);
+          if (n !== undefined) {
+            const conds = n.conds;
+            if (n.users !== undefined) {
+              if (uid !== undefined && n.users.has(uid) && index.#admits(ts, type, rel, uid, conds?.get(uid)?.name) && this.#conditionHolds(ts, conds?.get(uid), limits.context)) return true;
+              if (wid !== undefined && n.users.has(wid) && index.#admits(ts, type, rel, wid, conds?.get(wid)?.name) && this.#conditionHolds(ts, conds?.get(wid), limits.context)) return true;
+            }
+            if (n.usersets !== undefined && plan.usersets) {
+              for (const us of n.usersets.keys()) {
+                const c = conds?.get(us);
+                if (!index.#admits(ts, type, rel, us, c?.name) || !this.#conditionHolds(ts, c, limits.context)) continue;
+                this.#push(index.#usObject[us]!, index.#usRelation[us]!, depth + 1, limits);
+              }
             }
           }
         }
-      }
-      for (const c of plan.computed) push(obj, c, depth + 1);
-      for (const { tupleset, computed, name } of plan.ttu) {
-        const n = this.nodes.get(obj * REL_SLOTS + tupleset);
-        if (n === undefined || n.users === undefined) continue;
-        const tsName = this.#relNames[tupleset]!;
-        for (const p of n.users.keys()) {
-          if (this.#kind[p] !== OBJECT) continue;
-          const c = n.conds?.get(p);
-          if (!this.#admits(ts, type, tsName, p, c?.name)) continue;
-          if (ts.rewrite(this.#type[p]!, name) === undefined) continue;
-          if (!conditionHolds(c)) continue;
-          push(p, computed, depth + 1);
+        for (const c of plan.computed) this.#push(obj, c, depth + 1, limits);
+        for (const t of plan.ttu) {
+          const n = nodes.get(obj * REL_SLOTS + t.tupleset);
+          if (n === undefined || n.users === undefined) continue;
+          const conds = n.conds;
+          for (const p of n.users.keys()) {
+            if (index.#kind[p] !== OBJECT) continue;
+            const c = conds?.get(p);
+            if (!index.#admits(ts, type, t.tupleset, p, c?.name)) continue;
+            if (ts.rewrite(index.#type[p]!, t.name) === undefined) continue;
+            if (!this.#conditionHolds(ts, c, limits.context)) continue;
+            this.#push(p, t.computed, depth + 1, limits);
+          }
         }
       }
+      if (this.#error !== undefined) throw this.#error;
+      return false;
+    } finally {
+      this.#walking = false;
+      this.#error = undefined;
+      if (this.#visited.size > 4096) this.#visited = new Map();
+      if (stack.length > 4096) this.#stack = [];
     }
-    if (error !== undefined) throw error;
-    return false;
   }
 }
