@@ -24,6 +24,23 @@ for (const backend of sqlBackends()) {
     }
   });
 
+  test(`sql ${backend}: scanTuples returns identifiers exactly, even ones the engine would reject`, async (t) => {
+    const { store, teardown } = await openSqlStore(backend);
+    try {
+      const odd = [
+        { object: 'doc:a\tb', relation: 'viewer', user: 'user:x' },
+        { object: 'doc:c', relation: 'viewer', user: 'user:\ty' },
+        { object: 'doc:d', relation: 'viewer', user: 'user:z' },
+      ];
+      await store.write([], odd);
+      const seen: string[] = [];
+      for await (const batch of store.scanTuples({ batchSize: 2 })) for (const x of batch) seen.push(`${x.object}|${x.relation}|${x.user}`);
+      t.deepEqual(seen.sort(), odd.map((x) => `${x.object}|${x.relation}|${x.user}`).sort());
+    } finally {
+      await teardown();
+    }
+  });
+
   test(`sql ${backend}: a failed write leaves no revision, tuple or change behind`, async (t) => {
     const { store, teardown } = await openSqlStore(backend);
     try {
