@@ -120,7 +120,9 @@ export interface ResolutionContext {
    * check (again only from a shallower depth), which keeps dense cyclic
    * union graphs linear.
    */
-  visited?: Map<string, number>;
+  visited?: Map<string, number> | undefined;
+  /** Set with `visited` (true) or without it (false) by the engine: whether the top-level relation is monotone, known without touching `visited`. */
+  monotone?: boolean;
   /**
    * Set when the model has cycles through intersection or exclusion operands
    * (`TypeSystem.hasCyclesThroughAndOrButNot`): answers then depend on the

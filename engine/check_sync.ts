@@ -59,7 +59,8 @@ export function resolveSync(req: ResolveCheckRequest, ctx: ResolutionContext): R
   if (req.scope.isCancelled()) return CANCELLED;
   // A top-level check of a monotone relation by a plain user is reachability: the store may walk its index directly.
   const user = req.user;
-  if (req.depth === 0 && req.path === undefined && ctx.visited !== undefined && user.kind === 'object' && !ctx.reader.hasContextualTuples) {
+  const monotone = ctx.monotone ?? ctx.visited !== undefined;
+  if (monotone && req.depth === 0 && req.path === undefined && user.kind === 'object' && !ctx.reader.hasContextualTuples) {
     const source = ctx.reader.sync!;
     if (source.reachSync !== undefined) {
       const allowed = source.reachSync(ctx.ts, req.objectType, req.objectId, req.relation, user.type, user.id, ctx);

@@ -123,6 +123,53 @@ function isPlainObject(v: unknown): boolean {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
+/**
+ * The resolution context of a single check: its memo, path memo and visited
+ * set are made on first use (a cache hit or an index walk never uses them),
+ * and it counts its own dispatches.
+ */
+class TopContext implements ResolutionContext {
+  readonly ts: TypeSystem;
+  readonly reader: TupleReader;
+  readonly context: Record<string, unknown> | undefined;
+  readonly maxDepth: number;
+  readonly maxDispatches: number;
+  readonly resolver: CheckResolver;
+  readonly monotone: boolean;
+  consistency?: Consistency;
+  noReuse?: boolean;
+  dispatches = 0;
+  #memo: Map<string, ResolveCheckResult> | undefined;
+  #pathMemo: Map<string, { hits: readonly string[]; height: number }[]> | undefined;
+  #visited: Map<string, number> | undefined;
+
+  constructor(ts: TypeSystem, reader: TupleReader, context: Record<string, unknown> | undefined, limits: CheckLimits, resolver: CheckResolver, monotone: boolean) {
+    this.ts = ts;
+    this.reader = reader;
+    this.context = context;
+    this.maxDepth = limits.maxResolutionDepth;
+    this.maxDispatches = limits.maxDispatchesPerCheck;
+    this.resolver = resolver;
+    this.monotone = monotone;
+  }
+
+  get memo(): Map<string, ResolveCheckResult> {
+    return (this.#memo ??= new Map());
+  }
+
+  get pathMemo(): Map<string, { hits: readonly string[]; height: number }[]> {
+    return (this.#pathMemo ??= new Map());
+  }
+
+  get visited(): Map<string, number> | undefined {
+    return this.monotone ? (this.#visited ??= new Map()) : undefined;
+  }
+
+  get stats(): { dispatches: number } {
+    return this;
+  }
+}
+
 /** Check, BatchCheck and the preparation the query operations share. */
 export class CheckPath {
   readonly #store: TupleStore;
@@ -229,8 +276,13 @@ export class CheckPath {
       stats: { dispatches: 0 },
     };
     if (ctx.consistency !== undefined) out.consistency = ctx.consistency;
-    if (ts.isMonotone(type, relation)) out.visited = new Map();
-    else if (ts.hasCyclesThroughAndOrButNot) out.noReuse = true;
+    if (ts.isMonotone(type, relation)) {
+      out.visited = new Map();
+      out.monotone = true;
+    } else {
+      out.monotone = false;
+      if (ts.hasCyclesThroughAndOrButNot) out.noReuse = true;
+    }
     return out;
   }
 
@@ -257,20 +309,10 @@ export class CheckPath {
     const user = this.parseCheckUser(ts, req.user, FGA_CODES.validation_error);
     const request = { objectType: object.type, objectId: object.id, relation: req.relation, user, depth: 0, path: undefined, scope: new Scope() };
     if (ctx !== undefined) return ctx.resolver.resolveCheck(request, this.topLevel(ctx, ts, object.type, req.relation));
-    const top: ResolutionContext = {
-      ts,
-      reader: this.#reader(ts),
-      context: req.context,
-      maxDepth: this.#limits.maxResolutionDepth,
-      memo: new Map(),
-      pathMemo: new Map(),
-      maxDispatches: this.#limits.maxDispatchesPerCheck,
-      resolver: this.#resolver,
-      stats: { dispatches: 0 },
-    };
+    const monotone = ts.isMonotone(object.type, req.relation);
+    const top = new TopContext(ts, this.#reader(ts), req.context, this.#limits, this.#resolver, monotone);
     if (req.consistency !== undefined) top.consistency = req.consistency;
-    if (ts.isMonotone(object.type, req.relation)) top.visited = new Map();
-    else if (ts.hasCyclesThroughAndOrButNot) top.noReuse = true;
+    if (!monotone && ts.hasCyclesThroughAndOrButNot) top.noReuse = true;
     return this.#resolver.resolveCheck(request, top);
   }
 
