@@ -23,6 +23,8 @@ export interface RawResult<T> {
 export interface RawConnection {
   /** Runs `sql`; `returnsRows` tells SQLite whether to collect rows (SELECT, RETURNING). */
   run<T = Record<string, unknown>>(sql: string, params: readonly unknown[], returnsRows?: boolean): Promise<RawResult<T>>;
+  /** Releases what the wrapper holds on the connection (prepared statements); the connection stays open. */
+  dispose?(): Promise<void>;
 }
 
 const dollarCache = new Map<string, string>();
@@ -45,13 +47,27 @@ interface PgClient {
 interface MysqlConnection {
   query(sql: string, values: unknown[], cb: (err: unknown, result: unknown) => void): void;
 }
+interface Sqlite3Statement {
+  all(params: unknown[], cb: (err: unknown, rows: unknown[]) => void): void;
+  run(params: unknown[], cb: (this: { changes: number }, err: unknown) => void): void;
+  finalize(cb?: (err: unknown) => void): void;
+}
 interface Sqlite3Database {
   all(sql: string, params: unknown[], cb: (err: unknown, rows: unknown[]) => void): void;
   run(sql: string, params: unknown[], cb: (this: { changes: number }, err: unknown) => void): void;
+  prepare(sql: string, cb: (err: unknown) => void): Sqlite3Statement;
 }
 
-/** Wraps the driver connection of `dialect`. */
-export function rawConnection(dialect: SqlDialect, connection: unknown): RawConnection {
+/** Prepared statements kept per SQLite connection (level reads have a few shapes per key count). */
+const SQLITE_STATEMENTS = 256;
+
+/**
+ * Wraps the driver connection of `dialect`. With `prepared` (SQLite only, for
+ * connections the caller owns), statements are prepared once per SQL text and
+ * reused: sqlite3's `Database#all` prepares, runs and finalizes a statement
+ * per call, three trips through the driver's thread pool instead of one.
+ */
+export function rawConnection(dialect: SqlDialect, connection: unknown, prepared = false): RawConnection {
   if (dialect === 'postgres') {
     const client = connection as PgClient;
     return {
@@ -76,6 +92,7 @@ export function rawConnection(dialect: SqlDialect, connection: unknown): RawConn
     };
   }
   const db = connection as Sqlite3Database;
+  if (prepared) return preparedSqlite(db);
   return {
     run<T>(sql: string, params: readonly unknown[], returnsRows = false) {
       return new Promise<RawResult<T>>((resolve, reject) => {
@@ -88,6 +105,52 @@ export function rawConnection(dialect: SqlDialect, connection: unknown): RawConn
           });
         }
       });
+    },
+  };
+}
+
+function preparedSqlite(db: Sqlite3Database): RawConnection {
+  // Promises, so that two reads of one new SQL text share one prepared statement.
+  const statements = new Map<string, Promise<Sqlite3Statement>>();
+  const statement = (sql: string): Promise<Sqlite3Statement> => {
+    const cached = statements.get(sql);
+    if (cached !== undefined) {
+      // Most recently used last.
+      statements.delete(sql);
+      statements.set(sql, cached);
+      return cached;
+    }
+    if (statements.size >= SQLITE_STATEMENTS) {
+      const [oldest, old] = statements.entries().next().value!;
+      statements.delete(oldest);
+      // Finalized once its queued runs are done (sqlite3 queues operations per statement).
+      void old.then((st) => st.finalize(), () => undefined);
+    }
+    const p = new Promise<Sqlite3Statement>((resolve, reject) => {
+      const st = db.prepare(sql, (err) => (err ? reject(err) : resolve(st)));
+    });
+    p.catch(() => statements.delete(sql));
+    statements.set(sql, p);
+    return p;
+  };
+  return {
+    async run<T>(sql: string, params: readonly unknown[], returnsRows = false) {
+      const st = await statement(sql);
+      return new Promise<RawResult<T>>((resolve, reject) => {
+        if (returnsRows) {
+          st.all([...params], (err, rows) => (err ? reject(err) : resolve({ rows: rows as T[], changes: rows.length })));
+        } else {
+          st.run([...params], function (err) {
+            if (err) reject(err);
+            else resolve({ rows: [], changes: this.changes });
+          });
+        }
+      });
+    },
+    async dispose() {
+      const all = [...statements.values()];
+      statements.clear();
+      await Promise.all(all.map((p) => p.then((st) => new Promise<void>((resolve) => st.finalize(() => resolve())), () => undefined)));
     },
   };
 }

@@ -331,7 +331,7 @@ export class SqlStore implements TupleStore {
         this.#readerConn ??= cm.getConnection({ uuid: READER_UUID }).then(
           (connection) => {
             connection.uuid = READER_UUID;
-            return { conn: rawConnection('sqlite', connection), connection };
+            return { conn: rawConnection('sqlite', connection, true), connection };
           },
           (err: unknown) => {
             this.#readerConn = undefined;
@@ -622,11 +622,13 @@ export class SqlStore implements TupleStore {
 
   /**
    * Every tuple, in batches of `batchSize` (default 10,000, 1..100,000), in
-   * primary-key order: keyset pages of the primary key, one statement each
-   * (no `OFFSET`, so each page costs the same): a tuple present for the whole scan is
-   * returned exactly once, one written or deleted meanwhile may or may not
-   * be. A caller that keeps a copy current reads {@link SqlStore.revision}
-   * before the scan and replays the changelog after that revision.
+   * no promised order. PostgreSQL: a cursor in one repeatable-read
+   * transaction (one snapshot). SQLite, MySQL: keyset pages of the primary
+   * key, one statement each (no `OFFSET`, so each page costs the same): a
+   * tuple present for the whole scan is returned exactly once, one written
+   * or deleted meanwhile may or may not be. A caller that keeps a copy current
+   * reads {@link SqlStore.revision} before the scan and replays the changelog
+   * after that revision.
    */
   async *scanTuples(options: { batchSize?: number } = {}): AsyncGenerator<StoredTuple[]> {
     this.#open();
@@ -642,6 +644,10 @@ export class SqlStore implements TupleStore {
       ? `CONCAT(object_type, ':', object_id, ${tab}, relation, ${tab}, _user)`
       : `object_type || ':' || object_id || ${tab} || relation || ${tab} || _user`;
     const order = 'ORDER BY object_type, object_id, relation, _user';
+    if (this.#dialect === 'postgres') {
+      yield* this.#scanPostgres(key, size);
+      return;
+    }
     let after: string[] | undefined;
     const where = (): string => (after === undefined ? '' : ` WHERE ${this.#after(PK)}`);
     const params = (): unknown[] => (after === undefined ? [size] : [...this.#afterParams(after), size]);
@@ -672,6 +678,51 @@ export class SqlStore implements TupleStore {
       const last = out[out.length - 1]!;
       const colon = last.object.indexOf(':');
       after = [last.object.slice(0, colon), last.object.slice(colon + 1), last.relation, last.user];
+    }
+  }
+
+  /**
+   * PostgreSQL: a cursor over the table in one read-only repeatable-read
+   * transaction (one snapshot), fetched `size` rows at a time. Keyset pages
+   * were planned as a sequential scan and a sort per page once a page is a
+   * few percent of the table (43 s for 1 M tuples in 50 k pages).
+   */
+  async *#scanPostgres(key: string, size: number): AsyncGenerator<StoredTuple[]> {
+    const cm = (this.#sequelize as unknown as { connectionManager: PoolManager }).connectionManager;
+    let connection: { uuid?: string };
+    try {
+      connection = await cm.getConnection({ type: 'SELECT' });
+    } catch (err) {
+      throw backendError(err);
+    }
+    const conn = rawConnection('postgres', connection);
+    let open = false;
+    try {
+      await conn.run('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', []);
+      open = true;
+      await conn.run(`DECLARE latchkey_fga_scan NO SCROLL CURSOR FOR SELECT ${key} AS k, condition_name, condition_context, revision, object_type, object_id, relation, _user FROM fga_tuple`, []);
+      for (;;) {
+        this.#open();
+        const rows = (await conn.run<TupleRow & { k: string }>(`FETCH FORWARD ${size} FROM latchkey_fga_scan`, [])).rows;
+        if (rows.length === 0) return;
+        const out = new Array<StoredTuple>(rows.length);
+        for (let i = 0; i < rows.length; i++) {
+          const r = rows[i]!;
+          const parts = r.k.split('\t');
+          const t: StoredTuple = parts.length === 3
+            ? { object: parts[0]!, relation: parts[1]!, user: parts[2]!, revision: Number(r.revision) }
+            : { object: `${r.object_type}:${r.object_id}`, relation: r.relation, user: r._user, revision: Number(r.revision) };
+          if (r.condition_name !== null && r.condition_name !== '') t.condition = condition(r.condition_name, r.condition_context)!;
+          out[i] = t;
+        }
+        yield out;
+        if (rows.length < size) return;
+      }
+    } catch (err) {
+      throw backendError(err);
+    } finally {
+      if (open) await conn.run('COMMIT', []).catch(() => undefined);
+      await Promise.resolve(cm.releaseConnection(connection)).catch(() => undefined);
     }
   }
 
@@ -743,8 +794,10 @@ export class SqlStore implements TupleStore {
     const cm = (this.#sequelize as unknown as { connectionManager: PoolManager }).connectionManager;
     for (const c of own) {
       if (c === undefined) continue;
-      const { connection } = await c.catch(() => ({ connection: undefined }));
-      if (connection !== undefined) await Promise.resolve(cm.releaseConnection(connection)).catch(() => undefined);
+      const opened = await c.catch(() => undefined);
+      if (opened === undefined) continue;
+      await opened.conn.dispose?.().catch(() => undefined);
+      await Promise.resolve(cm.releaseConnection(opened.connection)).catch(() => undefined);
     }
   }
 }
