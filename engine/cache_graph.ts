@@ -27,8 +27,9 @@
  * Answers carry `height = maxDepth - 1`, so a cache above serves them to
  * top-level requests only.
  */
-import { LocalChecker, type CheckResolver, type ResolveCheckResult } from './check.ts';
+import { LocalChecker, type CheckResolver } from './check.ts';
 import { GraphIndex } from './graph_index.ts';
+import { topAnswer } from './check_sync.ts';
 import { LatchkeyError } from './errors.ts';
 import type { TupleKey, TupleStore } from './store.ts';
 import type { LatestModelHint } from './engine_check.ts';
@@ -55,7 +56,6 @@ export interface GraphMirrorStats {
   deferred: number;
 }
 
-const NONE: ReadonlySet<string> = new Set();
 
 export class GraphMirror {
   readonly #inner: TupleStore;
@@ -153,11 +153,10 @@ export class GraphMirror {
         ) {
           if (this.#now() - this.#confirmedAt > this.#pollMs) await this.#refresh();
           const user = req.user;
-          const answer = this.#index.reach(ctx.ts, req.objectType, req.objectId, req.relation, user.type, user.id, ctx);
+          const answer = this.#index.reach(ctx.ts, req.objectType, req.objectId, req.relation, user.type, user.id, ctx, req.object);
           if (answer !== undefined) {
             this.#fast++;
-            const r: ResolveCheckResult = { allowed: answer, cycle: false, height: Math.max(0, ctx.maxDepth - 1), hits: NONE };
-            return r;
+            return topAnswer(answer, ctx.maxDepth);
           }
           this.#deferred++;
         }

@@ -54,6 +54,8 @@ export interface ResolveCheckRequest {
   path: PathNode | undefined;
   /** Cancellation scope: set once an enclosing operator has decided. */
   scope: Scope;
+  /** `objectType:objectId` as the caller had it, when it did (saves building it again). */
+  object?: string;
 }
 
 /** The answer to a sub-problem. */

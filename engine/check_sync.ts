@@ -42,6 +42,21 @@ const CANCELLED: R = { allowed: false, cycle: true, height: 0, hits: null };
 const TRUE_UNREUSABLE: R = { allowed: true, cycle: false, height: 0, hits: null };
 const REVISIT: R = { allowed: false, cycle: true, height: 0, hits: null };
 
+/**
+ * Answers of a whole top-level check, by depth limit: height is the most a
+ * resolution may use, so a cache above serves them to top-level requests only.
+ */
+const TOP: R[][] = [];
+
+export function topAnswer(allowed: boolean, maxDepth: number): R {
+  let pair = TOP[maxDepth];
+  if (pair === undefined) {
+    const height = Math.max(0, maxDepth - 1);
+    pair = TOP[maxDepth] = [Object.freeze({ allowed: false, cycle: false, height, hits: NONE }), Object.freeze({ allowed: true, cycle: false, height, hits: NONE })];
+  }
+  return pair[allowed ? 1 : 0]!;
+}
+
 function mergeHits(a: Hits, b: Hits): Hits {
   if (a === null || b === null) return null;
   if (a.size === 0) return b;
@@ -63,9 +78,8 @@ export function resolveSync(req: ResolveCheckRequest, ctx: ResolutionContext): R
   if (monotone && req.depth === 0 && req.path === undefined && user.kind === 'object' && !ctx.reader.hasContextualTuples) {
     const source = ctx.reader.sync!;
     if (source.reachSync !== undefined) {
-      const allowed = source.reachSync(ctx.ts, req.objectType, req.objectId, req.relation, user.type, user.id, ctx);
-      // Height: the most a resolution may use, so a cache above serves the answer to top-level requests only.
-      if (allowed !== undefined) return { allowed, cycle: false, height: Math.max(0, ctx.maxDepth - 1), hits: NONE };
+      const allowed = source.reachSync(ctx.ts, req.objectType, req.objectId, req.relation, user.type, user.id, ctx, req.object);
+      if (allowed !== undefined) return topAnswer(allowed, ctx.maxDepth);
     }
   }
   return resolve(req.objectType, req.objectId, req.relation, req.user, req.depth, req.path, ctx);

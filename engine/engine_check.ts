@@ -307,7 +307,7 @@ export class CheckPath {
       throw invalid(`relation '${object.type}#${show(req.relation)}' not found`, { reason: 'relation_not_found' });
     }
     const user = this.parseCheckUser(ts, req.user, FGA_CODES.validation_error);
-    const request = { objectType: object.type, objectId: object.id, relation: req.relation, user, depth: 0, path: undefined, scope: new Scope() };
+    const request = { objectType: object.type, objectId: object.id, relation: req.relation, user, depth: 0, path: undefined, scope: new Scope(), object: req.object };
     if (ctx !== undefined) return ctx.resolver.resolveCheck(request, this.topLevel(ctx, ts, object.type, req.relation));
     const monotone = ts.isMonotone(object.type, req.relation);
     const top = new TopContext(ts, this.#reader(ts), req.context, this.#limits, this.#resolver, monotone);

@@ -44,6 +44,11 @@ export interface GraphNode {
   conds: Map<number, TupleCondition> | undefined;
 }
 
+interface ModelState {
+  plans: Map<string, Map<number, Plan | null>>;
+  admitted: Map<string, Map<number, (boolean | undefined)[]>>;
+}
+
 interface Plan {
   direct: boolean;
   /** The direct part admits userset users. */
@@ -72,13 +77,17 @@ export class GraphIndex {
   readonly #relNames: string[] = [];
   readonly nodes = new Map<number, GraphNode>();
   readonly #reverse: Map<number, Set<number>> | undefined;
-  readonly #plans = new WeakMap<TypeSystem, Map<string, Map<number, Plan | null>>>();
-  readonly #admitted = new WeakMap<TypeSystem, Map<string, Map<number, (boolean | undefined)[]>>>();
+  /** Per model version: plans by type and relation number, and type-restriction answers by type, relation number and user form. */
+  readonly #perModel = new WeakMap<TypeSystem, ModelState>();
+  #lastTs: TypeSystem | undefined;
+  #lastState: ModelState | undefined;
   /** Per string number: its user form's number (see #shapeOf), computed on first use. */
   readonly #shape: number[] = [];
   readonly #shapes = new Map<string, number>();
   // Scratch state of a walk (reach is synchronous; a nested walk gets its own).
   #walking = false;
+  /** Interned wildcard `type:*` by type. */
+  readonly #wildcards = new Map<string, number>();
   #visited = new Map<number, number>();
   #stack: number[] = [];
   #dispatches = 0;
@@ -114,6 +123,7 @@ export class GraphIndex {
     } else {
       this.#type[id] = s.slice(0, s.indexOf(':'));
       this.#kind[id] = s.endsWith(':*') ? WILDCARD : OBJECT;
+      if (this.#kind[id] === WILDCARD) this.#wildcards.set(this.#type[id]!, id);
       this.#usObject[id] = -1;
       this.#usRelation[id] = -1;
     }
@@ -242,9 +252,17 @@ export class GraphIndex {
 
   // ---------------------------------------------------------------- reach
 
+  #state(ts: TypeSystem): ModelState {
+    if (ts === this.#lastTs) return this.#lastState!;
+    let st = this.#perModel.get(ts);
+    if (st === undefined) this.#perModel.set(ts, (st = { plans: new Map(), admitted: new Map() }));
+    this.#lastTs = ts;
+    this.#lastState = st;
+    return st;
+  }
+
   #plan(ts: TypeSystem, type: string, relation: number): Plan | null {
-    let byType = this.#plans.get(ts);
-    if (byType === undefined) this.#plans.set(ts, (byType = new Map()));
+    const byType = this.#state(ts).plans;
     let byRel = byType.get(type);
     if (byRel === undefined) byType.set(type, (byRel = new Map()));
     let p = byRel.get(relation);
@@ -276,8 +294,7 @@ export class GraphIndex {
   #admits(ts: TypeSystem, type: string, relation: number, u: number, condition: string | undefined): boolean {
     if (condition !== undefined) return this.#admitsSlow(ts, type, relation, u, condition);
     // Unconditioned tuples, the common case: by type, relation number and user shape, no key string built.
-    let byType = this.#admitted.get(ts);
-    if (byType === undefined) this.#admitted.set(ts, (byType = new Map()));
+    const byType = this.#state(ts).admitted;
     let byRel = byType.get(type);
     if (byRel === undefined) byType.set(type, (byRel = new Map()));
     let byShape = byRel.get(relation);
@@ -346,12 +363,12 @@ export class GraphIndex {
    * thrown; otherwise false. `undefined` when the rewrite is not a plain
    * union (the caller resolves it another way).
    */
-  reach(ts: TypeSystem, objectType: string, objectId: string, relation: string, userType: string, userId: string, limits: ReachLimits): boolean | undefined {
+  reach(ts: TypeSystem, objectType: string, objectId: string, relation: string, userType: string, userId: string, limits: ReachLimits, object?: string): boolean | undefined {
     // An object no tuple names is walked as number -1: its nodes are empty, its computed relations still count.
-    const start = this.#ids.get(`${objectType}:${objectId}`) ?? -1;
-    const startRel = this.rel(relation);
+    const start = this.#ids.get(object ?? `${objectType}:${objectId}`) ?? -1;
+    const startRel = this.#rels.get(relation) ?? this.rel(relation);
     const uid = this.#ids.get(`${userType}:${userId}`);
-    const wid = this.#ids.get(`${userType}:*`);
+    const wid = this.#wildcards.get(userType);
     const plan0 = this.#plan(ts, objectType, startRel);
     if (plan0 === null) return undefined;
     // A direct grant on the object itself answers before anything is allocated.

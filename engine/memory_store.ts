@@ -255,9 +255,9 @@ export class MemoryStore implements TupleStore {
   }
 
   /** A top-level check of a monotone relation as a walk over the index (see `GraphIndex.reach`). */
-  reachSync(ts: TypeSystem, objectType: string, objectId: string, relation: string, userType: string, userId: string, limits: ReachLimits): boolean | undefined {
+  reachSync(ts: TypeSystem, objectType: string, objectId: string, relation: string, userType: string, userId: string, limits: ReachLimits, object?: string): boolean | undefined {
     this.#open();
-    return this.#index.reach(ts, objectType, objectId, relation, userType, userId, limits);
+    return this.#index.reach(ts, objectType, objectId, relation, userType, userId, limits, object);
   }
 
   async readUserTuples(keys: readonly UserTupleKey[]): Promise<(StoredTuple | undefined)[]> {

@@ -45,6 +45,7 @@ export interface SyncTupleSource {
     userType: string,
     userId: string,
     limits: { maxDepth: number; maxDispatches: number; context: Record<string, unknown> | undefined },
+    object?: string,
   ): boolean | undefined;
 }
 
