@@ -275,6 +275,10 @@ export async function listObjectIds(
     exactIds.sort();
     return { ids: exactIds.slice(0, max), truncated: true };
   }
+  if (candidates.size === 0) {
+    exactIds.sort();
+    return { ids: exactIds, truncated: false };
+  }
   const exactSet = new Set(exactIds);
   const toCheck = [...candidates].filter((id) => !exactSet.has(id));
   const { confirmed, error } = await confirmCandidates(toCheck, options.check, { concurrency: options.concurrency, max, known: exactIds.length });
