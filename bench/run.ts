@@ -18,6 +18,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const SUITES: Record<string, string> = {
   dsl: './dsl_parse.ts',
   check: './check.ts',
+  list: './list_objects.ts',
   transport: './transport.ts',
   auth: './auth.ts',
 };
