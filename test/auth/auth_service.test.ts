@@ -129,10 +129,10 @@ test.serial('A1: unknown email, wrong password and unverified account give the s
       unverified: () => f.auth.login({ email: 'unverified@example.com', password: STRONG_PASSWORD }),
     };
     const bodies = new Set<string>();
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-    // Machine noise only ever adds time, so a real difference (e.g. a miss path without the dummy
-    // hash: ~0 ms against ~50 ms) fails every attempt; a noisy neighbour may spoil one, so up to
-    // three measurements are taken and the test passes when one of them shows the medians within 20%.
+    // Machine noise only ever adds time, so each case is summarised by its fastest run, and a real
+    // difference (e.g. a miss path without the dummy hash: ~0 ms against ~50 ms) fails every attempt;
+    // a noisy neighbour may still spoil one, so up to three measurements are taken and the test
+    // passes when one of them shows the fastest runs within 20% of each other.
     const attempts: Array<Record<string, number>> = [];
     for (let attempt = 0; attempt < 3; attempt++) {
       const times: Record<string, number[]> = { unknown: [], wrong: [], unverified: [] };
@@ -145,7 +145,7 @@ test.serial('A1: unknown email, wrong password and unverified account give the s
           bodies.add(JSON.stringify({ code: err.code, reason: err.reason, message: err.message }));
         }
       }
-      const m = Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)]));
+      const m = Object.fromEntries(Object.entries(times).map(([k, v]) => [k, Math.min(...v)]));
       attempts.push(m);
       const max = Math.max(...Object.values(m));
       const min = Math.min(...Object.values(m));
@@ -155,7 +155,7 @@ test.serial('A1: unknown email, wrong password and unverified account give the s
     t.deepEqual(JSON.parse([...bodies][0]!), { code: 'unauthenticated', reason: 'invalid_credentials', message: INVALID_CREDENTIALS_MESSAGE });
     const last = attempts[attempts.length - 1]!;
     const spread = (Math.max(...Object.values(last)) - Math.min(...Object.values(last))) / Math.max(...Object.values(last));
-    t.true(spread < 0.2, `medians differ by more than 20% in every attempt: ${JSON.stringify(attempts)}`);
+    t.true(spread < 0.2, `fastest runs differ by more than 20% in every attempt: ${JSON.stringify(attempts)}`);
   } finally {
     await f.close();
   }
@@ -424,8 +424,7 @@ test.serial('A6: sign-up with a taken email still spends a full bcrypt hash befo
   const f = await makeService({ bcryptCost: 10 });
   try {
     await f.auth.signup({ email: 'taken-a6@example.com', password: STRONG_PASSWORD });
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-    // As in A1: up to three measurements, so that a noisy neighbour cannot fail the test alone;
+    // As in A1: fastest runs compared (noise only adds time), up to three measurements, so that a noisy neighbour cannot fail the test alone;
     // a path that skipped the hash (~1 ms against ~50 ms) fails all three.
     const attempts: Array<[number, number]> = [];
     for (let attempt = 0; attempt < 3; attempt++) {
@@ -440,8 +439,8 @@ test.serial('A6: sign-up with a taken email still spends a full bcrypt hash befo
         await f.auth.passwords.hash(STRONG_PASSWORD);
         hash.push(Number(process.hrtime.bigint() - start) / 1e6);
       }
-      attempts.push([median(taken), median(hash)]);
-      if (median(taken) >= 0.8 * median(hash)) break;
+      attempts.push([Math.min(...taken), Math.min(...hash)]);
+      if (Math.min(...taken) >= 0.8 * Math.min(...hash)) break;
     }
     const [a, b] = attempts[attempts.length - 1]!;
     // The spec makes the answer differ (rule 1), so parity is about cost: probing for taken
