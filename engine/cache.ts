@@ -45,6 +45,7 @@ import { LocalChecker, problemKey, type CheckResolver, type PathNode, type Resol
 import type { StoredAuthorizationModel } from './model.ts';
 import type { TupleKey, TupleStore } from './store.ts';
 import type { LatestModelHint } from './engine_check.ts';
+import { type SyncTupleSource, syncSource } from './reader.ts';
 
 export { GraphMirror, type GraphMirrorOptions, type GraphMirrorStats } from './cache_graph.ts';
 export { LevelChecker, type LevelCheckerStats } from './sql/level_checker.ts';
@@ -154,7 +155,35 @@ export class CheckCache {
 
   /** A resolver that answers from the cache and otherwise asks `inner` (default: a new {@link LocalChecker}). */
   resolver(inner: CheckResolver = new LocalChecker()): CheckResolver {
-    return { resolveCheck: (req, ctx) => this.#resolve(inner, req, ctx) };
+    return {
+      resolveCheck: (req, ctx) => this.#resolve(inner, req, ctx),
+      resolveCheckSync: (req, ctx) => this.#resolveSync(inner, req, ctx),
+    };
+  }
+
+  /** A hit, or a miss the inner resolver answers synchronously (then stored); `undefined` otherwise. */
+  #resolveSync(inner: CheckResolver, req: ResolveCheckRequest, ctx: ResolutionContext): ResolveCheckResult | undefined {
+    const lru = this.#lru;
+    if (lru === undefined || ctx.reader.hasContextualTuples || ctx.consistency === 'higher_consistency' || req.scope.isCancelled()) {
+      const r = inner.resolveCheckSync?.(req, ctx);
+      if (r !== undefined && lru !== undefined) this.#stats.bypasses++;
+      return r;
+    }
+    if (this.#fresh() !== undefined) return undefined; // the revision must be re-read first: the asynchronous path does that
+    const pk = problemKey(req.objectType, req.objectId, req.relation, req.user);
+    if (req.path !== undefined && onPath(req.path, pk)) return inner.resolveCheckSync?.(req, ctx);
+    const key = ctx.context === undefined ? `${ctx.ts.id}\n${pk}` : `${ctx.ts.id}\n${JSON.stringify(ctx.context)}\n${pk}`;
+    const hit = this.#lookup(lru, key, req, ctx);
+    if (hit !== undefined) return hit;
+    if (inner.resolveCheckSync === undefined) return undefined;
+    const generation = this.#generation;
+    const r = inner.resolveCheckSync(req, ctx);
+    if (r === undefined) return undefined;
+    this.#stats.misses++;
+    if (r.hits !== null && r.hits.size === 0 && !r.cycle && r.height < HEIGHT_SLOTS && generation === this.#generation) {
+      lru.set(key, generation * 256 + r.height * 2 + (r.allowed ? 1 : 0));
+    }
+    return r;
   }
 
   /** Empties the cache and moves the generation on. */
@@ -300,6 +329,17 @@ export class CheckCache {
       },
       close: () => store.close(),
     };
+    // Synchronous reads pass through like the others, so the evaluator behind the cache keeps its synchronous path.
+    const sync = syncSource(store);
+    if (sync !== undefined) {
+      const w = wrapped as unknown as SyncTupleSource;
+      w.readUserTupleSync = (...a) => sync.readUserTupleSync(...a);
+      w.readObjectRelationSync = (...a) => sync.readObjectRelationSync(...a);
+      if (sync.reachSync !== undefined) {
+        const reach = sync.reachSync.bind(sync);
+        w.reachSync = (...a) => reach(...a);
+      }
+    }
     return wrapped;
   }
 }

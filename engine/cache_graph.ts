@@ -27,7 +27,8 @@
  * Answers carry `height = maxDepth - 1`, so a cache above serves them to
  * top-level requests only.
  */
-import { LocalChecker, type CheckResolver } from './check.ts';
+import { LocalChecker, type CheckResolver, type ResolutionContext, type ResolveCheckRequest, type ResolveCheckResult } from './check.ts';
+import type { ParsedUser } from './tuple.ts';
 import { GraphIndex } from './graph_index.ts';
 import { topAnswer } from './check_sync.ts';
 import { LatchkeyError } from './errors.ts';
@@ -141,29 +142,39 @@ export class GraphMirror {
 
   /** A resolver answering eligible checks from the mirror and the rest from `inner` (default: a new {@link LocalChecker}). */
   resolver(inner: CheckResolver = new LocalChecker()): CheckResolver {
+    const eligible = (req: ResolveCheckRequest, ctx: ResolutionContext): boolean =>
+      req.depth === 0 &&
+      req.path === undefined &&
+      req.user.kind === 'object' &&
+      ctx.consistency !== 'higher_consistency' &&
+      !ctx.reader.hasContextualTuples &&
+      ctx.ts.isMonotone(req.objectType, req.relation);
+    const walk = (req: ResolveCheckRequest, ctx: ResolutionContext): ResolveCheckResult | undefined => {
+      const user = req.user as Extract<ParsedUser, { kind: 'object' }>;
+      const answer = this.#index.reach(ctx.ts, req.objectType, req.objectId, req.relation, user.type, user.id, ctx, req.object);
+      if (answer === undefined) return undefined;
+      this.#fast++;
+      return topAnswer(answer, ctx.maxDepth);
+    };
     return {
       resolveCheck: async (req, ctx) => {
-        if (
-          req.depth === 0 &&
-          req.path === undefined &&
-          req.user.kind === 'object' &&
-          ctx.consistency !== 'higher_consistency' &&
-          !ctx.reader.hasContextualTuples &&
-          ctx.ts.isMonotone(req.objectType, req.relation)
-        ) {
+        if (eligible(req, ctx)) {
           if (this.#now() - this.#confirmedAt > this.#pollMs) await this.#refresh();
-          const user = req.user;
-          const answer = this.#index.reach(ctx.ts, req.objectType, req.objectId, req.relation, user.type, user.id, ctx, req.object);
-          if (answer !== undefined) {
-            this.#fast++;
-            return topAnswer(answer, ctx.maxDepth);
-          }
+          const r = walk(req, ctx);
+          if (r !== undefined) return r;
           this.#deferred++;
         }
         return inner.resolveCheck(req, ctx);
       },
+      // Synchronous only while the mirror is fresh; a stale mirror catches up on the asynchronous path.
+      resolveCheckSync: (req, ctx) => {
+        if (!eligible(req, ctx)) return inner.resolveCheckSync?.(req, ctx);
+        if (this.#now() - this.#confirmedAt > this.#pollMs) return undefined;
+        return walk(req, ctx);
+      },
     };
   }
+
 
   // ---------------------------------------------------------------- index
 

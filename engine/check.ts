@@ -149,6 +149,13 @@ export type Consistency = 'minimize_latency' | 'higher_consistency';
  */
 export interface CheckResolver {
   resolveCheck(req: ResolveCheckRequest, ctx: ResolutionContext): Promise<ResolveCheckResult>;
+  /**
+   * Optional: the same answer without a promise when this resolver can give
+   * it synchronously (a cache hit, an in-memory store), else `undefined` (the
+   * caller then uses {@link CheckResolver.resolveCheck}). Throws what
+   * `resolveCheck` would reject with.
+   */
+  resolveCheckSync?(req: ResolveCheckRequest, ctx: ResolutionContext): ResolveCheckResult | undefined;
 }
 
 /** The key of a sub-problem: `type:id#relation@user`. */
@@ -362,16 +369,20 @@ export class LocalChecker implements CheckResolver {
   }
 
   resolveCheck(req: ResolveCheckRequest, ctx: ResolutionContext): Promise<ResolveCheckResult> {
-    // Models with cycles through `and` / `but not` answer per resolution path, and there the operand that
-    // decides first (a cycle needs no read) sets the answer, as in OpenFGA: they keep the concurrent evaluator.
-    if (this.#sync && ctx.reader.sync !== undefined && ctx.noReuse !== true) {
-      try {
-        return Promise.resolve(resolveSync(req, ctx));
-      } catch (err) {
-        return Promise.reject(err);
-      }
+    try {
+      const r = this.resolveCheckSync(req, ctx);
+      if (r !== undefined) return Promise.resolve(r);
+    } catch (err) {
+      return Promise.reject(err);
     }
     return this.#resolveAsync(req, ctx);
+  }
+
+  resolveCheckSync(req: ResolveCheckRequest, ctx: ResolutionContext): ResolveCheckResult | undefined {
+    // Models with cycles through `and` / `but not` answer per resolution path, and there the operand that
+    // decides first (a cycle needs no read) sets the answer, as in OpenFGA: they keep the concurrent evaluator.
+    if (this.#sync && ctx.reader.sync !== undefined && ctx.noReuse !== true) return resolveSync(req, ctx);
+    return undefined;
   }
 
   async #resolveAsync(req: ResolveCheckRequest, ctx: ResolutionContext): Promise<ResolveCheckResult> {

@@ -297,8 +297,12 @@ export class CheckPath {
   }
 
   /** Validates one check and hands it to the head of the resolver chain. */
-  /** `ctx` undefined: a single check without contextual tuples (its top-level context is built directly). */
-  #resolveOne(ts: TypeSystem, ctx: ResolutionContext | undefined, req: CheckInput): Promise<ResolveCheckResult> {
+  /**
+   * `ctx` undefined: a single check without contextual tuples (its top-level
+   * context is built directly, and a resolver that can answer synchronously
+   * does so: the result is then not a promise).
+   */
+  #resolveOne(ts: TypeSystem, ctx: ResolutionContext | undefined, req: CheckInput): Promise<ResolveCheckResult> | ResolveCheckResult {
     if (req === null || typeof req !== 'object') throw invalid('check request must be an object', { reason: 'invalid_check_input' });
     const object = cachedObject(req.object);
     if (object.id === '*') throw invalid('the object id cannot be a wildcard', { reason: 'invalid_object' });
@@ -313,7 +317,7 @@ export class CheckPath {
     const top = new TopContext(ts, this.#reader(ts), req.context, this.#limits, this.#resolver, monotone);
     if (req.consistency !== undefined) top.consistency = req.consistency;
     if (!monotone && ts.hasCyclesThroughAndOrButNot) top.noReuse = true;
-    return this.#resolver.resolveCheck(request, top);
+    return this.#resolver.resolveCheckSync?.(request, top) ?? this.#resolver.resolveCheck(request, top);
   }
 
   async checkOne(ts: TypeSystem, ctx: ResolutionContext, req: CheckInput): Promise<boolean> {
@@ -327,7 +331,8 @@ export class CheckPath {
       const ts = this.#typesystemNow(req.modelId);
       if (ts !== undefined) {
         if (req.context !== undefined && !isPlainObject(req.context)) throw invalid('context must be an object', { reason: 'invalid_context' });
-        const r = await this.#resolveOne(ts, undefined, req);
+        let r = this.#resolveOne(ts, undefined, req);
+        if (r instanceof Promise) r = await r;
         return { allowed: r.allowed && !r.cycle };
       }
     }
