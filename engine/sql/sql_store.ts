@@ -34,7 +34,7 @@ import type {
 import { runMigrations, type SqlDialect } from './migrate.ts';
 import { FGA_MIGRATIONS } from './fga_migrations.ts';
 import { isBusy, rawConnection, type RawConnection } from './raw.ts';
-import { applyWrite, deleteUsersTuples, WriteViolation } from './sql_writer.ts';
+import { applyInsertOnlyPostgres, applyWrite, deleteUsersTuples, insertOnlyPostgres, WriteViolation } from './sql_writer.ts';
 import { branchTag, levelSql, type Branch } from './level_reads.ts';
 
 /** Options of {@link SqlStore.open}. */
@@ -257,9 +257,7 @@ export class SqlStore implements TupleStore {
         }
       }
     };
-    const p = this.#writeQueue.then(run, run);
-    this.#writeQueue = p.catch(() => undefined);
-    return p;
+    return this.#queued(run);
   }
 
   /**
@@ -312,9 +310,7 @@ export class SqlStore implements TupleStore {
         }
       }
     };
-    const p = this.#writeQueue.then(run, run);
-    this.#writeQueue = p.catch(() => undefined);
-    return p;
+    return this.#queued(run);
   }
 
   /**
@@ -331,7 +327,13 @@ export class SqlStore implements TupleStore {
         this.#readerConn ??= cm.getConnection({ uuid: READER_UUID }).then(
           (connection) => {
             connection.uuid = READER_UUID;
-            return { conn: rawConnection('sqlite', connection, true), connection };
+            const conn = rawConnection('sqlite', connection, true);
+            // sqlite3 refuses to close a connection with prepared statements left: whoever closes it (this
+            // store, or sequelize.close() closing every connection it manages) finalizes them first.
+            const db = connection as unknown as { close(cb?: (err: unknown) => void): void };
+            const close = db.close.bind(db);
+            db.close = (cb) => void conn.dispose!().then(() => close(cb), () => close(cb));
+            return { conn, connection };
           },
           (err: unknown) => {
             this.#readerConn = undefined;
@@ -348,6 +350,25 @@ export class SqlStore implements TupleStore {
       }
     } catch (err) {
       throw backendError(err);
+    }
+  }
+
+  /** Runs `fn` after the store's earlier writes (one writer at a time per store instance). */
+  #queued<T>(fn: () => Promise<T>): Promise<T> {
+    this.#open();
+    const p = this.#writeQueue.then(fn, fn);
+    this.#writeQueue = p.catch(() => undefined);
+    return p;
+  }
+
+  /** Runs `fn` on a connection taken from sequelize's pool (PostgreSQL, MySQL), outside any transaction. */
+  async #withPooled<T>(fn: (conn: RawConnection) => Promise<T>): Promise<T> {
+    const cm = (this.#sequelize as unknown as { connectionManager: PoolManager }).connectionManager;
+    const connection = await cm.getConnection({});
+    try {
+      return await fn(rawConnection(this.#dialect, connection));
+    } finally {
+      await Promise.resolve(cm.releaseConnection(connection)).catch(() => undefined);
     }
   }
 
@@ -434,6 +455,9 @@ export class SqlStore implements TupleStore {
     // round trips per write; the offending tuple is looked up only to word the error, after the rollback.
     let violated: 'missing' | 'exists' | undefined;
     try {
+      if (insertOnlyPostgres(this.#dialect, this.#batch, deletes, writes)) {
+        return await this.#queued(() => this.#withPooled((conn) => applyInsertOnlyPostgres(conn, this.#now(), writes)));
+      }
       return await this.#rawTransaction((conn) => applyWrite(conn, this.#dialect, this.#batch, this.#now(), deletes, writes));
     } catch (err) {
       if (err instanceof WriteViolation) violated = err.kind;

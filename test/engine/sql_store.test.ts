@@ -83,6 +83,18 @@ for (const backend of sqlBackends()) {
   });
 }
 
+test('sql sqlite: the connection closes cleanly after reads and writes, whether or not the store was closed first', async (t) => {
+  for (const closeStore of [true, false]) {
+    const { store, sequelize, db } = await openSqlStore('sqlite');
+    await store.write([], [{ object: 'doc:1', relation: 'viewer', user: 'user:a' }]);
+    await store.readUserTuples([{ objectType: 'doc', objectId: '1', relation: 'viewer', user: 'user:a' }]);
+    await store.readObjectRelations([{ objectType: 'doc', objectId: '1', relation: 'viewer' }], 'all');
+    if (closeStore) await store.close();
+    await t.notThrowsAsync(sequelize.close());
+    await db.drop();
+  }
+});
+
 test('sql store: unknown options are rejected', async (t) => {
   const err = await t.throwsAsync(SqlStore.open({ sequelize: undefined as never, bogus: 1 } as never));
   t.is((err as LatchkeyError).code, 'invalid_argument');
