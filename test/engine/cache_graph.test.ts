@@ -123,6 +123,17 @@ test('mirror fast path equals the evaluator under random writes and checks (prop
   );
 });
 
+/**
+ * Equal answers, with one allowance: in a cyclic graph near the depth limit,
+ * the visited set of a monotone relation resolves each sub-problem once (from
+ * the shallowest depth it was met at), so whether a deeper path that would
+ * hit the limit is ever explored depends on the order of exploration. There
+ * one evaluator may answer false and the other resolution_too_complex; never
+ * true against anything else, never another error (docs/check.md).
+ */
+const DEPTH_ERROR = 'error failed_precondition/resolution_too_complex';
+const agree = (a: string, b: string): boolean => a === b || (a === 'false' && b === DEPTH_ERROR) || (a === DEPTH_ERROR && b === 'false');
+
 test('synchronous evaluator and index walk equal the asynchronous evaluator, conditions included (property)', async (t) => {
   // The memory store answers reads synchronously (engine/check_sync.ts, GraphIndex.reach);
   // LocalChecker({ sync: false }) resolves the same store through promises.
@@ -166,7 +177,7 @@ test('synchronous evaluator and index walk equal the asynchronous evaluator, con
           const [fast, slow] = pair(o.depth);
           const want = await outcome(slow, req);
           const got = await outcome(fast, req);
-          if (want !== got) throw new Error(`${req.object}#${req.relation}@${req.user} x=${String(o.x)} depth ${o.depth}: async ${want}, sync ${got}`);
+          if (!agree(want, got)) throw new Error(`${req.object}#${req.relation}@${req.user} x=${String(o.x)} depth ${o.depth}: async ${want}, sync ${got}`);
         }
         return true;
       }),

@@ -434,7 +434,9 @@ test('the synchronous and asynchronous evaluators answer alike', async (t) => {
   // `sync: false` resolves the same store through promises, as for SQL stores.
   // Same model, tuples, contextual tuples and depth limit: same answer or the
   // same error code. `blocked` may hold group usersets (cycles reach `but not`)
-  // and small depth limits make resolution_too_complex errors common.
+  // and small depth limits make resolution_too_complex errors common; where
+  // the visited set makes that error depend on the order of exploration, one
+  // may answer false instead (docs/check.md, "Two evaluators").
   const outcome = async (engine: Engine, q: { user: string; relation: string; object: string; contextualTuples?: TupleKey[] }): Promise<string> => {
     try {
       return String((await engine.check(q)).allowed);
@@ -472,7 +474,11 @@ test('the synchronous and asynchronous evaluators answer alike', async (t) => {
             for (const q of [{ user, relation, object }, { user, relation, object, contextualTuples: contextual }]) {
               const a = await outcome(fast, q);
               const b = await outcome(slow, q);
-              if (a !== b) throw new Error(`${object}#${relation}@${user} (${q.contextualTuples === undefined ? 'no' : contextual.length} contextual, depth ${depth}): sync ${a}, async ${b}`);
+              // One allowance (see test/engine/cache_graph.test.ts, `agree`): false against a depth error in cyclic graphs near the limit.
+              const depthError = 'failed_precondition/2002';
+              if (a !== b && !((a === 'false' && b === depthError) || (a === depthError && b === 'false'))) {
+                throw new Error(`${object}#${relation}@${user} (${q.contextualTuples === undefined ? 'no' : contextual.length} contextual, depth ${depth}): sync ${a}, async ${b}`);
+              }
               compared++;
             }
           }
