@@ -17,6 +17,8 @@ import type { SqlDialect } from './migrate.ts';
 export interface RawResult<T> {
   rows: T[];
   changes: number;
+  /** MySQL: the OK packet's insert id (also what `LAST_INSERT_ID(expr)` set). */
+  insertId?: number;
 }
 
 /** A driver connection that runs one statement at a time. */
@@ -85,7 +87,8 @@ export function rawConnection(dialect: SqlDialect, connection: unknown, prepared
           conn.query(sql, [...params], (err, result) => {
             if (err) return reject(err);
             if (Array.isArray(result)) return resolve({ rows: result as T[], changes: 0 });
-            resolve({ rows: [], changes: Number((result as { affectedRows?: number }).affectedRows ?? 0) });
+            const ok = result as { affectedRows?: number; insertId?: number };
+            resolve({ rows: [], changes: Number(ok.affectedRows ?? 0), insertId: Number(ok.insertId ?? 0) });
           });
         });
       },

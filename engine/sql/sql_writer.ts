@@ -2,8 +2,9 @@
  * The statements of a tuple write, run inside a transaction the caller
  * opened, on a driver connection with bound parameters (engine/sql/raw.ts):
  *
- * 1. bump the revision (`UPDATE … RETURNING`; MySQL: `UPDATE` then
- *    `SELECT`): the row lock also serialises writers across processes;
+ * 1. bump the revision (`UPDATE … RETURNING`; MySQL: `UPDATE … SET revision
+ *    = LAST_INSERT_ID(revision + 1)`, read from the OK packet): the row lock
+ *    also serialises writers across processes;
  * 2. delete the deleted tuples, one multi-key statement per chunk; fewer
  *    rows than keys means one did not exist;
  * 3. insert the written tuples, one multi-row statement per chunk; a unique
@@ -119,9 +120,11 @@ function rows(n: number, row: string): string {
 /** Increments the store revision (taking the writers' lock) and returns the new value. */
 export async function bumpRevision(conn: RawConnection, dialect: SqlDialect): Promise<number> {
   if (dialect === 'mysql' || dialect === 'mariadb') {
-    await conn.run('UPDATE fga_revision SET revision = revision + 1 WHERE id = 1', []);
-    const r = await conn.run<{ revision: number | string }>('SELECT revision FROM fga_revision WHERE id = 1', [], true);
-    return Number(r.rows[0]?.revision);
+    // LAST_INSERT_ID(expr) hands the new value back in the UPDATE's own OK packet: no SELECT round trip.
+    const r = await conn.run('UPDATE fga_revision SET revision = LAST_INSERT_ID(revision + 1) WHERE id = 1', []);
+    if (r.insertId !== undefined && r.insertId > 0) return r.insertId;
+    const s = await conn.run<{ revision: number | string }>('SELECT revision FROM fga_revision WHERE id = 1', [], true);
+    return Number(s.rows[0]?.revision);
   }
   const r = await conn.run<{ revision: number | string }>('UPDATE fga_revision SET revision = revision + 1 WHERE id = 1 RETURNING revision', [], true);
   return Number(r.rows[0]?.revision);
