@@ -34,16 +34,22 @@
  * - **Bounded.** At most `maxEntries` answers (LRU eviction); `0` disables
  *   the cache, as does `revisionPollMs: 0`.
  *
- * Invalidation is by generation: a change invalidates every cached answer,
- * not only the affected ones (OpenFGA's cache controller does the same).
- * That is a superset of the affected answers, so it is never stale; it costs
- * hit ratio under write-heavy load.
+ * Invalidation by a write in this process is by dependency: each model
+ * version's relations are numbered, and a tuple of `type#relation` can only
+ * change the answers of the relations whose resolution reads such tuples
+ * (found from the model: direct parts, tuple-to-userset tuplesets, and every
+ * relation they dispatch to through usersets, computed relations and
+ * tuple-to-userset targets). The write moves on the generation of exactly
+ * those relations, in every model version the cache holds answers for, before
+ * it returns. A change the cache cannot attribute (another process's write,
+ * a revision that skipped, a reset) empties the whole cache, as before.
  */
 import { LRUCache } from 'lru-cache';
 import { LatchkeyError } from './errors.ts';
 import { LocalChecker, problemKey, type CheckResolver, type PathNode, type ResolutionContext, type ResolveCheckRequest, type ResolveCheckResult } from './check.ts';
 import type { StoredAuthorizationModel } from './model.ts';
 import type { TupleKey, TupleStore } from './store.ts';
+import { type TypeSystem, rewriteChildren } from './typesystem.ts';
 import type { LatestModelHint } from './engine_check.ts';
 import { type SyncTupleSource, syncSource } from './reader.ts';
 
@@ -101,6 +107,79 @@ function option(options: object, key: string, min: number, max: number, def: num
   return v;
 }
 
+/**
+ * The relations of one model version, numbered, with the generation of each
+ * and, per tuple class `type#relation`, the relations whose answers a tuple of
+ * that class can change.
+ */
+class ModelDeps {
+  readonly classOf = new Map<string, Map<string, number>>();
+  readonly gens: number[] = [];
+  readonly affected = new Map<string, number[]>();
+
+  constructor(ts: TypeSystem) {
+    const classes: [string, string][] = [];
+    for (const type of ts.types()) {
+      const byRel = new Map<string, number>();
+      this.classOf.set(type, byRel);
+      for (const relation of ts.relationsOf(type).keys()) {
+        byRel.set(relation, classes.length);
+        classes.push([type, relation]);
+        this.gens.push(0);
+      }
+    }
+    classes.forEach(([type, relation], i) => {
+      for (const read of tupleClassesRead(ts, type, relation)) {
+        let list = this.affected.get(read);
+        if (list === undefined) this.affected.set(read, (list = []));
+        list.push(i);
+      }
+    });
+  }
+}
+
+/**
+ * Every tuple class `type#relation` that resolving `type#relation` may read:
+ * its direct part, the tupleset of each tuple-to-userset, and the same for
+ * every relation it can dispatch to (computed relations, the relations of the
+ * userset types its restrictions admit, tuple-to-userset targets on the
+ * parent types the tupleset admits). Tuples the model does not admit are never
+ * read (the tuple reader drops them), so the restrictions bound the walk.
+ */
+export function tupleClassesRead(ts: TypeSystem, type: string, relation: string): Set<string> {
+  const out = new Set<string>();
+  const seen = new Set<string>();
+  const stack: [string, string][] = [[type, relation]];
+  while (stack.length > 0) {
+    const [t, r] = stack.pop()!;
+    const k = `${t}#${r}`;
+    if (seen.has(k)) continue;
+    seen.add(k);
+    const rw = ts.rewrite(t, r);
+    if (rw === undefined) continue;
+    const nodes = [rw];
+    while (nodes.length > 0) {
+      const n = nodes.pop()!;
+      if ('this' in n) {
+        out.add(k);
+        for (const ref of ts.restrictions(t, r)) if (ref.relation !== undefined) stack.push([ref.type, ref.relation]);
+      } else if ('computedUserset' in n) {
+        stack.push([t, n.computedUserset.relation ?? '']);
+      } else if ('tupleToUserset' in n) {
+        const tupleset = n.tupleToUserset.tupleset.relation ?? '';
+        const target = n.tupleToUserset.computedUserset.relation ?? '';
+        out.add(`${t}#${tupleset}`);
+        for (const ref of ts.restrictions(t, tupleset)) stack.push([ref.type, target]);
+      } else {
+        nodes.push(...rewriteChildren(n));
+      }
+    }
+  }
+  return out;
+}
+
+const MAX_MODELS = 64;
+
 /** A bounded, write-invalidated cache of Check answers; see the module doc. */
 export class CheckCache {
   readonly #inner: TupleStore;
@@ -110,6 +189,11 @@ export class CheckCache {
   readonly #store: TupleStore;
   /** Bumped whenever the store may have changed; answers of older generations are never served. */
   #generation = 1;
+  /** Per model version (by id) whose answers are cached: relation numbers, generations and dependencies. */
+  readonly #deps = new Map<string, ModelDeps>();
+  #lastDeps: { ts: TypeSystem; deps: ModelDeps } | undefined;
+  /** Local writes started: a revision read that overlapped one does not confirm freshness. */
+  #writes = 0;
   /** Store revision last read or written, and when the read that confirmed it started. */
   #revision = -1;
   #confirmedAt = -Infinity;
@@ -172,16 +256,20 @@ export class CheckCache {
     if (this.#fresh() !== undefined) return undefined; // the revision must be re-read first: the asynchronous path does that
     const pk = problemKey(req.objectType, req.objectId, req.relation, req.user);
     if (req.path !== undefined && onPath(req.path, pk)) return inner.resolveCheckSync?.(req, ctx);
+    const deps = this.#depsOf(ctx.ts);
+    const ci = this.#classOf(deps, req);
+    if (ci === undefined) return inner.resolveCheckSync?.(req, ctx);
     const key = ctx.context === undefined ? `${ctx.ts.id}\n${pk}` : `${ctx.ts.id}\n${JSON.stringify(ctx.context)}\n${pk}`;
-    const hit = this.#lookup(lru, key, req, ctx);
+    const hit = this.#lookup(lru, key, req, ctx, deps.gens[ci]!);
     if (hit !== undefined) return hit;
     if (inner.resolveCheckSync === undefined) return undefined;
     const generation = this.#generation;
+    const stamp = deps.gens[ci]!;
     const r = inner.resolveCheckSync(req, ctx);
     if (r === undefined) return undefined;
     this.#stats.misses++;
     if (r.hits !== null && r.hits.size === 0 && !r.cycle && r.height < HEIGHT_SLOTS && generation === this.#generation) {
-      lru.set(key, generation * 256 + r.height * 2 + (r.allowed ? 1 : 0));
+      lru.set(key, stamp * 256 + r.height * 2 + (r.allowed ? 1 : 0));
     }
     return r;
   }
@@ -194,6 +282,37 @@ export class CheckCache {
     this.#lru?.clear();
   }
 
+  /** The dependencies of `ts`, registered before any of its answers is computed (so every later write reaches them). */
+  #depsOf(ts: TypeSystem): ModelDeps {
+    const last = this.#lastDeps;
+    if (last !== undefined && last.ts === ts) return last.deps;
+    let deps = this.#deps.get(ts.id);
+    if (deps === undefined) {
+      if (this.#deps.size >= MAX_MODELS) {
+        this.#deps.clear();
+        this.invalidate();
+      }
+      this.#deps.set(ts.id, (deps = new ModelDeps(ts)));
+    }
+    this.#lastDeps = { ts, deps };
+    return deps;
+  }
+
+  /** Moves on the generation of every relation, in every model held, whose answers these tuples can change. */
+  #invalidateTuples(tuples: readonly TupleKey[]): void {
+    const classes = new Set<string>();
+    for (const t of tuples) classes.add(`${t.object.slice(0, t.object.indexOf(':'))}#${t.relation}`);
+    for (const deps of this.#deps.values()) {
+      for (const c of classes) for (const i of deps.affected.get(c) ?? []) deps.gens[i]!++;
+    }
+    this.#stats.invalidations++;
+  }
+
+  /** The number of `type#relation` in `deps`, or `undefined` (then nothing is cached for it). */
+  #classOf(deps: ModelDeps, req: ResolveCheckRequest): number | undefined {
+    return deps.classOf.get(req.objectType)?.get(req.relation);
+  }
+
   stats(): CheckCacheStats {
     return { ...this.#stats, size: this.#lru?.size ?? 0 };
   }
@@ -204,16 +323,18 @@ export class CheckCache {
     if (this.#refresh !== undefined) return this.#refresh;
     const started = this.#now();
     const generation = this.#generation;
+    const writes = this.#writes;
     this.#stats.revisionReads++;
     this.#refresh = this.#inner.revision().then(
       (revision) => {
         this.#refresh = undefined;
-        if (revision !== this.#revision) {
+        // A revision this cache did not write (another process's, or one it has not attributed yet): empty everything.
+        if (revision > this.#revision) {
           this.#revision = revision;
           this.invalidate();
         }
-        // Confirm only if nothing changed while reading (a local write would have moved the generation).
-        if (generation === this.#generation || revision === this.#revision) this.#confirmedAt = Math.max(this.#confirmedAt, started);
+        // Confirm only if nothing changed while reading (no local write started, nothing emptied the cache).
+        if ((generation === this.#generation && writes === this.#writes) || revision === this.#revision) this.#confirmedAt = Math.max(this.#confirmedAt, started);
       },
       (err: unknown) => {
         this.#refresh = undefined;
@@ -240,31 +361,37 @@ export class CheckCache {
     // A sub-problem on its own path is a cycle: the evaluator decides that, never the cache.
     if (req.path !== undefined && onPath(req.path, pk)) return inner.resolveCheck(req, ctx);
     // The model id is a ULID and the context is JSON: neither contains a newline, so the parts cannot run together.
+    const deps = this.#depsOf(ctx.ts);
+    const ci = this.#classOf(deps, req);
+    if (ci === undefined) return inner.resolveCheck(req, ctx);
     const key = ctx.context === undefined ? `${ctx.ts.id}\n${pk}` : `${ctx.ts.id}\n${JSON.stringify(ctx.context)}\n${pk}`;
     const wait = this.#fresh();
     if (wait === undefined) {
-      const hit = this.#lookup(lru, key, req, ctx);
+      const hit = this.#lookup(lru, key, req, ctx, deps.gens[ci]!);
       if (hit !== undefined) return Promise.resolve(hit);
-      return this.#fill(lru, key, inner, req, ctx);
+      return this.#fill(lru, key, inner, req, ctx, deps, ci);
     }
-    return wait.then(() => this.#lookup(lru, key, req, ctx) ?? this.#fill(lru, key, inner, req, ctx));
+    return wait.then(() => this.#lookup(lru, key, req, ctx, deps.gens[ci]!) ?? this.#fill(lru, key, inner, req, ctx, deps, ci));
   }
 
-  #lookup(lru: LRUCache<string, number>, key: string, req: ResolveCheckRequest, ctx: ResolutionContext): ResolveCheckResult | undefined {
+  /** An entry stored at the relation's current generation (a stored entry was filled in the current cache generation). */
+  #lookup(lru: LRUCache<string, number>, key: string, req: ResolveCheckRequest, ctx: ResolutionContext, stamp: number): ResolveCheckResult | undefined {
     const v = lru.get(key);
-    if (v === undefined || Math.floor(v / 256) !== this.#generation) return undefined;
+    if (v === undefined || Math.floor(v / 256) !== stamp) return undefined;
     const height = (v % 256) >> 1;
     if (req.depth + height >= ctx.maxDepth) return undefined;
     this.#stats.hits++;
     return RESULTS[(v & 1) * HEIGHT_SLOTS + height];
   }
 
-  async #fill(lru: LRUCache<string, number>, key: string, inner: CheckResolver, req: ResolveCheckRequest, ctx: ResolutionContext): Promise<ResolveCheckResult> {
+  async #fill(lru: LRUCache<string, number>, key: string, inner: CheckResolver, req: ResolveCheckRequest, ctx: ResolutionContext, deps: ModelDeps, ci: number): Promise<ResolveCheckResult> {
     this.#stats.misses++;
     const generation = this.#generation;
+    // The relation's generation before computing: a write while computing moves it on, so this answer is never served.
+    const stamp = deps.gens[ci]!;
     const r = await inner.resolveCheck(req, ctx);
     if (r.hits !== null && r.hits.size === 0 && !r.cycle && r.height < HEIGHT_SLOTS && generation === this.#generation) {
-      lru.set(key, generation * 256 + r.height * 2 + (r.allowed ? 1 : 0));
+      lru.set(key, stamp * 256 + r.height * 2 + (r.allowed ? 1 : 0));
     }
     return r;
   }
@@ -304,13 +431,19 @@ export class CheckCache {
       },
       listModels: (options) => store.listModels(options),
       write: async (deletes: readonly TupleKey[], writes: readonly TupleKey[]) => {
+        cache.#writes++;
+        const before = cache.#revision;
         try {
           const revision = await store.write(deletes, writes);
-          cache.#revision = revision;
+          // The revision after the one this cache knew: the write is the only change, attributed to its tuples.
+          // Anything else (another process wrote in between) empties the cache.
+          if (revision !== before + 1 || cache.#revision !== before) cache.invalidate();
+          cache.#revision = Math.max(cache.#revision, revision);
           return revision;
         } finally {
-          // Before the caller sees the write complete (or fail: it may have committed), no older answer is served.
-          cache.invalidate();
+          // Before the caller sees the write complete (or fail: it may have committed), no answer these tuples can change is served.
+          cache.#invalidateTuples(deletes);
+          cache.#invalidateTuples(writes);
         }
       },
       readUserTuples: (keys) => store.readUserTuples(keys),
