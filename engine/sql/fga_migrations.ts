@@ -105,4 +105,15 @@ export const FGA_MIGRATIONS: readonly Migration[] = [
       );
     },
   },
+  {
+    // PostgreSQL keeps rows in a heap apart from its indexes: reading only the usersets of an object relation
+    // (the evaluator's userset step) scanned the primary key and fetched every row from the heap to test
+    // user_kind: 0.5-0.9 ms for a group with about 70 members at 1 M tuples. A partial index holds the usersets
+    // alone. SQLite (WITHOUT ROWID) and InnoDB keep rows in the primary key, where that test costs no fetch.
+    id: '0002_usersets_index',
+    async up(ctx) {
+      if (ctx.dialect !== 'postgres') return;
+      await exec(ctx, "CREATE INDEX fga_tuple_usersets ON fga_tuple (object_type, object_id, relation, _user) WHERE user_kind = 's'");
+    },
+  },
 ];

@@ -44,7 +44,17 @@ export function dollarParams(sql: string): string {
 }
 
 interface PgClient {
-  query(config: { text: string; values: unknown[] }): Promise<{ rows: unknown[]; rowCount: number | null }>;
+  query(config: { text: string; values: unknown[]; name?: string }): Promise<{ rows: unknown[]; rowCount: number | null }>;
+}
+
+/** PostgreSQL statement names by SQL text, the same on every connection (a name always means one text). */
+const pgNames = new Map<string, string>();
+const PG_NAMED_MAX = 2000;
+
+function pgName(text: string): string | undefined {
+  let name = pgNames.get(text);
+  if (name === undefined && pgNames.size < PG_NAMED_MAX) pgNames.set(text, (name = `latchkey_fga_${pgNames.size}`));
+  return name;
 }
 interface MysqlConnection {
   query(sql: string, values: unknown[], cb: (err: unknown, result: unknown) => void): void;
@@ -64,17 +74,22 @@ interface Sqlite3Database {
 const SQLITE_STATEMENTS = 256;
 
 /**
- * Wraps the driver connection of `dialect`. With `prepared` (SQLite only, for
- * connections the caller owns), statements are prepared once per SQL text and
- * reused: sqlite3's `Database#all` prepares, runs and finalizes a statement
- * per call, three trips through the driver's thread pool instead of one.
+ * Wraps the driver connection of `dialect`. With `prepared`, statements are
+ * prepared once per SQL text and reused. SQLite (only for connections the
+ * caller owns): sqlite3's `Database#all` prepares, runs and finalizes a
+ * statement per call, three trips through the driver's thread pool instead of
+ * one. PostgreSQL: named statements (at most 2,000 texts per process).
  */
 export function rawConnection(dialect: SqlDialect, connection: unknown, prepared = false): RawConnection {
   if (dialect === 'postgres') {
     const client = connection as PgClient;
     return {
       async run<T>(sql: string, params: readonly unknown[]) {
-        const r = await client.query({ text: dollarParams(sql), values: [...params] });
+        const text = dollarParams(sql);
+        // Named statements are parsed once per connection and, after a few runs, planned once (about 0.2-0.4 ms
+        // of planning per level statement otherwise).
+        const name = prepared ? pgName(text) : undefined;
+        const r = await client.query(name === undefined ? { text, values: [...params] } : { name, text, values: [...params] });
         return { rows: r.rows as T[], changes: r.rowCount ?? 0 };
       },
     };

@@ -344,7 +344,7 @@ export class SqlStore implements TupleStore {
       }
       const connection = await cm.getConnection({ type: 'SELECT' });
       try {
-        return (await rawConnection(this.#dialect, connection).run<T>(sql, params, true)).rows;
+        return (await rawConnection(this.#dialect, connection, true).run<T>(sql, params, true)).rows;
       } finally {
         await Promise.resolve(cm.releaseConnection(connection)).catch(() => undefined);
       }
