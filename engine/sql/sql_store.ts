@@ -33,7 +33,10 @@ import type {
 } from '../store.ts';
 import { runMigrations, type SqlDialect } from './migrate.ts';
 import { FGA_MIGRATIONS } from './fga_migrations.ts';
-import { isBusy, rawConnection, type RawConnection } from './raw.ts';
+import { rawConnection } from './raw.ts';
+import { backendError, SqlConnections } from './connections.ts';
+import { byUser, chunks, condition, PK, toStored, TUPLE_COLUMNS, type TupleRow } from './sql_rows.ts';
+import { scanTuples } from './sql_scan.ts';
 import { applyInsertOnlyPostgres, applyWrite, deleteUsersTuples, insertOnlyPostgres, WriteViolation } from './sql_writer.ts';
 import { branchTag, levelSql, type Branch } from './level_reads.ts';
 
@@ -49,50 +52,15 @@ export interface SqlStoreOptions {
   now?: () => number;
 }
 
-interface TupleRow {
-  object_type: string;
-  object_id: string;
-  relation: string;
-  _user: string;
-  condition_name: string | null;
-  condition_context: string | null;
-  revision: number | string;
-}
-
 interface ChangeRow extends Omit<TupleRow, 'revision'> {
   revision: number | string;
   operation: string;
   inserted_at: number | string;
 }
 
-/** sequelize connection-manager keys of the SQLite writer and reader connections. */
-const WRITER_UUID = 'latchkey_fga_writer';
-const READER_UUID = 'latchkey_fga_reader';
-
-/** The part of sequelize's connection manager the store uses for driver connections. */
-interface PoolManager {
-  getConnection(options: { uuid?: string; type?: string }): Promise<{ uuid?: string }>;
-  releaseConnection(connection: unknown): unknown;
-}
-
-const TUPLE_COLUMNS = 'object_type, object_id, relation, _user, condition_name, condition_context, revision';
-const PK = ['object_type', 'object_id', 'relation', '_user'] as const;
-
 function pkOf(t: TupleKey): string[] {
   const i = t.object.indexOf(':');
   return [t.object.slice(0, i), t.object.slice(i + 1), t.relation, t.user];
-}
-
-function condition(name: string | null, context: string | null): TupleKey['condition'] {
-  if (name === null || name === '') return undefined;
-  return context === null ? { name } : { name, context: JSON.parse(context) as Record<string, unknown> };
-}
-
-function toStored(r: TupleRow): StoredTuple {
-  const t: StoredTuple = { object: `${r.object_type}:${r.object_id}`, relation: r.relation, user: r._user, revision: Number(r.revision) };
-  const c = condition(r.condition_name, r.condition_context);
-  if (c !== undefined) t.condition = c;
-  return t;
 }
 
 function encodeToken(parts: readonly string[]): string {
@@ -109,25 +77,6 @@ function decodeToken(token: string, length: number): string[] {
   throw new LatchkeyError('invalid_argument', 'invalid continuation token', { reason: 'invalid_continuation_token' });
 }
 
-function byUser(a: StoredTuple, b: StoredTuple): number {
-  return a.user < b.user ? -1 : a.user > b.user ? 1 : 0;
-}
-
-function chunks<T>(items: readonly T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
-}
-
-function backendError(err: unknown): LatchkeyError {
-  if (err instanceof LatchkeyError) return err;
-  const name = (err as { name?: string } | null)?.name ?? '';
-  if (/Connection|Timeout|HostNotReachable|AccessDenied/u.test(name)) {
-    return new LatchkeyError('unavailable', 'the FGA store is unavailable', { reason: 'store_unavailable', cause: err });
-  }
-  return new LatchkeyError('internal', 'FGA store error', { reason: 'store_error', cause: err });
-}
-
 /** A {@link TupleStore} on a SQL database. Create with {@link SqlStore.open}. */
 export class SqlStore implements TupleStore {
   readonly #sequelize: Sequelize;
@@ -137,12 +86,7 @@ export class SqlStore implements TupleStore {
   /** Point and forward reads queued in this tick (see {@link SqlStore.#levelRead}). */
   #pendingReads: { branch: Branch; resolve: (found: Map<string, StoredTuple[]>) => void; reject: (err: unknown) => void }[] = [];
   #levelStatements = 0;
-  /** SQLite on a file: the store's own reader connection, opened on first read. */
-  #readerConn: Promise<{ conn: RawConnection; connection: { uuid?: string } }> | undefined;
-  /** SQLite on a file: the store's own writer connection, opened on first write. */
-  #writerConn: Promise<{ conn: RawConnection; connection: unknown }> | undefined;
-  /** In-process writer queue: SQLite allows one writer, and queueing here avoids lock waits between our own writes. */
-  #writeQueue: Promise<unknown> = Promise.resolve();
+  readonly #connections: SqlConnections;
   #closed = false;
 
   private constructor(sequelize: Sequelize, dialect: SqlDialect, batch: number, now: () => number) {
@@ -150,6 +94,7 @@ export class SqlStore implements TupleStore {
     this.#dialect = dialect;
     this.#batch = batch;
     this.#now = now;
+    this.#connections = new SqlConnections(sequelize, dialect);
   }
 
   /**
@@ -199,7 +144,7 @@ export class SqlStore implements TupleStore {
 
   async #select<T>(sql: string, replacements: unknown[], transaction?: Transaction): Promise<T[]> {
     this.#open();
-    if (transaction === undefined && (this.#dialect !== 'sqlite' || this.#sqliteFile())) return this.#read<T>(sql, replacements);
+    if (transaction === undefined && (this.#dialect !== 'sqlite' || this.#connections.sqliteFile)) return this.#connections.read<T>(sql, replacements);
     try {
       const opts: Parameters<Sequelize['query']>[1] & { type: QueryTypes.SELECT } = { replacements, type: QueryTypes.SELECT, raw: true };
       if (transaction !== undefined) opts.transaction = transaction;
@@ -235,164 +180,12 @@ export class SqlStore implements TupleStore {
     return { join: '', where: `(${columns.map((c) => `${p}${c}`).join(', ')}) IN (VALUES ${keys.map(() => tuple).join(', ')})`, params };
   }
 
-  /** Runs `fn` in a write transaction, one at a time per store instance. */
+  /** Runs `fn` in a sequelize transaction, one at a time per store instance. */
   #transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
     this.#open();
-    const run = async (): Promise<T> => {
-      // sequelize opens a fresh SQLite connection per transaction, with the driver's default busy timeout
-      // (1 s) rather than the process connection's: a writer in another process holding the lock longer
-      // makes BEGIN IMMEDIATE fail with SQLITE_BUSY. Retry for up to 5 s (nothing was done yet, so it is safe).
-      const deadline = Date.now() + 5000;
-      for (let attempt = 0; ; attempt++) {
-        try {
-          const opts = this.#dialect === 'sqlite' ? { type: Transaction.TYPES.IMMEDIATE } : {};
-          return await this.#sequelize.transaction(opts, fn);
-        } catch (err) {
-          const code = (err as { parent?: { code?: string } }).parent?.code;
-          if (code === 'SQLITE_BUSY' && Date.now() < deadline) {
-            await new Promise((r) => setTimeout(r, Math.min(50, 2 + attempt * 5)));
-            continue;
-          }
-          throw backendError(err);
-        }
-      }
-    };
-    return this.#queued(run);
-  }
-
-  /**
-   * Runs `fn` in a write transaction on a driver connection with bound
-   * parameters (engine/sql/raw.ts), one at a time per store instance.
-   *
-   * SQLite on a file: on the store's own writer connection, opened once
-   * through sequelize's connection manager (the same sqlite3 library as every
-   * other connection of the process, so file locks stay coherent), with
-   * `busy_timeout = 5000` and, in WAL mode, `synchronous = NORMAL`: a commit
-   * appends to the WAL without waiting for the disk; the WAL is synced at
-   * checkpoints. A committed write survives a crash of the process, and may
-   * be lost (never half-applied) if the machine loses power or the OS
-   * crashes. sequelize would open a connection per transaction, with
-   * `synchronous = FULL` (one fsync per commit). Other dialects: a sequelize
-   * transaction, its statements on the transaction's connection.
-   */
-  #rawTransaction<T>(fn: (conn: RawConnection) => Promise<T>): Promise<T> {
-    this.#open();
-    const run = async (): Promise<T> => {
-      if (this.#dialect === 'sqlite' && this.#sqliteFile()) {
-        const conn = await this.#writer();
-        await conn.run('BEGIN IMMEDIATE', []);
-        let result: T;
-        try {
-          result = await fn(conn);
-        } catch (err) {
-          await conn.run('ROLLBACK', []).catch(() => undefined);
-          throw err;
-        }
-        try {
-          await conn.run('COMMIT', []);
-        } catch (err) {
-          await conn.run('ROLLBACK', []).catch(() => undefined);
-          throw err;
-        }
-        return result;
-      }
-      const deadline = Date.now() + 5000;
-      for (let attempt = 0; ; attempt++) {
-        try {
-          const opts = this.#dialect === 'sqlite' ? { type: Transaction.TYPES.IMMEDIATE } : {};
-          return await this.#sequelize.transaction(opts, (tx) => fn(rawConnection(this.#dialect, (tx as unknown as { connection: unknown }).connection)));
-        } catch (err) {
-          if (isBusy(err) && Date.now() < deadline) {
-            await new Promise((r) => setTimeout(r, Math.min(50, 2 + attempt * 5)));
-            continue;
-          }
-          throw err;
-        }
-      }
-    };
-    return this.#queued(run);
-  }
-
-  /**
-   * A read outside any transaction, on a driver connection with bound
-   * parameters (engine/sql/raw.ts): SQLite on the store's reader connection
-   * (opened once, like the writer; in WAL mode it sees every committed write
-   * and never waits for the writer), PostgreSQL and MySQL on a connection
-   * taken from sequelize's pool for the statement.
-   */
-  async #read<T>(sql: string, params: readonly unknown[]): Promise<T[]> {
-    const cm = (this.#sequelize as unknown as { connectionManager: PoolManager }).connectionManager;
-    try {
-      if (this.#dialect === 'sqlite') {
-        this.#readerConn ??= cm.getConnection({ uuid: READER_UUID }).then(
-          (connection) => {
-            connection.uuid = READER_UUID;
-            const conn = rawConnection('sqlite', connection, true);
-            // sqlite3 refuses to close a connection with prepared statements left: whoever closes it (this
-            // store, or sequelize.close() closing every connection it manages) finalizes them first.
-            const db = connection as unknown as { close(cb?: (err: unknown) => void): void };
-            const close = db.close.bind(db);
-            db.close = (cb) => void conn.dispose!().then(() => close(cb), () => close(cb));
-            return { conn, connection };
-          },
-          (err: unknown) => {
-            this.#readerConn = undefined;
-            throw err;
-          },
-        );
-        return (await (await this.#readerConn).conn.run<T>(sql, params, true)).rows;
-      }
-      const connection = await cm.getConnection({ type: 'SELECT' });
-      try {
-        return (await rawConnection(this.#dialect, connection, true).run<T>(sql, params, true)).rows;
-      } finally {
-        await Promise.resolve(cm.releaseConnection(connection)).catch(() => undefined);
-      }
-    } catch (err) {
+    return this.#connections.sequelizeTransaction(fn).catch((err: unknown) => {
       throw backendError(err);
-    }
-  }
-
-  /** Runs `fn` after the store's earlier writes (one writer at a time per store instance). */
-  #queued<T>(fn: () => Promise<T>): Promise<T> {
-    this.#open();
-    const p = this.#writeQueue.then(fn, fn);
-    this.#writeQueue = p.catch(() => undefined);
-    return p;
-  }
-
-  /** Runs `fn` on a connection taken from sequelize's pool (PostgreSQL, MySQL), outside any transaction. */
-  async #withPooled<T>(fn: (conn: RawConnection) => Promise<T>): Promise<T> {
-    const cm = (this.#sequelize as unknown as { connectionManager: PoolManager }).connectionManager;
-    const connection = await cm.getConnection({});
-    try {
-      return await fn(rawConnection(this.#dialect, connection));
-    } finally {
-      await Promise.resolve(cm.releaseConnection(connection)).catch(() => undefined);
-    }
-  }
-
-  #sqliteFile(): boolean {
-    const storage = (this.#sequelize as unknown as { options?: { storage?: string } }).options?.storage;
-    return storage !== undefined && storage !== '' && storage !== ':memory:';
-  }
-
-  /** SQLite: the store's writer connection (see {@link SqlStore.#rawTransaction}). */
-  #writer(): Promise<RawConnection> {
-    this.#writerConn ??= (async () => {
-      const cm = (this.#sequelize as unknown as { connectionManager: { getConnection(o: { uuid: string }): Promise<{ uuid?: string }> } }).connectionManager;
-      const connection = await cm.getConnection({ uuid: WRITER_UUID });
-      connection.uuid = WRITER_UUID;
-      const conn = rawConnection('sqlite', connection);
-      await conn.run('PRAGMA busy_timeout = 5000', []);
-      const [mode] = (await conn.run<{ journal_mode: string }>('PRAGMA journal_mode', [], true)).rows;
-      if (mode?.journal_mode.toLowerCase() === 'wal') await conn.run('PRAGMA synchronous = NORMAL', []);
-      return { conn, connection };
-    })().catch((err: unknown) => {
-      this.#writerConn = undefined;
-      throw err;
     });
-    return this.#writerConn.then((w) => w.conn);
   }
 
   // ---------------------------------------------------------------- models
@@ -456,9 +249,11 @@ export class SqlStore implements TupleStore {
     let violated: 'missing' | 'exists' | undefined;
     try {
       if (insertOnlyPostgres(this.#dialect, this.#batch, deletes, writes)) {
-        return await this.#queued(() => this.#withPooled((conn) => applyInsertOnlyPostgres(conn, this.#now(), writes)));
+        this.#open();
+        return await this.#connections.queued(() => this.#connections.withPooled((conn) => applyInsertOnlyPostgres(conn, this.#now(), writes)));
       }
-      return await this.#rawTransaction((conn) => applyWrite(conn, this.#dialect, this.#batch, this.#now(), deletes, writes));
+      this.#open();
+      return await this.#connections.rawTransaction((conn) => applyWrite(conn, this.#dialect, this.#batch, this.#now(), deletes, writes));
     } catch (err) {
       if (err instanceof WriteViolation) violated = err.kind;
       else throw backendError(err);
@@ -660,113 +455,7 @@ export class SqlStore implements TupleStore {
     if (!Number.isInteger(size) || size < 1 || size > 100_000) {
       throw new LatchkeyError('invalid_argument', 'scan batchSize must be an integer from 1 to 100000', { reason: 'invalid_option', details: { option: 'batchSize' } });
     }
-    // The identifiers come back as one column, `type:id<TAB>relation<TAB>user` (ids, types and relations never
-    // contain whitespace), which halves the driver's per-row work; a row that does not split into three is read
-    // again column by column.
-    const tab = this.#dialect === 'postgres' ? 'chr(9)' : 'char(9)';
-    const key = this.#dialect === 'mysql' || this.#dialect === 'mariadb'
-      ? `CONCAT(object_type, ':', object_id, ${tab}, relation, ${tab}, _user)`
-      : `object_type || ':' || object_id || ${tab} || relation || ${tab} || _user`;
-    const order = 'ORDER BY object_type, object_id, relation, _user';
-    if (this.#dialect === 'postgres') {
-      yield* this.#scanPostgres(key, size);
-      return;
-    }
-    let after: string[] | undefined;
-    const where = (): string => (after === undefined ? '' : ` WHERE ${this.#after(PK)}`);
-    const params = (): unknown[] => (after === undefined ? [size] : [...this.#afterParams(after), size]);
-    for (;;) {
-      const rows = await this.#select<{ k: string; condition_name: string | null; condition_context: string | null; revision: number | string }>(
-        `SELECT ${key} AS k, condition_name, condition_context, revision FROM fga_tuple${where()} ${order} LIMIT ?`,
-        params(),
-      );
-      if (rows.length === 0) return;
-      let out: StoredTuple[] | undefined = new Array<StoredTuple>(rows.length);
-      for (let i = 0; i < rows.length; i++) {
-        const r = rows[i]!;
-        const parts = r.k.split('\t');
-        if (parts.length !== 3 || !parts[0]!.includes(':')) {
-          out = undefined;
-          break;
-        }
-        const t: StoredTuple = { object: parts[0]!, relation: parts[1]!, user: parts[2]!, revision: Number(r.revision) };
-        if (r.condition_name !== null && r.condition_name !== '') t.condition = condition(r.condition_name, r.condition_context)!;
-        out[i] = t;
-      }
-      if (out === undefined) {
-        const full = await this.#select<TupleRow>(`SELECT ${TUPLE_COLUMNS} FROM fga_tuple${where()} ${order} LIMIT ?`, params());
-        out = full.map(toStored);
-      }
-      yield out;
-      if (rows.length < size) return;
-      const last = out[out.length - 1]!;
-      const colon = last.object.indexOf(':');
-      after = [last.object.slice(0, colon), last.object.slice(colon + 1), last.relation, last.user];
-    }
-  }
-
-  /**
-   * PostgreSQL: a cursor over the table in one read-only repeatable-read
-   * transaction (one snapshot), fetched `size` rows at a time. Keyset pages
-   * were planned as a sequential scan and a sort per page once a page is a
-   * few percent of the table (43 s for 1 M tuples in 50 k pages).
-   */
-  async *#scanPostgres(key: string, size: number): AsyncGenerator<StoredTuple[]> {
-    const cm = (this.#sequelize as unknown as { connectionManager: PoolManager }).connectionManager;
-    let connection: { uuid?: string };
-    try {
-      connection = await cm.getConnection({ type: 'SELECT' });
-    } catch (err) {
-      throw backendError(err);
-    }
-    const conn = rawConnection('postgres', connection);
-    let open = false;
-    try {
-      await conn.run('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', []);
-      open = true;
-      await conn.run(`DECLARE latchkey_fga_scan NO SCROLL CURSOR FOR SELECT ${key} AS k, condition_name, condition_context, revision, object_type, object_id, relation, _user FROM fga_tuple`, []);
-      for (;;) {
-        this.#open();
-        const rows = (await conn.run<TupleRow & { k: string }>(`FETCH FORWARD ${size} FROM latchkey_fga_scan`, [])).rows;
-        if (rows.length === 0) return;
-        const out = new Array<StoredTuple>(rows.length);
-        for (let i = 0; i < rows.length; i++) {
-          const r = rows[i]!;
-          const parts = r.k.split('\t');
-          const t: StoredTuple = parts.length === 3
-            ? { object: parts[0]!, relation: parts[1]!, user: parts[2]!, revision: Number(r.revision) }
-            : { object: `${r.object_type}:${r.object_id}`, relation: r.relation, user: r._user, revision: Number(r.revision) };
-          if (r.condition_name !== null && r.condition_name !== '') t.condition = condition(r.condition_name, r.condition_context)!;
-          out[i] = t;
-        }
-        yield out;
-        if (rows.length < size) return;
-      }
-    } catch (err) {
-      throw backendError(err);
-    } finally {
-      if (open) await conn.run('COMMIT', []).catch(() => undefined);
-      await Promise.resolve(cm.releaseConnection(connection)).catch(() => undefined);
-    }
-  }
-
-  /**
-   * `columns > keys` in lexicographic order, in a form each backend turns
-   * into an index range: a row-value comparison on PostgreSQL and SQLite,
-   * nested `OR`s on MySQL/MariaDB (whose range optimizer handles that form
-   * on every version).
-   */
-  #after(columns: readonly string[]): string {
-    if (this.#dialect !== 'mysql' && this.#dialect !== 'mariadb') return `(${columns.join(', ')}) > (${columns.map(() => '?').join(', ')})`;
-    const nest = (i: number): string => (i === columns.length - 1 ? `${columns[i]} > ?` : `${columns[i]} > ? OR (${columns[i]} = ? AND (${nest(i + 1)}))`);
-    return `(${nest(0)})`;
-  }
-
-  #afterParams(values: readonly string[]): string[] {
-    if (this.#dialect !== 'mysql' && this.#dialect !== 'mariadb') return [...values];
-    const out: string[] = [];
-    for (let i = 0; i < values.length; i++) out.push(...(i === values.length - 1 ? [values[i]!] : [values[i]!, values[i]!]));
-    return out;
+    yield* scanTuples(this.#dialect, this.#connections, size, () => this.#open());
   }
 
   async readChanges(options: { afterRevision: number; limit: number; objectType?: string }): Promise<TupleChange[]> {
@@ -808,20 +497,13 @@ export class SqlStore implements TupleStore {
     });
   }
 
-  /** Marks the store closed; the connection stays open (it belongs to the process). */
+  /**
+   * Waits for queued writes, marks the store closed and releases its own
+   * connections; the sequelize instance stays open (it belongs to the process).
+   */
   async close(): Promise<void> {
-    await this.#writeQueue;
+    await this.#connections.drain();
     this.#closed = true;
-    const own = [this.#writerConn, this.#readerConn];
-    this.#writerConn = undefined;
-    this.#readerConn = undefined;
-    const cm = (this.#sequelize as unknown as { connectionManager: PoolManager }).connectionManager;
-    for (const c of own) {
-      if (c === undefined) continue;
-      const opened = await c.catch(() => undefined);
-      if (opened === undefined) continue;
-      await opened.conn.dispose?.().catch(() => undefined);
-      await Promise.resolve(cm.releaseConnection(opened.connection)).catch(() => undefined);
-    }
+    await this.#connections.close();
   }
 }

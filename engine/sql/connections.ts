@@ -1,0 +1,232 @@
+/**
+ * The connections a {@link SqlStore} runs its statements on, all taken from
+ * the sequelize instance it was given (the process's), and the store's
+ * one-writer-at-a-time queue.
+ *
+ * - Reads outside a transaction: SQLite on the store's own reader connection
+ *   (opened once in sequelize's connection manager, so in the process's one
+ *   sqlite3 library; in WAL mode it sees every committed write and never waits
+ *   for the writer), with prepared statements reused; PostgreSQL and MySQL on
+ *   a connection taken from sequelize's pool per statement (PostgreSQL: named
+ *   statements).
+ * - Write transactions: SQLite on a file on the store's own writer connection,
+ *   with `busy_timeout = 5000` and, in WAL mode, `synchronous = NORMAL`: a
+ *   commit appends to the WAL without waiting for the disk; the WAL is synced
+ *   at checkpoints. A committed write survives a crash of the process, and may
+ *   be lost (never half-applied) if the machine loses power or the OS crashes.
+ *   sequelize would open a connection per transaction, with `synchronous =
+ *   FULL` (one fsync per commit). Other dialects and in-memory SQLite: a
+ *   sequelize transaction, its statements on the transaction's connection.
+ *
+ * Every statement here uses bound parameters on the driver connection
+ * (engine/sql/raw.ts).
+ */
+import { Transaction, type Sequelize } from 'sequelize';
+import { LatchkeyError } from '../errors.ts';
+import type { SqlDialect } from './migrate.ts';
+import { isBusy, rawConnection, type RawConnection } from './raw.ts';
+
+/** sequelize connection-manager keys of the SQLite writer and reader connections. */
+const WRITER_UUID = 'latchkey_fga_writer';
+const READER_UUID = 'latchkey_fga_reader';
+
+/** The part of sequelize's connection manager used here. */
+interface PoolManager {
+  getConnection(options: { uuid?: string; type?: string }): Promise<{ uuid?: string }>;
+  releaseConnection(connection: unknown): unknown;
+}
+
+interface Owned {
+  conn: RawConnection;
+  connection: { uuid?: string };
+}
+
+/** Driver error codes that mean the database cannot be reached or is shutting down. */
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'PROTOCOL_CONNECTION_LOST', 'SQLITE_BUSY', 'SQLITE_LOCKED', '57P01', '57P02', '57P03']);
+
+/** A store error for any failure below the store: `unavailable` for connection trouble, else `internal`. */
+export function backendError(err: unknown): LatchkeyError {
+  if (err instanceof LatchkeyError) return err;
+  const e = err as { name?: string; code?: string; parent?: { code?: string } } | null;
+  const name = e?.name ?? '';
+  const code = e?.code ?? e?.parent?.code ?? '';
+  if (/Connection|Timeout|HostNotReachable|AccessDenied/u.test(name) || UNAVAILABLE_CODES.has(code) || code.startsWith('08')) {
+    return new LatchkeyError('unavailable', 'the FGA store is unavailable', { reason: 'store_unavailable', cause: err });
+  }
+  return new LatchkeyError('internal', 'FGA store error', { reason: 'store_error', cause: err });
+}
+
+export class SqlConnections {
+  readonly #sequelize: Sequelize;
+  readonly #dialect: SqlDialect;
+  readonly #cm: PoolManager;
+  #reader: Promise<Owned> | undefined;
+  #writer: Promise<Owned> | undefined;
+  /** In-process writer queue: SQLite allows one writer, and queueing here avoids lock waits between our own writes. */
+  #queue: Promise<unknown> = Promise.resolve();
+
+  constructor(sequelize: Sequelize, dialect: SqlDialect) {
+    this.#sequelize = sequelize;
+    this.#dialect = dialect;
+    this.#cm = (sequelize as unknown as { connectionManager: PoolManager }).connectionManager;
+  }
+
+  /** True for SQLite on a file (not in memory), where the store keeps connections of its own. */
+  get sqliteFile(): boolean {
+    if (this.#dialect !== 'sqlite') return false;
+    const storage = (this.#sequelize as unknown as { options?: { storage?: string } }).options?.storage;
+    return storage !== undefined && storage !== '' && storage !== ':memory:';
+  }
+
+  /** A read outside any transaction (see the module doc); errors become {@link backendError}s. */
+  async read<T>(sql: string, params: readonly unknown[]): Promise<T[]> {
+    try {
+      if (this.#dialect === 'sqlite') return (await (await this.#readerConnection()).conn.run<T>(sql, params, true)).rows;
+      return await this.withPooled((conn) => conn.run<T>(sql, params, true).then((r) => r.rows), { read: true, prepared: true });
+    } catch (err) {
+      throw backendError(err);
+    }
+  }
+
+  /**
+   * Runs `fn` on a connection taken from sequelize's pool (PostgreSQL,
+   * MySQL), outside any transaction; `read` may take a read replica's.
+   */
+  async withPooled<T>(fn: (conn: RawConnection) => Promise<T>, options: { read?: boolean; prepared?: boolean } = {}): Promise<T> {
+    const connection = await this.#cm.getConnection(options.read === true ? { type: 'SELECT' } : {});
+    try {
+      return await fn(rawConnection(this.#dialect, connection, options.prepared === true));
+    } finally {
+      await Promise.resolve(this.#cm.releaseConnection(connection)).catch(() => undefined);
+    }
+  }
+
+  /** A connection from sequelize's pool for a read that spans statements (a cursor); call `release` when done. */
+  async acquireForRead(): Promise<{ conn: RawConnection; release: () => Promise<void> }> {
+    const connection = await this.#cm.getConnection({ type: 'SELECT' });
+    return {
+      conn: rawConnection(this.#dialect, connection),
+      release: async () => {
+        await Promise.resolve(this.#cm.releaseConnection(connection)).catch(() => undefined);
+      },
+    };
+  }
+
+  /** Runs `fn` after the store's earlier writes (one writer at a time per store instance). */
+  queued<T>(fn: () => Promise<T>): Promise<T> {
+    const p = this.#queue.then(fn, fn);
+    this.#queue = p.catch(() => undefined);
+    return p;
+  }
+
+  /** Resolves once every queued write has finished. */
+  async drain(): Promise<void> {
+    await this.#queue;
+  }
+
+  /**
+   * Runs `fn` in a write transaction on a driver connection, after the
+   * store's earlier writes (see the module doc for which connection).
+   */
+  rawTransaction<T>(fn: (conn: RawConnection) => Promise<T>): Promise<T> {
+    return this.queued(async () => {
+      if (this.sqliteFile) {
+        const conn = (await this.#writerConnection()).conn;
+        await conn.run('BEGIN IMMEDIATE', []);
+        let result: T;
+        try {
+          result = await fn(conn);
+          await conn.run('COMMIT', []);
+        } catch (err) {
+          await conn.run('ROLLBACK', []).catch(() => undefined);
+          throw err;
+        }
+        return result;
+      }
+      return this.#retryBusy(() =>
+        this.#sequelize.transaction(this.#txOptions(), (tx) => fn(rawConnection(this.#dialect, (tx as unknown as { connection: unknown }).connection))),
+      );
+    });
+  }
+
+  /** Runs `fn` in a sequelize transaction (model writes, reset), after the store's earlier writes. */
+  sequelizeTransaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+    return this.queued(() => this.#retryBusy(() => this.#sequelize.transaction(this.#txOptions(), fn)));
+  }
+
+  #txOptions(): { type?: Transaction.TYPES } {
+    return this.#dialect === 'sqlite' ? { type: Transaction.TYPES.IMMEDIATE } : {};
+  }
+
+  /**
+   * sequelize opens a fresh SQLite connection per transaction, with the
+   * driver's default busy timeout (1 s): a writer in another process holding
+   * the lock longer makes BEGIN IMMEDIATE fail with SQLITE_BUSY. Retried for
+   * up to 5 s (nothing was done yet, so it is safe).
+   */
+  async #retryBusy<T>(fn: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + 5000;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await fn();
+      } catch (err) {
+        if (isBusy(err) && Date.now() < deadline) {
+          await new Promise((r) => setTimeout(r, Math.min(50, 2 + attempt * 5)));
+          continue;
+        }
+        throw err;
+      }
+    }
+  }
+
+  #readerConnection(): Promise<Owned> {
+    this.#reader ??= this.#cm.getConnection({ uuid: READER_UUID }).then(
+      (connection) => {
+        connection.uuid = READER_UUID;
+        const conn = rawConnection('sqlite', connection, true);
+        // sqlite3 refuses to close a connection with prepared statements left: whoever closes it (the store,
+        // or sequelize.close() closing every connection it manages) finalizes them first.
+        const db = connection as unknown as { close(cb?: (err: unknown) => void): void };
+        const close = db.close.bind(db);
+        db.close = (cb) => void conn.dispose!().then(() => close(cb), () => close(cb));
+        return { conn, connection };
+      },
+      (err: unknown) => {
+        this.#reader = undefined;
+        throw err;
+      },
+    );
+    return this.#reader;
+  }
+
+  #writerConnection(): Promise<Owned> {
+    this.#writer ??= (async () => {
+      const connection = await this.#cm.getConnection({ uuid: WRITER_UUID });
+      connection.uuid = WRITER_UUID;
+      const conn = rawConnection('sqlite', connection);
+      await conn.run('PRAGMA busy_timeout = 5000', []);
+      const [mode] = (await conn.run<{ journal_mode: string }>('PRAGMA journal_mode', [], true)).rows;
+      if (mode?.journal_mode.toLowerCase() === 'wal') await conn.run('PRAGMA synchronous = NORMAL', []);
+      return { conn, connection };
+    })().catch((err: unknown) => {
+      this.#writer = undefined;
+      throw err;
+    });
+    return this.#writer;
+  }
+
+  /** Waits for queued writes, then releases the store's own connections (the sequelize instance stays open). */
+  async close(): Promise<void> {
+    await this.drain();
+    const own = [this.#writer, this.#reader];
+    this.#writer = undefined;
+    this.#reader = undefined;
+    for (const c of own) {
+      if (c === undefined) continue;
+      const opened = await c.catch(() => undefined);
+      if (opened === undefined) continue;
+      await opened.conn.dispose?.().catch(() => undefined);
+      await Promise.resolve(this.#cm.releaseConnection(opened.connection)).catch(() => undefined);
+    }
+  }
+}
