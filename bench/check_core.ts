@@ -14,7 +14,12 @@
  * answers before anything is timed. Ratios are to baseline B measured in the
  * same process, minutes apart; the load average is printed with the figures.
  *
- *   node --expose-gc bench/check_core.ts [--scale 1] [--queries 5000] [--passes 5]
+ * Every evaluator first runs `--warmup` untimed passes over each query set
+ * (the JIT and the collector settle after loading a million tuples; no
+ * evaluator here keeps answers between checks, so "cold" still means every
+ * check is resolved from the index).
+ *
+ *   node --expose-gc bench/check_core.ts [--scale 1] [--queries 5000] [--passes 5] [--warmup 3]
  */
 import { loadavg } from 'node:os';
 import { ReferenceDataset, REFERENCE_MODEL_DSL } from './baseline/dataset.ts';
@@ -31,6 +36,10 @@ function arg(name: string, def: number): number {
 const scale = arg('scale', 1);
 const nq = arg('queries', 5000);
 const passes = arg('passes', 5);
+const warmup = arg('warmup', 3);
+async function settle<T>(items: readonly T[], op: (item: T) => unknown): Promise<void> {
+  for (let i = 0; i < warmup; i++) for (const it of items) await op(it);
+}
 const log = (s: string): void => void process.stderr.write(`${s}\n`);
 
 async function verify(name: string, qs: readonly CheckQuery[], check: (q: CheckQuery) => Promise<boolean> | boolean): Promise<void> {
@@ -53,6 +62,7 @@ const baseline: Record<string, Timing> = {};
   for (const set of QUERY_SETS) {
     const qs = qsets[set]!;
     await verify(`baseline ${set}`, qs, (q) => b.check(q.object, q.relation, q.user));
+    await settle(qs, (q) => b.check(q.object, q.relation, q.user));
     baseline[set] = timeSync(qs, (q) => b.check(q.object, q.relation, q.user), passes);
   }
 }
@@ -86,6 +96,7 @@ await engine.writeModel({ dsl: REFERENCE_MODEL_DSL });
 const cold: Record<string, Timing> = {};
 for (const set of QUERY_SETS) {
   await verify(`memory ${set}`, qsets[set]!, async (q) => (await engine.check(q)).allowed);
+  await settle(qsets[set]!, (q) => engine.check(q));
   cold[set] = await timeAsync(qsets[set]!, (q) => engine.check(q), { passes, concurrency: 1 });
 }
 log('cold done');
@@ -105,6 +116,7 @@ const warm: Record<string, Timing> = {};
 for (const set of QUERY_SETS) {
   for (const q of qsets[set]!) await cached.check(q);
   await verify(`memory warm ${set}`, qsets[set]!, async (q) => (await cached.check(q)).allowed);
+  await settle(qsets[set]!, (q) => cached.check(q));
   warm[set] = await timeAsync(qsets[set]!, (q) => cached.check(q), { passes, concurrency: 1 });
 }
 log('warm done');
@@ -116,6 +128,7 @@ const floorGet = async (q: CheckQuery): Promise<boolean | undefined> => floorMap
 const floor: Record<string, Timing> = {};
 for (const set of QUERY_SETS) {
   await verify(`floor ${set}`, qsets[set]!, async (q) => (await floorGet(q)) === true);
+  await settle(qsets[set]!, floorGet);
   floor[set] = await timeAsync(qsets[set]!, floorGet, { passes, concurrency: 1 });
 }
 log('floor done');
@@ -129,6 +142,7 @@ const mirrored = new Engine({ store: mirror.store, resolver: mirror.resolver() }
 const mirrorCold: Record<string, Timing> = {};
 for (const set of QUERY_SETS) {
   await verify(`mirror ${set}`, qsets[set]!, async (q) => (await mirrored.check(q)).allowed);
+  await settle(qsets[set]!, (q) => mirrored.check(q));
   mirrorCold[set] = await timeAsync(qsets[set]!, (q) => mirrored.check(q), { passes, concurrency: 1 });
 }
 log(`mirror done (${mirror.stats().fast} fast, ${mirror.stats().deferred} deferred)`);
