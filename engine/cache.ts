@@ -50,6 +50,7 @@ import { LocalChecker, problemKey, type CheckResolver, type PathNode, type Resol
 import type { StoredAuthorizationModel } from './model.ts';
 import type { TupleKey, TupleStore } from './store.ts';
 import { type TypeSystem, rewriteChildren } from './typesystem.ts';
+import { formatUser } from './tuple.ts';
 import type { LatestModelHint } from './engine_check.ts';
 import { type SyncTupleSource, syncSource } from './reader.ts';
 
@@ -179,6 +180,8 @@ export function tupleClassesRead(ts: TypeSystem, type: string, relation: string)
 }
 
 const MAX_MODELS = 64;
+/** Options of every LRU lookup, shared (lru-cache otherwise allocates an empty object per get). */
+const GET_OPTIONS: LRUCache.GetOptions<string, number, unknown> = {};
 
 /** A bounded, write-invalidated cache of Check answers; see the module doc. */
 export class CheckCache {
@@ -254,12 +257,15 @@ export class CheckCache {
       return r;
     }
     if (this.#fresh() !== undefined) return undefined; // the revision must be re-read first: the asynchronous path does that
-    const pk = problemKey(req.objectType, req.objectId, req.relation, req.user);
-    if (req.path !== undefined && onPath(req.path, pk)) return inner.resolveCheckSync?.(req, ctx);
+    if (req.path !== undefined && onPath(req.path, problemKey(req.objectType, req.objectId, req.relation, req.user))) return inner.resolveCheckSync?.(req, ctx);
     const deps = this.#depsOf(ctx.ts);
     const ci = this.#classOf(deps, req);
     if (ci === undefined) return inner.resolveCheckSync?.(req, ctx);
-    const key = ctx.context === undefined ? `${ctx.ts.id}\n${pk}` : `${ctx.ts.id}\n${JSON.stringify(ctx.context)}\n${pk}`;
+    // The same key as the asynchronous path builds, in one template (the request's object string when it has one).
+    const object = req.object ?? `${req.objectType}:${req.objectId}`;
+    const key = ctx.context === undefined
+      ? `${ctx.ts.id}\n${object}#${req.relation}@${formatUser(req.user)}`
+      : `${ctx.ts.id}\n${JSON.stringify(ctx.context)}\n${object}#${req.relation}@${formatUser(req.user)}`;
     const hit = this.#lookup(lru, key, req, ctx, deps.gens[ci]!);
     if (hit !== undefined) return hit;
     if (inner.resolveCheckSync === undefined) return undefined;
@@ -376,7 +382,7 @@ export class CheckCache {
 
   /** An entry stored at the relation's current generation (a stored entry was filled in the current cache generation). */
   #lookup(lru: LRUCache<string, number>, key: string, req: ResolveCheckRequest, ctx: ResolutionContext, stamp: number): ResolveCheckResult | undefined {
-    const v = lru.get(key);
+    const v = lru.get(key, GET_OPTIONS);
     if (v === undefined || Math.floor(v / 256) !== stamp) return undefined;
     const height = (v % 256) >> 1;
     if (req.depth + height >= ctx.maxDepth) return undefined;
