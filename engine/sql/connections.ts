@@ -26,9 +26,8 @@ import { LatchkeyError } from '../errors.ts';
 import type { SqlDialect } from './migrate.ts';
 import { isBusy, rawConnection, type RawConnection } from './raw.ts';
 
-/** sequelize connection-manager keys of the SQLite writer and reader connections. */
-const WRITER_UUID = 'latchkey_fga_writer';
-const READER_UUID = 'latchkey_fga_reader';
+/** Numbers the connection-manager keys, so that two stores on one sequelize instance never share a connection. */
+let instances = 0;
 
 /** The part of sequelize's connection manager used here. */
 interface PoolManager {
@@ -62,6 +61,9 @@ export class SqlConnections {
   readonly #cm: PoolManager;
   #reader: Promise<Owned> | undefined;
   #writer: Promise<Owned> | undefined;
+  /** sequelize connection-manager keys of this store's SQLite reader and writer connections. */
+  readonly #readerKey: string;
+  readonly #writerKey: string;
   /** In-process writer queue: SQLite allows one writer, and queueing here avoids lock waits between our own writes. */
   #queue: Promise<unknown> = Promise.resolve();
 
@@ -69,6 +71,9 @@ export class SqlConnections {
     this.#sequelize = sequelize;
     this.#dialect = dialect;
     this.#cm = (sequelize as unknown as { connectionManager: PoolManager }).connectionManager;
+    const n = ++instances;
+    this.#readerKey = `latchkey_fga_reader_${n}`;
+    this.#writerKey = `latchkey_fga_writer_${n}`;
   }
 
   /** True for SQLite on a file (not in memory), where the store keeps connections of its own. */
@@ -180,9 +185,9 @@ export class SqlConnections {
   }
 
   #readerConnection(): Promise<Owned> {
-    this.#reader ??= this.#cm.getConnection({ uuid: READER_UUID }).then(
+    this.#reader ??= this.#cm.getConnection({ uuid: this.#readerKey }).then(
       (connection) => {
-        connection.uuid = READER_UUID;
+        connection.uuid = this.#readerKey;
         const conn = rawConnection('sqlite', connection, true);
         // sqlite3 refuses to close a connection with prepared statements left: whoever closes it (the store,
         // or sequelize.close() closing every connection it manages) finalizes them first.
@@ -201,8 +206,8 @@ export class SqlConnections {
 
   #writerConnection(): Promise<Owned> {
     this.#writer ??= (async () => {
-      const connection = await this.#cm.getConnection({ uuid: WRITER_UUID });
-      connection.uuid = WRITER_UUID;
+      const connection = await this.#cm.getConnection({ uuid: this.#writerKey });
+      connection.uuid = this.#writerKey;
       const conn = rawConnection('sqlite', connection);
       await conn.run('PRAGMA busy_timeout = 5000', []);
       const [mode] = (await conn.run<{ journal_mode: string }>('PRAGMA journal_mode', [], true)).rows;

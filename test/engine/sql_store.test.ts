@@ -95,6 +95,22 @@ test('sql sqlite: the connection closes cleanly after reads and writes, whether 
   }
 });
 
+test('sql sqlite: two stores on one sequelize instance keep connections of their own', async (t) => {
+  const { store: a, sequelize, teardown } = await openSqlStore('sqlite');
+  const b = await SqlStore.open({ sequelize, migrate: false });
+  try {
+    const writes = (s: SqlStore, prefix: string) => Array.from({ length: 6 }, (_, i) => s.write([], [{ object: `doc:${prefix}${i}`, relation: 'viewer', user: 'user:a' }]));
+    const revs = await Promise.all([...writes(a, 'a'), ...writes(b, 'b')]);
+    t.deepEqual([...revs].sort((x, y) => x - y), Array.from({ length: 12 }, (_, i) => i + 1));
+    await b.close();
+    // a keeps working after b released its connections.
+    t.is(await a.write([], [{ object: 'doc:z', relation: 'viewer', user: 'user:a' }]), 13);
+    t.is((await a.readPage({}, { pageSize: 100 })).items.length, 13);
+  } finally {
+    await teardown();
+  }
+});
+
 test('sql store: unknown options are rejected', async (t) => {
   const err = await t.throwsAsync(SqlStore.open({ sequelize: undefined as never, bogus: 1 } as never));
   t.is((err as LatchkeyError).code, 'invalid_argument');
