@@ -114,7 +114,7 @@ export async function createTestDatabase(backend: SqlBackend, prefix = 'lk_test'
   }
   const admin = mysqlUrl();
   if (!admin) throw new Error('MySQL is not configured (LATCHKEY_TEST_MYSQL_URL)');
-  const conn = await mysql.createConnection(admin);
+  const conn = await connectMysql(admin);
   try {
     await conn.query(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
   } finally {
@@ -127,7 +127,7 @@ export async function createTestDatabase(backend: SqlBackend, prefix = 'lk_test'
     async drop() {
       if (dropped) return;
       dropped = true;
-      const c = await mysql.createConnection(admin);
+      const c = await connectMysql(admin);
       try {
         await c.query(`DROP DATABASE IF EXISTS \`${name}\``);
       } finally {
@@ -135,4 +135,21 @@ export async function createTestDatabase(backend: SqlBackend, prefix = 'lk_test'
       }
     },
   };
+}
+
+/**
+ * An administrative MySQL connection. On a loaded two-core machine MariaDB
+ * sometimes accepts a loopback connection only after mysql2's 10 s connect
+ * timeout; a slow handshake is retried (with a longer timeout), anything else
+ * fails at once.
+ */
+async function connectMysql(url: string): Promise<mysql.Connection> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await mysql.createConnection({ uri: url, connectTimeout: 30_000 });
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      if (attempt >= 3 || (code !== 'ETIMEDOUT' && code !== 'ECONNRESET')) throw err;
+    }
+  }
 }
