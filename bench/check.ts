@@ -338,7 +338,7 @@ async function sqlBench(backend: SqlBackend, ds: ReferenceDataset, qsets: QueryS
     const loadS = await loadStore(store, ds, 10_000);
     log(`${backend} loaded in ${round(loadS)} s`);
     const counted = countingStore(store);
-    const engine = new Engine({ store: counted.store, resolver: new LevelChecker({ combineReads: true }) });
+    const engine = new Engine({ store: counted.store, resolver: new LevelChecker() });
     await engine.writeModel({ dsl: REFERENCE_MODEL_DSL });
     const limit = quick ? 100 : 400;
     for (const set of QUERY_SETS) await verify(`${backend} ${set}`, (qsets[set] as CheckQuery[]).slice(0, 50), async (q) => (await engine.check(q)).allowed);
@@ -358,7 +358,7 @@ async function sqlBench(backend: SqlBackend, ds: ReferenceDataset, qsets: QueryS
     gc();
     const mirrorHeapMiB = (process.memoryUsage().heapUsed - beforeMirror) / 2 ** 20;
     const rssWithMirror = memoryMiB().rss_mib;
-    const mirrored = new Engine({ store: mirror.store, resolver: mirror.resolver(new LevelChecker({ combineReads: true })) });
+    const mirrored = new Engine({ store: mirror.store, resolver: mirror.resolver(new LevelChecker()) });
     for (const set of QUERY_SETS) await verify(`${backend} mirror ${set}`, (qsets[set] as CheckQuery[]).slice(0, 200), async (q) => (await mirrored.check(q)).allowed);
     const mirrorCold = await timeSets(qsets, (q) => mirrored.check(q), { passes: 3, concurrency: 1, limit: 2000 });
     // Writes: 100-tuple batches (P9).

@@ -10,7 +10,7 @@
  * on this server") without an FGA store.
  */
 import { Sequelize } from 'sequelize';
-import { CheckCache, Engine, GraphMirror, LevelChecker, MemoryStore, type CheckResolver, type TupleStore } from '../../engine/index.ts';
+import { CheckCache, Engine, GraphMirror, LevelChecker, LocalChecker, MemoryStore, type CheckResolver, type TupleStore } from '../../engine/index.ts';
 import { SqlStore } from '../../engine/sql/index.ts';
 import type { Services } from '../services.ts';
 import { ENGINE_HOOKS, withHooks } from './engine_hooks.ts';
@@ -115,8 +115,8 @@ export async function plugFgaEngine(services: Services): Promise<void> {
 }
 
 /**
- * The FGA engine as the server runs it: the level-at-a-time checker, on SQL
- * stores behind the in-memory graph mirror (`--fga-mirror`), and the check
+ * The FGA engine as the server runs it: on SQL stores the level-at-a-time
+ * checker behind the in-memory graph mirror (`--fga-mirror`), and the check
  * cache in front (`--fga-cache-size`, `--fga-cache-revision-poll`; either at 0
  * turns it off). Writes go through the outermost store so that the cache and
  * the mirror see them before the write call returns (docs/caching.md).
@@ -125,7 +125,8 @@ async function composeEngine(store: TupleStore, sql: boolean, c: Services['confi
   let base: TupleStore = store;
   // SqlStore answers a level's reads with one statement whatever their kinds, so reading usersets apart from the
   // other forward lookups costs no round trip and skips every plain user on the path (5x less CPU on SQLite).
-  let resolver: CheckResolver = new LevelChecker();
+  // A memory store reads synchronously, so the plain evaluator answers without a promise per sub-problem.
+  let resolver: CheckResolver = sql ? new LevelChecker() : new LocalChecker();
   if (sql && c.fgaMirror) {
     const mirror = await GraphMirror.load({ store, revisionPollMs: c.fgaCacheRevisionPoll });
     base = mirror.store;
