@@ -9,8 +9,10 @@
  *   (the split index of performance-anchors §2.3), each as user number →
  *   revision of the write that made the tuple, and the conditions of the
  *   tuples that have one.
- * - **Reverse.** `user * REL_SLOTS + relation` → the objects holding that
- *   tuple, for ListObjects' reverse reads.
+ * - **Reverse.** Per relation number: user number → the objects holding that
+ *   tuple, and apart the conditions of those tuples that have one, for
+ *   ListObjects' reverse reads ({@link GraphIndex.reverseRead}). Keyed by
+ *   relation first so every map key stays a small integer.
  * - **Reach.** {@link GraphIndex.reach} answers a top-level check of a
  *   monotone relation (unions of direct grants, usersets, computed relations
  *   and tuple-to-userset only) by a plain object user as reachability: a
@@ -72,11 +74,17 @@ export class GraphIndex {
   readonly #type: string[] = [];
   readonly #kind: number[] = [];
   readonly #usObject: number[] = [];
+  readonly #typeNames = new Map<string, string>();
   readonly #usRelation: number[] = [];
   readonly #rels = new Map<string, number>();
   readonly #relNames: string[] = [];
   readonly nodes = new Map<number, GraphNode>();
-  readonly #reverse: Map<number, Set<number>> | undefined;
+  /** Per relation number: user → objects (undefined without a reverse index). */
+  readonly #reverse: (Map<number, Set<number>> | undefined)[] | undefined;
+  /** Per relation number: user → object → condition, for the reverse tuples that have one. */
+  readonly #reverseConds: (Map<number, Map<number, TupleCondition>> | undefined)[] = [];
+  /** Per string number: the id part of an object `type:id`, computed on first use by a reverse read. */
+  readonly #localIds: string[] = [];
   /** Per model version: plans by type and relation number, and type-restriction answers by type, relation number and user form. */
   readonly #perModel = new WeakMap<TypeSystem, ModelState>();
   #lastTs: TypeSystem | undefined;
@@ -101,7 +109,7 @@ export class GraphIndex {
   }
 
   constructor(options: { reverse?: boolean } = {}) {
-    this.#reverse = options.reverse === false ? undefined : new Map();
+    this.#reverse = options.reverse === false ? undefined : [];
   }
 
   // ---------------------------------------------------------------- strings
@@ -121,7 +129,11 @@ export class GraphIndex {
       this.#usObject[id] = obj;
       this.#usRelation[id] = this.rel(s.slice(hash + 1));
     } else {
-      this.#type[id] = s.slice(0, s.indexOf(':'));
+      // One string per type name, shared by all its objects (compared per row by reverse reads).
+      const type = s.slice(0, s.indexOf(':'));
+      let shared = this.#typeNames.get(type);
+      if (shared === undefined) this.#typeNames.set(type, (shared = type));
+      this.#type[id] = shared;
       this.#kind[id] = s.endsWith(':*') ? WILDCARD : OBJECT;
       if (this.#kind[id] === WILDCARD) this.#wildcards.set(this.#type[id]!, id);
       this.#usObject[id] = -1;
@@ -193,10 +205,16 @@ export class GraphIndex {
     m.set(u, revision);
     if (t.condition !== undefined) (n.conds ??= new Map()).set(u, t.condition);
     if (this.#reverse !== undefined) {
-      const rk = u * REL_SLOTS + r;
-      let objs = this.#reverse.get(rk);
-      if (objs === undefined) this.#reverse.set(rk, (objs = new Set()));
+      const byUser = (this.#reverse[r] ??= new Map());
+      let objs = byUser.get(u);
+      if (objs === undefined) byUser.set(u, (objs = new Set()));
       objs.add(o);
+      if (t.condition !== undefined) {
+        const conds = (this.#reverseConds[r] ??= new Map());
+        let m = conds.get(u);
+        if (m === undefined) conds.set(u, (m = new Map()));
+        m.set(o, t.condition);
+      }
     }
     this.size++;
     return true;
@@ -223,11 +241,17 @@ export class GraphIndex {
     }
     if (n.users === undefined && n.usersets === undefined) this.nodes.delete(key);
     if (this.#reverse !== undefined) {
-      const rk = u * REL_SLOTS + r;
-      const objs = this.#reverse.get(rk);
+      const byUser = this.#reverse[r];
+      const objs = byUser?.get(u);
       if (objs !== undefined) {
         objs.delete(o);
-        if (objs.size === 0) this.#reverse.delete(rk);
+        if (objs.size === 0) byUser!.delete(u);
+      }
+      const conds = this.#reverseConds[r];
+      const m = conds?.get(u);
+      if (m !== undefined) {
+        m.delete(o);
+        if (m.size === 0) conds!.delete(u);
       }
     }
     this.size--;
@@ -247,7 +271,39 @@ export class GraphIndex {
     const u = this.#ids.get(user);
     const r = this.#rels.get(relation);
     if (u === undefined || r === undefined || this.#reverse === undefined) return undefined;
-    return this.#reverse.get(u * REL_SLOTS + r);
+    return this.#reverse[r]?.get(u);
+  }
+
+  /**
+   * Reverse read without tuple objects: for each `users[i]`, every object of
+   * `objectType` holding `relation` for it, as `emit(i, objectId, condition)`
+   * (the tuple's condition, or `undefined`). In no particular order; a user
+   * listed twice is read twice. Cost: the rows found plus one lookup per user.
+   */
+  reverseRead(objectType: string, relation: string, users: readonly string[], emit: (user: number, objectId: string, condition: TupleCondition | undefined) => void): void {
+    const r = this.#rels.get(relation);
+    if (r === undefined || this.#reverse === undefined) return;
+    const byUser = this.#reverse[r];
+    if (byUser === undefined) return;
+    const conds = this.#reverseConds[r];
+    const types = this.#type;
+    const local = this.#localIds;
+    for (let i = 0; i < users.length; i++) {
+      const u = this.#ids.get(users[i]!);
+      if (u === undefined) continue;
+      const objs = byUser.get(u);
+      if (objs === undefined) continue;
+      const c = conds?.get(u);
+      for (const o of objs) {
+        if (types[o] !== objectType) continue;
+        let id = local[o];
+        if (id === undefined) {
+          const s = this.#strings[o]!;
+          id = local[o] = s.slice(s.indexOf(':') + 1);
+        }
+        emit(i, id, c?.get(o));
+      }
+    }
   }
 
   // ---------------------------------------------------------------- reach

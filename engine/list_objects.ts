@@ -3,7 +3,9 @@
  *
  * One reverse expansion from the user over the model graph read backwards
  * (see docs/list-objects.md), one batched reverse read
- * (`readStartingWithUsers`) per edge kind and graph level, with a visited
+ * (`readStartingWithUsers`, or the store's synchronous, unordered
+ * `readStartingWithUsersSync` when it has one) per edge kind and graph
+ * level, with a visited
  * set so each `object#relation` is expanded once. Every reached node is
  * either
  * - **exact**: reached from the user along edges that sit only under unions
@@ -221,7 +223,22 @@ export async function listObjectIds(
       else targets.push(step);
     }
   };
+  // With a synchronous reverse read (the memory store), rows come as object ids with their condition, unordered.
+  const runReadsSync = (): void => {
+    const batch = [...reads.values()];
+    reads.clear();
+    for (const r of batch) {
+      const users = [...r.users.keys()];
+      const targets = [...r.users.values()];
+      reader.startingWithUsersSync(r.objectType, r.relation, users, (i, objectId, condition) => {
+        const outcome = condition === undefined ? 'true' : conditionOutcome(ts, { object: '', relation: r.relation, user: '', condition }, options.context);
+        if (outcome === 'false') return;
+        for (const x of targets[i]!) reach(x.to, objectId, x.exact && outcome === 'true');
+      });
+    }
+  };
   const runReads = async (): Promise<void> => {
+    if (reader.reverseSync) return runReadsSync();
     const batch = [...reads.values()];
     reads.clear();
     const results = await Promise.all(batch.map((r) => reader.startingWithUsers(r.objectType, r.relation, [...r.users.keys()])));

@@ -260,6 +260,15 @@ export class MemoryStore implements TupleStore {
     return this.#index.reach(ts, objectType, objectId, relation, userType, userId, limits, object);
   }
 
+  /**
+   * Synchronous reverse read for ListObjects, unordered and without tuple
+   * objects (see `SyncTupleSource.readStartingWithUsersSync` in engine/reader.ts).
+   */
+  readStartingWithUsersSync(objectType: string, relation: string, users: readonly string[], emit: (user: number, objectId: string, condition: TupleCondition | undefined) => void): void {
+    this.#open();
+    this.#index.reverseRead(objectType, relation, users, emit);
+  }
+
   async readUserTuples(keys: readonly UserTupleKey[]): Promise<(StoredTuple | undefined)[]> {
     this.#open();
     return keys.map((k) => this.readUserTupleSync(k.objectType, k.objectId, k.relation, k.user));

@@ -10,7 +10,7 @@
  * - Point and forward reads issued in the same tick are coalesced into one
  *   batched store call, so a SQL store answers one graph level per query.
  */
-import type { ObjectRelationKey, TupleKey, TupleStore, UserTupleKey } from './store.ts';
+import type { ObjectRelationKey, TupleCondition, TupleKey, TupleStore, UserTupleKey } from './store.ts';
 import { type ParsedUser, tryParseUser } from './tuple.ts';
 import type { TypeSystem } from './typesystem.ts';
 import { tupleReadable } from './validation.ts';
@@ -47,6 +47,13 @@ export interface SyncTupleSource {
     limits: { maxDepth: number; maxDispatches: number; context: Record<string, unknown> | undefined },
     object?: string,
   ): boolean | undefined;
+  /**
+   * Optional: the reverse read of ListObjects in no particular order and
+   * without tuple objects. For each `users[i]`, every stored tuple on an
+   * object of `objectType` with `relation` whose user is `users[i]`, as
+   * `emit(i, objectId, condition)` (the tuple's condition or `undefined`).
+   */
+  readStartingWithUsersSync?(objectType: string, relation: string, users: readonly string[], emit: (user: number, objectId: string, condition: TupleCondition | undefined) => void): void;
 }
 
 /** The store's synchronous reads, when it offers them. */
@@ -216,6 +223,61 @@ export class TupleReader {
       if (r !== undefined) out.push(r);
     }
     return out;
+  }
+
+  /** True when {@link TupleReader.startingWithUsersSync} can be used (the store offers a synchronous reverse read). */
+  get reverseSync(): boolean {
+    return this.sync?.readStartingWithUsersSync !== undefined;
+  }
+
+  /**
+   * {@link TupleReader.startingWithUsers} without a promise and without tuple
+   * objects, in no particular order: `visit(i, objectId, condition)` for each
+   * tuple on an object of `objectType` with `relation` whose user is
+   * `users[i]`, contextual tuples included (winning over a stored tuple with
+   * the same key), only those the model admits. Only when
+   * {@link TupleReader.reverseSync}.
+   */
+  startingWithUsersSync(objectType: string, relation: string, users: readonly string[], visit: (user: number, objectId: string, condition: TupleCondition | undefined) => void): void {
+    this.storeCalls++;
+    const ts = this.#ts;
+    const n = users.length;
+    // Whether the model admits a tuple depends only on its user and condition name here: decided once per pair.
+    const parsed: (ParsedUser | undefined)[] = new Array<ParsedUser | undefined>(n);
+    const plain: (boolean | undefined)[] = new Array<boolean | undefined>(n);
+    let named: Map<string, boolean>[] | undefined;
+    const admits = (i: number, condition: TupleCondition | undefined): boolean => {
+      if (condition === undefined) {
+        let v = plain[i];
+        if (v === undefined) {
+          const u = (parsed[i] ??= this.#parseUser(users[i]!));
+          v = plain[i] = u !== undefined && tupleReadable(ts, objectType, relation, u, undefined);
+        }
+        return v;
+      }
+      const m = ((named ??= [])[i] ??= new Map());
+      let v = m.get(condition.name);
+      if (v === undefined) {
+        const u = (parsed[i] ??= this.#parseUser(users[i]!));
+        v = u !== undefined && tupleReadable(ts, objectType, relation, u, condition.name);
+        m.set(condition.name, v);
+      }
+      return v;
+    };
+    let ctx: (Map<string, TupleKey> | undefined)[] | undefined;
+    if (this.#ctxReverse.size > 0) {
+      ctx = new Array<Map<string, TupleKey> | undefined>(n);
+      for (let i = 0; i < n; i++) {
+        const m = this.#ctxReverse.get(`${objectType}#${relation}@${users[i]!}`);
+        if (m === undefined) continue;
+        ctx[i] = m;
+        for (const [id, t] of m) if (admits(i, t.condition)) visit(i, id, t.condition);
+      }
+    }
+    this.sync!.readStartingWithUsersSync!(objectType, relation, users, (i, id, condition) => {
+      if (ctx !== undefined && ctx[i]?.has(id) === true) return;
+      if (admits(i, condition)) visit(i, id, condition);
+    });
   }
 
   /** Reverse read: tuples on objects of `objectType` with `relation` whose user is one of `users`. */
