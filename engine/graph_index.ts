@@ -284,7 +284,9 @@ export class GraphIndex {
     const r = this.#rels.get(relation);
     if (r === undefined || this.#reverse === undefined) return;
     const byUser = this.#reverse[r];
-    if (byUser === undefined) return;
+    // The shared type-name string: the per-row comparison then meets the same string.
+    const type = this.#typeNames.get(objectType);
+    if (byUser === undefined || type === undefined) return;
     const conds = this.#reverseConds[r];
     const types = this.#type;
     const local = this.#localIds;
@@ -295,7 +297,7 @@ export class GraphIndex {
       if (objs === undefined) continue;
       const c = conds?.get(u);
       for (const o of objs) {
-        if (types[o] !== objectType) continue;
+        if (types[o] !== type) continue;
         let id = local[o];
         if (id === undefined) {
           const s = this.#strings[o]!;
