@@ -20,7 +20,7 @@
  */
 import test from 'ava';
 import fc from 'fast-check';
-import { Engine, LatchkeyError, type AuthorizationModel, type RelationReference, type TupleKey, type Userset } from '../../engine/index.ts';
+import { Engine, LatchkeyError, MemoryStore, type AuthorizationModel, type RelationReference, type TupleKey, type Userset } from '../../engine/index.ts';
 
 const RUNS = process.env['CI'] ? 150 : 40;
 const params = (): fc.Parameters<unknown> => {
@@ -310,6 +310,62 @@ test('ListUsers returns exactly the users that pass Check, and fails only where 
               const r = outcomes.get(u) ?? (await check(w, u, relation, object));
               if (r === true && !covered) throw new Error(`${what}: misses ${u} in ${JSON.stringify(users)}`);
               if (filter.relation !== undefined && r !== true && users.includes(u)) throw new Error(`${what}: lists ${u}`);
+            }
+          }
+        }
+      }),
+      params(),
+    ),
+  );
+  t.log(`valid models ${runs}, non-empty answers ${nonEmpty}`);
+  t.true(runs > 0 && nonEmpty > 0);
+});
+
+/** A memory store without its synchronous reverse read: ListObjects then reads through `readStartingWithUsers`. */
+function withoutReverseSync(store: MemoryStore): MemoryStore {
+  return new Proxy(store, {
+    get(target, prop) {
+      if (prop === 'readStartingWithUsersSync') return undefined;
+      const v: unknown = Reflect.get(target, prop, target);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}
+
+test('ListObjects answers the same, errors included, through the synchronous and the asynchronous reverse read', async (t) => {
+  let runs = 0;
+  let nonEmpty = 0;
+  await t.notThrowsAsync(
+    fc.assert(
+      fc.asyncProperty(scenarioArb, async (s) => {
+        const engines: Engine[] = [];
+        for (const store of [new MemoryStore(), withoutReverseSync(new MemoryStore())]) {
+          const engine = new Engine({ store, maxResolutionDepth: s.maxDepth });
+          try {
+            await engine.writeModel(buildModel(s.spec));
+          } catch {
+            return;
+          }
+          const stored = s.tuples.slice(s.contextual);
+          for (let i = 0; i < stored.length; i += 100) await engine.write({ writes: stored.slice(i, i + 100) });
+          engines.push(engine);
+        }
+        runs++;
+        const w = { contextualTuples: s.tuples.slice(0, s.contextual), context: s.context };
+        for (const type of ['group', 'folder', 'doc']) {
+          for (const relation of type === 'group' ? ['member'] : RELS) {
+            for (const user of PROBES) {
+              const answers: string[] = [];
+              for (const engine of engines) {
+                try {
+                  answers.push(JSON.stringify(await engine.listObjects({ user, relation, type, contextualTuples: w.contextualTuples, ...(w.context === undefined ? {} : { context: w.context }) })));
+                } catch (err) {
+                  if (!(err instanceof LatchkeyError)) throw err;
+                  answers.push(`error ${err.code}`);
+                }
+              }
+              if (answers[0] !== answers[1]) throw new Error(`listObjects ${user} ${type}#${relation}: synchronous ${answers[0]}, asynchronous ${answers[1]}`);
+              if (answers[0]!.includes(':')) nonEmpty++;
             }
           }
         }
