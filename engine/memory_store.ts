@@ -295,24 +295,27 @@ export class MemoryStore implements TupleStore {
     if (r === undefined) return out;
     const prefix = query.objectType.length + 1;
     const only = query.objectIds === undefined ? undefined : new Set(query.objectIds);
-    const emit = (o: number, user: string): void => {
+    let u = 0;
+    let userset = false;
+    const emit = (o: number): void => {
       const n = index.nodes.get(o * REL_SLOTS + r)!;
-      const u = index.id(user)!;
-      out.push(index.tuple(o, r, n, u, (user.includes('#') ? n.usersets : n.users)!.get(u)!));
+      out.push(index.tuple(o, r, n, u, (userset ? n.usersets : n.users)!.get(u)!));
     };
     for (const user of new Set(query.users)) {
       const objs = index.objectsOf(user, query.relation);
       if (objs === undefined) continue;
+      u = index.id(user)!;
+      userset = user.includes('#');
       if (only !== undefined && only.size < objs.size) {
         for (const id of only) {
           const o = index.id(`${query.objectType}:${id}`);
-          if (o !== undefined && objs.has(o)) emit(o, user);
+          if (o !== undefined && objs.has(o)) emit(o);
         }
       } else {
         for (const o of objs) {
           if (index.typeOf(o) !== query.objectType) continue;
           if (only !== undefined && !only.has(index.str(o).slice(prefix))) continue;
-          emit(o, user);
+          emit(o);
         }
       }
     }
