@@ -84,7 +84,7 @@ export class GraphIndex {
   /** Per relation number: user → object → condition, for the reverse tuples that have one. */
   readonly #reverseConds: (Map<number, Map<number, TupleCondition>> | undefined)[] = [];
   /** Per string number: the id part of an object `type:id`, computed on first use by a reverse read. */
-  readonly #localIds: string[] = [];
+  readonly #localIds: (string | undefined)[] = [];
   /** Per model version: plans by type and relation number, and type-restriction answers by type, relation number and user form. */
   readonly #perModel = new WeakMap<TypeSystem, ModelState>();
   #lastTs: TypeSystem | undefined;
@@ -121,6 +121,8 @@ export class GraphIndex {
     id = this.#strings.length;
     this.#ids.set(s, id);
     this.#strings.push(s);
+    // Kept as long as #strings (a lazy write far past the end would turn the array into a dictionary).
+    this.#localIds.push(undefined);
     const hash = s.indexOf('#');
     if (hash >= 0) {
       const obj = this.intern(s.slice(0, hash));
