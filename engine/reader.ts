@@ -246,12 +246,20 @@ export class TupleReader {
     const parsed: (ParsedUser | undefined)[] = new Array<ParsedUser | undefined>(n);
     const plain: (boolean | undefined)[] = new Array<boolean | undefined>(n);
     let named: Map<string, boolean>[] | undefined;
+    // For a plain object user without a condition, only the user's type matters.
+    const byType = new Map<string, boolean>();
     const admits = (i: number, condition: TupleCondition | undefined): boolean => {
       if (condition === undefined) {
         let v = plain[i];
         if (v === undefined) {
           const u = (parsed[i] ??= this.#parseUser(users[i]!));
-          v = plain[i] = u !== undefined && tupleReadable(ts, objectType, relation, u, undefined);
+          if (u === undefined) v = false;
+          else if (u.kind !== 'object') v = tupleReadable(ts, objectType, relation, u, undefined);
+          else {
+            v = byType.get(u.type);
+            if (v === undefined) byType.set(u.type, (v = tupleReadable(ts, objectType, relation, u, undefined)));
+          }
+          plain[i] = v;
         }
         return v;
       }
