@@ -478,6 +478,10 @@ export class CheckCache {
         const reach = sync.reachSync.bind(sync);
         w.reachSync = (...a) => reach(...a);
       }
+      if (sync.readStartingWithUsersSync !== undefined) {
+        const reverse = sync.readStartingWithUsersSync.bind(sync);
+        w.readStartingWithUsersSync = (...a) => reverse(...a);
+      }
     }
     return wrapped;
   }

@@ -141,3 +141,24 @@ test('cache options are validated', (t) => {
     t.is((err as LatchkeyError).reason, 'invalid_option');
   }
 });
+
+test('the cache passes the memory store synchronous reverse read through, and ListObjects behind it answers as without it', async (t) => {
+  const { inner, cache, engine } = await setup();
+  t.is(typeof (cache.store as { readStartingWithUsersSync?: unknown }).readStartingWithUsersSync, 'function');
+  const plain = new Engine({ store: inner });
+  await engine.write({
+    writes: [
+      { user: 'user:anne', relation: 'member', object: 'group:eng' },
+      { user: 'group:eng#member', relation: 'viewer', object: 'doc:1' },
+      { user: 'doc:1', relation: 'parent', object: 'doc:2' },
+      { user: 'user:anne', relation: 'viewer', object: 'doc:3', condition: { name: 'in_hours' } },
+      { user: 'user:bob', relation: 'viewer', object: 'doc:4' },
+    ],
+  });
+  for (const context of [{ hour: 10 }, { hour: 20 }]) {
+    const viaCache = await engine.listObjects({ user: 'user:anne', relation: 'viewer', type: 'doc', context });
+    const direct = await plain.listObjects({ user: 'user:anne', relation: 'viewer', type: 'doc', context });
+    t.deepEqual(viaCache, direct);
+  }
+  t.deepEqual((await engine.listObjects({ user: 'user:anne', relation: 'viewer', type: 'doc', context: { hour: 10 } })).objects, ['doc:1', 'doc:2', 'doc:3']);
+});
