@@ -1,0 +1,396 @@
+/**
+ * A sequelize `dialectModule` for SQLite backed by Node's built-in
+ * `node:sqlite` (`DatabaseSync`): the part of the `sqlite3` package's API
+ * that sequelize v6's sqlite dialect and the SQL store use (`Database` with
+ * mode and callback, `serialize`, `run`/`all`/`get`/`exec` with callbacks and
+ * `this.lastID`/`this.changes`, `configure('busyTimeout')`, `close`, the
+ * `OPEN_*` constants).
+ *
+ * Why: with every SQLite connection of the process in one library, the file
+ * locks of all connections are coherent (two copies of SQLite in one process
+ * do not see each other's POSIX locks), and a statement runs in microseconds
+ * on the calling thread instead of a trip through a native addon's thread
+ * pool. See docs/storage.md ("SQLite driver").
+ *
+ * Statements run synchronously when called, in call order; callbacks are
+ * called on a later microtask, as the `sqlite3` package calls them later.
+ *
+ * Lock waits never block the event loop: SQLite's own busy timeout is 0, and
+ * a statement that meets SQLITE_BUSY is retried from a timer (backing off up
+ * to 20 ms) until the connection's busy timeout (5 s unless set with
+ * `configure('busyTimeout', ms)` or `PRAGMA busy_timeout = ms`) has passed;
+ * later statements on the connection wait behind it. Only statements that
+ * start outside a transaction (or a COMMIT) are retried: inside a transaction
+ * a busy statement may be one side of a deadlock, and fails at once so that
+ * its transaction rolls back and releases its locks, as SQLite intends.
+ *
+ * Values: booleans bind as 1/0, `undefined` as NULL, dates as milliseconds
+ * (as `sqlite3` does); BLOBs read back as `Buffer`s; integers beyond 2^53
+ * read back as (rounded) numbers, as with `sqlite3`. Errors carry `sqlite3`'s
+ * `code` (`SQLITE_CONSTRAINT`, …), `errno` and `CODE: message` text.
+ */
+import { existsSync } from 'node:fs';
+import { EventEmitter } from 'node:events';
+import { DatabaseSync, type StatementSync, type SQLInputValue } from 'node:sqlite';
+
+/** `sqlite3`'s open flags (the same values as SQLite's). */
+export const OPEN_READONLY = 0x1;
+export const OPEN_READWRITE = 0x2;
+export const OPEN_CREATE = 0x4;
+export const OPEN_URI = 0x40;
+export const OPEN_SHAREDCACHE = 0x20000;
+export const OPEN_PRIVATECACHE = 0x40000;
+export const OPEN_FULLMUTEX = 0x10000;
+
+/** SQLite's primary result codes by number, for `sqlite3`-style error codes. */
+const CODES: Record<number, string> = {
+  1: 'SQLITE_ERROR', 2: 'SQLITE_INTERNAL', 3: 'SQLITE_PERM', 4: 'SQLITE_ABORT', 5: 'SQLITE_BUSY', 6: 'SQLITE_LOCKED',
+  7: 'SQLITE_NOMEM', 8: 'SQLITE_READONLY', 9: 'SQLITE_INTERRUPT', 10: 'SQLITE_IOERR', 11: 'SQLITE_CORRUPT',
+  12: 'SQLITE_NOTFOUND', 13: 'SQLITE_FULL', 14: 'SQLITE_CANTOPEN', 15: 'SQLITE_PROTOCOL', 16: 'SQLITE_EMPTY',
+  17: 'SQLITE_SCHEMA', 18: 'SQLITE_TOOBIG', 19: 'SQLITE_CONSTRAINT', 20: 'SQLITE_MISMATCH', 21: 'SQLITE_MISUSE',
+  22: 'SQLITE_NOLFS', 23: 'SQLITE_AUTH', 24: 'SQLITE_FORMAT', 25: 'SQLITE_RANGE', 26: 'SQLITE_NOTADB',
+};
+
+/** Statements kept prepared per connection (most recently used kept). */
+const STATEMENT_CACHE = 256;
+const DEFAULT_BUSY_TIMEOUT_MS = 5000;
+
+export type Params = readonly unknown[] | Record<string, unknown> | undefined;
+type Callback<T> = ((this: RunResult, err: Error | null, result?: T) => void) | undefined;
+
+/** What `run`'s callback sees as `this` (named like `sqlite3`'s, which sequelize checks). */
+export class Statement {
+  readonly sql: string;
+  readonly lastID: number;
+  readonly changes: number;
+  constructor(sql: string, lastID: number, changes: number) {
+    this.sql = sql;
+    this.lastID = lastID;
+    this.changes = changes;
+  }
+}
+type RunResult = Statement;
+
+/** A `sqlite3`-style error (`code` `SQLITE_…`, `errno`) from a `node:sqlite` one. */
+export function sqliteError(err: unknown): Error {
+  const e = err as { errcode?: number; message?: string; code?: string } | null;
+  if (e === null || typeof e !== 'object' || typeof e.errcode !== 'number') {
+    if (e !== null && typeof e === 'object' && e.code === 'ERR_SQLITE_ERROR') return Object.assign(new Error(`SQLITE_ERROR: ${e.message ?? ''}`), { code: 'SQLITE_ERROR', errno: 1 });
+    return err instanceof Error ? err : new Error(String(err));
+  }
+  const errno = e.errcode & 0xff;
+  const code = CODES[errno] ?? 'SQLITE_ERROR';
+  return Object.assign(new Error(`${code}: ${e.message ?? ''}`), { code, errno, extendedCode: e.errcode, cause: err });
+}
+
+function isBusyError(err: unknown): boolean {
+  const n = (err as { errcode?: number } | null)?.errcode;
+  return typeof n === 'number' && ((n & 0xff) === 5 || (n & 0xff) === 6);
+}
+
+function bindValue(v: unknown): SQLInputValue {
+  if (v === undefined || v === null) return null;
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  if (v instanceof Date) return v.getTime();
+  if (typeof v === 'string' || typeof v === 'number' || typeof v === 'bigint' || ArrayBuffer.isView(v)) return v as SQLInputValue;
+  return String(v);
+}
+
+/** Rows as `sqlite3` gives them: plain objects, BLOBs as `Buffer`s. */
+function plainRow(row: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k in row) {
+    const v = row[k];
+    out[k] = v instanceof Uint8Array && !Buffer.isBuffer(v) ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : typeof v === 'bigint' ? Number(v) : v;
+  }
+  return out;
+}
+
+const BUSY_PRAGMA = /^\s*PRAGMA\s+busy_timeout\s*=\s*(\d+)\s*;?\s*$/iu;
+const COMMIT = /^\s*(COMMIT|END)\b/iu;
+
+interface Pending {
+  /** Runs the operation; false when it met a lock and should be tried again later. */
+  attempt: () => boolean;
+}
+
+export class Database extends EventEmitter {
+  readonly filename: string;
+  readonly mode: number;
+  #db: DatabaseSync | undefined;
+  readonly #statements = new Map<string, StatementSync>();
+  readonly #queue: Pending[] = [];
+  #timer: NodeJS.Timeout | undefined;
+  #retries = 0;
+  #busyTimeoutMs = DEFAULT_BUSY_TIMEOUT_MS;
+  #closed = false;
+
+  constructor(filename: string, mode?: number | ((err: Error | null) => void), callback?: (err: Error | null) => void) {
+    super();
+    if (typeof mode === 'function') {
+      callback = mode;
+      mode = undefined;
+    }
+    this.filename = filename;
+    this.mode = mode ?? OPEN_READWRITE | OPEN_CREATE;
+    let error: Error | null = null;
+    try {
+      const memory = filename === ':memory:' || filename === '';
+      if (!memory && (this.mode & OPEN_CREATE) === 0 && !existsSync(filename))
+        throw Object.assign(new Error('SQLITE_CANTOPEN: unable to open database file'), { code: 'SQLITE_CANTOPEN', errno: 14 });
+      this.#db = new DatabaseSync(memory ? ':memory:' : filename, {
+        readOnly: (this.mode & OPEN_READWRITE) === 0,
+        // As the sqlite3 package's build: foreign keys off until PRAGMA foreign_keys = ON, "…" accepted as a string.
+        enableForeignKeyConstraints: false,
+        enableDoubleQuotedStringLiterals: true,
+        timeout: 0,
+      });
+    } catch (err) {
+      error = sqliteError(err);
+      this.#closed = true;
+    }
+    queueMicrotask(() => {
+      if (callback !== undefined) callback.call(this as unknown as RunResult, error);
+      else if (error !== null) this.#emitError(error);
+      else this.emit('open');
+    });
+  }
+
+  /** Runs `fn` now: statements already run in call order. */
+  serialize(fn?: () => void): void {
+    fn?.();
+  }
+
+  parallelize(fn?: () => void): void {
+    fn?.();
+  }
+
+  configure(option: string, value: number): void {
+    if (option === 'busyTimeout') this.#busyTimeoutMs = Math.max(0, Number(value) || 0);
+  }
+
+  run(sql: string, params?: Params | Callback<never>, callback?: Callback<never>): this {
+    return this.#statement(sql, params, callback, undefined, (st, p) => {
+      const r = p === undefined ? st.run() : Array.isArray(p) ? st.run(...p) : st.run(p as Record<string, SQLInputValue>);
+      return { meta: new Statement(sql, Number(r.lastInsertRowid), Number(r.changes)), result: undefined };
+    });
+  }
+
+  all(sql: string, params?: Params | Callback<unknown[]>, callback?: Callback<unknown[]>): this {
+    return this.#statement(sql, params, callback, [], (st, p) => ({ meta: new Statement(sql, 0, 0), result: this.#rows(st, p).map(plainRow) }));
+  }
+
+  get(sql: string, params?: Params | Callback<unknown>, callback?: Callback<unknown>): this {
+    return this.#statement(sql, params, callback, undefined, (st, p) => {
+      const row = this.#rows(st, p)[0];
+      return { meta: new Statement(sql, 0, 0), result: row === undefined ? undefined : plainRow(row) };
+    });
+  }
+
+  exec(sql: string, callback?: (err: Error | null) => void): this {
+    const deadline = Date.now() + this.#busyTimeoutMs;
+    const retryable = this.#db !== undefined && !this.#db.isTransaction;
+    this.#submit(() => {
+      try {
+        this.#open().exec(sql);
+      } catch (err) {
+        if (retryable && isBusyError(err) && Date.now() < deadline) return false;
+        this.#done(callback, sqliteError(err), undefined, undefined);
+        return true;
+      }
+      this.#done(callback, null, undefined, undefined);
+      return true;
+    });
+    return this;
+  }
+
+  /** Closes the connection once the statements queued on it have run. */
+  close(callback?: (err: Error | null) => void): void {
+    this.#submit(() => {
+      let error: Error | null = null;
+      if (this.#closed) error = Object.assign(new Error('SQLITE_MISUSE: Database is closed'), { code: 'SQLITE_MISUSE', errno: 21 });
+      else {
+        this.#closed = true;
+        this.#statements.clear();
+        try {
+          this.#db?.close();
+        } catch (err) {
+          error = sqliteError(err);
+        }
+        this.#db = undefined;
+      }
+      queueMicrotask(() => {
+        if (callback !== undefined) callback(error);
+        else if (error !== null) this.#emitError(error);
+        else this.emit('close');
+      });
+      return true;
+    });
+  }
+
+  /** True once closed (or failed to open). */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /**
+   * Runs a SELECT now and returns its rows as `node:sqlite` gives them (no
+   * copies; BLOBs as `Uint8Array`s), or `undefined` when statements are
+   * waiting for a lock on this connection (the caller then uses {@link all}).
+   * Throws a `sqlite3`-style error (SQLITE_BUSY when the file is locked).
+   */
+  allNow(sql: string, params: readonly unknown[]): Record<string, unknown>[] | undefined {
+    if (this.#queue.length > 0) return undefined;
+    try {
+      return this.#rows(this.#prepare(sql), params);
+    } catch (err) {
+      throw sqliteError(err);
+    }
+  }
+
+  #rows(st: StatementSync, p: Params): Record<string, unknown>[] {
+    const run = (): Record<string, unknown>[] =>
+      (p === undefined ? st.all() : Array.isArray(p) ? st.all(...(p as SQLInputValue[])) : st.all(p as Record<string, SQLInputValue>)) as Record<string, unknown>[];
+    try {
+      return run();
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'ERR_OUT_OF_RANGE') throw err;
+      // An integer beyond 2^53: read as BigInt and rounded to a number, as sqlite3 gives it.
+      st.setReadBigInts(true);
+      try {
+        return run();
+      } finally {
+        st.setReadBigInts(false);
+      }
+    }
+  }
+
+  #statement<T>(
+    sql: string,
+    params: Params | Callback<T>,
+    callback: Callback<T>,
+    empty: T | undefined,
+    exec: (st: StatementSync, p: Params) => { meta: Statement; result: T | undefined },
+  ): this {
+    if (typeof params === 'function') {
+      callback = params;
+      params = undefined;
+    }
+    const p = bind(params as Params);
+    const deadline = Date.now() + this.#busyTimeoutMs;
+    this.#submit(() => {
+      const pragma = BUSY_PRAGMA.exec(sql);
+      if (pragma !== null && !this.#closed) {
+        // Lock waits are timed here, never inside SQLite (see the module doc).
+        this.#busyTimeoutMs = Number(pragma[1]);
+        this.#done(callback, null, new Statement(sql, 0, 0), undefined);
+        return true;
+      }
+      let retryable = false;
+      try {
+        const db = this.#open();
+        retryable = !db.isTransaction || COMMIT.test(sql);
+        const st = this.#prepare(sql);
+        const { meta, result } = exec(st, p);
+        this.#done(callback, null, meta, result);
+      } catch (err) {
+        if (retryable && isBusyError(err) && Date.now() < deadline) return false;
+        if ((err as { message?: string }).message === 'The SQL query contains no statements.') {
+          // As sqlite3: an empty statement (only comments or blanks) does nothing.
+          this.#done(callback, null, new Statement(sql, 0, 0), empty);
+          return true;
+        }
+        this.#done(callback, sqliteError(err), new Statement(sql, 0, 0), undefined);
+      }
+      return true;
+    });
+    return this;
+  }
+
+  #open(): DatabaseSync {
+    if (this.#db === undefined || this.#closed) throw Object.assign(new Error('SQLITE_MISUSE: Database is closed'), { code: 'SQLITE_MISUSE', errno: 21 });
+    return this.#db;
+  }
+
+  #prepare(sql: string): StatementSync {
+    let st = this.#statements.get(sql);
+    if (st !== undefined) {
+      this.#statements.delete(sql);
+      this.#statements.set(sql, st);
+      return st;
+    }
+    st = this.#open().prepare(sql);
+    // sequelize passes every bind value it has, used or not.
+    (st as { setAllowUnknownNamedParameters?: (on: boolean) => void }).setAllowUnknownNamedParameters?.(true);
+    if (this.#statements.size >= STATEMENT_CACHE) this.#statements.delete(this.#statements.keys().next().value!);
+    this.#statements.set(sql, st);
+    return st;
+  }
+
+  #done<T>(callback: Callback<T>, err: Error | null, meta: Statement | undefined, result: T | undefined): void {
+    if (callback === undefined) {
+      if (err !== null) queueMicrotask(() => this.#emitError(err));
+      return;
+    }
+    queueMicrotask(() => callback.call(meta ?? new Statement('', 0, 0), err, result));
+  }
+
+  #emitError(err: Error): void {
+    // sqlite3 emits 'error' (fatal when nobody listens); here an unobserved error of a statement without a callback is dropped.
+    if (this.listenerCount('error') > 0) this.emit('error', err);
+  }
+
+  /** Runs `attempt` now if nothing waits for a lock on this connection, else after what waits. */
+  #submit(attempt: () => boolean): void {
+    if (this.#queue.length === 0 && attempt()) return;
+    this.#queue.push({ attempt });
+    if (this.#queue.length === 1) this.#schedule();
+  }
+
+  #schedule(): void {
+    if (this.#timer !== undefined) return;
+    const delay = Math.min(20, 1 + this.#retries * 2);
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      while (this.#queue.length > 0) {
+        if (!this.#queue[0]!.attempt()) {
+          this.#retries++;
+          this.#schedule();
+          return;
+        }
+        this.#queue.shift();
+        this.#retries = 0;
+      }
+    }, delay);
+  }
+}
+
+function bind(params: Params): Params {
+  if (params === undefined || params === null) return undefined;
+  if (Array.isArray(params)) return params.map(bindValue);
+  if (typeof params !== 'object') return [bindValue(params)];
+  const out: Record<string, SQLInputValue> = {};
+  for (const k of Object.keys(params)) out[k] = bindValue((params as Record<string, unknown>)[k]);
+  return out;
+}
+
+/** The module handed to sequelize as `dialectModule` (it reads `Database` and the `OPEN_*` flags). */
+export const nodeSqliteDriver = {
+  Database,
+  Statement,
+  OPEN_READONLY,
+  OPEN_READWRITE,
+  OPEN_CREATE,
+  OPEN_URI,
+  OPEN_SHAREDCACHE,
+  OPEN_PRIVATECACHE,
+  OPEN_FULLMUTEX,
+  verbose() {
+    return nodeSqliteDriver;
+  },
+};
+
+/** True when `connection` is a connection of {@link nodeSqliteDriver}. */
+export function isNodeSqliteConnection(connection: unknown): connection is Database {
+  return connection instanceof Database;
+}
