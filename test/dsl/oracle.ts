@@ -69,6 +69,23 @@ export function hasConditionalTupleset(model: AuthorizationModel | unknown): boo
 }
 
 /**
+ * True when a module file extends a type that ends up with no relations at
+ * all (the type and every extension of it define none). The reference crashes
+ * on those (it reads the relations metadata of an extension that has none);
+ * OpenFGA's server merges them into a type without relations.
+ */
+export function extendsRelationlessType(files: ReadonlyArray<{ contents: string }>, model: AuthorizationModel | unknown): boolean {
+  const m = model as AuthorizationModel;
+  for (const f of files) {
+    for (const match of f.contents.matchAll(/^\s*extend\s+type\s+(\S+)/gm)) {
+      const td = m.type_definitions?.find((t) => t.type === match[1]);
+      if (td !== undefined && Object.keys(td.relations ?? {}).length === 0) return true;
+    }
+  }
+  return false;
+}
+
+/**
  * Compares our verdict and model with the reference's, both after the syntax
  * checks alone (OpenFGA's `transformDSLToJSONObject`, which also gives JSON
  * for semantically invalid models) and after full validation; returns a
