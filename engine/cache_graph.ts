@@ -1,6 +1,7 @@
 /**
- * A compact in-memory mirror of a store's tuple graph, with a synchronous
- * Check fast path over it, behind the evaluator's own interface.
+ * A compact in-memory mirror of a store's tuple graph whose store answers
+ * reads synchronously while the mirror is fresh, behind the evaluator's own
+ * interface.
  *
  * ```ts
  * const mirror = await GraphMirror.load({ store: sqlStore, revisionPollMs: 1000 });
@@ -9,36 +10,38 @@
  * ```
  *
  * - **Compact.** The tuples live in the memory store's graph index
- *   (engine/graph_index.ts, without the reverse index): interned strings,
+ *   (engine/graph_index.ts, with its reverse index): interned strings,
  *   numeric node keys `object#relation`, plain and userset users apart (the
  *   split index of performance-anchors §2.3).
- * - **Fast path.** A top-level check of a monotone relation (see
- *   `TypeSystem.isMonotone`) by a plain object user is reachability; it is
- *   answered by the index's synchronous walk (`GraphIndex.reach`): type
- *   restrictions and conditions applied as the tuple reader applies them,
- *   the depth limit and dispatch budget as the evaluator counts them, errors
- *   as the evaluator reports them. Contextual tuples, full consistency and
- *   every other check go to the inner resolver, which reads the store.
+ * - **Synchronous reads.** {@link GraphMirror.store} offers the memory
+ *   store's synchronous reads (`SyncTupleSource`, engine/reader.ts), answered
+ *   from the index: the synchronous evaluator answers every check (a
+ *   top-level check of a monotone relation as the index's walk,
+ *   `GraphIndex.reach`) and ListObjects takes its synchronous reverse reads.
+ *   Its asynchronous reads always go to the store.
  * - **Current.** Writes through {@link GraphMirror.store} are applied to the
  *   mirror before the write call returns. Writes by other processes are read
- *   from the changelog: a fast-path answer is given only when the mirror has
- *   caught up with a changelog read started at most `revisionPollMs` ago.
- *
- * Answers carry `height = maxDepth - 1`, so a cache above serves them to
- * top-level requests only.
+ *   from the changelog: the mirror answers only when it has caught up with a
+ *   changelog read started at most `revisionPollMs` ago. A stale mirror
+ *   refuses synchronous reads ({@link SyncReadRefused}; ListObjects then reads
+ *   the store) and starts catching up; a check finding it stale waits for
+ *   the catch-up. Once a synchronous run (one check, one ListObjects level)
+ *   has started reading a fresh mirror, it finishes on it.
+ * - **Full consistency.** A resolution asking for `higher_consistency` goes
+ *   to the `direct` resolver, whose reads go to the store.
  */
-import { LocalChecker, type CheckResolver, type ResolutionContext, type ResolveCheckRequest, type ResolveCheckResult } from './check.ts';
-import type { ParsedUser } from './tuple.ts';
-import { GraphIndex } from './graph_index.ts';
-import { topAnswer } from './check_sync.ts';
+import { LocalChecker, type CheckResolver } from './check.ts';
+import { GraphIndex, REL_SLOTS, type GraphNode, type ReachLimits } from './graph_index.ts';
 import { LatchkeyError } from './errors.ts';
-import type { TupleKey, TupleStore } from './store.ts';
+import { type SyncTupleSource, SyncReadRefused } from './reader.ts';
+import type { TupleCondition, TupleKey, TupleStore } from './store.ts';
+import type { TypeSystem } from './typesystem.ts';
 import type { LatestModelHint } from './engine_check.ts';
 
 /** Options of {@link GraphMirror.load}; unknown keys are rejected. */
 export interface GraphMirrorOptions {
   store: TupleStore;
-  /** Longest delay before another process's write is used by the fast path (ms). Default 1,000; 0 reads the changelog before every fast-path check. */
+  /** Longest delay before another process's write is seen through the mirror (ms). Default 1,000; 0 reads the changelog before every check. */
   revisionPollMs?: number;
   /** Tuples per page when loading. Default 10,000. */
   pageSize?: number;
@@ -53,17 +56,23 @@ export interface GraphMirrorStats {
   strings: number;
   revision: number;
   loadMs: number;
+  /** Resolutions answered from the mirror. */
   fast: number;
+  /** Resolutions sent to the `direct` resolver (full consistency). */
   deferred: number;
+  /** Synchronous reads refused because the mirror was stale. */
+  refused: number;
 }
 
+/** How long past the delay a synchronous run that started on a fresh mirror may keep reading it (ms). */
+const RUN_GRACE_MS = 100;
 
 export class GraphMirror {
   readonly #inner: TupleStore;
   readonly #pollMs: number;
   readonly #now: () => number;
-  /** The tuples, in the memory store's compact index (without its reverse index). */
-  readonly #index = new GraphIndex({ reverse: false });
+  /** The tuples, in the memory store's compact index. */
+  #index = new GraphIndex();
   #revision = 0;
   #confirmedAt = -Infinity;
   #sync: Promise<void> = Promise.resolve();
@@ -72,12 +81,21 @@ export class GraphMirror {
   #refreshing: Promise<void> | undefined;
   #fast = 0;
   #deferred = 0;
+  #refused = 0;
+  /** Checks reading the mirror synchronously right now (it caught up for them). */
+  #pinDepth = 0;
+  /** True until the end of the current synchronous run once it has read the fresh mirror (see {@link GraphMirror.#usable}). */
+  #pinned = false;
+  readonly #unpin = (): void => {
+    this.#pinned = false;
+  };
   readonly #store: TupleStore;
 
-  private constructor(store: TupleStore, pollMs: number, now: () => number) {
+  private constructor(store: TupleStore, pollMs: number, now: () => number, pageSize: number) {
     this.#inner = store;
     this.#pollMs = pollMs;
     this.#now = now;
+    this.#pageSize = pageSize;
     this.#store = this.#wrap(store);
   }
 
@@ -97,25 +115,41 @@ export class GraphMirror {
       throw new LatchkeyError('invalid_argument', 'graph mirror option pageSize must be an integer from 1 to 100000', { reason: 'invalid_option', details: { option: 'pageSize' } });
     }
     const now = options.now ?? (() => performance.now());
-    const m = new GraphMirror(options.store, poll, now);
+    const m = new GraphMirror(options.store, poll, now, pageSize);
     const t0 = performance.now();
-    const started = now();
-    // Changes after this revision are replayed after the scan, in order; replaying one the scan already saw is harmless.
-    m.#revision = await options.store.revision();
-    if (typeof options.store.scanTuples === 'function') {
-      for await (const batch of options.store.scanTuples({ batchSize: pageSize })) for (const t of batch) m.#add(t);
-    } else {
-      let token: string | undefined;
-      do {
-        const page = await options.store.readPage({}, { pageSize, continuationToken: token });
-        for (const t of page.items) m.#add(t);
-        token = page.continuationToken;
-      } while (token !== undefined);
-    }
-    await m.#catchUp();
-    m.#confirmedAt = started;
+    await m.#reload();
     m.#loadMs = performance.now() - t0;
     return m;
+  }
+
+  readonly #pageSize: number;
+
+  /** Replaces the index by a fresh scan of the store (serialised with catch-ups and local writes). */
+  #reload(): Promise<void> {
+    const run = async (): Promise<void> => {
+      const store = this.#inner;
+      const started = this.#now();
+      const index = new GraphIndex();
+      // Changes after this revision are replayed after the scan, in order; replaying one the scan already saw is harmless.
+      const revision = await store.revision();
+      if (typeof store.scanTuples === 'function') {
+        for await (const batch of store.scanTuples({ batchSize: this.#pageSize })) for (const t of batch) index.add(t, 0);
+      } else {
+        let token: string | undefined;
+        do {
+          const page = await store.readPage({}, { pageSize: this.#pageSize, continuationToken: token });
+          for (const t of page.items) index.add(t, 0);
+          token = page.continuationToken;
+        } while (token !== undefined);
+      }
+      this.#index = index;
+      this.#revision = revision;
+      await this.#applyChanges();
+      this.#confirmedAt = started;
+    };
+    const p = this.#sync.then(run, run);
+    this.#sync = p.catch(() => undefined);
+    return p;
   }
 
   /** The store to give the engine (and a cache): writes through it update the mirror before they return. */
@@ -125,7 +159,7 @@ export class GraphMirror {
 
   stats(): GraphMirrorStats {
     const index = this.#index;
-    return { tuples: index.size, nodes: index.nodes.size, strings: index.strings, revision: this.#revision, loadMs: Math.round(this.#loadMs), fast: this.#fast, deferred: this.#deferred };
+    return { tuples: index.size, nodes: index.nodes.size, strings: index.strings, revision: this.#revision, loadMs: Math.round(this.#loadMs), fast: this.#fast, deferred: this.#deferred, refused: this.#refused };
   }
 
   /**
@@ -140,41 +174,112 @@ export class GraphMirror {
     this.#confirmedAt = Math.max(this.#confirmedAt, started);
   }
 
-  /** A resolver answering eligible checks from the mirror and the rest from `inner` (default: a new {@link LocalChecker}). */
-  resolver(inner: CheckResolver = new LocalChecker()): CheckResolver {
-    const eligible = (req: ResolveCheckRequest, ctx: ResolutionContext): boolean =>
-      req.depth === 0 &&
-      req.path === undefined &&
-      req.user.kind === 'object' &&
-      ctx.consistency !== 'higher_consistency' &&
-      !ctx.reader.hasContextualTuples &&
-      ctx.ts.isMonotone(req.objectType, req.relation);
-    const walk = (req: ResolveCheckRequest, ctx: ResolutionContext): ResolveCheckResult | undefined => {
-      const user = req.user as Extract<ParsedUser, { kind: 'object' }>;
-      const answer = this.#index.reach(ctx.ts, req.objectType, req.objectId, req.relation, user.type, user.id, ctx, req.object);
-      if (answer === undefined) return undefined;
-      this.#fast++;
-      return topAnswer(answer, ctx.maxDepth);
+  /**
+   * A resolver answering from the mirror: `inner` (default: a new
+   * {@link LocalChecker}, the synchronous evaluator over the mirror's
+   * synchronous reads) while the mirror is fresh, after a catch-up when it is
+   * stale; `direct` (default: the asynchronous evaluator, reading the store)
+   * for full consistency.
+   */
+  resolver(inner: CheckResolver = new LocalChecker(), direct: CheckResolver = new LocalChecker({ sync: false })): CheckResolver {
+    const run = <T>(f: () => T): T => {
+      // The check reads the mirror synchronously from here to the end of this call.
+      this.#pinDepth++;
+      try {
+        return f();
+      } finally {
+        this.#pinDepth--;
+      }
     };
     return {
       resolveCheck: async (req, ctx) => {
-        if (eligible(req, ctx)) {
-          if (this.#now() - this.#confirmedAt > this.#pollMs) await this.#refresh();
-          const r = walk(req, ctx);
-          if (r !== undefined) return r;
+        if (ctx.consistency === 'higher_consistency') {
           this.#deferred++;
+          return direct.resolveCheck(req, ctx);
         }
-        return inner.resolveCheck(req, ctx);
+        if (!this.#fresh()) await this.#refresh();
+        this.#fast++;
+        return run(() => inner.resolveCheck(req, ctx));
       },
       // Synchronous only while the mirror is fresh; a stale mirror catches up on the asynchronous path.
       resolveCheckSync: (req, ctx) => {
-        if (!eligible(req, ctx)) return inner.resolveCheckSync?.(req, ctx);
-        if (this.#now() - this.#confirmedAt > this.#pollMs) return undefined;
-        return walk(req, ctx);
+        if (ctx.consistency === 'higher_consistency' || !this.#fresh()) return undefined;
+        if (inner.resolveCheckSync === undefined) return undefined;
+        const r = run(() => inner.resolveCheckSync!(req, ctx));
+        if (r !== undefined) this.#fast++;
+        return r;
       },
     };
   }
 
+  /** The mirror has caught up with a changelog read started at most `revisionPollMs` ago. */
+  #fresh(): boolean {
+    return this.#now() - this.#confirmedAt <= this.#pollMs;
+  }
+
+  /** Lets the current synchronous run read the mirror to its end. */
+  #pin(): void {
+    if (this.#pinned) return;
+    this.#pinned = true;
+    queueMicrotask(this.#unpin);
+  }
+
+  /**
+   * Guards a synchronous read: throws {@link SyncReadRefused} (and starts a
+   * catch-up) when the mirror may miss a committed write. A read inside a
+   * check of {@link GraphMirror.resolver} is answered (the check caught up
+   * first); another read needs a fresh mirror, or a synchronous run (one
+   * ListObjects level) that started on a fresh mirror at most
+   * {@link RUN_GRACE_MS} beyond the delay.
+   */
+  #usable(): GraphIndex {
+    if (this.#pinDepth > 0) return this.#index;
+    const age = this.#now() - this.#confirmedAt;
+    if (age <= this.#pollMs) this.#pin();
+    else if (!this.#pinned || age > this.#pollMs + RUN_GRACE_MS) {
+      this.#refused++;
+      this.#refresh().catch(() => undefined);
+      throw new SyncReadRefused('the graph mirror is catching up with the database');
+    }
+    return this.#index;
+  }
+
+  #lookup(index: GraphIndex, objectType: string, objectId: string, relation: string): { o: number; r: number; n: GraphNode } | undefined {
+    const o = index.id(`${objectType}:${objectId}`);
+    const r = index.relId(relation);
+    if (o === undefined || r === undefined) return undefined;
+    const n = index.nodes.get(o * REL_SLOTS + r);
+    return n === undefined ? undefined : { o, r, n };
+  }
+
+  #syncSource(): SyncTupleSource {
+    return {
+      readUserTupleSync: (objectType, objectId, relation, user) => {
+        const index = this.#usable();
+        const at = this.#lookup(index, objectType, objectId, relation);
+        if (at === undefined) return undefined;
+        const u = index.id(user);
+        if (u === undefined) return undefined;
+        const rev = (user.includes('#') ? at.n.usersets : at.n.users)?.get(u);
+        return rev === undefined ? undefined : index.tuple(at.o, at.r, at.n, u, rev);
+      },
+      readObjectRelationSync: (objectType, objectId, relation, kind) => {
+        const index = this.#usable();
+        const at = this.#lookup(index, objectType, objectId, relation);
+        if (at === undefined) return [];
+        const out: TupleKey[] = [];
+        if (kind === 'all' && at.n.users !== undefined) for (const [u, rev] of at.n.users) out.push(index.tuple(at.o, at.r, at.n, u, rev));
+        if (at.n.usersets !== undefined) for (const [u, rev] of at.n.usersets) out.push(index.tuple(at.o, at.r, at.n, u, rev));
+        return out;
+      },
+      reachSync: (ts: TypeSystem, objectType: string, objectId: string, relation: string, userType: string, userId: string, limits: ReachLimits, object?: string) =>
+        this.#usable().reach(ts, objectType, objectId, relation, userType, userId, limits, object),
+      readStartingWithUsersSync: (objectType: string, relation: string, users: readonly string[], emit: (user: number, objectId: string, condition: TupleCondition | undefined) => void) => {
+        const index = this.#usable();
+        if (users.length > 0) index.reverseRead(objectType, relation, users, emit);
+      },
+    };
+  }
 
   // ---------------------------------------------------------------- index
 
@@ -190,7 +295,14 @@ export class GraphMirror {
 
   /** Applies the changelog after the mirror's revision (serialised with local writes). */
   #catchUp(): Promise<void> {
-    const run = async (): Promise<void> => {
+    const run = (): Promise<void> => this.#applyChanges();
+    const p = this.#sync.then(run, run);
+    this.#sync = p.catch(() => undefined);
+    return p;
+  }
+
+  async #applyChanges(): Promise<void> {
+    {
       for (;;) {
         const changes = await this.#inner.readChanges({ afterRevision: this.#revision, limit: 1000 });
         for (const c of changes) {
@@ -206,10 +318,7 @@ export class GraphMirror {
         const more = await this.#inner.readChanges({ afterRevision: this.#revision, limit: 1 });
         if (more.length === 0) this.#revision = rev;
       }
-    };
-    const p = this.#sync.then(run, run);
-    this.#sync = p.catch(() => undefined);
-    return p;
+    }
   }
 
   /** One catch-up shared by every check that finds the mirror stale (64 checks in flight must not queue 64 changelog reads). */
@@ -274,6 +383,7 @@ export class GraphMirror {
       readUserTuples: (keys) => store.readUserTuples(keys),
       readObjectRelations: (keys, kind) => store.readObjectRelations(keys, kind),
       readStartingWithUsers: (query) => store.readStartingWithUsers(query),
+      ...mirror.#syncSource(),
       readPage: (filter, options) => store.readPage(filter, options),
       readChanges: (options) => store.readChanges(options),
       // A layer above (the answer cache) that sees a newer revision must find the mirror caught up to it,
@@ -286,7 +396,13 @@ export class GraphMirror {
         return revision;
       },
       hasTuples: () => store.hasTuples(),
-      reset: () => store.reset(),
+      reset: async () => {
+        try {
+          await store.reset();
+        } finally {
+          mirror.#latestModel = undefined;
+        }
+      },
       close: () => store.close(),
     };
     return wrapped;

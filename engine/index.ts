@@ -455,7 +455,10 @@ export class Engine {
    */
   async listObjects(req: ListObjectsRequest): Promise<ListObjectsResult> {
     if (req === null || typeof req !== 'object') throw invalid('list objects request must be an object', { reason: 'invalid_list_objects_input' });
-    const { ts, reader } = await this.#prepare(req);
+    const prepared = await this.#prepare(req);
+    const ts = prepared.ts;
+    // Full consistency reads the store itself, never a store's in-memory synchronous reads (the graph mirror).
+    const reader = req.consistency === 'higher_consistency' ? prepared.reader.direct() : prepared.reader;
     if (typeof req.type !== 'string' || !ts.hasType(req.type)) throw invalid(`type '${show(req.type)}' not found`, { reason: 'type_not_found', code: FGA_CODES.type_not_found });
     if (typeof req.relation !== 'string' || ts.rewrite(req.type, req.relation) === undefined) {
       throw invalid(`relation '${req.type}#${show(req.relation)}' not found`, { reason: 'relation_not_found', code: FGA_CODES.relation_not_found });

@@ -14,6 +14,21 @@ import type { ObjectRelationKey, TupleCondition, TupleKey, TupleStore, UserTuple
 import { type ParsedUser, tryParseUser } from './tuple.ts';
 import type { TypeSystem } from './typesystem.ts';
 import { tupleReadable } from './validation.ts';
+import { LatchkeyError } from './errors.ts';
+
+/**
+ * Thrown by a synchronous read that a source refuses to answer now (the
+ * graph mirror when it may miss a committed write); the caller then reads
+ * asynchronously. Escaping to a client, it is an `unavailable` error.
+ */
+export class SyncReadRefused extends LatchkeyError {
+  constructor(message: string) {
+    super('unavailable', message, { reason: 'sync_read_refused' });
+  }
+}
+
+const NO_USERS: readonly string[] = [];
+const NO_EMIT = (): void => undefined;
 
 /** A tuple as the evaluator sees it. */
 export interface ReadTuple {
@@ -52,6 +67,10 @@ export interface SyncTupleSource {
    * without tuple objects. For each `users[i]`, every stored tuple on an
    * object of `objectType` with `relation` whose user is `users[i]`, as
    * `emit(i, objectId, condition)` (the tuple's condition or `undefined`).
+   * A source whose synchronous reads are not always usable (the graph
+   * mirror) throws {@link SyncReadRefused} when it cannot answer now, also
+   * for a read with no users, which callers use as a probe; a successful
+   * read lets the rest of the current synchronous run read too.
    */
   readStartingWithUsersSync?(objectType: string, relation: string, users: readonly string[], emit: (user: number, objectId: string, condition: TupleCondition | undefined) => void): void;
 }
@@ -87,11 +106,18 @@ export class TupleReader {
   /** Number of store round trips made (for tests and metrics). */
   storeCalls = 0;
 
-  /** `contextual` must already be validated against `ts`. */
-  constructor(store: TupleStore, ts: TypeSystem, contextual: readonly TupleKey[] = []) {
+  readonly #contextual: readonly TupleKey[];
+  #direct: TupleReader | undefined;
+
+  /**
+   * `contextual` must already be validated against `ts`. `options.sync`
+   * false: never use the store's synchronous reads (see {@link TupleReader.direct}).
+   */
+  constructor(store: TupleStore, ts: TypeSystem, contextual: readonly TupleKey[] = [], options: { sync?: boolean } = {}) {
     this.#store = store;
     this.#ts = ts;
-    this.sync = syncSource(store);
+    this.#contextual = contextual;
+    this.sync = options.sync === false ? undefined : syncSource(store);
     for (const t of contextual) {
       const i = t.object.indexOf(':');
       const type = t.object.slice(0, i);
@@ -225,9 +251,31 @@ export class TupleReader {
     return out;
   }
 
-  /** True when {@link TupleReader.startingWithUsersSync} can be used (the store offers a synchronous reverse read). */
+  /**
+   * The same reader without synchronous reads: every read goes to the store's
+   * asynchronous methods (a full-consistency request behind the graph mirror,
+   * whose synchronous reads answer from memory).
+   */
+  direct(): TupleReader {
+    if (this.sync === undefined) return this;
+    return (this.#direct ??= new TupleReader(this.#store, this.#ts, this.#contextual, { sync: false }));
+  }
+
+  /**
+   * True when {@link TupleReader.startingWithUsersSync} can be used now: the
+   * store offers a synchronous reverse read and does not refuse it (an empty
+   * probe read; see {@link SyncReadRefused}).
+   */
   get reverseSync(): boolean {
-    return this.sync?.readStartingWithUsersSync !== undefined;
+    const source = this.sync;
+    if (source?.readStartingWithUsersSync === undefined) return false;
+    try {
+      source.readStartingWithUsersSync('', '', NO_USERS, NO_EMIT);
+      return true;
+    } catch (err) {
+      if (err instanceof SyncReadRefused) return false;
+      throw err;
+    }
   }
 
   /**

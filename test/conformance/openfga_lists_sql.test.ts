@@ -8,14 +8,17 @@
  * result is re-checked with Check.
  *
  * One database per backend is reused: between YAML tests its tables are
- * emptied.
+ * emptied. Each backend runs twice: on the SQL store alone, and behind the
+ * server's stack (the check cache over the graph mirror, the synchronous
+ * evaluator over the mirror's reads), whose ListObjects takes the mirror's
+ * synchronous reverse reads.
  */
 import test from 'ava';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import type { Sequelize } from 'sequelize';
-import { Engine, LatchkeyError, type TupleKey } from '../../engine/index.ts';
+import { CheckCache, Engine, GraphMirror, LatchkeyError, LevelChecker, LocalChecker, type TupleKey, type TupleStore } from '../../engine/index.ts';
 import { SqlStore } from '../../engine/sql/index.ts';
 import { transformDslToModel } from '../../dsl/index.ts';
 import { CONFORMANCE_DIR } from '../helpers/shared.ts';
@@ -122,8 +125,17 @@ async function runTest(engine: Engine, yt: YamlTest, contextual: boolean, counts
   return failures;
 }
 
+/** The server's stack on a SQL store (transports/operations/permissions.ts `composeEngine`). */
+async function mirrorStack(store: TupleStore): Promise<Engine> {
+  const mirror = await GraphMirror.load({ store });
+  const cache = new CheckCache({ store: mirror.store });
+  const resolver = mirror.resolver(new LocalChecker(), new LevelChecker({ inner: new LocalChecker({ sync: false }) }));
+  return new Engine({ store: cache.store, resolver: cache.resolver(resolver) });
+}
+
 for (const backend of sqlBackends()) {
-  test(`ListObjects and ListUsers conformance on ${backend}, tuples written and as contextual tuples`, async (t) => {
+ for (const stack of ['store', 'mirror'] as const) {
+  test(`ListObjects and ListUsers conformance on ${backend}${stack === 'mirror' ? ' behind the graph mirror' : ''}, tuples written and as contextual tuples`, async (t) => {
     const db = await createTestDatabase(backend, 'lk_lists');
     const sequelize: Sequelize = await connect(db);
     try {
@@ -134,7 +146,7 @@ for (const backend of sqlBackends()) {
         for (const contextual of [false, true]) {
           if (contextual && (yt.stages.length !== 1 || (yt.stages[0]?.tuples?.length ?? 0) > 100)) continue;
           for (const table of ['fga_tuple', 'fga_model', 'fga_changelog']) await sequelize.query(`DELETE FROM ${table}`);
-          failures.push(...(await runTest(new Engine({ store }), yt, contextual, counts)));
+          failures.push(...(await runTest(stack === 'mirror' ? await mirrorStack(store) : new Engine({ store }), yt, contextual, counts)));
         }
       }
       t.log(`listObjects ${counts.lo}, listUsers ${counts.lu}, cross-checks ${counts.cross}`);
@@ -146,4 +158,5 @@ for (const backend of sqlBackends()) {
       await db.drop();
     }
   });
+ }
 }

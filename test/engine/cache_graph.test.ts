@@ -7,7 +7,8 @@
  */
 import test from 'ava';
 import fc from 'fast-check';
-import { Engine, LatchkeyError, LocalChecker, MemoryStore, type TupleKey } from '../../engine/index.ts';
+import { Engine, LatchkeyError, LocalChecker, MemoryStore, type TupleKey, type TupleStore } from '../../engine/index.ts';
+import { SyncReadRefused, syncSource } from '../../engine/reader.ts';
 import { GraphMirror } from '../../engine/cache_graph.ts';
 import { ReferenceDataset, REFERENCE_MODEL_DSL } from '../../bench/baseline/dataset.ts';
 import { buildQueries, QUERY_SETS } from '../../bench/baseline/queries.ts';
@@ -284,4 +285,109 @@ test('load reads through scanTuples when the store offers it', async (t) => {
   t.is(scans, 1);
   t.is(pages, 0);
   t.is(mirror.stats().tuples, 250);
+});
+
+/** `inner` seen as a store without synchronous reads (as a SQL store is), counting its tuple reads. */
+function asyncOnly(inner: MemoryStore): { store: TupleStore; reads: () => number } {
+  let reads = 0;
+  const counted = <A extends unknown[], R>(f: (...a: A) => R) => (...a: A): R => {
+    reads++;
+    return f(...a);
+  };
+  const store: TupleStore = {
+    writeModel: (m) => inner.writeModel(m),
+    readModel: (id) => inner.readModel(id),
+    readLatestModel: () => inner.readLatestModel(),
+    latestModelId: () => inner.latestModelId(),
+    listModels: (o) => inner.listModels(o),
+    write: (d, w) => inner.write(d, w),
+    readUserTuples: counted((k) => inner.readUserTuples(k)),
+    readObjectRelations: counted((k, kind) => inner.readObjectRelations(k, kind)),
+    readStartingWithUsers: counted((q) => inner.readStartingWithUsers(q)),
+    readPage: (f, o) => inner.readPage(f, o),
+    readChanges: (o) => inner.readChanges(o),
+    revision: () => inner.revision(),
+    hasTuples: () => inner.hasTuples(),
+    reset: () => inner.reset(),
+    close: () => inner.close(),
+  };
+  return { store, reads: () => reads };
+}
+
+const READ_TUPLES: TupleKey[] = [
+  { object: 'group:g0', relation: 'member', user: 'user:u0' },
+  { object: 'group:g0', relation: 'member', user: 'user:u1' },
+  { object: 'doc:d0', relation: 'viewer', user: 'group:g0#member' },
+  { object: 'doc:d1', relation: 'parent', user: 'doc:d0' },
+  { object: 'doc:d1', relation: 'blocked', user: 'user:u1' },
+];
+
+test('behind a fresh mirror every check and ListObjects is answered from memory; full consistency reads the store', async (t) => {
+  const { store, reads } = asyncOnly(new MemoryStore());
+  const mirror = await GraphMirror.load({ store, now: () => 0 });
+  const engine = new Engine({ store: mirror.store, resolver: mirror.resolver() });
+  const plain = new Engine();
+  for (const e of [engine, plain]) {
+    await e.writeModel({ dsl: MODEL });
+    await e.write({ writes: READ_TUPLES });
+  }
+  const before = reads();
+  const checks = [];
+  for (const object of docs) for (const user of users) for (const relation of ['can_read', 'viewer']) checks.push({ object, relation, user });
+  const contextual = [{ object: 'doc:d1', relation: 'blocked', user: 'user:u0' }];
+  for (const q of checks) {
+    t.is((await engine.check(q)).allowed, (await plain.check(q)).allowed, `${q.object}#${q.relation}@${q.user}`);
+    t.is((await engine.check({ ...q, contextualTuples: contextual })).allowed, (await plain.check({ ...q, contextualTuples: contextual })).allowed);
+  }
+  for (const user of users) {
+    for (const relation of ['can_read', 'viewer']) {
+      const q = { type: 'doc', relation, user };
+      t.deepEqual((await engine.listObjects(q)).objects, (await plain.listObjects(q)).objects, `${relation}@${user}`);
+    }
+  }
+  t.deepEqual((await engine.listObjects({ type: 'doc', relation: 'can_read', user: 'user:u1' })).objects, ['doc:d0']);
+  t.is(reads(), before, 'no tuple read reached the store');
+  t.is(mirror.stats().deferred, 0);
+
+  for (const q of checks) t.is((await engine.check({ ...q, consistency: 'higher_consistency' })).allowed, (await plain.check(q)).allowed);
+  const full = await engine.listObjects({ type: 'doc', relation: 'can_read', user: 'user:u1', consistency: 'higher_consistency' });
+  t.deepEqual(full.objects, ['doc:d0']);
+  t.true(reads() > before, 'full consistency read the store');
+  t.true(mirror.stats().deferred > 0);
+});
+
+test('a stale mirror refuses synchronous reads: ListObjects reads the store, a check catches up first', async (t) => {
+  let clock = 0;
+  const shared = new MemoryStore();
+  const other = new Engine({ store: shared });
+  await other.writeModel({ dsl: MODEL });
+  await other.write({ writes: READ_TUPLES });
+  const mirror = await GraphMirror.load({ store: shared, revisionPollMs: 1000, now: () => clock });
+  const engine = new Engine({ store: mirror.store, resolver: mirror.resolver() });
+  const lo = { type: 'doc', relation: 'can_read', user: 'user:u0' };
+  const q = { object: 'doc:d1', relation: 'can_read', user: 'user:u0' };
+  t.deepEqual((await engine.listObjects(lo)).objects, ['doc:d0', 'doc:d1']);
+  t.true((await engine.check(q)).allowed);
+
+  await other.write({ writes: [{ object: 'doc:d1', relation: 'blocked', user: 'user:u0' }] });
+  clock = 500;
+  t.deepEqual((await engine.listObjects({ ...lo, consistency: 'higher_consistency' })).objects, ['doc:d0'], 'full consistency is never stale');
+  t.false((await engine.check({ ...q, consistency: 'higher_consistency' })).allowed);
+  clock = 1001;
+  const sync = syncSource(mirror.store)!;
+  const err = t.throws(() => sync.readUserTupleSync('doc', 'd1', 'blocked', 'user:u0'));
+  t.true(err instanceof SyncReadRefused);
+  t.is((err as LatchkeyError).code, 'unavailable');
+  await mirror.sync(); // the refused read started a catch-up; wait for it, then make the mirror stale again
+  clock = 2002;
+  await other.write({ writes: [{ object: 'doc:d0', relation: 'blocked', user: 'user:u0' }] });
+  const refused = mirror.stats().refused;
+  t.deepEqual((await engine.listObjects(lo)).objects, [], 'past the delay ListObjects reads the store');
+  t.true(mirror.stats().refused > refused);
+  t.false((await engine.check(q)).allowed, 'a check catches up first');
+  // Caught up (at 1001): the mirror answers again, and has the write.
+  t.deepEqual(sync.readUserTupleSync('doc', 'd0', 'blocked', 'user:u0'), { object: 'doc:d0', relation: 'blocked', user: 'user:u0', revision: 0 });
+  const n = mirror.stats().refused;
+  t.deepEqual((await engine.listObjects(lo)).objects, []);
+  t.is(mirror.stats().refused, n);
 });

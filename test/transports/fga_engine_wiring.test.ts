@@ -1,10 +1,15 @@
 /**
- * The FGA engine as the server composes it (level checker, graph mirror on
- * SQL stores, check cache in front): a revoke is visible to the very next
- * check on every protocol, on every SQL backend, with the cache on; and the
- * cache flags turn it off.
+ * The FGA engine as the server composes it (graph mirror with the
+ * synchronous evaluator on SQL stores, check cache in front): a revoke is
+ * visible to the very next check on every protocol, on every SQL backend,
+ * with the cache on; checks of a relation with an exclusion and
+ * list_permissions (ListObjects) are answered from the mirror, without a
+ * tuple read on the SQL store; and the flags turn the cache and the mirror
+ * off.
  */
 import test from 'ava';
+import type { Engine } from '../../engine/index.ts';
+import { engineHooks } from '../../transports/operations/engine_hooks.ts';
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
 import { sqlBackends } from '../helpers/databases.ts';
 
@@ -70,3 +75,56 @@ test('the memory FGA store serves the same answers', async (t) => {
     await srv.close();
   }
 });
+
+const EXCLUSION_DSL =
+  'model\n  schema 1.1\ntype user\ntype group\n  relations\n    define member: [user, group#member]\ntype doc\n  relations\n    define blocked: [user, group#member]\n    define viewer: [user, group#member]\n    define can_read: viewer but not blocked\n';
+
+/** Counts the tuple reads that reach the SQL store under the server's engine. */
+function countSqlReads(srv: TestServer): () => number {
+  const store = engineHooks(srv.server.services.engine as Engine)!.sqlStore!;
+  let reads = 0;
+  for (const m of ['readUserTuples', 'readObjectRelations', 'readStartingWithUsers'] as const) {
+    const original = store[m].bind(store) as (...a: unknown[]) => Promise<never>;
+    (store as unknown as Record<string, unknown>)[m] = (...a: unknown[]) => {
+      reads++;
+      return original(...a);
+    };
+  }
+  return () => reads;
+}
+
+for (const backend of sqlBackends()) {
+  test(`an exclusion and list_permissions are answered from the mirror, and a revoke is seen at once (${backend})`, async (t) => {
+    const srv = await startTestServer({}, { backend });
+    try {
+      t.is((await srv.call('fga_write_model', { dsl: EXCLUSION_DSL }, { protocol: 'rest', headers: admin })).error, undefined);
+      const s = await srv.call('signup', { email: `exclusion-${Date.now()}@example.com`, password: 'correct horse battery' }, { protocol: 'rest' });
+      const headers = { authorization: `Bearer ${s.body!['access_token'] as string}` };
+      const uid = (s.body!['user'] as Record<string, unknown>)['id'] as string;
+      const tuples = [
+        { user: `user:${uid}`, relation: 'member', object: 'group:eng' },
+        { user: 'group:eng#member', relation: 'viewer', object: 'doc:a' },
+        { user: 'group:eng#member', relation: 'viewer', object: 'doc:b' },
+        { user: 'user:other', relation: 'blocked', object: 'doc:a' },
+      ];
+      t.is((await srv.call('fga_write_tuples', { tuples }, { protocol: 'rest', headers: admin })).error, undefined);
+      const reads = countSqlReads(srv);
+      const state = async (protocol: (typeof PROTOCOLS)[number]): Promise<{ a: boolean; b: boolean; objects: string[] }> => {
+        const c = await srv.call('check_permissions', { checks: [{ relation: 'can_read', object: 'doc:a' }, { relation: 'can_read', object: 'doc:b' }] }, { protocol, headers });
+        if (c.error) throw new Error(`${protocol}: ${c.error.code} ${c.error.message}`);
+        const l = await srv.call('list_permissions', { relation: 'can_read', object_type: 'doc' }, { protocol, headers });
+        if (l.error) throw new Error(`${protocol}: ${l.error.code} ${l.error.message}`);
+        const [a, b] = (c.body!['results'] as Array<{ allowed: boolean }>).map((r) => r.allowed);
+        return { a: a!, b: b!, objects: [...(l.body!['objects'] as string[])].sort() };
+      };
+      for (const protocol of PROTOCOLS) t.deepEqual(await state(protocol), { a: true, b: true, objects: ['doc:a', 'doc:b'] }, protocol);
+      t.is(reads(), 0, 'no tuple read reached the SQL store');
+      // A revoke by exclusion, through another protocol: seen by the very next check and listing.
+      t.is((await srv.call('fga_write_tuples', { tuples: [{ user: 'group:eng#member', relation: 'blocked', object: 'doc:b' }] }, { protocol: 'grpc', headers: admin })).error, undefined);
+      for (const protocol of PROTOCOLS) t.deepEqual(await state(protocol), { a: true, b: false, objects: ['doc:a'] }, protocol);
+      t.is(reads(), 0);
+    } finally {
+      await srv.close();
+    }
+  });
+}

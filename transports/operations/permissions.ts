@@ -115,22 +115,25 @@ export async function plugFgaEngine(services: Services): Promise<void> {
 }
 
 /**
- * The FGA engine as the server runs it: on SQL stores the level-at-a-time
- * checker behind the in-memory graph mirror (`--fga-mirror`), and the check
- * cache in front (`--fga-cache-size`, `--fga-cache-revision-poll`; either at 0
- * turns it off). Writes go through the outermost store so that the cache and
- * the mirror see them before the write call returns (docs/caching.md).
+ * The FGA engine as the server runs it: on SQL stores the in-memory graph
+ * mirror (`--fga-mirror`) with the synchronous evaluator over its reads, and
+ * the level-at-a-time checker for full-consistency requests (and for every
+ * check with `--fga-mirror=false`); the check cache in front
+ * (`--fga-cache-size`, `--fga-cache-revision-poll`; either at 0 turns it
+ * off). Writes go through the outermost store so that the cache and the
+ * mirror see them before the write call returns (docs/caching.md).
  */
 async function composeEngine(store: TupleStore, sql: boolean, c: Services['config']): Promise<Engine> {
   let base: TupleStore = store;
   // SqlStore answers a level's reads with one statement whatever their kinds, so reading usersets apart from the
   // other forward lookups costs no round trip and skips every plain user on the path (5x less CPU on SQLite).
-  // A memory store reads synchronously, so the plain evaluator answers without a promise per sub-problem.
+  // A memory store (and the mirror) reads synchronously, so the plain evaluator answers without a promise per sub-problem.
   let resolver: CheckResolver = sql ? new LevelChecker() : new LocalChecker();
   if (sql && c.fgaMirror) {
     const mirror = await GraphMirror.load({ store, revisionPollMs: c.fgaCacheRevisionPoll });
     base = mirror.store;
-    resolver = mirror.resolver(resolver);
+    // Reads of the level checker go to the database; its exact evaluator must not take the mirror's synchronous reads.
+    resolver = mirror.resolver(new LocalChecker(), new LevelChecker({ inner: new LocalChecker({ sync: false }) }));
   }
   if (c.fgaCacheSize > 0 && c.fgaCacheRevisionPoll > 0) {
     const cache = new CheckCache({ store: base, maxEntries: c.fgaCacheSize, revisionPollMs: c.fgaCacheRevisionPoll });
