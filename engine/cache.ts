@@ -46,12 +46,12 @@
  */
 import { LRUCache } from 'lru-cache';
 import { LatchkeyError } from './errors.ts';
-import { LocalChecker, problemKey, type CheckResolver, type PathNode, type ResolutionContext, type ResolveCheckRequest, type ResolveCheckResult } from './check.ts';
+import { LocalChecker, type CheckResolver, type Consistency, type PathNode, type ResolutionContext, type ResolveCheckRequest, type ResolveCheckResult } from './check.ts';
 import type { StoredAuthorizationModel } from './model.ts';
 import type { TupleKey, TupleStore } from './store.ts';
 import { type TypeSystem, rewriteChildren } from './typesystem.ts';
 import { formatUser } from './tuple.ts';
-import type { LatestModelHint } from './engine_check.ts';
+import type { LatestModelHint, TopLevelHits } from './engine_check.ts';
 import { type SyncTupleSource, syncSource } from './reader.ts';
 
 export { GraphMirror, type GraphMirrorOptions, type GraphMirrorStats } from './cache_graph.ts';
@@ -180,6 +180,8 @@ export function tupleClassesRead(ts: TypeSystem, type: string, relation: string)
 }
 
 const MAX_MODELS = 64;
+/** Top-level keys remembered at most (see `#topKey`); the memo is emptied when full. */
+const KEY_MEMO_MAX = 50_000;
 /** Options of every LRU lookup, shared (lru-cache otherwise allocates an empty object per get). */
 const GET_OPTIONS: LRUCache.GetOptions<string, number, unknown> = {};
 
@@ -202,6 +204,16 @@ export class CheckCache {
   #confirmedAt = -Infinity;
   #refresh: Promise<void> | undefined;
   #latestModelId: { value: string | undefined; generation: number; at: number } | undefined;
+  /**
+   * Top-level keys without condition context, by relation, object and user,
+   * for the model version `#keysOf`: a memo of the key template only (it maps
+   * the same parts to the same string). A fresh concatenation is hashed on
+   * every lookup; a remembered key, whose parts the engine has already hashed
+   * in its own caches, is not.
+   */
+  readonly #keys = new Map<string, Map<string, Map<string, string>>>();
+  #keysOf: TypeSystem | undefined;
+  #keyCount = 0;
   readonly #stats = { hits: 0, misses: 0, bypasses: 0, revisionReads: 0, invalidations: 0 };
 
   constructor(options: CheckCacheOptions) {
@@ -242,10 +254,69 @@ export class CheckCache {
 
   /** A resolver that answers from the cache and otherwise asks `inner` (default: a new {@link LocalChecker}). */
   resolver(inner: CheckResolver = new LocalChecker()): CheckResolver {
-    return {
+    const chain: CheckResolver & TopLevelHits = {
       resolveCheck: (req, ctx) => this.#resolve(inner, req, ctx),
       resolveCheckSync: (req, ctx) => this.#resolveSync(inner, req, ctx),
+      latestModelIdSeen: () => this.#latestModelId?.value,
+      topLevelHit: (ts, latest, object, objectType, relation, user, context, consistency, maxDepth) =>
+        this.#topLevelHit(ts, latest, object, objectType, relation, user, context, consistency, maxDepth),
     };
+    return chain;
+  }
+
+  /**
+   * The hit `#resolveSync` would serve to a top-level request without
+   * contextual tuples (depth 0, no path, a new scope), found before the
+   * engine builds the request and its context; `undefined` in every other
+   * case (a miss, a revision to re-read, a latest model id to re-read, full
+   * consistency), and the engine then takes the usual path. One clock
+   * reading decides both freshness conditions, before the lookup, as
+   * `knownLatestModelId` and `#fresh` would each decide them.
+   */
+  #topLevelHit(
+    ts: TypeSystem,
+    latest: boolean,
+    object: string,
+    objectType: string,
+    relation: string,
+    user: string,
+    context: Record<string, unknown> | undefined,
+    consistency: Consistency | undefined,
+    maxDepth: number,
+  ): ResolveCheckResult | undefined {
+    const lru = this.#lru;
+    if (lru === undefined || consistency === 'higher_consistency') return undefined;
+    const now = this.#now();
+    if (now - this.#confirmedAt > this.#pollMs) return undefined;
+    if (latest) {
+      const known = this.#latestModelId;
+      if (known === undefined || known.value !== ts.id || known.generation !== this.#generation || now - known.at > this.#pollMs) return undefined;
+    }
+    const deps = this.#depsOf(ts);
+    const ci = deps.classOf.get(objectType)?.get(relation);
+    if (ci === undefined) return undefined;
+    const key = context === undefined ? this.#topKey(ts, object, relation, user) : `${ts.id}\n${JSON.stringify(context)}\n${object}#${relation}@${user}`;
+    return this.#lookup(lru, key, deps.gens[ci]!, 0, maxDepth);
+  }
+
+  /** `${ts.id}\n${object}#${relation}@${user}`, remembered (see `#keys`). */
+  #topKey(ts: TypeSystem, object: string, relation: string, user: string): string {
+    if (this.#keysOf !== ts || this.#keyCount >= KEY_MEMO_MAX) {
+      this.#keys.clear();
+      this.#keyCount = 0;
+      this.#keysOf = ts;
+    }
+    let byObject = this.#keys.get(relation);
+    if (byObject === undefined) this.#keys.set(relation, (byObject = new Map()));
+    let byUser = byObject.get(object);
+    if (byUser === undefined) byObject.set(object, (byUser = new Map()));
+    let key = byUser.get(user);
+    if (key === undefined) {
+      key = `${ts.id}\n${object}#${relation}@${user}`;
+      byUser.set(user, key);
+      this.#keyCount++;
+    }
+    return key;
   }
 
   /** A hit, or a miss the inner resolver answers synchronously (then stored); `undefined` otherwise. */
@@ -257,16 +328,17 @@ export class CheckCache {
       return r;
     }
     if (this.#fresh() !== undefined) return undefined; // the revision must be re-read first: the asynchronous path does that
-    if (req.path !== undefined && onPath(req.path, problemKey(req.objectType, req.objectId, req.relation, req.user))) return inner.resolveCheckSync?.(req, ctx);
+    const object = req.object ?? `${req.objectType}:${req.objectId}`;
+    const user = req.userText ?? formatUser(req.user);
+    if (req.path !== undefined && onPath(req.path, `${object}#${req.relation}@${user}`)) return inner.resolveCheckSync?.(req, ctx);
     const deps = this.#depsOf(ctx.ts);
     const ci = this.#classOf(deps, req);
     if (ci === undefined) return inner.resolveCheckSync?.(req, ctx);
-    // The same key as the asynchronous path builds, in one template (the request's object string when it has one).
-    const object = req.object ?? `${req.objectType}:${req.objectId}`;
+    // The same key as the asynchronous path builds, in one template.
     const key = ctx.context === undefined
-      ? `${ctx.ts.id}\n${object}#${req.relation}@${formatUser(req.user)}`
-      : `${ctx.ts.id}\n${JSON.stringify(ctx.context)}\n${object}#${req.relation}@${formatUser(req.user)}`;
-    const hit = this.#lookup(lru, key, req, ctx, deps.gens[ci]!);
+      ? `${ctx.ts.id}\n${object}#${req.relation}@${user}`
+      : `${ctx.ts.id}\n${JSON.stringify(ctx.context)}\n${object}#${req.relation}@${user}`;
+    const hit = this.#lookup(lru, key, deps.gens[ci]!, req.depth, ctx.maxDepth);
     if (hit !== undefined) return hit;
     if (inner.resolveCheckSync === undefined) return undefined;
     const generation = this.#generation;
@@ -363,7 +435,7 @@ export class CheckCache {
       if (lru !== undefined) this.#stats.bypasses++;
       return inner.resolveCheck(req, ctx);
     }
-    const pk = problemKey(req.objectType, req.objectId, req.relation, req.user);
+    const pk = `${req.object ?? `${req.objectType}:${req.objectId}`}#${req.relation}@${req.userText ?? formatUser(req.user)}`;
     // A sub-problem on its own path is a cycle: the evaluator decides that, never the cache.
     if (req.path !== undefined && onPath(req.path, pk)) return inner.resolveCheck(req, ctx);
     // The model id is a ULID and the context is JSON: neither contains a newline, so the parts cannot run together.
@@ -373,19 +445,19 @@ export class CheckCache {
     const key = ctx.context === undefined ? `${ctx.ts.id}\n${pk}` : `${ctx.ts.id}\n${JSON.stringify(ctx.context)}\n${pk}`;
     const wait = this.#fresh();
     if (wait === undefined) {
-      const hit = this.#lookup(lru, key, req, ctx, deps.gens[ci]!);
+      const hit = this.#lookup(lru, key, deps.gens[ci]!, req.depth, ctx.maxDepth);
       if (hit !== undefined) return Promise.resolve(hit);
       return this.#fill(lru, key, inner, req, ctx, deps, ci);
     }
-    return wait.then(() => this.#lookup(lru, key, req, ctx, deps.gens[ci]!) ?? this.#fill(lru, key, inner, req, ctx, deps, ci));
+    return wait.then(() => this.#lookup(lru, key, deps.gens[ci]!, req.depth, ctx.maxDepth) ?? this.#fill(lru, key, inner, req, ctx, deps, ci));
   }
 
   /** An entry stored at the relation's current generation (a stored entry was filled in the current cache generation). */
-  #lookup(lru: LRUCache<string, number>, key: string, req: ResolveCheckRequest, ctx: ResolutionContext, stamp: number): ResolveCheckResult | undefined {
+  #lookup(lru: LRUCache<string, number>, key: string, stamp: number, depth: number, maxDepth: number): ResolveCheckResult | undefined {
     const v = lru.get(key, GET_OPTIONS);
     if (v === undefined || Math.floor(v / 256) !== stamp) return undefined;
     const height = (v % 256) >> 1;
-    if (req.depth + height >= ctx.maxDepth) return undefined;
+    if (depth + height >= maxDepth) return undefined;
     this.#stats.hits++;
     return RESULTS[(v & 1) * HEIGHT_SLOTS + height];
   }

@@ -56,6 +56,8 @@ export interface ResolveCheckRequest {
   scope: Scope;
   /** `objectType:objectId` as the caller had it, when it did (saves building it again). */
   object?: string;
+  /** `formatUser(user)`, when the caller had it (saves building it again). */
+  userText?: string;
 }
 
 /** The answer to a sub-problem. */

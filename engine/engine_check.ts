@@ -14,7 +14,7 @@ import type { TupleKey, TupleStore } from './store.ts';
 import { TypeSystem } from './typesystem.ts';
 import { TupleReader } from './reader.ts';
 import { type CheckResolver, type Consistency, type ResolutionContext, type ResolveCheckResult, Scope } from './check.ts';
-import { type ParsedObject, type ParsedUser, fgaError, parseObject, show, tryParseUser } from './tuple.ts';
+import { type ParsedObject, type ParsedUser, fgaError, formatUser, parseObject, show, tryParseUser } from './tuple.ts';
 import { FGA_CODES, validateTupleForWrite } from './validation.ts';
 
 /**
@@ -24,6 +24,37 @@ import { FGA_CODES, validateTupleForWrite } from './validation.ts';
  */
 export interface LatestModelHint {
   knownLatestModelId(): string | undefined;
+}
+
+/**
+ * Optional for the head of the resolver chain (a cache): answers to valid
+ * top-level checks without contextual tuples that are at hand without
+ * resolving. The engine asks before it builds the request and the resolution
+ * context, so a hit allocates neither; on `undefined` it takes the usual
+ * path (which also reports every error).
+ */
+export interface TopLevelHits {
+  /** The latest model id last read, however old (`topLevelHit` with `latest` confirms it), or `undefined`. */
+  latestModelIdSeen(): string | undefined;
+  /**
+   * The answer to `object#relation@user` under `ts` that the chain would give
+   * at once, or `undefined`. `latest`: the request named no model and `ts` is
+   * the version `latestModelIdSeen` named, so an answer is given only if that
+   * id is as fresh as `latestModelId` would answer it (decided on the same
+   * clock reading as the answer's own freshness). `object` and `user` are the
+   * request's strings, `user` in `formatUser` form.
+   */
+  topLevelHit(
+    ts: TypeSystem,
+    latest: boolean,
+    object: string,
+    objectType: string,
+    relation: string,
+    user: string,
+    context: Record<string, unknown> | undefined,
+    consistency: Consistency | undefined,
+    maxDepth: number,
+  ): ResolveCheckResult | undefined;
 }
 
 /** The limits the check path reads (a subset of the engine's). */
@@ -95,7 +126,12 @@ export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (it
 
 // Parsed request strings (immutable results; valid ones only, bounded).
 const parsedObjects = new Map<string, ParsedObject>();
-const parsedUsers = new Map<string, ParsedUser>();
+/** A parsed user string with its `formatUser` form (the cache key part), built once. */
+interface CheckUser {
+  user: ParsedUser;
+  text: string;
+}
+const parsedUsers = new Map<string, CheckUser>();
 
 function cachedObject(s: unknown): ParsedObject {
   if (typeof s === 'string') {
@@ -108,13 +144,14 @@ function cachedObject(s: unknown): ParsedObject {
   return o;
 }
 
-function cachedUser(s: unknown): ParsedUser | undefined {
+function cachedUser(s: unknown): CheckUser | undefined {
   if (typeof s !== 'string') return undefined;
-  let u = parsedUsers.get(s);
-  if (u !== undefined) return u;
-  u = tryParseUser(s);
-  if (u === undefined) return undefined;
+  const hit = parsedUsers.get(s);
+  if (hit !== undefined) return hit;
+  const user = tryParseUser(s);
+  if (user === undefined) return undefined;
   if (parsedUsers.size >= PARSE_CACHE_MAX) parsedUsers.clear();
+  const u = { user, text: formatUser(user) };
   parsedUsers.set(s, u);
   return u;
 }
@@ -176,6 +213,7 @@ export class CheckPath {
   readonly #hint: LatestModelHint | undefined;
   readonly #limits: CheckLimits;
   readonly #resolver: CheckResolver;
+  readonly #hits: TopLevelHits | undefined;
   /** Model versions by id (immutable, so never stale). */
   readonly typesystems = new Map<string, TypeSystem>();
   /** One reader without contextual tuples per model version, shared by requests. */
@@ -187,6 +225,8 @@ export class CheckPath {
     this.#hint = typeof hint.knownLatestModelId === 'function' ? (store as unknown as LatestModelHint) : undefined;
     this.#limits = limits;
     this.#resolver = resolver;
+    const hits = resolver as Partial<TopLevelHits>;
+    this.#hits = typeof hits.topLevelHit === 'function' ? (resolver as unknown as TopLevelHits) : undefined;
   }
 
   /** The model version `modelId`, or the latest. */
@@ -287,13 +327,19 @@ export class CheckPath {
   }
 
   parseCheckUser(ts: TypeSystem, user: unknown, code: number): ParsedUser {
-    const u = cachedUser(user);
+    return this.#checkUser(ts, user, code).user;
+  }
+
+  #checkUser(ts: TypeSystem, user: unknown, code: number): CheckUser {
+    const c = cachedUser(user);
+    if (c === undefined) throw invalid(`invalid user '${show(user)}'`, { reason: 'invalid_user', code });
+    const u = c.user;
     if (u === undefined) throw invalid(`invalid user '${show(user)}'`, { reason: 'invalid_user', code });
     if (!ts.hasType(u.type)) throw invalid(`type '${u.type}' of user '${show(user)}' not found`, { reason: 'type_not_found', code });
     if (u.kind === 'userset' && ts.rewrite(u.type, u.relation) === undefined) {
       throw invalid(`relation '${u.type}#${u.relation}' of user '${show(user)}' not found`, { reason: 'relation_not_found', code });
     }
-    return u;
+    return c;
   }
 
   /** Validates one check and hands it to the head of the resolver chain. */
@@ -310,8 +356,8 @@ export class CheckPath {
     if (typeof req.relation !== 'string' || ts.rewrite(object.type, req.relation) === undefined) {
       throw invalid(`relation '${object.type}#${show(req.relation)}' not found`, { reason: 'relation_not_found' });
     }
-    const user = this.parseCheckUser(ts, req.user, FGA_CODES.validation_error);
-    const request = { objectType: object.type, objectId: object.id, relation: req.relation, user, depth: 0, path: undefined, scope: new Scope(), object: req.object };
+    const user = this.#checkUser(ts, req.user, FGA_CODES.validation_error);
+    const request = { objectType: object.type, objectId: object.id, relation: req.relation, user: user.user, depth: 0, path: undefined, scope: new Scope(), object: req.object, userText: user.text };
     if (ctx !== undefined) return ctx.resolver.resolveCheck(request, this.topLevel(ctx, ts, object.type, req.relation));
     const monotone = ts.isMonotone(object.type, req.relation);
     const top = new TopContext(ts, this.#reader(ts), req.context, this.#limits, this.#resolver, monotone);
@@ -325,9 +371,40 @@ export class CheckPath {
     return result.allowed && !result.cycle;
   }
 
+  /**
+   * The cached answer to a valid check without contextual tuples, found
+   * without building its request or context, or `undefined`. Only a request
+   * whose strings were parsed before and that passes every check
+   * `#resolveOne` makes is tried; anything else takes the usual path, which
+   * reports the error. The model it validates against is only a guess until
+   * `topLevelHit` confirms it (a `latest` answer is given only for the
+   * current latest model).
+   */
+  #cachedAnswer(hits: TopLevelHits, req: CheckInput): ResolveCheckResult | undefined {
+    const modelId = req.modelId;
+    const latest = modelId === undefined || modelId === '';
+    const id = latest ? hits.latestModelIdSeen() : modelId;
+    if (typeof id !== 'string') return undefined;
+    const ts = this.typesystems.get(id);
+    if (ts === undefined) return undefined;
+    const { object: o, relation, user: us, context } = req;
+    if ((context !== undefined && !isPlainObject(context)) || typeof o !== 'string' || typeof relation !== 'string' || typeof us !== 'string') return undefined;
+    const object = parsedObjects.get(o);
+    if (object === undefined || object.id === '*' || !ts.hasType(object.type) || ts.rewrite(object.type, relation) === undefined) return undefined;
+    const cu = parsedUsers.get(us);
+    if (cu === undefined) return undefined;
+    const u = cu.user;
+    if (!ts.hasType(u.type) || (u.kind === 'userset' && ts.rewrite(u.type, u.relation) === undefined)) return undefined;
+    return hits.topLevelHit(ts, latest, o, object.type, relation, cu.text, context, req.consistency, this.#limits.maxResolutionDepth);
+  }
+
   async check(req: CheckInput): Promise<{ allowed: boolean }> {
     // Warm path: no contextual tuples and the model known without a read.
     if (req !== null && typeof req === 'object' && (req.contextualTuples === undefined || (Array.isArray(req.contextualTuples) && req.contextualTuples.length === 0))) {
+      if (this.#hits !== undefined) {
+        const hit = this.#cachedAnswer(this.#hits, req);
+        if (hit !== undefined) return { allowed: hit.allowed && !hit.cycle };
+      }
       const ts = this.#typesystemNow(req.modelId);
       if (ts !== undefined) {
         if (req.context !== undefined && !isPlainObject(req.context)) throw invalid('context must be an object', { reason: 'invalid_context' });

@@ -115,6 +115,31 @@ test('a model written by another process is used within the poll delay', async (
   t.is(await engineB.store.latestModelId(), second.id);
 });
 
+test('a cached answer under the latest model is served only while that model id is fresh', async (t) => {
+  let clock = 0;
+  const shared = new MemoryStore();
+  const a = new CheckCache({ store: shared, revisionPollMs: 1000, now: () => clock });
+  const b = new CheckCache({ store: shared, revisionPollMs: 1000, now: () => clock });
+  const engineA = new Engine({ store: a.store, resolver: a.resolver() });
+  const engineB = new Engine({ store: b.store, resolver: b.resolver() });
+  const first = await engineA.writeModel({ dsl: MODEL });
+  await engineA.write({ writes: [{ user: 'user:anne', relation: 'viewer', object: 'doc:1' }] });
+  t.true((await engineB.check(anneOnDoc)).allowed);
+  const hits = b.stats().hits;
+  t.true((await engineB.check(anneOnDoc)).allowed);
+  t.true(b.stats().hits > hits);
+  // A model under which anne's unconditional tuple no longer counts.
+  await engineA.writeModel({ dsl: MODEL.replace('define viewer: [user, group#member, user with in_hours] or viewer from parent', 'define viewer: [group#member, user with in_hours]') });
+  clock += 999;
+  t.true((await engineB.check(anneOnDoc)).allowed);
+  // A check naming the first model confirms the revision again; it does not re-read the latest model id.
+  clock += 2;
+  t.true((await engineB.check({ ...anneOnDoc, modelId: first.id })).allowed);
+  // So the revision is fresh but the latest id read at 0 is not: the answer comes from the new model.
+  clock += 1;
+  t.false((await engineB.check(anneOnDoc)).allowed);
+});
+
 test('the cache is bounded by maxEntries', async (t) => {
   const { cache, engine } = await setup({ maxEntries: 10 });
   for (let i = 0; i < 50; i++) await engine.check({ user: `user:u${i}`, relation: 'viewer', object: `doc:${i}` });
