@@ -180,8 +180,6 @@ export function tupleClassesRead(ts: TypeSystem, type: string, relation: string)
 }
 
 const MAX_MODELS = 64;
-/** Top-level keys remembered at most (see `#topKey`); the memo is emptied when full. */
-const KEY_MEMO_MAX = 50_000;
 /** Options of every LRU lookup, shared (lru-cache otherwise allocates an empty object per get). */
 const GET_OPTIONS: LRUCache.GetOptions<string, number, unknown> = {};
 
@@ -204,16 +202,6 @@ export class CheckCache {
   #confirmedAt = -Infinity;
   #refresh: Promise<void> | undefined;
   #latestModelId: { value: string | undefined; generation: number; at: number } | undefined;
-  /**
-   * Top-level keys without condition context, by relation, object and user,
-   * for the model version `#keysOf`: a memo of the key template only (it maps
-   * the same parts to the same string). A fresh concatenation is hashed on
-   * every lookup; a remembered key, whose parts the engine has already hashed
-   * in its own caches, is not.
-   */
-  readonly #keys = new Map<string, Map<string, Map<string, string>>>();
-  #keysOf: TypeSystem | undefined;
-  #keyCount = 0;
   readonly #stats = { hits: 0, misses: 0, bypasses: 0, revisionReads: 0, invalidations: 0 };
 
   constructor(options: CheckCacheOptions) {
@@ -258,8 +246,9 @@ export class CheckCache {
       resolveCheck: (req, ctx) => this.#resolve(inner, req, ctx),
       resolveCheckSync: (req, ctx) => this.#resolveSync(inner, req, ctx),
       latestModelIdSeen: () => this.#latestModelId?.value,
-      topLevelHit: (ts, latest, object, objectType, relation, user, context, consistency, maxDepth) =>
-        this.#topLevelHit(ts, latest, object, objectType, relation, user, context, consistency, maxDepth),
+      // The same key as the resolvers build for a request without condition context.
+      topLevelKey: (ts, object, relation, user) => `${ts.id}\n${object}#${relation}@${user}`,
+      topLevelHit: (ts, latest, objectType, relation, key, consistency, maxDepth) => this.#topLevelHit(ts, latest, objectType, relation, key, consistency, maxDepth),
     };
     return chain;
   }
@@ -273,17 +262,7 @@ export class CheckCache {
    * reading decides both freshness conditions, before the lookup, as
    * `knownLatestModelId` and `#fresh` would each decide them.
    */
-  #topLevelHit(
-    ts: TypeSystem,
-    latest: boolean,
-    object: string,
-    objectType: string,
-    relation: string,
-    user: string,
-    context: Record<string, unknown> | undefined,
-    consistency: Consistency | undefined,
-    maxDepth: number,
-  ): ResolveCheckResult | undefined {
+  #topLevelHit(ts: TypeSystem, latest: boolean, objectType: string, relation: string, key: string, consistency: Consistency | undefined, maxDepth: number): ResolveCheckResult | undefined {
     const lru = this.#lru;
     if (lru === undefined || consistency === 'higher_consistency') return undefined;
     const now = this.#now();
@@ -295,29 +274,9 @@ export class CheckCache {
     const deps = this.#depsOf(ts);
     const ci = deps.classOf.get(objectType)?.get(relation);
     if (ci === undefined) return undefined;
-    const key = context === undefined ? this.#topKey(ts, object, relation, user) : `${ts.id}\n${JSON.stringify(context)}\n${object}#${relation}@${user}`;
     return this.#lookup(lru, key, deps.gens[ci]!, 0, maxDepth);
   }
 
-  /** `${ts.id}\n${object}#${relation}@${user}`, remembered (see `#keys`). */
-  #topKey(ts: TypeSystem, object: string, relation: string, user: string): string {
-    if (this.#keysOf !== ts || this.#keyCount >= KEY_MEMO_MAX) {
-      this.#keys.clear();
-      this.#keyCount = 0;
-      this.#keysOf = ts;
-    }
-    let byObject = this.#keys.get(relation);
-    if (byObject === undefined) this.#keys.set(relation, (byObject = new Map()));
-    let byUser = byObject.get(object);
-    if (byUser === undefined) byObject.set(object, (byUser = new Map()));
-    let key = byUser.get(user);
-    if (key === undefined) {
-      key = `${ts.id}\n${object}#${relation}@${user}`;
-      byUser.set(user, key);
-      this.#keyCount++;
-    }
-    return key;
-  }
 
   /** A hit, or a miss the inner resolver answers synchronously (then stored); `undefined` otherwise. */
   #resolveSync(inner: CheckResolver, req: ResolveCheckRequest, ctx: ResolutionContext): ResolveCheckResult | undefined {

@@ -37,24 +37,25 @@ export interface TopLevelHits {
   /** The latest model id last read, however old (`topLevelHit` with `latest` confirms it), or `undefined`. */
   latestModelIdSeen(): string | undefined;
   /**
-   * The answer to `object#relation@user` under `ts` that the chain would give
-   * at once, or `undefined`. `latest`: the request named no model and `ts` is
-   * the version `latestModelIdSeen` named, so an answer is given only if that
-   * id is as fresh as `latestModelId` would answer it (decided on the same
-   * clock reading as the answer's own freshness). `object` and `user` are the
-   * request's strings, `user` in `formatUser` form.
+   * The key of the top-level check `object#relation@user` under `ts` without
+   * condition context (`user` in `formatUser` form); the engine remembers it
+   * per request strings.
    */
-  topLevelHit(
-    ts: TypeSystem,
-    latest: boolean,
-    object: string,
-    objectType: string,
-    relation: string,
-    user: string,
-    context: Record<string, unknown> | undefined,
-    consistency: Consistency | undefined,
-    maxDepth: number,
-  ): ResolveCheckResult | undefined;
+  topLevelKey(ts: TypeSystem, object: string, relation: string, user: string): string;
+  /**
+   * The answer to the check `key` (of type `objectType`) that the chain
+   * would give at once, or `undefined`. `latest`: the request named no model
+   * and `ts` is the version `latestModelIdSeen` named, so an answer is given
+   * only if that id is as fresh as `latestModelId` would answer it (decided
+   * on the same clock reading as the answer's own freshness).
+   */
+  topLevelHit(ts: TypeSystem, latest: boolean, objectType: string, relation: string, key: string, consistency: Consistency | undefined, maxDepth: number): ResolveCheckResult | undefined;
+}
+
+/** A valid top-level check under a model version: its object type and cache key. */
+interface ValidCheck {
+  objectType: string;
+  key: string;
 }
 
 /** The limits the check path reads (a subset of the engine's). */
@@ -97,6 +98,8 @@ export interface Prepared {
 
 const MODEL_ID = /^[0-9A-HJKMNP-TV-Z]{26}$/u;
 const PARSE_CACHE_MAX = 50_000;
+/** Valid top-level checks remembered at most (see `CheckPath.#valid`); emptied when full. */
+const VALID_MAX = 50_000;
 
 export function invalid(message: string, options: { reason: string; code?: number }): LatchkeyError {
   return fgaError(message, { reason: options.reason, code: options.code ?? FGA_CODES.validation_error });
@@ -214,6 +217,16 @@ export class CheckPath {
   readonly #limits: CheckLimits;
   readonly #resolver: CheckResolver;
   readonly #hits: TopLevelHits | undefined;
+  /**
+   * Top-level checks without condition context found valid under the model
+   * version `#validOf`, by relation, object and user string, with their cache
+   * key: validity depends on nothing else (model versions are immutable), and
+   * a remembered key is a string already hashed, where a fresh concatenation
+   * would be hashed on every lookup.
+   */
+  readonly #valid = new Map<string, Map<string, Map<string, ValidCheck>>>();
+  #validOf: TypeSystem | undefined;
+  #validCount = 0;
   /** Model versions by id (immutable, so never stale). */
   readonly typesystems = new Map<string, TypeSystem>();
   /** One reader without contextual tuples per model version, shared by requests. */
@@ -372,11 +385,11 @@ export class CheckPath {
   }
 
   /**
-   * The cached answer to a valid check without contextual tuples, found
-   * without building its request or context, or `undefined`. Only a request
-   * whose strings were parsed before and that passes every check
-   * `#resolveOne` makes is tried; anything else takes the usual path, which
-   * reports the error. The model it validates against is only a guess until
+   * The cached answer to a valid check without contextual tuples or
+   * condition context, found without building its request or context, or
+   * `undefined`. Only a request whose strings were parsed before and that
+   * passes every check `#resolveOne` makes is tried; anything else takes the
+   * usual path, which reports the error. The model it validates against is only a guess until
    * `topLevelHit` confirms it (a `latest` answer is given only for the
    * current latest model).
    */
@@ -387,15 +400,30 @@ export class CheckPath {
     if (typeof id !== 'string') return undefined;
     const ts = this.typesystems.get(id);
     if (ts === undefined) return undefined;
-    const { object: o, relation, user: us, context } = req;
-    if ((context !== undefined && !isPlainObject(context)) || typeof o !== 'string' || typeof relation !== 'string' || typeof us !== 'string') return undefined;
-    const object = parsedObjects.get(o);
-    if (object === undefined || object.id === '*' || !ts.hasType(object.type) || ts.rewrite(object.type, relation) === undefined) return undefined;
-    const cu = parsedUsers.get(us);
-    if (cu === undefined) return undefined;
-    const u = cu.user;
-    if (!ts.hasType(u.type) || (u.kind === 'userset' && ts.rewrite(u.type, u.relation) === undefined)) return undefined;
-    return hits.topLevelHit(ts, latest, o, object.type, relation, cu.text, context, req.consistency, this.#limits.maxResolutionDepth);
+    const { object: o, relation, user: us } = req;
+    if (req.context !== undefined || typeof o !== 'string' || typeof relation !== 'string' || typeof us !== 'string') return undefined;
+    if (this.#validOf !== ts || this.#validCount >= VALID_MAX) {
+      this.#valid.clear();
+      this.#validCount = 0;
+      this.#validOf = ts;
+    }
+    let byObject = this.#valid.get(relation);
+    let byUser = byObject?.get(o);
+    let v = byUser?.get(us);
+    if (v === undefined) {
+      const object = parsedObjects.get(o);
+      if (object === undefined || object.id === '*' || !ts.hasType(object.type) || ts.rewrite(object.type, relation) === undefined) return undefined;
+      const cu = parsedUsers.get(us);
+      if (cu === undefined) return undefined;
+      const u = cu.user;
+      if (!ts.hasType(u.type) || (u.kind === 'userset' && ts.rewrite(u.type, u.relation) === undefined)) return undefined;
+      v = { objectType: object.type, key: hits.topLevelKey(ts, o, relation, cu.text) };
+      if (byObject === undefined) this.#valid.set(relation, (byObject = new Map()));
+      if (byUser === undefined) byObject.set(o, (byUser = new Map()));
+      byUser.set(us, v);
+      this.#validCount++;
+    }
+    return hits.topLevelHit(ts, latest, v.objectType, relation, v.key, req.consistency, this.#limits.maxResolutionDepth);
   }
 
   async check(req: CheckInput): Promise<{ allowed: boolean }> {
