@@ -32,6 +32,7 @@ export function createRedisFailureCounter(options: RedisFailureCounterOptions): 
   });
   return {
     async reserve(key) {
+      await firstConnection(options.redis);
       try {
         await limiter.consume(key, 1);
         return undefined;
@@ -41,7 +42,31 @@ export function createRedisFailureCounter(options: RedisFailureCounterOptions): 
       }
     },
     async release(key) {
+      await firstConnection(options.redis);
       await limiter.reward(key, 1);
     },
   };
+}
+
+/** Client states before the first connection is up. */
+const STARTING = new Set(['wait', 'connecting', 'connect']);
+
+/**
+ * Waits (at most 1 s) for the client's first connection: without an offline
+ * queue, a command sent while it is still connecting fails and would be
+ * counted in the in-process fallback instead of the shared count.
+ */
+async function firstConnection(redis: Redis): Promise<void> {
+  if (!STARTING.has(redis.status)) return;
+  await new Promise<void>((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      redis.off('ready', done);
+      redis.off('end', done);
+      resolve();
+    };
+    const timer = setTimeout(done, 1000);
+    redis.once('ready', done);
+    redis.once('end', done);
+  });
 }
