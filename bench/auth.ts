@@ -23,7 +23,7 @@ import { webcrypto } from 'node:crypto';
 import bcrypt from 'bcrypt';
 import { SignJWT, jwtVerify } from 'jose';
 import autocannon, { type Result } from 'autocannon';
-import { Sequelize } from 'sequelize';
+import { openSequelize } from '../engine/sql/sqlite_sequelize.ts';
 import { AuthService, InProcessMemoryStore } from '../auth/index.ts';
 
 const COST = 10;
@@ -139,7 +139,7 @@ export async function run(options: RunOptions = {}): Promise<Record<string, unkn
 
   // In-process service: validate_jwt_token without any transport.
   const dir = await mkdtemp(join(tmpdir(), 'lk-bench-auth-'));
-  const sequelize = new Sequelize(`sqlite:${join(dir, 'inproc.sqlite')}`, { logging: false });
+  const sequelize = openSequelize(`sqlite:${join(dir, 'inproc.sqlite')}`, { logging: false });
   const store = new InProcessMemoryStore();
   try {
     const auth = await AuthService.create(

@@ -20,6 +20,7 @@
 import { writeFile } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
 import { Sequelize } from 'sequelize';
+import { openSequelize } from '../engine/sql/sqlite_sequelize.ts';
 import { ReferenceDataset, REFERENCE_MODEL_DSL, type BenchTuple } from './baseline/dataset.ts';
 import { buildQueries, QUERY_SETS, type CheckQuery, type QuerySetName } from './baseline/queries.ts';
 import { NaiveEvaluator } from './baseline/naive.ts';
@@ -314,7 +315,7 @@ async function scenarioBench(quick: boolean): Promise<Figures> {
 
 async function openSql(backend: SqlBackend): Promise<{ sequelize: Sequelize; store: SqlStore; drop: () => Promise<void> }> {
   const db = await createTestDatabase(backend, 'lk_bench');
-  const sequelize = new Sequelize(db.url, { logging: false, ...(backend === 'sqlite' ? { pool: { max: 1, min: 0 } } : { pool: { max: 8, min: 1 } }) });
+  const sequelize = openSequelize(db.url, { logging: false, ...(backend === 'sqlite' ? { pool: { max: 1, min: 0 } } : { pool: { max: 8, min: 1 } }) });
   if (backend === 'sqlite') {
     await sequelize.query('PRAGMA journal_mode = WAL');
     await sequelize.query('PRAGMA synchronous = NORMAL');

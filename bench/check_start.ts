@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Sequelize } from 'sequelize';
+import { sqliteSequelize } from '../engine/sql/sqlite_sequelize.ts';
 import { ReferenceDataset, REFERENCE_MODEL_DSL } from './baseline/dataset.ts';
 import { buildQueries } from './baseline/queries.ts';
 import { Engine, GraphMirror, type TupleKey } from '../engine/index.ts';
@@ -23,7 +24,7 @@ import { SqlStore } from '../engine/sql/index.ts';
 const here = fileURLToPath(import.meta.url);
 
 async function open(file: string): Promise<{ sequelize: Sequelize; store: SqlStore }> {
-  const sequelize = new Sequelize({ dialect: 'sqlite', storage: file, logging: false, pool: { max: 1, min: 0 } });
+  const sequelize = sqliteSequelize(file, { logging: false, pool: { max: 1, min: 0 } });
   await sequelize.query('PRAGMA journal_mode = WAL');
   await sequelize.query('PRAGMA synchronous = NORMAL');
   return { sequelize, store: await SqlStore.open({ sequelize, batchSize: 1000 }) };

@@ -19,6 +19,7 @@
 import { existsSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { Sequelize } from 'sequelize';
+import { openSequelize } from '../engine/sql/sqlite_sequelize.ts';
 import { ReferenceDataset, REFERENCE_MODEL_DSL } from './baseline/dataset.ts';
 import { buildQueries, type CheckQuery, type QuerySetName } from './baseline/queries.ts';
 import { timeAsync } from './check_timing.ts';
@@ -51,7 +52,7 @@ async function open(): Promise<{ sequelize: Sequelize; store: SqlStore; drop: ()
     url = db.url;
     drop = () => db.drop();
   }
-  const sequelize = new Sequelize(url, { logging: false, ...(backend === 'sqlite' ? { pool: { max: 1, min: 0 } } : { pool: { max: 8, min: 1 } }) });
+  const sequelize = openSequelize(url, { logging: false, ...(backend === 'sqlite' ? { pool: { max: 1, min: 0 } } : { pool: { max: 8, min: 1 } }) });
   if (backend === 'sqlite') {
     // As transports/database.ts sets the process connection.
     await sequelize.query('PRAGMA journal_mode = WAL');

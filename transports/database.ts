@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { Sequelize, type Options } from 'sequelize';
 import { LatchkeyError } from '../engine/errors.ts';
+import { sqliteSequelize } from '../engine/sql/index.ts';
 import type { Config } from './flags.ts';
 
 const DEFAULT_PORTS: Record<string, number> = { postgres: 5432, mysql: 3306, mariadb: 3306 };
@@ -51,7 +52,8 @@ export async function openDatabase(config: Config): Promise<Sequelize> {
   let sequelize: Sequelize;
   if (type === 'sqlite') {
     const storage = config.databaseUrl ? sqliteFile(config.databaseUrl) : (config.databaseName ?? '');
-    sequelize = new Sequelize({ ...common, dialect: 'sqlite', storage, pool: { max: 1, min: 0, idle: 60_000 } });
+    // node:sqlite through the project's driver: every SQLite connection of the process in one library.
+    sequelize = sqliteSequelize(storage, { ...common, pool: { max: 1, min: 0, idle: 60_000 } });
   } else {
     // MariaDB speaks the MySQL protocol; mysql2 serves both.
     const dialect = type === 'postgres' ? 'postgres' : 'mysql';

@@ -5,8 +5,9 @@
  *
  * - Reads outside a transaction: SQLite on the store's own reader connection
  *   (opened once in sequelize's connection manager, so in the process's one
- *   sqlite3 library; in WAL mode it sees every committed write and never waits
- *   for the writer), with prepared statements reused; PostgreSQL and MySQL on
+ *   SQLite library; in WAL mode it sees every committed write and never waits
+ *   for the writer), with prepared statements reused (on the `node:sqlite`
+ *   driver, engine/sql/node_sqlite_driver.ts, run synchronously); PostgreSQL and MySQL on
  *   a connection taken from sequelize's pool per statement (PostgreSQL: named
  *   statements).
  * - Write transactions: SQLite on a file on the store's own writer connection,
@@ -189,11 +190,14 @@ export class SqlConnections {
       (connection) => {
         connection.uuid = this.#readerKey;
         const conn = rawConnection('sqlite', connection, true);
-        // sqlite3 refuses to close a connection with prepared statements left: whoever closes it (the store,
-        // or sequelize.close() closing every connection it manages) finalizes them first.
-        const db = connection as unknown as { close(cb?: (err: unknown) => void): void };
-        const close = db.close.bind(db);
-        db.close = (cb) => void conn.dispose!().then(() => close(cb), () => close(cb));
+        // The sqlite3 package refuses to close a connection with prepared statements left: whoever closes it
+        // (the store, or sequelize.close() closing every connection it manages) finalizes them first.
+        const dispose = conn.dispose;
+        if (dispose !== undefined) {
+          const db = connection as unknown as { close(cb?: (err: unknown) => void): void };
+          const close = db.close.bind(db);
+          db.close = (cb) => void dispose().then(() => close(cb), () => close(cb));
+        }
         return { conn, connection };
       },
       (err: unknown) => {

@@ -1,6 +1,7 @@
 /**
  * Statements on a driver connection that sequelize handed out (a `pg.Client`,
- * a mysql2 connection or a sqlite3 `Database`), with bound parameters.
+ * a mysql2 connection, a `Database` of engine/sql/node_sqlite_driver.ts or
+ * of the sqlite3 package), with bound parameters.
  *
  * Why: sequelize formats `replacements` into the SQL text in JavaScript; for
  * a 100-row multi-row INSERT (900 values) that cost 3–6 ms per statement on
@@ -12,6 +13,7 @@
  * `$n` numbering is applied here.
  */
 import type { SqlDialect } from './migrate.ts';
+import { isNodeSqliteConnection, type Database as NodeSqliteDatabase } from './node_sqlite_driver.ts';
 
 /** The result of one statement: rows (SELECT, RETURNING) and the number of rows changed. */
 export interface RawResult<T> {
@@ -109,6 +111,7 @@ export function rawConnection(dialect: SqlDialect, connection: unknown, prepared
       },
     };
   }
+  if (isNodeSqliteConnection(connection)) return nodeSqlite(connection, prepared);
   const db = connection as Sqlite3Database;
   if (prepared) return preparedSqlite(db);
   return {
@@ -123,6 +126,43 @@ export function rawConnection(dialect: SqlDialect, connection: unknown, prepared
           });
         }
       });
+    },
+  };
+}
+
+/**
+ * A connection of the `node:sqlite` driver (statements prepared once per SQL
+ * text by the driver). With `now` (the store's reader), a SELECT runs at once
+ * on the calling thread and its promise is already settled (microseconds, no
+ * trip through the event loop), its rows as `node:sqlite` returns them. Else,
+ * and when the file is locked, the driver's callback API, which answers from
+ * the event loop and waits for locks from timers
+ * (engine/sql/node_sqlite_driver.ts): scans and writes let other work run
+ * between their statements.
+ */
+function nodeSqlite(db: NodeSqliteDatabase, now: boolean): RawConnection {
+  const viaCallback = <T>(sql: string, params: readonly unknown[], returnsRows: boolean): Promise<RawResult<T>> =>
+    new Promise<RawResult<T>>((resolve, reject) => {
+      if (returnsRows) {
+        db.all(sql, params, (err, rows) => (err ? reject(err) : resolve({ rows: rows as T[], changes: rows!.length })));
+      } else {
+        db.run(sql, params, function (err) {
+          if (err) reject(err);
+          else resolve({ rows: [], changes: this.changes });
+        });
+      }
+    });
+  return {
+    run<T>(sql: string, params: readonly unknown[], returnsRows = false) {
+      if (!returnsRows || !now) return viaCallback<T>(sql, params, returnsRows);
+      let rows: Record<string, unknown>[] | undefined;
+      try {
+        rows = db.allNow(sql, params);
+      } catch (err) {
+        if (!isBusy(err)) return Promise.reject(err);
+      }
+      if (rows === undefined) return viaCallback<T>(sql, params, true);
+      return Promise.resolve({ rows: rows as T[], changes: rows.length });
     },
   };
 }

@@ -1,6 +1,6 @@
 import test from 'ava';
 import fc from 'fast-check';
-import { Sequelize } from 'sequelize';
+import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
 import { createTestDatabase } from '../helpers/databases.ts';
 import { AuditLog, isPrivateAddress, migrateAdminStore, validateEndpoint, verifyWebhook, signWebhook } from '../../admin/index.ts';
 import type { LatchkeyError } from '../../engine/errors.ts';
@@ -63,7 +63,7 @@ test('signatures: any change to the id, the timestamp or one byte of the body is
 
 test('audit log: concatenated pages equal the unpaginated read, for any filter and page size', async (t) => {
   const db = await createTestDatabase('sqlite');
-  const sequelize = new Sequelize(db.url, { logging: false });
+  const sequelize = openSequelize(db.url, { logging: false });
   try {
     await migrateAdminStore(sequelize);
     const log = new AuditLog({ sequelize });

@@ -1,7 +1,7 @@
 // Drives AdminService with the real identity service (auth/auth_service.ts, imported as an internal module until
 // auth/index.ts exports it), the real engine on its memory store, and a real database.
 import test from 'ava';
-import { Sequelize } from 'sequelize';
+import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
 import { createTestDatabase, sqlBackends, type SqlBackend } from '../helpers/databases.ts';
 import { AdminService, verifyWebhook, type AdminCallContext } from '../../admin/index.ts';
 import { AuthService } from '../../auth/auth_service.ts';
@@ -25,7 +25,7 @@ type doc
 
 async function setup(backend: SqlBackend, options: { fga?: boolean; mail?: boolean } = {}) {
   const db = await createTestDatabase(backend);
-  const sequelize = new Sequelize(db.url, { logging: false });
+  const sequelize = openSequelize(db.url, { logging: false });
   const auth = await AuthService.create(
     { clientId: 'client', issuer: 'http://127.0.0.1', jwt: { type: 'HS256', secret: 'x'.repeat(32) }, bcryptCost: 4, roles: ['user', 'editor', 'admin'], enableStrongPassword: false },
     { sequelize, memoryStore: createMemoryStore() },

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { Sequelize } from 'sequelize';
+import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
 import { createTestDatabase, sqlBackends } from '../helpers/databases.ts';
 import { AdminSessions, ADMIN_COOKIE, migrateAdminStore } from '../../admin/index.ts';
 import type { LatchkeyError } from '../../engine/errors.ts';
@@ -7,7 +7,7 @@ import type { LatchkeyError } from '../../engine/errors.ts';
 for (const backend of sqlBackends()) {
   test(`admin sessions: login, verify, slide, expire, logout (${backend})`, async (t) => {
     const db = await createTestDatabase(backend);
-    const sequelize = new Sequelize(db.url, { logging: false });
+    const sequelize = openSequelize(db.url, { logging: false });
     try {
       await migrateAdminStore(sequelize);
       let now = 1_700_000_000_000;
@@ -45,7 +45,7 @@ for (const backend of sqlBackends()) {
 
 test('admin secret: the header is ignored when disabled; wrong secrets are rate limited per IP before comparing', async (t) => {
   const db = await createTestDatabase('sqlite');
-  const sequelize = new Sequelize(db.url, { logging: false });
+  const sequelize = openSequelize(db.url, { logging: false });
   try {
     await migrateAdminStore(sequelize);
     let now = 0;

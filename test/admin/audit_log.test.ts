@@ -1,5 +1,5 @@
 import test from 'ava';
-import { Sequelize } from 'sequelize';
+import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
 import { createTestDatabase, sqlBackends } from '../helpers/databases.ts';
 import { AuditLog, migrateAdminStore } from '../../admin/index.ts';
 import type { LatchkeyError } from '../../engine/errors.ts';
@@ -7,7 +7,7 @@ import type { LatchkeyError } from '../../engine/errors.ts';
 for (const backend of sqlBackends()) {
   test(`audit log: filters, pagination, newest first, secrets never stored (${backend})`, async (t) => {
     const db = await createTestDatabase(backend);
-    const sequelize = new Sequelize(db.url, { logging: false });
+    const sequelize = openSequelize(db.url, { logging: false });
     try {
       await migrateAdminStore(sequelize);
       let now = 1_700_000_000_000;
@@ -57,7 +57,7 @@ for (const backend of sqlBackends()) {
 
   test(`G2: concurrent writers keep one chain, and a row edited or removed in the DB is named (${backend})`, async (t) => {
     const db = await createTestDatabase(backend);
-    const sequelize = new Sequelize(db.url, { logging: false, pool: { max: 5 } });
+    const sequelize = openSequelize(db.url, { logging: false, pool: { max: 5 } });
     try {
       await migrateAdminStore(sequelize);
       const a = new AuditLog({ sequelize });

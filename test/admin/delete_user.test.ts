@@ -7,7 +7,7 @@
  * commit, with retries.
  */
 import test from 'ava';
-import { Sequelize } from 'sequelize';
+import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
 import { TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
 import { createTestDatabase, sqlBackends } from '../helpers/databases.ts';
 import { AdminService, type AdminCallContext } from '../../admin/index.ts';
@@ -106,7 +106,7 @@ const ctx: AdminCallContext = { ip: '203.0.113.7', userAgent: 'admin-test/1', vi
 
 async function serviceWithFlakyEngine(failures: number) {
   const db = await createTestDatabase('sqlite');
-  const sequelize = new Sequelize(db.url, { logging: false });
+  const sequelize = openSequelize(db.url, { logging: false });
   const auth = await AuthService.create(
     { clientId: 'client', issuer: 'http://127.0.0.1', jwt: { type: 'HS256', secret: 'x'.repeat(32) }, bcryptCost: 4, roles: ['user'], enableStrongPassword: false },
     { sequelize, memoryStore: createMemoryStore() },

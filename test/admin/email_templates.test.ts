@@ -1,5 +1,5 @@
 import test from 'ava';
-import { Sequelize } from 'sequelize';
+import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
 import { createTestDatabase, sqlBackends } from '../helpers/databases.ts';
 import { EmailTemplates, EMAIL_TEMPLATE_EVENTS, migrateAdminStore, type EmailRenderData } from '../../admin/index.ts';
 import type { LatchkeyError } from '../../engine/errors.ts';
@@ -14,7 +14,7 @@ const data: EmailRenderData = {
 for (const backend of sqlBackends()) {
   test(`email templates: one per event, validated, used instead of the default, default after delete (${backend})`, async (t) => {
     const db = await createTestDatabase(backend);
-    const sequelize = new Sequelize(db.url, { logging: false });
+    const sequelize = openSequelize(db.url, { logging: false });
     try {
       await migrateAdminStore(sequelize);
       const templates = new EmailTemplates({ sequelize });

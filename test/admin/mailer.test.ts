@@ -3,7 +3,7 @@ import test from 'ava';
 import { startSmtp } from './smtp.ts';
 import { createSmtpMailer } from '../../auth/mailer.ts';
 import { MailQueue, OutboxMailQueue } from '../../auth/mail_queue.ts';
-import { Sequelize } from 'sequelize';
+import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
 import { SqlMailOutbox, migrateAdminStore } from '../../admin/index.ts';
 import { createTestDatabase, sqlBackends } from '../helpers/databases.ts';
 import type { LatchkeyError } from '../../engine/errors.ts';
@@ -99,7 +99,7 @@ test('internal mail queue: gives up after the schedule and reports the final fai
 for (const backend of sqlBackends()) {
   test(`internal outbox mail queue (D5): SMTP down across a restart, the mail waits in the outbox and arrives once; two senders never double-send (${backend})`, async (t) => {
     const db = await createTestDatabase(backend);
-    const sequelize = new Sequelize(db.url, { logging: false });
+    const sequelize = openSequelize(db.url, { logging: false });
     const probe = await startSmtp();
     const port = probe.port;
     await probe.close();

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { Sequelize } from 'sequelize';
+import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
 import { createTestDatabase, sqlBackends, type SqlBackend } from '../helpers/databases.ts';
 import {
   WebhookService,
@@ -15,7 +15,7 @@ const SECRET = 'test-signing-secret';
 
 async function setup(backend: SqlBackend, extra: Partial<WebhookServiceOptions> = {}) {
   const db = await createTestDatabase(backend);
-  const sequelize = new Sequelize(db.url, { logging: false });
+  const sequelize = openSequelize(db.url, { logging: false });
   await migrateAdminStore(sequelize);
   const clock = { now: 1_700_000_000_000 };
   const make = (more: Partial<WebhookServiceOptions> = {}) =>

@@ -1,6 +1,7 @@
 /** Test fixtures of the identity tests: a service on a fresh database, keys, a tiny permission engine. */
 import { generateKeyPairSync } from 'node:crypto';
 import { Sequelize } from 'sequelize';
+import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
 import { AuthService, InProcessMemoryStore, type AuthOptions, type MemoryStore, type PermissionEngine, type WireTuple } from '../../auth/index.ts';
 import { createTestDatabase, type SqlBackend } from '../helpers/databases.ts';
 
@@ -26,7 +27,7 @@ export async function makeService(
   extra: { backend?: SqlBackend; store?: MemoryStore; engine?: PermissionEngine; databaseUrl?: string } = {},
 ): Promise<ServiceFixture> {
   const db = extra.databaseUrl === undefined ? await createTestDatabase(extra.backend ?? 'sqlite', 'lk_auth') : undefined;
-  const sequelize = new Sequelize(extra.databaseUrl ?? db!.url, { logging: false, pool: { max: 25 } });
+  const sequelize = openSequelize(extra.databaseUrl ?? db!.url, { logging: false, pool: { max: 25 } });
   const store = extra.store ?? new InProcessMemoryStore(options.now === undefined ? {} : { now: options.now });
   const auth = await AuthService.create(
     {

@@ -5,7 +5,7 @@ import anyTest from 'ava';
 const test = anyTest.serial;
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type TestServer, type CallResult } from '../helpers/server.ts';
 import bcrypt from 'bcrypt';
-import { Sequelize } from 'sequelize';
+import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
 import { createTestDatabase, redisUrl, sqlBackends } from '../helpers/databases.ts';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { pemPair } from './fixtures.ts';
@@ -422,7 +422,7 @@ test('--fga-store memory: an in-process FGA store answers checks', async (t) => 
 for (const backend of sqlBackends()) {
   test(`a v1 database (${backend}): unique constraints dropped at startup, its users log in with their bcrypt hashes, uniqueness still holds`, async (t) => {
     const db = await createTestDatabase(backend, 'lk_v1');
-    const sequelize = new Sequelize(db.url, { logging: false });
+    const sequelize = openSequelize(db.url, { logging: false });
     try {
       await sequelize.query(
         'CREATE TABLE users (id VARCHAR(36) NOT NULL PRIMARY KEY, email VARCHAR(256) UNIQUE, phone_number VARCHAR(30) UNIQUE, password VARCHAR(255), signup_methods VARCHAR(255), roles VARCHAR(255), email_verified_at BIGINT, created_at BIGINT, updated_at BIGINT)',

@@ -1,11 +1,12 @@
 import test from 'ava';
 import { Sequelize } from 'sequelize';
+import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
 import { UserStore, USER_EXISTS_MESSAGE } from '../../auth/index.ts';
 import { createTestDatabase, sqlBackends, type SqlBackend } from '../helpers/databases.ts';
 
 async function withStore<T>(backend: SqlBackend, fn: (store: UserStore, sequelize: Sequelize) => Promise<T>, before?: (s: Sequelize) => Promise<void>): Promise<T> {
   const db = await createTestDatabase(backend, 'lk_auth');
-  const sequelize = new Sequelize(db.url, { logging: false, pool: { max: 25 } });
+  const sequelize = openSequelize(db.url, { logging: false, pool: { max: 25 } });
   try {
     if (before) await before(sequelize);
     const store = new UserStore({ sequelize });

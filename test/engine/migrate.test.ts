@@ -1,5 +1,5 @@
 import test from 'ava';
-import { Sequelize } from 'sequelize';
+import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
 import { runMigrations, type Migration } from '../../engine/sql/migrate.ts';
 import { createTestDatabase, sqlBackends } from '../helpers/databases.ts';
 
@@ -21,7 +21,7 @@ const migrations: Migration[] = [
 for (const backend of sqlBackends()) {
   test(`migrations apply once, in order, and are idempotent (${backend})`, async (t) => {
     const db = await createTestDatabase(backend);
-    const sequelize = new Sequelize(db.url, { logging: false });
+    const sequelize = openSequelize(db.url, { logging: false });
     try {
       // Two concurrent runners (as two starting processes would be): each migration applies exactly once.
       const [a, b] = await Promise.all([

@@ -4,6 +4,7 @@
  * closed (the store-conformance suite closes every store it makes).
  */
 import { Sequelize } from 'sequelize';
+import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
 import type { TupleStore } from '../../engine/index.ts';
 import { SqlStore } from '../../engine/sql/sql_store.ts';
 import { createTestDatabase, type SqlBackend, type TestDatabase } from '../helpers/databases.ts';
@@ -18,7 +19,7 @@ export interface OpenedSqlStore {
 
 /** A new Sequelize connection to `db` (SQLite in WAL mode with a busy timeout). */
 export async function connect(db: TestDatabase): Promise<Sequelize> {
-  const sequelize = new Sequelize(db.url, { logging: false, ...(db.backend === 'sqlite' ? { pool: { max: 1, min: 0 } } : {}) });
+  const sequelize = openSequelize(db.url, { logging: false, ...(db.backend === 'sqlite' ? { pool: { max: 1, min: 0 } } : {}) });
   if (db.backend === 'sqlite') {
     await sequelize.query('PRAGMA journal_mode = WAL');
     await sequelize.query('PRAGMA busy_timeout = 5000');
