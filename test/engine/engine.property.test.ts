@@ -474,9 +474,10 @@ test('the synchronous and asynchronous evaluators answer alike', async (t) => {
             for (const q of [{ user, relation, object }, { user, relation, object, contextualTuples: contextual }]) {
               const a = await outcome(fast, q);
               const b = await outcome(slow, q);
-              // One allowance (see test/engine/cache_graph.test.ts, `agree`): false against a depth error in cyclic graphs near the limit.
+              // One allowance (see test/engine/cache_graph.test.ts, `agree`): a depth error against false or
+              // another error, in cyclic graphs near the limit, where the order of exploration decides which comes first.
               const depthError = 'failed_precondition/2002';
-              if (a !== b && !((a === 'false' && b === depthError) || (a === depthError && b === 'false'))) {
+              if (a !== b && !((b === depthError && a !== 'true') || (a === depthError && b !== 'true'))) {
                 throw new Error(`${object}#${relation}@${user} (${q.contextualTuples === undefined ? 'no' : contextual.length} contextual, depth ${depth}): sync ${a}, async ${b}`);
               }
               compared++;
