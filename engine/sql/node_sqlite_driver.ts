@@ -25,10 +25,14 @@
  * a statement that meets SQLITE_BUSY is retried from a timer (backing off up
  * to 20 ms) until the connection's busy timeout (5 s unless set with
  * `configure('busyTimeout', ms)` or `PRAGMA busy_timeout = ms`) has passed;
- * later statements on the connection wait behind it. Only statements that
- * start outside a transaction (or a COMMIT) are retried: inside a transaction
- * a busy statement may be one side of a deadlock, and fails at once so that
- * its transaction rolls back and releases its locks, as SQLite intends.
+ * later statements on the connection wait behind it. In WAL mode (readers
+ * never block a writer, so the lock's holder never waits for us) every busy
+ * statement waits, except SQLITE_BUSY_SNAPSHOT (the transaction read before
+ * another's commit: it can never write, and fails at once). With a rollback
+ * journal only statements that start outside a transaction (or a COMMIT)
+ * wait: inside a transaction a busy statement may be one side of a deadlock,
+ * and fails at once so that its transaction rolls back and releases its
+ * locks, as SQLite intends.
  *
  * Files are switched to WAL mode with `synchronous = NORMAL` when opened
  * (see {@link walNormal}): with an fsync per commit, each write would stall
@@ -93,9 +97,10 @@ export function sqliteError(err: unknown): Error {
   return Object.assign(new Error(`${code}: ${e.message ?? ''}`), { code, errno, extendedCode: e.errcode, cause: err });
 }
 
+/** SQLITE_BUSY or SQLITE_LOCKED, except SQLITE_BUSY_SNAPSHOT (a WAL read snapshot older than the last commit: waiting cannot help). */
 function isBusyError(err: unknown): boolean {
   const n = (err as { errcode?: number } | null)?.errcode;
-  return typeof n === 'number' && ((n & 0xff) === 5 || (n & 0xff) === 6);
+  return typeof n === 'number' && n !== 517 && ((n & 0xff) === 5 || (n & 0xff) === 6);
 }
 
 function bindValue(v: unknown): SQLInputValue {
@@ -133,6 +138,8 @@ export class Database extends EventEmitter {
   #timer: NodeJS.Timeout | undefined;
   #retries = 0;
   #busyTimeoutMs = DEFAULT_BUSY_TIMEOUT_MS;
+  /** True when the file is in WAL mode (where a busy statement inside a transaction can wait: readers never block a writer). */
+  #wal = false;
   #closed = false;
 
   constructor(filename: string, mode?: number | ((err: Error | null) => void), callback?: (err: Error | null) => void) {
@@ -155,7 +162,7 @@ export class Database extends EventEmitter {
         enableDoubleQuotedStringLiterals: true,
         timeout: 0,
       });
-      if (!memory && (this.mode & OPEN_READWRITE) !== 0) walNormal(this.#db);
+      if (!memory && (this.mode & OPEN_READWRITE) !== 0) this.#wal = walNormal(this.#db);
     } catch (err) {
       error = sqliteError(err);
       this.#closed = true;
@@ -200,7 +207,7 @@ export class Database extends EventEmitter {
 
   exec(sql: string, callback?: (err: Error | null) => void): this {
     const deadline = Date.now() + this.#busyTimeoutMs;
-    const retryable = this.#db !== undefined && !this.#db.isTransaction;
+    const retryable = this.#db !== undefined && (!this.#db.isTransaction || this.#wal);
     this.#submit(() => {
       try {
         this.#open().exec(sql);
@@ -300,7 +307,7 @@ export class Database extends EventEmitter {
       let retryable = false;
       try {
         const db = this.#open();
-        retryable = !db.isTransaction || COMMIT.test(sql);
+        retryable = !db.isTransaction || this.#wal || COMMIT.test(sql);
         const st = this.#prepare(sql);
         const { meta, result } = exec(st, p);
         this.#done(callback, null, meta, result);
@@ -384,9 +391,10 @@ export class Database extends EventEmitter {
  * Failing to switch (the file is locked, or read-only media) leaves the file
  * as it is.
  */
-function walNormal(db: DatabaseSync): void {
+function walNormal(db: DatabaseSync): boolean {
+  let mode = '';
   try {
-    db.exec('PRAGMA journal_mode = WAL');
+    mode = String((db.prepare('PRAGMA journal_mode = WAL').get() as { journal_mode?: unknown } | undefined)?.journal_mode ?? '');
   } catch {
     // Another connection holds a lock; the file keeps its journal mode.
   }
@@ -395,6 +403,7 @@ function walNormal(db: DatabaseSync): void {
   } catch {
     // Not expected; SQLite's default (FULL) stays.
   }
+  return mode.toLowerCase() === 'wal';
 }
 
 function bind(params: Params): Params {
