@@ -8,6 +8,10 @@
  * off.
  */
 import test from 'ava';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sqliteSequelize } from '../../engine/sql/index.ts';
 import type { Engine } from '../../engine/index.ts';
 import { engineHooks } from '../../transports/operations/engine_hooks.ts';
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
@@ -73,6 +77,26 @@ test('the memory FGA store serves the same answers', async (t) => {
     await scenario(srv, t);
   } finally {
     await srv.close();
+  }
+});
+
+test('a separate SQLite FGA store (--fga-store sqlite --fga-store-url) serves the same answers and keeps its tuples in its own file', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'lk-fga-store-'));
+  const file = join(dir, 'fga.sqlite');
+  const srv = await startTestServer({ 'fga-store': 'sqlite', 'fga-store-url': file });
+  try {
+    await scenario(srv, t);
+  } finally {
+    await srv.close();
+  }
+  // The tuples are in the FGA file (read through the same SQLite library the server uses).
+  const own = sqliteSequelize(file, { logging: false });
+  try {
+    const [rows] = await own.query("SELECT COUNT(*) AS n FROM fga_tuple WHERE relation = 'parent'");
+    t.is(Number((rows as Array<{ n: number }>)[0]!.n), 2);
+  } finally {
+    await own.close();
+    await rm(dir, { recursive: true, force: true });
   }
 });
 

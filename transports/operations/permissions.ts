@@ -9,9 +9,8 @@
  * nor asked by a super-admin, 400 `failed_precondition` ("fga is not enabled
  * on this server") without an FGA store.
  */
-import { Sequelize } from 'sequelize';
 import { CheckCache, Engine, GraphMirror, LevelChecker, LocalChecker, MemoryStore, type CheckResolver, type TupleStore } from '../../engine/index.ts';
-import { SqlStore } from '../../engine/sql/index.ts';
+import { openSequelize, SqlStore } from '../../engine/sql/index.ts';
 import type { Services } from '../services.ts';
 import { ENGINE_HOOKS, withHooks } from './engine_hooks.ts';
 import { s } from '../shape.ts';
@@ -99,7 +98,8 @@ export async function plugFgaEngine(services: Services): Promise<void> {
   let sequelize = services.sequelize;
   if (c.fgaStoreUrl) {
     const url = c.fgaStore === 'sqlite' && !c.fgaStoreUrl.startsWith('sqlite:') ? `sqlite:${c.fgaStoreUrl}` : c.fgaStoreUrl;
-    const own = new Sequelize(url, { logging: false });
+    // SQLite files open through the process's one SQLite library (engine/sql/node_sqlite_driver.ts).
+    const own = openSequelize(url, { logging: false });
     services.closers.push(() => own.close());
     sequelize = own;
   }
