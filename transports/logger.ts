@@ -43,7 +43,8 @@ export function redact(value: unknown, depth = 0): unknown {
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) {
-      out[k] = SECRET_KEY.test(k) && v !== undefined && v !== null && v !== '' ? '[redacted]' : redact(v, depth + 1);
+      // A boolean carries no secret (e.g. `enable-strong-password`, `app-cookie-secure` in the startup config).
+      out[k] = SECRET_KEY.test(k) && v !== undefined && v !== null && v !== '' && typeof v !== 'boolean' ? '[redacted]' : redact(v, depth + 1);
     }
     return out;
   }

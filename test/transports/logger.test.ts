@@ -35,6 +35,16 @@ test('internal logger: secrets are redacted wherever they appear; child fields a
   t.is(line.user, 'alice');
 });
 
+test('internal logger: booleans under secret-looking keys are shown (they carry no secret), strings and numbers are not', (t) => {
+  const lines: string[] = [];
+  createLogger('info', (l) => lines.push(l)).info('config', { config: { 'enable-strong-password': true, 'app-cookie-secure': false, 'jwt-secret': 's3cr3t', 'otp-token': 123456 } });
+  const config = (JSON.parse(lines[0] ?? '{}') as { config: Record<string, unknown> }).config;
+  t.is(config['enable-strong-password'], true);
+  t.is(config['app-cookie-secure'], false);
+  t.is(config['jwt-secret'], '[redacted]');
+  t.is(config['otp-token'], '[redacted]');
+});
+
 test('internal logger: errors keep name, message and cause; silent writes nothing', (t) => {
   const lines: string[] = [];
   createLogger('info', (l) => lines.push(l)).error('boom', { err: new Error('outer', { cause: new TypeError('inner') }) });
