@@ -429,24 +429,7 @@ export class LocalChecker implements CheckResolver {
     }
     const path: PathNode = { key, parent: req.path };
     const r = await this.#rewrite(rewrite, req, path, req.scope, ctx);
-    if (r.hits === null) return r;
-    // Hits on this very sub-problem are internal to it: they recur on every path.
-    let hits = r.hits;
-    if (hits.has(key)) {
-      const rest = new Set(hits);
-      rest.delete(key);
-      hits = rest;
-    }
-    const result: ResolveCheckResult = hits === r.hits ? r : { allowed: r.allowed, cycle: r.cycle, height: r.height, hits };
-    if (hits.size === 0) {
-      ctx.memo.set(key, result);
-    } else if (!result.allowed) {
-      let list = ctx.pathMemo.get(key);
-      if (list === undefined) ctx.pathMemo.set(key, (list = []));
-      if (list.length >= 16) list.shift();
-      list.push({ hits: [...hits], height: result.height });
-    }
-    return result;
+    return memoise(ctx, key, r);
   }
 
   #dispatch(
@@ -550,4 +533,31 @@ export class LocalChecker implements CheckResolver {
       FAN_OUT,
     );
   }
+}
+
+/**
+ * Records the result of sub-problem `key` for the rest of the resolution
+ * (both evaluators): hits on `key` itself are dropped (they recur on every
+ * path); a result that depends on no ancestor goes to the memo, a false one
+ * that does to the path memo (the last 16 per sub-problem) with the ancestors
+ * it met. Returns the result as recorded.
+ */
+export function memoise(ctx: ResolutionContext, key: string, r: ResolveCheckResult): ResolveCheckResult {
+  if (r.hits === null) return r;
+  let hits = r.hits;
+  if (hits.has(key)) {
+    const rest = new Set(hits);
+    rest.delete(key);
+    hits = rest;
+  }
+  const result: ResolveCheckResult = hits === r.hits ? r : { allowed: r.allowed, cycle: r.cycle, height: r.height, hits };
+  if (hits.size === 0) {
+    ctx.memo.set(key, result);
+  } else if (!result.allowed) {
+    let list = ctx.pathMemo.get(key);
+    if (list === undefined) ctx.pathMemo.set(key, (list = []));
+    if (list.length >= 16) list.shift();
+    list.push({ hits: [...hits], height: result.height });
+  }
+  return result;
 }

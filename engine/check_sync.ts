@@ -26,7 +26,7 @@
  * only, which is where its hits come from.
  */
 import { LatchkeyError } from './errors.ts';
-import { budgetExceeded, depthExceeded, problemKey, type PathNode, type ResolutionContext, type ResolveCheckRequest, type ResolveCheckResult } from './check.ts';
+import { budgetExceeded, depthExceeded, memoise, problemKey, type PathNode, type ResolutionContext, type ResolveCheckRequest, type ResolveCheckResult } from './check.ts';
 import type { Userset } from './model.ts';
 import type { TupleKey } from './store.ts';
 import { type ParsedUser, fgaError } from './tuple.ts';
@@ -114,24 +114,7 @@ function resolve(objectType: string, objectId: string, relation: string, user: P
   // A userset always contains itself (OpenFGA's self-defining shortcut).
   if (user.kind === 'userset' && user.type === objectType && user.id === objectId && user.relation === relation) return TRUE;
   const r = rewrite(rewriteOf(ctx, objectType, relation), objectType, objectId, relation, user, depth, { key, parent }, ctx);
-  if (r.hits === null) return r;
-  // Hits on this very sub-problem are internal to it: they recur on every path.
-  let hits = r.hits;
-  if (hits.has(key)) {
-    const rest = new Set(hits);
-    rest.delete(key);
-    hits = rest;
-  }
-  const result: R = hits === r.hits ? r : { allowed: r.allowed, cycle: r.cycle, height: r.height, hits };
-  if (hits.size === 0) {
-    ctx.memo.set(key, result);
-  } else if (!result.allowed) {
-    let list = ctx.pathMemo.get(key);
-    if (list === undefined) ctx.pathMemo.set(key, (list = []));
-    if (list.length >= 16) list.shift();
-    list.push({ hits: [...hits], height: result.height });
-  }
-  return result;
+  return memoise(ctx, key, r);
 }
 
 function rewriteOf(ctx: ResolutionContext, objectType: string, relation: string): Userset {
