@@ -21,7 +21,7 @@ import { writeFile } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
 import { Sequelize } from 'sequelize';
 import { openSequelize } from '../engine/sql/sqlite_sequelize.ts';
-import { ReferenceDataset, REFERENCE_MODEL_DSL, type BenchTuple } from './baseline/dataset.ts';
+import { ReferenceDataset, REFERENCE_MODEL_DSL, writeDataset, type BenchTuple } from './baseline/dataset.ts';
 import { buildQueries, QUERY_SETS, type CheckQuery, type QuerySetName } from './baseline/queries.ts';
 import { NaiveEvaluator } from './baseline/naive.ts';
 import { gc, memoryMiB, timeAsync, timeSync, type Timing } from './check_timing.ts';
@@ -55,22 +55,6 @@ const log = (msg: string): void => {
 function machine(): Figures {
   const c = cpus();
   return { node: process.version, cpus: c.length, cpu_model: c[0]?.model ?? 'unknown', memory_gib: Math.round(totalmem() / 2 ** 30) };
-}
-
-async function loadStore(store: TupleStore, ds: ReferenceDataset, batch: number): Promise<number> {
-  const t0 = performance.now();
-  let pending: TupleKey[] = [];
-  const chunks: TupleKey[][] = [];
-  ds.forEachTuple((object, relation, user) => {
-    pending.push({ object, relation, user });
-    if (pending.length === batch) {
-      chunks.push(pending);
-      pending = [];
-    }
-  });
-  if (pending.length > 0) chunks.push(pending);
-  for (const c of chunks) await store.write([], c);
-  return (performance.now() - t0) / 1000;
 }
 
 async function verify(name: string, qs: readonly CheckQuery[], check: (q: CheckQuery) => Promise<boolean> | boolean): Promise<void> {
@@ -153,7 +137,7 @@ async function benchScale(scale: number, o: Required<CheckBenchOptions>): Promis
     const store = new MemoryStore();
     const engine = new Engine({ store });
     await engine.writeModel({ dsl: REFERENCE_MODEL_DSL });
-    const loadS = await loadStore(store, ds, 10_000);
+    const loadS = await writeDataset(store, ds, 10_000);
     gc();
     const heapMiB = (process.memoryUsage().heapUsed - before) / 2 ** 20;
     const limit = quick ? 500 : 2000;
@@ -336,7 +320,7 @@ async function openSql(backend: SqlBackend): Promise<{ sequelize: Sequelize; sto
 async function sqlBench(backend: SqlBackend, ds: ReferenceDataset, qsets: QuerySets, quick: boolean): Promise<Figures> {
   const { store, drop } = await openSql(backend);
   try {
-    const loadS = await loadStore(store, ds, 10_000);
+    const loadS = await writeDataset(store, ds, 10_000);
     log(`${backend} loaded in ${round(loadS)} s`);
     const counted = countingStore(store);
     const engine = new Engine({ store: counted.store, resolver: new LevelChecker() });

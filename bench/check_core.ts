@@ -22,11 +22,11 @@
  *   node --expose-gc bench/check_core.ts [--scale 1] [--queries 5000] [--passes 5] [--warmup 3]
  */
 import { loadavg } from 'node:os';
-import { ReferenceDataset, REFERENCE_MODEL_DSL } from './baseline/dataset.ts';
+import { ReferenceDataset, REFERENCE_MODEL_DSL, writeDataset } from './baseline/dataset.ts';
 import { NaiveEvaluator } from './baseline/naive.ts';
 import { QUERY_SETS, buildQueries, type CheckQuery } from './baseline/queries.ts';
 import { gc, timeAsync, timeSync, type Timing } from './check_timing.ts';
-import { CheckCache, Engine, GraphMirror, LocalChecker, MemoryStore, type TupleKey } from '../engine/index.ts';
+import { CheckCache, Engine, GraphMirror, LocalChecker, MemoryStore } from '../engine/index.ts';
 
 function arg(name: string, def: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -72,21 +72,7 @@ gc();
 gc();
 const heapBefore = process.memoryUsage().heapUsed;
 const store = new MemoryStore();
-const t0 = performance.now();
-{
-  let batch: TupleKey[] = [];
-  const chunks: TupleKey[][] = [];
-  ds.forEachTuple((object, relation, user) => {
-    batch.push({ object, relation, user });
-    if (batch.length === 10_000) {
-      chunks.push(batch);
-      batch = [];
-    }
-  });
-  if (batch.length > 0) chunks.push(batch);
-  for (const c of chunks) await store.write([], c);
-}
-const loadS = (performance.now() - t0) / 1000;
+const loadS = await writeDataset(store, ds, 10_000);
 gc();
 const heapMiB = (process.memoryUsage().heapUsed - heapBefore) / 2 ** 20;
 log(`memory store loaded in ${loadS.toFixed(2)} s, heap ${heapMiB.toFixed(1)} MiB`);

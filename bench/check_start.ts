@@ -16,9 +16,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Sequelize } from 'sequelize';
 import { sqliteSequelize } from '../engine/sql/sqlite_sequelize.ts';
-import { ReferenceDataset, REFERENCE_MODEL_DSL } from './baseline/dataset.ts';
+import { ReferenceDataset, REFERENCE_MODEL_DSL, writeDataset } from './baseline/dataset.ts';
 import { buildQueries } from './baseline/queries.ts';
-import { Engine, GraphMirror, type TupleKey } from '../engine/index.ts';
+import { Engine, GraphMirror } from '../engine/index.ts';
 import { SqlStore } from '../engine/sql/index.ts';
 
 const here = fileURLToPath(import.meta.url);
@@ -69,20 +69,7 @@ export async function run(options: { quick: boolean; scale?: number }): Promise<
     const { sequelize, store } = await open(file);
     const engine = new Engine({ store });
     await engine.writeModel({ dsl: REFERENCE_MODEL_DSL });
-    let batch: TupleKey[] = [];
-    const t0 = performance.now();
-    const flush = async (): Promise<void> => {
-      if (batch.length > 0) await store.write([], batch);
-      batch = [];
-    };
-    const all: TupleKey[] = [];
-    ds.forEachTuple((object, relation, user) => all.push({ object, relation, user }));
-    for (const t of all) {
-      batch.push(t);
-      if (batch.length === 10_000) await flush();
-    }
-    await flush();
-    const loadS = (performance.now() - t0) / 1000;
+    const loadS = await writeDataset(store, ds, 10_000);
     await sequelize.close();
     const runs: Array<Record<string, number>> = [];
     for (let i = 0; i < 3; i++) {

@@ -17,8 +17,8 @@
  * `run({ quick })` is the `npm run bench` entry point.
  */
 import { loadavg } from 'node:os';
-import { ReferenceDataset, REFERENCE_MODEL_DSL } from './baseline/dataset.ts';
-import { Engine, MemoryStore, type TupleKey } from '../engine/index.ts';
+import { ReferenceDataset, REFERENCE_MODEL_DSL, writeDataset } from './baseline/dataset.ts';
+import { Engine, MemoryStore } from '../engine/index.ts';
 
 type Figures = Record<string, unknown>;
 
@@ -36,17 +36,7 @@ async function load(ds: ReferenceDataset): Promise<Engine> {
   const store = new MemoryStore();
   const engine = new Engine({ store, listObjectsMaxResults: 100_000, listUsersMaxResults: 100_000 });
   await engine.writeModel({ dsl: REFERENCE_MODEL_DSL });
-  let batch: TupleKey[] = [];
-  const chunks: TupleKey[][] = [];
-  ds.forEachTuple((object, relation, user) => {
-    batch.push({ object, relation, user });
-    if (batch.length === 10_000) {
-      chunks.push(batch);
-      batch = [];
-    }
-  });
-  if (batch.length > 0) chunks.push(batch);
-  for (const c of chunks) await store.write([], c);
+  await writeDataset(store, ds, 10_000);
   return engine;
 }
 

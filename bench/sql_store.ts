@@ -20,7 +20,7 @@ import { existsSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { Sequelize } from 'sequelize';
 import { openSequelize } from '../engine/sql/sqlite_sequelize.ts';
-import { ReferenceDataset, REFERENCE_MODEL_DSL } from './baseline/dataset.ts';
+import { ReferenceDataset, REFERENCE_MODEL_DSL, writeDataset } from './baseline/dataset.ts';
 import { buildQueries, type CheckQuery, type QuerySetName } from './baseline/queries.ts';
 import { timeAsync } from './check_timing.ts';
 import { Engine, type TupleKey, type TupleStore } from '../engine/index.ts';
@@ -85,21 +85,9 @@ try {
   // Load (or reuse) the dataset.
   const have = await store.hasTuples();
   if (!have) {
-    const t0 = performance.now();
-    let pending: TupleKey[] = [];
-    const flush = async (): Promise<void> => {
-      if (pending.length > 0) await store.write([], pending);
-      pending = [];
-    };
-    const all: TupleKey[] = [];
-    ds.forEachTuple((object, relation, user) => void all.push({ object, relation, user }));
-    for (const t of all) {
-      pending.push(t);
-      if (pending.length === 5000) await flush();
-    }
-    await flush();
-    out['load_s'] = round((performance.now() - t0) / 1000);
-    out['load_tuples_per_s'] = Math.round(ds.tupleCount / ((performance.now() - t0) / 1000));
+    const seconds = await writeDataset(store, ds, 5000);
+    out['load_s'] = round(seconds);
+    out['load_tuples_per_s'] = Math.round(ds.tupleCount / seconds);
     log(`loaded ${ds.tupleCount} tuples in ${String(out['load_s'])} s`);
   } else {
     log(`reusing ${sqliteFile}`);

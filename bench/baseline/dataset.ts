@@ -270,3 +270,27 @@ export class ReferenceDataset {
     return i % this.roots;
   }
 }
+
+/**
+ * Writes every tuple of `ds` to `store` in batches of `batch` (one `write`
+ * call per batch, in order); returns the seconds it took.
+ */
+export async function writeDataset(
+  store: { write(deletes: readonly BenchTuple[], writes: readonly BenchTuple[]): Promise<unknown> },
+  ds: ReferenceDataset,
+  batch: number,
+): Promise<number> {
+  const t0 = performance.now();
+  const chunks: BenchTuple[][] = [];
+  let pending: BenchTuple[] = [];
+  ds.forEachTuple((object, relation, user) => {
+    pending.push({ object, relation, user });
+    if (pending.length === batch) {
+      chunks.push(pending);
+      pending = [];
+    }
+  });
+  if (pending.length > 0) chunks.push(pending);
+  for (const c of chunks) await store.write([], c);
+  return (performance.now() - t0) / 1000;
+}
