@@ -277,7 +277,6 @@ export class CheckCache {
     return this.#lookup(lru, key, deps.gens[ci]!, 0, maxDepth);
   }
 
-
   /** A hit, or a miss the inner resolver answers synchronously (then stored); `undefined` otherwise. */
   #resolveSync(inner: CheckResolver, req: ResolveCheckRequest, ctx: ResolutionContext): ResolveCheckResult | undefined {
     const lru = this.#lru;
