@@ -5,6 +5,7 @@
  * engine first (identity and admin build on it), then auth, then admin.
  */
 import type { Sequelize } from 'sequelize';
+import type { LatchkeyError } from '../engine/errors.ts';
 import type { Config } from './flags.ts';
 import type { Logger } from './logger.ts';
 import { SYSTEM_CLOCK, type Clock } from './context.ts';
@@ -33,18 +34,48 @@ export interface Services {
   /** Super-admin operations (plugged in by the admin issue). */
   admin?: unknown;
   /**
-   * Extra HTTP GET documents served by domain services outside the operations
-   * table (e.g. `/.well-known/jwks.json`); mounted by the HTTP adapter.
+   * Extra HTTP endpoints served by domain services outside the operations
+   * table (e.g. `/.well-known/jwks.json`, the OAuth endpoints); mounted by the HTTP adapter.
    */
   httpRoutes?: HttpRoute[];
   /** Run at shutdown, last-registered first, before the database closes. */
   readonly closers: (() => Promise<void>)[];
 }
 
-/** A plain GET document (JSON) served on the HTTP port. */
+/**
+ * An endpoint served on the HTTP port outside the operations table: a GET
+ * document, or a GET/POST endpoint whose POST body is a form
+ * (`application/x-www-form-urlencoded`) or JSON. Guards (CORS, rate limit,
+ * CSRF) apply as to every path.
+ */
 export interface HttpRoute {
   readonly path: string;
-  readonly handler: () => Promise<{ body: unknown; headers?: Readonly<Record<string, string>> }>;
+  /** Default `['GET']`. */
+  readonly methods?: readonly ('GET' | 'POST')[];
+  readonly handler: (request: HttpRouteRequest) => Promise<HttpRouteResponse>;
+}
+
+/** What an {@link HttpRoute} handler sees of the request. */
+export interface HttpRouteRequest {
+  readonly method: string;
+  /** Query parameters: a string, or an array when repeated. */
+  readonly query: Readonly<Record<string, unknown>>;
+  /** The parsed form or JSON body (empty for GET or when there is none). */
+  readonly body: Readonly<Record<string, unknown>>;
+  /** Set when the body could not be read (malformed, too large, other media type); `body` is then empty. */
+  readonly bodyError?: LatchkeyError | undefined;
+  readonly authorization?: string | undefined;
+  readonly cookies: Readonly<Record<string, string>>;
+  readonly requestId: string;
+}
+
+/** The answer of an {@link HttpRoute}: JSON `body`, an `html` page, or neither (e.g. a redirect). */
+export interface HttpRouteResponse {
+  /** Default 200. */
+  readonly status?: number;
+  readonly body?: unknown;
+  readonly html?: string;
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 export interface ServicesOptions {

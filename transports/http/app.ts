@@ -79,6 +79,15 @@ function flush(res: Response, cookies: CookieSink): void {
   res.setHeader('set-cookie', [...list, ...set.filter((c) => !list.includes(c))]);
 }
 
+/** Our error for a body-parser failure, or undefined for any other error. */
+function bodyParseError(err: unknown, limit: string | number): LatchkeyError | undefined {
+  const type = (err as { type?: unknown } | null)?.type;
+  if (type === 'entity.too.large') return new LatchkeyError('payload_too_large', `request body exceeds ${limit} bytes`, { reason: 'body_too_large' });
+  if (type === 'entity.parse.failed') return new LatchkeyError('invalid_argument', 'malformed JSON body', { reason: 'malformed_json' });
+  if (type === 'encoding.unsupported' || type === 'charset.unsupported') return new LatchkeyError('invalid_argument', 'unsupported body encoding', { reason: 'unsupported_encoding' });
+  return undefined;
+}
+
 export function createHttpApp(o: HttpAppOptions): express.Express {
   const { config, pipeline, metrics } = o;
   // Requests refused before reaching an operation (guards, routing, body) are
@@ -119,14 +128,43 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
   app.use(cors(config.allowedOrigins));
   app.use(rateLimit(o.rateLimiter, reject));
   app.use(csrf(config.allowedOrigins, reject));
-  // GET documents of domain services (services.httpRoutes), e.g. the discovery and JWKS documents.
-  for (const route of o.services.httpRoutes ?? []) {
-    app.get(route.path, (_req, res, next) => {
-      route.handler().then((out) => {
-        for (const [k, v] of Object.entries(out.headers ?? {})) res.setHeader(k, v);
-        res.json(out.body);
-      }, next);
+  // Endpoints of domain services (services.httpRoutes): discovery and JWKS documents, the OAuth endpoints.
+  // Their POST bodies are forms (RFC 6749 §4.1.3) or JSON; a body in another media type is refused.
+  const formParser = express.urlencoded({ extended: false, limit: config.httpBodyLimit, parameterLimit: 100 });
+  const jsonParser = express.json({ limit: config.httpBodyLimit, strict: true, type: (req) => JSON_TYPE.test(req.headers['content-type'] ?? '') });
+  const routeBody = (req: Request, res: Response, done: (err?: unknown) => void): void =>
+    formParser(req, res, (err?: unknown) => {
+      if (err !== undefined) return done(err);
+      jsonParser(req, res, (err2?: unknown) => {
+        if (err2 !== undefined) return done(err2);
+        const len = req.headers['content-length'];
+        if (req.body === undefined && ((len !== undefined && len !== '0') || req.headers['transfer-encoding']))
+          return done(new LatchkeyError('invalid_argument', 'request body must be application/x-www-form-urlencoded or application/json', { reason: 'unsupported_media_type' }));
+        done();
+      });
     });
+  for (const route of o.services.httpRoutes ?? []) {
+    const serve = (req: Request, res: Response, next: NextFunction, bodyError?: LatchkeyError): void => {
+      const body = bodyError === undefined && req.body !== null && typeof req.body === 'object' ? (req.body as Record<string, unknown>) : {};
+      const cookies = extractCredentials({ cookie: req.headers.cookie }).cookies;
+      const request = { method: req.method, query: req.query as Record<string, unknown>, body, bodyError, authorization: req.headers.authorization, cookies, requestId: locals(res).requestId };
+      route.handler(request).then((out) => {
+        res.statusCode = out.status ?? 200;
+        for (const [k, v] of Object.entries(out.headers ?? {})) res.setHeader(k, v);
+        if (out.html !== undefined) {
+          res.setHeader('content-type', 'text/html; charset=utf-8');
+          res.end(out.html);
+        } else if (out.body !== undefined) res.json(out.body);
+        else res.end();
+      }, next);
+    };
+    for (const method of route.methods ?? ['GET']) {
+      if (method === 'GET') app.get(route.path, (req, res, next) => serve(req, res, next));
+      else
+        app.post(route.path, (req, res, next) =>
+          routeBody(req, res, (err?: unknown) => serve(req, res, next, err === undefined ? undefined : (err instanceof LatchkeyError ? err : (bodyParseError(err, config.httpBodyLimit) ?? new LatchkeyError('invalid_argument', 'unreadable request body', { reason: 'malformed_json' }))))),
+        );
+    }
   }
   app.use(express.json({ limit: config.httpBodyLimit, strict: true, type: (req) => JSON_TYPE.test(req.headers['content-type'] ?? '') }));
   // A body in another media type is refused rather than ignored.
@@ -248,13 +286,8 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
     void _next;
     if (err instanceof LatchkeyError) return reject(req, res, err);
-    const type = (err as { type?: unknown } | null)?.type;
-    if (type === 'entity.too.large')
-      return reject(req, res, new LatchkeyError('payload_too_large', `request body exceeds ${config.httpBodyLimit} bytes`, { reason: 'body_too_large' }));
-    if (type === 'entity.parse.failed')
-      return reject(req, res, new LatchkeyError('invalid_argument', 'malformed JSON body', { reason: 'malformed_json' }));
-    if (type === 'encoding.unsupported' || type === 'charset.unsupported')
-      return reject(req, res, new LatchkeyError('invalid_argument', 'unsupported body encoding', { reason: 'unsupported_encoding' }));
+    const parseError = bodyParseError(err, config.httpBodyLimit);
+    if (parseError !== undefined) return reject(req, res, parseError);
     o.services.logger.error('unexpected error', { request_id: locals(res).requestId, err });
     reject(req, res, new LatchkeyError('internal', 'internal server error'));
   });
