@@ -22,6 +22,7 @@ import type { Sequelize, Transaction } from 'sequelize';
 import { VerificationStore } from './verification.ts';
 import { issueTokens } from './issue_tokens.ts';
 import { VerificationFlows } from './verification_flows.ts';
+import { EmailFlows } from './email_flows.ts';
 import { Permissions, type PermissionEngine, type RequiredRelation } from './permissions.ts';
 import { EMAIL_RE, PHONE_RE, invalidArgument, invalidCredentials, profilePatch, type SignupInput, type UpdateProfileInput } from './profile.ts';
 import { sessionCookieOf, toPublicUser, type AuthCallContext, type AuthResponse, type AuthResult, type PublicUser, type UserPrincipal } from './public_user.ts';
@@ -49,6 +50,8 @@ export class AuthService {
   readonly passwords: PasswordHasher;
   /** The email-link flows: invitations, password reset, the admin's verification listing. */
   readonly verification: VerificationFlows;
+  /** Sign-up verification, magic-link login and forgot-password links. */
+  readonly email: EmailFlows;
   readonly #store: MemoryStore;
   readonly #permissions: Permissions;
 
@@ -61,8 +64,10 @@ export class AuthService {
     store: MemoryStore;
     engine: PermissionEngine | undefined;
     verification: VerificationFlows;
+    email: (service: AuthService) => EmailFlows;
   }) {
     this.verification = init.verification;
+    this.email = init.email(this);
     this.options = init.options;
     this.users = init.users;
     this.sessions = init.sessions;
@@ -105,7 +110,18 @@ export class AuthService {
     const verifications = new VerificationStore({ sequelize: deps.sequelize, nowSeconds });
     await verifications.init();
     const verification = new VerificationFlows({ sequelize: deps.sequelize, store: verifications, users, passwords, sessions, options: o, nowSeconds });
-    return new AuthService({ options: o, users, sessions, tokens, passwords, store: deps.memoryStore, engine: deps.engine, verification });
+    const email = (service: AuthService) =>
+      new EmailFlows({
+        sequelize: deps.sequelize,
+        store: verifications,
+        users,
+        memoryStore: deps.memoryStore,
+        options: o,
+        nowSeconds,
+        signupRoles: (requested) => service.#signupRoles(requested),
+        openSession: (userId, opts, ctx) => service.openSessionFor(userId, opts, ctx),
+      });
+    return new AuthService({ options: o, users, sessions, tokens, passwords, store: deps.memoryStore, engine: deps.engine, verification, email });
   }
 
   /** True when FGA is enabled (an engine was given). */

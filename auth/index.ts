@@ -48,5 +48,15 @@ export {
   type VerificationRecord,
 } from './verification.ts';
 export { VerificationFlows } from './verification_flows.ts';
+export {
+  EmailFlows,
+  MAGIC_LINK_SENT_MESSAGE,
+  RESET_LINK_SENT_MESSAGE,
+  VERIFICATION_SENT_MESSAGE,
+  type LinkDelivery,
+  type LinkMailEvent,
+  type LinkMailer,
+  type VerifyEmailOutcome,
+} from './email_flows.ts';
 export { createSmtpMailer, type Mailer, type MailMessage, type SmtpOptions } from './mailer.ts';
 export { MailQueue, type MailQueueOptions } from './mail_queue.ts';

@@ -65,9 +65,18 @@ export const VERIFICATION_MIGRATIONS: readonly Migration[] = [
 
 const digest = (token: string): string => createHash('sha256').update(token, 'utf8').digest('hex');
 
-/** The one error of every unusable token (unknown, used, expired, wrong kind). */
+/** The one error of every unusable token (unknown, used, wrong kind). */
 export function invalidVerificationToken(): LatchkeyError {
   return new LatchkeyError('unauthenticated', 'invalid token', { reason: 'invalid_token' });
+}
+
+/**
+ * A link used after its expiry (security matrix A4: `expired_token`, row
+ * gone). Telling it apart from an unknown token reveals nothing: only the
+ * holder of the once-valid link can get this answer.
+ */
+export function expiredVerificationToken(): LatchkeyError {
+  return new LatchkeyError('unauthenticated', 'token has expired', { reason: 'expired_token' });
 }
 
 function toRecord(r: Record<string, unknown>): VerificationRecord {
@@ -132,7 +141,8 @@ export class VerificationStore {
 
   /**
    * The live request of `token` among `identifiers`, without using it up.
-   * Throws `unauthenticated` (reason `invalid_token`) otherwise.
+   * Throws `unauthenticated`: reason `expired_token` for an expired request
+   * of one of those kinds (which is deleted), `invalid_token` otherwise.
    */
   async peek(token: string, identifiers: readonly VerificationIdentifier[]): Promise<VerificationRecord> {
     if (typeof token !== 'string' || token.length === 0 || token.length > 512) throw invalidVerificationToken();
@@ -141,10 +151,21 @@ export class VerificationStore {
       type: QueryTypes.SELECT,
     });
     const row = rows[0];
-    if (row === undefined || !(identifiers as readonly string[]).includes(String(row['identifier'])) || Number(row['expires_at']) <= this.#now()) {
-      throw invalidVerificationToken();
+    if (row === undefined || !(identifiers as readonly string[]).includes(String(row['identifier']))) throw invalidVerificationToken();
+    if (Number(row['expires_at']) <= this.#now()) {
+      await this.#db.query('DELETE FROM verification_requests WHERE id = ?', { replacements: [row['id']] });
+      throw expiredVerificationToken();
     }
     return toRecord(row);
+  }
+
+  /** The live request of (identifier, email), if any (for re-sending its link). */
+  async pending(identifier: VerificationIdentifier, email: string): Promise<VerificationRecord | undefined> {
+    const rows = await this.#db.query<Record<string, unknown>>(
+      'SELECT id, identifier, email, nonce, redirect_uri, expires_at, created_at, updated_at FROM verification_requests WHERE identifier = ? AND email = ? AND expires_at > ?',
+      { replacements: [identifier, email, this.#now()], type: QueryTypes.SELECT },
+    );
+    return rows[0] === undefined ? undefined : toRecord(rows[0]);
   }
 
   /**

@@ -1,0 +1,296 @@
+/**
+ * The email-link flows of the public surface: sign-up verification
+ * (`verify_email`, `resend_verify_email`), passwordless login
+ * (`magic_link_login`) and `forgot_password`. Each records a one-time request
+ * in {@link VerificationStore} (32 random bytes, only the SHA-256 stored) and
+ * mails a link carrying the token; `verify_email` (sign-up and magic links)
+ * and `reset_password` (reset links, see verification_flows.ts) use it up.
+ *
+ * No account enumeration (security matrix A6, ASVS v5 6.3.8): the requests
+ * that name an address (`magic_link_login`, `forgot_password`,
+ * `resend_verify_email`) check only what does not depend on the account
+ * (feature switches, address syntax, the link's origin), answer at once with
+ * a fixed message, and do the account lookup, the token and the mail in the
+ * background. The answer — body, status and timing — is the same whether or
+ * not the account exists; only its owner's mailbox can tell.
+ *
+ * Mails are rendered and queued by a {@link LinkMailer} that the caller
+ * supplies (templates and the mail queue live outside `auth/`).
+ */
+import { LatchkeyError } from '../engine/errors.ts';
+import type { MemoryStore } from './memory_store.ts';
+import type { ResolvedAuthOptions } from './options.ts';
+import { EMAIL_RE, PHONE_RE, invalidArgument } from './profile.ts';
+import type { AuthCallContext, AuthResult } from './public_user.ts';
+import { normalizeEmail, normalizePhone, type UserRecord, type UserStore } from './user_store.ts';
+import type { Sequelize } from 'sequelize';
+import { VERIFICATION_TTL_SECONDS, invalidVerificationToken, type VerificationIdentifier, type VerificationStore } from './verification.ts';
+
+/** The mail events of the link flows (the email template event names). */
+export type LinkMailEvent = 'basic_auth_signup' | 'magic_link_login' | 'forgot_password';
+
+/** Renders and queues the mail of `event` with `url` as its `verification_url`. */
+export type LinkMailer = (event: LinkMailEvent, user: UserRecord, url: string) => Promise<void>;
+
+/** Where a link points and what happens around its mail. */
+export interface LinkDelivery {
+  /**
+   * The page the link opens, its origin already checked by the caller; the
+   * token is added as a `token` query parameter (and `state`, when given).
+   */
+  base: string;
+  state?: string | undefined;
+  send: LinkMailer;
+  /** Called once the mail is queued (audit, webhooks). */
+  done?: ((user: UserRecord, info: { created: boolean }) => Promise<void>) | undefined;
+  /** Failures of the background part; they never reach the caller. */
+  onError: (err: unknown) => void;
+}
+
+/** What a verified link did: the session it opened and the facts for audit and webhooks. */
+export interface VerifyEmailOutcome {
+  result: AuthResult;
+  user: UserRecord;
+  identifier: 'basic_auth_signup' | 'magic_link_login';
+  /** True when this link verified the address (it was unverified before). */
+  firstVerification: boolean;
+}
+
+export const VERIFICATION_SENT_MESSAGE = 'Verification email has been sent. Please check your inbox';
+export const MAGIC_LINK_SENT_MESSAGE = 'Magic Link has been sent to your email. Please check your inbox!';
+export const RESET_LINK_SENT_MESSAGE = 'Please check your inbox! We have sent a password reset link.';
+
+/** The links `verify_email` accepts. */
+const EMAIL_LINKS = ['basic_auth_signup', 'magic_link_login'] as const;
+
+export interface EmailFlowsDeps {
+  sequelize: Sequelize;
+  store: VerificationStore;
+  users: UserStore;
+  memoryStore: MemoryStore;
+  options: ResolvedAuthOptions;
+  nowSeconds: () => number;
+  /** The roles a sign-up may ask for (throws `invalid_argument` otherwise). */
+  signupRoles: (requested: readonly string[] | undefined) => string[];
+  /** Opens a session for a user whose address a link proved. */
+  openSession: (
+    userId: string,
+    o: { loginMethod: string; roles?: readonly string[] | undefined; scope?: readonly string[] | undefined; message?: string },
+    ctx: AuthCallContext,
+  ) => Promise<AuthResult>;
+}
+
+/** Roles and scope asked for with a magic link, kept until the link is used. */
+interface MagicGrant {
+  roles?: string[] | undefined;
+  scope?: string[] | undefined;
+}
+
+const grantKey = (requestId: string): string => `magic_link:${requestId}`;
+
+function linkUrl(base: string, token: string, state: string | undefined): string {
+  const url = new URL(base);
+  url.searchParams.set('token', token);
+  if (state) url.searchParams.set('state', state);
+  return url.toString();
+}
+
+function emailOf(raw: string | undefined): string {
+  const email = normalizeEmail(raw);
+  if (email === undefined) throw invalidArgument('email is required', 'missing_identifier');
+  if (email.length > 320 || !EMAIL_RE.test(email)) throw invalidArgument('invalid email address', 'invalid_email');
+  return email;
+}
+
+export class EmailFlows {
+  readonly #d: EmailFlowsDeps;
+  readonly #pending = new Set<Promise<void>>();
+
+  constructor(deps: EmailFlowsDeps) {
+    this.#d = deps;
+  }
+
+  /** Runs the account-dependent part of a request after the answer. */
+  #later(delivery: LinkDelivery, task: () => Promise<void>): void {
+    const p = task()
+      .catch((err: unknown) => delivery.onError(err))
+      .finally(() => this.#pending.delete(p));
+    this.#pending.add(p);
+  }
+
+  /** Resolves when every background part started so far has finished (shutdown, tests). */
+  async settled(): Promise<void> {
+    while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
+  }
+
+  async #mail(event: LinkMailEvent & VerificationIdentifier, user: UserRecord, delivery: LinkDelivery, grant?: MagicGrant): Promise<void> {
+    const email = user.email;
+    if (email === null) return;
+    const { token, record } = await this.#d.store.create({ identifier: event, email, redirectUri: delivery.base });
+    if (grant !== undefined) await this.#d.memoryStore.set(grantKey(record.id), JSON.stringify(grant), VERIFICATION_TTL_SECONDS);
+    await delivery.send(event, user, linkUrl(delivery.base, token, delivery.state));
+  }
+
+  /**
+   * Sign-up with verification on: records the `basic_auth_signup` request of
+   * a new unverified user and queues its mail. Awaited by the caller (the
+   * sign-up answer already says the account exists).
+   */
+  async sendSignupVerification(user: UserRecord, delivery: LinkDelivery): Promise<void> {
+    if (user.email === null || user.email_verified_at !== null) return;
+    await this.#mail('basic_auth_signup', user, delivery);
+    await delivery.done?.(user, { created: true });
+  }
+
+  /**
+   * `verify_email`: uses up a sign-up or magic-link token, marks the address
+   * verified and opens a session. Errors: `unauthenticated` `invalid token`
+   * (unknown, used or foreign token; the user gone or deactivated),
+   * `unauthenticated` `expired_token`, `permission_denied` (`access_revoked`,
+   * or roles asked for with the link that the user no longer holds: the
+   * token stays usable then). Of concurrent uses exactly one wins.
+   */
+  async verifyEmail(input: { token: string }, ctx: AuthCallContext = {}): Promise<VerifyEmailOutcome> {
+    const d = this.#d;
+    const request = await d.store.peek(input.token, EMAIL_LINKS);
+    const identifier = request.identifier as VerifyEmailOutcome['identifier'];
+    const user = await d.users.findByEmail(request.email);
+    if (user === undefined || user.deactivated_at !== null) throw invalidVerificationToken();
+    if (user.revoked_timestamp !== null) throw new LatchkeyError('permission_denied', 'user access has been revoked', { reason: 'access_revoked' });
+    let grant: MagicGrant = {};
+    if (identifier === 'magic_link_login') {
+      const raw = await d.memoryStore.get(grantKey(request.id));
+      if (raw !== undefined) grant = JSON.parse(raw) as MagicGrant;
+      for (const r of grant.roles ?? []) if (!user.roles.includes(r)) throw new LatchkeyError('permission_denied', 'unauthorized', { reason: 'invalid_roles' });
+    }
+    const firstVerification = user.email_verified_at === null;
+    await d.sequelize.transaction(async (transaction) => {
+      await d.store.consume(request, transaction);
+      if (!firstVerification) return;
+      // Account pre-hijacking (security matrix B8): a password set before the
+      // address was proven may be someone else's; a magic link proves only the
+      // mailbox, so that password stops working (forgot_password sets a new one).
+      const patch = identifier === 'magic_link_login' && user.password !== null ? { email_verified_at: d.nowSeconds(), password: null } : { email_verified_at: d.nowSeconds() };
+      await d.users.update(user.id, patch, { transaction });
+    });
+    await d.memoryStore.del(grantKey(request.id));
+    const result = await d.openSession(
+      user.id,
+      {
+        loginMethod: identifier === 'magic_link_login' ? 'magic_link_login' : 'basic_auth',
+        roles: grant.roles,
+        scope: grant.scope,
+        message: 'Email verified successfully.',
+      },
+      ctx,
+    );
+    return { result, user: result.record ?? user, identifier, firstVerification };
+  }
+
+  /**
+   * `resend_verify_email`: a new link replaces the pending one of
+   * (identifier, email). `basic_auth_signup`: for an account whose address
+   * is still unverified (also after the old link expired); `magic_link_login`:
+   * while a magic link is pending, keeping its roles and scope. Always the
+   * same answer. Errors: `invalid_argument` (`invalid_identifier`,
+   * `invalid_email`), `failed_precondition` when the flow is disabled.
+   */
+  resendVerifyEmail(input: { email: string; identifier: string }, delivery: LinkDelivery): { message: string } {
+    const d = this.#d;
+    const identifier = input.identifier;
+    if (identifier !== 'basic_auth_signup' && identifier !== 'magic_link_login') throw invalidArgument('invalid identifier', 'invalid_identifier');
+    if (identifier === 'basic_auth_signup' && !d.options.enableEmailVerification) {
+      throw new LatchkeyError('failed_precondition', 'email verification is disabled for this instance', { reason: 'email_verification_disabled' });
+    }
+    if (identifier === 'magic_link_login') this.#requireMagicLinks();
+    const email = emailOf(input.email);
+    this.#later(delivery, async () => {
+      const user = await d.users.findByEmail(email);
+      if (user === undefined || user.deactivated_at !== null) return;
+      const pending = await d.store.pending(identifier, email);
+      let grant: MagicGrant | undefined;
+      if (identifier === 'basic_auth_signup') {
+        if (user.email_verified_at !== null) return;
+      } else {
+        if (pending === undefined) return;
+        const raw = await d.memoryStore.get(grantKey(pending.id));
+        grant = raw === undefined ? {} : (JSON.parse(raw) as MagicGrant);
+      }
+      await this.#mail(identifier, user, { ...delivery, base: pending?.redirect_uri || delivery.base }, grant);
+      if (pending !== undefined) await d.memoryStore.del(grantKey(pending.id));
+      await delivery.done?.(user, { created: false });
+    });
+    return { message: VERIFICATION_SENT_MESSAGE };
+  }
+
+  #requireMagicLinks(): void {
+    if (!this.#d.options.enableMagicLinkLogin) {
+      throw new LatchkeyError('failed_precondition', 'magic link login is disabled for this instance', { reason: 'magic_link_login_disabled' });
+    }
+  }
+
+  /**
+   * `magic_link_login`: mails a one-time login link. An unknown address gets
+   * a new unverified, passwordless user with `--default-roles` (or the
+   * requested roles, which must be allowed and not protected) when sign-up is
+   * enabled; otherwise, like a deactivated or revoked account, no mail. The
+   * roles and scope asked for go into the session the link opens. Errors:
+   * `failed_precondition` (`magic_link_login_disabled`), `invalid_argument`
+   * (`invalid_email`, `invalid_roles` for roles outside `--roles`).
+   */
+  magicLinkLogin(input: { email: string; roles?: readonly string[] | undefined; scope?: readonly string[] | undefined }, delivery: LinkDelivery): { message: string } {
+    const d = this.#d;
+    this.#requireMagicLinks();
+    const email = emailOf(input.email);
+    const roles = input.roles !== undefined && input.roles.length > 0 ? [...new Set(input.roles)] : undefined;
+    for (const r of roles ?? []) if (!d.options.roles.includes(r)) throw invalidArgument(`invalid role ${r}`, 'invalid_roles');
+    const grant: MagicGrant = { roles, scope: input.scope !== undefined && input.scope.length > 0 ? [...new Set(input.scope)] : undefined };
+    this.#later(delivery, async () => {
+      let user = await d.users.findByEmail(email);
+      let created = false;
+      if (user === undefined) {
+        if (!d.options.enableSignup) return;
+        try {
+          user = await d.users.create({ email, roles: d.signupRoles(roles), signup_methods: 'magic_link_login' });
+          created = true;
+        } catch (err) {
+          if (!(err instanceof LatchkeyError) || err.code !== 'already_exists') throw err;
+          user = await d.users.findByEmail(email);
+          if (user === undefined) throw err;
+        }
+      }
+      if (user.deactivated_at !== null || user.revoked_timestamp !== null) return;
+      const methods = (user.signup_methods ?? '').split(',').filter(Boolean);
+      if (!methods.includes('magic_link_login')) user = await d.users.update(user.id, { signup_methods: [...methods, 'magic_link_login'].join(',') });
+      await this.#mail('magic_link_login', user, delivery, grant);
+      await delivery.done?.(user, { created });
+    });
+    return { message: MAGIC_LINK_SENT_MESSAGE };
+  }
+
+  /**
+   * `forgot_password`: mails a reset link (used by `reset_password`) to the
+   * account of the email or phone number, when it exists, is not deactivated
+   * and has an email address. Always the same answer. Errors:
+   * `invalid_argument` (`missing_identifier`, `invalid_email`,
+   * `invalid_phone_number`), `failed_precondition` when basic
+   * authentication is disabled.
+   */
+  forgotPassword(input: { email?: string | undefined; phone_number?: string | undefined }, delivery: LinkDelivery): { message: string } {
+    const d = this.#d;
+    if (!d.options.enableBasicAuthentication) {
+      throw new LatchkeyError('failed_precondition', 'basic authentication is disabled for this instance', { reason: 'basic_authentication_disabled' });
+    }
+    const phone = normalizePhone(input.phone_number);
+    const email = input.email !== undefined && input.email.trim() !== '' ? emailOf(input.email) : undefined;
+    if (email === undefined && phone === undefined) throw invalidArgument('email or phone_number is required', 'missing_identifier');
+    if (email === undefined && phone !== undefined && !PHONE_RE.test(phone)) throw invalidArgument('invalid phone number', 'invalid_phone_number');
+    this.#later(delivery, async () => {
+      const user = email !== undefined ? await d.users.findByEmail(email) : await d.users.findByPhone(phone ?? '');
+      if (user === undefined || user.deactivated_at !== null || user.email === null) return;
+      await this.#mail('forgot_password', user, delivery);
+      await delivery.done?.(user, { created: false });
+    });
+    return { message: RESET_LINK_SENT_MESSAGE };
+  }
+}
