@@ -39,6 +39,7 @@ export type {
 export { AdminSessions, ADMIN_COOKIE, MemoryFailureCounter, adminUnauthenticated } from './admin_sessions.ts';
 export type { AdminSessionsOptions, AdminCookieAttributes } from './admin_sessions.ts';
 export { AdminService, toAdminUser } from './admin_service.ts';
+export { checkRedirectUri } from './user_admin.ts';
 export type {
   AdminServiceOptions,
   AdminCallContext,

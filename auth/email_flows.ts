@@ -15,7 +15,10 @@
  * not the account exists; only its owner's mailbox can tell.
  *
  * Mails are rendered and queued by a {@link LinkMailer} that the caller
- * supplies (templates and the mail queue live outside `auth/`).
+ * supplies (templates and the mail queue live outside `auth/`); the request
+ * methods take it as a thunk, called after their own checks, so that a
+ * disabled flow or a bad address is reported before the link's target or the
+ * mail setup is looked at.
  */
 import { LatchkeyError } from '../engine/errors.ts';
 import type { MemoryStore } from './memory_store.ts';
@@ -195,7 +198,7 @@ export class EmailFlows {
    * same answer. Errors: `invalid_argument` (`invalid_identifier`,
    * `invalid_email`), `failed_precondition` when the flow is disabled.
    */
-  resendVerifyEmail(input: { email: string; identifier: string }, delivery: LinkDelivery): { message: string } {
+  resendVerifyEmail(input: { email: string; identifier: string }, deliveryOf: () => LinkDelivery): { message: string } {
     const d = this.#d;
     const identifier = input.identifier;
     if (identifier !== 'basic_auth_signup' && identifier !== 'magic_link_login') throw invalidArgument('invalid identifier', 'invalid_identifier');
@@ -204,6 +207,7 @@ export class EmailFlows {
     }
     if (identifier === 'magic_link_login') this.#requireMagicLinks();
     const email = emailOf(input.email);
+    const delivery = deliveryOf();
     this.#later(delivery, async () => {
       const user = await d.users.findByEmail(email);
       if (user === undefined || user.deactivated_at !== null) return;
@@ -238,13 +242,17 @@ export class EmailFlows {
    * `failed_precondition` (`magic_link_login_disabled`), `invalid_argument`
    * (`invalid_email`, `invalid_roles` for roles outside `--roles`).
    */
-  magicLinkLogin(input: { email: string; roles?: readonly string[] | undefined; scope?: readonly string[] | undefined }, delivery: LinkDelivery): { message: string } {
+  magicLinkLogin(
+    input: { email: string; roles?: readonly string[] | undefined; scope?: readonly string[] | undefined },
+    deliveryOf: () => LinkDelivery,
+  ): { message: string } {
     const d = this.#d;
     this.#requireMagicLinks();
     const email = emailOf(input.email);
     const roles = input.roles !== undefined && input.roles.length > 0 ? [...new Set(input.roles)] : undefined;
     for (const r of roles ?? []) if (!d.options.roles.includes(r)) throw invalidArgument(`invalid role ${r}`, 'invalid_roles');
     const grant: MagicGrant = { roles, scope: input.scope !== undefined && input.scope.length > 0 ? [...new Set(input.scope)] : undefined };
+    const delivery = deliveryOf();
     this.#later(delivery, async () => {
       let user = await d.users.findByEmail(email);
       let created = false;
@@ -276,7 +284,7 @@ export class EmailFlows {
    * `invalid_phone_number`), `failed_precondition` when basic
    * authentication is disabled.
    */
-  forgotPassword(input: { email?: string | undefined; phone_number?: string | undefined }, delivery: LinkDelivery): { message: string } {
+  forgotPassword(input: { email?: string | undefined; phone_number?: string | undefined }, deliveryOf: () => LinkDelivery): { message: string } {
     const d = this.#d;
     if (!d.options.enableBasicAuthentication) {
       throw new LatchkeyError('failed_precondition', 'basic authentication is disabled for this instance', { reason: 'basic_authentication_disabled' });
@@ -285,6 +293,7 @@ export class EmailFlows {
     const email = input.email !== undefined && input.email.trim() !== '' ? emailOf(input.email) : undefined;
     if (email === undefined && phone === undefined) throw invalidArgument('email or phone_number is required', 'missing_identifier');
     if (email === undefined && phone !== undefined && !PHONE_RE.test(phone)) throw invalidArgument('invalid phone number', 'invalid_phone_number');
+    const delivery = deliveryOf();
     this.#later(delivery, async () => {
       const user = email !== undefined ? await d.users.findByEmail(email) : await d.users.findByPhone(phone ?? '');
       if (user === undefined || user.deactivated_at !== null || user.email === null) return;

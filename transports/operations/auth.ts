@@ -36,10 +36,11 @@ import { EMPTY, MESSAGE, s } from '../shape.ts';
 import type { WebhookEvent } from '../../admin/index.ts';
 import { USER, recordUserEvent } from './admin.ts';
 import { ALL_PROTOCOLS, defineOperation, type AnyOperation } from './types.ts';
+import { signupVerification } from './link_mail.ts';
 
 // ------------------------------------------------------------------ shapes
 
-const AUTH_RESPONSE = s.object(
+export const AUTH_RESPONSE = s.object(
   'AuthResponse',
   {
     message: s.string(),
@@ -61,8 +62,8 @@ export const REQUIRED_RELATION = s.object('RequiredRelationInput', {
   object: s.string({ minLength: 1, maxLength: 256 }),
 });
 
-const STR = (maxLength = 256) => s.optional(s.string({ maxLength }));
-const STRINGS = (doc: string) => s.optional(s.list(s.string({ maxLength: 256 }), { maxItems: 100, doc }));
+export const STR = (maxLength = 256) => s.optional(s.string({ maxLength }));
+export const STRINGS = (doc: string) => s.optional(s.list(s.string({ maxLength: 256 }), { maxItems: 100, doc }));
 
 const SIGNUP_INPUT = s.object('SignupRequest', {
   email: STR(320),
@@ -198,7 +199,7 @@ export function clearSessionCookies(ctx: RequestContext): void {
  * Audits a user event (and queues its webhook) through the admin service.
  * Never throws: a failure is logged by the admin helper.
  */
-async function audit(
+export async function audit(
   ctx: RequestContext,
   action: string,
   o: { userId?: string | undefined; user?: UserRecord | undefined; webhook?: WebhookEvent; metadata?: Record<string, unknown> } = {},
@@ -224,7 +225,7 @@ function failureOf(err: unknown): { reason: string; userId?: string } | undefine
   return typeof cause?.user_id === 'string' ? { reason, userId: cause.user_id } : { reason };
 }
 
-function row(name: string, method: 'GET' | 'POST', grpc: string) {
+export function row(name: string, method: 'GET' | 'POST', grpc: string) {
   return { name, admin: false, rest: { method, path: `/v1/${name}` }, grpc: { method: grpc }, protocols: ALL_PROTOCOLS } as const;
 }
 
@@ -244,7 +245,9 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
       if (appData !== undefined && (typeof appData !== 'object' || Array.isArray(appData))) {
         throw new LatchkeyError('invalid_argument', 'app_data: must be an object', { reason: 'invalid_field', details: { field: 'app_data' } });
       }
+      const verify = signupVerification(ctx, input);
       const result = await authOf(ctx).signup({ ...rest, ...(appData === undefined ? {} : { app_data: appData as Record<string, unknown> }) }, callContext(ctx));
+      await verify?.(result);
       await audit(ctx, 'user.signup', { userId: result.response.user?.id, user: result.record, webhook: 'user.signup' });
       setSessionCookies(ctx, result);
       return result.response as never;
