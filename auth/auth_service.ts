@@ -21,6 +21,9 @@ import { UserStore, normalizeEmail, normalizePhone, type UserFields, type UserRe
 import type { Sequelize, Transaction } from 'sequelize';
 import { VerificationStore } from './verification.ts';
 import { issueTokens } from './issue_tokens.ts';
+import { reserveAttempt } from './attempts.ts';
+import { MfaFlows, type MfaMethod, type OtpDelivery } from './mfa.ts';
+import { MfaStore } from './mfa_store.ts';
 import { VerificationFlows } from './verification_flows.ts';
 import { EmailFlows } from './email_flows.ts';
 import { Permissions, type PermissionEngine, type RequiredRelation } from './permissions.ts';
@@ -36,6 +39,8 @@ export interface AuthDependencies {
   memoryStore: MemoryStore;
   /** The FGA engine, or undefined when FGA is not enabled. */
   engine?: PermissionEngine | undefined;
+  /** How email and SMS one-time codes reach users (the channels that are configured). */
+  otpDelivery?: OtpDelivery | undefined;
 }
 
 const unauthenticated = (reason = 'unauthenticated', message = 'unauthorized'): LatchkeyError => new LatchkeyError('unauthenticated', message, { reason });
@@ -48,6 +53,8 @@ export class AuthService {
   readonly sessions: SessionManager;
   readonly tokens: TokenService;
   readonly passwords: PasswordHasher;
+  /** The second factor of logins: email/SMS codes and TOTP. */
+  readonly mfa: MfaFlows;
   /** The email-link flows: invitations, password reset, the admin's verification listing. */
   readonly verification: VerificationFlows;
   /** Sign-up verification, magic-link login and forgot-password links. */
@@ -61,6 +68,7 @@ export class AuthService {
     sessions: SessionManager;
     tokens: TokenService;
     passwords: PasswordHasher;
+    mfa: MfaFlows;
     store: MemoryStore;
     engine: PermissionEngine | undefined;
     verification: VerificationFlows;
@@ -73,6 +81,7 @@ export class AuthService {
     this.sessions = init.sessions;
     this.tokens = init.tokens;
     this.passwords = init.passwords;
+    this.mfa = init.mfa;
     this.#store = init.store;
     this.#permissions = new Permissions(init.engine);
   }
@@ -109,6 +118,9 @@ export class AuthService {
     const nowSeconds = () => Math.floor(o.now() / 1000);
     const verifications = new VerificationStore({ sequelize: deps.sequelize, nowSeconds });
     await verifications.init();
+    const mfaStore = new MfaStore({ sequelize: deps.sequelize, nowSeconds });
+    await mfaStore.init();
+    const mfa = new MfaFlows({ store: mfaStore, memory: deps.memoryStore, users, options: o, delivery: deps.otpDelivery ?? {}, nowSeconds });
     const verification = new VerificationFlows({ sequelize: deps.sequelize, store: verifications, users, passwords, sessions, options: o, nowSeconds });
     const email = (service: AuthService) =>
       new EmailFlows({
@@ -121,7 +133,7 @@ export class AuthService {
         signupRoles: (requested) => service.#signupRoles(requested),
         openSession: (userId, opts, ctx) => service.openSessionFor(userId, opts, ctx),
       });
-    return new AuthService({ options: o, users, sessions, tokens, passwords, store: deps.memoryStore, engine: deps.engine, verification, email });
+    return new AuthService({ options: o, users, sessions, tokens, passwords, store: deps.memoryStore, engine: deps.engine, mfa, verification, email });
   }
 
   /** True when FGA is enabled (an engine was given). */
@@ -232,15 +244,7 @@ export class AuthService {
     }
     // Reserve an attempt before comparing (security matrix A2/A3): concurrent guesses cannot exceed the budget.
     const attemptsKey = `login_attempts:${user.id}`;
-    const attempts = await this.#store.incr(attemptsKey, o.loginAttemptWindow);
-    if (attempts > o.maxLoginAttempts) {
-      const retryAfter = await this.#store.ttl(attemptsKey);
-      throw new LatchkeyError('resource_exhausted', 'too many login attempts, try again later', {
-        reason: 'too_many_attempts',
-        details: { retry_after_seconds: Math.max(1, retryAfter) },
-        cause: { internal_reason: 'locked_out', user_id: user.id },
-      });
-    }
+    await reserveAttempt(this.#store, attemptsKey, { max: o.maxLoginAttempts, windowSeconds: o.loginAttemptWindow, message: 'too many login attempts, try again later', userId: user.id });
     const ok = await this.passwords.verify(input.password, user.password);
     const unverified = email !== undefined ? user.email_verified_at === null && o.enableEmailVerification : user.phone_number_verified_at === null && o.enablePhoneVerification;
     if (!ok) throw invalidCredentials('wrong_password', user.id);
@@ -249,13 +253,37 @@ export class AuthService {
     await this.#store.del(attemptsKey);
     if (user.revoked_timestamp !== null) throw new LatchkeyError('permission_denied', 'user access has been revoked', { reason: 'access_revoked', cause: { internal_reason: 'access_revoked', user_id: user.id } });
     const roles = this.#requestedRoles(user, input.roles);
-    const mfaOn = o.enforceMfa || user.is_multi_factor_auth_enabled === true;
-    if (mfaOn && o.enableTotpLogin) return { response: { message: 'Proceed to totp verification screen', should_show_totp_screen: true } };
-    if (mfaOn && o.enableEmailOtp && user.email !== null) return { response: { message: 'Please check email inbox for the OTP', should_show_email_otp_screen: true } };
-    if (mfaOn && o.enableSmsOtp && user.phone_number !== null) return { response: { message: 'Please check text message for the OTP', should_show_mobile_otp_screen: true } };
+    const loginMethod = email !== undefined ? 'basic_auth' : 'mobile_basic_auth';
+    const method = this.mfa.methodFor(user);
+    if (method !== undefined) {
+      // No tokens before the second factor: only the challenge session (the `mfa` cookie).
+      const { response, grant } = await this.mfa.challenge(user, method, { roles, scope: input.scope, loginMethod });
+      return { response, mfaSession: grant, record: user };
+    }
     // Session fixation (B4): whatever session the request carried ends; the login gets a new one.
     await this.#endPresentedSession(ctx);
-    return this.#openSession(user, { roles, scope: input.scope, loginMethod: email !== undefined ? 'basic_auth' : 'mobile_basic_auth', message: 'Logged in successfully' });
+    return this.#openSession(user, { roles, scope: input.scope, loginMethod, message: 'Logged in successfully' });
+  }
+
+  /**
+   * `verify_otp`: proves the second factor of the MFA challenge in
+   * `ctx.mfaCookie` (see {@link MfaFlows.verify} for the errors), then opens
+   * the session of the login like a password login without MFA.
+   */
+  async verifyOtp(
+    input: { email?: string | undefined; phone_number?: string | undefined; otp: string; is_totp?: boolean | undefined },
+    ctx: AuthCallContext = {},
+  ): Promise<AuthResult & { method: MfaMethod; enrolled: boolean; recoveryCodeUsed: boolean }> {
+    const proof = await this.mfa.verify(input, ctx.mfaCookie);
+    const result = await this.openSessionFor(proof.user.id, { loginMethod: proof.loginMethod, roles: proof.roles, scope: proof.scope, message: 'Otp verified successfully.' }, ctx);
+    return { ...result, method: proof.method, enrolled: proof.enrolled, recoveryCodeUsed: proof.recoveryCodeUsed };
+  }
+
+  /** `resend_otp`: a new code and challenge session (see {@link MfaFlows.resend}). */
+  async resendOtp(input: { email?: string | undefined; phone_number?: string | undefined }, ctx: AuthCallContext = {}): Promise<AuthResult> {
+    const { user, method, grant } = await this.mfa.resend(input, ctx.mfaCookie);
+    const message = method === 'email_otp' ? 'Please check email inbox for the OTP' : 'Please check text message for the OTP';
+    return { response: { message }, mfaSession: grant, record: user };
   }
 
   #requestedRoles(user: UserRecord, requested: readonly string[] | undefined): string[] {
@@ -435,6 +463,7 @@ export class AuthService {
     const user = await this.#currentUser(ctx);
     await this.users.update(user.id, { deactivated_at: this.#nowSeconds() });
     await this.sessions.endAllForUser(user.id);
+    await this.mfa.deleteUserData(user.id);
     return { message: 'Account deactivated successfully' };
   }
 
@@ -491,9 +520,10 @@ export class AuthService {
     return this.verification.listVerificationRequests(page);
   }
 
-  /** Removes the user's verification requests inside the admin's user-deletion transaction. */
-  deleteUserData(user: UserRecord, transaction: Transaction): Promise<void> {
-    return this.verification.deleteUserData(user, transaction);
+  /** Removes the user's verification requests, one-time codes and authenticators inside the admin's user-deletion transaction. */
+  async deleteUserData(user: UserRecord, transaction: Transaction): Promise<void> {
+    await this.verification.deleteUserData(user, transaction);
+    await this.mfa.deleteUserData(user.id, transaction);
   }
 
   /** Ends every session and refresh token of a user at once (admin revoke, delete, password reset). */

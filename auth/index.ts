@@ -49,6 +49,22 @@ export {
 } from './verification.ts';
 export { VerificationFlows } from './verification_flows.ts';
 export {
+  MAX_OTP_ATTEMPTS,
+  MFA_COOKIE,
+  MFA_SESSION_TTL_SECONDS,
+  OTP_ATTEMPT_WINDOW_SECONDS,
+  OTP_TTL_SECONDS,
+  RECOVERY_CODE_COUNT,
+  MfaFlows,
+  digestsEqual,
+  otpDigest,
+  type MfaMethod,
+  type MfaProof,
+  type OtpDelivery,
+} from './mfa.ts';
+export { MFA_MIGRATIONS, MfaStore } from './mfa_store.ts';
+export { createSmsSender, type SmsOptions, type SmsSender } from './sms.ts';
+export {
   EmailFlows,
   MAGIC_LINK_SENT_MESSAGE,
   RESET_LINK_SENT_MESSAGE,

@@ -2,6 +2,7 @@
  * Options of the identity service: a plain object built by the composition
  * root from the flags (auth/ never reads flags or the environment).
  */
+import { randomBytes } from 'node:crypto';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { JwtAlgorithm } from './tokens.ts';
 
@@ -55,6 +56,14 @@ export interface AuthOptions {
   loginAttemptWindow?: number;
   /** A rotated refresh token replayed within this many seconds does not revoke its family. Default 10. */
   refreshReuseGraceSeconds?: number;
+  /**
+   * Key material of the OTP digests and of the encryption of TOTP secrets
+   * (the server passes `--client-secret`). Changing it invalidates pending
+   * codes and TOTP enrolments. Default: random per process (tests only).
+   */
+  mfaSecret?: string;
+  /** Issuer shown by authenticator apps for TOTP enrolments (`--organization-name`). Default `Latchkey`. */
+  totpIssuer?: string;
   /** Milliseconds since the epoch; injected by tests. Default `Date.now`. */
   now?: () => number;
 }
@@ -93,6 +102,8 @@ const KNOWN = new Set([
   'maxLoginAttempts',
   'loginAttemptWindow',
   'refreshReuseGraceSeconds',
+  'mfaSecret',
+  'totpIssuer',
   'now',
 ]);
 
@@ -137,6 +148,8 @@ export function resolveAuthOptions(options: AuthOptions): ResolvedAuthOptions {
     maxLoginAttempts: positive('maxLoginAttempts', options.maxLoginAttempts, 5),
     loginAttemptWindow: positive('loginAttemptWindow', options.loginAttemptWindow, 900),
     refreshReuseGraceSeconds: options.refreshReuseGraceSeconds ?? 10,
+    mfaSecret: options.mfaSecret || randomBytes(32).toString('base64url'),
+    totpIssuer: options.totpIssuer || 'Latchkey',
     now: options.now ?? Date.now,
   };
 }

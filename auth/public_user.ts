@@ -45,6 +45,12 @@ export interface AuthResponse {
   should_show_email_otp_screen?: boolean;
   should_show_mobile_otp_screen?: boolean;
   should_show_totp_screen?: boolean;
+  /** TOTP enrolment (first TOTP challenge only): the base32 secret. */
+  authenticator_secret?: string;
+  /** TOTP enrolment: the otpauth:// URI of the secret (what the QR code encodes). */
+  authenticator_uri?: string;
+  /** TOTP enrolment: single-use recovery codes, shown this once. */
+  authenticator_recovery_codes?: string[];
 }
 
 /** A new session cookie the wire layer must set (token shown once). */
@@ -59,6 +65,8 @@ export interface AuthResult {
   session?: SessionGrant;
   /** The stored user the session was opened for (for audit and webhooks; never sent). */
   record?: UserRecord;
+  /** A new MFA challenge session the wire layer sets as the `mfa` cookie (token shown once). */
+  mfaSession?: SessionGrant;
 }
 
 /** The authenticated caller, shaped like the transports' user principal. */
@@ -79,6 +87,8 @@ export interface AuthCallContext {
   sessionCookie?: string | undefined;
   /** The bearer token the request carried. */
   bearer?: string | undefined;
+  /** The MFA challenge cookie (`mfa`) the request carried. */
+  mfaCookie?: string | undefined;
 }
 
 /** The public User of a stored user. */

@@ -199,6 +199,7 @@ export const FLAGS = {
     'sms-api-key': str({ doc: 'SMS vendor API key', secret: true }),
     'sms-api-secret': str({ doc: 'SMS vendor API secret', secret: true }),
     'sms-sender': str({ doc: 'SMS sender number' }),
+    'sms-api-url': str({ doc: 'Base URL of the SMS vendor API (Twilio Messages API)', default: 'https://api.twilio.com' }),
   })),
   ...group('Social providers', () => ({
     ...(Object.assign({}, ...SOCIAL_PROVIDERS.map((p) => providerRows(p))) as AllProviderRows),
@@ -376,6 +377,9 @@ function crossChecks(c: Record<string, unknown>, raw: Record<string, string[]>, 
   for (const r of c.defaultRoles as readonly string[])
     if (!roles.includes(r)) problems.push(`--default-roles: "${r}" is not one of --roles`);
   if (c.enforceMfa && !c.enableMfa) problems.push('--enforce-mfa needs --enable-mfa');
+  if (c.smsApiUrl && !/^https?:\/\/[^/]/.test(c.smsApiUrl as string)) problems.push('--sms-api-url must be an http(s) URL');
+  if (c.enableMfa && c.enableSmsOtp && !(c.smsAccountSid && c.smsApiKey && c.smsApiSecret && c.smsSender))
+    problems.push('--enable-sms-otp needs --sms-account-sid, --sms-api-key, --sms-api-secret and --sms-sender');
 }
 
 /** The config as loggable JSON: secret values replaced by `[redacted]`. */

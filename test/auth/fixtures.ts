@@ -2,7 +2,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { Sequelize } from 'sequelize';
 import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
-import { AuthService, InProcessMemoryStore, type AuthOptions, type MemoryStore, type PermissionEngine, type WireTuple } from '../../auth/index.ts';
+import { AuthService, InProcessMemoryStore, type AuthOptions, type MemoryStore, type OtpDelivery, type PermissionEngine, type WireTuple } from '../../auth/index.ts';
 import { createTestDatabase, type SqlBackend } from '../helpers/databases.ts';
 
 export const ISSUER = 'http://127.0.0.1:8080';
@@ -24,7 +24,7 @@ export interface ServiceFixture {
 
 export async function makeService(
   options: Partial<AuthOptions> = {},
-  extra: { backend?: SqlBackend; store?: MemoryStore; engine?: PermissionEngine; databaseUrl?: string } = {},
+  extra: { backend?: SqlBackend; store?: MemoryStore; engine?: PermissionEngine; databaseUrl?: string; otpDelivery?: OtpDelivery } = {},
 ): Promise<ServiceFixture> {
   const db = extra.databaseUrl === undefined ? await createTestDatabase(extra.backend ?? 'sqlite', 'lk_auth') : undefined;
   const sequelize = openSequelize(extra.databaseUrl ?? db!.url, { logging: false, pool: { max: 25 } });
@@ -40,7 +40,7 @@ export async function makeService(
       protectedRoles: ['admin'],
       ...options,
     },
-    { sequelize, memoryStore: store, engine: extra.engine },
+    { sequelize, memoryStore: store, engine: extra.engine, otpDelivery: extra.otpDelivery },
   );
   return {
     auth,

@@ -121,6 +121,9 @@ const S_AuthResponse = {
     refresh_token: { kind: 'optional', inner: { kind: 'string' } },
     expires_in: { kind: 'optional', inner: { kind: 'int' } },
     user: { kind: 'optional', inner: S_User },
+    authenticator_secret: { kind: 'optional', inner: { kind: 'string' } },
+    authenticator_uri: { kind: 'optional', inner: { kind: 'string' } },
+    authenticator_recovery_codes: { kind: 'optional', inner: { kind: 'list', item: { kind: 'string' } } },
   },
 } as const;
 const S_LoginRequest = {
@@ -223,6 +226,72 @@ const S_ValidateSessionResponse = {
   fields: {
     is_valid: { kind: 'bool' },
     user: S_User,
+  },
+} as const;
+const S_VerifyOtpRequest = {
+  kind: 'object',
+  name: 'VerifyOtpRequest',
+  fields: {
+    email: { kind: 'optional', inner: { kind: 'string', maxLength: 320 } },
+    phone_number: { kind: 'optional', inner: { kind: 'string', maxLength: 32 } },
+    otp: { kind: 'string', minLength: 1, maxLength: 16 },
+    is_totp: { kind: 'optional', inner: { kind: 'bool' } },
+    state: { kind: 'optional', inner: { kind: 'string', maxLength: 1024 } },
+  },
+} as const;
+const S_ResendOtpRequest = {
+  kind: 'object',
+  name: 'ResendOtpRequest',
+  fields: {
+    email: { kind: 'optional', inner: { kind: 'string', maxLength: 320 } },
+    phone_number: { kind: 'optional', inner: { kind: 'string', maxLength: 32 } },
+    state: { kind: 'optional', inner: { kind: 'string', maxLength: 1024 } },
+  },
+} as const;
+const S_MagicLinkLoginRequest = {
+  kind: 'object',
+  name: 'MagicLinkLoginRequest',
+  fields: {
+    email: { kind: 'string', minLength: 1, maxLength: 320 },
+    roles: { kind: 'optional', inner: { kind: 'list', item: { kind: 'string', maxLength: 256 }, maxItems: 100 } },
+    scope: { kind: 'optional', inner: { kind: 'list', item: { kind: 'string', maxLength: 256 }, maxItems: 100 } },
+    state: { kind: 'optional', inner: { kind: 'string', maxLength: 1024 } },
+    redirect_uri: { kind: 'optional', inner: { kind: 'string', maxLength: 2048 } },
+  },
+} as const;
+const S_VerifyEmailRequest = {
+  kind: 'object',
+  name: 'VerifyEmailRequest',
+  fields: {
+    token: { kind: 'string', minLength: 1, maxLength: 512 },
+    state: { kind: 'optional', inner: { kind: 'string', maxLength: 1024 } },
+  },
+} as const;
+const S_ResendVerifyEmailRequest = {
+  kind: 'object',
+  name: 'ResendVerifyEmailRequest',
+  fields: {
+    email: { kind: 'string', minLength: 1, maxLength: 320 },
+    identifier: { kind: 'string', minLength: 1, maxLength: 64 },
+    state: { kind: 'optional', inner: { kind: 'string', maxLength: 1024 } },
+  },
+} as const;
+const S_ForgotPasswordRequest = {
+  kind: 'object',
+  name: 'ForgotPasswordRequest',
+  fields: {
+    email: { kind: 'optional', inner: { kind: 'string', maxLength: 320 } },
+    phone_number: { kind: 'optional', inner: { kind: 'string', maxLength: 32 } },
+    state: { kind: 'optional', inner: { kind: 'string', maxLength: 1024 } },
+    redirect_uri: { kind: 'optional', inner: { kind: 'string', maxLength: 2048 } },
+  },
+} as const;
+const S_ForgotPasswordResponse = {
+  kind: 'object',
+  name: 'ForgotPasswordResponse',
+  fields: {
+    message: { kind: 'string' },
+    should_show_mobile_otp_screen: { kind: 'optional', inner: { kind: 'bool' } },
   },
 } as const;
 const S_ContextualTupleInput = {
@@ -840,7 +909,7 @@ export const CLIENT_OPERATIONS = [
     protocols: ['graphql', 'rest', 'grpc'],
     rest: { method: 'POST', path: '/v1/signup' },
     grpc: { service: 'Latchkey', method: 'Signup' },
-    document: 'mutation($params: SignupRequest) { signup(params: $params) { message should_show_email_otp_screen should_show_mobile_otp_screen should_show_totp_screen access_token id_token refresh_token expires_in user { id email email_verified signup_methods given_name family_name middle_name nickname preferred_username gender birthdate phone_number phone_number_verified picture roles created_at updated_at revoked_timestamp is_multi_factor_auth_enabled app_data } } }',
+    document: 'mutation($params: SignupRequest) { signup(params: $params) { message should_show_email_otp_screen should_show_mobile_otp_screen should_show_totp_screen access_token id_token refresh_token expires_in user { id email email_verified signup_methods given_name family_name middle_name nickname preferred_username gender birthdate phone_number phone_number_verified picture roles created_at updated_at revoked_timestamp is_multi_factor_auth_enabled app_data } authenticator_secret authenticator_uri authenticator_recovery_codes } }',
     input: S_SignupRequest,
     output: S_AuthResponse,
   },
@@ -852,7 +921,7 @@ export const CLIENT_OPERATIONS = [
     protocols: ['graphql', 'rest', 'grpc'],
     rest: { method: 'POST', path: '/v1/login' },
     grpc: { service: 'Latchkey', method: 'Login' },
-    document: 'mutation($params: LoginRequest) { login(params: $params) { message should_show_email_otp_screen should_show_mobile_otp_screen should_show_totp_screen access_token id_token refresh_token expires_in user { id email email_verified signup_methods given_name family_name middle_name nickname preferred_username gender birthdate phone_number phone_number_verified picture roles created_at updated_at revoked_timestamp is_multi_factor_auth_enabled app_data } } }',
+    document: 'mutation($params: LoginRequest) { login(params: $params) { message should_show_email_otp_screen should_show_mobile_otp_screen should_show_totp_screen access_token id_token refresh_token expires_in user { id email email_verified signup_methods given_name family_name middle_name nickname preferred_username gender birthdate phone_number phone_number_verified picture roles created_at updated_at revoked_timestamp is_multi_factor_auth_enabled app_data } authenticator_secret authenticator_uri authenticator_recovery_codes } }',
     input: S_LoginRequest,
     output: S_AuthResponse,
   },
@@ -864,7 +933,7 @@ export const CLIENT_OPERATIONS = [
     protocols: ['graphql', 'rest', 'grpc'],
     rest: { method: 'POST', path: '/v1/session' },
     grpc: { service: 'Latchkey', method: 'Session' },
-    document: 'query($params: SessionRequest) { session(params: $params) { message should_show_email_otp_screen should_show_mobile_otp_screen should_show_totp_screen access_token id_token refresh_token expires_in user { id email email_verified signup_methods given_name family_name middle_name nickname preferred_username gender birthdate phone_number phone_number_verified picture roles created_at updated_at revoked_timestamp is_multi_factor_auth_enabled app_data } } }',
+    document: 'query($params: SessionRequest) { session(params: $params) { message should_show_email_otp_screen should_show_mobile_otp_screen should_show_totp_screen access_token id_token refresh_token expires_in user { id email email_verified signup_methods given_name family_name middle_name nickname preferred_username gender birthdate phone_number phone_number_verified picture roles created_at updated_at revoked_timestamp is_multi_factor_auth_enabled app_data } authenticator_secret authenticator_uri authenticator_recovery_codes } }',
     input: S_SessionRequest,
     output: S_AuthResponse,
   },
@@ -963,6 +1032,78 @@ export const CLIENT_OPERATIONS = [
     document: 'query($params: ValidateSessionRequest) { validate_session(params: $params) { is_valid user { id email email_verified signup_methods given_name family_name middle_name nickname preferred_username gender birthdate phone_number phone_number_verified picture roles created_at updated_at revoked_timestamp is_multi_factor_auth_enabled app_data } } }',
     input: S_ValidateSessionRequest,
     output: S_ValidateSessionResponse,
+  },
+  {
+    name: 'verify_otp',
+    admin: false,
+    kind: 'mutation',
+    graphql: 'verify_otp',
+    protocols: ['graphql', 'rest', 'grpc'],
+    rest: { method: 'POST', path: '/v1/verify_otp' },
+    grpc: { service: 'Latchkey', method: 'VerifyOtp' },
+    document: 'mutation($params: VerifyOtpRequest) { verify_otp(params: $params) { message should_show_email_otp_screen should_show_mobile_otp_screen should_show_totp_screen access_token id_token refresh_token expires_in user { id email email_verified signup_methods given_name family_name middle_name nickname preferred_username gender birthdate phone_number phone_number_verified picture roles created_at updated_at revoked_timestamp is_multi_factor_auth_enabled app_data } authenticator_secret authenticator_uri authenticator_recovery_codes } }',
+    input: S_VerifyOtpRequest,
+    output: S_AuthResponse,
+  },
+  {
+    name: 'resend_otp',
+    admin: false,
+    kind: 'mutation',
+    graphql: 'resend_otp',
+    protocols: ['graphql', 'rest', 'grpc'],
+    rest: { method: 'POST', path: '/v1/resend_otp' },
+    grpc: { service: 'Latchkey', method: 'ResendOtp' },
+    document: 'mutation($params: ResendOtpRequest) { resend_otp(params: $params) { message } }',
+    input: S_ResendOtpRequest,
+    output: S_Response,
+  },
+  {
+    name: 'magic_link_login',
+    admin: false,
+    kind: 'mutation',
+    graphql: 'magic_link_login',
+    protocols: ['graphql', 'rest', 'grpc'],
+    rest: { method: 'POST', path: '/v1/magic_link_login' },
+    grpc: { service: 'Latchkey', method: 'MagicLinkLogin' },
+    document: 'mutation($params: MagicLinkLoginRequest) { magic_link_login(params: $params) { message } }',
+    input: S_MagicLinkLoginRequest,
+    output: S_Response,
+  },
+  {
+    name: 'verify_email',
+    admin: false,
+    kind: 'mutation',
+    graphql: 'verify_email',
+    protocols: ['graphql', 'rest', 'grpc'],
+    rest: { method: 'POST', path: '/v1/verify_email' },
+    grpc: { service: 'Latchkey', method: 'VerifyEmail' },
+    document: 'mutation($params: VerifyEmailRequest) { verify_email(params: $params) { message should_show_email_otp_screen should_show_mobile_otp_screen should_show_totp_screen access_token id_token refresh_token expires_in user { id email email_verified signup_methods given_name family_name middle_name nickname preferred_username gender birthdate phone_number phone_number_verified picture roles created_at updated_at revoked_timestamp is_multi_factor_auth_enabled app_data } authenticator_secret authenticator_uri authenticator_recovery_codes } }',
+    input: S_VerifyEmailRequest,
+    output: S_AuthResponse,
+  },
+  {
+    name: 'resend_verify_email',
+    admin: false,
+    kind: 'mutation',
+    graphql: 'resend_verify_email',
+    protocols: ['graphql', 'rest', 'grpc'],
+    rest: { method: 'POST', path: '/v1/resend_verify_email' },
+    grpc: { service: 'Latchkey', method: 'ResendVerifyEmail' },
+    document: 'mutation($params: ResendVerifyEmailRequest) { resend_verify_email(params: $params) { message } }',
+    input: S_ResendVerifyEmailRequest,
+    output: S_Response,
+  },
+  {
+    name: 'forgot_password',
+    admin: false,
+    kind: 'mutation',
+    graphql: 'forgot_password',
+    protocols: ['graphql', 'rest', 'grpc'],
+    rest: { method: 'POST', path: '/v1/forgot_password' },
+    grpc: { service: 'Latchkey', method: 'ForgotPassword' },
+    document: 'mutation($params: ForgotPasswordRequest) { forgot_password(params: $params) { message should_show_mobile_otp_screen } }',
+    input: S_ForgotPasswordRequest,
+    output: S_ForgotPasswordResponse,
   },
   {
     name: 'check_permissions',

@@ -17,6 +17,7 @@ import { LatchkeyError } from '../../engine/errors.ts';
 import type { Engine } from '../../engine/index.ts';
 import {
   AuthService,
+  MFA_COOKIE,
   SESSION_COOKIE,
   SESSION_DOMAIN_COOKIE,
   createMemoryStore,
@@ -36,10 +37,12 @@ import { EMPTY, MESSAGE, s } from '../shape.ts';
 import type { WebhookEvent } from '../../admin/index.ts';
 import { USER, recordUserEvent } from './admin.ts';
 import { ALL_PROTOCOLS, defineOperation, type AnyOperation } from './types.ts';
+import { otpDeliveryOf } from './otp_delivery.ts';
 import { signupVerification } from './link_mail.ts';
 
 // ------------------------------------------------------------------ shapes
 
+/** The AuthResponse of signup, login, session, verify_email and verify_otp. */
 export const AUTH_RESPONSE = s.object(
   'AuthResponse',
   {
@@ -52,6 +55,9 @@ export const AUTH_RESPONSE = s.object(
     refresh_token: s.optional(s.string({ doc: 'Rotating refresh token (scope offline_access, the default)' })),
     expires_in: s.optional(s.int({ doc: 'Seconds until the access token expires' })),
     user: s.optional(USER),
+    authenticator_secret: s.optional(s.string({ doc: 'TOTP enrolment (first TOTP challenge): the base32 secret for the authenticator app' })),
+    authenticator_uri: s.optional(s.string({ doc: 'TOTP enrolment: the otpauth:// URI of the secret (what a QR code encodes)' })),
+    authenticator_recovery_codes: s.optional(s.list(s.string(), { doc: 'TOTP enrolment: single-use recovery codes, shown this once' })),
   },
   { doc: 'The result of signup, login and session' },
 );
@@ -154,6 +160,7 @@ export function callContext(ctx: RequestContext): AuthCallContext {
     principal: p.kind === 'user' ? { ...p, kind: 'user' } : p.kind === 'super_admin' ? { kind: 'super_admin' } : { kind: 'anonymous' },
     sessionCookie: sessionCookieOf(ctx.credentials.cookies),
     bearer: ctx.credentials.bearer,
+    mfaCookie: ctx.credentials.cookies?.[MFA_COOKIE],
   };
 }
 
@@ -187,6 +194,17 @@ export function setSessionCookies(ctx: RequestContext, result: AuthResult): void
   ctx.cookies.set(SESSION_DOMAIN_COOKIE, result.session.token, { ...base, maxAgeSeconds: result.session.maxAgeSeconds, ...(domain ? { domain } : {}) });
 }
 
+/** Sets the `mfa` challenge cookie (host-only, HttpOnly) when a result opened an MFA challenge. */
+export function setMfaCookie(ctx: RequestContext, result: AuthResult): void {
+  if (result.mfaSession === undefined) return;
+  ctx.cookies.set(MFA_COOKIE, result.mfaSession.token, { ...cookieBase(ctx.services.config), maxAgeSeconds: result.mfaSession.maxAgeSeconds });
+}
+
+/** Clears the `mfa` challenge cookie. */
+export function clearMfaCookie(ctx: RequestContext): void {
+  ctx.cookies.clear(MFA_COOKIE, cookieBase(ctx.services.config));
+}
+
 /** Clears the session cookie pair. */
 export function clearSessionCookies(ctx: RequestContext): void {
   const base = cookieBase(ctx.services.config);
@@ -218,7 +236,7 @@ export async function audit(
 }
 
 /** The internal reason and user of a refused login (carried in the error's never-serialized cause). */
-function failureOf(err: unknown): { reason: string; userId?: string } | undefined {
+export function failureOf(err: unknown): { reason: string; userId?: string } | undefined {
   if (!(err instanceof LatchkeyError)) return undefined;
   const cause = err.cause as { internal_reason?: unknown; user_id?: unknown } | undefined;
   const reason = typeof cause?.internal_reason === 'string' ? cause.internal_reason : err.reason ?? err.code;
@@ -274,6 +292,7 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
       }
       if (result.response.user !== undefined) await audit(ctx, 'user.login_success', { userId: result.response.user.id, user: result.record, webhook: 'user.login' });
       setSessionCookies(ctx, result);
+      setMfaCookie(ctx, result);
       return result.response as never;
     },
   }),
@@ -463,9 +482,11 @@ export async function plugAuth(services: Services): Promise<AuthService> {
       enableTotpLogin: c.enableMfa && c.enableTotpLogin,
       enableMfa: c.enableMfa,
       enforceMfa: c.enableMfa && c.enforceMfa,
+      mfaSecret: c.clientSecret ?? '',
+      totpIssuer: c.organizationName ?? 'Latchkey',
       now: () => services.clock.now().getTime(),
     },
-    { sequelize: services.sequelize, memoryStore, engine: permissionEngine },
+    { sequelize: services.sequelize, memoryStore, engine: permissionEngine, otpDelivery: otpDeliveryOf(services) },
   );
   services.auth = auth;
   const authenticator: Authenticator = async (credentials) => {

@@ -9,12 +9,14 @@ import { checkTable, type AnyOperation } from './types.ts';
 import { META_OPERATIONS } from './meta.ts';
 import { ADMIN_OPERATIONS } from './admin.ts';
 import { AUTH_OPERATIONS } from './auth.ts';
+import { MFA_OPERATIONS } from './mfa.ts';
 import { PERMISSION_OPERATIONS } from './permissions.ts';
 import { VERIFICATION_OPERATIONS } from './verification.ts';
 
 export const OPERATIONS: readonly AnyOperation[] = checkTable([
   ...META_OPERATIONS,
   ...AUTH_OPERATIONS,
+  ...MFA_OPERATIONS,
   ...VERIFICATION_OPERATIONS,
   ...PERMISSION_OPERATIONS,
   ...ADMIN_OPERATIONS,

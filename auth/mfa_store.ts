@@ -1,0 +1,197 @@
+/**
+ * The multi-factor tables of the main database:
+ * - `otps`: the pending one-time code of a user (at most one), stored as an
+ *   HMAC-SHA256 digest with its expiry; using it deletes the row, so of two
+ *   concurrent uses exactly one wins.
+ * - `authenticators`: a user's TOTP enrolment, UNIQUE(user_id, method): the
+ *   secret encrypted, the recovery codes as digests, the last accepted time
+ *   step (a TOTP code is accepted once) and when the enrolment was confirmed.
+ *
+ * Only digests and ciphertexts are written here; {@link MfaFlows} computes
+ * them. Every conditional write reports whether it won, so single use holds
+ * across processes.
+ */
+import { randomUUID } from 'node:crypto';
+import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
+import { runMigrations, type Migration } from '../engine/sql/migrate.ts';
+
+export const MFA_MIGRATIONS: readonly Migration[] = [
+  {
+    id: '0001_otps_authenticators',
+    async up({ sequelize, transaction }) {
+      await sequelize.query(
+        `CREATE TABLE otps (
+          id VARCHAR(36) NOT NULL PRIMARY KEY,
+          user_id VARCHAR(36) NOT NULL,
+          email VARCHAR(320) NULL,
+          phone_number VARCHAR(32) NULL,
+          otp CHAR(64) NOT NULL,
+          expires_at BIGINT NOT NULL,
+          created_at BIGINT NOT NULL,
+          updated_at BIGINT NOT NULL)`,
+        { transaction },
+      );
+      await sequelize.query('CREATE UNIQUE INDEX otps_user ON otps (user_id)', { transaction });
+      await sequelize.query('CREATE INDEX otps_email ON otps (email)', { transaction });
+      await sequelize.query('CREATE INDEX otps_phone_number ON otps (phone_number)', { transaction });
+      await sequelize.query(
+        `CREATE TABLE authenticators (
+          id VARCHAR(36) NOT NULL PRIMARY KEY,
+          user_id VARCHAR(36) NOT NULL,
+          method VARCHAR(16) NOT NULL,
+          secret VARCHAR(512) NOT NULL,
+          recovery_codes TEXT NOT NULL,
+          last_time_step BIGINT NULL,
+          verified_at BIGINT NULL,
+          created_at BIGINT NOT NULL,
+          updated_at BIGINT NOT NULL)`,
+        { transaction },
+      );
+      await sequelize.query('CREATE UNIQUE INDEX authenticators_user_method ON authenticators (user_id, method)', { transaction });
+    },
+  },
+];
+
+/** A pending one-time code. Times are unix seconds. */
+export interface OtpRow {
+  id: string;
+  user_id: string;
+  otp: string;
+  expires_at: number;
+}
+
+/** A TOTP enrolment. `recovery_codes` is the stored JSON text (digests). */
+export interface AuthenticatorRow {
+  id: string;
+  user_id: string;
+  method: string;
+  secret: string;
+  recovery_codes: string;
+  last_time_step: number | null;
+  verified_at: number | null;
+}
+
+const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v));
+const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : num(v));
+
+/** The `otps` and `authenticators` tables. */
+export class MfaStore {
+  readonly #db: Sequelize;
+  readonly #now: () => number;
+
+  constructor(options: { sequelize: Sequelize; nowSeconds: () => number }) {
+    this.#db = options.sequelize;
+    this.#now = options.nowSeconds;
+  }
+
+  /** Runs the migrations (component `auth_mfa`). Idempotent. */
+  async init(): Promise<void> {
+    await runMigrations(this.#db, 'auth_mfa', MFA_MIGRATIONS);
+  }
+
+  async #count(sql: string, replacements: unknown[], type: 'update' | 'delete'): Promise<number> {
+    if (type === 'delete') return Number(await this.#db.query(sql, { replacements, type: QueryTypes.BULKDELETE }));
+    const result = (await this.#db.query(sql, { replacements, type: QueryTypes.UPDATE })) as unknown as [unknown, number];
+    return Number(result[1]);
+  }
+
+  /** Replaces the user's pending code (the old one stops working) and sweeps expired ones. */
+  async putOtp(input: { userId: string; email: string | null; phoneNumber: string | null; digest: string; ttlSeconds: number }): Promise<void> {
+    const now = this.#now();
+    await this.#db.transaction(async (transaction) => {
+      await this.#db.query('DELETE FROM otps WHERE user_id = ? OR expires_at <= ?', { replacements: [input.userId, now], transaction });
+      await this.#db.query('INSERT INTO otps (id, user_id, email, phone_number, otp, expires_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)', {
+        replacements: [randomUUID(), input.userId, input.email, input.phoneNumber, input.digest, now + input.ttlSeconds, now, now],
+        transaction,
+      });
+    });
+  }
+
+  /** The user's pending code, expired or not. */
+  async getOtp(userId: string): Promise<OtpRow | undefined> {
+    const rows = await this.#db.query<Record<string, unknown>>('SELECT id, user_id, otp, expires_at FROM otps WHERE user_id = ?', {
+      replacements: [userId],
+      type: QueryTypes.SELECT,
+    });
+    const r = rows[0];
+    return r === undefined ? undefined : { id: String(r['id']), user_id: String(r['user_id']), otp: String(r['otp']), expires_at: num(r['expires_at']) };
+  }
+
+  /** Deletes a code; true when this call removed it (of concurrent uses, one wins). */
+  async deleteOtp(id: string): Promise<boolean> {
+    return (await this.#count('DELETE FROM otps WHERE id = ?', [id], 'delete')) === 1;
+  }
+
+  /** The user's authenticator of `method`, confirmed or not. */
+  async getAuthenticator(userId: string, method: string): Promise<AuthenticatorRow | undefined> {
+    const rows = await this.#db.query<Record<string, unknown>>('SELECT * FROM authenticators WHERE user_id = ? AND method = ?', {
+      replacements: [userId, method],
+      type: QueryTypes.SELECT,
+    });
+    const r = rows[0];
+    if (r === undefined) return undefined;
+    return {
+      id: String(r['id']),
+      user_id: String(r['user_id']),
+      method: String(r['method']),
+      secret: String(r['secret']),
+      recovery_codes: String(r['recovery_codes']),
+      last_time_step: numOrNull(r['last_time_step']),
+      verified_at: numOrNull(r['verified_at']),
+    };
+  }
+
+  /**
+   * Records a new, unconfirmed enrolment, replacing an unconfirmed one.
+   * False when a confirmed enrolment exists (it is never replaced here).
+   */
+  async putPendingAuthenticator(input: { userId: string; method: string; secret: string; recoveryCodes: string }): Promise<boolean> {
+    const now = this.#now();
+    return this.#db.transaction(async (transaction) => {
+      await this.#db.query('DELETE FROM authenticators WHERE user_id = ? AND method = ? AND verified_at IS NULL', {
+        replacements: [input.userId, input.method],
+        transaction,
+      });
+      const existing = await this.#db.query('SELECT id FROM authenticators WHERE user_id = ? AND method = ?', {
+        replacements: [input.userId, input.method],
+        type: QueryTypes.SELECT,
+        transaction,
+      });
+      if (existing.length > 0) return false;
+      await this.#db.query(
+        'INSERT INTO authenticators (id, user_id, method, secret, recovery_codes, last_time_step, verified_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, NULL, NULL, ?, ?)',
+        { replacements: [randomUUID(), input.userId, input.method, input.secret, input.recoveryCodes, now, now], transaction },
+      );
+      return true;
+    });
+  }
+
+  /**
+   * Records `timeStep` as the last accepted TOTP step and confirms the
+   * enrolment; true when this call moved the step forward (a code, or an
+   * older one, presented again is refused).
+   */
+  async acceptTimeStep(id: string, timeStep: number): Promise<boolean> {
+    const now = this.#now();
+    return (
+      (await this.#count(
+        'UPDATE authenticators SET last_time_step = ?, verified_at = COALESCE(verified_at, ?), updated_at = ? WHERE id = ? AND (last_time_step IS NULL OR last_time_step < ?)',
+        [timeStep, now, now, id, timeStep],
+        'update',
+      )) === 1
+    );
+  }
+
+  /** Replaces the recovery codes only if they still are `expected`; true when this call changed them. */
+  async replaceRecoveryCodes(id: string, expected: string, next: string): Promise<boolean> {
+    const now = this.#now();
+    return (await this.#count('UPDATE authenticators SET recovery_codes = ?, updated_at = ? WHERE id = ? AND recovery_codes = ?', [next, now, id, expected], 'update')) === 1;
+  }
+
+  /** Removes the user's codes and enrolments (deactivation, deletion), inside `transaction` when given. */
+  async deleteUserData(userId: string, transaction?: Transaction): Promise<void> {
+    const t = transaction === undefined ? {} : { transaction };
+    await this.#db.query('DELETE FROM otps WHERE user_id = ?', { replacements: [userId], ...t });
+    await this.#db.query('DELETE FROM authenticators WHERE user_id = ?', { replacements: [userId], ...t });
+  }
+}

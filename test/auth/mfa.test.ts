@@ -1,0 +1,179 @@
+/**
+ * The second factor in the identity service on a real database with an
+ * injected clock: code expiry, challenge-session expiry, lockout and its
+ * window, resend, single use under concurrency, TOTP replay, recovery codes,
+ * and removal of the user's MFA rows on deactivation and deletion. Codes
+ * reach the test through the delivery port the server wires to SMTP / SMS.
+ * SQLite always; PostgreSQL and MySQL when configured.
+ */
+import test from 'ava';
+import { QueryTypes } from 'sequelize';
+import { generate } from 'otplib';
+import { sqlBackends } from '../helpers/databases.ts';
+import type { AuthResult, OtpDelivery, UserRecord } from '../../auth/index.ts';
+import { STRONG_PASSWORD, errorOf, makeService, manualClock, type ServiceFixture } from './fixtures.ts';
+
+/** A delivery port that keeps the last code per address. */
+function inbox(): { delivery: OtpDelivery; last: Map<string, string> } {
+  const last = new Map<string, string>();
+  return {
+    last,
+    delivery: {
+      email: async (user: UserRecord, code: string) => void last.set(user.email ?? '', code),
+      sms: async (phone: string, code: string) => void last.set(phone, code),
+    },
+  };
+}
+
+async function rowsOf(f: ServiceFixture, table: string, userId: string): Promise<number> {
+  const rows = await f.sequelize.query<{ n: number | string }>(`SELECT COUNT(*) AS n FROM ${table} WHERE user_id = ?`, { replacements: [userId], type: QueryTypes.SELECT });
+  return Number(rows[0]?.n ?? 0);
+}
+
+const mfaCookie = (r: AuthResult): string => {
+  if (r.mfaSession === undefined) throw new Error('no MFA challenge');
+  return r.mfaSession.token;
+};
+
+for (const backend of sqlBackends()) {
+  test(`email OTP: no tokens before the code; expiry after 1 minute; wrong, reused and resent-away codes refused (${backend})`, async (t) => {
+    const clock = manualClock();
+    const box = inbox();
+    const f = await makeService({ enableMfa: true, enforceMfa: true, enableEmailOtp: true, now: clock.now }, { backend, otpDelivery: box.delivery });
+    try {
+      const email = 'otp@example.com';
+      await f.auth.signup({ email, password: STRONG_PASSWORD });
+      const login = await f.auth.login({ email, password: STRONG_PASSWORD });
+      t.true(login.response.should_show_email_otp_screen);
+      t.is(login.response.access_token, undefined);
+      t.is(login.session, undefined);
+      const first = box.last.get(email)!;
+      t.regex(first, /^[0-9]{6}$/);
+      const wrong = first === '000000' ? '000001' : '000000';
+      t.is((await errorOf(f.auth.verifyOtp({ email, otp: wrong }, { mfaCookie: mfaCookie(login) }))).reason, 'invalid_otp');
+      t.is((await errorOf(f.auth.verifyOtp({ email, otp: first }, {}))).reason, 'invalid_mfa_session');
+      t.is((await errorOf(f.auth.verifyOtp({ email: 'other@example.com', otp: first }, { mfaCookie: mfaCookie(login) }))).reason, 'invalid_mfa_session');
+      t.is((await errorOf(f.auth.verifyOtp({ email, otp: first, is_totp: true }, { mfaCookie: mfaCookie(login) }))).reason, 'mfa_method_mismatch');
+
+      // Resend: new code and cookie; the old ones stop working.
+      const resent = await f.auth.resendOtp({ email }, { mfaCookie: mfaCookie(login) });
+      const second = box.last.get(email)!;
+      t.is((await errorOf(f.auth.verifyOtp({ email, otp: second }, { mfaCookie: mfaCookie(login) }))).reason, 'invalid_mfa_session');
+      if (second !== first) t.is((await errorOf(f.auth.verifyOtp({ email, otp: first }, { mfaCookie: mfaCookie(resent) }))).reason, 'invalid_otp');
+
+      // Expired after 60 s (the challenge session lives 180 s).
+      clock.advance(61_000);
+      t.is((await errorOf(f.auth.verifyOtp({ email, otp: second }, { mfaCookie: mfaCookie(resent) }))).reason, 'otp_expired');
+
+      const again = await f.auth.login({ email, password: STRONG_PASSWORD });
+      const third = box.last.get(email)!;
+      const ok = await f.auth.verifyOtp({ email, otp: third }, { mfaCookie: mfaCookie(again) });
+      t.truthy(ok.response.access_token);
+      t.truthy(ok.session?.token);
+      t.is(ok.method, 'email_otp');
+      t.truthy(await f.auth.authenticate({ bearer: ok.response.access_token }));
+      // Single use: the challenge is over, and the code is gone for a new one.
+      t.is((await errorOf(f.auth.verifyOtp({ email, otp: third }, { mfaCookie: mfaCookie(again) }))).reason, 'invalid_mfa_session');
+      const fourth = await f.auth.login({ email, password: STRONG_PASSWORD });
+      if (box.last.get(email) !== third) t.is((await errorOf(f.auth.verifyOtp({ email, otp: third }, { mfaCookie: mfaCookie(fourth) }))).reason, 'invalid_otp');
+
+      // The challenge session itself expires after 3 minutes.
+      clock.advance(181_000);
+      t.is((await errorOf(f.auth.verifyOtp({ email, otp: box.last.get(email)! }, { mfaCookie: mfaCookie(fourth) }))).reason, 'invalid_mfa_session');
+    } finally {
+      await f.close();
+    }
+  });
+
+  test(`lockout: the 6th code within 15 minutes is refused even when right; the window ends (${backend})`, async (t) => {
+    const clock = manualClock();
+    const box = inbox();
+    const f = await makeService({ enableMfa: true, enableSmsOtp: true, enableMobileBasicAuthentication: true, now: clock.now }, { backend, otpDelivery: box.delivery });
+    try {
+      const phone = '+15550002222';
+      const signup = await f.auth.signup({ phone_number: phone, password: STRONG_PASSWORD });
+      await f.auth.users.update(signup.response.user!.id, { is_multi_factor_auth_enabled: true });
+      const login = await f.auth.login({ phone_number: phone, password: STRONG_PASSWORD });
+      t.true(login.response.should_show_mobile_otp_screen);
+      const code = box.last.get(phone)!;
+      const wrong = code === '999999' ? '999998' : '999999';
+      for (let i = 0; i < 5; i++) t.is((await errorOf(f.auth.verifyOtp({ phone_number: phone, otp: wrong }, { mfaCookie: mfaCookie(login) }))).reason, 'invalid_otp');
+      const locked = await errorOf(f.auth.verifyOtp({ phone_number: phone, otp: code }, { mfaCookie: mfaCookie(login) }));
+      t.is(locked.code, 'resource_exhausted');
+      t.is(locked.reason, 'too_many_attempts');
+      t.true(Number(locked.details?.['retry_after_seconds']) > 0);
+      clock.advance(901_000);
+      const later = await f.auth.login({ phone_number: phone, password: STRONG_PASSWORD });
+      const ok = await f.auth.verifyOtp({ phone_number: phone, otp: box.last.get(phone)! }, { mfaCookie: mfaCookie(later) });
+      t.truthy(ok.response.access_token);
+    } finally {
+      await f.close();
+    }
+  });
+
+  test(`TOTP: enrolment, replayed code refused, recovery code once, rows removed on deactivation and deletion (${backend})`, async (t) => {
+    const clock = manualClock();
+    const f = await makeService({ enableMfa: true, enforceMfa: true, enableTotpLogin: true, now: clock.now }, { backend });
+    try {
+      const email = 'totp@example.com';
+      const signup = await f.auth.signup({ email, password: STRONG_PASSWORD });
+      const userId = signup.response.user!.id;
+      const first = await f.auth.login({ email, password: STRONG_PASSWORD });
+      t.true(first.response.should_show_totp_screen);
+      t.is(first.response.access_token, undefined);
+      const secret = first.response.authenticator_secret!;
+      t.regex(first.response.authenticator_uri!, /^otpauth:\/\/totp\//);
+      const recovery = first.response.authenticator_recovery_codes!;
+      t.is(recovery.length, 10);
+      const epoch = () => Math.floor(clock.now() / 1000);
+      // Before enrolment is confirmed, a recovery code is refused.
+      t.is((await errorOf(f.auth.verifyOtp({ email, otp: recovery[0]!, is_totp: true }, { mfaCookie: mfaCookie(first) }))).reason, 'invalid_otp');
+      const code = await generate({ secret, epoch: epoch() });
+      const enrolled = await f.auth.verifyOtp({ email, otp: code, is_totp: true }, { mfaCookie: mfaCookie(first) });
+      t.true(enrolled.enrolled);
+      t.truthy(enrolled.response.access_token);
+
+      const second = await f.auth.login({ email, password: STRONG_PASSWORD });
+      t.is(second.response.authenticator_secret, undefined);
+      t.is((await errorOf(f.auth.verifyOtp({ email, otp: code, is_totp: true }, { mfaCookie: mfaCookie(second) }))).reason, 'otp_already_used');
+      clock.advance(30_000);
+      const next = await f.auth.verifyOtp({ email, otp: await generate({ secret, epoch: epoch() }), is_totp: true }, { mfaCookie: mfaCookie(second) });
+      t.false(next.enrolled);
+
+      const third = await f.auth.login({ email, password: STRONG_PASSWORD });
+      const viaRecovery = await f.auth.verifyOtp({ email, otp: recovery[3]!.toUpperCase(), is_totp: true }, { mfaCookie: mfaCookie(third) });
+      t.true(viaRecovery.recoveryCodeUsed);
+      const fourth = await f.auth.login({ email, password: STRONG_PASSWORD });
+      t.is((await errorOf(f.auth.verifyOtp({ email, otp: recovery[3]!, is_totp: true }, { mfaCookie: mfaCookie(fourth) }))).reason, 'invalid_otp');
+
+      t.is(await rowsOf(f, 'authenticators', userId), 1);
+      await f.auth.deactivateAccount({ principal: (await f.auth.authenticate({ bearer: viaRecovery.response.access_token }))! });
+      t.is(await rowsOf(f, 'authenticators', userId), 0);
+    } finally {
+      await f.close();
+    }
+  });
+
+  test(`concurrent verifications of one code: exactly one session; delete removes pending codes (${backend})`, async (t) => {
+    const box = inbox();
+    const f = await makeService({ enableMfa: true, enforceMfa: true, enableEmailOtp: true }, { backend, otpDelivery: box.delivery });
+    try {
+      const email = 'race@example.com';
+      await f.auth.signup({ email, password: STRONG_PASSWORD });
+      const login = await f.auth.login({ email, password: STRONG_PASSWORD });
+      const code = box.last.get(email)!;
+      const results = await Promise.allSettled(Array.from({ length: 4 }, () => f.auth.verifyOtp({ email, otp: code }, { mfaCookie: mfaCookie(login) })));
+      t.is(results.filter((r) => r.status === 'fulfilled').length, 1);
+      for (const r of results) if (r.status === 'rejected') t.is((r.reason as { code: string }).code, 'unauthenticated');
+
+      const pending = await f.auth.login({ email, password: STRONG_PASSWORD });
+      t.truthy(pending.mfaSession);
+      const user = (await f.auth.users.findByEmail(email))!;
+      t.is(await rowsOf(f, 'otps', user.id), 1);
+      await f.sequelize.transaction(async (transaction) => f.auth.deleteUserData(user, transaction));
+      t.is(await rowsOf(f, 'otps', user.id), 0);
+    } finally {
+      await f.close();
+    }
+  });
+}
