@@ -8,29 +8,11 @@
 import test from 'ava';
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
 import { sqlBackends } from '../helpers/databases.ts';
-import { startSmtp, type Smtp } from './smtp.ts';
+import { mailTo, startSmtp } from './smtp.ts';
 
 // With --allowed-origins set, browser-style calls must name an allowed origin (CSRF guard).
 const origin = { origin: 'https://app.example.com' };
 const admin = { 'x-service-admin-secret': TEST_ADMIN_SECRET, ...origin };
-
-/** The decoded text of a raw MIME mail (quoted-printable soft breaks and escapes undone, HTML ampersands unescaped). */
-function decode(raw: string): string {
-  return raw
-    .replace(/=\r?\n/g, '')
-    .replace(/=([0-9A-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16)))
-    .replace(/&amp;/g, '&');
-}
-
-async function mailTo(smtp: Smtp, email: string): Promise<string> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const mail = smtp.mails.map(decode).find((m) => new RegExp(`^To: .*${email.replace('.', '\\.')}`, 'mi').test(m));
-    if (mail !== undefined) return mail;
-    if (Date.now() > deadline) throw new Error(`no mail to ${email}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 async function pending(srv: TestServer): Promise<Array<Record<string, unknown>>> {
   const r = await srv.call('verification_requests', { pagination: { page: 1, limit: 100 } }, { protocol: 'rest', headers: admin });

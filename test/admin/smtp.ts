@@ -39,3 +39,27 @@ export async function startSmtp(port = 0): Promise<Smtp> {
   return state;
 }
 
+/** The decoded text of a raw MIME mail (quoted-printable soft breaks and escapes undone, HTML ampersands unescaped). */
+export function decodeMail(raw: string): string {
+  return raw
+    .replace(/=\r?\n/g, '')
+    .replace(/=([0-9A-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16)))
+    .replace(/&amp;/g, '&');
+}
+
+/** The first `count` decoded mails to `email`, in arrival order; waits (at most 20 s) until they have arrived. */
+export async function mailsTo(smtp: Smtp, email: string, count = 1): Promise<string[]> {
+  const to = new RegExp(`^To: .*${email.replace(/[.+]/g, (c) => `\\${c}`)}`, 'mi');
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const mails = smtp.mails.map(decodeMail).filter((m) => to.test(m));
+    if (mails.length >= count) return mails.slice(0, count);
+    if (Date.now() > deadline) throw new Error(`${mails.length} of ${count} mails to ${email}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The first decoded mail to `email` (waits for it). */
+export async function mailTo(smtp: Smtp, email: string): Promise<string> {
+  return (await mailsTo(smtp, email, 1))[0]!;
+}
