@@ -132,6 +132,13 @@ export class AuthService {
         nowSeconds,
         signupRoles: (requested) => service.#signupRoles(requested),
         openSession: (userId, opts, ctx) => service.openSessionFor(userId, opts, ctx),
+        mfaChallenge: async (user, login) => {
+          const method = mfa.methodFor(user);
+          if (method === undefined) return undefined;
+          const roles = service.#requestedRoles(user, login.roles);
+          const { response, grant } = await mfa.challenge(user, method, { roles, scope: login.scope, loginMethod: login.loginMethod });
+          return { response, mfaSession: grant, record: user };
+        },
       });
     return new AuthService({ options: o, users, sessions, tokens, passwords, store: deps.memoryStore, engine: deps.engine, mfa, verification, email });
   }

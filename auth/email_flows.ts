@@ -57,6 +57,8 @@ export interface VerifyEmailOutcome {
   identifier: 'basic_auth_signup' | 'magic_link_login';
   /** True when this link verified the address (it was unverified before). */
   firstVerification: boolean;
+  /** True when the answer is an MFA challenge (no session yet; `verify_otp` completes the login). */
+  mfaChallenged: boolean;
 }
 
 export const VERIFICATION_SENT_MESSAGE = 'Verification email has been sent. Please check your inbox';
@@ -75,6 +77,11 @@ export interface EmailFlowsDeps {
   nowSeconds: () => number;
   /** The roles a sign-up may ask for (throws `invalid_argument` otherwise). */
   signupRoles: (requested: readonly string[] | undefined) => string[];
+  /**
+   * The MFA challenge of a login whose first factor (the link) was proven, or
+   * undefined when MFA does not apply to the user (see `MfaFlows.methodFor`).
+   */
+  mfaChallenge: (user: UserRecord, login: { loginMethod: string; roles?: readonly string[] | undefined; scope?: readonly string[] | undefined }) => Promise<AuthResult | undefined>;
   /** Opens a session for a user whose address a link proved. */
   openSession: (
     userId: string,
@@ -147,7 +154,9 @@ export class EmailFlows {
 
   /**
    * `verify_email`: uses up a sign-up or magic-link token, marks the address
-   * verified and opens a session. Errors: `unauthenticated` `invalid token`
+   * verified and opens a session — or, when MFA applies to the user, answers
+   * its challenge instead (a link is a first factor, like a password).
+   * Errors: `unauthenticated` `invalid token`
    * (unknown, used or foreign token; the user gone or deactivated),
    * `unauthenticated` `expired_token`, `permission_denied` (`access_revoked`,
    * or roles asked for with the link that the user no longer holds: the
@@ -177,17 +186,12 @@ export class EmailFlows {
       await d.users.update(user.id, patch, { transaction });
     });
     await d.memoryStore.del(grantKey(request.id));
-    const result = await d.openSession(
-      user.id,
-      {
-        loginMethod: identifier === 'magic_link_login' ? 'magic_link_login' : 'basic_auth',
-        roles: grant.roles,
-        scope: grant.scope,
-        message: 'Email verified successfully.',
-      },
-      ctx,
-    );
-    return { result, user: result.record ?? user, identifier, firstVerification };
+    const login = { loginMethod: identifier === 'magic_link_login' ? 'magic_link_login' : 'basic_auth', roles: grant.roles, scope: grant.scope };
+    const current = (await d.users.findById(user.id)) ?? user;
+    const challenge = await d.mfaChallenge(current, login);
+    if (challenge !== undefined) return { result: challenge, user: current, identifier, firstVerification, mfaChallenged: true };
+    const result = await d.openSession(user.id, { ...login, message: 'Email verified successfully.' }, ctx);
+    return { result, user: result.record ?? current, identifier, firstVerification, mfaChallenged: false };
   }
 
   /**

@@ -234,3 +234,26 @@ test('disabled flows and a server without mail refuse with failed_precondition',
     await srv.close();
   }
 });
+
+test('with MFA enforced, a magic link is a first factor: verify_email answers the challenge, verify_otp completes the login', async (t) => {
+  const flags = { 'enable-mfa': true, 'enforce-mfa': true, 'enable-email-otp': true, 'enable-totp-login': false };
+  await withServer(flags, 'sqlite', async (srv, smtp) => {
+    for (const protocol of PROTOCOLS) {
+      const email = `mfa-${protocol}@example.com`;
+      await srv.call('magic_link_login', { email }, { protocol, headers: origin });
+      const token = /token=([A-Za-z0-9_-]+)/.exec(await mailTo(smtp, email))![1]!;
+      const challenged = await srv.call('verify_email', { token }, { protocol, headers: origin });
+      t.is(challenged.error, undefined, protocol);
+      t.is(challenged.body?.['should_show_email_otp_screen'], true);
+      t.is(challenged.body?.['access_token'] ?? undefined, undefined, 'no tokens before the second factor');
+      t.false(challenged.setCookies.some((c) => SESSION_COOKIE.test(c)));
+      const mfa = challenged.setCookies.map((c) => /^mfa=([^;]+)/.exec(c)?.[1]).find((v) => v !== undefined);
+      t.truthy(mfa, 'the challenge session cookie is set');
+      const otp = /\b(\d{6})\b/.exec((await mailsTo(smtp, email, 2))[1]!.split('\r\n\r\n').slice(1).join('\n'))![1]!;
+      const done = await srv.call('verify_otp', { email, otp }, { protocol, headers: origin, cookies: { mfa: mfa! } });
+      t.is(done.error, undefined, protocol);
+      t.truthy(done.body?.['access_token']);
+      t.like(done.body?.['user'], { email, email_verified: true });
+    }
+  });
+});

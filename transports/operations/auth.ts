@@ -36,9 +36,10 @@ import type { Services } from '../services.ts';
 import { EMPTY, MESSAGE, s } from '../shape.ts';
 import type { WebhookEvent } from '../../admin/index.ts';
 import { USER, recordUserEvent } from './admin.ts';
+import { plugOAuth } from './oauth.ts';
 import { ALL_PROTOCOLS, defineOperation, type AnyOperation } from './types.ts';
-import { otpDeliveryOf } from './otp_delivery.ts';
 import { signupVerification } from './link_mail.ts';
+import { otpDeliveryOf } from './otp_delivery.ts';
 
 // ------------------------------------------------------------------ shapes
 
@@ -496,6 +497,8 @@ export async function plugAuth(services: Services): Promise<AuthService> {
   };
   services.authenticators.push(authenticator);
   services.closers.push(() => memoryStore.close());
+  // Closers run last-in first-out: the email flows' background work finishes before the memory store closes.
+  services.closers.push(() => auth.email.settled());
   // OpenID discovery and the JWKS, so that other services can verify our tokens (cacheable for 5 minutes).
   const cache = { 'cache-control': 'public, max-age=300' };
   const discovery = async () => ({ body: auth.tokens.openidConfiguration(issuerOf(c), { roleClaim: auth.options.jwt.roleClaim }), headers: cache });
@@ -504,5 +507,6 @@ export async function plugAuth(services: Services): Promise<AuthService> {
     { path: '/.well-known/oauth-authorization-server', handler: discovery },
     { path: '/.well-known/jwks.json', handler: async () => ({ body: auth.tokens.jwks(), headers: cache }) },
   );
+  plugOAuth(services, auth, memoryStore, issuerOf(c));
   return auth;
 }

@@ -8,14 +8,14 @@
  * | operation | audit action | webhook |
  * |---|---|---|
  * | magic_link_login | `user.magic_link_requested` (when a mail went out) | — |
- * | verify_email | `user.email_verified` (first verification), `user.signup` (first verification of a magic-link account), `user.login_success` | `user.signup` (same condition), `user.login` |
+ * | verify_email | `user.email_verified` (first verification), `user.signup` (first verification of a magic-link account), `user.login_success` (unless MFA challenges the login: then `verify_otp` records it) | `user.signup` (same condition), `user.login` (same) |
  * | resend_verify_email | `user.verify_email_resent` (when a mail went out) | — |
  * | forgot_password | `user.forgot_password_requested` (when a mail went out) | — |
  */
 import type { AuthResult, UserRecord } from '../../auth/index.ts';
 import type { RequestContext } from '../context.ts';
 import { MESSAGE, s } from '../shape.ts';
-import { AUTH_RESPONSE, STR, STRINGS, audit, authOf, callContext, row, setSessionCookies } from './auth.ts';
+import { AUTH_RESPONSE, STR, STRINGS, audit, authOf, callContext, row, setMfaCookie, setSessionCookies } from './auth.ts';
 import { linkBase, linkDelivery } from './link_mail.ts';
 import { defineOperation, type AnyOperation } from './types.ts';
 
@@ -55,7 +55,7 @@ export const VERIFICATION_OPERATIONS: readonly AnyOperation[] = [
       state: STR(1024),
     }),
     output: AUTH_RESPONSE,
-    doc: 'Uses up a sign-up verification or magic-link token: marks the email verified and opens a session (sets the session cookies).',
+    doc: 'Uses up a sign-up verification or magic-link token: marks the email verified and opens a session (sets the session cookies), or answers the MFA challenge when MFA applies.',
     handler: async (ctx, input) => {
       const out = await authOf(ctx).email.verifyEmail(input, callContext(ctx));
       const user = out.result.record ?? out.user;
@@ -64,8 +64,12 @@ export const VERIFICATION_OPERATIONS: readonly AnyOperation[] = [
       if (out.firstVerification && out.identifier === 'magic_link_login') {
         await audit(ctx, 'user.signup', { userId: user.id, user, webhook: 'user.signup', metadata: { login_method: loginMethod } });
       }
-      await audit(ctx, 'user.login_success', { userId: user.id, user, webhook: 'user.login', metadata: { login_method: loginMethod } });
       const result: AuthResult = out.result;
+      if (out.mfaChallenged) {
+        setMfaCookie(ctx, result);
+        return result.response as never;
+      }
+      await audit(ctx, 'user.login_success', { userId: user.id, user, webhook: 'user.login', metadata: { login_method: loginMethod } });
       setSessionCookies(ctx, result);
       return result.response as never;
     },
