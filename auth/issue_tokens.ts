@@ -9,15 +9,27 @@ import type { SessionManager, SessionRecord } from './sessions.ts';
 import type { TokenService } from './tokens.ts';
 import type { UserRecord } from './user_store.ts';
 
-/** Signs access + id (+ refresh with `offline_access`) tokens for a session and records the refresh lineage. */
+/**
+ * Signs access + id (+ refresh with `offline_access`) tokens for a session and
+ * records the refresh lineage. `nonce` (OpenID Connect Core §3.1.2.1, from an
+ * authorization request) goes into the access and id tokens.
+ */
 export async function issueTokens(
   d: { tokens: TokenService; sessions: SessionManager; options: ResolvedAuthOptions },
   user: UserRecord,
   session: SessionRecord,
   message: string,
   refresh: { token: string } | 'new' = 'new',
+  nonce?: string,
 ): Promise<AuthResponse> {
-  const common = { sid: session.sid, roles: session.roles, scope: session.scope, login_method: session.login_method, allowed_roles: user.roles };
+  const common = {
+    sid: session.sid,
+    roles: session.roles,
+    scope: session.scope,
+    login_method: session.login_method,
+    allowed_roles: user.roles,
+    ...(nonce === undefined ? {} : { nonce }),
+  };
   const access = await d.tokens.sign('access_token', user.id, common);
   const pub = toPublicUser(user);
   const { id: _id, created_at, updated_at, app_data, revoked_timestamp: _r, ...profile } = pub;
@@ -36,6 +48,7 @@ export async function issueTokens(
     amr: [session.login_method === 'mobile_basic_auth' || session.login_method === 'basic_auth' ? 'pwd' : session.login_method],
     acr: '0',
     at_hash: d.tokens.atHash(access.token),
+    ...(nonce === undefined ? {} : { nonce }),
   });
   const response: AuthResponse = {
     message,

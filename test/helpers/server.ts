@@ -22,6 +22,7 @@ import {
   startServer,
   toWire,
   type AnyOperation,
+  type Clock,
   type Protocol,
   type RunningServer,
 } from '../../transports/index.ts';
@@ -77,6 +78,8 @@ export interface TestServerOptions {
   extraOperations?: readonly AnyOperation[];
   /** Collects the server's log lines (default: discarded unless `--log-level` is given). */
   logSink?: (line: string) => void;
+  /** The server's clock (default: the system clock); tests move time with it instead of sleeping. */
+  clock?: Clock;
 }
 
 function flagArgs(flags: Record<string, string | boolean | number>): string[] {
@@ -129,6 +132,7 @@ export async function startTestServer(
     server = await startServer(parsed.config, {
       ...(options.extraOperations ? { extraOperations: options.extraOperations } : {}),
       ...(options.logSink ? { logSink: options.logSink } : {}),
+      ...(options.clock ? { clock: options.clock } : {}),
     });
   } catch (err) {
     await database.drop();

@@ -1,0 +1,392 @@
+/**
+ * The OAuth 2.0 / OpenID Connect provider of the one client this server
+ * knows (`--client-id`, `--client-secret`): the logic behind `/authorize`
+ * (RFC 6749 §4.1, §4.2; OpenID Connect Core §3), `/oauth/token` (RFC 6749
+ * §4.1.3, §6; PKCE, RFC 7636) and `/oauth/revoke` (RFC 7009).
+ *
+ * Errors are {@link LatchkeyError}s whose `reason` is the RFC 6749 error code
+ * (`invalid_request`, `invalid_client`, `invalid_grant`, ...); the wire layer
+ * sends them as `{error, error_description}`.
+ *
+ * Sessions: the browser session (the app cookie) only authorizes; the tokens
+ * of a code or implicit grant belong to a session of their own, created from
+ * it (same user, roles, login method and auth_time), so that its refresh
+ * lineage, rotation and replay detection are those of every other session,
+ * and revoking or replaying one grant ends that grant's tokens and nothing else.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { LatchkeyError } from '../engine/errors.ts';
+import type { AuthService } from './auth_service.ts';
+import { issueTokens } from './issue_tokens.ts';
+import type { MemoryStore } from './memory_store.ts';
+import { AuthorizationCodes, type CodeGrant } from './oauth_codes.ts';
+import type { SessionRecord } from './sessions.ts';
+import type { UserRecord } from './user_store.ts';
+
+/** Request parameters (query or body), as received: strings, or arrays when repeated. */
+export type OAuthParams = Readonly<Record<string, unknown>>;
+
+export type ResponseMode = 'query' | 'fragment' | 'form_post';
+
+export interface OAuthServerOptions {
+  auth: AuthService;
+  /** The sessions' memory store (authorization codes live next to the sessions they come from). */
+  store: MemoryStore;
+  /** `--client-secret`. */
+  clientSecret: string;
+  /** The server's redirect rule (`--allowed-origins`); throws for a URI that may not be redirected to. */
+  checkRedirectUri: (uri: string) => URL;
+  /** The login page a browser without a session is sent to; undefined: answer `login_required`. */
+  loginUrl?: string | undefined;
+  /** `--default-authorize-response-type`. Default `token`. */
+  defaultResponseType?: string;
+  /** `--default-authorize-response-mode`. Default `query`. */
+  defaultResponseMode?: string;
+  /** Lifetime of an authorization code, seconds. Default 60. */
+  codeTtlSeconds?: number;
+}
+
+/** What `/authorize` answers. */
+export type AuthorizeOutcome =
+  /** 302 to the client (code, tokens or an error) or to the login page. */
+  | { kind: 'redirect'; location: string }
+  /** An auto-submitting form POSTing `fields` to `action` (response_mode form_post). */
+  | { kind: 'form_post'; action: string; fields: Record<string, string> }
+  /** The request cannot be answered to the client (bad client_id or redirect_uri): 400 to the user agent. */
+  | { kind: 'error'; error: LatchkeyError };
+
+/** The body of a successful `/oauth/token` answer. */
+export interface OAuthTokenResponse {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  scope: string;
+  id_token?: string;
+  refresh_token?: string;
+}
+
+export const SUPPORTED_SCOPES = ['openid', 'email', 'profile', 'phone', 'offline_access'] as const;
+const DEFAULT_SCOPE = ['openid', 'email', 'profile'];
+const PKCE_VALUE = /^[A-Za-z0-9._~-]{43,128}$/;
+const MAX_PARAM = 4096;
+
+const invalidRequest = (message: string): LatchkeyError => new LatchkeyError('invalid_argument', message, { reason: 'invalid_request' });
+const invalidGrant = (message: string, cause?: unknown): LatchkeyError => new LatchkeyError('invalid_argument', message, { reason: 'invalid_grant', cause });
+const invalidClient = (message = 'client authentication failed'): LatchkeyError => new LatchkeyError('unauthenticated', message, { reason: 'invalid_client' });
+
+/** Equality without an early exit (hashes first, so lengths do not leak either). */
+function safeEqual(a: string, b: string): boolean {
+  const h = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
+  return timingSafeEqual(h(a), h(b));
+}
+
+/**
+ * The parameters as single strings. RFC 6749 §3.1: a parameter must not be
+ * repeated, and one sent without a value is treated as omitted.
+ */
+export function readParams(params: OAuthParams): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const [k, v] of Object.entries(params)) {
+    if (Array.isArray(v)) throw invalidRequest(`parameter ${k} is repeated`);
+    if (v === undefined || v === null || v === '') continue;
+    if (typeof v !== 'string') throw invalidRequest(`parameter ${k} must be a string`);
+    if (v.length > MAX_PARAM) throw invalidRequest(`parameter ${k} is too long`);
+    out.set(k, v);
+  }
+  return out;
+}
+
+/** The OAuth provider. */
+export class OAuthServer {
+  readonly codes: AuthorizationCodes;
+  readonly #auth: AuthService;
+  readonly #o: OAuthServerOptions;
+
+  constructor(options: OAuthServerOptions) {
+    this.#o = options;
+    this.#auth = options.auth;
+    this.codes = new AuthorizationCodes({
+      store: options.store,
+      ...(options.codeTtlSeconds === undefined ? {} : { ttlSeconds: options.codeTtlSeconds }),
+      endSession: (sid) => options.auth.sessions.end(sid),
+    });
+  }
+
+  #now(): number {
+    return this.#auth.options.now();
+  }
+
+  // ---------------------------------------------------------------- /authorize
+
+  /**
+   * `/authorize`. Until `client_id` and `redirect_uri` are known good, errors
+   * go to the user agent (`kind: 'error'`); after, they go back to the client
+   * in the response mode (RFC 6749 §4.1.2.1), with `state` and `iss` (RFC 9207).
+   */
+  async authorize(params: OAuthParams, sessionCookie: string | undefined): Promise<AuthorizeOutcome> {
+    let p: Map<string, string>;
+    try {
+      p = readParams(params);
+    } catch (err) {
+      return { kind: 'error', error: err as LatchkeyError };
+    }
+    const clientId = p.get('client_id');
+    if (clientId === undefined) return { kind: 'error', error: invalidRequest('client_id is required') };
+    if (!safeEqual(clientId, this.#auth.options.clientId)) return { kind: 'error', error: new LatchkeyError('invalid_argument', 'unknown client_id', { reason: 'invalid_client' }) };
+    const redirectUri = p.get('redirect_uri');
+    if (redirectUri === undefined) return { kind: 'error', error: invalidRequest('redirect_uri is required') };
+    try {
+      this.#o.checkRedirectUri(redirectUri);
+    } catch {
+      return { kind: 'error', error: invalidRequest('redirect_uri is not allowed') };
+    }
+
+    const types = new Set((p.get('response_type') ?? this.#o.defaultResponseType ?? 'token').split(' ').filter(Boolean));
+    const implicit = !types.has('code');
+    const configured = this.#o.defaultResponseMode ?? 'query';
+    const fallbackMode: ResponseMode = implicit ? (configured === 'form_post' ? 'form_post' : 'fragment') : configured === 'fragment' || configured === 'form_post' ? configured : 'query';
+    const requestedMode = p.get('response_mode');
+    const mode = (requestedMode ?? fallbackMode) as ResponseMode;
+    const state = p.get('state');
+    const reply = (fields: Record<string, string>, m: ResponseMode = mode): AuthorizeOutcome =>
+      this.#reply(redirectUri, m, { ...fields, ...(state === undefined ? {} : { state }), iss: this.#auth.options.issuer });
+    const fail = (error: string, description: string, m: ResponseMode = mode): AuthorizeOutcome => reply({ error, error_description: description }, m);
+
+    if (requestedMode !== undefined && !['query', 'fragment', 'form_post'].includes(requestedMode)) return fail('invalid_request', `response_mode ${requestedMode} is not supported`, fallbackMode);
+    const known = (types.size === 1 && (types.has('code') || types.has('token') || types.has('id_token'))) || (types.size === 2 && types.has('id_token') && types.has('token'));
+    if (!known) return fail('unsupported_response_type', 'response_type must be code, token, id_token or "id_token token"');
+    // OAuth 2.0 Multiple Response Type Encoding Practices §5: tokens never travel in a query string.
+    if (implicit && mode === 'query') return fail('invalid_request', 'response_mode query is not allowed for token responses', 'fragment');
+
+    const scope = p.has('scope') ? [...new Set((p.get('scope') ?? '').split(' ').filter(Boolean))] : DEFAULT_SCOPE;
+    const unknownScope = scope.find((s) => !(SUPPORTED_SCOPES as readonly string[]).includes(s));
+    if (unknownScope !== undefined) return fail('invalid_scope', `unsupported scope ${unknownScope}`);
+    if (scope.length === 0) return fail('invalid_scope', 'scope is empty');
+    const nonce = p.get('nonce');
+    if (nonce !== undefined && nonce.length > 512) return fail('invalid_request', 'nonce is too long');
+    if (types.has('id_token') && nonce === undefined) return fail('invalid_request', 'nonce is required for id_token responses');
+    if (state !== undefined && state.length > 1024) return fail('invalid_request', 'state is too long');
+
+    const challenge = p.get('code_challenge');
+    const method = p.get('code_challenge_method');
+    if (challenge === undefined && method !== undefined) return fail('invalid_request', 'code_challenge_method without code_challenge');
+    if (challenge !== undefined) {
+      if (implicit) return fail('invalid_request', 'code_challenge applies to response_type code only');
+      if (!PKCE_VALUE.test(challenge)) return fail('invalid_request', 'code_challenge must be 43 to 128 characters of [A-Za-z0-9-._~]');
+      if (method !== undefined && method !== 'S256' && method !== 'plain') return fail('invalid_request', 'code_challenge_method must be S256 or plain');
+    }
+    const prompt = new Set((p.get('prompt') ?? '').split(' ').filter(Boolean));
+    if (prompt.has('none') && prompt.size > 1) return fail('invalid_request', 'prompt none cannot be combined with other values');
+    const maxAgeRaw = p.get('max_age');
+    const maxAge = maxAgeRaw === undefined ? undefined : Number(maxAgeRaw);
+    if (maxAge !== undefined && (!Number.isSafeInteger(maxAge) || maxAge < 0)) return fail('invalid_request', 'max_age must be a non-negative integer');
+
+    const signedIn = await this.#browserSession(sessionCookie);
+    const fresh = signedIn !== undefined && (maxAge === undefined || Math.floor(this.#now() / 1000) - signedIn.session.auth_time <= maxAge);
+    if (!fresh) {
+      if (prompt.has('none') || this.#o.loginUrl === undefined) return fail('login_required', 'the user is not signed in');
+      // The login page gets the whole request, so that it can come back here once the user has signed in.
+      const login = new URL(this.#o.loginUrl);
+      for (const [k, v] of p) login.searchParams.set(k, v);
+      return { kind: 'redirect', location: login.href };
+    }
+    const { session, user } = signedIn;
+    const roles = session.roles.filter((r) => user.roles.includes(r));
+
+    if (!implicit) {
+      const grant: Omit<CodeGrant, 'expires_ms'> = {
+        client_id: clientId,
+        redirect_uri: redirectUri,
+        scope,
+        sid: session.sid,
+        user_id: user.id,
+        roles,
+        login_method: session.login_method,
+        auth_time: session.auth_time,
+        ...(nonce === undefined ? {} : { nonce }),
+        ...(challenge === undefined ? {} : { code_challenge: challenge, code_challenge_method: method === 'S256' ? 'S256' : 'plain' }),
+      };
+      return reply({ code: await this.codes.issue(grant, this.#now()) });
+    }
+    // RFC 6749 §4.2.2: no refresh token in an implicit grant.
+    const implicitScope = scope.filter((s) => s !== 'offline_access');
+    const child = await this.#childSession(user, session, roles, implicitScope);
+    const out = await issueTokens(this.#auth, user, child, '', 'new', nonce);
+    const fields: Record<string, string> = { scope: implicitScope.join(' ') };
+    if (types.has('token')) Object.assign(fields, { access_token: out.access_token ?? '', token_type: 'Bearer', expires_in: String(out.expires_in ?? 0) });
+    if (types.has('id_token')) fields['id_token'] = out.id_token ?? '';
+    return reply(fields);
+  }
+
+  /** The live browser session of the cookie and its active user, or undefined. */
+  async #browserSession(cookie: string | undefined): Promise<{ session: SessionRecord; user: UserRecord } | undefined> {
+    if (cookie === undefined) return undefined;
+    const session = await this.#auth.sessions.fromCookie(cookie);
+    if (session === undefined) return undefined;
+    const user = await this.#activeUser(session.user_id);
+    return user === undefined ? undefined : { session, user };
+  }
+
+  async #activeUser(userId: string): Promise<UserRecord | undefined> {
+    const user = await this.#auth.users.findById(userId);
+    return user === undefined || user.deactivated_at !== null || user.revoked_timestamp !== null ? undefined : user;
+  }
+
+  #childSession(user: UserRecord, from: Pick<SessionRecord, 'login_method' | 'auth_time'>, roles: string[], scope: string[]): Promise<SessionRecord> {
+    return this.#auth.sessions.create({ user_id: user.id, roles, scope, login_method: from.login_method, auth_time: from.auth_time }).then((c) => c.session);
+  }
+
+  #reply(redirectUri: string, mode: ResponseMode, fields: Record<string, string>): AuthorizeOutcome {
+    if (mode === 'form_post') return { kind: 'form_post', action: redirectUri, fields };
+    const url = new URL(redirectUri);
+    if (mode === 'fragment') url.hash = new URLSearchParams(fields).toString();
+    else for (const [k, v] of Object.entries(fields)) url.searchParams.set(k, v);
+    return { kind: 'redirect', location: url.href };
+  }
+
+  // ---------------------------------------------------------------- /oauth/token
+
+  /**
+   * `/oauth/token`: grant types `authorization_code` (the default when
+   * absent) and `refresh_token`. Errors (reason = RFC 6749 §5.2 code):
+   * `invalid_client` (401), `invalid_request`, `invalid_grant`,
+   * `invalid_scope`, `unsupported_grant_type` (400).
+   */
+  async token(params: OAuthParams, authorization: string | undefined): Promise<OAuthTokenResponse> {
+    const p = readParams(params);
+    const client = this.#client(p, authorization);
+    const grantType = p.get('grant_type') ?? 'authorization_code';
+    if (grantType === 'authorization_code') return this.#codeGrant(p, client.withSecret);
+    if (grantType === 'refresh_token') return this.#refreshGrant(p);
+    throw new LatchkeyError('invalid_argument', `grant_type ${grantType} is not supported`, { reason: 'unsupported_grant_type' });
+  }
+
+  /**
+   * Client authentication (RFC 6749 §2.3.1): HTTP Basic, `client_secret` in
+   * the body, or none (`client_id` alone: a public client, which must then
+   * have used PKCE). One method per request.
+   */
+  #client(p: Map<string, string>, authorization: string | undefined): { withSecret: boolean } {
+    let id = p.get('client_id');
+    let secret = p.get('client_secret');
+    const basic = authorization === undefined ? undefined : /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(authorization);
+    if (basic) {
+      if (secret !== undefined) throw invalidRequest('use one client authentication method');
+      const decoded = Buffer.from(basic[1] ?? '', 'base64').toString('utf8');
+      const colon = decoded.indexOf(':');
+      if (colon < 0) throw invalidClient();
+      let basicId: string;
+      try {
+        basicId = decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, ' '));
+        secret = decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, ' '));
+      } catch {
+        throw invalidClient();
+      }
+      if (id !== undefined && id !== basicId) throw invalidRequest('client_id differs from the Authorization header');
+      id = basicId;
+    }
+    if (id === undefined) throw invalidClient('client_id is required');
+    const idOk = safeEqual(id, this.#auth.options.clientId);
+    const secretOk = secret === undefined || safeEqual(secret, this.#o.clientSecret);
+    if (!idOk || !secretOk) throw invalidClient();
+    return { withSecret: secret !== undefined };
+  }
+
+  async #codeGrant(p: Map<string, string>, withSecret: boolean): Promise<OAuthTokenResponse> {
+    const code = p.get('code');
+    if (code === undefined) throw invalidRequest('code is required');
+    const redirectUri = p.get('redirect_uri');
+    if (redirectUri === undefined) throw invalidRequest('redirect_uri is required');
+    const r = await this.codes.redeem(code);
+    if (r.kind === 'replayed') throw invalidGrant('authorization code was already used; the tokens issued from it are revoked');
+    if (r.kind === 'unknown') throw invalidGrant('invalid authorization code');
+    const g = r.grant;
+    if (g.expires_ms <= this.#now()) throw invalidGrant('authorization code expired');
+    if (!safeEqual(g.client_id, this.#auth.options.clientId)) throw invalidGrant('authorization code was issued to another client');
+    // RFC 6749 §4.1.3: the same redirect_uri as in the authorization request, compared exactly.
+    if (g.redirect_uri !== redirectUri) throw invalidGrant('redirect_uri does not match the authorization request');
+    const verifier = p.get('code_verifier');
+    if (g.code_challenge !== undefined) {
+      if (verifier === undefined) throw invalidGrant('code_verifier is required');
+      if (!PKCE_VALUE.test(verifier)) throw invalidGrant('code_verifier must be 43 to 128 characters of [A-Za-z0-9-._~]');
+      const derived = g.code_challenge_method === 'S256' ? createHash('sha256').update(verifier, 'ascii').digest('base64url') : verifier;
+      if (!safeEqual(derived, g.code_challenge)) throw invalidGrant('code_verifier does not match the code_challenge');
+    } else {
+      if (verifier !== undefined) throw invalidGrant('code_verifier given, but the authorization request had no code_challenge');
+      // Without PKCE nothing but the client secret binds the code to the client that asked for it.
+      if (!withSecret) throw invalidClient('client_secret is required for a code issued without code_challenge');
+    }
+    if ((await this.#auth.sessions.get(g.sid)) === undefined) throw invalidGrant('the session that authorized this code has ended');
+    const user = await this.#activeUser(g.user_id);
+    if (user === undefined) throw invalidGrant('invalid authorization code');
+    const roles = g.roles.filter((role) => user.roles.includes(role));
+    const session = await this.#childSession(user, g, roles, g.scope);
+    if (!(await this.codes.bindSession(r.hash, session.sid))) {
+      await this.#auth.sessions.end(session.sid);
+      throw invalidGrant('authorization code was already used; the tokens issued from it are revoked');
+    }
+    const out = await issueTokens(this.#auth, user, session, '', 'new', g.nonce);
+    return tokenResponse(out, g.scope);
+  }
+
+  async #refreshGrant(p: Map<string, string>): Promise<OAuthTokenResponse> {
+    const refreshToken = p.get('refresh_token');
+    if (refreshToken === undefined) throw invalidRequest('refresh_token is required');
+    let scope: string[];
+    try {
+      const claims = await this.#auth.tokens.verify(refreshToken, 'refresh_token');
+      scope = Array.isArray(claims['scope']) ? claims['scope'].map(String) : [];
+    } catch (err) {
+      throw invalidGrant('invalid refresh token', err);
+    }
+    // RFC 6749 §6: a refresh may not widen the scope (narrowing is not offered: the session keeps its scope).
+    const requested = (p.get('scope') ?? '').split(' ').filter(Boolean);
+    const wider = requested.find((s) => !scope.includes(s));
+    if (wider !== undefined) throw new LatchkeyError('invalid_argument', `scope ${wider} was not granted`, { reason: 'invalid_scope' });
+    try {
+      return tokenResponse(await this.#auth.refresh(refreshToken), scope);
+    } catch (err) {
+      if (err instanceof LatchkeyError && err.code === 'unauthenticated') throw invalidGrant('invalid refresh token', err);
+      throw err;
+    }
+  }
+
+  // ---------------------------------------------------------------- /oauth/revoke
+
+  /**
+   * `/oauth/revoke` (RFC 7009): `token` (or `refresh_token`), optional
+   * `token_type_hint`. A refresh token or an access token ends its session
+   * (every token of that grant). Unknown, invalid or already revoked tokens
+   * answer the same (§2.2). Errors: `invalid_client` (401), `invalid_request`.
+   */
+  async revoke(params: OAuthParams, authorization: string | undefined): Promise<{ message: string }> {
+    const p = readParams(params);
+    this.#client(p, authorization);
+    const token = p.get('token') ?? p.get('refresh_token');
+    if (token === undefined) throw invalidRequest('token is required');
+    const order = p.get('token_type_hint') === 'access_token' ? (['access_token', 'refresh_token'] as const) : (['refresh_token', 'access_token'] as const);
+    for (const type of order) {
+      let claims: { sub: string; [k: string]: unknown };
+      try {
+        claims = await this.#auth.tokens.verify(token, type);
+      } catch (err) {
+        if (err instanceof LatchkeyError && err.code === 'unauthenticated') continue;
+        throw err;
+      }
+      if (type === 'refresh_token') await this.#auth.revoke({ refresh_token: token });
+      else {
+        const session = await this.#auth.sessions.get(String(claims['sid'] ?? ''));
+        if (session !== undefined && session.user_id === claims.sub) await this.#auth.sessions.end(session.sid);
+      }
+      break;
+    }
+    return { message: 'Token revoked successfully' };
+  }
+}
+
+function tokenResponse(out: { access_token?: string | undefined; id_token?: string | undefined; refresh_token?: string | undefined; expires_in?: number | undefined }, scope: readonly string[]): OAuthTokenResponse {
+  const body: OAuthTokenResponse = { access_token: out.access_token ?? '', token_type: 'Bearer', expires_in: out.expires_in ?? 0, scope: scope.join(' ') };
+  if (scope.includes('openid') && out.id_token !== undefined) body.id_token = out.id_token;
+  if (out.refresh_token !== undefined) body.refresh_token = out.refresh_token;
+  return body;
+}

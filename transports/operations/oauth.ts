@@ -1,0 +1,104 @@
+/**
+ * The OAuth 2.0 endpoints on the HTTP port, outside `/v1` and outside the
+ * operations table (spec, "Other HTTP endpoints"): `GET|POST /authorize`,
+ * `POST /oauth/token`, `POST /oauth/revoke`. The logic is the identity
+ * service's {@link OAuthServer}; this file turns its answers into HTTP.
+ *
+ * Wire rules: token and revoke bodies are forms (RFC 6749 §4.1.3, RFC 7009
+ * §2.1) or JSON; errors are `{error, error_description}` (RFC 6749 §5.2) with
+ * 400, or 401 plus `WWW-Authenticate` for `invalid_client`; token answers
+ * carry `Cache-Control: no-store` (§5.1). All three paths are CSRF-exempt
+ * (the client authenticates itself; `/authorize` is a top-level navigation)
+ * and rate limited like every other path.
+ */
+import { ERROR_STATUS, LatchkeyError } from '../../engine/errors.ts';
+import { OAuthServer, sessionCookieOf, type AuthService, type MemoryStore } from '../../auth/index.ts';
+import { checkRedirectUri } from '../../admin/index.ts';
+import type { HttpRouteRequest, HttpRouteResponse, Services } from '../services.ts';
+
+/** The RFC 6749 / OpenID Connect error codes the provider sends as `error`. */
+const OAUTH_ERRORS = new Set([
+  'invalid_request',
+  'invalid_client',
+  'invalid_grant',
+  'invalid_scope',
+  'unauthorized_client',
+  'unsupported_grant_type',
+  'unsupported_response_type',
+  'login_required',
+]);
+
+const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
+
+/**
+ * `{error, error_description}` for an error: our OAuth reasons as they are;
+ * a store outage as `temporarily_unavailable`; anything unexpected as
+ * `server_error` with a generic description (the cause is logged).
+ */
+function errorResponse(services: Services, request: HttpRouteRequest, err: unknown): HttpRouteResponse {
+  if (!(err instanceof LatchkeyError) || err.code === 'internal' || err.code === 'unknown' || err.code === 'data_loss') {
+    services.logger.error('unexpected oauth error', { request_id: request.requestId, err });
+    return { status: 500, body: { error: 'server_error', error_description: 'internal server error' }, headers: NO_STORE };
+  }
+  const status = ERROR_STATUS[err.code].http;
+  const error =
+    err.reason !== undefined && OAUTH_ERRORS.has(err.reason) ? err.reason : err.code === 'unavailable' ? 'temporarily_unavailable' : 'invalid_request';
+  const headers: Record<string, string> = { ...NO_STORE };
+  if (status === 401) headers['www-authenticate'] = 'Basic realm="oauth", charset="UTF-8"';
+  return { status, body: { error, error_description: err.message }, headers };
+}
+
+const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** The OAuth 2.0 Form Post Response Mode page: a form that submits itself to the client. */
+function formPostPage(action: string, fields: Record<string, string>): string {
+  const inputs = Object.entries(fields)
+    .map(([k, v]) => `<input type="hidden" name="${escapeHtml(k)}" value="${escapeHtml(v)}">`)
+    .join('');
+  return `<!DOCTYPE html><html><head><meta charset="utf-8"><title>Submit</title></head><body onload="document.forms[0].submit()"><form method="post" action="${escapeHtml(action)}">${inputs}<noscript><button type="submit">Continue</button></noscript></form></body></html>`;
+}
+
+/**
+ * Builds the OAuth provider on the identity service and its memory store and
+ * adds its three endpoints to `services.httpRoutes`. Called by `plugAuth`.
+ */
+export function plugOAuth(services: Services, auth: AuthService, store: MemoryStore, issuer: string): OAuthServer {
+  const c = services.config;
+  const oauth = new OAuthServer({
+    auth,
+    store,
+    clientSecret: c.clientSecret ?? '',
+    // The same rule as every other redirect of the server (invitations, email links).
+    checkRedirectUri: (uri) => checkRedirectUri(uri, c.allowedOrigins, c.url),
+    loginUrl: c.enableLoginPage ? `${issuer}/app` : undefined,
+    defaultResponseType: c.defaultAuthorizeResponseType,
+    defaultResponseMode: c.defaultAuthorizeResponseMode,
+  });
+  const authorize = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
+    try {
+      if (request.bodyError !== undefined) throw new LatchkeyError(request.bodyError.code, request.bodyError.message, { reason: 'invalid_request' });
+      const out = await oauth.authorize(request.method === 'POST' ? request.body : request.query, sessionCookieOf(request.cookies));
+      if (out.kind === 'redirect') return { status: 302, headers: { location: out.location } };
+      if (out.kind === 'form_post') return { html: formPostPage(out.action, out.fields) };
+      return errorResponse(services, request, out.error);
+    } catch (err) {
+      return errorResponse(services, request, err);
+    }
+  };
+  const endpoint =
+    (handle: (params: Readonly<Record<string, unknown>>, authorization: string | undefined) => Promise<unknown>) =>
+    async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
+      try {
+        if (request.bodyError !== undefined) throw new LatchkeyError(request.bodyError.code, request.bodyError.message, { reason: 'invalid_request' });
+        return { body: await handle(request.body, request.authorization), headers: NO_STORE };
+      } catch (err) {
+        return errorResponse(services, request, err);
+      }
+    };
+  (services.httpRoutes ??= []).push(
+    { path: '/authorize', methods: ['GET', 'POST'], handler: authorize },
+    { path: '/oauth/token', methods: ['POST'], handler: endpoint((p, a) => oauth.token(p, a)) },
+    { path: '/oauth/revoke', methods: ['POST'], handler: endpoint((p, a) => oauth.revoke(p, a)) },
+  );
+  return oauth;
+}
