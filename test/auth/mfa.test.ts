@@ -7,10 +7,11 @@
  * SQLite always; PostgreSQL and MySQL when configured.
  */
 import test from 'ava';
+import { randomBytes } from 'node:crypto';
 import { QueryTypes } from 'sequelize';
 import { generate } from 'otplib';
-import { sqlBackends } from '../helpers/databases.ts';
-import type { AuthResult, OtpDelivery, UserRecord } from '../../auth/index.ts';
+import { createTestDatabase, redisUrl, sqlBackends } from '../helpers/databases.ts';
+import { RedisMemoryStore, type AuthResult, type OtpDelivery, type UserRecord } from '../../auth/index.ts';
 import { STRONG_PASSWORD, errorOf, makeService, manualClock, type ServiceFixture } from './fixtures.ts';
 
 /** A delivery port that keeps the last code per address. */
@@ -29,6 +30,8 @@ async function rowsOf(f: ServiceFixture, table: string, userId: string): Promise
   const rows = await f.sequelize.query<{ n: number | string }>(`SELECT COUNT(*) AS n FROM ${table} WHERE user_id = ?`, { replacements: [userId], type: QueryTypes.SELECT });
   return Number(rows[0]?.n ?? 0);
 }
+
+const other = (code: string): string => (code === '000000' ? '000001' : '000000');
 
 const mfaCookie = (r: AuthResult): string => {
   if (r.mfaSession === undefined) throw new Error('no MFA challenge');
@@ -174,6 +177,37 @@ for (const backend of sqlBackends()) {
       t.is(await rowsOf(f, 'otps', user.id), 0);
     } finally {
       await f.close();
+    }
+  });
+}
+
+const redis = redisUrl();
+if (redis) {
+  test('two instances sharing Redis share the MFA challenge and its lockout', async (t) => {
+    const db = await createTestDatabase('sqlite', 'lk_auth');
+    const prefix = `lk_test_${randomBytes(4).toString('hex')}:`;
+    const box = inbox();
+    const options = { enableMfa: true, enforceMfa: true, enableEmailOtp: true, mfaSecret: 'shared-client-secret' };
+    const a = await makeService(options, { databaseUrl: db.url, store: new RedisMemoryStore({ url: redis, keyPrefix: prefix }), otpDelivery: box.delivery });
+    const b = await makeService(options, { databaseUrl: db.url, store: new RedisMemoryStore({ url: redis, keyPrefix: prefix }), otpDelivery: box.delivery });
+    try {
+      for (const email of ['one@example.com', 'two@example.com']) await a.auth.signup({ email, password: STRONG_PASSWORD });
+      const started = await a.auth.login({ email: 'one@example.com', password: STRONG_PASSWORD });
+      const ok = await b.auth.verifyOtp({ email: 'one@example.com', otp: box.last.get('one@example.com')! }, { mfaCookie: mfaCookie(started) });
+      t.truthy(ok.response.access_token);
+
+      const login = await a.auth.login({ email: 'two@example.com', password: STRONG_PASSWORD });
+      const code = box.last.get('two@example.com')!;
+      for (const [svc, n] of [[a, 3], [b, 2]] as const) {
+        for (let i = 0; i < n; i++) t.is((await errorOf(svc.auth.verifyOtp({ email: 'two@example.com', otp: other(code) }, { mfaCookie: mfaCookie(login) }))).reason, 'invalid_otp');
+      }
+      t.is((await errorOf(a.auth.verifyOtp({ email: 'two@example.com', otp: code }, { mfaCookie: mfaCookie(login) }))).reason, 'too_many_attempts');
+    } finally {
+      await a.store.close();
+      await b.store.close();
+      await a.close();
+      await b.close();
+      await db.drop();
     }
   });
 }
