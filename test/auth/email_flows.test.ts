@@ -9,6 +9,7 @@ import test from 'ava';
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
 import { sqlBackends, type SqlBackend } from '../helpers/databases.ts';
 import { mailTo, mailsTo, startSmtp, type Smtp } from '../admin/smtp.ts';
+import { startReceiver } from '../admin/receiver.ts';
 
 const APP = 'https://app.example.com';
 // With --allowed-origins set, browser-style calls must name an allowed origin (CSRF guard).
@@ -256,4 +257,28 @@ test('with MFA enforced, a magic link is a first factor: verify_email answers th
       t.like(done.body?.['user'], { email, email_verified: true });
     }
   });
+});
+
+test('webhooks: a verified sign-up link fires user.login; the first verification of a magic-link account fires user.signup and user.login', async (t) => {
+  const receiver = await startReceiver();
+  try {
+    await withServer({ 'webhook-allow-private-networks': true }, 'sqlite', async (srv, smtp) => {
+      for (const event of ['user.signup', 'user.login']) {
+        t.is((await srv.call('add_webhook', { event_name: event, endpoint: `${receiver.url}/${event}` }, { protocol: 'rest', headers: admin })).error, undefined);
+      }
+      await srv.call('signup', { email: 'hook@example.com', password: PASSWORD }, { protocol: 'rest', headers: origin }); // user.signup (at sign-up)
+      await srv.call('verify_email', { token: /token=([A-Za-z0-9_-]+)/.exec(await mailTo(smtp, 'hook@example.com'))![1]! }, { protocol: 'rest', headers: origin }); // user.login
+      await srv.call('magic_link_login', { email: 'magic-hook@example.com' }, { protocol: 'rest', headers: origin });
+      await srv.call('verify_email', { token: /token=([A-Za-z0-9_-]+)/.exec(await mailTo(smtp, 'magic-hook@example.com'))![1]! }, { protocol: 'rest', headers: origin }); // user.signup + user.login
+      const deadline = Date.now() + 30_000;
+      while (receiver.received.length < 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      const events = receiver.received.map((r) => {
+        const body = JSON.parse(r.body) as { event_name: string; user: { email: string } };
+        return `${body.event_name} ${body.user.email}`;
+      });
+      t.deepEqual(events.sort(), ['user.login hook@example.com', 'user.login magic-hook@example.com', 'user.signup hook@example.com', 'user.signup magic-hook@example.com']);
+    });
+  } finally {
+    await receiver.close();
+  }
 });
