@@ -129,7 +129,8 @@ export class GraphMirror {
     const run = async (): Promise<void> => {
       const store = this.#inner;
       const started = this.#now();
-      const index = new GraphIndex();
+      // The reverse index is built once the scan is done, compactly (see GraphIndex.buildReverse).
+      const index = new GraphIndex({ reverse: 'deferred' });
       // Changes after this revision are replayed after the scan, in order; replaying one the scan already saw is harmless.
       const revision = await store.revision();
       if (typeof store.scanTuples === 'function') {
@@ -142,6 +143,7 @@ export class GraphMirror {
           token = page.continuationToken;
         } while (token !== undefined);
       }
+      index.buildReverse();
       this.#index = index;
       this.#revision = revision;
       await this.#applyChanges();

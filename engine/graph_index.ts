@@ -12,7 +12,11 @@
  * - **Reverse.** Per relation number: user number → the objects holding that
  *   tuple, and apart the conditions of those tuples that have one, for
  *   ListObjects' reverse reads ({@link GraphIndex.reverseRead}). Keyed by
- *   relation first so every map key stays a small integer.
+ *   relation first so every map key stays a small integer. A bulk load
+ *   (`reverse: 'deferred'`, then {@link GraphIndex.buildReverse}) builds it
+ *   once at the end as slices of one `Int32Array` (outside the JS heap, no
+ *   object per tuple); a user's slice becomes a `Set` when a later write
+ *   changes it.
  * - **Reach.** {@link GraphIndex.reach} answers a top-level check of a
  *   monotone relation (unions of direct grants, usersets, computed relations
  *   and tuple-to-userset only) by a plain object user as reachability: a
@@ -79,8 +83,10 @@ export class GraphIndex {
   readonly #rels = new Map<string, number>();
   readonly #relNames: string[] = [];
   readonly nodes = new Map<number, GraphNode>();
-  /** Per relation number: user → objects (undefined without a reverse index). */
-  readonly #reverse: (Map<number, Set<number>> | undefined)[] | undefined;
+  /** Per relation number: user → objects (undefined without a reverse index); a slice of a bulk build until a write changes it. */
+  readonly #reverse: (Map<number, Set<number> | Int32Array> | undefined)[] | undefined;
+  /** True from a `reverse: 'deferred'` construction until {@link GraphIndex.buildReverse}. */
+  #reverseDeferred = false;
   /** Per relation number: user → object → condition, for the reverse tuples that have one. */
   readonly #reverseConds: (Map<number, Map<number, TupleCondition>> | undefined)[] = [];
   /** Per string number: the id part of an object `type:id`, computed on first use by a reverse read. */
@@ -108,8 +114,14 @@ export class GraphIndex {
     return this.#strings.length;
   }
 
-  constructor(options: { reverse?: boolean } = {}) {
+  /**
+   * `reverse`: keep the reverse index (default true); `'deferred'` for a bulk
+   * load: adds skip it until {@link GraphIndex.buildReverse} builds it from the
+   * nodes at once, compactly.
+   */
+  constructor(options: { reverse?: boolean | 'deferred' } = {}) {
     this.#reverse = options.reverse === false ? undefined : [];
+    this.#reverseDeferred = options.reverse === 'deferred';
   }
 
   // ---------------------------------------------------------------- strings
@@ -206,17 +218,9 @@ export class GraphIndex {
     if (m.has(u)) return false;
     m.set(u, revision);
     if (t.condition !== undefined) (n.conds ??= new Map()).set(u, t.condition);
-    if (this.#reverse !== undefined) {
-      const byUser = (this.#reverse[r] ??= new Map());
-      let objs = byUser.get(u);
-      if (objs === undefined) byUser.set(u, (objs = new Set()));
-      objs.add(o);
-      if (t.condition !== undefined) {
-        const conds = (this.#reverseConds[r] ??= new Map());
-        let m = conds.get(u);
-        if (m === undefined) conds.set(u, (m = new Map()));
-        m.set(o, t.condition);
-      }
+    if (this.#reverse !== undefined && !this.#reverseDeferred) {
+      this.#reverseObjects(r, u, true)!.add(o);
+      if (t.condition !== undefined) this.#addReverseCond(r, u, o, t.condition);
     }
     this.size++;
     return true;
@@ -242,12 +246,11 @@ export class GraphIndex {
       if (n.conds.size === 0) n.conds = undefined;
     }
     if (n.users === undefined && n.usersets === undefined) this.nodes.delete(key);
-    if (this.#reverse !== undefined) {
-      const byUser = this.#reverse[r];
-      const objs = byUser?.get(u);
+    if (this.#reverse !== undefined && !this.#reverseDeferred) {
+      const objs = this.#reverseObjects(r, u, false);
       if (objs !== undefined) {
         objs.delete(o);
-        if (objs.size === 0) byUser!.delete(u);
+        if (objs.size === 0) this.#reverse[r]!.delete(u);
       }
       const conds = this.#reverseConds[r];
       const m = conds?.get(u);
@@ -268,12 +271,91 @@ export class GraphIndex {
     return out;
   }
 
+  /** The reverse entry of user `u` for relation `r` as a `Set` (a bulk-built slice is copied into one); with `create`, made when missing. */
+  #reverseObjects(r: number, u: number, create: boolean): Set<number> | undefined {
+    const byUser = create ? (this.#reverse![r] ??= new Map()) : this.#reverse![r];
+    const objs = byUser?.get(u);
+    if (objs instanceof Set) return objs;
+    if (objs === undefined && !create) return undefined;
+    const set = new Set<number>(objs);
+    byUser!.set(u, set);
+    return set;
+  }
+
+  #addReverseCond(r: number, u: number, o: number, c: TupleCondition): void {
+    const conds = (this.#reverseConds[r] ??= new Map());
+    let m = conds.get(u);
+    if (m === undefined) conds.set(u, (m = new Map()));
+    m.set(o, c);
+  }
+
+  /**
+   * Builds the reverse index of an index made with `reverse: 'deferred'`
+   * from its nodes, then keeps it on every write. All objects go into one
+   * `Int32Array`, grouped by relation and user (a counting sort); each user's
+   * entry is a slice of it. The peak is that array, its twin and a few
+   * numbers per (relation, user).
+   */
+  buildReverse(): void {
+    if (!this.#reverseDeferred) return;
+    const reverse = this.#reverse!;
+    // Pass 1: a group number per (relation, user), and the size of each group.
+    const groups = new Map<number, number>();
+    let counts = new Int32Array(1024);
+    let total = 0;
+    const groupOf = (r: number, u: number): number => {
+      const k = u * REL_SLOTS + r;
+      let g = groups.get(k);
+      if (g === undefined) {
+        g = groups.size;
+        groups.set(k, g);
+        if (g === counts.length) {
+          const grown = new Int32Array(g * 2);
+          grown.set(counts);
+          counts = grown;
+        }
+      }
+      return g;
+    };
+    for (const [key, n] of this.nodes) {
+      const r = key % REL_SLOTS;
+      if (n.users !== undefined) for (const u of n.users.keys()) counts[groupOf(r, u)]!++;
+      if (n.usersets !== undefined) for (const u of n.usersets.keys()) counts[groupOf(r, u)]!++;
+    }
+    // Pass 2: group starts, then each object at its group's next place.
+    const next = new Int32Array(groups.size);
+    for (let g = 0; g < groups.size; g++) {
+      next[g] = total;
+      total += counts[g]!;
+    }
+    const objects = new Int32Array(total);
+    for (const [key, n] of this.nodes) {
+      const r = key % REL_SLOTS;
+      const o = (key - r) / REL_SLOTS;
+      if (n.users !== undefined) for (const u of n.users.keys()) objects[next[groups.get(u * REL_SLOTS + r)!]!++] = o;
+      if (n.usersets !== undefined) for (const u of n.usersets.keys()) objects[next[groups.get(u * REL_SLOTS + r)!]!++] = o;
+      if (n.conds !== undefined) for (const [u, c] of n.conds) this.#addReverseCond(r, u, o, c);
+    }
+    for (const [k, g] of groups) {
+      const r = k % REL_SLOTS;
+      const u = (k - r) / REL_SLOTS;
+      const end = next[g]!;
+      (reverse[r] ??= new Map()).set(u, objects.subarray(end - counts[g]!, end));
+    }
+    this.#reverseDeferred = false;
+  }
+
   /** Objects holding `relation` for `user` (reverse index), as numbers. */
   objectsOf(user: string, relation: string): ReadonlySet<number> | undefined {
     const u = this.#ids.get(user);
     const r = this.#rels.get(relation);
     if (u === undefined || r === undefined || this.#reverse === undefined) return undefined;
-    return this.#reverse[r]?.get(u);
+    this.#checkReverse();
+    return this.#reverseObjects(r, u, false);
+  }
+
+  #checkReverse(): void {
+    if (this.#reverseDeferred) throw new LatchkeyError('internal', 'the reverse index is not built yet', { reason: 'index_reverse_deferred' });
   }
 
   /**
@@ -285,6 +367,7 @@ export class GraphIndex {
   reverseRead(objectType: string, relation: string, users: readonly string[], emit: (user: number, objectId: string, condition: TupleCondition | undefined) => void): void {
     const r = this.#rels.get(relation);
     if (r === undefined || this.#reverse === undefined) return;
+    this.#checkReverse();
     const byUser = this.#reverse[r];
     // The shared type-name string: the per-row comparison then meets the same string.
     const type = this.#typeNames.get(objectType);
