@@ -105,6 +105,10 @@ export function invalid(message: string, options: { reason: string; code?: numbe
   return fgaError(message, { reason: options.reason, code: options.code ?? FGA_CODES.validation_error });
 }
 
+function syncUnavailable(message: string): LatchkeyError {
+  return new LatchkeyError('failed_precondition', message, { reason: 'sync_unavailable' });
+}
+
 export function plainTuple(t: TupleKey): TupleKey {
   const out: TupleKey = { object: t.object, relation: t.relation, user: t.user };
   if (t.condition !== undefined) {
@@ -288,7 +292,11 @@ export class CheckPath {
 
   async prepare(q: CheckQuery, contextualCode: number = FGA_CODES.invalid_tuple): Promise<Prepared> {
     if (q.context !== undefined && !isPlainObject(q.context)) throw invalid('context must be an object', { reason: 'invalid_context' });
-    const ts = await this.typesystem(q.modelId);
+    return this.#prepareWith(await this.typesystem(q.modelId), q, contextualCode);
+  }
+
+  /** The reader of `q` under `ts`: the shared one, or one with its validated contextual tuples. */
+  #prepareWith(ts: TypeSystem, q: CheckQuery, contextualCode: number = FGA_CODES.invalid_tuple): Prepared {
     const ctx = q.contextualTuples ?? [];
     if (!Array.isArray(ctx)) throw invalid('contextual tuples must be a list', { reason: 'invalid_contextual_tuples' });
     if (ctx.length > this.#limits.maxContextualTuples) {
@@ -355,13 +363,12 @@ export class CheckPath {
     return c;
   }
 
-  /** Validates one check and hands it to the head of the resolver chain. */
   /**
-   * `ctx` undefined: a single check without contextual tuples (its top-level
-   * context is built directly, and a resolver that can answer synchronously
-   * does so: the result is then not a promise).
+   * The parsed object and user of a valid check under `ts`; throws the
+   * validation error otherwise (the first of: request shape, object, type,
+   * relation, user).
    */
-  #resolveOne(ts: TypeSystem, ctx: ResolutionContext | undefined, req: CheckInput): Promise<ResolveCheckResult> | ResolveCheckResult {
+  #validate(ts: TypeSystem, req: CheckInput): { object: ParsedObject; user: CheckUser } {
     if (req === null || typeof req !== 'object') throw invalid('check request must be an object', { reason: 'invalid_check_input' });
     const object = cachedObject(req.object);
     if (object.id === '*') throw invalid('the object id cannot be a wildcard', { reason: 'invalid_object' });
@@ -369,29 +376,50 @@ export class CheckPath {
     if (typeof req.relation !== 'string' || ts.rewrite(object.type, req.relation) === undefined) {
       throw invalid(`relation '${object.type}#${show(req.relation)}' not found`, { reason: 'relation_not_found' });
     }
-    const user = this.#checkUser(ts, req.user, FGA_CODES.validation_error);
+    return { object, user: this.#checkUser(ts, req.user, FGA_CODES.validation_error) };
+  }
+
+  /**
+   * Validates one check and hands it to the head of the resolver chain.
+   * `ctx` undefined: a single check without contextual tuples (its top-level
+   * context is built directly). A resolver that can answer synchronously
+   * does so (the result is then not a promise); `syncOnly`: `undefined`
+   * when it cannot, and nothing is started.
+   */
+  #resolveOne(ts: TypeSystem, ctx: ResolutionContext | undefined, req: CheckInput, syncOnly = false): Promise<ResolveCheckResult> | ResolveCheckResult | undefined {
+    const { object, user } = this.#validate(ts, req);
     const request = { objectType: object.type, objectId: object.id, relation: req.relation, user: user.user, depth: 0, path: undefined, scope: new Scope(), object: req.object, userText: user.text };
-    if (ctx !== undefined) return ctx.resolver.resolveCheck(request, this.topLevel(ctx, ts, object.type, req.relation));
-    const monotone = ts.isMonotone(object.type, req.relation);
-    const top = new TopContext(ts, this.#reader(ts), req.context, this.#limits, this.#resolver, monotone);
-    if (req.consistency !== undefined) top.consistency = req.consistency;
-    if (!monotone && ts.hasCyclesThroughAndOrButNot) top.noReuse = true;
-    return this.#resolver.resolveCheckSync?.(request, top) ?? this.#resolver.resolveCheck(request, top);
+    let top: ResolutionContext;
+    let resolver: CheckResolver;
+    if (ctx !== undefined) {
+      top = this.topLevel(ctx, ts, object.type, req.relation);
+      resolver = ctx.resolver;
+      if (!syncOnly) return resolver.resolveCheck(request, top);
+    } else {
+      const monotone = ts.isMonotone(object.type, req.relation);
+      const single = new TopContext(ts, this.#reader(ts), req.context, this.#limits, this.#resolver, monotone);
+      if (req.consistency !== undefined) single.consistency = req.consistency;
+      if (!monotone && ts.hasCyclesThroughAndOrButNot) single.noReuse = true;
+      top = single;
+      resolver = this.#resolver;
+    }
+    const r = resolver.resolveCheckSync?.(request, top);
+    if (r !== undefined || syncOnly) return r;
+    return resolver.resolveCheck(request, top);
   }
 
   async checkOne(ts: TypeSystem, ctx: ResolutionContext, req: CheckInput): Promise<boolean> {
-    const result = await this.#resolveOne(ts, ctx, req);
+    const result = (await this.#resolveOne(ts, ctx, req))!;
     return result.allowed && !result.cycle;
   }
 
   /**
    * The cached answer to a valid check without contextual tuples or
    * condition context, found without building its request or context, or
-   * `undefined`. Only a request whose strings were parsed before and that
-   * passes every check `#resolveOne` makes is tried; anything else takes the
-   * usual path, which reports the error. The model it validates against is only a guess until
-   * `topLevelHit` confirms it (a `latest` answer is given only for the
-   * current latest model).
+   * `undefined`. A request not yet remembered as valid is validated first;
+   * an invalid one takes the usual path, which reports the error. The model
+   * it validates against is only a guess until `topLevelHit` confirms it (a
+   * `latest` answer is given only for the current latest model).
    */
   #cachedAnswer(hits: TopLevelHits, req: CheckInput): ResolveCheckResult | undefined {
     const modelId = req.modelId;
@@ -411,13 +439,13 @@ export class CheckPath {
     let byUser = byObject?.get(o);
     let v = byUser?.get(us);
     if (v === undefined) {
-      const object = parsedObjects.get(o);
-      if (object === undefined || object.id === '*' || !ts.hasType(object.type) || ts.rewrite(object.type, relation) === undefined) return undefined;
-      const cu = parsedUsers.get(us);
-      if (cu === undefined) return undefined;
-      const u = cu.user;
-      if (!ts.hasType(u.type) || (u.kind === 'userset' && ts.rewrite(u.type, u.relation) === undefined)) return undefined;
-      v = { objectType: object.type, key: hits.topLevelKey(ts, o, relation, cu.text) };
+      let valid: { object: ParsedObject; user: CheckUser };
+      try {
+        valid = this.#validate(ts, req);
+      } catch {
+        return undefined;
+      }
+      v = { objectType: valid.object.type, key: hits.topLevelKey(ts, o, relation, valid.user.text) };
       if (byObject === undefined) this.#valid.set(relation, (byObject = new Map()));
       if (byUser === undefined) byObject.set(o, (byUser = new Map()));
       byUser.set(us, v);
@@ -426,9 +454,42 @@ export class CheckPath {
     return hits.topLevelHit(ts, latest, v.objectType, relation, v.key, req.consistency, this.#limits.maxResolutionDepth);
   }
 
+  /** Whether `req` carries no contextual tuples (absent or an empty list). */
+  #noContextualTuples(req: CheckInput): boolean {
+    const c = req.contextualTuples;
+    return c === undefined || (Array.isArray(c) && c.length === 0);
+  }
+
+  /**
+   * Check without a promise, when the answer is at hand synchronously (see
+   * `Engine.checkSync`); throws `failed_precondition` with reason
+   * `sync_unavailable` when it is not.
+   */
+  checkSync(req: CheckInput): { allowed: boolean } {
+    if (req === null || typeof req !== 'object') throw invalid('check request must be an object', { reason: 'invalid_check_input' });
+    const plain = this.#noContextualTuples(req);
+    if (plain && this.#hits !== undefined) {
+      const hit = this.#cachedAnswer(this.#hits, req);
+      if (hit !== undefined) return { allowed: hit.allowed && !hit.cycle };
+    }
+    if (req.context !== undefined && !isPlainObject(req.context)) throw invalid('context must be an object', { reason: 'invalid_context' });
+    const ts = this.#typesystemNow(req.modelId);
+    if (ts === undefined) {
+      if (req.modelId !== undefined && req.modelId !== '' && (typeof req.modelId !== 'string' || !MODEL_ID.test(req.modelId))) {
+        throw invalid(`invalid model id '${show(req.modelId)}'`, { reason: 'invalid_model_id' });
+      }
+      throw syncUnavailable('the model version is not loaded in this engine yet (loadModel, or any check, loads it)');
+    }
+    const prepared = plain ? undefined : this.#prepareWith(ts, req);
+    const ctx = prepared === undefined ? undefined : this.context(ts, prepared.reader, req.context, req.consistency);
+    const r = this.#resolveOne(ts, ctx, req, true) as ResolveCheckResult | undefined;
+    if (r === undefined) throw syncUnavailable('this check needs a read that is not synchronous here (a SQL store, a graph mirror catching up, or full consistency)');
+    return { allowed: r.allowed && !r.cycle };
+  }
+
   async check(req: CheckInput): Promise<{ allowed: boolean }> {
     // Warm path: no contextual tuples and the model known without a read.
-    if (req !== null && typeof req === 'object' && (req.contextualTuples === undefined || (Array.isArray(req.contextualTuples) && req.contextualTuples.length === 0))) {
+    if (req !== null && typeof req === 'object' && this.#noContextualTuples(req)) {
       if (this.#hits !== undefined) {
         const hit = this.#cachedAnswer(this.#hits, req);
         if (hit !== undefined) return { allowed: hit.allowed && !hit.cycle };
@@ -436,7 +497,7 @@ export class CheckPath {
       const ts = this.#typesystemNow(req.modelId);
       if (ts !== undefined) {
         if (req.context !== undefined && !isPlainObject(req.context)) throw invalid('context must be an object', { reason: 'invalid_context' });
-        let r = this.#resolveOne(ts, undefined, req);
+        let r = this.#resolveOne(ts, undefined, req)!;
         if (r instanceof Promise) r = await r;
         return { allowed: r.allowed && !r.cycle };
       }

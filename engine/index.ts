@@ -436,6 +436,29 @@ export class Engine {
   }
 
   /**
+   * Check without a promise: the same answer and errors as {@link check},
+   * for callers in a synchronous loop, when the answer is at hand without
+   * I/O (the memory store; a graph mirror that is fresh; a cache hit).
+   * Throws `failed_precondition` with reason `sync_unavailable` when it is
+   * not: the model version is not loaded in this engine yet (see
+   * {@link loadModel}), or the check needs a database read (a SQL store
+   * without a mirror, a mirror catching up, full consistency on a mirror).
+   * A caller can then fall back to `check`.
+   */
+  checkSync(req: CheckRequest): CheckResult {
+    return this.#check.checkSync(req);
+  }
+
+  /**
+   * Loads model version `id` (default: the latest) into this engine, so that
+   * {@link checkSync} can use it; returns its id. Errors as {@link check}'s
+   * for the model (`failed_precondition` when the store has none, `not_found`).
+   */
+  async loadModel(id?: string): Promise<string> {
+    return (await this.#typesystem(id)).id;
+  }
+
+  /**
    * 1 to `maxChecksPerBatch` checks, resolved concurrently; checks that share
    * contextual tuples, context and model share sub-problem results. Results
    * come back in request order; a failing check carries its `error` instead

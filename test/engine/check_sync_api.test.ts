@@ -1,0 +1,147 @@
+/**
+ * `Engine.checkSync`: the answer of `check` without a promise where it is at
+ * hand synchronously (memory store, fresh graph mirror, cache hit), the same
+ * errors, and `sync_unavailable` where a read or a model load is needed.
+ * That it answers exactly as `check` on random models is the property "the
+ * synchronous and asynchronous evaluators answer alike" in
+ * engine.property.test.ts.
+ */
+import test from 'ava';
+import { CheckCache, Engine, GraphMirror, LatchkeyError, MemoryStore } from '../../engine/index.ts';
+import { openSqlStore } from './sql_helpers.ts';
+
+const MODEL = `model
+  schema 1.1
+type user
+type group
+  relations
+    define member: [user, group#member]
+type doc
+  relations
+    define parent: [doc]
+    define blocked: [user]
+    define viewer: [user, group#member, user with small] or viewer from parent
+    define can_read: viewer but not blocked
+condition small(x: int) {
+  x < 5
+}
+`;
+
+const TUPLES = [
+  { object: 'group:eng', relation: 'member', user: 'user:anne' },
+  { object: 'group:all', relation: 'member', user: 'group:eng#member' },
+  { object: 'doc:root', relation: 'viewer', user: 'group:all#member' },
+  { object: 'doc:a', relation: 'parent', user: 'doc:root' },
+  { object: 'doc:a', relation: 'blocked', user: 'user:bob' },
+  { object: 'doc:a', relation: 'viewer', user: 'user:bob' },
+  { object: 'doc:b', relation: 'viewer', user: 'user:carl', condition: { name: 'small' } },
+];
+
+const QUERIES = [
+  { user: 'user:anne', relation: 'viewer', object: 'doc:a' },
+  { user: 'user:anne', relation: 'can_read', object: 'doc:a' },
+  { user: 'user:bob', relation: 'viewer', object: 'doc:a' },
+  { user: 'user:bob', relation: 'can_read', object: 'doc:a' },
+  { user: 'user:dan', relation: 'viewer', object: 'doc:a' },
+  { user: 'group:eng#member', relation: 'viewer', object: 'doc:a' },
+  { user: 'user:carl', relation: 'viewer', object: 'doc:b', context: { x: 3 } },
+  { user: 'user:carl', relation: 'viewer', object: 'doc:b', context: { x: 7 } },
+  { user: 'user:dan', relation: 'viewer', object: 'doc:b', contextualTuples: [{ object: 'doc:b', relation: 'viewer', user: 'user:dan' }] },
+];
+
+/** The outcome of a call: the answer, or the error's code and reason. */
+function outcome(f: () => { allowed: boolean }): string {
+  try {
+    return String(f().allowed);
+  } catch (err) {
+    if (!(err instanceof LatchkeyError)) throw err;
+    return `${err.code}/${err.reason ?? ''}`;
+  }
+}
+
+async function outcomeAsync(f: () => Promise<{ allowed: boolean }>): Promise<string> {
+  try {
+    return String((await f()).allowed);
+  } catch (err) {
+    if (!(err instanceof LatchkeyError)) throw err;
+    return `${err.code}/${err.reason ?? ''}`;
+  }
+}
+
+async function memoryEngine(): Promise<{ engine: Engine; store: MemoryStore }> {
+  const store = new MemoryStore();
+  const engine = new Engine({ store });
+  await engine.writeModel({ dsl: MODEL });
+  await engine.write({ writes: TUPLES });
+  return { engine, store };
+}
+
+test('on the memory store, checkSync answers every check as check does', async (t) => {
+  const { engine } = await memoryEngine();
+  for (const q of QUERIES) t.is(outcome(() => engine.checkSync(q)), await outcomeAsync(() => engine.check(q)), JSON.stringify(q));
+  t.true(engine.checkSync(QUERIES[0]!).allowed);
+  t.false(engine.checkSync(QUERIES[3]!).allowed);
+  t.true(engine.checkSync(QUERIES[8]!).allowed, 'contextual tuples are honoured');
+});
+
+test('checkSync reports invalid input with the errors check gives', async (t) => {
+  const { engine } = await memoryEngine();
+  const bad = [
+    { user: 'user:anne', relation: 'viewer', object: 'doc:*' },
+    { user: 'user:anne', relation: 'viewer', object: 'nope:a' },
+    { user: 'user:anne', relation: 'owner', object: 'doc:a' },
+    { user: 'robot:x', relation: 'viewer', object: 'doc:a' },
+    { user: 'user:anne', relation: 'viewer', object: 'doc:b' },
+    { user: 'user:anne', relation: 'viewer', object: 'doc:a', context: 'x' as never },
+    { user: 'user:anne', relation: 'viewer', object: 'doc:a', modelId: 'not-a-ulid' },
+    { user: 'user:anne', relation: 'viewer', object: 'doc:a', contextualTuples: [{ object: 'doc:a', relation: 'nope', user: 'user:anne' }] },
+  ];
+  for (const q of bad) {
+    const sync = outcome(() => engine.checkSync(q));
+    t.is(sync, await outcomeAsync(() => engine.check(q)), JSON.stringify(q));
+    t.not(sync, 'true');
+  }
+  // The condition needs `x`: both answer with the same evaluation error.
+  t.regex(outcome(() => engine.checkSync(bad[4]!)), /^(false|invalid_argument\/)/u);
+  t.is(outcome(() => engine.checkSync(null as never)), 'invalid_argument/invalid_check_input');
+});
+
+test('checkSync needs the model loaded in the engine; loadModel loads it', async (t) => {
+  const { store } = await memoryEngine();
+  const fresh = new Engine({ store });
+  t.is(outcome(() => fresh.checkSync(QUERIES[0]!)), 'failed_precondition/sync_unavailable');
+  const id = await fresh.loadModel();
+  t.is(id, (await store.latestModelId())!);
+  t.true(fresh.checkSync(QUERIES[0]!).allowed);
+  t.true(fresh.checkSync({ ...QUERIES[0]!, modelId: id }).allowed);
+  const empty = new Engine({ store: new MemoryStore() });
+  await t.throwsAsync(empty.loadModel(), { instanceOf: LatchkeyError, message: /no authorization model/u });
+});
+
+test('on a SQL store checkSync answers only where no read is needed: a fresh mirror or a cache hit', async (t) => {
+  const opened = await openSqlStore('sqlite');
+  t.teardown(() => opened.teardown());
+  const direct = new Engine({ store: opened.store });
+  await direct.writeModel({ dsl: MODEL });
+  await direct.write({ writes: TUPLES });
+  t.is(outcome(() => direct.checkSync(QUERIES[0]!)), 'failed_precondition/sync_unavailable', 'the SQL store reads asynchronously');
+  t.true((await direct.check(QUERIES[0]!)).allowed);
+
+  const mirror = await GraphMirror.load({ store: opened.store, revisionPollMs: 60_000 });
+  const mirrored = new Engine({ store: mirror.store, resolver: mirror.resolver() });
+  await mirrored.loadModel();
+  for (const q of QUERIES) t.is(outcome(() => mirrored.checkSync(q)), await outcomeAsync(() => direct.check(q)), JSON.stringify(q));
+  t.is(outcome(() => mirrored.checkSync({ ...QUERIES[0]!, consistency: 'higher_consistency' })), 'failed_precondition/sync_unavailable', 'full consistency reads the database');
+
+  const cache = new CheckCache({ store: opened.store, revisionPollMs: 60_000 });
+  const cached = new Engine({ store: cache.store, resolver: cache.resolver() });
+  await cached.loadModel();
+  t.is(outcome(() => cached.checkSync(QUERIES[0]!)), 'failed_precondition/sync_unavailable', 'a miss needs a read');
+  t.true((await cached.check(QUERIES[0]!)).allowed);
+  t.true(cached.checkSync(QUERIES[0]!).allowed, 'a hit is answered');
+  // A revoke through the cached engine is seen by the next synchronous check.
+  await cached.write({ deletes: [{ object: 'group:eng', relation: 'member', user: 'user:anne' }] });
+  t.is(outcome(() => cached.checkSync(QUERIES[0]!)), 'failed_precondition/sync_unavailable', 'the revoke made the cached answer invisible');
+  t.false((await cached.check(QUERIES[0]!)).allowed);
+  t.false(cached.checkSync(QUERIES[0]!).allowed);
+});
