@@ -248,8 +248,9 @@ export class MfaFlows {
    * `token`. Errors: `invalid_argument` (`missing_identifier`,
    * `mfa_method_mismatch` when `is_totp` does not match the challenge);
    * `unauthenticated` (`invalid_mfa_session`: no, expired or foreign
-   * challenge; `invalid_otp`: wrong, used or unknown code; `otp_expired`;
-   * `otp_already_used`: a TOTP code accepted before); `resource_exhausted`
+   * challenge; `invalid_otp`: wrong, used or unknown code, or a TOTP code
+   * accepted before; `expired_token`: an expired email/SMS code, which is
+   * removed); `resource_exhausted`
    * (`too_many_attempts`) after 5 failures in 15 minutes. The challenge
    * session ends on success.
    */
@@ -277,7 +278,9 @@ export class MfaFlows {
     const row = await this.#d.store.getOtp(user.id);
     if (row === undefined || !digestsEqual(otpDigest(this.#digestKey, user.id, code), row.otp)) throw invalidOtp(user.id);
     if (row.expires_at <= this.#d.nowSeconds()) {
-      throw new LatchkeyError('unauthenticated', 'otp expired', { reason: 'otp_expired', cause: { internal_reason: 'otp_expired', user_id: user.id } });
+      // Security matrix A4: an expired code answers expired_token and its row is gone.
+      await this.#d.store.deleteOtp(row.id);
+      throw new LatchkeyError('unauthenticated', 'otp expired', { reason: 'expired_token', cause: { internal_reason: 'otp_expired', user_id: user.id } });
     }
     if (!(await this.#d.store.deleteOtp(row.id))) throw invalidOtp(user.id, 'otp_used_concurrently');
   }
@@ -291,12 +294,9 @@ export class MfaFlows {
       // The TOTP strategy reports the matched time step (RFC 6238 T), recorded for single use.
       const step = result.valid ? (result as { timeStep?: number }).timeStep : undefined;
       if (step === undefined) throw invalidOtp(user.id);
-      if (auth.last_time_step !== null && step <= auth.last_time_step) {
-        throw new LatchkeyError('unauthenticated', 'otp already used', { reason: 'otp_already_used', cause: { internal_reason: 'totp_replayed', user_id: user.id } });
-      }
-      if (!(await store.acceptTimeStep(auth.id, step))) {
-        throw new LatchkeyError('unauthenticated', 'otp already used', { reason: 'otp_already_used', cause: { internal_reason: 'totp_replayed', user_id: user.id } });
-      }
+      // Security matrix A4: a code (or an older one) presented again is refused as invalid_otp; the audit row says why.
+      if (auth.last_time_step !== null && step <= auth.last_time_step) throw invalidOtp(user.id, 'totp_replayed');
+      if (!(await store.acceptTimeStep(auth.id, step))) throw invalidOtp(user.id, 'totp_replayed');
       return { enrolled: auth.verified_at === null, recoveryCodeUsed: false };
     }
     // A recovery code stands in for a TOTP code of a confirmed enrolment only.

@@ -66,7 +66,8 @@ for (const backend of sqlBackends()) {
 
       // Expired after 60 s (the challenge session lives 180 s).
       clock.advance(61_000);
-      t.is((await errorOf(f.auth.verifyOtp({ email, otp: second }, { mfaCookie: mfaCookie(resent) }))).reason, 'otp_expired');
+      t.is((await errorOf(f.auth.verifyOtp({ email, otp: second }, { mfaCookie: mfaCookie(resent) }))).reason, 'expired_token');
+      t.is(await rowsOf(f, 'otps', resent.record!.id), 0, 'the expired code is removed');
 
       const again = await f.auth.login({ email, password: STRONG_PASSWORD });
       const third = box.last.get(email)!;
@@ -138,10 +139,15 @@ for (const backend of sqlBackends()) {
 
       const second = await f.auth.login({ email, password: STRONG_PASSWORD });
       t.is(second.response.authenticator_secret, undefined);
-      t.is((await errorOf(f.auth.verifyOtp({ email, otp: code, is_totp: true }, { mfaCookie: mfaCookie(second) }))).reason, 'otp_already_used');
-      clock.advance(30_000);
-      const next = await f.auth.verifyOtp({ email, otp: await generate({ secret, epoch: epoch() }), is_totp: true }, { mfaCookie: mfaCookie(second) });
+      // Security matrix A4: the same code again is refused; -2 steps refused; +1 step accepted once.
+      t.is((await errorOf(f.auth.verifyOtp({ email, otp: code, is_totp: true }, { mfaCookie: mfaCookie(second) }))).reason, 'invalid_otp');
+      clock.advance(90_000);
+      t.is((await errorOf(f.auth.verifyOtp({ email, otp: await generate({ secret, epoch: epoch() - 60 }), is_totp: true }, { mfaCookie: mfaCookie(second) }))).reason, 'invalid_otp');
+      const ahead = await generate({ secret, epoch: epoch() + 30 });
+      const next = await f.auth.verifyOtp({ email, otp: ahead, is_totp: true }, { mfaCookie: mfaCookie(second) });
       t.false(next.enrolled);
+      const replay = await f.auth.login({ email, password: STRONG_PASSWORD });
+      t.is((await errorOf(f.auth.verifyOtp({ email, otp: ahead, is_totp: true }, { mfaCookie: mfaCookie(replay) }))).reason, 'invalid_otp');
 
       const third = await f.auth.login({ email, password: STRONG_PASSWORD });
       const viaRecovery = await f.auth.verifyOtp({ email, otp: recovery[3]!.toUpperCase(), is_totp: true }, { mfaCookie: mfaCookie(third) });
@@ -152,6 +158,23 @@ for (const backend of sqlBackends()) {
       t.is(await rowsOf(f, 'authenticators', userId), 1);
       await f.auth.deactivateAccount({ principal: (await f.auth.authenticate({ bearer: viaRecovery.response.access_token }))! });
       t.is(await rowsOf(f, 'authenticators', userId), 0);
+    } finally {
+      await f.close();
+    }
+  });
+
+  test(`A3: 50 concurrent wrong codes for one challenge: at most 5 compared, then the right code is refused (${backend})`, async (t) => {
+    const box = inbox();
+    const f = await makeService({ enableMfa: true, enforceMfa: true, enableEmailOtp: true }, { backend, otpDelivery: box.delivery });
+    try {
+      const email = 'burst@example.com';
+      await f.auth.signup({ email, password: STRONG_PASSWORD });
+      const login = await f.auth.login({ email, password: STRONG_PASSWORD });
+      const code = box.last.get(email)!;
+      const results = await Promise.all(Array.from({ length: 50 }, () => errorOf(f.auth.verifyOtp({ email, otp: other(code) }, { mfaCookie: mfaCookie(login) }))));
+      t.is(results.filter((r) => r.reason === 'invalid_otp').length, 5);
+      t.is(results.filter((r) => r.reason === 'too_many_attempts').length, 45);
+      t.is((await errorOf(f.auth.verifyOtp({ email, otp: code }, { mfaCookie: mfaCookie(login) }))).code, 'resource_exhausted');
     } finally {
       await f.close();
     }
