@@ -3,8 +3,10 @@
  * run on the same data (targets P1, P2, P7 of issue #5):
  *
  * - P1 cold: `Engine.check` on the memory store, no answer cache (the
- *   synchronous evaluator), and the asynchronous evaluator for comparison;
- * - P2 warm: `Engine.check` through a CheckCache whose answers are all cached;
+ *   synchronous evaluator), the same through `Engine.checkSync` (no promise
+ *   per check, like baseline B), and the asynchronous evaluator for comparison;
+ * - P2 warm: `Engine.check` and `Engine.checkSync` through a CheckCache whose
+ *   answers are all cached;
  * - P7 memory: heap of the loaded memory store per million tuples, and of a
  *   graph mirror loaded from it;
  * - the floor of a warm check: an awaited async function doing one `Map.get`
@@ -54,6 +56,15 @@ log(`scale ${scale}: ${ds.tupleCount} tuples, load average ${loadavg().map((x) =
 const qsets: Record<string, CheckQuery[]> = {};
 for (const set of QUERY_SETS) qsets[set] = buildQueries(ds, set, nq);
 
+// ---- memory store (loaded first: its heap is measured on a collected heap holding nothing else)
+gc();
+const heapBefore = process.memoryUsage().heapUsed;
+const store = new MemoryStore();
+const loadS = await writeDataset(store, ds, 10_000);
+gc();
+const heapMiB = (process.memoryUsage().heapUsed - heapBefore) / 2 ** 20;
+log(`memory store loaded in ${loadS.toFixed(2)} s, heap ${heapMiB.toFixed(1)} MiB`);
+
 // ---- baseline B
 const baseline: Record<string, Timing> = {};
 {
@@ -68,15 +79,6 @@ const baseline: Record<string, Timing> = {};
 }
 gc();
 
-// ---- memory store
-gc();
-const heapBefore = process.memoryUsage().heapUsed;
-const store = new MemoryStore();
-const loadS = await writeDataset(store, ds, 10_000);
-gc();
-const heapMiB = (process.memoryUsage().heapUsed - heapBefore) / 2 ** 20;
-log(`memory store loaded in ${loadS.toFixed(2)} s, heap ${heapMiB.toFixed(1)} MiB`);
-
 const engine = new Engine({ store });
 await engine.writeModel({ dsl: REFERENCE_MODEL_DSL });
 const cold: Record<string, Timing> = {};
@@ -84,6 +86,13 @@ for (const set of QUERY_SETS) {
   await verify(`memory ${set}`, qsets[set]!, async (q) => (await engine.check(q)).allowed);
   await settle(qsets[set]!, (q) => engine.check(q));
   cold[set] = await timeAsync(qsets[set]!, (q) => engine.check(q), { passes, concurrency: 1 });
+}
+// The same checks through `checkSync` (no promise per check, as baseline B).
+const coldSync: Record<string, Timing> = {};
+for (const set of QUERY_SETS) {
+  await verify(`memory checkSync ${set}`, qsets[set]!, (q) => engine.checkSync(q).allowed);
+  await settle(qsets[set]!, (q) => engine.checkSync(q));
+  coldSync[set] = timeSync(qsets[set]!, (q) => engine.checkSync(q), passes);
 }
 log('cold done');
 
@@ -104,6 +113,12 @@ for (const set of QUERY_SETS) {
   await verify(`memory warm ${set}`, qsets[set]!, async (q) => (await cached.check(q)).allowed);
   await settle(qsets[set]!, (q) => cached.check(q));
   warm[set] = await timeAsync(qsets[set]!, (q) => cached.check(q), { passes, concurrency: 1 });
+}
+const warmSync: Record<string, Timing> = {};
+for (const set of QUERY_SETS) {
+  await verify(`memory warm checkSync ${set}`, qsets[set]!, (q) => cached.checkSync(q).allowed);
+  await settle(qsets[set]!, (q) => cached.checkSync(q));
+  warmSync[set] = timeSync(qsets[set]!, (q) => cached.checkSync(q), passes);
 }
 log('warm done');
 
@@ -138,7 +153,8 @@ const rows = QUERY_SETS.map((set) => {
   const b = baseline[set]!.ops_per_s;
   const c = cold[set]!;
   const w = warm[set]!.ops_per_s;
-  return `| ${set} | ${k(b)} | ${k(c.ops_per_s)} (${(c.ops_per_s / b).toFixed(2)}×) | ${c.p50_us} / ${c.p99_us} µs | ${k(asyncCold[set]!.ops_per_s)} | ${k(mirrorCold[set]!.ops_per_s)} | ${k(w)} (${(w / floor[set]!.ops_per_s).toFixed(2)}× floor) | ${k(floor[set]!.ops_per_s)} |`;
+  const cs = coldSync[set]!;
+  return `| ${set} | ${k(b)} | ${k(c.ops_per_s)} (${(c.ops_per_s / b).toFixed(2)}×) | ${c.p50_us} / ${c.p99_us} µs | ${k(cs.ops_per_s)} (${(cs.ops_per_s / b).toFixed(2)}×) | ${k(asyncCold[set]!.ops_per_s)} | ${k(mirrorCold[set]!.ops_per_s)} | ${k(w)} (${(w / floor[set]!.ops_per_s).toFixed(2)}× floor) | ${k(warmSync[set]!.ops_per_s)} | ${k(floor[set]!.ops_per_s)} |`;
 });
 process.stdout.write(
   [
@@ -146,10 +162,10 @@ process.stdout.write(
     `memory store: heap ${heapMiB.toFixed(1)} MiB = ${(heapMiB / (ds.tupleCount / 1e6)).toFixed(1)} MiB per million tuples, loaded in ${loadS.toFixed(2)} s; RSS ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB at the end`,
     `graph mirror: heap ${mirrorMiB.toFixed(1)} MiB = ${(mirrorMiB / (ds.tupleCount / 1e6)).toFixed(1)} MiB per million tuples`,
     '',
-    '| set | baseline B | cold, memory store (ratio to B) | cold p50 / p99 | cold, async evaluator | cold, mirror | warm, cache hit (ratio to floor) | floor: await + Map.get |',
-    '|---|---|---|---|---|---|---|---|',
+    '| set | baseline B | cold, memory store (ratio to B) | cold p50 / p99 | cold, checkSync (ratio to B) | cold, async evaluator | cold, mirror | warm, cache hit (ratio to floor) | warm, checkSync | floor: await + Map.get |',
+    '|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
   ].join('\n'),
 );
-process.stdout.write(`${JSON.stringify({ tuples: ds.tupleCount, heap_mib: heapMiB, mirror_heap_mib: mirrorMiB, baseline, cold, async_cold: asyncCold, mirror_cold: mirrorCold, warm, floor, loadavg: loadavg() })}\n`);
+process.stdout.write(`${JSON.stringify({ tuples: ds.tupleCount, heap_mib: heapMiB, mirror_heap_mib: mirrorMiB, baseline, cold, cold_sync: coldSync, async_cold: asyncCold, mirror_cold: mirrorCold, warm, warm_sync: warmSync, floor, loadavg: loadavg() })}\n`);
