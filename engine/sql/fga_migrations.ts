@@ -116,4 +116,14 @@ export const FGA_MIGRATIONS: readonly Migration[] = [
       await exec(ctx, "CREATE INDEX fga_tuple_usersets ON fga_tuple (object_type, object_id, relation, _user) WHERE user_kind = 's'");
     },
   },
+  {
+    // SQLite keeps rows in the primary key, but testing user_kind still decodes every row of the object relation:
+    // 13 µs for a group of 80 members at 1 M tuples, 3 µs through this index (its keys alone, then a primary-key
+    // lookup per userset; engine/sql/level_reads.ts). Most of a cold 5-hop check's SQL time went to that test.
+    id: '0003_sqlite_usersets_index',
+    async up(ctx) {
+      if (ctx.dialect !== 'sqlite') return;
+      await exec(ctx, "CREATE INDEX fga_tuple_usersets ON fga_tuple (object_type, object_id, relation, _user) WHERE user_kind = 's'");
+    },
+  },
 ];
