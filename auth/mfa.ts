@@ -13,7 +13,8 @@
  *   also under concurrency). `resend_otp` replaces the code (the old one
  *   stops working) and rotates the challenge session.
  * - TOTP (otplib, confined to this module): the first challenge of a user
- *   without a confirmed enrolment returns the secret, its otpauth URI and 10
+ *   without a confirmed enrolment returns the secret, its otpauth URI, that
+ *   URI as a QR code image (qrcode-generator, also confined here) and 10
  *   recovery codes (shown once, stored as digests); the secret is stored
  *   AES-256-GCM encrypted. A code is accepted once (the last accepted time
  *   step is recorded); ±1 step of clock drift is tolerated. A recovery code
@@ -27,6 +28,7 @@
  */
 import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 import { generateSecret, generateURI, verifySync } from 'otplib';
+import qrcode from 'qrcode-generator';
 import { LatchkeyError } from '../engine/errors.ts';
 import { reserveAttempt } from './attempts.ts';
 import type { MemoryStore } from './memory_store.ts';
@@ -108,6 +110,14 @@ function newRecoveryCode(): string {
   return `${s.slice(0, 5)}-${s.slice(5)}`;
 }
 const normalizeRecoveryCode = (code: string): string => code.toLowerCase().replace(/[\s-]/g, '');
+
+/** The QR code of an otpauth URI as a `data:image/gif;base64` URL (error correction M, 4-pixel modules, quiet zone). */
+function scannerImage(uri: string): string {
+  const qr = qrcode(0, 'M');
+  qr.addData(uri);
+  qr.make();
+  return qr.createDataURL(4, 16);
+}
 
 export interface MfaFlowsDeps {
   store: MfaStore;
@@ -217,11 +227,8 @@ export class MfaFlows {
     // A concurrent login confirmed an enrolment in between: this one asks for a code only.
     if (!stored) return {};
     const label = user.email ?? user.phone_number ?? user.id;
-    return {
-      authenticator_secret: secret,
-      authenticator_uri: generateURI({ issuer: this.#d.options.totpIssuer, label, secret }),
-      authenticator_recovery_codes: codes,
-    };
+    const uri = generateURI({ issuer: this.#d.options.totpIssuer, label, secret });
+    return { authenticator_secret: secret, authenticator_uri: uri, authenticator_scanner_image: scannerImage(uri), authenticator_recovery_codes: codes };
   }
 
   #encrypt(plain: string): string {

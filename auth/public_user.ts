@@ -49,6 +49,8 @@ export interface AuthResponse {
   authenticator_secret?: string;
   /** TOTP enrolment: the otpauth:// URI of the secret (what the QR code encodes). */
   authenticator_uri?: string;
+  /** TOTP enrolment: the QR code of `authenticator_uri` as a base64 data URL (GIF). */
+  authenticator_scanner_image?: string;
   /** TOTP enrolment: single-use recovery codes, shown this once. */
   authenticator_recovery_codes?: string[];
 }

@@ -24,7 +24,7 @@ type Folder = 'engine' | 'dsl' | 'auth' | 'admin' | 'transports' | 'bin';
 const FOLDERS: Record<Folder, { folders: Folder[]; packages: string[] }> = {
   engine: { folders: ['dsl'], packages: ['lru-cache', '@marcbachmann/cel-js', 'sequelize', 'ulid'] },
   dsl: { folders: ['engine'], packages: ['chevrotain'] },
-  auth: { folders: ['engine'], packages: ['jose', 'bcrypt', 'otplib', 'nodemailer', 'sequelize', 'ioredis', 'ulid'] },
+  auth: { folders: ['engine'], packages: ['jose', 'bcrypt', 'otplib', 'qrcode-generator', 'nodemailer', 'sequelize', 'ioredis', 'ulid'] },
   admin: { folders: ['engine', 'dsl', 'auth'], packages: ['sequelize', 'ulid'] },
   transports: {
     folders: ['engine', 'dsl', 'auth', 'admin'],

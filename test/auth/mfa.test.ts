@@ -127,6 +127,7 @@ for (const backend of sqlBackends()) {
       t.is(first.response.access_token, undefined);
       const secret = first.response.authenticator_secret!;
       t.regex(first.response.authenticator_uri!, /^otpauth:\/\/totp\//);
+      t.regex(first.response.authenticator_scanner_image!, /^data:image\/gif;base64,[A-Za-z0-9+/]+=*$/);
       const recovery = first.response.authenticator_recovery_codes!;
       t.is(recovery.length, 10);
       const epoch = () => Math.floor(clock.now() / 1000);

@@ -200,6 +200,7 @@ for (const backend of sqlBackends()) {
         const first = await login();
         const secret = String(first.body?.['authenticator_secret']);
         t.regex(String(first.body?.['authenticator_uri']), /^otpauth:\/\/totp\/.*secret=/);
+        t.regex(String(first.body?.['authenticator_scanner_image']), /^data:image\/gif;base64,/);
         const recovery = first.body?.['authenticator_recovery_codes'] as string[];
         t.is(recovery.length, 10);
         t.is((await verify(await generate({ secret }), mfaOf(first), false)).error?.reason, 'mfa_method_mismatch');

@@ -59,6 +59,7 @@ export const AUTH_RESPONSE = s.object(
     authenticator_secret: s.optional(s.string({ doc: 'TOTP enrolment (first TOTP challenge): the base32 secret for the authenticator app' })),
     authenticator_uri: s.optional(s.string({ doc: 'TOTP enrolment: the otpauth:// URI of the secret (what a QR code encodes)' })),
     authenticator_recovery_codes: s.optional(s.list(s.string(), { doc: 'TOTP enrolment: single-use recovery codes, shown this once' })),
+    authenticator_scanner_image: s.optional(s.string({ doc: 'TOTP enrolment: the QR code of authenticator_uri as a base64 data URL (GIF)' })),
   },
   { doc: 'The result of signup, login and session' },
 );
