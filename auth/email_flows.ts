@@ -196,8 +196,8 @@ export class EmailFlows {
 
   /**
    * `resend_verify_email`: a new link replaces the pending one of
-   * (identifier, email). `basic_auth_signup`: for an account whose address
-   * is still unverified (also after the old link expired); `magic_link_login`:
+   * (identifier, email). `basic_auth_signup`: for a password account whose
+   * address is still unverified (also after the old link expired); `magic_link_login`:
    * while a magic link is pending, keeping its roles and scope. Always the
    * same answer. Errors: `invalid_argument` (`invalid_identifier`,
    * `invalid_email`), `failed_precondition` when the flow is disabled.
@@ -218,7 +218,9 @@ export class EmailFlows {
       const pending = await d.store.pending(identifier, email);
       let grant: MagicGrant | undefined;
       if (identifier === 'basic_auth_signup') {
-        if (user.email_verified_at !== null) return;
+        // Only a password sign-up awaits this link; for a passwordless account (invited, or made by a magic
+        // link) it would be a login without a password, also where magic links are disabled.
+        if (user.email_verified_at !== null || user.password === null) return;
       } else {
         if (pending === undefined) return;
         const raw = await d.memoryStore.get(grantKey(pending.id));

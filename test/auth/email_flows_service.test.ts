@@ -112,7 +112,7 @@ test('resending a magic link keeps the roles and scope asked for; the old link d
   }
 });
 
-test('no mail goes out for unknown, deactivated or (sign-up disabled) new accounts, nor for verified ones on resend', async (t) => {
+test('no mail goes out for unknown, deactivated or (sign-up disabled) new accounts, nor on resend for verified or passwordless ones', async (t) => {
   const f = await makeService({ enableMagicLinkLogin: true, enableEmailVerification: true, enableSignup: false });
   try {
     const mail = collector();
@@ -131,6 +131,8 @@ test('no mail goes out for unknown, deactivated or (sign-up disabled) new accoun
     f.auth.email.forgotPassword({ email: gone.email! }, mail.delivery);
     f.auth.email.magicLinkLogin({ email: gone.email! }, mail.delivery);
     f.auth.email.resendVerifyEmail({ email: verified.email!, identifier: 'basic_auth_signup' }, mail.delivery);
+    const invited = await f.auth.users.create({ email: 'invited@example.com', roles: ['user'], signup_methods: 'basic_auth' });
+    f.auth.email.resendVerifyEmail({ email: invited.email!, identifier: 'basic_auth_signup' }, mail.delivery);
     await f.auth.email.settled();
     t.deepEqual(mail.sent, []);
     t.deepEqual(mail.errors, []);
