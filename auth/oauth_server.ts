@@ -46,6 +46,21 @@ export interface OAuthServerOptions {
   codeTtlSeconds?: number;
 }
 
+/**
+ * A security-relevant fact for the audit log: tokens issued, refreshed or
+ * revoked, or a spent code or rotated refresh token presented again.
+ */
+export interface OAuthEvent {
+  action: 'token.issued' | 'token.refreshed' | 'token.revoked' | 'token.code_reuse' | 'token.refresh_token_reuse';
+  userId?: string | undefined;
+  metadata?: Record<string, unknown>;
+}
+
+/** Receives {@link OAuthEvent}s; must not throw (failures are the sink's to log). */
+export type OAuthEventSink = (event: OAuthEvent) => Promise<void>;
+
+const NO_EVENTS: OAuthEventSink = async () => {};
+
 /** What `/authorize` answers. */
 export type AuthorizeOutcome =
   /** 302 to the client (code, tokens or an error) or to the login page. */
@@ -123,7 +138,7 @@ export class OAuthServer {
    * go to the user agent (`kind: 'error'`); after, they go back to the client
    * in the response mode (RFC 6749 §4.1.2.1), with `state` and `iss` (RFC 9207).
    */
-  async authorize(params: OAuthParams, sessionCookie: string | undefined): Promise<AuthorizeOutcome> {
+  async authorize(params: OAuthParams, sessionCookie: string | undefined, onEvent: OAuthEventSink = NO_EVENTS): Promise<AuthorizeOutcome> {
     let p: Map<string, string>;
     try {
       p = readParams(params);
@@ -215,6 +230,7 @@ export class OAuthServer {
     const fields: Record<string, string> = { scope: implicitScope.join(' ') };
     if (types.has('token')) Object.assign(fields, { access_token: out.access_token ?? '', token_type: 'Bearer', expires_in: String(out.expires_in ?? 0) });
     if (types.has('id_token')) fields['id_token'] = out.id_token ?? '';
+    await onEvent({ action: 'token.issued', userId: user.id, metadata: { response_type: [...types].join(' ') } });
     return reply(fields);
   }
 
@@ -252,12 +268,12 @@ export class OAuthServer {
    * `invalid_client` (401), `invalid_request`, `invalid_grant`,
    * `invalid_scope`, `unsupported_grant_type` (400).
    */
-  async token(params: OAuthParams, authorization: string | undefined): Promise<OAuthTokenResponse> {
+  async token(params: OAuthParams, authorization: string | undefined, onEvent: OAuthEventSink = NO_EVENTS): Promise<OAuthTokenResponse> {
     const p = readParams(params);
     const client = this.#client(p, authorization);
     const grantType = p.get('grant_type') ?? 'authorization_code';
-    if (grantType === 'authorization_code') return this.#codeGrant(p, client.withSecret);
-    if (grantType === 'refresh_token') return this.#refreshGrant(p);
+    if (grantType === 'authorization_code') return this.#codeGrant(p, client.withSecret, onEvent);
+    if (grantType === 'refresh_token') return this.#refreshGrant(p, onEvent);
     throw new LatchkeyError('invalid_argument', `grant_type ${grantType} is not supported`, { reason: 'unsupported_grant_type' });
   }
 
@@ -292,13 +308,16 @@ export class OAuthServer {
     return { withSecret: secret !== undefined };
   }
 
-  async #codeGrant(p: Map<string, string>, withSecret: boolean): Promise<OAuthTokenResponse> {
+  async #codeGrant(p: Map<string, string>, withSecret: boolean, onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {
     const code = p.get('code');
     if (code === undefined) throw invalidRequest('code is required');
     const redirectUri = p.get('redirect_uri');
     if (redirectUri === undefined) throw invalidRequest('redirect_uri is required');
     const r = await this.codes.redeem(code);
-    if (r.kind === 'replayed') throw invalidGrant('authorization code was already used; the tokens issued from it are revoked');
+    if (r.kind === 'replayed') {
+      await onEvent({ action: 'token.code_reuse' });
+      throw invalidGrant('authorization code was already used; the tokens issued from it are revoked');
+    }
     if (r.kind === 'unknown') throw invalidGrant('invalid authorization code');
     const g = r.grant;
     if (g.expires_ms <= this.#now()) throw invalidGrant('authorization code expired');
@@ -323,19 +342,23 @@ export class OAuthServer {
     const session = await this.#childSession(user, g, roles, g.scope);
     if (!(await this.codes.bindSession(r.hash, session.sid))) {
       await this.#auth.sessions.end(session.sid);
+      await onEvent({ action: 'token.code_reuse', userId: user.id });
       throw invalidGrant('authorization code was already used; the tokens issued from it are revoked');
     }
     const out = await issueTokens(this.#auth, user, session, '', 'new', g.nonce);
+    await onEvent({ action: 'token.issued', userId: user.id, metadata: { grant_type: 'authorization_code' } });
     return tokenResponse(out, g.scope);
   }
 
-  async #refreshGrant(p: Map<string, string>): Promise<OAuthTokenResponse> {
+  async #refreshGrant(p: Map<string, string>, onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {
     const refreshToken = p.get('refresh_token');
     if (refreshToken === undefined) throw invalidRequest('refresh_token is required');
     let scope: string[];
+    let userId: string;
     try {
       const claims = await this.#auth.tokens.verify(refreshToken, 'refresh_token');
       scope = Array.isArray(claims['scope']) ? claims['scope'].map(String) : [];
+      userId = claims.sub;
     } catch (err) {
       throw invalidGrant('invalid refresh token', err);
     }
@@ -343,12 +366,16 @@ export class OAuthServer {
     const requested = (p.get('scope') ?? '').split(' ').filter(Boolean);
     const wider = requested.find((s) => !scope.includes(s));
     if (wider !== undefined) throw new LatchkeyError('invalid_argument', `scope ${wider} was not granted`, { reason: 'invalid_scope' });
+    let out: Awaited<ReturnType<AuthService['refresh']>>;
     try {
-      return tokenResponse(await this.#auth.refresh(refreshToken), scope);
+      out = await this.#auth.refresh(refreshToken);
     } catch (err) {
+      if (err instanceof LatchkeyError && err.reason === 'refresh_token_reused') await onEvent({ action: 'token.refresh_token_reuse', userId });
       if (err instanceof LatchkeyError && err.code === 'unauthenticated') throw invalidGrant('invalid refresh token', err);
       throw err;
     }
+    await onEvent({ action: 'token.refreshed', userId });
+    return tokenResponse(out, scope);
   }
 
   // ---------------------------------------------------------------- /oauth/revoke
@@ -359,7 +386,7 @@ export class OAuthServer {
    * (every token of that grant). Unknown, invalid or already revoked tokens
    * answer the same (§2.2). Errors: `invalid_client` (401), `invalid_request`.
    */
-  async revoke(params: OAuthParams, authorization: string | undefined): Promise<{ message: string }> {
+  async revoke(params: OAuthParams, authorization: string | undefined, onEvent: OAuthEventSink = NO_EVENTS): Promise<{ message: string }> {
     const p = readParams(params);
     this.#client(p, authorization);
     const token = p.get('token') ?? p.get('refresh_token');
@@ -378,6 +405,7 @@ export class OAuthServer {
         const session = await this.#auth.sessions.get(String(claims['sid'] ?? ''));
         if (session !== undefined && session.user_id === claims.sub) await this.#auth.sessions.end(session.sid);
       }
+      await onEvent({ action: 'token.revoked', userId: claims.sub, metadata: { token_type: type } });
       break;
     }
     return { message: 'Token revoked successfully' };

@@ -67,6 +67,8 @@ export interface HttpRouteRequest {
   readonly authorization?: string | undefined;
   readonly cookies: Readonly<Record<string, string>>;
   readonly requestId: string;
+  readonly clientIp: string;
+  readonly userAgent: string;
 }
 
 /** The answer of an {@link HttpRoute}: JSON `body`, an `html` page, or neither (e.g. a redirect). */

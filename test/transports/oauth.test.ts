@@ -372,6 +372,25 @@ for (const config of configs) {
     t.true(html.includes('value="s&#34;&#60;4&#62;"'), 'values are escaped');
   });
 
+  test.serial(name('audit rows: tokens issued, refreshed and revoked, a replayed refresh token, with the user as actor'), async (t) => {
+    const { userId, cookie } = await signIn(s);
+    const { code, verifier } = await codeFor(s, cookie);
+    const first = await exchange(s, code, verifier);
+    const refresh = (token: string) => postForm(s, '/oauth/token', { grant_type: 'refresh_token', refresh_token: token, client_id: TEST_CLIENT_ID });
+    const second = await refresh(String(first.body.refresh_token));
+    t.is(second.status, 200);
+    s.clock.offsetMs = 11_000;
+    t.is((await refresh(String(first.body.refresh_token))).status, 400);
+    s.clock.offsetMs = 0;
+    t.is((await postForm(s, '/oauth/revoke', { token: String(second.body.access_token), token_type_hint: 'access_token', client_id: TEST_CLIENT_ID })).status, 200);
+    const logs = await s.server.call('audit_logs', { actor_id: userId, pagination: { limit: 100 } }, { protocol: 'rest', headers: { 'x-service-admin-secret': TEST_ADMIN_SECRET } });
+    t.is(logs.error, undefined, JSON.stringify(logs.error));
+    const rows = logs.body?.audit_logs as Array<Record<string, unknown>>;
+    const actions = rows.map((r) => r.action);
+    for (const action of ['token.issued', 'token.refreshed', 'token.refresh_token_reuse', 'token.revoked']) t.true(actions.includes(action), action);
+    t.false(JSON.stringify(rows).includes(String(first.body.refresh_token)), 'no token in the audit log');
+  });
+
   test.serial(name('the client library: getToken (code and refresh) and revokeToken work against the real server'), async (t) => {
     const { cookie } = await signIn(s);
     const { code, verifier } = await codeFor(s, cookie);

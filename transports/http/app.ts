@@ -147,7 +147,18 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
     const serve = (req: Request, res: Response, next: NextFunction, bodyError?: LatchkeyError): void => {
       const body = bodyError === undefined && req.body !== null && typeof req.body === 'object' ? (req.body as Record<string, unknown>) : {};
       const cookies = extractCredentials({ cookie: req.headers.cookie }).cookies;
-      const request = { method: req.method, query: req.query as Record<string, unknown>, body, bodyError, authorization: req.headers.authorization, cookies, requestId: locals(res).requestId };
+      const l = locals(res);
+      const request = {
+        method: req.method,
+        query: req.query as Record<string, unknown>,
+        body,
+        bodyError,
+        authorization: req.headers.authorization,
+        cookies,
+        requestId: l.requestId,
+        clientIp: l.clientIp,
+        userAgent: req.headers['user-agent'] ?? '',
+      };
       route.handler(request).then((out) => {
         res.statusCode = out.status ?? 200;
         for (const [k, v] of Object.entries(out.headers ?? {})) res.setHeader(k, v);

@@ -12,8 +12,8 @@
  * and rate limited like every other path.
  */
 import { ERROR_STATUS, LatchkeyError } from '../../engine/errors.ts';
-import { OAuthServer, sessionCookieOf, type AuthService, type MemoryStore } from '../../auth/index.ts';
-import { checkRedirectUri } from '../../admin/index.ts';
+import { OAuthServer, sessionCookieOf, type AuthService, type MemoryStore, type OAuthEventSink } from '../../auth/index.ts';
+import { AdminService, checkRedirectUri } from '../../admin/index.ts';
 import type { HttpRouteRequest, HttpRouteResponse, Services } from '../services.ts';
 
 /** The RFC 6749 / OpenID Connect error codes the provider sends as `error`. */
@@ -48,6 +48,32 @@ function errorResponse(services: Services, request: HttpRouteRequest, err: unkno
   return { status, body: { error, error_description: err.message }, headers };
 }
 
+/**
+ * The audit sink of one request: OAuth events become audit rows (actor: the
+ * token's user) through the admin service, when it is plugged in. Never throws.
+ */
+function auditSink(services: Services, request: HttpRouteRequest): OAuthEventSink {
+  return async (event) => {
+    const admin = services.admin;
+    if (!(admin instanceof AdminService)) return;
+    const userId = event.userId ?? '';
+    await admin.userEvent(
+      {
+        actor_type: userId ? 'user' : 'anonymous',
+        actor_id: userId,
+        action: event.action,
+        resource_type: 'user',
+        resource_id: userId,
+        ip_address: request.clientIp,
+        user_agent: request.userAgent,
+        metadata: { ...event.metadata, protocol: 'oauth' },
+      },
+      undefined,
+      (err) => services.logger.error('oauth event not recorded', { action: event.action, request_id: request.requestId, err }),
+    );
+  };
+}
+
 const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** The OAuth 2.0 Form Post Response Mode page: a form that submits itself to the client. */
@@ -77,7 +103,7 @@ export function plugOAuth(services: Services, auth: AuthService, store: MemorySt
   const authorize = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
     try {
       if (request.bodyError !== undefined) throw new LatchkeyError(request.bodyError.code, request.bodyError.message, { reason: 'invalid_request' });
-      const out = await oauth.authorize(request.method === 'POST' ? request.body : request.query, sessionCookieOf(request.cookies));
+      const out = await oauth.authorize(request.method === 'POST' ? request.body : request.query, sessionCookieOf(request.cookies), auditSink(services, request));
       if (out.kind === 'redirect') return { status: 302, headers: { location: out.location } };
       if (out.kind === 'form_post') return { html: formPostPage(out.action, out.fields) };
       return errorResponse(services, request, out.error);
@@ -86,19 +112,19 @@ export function plugOAuth(services: Services, auth: AuthService, store: MemorySt
     }
   };
   const endpoint =
-    (handle: (params: Readonly<Record<string, unknown>>, authorization: string | undefined) => Promise<unknown>) =>
+    (handle: (params: Readonly<Record<string, unknown>>, authorization: string | undefined, onEvent: OAuthEventSink) => Promise<unknown>) =>
     async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
       try {
         if (request.bodyError !== undefined) throw new LatchkeyError(request.bodyError.code, request.bodyError.message, { reason: 'invalid_request' });
-        return { body: await handle(request.body, request.authorization), headers: NO_STORE };
+        return { body: await handle(request.body, request.authorization, auditSink(services, request)), headers: NO_STORE };
       } catch (err) {
         return errorResponse(services, request, err);
       }
     };
   (services.httpRoutes ??= []).push(
     { path: '/authorize', methods: ['GET', 'POST'], handler: authorize },
-    { path: '/oauth/token', methods: ['POST'], handler: endpoint((p, a) => oauth.token(p, a)) },
-    { path: '/oauth/revoke', methods: ['POST'], handler: endpoint((p, a) => oauth.revoke(p, a)) },
+    { path: '/oauth/token', methods: ['POST'], handler: endpoint((p, a, e) => oauth.token(p, a, e)) },
+    { path: '/oauth/revoke', methods: ['POST'], handler: endpoint((p, a, e) => oauth.revoke(p, a, e)) },
   );
   return oauth;
 }
