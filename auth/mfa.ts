@@ -224,7 +224,7 @@ export class MfaFlows {
     const codes = Array.from({ length: RECOVERY_CODE_COUNT }, newRecoveryCode);
     const digests = codes.map((c) => otpDigest(this.#digestKey, user.id, `recovery:${normalizeRecoveryCode(c)}`));
     const stored = await this.#d.store.putPendingAuthenticator({ userId: user.id, method: 'totp', secret: this.#encrypt(secret), recoveryCodes: JSON.stringify(digests) });
-    // A concurrent login confirmed an enrolment in between: this one asks for a code only.
+    // A concurrent login recorded (or confirmed) an enrolment in between: this one asks for a code only.
     if (!stored) return {};
     const label = user.email ?? user.phone_number ?? user.id;
     const uri = generateURI({ issuer: this.#d.options.totpIssuer, label, secret });

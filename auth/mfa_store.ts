@@ -12,8 +12,9 @@
  * across processes.
  */
 import { randomUUID } from 'node:crypto';
-import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
+import { QueryTypes, UniqueConstraintError, type Sequelize, type Transaction } from 'sequelize';
 import { runMigrations, type Migration } from '../engine/sql/migrate.ts';
+import { isDeadlock } from './sql_conflicts.ts';
 
 export const MFA_MIGRATIONS: readonly Migration[] = [
   {
@@ -71,6 +72,9 @@ export interface AuthenticatorRow {
   verified_at: number | null;
 }
 
+/** A concurrent insert of the same user's row won the unique index. */
+const isUniqueViolation = (err: unknown): boolean => err instanceof UniqueConstraintError || (err as { name?: string } | null)?.name === 'SequelizeUniqueConstraintError';
+
 const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v));
 const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : num(v));
 
@@ -95,16 +99,27 @@ export class MfaStore {
     return Number(result[1]);
   }
 
-  /** Replaces the user's pending code (the old one stops working) and sweeps expired ones. */
+  /** Sweeps expired codes, then replaces the user's pending code (the old one stops working). */
   async putOtp(input: { userId: string; email: string | null; phoneNumber: string | null; digest: string; ttlSeconds: number }): Promise<void> {
     const now = this.#now();
-    await this.#db.transaction(async (transaction) => {
-      await this.#db.query('DELETE FROM otps WHERE user_id = ? OR expires_at <= ?', { replacements: [input.userId, now], transaction });
-      await this.#db.query('INSERT INTO otps (id, user_id, email, phone_number, otp, expires_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)', {
-        replacements: [randomUUID(), input.userId, input.email, input.phoneNumber, input.digest, now + input.ttlSeconds, now, now],
-        transaction,
-      });
-    });
+    await this.#db.query('DELETE FROM otps WHERE expires_at <= ?', { replacements: [now] });
+    // Two logins of one user at once: the later insert meets the other's row on UNIQUE(user_id), or (MySQL)
+    // their gap locks deadlock; either way one transaction rolled back whole, and a retry replaces the winner's code.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.#db.transaction(async (transaction) => {
+          await this.#db.query('DELETE FROM otps WHERE user_id = ?', { replacements: [input.userId], transaction });
+          await this.#db.query('INSERT INTO otps (id, user_id, email, phone_number, otp, expires_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)', {
+            replacements: [randomUUID(), input.userId, input.email, input.phoneNumber, input.digest, now + input.ttlSeconds, now, now],
+            transaction,
+          });
+        });
+        return;
+      } catch (err) {
+        if (attempt >= 10 || !(isUniqueViolation(err) || isDeadlock(err))) throw err;
+        await new Promise((r) => setTimeout(r, 5 + Math.random() * 20));
+      }
+    }
   }
 
   /** The user's pending code, expired or not. */
@@ -143,10 +158,21 @@ export class MfaStore {
 
   /**
    * Records a new, unconfirmed enrolment, replacing an unconfirmed one.
-   * False when a confirmed enrolment exists (it is never replaced here).
+   * False when a confirmed enrolment exists (it is never replaced here) or a
+   * concurrent call recorded one first.
    */
   async putPendingAuthenticator(input: { userId: string; method: string; secret: string; recoveryCodes: string }): Promise<boolean> {
     const now = this.#now();
+    try {
+      return await this.#putPending(input, now);
+    } catch (err) {
+      // A concurrent first login of the same user recorded its enrolment first; that one stands.
+      if (isUniqueViolation(err) || isDeadlock(err)) return false;
+      throw err;
+    }
+  }
+
+  #putPending(input: { userId: string; method: string; secret: string; recoveryCodes: string }, now: number): Promise<boolean> {
     return this.#db.transaction(async (transaction) => {
       await this.#db.query('DELETE FROM authenticators WHERE user_id = ? AND method = ? AND verified_at IS NULL', {
         replacements: [input.userId, input.method],

@@ -19,6 +19,7 @@ import { randomUUID } from 'node:crypto';
 import { QueryTypes, Transaction, UniqueConstraintError, type Sequelize } from 'sequelize';
 import { LatchkeyError } from '../engine/errors.ts';
 import { runMigrations, type Migration, type MigrationContext, type SqlDialect } from '../engine/sql/migrate.ts';
+import { isDeadlock } from './sql_conflicts.ts';
 
 /** The message the spec gives for a taken email or phone number (Errors, rule 1). */
 export const USER_EXISTS_MESSAGE = 'user with given email already exists';
@@ -372,11 +373,7 @@ export class UserStore {
         try {
           return await this.#sequelize.transaction(fn);
         } catch (err) {
-          const e = err as { parent?: { code?: unknown; errno?: unknown }; original?: { code?: unknown; errno?: unknown } };
-          const code = String(e.parent?.code ?? e.original?.code ?? '');
-          const errno = Number(e.parent?.errno ?? e.original?.errno ?? 0);
-          const retriable = code === '40P01' || code === '40001' || code === 'ER_LOCK_DEADLOCK' || errno === 1213;
-          if (!retriable || attempt >= 5) throw err;
+          if (!isDeadlock(err) || attempt >= 5) throw err;
           await new Promise((r) => setTimeout(r, 5 + Math.random() * 20));
         }
       }

@@ -181,6 +181,28 @@ for (const backend of sqlBackends()) {
     }
   });
 
+  test(`concurrent logins of one user: every challenge is answered, the last stored code works, one enrolment is handed out (${backend})`, async (t) => {
+    const box = inbox();
+    const f = await makeService({ enableMfa: true, enforceMfa: true, enableEmailOtp: true }, { backend, otpDelivery: box.delivery });
+    const g = await makeService({ enableMfa: true, enforceMfa: true, enableTotpLogin: true }, { backend });
+    try {
+      await f.auth.signup({ email: 'twice@example.com', password: STRONG_PASSWORD });
+      const logins = await Promise.all(Array.from({ length: 5 }, () => f.auth.login({ email: 'twice@example.com', password: STRONG_PASSWORD })));
+      t.true(logins.every((l) => l.response.should_show_email_otp_screen === true));
+      const user = (await f.auth.users.findByEmail('twice@example.com'))!;
+      t.is(await rowsOf(f, 'otps', user.id), 1);
+
+      await g.auth.signup({ email: 'enrol@example.com', password: STRONG_PASSWORD });
+      const firsts = await Promise.all(Array.from({ length: 5 }, () => g.auth.login({ email: 'enrol@example.com', password: STRONG_PASSWORD })));
+      t.true(firsts.every((l) => l.response.should_show_totp_screen === true));
+      const enrolling = (await g.auth.users.findByEmail('enrol@example.com'))!;
+      t.is(await rowsOf(g, 'authenticators', enrolling.id), 1);
+    } finally {
+      await f.close();
+      await g.close();
+    }
+  });
+
   test(`concurrent verifications of one code: exactly one session; delete removes pending codes (${backend})`, async (t) => {
     const box = inbox();
     const f = await makeService({ enableMfa: true, enforceMfa: true, enableEmailOtp: true }, { backend, otpDelivery: box.delivery });
