@@ -247,6 +247,11 @@ for (const config of configs) {
     });
     t.is(repeated.status, 400);
     t.is(((await repeated.json()) as { error: string }).error, 'invalid_request');
+    // CSRF-exempt: a foreign Origin reaches the endpoint (and its own client check), never a 403.
+    expectOAuthError(t, await postForm(s, '/oauth/token', { grant_type: 'password', client_id: TEST_CLIENT_ID }, { origin: 'https://evil.example' }), 400, 'unsupported_grant_type');
+    const foreign = await fetch(`${s.server.httpUrl}/authorize`, { method: 'POST', headers: { origin: 'https://evil.example', 'content-type': 'application/x-www-form-urlencoded' }, body: 'client_id=x', redirect: 'manual' });
+    t.is(foreign.status, 400);
+    t.is(((await foreign.json()) as { error: string }).error, 'invalid_client');
     const text = await fetch(`${s.server.httpUrl}/oauth/token`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hello' });
     t.is(text.status, 400);
     t.is(((await text.json()) as { error: string }).error, 'invalid_request');
@@ -410,6 +415,17 @@ for (const config of configs) {
     }
   });
 }
+
+test('the OAuth endpoints are rate limited per client IP like every other path', async (t) => {
+  const s = await start('sqlite', { 'rate-limit-rps': 1, 'rate-limit-burst': 1 });
+  try {
+    const answers = await Promise.all(Array.from({ length: 6 }, () => postForm(s, '/oauth/revoke', { token: 'x', client_id: TEST_CLIENT_ID }).then((r) => r.status)));
+    t.true(answers.includes(429), String(answers));
+    t.true(answers.includes(200), String(answers));
+  } finally {
+    await s.server.close();
+  }
+});
 
 test('RS256: an access token from the code flow verifies with the published JWKS', async (t) => {
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
