@@ -427,6 +427,27 @@ test('the OAuth endpoints are rate limited per client IP like every other path',
   }
 });
 
+test('without --url, under --allowed-origins=*, /authorize redirects only to the server\'s own origin', async (t) => {
+  const server = await startTestServer({ 'enable-email-verification': false });
+  const s: Setup = { server, clock: new TestClock() };
+  try {
+    const { cookie } = await signIn(s);
+    // The server's own origin is its issuer (here http://127.0.0.1:<the --http-port flag>).
+    const { issuer } = (await (await fetch(`${server.httpUrl}/.well-known/openid-configuration`)).json()) as { issuer: string };
+    const own = `${issuer}/callback`;
+    for (const redirect_uri of ['https://evil.example/cb', 'http://localhost:1/cb']) {
+      const r = await authorize(s, { response_type: 'token', client_id: TEST_CLIENT_ID, redirect_uri }, cookie);
+      t.is(r.status, 400, redirect_uri);
+      t.is(r.headers.get('location'), null);
+    }
+    const ok = await authorize(s, { response_type: 'code', client_id: TEST_CLIENT_ID, redirect_uri: own, code_challenge: pkce().challenge, code_challenge_method: 'S256' }, cookie);
+    t.is(ok.status, 302);
+    t.true((ok.headers.get('location') ?? '').startsWith(`${own}?code=`));
+  } finally {
+    await server.close();
+  }
+});
+
 test('RS256: an access token from the code flow verifies with the published JWKS', async (t) => {
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const s = await start('sqlite', {

@@ -94,8 +94,9 @@ export function plugOAuth(services: Services, auth: AuthService, store: MemorySt
     auth,
     store,
     clientSecret: c.clientSecret ?? '',
-    // The same rule as every other redirect of the server (invitations, email links).
-    checkRedirectUri: (uri) => checkRedirectUri(uri, c.allowedOrigins, c.url),
+    // The same rule as every other redirect of the server (email links): under `--allowed-origins=*`
+    // only the server's own origin, also without `--url` (else any site could receive codes and tokens).
+    checkRedirectUri: (uri) => checkRedirectUri(uri, c.allowedOrigins, issuer),
     loginUrl: c.enableLoginPage ? `${issuer}/app` : undefined,
     defaultResponseType: c.defaultAuthorizeResponseType,
     defaultResponseMode: c.defaultAuthorizeResponseMode,
