@@ -282,7 +282,9 @@ export class AuthService {
     ctx: AuthCallContext = {},
   ): Promise<AuthResult & { method: MfaMethod; enrolled: boolean; recoveryCodeUsed: boolean }> {
     const proof = await this.mfa.verify(input, ctx.mfaCookie);
-    const result = await this.openSessionFor(proof.user.id, { loginMethod: proof.loginMethod, roles: proof.roles, scope: proof.scope, message: 'Otp verified successfully.' }, ctx);
+    // RFC 8176: the password, the code (sms for a texted one) and the fact of two factors.
+    const amr = ['pwd', proof.method === 'sms_otp' ? 'sms' : 'otp', 'mfa'];
+    const result = await this.openSessionFor(proof.user.id, { loginMethod: proof.loginMethod, roles: proof.roles, scope: proof.scope, message: 'Otp verified successfully.', amr }, ctx);
     return { ...result, method: proof.method, enrolled: proof.enrolled, recoveryCodeUsed: proof.recoveryCodeUsed };
   }
 
@@ -305,7 +307,7 @@ export class AuthService {
     if (s !== undefined) await this.sessions.end(s.sid);
   }
 
-  async #openSession(user: UserRecord, o: { roles: string[]; scope: readonly string[] | undefined; loginMethod: string; message: string }): Promise<AuthResult> {
+  async #openSession(user: UserRecord, o: { roles: string[]; scope: readonly string[] | undefined; loginMethod: string; message: string; amr?: string[] | undefined }): Promise<AuthResult> {
     const scope = o.scope === undefined || o.scope.length === 0 ? DEFAULT_SCOPE : [...new Set(o.scope)];
     const { session, cookieToken } = await this.sessions.create({
       user_id: user.id,
@@ -313,6 +315,7 @@ export class AuthService {
       scope,
       login_method: o.loginMethod,
       auth_time: this.#nowSeconds(),
+      ...(o.amr === undefined ? {} : { amr: o.amr }),
     });
     const response = await this.#issueTokens(user, session, o.message);
     return { response, session: { token: cookieToken, maxAgeSeconds: this.sessions.cookieTtl }, record: user };
@@ -485,14 +488,14 @@ export class AuthService {
    */
   async openSessionFor(
     userId: string,
-    o: { loginMethod: string; roles?: readonly string[] | undefined; scope?: readonly string[] | undefined; message?: string },
+    o: { loginMethod: string; roles?: readonly string[] | undefined; scope?: readonly string[] | undefined; message?: string; amr?: string[] | undefined },
     ctx: AuthCallContext = {},
   ): Promise<AuthResult> {
     const user = await this.#activeUser(userId);
     if (user === undefined) throw unauthenticated();
     const roles = this.#requestedRoles(user, o.roles);
     await this.#endPresentedSession(ctx);
-    return this.#openSession(user, { roles, scope: o.scope, loginMethod: o.loginMethod, message: o.message ?? 'Logged in successfully' });
+    return this.#openSession(user, { roles, scope: o.scope, loginMethod: o.loginMethod, message: o.message ?? 'Logged in successfully', amr: o.amr });
   }
 
   /**

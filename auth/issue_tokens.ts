@@ -45,7 +45,7 @@ export async function issueTokens(
     allowed_roles: user.roles,
     roles: session.roles,
     auth_time: session.auth_time,
-    amr: [session.login_method === 'mobile_basic_auth' || session.login_method === 'basic_auth' ? 'pwd' : session.login_method],
+    amr: session.amr ?? [session.login_method === 'mobile_basic_auth' || session.login_method === 'basic_auth' ? 'pwd' : session.login_method],
     acr: '0',
     at_hash: d.tokens.atHash(access.token),
     ...(nonce === undefined ? {} : { nonce }),

@@ -28,6 +28,8 @@ export interface SessionRecord {
   login_method: string;
   /** Unix seconds of the authentication that created the session. */
   auth_time: number;
+  /** Authentication method references (RFC 8176) when a second factor was proven, e.g. `['pwd', 'otp', 'mfa']`. */
+  amr?: string[];
   /** Hash of the current cookie token. */
   cookie_hash: string;
   /** Milliseconds since the epoch when the session was created. */

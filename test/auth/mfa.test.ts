@@ -75,6 +75,8 @@ for (const backend of sqlBackends()) {
       t.truthy(ok.response.access_token);
       t.truthy(ok.session?.token);
       t.is(ok.method, 'email_otp');
+      const idClaims = (await f.auth.validateJwtToken({ token_type: 'id_token', token: ok.response.id_token! })).claims;
+      t.deepEqual(idClaims['amr'], ['pwd', 'otp', 'mfa']);
       t.truthy(await f.auth.authenticate({ bearer: ok.response.access_token }));
       // Single use: the challenge is over, and the code is gone for a new one.
       t.is((await errorOf(f.auth.verifyOtp({ email, otp: third }, { mfaCookie: mfaCookie(again) }))).reason, 'invalid_mfa_session');
