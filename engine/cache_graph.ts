@@ -129,8 +129,8 @@ export class GraphMirror {
     const run = async (): Promise<void> => {
       const store = this.#inner;
       const started = this.#now();
-      // The reverse index is built once the scan is done, compactly (see GraphIndex.buildReverse).
-      const index = new GraphIndex({ reverse: 'deferred' });
+      // Staged as numbers and built once the scan is done, compactly (see GraphIndex.finishBulk).
+      const index = new GraphIndex({ bulk: true });
       // Changes after this revision are replayed after the scan, in order; replaying one the scan already saw is harmless.
       const revision = await store.revision();
       if (typeof store.scanTuples === 'function') {
@@ -143,7 +143,7 @@ export class GraphMirror {
           token = page.continuationToken;
         } while (token !== undefined);
       }
-      index.buildReverse();
+      index.finishBulk();
       this.#index = index;
       this.#revision = revision;
       await this.#applyChanges();
@@ -262,16 +262,15 @@ export class GraphMirror {
         if (at === undefined) return undefined;
         const u = index.id(user);
         if (u === undefined) return undefined;
-        const rev = (user.includes('#') ? at.n.usersets : at.n.users)?.get(u);
+        const rev = index.revisionIn(at.n, u);
         return rev === undefined ? undefined : index.tuple(at.o, at.r, at.n, u, rev);
       },
       readObjectRelationSync: (objectType, objectId, relation, kind) => {
         const index = this.#usable();
         const at = this.#lookup(index, objectType, objectId, relation);
         if (at === undefined) return [];
-        const out: TupleKey[] = [];
-        if (kind === 'all' && at.n.users !== undefined) for (const [u, rev] of at.n.users) out.push(index.tuple(at.o, at.r, at.n, u, rev));
-        if (at.n.usersets !== undefined) for (const [u, rev] of at.n.usersets) out.push(index.tuple(at.o, at.r, at.n, u, rev));
+        const out: (TupleKey & { revision: number })[] = [];
+        index.nodeTuples(at.o, at.r, at.n, kind, out);
         return out;
       },
       reachSync: (ts: TypeSystem, objectType: string, objectId: string, relation: string, userType: string, userId: string, limits: ReachLimits, object?: string) =>

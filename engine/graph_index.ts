@@ -12,11 +12,12 @@
  * - **Reverse.** Per relation number: user number → the objects holding that
  *   tuple, and apart the conditions of those tuples that have one, for
  *   ListObjects' reverse reads ({@link GraphIndex.reverseRead}). Keyed by
- *   relation first so every map key stays a small integer. A bulk load
- *   (`reverse: 'deferred'`, then {@link GraphIndex.buildReverse}) builds it
- *   once at the end as slices of one `Int32Array` (outside the JS heap, no
- *   object per tuple); a user's slice becomes a `Set` when a later write
- *   changes it.
+ *   relation first so every map key stays a small integer.
+ * - **Bulk.** An index made with `bulk: true` (the graph mirror's load) stages
+ *   its tuples as numbers and {@link GraphIndex.finishBulk} builds both
+ *   directions at once as sorted runs of `Int32Array`s (engine/graph_bulk.ts:
+ *   outside the JS heap, no object per tuple). A later write to a node or a
+ *   user's reverse entry first copies its run into a `Map` or `Set`.
  * - **Reach.** {@link GraphIndex.reach} answers a top-level check of a
  *   monotone relation (unions of direct grants, usersets, computed relations
  *   and tuple-to-userset only) by a plain object user as reachability: a
@@ -27,41 +28,27 @@
  */
 import { LatchkeyError } from './errors.ts';
 import { budgetExceeded, depthExceeded } from './check.ts';
-import type { Userset } from './model.ts';
 import type { TupleCondition, TupleKey } from './store.ts';
-import type { ParsedUser } from './tuple.ts';
 import type { TypeSystem } from './typesystem.ts';
-import { tupleReadable } from './validation.ts';
+import { buildNodes, groupByUser, runHas, StagedTuples } from './graph_bulk.ts';
+import { OBJECT, ReachPlans, USERSET, WILDCARD, type Plan } from './graph_plans.ts';
 
 /** Relation numbers per object (node key = object * REL_SLOTS + relation). */
 export const REL_SLOTS = 4096;
 
-/** Kinds of an interned string used as a user. */
-const OBJECT = 0;
-const WILDCARD = 1;
-const USERSET = 2;
 
+/** A node `object#relation`; read its users through {@link GraphIndex.revisionIn} and {@link GraphIndex.nodeTuples}. */
 export interface GraphNode {
-  /** Plain and wildcard users → revision. */
+  /** Plain and wildcard users → revision, beside the bulk run. */
   users: Map<number, number> | undefined;
-  /** Userset users → revision. */
+  /** Userset users → revision, beside the bulk run. */
   usersets: Map<number, number> | undefined;
   /** Conditions of the tuples on this node that have one, by user. */
   conds: Map<number, TupleCondition> | undefined;
-}
-
-interface ModelState {
-  plans: Map<string, Map<number, Plan | null>>;
-  admitted: Map<string, Map<number, (boolean | undefined)[]>>;
-}
-
-interface Plan {
-  direct: boolean;
-  /** The direct part admits userset users. */
-  usersets: boolean;
-  computed: number[];
-  /** `computed from tupleset`, as relation numbers, and the computed relation's name. */
-  ttu: { tupleset: number; computed: number; name: string }[];
+  /** Bulk-loaded users (at the bulk revision), sorted, in the index's bulk array: plain and wildcard in [from, mid), usersets in [mid, to). */
+  from: number;
+  mid: number;
+  to: number;
 }
 
 /** What a walk needs from the resolution context. */
@@ -83,21 +70,19 @@ export class GraphIndex {
   readonly #rels = new Map<string, number>();
   readonly #relNames: string[] = [];
   readonly nodes = new Map<number, GraphNode>();
-  /** Per relation number: user → objects (undefined without a reverse index); a slice of a bulk build until a write changes it. */
+  /** Per relation number: user → objects (undefined without a reverse index); a bulk run until a write changes it. */
   readonly #reverse: (Map<number, Set<number> | Int32Array> | undefined)[] | undefined;
-  /** True from a `reverse: 'deferred'` construction until {@link GraphIndex.buildReverse}. */
-  #reverseDeferred = false;
+  /** The tuples of an unfinished bulk load. */
+  #staged: StagedTuples | undefined;
+  /** Users of the bulk-loaded nodes (see {@link GraphNode.from}), and the revision they were added at. */
+  #bulk = new Int32Array(0);
+  #bulkRevision = 0;
   /** Per relation number: user → object → condition, for the reverse tuples that have one. */
   readonly #reverseConds: (Map<number, Map<number, TupleCondition>> | undefined)[] = [];
   /** Per string number: the id part of an object `type:id`, computed on first use by a reverse read. */
   readonly #localIds: (string | undefined)[] = [];
-  /** Per model version: plans by type and relation number, and type-restriction answers by type, relation number and user form. */
-  readonly #perModel = new WeakMap<TypeSystem, ModelState>();
-  #lastTs: TypeSystem | undefined;
-  #lastState: ModelState | undefined;
-  /** Per string number: its user form's number (see #shapeOf), computed on first use. */
-  readonly #shape: number[] = [];
-  readonly #shapes = new Map<string, number>();
+  /** Walk plans and type-restriction answers per model version. */
+  readonly #plans = new ReachPlans(this.#relNames, this.#kind, this.#type, this.#usRelation, (r) => this.rel(r));
   // Scratch state of a walk (reach is synchronous; a nested walk gets its own).
   #walking = false;
   /** Interned wildcard `type:*` by type. */
@@ -115,13 +100,14 @@ export class GraphIndex {
   }
 
   /**
-   * `reverse`: keep the reverse index (default true); `'deferred'` for a bulk
-   * load: adds skip it until {@link GraphIndex.buildReverse} builds it from the
-   * nodes at once, compactly.
+   * `reverse`: keep the reverse index (default true). `bulk`: stage added
+   * tuples (all at one revision; `add` then answers true, repeats are dropped
+   * when built) until {@link GraphIndex.finishBulk}; nothing can be read
+   * before.
    */
-  constructor(options: { reverse?: boolean | 'deferred' } = {}) {
+  constructor(options: { reverse?: boolean; bulk?: boolean } = {}) {
     this.#reverse = options.reverse === false ? undefined : [];
-    this.#reverseDeferred = options.reverse === 'deferred';
+    this.#staged = options.bulk === true ? new StagedTuples() : undefined;
   }
 
   // ---------------------------------------------------------------- strings
@@ -191,6 +177,7 @@ export class GraphIndex {
 
   /** The node `object#relation`, or `undefined`. */
   node(object: string, relation: string): GraphNode | undefined {
+    this.#checkBuilt();
     const o = this.#ids.get(object);
     const r = this.#rels.get(relation);
     return o === undefined || r === undefined ? undefined : this.nodes.get(o * REL_SLOTS + r);
@@ -203,7 +190,40 @@ export class GraphIndex {
     const n = this.node(object, relation);
     const u = this.#ids.get(user);
     if (n === undefined || u === undefined) return undefined;
-    return (this.#kind[u] === USERSET ? n.usersets : n.users)?.get(u);
+    return this.revisionIn(n, u);
+  }
+
+  /** The revision of user `u`'s tuple on node `n`, or `undefined` when absent. */
+  revisionIn(n: GraphNode, u: number): number | undefined {
+    const userset = this.#kind[u] === USERSET;
+    const rev = (userset ? n.usersets : n.users)?.get(u);
+    if (rev !== undefined || n.to === n.from) return rev;
+    return (userset ? runHas(this.#bulk, n.mid, n.to, u) : runHas(this.#bulk, n.from, n.mid, u)) ? this.#bulkRevision : undefined;
+  }
+
+  /** Whether plain or wildcard user `u` is on node `n`. */
+  #hasUser(n: GraphNode, u: number): boolean {
+    return n.users?.has(u) === true || (n.mid > n.from && runHas(this.#bulk, n.from, n.mid, u));
+  }
+
+  /** Appends the tuples of node `object#relation` (only userset users when `kind` is `usersets`), materialised. */
+  nodeTuples(object: number, relation: number, n: GraphNode, kind: 'all' | 'usersets', out: (TupleKey & { revision: number })[]): void {
+    const bulk = this.#bulk;
+    for (let i = kind === 'all' ? n.from : n.mid; i < n.to; i++) out.push(this.tuple(object, relation, n, bulk[i]!, this.#bulkRevision));
+    if (kind === 'all' && n.users !== undefined) for (const [u, rev] of n.users) out.push(this.tuple(object, relation, n, u, rev));
+    if (n.usersets !== undefined) for (const [u, rev] of n.usersets) out.push(this.tuple(object, relation, n, u, rev));
+  }
+
+  /** Moves the bulk run of node `n` into its maps (before a write changes it). */
+  #thaw(n: GraphNode): void {
+    const bulk = this.#bulk;
+    for (let i = n.from; i < n.mid; i++) (n.users ??= new Map()).set(bulk[i]!, this.#bulkRevision);
+    for (let i = n.mid; i < n.to; i++) (n.usersets ??= new Map()).set(bulk[i]!, this.#bulkRevision);
+    n.from = n.mid = n.to = 0;
+  }
+
+  #checkBuilt(): void {
+    if (this.#staged !== undefined) throw new LatchkeyError('internal', 'the graph index is still loading', { reason: 'index_loading' });
   }
 
   /** Adds a tuple (its condition and context are kept as given: copy them first). Returns false when it was there. */
@@ -211,14 +231,22 @@ export class GraphIndex {
     const o = this.intern(t.object);
     const r = this.rel(t.relation);
     const u = this.intern(t.user);
+    const staged = this.#staged;
+    if (staged !== undefined) {
+      if (staged.length === 0) this.#bulkRevision = revision;
+      else if (revision !== this.#bulkRevision) throw new LatchkeyError('internal', 'a bulk load adds every tuple at one revision', { reason: 'index_bulk_revision' });
+      staged.push(o, r, u, t.condition);
+      return true;
+    }
     const key = o * REL_SLOTS + r;
     let n = this.nodes.get(key);
-    if (n === undefined) this.nodes.set(key, (n = { users: undefined, usersets: undefined, conds: undefined }));
+    if (n === undefined) this.nodes.set(key, (n = { users: undefined, usersets: undefined, conds: undefined, from: 0, mid: 0, to: 0 }));
+    else if (n.to > n.from) this.#thaw(n);
     const m = this.#kind[u] === USERSET ? (n.usersets ??= new Map()) : (n.users ??= new Map());
     if (m.has(u)) return false;
     m.set(u, revision);
     if (t.condition !== undefined) (n.conds ??= new Map()).set(u, t.condition);
-    if (this.#reverse !== undefined && !this.#reverseDeferred) {
+    if (this.#reverse !== undefined) {
       this.#reverseObjects(r, u, true)!.add(o);
       if (t.condition !== undefined) this.#addReverseCond(r, u, o, t.condition);
     }
@@ -228,6 +256,7 @@ export class GraphIndex {
 
   /** Removes a tuple; false when it was not there. */
   delete(t: TupleKey): boolean {
+    this.#checkBuilt();
     const o = this.#ids.get(t.object);
     const r = this.#rels.get(t.relation);
     const u = this.#ids.get(t.user);
@@ -235,6 +264,7 @@ export class GraphIndex {
     const key = o * REL_SLOTS + r;
     const n = this.nodes.get(key);
     if (n === undefined) return false;
+    if (n.to > n.from) this.#thaw(n);
     const m = this.#kind[u] === USERSET ? n.usersets : n.users;
     if (m === undefined || !m.delete(u)) return false;
     if (m.size === 0) {
@@ -246,7 +276,7 @@ export class GraphIndex {
       if (n.conds.size === 0) n.conds = undefined;
     }
     if (n.users === undefined && n.usersets === undefined) this.nodes.delete(key);
-    if (this.#reverse !== undefined && !this.#reverseDeferred) {
+    if (this.#reverse !== undefined) {
       const objs = this.#reverseObjects(r, u, false);
       if (objs !== undefined) {
         objs.delete(o);
@@ -290,72 +320,43 @@ export class GraphIndex {
   }
 
   /**
-   * Builds the reverse index of an index made with `reverse: 'deferred'`
-   * from its nodes, then keeps it on every write. All objects go into one
-   * `Int32Array`, grouped by relation and user (a counting sort); each user's
-   * entry is a slice of it. The peak is that array, its twin and a few
-   * numbers per (relation, user).
+   * Ends a bulk load (`bulk: true`): builds the nodes from the staged tuples
+   * (a counting sort by node into one array of users, each node's run sorted
+   * and without repeats), then the reverse index from the nodes. Peak: the
+   * staged tuples plus the two arrays, 20 bytes per tuple outside the heap.
    */
-  buildReverse(): void {
-    if (!this.#reverseDeferred) return;
-    const reverse = this.#reverse!;
-    // Pass 1: a group number per (relation, user), and the size of each group.
-    const groups = new Map<number, number>();
-    let counts = new Int32Array(1024);
-    let total = 0;
-    const groupOf = (r: number, u: number): number => {
-      const k = u * REL_SLOTS + r;
-      let g = groups.get(k);
-      if (g === undefined) {
-        g = groups.size;
-        groups.set(k, g);
-        if (g === counts.length) {
-          const grown = new Int32Array(g * 2);
-          grown.set(counts);
-          counts = grown;
-        }
+  finishBulk(): void {
+    const staged = this.#staged;
+    if (staged === undefined) return;
+    const nodes = this.nodes;
+    const { users: bulk, size } = buildNodes(staged, REL_SLOTS, this.#kind, USERSET, nodes, () => ({ users: undefined, usersets: undefined, conds: undefined, from: 0, mid: 0, to: 0 }));
+    this.size = size;
+    this.#bulk = bulk;
+    this.#staged = undefined;
+    const reverse = this.#reverse;
+    if (reverse === undefined) return;
+    const byRelation = groupByUser(REL_SLOTS, (emit) => {
+      for (const [key, n] of nodes) {
+        const r = key % REL_SLOTS;
+        const o = (key - r) / REL_SLOTS;
+        for (let i = n.from; i < n.to; i++) emit(r, bulk[i]!, o);
       }
-      return g;
-    };
-    for (const [key, n] of this.nodes) {
+    });
+    for (const [r, byUser] of byRelation) reverse[r] = byUser;
+    for (const [key, n] of nodes) {
+      if (n.conds === undefined) continue;
       const r = key % REL_SLOTS;
-      if (n.users !== undefined) for (const u of n.users.keys()) counts[groupOf(r, u)]!++;
-      if (n.usersets !== undefined) for (const u of n.usersets.keys()) counts[groupOf(r, u)]!++;
+      for (const [u, c] of n.conds) this.#addReverseCond(r, u, (key - r) / REL_SLOTS, c);
     }
-    // Pass 2: group starts, then each object at its group's next place.
-    const next = new Int32Array(groups.size);
-    for (let g = 0; g < groups.size; g++) {
-      next[g] = total;
-      total += counts[g]!;
-    }
-    const objects = new Int32Array(total);
-    for (const [key, n] of this.nodes) {
-      const r = key % REL_SLOTS;
-      const o = (key - r) / REL_SLOTS;
-      if (n.users !== undefined) for (const u of n.users.keys()) objects[next[groups.get(u * REL_SLOTS + r)!]!++] = o;
-      if (n.usersets !== undefined) for (const u of n.usersets.keys()) objects[next[groups.get(u * REL_SLOTS + r)!]!++] = o;
-      if (n.conds !== undefined) for (const [u, c] of n.conds) this.#addReverseCond(r, u, o, c);
-    }
-    for (const [k, g] of groups) {
-      const r = k % REL_SLOTS;
-      const u = (k - r) / REL_SLOTS;
-      const end = next[g]!;
-      (reverse[r] ??= new Map()).set(u, objects.subarray(end - counts[g]!, end));
-    }
-    this.#reverseDeferred = false;
   }
 
   /** Objects holding `relation` for `user` (reverse index), as numbers. */
   objectsOf(user: string, relation: string): ReadonlySet<number> | undefined {
     const u = this.#ids.get(user);
     const r = this.#rels.get(relation);
+    this.#checkBuilt();
     if (u === undefined || r === undefined || this.#reverse === undefined) return undefined;
-    this.#checkReverse();
     return this.#reverseObjects(r, u, false);
-  }
-
-  #checkReverse(): void {
-    if (this.#reverseDeferred) throw new LatchkeyError('internal', 'the reverse index is not built yet', { reason: 'index_reverse_deferred' });
   }
 
   /**
@@ -366,8 +367,8 @@ export class GraphIndex {
    */
   reverseRead(objectType: string, relation: string, users: readonly string[], emit: (user: number, objectId: string, condition: TupleCondition | undefined) => void): void {
     const r = this.#rels.get(relation);
+    this.#checkBuilt();
     if (r === undefined || this.#reverse === undefined) return;
-    this.#checkReverse();
     const byUser = this.#reverse[r];
     // The shared type-name string: the per-row comparison then meets the same string.
     const type = this.#typeNames.get(objectType);
@@ -394,79 +395,6 @@ export class GraphIndex {
   }
 
   // ---------------------------------------------------------------- reach
-
-  #state(ts: TypeSystem): ModelState {
-    if (ts === this.#lastTs) return this.#lastState!;
-    let st = this.#perModel.get(ts);
-    if (st === undefined) this.#perModel.set(ts, (st = { plans: new Map(), admitted: new Map() }));
-    this.#lastTs = ts;
-    this.#lastState = st;
-    return st;
-  }
-
-  #plan(ts: TypeSystem, type: string, relation: number): Plan | null {
-    const byType = this.#state(ts).plans;
-    let byRel = byType.get(type);
-    if (byRel === undefined) byType.set(type, (byRel = new Map()));
-    let p = byRel.get(relation);
-    if (p !== undefined) return p;
-    p = this.#makePlan(ts, type, this.#relNames[relation]!);
-    byRel.set(relation, p);
-    return p;
-  }
-
-  #makePlan(ts: TypeSystem, type: string, relation: string): Plan | null {
-    const rw = ts.rewrite(type, relation);
-    if (rw === undefined) return null;
-    const p: Plan = { direct: false, usersets: ts.restrictions(type, relation).some((r) => r.relation !== undefined), computed: [], ttu: [] };
-    const stack: Userset[] = [rw];
-    while (stack.length > 0) {
-      const n = stack.pop()!;
-      if ('this' in n) p.direct = true;
-      else if ('computedUserset' in n) p.computed.push(this.rel(n.computedUserset.relation ?? ''));
-      else if ('tupleToUserset' in n) {
-        const name = n.tupleToUserset.computedUserset.relation ?? '';
-        p.ttu.push({ tupleset: this.rel(n.tupleToUserset.tupleset.relation ?? ''), computed: this.rel(name), name });
-      } else if ('union' in n) stack.push(...n.union.child);
-      else return null;
-    }
-    return p;
-  }
-
-  /** Whether the model admits tuple `type#relation@<user u>` with this condition (as the tuple reader filters). */
-  #admits(ts: TypeSystem, type: string, relation: number, u: number, condition: string | undefined): boolean {
-    if (condition !== undefined) return this.#admitsSlow(ts, type, relation, u, condition);
-    // Unconditioned tuples, the common case: by type, relation number and user shape, no key string built.
-    const byType = this.#state(ts).admitted;
-    let byRel = byType.get(type);
-    if (byRel === undefined) byType.set(type, (byRel = new Map()));
-    let byShape = byRel.get(relation);
-    if (byShape === undefined) byRel.set(relation, (byShape = []));
-    const shape = this.#shapeOf(u);
-    let v = byShape[shape];
-    if (v === undefined) v = byShape[shape] = this.#admitsSlow(ts, type, relation, u, undefined);
-    return v;
-  }
-
-  #admitsSlow(ts: TypeSystem, type: string, relation: number, u: number, condition: string | undefined): boolean {
-    const kind = this.#kind[u]!;
-    const utype = this.#type[u]!;
-    const usRel = kind === USERSET ? this.#relNames[this.#usRelation[u]!]! : '';
-    const user: ParsedUser = kind === OBJECT ? { kind: 'object', type: utype, id: 'x' } : kind === WILDCARD ? { kind: 'wildcard', type: utype } : { kind: 'userset', type: utype, id: 'x', relation: usRel };
-    return tupleReadable(ts, type, this.#relNames[relation]!, user, condition);
-  }
-
-  /** A small number per user form (type, kind, userset relation): what type restrictions look at. */
-  #shapeOf(u: number): number {
-    let s = this.#shape[u];
-    if (s === undefined) {
-      const k = `${this.#type[u]!}|${this.#kind[u]!}|${this.#usRelation[u]!}`;
-      s = this.#shapes.get(k);
-      if (s === undefined) this.#shapes.set(k, (s = this.#shapes.size));
-      this.#shape[u] = s;
-    }
-    return s;
-  }
 
   #conditionHolds(ts: TypeSystem, c: TupleCondition | undefined, context: Record<string, unknown> | undefined): boolean {
     if (c === undefined || c.name === '') return true;
@@ -507,20 +435,38 @@ export class GraphIndex {
    * union (the caller resolves it another way).
    */
   reach(ts: TypeSystem, objectType: string, objectId: string, relation: string, userType: string, userId: string, limits: ReachLimits, object?: string): boolean | undefined {
+    this.#checkBuilt();
     // An object no tuple names is walked as number -1: its nodes are empty, its computed relations still count.
     const start = this.#ids.get(object ?? `${objectType}:${objectId}`) ?? -1;
     const startRel = this.#rels.get(relation) ?? this.rel(relation);
     const uid = this.#ids.get(`${userType}:${userId}`);
     const wid = this.#wildcards.get(userType);
-    const plan0 = this.#plan(ts, objectType, startRel);
+    const plan0 = this.#plans.plan(ts, objectType, startRel);
     if (plan0 === null) return undefined;
     // A direct grant on the object itself answers before anything is allocated.
     if (plan0.direct && uid !== undefined) {
       const n = this.nodes.get(start * REL_SLOTS + startRel);
-      if (n?.users?.has(uid) === true && n.conds === undefined && this.#admits(ts, objectType, startRel, uid, undefined)) return true;
+      if (n !== undefined && n.conds === undefined && this.#hasUser(n, uid) && this.#plans.admits(ts, objectType, startRel, uid, undefined)) return true;
     }
     if (this.#walking) return new GraphIndex({ reverse: false }).#walkOf(this, ts, objectType, start, startRel, uid, wid, limits);
     return this.#walkOf(this, ts, objectType, start, startRel, uid, wid, limits);
+  }
+
+  /** A walk step through userset user `us` of node `type#rel`. */
+  #viaUserset(index: GraphIndex, ts: TypeSystem, type: string, rel: number, us: number, conds: Map<number, TupleCondition> | undefined, depth: number, limits: ReachLimits): void {
+    const c = conds?.get(us);
+    if (!index.#plans.admits(ts, type, rel, us, c?.name) || !this.#conditionHolds(ts, c, limits.context)) return;
+    this.#push(index.#usObject[us]!, index.#usRelation[us]!, depth + 1, limits);
+  }
+
+  /** A walk step through tupleset user `p` of `t` (tuple-to-userset). */
+  #viaParent(index: GraphIndex, ts: TypeSystem, type: string, t: Plan['ttu'][number], p: number, conds: Map<number, TupleCondition> | undefined, depth: number, limits: ReachLimits): void {
+    if (index.#kind[p] !== OBJECT) return;
+    const c = conds?.get(p);
+    if (!index.#plans.admits(ts, type, t.tupleset, p, c?.name)) return;
+    if (ts.rewrite(index.#type[p]!, t.name) === undefined) return;
+    if (!this.#conditionHolds(ts, c, limits.context)) return;
+    this.#push(p, t.computed, depth + 1, limits);
   }
 
   /** The walk, with scratch state held on `this` (reused between walks; `index` holds the tuples). */
@@ -541,38 +487,28 @@ export class GraphIndex {
         const rel = stack.pop()!;
         const obj = stack.pop()!;
         const type = obj === -1 ? objectType : index.#type[obj]!;
-        const plan = index.#plan(ts, type, rel);
+        const plan = index.#plans.plan(ts, type, rel);
         if (plan === null) return undefined;
         if (plan.direct) {
           const n = nodes.get(obj * REL_SLOTS + rel);
           if (n !== undefined) {
             const conds = n.conds;
-            if (n.users !== undefined) {
-              if (uid !== undefined && n.users.has(uid) && index.#admits(ts, type, rel, uid, conds?.get(uid)?.name) && this.#conditionHolds(ts, conds?.get(uid), limits.context)) return true;
-              if (wid !== undefined && n.users.has(wid) && index.#admits(ts, type, rel, wid, conds?.get(wid)?.name) && this.#conditionHolds(ts, conds?.get(wid), limits.context)) return true;
-            }
-            if (n.usersets !== undefined && plan.usersets) {
-              for (const us of n.usersets.keys()) {
-                const c = conds?.get(us);
-                if (!index.#admits(ts, type, rel, us, c?.name) || !this.#conditionHolds(ts, c, limits.context)) continue;
-                this.#push(index.#usObject[us]!, index.#usRelation[us]!, depth + 1, limits);
-              }
+            if (uid !== undefined && index.#hasUser(n, uid) && index.#plans.admits(ts, type, rel, uid, conds?.get(uid)?.name) && this.#conditionHolds(ts, conds?.get(uid), limits.context)) return true;
+            if (wid !== undefined && index.#hasUser(n, wid) && index.#plans.admits(ts, type, rel, wid, conds?.get(wid)?.name) && this.#conditionHolds(ts, conds?.get(wid), limits.context)) return true;
+            if (plan.usersets) {
+              const bulk = index.#bulk;
+              for (let i = n.mid; i < n.to; i++) this.#viaUserset(index, ts, type, rel, bulk[i]!, conds, depth, limits);
+              if (n.usersets !== undefined) for (const us of n.usersets.keys()) this.#viaUserset(index, ts, type, rel, us, conds, depth, limits);
             }
           }
         }
         for (const c of plan.computed) this.#push(obj, c, depth + 1, limits);
         for (const t of plan.ttu) {
           const n = nodes.get(obj * REL_SLOTS + t.tupleset);
-          if (n === undefined || n.users === undefined) continue;
-          const conds = n.conds;
-          for (const p of n.users.keys()) {
-            if (index.#kind[p] !== OBJECT) continue;
-            const c = conds?.get(p);
-            if (!index.#admits(ts, type, t.tupleset, p, c?.name)) continue;
-            if (ts.rewrite(index.#type[p]!, t.name) === undefined) continue;
-            if (!this.#conditionHolds(ts, c, limits.context)) continue;
-            this.#push(p, t.computed, depth + 1, limits);
-          }
+          if (n === undefined) continue;
+          const bulk = index.#bulk;
+          for (let i = n.from; i < n.mid; i++) this.#viaParent(index, ts, type, t, bulk[i]!, n.conds, depth, limits);
+          if (n.users !== undefined) for (const p of n.users.keys()) this.#viaParent(index, ts, type, t, p, n.conds, depth, limits);
         }
       }
       if (this.#error !== undefined) throw this.#error;

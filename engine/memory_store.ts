@@ -223,8 +223,7 @@ export class MemoryStore implements TupleStore {
   /** The tuples of a node, materialised (only userset users when `kind` is `usersets`). */
   #nodeTuples(object: number, relation: number, n: GraphNode, kind: UserKind): StoredTuple[] {
     const out: StoredTuple[] = [];
-    if (kind === 'all' && n.users !== undefined) for (const [u, rev] of n.users) out.push(this.#index.tuple(object, relation, n, u, rev));
-    if (n.usersets !== undefined) for (const [u, rev] of n.usersets) out.push(this.#index.tuple(object, relation, n, u, rev));
+    this.#index.nodeTuples(object, relation, n, kind, out);
     return out;
   }
 
@@ -243,7 +242,7 @@ export class MemoryStore implements TupleStore {
     if (at === undefined) return undefined;
     const u = this.#index.id(user);
     if (u === undefined) return undefined;
-    const rev = (user.includes('#') ? at.n.usersets : at.n.users)?.get(u);
+    const rev = this.#index.revisionIn(at.n, u);
     return rev === undefined ? undefined : this.#index.tuple(at.o, at.r, at.n, u, rev);
   }
 
@@ -296,16 +295,14 @@ export class MemoryStore implements TupleStore {
     const prefix = query.objectType.length + 1;
     const only = query.objectIds === undefined ? undefined : new Set(query.objectIds);
     let u = 0;
-    let userset = false;
     const emit = (o: number): void => {
       const n = index.nodes.get(o * REL_SLOTS + r)!;
-      out.push(index.tuple(o, r, n, u, (userset ? n.usersets : n.users)!.get(u)!));
+      out.push(index.tuple(o, r, n, u, index.revisionIn(n, u)!));
     };
     for (const user of new Set(query.users)) {
       const objs = index.objectsOf(user, query.relation);
       if (objs === undefined) continue;
       u = index.id(user)!;
-      userset = user.includes('#');
       if (only !== undefined && only.size < objs.size) {
         for (const id of only) {
           const o = index.id(`${query.objectType}:${id}`);

@@ -33,9 +33,12 @@ function fromKeyRows(rows: readonly KeyRow[]): StoredTuple[] | undefined {
   const out = new Array<StoredTuple>(rows.length);
   for (let i = 0; i < rows.length; i++) {
     const r = rows[i]!;
-    const parts = r.k.split('\t');
-    if (parts.length !== 3 || !parts[0]!.includes(':')) return undefined;
-    const t: StoredTuple = { object: parts[0]!, relation: parts[1]!, user: parts[2]!, revision: Number(r.revision) };
+    // Cut at the two tabs (no array per row); any other tab, or no ':' in the object, fails the batch.
+    const k = r.k;
+    const a = k.indexOf('\t');
+    const b = a < 0 ? -1 : k.indexOf('\t', a + 1);
+    if (b < 0 || k.indexOf('\t', b + 1) >= 0 || k.lastIndexOf(':', a) < 0) return undefined;
+    const t: StoredTuple = { object: k.slice(0, a), relation: k.slice(a + 1, b), user: k.slice(b + 1), revision: Number(r.revision) };
     if (r.condition_name !== null && r.condition_name !== '') t.condition = condition(r.condition_name, r.condition_context)!;
     out[i] = t;
   }

@@ -1,9 +1,9 @@
 /**
- * The graph index's reverse index (engine/graph_index.ts): kept on every
- * write, or built at once after a bulk load (`reverse: 'deferred'`, then
- * `buildReverse`, as the graph mirror loads), it lists for each user exactly
- * the objects of the tuples present, with their conditions, through any later
- * writes and deletes.
+ * The graph index (engine/graph_index.ts), loaded tuple by tuple or in bulk
+ * (`bulk: true`, then `finishBulk`, as the graph mirror loads): its forward
+ * reads (a node's tuples, a tuple's revision) and reverse reads list exactly
+ * the tuples present, with their conditions, through any later writes and
+ * deletes.
  */
 import test from 'ava';
 import fc from 'fast-check';
@@ -41,45 +41,58 @@ function expected(tuples: Map<string, Gen>, type: string, relation: string): str
   return out.sort();
 }
 
-test('reverse reads list exactly the tuples present, whether the reverse index is kept per write or built after a bulk load (property)', (t) => {
+test('reads list exactly the tuples present, whether the index was loaded tuple by tuple or in bulk, through later writes and deletes (property)', (t) => {
   fc.assert(
     fc.property(
       fc.array(tupleArb, { maxLength: 40 }),
       fc.array(fc.record({ add: fc.boolean(), tuple: tupleArb }), { maxLength: 40 }),
       (initial, ops) => {
-        const present = new Map<string, Gen>();
+        // A tuple staged twice in bulk keeps the last one: the same tuples one by one.
+        const present = new Map<string, Gen & { revision: number }>();
+        for (const g of initial) present.set(key(g), { ...g, revision: 0 });
         const kept = new GraphIndex();
-        const bulk = new GraphIndex({ reverse: 'deferred' });
-        for (const g of initial) {
-          const added = kept.add(toTuple(g), 0);
-          t.is(bulk.add(toTuple(g), 0), added);
-          if (added) present.set(key(g), g);
-        }
-        bulk.buildReverse();
+        for (const g of present.values()) kept.add(toTuple(g), 0);
+        const bulk = new GraphIndex({ bulk: true });
+        for (const g of initial) bulk.add(toTuple(g), 0);
+        bulk.finishBulk();
+        t.is(bulk.size, present.size);
         for (const { add, tuple: g } of ops) {
+          const k = key(g);
           if (add) {
             const added = kept.add(toTuple(g), 1);
             t.is(bulk.add(toTuple(g), 1), added);
-            if (added) present.set(key(g), g);
+            t.is(added, !present.has(k));
+            if (added) present.set(k, { ...g, revision: 1 });
           } else {
             const deleted = kept.delete(toTuple(g));
             t.is(bulk.delete(toTuple(g)), deleted);
-            if (deleted) present.delete(key(g));
+            t.is(deleted, present.has(k));
+            present.delete(k);
           }
         }
-        for (const type of ['doc', 'folder']) {
-          for (const relation of RELATIONS) {
-            const want = expected(present, type, relation);
-            t.deepEqual(read(kept, type, relation), want);
-            t.deepEqual(read(bulk, type, relation), want);
+        for (const index of [kept, bulk]) {
+          t.is(index.size, present.size);
+          for (const type of ['doc', 'folder']) for (const relation of RELATIONS) t.deepEqual(read(index, type, relation), expected(present, type, relation));
+          for (const user of USERS) {
+            for (const relation of RELATIONS) {
+              const want = [...present.values()].filter((g) => g.user === user && g.relation === relation).map((g) => g.object).sort();
+              t.deepEqual([...(index.objectsOf(user, relation) ?? [])].map((o) => index.str(o)).sort(), want);
+            }
           }
-        }
-        for (const user of USERS) {
-          for (const relation of RELATIONS) {
-            const want = [...present.values()].filter((g) => g.user === user && g.relation === relation).map((g) => g.object).sort();
-            for (const index of [kept, bulk]) {
-              const got = [...(index.objectsOf(user, relation) ?? [])].map((o) => index.str(o)).sort();
-              t.deepEqual(got, want);
+          for (const object of OBJECTS) {
+            for (const relation of RELATIONS) {
+              const want = [...present.values()].filter((g) => g.object === object && g.relation === relation);
+              const n = index.node(object, relation);
+              const all: (TupleKey & { revision: number })[] = [];
+              const sets: (TupleKey & { revision: number })[] = [];
+              if (n !== undefined) {
+                index.nodeTuples(index.id(object)!, index.relId(relation)!, n, 'all', all);
+                index.nodeTuples(index.id(object)!, index.relId(relation)!, n, 'usersets', sets);
+              }
+              const line = (x: { user: string; revision: number; condition?: { name: string } | undefined; cond?: string | undefined }): string => `${x.user}|${x.revision}|${x.condition?.name ?? x.cond ?? ''}`;
+              t.deepEqual(all.map(line).sort(), want.map(line).sort());
+              t.deepEqual(sets.map(line).sort(), want.filter((g) => g.user.includes('#')).map(line).sort());
+              for (const user of USERS) t.is(index.revisionOf(object, relation, user), present.get(`${object}#${relation}@${user}`)?.revision);
             }
           }
         }
@@ -88,14 +101,17 @@ test('reverse reads list exactly the tuples present, whether the reverse index i
   );
 });
 
-test('an index whose reverse index is deferred refuses reverse reads until it is built', (t) => {
-  const index = new GraphIndex({ reverse: 'deferred' });
+test('an index loading in bulk refuses reads until the load is finished, and takes one revision', (t) => {
+  const index = new GraphIndex({ bulk: true });
   index.add({ object: 'doc:a', relation: 'viewer', user: 'user:1' }, 0);
   const err = t.throws(() => index.reverseRead('doc', 'viewer', ['user:1'], () => undefined), { instanceOf: LatchkeyError });
   t.is(err?.code, 'internal');
-  t.is(err?.reason, 'index_reverse_deferred');
-  index.buildReverse();
+  t.is(err?.reason, 'index_loading');
+  t.is(t.throws(() => index.revisionOf('doc:a', 'viewer', 'user:1'), { instanceOf: LatchkeyError })?.reason, 'index_loading');
+  t.is(t.throws(() => index.add({ object: 'doc:b', relation: 'viewer', user: 'user:1' }, 1), { instanceOf: LatchkeyError })?.reason, 'index_bulk_revision');
+  index.finishBulk();
   const got: string[] = [];
   index.reverseRead('doc', 'viewer', ['user:1'], (_, id) => got.push(id));
   t.deepEqual(got, ['a']);
+  t.is(index.revisionOf('doc:a', 'viewer', 'user:1'), 0);
 });
