@@ -126,6 +126,7 @@ for (const backend of sqlBackends()) {
         const mail = await mailTo(smtp, email);
         t.regex(mail, /magic\?token=[A-Za-z0-9_-]+(&|&#38;)state=s1/, 'the state travels with the link');
         const token = tokenIn(mail, `${APP}/magic`);
+        t.like((await pending(srv)).find((r) => r['email'] === email), { identifier: 'magic_link_login', redirect_uri: `${APP}/magic`, token: null });
         const created = await srv.call('verify_email', { token }, { protocol, headers: origin });
         t.is(created.error, undefined, protocol);
         t.truthy(created.body?.['access_token']);
@@ -173,6 +174,7 @@ for (const backend of sqlBackends()) {
         t.is(known.body?.['message'], 'Please check your inbox! We have sent a password reset link.');
 
         const token = tokenIn(await mailTo(smtp, email), `${APP}/reset`);
+        t.like((await pending(srv)).find((r) => r['email'] === email), { identifier: 'forgot_password', redirect_uri: `${APP}/reset`, token: null });
         const reset = await srv.call('reset_password', { token, password: 'Another horse 9 battery!', confirm_password: 'Another horse 9 battery!' }, { protocol, headers: origin });
         t.deepEqual(reset.body, { message: 'Password updated successfully.' });
         t.is((await srv.call('reset_password', { token, password: 'Third horse 9 battery!' }, { protocol, headers: origin })).error?.reason, 'invalid_token');
