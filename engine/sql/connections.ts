@@ -27,6 +27,14 @@ import { LatchkeyError } from '../errors.ts';
 import type { SqlDialect } from './migrate.ts';
 import { isBusy, rawConnection, type RawConnection } from './raw.ts';
 
+/** Bytes of a SQLite file the store's reader connection maps into memory (see {@link SqlConnections.read}). */
+const READER_MMAP_BYTES = 1 << 30;
+
+const rowsOf = <T>(r: { rows: T[] }): T[] => r.rows;
+const rethrow = (err: unknown): never => {
+  throw backendError(err);
+};
+
 /** Numbers the connection-manager keys, so that two stores on one sequelize instance never share a connection. */
 let instances = 0;
 
@@ -61,6 +69,8 @@ export class SqlConnections {
   readonly #dialect: SqlDialect;
   readonly #cm: PoolManager;
   #reader: Promise<Owned> | undefined;
+  /** The reader once open, so that a read does not wait a turn for the promise above. */
+  #readerOpen: Owned | undefined;
   #writer: Promise<Owned> | undefined;
   /** sequelize connection-manager keys of this store's SQLite reader and writer connections. */
   readonly #readerKey: string;
@@ -85,10 +95,27 @@ export class SqlConnections {
   }
 
   /** A read outside any transaction (see the module doc); errors become {@link backendError}s. */
-  async read<T>(sql: string, params: readonly unknown[]): Promise<T[]> {
+  read<T>(sql: string, params: readonly unknown[]): Promise<T[]> {
+    const reader = this.#readerOpen;
+    if (reader !== undefined) return reader.conn.run<T>(sql, params, true).then(rowsOf, rethrow);
+    return this.#read(sql, params);
+  }
+
+  /**
+   * {@link SqlConnections.read} with each row an array of its column values
+   * in the order selected: natively on the `node:sqlite` reader, else copied
+   * from the row objects by `columns` (the names selected, in order).
+   */
+  readArrays(sql: string, params: readonly unknown[], columns: readonly string[]): Promise<unknown[][]> {
+    const arrays = this.#readerOpen?.conn.arrays;
+    if (arrays !== undefined) return arrays(sql, params).catch(rethrow);
+    return this.read<Record<string, unknown>>(sql, params).then((rows) => rows.map((r) => columns.map((c) => r[c])));
+  }
+
+  async #read<T>(sql: string, params: readonly unknown[]): Promise<T[]> {
     try {
       if (this.#dialect === 'sqlite') return (await (await this.#readerConnection()).conn.run<T>(sql, params, true)).rows;
-      return await this.withPooled((conn) => conn.run<T>(sql, params, true).then((r) => r.rows), { read: true, prepared: true });
+      return await this.withPooled((conn) => conn.run<T>(sql, params, true).then(rowsOf), { read: true, prepared: true });
     } catch (err) {
       throw backendError(err);
     }
@@ -187,9 +214,13 @@ export class SqlConnections {
 
   #readerConnection(): Promise<Owned> {
     this.#reader ??= this.#cm.getConnection({ uuid: this.#readerKey }).then(
-      (connection) => {
+      async (connection) => {
         connection.uuid = this.#readerKey;
         const conn = rawConnection('sqlite', connection, true);
+        // Reads through a memory map of the file instead of a pread() into SQLite's 2 MiB page cache per page
+        // missed (about 13 per cold 5-hop check at 1 M tuples). The mapped pages are the OS's page cache, shared
+        // and reclaimable; reads past the first GiB of a larger file use pread() as before.
+        await conn.run(`PRAGMA mmap_size = ${READER_MMAP_BYTES}`, [], true).catch(() => undefined);
         // The sqlite3 package refuses to close a connection with prepared statements left: whoever closes it
         // (the store, or sequelize.close() closing every connection it manages) finalizes them first.
         const dispose = conn.dispose;
@@ -198,7 +229,7 @@ export class SqlConnections {
           const close = db.close.bind(db);
           db.close = (cb) => void dispose().then(() => close(cb), () => close(cb));
         }
-        return { conn, connection };
+        return (this.#readerOpen = { conn, connection });
       },
       (err: unknown) => {
         this.#reader = undefined;
@@ -230,6 +261,7 @@ export class SqlConnections {
     const own = [this.#writer, this.#reader];
     this.#writer = undefined;
     this.#reader = undefined;
+    this.#readerOpen = undefined;
     for (const c of own) {
       if (c === undefined) continue;
       const opened = await c.catch(() => undefined);

@@ -9,8 +9,12 @@
  * turns those three calls into one round trip. Each branch keeps the shape
  * each backend plans as index lookups (see docs/storage.md, "Reads").
  */
-import type { ObjectRelationKey, UserKind, UserTupleKey } from '../store.ts';
+import type { ObjectRelationKey, StoredTuple, UserKind, UserTupleKey } from '../store.ts';
 import type { SqlDialect } from './migrate.ts';
+import { byUser, chunks, condition } from './sql_rows.ts';
+
+/** The names of the columns a level statement selects, in order (the tag `q`, then {@link ROW_COLUMNS}). */
+export const LEVEL_COLUMNS = ['q', 'object_type', 'object_id', 'relation', '_user', 'condition_name', 'condition_context', 'revision'] as const;
 
 /** The columns every branch returns after its tag `q`. */
 export const ROW_COLUMNS = 't.object_type, t.object_id, t.relation, t._user, t.condition_name, t.condition_context, t.revision';
@@ -92,4 +96,82 @@ export function levelSql(dialect: SqlDialect, branches: readonly Branch[]): { sq
     else for (const k of b.keys) params.push(k.objectType, k.objectId, k.relation);
   }
   return { sql, params };
+}
+
+/** A point or forward read waiting for its level's statement. */
+export interface LevelRead {
+  branch: Branch;
+  /** Receives the matching tuples by key (`type\0id\0relation[\0user]`), each group ordered by user. */
+  resolve: (found: Map<string, StoredTuple[]>) => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * Answers the reads of one level: one statement when every branch fits in
+ * `batch` keys (one branch per kind, keys deduplicated: a repeated key would
+ * repeat rows in PostgreSQL's VALUES join), else one per branch and batch.
+ * `query` runs a statement and returns its rows as arrays of
+ * {@link LEVEL_COLUMNS}. Every read is settled (a failed statement rejects
+ * them all); resolves to the number of statements run.
+ */
+export async function answerLevel(
+  dialect: SqlDialect,
+  batch: number,
+  pending: readonly LevelRead[],
+  query: (sql: string, params: string[]) => Promise<unknown[][]>,
+): Promise<number> {
+  const kinds: (Branch['kind'] | undefined)[] = [undefined, undefined, undefined];
+  const keys: (UserTupleKey | ObjectRelationKey)[][] = [[], [], []];
+  for (const p of pending) {
+    const tag = branchTag(p.branch);
+    kinds[tag] = p.branch.kind;
+    for (const k of p.branch.keys) keys[tag]!.push(k);
+  }
+  const branches: Branch[] = [];
+  for (let tag = 0; tag < 3; tag++) if (kinds[tag] !== undefined) branches.push({ kind: kinds[tag], keys: distinct(keys[tag]!) } as Branch);
+  const statements: Branch[][] = branches.every((b) => b.keys.length <= batch)
+    ? [branches]
+    : branches.flatMap((b) => chunks(b.keys as readonly (UserTupleKey | ObjectRelationKey)[], batch).map((keys) => [{ kind: b.kind, keys } as Branch]));
+  const found: Map<string, StoredTuple[]>[] = [new Map(), new Map(), new Map()];
+  let run = 0;
+  try {
+    for (const st of statements) {
+      const { sql, params } = levelSql(dialect, st);
+      run++;
+      for (const r of await query(sql, params)) {
+        const tag = Number(r[0]);
+        const type = r[1] as string;
+        const id = r[2] as string;
+        const relation = r[3] as string;
+        const user = r[4] as string;
+        const t: StoredTuple = { object: `${type}:${id}`, relation, user, revision: Number(r[7]) };
+        const c = condition(r[5] as string | null, r[6] as string | null);
+        if (c !== undefined) t.condition = c;
+        const m = found[tag]!;
+        const k = tag === 0 ? `${type}\u0000${id}\u0000${relation}\u0000${user}` : `${type}\u0000${id}\u0000${relation}`;
+        const list = m.get(k);
+        if (list === undefined) m.set(k, [t]);
+        else list.push(t);
+      }
+    }
+  } catch (err) {
+    for (const p of pending) p.reject(err);
+    return run;
+  }
+  for (const m of found) for (const list of m.values()) if (list.length > 1) list.sort(byUser);
+  for (const p of pending) p.resolve(found[branchTag(p.branch)]!);
+  return run;
+}
+
+function distinct(keys: (UserTupleKey | ObjectRelationKey)[]): (UserTupleKey | ObjectRelationKey)[] {
+  if (keys.length < 2) return keys;
+  const seen = new Set<string>();
+  const out: (UserTupleKey | ObjectRelationKey)[] = [];
+  for (const k of keys) {
+    const id = 'user' in k ? `${k.objectType}\u0000${k.objectId}\u0000${k.relation}\u0000${k.user}` : `${k.objectType}\u0000${k.objectId}\u0000${k.relation}`;
+    if (seen.has(id)) continue;
+    seen.add(id);
+    out.push(k);
+  }
+  return out;
 }

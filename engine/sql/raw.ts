@@ -27,6 +27,13 @@ export interface RawResult<T> {
 export interface RawConnection {
   /** Runs `sql`; `returnsRows` tells SQLite whether to collect rows (SELECT, RETURNING). */
   run<T = Record<string, unknown>>(sql: string, params: readonly unknown[], returnsRows?: boolean): Promise<RawResult<T>>;
+  /**
+   * Only on a `node:sqlite` connection wrapped with `prepared`: a SELECT's
+   * rows as arrays of column values in the order selected (column names must
+   * not look like array indices: a row met while the connection waits for a
+   * lock comes as an object first).
+   */
+  arrays?(sql: string, params: readonly unknown[]): Promise<unknown[][]>;
   /** Releases what the wrapper holds on the connection (prepared statements); the connection stays open. */
   dispose?(): Promise<void>;
 }
@@ -152,7 +159,7 @@ function nodeSqlite(db: NodeSqliteDatabase, now: boolean): RawConnection {
         });
       }
     });
-  return {
+  const conn: RawConnection = {
     run<T>(sql: string, params: readonly unknown[], returnsRows = false) {
       if (!returnsRows || !now) return viaCallback<T>(sql, params, returnsRows);
       let rows: Record<string, unknown>[] | undefined;
@@ -165,6 +172,20 @@ function nodeSqlite(db: NodeSqliteDatabase, now: boolean): RawConnection {
       return Promise.resolve({ rows: rows as T[], changes: rows.length });
     },
   };
+  if (now) {
+    conn.arrays = (sql, params) => {
+      let rows: unknown[][] | undefined;
+      try {
+        rows = db.arraysNow(sql, params);
+      } catch (err) {
+        if (!isBusy(err)) return Promise.reject(err);
+      }
+      // Locked: the callback API (rows as objects), then as arrays in the order selected.
+      if (rows === undefined) return viaCallback<Record<string, unknown>>(sql, params, true).then((r) => r.rows.map((row) => Object.values(row)));
+      return Promise.resolve(rows);
+    };
+  }
+  return conn;
 }
 
 function preparedSqlite(db: Sqlite3Database): RawConnection {

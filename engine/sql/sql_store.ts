@@ -35,10 +35,10 @@ import { runMigrations, type SqlDialect } from './migrate.ts';
 import { FGA_MIGRATIONS } from './fga_migrations.ts';
 import { rawConnection } from './raw.ts';
 import { backendError, SqlConnections } from './connections.ts';
-import { byUser, chunks, condition, PK, toStored, TUPLE_COLUMNS, type TupleRow } from './sql_rows.ts';
+import { chunks, condition, PK, toStored, TUPLE_COLUMNS, type TupleRow } from './sql_rows.ts';
 import { scanTuples } from './sql_scan.ts';
 import { applyInsertOnlyPostgres, applyWrite, deleteUsersTuples, insertOnlyPostgres, WriteViolation } from './sql_writer.ts';
-import { branchTag, levelSql, type Branch } from './level_reads.ts';
+import { answerLevel, LEVEL_COLUMNS, type Branch, type LevelRead } from './level_reads.ts';
 
 /** Options of {@link SqlStore.open}. */
 export interface SqlStoreOptions {
@@ -84,7 +84,7 @@ export class SqlStore implements TupleStore {
   readonly #batch: number;
   readonly #now: () => number;
   /** Point and forward reads queued in this tick (see {@link SqlStore.#levelRead}). */
-  #pendingReads: { branch: Branch; resolve: (found: Map<string, StoredTuple[]>) => void; reject: (err: unknown) => void }[] = [];
+  #pendingReads: LevelRead[] = [];
   #levelStatements = 0;
   readonly #connections: SqlConnections;
   #closed = false;
@@ -337,46 +337,12 @@ export class SqlStore implements TupleStore {
   async #flushReads(): Promise<void> {
     const pending = this.#pendingReads;
     this.#pendingReads = [];
-    // One branch per kind, keys deduplicated (a repeated key would repeat rows in PostgreSQL's VALUES join).
-    const byTag = new Map<number, { branch: Branch; seen: Set<string> }>();
-    for (const p of pending) {
-      const tag = branchTag(p.branch);
-      let entry = byTag.get(tag);
-      if (entry === undefined) byTag.set(tag, (entry = { branch: { kind: p.branch.kind, keys: [] } as Branch, seen: new Set() }));
-      for (const k of p.branch.keys as readonly (UserTupleKey | ObjectRelationKey)[]) {
-        const id = 'user' in k ? `${k.objectType}\u0000${k.objectId}\u0000${k.relation}\u0000${k.user}` : `${k.objectType}\u0000${k.objectId}\u0000${k.relation}`;
-        if (entry.seen.has(id)) continue;
-        entry.seen.add(id);
-        (entry.branch.keys as (UserTupleKey | ObjectRelationKey)[]).push(k);
-      }
-    }
-    const found = new Map<number, Map<string, StoredTuple[]>>();
-    try {
-      const branches = [...byTag.values()].map((e) => e.branch);
-      // One statement when every branch fits in a batch; larger reads are split per branch and batch.
-      const statements: Branch[][] = branches.every((b) => b.keys.length <= this.#batch)
-        ? [branches]
-        : branches.flatMap((b) => chunks(b.keys as readonly (UserTupleKey | ObjectRelationKey)[], this.#batch).map((keys) => [{ kind: b.kind, keys } as Branch]));
-      for (const st of statements) {
-        const { sql, params } = levelSql(this.#dialect, st);
-        this.#levelStatements++;
-        const rows = await this.#select<TupleRow & { q: number | string }>(sql, params);
-        for (const r of rows) {
-          const tag = Number(r.q);
-          let m = found.get(tag);
-          if (m === undefined) found.set(tag, (m = new Map()));
-          const k = tag === 0 ? `${r.object_type}\u0000${r.object_id}\u0000${r.relation}\u0000${r._user}` : `${r.object_type}\u0000${r.object_id}\u0000${r.relation}`;
-          let list = m.get(k);
-          if (list === undefined) m.set(k, (list = []));
-          list.push(toStored(r));
-        }
-      }
-    } catch (err) {
-      for (const p of pending) p.reject(err);
-      return;
-    }
-    for (const m of found.values()) for (const list of m.values()) if (list.length > 1) list.sort(byUser);
-    for (const p of pending) p.resolve(found.get(branchTag(p.branch)) ?? new Map());
+    const direct = this.#dialect !== 'sqlite' || this.#connections.sqliteFile;
+    this.#levelStatements += await answerLevel(this.#dialect, this.#batch, pending, (sql, params) =>
+      direct
+        ? this.#connections.readArrays(sql, params, LEVEL_COLUMNS)
+        : this.#select<Record<string, unknown>>(sql, params).then((rows) => rows.map((r) => LEVEL_COLUMNS.map((c) => r[c]))),
+    );
   }
 
   async readStartingWithUsers(query: { objectType: string; relation: string; users: readonly string[]; objectIds?: readonly string[] }): Promise<StoredTuple[]> {
