@@ -221,14 +221,6 @@ export class SqlConnections {
         // missed (about 13 per cold 5-hop check at 1 M tuples). The mapped pages are the OS's page cache, shared
         // and reclaimable; reads past the first GiB of a larger file use pread() as before.
         await conn.run(`PRAGMA mmap_size = ${READER_MMAP_BYTES}`, [], true).catch(() => undefined);
-        // The sqlite3 package refuses to close a connection with prepared statements left: whoever closes it
-        // (the store, or sequelize.close() closing every connection it manages) finalizes them first.
-        const dispose = conn.dispose;
-        if (dispose !== undefined) {
-          const db = connection as unknown as { close(cb?: (err: unknown) => void): void };
-          const close = db.close.bind(db);
-          db.close = (cb) => void dispose().then(() => close(cb), () => close(cb));
-        }
         return (this.#readerOpen = { conn, connection });
       },
       (err: unknown) => {
@@ -266,7 +258,6 @@ export class SqlConnections {
       if (c === undefined) continue;
       const opened = await c.catch(() => undefined);
       if (opened === undefined) continue;
-      await opened.conn.dispose?.().catch(() => undefined);
       await Promise.resolve(this.#cm.releaseConnection(opened.connection)).catch(() => undefined);
     }
   }

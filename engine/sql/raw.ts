@@ -1,7 +1,7 @@
 /**
  * Statements on a driver connection that sequelize handed out (a `pg.Client`,
- * a mysql2 connection, a `Database` of engine/sql/node_sqlite_driver.ts or
- * of the sqlite3 package), with bound parameters.
+ * a mysql2 connection or a `Database` of engine/sql/node_sqlite_driver.ts),
+ * with bound parameters.
  *
  * Why: sequelize formats `replacements` into the SQL text in JavaScript; for
  * a 100-row multi-row INSERT (900 values) that cost 3–6 ms per statement on
@@ -34,8 +34,6 @@ export interface RawConnection {
    * lock comes as an object first).
    */
   arrays?(sql: string, params: readonly unknown[]): Promise<unknown[][]>;
-  /** Releases what the wrapper holds on the connection (prepared statements); the connection stays open. */
-  dispose?(): Promise<void>;
 }
 
 const dollarCache = new Map<string, string>();
@@ -68,26 +66,12 @@ function pgName(text: string): string | undefined {
 interface MysqlConnection {
   query(sql: string, values: unknown[], cb: (err: unknown, result: unknown) => void): void;
 }
-interface Sqlite3Statement {
-  all(params: unknown[], cb: (err: unknown, rows: unknown[]) => void): void;
-  run(params: unknown[], cb: (this: { changes: number }, err: unknown) => void): void;
-  finalize(cb?: (err: unknown) => void): void;
-}
-interface Sqlite3Database {
-  all(sql: string, params: unknown[], cb: (err: unknown, rows: unknown[]) => void): void;
-  run(sql: string, params: unknown[], cb: (this: { changes: number }, err: unknown) => void): void;
-  prepare(sql: string, cb: (err: unknown) => void): Sqlite3Statement;
-}
-
-/** Prepared statements kept per SQLite connection (level reads have a few shapes per key count). */
-const SQLITE_STATEMENTS = 256;
-
 /**
- * Wraps the driver connection of `dialect`. With `prepared`, statements are
- * prepared once per SQL text and reused. SQLite (only for connections the
- * caller owns): sqlite3's `Database#all` prepares, runs and finalizes a
- * statement per call, three trips through the driver's thread pool instead of
- * one. PostgreSQL: named statements (at most 2,000 texts per process).
+ * Wraps the driver connection of `dialect`. With `prepared`: PostgreSQL named
+ * statements (at most 2,000 texts per process); on SQLite (only for
+ * connections the caller owns) SELECTs run at once on the calling thread (see
+ * below). SQLite connections must come from the `node:sqlite` driver
+ * (engine/sql/sqlite_sequelize.ts); any other is a programming error.
  */
 export function rawConnection(dialect: SqlDialect, connection: unknown, prepared = false): RawConnection {
   if (dialect === 'postgres') {
@@ -119,22 +103,7 @@ export function rawConnection(dialect: SqlDialect, connection: unknown, prepared
     };
   }
   if (isNodeSqliteConnection(connection)) return nodeSqlite(connection, prepared);
-  const db = connection as Sqlite3Database;
-  if (prepared) return preparedSqlite(db);
-  return {
-    run<T>(sql: string, params: readonly unknown[], returnsRows = false) {
-      return new Promise<RawResult<T>>((resolve, reject) => {
-        if (returnsRows) {
-          db.all(sql, [...params], (err, rows) => (err ? reject(err) : resolve({ rows: rows as T[], changes: rows.length })));
-        } else {
-          db.run(sql, [...params], function (err) {
-            if (err) reject(err);
-            else resolve({ rows: [], changes: this.changes });
-          });
-        }
-      });
-    },
-  };
+  throw new Error('a SQLite connection not made by the node:sqlite driver: build SQLite Sequelize instances with sqliteSequelize() or openSequelize()');
 }
 
 /**
@@ -186,52 +155,6 @@ function nodeSqlite(db: NodeSqliteDatabase, now: boolean): RawConnection {
     };
   }
   return conn;
-}
-
-function preparedSqlite(db: Sqlite3Database): RawConnection {
-  // Promises, so that two reads of one new SQL text share one prepared statement.
-  const statements = new Map<string, Promise<Sqlite3Statement>>();
-  const statement = (sql: string): Promise<Sqlite3Statement> => {
-    const cached = statements.get(sql);
-    if (cached !== undefined) {
-      // Most recently used last.
-      statements.delete(sql);
-      statements.set(sql, cached);
-      return cached;
-    }
-    if (statements.size >= SQLITE_STATEMENTS) {
-      const [oldest, old] = statements.entries().next().value!;
-      statements.delete(oldest);
-      // Finalized once its queued runs are done (sqlite3 queues operations per statement).
-      void old.then((st) => st.finalize(), () => undefined);
-    }
-    const p = new Promise<Sqlite3Statement>((resolve, reject) => {
-      const st = db.prepare(sql, (err) => (err ? reject(err) : resolve(st)));
-    });
-    p.catch(() => statements.delete(sql));
-    statements.set(sql, p);
-    return p;
-  };
-  return {
-    async run<T>(sql: string, params: readonly unknown[], returnsRows = false) {
-      const st = await statement(sql);
-      return new Promise<RawResult<T>>((resolve, reject) => {
-        if (returnsRows) {
-          st.all([...params], (err, rows) => (err ? reject(err) : resolve({ rows: rows as T[], changes: rows.length })));
-        } else {
-          st.run([...params], function (err) {
-            if (err) reject(err);
-            else resolve({ rows: [], changes: this.changes });
-          });
-        }
-      });
-    },
-    async dispose() {
-      const all = [...statements.values()];
-      statements.clear();
-      await Promise.all(all.map((p) => p.then((st) => new Promise<void>((resolve) => st.finalize(() => resolve())), () => undefined)));
-    },
-  };
 }
 
 /** True when `err` is a unique/primary-key violation of the driver. */

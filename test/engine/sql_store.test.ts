@@ -4,8 +4,6 @@ import { sqlBackends } from '../helpers/databases.ts';
 import { disposableSqlStore, openSqlStore } from './sql_helpers.ts';
 import { LatchkeyError } from '../../engine/index.ts';
 import { SqlStore } from '../../engine/sql/sql_store.ts';
-import { Sequelize } from 'sequelize';
-import { createTestDatabase } from '../helpers/databases.ts';
 
 for (const backend of sqlBackends()) {
   runStoreSuite(test, `sql ${backend}`, () => disposableSqlStore(backend));
@@ -131,20 +129,5 @@ test('sql sqlite: writers on two connections to one file (two processes) both su
   } finally {
     await other.close();
     await teardown();
-  }
-});
-
-test('sql sqlite: a store on a sequelize instance using the sqlite3 package (not the node:sqlite driver) still writes and reads', async (t) => {
-  const db = await createTestDatabase('sqlite', 'lk_fga');
-  const sequelize = new Sequelize(db.url, { logging: false, pool: { max: 1, min: 0 } });
-  try {
-    const store = await SqlStore.open({ sequelize });
-    t.is(await store.write([], [{ object: 'doc:1', relation: 'viewer', user: 'user:a' }]), 1);
-    t.is((await store.readUserTuples([{ objectType: 'doc', objectId: '1', relation: 'viewer', user: 'user:a' }])).length, 1);
-    t.is((await store.readObjectRelations([{ objectType: 'doc', objectId: '1', relation: 'viewer' }], 'all')).length, 1);
-    await store.close();
-  } finally {
-    await sequelize.close();
-    await db.drop();
   }
 });
