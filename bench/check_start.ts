@@ -2,7 +2,8 @@
  * Start-up benchmark (targets P7, P8): a fresh process opens a SQLite file
  * holding the reference dataset, loads the graph mirror from it and answers
  * its first checks; it reports the time to serving and its memory, at that
- * moment and settled (after a full collection and a second idle).
+ * moment, at its peak (the process's maximum RSS so far, the load's high
+ * mark) and settled (after a full collection and a second idle).
  *
  *   node bench/check_start.ts [--scale 1]
  *
@@ -44,11 +45,13 @@ async function child(file: string, scale: number): Promise<void> {
   (globalThis as { gc?: () => void }).gc?.();
   await new Promise((r) => setTimeout(r, 1000));
   const settled = process.memoryUsage();
+  const peakRss = process.resourceUsage().maxRSS * 1024;
   process.stdout.write(
     `${JSON.stringify({
       serving_s: servingS,
       mirror_load_s: mirror.stats().loadMs / 1000,
       rss_mib: m.rss / 2 ** 20,
+      peak_rss_mib: peakRss / 2 ** 20,
       heap_mib: m.heapUsed / 2 ** 20,
       settled_rss_mib: settled.rss / 2 ** 20,
       settled_heap_mib: settled.heapUsed / 2 ** 20,
@@ -80,7 +83,7 @@ export async function run(options: { quick: boolean; scale?: number }): Promise<
       const xs = runs.map((r) => r[k] as number).sort((a, b) => a - b);
       return Math.round((xs[1] as number) * 100) / 100;
     };
-    return { tuples: ds.tupleCount, sqlite_load_s: Math.round(loadS * 10) / 10, serving_s: med('serving_s'), mirror_load_s: med('mirror_load_s'), rss_mib: med('rss_mib'), heap_mib: med('heap_mib'), settled_rss_mib: med('settled_rss_mib'), settled_heap_mib: med('settled_heap_mib'), settled_external_mib: med('settled_external_mib') };
+    return { tuples: ds.tupleCount, sqlite_load_s: Math.round(loadS * 10) / 10, serving_s: med('serving_s'), mirror_load_s: med('mirror_load_s'), rss_mib: med('rss_mib'), peak_rss_mib: med('peak_rss_mib'), heap_mib: med('heap_mib'), settled_rss_mib: med('settled_rss_mib'), settled_heap_mib: med('settled_heap_mib'), settled_external_mib: med('settled_external_mib') };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
