@@ -8,6 +8,8 @@
  * reads of one level into at most three store calls made together; this
  * turns those three calls into one round trip. Each branch keeps the shape
  * each backend plans as index lookups (see docs/storage.md, "Reads").
+ * {@link answerLevel} runs the statement for the store and hands each call
+ * its tuples.
  */
 import type { ObjectRelationKey, StoredTuple, UserKind, UserTupleKey } from '../store.ts';
 import type { SqlDialect } from './migrate.ts';

@@ -1,9 +1,13 @@
+import assert from 'node:assert/strict';
 import test from 'ava';
+import fc from 'fast-check';
+import { QueryTypes } from 'sequelize';
 import { runStoreSuite } from '../conformance/store_suite.ts';
 import { sqlBackends } from '../helpers/databases.ts';
 import { disposableSqlStore, openSqlStore } from './sql_helpers.ts';
 import { LatchkeyError } from '../../engine/index.ts';
 import { SqlStore } from '../../engine/sql/sql_store.ts';
+import { levelSql } from '../../engine/sql/level_reads.ts';
 
 for (const backend of sqlBackends()) {
   runStoreSuite(test, `sql ${backend}`, () => disposableSqlStore(backend));
@@ -128,6 +132,54 @@ test('sql sqlite: writers on two connections to one file (two processes) both su
     t.deepEqual([...revs].sort((x, y) => x - y), Array.from({ length: 20 }, (_, i) => i + 1));
   } finally {
     await other.close();
+    await teardown();
+  }
+});
+
+test('sql sqlite: forward reads of usersets take the keys from fga_tuple_usersets (internal plan) and return the same tuples without it', async (t) => {
+  const { store, sequelize, teardown } = await openSqlStore('sqlite');
+  const ids = ['a', 'b', 'c'];
+  const relations = ['viewer', 'member'];
+  const users = ['user:1', 'user:2', 'user:*', 'group:a#member', 'group:b#member', 'folder:x#viewer', 'group:c#owner'];
+  const tupleArb = fc.record({ id: fc.constantFrom(...ids), relation: fc.constantFrom(...relations), user: fc.constantFrom(...users), conditioned: fc.boolean() });
+  const keys = ids.flatMap((id) => relations.map((relation) => ({ objectType: 'group', objectId: id, relation })));
+  const read = async (kind: 'all' | 'usersets') => (await store.readObjectRelations(keys, kind)).map((g) => g.map((x) => `${x.object}#${x.relation}@${x.user}${x.condition === undefined ? '' : `[${x.condition.name}]`}`));
+  try {
+    const { sql, params } = levelSql('sqlite', [{ kind: 'usersets', keys: keys.slice(0, 2) }]);
+    const plan = (await sequelize.query(`EXPLAIN QUERY PLAN ${sql}`, { replacements: params, type: QueryTypes.SELECT })) as { detail: string }[];
+    t.true(plan.some((p) => p.detail.includes('fga_tuple_usersets')), JSON.stringify(plan));
+    await t.notThrowsAsync(fc.assert(
+      fc.asyncProperty(fc.uniqueArray(tupleArb, { maxLength: 25, selector: (x) => `${x.id}#${x.relation}@${x.user}` }), async (drawn) => {
+        const tuples = drawn.map((x) => ({ object: `group:${x.id}`, relation: x.relation, user: x.user, ...(x.conditioned ? { condition: { name: 'cond', context: { n: 1 } } } : {}) }));
+        if (tuples.length > 0) await store.write([], tuples);
+        try {
+          const expected = (usersetsOnly: boolean) =>
+            keys.map((k) =>
+              tuples
+                .filter((x) => x.object === `group:${k.objectId}` && x.relation === k.relation && (!usersetsOnly || x.user.includes('#')))
+                .map((x) => `${x.object}#${x.relation}@${x.user}${x.condition === undefined ? '' : '[cond]'}`)
+                .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)),
+            );
+          assert.deepStrictEqual(await read('usersets'), expected(true));
+          assert.deepStrictEqual(await read('all'), expected(false));
+        } finally {
+          if (tuples.length > 0) await store.write(tuples, []);
+        }
+      }),
+      { numRuns: 15 },
+    ));
+    // The same reads through the primary key alone (a file whose migrations stopped before 0003).
+    await store.write([], [{ object: 'group:a', relation: 'member', user: 'group:b#member' }, { object: 'group:a', relation: 'member', user: 'user:1' }]);
+    const withIndex = await read('usersets');
+    await sequelize.query('DROP INDEX fga_tuple_usersets');
+    const other = await SqlStore.open({ sequelize, migrate: false });
+    try {
+      t.deepEqual((await other.readObjectRelations(keys, 'usersets')).map((g) => g.map((x) => `${x.object}#${x.relation}@${x.user}`)), withIndex);
+      t.deepEqual(withIndex.flat(), ['group:a#member@group:b#member']);
+    } finally {
+      await other.close();
+    }
+  } finally {
     await teardown();
   }
 });
