@@ -110,8 +110,7 @@ export interface LevelRead {
 
 /**
  * Answers the reads of one level: one statement when every branch fits in
- * `batch` keys (one branch per kind, keys deduplicated: a repeated key would
- * repeat rows in PostgreSQL's VALUES join), else one per branch and batch.
+ * `batch` keys (one branch per kind), else one per branch and batch.
  * `query` runs a statement and returns its rows as arrays of
  * {@link LEVEL_COLUMNS}. Every read is settled (a failed statement rejects
  * them all); resolves to the number of statements run.
@@ -130,7 +129,10 @@ export async function answerLevel(
     for (const k of p.branch.keys) keys[tag]!.push(k);
   }
   const branches: Branch[] = [];
-  for (let tag = 0; tag < 3; tag++) if (kinds[tag] !== undefined) branches.push({ kind: kinds[tag], keys: distinct(keys[tag]!) } as Branch);
+  // A repeated key repeats rows in PostgreSQL's VALUES join, or in two statements when a branch is split; one IN
+  // list (MySQL, SQLite) matches each row once.
+  const dedupe = dialect === 'postgres' || keys.some((k) => k.length > batch);
+  for (let tag = 0; tag < 3; tag++) if (kinds[tag] !== undefined) branches.push({ kind: kinds[tag], keys: dedupe ? distinct(keys[tag]!) : keys[tag]! } as Branch);
   const statements: Branch[][] = branches.every((b) => b.keys.length <= batch)
     ? [branches]
     : branches.flatMap((b) => chunks(b.keys as readonly (UserTupleKey | ObjectRelationKey)[], batch).map((keys) => [{ kind: b.kind, keys } as Branch]));

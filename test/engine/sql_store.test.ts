@@ -162,6 +162,9 @@ test('sql sqlite: forward reads of usersets take the keys from fga_tuple_userset
             );
           assert.deepStrictEqual(await read('usersets'), expected(true));
           assert.deepStrictEqual(await read('all'), expected(false));
+          // A key asked twice gets its tuples once each time.
+          const twice = (await store.readObjectRelations([...keys, ...keys], 'usersets')).map((g) => g.map((x) => `${x.object}#${x.relation}@${x.user}${x.condition === undefined ? '' : `[${x.condition.name}]`}`));
+          assert.deepStrictEqual(twice, [...expected(true), ...expected(true)]);
         } finally {
           if (tuples.length > 0) await store.write(tuples, []);
         }
@@ -172,9 +175,11 @@ test('sql sqlite: forward reads of usersets take the keys from fga_tuple_userset
     await store.write([], [{ object: 'group:a', relation: 'member', user: 'group:b#member' }, { object: 'group:a', relation: 'member', user: 'user:1' }]);
     const withIndex = await read('usersets');
     await sequelize.query('DROP INDEX fga_tuple_usersets');
-    const other = await SqlStore.open({ sequelize, migrate: false });
+    // Two keys per statement: a key asked twice lands in two statements, and still gets its tuples once.
+    const other = await SqlStore.open({ sequelize, migrate: false, batchSize: 2 });
     try {
       t.deepEqual((await other.readObjectRelations(keys, 'usersets')).map((g) => g.map((x) => `${x.object}#${x.relation}@${x.user}`)), withIndex);
+      t.deepEqual((await other.readObjectRelations([...keys, ...keys], 'usersets')).map((g) => g.map((x) => `${x.object}#${x.relation}@${x.user}`)), [...withIndex, ...withIndex]);
       t.deepEqual(withIndex.flat(), ['group:a#member@group:b#member']);
     } finally {
       await other.close();
