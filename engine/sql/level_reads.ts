@@ -36,41 +36,54 @@ function tupleList(n: number, width: number): string {
   return new Array<string>(n).fill(row).join(', ');
 }
 
-/** `(cols) IN (…)` in the form MySQL/MariaDB and SQLite plan as lookups of each key (columns of table `alias`). */
-function inList(dialect: SqlDialect, columns: readonly string[], n: number, alias = 't'): string {
-  const cols = columns.map((c) => `${alias}.${c}`);
+/** `(cols) IN (…)`, the form MySQL/MariaDB plan as lookups of each key. */
+function inList(columns: readonly string[], n: number): string {
+  const cols = columns.map((c) => `t.${c}`);
   if (n === 1) return cols.map((c) => `${c} = ?`).join(' AND ');
   // MariaDB plans an OR of equalities over many keys as a scan (300 ms for 100 keys at 50 k rows); a row-value IN list as range lookups (7 ms).
-  if (dialect === 'mysql' || dialect === 'mariadb') return `(${cols.join(', ')}) IN (${tupleList(n, columns.length)})`;
-  return `(${cols.join(', ')}) IN (VALUES ${tupleList(n, columns.length)})`;
+  return `(${cols.join(', ')}) IN (${tupleList(n, columns.length)})`;
 }
 
 /** The SQL of a branch of kind `kind` over `n` keys, selecting `q` and {@link ROW_COLUMNS}. */
 function branchText(dialect: SqlDialect, kind: Branch['kind'], n: number): string {
   const q = kind === 'point' ? 0 : kind === 'all' ? 1 : 2;
+  if (dialect === 'sqlite') return sqliteBranch(q, kind, n);
   if (kind === 'point') {
     if (dialect === 'postgres') {
       // A row-value IN list is planned as a sequential scan by PostgreSQL (170 ms for 500 keys at 50 k rows); a VALUES join as a lookup per key.
       const on = PK.map((c) => `t.${c} = k.${c}`).join(' AND ');
       return `SELECT ${q} AS q, ${ROW_COLUMNS} FROM (VALUES ${tupleList(n, 4)}) AS k(${PK.join(', ')}) JOIN fga_tuple t ON ${on}`;
     }
-    return `SELECT ${q} AS q, ${ROW_COLUMNS} FROM fga_tuple t WHERE ${inList(dialect, PK, n)}`;
+    return `SELECT ${q} AS q, ${ROW_COLUMNS} FROM fga_tuple t WHERE ${inList(PK, n)}`;
   }
   const kindFilter = kind === 'usersets' ? " AND t.user_kind = 's'" : '';
   if (dialect === 'postgres') {
     // A lateral lookup per key: with a plain join PostgreSQL may pick a scan of the whole table (3.8 ms for one key, 190 ms for 50, at 50 k rows).
     return `SELECT ${q} AS q, ${ROW_COLUMNS} FROM (VALUES ${tupleList(n, 3)}) AS k(${OR_KEY.join(', ')}) CROSS JOIN LATERAL (SELECT * FROM fga_tuple t WHERE t.object_type = k.object_type AND t.object_id = k.object_id AND t.relation = k.relation${kindFilter}) t`;
   }
-  if (dialect === 'sqlite' && kind === 'usersets') {
-    // The usersets' keys from the partial index fga_tuple_usersets (migration 0003), then each row by primary key:
-    // testing user_kind on the primary key decodes every row of the object relation (13 µs for a group of 80
-    // members at 1 M tuples, 3 µs this way). Without the index (migrations not applied) both sides use the
-    // primary key, with the same rows.
-    const on = PK.map((c) => `t.${c} = u.${c}`).join(' AND ');
-    return `SELECT ${q} AS q, ${ROW_COLUMNS} FROM fga_tuple u JOIN fga_tuple t ON ${on} WHERE ${inList(dialect, OR_KEY, n, 'u')} AND u.user_kind = 's'`;
-  }
   // No ORDER BY: PostgreSQL would then walk the whole primary key in order instead of looking the keys up. Groups are sorted by the caller.
-  return `SELECT ${q} AS q, ${ROW_COLUMNS} FROM fga_tuple t WHERE ${inList(dialect, OR_KEY, n)}${kindFilter}`;
+  return `SELECT ${q} AS q, ${ROW_COLUMNS} FROM fga_tuple t WHERE ${inList(OR_KEY, n)}${kindFilter}`;
+}
+
+/**
+ * A SQLite branch. Several keys drive lookups from a `VALUES` list (`CROSS
+ * JOIN` keeps it outermost): `IN (VALUES …)` first built a temporary index of
+ * the keys, 10-15% more of a cold 5-hop check's SQL time (a repeated key
+ * repeats rows here, so keys are deduplicated). Usersets: their keys from the
+ * partial index fga_tuple_usersets (migration 0003), then each row by primary
+ * key; testing user_kind on the primary key decodes every row of the object
+ * relation (13 µs for a group of 80 members at 1 M tuples, 3 µs this way).
+ * Without the index (migrations not applied) both sides use the primary key,
+ * with the same rows.
+ */
+function sqliteBranch(q: 0 | 1 | 2, kind: Branch['kind'], n: number): string {
+  const cols = kind === 'point' ? PK : OR_KEY;
+  const src = kind === 'usersets' ? 'u' : 't';
+  const match = cols.map((c, i) => `${src}.${c} = ${n === 1 ? '?' : `k.column${i + 1}`}`).join(' AND ');
+  const keys = n === 1 ? '' : `(VALUES ${tupleList(n, cols.length)}) AS k CROSS JOIN `;
+  if (kind !== 'usersets') return `SELECT ${q} AS q, ${ROW_COLUMNS} FROM ${keys}fga_tuple t WHERE ${match}`;
+  const row = PK.map((c) => `t.${c} = u.${c}`).join(' AND ');
+  return `SELECT ${q} AS q, ${ROW_COLUMNS} FROM ${keys}fga_tuple u CROSS JOIN fga_tuple t WHERE ${match} AND u.user_kind = 's' AND ${row}`;
 }
 
 /**
@@ -129,9 +142,9 @@ export async function answerLevel(
     for (const k of p.branch.keys) keys[tag]!.push(k);
   }
   const branches: Branch[] = [];
-  // A repeated key repeats rows in PostgreSQL's VALUES join, or in two statements when a branch is split; one IN
-  // list (MySQL, SQLite) matches each row once.
-  const dedupe = dialect === 'postgres' || keys.some((k) => k.length > batch);
+  // A repeated key repeats rows in a VALUES join (PostgreSQL, SQLite), or in two statements when a branch is split;
+  // MySQL's IN list matches each row once.
+  const dedupe = (dialect !== 'mysql' && dialect !== 'mariadb') || keys.some((k) => k.length > batch);
   for (let tag = 0; tag < 3; tag++) if (kinds[tag] !== undefined) branches.push({ kind: kinds[tag], keys: dedupe ? distinct(keys[tag]!) : keys[tag]! } as Branch);
   const statements: Branch[][] = branches.every((b) => b.keys.length <= batch)
     ? [branches]
