@@ -7,7 +7,8 @@
  *   (opened once in sequelize's connection manager, so in the process's one
  *   SQLite library; in WAL mode it sees every committed write and never waits
  *   for the writer), with prepared statements reused (on the `node:sqlite`
- *   driver, engine/sql/node_sqlite_driver.ts, run synchronously); PostgreSQL and MySQL on
+ *   driver, engine/sql/node_sqlite_driver.ts, run synchronously) and the file
+ *   mapped into memory (`mmap_size`); PostgreSQL and MySQL on
  *   a connection taken from sequelize's pool per statement (PostgreSQL: named
  *   statements).
  * - Write transactions: SQLite on a file on the store's own writer connection,
