@@ -20,7 +20,7 @@ import { TOKEN_TYPES, TokenService, type TokenClaims, type TokenType } from './t
 import { UserStore, normalizeEmail, normalizePhone, type UserFields, type UserRecord } from './user_store.ts';
 import type { Sequelize, Transaction } from 'sequelize';
 import { VerificationStore } from './verification.ts';
-import { issueTokens } from './issue_tokens.ts';
+import { firstFactorAmr, issueTokens } from './issue_tokens.ts';
 import { reserveAttempt } from './attempts.ts';
 import { MfaFlows, type MfaMethod, type OtpDelivery } from './mfa.ts';
 import { MfaStore } from './mfa_store.ts';
@@ -282,8 +282,8 @@ export class AuthService {
     ctx: AuthCallContext = {},
   ): Promise<AuthResult & { method: MfaMethod; enrolled: boolean; recoveryCodeUsed: boolean }> {
     const proof = await this.mfa.verify(input, ctx.mfaCookie);
-    // RFC 8176: the password, the code (sms for a texted one) and the fact of two factors.
-    const amr = ['pwd', proof.method === 'sms_otp' ? 'sms' : 'otp', 'mfa'];
+    // RFC 8176: the first factor (a password, or the link of a magic-link login), the code (sms for a texted one) and the fact of two factors.
+    const amr = [firstFactorAmr(proof.loginMethod), proof.method === 'sms_otp' ? 'sms' : 'otp', 'mfa'];
     const result = await this.openSessionFor(proof.user.id, { loginMethod: proof.loginMethod, roles: proof.roles, scope: proof.scope, message: 'Otp verified successfully.', amr }, ctx);
     return { ...result, method: proof.method, enrolled: proof.enrolled, recoveryCodeUsed: proof.recoveryCodeUsed };
   }

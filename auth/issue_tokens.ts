@@ -9,6 +9,11 @@ import type { SessionManager, SessionRecord } from './sessions.ts';
 import type { TokenService } from './tokens.ts';
 import type { UserRecord } from './user_store.ts';
 
+/** The `amr` value (RFC 8176) of a login method: `pwd` for a password login, else the method's own name. */
+export function firstFactorAmr(loginMethod: string): string {
+  return loginMethod === 'basic_auth' || loginMethod === 'mobile_basic_auth' ? 'pwd' : loginMethod;
+}
+
 /**
  * Signs access + id (+ refresh with `offline_access`) tokens for a session and
  * records the refresh lineage. `nonce` (OpenID Connect Core §3.1.2.1, from an
@@ -45,7 +50,7 @@ export async function issueTokens(
     allowed_roles: user.roles,
     roles: session.roles,
     auth_time: session.auth_time,
-    amr: session.amr ?? [session.login_method === 'mobile_basic_auth' || session.login_method === 'basic_auth' ? 'pwd' : session.login_method],
+    amr: session.amr ?? [firstFactorAmr(session.login_method)],
     acr: '0',
     at_hash: d.tokens.atHash(access.token),
     ...(nonce === undefined ? {} : { nonce }),

@@ -195,7 +195,8 @@ export class MfaFlows {
     if (raw === undefined) throw invalidSession();
     const session = JSON.parse(raw) as MfaSession;
     const user = await this.#d.users.findById(session.user_id);
-    if (user === undefined || user.deactivated_at !== null) throw invalidSession(session.user_id);
+    // A challenge outlives neither deactivation nor revoked access (spec: a revoked user cannot log in).
+    if (user === undefined || user.deactivated_at !== null || user.revoked_timestamp !== null) throw invalidSession(session.user_id);
     // #711: the session proves a password for one user only.
     if ((email !== undefined && email !== user.email) || (phone !== undefined && phone !== user.phone_number)) throw invalidSession(user.id);
     return { key, session, user };

@@ -32,6 +32,8 @@ export interface CodeGrant {
   roles: string[];
   login_method: string;
   auth_time: number;
+  /** The browser session's amr (RFC 8176) when it was opened with a second factor. */
+  amr?: string[];
   /** Milliseconds since the epoch; checked against the injected clock as well as the store TTL. */
   expires_ms: number;
 }

@@ -218,6 +218,7 @@ export class OAuthServer {
         roles,
         login_method: session.login_method,
         auth_time: session.auth_time,
+        ...(session.amr === undefined ? {} : { amr: session.amr }),
         ...(nonce === undefined ? {} : { nonce }),
         ...(challenge === undefined ? {} : { code_challenge: challenge, code_challenge_method: method === 'S256' ? 'S256' : 'plain' }),
       };
@@ -248,8 +249,10 @@ export class OAuthServer {
     return user === undefined || user.deactivated_at !== null || user.revoked_timestamp !== null ? undefined : user;
   }
 
-  #childSession(user: UserRecord, from: Pick<SessionRecord, 'login_method' | 'auth_time'>, roles: string[], scope: string[]): Promise<SessionRecord> {
-    return this.#auth.sessions.create({ user_id: user.id, roles, scope, login_method: from.login_method, auth_time: from.auth_time }).then((c) => c.session);
+  // The grant's session says how its user authenticated (login method, auth_time, and the amr of a second factor).
+  #childSession(user: UserRecord, from: Pick<SessionRecord, 'login_method' | 'auth_time' | 'amr'>, roles: string[], scope: string[]): Promise<SessionRecord> {
+    const amr = from.amr === undefined ? {} : { amr: from.amr };
+    return this.#auth.sessions.create({ user_id: user.id, roles, scope, login_method: from.login_method, auth_time: from.auth_time, ...amr }).then((c) => c.session);
   }
 
   #reply(redirectUri: string, mode: ResponseMode, fields: Record<string, string>): AuthorizeOutcome {
