@@ -120,7 +120,7 @@ export class AuthService {
     await verifications.init();
     const mfaStore = new MfaStore({ sequelize: deps.sequelize, nowSeconds });
     await mfaStore.init();
-    const mfa = new MfaFlows({ store: mfaStore, memory: deps.memoryStore, users, options: o, delivery: deps.otpDelivery ?? {}, nowSeconds });
+    const mfa = new MfaFlows({ store: mfaStore, memory: deps.memoryStore, users, options: o, delivery: deps.otpDelivery ?? {}, nowSeconds, sessions });
     const verification = new VerificationFlows({ sequelize: deps.sequelize, store: verifications, users, passwords, sessions, options: o, nowSeconds });
     const email = (service: AuthService) =>
       new EmailFlows({

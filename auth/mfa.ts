@@ -33,6 +33,7 @@ import { LatchkeyError } from '../engine/errors.ts';
 import { reserveAttempt } from './attempts.ts';
 import type { MemoryStore } from './memory_store.ts';
 import type { MfaStore } from './mfa_store.ts';
+import type { SessionManager } from './sessions.ts';
 import type { ResolvedAuthOptions } from './options.ts';
 import type { AuthResponse, SessionGrant } from './public_user.ts';
 import { normalizeEmail, normalizePhone, type UserRecord, type UserStore } from './user_store.ts';
@@ -65,6 +66,8 @@ interface MfaSession {
   roles: string[];
   scope: string[] | null;
   login_method: string;
+  /** When the login proved its first factor, milliseconds since the epoch (kept by resend_otp). */
+  created_ms: number;
 }
 
 /** The outcome of a proven second factor. */
@@ -126,6 +129,8 @@ export interface MfaFlowsDeps {
   options: ResolvedAuthOptions;
   delivery: OtpDelivery;
   nowSeconds: () => number;
+  /** When every session of a user was last ended at once (see `SessionManager.endedAllAt`). */
+  sessions: Pick<SessionManager, 'endedAllAt'>;
 }
 
 /** The challenge, verification and resend of a second factor. */
@@ -174,6 +179,7 @@ export class MfaFlows {
       roles: login.roles,
       scope: login.scope === undefined || login.scope.length === 0 ? null : [...login.scope],
       login_method: login.loginMethod,
+      created_ms: this.#d.options.now(),
     };
     return { response, grant: await this.#openSession(session) };
   }
@@ -195,8 +201,11 @@ export class MfaFlows {
     if (raw === undefined) throw invalidSession();
     const session = JSON.parse(raw) as MfaSession;
     const user = await this.#d.users.findById(session.user_id);
-    // A challenge outlives neither deactivation nor revoked access (spec: a revoked user cannot log in).
+    // A challenge outlives neither deactivation nor revoked access (spec: a revoked user cannot log in),
+    // nor the end of every session of its user (password reset, revocation): its first factor may be stale.
     if (user === undefined || user.deactivated_at !== null || user.revoked_timestamp !== null) throw invalidSession(session.user_id);
+    const endedAt = await this.#d.sessions.endedAllAt(user.id);
+    if (endedAt !== undefined && !(session.created_ms > endedAt)) throw invalidSession(user.id);
     // #711: the session proves a password for one user only.
     if ((email !== undefined && email !== user.email) || (phone !== undefined && phone !== user.phone_number)) throw invalidSession(user.id);
     return { key, session, user };

@@ -97,9 +97,19 @@ export class SessionManager {
     const session = JSON.parse(raw) as SessionRecord;
     // A session created before its user's sessions were all ended (revocation, deactivation)
     // is dead even if it slipped past the sweep in a race with a concurrent login.
-    const notBefore = await this.#store.get(`user_nbf:${session.user_id}`);
-    if (notBefore !== undefined && session.created_ms <= Number(notBefore)) return undefined;
+    const notBefore = await this.endedAllAt(session.user_id);
+    if (notBefore !== undefined && session.created_ms <= notBefore) return undefined;
     return session;
+  }
+
+  /**
+   * When every session of the user was last ended at once (revocation,
+   * deactivation, password reset), in milliseconds since the epoch; anything
+   * a login proved before then (a session, an MFA challenge) is dead.
+   */
+  async endedAllAt(userId: string): Promise<number | undefined> {
+    const raw = await this.#store.get(`user_nbf:${userId}`);
+    return raw === undefined ? undefined : Number(raw);
   }
 
   /** The live session a cookie token belongs to, or undefined. */

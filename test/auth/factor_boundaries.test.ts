@@ -1,7 +1,7 @@
 /**
  * Where one authentication step hands over to the next, in the identity
  * service with an injected clock: a pending MFA challenge after the admin
- * revokes access, the amr claim of a magic-link login completed with a second
+ * revokes access or after every session of the user ended (password reset), the amr claim of a magic-link login completed with a second
  * factor, and the amr of tokens that an OAuth grant issues from a session
  * opened with a second factor. SQLite always; PostgreSQL and MySQL when
  * configured.
@@ -58,6 +58,40 @@ for (const backend of sqlBackends()) {
       t.is((await errorOf(f.auth.verifyOtp({ email, otp: code }, { mfaCookie: mfaCookie(login) }))).reason, 'invalid_mfa_session');
       const live = await Promise.all((await f.store.members(`user_sessions:${userId}`)).map((sid) => f.auth.sessions.get(sid)));
       t.deepEqual(live.filter(Boolean), [], 'no session was opened');
+    } finally {
+      await f.close();
+    }
+  });
+
+  test(`a pending challenge dies when every session of its user ends: password reset, revoke then re-enable (${backend})`, async (t) => {
+    const clock = manualClock();
+    const box = inbox();
+    const f = await makeService({ enableMfa: true, enforceMfa: true, enableEmailOtp: true, now: clock.now }, { backend, otpDelivery: box.delivery });
+    try {
+      const email = 'ended-otp@example.com';
+      const userId = (await f.auth.signup({ email, password: STRONG_PASSWORD })).response.user!.id;
+      const NEW_PASSWORD = 'another horse battery staple';
+
+      // A challenge opened with the old password does not survive the reset.
+      const before = await f.auth.login({ email, password: STRONG_PASSWORD });
+      clock.advance(1000);
+      await f.auth.setPassword(userId, NEW_PASSWORD);
+      clock.advance(1000);
+      t.is((await errorOf(f.auth.resendOtp({ email }, { mfaCookie: mfaCookie(before) }))).reason, 'invalid_mfa_session');
+      t.is((await errorOf(f.auth.verifyOtp({ email, otp: box.last.get(email)! }, { mfaCookie: mfaCookie(before) }))).reason, 'invalid_mfa_session');
+
+      // Nor does one opened before access was revoked, once access is enabled again.
+      const revoked = await f.auth.login({ email, password: NEW_PASSWORD });
+      clock.advance(1000);
+      await f.auth.revokeAccess(userId);
+      await f.auth.enableAccess(userId);
+      clock.advance(1000);
+      t.is((await errorOf(f.auth.verifyOtp({ email, otp: box.last.get(email)! }, { mfaCookie: mfaCookie(revoked) }))).reason, 'invalid_mfa_session');
+
+      // A challenge opened afterwards completes.
+      const after = await f.auth.login({ email, password: NEW_PASSWORD });
+      const ok = await f.auth.verifyOtp({ email, otp: box.last.get(email)! }, { mfaCookie: mfaCookie(after) });
+      t.truthy(ok.response.access_token);
     } finally {
       await f.close();
     }
