@@ -131,6 +131,7 @@ export class AuthService {
         options: o,
         nowSeconds,
         signupRoles: (requested) => service.#signupRoles(requested),
+        endedAllAt: (userId) => sessions.endedAllAt(userId),
         openSession: (userId, opts, ctx) => service.openSessionFor(userId, opts, ctx),
         mfaChallenge: async (user, login) => {
           const method = mfa.methodFor(user);

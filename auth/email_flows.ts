@@ -82,6 +82,8 @@ export interface EmailFlowsDeps {
    * undefined when MFA does not apply to the user (see `MfaFlows.methodFor`).
    */
   mfaChallenge: (user: UserRecord, login: { loginMethod: string; roles?: readonly string[] | undefined; scope?: readonly string[] | undefined }) => Promise<AuthResult | undefined>;
+  /** When every session of a user was last ended at once, ms since the epoch (see `SessionManager.endedAllAt`). */
+  endedAllAt: (userId: string) => Promise<number | undefined>;
   /** Opens a session for a user whose address a link proved. */
   openSession: (
     userId: string,
@@ -157,7 +159,8 @@ export class EmailFlows {
    * verified and opens a session — or, when MFA applies to the user, answers
    * its challenge instead (a link is a first factor, like a password).
    * Errors: `unauthenticated` `invalid token`
-   * (unknown, used or foreign token; the user gone or deactivated),
+   * (unknown, used or foreign token; the user gone or deactivated; issued
+   * before every session of the user was ended),
    * `unauthenticated` `expired_token`, `permission_denied` (`access_revoked`,
    * or roles asked for with the link that the user no longer holds: the
    * token stays usable then). Of concurrent uses exactly one wins.
@@ -169,6 +172,10 @@ export class EmailFlows {
     const user = await d.users.findByEmail(request.email);
     if (user === undefined || user.deactivated_at !== null) throw invalidVerificationToken();
     if (user.revoked_timestamp !== null) throw new LatchkeyError('permission_denied', 'user access has been revoked', { reason: 'access_revoked' });
+    // A link issued before every session of its user was ended (revoke_access, password reset) dies with
+    // them, like any login proven before: refused as unusable (the row stays; a new link replaces it).
+    const endedAt = await d.endedAllAt(user.id);
+    if (endedAt !== undefined && request.created_at * 1000 <= endedAt) throw invalidVerificationToken();
     let grant: MagicGrant = {};
     if (identifier === 'magic_link_login') {
       const raw = await d.memoryStore.get(grantKey(request.id));

@@ -1,7 +1,8 @@
 /**
  * Where one authentication step hands over to the next, in the identity
  * service with an injected clock: a pending MFA challenge after the admin
- * revokes access or after every session of the user ended (password reset), the amr claim of a magic-link login completed with a second
+ * revokes access or after every session of the user ended (password reset),
+ * email links issued before access was revoked, the amr claim of a magic-link login completed with a second
  * factor, and the amr of tokens that an OAuth grant issues from a session
  * opened with a second factor. SQLite always; PostgreSQL and MySQL when
  * configured.
@@ -143,6 +144,37 @@ for (const backend of sqlBackends()) {
       const login = await f.auth.login({ email, password: STRONG_PASSWORD });
       const pwd = await f.auth.verifyOtp({ email, otp: box.last.get(email)! }, { mfaCookie: mfaCookie(login) });
       t.deepEqual(await amrOf(f, pwd.response.id_token), ['pwd', 'otp', 'mfa']);
+    } finally {
+      await f.close();
+    }
+  });
+
+  test(`a magic link or sign-up link issued before revoke_access does not log in once access is enabled again (${backend})`, async (t) => {
+    const clock = manualClock();
+    const f = await makeService({ enableMagicLinkLogin: true, enableEmailVerification: true, now: clock.now }, { backend });
+    try {
+      const links: string[] = [];
+      const delivery = (): LinkDelivery => ({ base: 'https://app.example.com/link', send: async (_e, _u, url) => void links.push(url), onError: (err) => t.fail(String(err)) });
+      const tokenOf = (url: string | undefined): string => new URL(url ?? 'x:').searchParams.get('token') ?? '';
+      const email = 'stale-link@example.com';
+      await f.auth.signup({ email, password: STRONG_PASSWORD });
+      const user = (await f.auth.users.findByEmail(email))!;
+      await f.auth.email.sendSignupVerification(user, delivery());
+      const signupLink = tokenOf(links.at(-1));
+      f.auth.email.magicLinkLogin({ email }, delivery);
+      await f.auth.email.settled();
+      const magicLink = tokenOf(links.at(-1));
+      clock.advance(1000);
+      await f.auth.revokeAccess(user.id);
+      await f.auth.enableAccess(user.id);
+      clock.advance(1000);
+      t.is((await errorOf(f.auth.email.verifyEmail({ token: magicLink }))).reason, 'invalid_token');
+      t.is((await errorOf(f.auth.email.verifyEmail({ token: signupLink }))).reason, 'invalid_token');
+      // A link asked for afterwards works.
+      f.auth.email.magicLinkLogin({ email }, delivery);
+      await f.auth.email.settled();
+      const fresh = await f.auth.email.verifyEmail({ token: tokenOf(links.at(-1)) });
+      t.truthy(fresh.result.response.access_token);
     } finally {
       await f.close();
     }
