@@ -117,6 +117,9 @@ export class GraphIndex {
     let id = this.#ids.get(s);
     if (id !== undefined) return id;
     id = this.#strings.length;
+    // Kept as a copy of its own: `s` is often a slice of a longer string (a scanned row's whole key), which
+    // the slice would keep alive for as long as the index lives. The JSON round trip copies any string exactly.
+    s = JSON.parse(JSON.stringify(s)) as string;
     this.#ids.set(s, id);
     this.#strings.push(s);
     // Kept as long as #strings (a lazy write far past the end would turn the array into a dictionary).
