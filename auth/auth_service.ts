@@ -133,6 +133,7 @@ export class AuthService {
         signupRoles: (requested) => service.#signupRoles(requested),
         endedAllAt: (userId) => sessions.endedAllAt(userId),
         openSession: (userId, opts, ctx) => service.openSessionFor(userId, opts, ctx),
+        assertMfaReachable: (user) => void mfa.methodFor(user),
         mfaChallenge: async (user, login) => {
           const method = mfa.methodFor(user);
           if (method === undefined) return undefined;
@@ -229,7 +230,9 @@ export class AuthService {
    * `too_many_attempts`, `details.retry_after_seconds`), checked before the
    * compare so concurrent guesses cannot exceed the budget. A correct
    * password on a revoked account gives `permission_denied`
-   * (`access_revoked`). With MFA it answers the challenge flag instead of tokens.
+   * (`access_revoked`). With MFA it answers the challenge flag instead of
+   * tokens; when MFA applies but no second factor can reach the user it
+   * refuses with `failed_precondition` (`mfa_method_unavailable`).
    */
   async login(input: {
     email?: string | undefined;

@@ -82,6 +82,11 @@ export interface EmailFlowsDeps {
    * undefined when MFA does not apply to the user (see `MfaFlows.methodFor`).
    */
   mfaChallenge: (user: UserRecord, login: { loginMethod: string; roles?: readonly string[] | undefined; scope?: readonly string[] | undefined }) => Promise<AuthResult | undefined>;
+  /**
+   * Throws `failed_precondition` `mfa_method_unavailable` when MFA applies to
+   * the user but no second factor can reach them (see `MfaFlows.methodFor`).
+   */
+  assertMfaReachable: (user: UserRecord) => void;
   /** When every session of a user was last ended at once, ms since the epoch (see `SessionManager.endedAllAt`). */
   endedAllAt: (userId: string) => Promise<number | undefined>;
   /** Opens a session for a user whose address a link proved. */
@@ -163,7 +168,9 @@ export class EmailFlows {
    * before every session of the user was ended),
    * `unauthenticated` `expired_token`, `permission_denied` (`access_revoked`,
    * or roles asked for with the link that the user no longer holds: the
-   * token stays usable then). Of concurrent uses exactly one wins.
+   * token stays usable then), `failed_precondition` `mfa_method_unavailable`
+   * (MFA applies but no second factor can reach the user: nothing is used up
+   * or changed). Of concurrent uses exactly one wins.
    */
   async verifyEmail(input: { token: string }, ctx: AuthCallContext = {}): Promise<VerifyEmailOutcome> {
     const d = this.#d;
@@ -182,6 +189,8 @@ export class EmailFlows {
       if (raw !== undefined) grant = JSON.parse(raw) as MagicGrant;
       for (const r of grant.roles ?? []) if (!user.roles.includes(r)) throw new LatchkeyError('permission_denied', 'unauthorized', { reason: 'invalid_roles' });
     }
+    // Refused before anything is written: the link stays unused and the address unverified.
+    d.assertMfaReachable(user);
     const firstVerification = user.email_verified_at === null;
     await d.sequelize.transaction(async (transaction) => {
       await d.store.consume(request, transaction);

@@ -146,14 +146,26 @@ export class MfaFlows {
     this.#secretKey = Buffer.from(hkdfSync('sha256', ikm, 'latchkey', 'totp secret', 32));
   }
 
-  /** The method a login of `user` must prove, or undefined when none applies (no second factor possible). */
+  /**
+   * The method a login of `user` must prove, or undefined when MFA does not
+   * apply to it (neither enforced nor enabled by the user, or MFA is off for
+   * the instance). Fails closed (priority 1 over availability): when MFA
+   * applies but no enabled channel can reach the user (say a phone-only user
+   * where only email codes are on, or email codes without mail), it throws
+   * `failed_precondition` `mfa_method_unavailable` rather than let the first
+   * factor alone log in. TOTP reaches everyone (enrolment happens at the
+   * first challenge). Pinned by test/transports/mfa_unavailable.test.ts.
+   */
   methodFor(user: UserRecord): MfaMethod | undefined {
     const o = this.#d.options;
-    if (!(o.enforceMfa || user.is_multi_factor_auth_enabled === true)) return undefined;
+    if (!(o.enforceMfa || (o.enableMfa && user.is_multi_factor_auth_enabled === true))) return undefined;
     if (o.enableTotpLogin) return 'totp';
     if (o.enableEmailOtp && user.email !== null && this.#d.delivery.email) return 'email_otp';
     if (o.enableSmsOtp && user.phone_number !== null && this.#d.delivery.sms) return 'sms_otp';
-    return undefined;
+    throw new LatchkeyError('failed_precondition', 'a second factor is required for this account but none of the enabled methods can reach it; contact an administrator', {
+      reason: 'mfa_method_unavailable',
+      cause: { internal_reason: 'mfa_method_unavailable', user_id: user.id },
+    });
   }
 
   /**

@@ -378,8 +378,12 @@ function crossChecks(c: Record<string, unknown>, raw: Record<string, string[]>, 
     if (!roles.includes(r)) problems.push(`--default-roles: "${r}" is not one of --roles`);
   if (c.enforceMfa && !c.enableMfa) problems.push('--enforce-mfa needs --enable-mfa');
   if (c.smsApiUrl && !/^https?:\/\/[^/]/.test(c.smsApiUrl as string)) problems.push('--sms-api-url must be an http(s) URL');
-  if (c.enableMfa && c.enableSmsOtp && !(c.smsAccountSid && c.smsApiKey && c.smsApiSecret && c.smsSender))
+  const smsVendor = Boolean(c.smsAccountSid && c.smsApiKey && c.smsApiSecret && c.smsSender);
+  if (c.enableMfa && c.enableSmsOtp && !smsVendor)
     problems.push('--enable-sms-otp needs --sms-account-sid, --sms-api-key, --sms-api-secret and --sms-sender');
+  // Enforced MFA with no channel would refuse every login (mfa_method_unavailable): refused here instead.
+  if (c.enableMfa && c.enforceMfa && !(c.enableTotpLogin || (c.enableEmailOtp && c.smtpHost) || (c.enableSmsOtp && smsVendor)))
+    problems.push('--enforce-mfa needs a usable second factor: --enable-totp-login, --enable-email-otp with --smtp-host, or --enable-sms-otp with the --sms-* vendor flags');
 }
 
 /** The config as loggable JSON: secret values replaced by `[redacted]`. */

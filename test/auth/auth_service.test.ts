@@ -193,7 +193,7 @@ test('A3-style: 30 concurrent wrong passwords are compared at most 5 times (the 
 });
 
 test('login by phone, with roles subset and MFA challenge flags instead of tokens', async (t) => {
-  const f = await makeService({ enableTotpLogin: true });
+  const f = await makeService({ enableMfa: true, enableTotpLogin: true });
   try {
     await f.auth.signup({ phone_number: '+4915112345678', password: STRONG_PASSWORD, roles: ['user', 'editor'] });
     const r = await f.auth.login({ phone_number: '+49 151 1234 5678', password: STRONG_PASSWORD, roles: ['editor'] });

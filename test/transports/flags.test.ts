@@ -118,6 +118,19 @@ test('inconsistent timeouts and an empty origin list are refused', (t) => {
   t.true(problems([...VALID, '--allowed-origins=']).some((p) => p.startsWith('--allowed-origins must not be empty')));
 });
 
+test('--enforce-mfa without a usable second factor is refused at startup (TOTP, email OTP with SMTP, or SMS OTP with the vendor)', (t) => {
+  const refused = (argv: string[]): boolean => problems([...VALID, '--enforce-mfa', ...argv]).some((p) => p.startsWith('--enforce-mfa needs a usable second factor'));
+  t.true(refused([]), 'no method enabled');
+  t.true(refused(['--enable-email-otp']), 'email codes without --smtp-host');
+  t.true(refused(['--enable-email-otp', '--enable-sms-otp=false']));
+  t.false(refused(['--enable-totp-login']));
+  t.false(refused(['--enable-email-otp', '--smtp-host=127.0.0.1']));
+  t.false(refused(['--enable-sms-otp', '--sms-account-sid=AC1', '--sms-api-key=k', '--sms-api-secret=s', '--sms-sender=+15550000000']));
+  t.deepEqual(problems([...VALID, '--enforce-mfa', '--enable-totp-login']), []);
+  // MFA off for the instance: nothing is enforced, nothing to refuse.
+  t.deepEqual(problems([...VALID, '--enable-mfa=false']), []);
+});
+
 test('unknown flags, v1 names and --env-file are refused', (t) => {
   t.true(problems([...VALID, '--no-such-flag=1']).includes('unknown flag --no-such-flag'));
   t.true(problems([...VALID, '--database_url=x']).includes('--database_url is deprecated, use --database-url'));

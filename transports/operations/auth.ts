@@ -286,8 +286,10 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
         result = await authOf(ctx).login(input, callContext(ctx));
       } catch (err) {
         const failure = failureOf(err);
-        // A1: the precise reason is audited, never returned.
-        if (failure !== undefined && err instanceof LatchkeyError && err.code !== 'invalid_argument' && err.code !== 'failed_precondition') {
+        // A1: the precise reason is audited, never returned. Of the refusals by configuration, only the
+        // one about this user (MFA applies but no second factor reaches them) is a security event.
+        const audited = err instanceof LatchkeyError && err.code !== 'invalid_argument' && (err.code !== 'failed_precondition' || err.reason === 'mfa_method_unavailable');
+        if (failure !== undefined && audited) {
           await audit(ctx, 'user.login_failed', { userId: failure.userId, metadata: { reason: failure.reason } });
         }
         throw err;

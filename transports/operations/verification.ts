@@ -8,14 +8,15 @@
  * | operation | audit action | webhook |
  * |---|---|---|
  * | magic_link_login | `user.magic_link_requested` (when a mail went out) | — |
- * | verify_email | `user.email_verified` (first verification), `user.signup` (first verification of a magic-link account), `user.login_success` (unless MFA challenges the login: then `verify_otp` records it) | `user.signup` (same condition), `user.login` (same) |
+ * | verify_email | `user.email_verified` (first verification), `user.signup` (first verification of a magic-link account), `user.login_success` (unless MFA challenges the login: then `verify_otp` records it), `user.login_failed` (reason `mfa_method_unavailable`) | `user.signup` (same condition), `user.login` (same) |
  * | resend_verify_email | `user.verify_email_resent` (when a mail went out) | — |
  * | forgot_password | `user.forgot_password_requested` (when a mail went out) | — |
  */
-import type { AuthResult, UserRecord } from '../../auth/index.ts';
+import { LatchkeyError } from '../../engine/errors.ts';
+import type { AuthResult, UserRecord, VerifyEmailOutcome } from '../../auth/index.ts';
 import type { RequestContext } from '../context.ts';
 import { MESSAGE, s } from '../shape.ts';
-import { AUTH_RESPONSE, STR, STRINGS, audit, authOf, callContext, row, setMfaCookie, setSessionCookies } from './auth.ts';
+import { AUTH_RESPONSE, STR, STRINGS, audit, authOf, callContext, failureOf, row, setMfaCookie, setSessionCookies } from './auth.ts';
 import { linkBase, linkDelivery } from './link_mail.ts';
 import { defineOperation, type AnyOperation } from './types.ts';
 
@@ -57,7 +58,17 @@ export const VERIFICATION_OPERATIONS: readonly AnyOperation[] = [
     output: AUTH_RESPONSE,
     doc: 'Uses up a sign-up verification or magic-link token: marks the email verified and opens a session (sets the session cookies), or answers the MFA challenge when MFA applies.',
     handler: async (ctx, input) => {
-      const out = await authOf(ctx).email.verifyEmail(input, callContext(ctx));
+      let out: VerifyEmailOutcome;
+      try {
+        out = await authOf(ctx).email.verifyEmail(input, callContext(ctx));
+      } catch (err) {
+        // The link proved the first factor, but no second factor can reach its user: audited like a refused login.
+        const failure = failureOf(err);
+        if (err instanceof LatchkeyError && err.reason === 'mfa_method_unavailable' && failure !== undefined) {
+          await audit(ctx, 'user.login_failed', { userId: failure.userId, metadata: { reason: failure.reason } });
+        }
+        throw err;
+      }
       const user = out.result.record ?? out.user;
       const loginMethod = out.identifier === 'magic_link_login' ? 'magic_link_login' : 'basic_auth';
       if (out.firstVerification) await audit(ctx, 'user.email_verified', { userId: user.id, user });
