@@ -300,8 +300,8 @@ export class EmailFlows {
 
   /**
    * `forgot_password`: mails a reset link (used by `reset_password`) to the
-   * account of the email or phone number, when it exists, is not deactivated
-   * and has an email address. Always the same answer. Errors:
+   * account of the email or phone number, when it exists, is neither
+   * deactivated nor revoked and has an email address. Always the same answer. Errors:
    * `invalid_argument` (`missing_identifier`, `invalid_email`,
    * `invalid_phone_number`), `failed_precondition` when basic
    * authentication is disabled.
@@ -318,7 +318,8 @@ export class EmailFlows {
     const delivery = deliveryOf();
     this.#later(delivery, async () => {
       const user = email !== undefined ? await d.users.findByEmail(email) : await d.users.findByPhone(phone ?? '');
-      if (user === undefined || user.deactivated_at !== null || user.email === null) return;
+      // A revoked user may not use anything (spec), so gets no link: the same silence as an unknown account.
+      if (user === undefined || user.deactivated_at !== null || user.revoked_timestamp !== null || user.email === null) return;
       await this.#mail('forgot_password', user, delivery);
       await delivery.done?.(user, { created: false });
     });

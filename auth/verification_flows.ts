@@ -50,8 +50,10 @@ export class VerificationFlows {
    * `invite_member` link was made for. The token is used up in the same
    * transaction as the password change; the email counts as verified (the
    * user proved they read it); every session of the user ends. Errors:
-   * `unauthenticated` `invalid token` for an unknown, used, expired or
-   * foreign token (one message for all), `invalid_argument` for a password
+   * `unauthenticated` `invalid token` for an unknown, used or foreign
+   * token, one of a deactivated or revoked user, or one issued before every
+   * session of its user was ended (one message for all; nothing is used up
+   * or changed), `unauthenticated` `expired_token`, `invalid_argument` for a password
    * the policy refuses or a confirmation that differs (the token stays
    * usable then).
    */
@@ -59,7 +61,12 @@ export class VerificationFlows {
     const d = this.#d;
     const request = await d.store.peek(input.token, PASSWORD_LINKS);
     const user = await d.users.findByEmail(request.email);
-    if (user === undefined || user.deactivated_at !== null) throw invalidVerificationToken();
+    // Spec: a revoked user cannot log in or use anything issued before. A revoked user's link, and a link
+    // issued before every session of its user was ended (revoke_access even once access is enabled again,
+    // a password change or reset), answer like an invalid token (no enumeration) and stay unused.
+    if (user === undefined || user.deactivated_at !== null || user.revoked_timestamp !== null) throw invalidVerificationToken();
+    const endedAt = await d.sessions.endedAllAt(user.id);
+    if (endedAt !== undefined && request.created_at * 1000 <= endedAt) throw invalidVerificationToken();
     if (input.confirm_password !== undefined && input.confirm_password !== input.password) {
       throw new LatchkeyError('invalid_argument', 'password and confirm password does not match', { reason: 'password_mismatch' });
     }
@@ -68,7 +75,9 @@ export class VerificationFlows {
     const now = d.nowSeconds();
     await d.sequelize.transaction(async (transaction) => {
       await d.store.consume(request, transaction);
-      await d.users.update(user.id, { password: hash, email_verified_at: user.email_verified_at ?? now }, { transaction });
+      const updated = await d.users.update(user.id, { password: hash, email_verified_at: user.email_verified_at ?? now }, { transaction });
+      // Revoked or deactivated while the hash was computed: the update holds the row, so this sees it; roll back.
+      if (updated.revoked_timestamp !== null || updated.deactivated_at !== null) throw invalidVerificationToken();
     });
     await d.sessions.endAllForUser(user.id);
     return { message: 'Password updated successfully.', user, identifier: request.identifier };

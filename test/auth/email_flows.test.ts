@@ -10,6 +10,7 @@ import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type TestServer } from '
 import { sqlBackends, type SqlBackend } from '../helpers/databases.ts';
 import { mailTo, mailsTo, startSmtp, type Smtp } from '../admin/smtp.ts';
 import { startReceiver } from '../admin/receiver.ts';
+import { TestClock } from '../helpers/oauth.ts';
 
 const APP = 'https://app.example.com';
 // With --allowed-origins set, browser-style calls must name an allowed origin (CSRF guard).
@@ -21,11 +22,12 @@ async function withServer(
   flags: Record<string, string | boolean | number>,
   backend: SqlBackend,
   run: (srv: TestServer, smtp: Smtp) => Promise<void>,
+  clock?: TestClock,
 ): Promise<void> {
   const smtp = await startSmtp();
   const srv = await startTestServer(
     { 'smtp-host': '127.0.0.1', 'smtp-port': smtp.port, 'smtp-sender-email': 'noreply@example.com', 'allowed-origins': APP, ...flags },
-    { backend },
+    { backend, ...(clock === undefined ? {} : { clock }) },
   );
   try {
     await run(srv, smtp);
@@ -195,6 +197,56 @@ for (const backend of sqlBackends()) {
     });
   });
 }
+
+test('a revoked user gets no reset link (the answer of an unknown account), and a link of theirs sets no password, also once access is enabled again', async (t) => {
+  const clock = new TestClock();
+  await withServer({ 'enable-email-verification': false }, 'sqlite', async (srv, smtp) => {
+    for (const protocol of PROTOCOLS) {
+      const email = `revoked-${protocol}@example.com`;
+      const control = `control-${protocol}@example.com`;
+      const NEW = 'Another horse 9 battery!';
+      const userId = String(((await srv.call('signup', { email, password: PASSWORD }, { protocol: 'rest', headers: origin })).body?.['user'] as Record<string, unknown>)['id']);
+      await srv.call('signup', { email: control, password: PASSWORD }, { protocol: 'rest', headers: origin });
+      await srv.call('forgot_password', { email, redirect_uri: `${APP}/reset` }, { protocol, headers: origin });
+      const before = tokenIn(await mailTo(smtp, email), `${APP}/reset`);
+      const requestOf = async () => (await pending(srv)).filter((r) => r['email'] === email).map((r) => r['id']);
+      const request = await requestOf();
+      t.is(request.length, 1);
+      clock.offsetMs += 2000;
+      t.is((await srv.call('revoke_access', { user_id: userId }, { protocol: 'rest', headers: admin })).error, undefined);
+      clock.offsetMs += 2000;
+
+      const revoked = await srv.call('forgot_password', { email, redirect_uri: `${APP}/reset` }, { protocol, headers: origin });
+      const unknown = await srv.call('forgot_password', { email: `absent-${protocol}@example.com`, redirect_uri: `${APP}/reset` }, { protocol, headers: origin });
+      t.deepEqual(revoked.body, unknown.body, `${protocol}: same answer as an unknown account`);
+      t.is(revoked.status, unknown.status);
+      // The control request was made after the revoked one; once its mail is in, the revoked one's background part is done.
+      await srv.call('forgot_password', { email: control, redirect_uri: `${APP}/reset` }, { protocol, headers: origin });
+      await mailTo(smtp, control);
+      t.is(smtp.mails.filter((m) => m.includes(email)).length, 1, `${protocol}: no mail to the revoked user`);
+      t.false(smtp.mails.some((m) => m.includes(`absent-${protocol}`)));
+      t.deepEqual(await requestOf(), request, `${protocol}: no new request for the revoked user`);
+
+      // The link from before the revocation: refused as an invalid token, nothing used up or changed.
+      const refused = await srv.call('reset_password', { token: before, password: NEW, confirm_password: NEW }, { protocol, headers: origin });
+      t.like(refused.error, { code: 'unauthenticated', reason: 'invalid_token' }, protocol);
+      t.deepEqual(await requestOf(), request, `${protocol}: the link is not used up`);
+      t.is((await srv.call('login', { email, password: PASSWORD }, { protocol, headers: origin })).error?.reason, 'access_revoked', `${protocol}: the old password is still the password`);
+
+      // Access enabled again: the link from before the revocation still sets nothing; a new link works.
+      t.is((await srv.call('enable_access', { user_id: userId }, { protocol: 'rest', headers: admin })).error, undefined);
+      t.like((await srv.call('reset_password', { token: before, password: NEW }, { protocol, headers: origin })).error, { code: 'unauthenticated', reason: 'invalid_token' });
+      t.is((await srv.call('login', { email, password: PASSWORD }, { protocol, headers: origin })).error, undefined);
+      clock.offsetMs += 2000;
+      await srv.call('forgot_password', { email, redirect_uri: `${APP}/reset` }, { protocol, headers: origin });
+      const after = tokenIn((await mailsTo(smtp, email, 2))[1]!, `${APP}/reset`);
+      t.is((await srv.call('reset_password', { token: after, password: NEW }, { protocol, headers: origin })).error, undefined, protocol);
+      t.is((await srv.call('login', { email, password: NEW }, { protocol, headers: origin })).error, undefined);
+    }
+    t.is(await auditCount(srv, 'user.forgot_password_requested'), 3 * PROTOCOLS.length);
+    t.is(await auditCount(srv, 'user.password_reset'), PROTOCOLS.length);
+  }, clock);
+});
 
 test('forgot_password links to --reset-password-url when set; 20 parallel uses of one link: exactly one wins', async (t) => {
   await withServer({ 'enable-email-verification': false, 'reset-password-url': `${APP}/configured-reset` }, 'sqlite', async (srv, smtp) => {
