@@ -44,6 +44,12 @@ export interface OAuthServerOptions {
   defaultResponseMode?: string;
   /** Lifetime of an authorization code, seconds. Default 60. */
   codeTtlSeconds?: number;
+  /**
+   * `--enable-pkce-plain`: accept `code_challenge_method=plain`, and take an
+   * absent method as plain (RFC 7636 §4.3), for legacy clients. Default
+   * false: S256 only (ASVS v5 10.4.6, OAuth 2.1).
+   */
+  allowPkcePlain?: boolean;
 }
 
 /**
@@ -188,7 +194,14 @@ export class OAuthServer {
     if (challenge !== undefined) {
       if (implicit) return fail('invalid_request', 'code_challenge applies to response_type code only');
       if (!PKCE_VALUE.test(challenge)) return fail('invalid_request', 'code_challenge must be 43 to 128 characters of [A-Za-z0-9-._~]');
-      if (method !== undefined && method !== 'S256' && method !== 'plain') return fail('invalid_request', 'code_challenge_method must be S256 or plain');
+      if (this.#o.allowPkcePlain === true) {
+        if (method !== undefined && method !== 'S256' && method !== 'plain') return fail('invalid_request', 'code_challenge_method must be S256 or plain');
+      } else if (method === undefined) {
+        // RFC 7636 §4.3 would take an absent method as plain; plain is off, so the method must be named.
+        return fail('invalid_request', 'code_challenge_method is required and must be S256');
+      } else if (method !== 'S256') {
+        return fail('invalid_request', `code_challenge_method ${method === 'plain' ? 'plain is not allowed' : 'is not supported'}; use S256`);
+      }
     }
     const prompt = new Set((p.get('prompt') ?? '').split(' ').filter(Boolean));
     if (prompt.has('none') && prompt.size > 1) return fail('invalid_request', 'prompt none cannot be combined with other values');
@@ -329,6 +342,8 @@ export class OAuthServer {
     if (g.redirect_uri !== redirectUri) throw invalidGrant('redirect_uri does not match the authorization request');
     const verifier = p.get('code_verifier');
     if (g.code_challenge !== undefined) {
+      // A plain code issued while --enable-pkce-plain was on is not redeemed once it is off.
+      if (g.code_challenge_method !== 'S256' && this.#o.allowPkcePlain !== true) throw invalidGrant('authorization code was issued with code_challenge_method plain, which is not allowed');
       if (verifier === undefined) throw invalidGrant('code_verifier is required');
       if (!PKCE_VALUE.test(verifier)) throw invalidGrant('code_verifier must be 43 to 128 characters of [A-Za-z0-9-._~]');
       const derived = g.code_challenge_method === 'S256' ? createHash('sha256').update(verifier, 'ascii').digest('base64url') : verifier;

@@ -265,7 +265,7 @@ export class TokenService {
   }
 
   /** The OpenID discovery document for a server at `baseUrl` (no trailing slash). */
-  openidConfiguration(baseUrl: string, options: { roleClaim?: string } = {}): Record<string, unknown> {
+  openidConfiguration(baseUrl: string, options: { roleClaim?: string; pkcePlain?: boolean } = {}): Record<string, unknown> {
     const base = baseUrl.replace(/\/+$/, '');
     return {
       issuer: this.issuer,
@@ -282,7 +282,8 @@ export class TokenService {
       id_token_signing_alg_values_supported: [this.algorithm],
       token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
       revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
-      code_challenge_methods_supported: ['S256', 'plain'],
+      // Only what /authorize accepts: plain only with --enable-pkce-plain.
+      code_challenge_methods_supported: options.pkcePlain === true ? ['S256', 'plain'] : ['S256'],
       authorization_response_iss_parameter_supported: true,
       scopes_supported: ['openid', 'email', 'profile', 'phone', 'offline_access'],
       claims_supported: [

@@ -139,6 +139,10 @@ export const FLAGS = {
       doc: 'Response mode of /authorize when the request names none',
       default: 'query',
     }),
+    'enable-pkce-plain': bool({
+      doc: 'For legacy clients only: accept PKCE code_challenge_method=plain and take an absent method as plain (RFC 7636); off, /authorize accepts S256 only (OAuth 2.1, ASVS 10.4.6)',
+      default: false,
+    }),
   })),
   ...group('Organization / UI', () => ({
     'organization-name': str({ doc: 'Organization name shown on pages and in emails', default: 'Latchkey' }),

@@ -58,7 +58,7 @@ test('RS256: an access token from the code flow verifies with the published JWKS
     const tokens = await exchange(s, code, verifier);
     t.is(tokens.status, 200);
     const discovery = (await (await fetch(`${s.server.httpUrl}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
-    t.deepEqual(discovery.code_challenge_methods_supported, ['S256', 'plain']);
+    t.deepEqual(discovery.code_challenge_methods_supported, ['S256'], 'discovery lists only what /authorize accepts');
     const jwks = (await (await fetch(`${s.server.httpUrl}/.well-known/jwks.json`)).json()) as Parameters<typeof createLocalJWKSet>[0];
     const { payload } = await jwtVerify(String(tokens.body.access_token), createLocalJWKSet(jwks), { issuer: ISSUER, audience: TEST_CLIENT_ID });
     t.is(payload.sub, userId);

@@ -504,7 +504,7 @@ export async function plugAuth(services: Services): Promise<AuthService> {
   services.closers.push(() => auth.email.settled());
   // OpenID discovery and the JWKS, so that other services can verify our tokens (cacheable for 5 minutes).
   const cache = { 'cache-control': 'public, max-age=300' };
-  const discovery = async () => ({ body: auth.tokens.openidConfiguration(issuerOf(c), { roleClaim: auth.options.jwt.roleClaim }), headers: cache });
+  const discovery = async () => ({ body: auth.tokens.openidConfiguration(issuerOf(c), { roleClaim: auth.options.jwt.roleClaim, pkcePlain: c.enablePkcePlain }), headers: cache });
   (services.httpRoutes ??= []).push(
     { path: '/.well-known/openid-configuration', handler: discovery },
     { path: '/.well-known/oauth-authorization-server', handler: discovery },

@@ -100,6 +100,7 @@ export function plugOAuth(services: Services, auth: AuthService, store: MemorySt
     loginUrl: c.enableLoginPage ? `${issuer}/app` : undefined,
     defaultResponseType: c.defaultAuthorizeResponseType,
     defaultResponseMode: c.defaultAuthorizeResponseMode,
+    allowPkcePlain: c.enablePkcePlain,
   });
   const authorize = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
     try {
