@@ -31,7 +31,7 @@
  *   to the `direct` resolver, whose reads go to the store.
  */
 import { LocalChecker, type CheckResolver } from './check.ts';
-import { GraphIndex, REL_SLOTS, type GraphNode, type ReachLimits } from './graph_index.ts';
+import { GraphIndex, type GraphNode, type ReachLimits } from './graph_index.ts';
 import { LatchkeyError } from './errors.ts';
 import { type SyncTupleSource, SyncReadRefused } from './reader.ts';
 import type { TupleCondition, TupleKey, TupleStore } from './store.ts';
@@ -161,7 +161,7 @@ export class GraphMirror {
 
   stats(): GraphMirrorStats {
     const index = this.#index;
-    return { tuples: index.size, nodes: index.nodes.size, strings: index.strings, revision: this.#revision, loadMs: Math.round(this.#loadMs), fast: this.#fast, deferred: this.#deferred, refused: this.#refused };
+    return { tuples: index.size, nodes: index.nodeCount, strings: index.strings, revision: this.#revision, loadMs: Math.round(this.#loadMs), fast: this.#fast, deferred: this.#deferred, refused: this.#refused };
   }
 
   /**
@@ -247,11 +247,7 @@ export class GraphMirror {
   }
 
   #lookup(index: GraphIndex, objectType: string, objectId: string, relation: string): { o: number; r: number; n: GraphNode } | undefined {
-    const o = index.id(`${objectType}:${objectId}`);
-    const r = index.relId(relation);
-    if (o === undefined || r === undefined) return undefined;
-    const n = index.nodes.get(o * REL_SLOTS + r);
-    return n === undefined ? undefined : { o, r, n };
+    return index.lookup(`${objectType}:${objectId}`, relation);
   }
 
   #syncSource(): SyncTupleSource {
@@ -273,8 +269,8 @@ export class GraphMirror {
         index.nodeTuples(at.o, at.r, at.n, kind, out);
         return out;
       },
-      reachSync: (ts: TypeSystem, objectType: string, objectId: string, relation: string, userType: string, userId: string, limits: ReachLimits, object?: string) =>
-        this.#usable().reach(ts, objectType, objectId, relation, userType, userId, limits, object),
+      reachSync: (ts: TypeSystem, objectType: string, objectId: string, relation: string, userType: string, userId: string, limits: ReachLimits, object?: string, user?: string) =>
+        this.#usable().reach(ts, objectType, objectId, relation, userType, userId, limits, object, user),
       readStartingWithUsersSync: (objectType: string, relation: string, users: readonly string[], emit: (user: number, objectId: string, condition: TupleCondition | undefined) => void) => {
         const index = this.#usable();
         if (users.length > 0) index.reverseRead(objectType, relation, users, emit);

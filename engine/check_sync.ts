@@ -78,7 +78,7 @@ export function resolveSync(req: ResolveCheckRequest, ctx: ResolutionContext): R
   if (monotone && req.depth === 0 && req.path === undefined && user.kind === 'object' && !ctx.reader.hasContextualTuples) {
     const source = ctx.reader.sync!;
     if (source.reachSync !== undefined) {
-      const allowed = source.reachSync(ctx.ts, req.objectType, req.objectId, req.relation, user.type, user.id, ctx, req.object);
+      const allowed = source.reachSync(ctx.ts, req.objectType, req.objectId, req.relation, user.type, user.id, ctx, req.object, req.userText);
       if (allowed !== undefined) return topAnswer(allowed, ctx.maxDepth);
     }
   }

@@ -52,23 +52,26 @@ interface BulkNode {
  * Builds the nodes of staged tuples: a counting sort by node into one array
  * of users, each node's plain and wildcard users in [from, mid) and its
  * userset users (`kind[u] === userset`) in [mid, to), each run sorted and
- * without repeats; conditions into the node's `conds`. `nodes` must hold
- * none of these nodes yet; `make` makes an empty one. Returns the array and
+ * without repeats; conditions into the node's `conds`. `nodes` (per
+ * relation number: object number → node) must hold none of these nodes yet; `make` makes an empty one. Returns the array and
  * the number of distinct tuples.
  */
-export function buildNodes<N extends BulkNode>(staged: StagedTuples, relSlots: number, kind: readonly number[], userset: number, nodes: Map<number, N>, make: () => N): { users: Int32Array<ArrayBuffer>; size: number } {
+export function buildNodes<N extends BulkNode>(staged: StagedTuples, kind: readonly number[], userset: number, nodes: (Map<number, N> | undefined)[], make: () => N): { users: Int32Array<ArrayBuffer>; size: number } {
   const { objects, relations, users, conds } = staged;
-  const nodeAt = (i: number): N => nodes.get(objects[i]! * relSlots + relations[i]!)!;
+  const nodeAt = (i: number): N => nodes[relations[i]!]!.get(objects[i]!)!;
   // Count plain users into `mid` and usersets into `to`, then turn the counts into write positions.
   for (let i = 0; i < staged.length; i++) {
-    const key = objects[i]! * relSlots + relations[i]!;
-    let n = nodes.get(key);
-    if (n === undefined) nodes.set(key, (n = make()));
+    const byObject = (nodes[relations[i]!] ??= new Map());
+    let n = byObject.get(objects[i]!);
+    if (n === undefined) byObject.set(objects[i]!, (n = make()));
     if (kind[users[i]!] === userset) n.to++;
     else n.mid++;
   }
+  const all = function* (): Generator<N> {
+    for (const byObject of nodes) if (byObject !== undefined) yield* byObject.values();
+  };
   let total = 0;
-  for (const n of nodes.values()) {
+  for (const n of all()) {
     const plain = n.mid;
     const sets = n.to;
     n.from = n.mid = total;
@@ -87,7 +90,7 @@ export function buildNodes<N extends BulkNode>(staged: StagedTuples, relSlots: n
     else n.conds?.delete(u);
   }
   let size = 0;
-  for (const n of nodes.values()) {
+  for (const n of all()) {
     const plainEnd = sortUnique(bulk, n.from, n.mid);
     if (plainEnd < n.mid) {
       bulk.copyWithin(plainEnd, n.mid, n.to);

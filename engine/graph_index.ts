@@ -31,9 +31,9 @@ import { budgetExceeded, depthExceeded } from './check.ts';
 import type { TupleCondition, TupleKey } from './store.ts';
 import type { TypeSystem } from './typesystem.ts';
 import { buildNodes, groupByUser, runHas, StagedTuples } from './graph_bulk.ts';
-import { OBJECT, ReachPlans, USERSET, WILDCARD, type Plan } from './graph_plans.ts';
+import { OBJECT, ReachPlans, USERSET, WILDCARD, type Admitted, type Plan } from './graph_plans.ts';
 
-/** Relation numbers per object (node key = object * REL_SLOTS + relation). */
+/** Most distinct relation names an index numbers. */
 export const REL_SLOTS = 4096;
 
 
@@ -49,6 +49,10 @@ export interface GraphNode {
   from: number;
   mid: number;
   to: number;
+}
+
+function emptyNode(): GraphNode {
+  return { users: undefined, usersets: undefined, conds: undefined, from: 0, mid: 0, to: 0 };
 }
 
 /** What a walk needs from the resolution context. */
@@ -69,7 +73,9 @@ export class GraphIndex {
   readonly #usRelation: number[] = [];
   readonly #rels = new Map<string, number>();
   readonly #relNames: string[] = [];
-  readonly nodes = new Map<number, GraphNode>();
+  /** Per relation number: object number → node (every key a small integer, whatever the number of strings). */
+  readonly #nodes: (Map<number, GraphNode> | undefined)[] = [];
+  #nodeCount = 0;
   /** Per relation number: user → objects (undefined without a reverse index); a bulk run until a write changes it. */
   readonly #reverse: (Map<number, Set<number> | Int32Array> | undefined)[] | undefined;
   /** The tuples of an unfinished bulk load. */
@@ -87,7 +93,10 @@ export class GraphIndex {
   #walking = false;
   /** Interned wildcard `type:*` by type. */
   readonly #wildcards = new Map<string, number>();
-  #visited = new Map<number, number>();
+  /** Per relation number: object number → shallowest depth visited in the current walk. */
+  #visited: (Map<number, number> | undefined)[] = [];
+  /** Relation numbers whose `#visited` map the current walk wrote. */
+  readonly #visitedRels: number[] = [];
   #stack: number[] = [];
   #dispatches = 0;
   #error: unknown = undefined;
@@ -180,10 +189,36 @@ export class GraphIndex {
 
   /** The node `object#relation`, or `undefined`. */
   node(object: string, relation: string): GraphNode | undefined {
+    return this.lookup(object, relation)?.n;
+  }
+
+  /** The node `object#relation` with its object and relation numbers, or `undefined`. */
+  lookup(object: string, relation: string): { o: number; r: number; n: GraphNode } | undefined {
     this.#checkBuilt();
     const o = this.#ids.get(object);
     const r = this.#rels.get(relation);
-    return o === undefined || r === undefined ? undefined : this.nodes.get(o * REL_SLOTS + r);
+    if (o === undefined || r === undefined) return undefined;
+    const n = this.#nodes[r]?.get(o);
+    return n === undefined ? undefined : { o, r, n };
+  }
+
+  /** The node of object number `o` and relation number `r`, or `undefined`. */
+  nodeAt(o: number, r: number): GraphNode | undefined {
+    return this.#nodes[r]?.get(o);
+  }
+
+  /** Number of nodes (`object#relation` pairs holding at least one tuple). */
+  get nodeCount(): number {
+    return this.#nodeCount;
+  }
+
+  /** Every node as `[object number, relation number, node]`, in no particular order. */
+  *nodeEntries(): Generator<[number, number, GraphNode]> {
+    const all = this.#nodes;
+    for (let r = 0; r < all.length; r++) {
+      const byObject = all[r];
+      if (byObject !== undefined) for (const [o, n] of byObject) yield [o, r, n];
+    }
   }
 
   // ---------------------------------------------------------------- tuples
@@ -241,9 +276,12 @@ export class GraphIndex {
       staged.push(o, r, u, t.condition);
       return true;
     }
-    const key = o * REL_SLOTS + r;
-    let n = this.nodes.get(key);
-    if (n === undefined) this.nodes.set(key, (n = { users: undefined, usersets: undefined, conds: undefined, from: 0, mid: 0, to: 0 }));
+    const byObject = (this.#nodes[r] ??= new Map());
+    let n = byObject.get(o);
+    if (n === undefined) {
+      byObject.set(o, (n = emptyNode()));
+      this.#nodeCount++;
+    }
     else if (n.to > n.from) this.#thaw(n);
     const m = this.#kind[u] === USERSET ? (n.usersets ??= new Map()) : (n.users ??= new Map());
     if (m.has(u)) return false;
@@ -264,8 +302,8 @@ export class GraphIndex {
     const r = this.#rels.get(t.relation);
     const u = this.#ids.get(t.user);
     if (o === undefined || r === undefined || u === undefined) return false;
-    const key = o * REL_SLOTS + r;
-    const n = this.nodes.get(key);
+    const byObject = this.#nodes[r];
+    const n = byObject?.get(o);
     if (n === undefined) return false;
     if (n.to > n.from) this.#thaw(n);
     const m = this.#kind[u] === USERSET ? n.usersets : n.users;
@@ -278,7 +316,10 @@ export class GraphIndex {
       n.conds.delete(u);
       if (n.conds.size === 0) n.conds = undefined;
     }
-    if (n.users === undefined && n.usersets === undefined) this.nodes.delete(key);
+    if (n.users === undefined && n.usersets === undefined) {
+      byObject!.delete(o);
+      this.#nodeCount--;
+    }
     if (this.#reverse !== undefined) {
       const objs = this.#reverseObjects(r, u, false);
       if (objs !== undefined) {
@@ -331,26 +372,19 @@ export class GraphIndex {
   finishBulk(): void {
     const staged = this.#staged;
     if (staged === undefined) return;
-    const nodes = this.nodes;
-    const { users: bulk, size } = buildNodes(staged, REL_SLOTS, this.#kind, USERSET, nodes, () => ({ users: undefined, usersets: undefined, conds: undefined, from: 0, mid: 0, to: 0 }));
+    const { users: bulk, size } = buildNodes(staged, this.#kind, USERSET, this.#nodes, emptyNode);
+    this.#nodeCount = 0;
+    for (const byObject of this.#nodes) this.#nodeCount += byObject?.size ?? 0;
     this.size = size;
     this.#bulk = bulk;
     this.#staged = undefined;
     const reverse = this.#reverse;
     if (reverse === undefined) return;
     const byRelation = groupByUser(REL_SLOTS, (emit) => {
-      for (const [key, n] of nodes) {
-        const r = key % REL_SLOTS;
-        const o = (key - r) / REL_SLOTS;
-        for (let i = n.from; i < n.to; i++) emit(r, bulk[i]!, o);
-      }
+      for (const [o, r, n] of this.nodeEntries()) for (let i = n.from; i < n.to; i++) emit(r, bulk[i]!, o);
     });
     for (const [r, byUser] of byRelation) reverse[r] = byUser;
-    for (const [key, n] of nodes) {
-      if (n.conds === undefined) continue;
-      const r = key % REL_SLOTS;
-      for (const [u, c] of n.conds) this.#addReverseCond(r, u, (key - r) / REL_SLOTS, c);
-    }
+    for (const [o, r, n] of this.nodeEntries()) if (n.conds !== undefined) for (const [u, c] of n.conds) this.#addReverseCond(r, u, o, c);
   }
 
   /** Objects holding `relation` for `user` (reverse index), as numbers. */
@@ -411,16 +445,26 @@ export class GraphIndex {
     }
   }
 
+  /** Marks `o#r` visited at `depth`; false when it was visited before at most as deep. */
+  #visit(o: number, r: number, depth: number): boolean {
+    let m = this.#visited[r];
+    if (m === undefined) {
+      this.#visited[r] = m = new Map();
+      this.#visitedRels.push(r);
+    } else if (m.size === 0) this.#visitedRels.push(r);
+    const seen = m.get(o);
+    if (seen !== undefined && seen <= depth) return false;
+    m.set(o, depth);
+    return true;
+  }
+
   /** One dispatch of the evaluator: the depth limit first, then the visited set, then the budget. */
   #push(o: number, r: number, depth: number, limits: ReachLimits): void {
     if (depth >= limits.maxDepth) {
       this.#error ??= depthExceeded();
       return;
     }
-    const key = o * REL_SLOTS + r;
-    const seen = this.#visited.get(key);
-    if (seen !== undefined && seen <= depth) return;
-    this.#visited.set(key, depth);
+    if (!this.#visit(o, r, depth)) return;
     if (++this.#dispatches > limits.maxDispatches) {
       this.#error ??= budgetExceeded();
       return;
@@ -435,30 +479,32 @@ export class GraphIndex {
    * depth limit leads to the user; otherwise the first error met on the way
    * (depth limit, dispatch budget, a condition that cannot be evaluated) is
    * thrown; otherwise false. `undefined` when the rewrite is not a plain
-   * union (the caller resolves it another way).
+   * union (the caller resolves it another way). `object` and `user`, when
+   * given, are `objectType:objectId` and `userType:userId` as the caller had
+   * them (saves building them again).
    */
-  reach(ts: TypeSystem, objectType: string, objectId: string, relation: string, userType: string, userId: string, limits: ReachLimits, object?: string): boolean | undefined {
+  reach(ts: TypeSystem, objectType: string, objectId: string, relation: string, userType: string, userId: string, limits: ReachLimits, object?: string, user?: string): boolean | undefined {
     this.#checkBuilt();
     // An object no tuple names is walked as number -1: its nodes are empty, its computed relations still count.
     const start = this.#ids.get(object ?? `${objectType}:${objectId}`) ?? -1;
     const startRel = this.#rels.get(relation) ?? this.rel(relation);
-    const uid = this.#ids.get(`${userType}:${userId}`);
-    const wid = this.#wildcards.get(userType);
+    const uid = this.#ids.get(user ?? `${userType}:${userId}`);
     const plan0 = this.#plans.plan(ts, objectType, startRel);
     if (plan0 === null) return undefined;
     // A direct grant on the object itself answers before anything is allocated.
     if (plan0.direct && uid !== undefined) {
-      const n = this.nodes.get(start * REL_SLOTS + startRel);
-      if (n !== undefined && n.conds === undefined && this.#hasUser(n, uid) && this.#plans.admits(ts, objectType, startRel, uid, undefined)) return true;
+      const n = this.#nodes[startRel]?.get(start);
+      if (n !== undefined && n.conds === undefined && this.#hasUser(n, uid) && this.#plans.admitsIn(plan0.admitted, ts, objectType, startRel, uid, undefined)) return true;
     }
+    const wid = this.#wildcards.get(userType);
     if (this.#walking) return new GraphIndex({ reverse: false }).#walkOf(this, ts, objectType, start, startRel, uid, wid, limits);
     return this.#walkOf(this, ts, objectType, start, startRel, uid, wid, limits);
   }
 
   /** A walk step through userset user `us` of node `type#rel`. */
-  #viaUserset(index: GraphIndex, ts: TypeSystem, type: string, rel: number, us: number, conds: Map<number, TupleCondition> | undefined, depth: number, limits: ReachLimits): void {
+  #viaUserset(index: GraphIndex, ts: TypeSystem, type: string, rel: number, admitted: Admitted, us: number, conds: Map<number, TupleCondition> | undefined, depth: number, limits: ReachLimits): void {
     const c = conds?.get(us);
-    if (!index.#plans.admits(ts, type, rel, us, c?.name) || !this.#conditionHolds(ts, c, limits.context)) return;
+    if (!index.#plans.admitsIn(admitted, ts, type, rel, us, c?.name) || !this.#conditionHolds(ts, c, limits.context)) return;
     this.#push(index.#usObject[us]!, index.#usRelation[us]!, depth + 1, limits);
   }
 
@@ -466,7 +512,7 @@ export class GraphIndex {
   #viaParent(index: GraphIndex, ts: TypeSystem, type: string, t: Plan['ttu'][number], p: number, conds: Map<number, TupleCondition> | undefined, depth: number, limits: ReachLimits): void {
     if (index.#kind[p] !== OBJECT) return;
     const c = conds?.get(p);
-    if (!index.#plans.admits(ts, type, t.tupleset, p, c?.name)) return;
+    if (!index.#plans.admitsIn(t.admitted, ts, type, t.tupleset, p, c?.name)) return;
     if (ts.rewrite(index.#type[p]!, t.name) === undefined) return;
     if (!this.#conditionHolds(ts, c, limits.context)) return;
     this.#push(p, t.computed, depth + 1, limits);
@@ -477,14 +523,13 @@ export class GraphIndex {
     this.#walking = true;
     this.#error = undefined;
     this.#dispatches = 1;
-    this.#visited.clear();
     const stack = this.#stack;
     stack.length = 0;
     try {
       if (this.#dispatches > limits.maxDispatches) throw budgetExceeded();
-      this.#visited.set(start * REL_SLOTS + startRel, 0);
+      this.#visit(start, startRel, 0);
       stack.push(start, startRel, 0);
-      const nodes = index.nodes;
+      const nodes = index.#nodes;
       while (stack.length > 0) {
         const depth = stack.pop()!;
         const rel = stack.pop()!;
@@ -493,21 +538,22 @@ export class GraphIndex {
         const plan = index.#plans.plan(ts, type, rel);
         if (plan === null) return undefined;
         if (plan.direct) {
-          const n = nodes.get(obj * REL_SLOTS + rel);
+          const n = nodes[rel]?.get(obj);
           if (n !== undefined) {
             const conds = n.conds;
-            if (uid !== undefined && index.#hasUser(n, uid) && index.#plans.admits(ts, type, rel, uid, conds?.get(uid)?.name) && this.#conditionHolds(ts, conds?.get(uid), limits.context)) return true;
-            if (wid !== undefined && index.#hasUser(n, wid) && index.#plans.admits(ts, type, rel, wid, conds?.get(wid)?.name) && this.#conditionHolds(ts, conds?.get(wid), limits.context)) return true;
+            const admitted = plan.admitted;
+            if (uid !== undefined && index.#hasUser(n, uid) && index.#plans.admitsIn(admitted, ts, type, rel, uid, conds?.get(uid)?.name) && this.#conditionHolds(ts, conds?.get(uid), limits.context)) return true;
+            if (wid !== undefined && index.#hasUser(n, wid) && index.#plans.admitsIn(admitted, ts, type, rel, wid, conds?.get(wid)?.name) && this.#conditionHolds(ts, conds?.get(wid), limits.context)) return true;
             if (plan.usersets) {
               const bulk = index.#bulk;
-              for (let i = n.mid; i < n.to; i++) this.#viaUserset(index, ts, type, rel, bulk[i]!, conds, depth, limits);
-              if (n.usersets !== undefined) for (const us of n.usersets.keys()) this.#viaUserset(index, ts, type, rel, us, conds, depth, limits);
+              for (let i = n.mid; i < n.to; i++) this.#viaUserset(index, ts, type, rel, admitted, bulk[i]!, conds, depth, limits);
+              if (n.usersets !== undefined) for (const us of n.usersets.keys()) this.#viaUserset(index, ts, type, rel, admitted, us, conds, depth, limits);
             }
           }
         }
         for (const c of plan.computed) this.#push(obj, c, depth + 1, limits);
         for (const t of plan.ttu) {
-          const n = nodes.get(obj * REL_SLOTS + t.tupleset);
+          const n = nodes[t.tupleset]?.get(obj);
           if (n === undefined) continue;
           const bulk = index.#bulk;
           for (let i = n.from; i < n.mid; i++) this.#viaParent(index, ts, type, t, bulk[i]!, n.conds, depth, limits);
@@ -519,7 +565,13 @@ export class GraphIndex {
     } finally {
       this.#walking = false;
       this.#error = undefined;
-      if (this.#visited.size > 4096) this.#visited = new Map();
+      const visited = this.#visited;
+      for (const r of this.#visitedRels) {
+        // A map grown large by one walk is dropped rather than kept at its peak size.
+        if (visited[r]!.size > 4096) visited[r] = undefined;
+        else visited[r]!.clear();
+      }
+      this.#visitedRels.length = 0;
       if (stack.length > 4096) this.#stack = [];
     }
   }

@@ -16,18 +16,23 @@ export const OBJECT = 0;
 export const WILDCARD = 1;
 export const USERSET = 2;
 
+/** Whether the type restrictions of one `type#relation` admit an unconditioned tuple, by user form (filled on use). */
+export type Admitted = (boolean | undefined)[];
+
 interface ModelState {
   plans: Map<string, Map<number, Plan | null>>;
-  admitted: Map<string, Map<number, (boolean | undefined)[]>>;
+  admitted: Map<string, Map<number, Admitted>>;
 }
 
 export interface Plan {
   direct: boolean;
   /** The direct part admits userset users. */
   usersets: boolean;
+  /** What the direct part admits (see {@link ReachPlans.admitsIn}). */
+  admitted: Admitted;
   computed: number[];
-  /** `computed from tupleset`, as relation numbers, and the computed relation's name. */
-  ttu: { tupleset: number; computed: number; name: string }[];
+  /** `computed from tupleset`, as relation numbers, the computed relation's name, and what the tupleset admits. */
+  ttu: { tupleset: number; computed: number; name: string; admitted: Admitted }[];
 }
 
 export class ReachPlans {
@@ -40,8 +45,8 @@ export class ReachPlans {
   readonly #perModel = new WeakMap<TypeSystem, ModelState>();
   #lastTs: TypeSystem | undefined;
   #lastState: ModelState | undefined;
-  /** Per string number: its user form's number (see #shapeOf), computed on first use. */
-  readonly #shape: number[] = [];
+  /** Per string number: 1 + its user form's number (see #shapeOf), 0 until first used; grown on use. */
+  #shape = new Int32Array(1024);
   readonly #shapes = new Map<string, number>();
 
   /** The index's own arrays (read as they grow) and its relation numbering. */
@@ -68,15 +73,17 @@ export class ReachPlans {
     if (byRel === undefined) byType.set(type, (byRel = new Map()));
     let p = byRel.get(relation);
     if (p !== undefined) return p;
-    p = this.#makePlan(ts, type, this.#relNames[relation]!);
+    p = this.#makePlan(ts, type, relation);
     byRel.set(relation, p);
     return p;
   }
 
-  #makePlan(ts: TypeSystem, type: string, relation: string): Plan | null {
+  #makePlan(ts: TypeSystem, type: string, relNumber: number): Plan | null {
+    const relation = this.#relNames[relNumber]!;
     const rw = ts.rewrite(type, relation);
     if (rw === undefined) return null;
-    const p: Plan = { direct: false, usersets: ts.restrictions(type, relation).some((r) => r.relation !== undefined), computed: [], ttu: [] };
+    const usersets = ts.restrictions(type, relation).some((r) => r.relation !== undefined);
+    const p: Plan = { direct: false, usersets, admitted: this.#admittedFor(ts, type, relNumber), computed: [], ttu: [] };
     const stack: Userset[] = [rw];
     while (stack.length > 0) {
       const n = stack.pop()!;
@@ -84,7 +91,8 @@ export class ReachPlans {
       else if ('computedUserset' in n) p.computed.push(this.#rel(n.computedUserset.relation ?? ''));
       else if ('tupleToUserset' in n) {
         const name = n.tupleToUserset.computedUserset.relation ?? '';
-        p.ttu.push({ tupleset: this.#rel(n.tupleToUserset.tupleset.relation ?? ''), computed: this.#rel(name), name });
+        const tupleset = this.#rel(n.tupleToUserset.tupleset.relation ?? '');
+        p.ttu.push({ tupleset, computed: this.#rel(name), name, admitted: this.#admittedFor(ts, type, tupleset) });
       } else if ('union' in n) stack.push(...n.union.child);
       else return null;
     }
@@ -93,17 +101,25 @@ export class ReachPlans {
 
   /** Whether the model admits tuple `type#relation@<user u>` with this condition (as the tuple reader filters). */
   admits(ts: TypeSystem, type: string, relation: number, u: number, condition: string | undefined): boolean {
-    if (condition !== undefined) return this.#admitsSlow(ts, type, relation, u, condition);
-    // Unconditioned tuples, the common case: by type, relation number and user shape, no key string built.
+    return this.admitsIn(condition === undefined ? this.#admittedFor(ts, type, relation) : undefined, ts, type, relation, u, condition);
+  }
+
+  /** {@link admits} with the answers of `type#relation` at hand (`admitted`, from a plan; not read for a conditioned tuple). */
+  admitsIn(admitted: Admitted | undefined, ts: TypeSystem, type: string, relation: number, u: number, condition: string | undefined): boolean {
+    // Unconditioned tuples, the common case: by user form, no key string built.
+    if (condition !== undefined || admitted === undefined) return this.#admitsSlow(ts, type, relation, u, condition);
+    const shape = this.#shapeOf(u);
+    return admitted[shape] ?? (admitted[shape] = this.#admitsSlow(ts, type, relation, u, undefined));
+  }
+
+  /** The answers for unconditioned tuples on `type#relation` under `ts`. */
+  #admittedFor(ts: TypeSystem, type: string, relation: number): Admitted {
     const byType = this.#state(ts).admitted;
     let byRel = byType.get(type);
     if (byRel === undefined) byType.set(type, (byRel = new Map()));
     let byShape = byRel.get(relation);
     if (byShape === undefined) byRel.set(relation, (byShape = []));
-    const shape = this.#shapeOf(u);
-    let v = byShape[shape];
-    if (v === undefined) v = byShape[shape] = this.#admitsSlow(ts, type, relation, u, undefined);
-    return v;
+    return byShape;
   }
 
   #admitsSlow(ts: TypeSystem, type: string, relation: number, u: number, condition: string | undefined): boolean {
@@ -116,13 +132,18 @@ export class ReachPlans {
 
   /** A small number per user form (type, kind, userset relation): what type restrictions look at. */
   #shapeOf(u: number): number {
-    let s = this.#shape[u];
-    if (s === undefined) {
-      const k = `${this.#type[u]!}|${this.#kind[u]!}|${this.#usRelation[u]!}`;
-      s = this.#shapes.get(k);
-      if (s === undefined) this.#shapes.set(k, (s = this.#shapes.size));
-      this.#shape[u] = s;
+    if (u < this.#shape.length) {
+      const s = this.#shape[u]!;
+      if (s !== 0) return s - 1;
+    } else {
+      const grown = new Int32Array(Math.max(u + 1, this.#shape.length * 2));
+      grown.set(this.#shape);
+      this.#shape = grown;
     }
+    const k = `${this.#type[u]!}|${this.#kind[u]!}|${this.#usRelation[u]!}`;
+    let s = this.#shapes.get(k);
+    if (s === undefined) this.#shapes.set(k, (s = this.#shapes.size));
+    this.#shape[u] = s + 1;
     return s;
   }
 }

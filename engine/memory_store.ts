@@ -228,11 +228,7 @@ export class MemoryStore implements TupleStore {
   }
 
   #lookup(objectType: string, objectId: string, relation: string): { o: number; r: number; n: GraphNode } | undefined {
-    const o = this.#index.id(`${objectType}:${objectId}`);
-    const r = this.#index.relId(relation);
-    if (o === undefined || r === undefined) return undefined;
-    const n = this.#index.nodes.get(o * REL_SLOTS + r);
-    return n === undefined ? undefined : { o, r, n };
+    return this.#index.lookup(`${objectType}:${objectId}`, relation);
   }
 
   /** Synchronous point read (the evaluator's fast path, see `SyncTupleSource` in engine/reader.ts). */
@@ -254,9 +250,9 @@ export class MemoryStore implements TupleStore {
   }
 
   /** A top-level check of a monotone relation as a walk over the index (see `GraphIndex.reach`). */
-  reachSync(ts: TypeSystem, objectType: string, objectId: string, relation: string, userType: string, userId: string, limits: ReachLimits, object?: string): boolean | undefined {
+  reachSync(ts: TypeSystem, objectType: string, objectId: string, relation: string, userType: string, userId: string, limits: ReachLimits, object?: string, user?: string): boolean | undefined {
     this.#open();
-    return this.#index.reach(ts, objectType, objectId, relation, userType, userId, limits, object);
+    return this.#index.reach(ts, objectType, objectId, relation, userType, userId, limits, object, user);
   }
 
   /**
@@ -296,7 +292,7 @@ export class MemoryStore implements TupleStore {
     const only = query.objectIds === undefined ? undefined : new Set(query.objectIds);
     let u = 0;
     const emit = (o: number): void => {
-      const n = index.nodes.get(o * REL_SLOTS + r)!;
+      const n = index.nodeAt(o, r)!;
       out.push(index.tuple(o, r, n, u, index.revisionIn(n, u)!));
     };
     for (const user of new Set(query.users)) {
@@ -322,7 +318,8 @@ export class MemoryStore implements TupleStore {
   #sortedNodes(): number[] {
     if (this.#sorted === undefined || this.#sorted.revision !== this.#revision) {
       const index = this.#index;
-      const nodes = [...index.nodes.keys()];
+      const nodes: number[] = [];
+      for (const [o, r] of index.nodeEntries()) nodes.push(o * REL_SLOTS + r);
       const obj = (k: number): string => index.str(Math.floor(k / REL_SLOTS));
       const rel = (k: number): string => index.relName(k % REL_SLOTS);
       nodes.sort((a, b) => {
@@ -352,7 +349,11 @@ export class MemoryStore implements TupleStore {
       }
       return true;
     };
-    const nodeSorted = (k: number): StoredTuple[] => this.#nodeTuples(Math.floor(k / REL_SLOTS), k % REL_SLOTS, index.nodes.get(k)!, 'all').sort(byUser);
+    const nodeSorted = (k: number): StoredTuple[] => {
+      const o = Math.floor(k / REL_SLOTS);
+      const r = k % REL_SLOTS;
+      return this.#nodeTuples(o, r, index.nodeAt(o, r)!, 'all').sort(byUser);
+    };
     let candidates: Iterable<StoredTuple>;
     if (filter.objectType !== undefined && filter.objectId !== undefined && filter.relation !== undefined) {
       const at = this.#lookup(filter.objectType, filter.objectId, filter.relation);
@@ -404,8 +405,8 @@ export class MemoryStore implements TupleStore {
       throw new LatchkeyError('invalid_argument', 'batchSize must be an integer from 1 to 1000000', { reason: 'invalid_batch_size' });
     }
     let batch: StoredTuple[] = [];
-    for (const [k, n] of this.#index.nodes) {
-      for (const t of this.#nodeTuples(Math.floor(k / REL_SLOTS), k % REL_SLOTS, n, 'all')) {
+    for (const [o, r, n] of this.#index.nodeEntries()) {
+      for (const t of this.#nodeTuples(o, r, n, 'all')) {
         batch.push(copyStored(t));
         if (batch.length === size) {
           yield batch;

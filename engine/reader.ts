@@ -61,6 +61,7 @@ export interface SyncTupleSource {
     userId: string,
     limits: { maxDepth: number; maxDispatches: number; context: Record<string, unknown> | undefined },
     object?: string,
+    user?: string,
   ): boolean | undefined;
   /**
    * Optional: the reverse read of ListObjects in no particular order and
