@@ -459,17 +459,43 @@ export class AuthService {
    * `missing_old_password`; wrong: `unauthenticated` `invalid credentials`).
    * A new password is checked against the policy and confirmation and ends
    * every other session of the user. A changed email or phone keeps the
-   * uniqueness rule.
+   * uniqueness rule. Turning MFA on, or changing the email or phone, so that
+   * MFA applies but no enabled second factor reaches the user is
+   * `failed_precondition` `mfa_method_unavailable` (nothing is changed).
    */
   async updateProfile(input: UpdateProfileInput, ctx: AuthCallContext): Promise<{ message: string }> {
     const principal = this.#requireUser(ctx);
     const user = await this.#currentUser(ctx);
     const { patch, passwordChanged } = await profilePatch(user, input, this.options, this.passwords, this.#nowSeconds());
     if (Object.keys(patch).length === 0) throw invalidArgument('please enter at least one field to update', 'nothing_to_update');
+    if ('is_multi_factor_auth_enabled' in patch || 'email' in patch || 'phone_number' in patch) this.#assertMfaReachableAfter(user, patch);
     await this.users.update(user.id, patch);
     // ASVS v5 7.4.3: a changed password ends every other session.
     if (passwordChanged) await this.sessions.endAllForUser(user.id, principal.sessionId);
     return { message: 'Profile successfully updated.' };
+  }
+
+  /**
+   * MFA fails closed at login (see `MfaFlows.methodFor`), so a change after
+   * which MFA applies to the user but no second factor reaches them would
+   * lock them out: refused here with `failed_precondition`
+   * `mfa_method_unavailable`, before anything is written.
+   */
+  #assertMfaReachableAfter(user: UserRecord, patch: UserFields): void {
+    const next: UserRecord = {
+      ...user,
+      ...(patch.is_multi_factor_auth_enabled === undefined ? {} : { is_multi_factor_auth_enabled: patch.is_multi_factor_auth_enabled }),
+      ...(patch.email === undefined ? {} : { email: normalizeEmail(patch.email) ?? null }),
+      ...(patch.phone_number === undefined ? {} : { phone_number: normalizePhone(patch.phone_number) ?? null }),
+    };
+    try {
+      this.mfa.methodFor(next);
+    } catch (err) {
+      if (!(err instanceof LatchkeyError) || err.reason !== 'mfa_method_unavailable') throw err;
+      throw new LatchkeyError('failed_precondition', 'no enabled second factor could reach this account after this change, so it would lock the account out', {
+        reason: 'mfa_method_unavailable',
+      });
+    }
   }
 
   /** `deactivate_account`: soft delete; login and every token and session are refused afterwards. */

@@ -3,7 +3,8 @@
  * or the user enabled it) but no enabled second factor can reach them, the
  * login (password, or a magic link through verify_email) is refused with
  * `failed_precondition` `mfa_method_unavailable`: no tokens, no session or
- * challenge cookie, an audit row, and for a link nothing used up. Over
+ * challenge cookie, an audit row, and for a link nothing used up; and
+ * update_profile cannot turn MFA on for a user no second factor reaches. Over
  * GraphQL, REST and gRPC; SQLite always, PostgreSQL and MySQL when configured.
  */
 import anyTest from 'ava';
@@ -71,7 +72,7 @@ for (const backend of sqlBackends()) {
   });
 }
 
-test('a user who enabled MFA where only SMS codes are on: a magic link is refused without being used up, and works once MFA is turned off for them', async (t) => {
+test('a user with MFA on where only SMS codes are on and no phone: a magic link is refused without being used up, and works once MFA is turned off for them; update_profile cannot turn it on', async (t) => {
   const smtp = await startSmtp();
   const srv = await startTestServer({
     'enable-mfa': true,
@@ -99,7 +100,12 @@ test('a user who enabled MFA where only SMS codes are on: a magic link is refuse
       t.truthy(first.body?.['access_token'], `${protocol}: MFA does not apply yet`);
       const userId = String((first.body?.['user'] as Record<string, unknown>)['id']);
       const bearer = { authorization: `Bearer ${String(first.body?.['access_token'])}` };
-      t.is((await srv.call('update_profile', { is_multi_factor_auth_enabled: true }, { protocol, headers: bearer })).error, undefined);
+      // The user cannot lock themselves out: turning MFA on is refused while no second factor reaches them.
+      t.like((await srv.call('update_profile', { is_multi_factor_auth_enabled: true }, { protocol, headers: bearer })).error, { code: 'failed_precondition', reason: 'mfa_method_unavailable' });
+      const profile = await srv.call('profile', {}, { protocol, headers: bearer });
+      t.not(profile.body?.['is_multi_factor_auth_enabled'], true, `${protocol}: nothing was changed`);
+      // An administrator can still set it (say, before a phone number is added).
+      t.is((await srv.call('update_user', { id: userId, is_multi_factor_auth_enabled: true }, { protocol: 'rest', headers: admin })).error, undefined);
 
       const token = await linkFor(email, protocol);
       const refused = await srv.call('verify_email', { token }, { protocol });
