@@ -79,7 +79,8 @@ export interface EmailFlowsDeps {
   signupRoles: (requested: readonly string[] | undefined) => string[];
   /**
    * The MFA challenge of a login whose first factor (the link) was proven, or
-   * undefined when MFA does not apply to the user (see `MfaFlows.methodFor`).
+   * undefined when MFA does not apply to the user; throws `failed_precondition`
+   * `mfa_method_unavailable` when it applies but cannot reach them (see `MfaFlows.methodFor`).
    */
   mfaChallenge: (user: UserRecord, login: { loginMethod: string; roles?: readonly string[] | undefined; scope?: readonly string[] | undefined }) => Promise<AuthResult | undefined>;
   /**
