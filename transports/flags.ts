@@ -162,7 +162,7 @@ export const FLAGS = {
     'enable-basic-authentication': bool({ doc: 'Allow email + password sign-up and login', default: true }),
     'enable-email-verification': bool({ doc: 'Require email verification', default: true }),
     'enable-magic-link-login': bool({ doc: 'Allow magic-link login', default: true }),
-    'enforce-mfa': bool({ doc: 'Require multi-factor authentication for every user', default: false }),
+    'enforce-mfa': bool({ doc: 'Require multi-factor authentication for every user (needs TOTP, email OTP with --smtp-host, or SMS OTP with the vendor flags)', default: false }),
     'enable-mfa': bool({ doc: 'Allow multi-factor authentication', default: true }),
     'enable-signup': bool({ doc: 'Allow sign-up', default: true }),
     'enable-totp-login': bool({ doc: 'Allow TOTP as a second factor', default: false }),
