@@ -26,7 +26,7 @@ import { buildQueries, QUERY_SETS, type CheckQuery, type QuerySetName } from './
 import { NaiveEvaluator } from './baseline/naive.ts';
 import { gc, memoryMiB, timeAsync, timeSync, type Timing } from './check_timing.ts';
 import { scenarios } from './scenarios/registry.ts';
-import { CheckCache, Engine, MemoryStore, type TupleKey, type TupleStore } from '../engine/index.ts';
+import { CheckCache, Engine, LocalChecker, MemoryStore, type TupleKey, type TupleStore } from '../engine/index.ts';
 import { SqlStore } from '../engine/sql/sql_store.ts';
 import { LevelChecker } from '../engine/sql/level_checker.ts';
 import { GraphMirror } from '../engine/cache_graph.ts';
@@ -343,7 +343,9 @@ async function sqlBench(backend: SqlBackend, ds: ReferenceDataset, qsets: QueryS
     gc();
     const mirrorHeapMiB = (process.memoryUsage().heapUsed - beforeMirror) / 2 ** 20;
     const rssWithMirror = memoryMiB().rss_mib;
-    const mirrored = new Engine({ store: mirror.store, resolver: mirror.resolver(new LevelChecker()) });
+    // As the server composes it (transports/operations/permissions.ts): the synchronous evaluator over the
+    // mirror while it is fresh, the level checker on the database for full consistency.
+    const mirrored = new Engine({ store: mirror.store, resolver: mirror.resolver(new LocalChecker(), new LevelChecker({ inner: new LocalChecker({ sync: false }) })) });
     for (const set of QUERY_SETS) await verify(`${backend} mirror ${set}`, (qsets[set] as CheckQuery[]).slice(0, 200), async (q) => (await mirrored.check(q)).allowed);
     const mirrorCold = await timeSets(qsets, (q) => mirrored.check(q), { passes: 3, concurrency: 1, limit: 2000 });
     // Writes: 100-tuple batches (P9).
