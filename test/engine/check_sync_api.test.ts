@@ -49,22 +49,27 @@ const QUERIES = [
   { user: 'user:dan', relation: 'viewer', object: 'doc:b', contextualTuples: [{ object: 'doc:b', relation: 'viewer', user: 'user:dan' }] },
 ];
 
-/** The outcome of a call: the answer, or the error's code and reason. */
+/** An error as `code/reason` (anything but a LatchkeyError is rethrown). */
+function described(err: unknown): string {
+  if (!(err instanceof LatchkeyError)) throw err;
+  return `${err.code}/${err.reason ?? ''}`;
+}
+
+/** The outcome of a synchronous call: the answer, or the error. */
 function outcome(f: () => { allowed: boolean }): string {
   try {
     return String(f().allowed);
   } catch (err) {
-    if (!(err instanceof LatchkeyError)) throw err;
-    return `${err.code}/${err.reason ?? ''}`;
+    return described(err);
   }
 }
 
-async function outcomeAsync(f: () => Promise<{ allowed: boolean }>): Promise<string> {
+/** The outcome of an asynchronous call. */
+async function outcomeOf(f: () => Promise<{ allowed: boolean }>): Promise<string> {
   try {
     return String((await f()).allowed);
   } catch (err) {
-    if (!(err instanceof LatchkeyError)) throw err;
-    return `${err.code}/${err.reason ?? ''}`;
+    return described(err);
   }
 }
 
@@ -78,7 +83,7 @@ async function memoryEngine(): Promise<{ engine: Engine; store: MemoryStore }> {
 
 test('on the memory store, checkSync answers every check as check does', async (t) => {
   const { engine } = await memoryEngine();
-  for (const q of QUERIES) t.is(outcome(() => engine.checkSync(q)), await outcomeAsync(() => engine.check(q)), JSON.stringify(q));
+  for (const q of QUERIES) t.is(outcome(() => engine.checkSync(q)), await outcomeOf(() => engine.check(q)), JSON.stringify(q));
   t.true(engine.checkSync(QUERIES[0]!).allowed);
   t.false(engine.checkSync(QUERIES[3]!).allowed);
   t.true(engine.checkSync(QUERIES[8]!).allowed, 'contextual tuples are honoured');
@@ -98,7 +103,7 @@ test('checkSync reports invalid input with the errors check gives', async (t) =>
   ];
   for (const q of bad) {
     const sync = outcome(() => engine.checkSync(q));
-    t.is(sync, await outcomeAsync(() => engine.check(q)), JSON.stringify(q));
+    t.is(sync, await outcomeOf(() => engine.check(q)), JSON.stringify(q));
     t.not(sync, 'true');
   }
   // The condition needs `x`: both answer with the same evaluation error.
@@ -130,7 +135,7 @@ test('on a SQL store checkSync answers only where no read is needed: a fresh mir
   const mirror = await GraphMirror.load({ store: opened.store, revisionPollMs: 60_000 });
   const mirrored = new Engine({ store: mirror.store, resolver: mirror.resolver() });
   await mirrored.loadModel();
-  for (const q of QUERIES) t.is(outcome(() => mirrored.checkSync(q)), await outcomeAsync(() => direct.check(q)), JSON.stringify(q));
+  for (const q of QUERIES) t.is(outcome(() => mirrored.checkSync(q)), await outcomeOf(() => direct.check(q)), JSON.stringify(q));
   t.is(outcome(() => mirrored.checkSync({ ...QUERIES[0]!, consistency: 'higher_consistency' })), 'failed_precondition/sync_unavailable', 'full consistency reads the database');
 
   const cache = new CheckCache({ store: opened.store, revisionPollMs: 60_000 });

@@ -5,9 +5,9 @@
  */
 import type { ExecutionContext } from 'ava';
 import { createHash, randomBytes } from 'node:crypto';
-import type { Clock } from '../../transports/index.ts';
+import { parseFlags, startServer, type Clock } from '../../transports/index.ts';
 import type { SqlBackend } from './databases.ts';
-import { TEST_CLIENT_ID, startTestServer, type TestServer } from './server.ts';
+import { TEST_ADMIN_SECRET, TEST_CLIENT_ID, TEST_CLIENT_SECRET, TEST_JWT_SECRET, startTestServer, type TestServer } from './server.ts';
 
 /** The relying party's callback: the server's public URL (`--url`) is its origin, so the redirect rule admits it. */
 export const ISSUER = 'http://127.0.0.1';
@@ -107,3 +107,33 @@ export function expectOAuthError(t: ExecutionContext, r: { status: number; body:
   t.is(typeof r.body.error_description, 'string');
 }
 
+
+/**
+ * A second server process on `a`'s database and the Redis at `redis` (as a
+ * second instance of one deployment), with `extra` flags; returns a Setup that
+ * reaches it over HTTP (sharing `a`'s clock) and its closer.
+ */
+export async function startSecond(a: Setup, redis: string, extra: Record<string, string | boolean> = {}): Promise<{ b: Setup; close: () => Promise<void> }> {
+  const flags: Record<string, string | number | boolean> = {
+    'database-type': a.server.database.backend,
+    'database-url': a.server.database.url,
+    'admin-secret': TEST_ADMIN_SECRET,
+    'client-id': TEST_CLIENT_ID,
+    'client-secret': TEST_CLIENT_SECRET,
+    'jwt-type': 'HS256',
+    'jwt-secret': TEST_JWT_SECRET,
+    'redis-url': redis,
+    url: ISSUER,
+    host: '127.0.0.1',
+    'http-port': 0,
+    'grpc-port': 0,
+    'metrics-port': 0,
+    'log-level': 'silent',
+    'shutdown-timeout': '2s',
+    ...extra,
+  };
+  const parsed = parseFlags(Object.entries(flags).map(([k, v]) => `--${k}=${v}`));
+  if (!parsed.ok) throw new Error(parsed.problems.join('\n'));
+  const other = await startServer(parsed.config);
+  return { b: { server: { ...a.server, httpUrl: other.httpUrl }, clock: a.clock }, close: () => other.close() };
+}

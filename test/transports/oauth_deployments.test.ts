@@ -6,10 +6,9 @@
 import test from 'ava';
 import { generateKeyPairSync } from 'node:crypto';
 import { createLocalJWKSet, jwtVerify } from 'jose';
-import { parseFlags, startServer } from '../../transports/index.ts';
 import { redisUrl } from '../helpers/databases.ts';
-import { TEST_ADMIN_SECRET, TEST_CLIENT_ID, TEST_CLIENT_SECRET, TEST_JWT_SECRET, startTestServer } from '../helpers/server.ts';
-import { ISSUER, TestClock, authorize, codeFor, exchange, expectOAuthError, pkce, postForm, signIn, start, tokenValid, type Setup } from '../helpers/oauth.ts';
+import { TEST_CLIENT_ID, startTestServer } from '../helpers/server.ts';
+import { ISSUER, TestClock, authorize, codeFor, exchange, expectOAuthError, pkce, postForm, signIn, start, startSecond, tokenValid, type Setup } from '../helpers/oauth.ts';
 
 const redis = redisUrl();
 
@@ -71,29 +70,9 @@ test('RS256: an access token from the code flow verifies with the published JWKS
 if (redis) {
   test('two server processes sharing Redis: a code issued by one is redeemed once on the other, and a replay there revokes it', async (t) => {
     const a = await start('sqlite', { 'redis-url': redis });
-    const flags = {
-      'database-type': a.server.database.backend,
-      'database-url': a.server.database.url,
-      'admin-secret': TEST_ADMIN_SECRET,
-      'client-id': TEST_CLIENT_ID,
-      'client-secret': TEST_CLIENT_SECRET,
-      'jwt-type': 'HS256',
-      'jwt-secret': TEST_JWT_SECRET,
-      'redis-url': redis,
-      url: ISSUER,
-      host: '127.0.0.1',
-      'http-port': 0,
-      'grpc-port': 0,
-      'metrics-port': 0,
-      'log-level': 'silent',
-      'shutdown-timeout': '2s',
-    };
-    const parsed = parseFlags(Object.entries(flags).map(([k, v]) => `--${k}=${v}`));
-    if (!parsed.ok) throw new Error(parsed.problems.join('\n'));
-    const other = await startServer(parsed.config);
+    const second = await startSecond(a, redis);
     try {
-      // Only the HTTP address of the second process is used through this Setup.
-      const b: Setup = { server: { ...a.server, httpUrl: other.httpUrl }, clock: a.clock };
+      const b = second.b;
       const { cookie } = await signIn(a);
       const { code, verifier } = await codeFor(a, cookie);
       const tokens = await exchange(b, code, verifier);
@@ -101,14 +80,14 @@ if (redis) {
       t.true(await tokenValid(a, String(tokens.body.access_token)));
       expectOAuthError(t, await exchange(a, code, verifier), 400, 'invalid_grant');
       // The other process sees the revocation too.
-      const check = await fetch(`${other.httpUrl}/v1/validate_jwt_token`, {
+      const check = await fetch(`${b.server.httpUrl}/v1/validate_jwt_token`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', origin: other.httpUrl },
+        headers: { 'content-type': 'application/json', origin: b.server.httpUrl },
         body: JSON.stringify({ token_type: 'access_token', token: String(tokens.body.access_token) }),
       });
       t.is(check.status, 401);
     } finally {
-      await other.close();
+      await second.close();
       await a.server.close();
     }
   });

@@ -8,10 +8,9 @@
  * where it is not (two processes sharing Redis, when configured).
  */
 import test from 'ava';
-import { parseFlags, startServer } from '../../transports/index.ts';
 import { redisUrl } from '../helpers/databases.ts';
-import { TEST_ADMIN_SECRET, TEST_CLIENT_ID, TEST_CLIENT_SECRET, TEST_JWT_SECRET } from '../helpers/server.ts';
-import { CALLBACK, ISSUER, authorize, exchange, expectOAuthError, pkce, signIn, start, tokenValid, type Setup } from '../helpers/oauth.ts';
+import { TEST_CLIENT_ID } from '../helpers/server.ts';
+import { CALLBACK, authorize, exchange, expectOAuthError, pkce, signIn, start, startSecond, tokenValid, type Setup } from '../helpers/oauth.ts';
 
 const redis = redisUrl();
 const base = { response_type: 'code', client_id: TEST_CLIENT_ID, redirect_uri: CALLBACK, state: 'st-p', scope: 'openid' };
@@ -80,35 +79,16 @@ test('--enable-pkce-plain: plain, and a challenge without a method (RFC 7636 §4
 if (redis) {
   test('a plain code issued where plain is allowed is not redeemed by a process sharing Redis where it is not', async (t) => {
     const a = await start('sqlite', { 'redis-url': redis, 'enable-pkce-plain': true });
-    const flags = {
-      'database-type': a.server.database.backend,
-      'database-url': a.server.database.url,
-      'admin-secret': TEST_ADMIN_SECRET,
-      'client-id': TEST_CLIENT_ID,
-      'client-secret': TEST_CLIENT_SECRET,
-      'jwt-type': 'HS256',
-      'jwt-secret': TEST_JWT_SECRET,
-      'redis-url': redis,
-      url: ISSUER,
-      host: '127.0.0.1',
-      'http-port': 0,
-      'grpc-port': 0,
-      'metrics-port': 0,
-      'log-level': 'silent',
-      'shutdown-timeout': '2s',
-    };
-    const parsed = parseFlags(Object.entries(flags).map(([k, v]) => `--${k}=${v}`));
-    if (!parsed.ok) throw new Error(parsed.problems.join('\n'));
-    const other = await startServer(parsed.config);
+    const second = await startSecond(a, redis);
     try {
-      const b: Setup = { server: { ...a.server, httpUrl: other.httpUrl }, clock: a.clock };
+      const b = second.b;
       const { cookie } = await signIn(a);
       const { verifier } = pkce();
       const code = (await redirectOf(a, { code_challenge: verifier, code_challenge_method: 'plain' }, cookie)).get('code') ?? '';
       t.not(code, '');
       expectOAuthError(t, await exchange(b, code, verifier), 400, 'invalid_grant');
     } finally {
-      await other.close();
+      await second.close();
       await a.server.close();
     }
   });
