@@ -412,7 +412,41 @@ export async function run(options: CheckBenchOptions): Promise<object> {
   };
   const out: Figures = { machine: machine(), options: o, scales: {} };
   for (const scale of o.scales) (out['scales'] as Figures)[String(scale)] = await benchScale(scale, o);
+  process.stderr.write(sideBySide(out));
   return out;
+}
+
+/**
+ * The checks/s of one scale side by side, as a markdown table: baseline B,
+ * the memory store cold (and its ratio to B), the graph mirror, warm cache
+ * hits, each SQL backend through the mirror, and SpiceDB embedded with one
+ * and 64 checks in flight (and the memory store's ratio to it at each).
+ */
+export function sideBySide(figures: Figures): string {
+  type Sets = Record<string, { ops_per_s: number } | undefined> | undefined;
+  const at = (o: unknown, ...path: string[]): unknown => path.reduce<unknown>((v, k) => (v !== null && typeof v === 'object' ? (v as Figures)[k] : undefined), o);
+  const k = (x: number | undefined): string => (x === undefined ? '—' : x >= 1e6 ? `${(x / 1e6).toFixed(2)} M` : x >= 1e3 ? `${(x / 1e3).toFixed(1)} k` : String(Math.round(x)));
+  const lines: string[] = [];
+  for (const [scale, f] of Object.entries((figures['scales'] ?? {}) as Figures)) {
+    const ops = (...path: string[]) => (set: string): number | undefined => (at(f, ...path) as Sets)?.[set]?.ops_per_s;
+    const b = ops('baseline', 'checks');
+    const cold = ops('memory', 'cold');
+    const cold64 = ops('memory', 'cold_c64');
+    const mirror = ops('memory', 'cold_mirror');
+    const warm = ops('memory', 'warm');
+    const sp1 = ops('spicedb', 'c1');
+    const sp64 = ops('spicedb', 'c64');
+    const sql = (['sqlite', 'postgres', 'mysql'] as const).filter((be) => at(f, be, 'cold_mirror') !== undefined);
+    lines.push('', `checks/s at scale ${scale} (${String(at(f, 'tuples') ?? '?')} tuples)`, '');
+    lines.push(`| set | baseline B | memory cold (÷ B) | memory cold, 64 in flight | graph mirror | warm | ${sql.map((be) => `${be} via mirror`).join(' | ')}${sql.length > 0 ? ' | ' : ''}SpiceDB 1 / 64 in flight | memory ÷ SpiceDB (1 / 64) |`);
+    lines.push(`|${' --- |'.repeat(8 + sql.length)}`);
+    for (const set of QUERY_SETS) {
+      const ratio = (x: number | undefined, y: number | undefined): string => (x === undefined || y === undefined || y === 0 ? '—' : `${(x / y).toFixed(x / y >= 10 ? 0 : 2)}×`);
+      const sqlCells = sql.map((be) => `${k(ops(be, 'cold_mirror')(set))} | `).join('');
+      lines.push(`| ${set} | ${k(b(set))} | ${k(cold(set))} (${ratio(cold(set), b(set))}) | ${k(cold64(set))} | ${k(mirror(set))} | ${k(warm(set))} | ${sqlCells}${k(sp1(set))} / ${k(sp64(set))} | ${ratio(cold(set), sp1(set))} / ${ratio(cold64(set), sp64(set))} |`);
+    }
+  }
+  return `${lines.join('\n')}\n`;
 }
 
 const isMain = process.argv[1] !== undefined && import.meta.url === new URL(`file://${process.argv[1]}`).href;
