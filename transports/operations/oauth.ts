@@ -15,6 +15,7 @@ import { ERROR_STATUS, LatchkeyError } from '../../engine/errors.ts';
 import { OAuthServer, sessionCookieOf, type AuthService, type MemoryStore, type OAuthEventSink } from '../../auth/index.ts';
 import { AdminService, checkRedirectUri } from '../../admin/index.ts';
 import type { HttpRouteRequest, HttpRouteResponse, Services } from '../services.ts';
+import { plugLoginPage } from './login_page.ts';
 
 /** The RFC 6749 / OpenID Connect error codes the provider sends as `error`. */
 const OAUTH_ERRORS = new Set([
@@ -128,5 +129,6 @@ export function plugOAuth(services: Services, auth: AuthService, store: MemorySt
     { path: '/oauth/token', methods: ['POST'], handler: endpoint((p, a, e) => oauth.token(p, a, e)) },
     { path: '/oauth/revoke', methods: ['POST'], handler: endpoint((p, a, e) => oauth.revoke(p, a, e)) },
   );
+  plugLoginPage(services);
   return oauth;
 }

@@ -1,0 +1,300 @@
+/**
+ * The built-in login page at /app, driven in a real browser (Debian's Chromium
+ * through playwright-core) against the real server on loopback: the OAuth code
+ * flow from /authorize through the page back to the client's redirect_uri and
+ * the code exchanged for tokens; a wrong password; an email-OTP second factor
+ * through the real SMTP test server; forgot password; a query carrying markup
+ * neither executed nor rendered; the page's headers; no page with
+ * --enable-login-page=false. SQLite, and the code flow on PostgreSQL when set.
+ */
+import anyTest from 'ava';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { TEST_CLIENT_ID, startTestServer, type TestServer } from '../helpers/server.ts';
+import { postgresUrl, type SqlBackend } from '../helpers/databases.ts';
+import { pkce } from '../helpers/oauth.ts';
+import { mailsTo, startSmtp } from '../admin/smtp.ts';
+
+// Serial: one browser, and every login costs a bcrypt compare on a shared machine.
+const test = anyTest.serial;
+const PASSWORD = 'Correct-Horse-7-Battery';
+const WAIT = 30_000;
+
+let browser: Browser | undefined;
+
+// playwright launches the browser on a fresh temporary profile (user-data-dir) and removes it on close.
+test.before(async () => {
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    timeout: 60_000,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+});
+
+test.after.always(async () => {
+  await browser?.close();
+});
+
+/** A free loopback port: the server's public URL (`--url`, the issuer) must name the port it listens on. */
+async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const port = (srv.address() as { port: number }).port;
+  await new Promise<void>((resolve) => srv.close(() => resolve()));
+  return port;
+}
+
+/** The server whose issuer is its own loopback address, so /authorize sends the browser to its /app. */
+async function start(extra: Record<string, string | number | boolean> = {}, backend: SqlBackend = 'sqlite'): Promise<TestServer> {
+  const port = await freePort();
+  return startTestServer({ 'http-port': port, url: `http://127.0.0.1:${port}`, 'enable-email-verification': false, ...extra }, { backend });
+}
+
+async function signup(server: TestServer, email = `u${randomBytes(6).toString('hex')}@example.com`): Promise<string> {
+  const r = await server.call('signup', { email, password: PASSWORD }, { protocol: 'rest' });
+  if (!r.body) throw new Error(`signup failed: ${JSON.stringify(r.error)}`);
+  return email;
+}
+
+/** A fresh browser context (no cookies) whose requests to `<server>/callback` are answered by a stub client page. */
+async function contextFor(server: TestServer): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser!.newContext();
+  context.setDefaultTimeout(WAIT);
+  await context.route(`${server.httpUrl}/callback**`, (route) => route.fulfill({ status: 200, contentType: 'text/html', body: '<!DOCTYPE html><p>client callback</p>' }));
+  return { context, page: await context.newPage() };
+}
+
+/** Collects Content-Security-Policy violations and dialogs of a page (neither may happen). */
+function watch(page: Page): string[] {
+  const problems: string[] = [];
+  page.on('console', (m) => {
+    if (/Content.Security.Policy|Trusted Type/i.test(m.text())) problems.push(m.text());
+  });
+  page.on('dialog', (d) => {
+    problems.push(`dialog: ${d.message()}`);
+    void d.dismiss();
+  });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  return problems;
+}
+
+function authorizeUrl(server: TestServer, challenge: string, state: string): string {
+  const q = new URLSearchParams({
+    response_type: 'code',
+    client_id: TEST_CLIENT_ID,
+    redirect_uri: `${server.httpUrl}/callback`,
+    state,
+    scope: 'openid email profile offline_access',
+    nonce: 'n-1',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+  });
+  return `${server.httpUrl}/authorize?${q.toString()}`;
+}
+
+async function exchange(server: TestServer, code: string, verifier: string): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(`${server.httpUrl}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: `${server.httpUrl}/callback`, client_id: TEST_CLIENT_ID, code_verifier: verifier }).toString(),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+/** Opens the client's /authorize in the browser; asserts it lands on the login page with the same query. */
+async function openAuthorize(t: import('ava').ExecutionContext, server: TestServer, page: Page, state: string): Promise<string> {
+  const { verifier, challenge } = pkce();
+  const start = authorizeUrl(server, challenge, state);
+  await page.goto(start);
+  await page.waitForURL((u) => u.pathname === '/app');
+  t.is(new URL(page.url()).search, new URL(start).search, 'the page got the whole authorization request');
+  await page.locator('#email').waitFor({ state: 'visible' });
+  return verifier;
+}
+
+/** Waits for the client's callback; asserts its `state` and exchanges its `code` for tokens. */
+async function finishAtClient(t: import('ava').ExecutionContext, server: TestServer, page: Page, state: string, verifier: string): Promise<Record<string, unknown>> {
+  await page.waitForURL((u) => u.pathname === '/callback');
+  const back = new URL(page.url());
+  t.is(back.searchParams.get('state'), state);
+  const code = back.searchParams.get('code');
+  t.truthy(code, page.url());
+  const tokens = await exchange(server, code ?? '', verifier);
+  t.is(tokens.status, 200, JSON.stringify(tokens.body));
+  t.is(typeof tokens.body.access_token, 'string');
+  t.is(typeof tokens.body.id_token, 'string');
+  return tokens.body;
+}
+
+const backends: SqlBackend[] = postgresUrl() ? ['sqlite', 'postgres'] : ['sqlite'];
+for (const backend of backends) {
+  test(`OAuth code flow: /authorize without a session → the page → email and password → the client gets a code that exchanges for tokens (${backend})`, async (t) => {
+    const server = await start({}, backend);
+    const { context, page } = await contextFor(server);
+    try {
+      const email = await signup(server);
+      const problems = watch(page);
+      const state = `st-${randomBytes(4).toString('hex')}`;
+      const verifier = await openAuthorize(t, server, page, state);
+      await page.fill('#email', email);
+      await page.fill('#password', PASSWORD);
+      await page.click('#submit');
+      await finishAtClient(t, server, page, state, verifier);
+      t.deepEqual(problems, []);
+    } finally {
+      await context.close();
+      await server.close();
+    }
+  });
+}
+
+test('a wrong password shows the server error and stays on the page; the right one without a query shows "Signed in"', async (t) => {
+  const server = await start();
+  const { context, page } = await contextFor(server);
+  try {
+    const email = await signup(server);
+    const problems = watch(page);
+    await page.goto(`${server.httpUrl}/app`);
+    await page.fill('#email', email);
+    await page.fill('#password', 'not-the-password');
+    await page.click('#submit');
+    await page.locator('#error').waitFor({ state: 'visible' });
+    const shown = (await page.textContent('#error')) ?? '';
+    const direct = await server.call('login', { email, password: 'not-the-password' }, { protocol: 'rest' });
+    t.is(shown, String(direct.error?.message), 'the message the server answers');
+    t.is(new URL(page.url()).pathname, '/app');
+    t.true(await page.isVisible('#login'));
+    t.deepEqual((await context.cookies()).filter((c) => c.name === 'cookie_session'), []);
+
+    await page.fill('#password', PASSWORD);
+    await page.click('#submit');
+    await page.locator('#signed-in').waitFor({ state: 'visible' });
+    t.is(await page.textContent('#signed-in'), 'Signed in');
+    t.true(await page.isHidden('#error'));
+    t.is(new URL(page.url()).pathname, '/app');
+    t.is((await context.cookies()).filter((c) => c.name === 'cookie_session').length, 1);
+    t.deepEqual(problems, []);
+  } finally {
+    await context.close();
+    await server.close();
+  }
+});
+
+test('MFA by email code: the page asks for the code mailed through SMTP and completes the OAuth flow; forgot password shows the message', async (t) => {
+  const smtp = await startSmtp();
+  const server = await start({ 'enable-mfa': true, 'enforce-mfa': true, 'enable-email-otp': true, 'smtp-host': '127.0.0.1', 'smtp-port': smtp.port, 'smtp-sender-email': 'noreply@example.com' });
+  const { context, page } = await contextFor(server);
+  try {
+    const email = await signup(server);
+    const problems = watch(page);
+    const state = `st-${randomBytes(4).toString('hex')}`;
+    const verifier = await openAuthorize(t, server, page, state);
+
+    await page.fill('#email', email);
+    await page.click('#forgot');
+    await page.locator('#notice').waitFor({ state: 'visible' });
+    const direct = await server.call('forgot_password', { email: `nobody-${randomBytes(4).toString('hex')}@example.com` }, { protocol: 'rest' });
+    t.is(await page.textContent('#notice'), String(direct.body?.message), 'the same non-enumerating message as for an unknown address');
+    await mailsTo(smtp, email, 1);
+
+    await page.fill('#password', PASSWORD);
+    await page.click('#submit');
+    await page.locator('#otp').waitFor({ state: 'visible' });
+    t.regex((await page.textContent('#mfa-prompt')) ?? '', /email/);
+    t.true(await page.isHidden('#login'));
+    const mails = await mailsTo(smtp, email, 2);
+    const code = mails.map((m) => /code is <strong>([0-9]{6})<\/strong>/.exec(m)?.[1]).find((c) => c !== undefined) ?? '';
+    t.regex(code, /^[0-9]{6}$/);
+
+    await page.fill('#otp', code === '000000' ? '000001' : '000000');
+    await page.click('#verify');
+    await page.locator('#error').waitFor({ state: 'visible' });
+    t.truthy(await page.textContent('#error'));
+    t.is(new URL(page.url()).pathname, '/app');
+
+    await page.fill('#otp', code);
+    await page.click('#verify');
+    const tokens = await finishAtClient(t, server, page, state, verifier);
+    const claims = JSON.parse(Buffer.from(String(tokens.id_token).split('.')[1]!, 'base64url').toString('utf8')) as { amr?: string[] };
+    t.deepEqual(claims.amr, ['pwd', 'otp', 'mfa'], 'the session was opened by the second factor');
+    t.deepEqual(problems, []);
+  } finally {
+    await context.close();
+    await server.close();
+    await smtp.close();
+  }
+});
+
+test('a query carrying markup is neither executed nor rendered', async (t) => {
+  const server = await start();
+  const { context, page } = await contextFor(server);
+  try {
+    const problems = watch(page);
+    const evil = '<script>window.__pwned=1</script>"><img src=x onerror="window.__pwned=2">';
+    const query = new URLSearchParams({ state: evil, redirect_uri: 'javascript:window.__pwned=3', client_id: evil });
+    const res = await fetch(`${server.httpUrl}/app?${query.toString()}`);
+    const html = await res.text();
+    t.false(html.includes('__pwned'), 'the document does not contain the query');
+    await page.goto(`${server.httpUrl}/app?${query.toString()}`);
+    await page.locator('#email').waitFor({ state: 'visible' });
+    t.is(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned), undefined);
+    t.is(await page.locator('script').count(), 1);
+    t.is(await page.locator('img').count(), 1, 'only the page own (hidden) enrolment image');
+    t.false((await page.content()).includes('__pwned'));
+    t.deepEqual(problems, []);
+  } finally {
+    await context.close();
+    await server.close();
+  }
+});
+
+test('the page headers: strict CSP (no inline script allowed but its own), no-store, no framing; /app/ too; 404 with --enable-login-page=false', async (t) => {
+  const server = await start();
+  try {
+    for (const path of ['/app', '/app/', '/app?a=1']) {
+      const res = await fetch(`${server.httpUrl}${path}`);
+      t.is(res.status, 200, path);
+      t.regex(res.headers.get('content-type') ?? '', /^text\/html/);
+      t.is(res.headers.get('cache-control'), 'no-store');
+      t.is(res.headers.get('x-frame-options'), 'DENY');
+      const csp = res.headers.get('content-security-policy') ?? '';
+      const directives = new Map(csp.split(';').map((d) => d.trim().split(/\s+/)).map(([name, ...values]) => [name, values]));
+      t.deepEqual(directives.get('default-src'), ["'none'"]);
+      t.deepEqual(directives.get('frame-ancestors'), ["'none'"]);
+      t.deepEqual(directives.get('connect-src'), ["'self'"]);
+      t.deepEqual(directives.get('form-action'), ["'none'"]);
+      t.deepEqual(directives.get('base-uri'), ["'none'"]);
+      t.deepEqual(directives.get('require-trusted-types-for'), ["'script'"]);
+      const scripts = directives.get('script-src') ?? [];
+      t.is(scripts.length, 1);
+      t.regex(scripts[0] ?? '', /^'sha256-[A-Za-z0-9+/]{43}='$/);
+      t.false(csp.includes('unsafe'), csp);
+    }
+  } finally {
+    await server.close();
+  }
+  const off = await start({ 'enable-login-page': false });
+  try {
+    const res = await fetch(`${off.httpUrl}/app`);
+    t.is(res.status, 404);
+    await res.arrayBuffer();
+    const { challenge } = pkce();
+    const login = await fetch(authorizeUrl(off, challenge, 'st-off'), { redirect: 'manual' });
+    const location = new URL(login.headers.get('location') ?? 'http://invalid/');
+    t.is(location.pathname, '/callback');
+    t.is(location.searchParams.get('error'), 'login_required');
+  } finally {
+    await off.close();
+  }
+});
