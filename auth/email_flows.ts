@@ -61,6 +61,10 @@ export interface VerifyEmailOutcome {
   mfaChallenged: boolean;
 }
 
+/** Link mails asked for without authentication that one address may receive per window (against mail bombing). */
+export const LINK_MAILS_PER_ADDRESS = 5;
+export const LINK_MAIL_WINDOW_SECONDS = 15 * 60;
+
 export const VERIFICATION_SENT_MESSAGE = 'Verification email has been sent. Please check your inbox';
 export const MAGIC_LINK_SENT_MESSAGE = 'Magic Link has been sent to your email. Please check your inbox!';
 export const RESET_LINK_SENT_MESSAGE = 'Please check your inbox! We have sent a password reset link.';
@@ -141,9 +145,24 @@ export class EmailFlows {
     while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
   }
 
-  async #mail(event: LinkMailEvent & VerificationIdentifier, user: UserRecord, delivery: LinkDelivery, grant?: MagicGrant): Promise<void> {
+  /**
+   * Records the request and queues the mail of `event` to `user`. `budgeted`:
+   * a mail asked for by an unauthenticated request (resend, magic link,
+   * forgot password), of which an address gets at most
+   * {@link LINK_MAILS_PER_ADDRESS} per {@link LINK_MAIL_WINDOW_SECONDS},
+   * shared by every process on the memory store: past that nothing is
+   * recorded or sent, and the refusal goes to `delivery.onError` (the
+   * caller's answer, already given, is the same either way).
+   */
+  async #mail(event: LinkMailEvent & VerificationIdentifier, user: UserRecord, delivery: LinkDelivery, grant?: MagicGrant, budgeted = false): Promise<void> {
     const email = user.email;
     if (email === null) return;
+    if (budgeted && (await this.#d.memoryStore.incr(`link_mails:${email}`, LINK_MAIL_WINDOW_SECONDS)) > LINK_MAILS_PER_ADDRESS) {
+      throw new LatchkeyError('resource_exhausted', `no ${event} link sent: more than ${LINK_MAILS_PER_ADDRESS} link mails to this address in ${LINK_MAIL_WINDOW_SECONDS / 60} minutes`, {
+        reason: 'too_many_link_mails',
+        cause: { internal_reason: 'link_mail_budget', user_id: user.id },
+      });
+    }
     const { token, record } = await this.#d.store.create({ identifier: event, email, redirectUri: delivery.base });
     if (grant !== undefined) await this.#d.memoryStore.set(grantKey(record.id), JSON.stringify(grant), VERIFICATION_TTL_SECONDS);
     await delivery.send(event, user, linkUrl(delivery.base, token, delivery.state));
@@ -243,7 +262,7 @@ export class EmailFlows {
         const raw = await d.memoryStore.get(grantKey(pending.id));
         grant = raw === undefined ? {} : (JSON.parse(raw) as MagicGrant);
       }
-      await this.#mail(identifier, user, { ...delivery, base: pending?.redirect_uri || delivery.base }, grant);
+      await this.#mail(identifier, user, { ...delivery, base: pending?.redirect_uri || delivery.base }, grant, true);
       if (pending !== undefined) await d.memoryStore.del(grantKey(pending.id));
       await delivery.done?.(user, { created: false });
     });
@@ -293,7 +312,7 @@ export class EmailFlows {
       if (user.deactivated_at !== null || user.revoked_timestamp !== null) return;
       const methods = (user.signup_methods ?? '').split(',').filter(Boolean);
       if (!methods.includes('magic_link_login')) user = await d.users.update(user.id, { signup_methods: [...methods, 'magic_link_login'].join(',') });
-      await this.#mail('magic_link_login', user, delivery, grant);
+      await this.#mail('magic_link_login', user, delivery, grant, true);
       await delivery.done?.(user, { created });
     });
     return { message: MAGIC_LINK_SENT_MESSAGE };
@@ -321,7 +340,7 @@ export class EmailFlows {
       const user = email !== undefined ? await d.users.findByEmail(email) : await d.users.findByPhone(phone ?? '');
       // A revoked user may not use anything (spec), so gets no link: the same silence as an unknown account.
       if (user === undefined || user.deactivated_at !== null || user.revoked_timestamp !== null || user.email === null) return;
-      await this.#mail('forgot_password', user, delivery);
+      await this.#mail('forgot_password', user, delivery, undefined, true);
       await delivery.done?.(user, { created: false });
     });
     return { message: RESET_LINK_SENT_MESSAGE };

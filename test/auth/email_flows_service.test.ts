@@ -145,3 +145,33 @@ test('no mail goes out for unknown, deactivated or (sign-up disabled) new accoun
     await f.close();
   }
 });
+
+test('an address gets at most 5 unauthenticated link mails per 15 minutes, across forgot_password, magic links and resends; the answers do not change', async (t) => {
+  const f = await makeService({ enableMagicLinkLogin: true });
+  try {
+    const signup = await f.auth.signup({ email: 'bombed@example.com', password: STRONG_PASSWORD });
+    t.truthy(signup.response.user);
+    const mail = collector();
+    const answers: unknown[] = [];
+    for (let i = 0; i < 4; i++) answers.push(f.auth.email.forgotPassword({ email: 'bombed@example.com' }, mail.delivery));
+    answers.push(f.auth.email.magicLinkLogin({ email: 'bombed@example.com' }, mail.delivery));
+    await f.auth.email.settled();
+    t.is(mail.sent.length, 5, 'five mails go out');
+    t.is(mail.errors.length, 0);
+    answers.push(f.auth.email.forgotPassword({ email: 'bombed@example.com' }, mail.delivery));
+    answers.push(f.auth.email.magicLinkLogin({ email: 'bombed@example.com' }, mail.delivery));
+    await f.auth.email.settled();
+    t.is(mail.sent.length, 5, 'the sixth and seventh are not sent');
+    t.is(mail.errors.length, 2);
+    for (const err of mail.errors) t.is((err as LatchkeyError).reason, 'too_many_link_mails');
+    // The answers are the ones any address gets.
+    t.deepEqual(answers[5], answers[0]);
+    t.deepEqual(answers[6], answers[4]);
+    // Another address has its own budget.
+    f.auth.email.forgotPassword({ email: 'other@example.com' }, mail.delivery);
+    await f.auth.email.settled();
+    t.is(mail.errors.length, 2);
+  } finally {
+    await f.close();
+  }
+});
