@@ -57,8 +57,15 @@ async function freePort(): Promise<number> {
 
 /** The server whose issuer is its own loopback address, so /authorize sends the browser to its /app. */
 async function start(extra: Record<string, string | number | boolean> = {}, backend: SqlBackend = 'sqlite'): Promise<TestServer> {
-  const port = await freePort();
-  return startTestServer({ 'http-port': port, url: `http://127.0.0.1:${port}`, 'enable-email-verification': false, ...extra }, { backend });
+  // Another process may take the port between freePort() and listen: try a fresh one then.
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    try {
+      return await startTestServer({ 'http-port': port, url: `http://127.0.0.1:${port}`, 'enable-email-verification': false, ...extra }, { backend });
+    } catch (err) {
+      if (attempt >= 3 || !String((err as Error).message ?? err).includes('EADDRINUSE')) throw err;
+    }
+  }
 }
 
 async function signup(server: TestServer, email = `u${randomBytes(6).toString('hex')}@example.com`): Promise<string> {

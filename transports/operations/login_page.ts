@@ -4,8 +4,9 @@
  * authorization request as the query. The page signs the user in through
  * `POST /v1/login` (and `POST /v1/verify_otp` when the login answers an MFA
  * challenge), then goes to `/authorize?<the same query>` so the request
- * resumes and the client receives its answer. Without a query it shows
- * "Signed in". `POST /v1/forgot_password` sends a reset link.
+ * resumes and the client receives its answer. Without an authorization
+ * request in the query (no `client_id`) it shows "Signed in".
+ * `POST /v1/forgot_password` sends a reset link.
  *
  * One static document: nothing of the request is written into it (the script
  * reads `location.search` itself and writes only through `textContent`). Its
@@ -60,7 +61,7 @@ const SCRIPT = `
     return body;
   }
   function done() {
-    if (query.length > 1) { location.assign(base + 'authorize' + query); return; }
+    if (new URLSearchParams(query).has('client_id')) { location.assign(base + 'authorize' + query); return; }
     $('login').hidden = true;
     $('mfa').hidden = true;
     show('signed-in', 'Signed in');
