@@ -5,7 +5,9 @@
  * the code exchanged for tokens; a wrong password; an email-OTP second factor
  * through the real SMTP test server; forgot password; a query carrying markup
  * neither executed nor rendered; the page's headers; no page with
- * --enable-login-page=false. SQLite, and the code flow on PostgreSQL when set.
+ * --enable-login-page=false; the email links: a mailed sign-up verification
+ * link signs in (once), a mailed reset link sets a password the page then
+ * signs in with. SQLite, and the code flow on PostgreSQL when set.
  */
 import anyTest from 'ava';
 import { randomBytes } from 'node:crypto';
@@ -14,7 +16,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { TEST_CLIENT_ID, startTestServer, type TestServer } from '../helpers/server.ts';
 import { postgresUrl, type SqlBackend } from '../helpers/databases.ts';
 import { pkce } from '../helpers/oauth.ts';
-import { mailsTo, startSmtp } from '../admin/smtp.ts';
+import { mailTo, mailsTo, startSmtp, type Smtp } from '../admin/smtp.ts';
 
 // Serial: one browser, and every login costs a bcrypt compare on a shared machine.
 const test = anyTest.serial;
@@ -95,6 +97,20 @@ function watch(page: Page): string[] {
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   return problems;
 }
+
+/** A server that mails through the real SMTP test server. */
+function smtpFlags(smtp: Smtp): Record<string, string | number> {
+  return { 'smtp-host': '127.0.0.1', 'smtp-port': smtp.port, 'smtp-sender-email': 'noreply@example.com' };
+}
+
+/** The link to `<server>/<path>?token=…` in a mail (the page the link mails point at). */
+function linkIn(server: TestServer, mail: string, path: string): string {
+  const m = new RegExp(`${server.httpUrl.replace(/[.]/g, '\\.')}${path}\\?token=[A-Za-z0-9_-]+`).exec(mail);
+  if (m === null) throw new Error(`no link to ${path} in the mail`);
+  return m[0];
+}
+
+const sessionCookies = async (context: BrowserContext) => (await context.cookies()).filter((c) => c.name === 'cookie_session');
 
 function authorizeUrl(server: TestServer, challenge: string, state: string): string {
   const q = new URLSearchParams({
@@ -200,7 +216,7 @@ test('a wrong password shows the server error and stays on the page; the right o
 
 test('MFA by email code: the page asks for the code mailed through SMTP and completes the OAuth flow; forgot password shows the message', async (t) => {
   const smtp = await startSmtp();
-  const server = await start({ 'enable-mfa': true, 'enforce-mfa': true, 'enable-email-otp': true, 'smtp-host': '127.0.0.1', 'smtp-port': smtp.port, 'smtp-sender-email': 'noreply@example.com' });
+  const server = await start({ 'enable-mfa': true, 'enforce-mfa': true, 'enable-email-otp': true, ...smtpFlags(smtp) });
   const { context, page } = await contextFor(server);
   try {
     const email = await signup(server);
@@ -266,10 +282,10 @@ test('a query carrying markup is neither executed nor rendered', async (t) => {
   }
 });
 
-test('the page headers: strict CSP (no inline script allowed but its own), no-store, no framing; /app/ too; 404 with --enable-login-page=false', async (t) => {
+test('the page headers: strict CSP (no inline script allowed but its own), no-store, no framing; /app/ and /app/reset-password too; 404 with --enable-login-page=false', async (t) => {
   const server = await start();
   try {
-    for (const path of ['/app', '/app/', '/app?a=1']) {
+    for (const path of ['/app', '/app/', '/app?a=1', '/app/reset-password', '/app/reset-password?token=abc']) {
       const res = await fetch(`${server.httpUrl}${path}`);
       t.is(res.status, 200, path);
       t.regex(res.headers.get('content-type') ?? '', /^text\/html/);
@@ -293,9 +309,11 @@ test('the page headers: strict CSP (no inline script allowed but its own), no-st
   }
   const off = await start({ 'enable-login-page': false });
   try {
-    const res = await fetch(`${off.httpUrl}/app`);
-    t.is(res.status, 404);
-    await res.arrayBuffer();
+    for (const path of ['/app', '/app/reset-password']) {
+      const res = await fetch(`${off.httpUrl}${path}`);
+      t.is(res.status, 404, path);
+      await res.arrayBuffer();
+    }
     const { challenge } = pkce();
     const login = await fetch(authorizeUrl(off, challenge, 'st-off'), { redirect: 'manual' });
     const location = new URL(login.headers.get('location') ?? 'http://invalid/');
@@ -303,5 +321,101 @@ test('the page headers: strict CSP (no inline script allowed but its own), no-st
     t.is(location.searchParams.get('error'), 'login_required');
   } finally {
     await off.close();
+  }
+});
+
+test('sign-up verification link: the page uses it up and signs in; the same link again shows the server error and the sign-in form', async (t) => {
+  const smtp = await startSmtp();
+  const server = await start({ 'enable-email-verification': true, ...smtpFlags(smtp) });
+  const first = await contextFor(server);
+  const second = await contextFor(server);
+  try {
+    const email = await signup(server);
+    const refused = await server.call('login', { email, password: PASSWORD }, { protocol: 'rest' });
+    t.is(refused.error?.code, 'unauthenticated', 'unverified before the link');
+    const link = linkIn(server, await mailTo(smtp, email), '/app');
+
+    const problems = watch(first.page);
+    await first.page.goto(link);
+    await first.page.locator('#signed-in').waitFor({ state: 'visible' });
+    t.is(await first.page.textContent('#signed-in'), 'Signed in');
+    t.true(await first.page.isHidden('#login'));
+    t.true(await first.page.isHidden('#error'));
+    t.is(new URL(first.page.url()).search, '', 'the used token left the address bar');
+    t.is((await sessionCookies(first.context)).length, 1);
+    t.deepEqual(problems, []);
+
+    const again = watch(second.page);
+    await second.page.goto(link);
+    await second.page.locator('#error').waitFor({ state: 'visible' });
+    const direct = await server.call('verify_email', { token: new URL(link).searchParams.get('token') }, { protocol: 'rest' });
+    t.truthy(direct.error, 'the link is used up');
+    t.is(await second.page.textContent('#error'), String(direct.error?.message), 'the message the server answers');
+    t.true(await second.page.isVisible('#email'), 'the sign-in form');
+    t.true(await second.page.isHidden('#signed-in'));
+    t.deepEqual(await sessionCookies(second.context), []);
+    t.deepEqual(again, []);
+
+    const login = await server.call('login', { email, password: PASSWORD }, { protocol: 'rest' });
+    t.is(login.error, undefined, 'the address is verified');
+  } finally {
+    await first.context.close();
+    await second.context.close();
+    await server.close();
+    await smtp.close();
+  }
+});
+
+test('reset link: /app/reset-password sets the new password (both fields must match), then the page signs in with it; without a token it says the link is incomplete', async (t) => {
+  const smtp = await startSmtp();
+  const server = await start(smtpFlags(smtp));
+  const { context, page } = await contextFor(server);
+  try {
+    const email = await signup(server);
+    const problems = watch(page);
+    await page.goto(`${server.httpUrl}/app/reset-password`);
+    await page.locator('#error').waitFor({ state: 'visible' });
+    t.regex((await page.textContent('#error')) ?? '', /incomplete/);
+    t.true(await page.isHidden('#reset'));
+    t.true(await page.isVisible('#email'), 'the sign-in form');
+
+    await page.fill('#email', email);
+    await page.click('#forgot');
+    await page.locator('#notice').waitFor({ state: 'visible' });
+    const link = linkIn(server, await mailTo(smtp, email), '/app/reset-password');
+
+    const fresh = 'Another-Horse-8-Staple';
+    await page.goto(link);
+    await page.locator('#new-password').waitFor({ state: 'visible' });
+    t.is(await page.textContent('#title'), 'Set a new password');
+    t.true(await page.isHidden('#login'));
+    await page.fill('#new-password', fresh);
+    await page.fill('#confirm-password', `${fresh}x`);
+    await page.click('#reset-submit');
+    await page.locator('#error').waitFor({ state: 'visible' });
+    t.true(await page.isVisible('#reset'), 'differing passwords stay on the form');
+    t.truthy((await server.call('login', { email, password: PASSWORD }, { protocol: 'rest' })).body, 'nothing was changed');
+
+    await page.fill('#confirm-password', fresh);
+    await page.click('#reset-submit');
+    await page.locator('#login').waitFor({ state: 'visible' });
+    t.truthy(await page.textContent('#notice'));
+    t.true(await page.isHidden('#error'));
+    t.true(await page.isHidden('#reset'));
+    t.is(new URL(page.url()).search, '', 'the used token left the address bar');
+    const old = await server.call('login', { email, password: PASSWORD }, { protocol: 'rest' });
+    t.is(old.error?.code, 'unauthenticated', 'the old password no longer works');
+
+    await page.fill('#email', email);
+    await page.fill('#password', fresh);
+    await page.click('#submit');
+    await page.locator('#signed-in').waitFor({ state: 'visible' });
+    t.is(await page.textContent('#signed-in'), 'Signed in');
+    t.is((await sessionCookies(context)).length, 1);
+    t.deepEqual(problems, []);
+  } finally {
+    await context.close();
+    await server.close();
+    await smtp.close();
   }
 });

@@ -8,6 +8,12 @@
  * request in the query (no `client_id`) it shows "Signed in".
  * `POST /v1/forgot_password` sends a reset link.
  *
+ * It also opens the email links (transports/operations/link_mail.ts
+ * `linkBase`): `/app?token=…` (sign-up verification, magic link) posts
+ * `POST /v1/verify_email` and signs in (through the code step when MFA
+ * applies); `/app/reset-password?token=…` asks for the new password twice
+ * and posts `POST /v1/reset_password`, then offers the sign-in form.
+ *
  * One static document: nothing of the request is written into it (the script
  * reads `location.search` itself and writes only through `textContent`). Its
  * inline style and script are allowed by their SHA-256 in a strict
@@ -38,8 +44,12 @@ const SCRIPT = `
 (() => {
   const $ = (id) => document.getElementById(id);
   const query = location.search;
-  const base = location.pathname.replace(/\\/app\\/?$/, '/');
+  const params = new URLSearchParams(query);
+  const resetPath = /\\/app\\/reset-password\\/?$/.test(location.pathname);
+  const base = location.pathname.replace(/\\/app(\\/reset-password)?\\/?$/, '/');
+  const token = params.get('token');
   let challenge = null;
+  let viaLink = false;
   const show = (id, text) => { const el = $(id); el.textContent = text; el.hidden = text === ''; };
   const clear = () => { show('error', ''); show('notice', ''); };
   const busy = (on) => { for (const b of document.querySelectorAll('button')) b.disabled = on; };
@@ -61,8 +71,9 @@ const SCRIPT = `
     return body;
   }
   function done() {
-    if (new URLSearchParams(query).has('client_id')) { location.assign(base + 'authorize' + query); return; }
+    if (params.has('client_id')) { location.assign(base + 'authorize' + query); return; }
     $('login').hidden = true;
+    $('reset').hidden = true;
     $('mfa').hidden = true;
     show('signed-in', 'Signed in');
   }
@@ -74,6 +85,9 @@ const SCRIPT = `
     $('login').hidden = true;
     $('mfa').hidden = false;
     show('mfa-prompt', challenge.prompt);
+    // After a link the login form was not filled: the code step names the account itself.
+    $('mfa-who').hidden = !viaLink;
+    $('mfa-email').required = viaLink;
     if (typeof body.authenticator_secret === 'string') {
       $('enrol').hidden = false;
       $('enrol-secret').textContent = body.authenticator_secret;
@@ -83,7 +97,7 @@ const SCRIPT = `
       const img = body.authenticator_scanner_image;
       if (typeof img === 'string' && img.startsWith('data:image/')) { $('enrol-qr').src = img; $('enrol-qr').hidden = false; }
     }
-    $('otp').focus();
+    (viaLink ? $('mfa-email') : $('otp')).focus();
     return true;
   }
   $('login').addEventListener('submit', async (e) => {
@@ -99,7 +113,7 @@ const SCRIPT = `
     e.preventDefault();
     clear(); busy(true);
     try {
-      await call('verify_otp', { email: $('email').value.trim(), otp: $('otp').value.trim(), is_totp: challenge.is_totp });
+      await call('verify_otp', { email: (viaLink ? $('mfa-email') : $('email')).value.trim(), otp: $('otp').value.trim(), is_totp: challenge.is_totp });
       done();
     } catch (err) { show('error', err.message); }
     finally { busy(false); }
@@ -115,7 +129,54 @@ const SCRIPT = `
     } catch (err) { show('error', err.message); }
     finally { busy(false); }
   });
-  $('login').hidden = false;
+  function signInForm() {
+    $('title').textContent = 'Sign in';
+    $('reset').hidden = true;
+    $('login').hidden = false;
+  }
+  $('reset').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    clear();
+    const password = $('new-password').value;
+    const confirmPassword = $('confirm-password').value;
+    if (password !== confirmPassword) { show('error', 'The two passwords differ.'); $('confirm-password').focus(); return; }
+    busy(true);
+    try {
+      const body = await call('reset_password', { token, password, confirm_password: confirmPassword });
+      $('new-password').value = '';
+      $('confirm-password').value = '';
+      history.replaceState(null, '', location.pathname);
+      signInForm();
+      show('notice', (typeof body.message === 'string' && body.message ? body.message : 'Password changed.') + ' Sign in with the new password.');
+      $('email').focus();
+    } catch (err) { show('error', err.message); }
+    finally { busy(false); }
+  });
+  async function openLink() {
+    // The token is used up by this call: it leaves the address bar and the history.
+    history.replaceState(null, '', location.pathname);
+    viaLink = true;
+    show('notice', 'Checking your link…');
+    try {
+      const body = await call('verify_email', { token });
+      show('notice', '');
+      if (!startChallenge(body)) done();
+    } catch (err) {
+      viaLink = false;
+      show('notice', '');
+      show('error', err.message);
+      signInForm();
+    }
+  }
+  if (resetPath) {
+    $('title').textContent = 'Set a new password';
+    if (token) { $('reset').hidden = false; $('new-password').focus(); }
+    else { show('error', 'This password reset link is incomplete: open the whole link from the email, or ask for a new one.'); signInForm(); }
+  } else if (token && !params.has('client_id')) {
+    void openLink();
+  } else {
+    signInForm();
+  }
 })();
 `;
 
@@ -130,7 +191,7 @@ const HTML = `<!DOCTYPE html>
 </head>
 <body>
 <main>
-<h1>Sign in</h1>
+<h1 id="title">Sign in</h1>
 <noscript>This page needs JavaScript.</noscript>
 <form id="login" method="post" autocomplete="on" hidden>
 <label for="email">Email</label>
@@ -149,9 +210,20 @@ const HTML = `<!DOCTYPE html>
 <p><code id="enrol-uri"></code></p>
 <p>Recovery codes (shown once, keep them safe): <code id="enrol-codes"></code></p>
 </div>
+<div id="mfa-who" hidden>
+<label for="mfa-email">Email</label>
+<input id="mfa-email" name="email" type="email" autocomplete="username">
+</div>
 <label for="otp">Code</label>
 <input id="otp" name="otp" inputmode="numeric" autocomplete="one-time-code" maxlength="16" required>
 <button id="verify" type="submit">Verify</button>
+</form>
+<form id="reset" method="post" hidden>
+<label for="new-password">New password</label>
+<input id="new-password" name="new-password" type="password" autocomplete="new-password" required>
+<label for="confirm-password">Confirm the new password</label>
+<input id="confirm-password" name="confirm-password" type="password" autocomplete="new-password" required>
+<button id="reset-submit" type="submit">Set password</button>
 </form>
 <p id="signed-in" role="status" hidden></p>
 <p id="notice" role="status" hidden></p>
@@ -189,9 +261,9 @@ const PAGE: HttpRouteResponse = {
   },
 };
 
-/** Serves the login page at `/app` (and `/app/`) when `--enable-login-page` is on. Called by `plugOAuth`. */
+/** Serves the login page at `/app` (and `/app/`, and `/app/reset-password` for reset links) when `--enable-login-page` is on. Called by `plugOAuth`. */
 export function plugLoginPage(services: Services): void {
   if (!services.config.enableLoginPage) return;
   const handler = async (): Promise<HttpRouteResponse> => PAGE;
-  (services.httpRoutes ??= []).push({ path: '/app', handler }, { path: '/app/', handler });
+  (services.httpRoutes ??= []).push({ path: '/app', handler }, { path: '/app/', handler }, { path: '/app/reset-password', handler });
 }
