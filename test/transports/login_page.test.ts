@@ -6,8 +6,8 @@
  * through the real SMTP test server; forgot password; a query carrying markup
  * neither executed nor rendered; the page's headers; no page with
  * --enable-login-page=false; the email links: a mailed sign-up verification
- * link signs in (once), a mailed reset link sets a password the page then
- * signs in with. SQLite, and the code flow on PostgreSQL when set.
+ * link signs in (once), a magic link through the email-code step, a mailed
+ * reset link sets a password the page then signs in with. SQLite, and the code flow on PostgreSQL when set.
  */
 import anyTest from 'ava';
 import { randomBytes } from 'node:crypto';
@@ -409,6 +409,40 @@ test('reset link: /app/reset-password sets the new password (both fields must ma
     await page.fill('#email', email);
     await page.fill('#password', fresh);
     await page.click('#submit');
+    await page.locator('#signed-in').waitFor({ state: 'visible' });
+    t.is(await page.textContent('#signed-in'), 'Signed in');
+    t.is((await sessionCookies(context)).length, 1);
+    t.deepEqual(problems, []);
+  } finally {
+    await context.close();
+    await server.close();
+    await smtp.close();
+  }
+});
+
+test('magic link with MFA: the page answers the challenge in the code step, asking the email the link did not name, then shows "Signed in"', async (t) => {
+  const smtp = await startSmtp();
+  const server = await start({ 'enable-mfa': true, 'enforce-mfa': true, 'enable-email-otp': true, ...smtpFlags(smtp) });
+  const { context, page } = await contextFor(server);
+  try {
+    const email = await signup(server);
+    const asked = await server.call('magic_link_login', { email }, { protocol: 'rest' });
+    t.is(asked.error, undefined);
+    const link = linkIn(server, await mailTo(smtp, email), '/app');
+
+    const problems = watch(page);
+    await page.goto(link);
+    await page.locator('#otp').waitFor({ state: 'visible' });
+    t.regex((await page.textContent('#mfa-prompt')) ?? '', /email/);
+    t.true(await page.isVisible('#mfa-email'));
+    t.deepEqual(await sessionCookies(context), [], 'no session before the second factor');
+    const mails = await mailsTo(smtp, email, 2);
+    const code = /code is <strong>([0-9]{6})<\/strong>/.exec(mails[1]!)?.[1] ?? '';
+    t.regex(code, /^[0-9]{6}$/);
+
+    await page.fill('#mfa-email', email);
+    await page.fill('#otp', code);
+    await page.click('#verify');
     await page.locator('#signed-in').waitFor({ state: 'visible' });
     t.is(await page.textContent('#signed-in'), 'Signed in');
     t.is((await sessionCookies(context)).length, 1);
