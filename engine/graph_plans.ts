@@ -99,15 +99,14 @@ export class ReachPlans {
     return p;
   }
 
-  /** Whether the model admits tuple `type#relation@<user u>` with this condition (as the tuple reader filters). */
-  admits(ts: TypeSystem, type: string, relation: number, u: number, condition: string | undefined): boolean {
-    return this.admitsIn(condition === undefined ? this.#admittedFor(ts, type, relation) : undefined, ts, type, relation, u, condition);
-  }
-
-  /** {@link admits} with the answers of `type#relation` at hand (`admitted`, from a plan; not read for a conditioned tuple). */
-  admitsIn(admitted: Admitted | undefined, ts: TypeSystem, type: string, relation: number, u: number, condition: string | undefined): boolean {
+  /**
+   * Whether the model admits tuple `type#relation@<user u>` with this
+   * condition (as the tuple reader filters); `admitted` holds the answers of
+   * `type#relation` for unconditioned tuples (from a plan).
+   */
+  admitsIn(admitted: Admitted, ts: TypeSystem, type: string, relation: number, u: number, condition: string | undefined): boolean {
     // Unconditioned tuples, the common case: by user form, no key string built.
-    if (condition !== undefined || admitted === undefined) return this.#admitsSlow(ts, type, relation, u, condition);
+    if (condition !== undefined) return this.#admitsSlow(ts, type, relation, u, condition);
     const shape = this.#shapeOf(u);
     return admitted[shape] ?? (admitted[shape] = this.#admitsSlow(ts, type, relation, u, undefined));
   }
