@@ -12,9 +12,9 @@
  * across processes.
  */
 import { randomUUID } from 'node:crypto';
-import { QueryTypes, UniqueConstraintError, type Sequelize, type Transaction } from 'sequelize';
+import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
 import { runMigrations, type Migration } from '../engine/sql/migrate.ts';
-import { isDeadlock } from './sql_conflicts.ts';
+import { isDeadlock, isUniqueViolation, retryConflicts } from './sql_conflicts.ts';
 
 export const MFA_MIGRATIONS: readonly Migration[] = [
   {
@@ -73,7 +73,6 @@ export interface AuthenticatorRow {
 }
 
 /** A concurrent insert of the same user's row won the unique index. */
-const isUniqueViolation = (err: unknown): boolean => err instanceof UniqueConstraintError || (err as { name?: string } | null)?.name === 'SequelizeUniqueConstraintError';
 
 const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v));
 const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : num(v));
@@ -102,24 +101,24 @@ export class MfaStore {
   /** Sweeps expired codes, then replaces the user's pending code (the old one stops working). */
   async putOtp(input: { userId: string; email: string | null; phoneNumber: string | null; digest: string; ttlSeconds: number }): Promise<void> {
     const now = this.#now();
-    await this.#db.query('DELETE FROM otps WHERE expires_at <= ?', { replacements: [now] });
+    // Housekeeping: a sweep that loses a deadlock to a concurrent one (MySQL's gap locks) leaves the expired
+    // rows to the next sweep; expired codes are refused on use anyway.
+    await this.#db.query('DELETE FROM otps WHERE expires_at <= ?', { replacements: [now] }).catch((err: unknown) => {
+      if (!isDeadlock(err)) throw err;
+    });
     // Two logins of one user at once: the later insert meets the other's row on UNIQUE(user_id), or (MySQL)
     // their gap locks deadlock; either way one transaction rolled back whole, and a retry replaces the winner's code.
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.#db.transaction(async (transaction) => {
+    await retryConflicts(
+      () =>
+        this.#db.transaction(async (transaction) => {
           await this.#db.query('DELETE FROM otps WHERE user_id = ?', { replacements: [input.userId], transaction });
           await this.#db.query('INSERT INTO otps (id, user_id, email, phone_number, otp, expires_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)', {
             replacements: [randomUUID(), input.userId, input.email, input.phoneNumber, input.digest, now + input.ttlSeconds, now, now],
             transaction,
           });
-        });
-        return;
-      } catch (err) {
-        if (attempt >= 10 || !(isUniqueViolation(err) || isDeadlock(err))) throw err;
-        await new Promise((r) => setTimeout(r, 5 + Math.random() * 20));
-      }
-    }
+        }),
+      isUniqueViolation,
+    );
   }
 
   /** The user's pending code, expired or not. */

@@ -17,6 +17,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
 import { LatchkeyError } from '../engine/errors.ts';
 import { runMigrations, type Migration } from '../engine/sql/migrate.ts';
+import { isUniqueViolation, retryConflicts } from './sql_conflicts.ts';
 
 /** The kinds of verification request (the reference's identifiers). */
 export const VERIFICATION_IDENTIFIERS = ['basic_auth_signup', 'update_email', 'forgot_password', 'magic_link_login', 'invite_member'] as const;
@@ -126,7 +127,9 @@ export class VerificationStore {
       created_at: now,
       updated_at: now,
     };
-    await this.#db.transaction(async (transaction) => {
+    // Concurrent requests (MySQL's gap locks under the range delete, or one (identifier, email) twice) lose
+    // whole and run again; the later one replaces the other's link, as a resend does.
+    await retryConflicts(() => this.#db.transaction(async (transaction) => {
       await this.#db.query('DELETE FROM verification_requests WHERE (identifier = ? AND email = ?) OR expires_at <= ?', {
         replacements: [input.identifier, input.email, now],
         transaction,
@@ -135,7 +138,7 @@ export class VerificationStore {
         'INSERT INTO verification_requests (id, token_hash, identifier, email, nonce, redirect_uri, expires_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
         { replacements: Object.values(row), transaction },
       );
-    });
+    }), isUniqueViolation);
     return { token, record: toRecord(row) };
   }
 
