@@ -33,8 +33,8 @@ import { listObjectIds } from './list_objects.ts';
 import { type UserFilter, listUsers } from './list_users.ts';
 import { type ExpandNode, expandRewrite } from './expand.ts';
 
-export { LatchkeyError } from './errors.ts';
-export type { ErrorCode } from './errors.ts';
+// The whole error vocabulary (the class, codes, their HTTP/gRPC statuses, the public/internal split).
+export * from './errors.ts';
 export type * from './model.ts';
 export type * from './store.ts';
 export { MemoryStore } from './memory_store.ts';

@@ -1,6 +1,6 @@
 /**
- * The engine's SQL storage, as its own entry point (`latchkey/engine/sql`), so
- * that `latchkey/engine` alone never loads sequelize or a database driver.
+ * The engine's SQL storage, as its own entry point (`@latchkey/engine/sql`),
+ * so that the engine alone never loads sequelize or a database driver.
  *
  * - {@link SqlStore}: the tuple store on SQLite, PostgreSQL and MySQL/MariaDB
  *   (docs/storage.md).
@@ -9,8 +9,35 @@
  * - {@link nodeSqliteDriver}, {@link sqliteSequelize}, {@link openSequelize}:
  *   sequelize on SQLite through Node's built-in `node:sqlite`, so the process
  *   has one SQLite library.
+ *
+ * sequelize is an optional peer dependency of the engine package (and pg or
+ * mysql2 the driver for PostgreSQL or MySQL, which sequelize loads itself).
+ * Without it, importing this entry point throws `failed_precondition`
+ * (reason `missing_dependency`) naming the package to install, instead of a
+ * module-resolution error pointing into the package's files.
  */
-export { SqlStore, type SqlStoreOptions } from './sql_store.ts';
-export { runMigrations, type Migration, type MigrationContext, type SqlDialect } from './migrate.ts';
-export { nodeSqliteDriver, isNodeSqliteConnection } from './node_sqlite_driver.ts';
-export { sqliteSequelize, openSequelize } from './sqlite_sequelize.ts';
+import { LatchkeyError } from '../errors.ts';
+import type * as Api from './sql_api.ts';
+
+function missingPeer(err: unknown): LatchkeyError | undefined {
+  const e = err as { code?: unknown; message?: unknown };
+  if (e.code !== 'ERR_MODULE_NOT_FOUND' || !String(e.message).includes("'sequelize'")) return undefined;
+  return new LatchkeyError(
+    'failed_precondition',
+    'the SQL tuple store needs sequelize, an optional peer dependency of the engine: npm install sequelize (plus pg for PostgreSQL or mysql2 for MySQL/MariaDB; SQLite uses node:sqlite)',
+    { reason: 'missing_dependency', details: { package: 'sequelize' }, cause: err },
+  );
+}
+
+const api: typeof Api = await import('./sql_api.ts').catch((err: unknown) => {
+  throw missingPeer(err) ?? err;
+});
+
+export const SqlStore: typeof Api.SqlStore = api.SqlStore;
+export type SqlStore = Api.SqlStore;
+export const runMigrations: typeof Api.runMigrations = api.runMigrations;
+export const nodeSqliteDriver: typeof Api.nodeSqliteDriver = api.nodeSqliteDriver;
+export const isNodeSqliteConnection: typeof Api.isNodeSqliteConnection = api.isNodeSqliteConnection;
+export const sqliteSequelize: typeof Api.sqliteSequelize = api.sqliteSequelize;
+export const openSequelize: typeof Api.openSequelize = api.openSequelize;
+export type { SqlStoreOptions, Migration, MigrationContext, SqlDialect } from './sql_api.ts';
