@@ -55,11 +55,34 @@ export interface OptionalShape<I extends Shape = Shape> {
   readonly inner: I;
 }
 export type Fields = Readonly<Record<string, Shape | OptionalShape>>;
+
+/**
+ * How an object appears in the GraphQL schema where that differs from the
+ * shape: the type name and field types Authorizer's schema gives it, so that
+ * Authorizer's clients (its SDKs, code generators fed by introspection) find
+ * the names and nullability they were written against. REST, gRPC and the
+ * validator read the shape only; this note changes nothing there.
+ */
+export interface GraphqlNote {
+  /** The GraphQL type name (default: the shape name; an input adds `Input` unless it ends in `Request` or `Input`). */
+  readonly name?: string;
+  /** Fields typed nullable though the shape always has them (`{except}`: every field but these). */
+  readonly nullable?: readonly string[] | { readonly except: readonly string[] };
+  /** Fields typed non-null (`!`) though optional in the shape (on an input: GraphQL refuses a request without them). */
+  readonly nonNull?: readonly string[];
+  /** List fields whose items are typed nullable (`[String]`). */
+  readonly nullableItems?: readonly string[];
+  /** Fields of another scalar: `ID` for an id string, `Map` for a JSON object. */
+  readonly scalars?: Readonly<Record<string, 'ID' | 'Map'>>;
+}
+
 export interface ObjectShape<F extends Fields = Fields> extends Documented {
   readonly kind: 'object';
   /** PascalCase type name used by GraphQL, protobuf and the docs. */
   readonly name: string;
   readonly fields: F;
+  /** GraphQL-only naming and nullability (see {@link GraphqlNote}). */
+  readonly graphql?: GraphqlNote;
 }
 
 /** Every non-optional shape. */
@@ -138,7 +161,7 @@ export const s = {
     ...opts,
   }),
   optional: <I extends Shape>(inner: I): OptionalShape<I> => ({ kind: 'optional', inner }),
-  object: <const F extends Fields>(name: string, fields: F, opts: { doc?: string } = {}): ObjectShape<F> => ({
+  object: <const F extends Fields>(name: string, fields: F, opts: { doc?: string; graphql?: GraphqlNote } = {}): ObjectShape<F> => ({
     kind: 'object',
     name,
     fields,

@@ -2,17 +2,21 @@
  * The GraphQL schema, derived from the operations table once at startup.
  *
  * Conventions: field names are the rows' snake_case names (admin rows `_`-prefixed);
- * an operation with request fields takes one argument `params` of the input
- * type (nullable; see `GraphqlTypes.input`); output types are the shapes'
+ * an operation with request fields takes one argument (`params`, non-null,
+ * unless the row's `graphqlArg` says otherwise); output types are the shapes'
  * names; input object types take the shape name, plus `Input` unless it ends
- * in `Request`/`Input`. Errors carry `extensions.code` (and `reason`) with the
- * same snake_case code REST returns.
+ * in `Request`/`Input`; a shape's `graphql` note overrides the type name and
+ * field nullability, so that the schema speaks Authorizer 2.3.0's names
+ * (test/transports/authorizer_schema.test.ts compares the two). A required
+ * field is non-null on input as on output. Errors carry `extensions.code`
+ * (and `reason`) with the same snake_case code REST returns.
  */
 import {
   GraphQLBoolean,
   GraphQLEnumType,
   GraphQLError,
   GraphQLFloat,
+  GraphQLID,
   GraphQLInputObjectType,
   GraphQLList,
   GraphQLNonNull,
@@ -28,8 +32,8 @@ import {
 } from 'graphql';
 import type { LatchkeyError } from '../../engine/errors.ts';
 import type { CallInfo, Pipeline } from '../pipeline.ts';
-import { graphqlName, type AnyOperation } from '../operations/types.ts';
-import type { EnumShape, ObjectShape, OptionalShape, Shape } from '../shape.ts';
+import { graphqlArg, graphqlName, type AnyOperation } from '../operations/types.ts';
+import type { EnumShape, GraphqlNote, ObjectShape, OptionalShape, Shape } from '../shape.ts';
 
 /** What each GraphQL request carries into the resolvers. */
 export type GraphqlContext = {
@@ -68,10 +72,10 @@ const JSON_SCALAR = new GraphQLScalarType({
   parseLiteral: (node) => literalToJson(node),
 });
 
-/** An object of string values. */
+/** A JSON object (Authorizer's `Map`): headers (string values), app_data, token claims. */
 const MAP_SCALAR = new GraphQLScalarType({
   name: 'Map',
-  description: 'A JSON object whose values are strings',
+  description: 'A JSON object (string values where the field says so)',
   serialize: (v) => v,
   parseValue: (v) => v,
   parseLiteral: (node) => literalToJson(node),
@@ -96,12 +100,38 @@ const ENUM_VALUE = /^[_A-Za-z][_0-9A-Za-z]*$/;
 
 /** The name of an input object type for `shape`. */
 export function inputTypeName(shape: ObjectShape): string {
+  if (shape.graphql?.name !== undefined) return shape.graphql.name;
   return /(Request|Input)$/.test(shape.name) ? shape.name : `${shape.name}Input`;
 }
 
+/** The name of an output object type for `shape`. */
+export function outputTypeName(shape: ObjectShape): string {
+  return shape.graphql?.name ?? shape.name;
+}
+
+/** Whether field `key` of an object is non-null in GraphQL: the shape's required-ness, unless its note says otherwise. */
+function nonNullField(note: GraphqlNote | undefined, key: string, field: Shape | OptionalShape): boolean {
+  if (note?.nonNull?.includes(key)) return true;
+  const nullable = note?.nullable;
+  if (nullable !== undefined && (Array.isArray(nullable) ? nullable.includes(key) : !(nullable as { except: readonly string[] }).except.includes(key))) return false;
+  return field.kind !== 'optional';
+}
+
+const NAMED_SCALARS = { ID: GraphQLID, Map: MAP_SCALAR } as const;
+
+/**
+ * Two shapes may take one GraphQL name (Authorizer's `WebhookRequest` serves
+ * `_webhook` and `_delete_webhook`): then they must have the same fields.
+ */
+function sameFields(name: string, a: ObjectShape, b: ObjectShape): void {
+  const ka = Object.keys(a.fields).join(',');
+  const kb = Object.keys(b.fields).join(',');
+  if (ka !== kb) throw new Error(`GraphQL type ${name} is given to shapes ${a.name} and ${b.name} with different fields`);
+}
+
 export class GraphqlTypes {
-  readonly #outputs = new Map<string, GraphQLObjectType>();
-  readonly #inputs = new Map<string, GraphQLInputObjectType>();
+  readonly #outputs = new Map<string, { shape: ObjectShape; type: GraphQLObjectType }>();
+  readonly #inputs = new Map<string, { shape: ObjectShape; type: GraphQLInputObjectType }>();
   readonly #enums = new Map<string, GraphQLEnumType>();
 
   #enum(sh: EnumShape): GraphQLEnumType | typeof GraphQLString {
@@ -143,6 +173,19 @@ export class GraphqlTypes {
     return new GraphQLNonNull(this.#nullableOutput(sh));
   }
 
+  /** The type of field `key` of an output object, after the object's GraphQL note. */
+  #outputField(note: GraphqlNote | undefined, key: string, f: Shape | OptionalShape): GraphQLOutputType {
+    const inner = f.kind === 'optional' ? f.inner : f;
+    let t: GraphQLOutputType;
+    const scalar = note?.scalars?.[key];
+    if (scalar !== undefined) t = NAMED_SCALARS[scalar];
+    else if (inner.kind === 'list') {
+      const item = this.#nullableOutput(inner.item);
+      t = new GraphQLList(note?.nullableItems?.includes(key) ? item : new GraphQLNonNull(item));
+    } else t = this.#nullableOutput(inner);
+    return nonNullField(note, key, f) ? new GraphQLNonNull(t) : t;
+  }
+
   #nullableOutput(sh: Shape): GraphQLOutputType {
     switch (sh.kind) {
       case 'string':
@@ -156,35 +199,55 @@ export class GraphqlTypes {
       case 'list':
         return new GraphQLList(this.output(sh.item));
       case 'object': {
-        let t = this.#outputs.get(sh.name);
-        if (!t) {
+        const name = outputTypeName(sh);
+        let entry = this.#outputs.get(name);
+        if (!entry) {
           const shape = sh;
-          t = new GraphQLObjectType({
-            name: shape.name,
-            ...(shape.doc ? { description: shape.doc } : {}),
-            fields: () =>
-              Object.fromEntries(
-                Object.entries(shape.fields).map(([k, f]) => [
-                  k,
-                  { type: this.output(f), ...(docOf(f) ? { description: docOf(f) as string } : {}) },
-                ]),
-              ),
-          });
-          this.#outputs.set(sh.name, t);
-        }
-        return t;
+          const note = shape.graphql;
+          entry = {
+            shape,
+            type: new GraphQLObjectType({
+              name,
+              ...(shape.doc ? { description: shape.doc } : {}),
+              fields: () =>
+                Object.fromEntries(
+                  Object.entries(shape.fields).map(([k, f]) => [
+                    k,
+                    { type: this.#outputField(note, k, f), ...(docOf(f) ? { description: docOf(f) as string } : {}) },
+                  ]),
+                ),
+            }),
+          };
+          this.#outputs.set(name, entry);
+        } else if (entry.shape !== sh) sameFields(name, entry.shape, sh);
+        return entry.type;
       }
     }
   }
 
   /**
-   * Input types are nullable even for required fields: required-ness is
-   * checked by the shared validator after authentication, so GraphQL answers
-   * exactly as REST and gRPC do (401 before 400, same messages). The field
-   * descriptions say which fields are required.
+   * Input types: a required field is non-null (as in Authorizer's schema,
+   * which its clients' variable types must match), so GraphQL refuses a
+   * request without it before anything runs, as any GraphQL server does; the
+   * shared validator still checks every bound after authentication, exactly
+   * as on REST and gRPC.
    */
   input(sh: Shape | OptionalShape): GraphQLInputType {
-    return this.nullableInput(sh.kind === 'optional' ? sh.inner : sh);
+    if (sh.kind === 'optional') return this.nullableInput(sh.inner);
+    return new GraphQLNonNull(this.nullableInput(sh));
+  }
+
+  /** The type of field `key` of an input object, after the object's GraphQL note. */
+  #inputField(note: GraphqlNote | undefined, key: string, f: Shape | OptionalShape): GraphQLInputType {
+    const inner = f.kind === 'optional' ? f.inner : f;
+    let t: GraphQLInputType;
+    const scalar = note?.scalars?.[key];
+    if (scalar !== undefined) t = NAMED_SCALARS[scalar];
+    else if (inner.kind === 'list') {
+      const item = this.nullableInput(inner.item);
+      t = new GraphQLList(note?.nullableItems?.includes(key) ? item : new GraphQLNonNull(item));
+    } else t = this.nullableInput(inner);
+    return nonNullField(note, key, f) ? new GraphQLNonNull(t) : t;
   }
 
   nullableInput(sh: Shape): GraphQLInputType {
@@ -201,23 +264,27 @@ export class GraphqlTypes {
         return new GraphQLList(this.input(sh.item));
       case 'object': {
         const name = inputTypeName(sh);
-        let t = this.#inputs.get(name);
-        if (!t) {
+        let entry = this.#inputs.get(name);
+        if (!entry) {
           const shape = sh;
-          t = new GraphQLInputObjectType({
-            name,
-            ...(shape.doc ? { description: shape.doc } : {}),
-            fields: () =>
-              Object.fromEntries(
-                Object.entries(shape.fields).map(([k, f]) => {
-                  const doc = [docOf(f), f.kind === 'optional' ? '' : 'Required.'].filter(Boolean).join(' ');
-                  return [k, { type: this.input(f), ...(doc ? { description: doc } : {}) }];
-                }),
-              ),
-          });
-          this.#inputs.set(name, t);
-        }
-        return t;
+          const note = shape.graphql;
+          entry = {
+            shape,
+            type: new GraphQLInputObjectType({
+              name,
+              ...(shape.doc ? { description: shape.doc } : {}),
+              fields: () =>
+                Object.fromEntries(
+                  Object.entries(shape.fields).map(([k, f]) => {
+                    const doc = [docOf(f), f.kind === 'optional' ? '' : 'Required.'].filter(Boolean).join(' ');
+                    return [k, { type: this.#inputField(note, k, f), ...(doc ? { description: doc } : {}) }];
+                  }),
+                ),
+            }),
+          };
+          this.#inputs.set(name, entry);
+        } else if (entry.shape !== sh) sameFields(name, entry.shape, sh);
+        return entry.type;
       }
     }
   }
@@ -243,15 +310,16 @@ export function buildSchema(operations: readonly AnyOperation[], pipeline: Pipel
   for (const op of operations) {
     if (!op.protocols.includes('graphql')) continue;
     const hasParams = Object.keys(op.input.fields).length > 0;
+    const arg = graphqlArg(op);
     const field: GraphQLFieldConfig<unknown, GraphqlContext> = {
       type: types.output(op.output),
       description: op.doc,
       ...(hasParams
-        ? { args: { params: { type: types.input(op.input) } } }
+        ? { args: { [arg.name]: { type: arg.nullable ? types.nullableInput(op.input) : types.input(op.input) } } }
         : {}),
-      resolve: async (_root, args: { params?: unknown }, gctx) => {
+      resolve: async (_root, args: Record<string, unknown>, gctx) => {
         try {
-          return await pipeline.run(op, gctx.info, args.params ?? {});
+          return await pipeline.run(op, gctx.info, args[arg.name] ?? {});
         } catch (err) {
           throw toGraphqlError(err as LatchkeyError);
         } finally {
@@ -283,7 +351,8 @@ export function selectionSet(shape: ObjectShape, depth = 0): string {
 export function graphqlDocument(op: AnyOperation): string {
   const name = graphqlName(op);
   const hasParams = Object.keys(op.input.fields).length > 0;
-  const varType = inputTypeName(op.input);
+  const arg = graphqlArg(op);
+  const varType = `${inputTypeName(op.input)}${arg.nullable ? '' : '!'}`;
   const head = hasParams ? `${op.kind}(${'$'}params: ${varType})` : op.kind;
-  return `${head} { ${name}${hasParams ? `(params: ${'$'}params)` : ''} ${selectionSet(op.output)} }`;
+  return `${head} { ${name}${hasParams ? `(${arg.name}: ${'$'}params)` : ''} ${selectionSet(op.output)} }`;
 }

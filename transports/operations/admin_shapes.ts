@@ -10,7 +10,10 @@ import { META } from './meta.ts';
 export const PAGINATION_INPUT = s.object('PaginationInput', {
   page: s.optional(s.int({ min: 1, doc: 'Page number, from 1 (default 1)' })),
   limit: s.optional(s.int({ min: 1, max: MAX_PAGE_LIMIT, doc: `Page size, 1 to ${MAX_PAGE_LIMIT} (default 10)` })),
-});
+}, { graphql: { name: 'PaginationRequest' } });
+
+/** `{pagination}`: the request of the paginated admin lists (GraphQL: Authorizer's `PaginatedRequest`). */
+export const PAGINATED = { graphql: { name: 'PaginatedRequest' } } as const;
 
 export const PAGINATION = s.object('Pagination', {
   page: s.int(),
@@ -44,7 +47,7 @@ export const USER = s.object(
     is_multi_factor_auth_enabled: s.optional(s.bool()),
     app_data: s.optional(s.json()),
   },
-  { doc: 'A user account' },
+  { doc: 'A user account', graphql: { scalars: { id: 'ID', app_data: 'Map' }, nullable: ['created_at', 'updated_at'] } },
 );
 
 export const VERIFICATION_REQUEST = s.object('VerificationRequest', {
@@ -57,7 +60,7 @@ export const VERIFICATION_REQUEST = s.object('VerificationRequest', {
   updated_at: s.int(),
   nonce: s.string(),
   redirect_uri: s.string(),
-});
+}, { graphql: { scalars: { id: 'ID' }, nullable: { except: ['id'] } } });
 
 export const WEBHOOK = s.object('Webhook', {
   id: s.string(),
@@ -68,7 +71,7 @@ export const WEBHOOK = s.object('Webhook', {
   enabled: s.bool(),
   created_at: s.int(),
   updated_at: s.int(),
-});
+}, { graphql: { scalars: { id: 'ID' }, nullable: { except: ['id'] } } });
 
 export const WEBHOOK_LOG = s.object('WebhookLog', {
   id: s.string(),
@@ -84,7 +87,7 @@ export const WEBHOOK_LOG = s.object('WebhookLog', {
   response: s.string({ doc: 'Response text, capped' }),
   created_at: s.int(),
   updated_at: s.int(),
-});
+}, { graphql: { scalars: { id: 'ID', webhook_id: 'ID' }, nullable: ['webhook_id', 'http_status', 'request', 'response', 'created_at', 'updated_at'] } });
 
 export const EMAIL_TEMPLATE = s.object('EmailTemplate', {
   id: s.string(),
@@ -94,7 +97,7 @@ export const EMAIL_TEMPLATE = s.object('EmailTemplate', {
   design: s.string(),
   created_at: s.int(),
   updated_at: s.int(),
-});
+}, { graphql: { scalars: { id: 'ID' }, nullable: ['created_at', 'updated_at'] } });
 
 export const AUDIT_LOG = s.object('AuditLog', {
   id: s.string(),
@@ -108,7 +111,7 @@ export const AUDIT_LOG = s.object('AuditLog', {
   user_agent: s.string(),
   metadata: s.string({ doc: 'JSON text' }),
   created_at: s.int(),
-});
+}, { graphql: { scalars: { id: 'ID' }, nullable: { except: ['id'] } } });
 
 export const FGA_TUPLE = s.object('FgaTuple', { user: s.string(), relation: s.string(), object: s.string() });
 export const FGA_TUPLE_INPUT = s.object('FgaTupleInput', {

@@ -61,14 +61,18 @@ export const AUTH_RESPONSE = s.object(
     authenticator_recovery_codes: s.optional(s.list(s.string(), { doc: 'TOTP enrolment: single-use recovery codes, shown this once' })),
     authenticator_scanner_image: s.optional(s.string({ doc: 'TOTP enrolment: the QR code of authenticator_uri as a base64 data URL (GIF)' })),
   },
-  { doc: 'The result of signup, login and session' },
+  { doc: 'The result of signup, login and session', graphql: { nullableItems: ['authenticator_recovery_codes'] } },
 );
 
 /** `{relation, object}` pairs that must all hold for the caller (checked through FGA). */
-export const REQUIRED_RELATION = s.object('RequiredRelationInput', {
-  relation: s.string({ minLength: 1, maxLength: 64 }),
-  object: s.string({ minLength: 1, maxLength: 256 }),
-});
+export const REQUIRED_RELATION = s.object(
+  'RequiredRelationInput',
+  {
+    relation: s.string({ minLength: 1, maxLength: 64 }),
+    object: s.string({ minLength: 1, maxLength: 256 }),
+  },
+  { graphql: { name: 'FgaRelationInput' } },
+);
 
 export const STR = (maxLength = 256) => s.optional(s.string({ maxLength }));
 export const STRINGS = (doc: string) => s.optional(s.list(s.string({ maxLength: 256 }), { maxItems: 100, doc }));
@@ -90,7 +94,7 @@ const SIGNUP_INPUT = s.object('SignupRequest', {
   redirect_uri: STR(2048),
   state: STR(1024),
   app_data: s.optional(s.json({ doc: 'Free-form application data (a JSON object)' })),
-});
+}, { graphql: { name: 'SignUpRequest', scalars: { app_data: 'Map' } } });
 
 const LOGIN_INPUT = s.object('LoginRequest', {
   email: STR(320),
@@ -107,7 +111,7 @@ const SESSION_INPUT = s.object('SessionRequest', {
   state: STR(1024),
   required_relations: s.optional(s.list(REQUIRED_RELATION, { maxItems: 100, doc: 'Relations the caller must hold (all of them)' })),
   refresh_token: s.optional(s.string({ maxLength: 16384, doc: 'Rotate this refresh token instead of using the session cookie' })),
-});
+}, { graphql: { name: 'SessionQueryRequest' } });
 
 const UPDATE_PROFILE_INPUT = s.object('UpdateProfileRequest', {
   old_password: STR(1024),
@@ -124,19 +128,19 @@ const UPDATE_PROFILE_INPUT = s.object('UpdateProfileRequest', {
   picture: STR(2048),
   is_multi_factor_auth_enabled: s.optional(s.bool()),
   app_data: s.optional(s.json()),
-});
+}, { graphql: { scalars: { app_data: 'Map' } } });
 
 const VALIDATE_JWT_INPUT = s.object('ValidateJwtTokenRequest', {
   token_type: s.string({ minLength: 1, maxLength: 32, doc: 'access_token, id_token or refresh_token' }),
   token: s.string({ minLength: 1, maxLength: 16384 }),
   roles: STRINGS('Roles the token must all carry'),
   required_relations: s.optional(s.list(REQUIRED_RELATION, { maxItems: 100 })),
-});
+}, { graphql: { name: 'ValidateJWTTokenRequest' } });
 
 const VALIDATE_JWT_OUTPUT = s.object('ValidateJwtTokenResponse', {
   is_valid: s.bool(),
   claims: s.optional(s.json({ doc: 'The decoded claims of the token' })),
-});
+}, { graphql: { name: 'ValidateJWTTokenResponse', scalars: { claims: 'Map' } } });
 
 const VALIDATE_SESSION_INPUT = s.object('ValidateSessionRequest', {
   cookie: s.optional(s.string({ maxLength: 4096, doc: 'The session cookie value (default: the request cookie)' })),
@@ -302,6 +306,7 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
   }),
   defineOperation({
     ...row('session', 'POST', 'Session'),
+    graphqlArg: { nullable: true },
     kind: 'query',
     auth: 'user',
     input: SESSION_INPUT,
@@ -381,7 +386,7 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
     ...row('revoke', 'POST', 'Revoke'),
     kind: 'mutation',
     auth: 'public',
-    input: s.object('RevokeRequest', { refresh_token: s.string({ minLength: 1, maxLength: 16384 }) }),
+    input: s.object('RevokeRequest', { refresh_token: s.string({ minLength: 1, maxLength: 16384 }) }, { graphql: { name: 'OAuthRevokeRequest' } }),
     output: MESSAGE,
     doc: 'Revokes a refresh token and its whole family; the answer does not reveal whether the token was valid.',
     handler: async (ctx, input) => {
@@ -398,7 +403,7 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
       token: s.string({ minLength: 1, maxLength: 512, doc: 'The token of a password-reset or invitation link' }),
       password: s.string({ minLength: 1, maxLength: 1024 }),
       confirm_password: STR(1024),
-    }),
+    }, { graphql: { nullable: ['token'] } }),
     output: MESSAGE,
     doc: 'Sets the password from a one-time reset or invitation link token; marks the email verified and ends every session of the user.',
     handler: async (ctx, input) => {
@@ -418,6 +423,7 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
   }),
   defineOperation({
     ...row('validate_session', 'POST', 'ValidateSession'),
+    graphqlArg: { nullable: true },
     kind: 'query',
     auth: 'public',
     input: VALIDATE_SESSION_INPUT,

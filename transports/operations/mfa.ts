@@ -19,12 +19,12 @@ const VERIFY_OTP_INPUT = s.object('VerifyOtpRequest', {
   otp: s.string({ minLength: 1, maxLength: 16, doc: 'The emailed or texted code, a TOTP code, or (with is_totp) a recovery code' }),
   is_totp: s.optional(s.bool({ doc: 'True for a TOTP (authenticator app) or recovery code' })),
   state: s.optional(s.string({ maxLength: 1024 })),
-});
+}, { graphql: { name: 'VerifyOTPRequest' } });
 
 const RESEND_OTP_INPUT = s.object('ResendOtpRequest', {
   ...IDENTIFIERS,
   state: s.optional(s.string({ maxLength: 1024 })),
-});
+}, { graphql: { name: 'ResendOTPRequest' } });
 
 function row(name: string, grpc: string) {
   return { name, admin: false, kind: 'mutation', auth: 'public', rest: { method: 'POST', path: `/v1/${name}` }, grpc: { method: grpc }, protocols: ALL_PROTOCOLS } as const;

@@ -21,7 +21,7 @@ const CONTEXTUAL_TUPLE = s.object('ContextualTupleInput', {
   user: s.string({ minLength: 1, maxLength: 512, doc: '`type:id` or `type:id#relation`' }),
   relation: s.string({ minLength: 1, maxLength: 64 }),
   object: s.string({ minLength: 1, maxLength: 256, doc: '`type:id`' }),
-});
+}, { graphql: { name: 'FgaTupleInput' } });
 
 const CHECK_INPUT = s.object('PermissionCheckInput', {
   relation: s.string({ minLength: 1, maxLength: 64 }),
@@ -47,7 +47,7 @@ export const PERMISSION_OPERATIONS: readonly AnyOperation[] = [
     input: s.object('CheckPermissionsRequest', {
       checks: s.list(CHECK_INPUT, { minItems: 1, maxItems: 100, doc: '1 to 100 checks, answered in order' }),
       user: SUBJECT,
-    }),
+    }, { graphql: { name: 'CheckPermissionsInput' } }),
     output: s.object('CheckPermissionsResponse', { results: s.list(CHECK_RESULT) }),
     doc: 'Checks relations of the caller (or, for a super-admin, of `user`) on objects; results in request order.',
     handler: async (ctx, input) => authOf(ctx).checkPermissions(input, callContext(ctx)),
@@ -64,7 +64,7 @@ export const PERMISSION_OPERATIONS: readonly AnyOperation[] = [
       relation: s.optional(s.string({ maxLength: 64 })),
       object_type: s.optional(s.string({ maxLength: 64 })),
       user: SUBJECT,
-    }),
+    }, { graphql: { name: 'ListPermissionsInput' } }),
     output: s.object('ListPermissionsResponse', {
       objects: s.list(s.string()),
       permissions: s.list(s.object('Permission', { object: s.string(), relation: s.string() })),

@@ -30,6 +30,12 @@ export interface Operation<I extends ObjectShape = ObjectShape, O extends Object
   readonly grpc?: { readonly method: string };
   /** GraphQL field name; defaults to `name`, or `_<name>` for admin rows. */
   readonly graphql?: string;
+  /**
+   * The GraphQL argument that carries the request fields: `params` and
+   * non-null (`params: SignUpRequest!`) unless said otherwise, as in
+   * Authorizer's schema (`_revoke_access(param: …)`, `session(params: …)`).
+   */
+  readonly graphqlArg?: { readonly name?: string; readonly nullable?: boolean };
   /** The protocols that serve this operation. */
   readonly protocols: readonly Protocol[];
   /** One line for the docs. */
@@ -51,6 +57,11 @@ export function defineOperation<const I extends ObjectShape, const O extends Obj
 /** The GraphQL field name of a row. */
 export function graphqlName(op: AnyOperation): string {
   return op.graphql ?? (op.admin ? `_${op.name}` : op.name);
+}
+
+/** The GraphQL argument of a row that has request fields: its name and whether it may be omitted. */
+export function graphqlArg(op: AnyOperation): { name: string; nullable: boolean } {
+  return { name: op.graphqlArg?.name ?? 'params', nullable: op.graphqlArg?.nullable ?? false };
 }
 
 /** The gRPC service of a row (`Latchkey` or `LatchkeyAdmin`). */
