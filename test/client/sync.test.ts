@@ -71,7 +71,7 @@ test.serial('a sync client refuses an unsupported method on the calling thread, 
     const err = t.throws(() => graphql.fgaReset(), { instanceOf: LatchkeyError });
     t.is(err?.code, 'unimplemented');
     t.is(err?.reason, 'protocol_not_supported');
-    t.is(t.throws(() => rest.updateEnv({ env: {} }), { instanceOf: LatchkeyError })?.reason, 'protocol_not_supported');
+    t.is(t.throws(() => rest.updateEnv({ DISABLE_SIGN_UP: true }), { instanceOf: LatchkeyError })?.reason, 'protocol_not_supported');
     t.is(t.throws(() => graphql.fgaReadTuples({ page_size: 'ten' } as never), { instanceOf: LatchkeyError })?.code, 'invalid_argument');
     graphql.close();
     rest.close();
