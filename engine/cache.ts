@@ -48,7 +48,7 @@ import { LRUCache } from 'lru-cache';
 import { LatchkeyError } from './errors.ts';
 import { LocalChecker, type CheckResolver, type Consistency, type PathNode, type ResolutionContext, type ResolveCheckRequest, type ResolveCheckResult } from './check.ts';
 import type { StoredAuthorizationModel } from './model.ts';
-import type { TupleKey, TupleStore } from './store.ts';
+import { forwardStoreExtras, type TupleKey, type TupleStore } from './store.ts';
 import { type TypeSystem, rewriteChildren } from './typesystem.ts';
 import { formatUser } from './tuple.ts';
 import type { LatestModelHint, TopLevelHits } from './engine_check.ts';
@@ -498,6 +498,7 @@ export class CheckCache {
       },
       close: () => store.close(),
     };
+    forwardStoreExtras(store, wrapped);
     // Synchronous reads pass through like the others, so the evaluator behind the cache keeps its synchronous path.
     const sync = syncSource(store);
     if (sync !== undefined) {

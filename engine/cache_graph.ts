@@ -34,7 +34,7 @@ import { LocalChecker, type CheckResolver } from './check.ts';
 import { GraphIndex, type GraphNode, type ReachLimits } from './graph_index.ts';
 import { LatchkeyError } from './errors.ts';
 import { type SyncTupleSource, SyncReadRefused } from './reader.ts';
-import type { TupleCondition, TupleKey, TupleStore } from './store.ts';
+import { forwardStoreExtras, type TupleCondition, type TupleKey, type TupleStore } from './store.ts';
 import type { TypeSystem } from './typesystem.ts';
 import type { LatestModelHint } from './engine_check.ts';
 
@@ -402,6 +402,7 @@ export class GraphMirror {
       },
       close: () => store.close(),
     };
+    forwardStoreExtras(store, wrapped);
     return wrapped;
   }
 }

@@ -22,7 +22,7 @@ import { decodeTime, monotonicFactory } from 'ulid';
 import { LatchkeyError } from './errors.ts';
 import type { AuthorizationModel, StoredAuthorizationModel } from './model.ts';
 import { MemoryStore } from './memory_store.ts';
-import type { ReadFilter, TupleKey, TupleStore, TupleChange } from './store.ts';
+import { DEFAULT_STORE_ID, STORE_ID_PATTERN, type Assertion, type ReadFilter, type StoreCatalog, type StoreRecord, type TupleKey, type TupleStore, type TupleChange } from './store.ts';
 import { TypeSystem } from './typesystem.ts';
 import type { TupleReader } from './reader.ts';
 import { type CheckResolver, type Consistency, type ResolutionContext, type ResolveCheckResult, LocalChecker, Scope } from './check.ts';
@@ -37,6 +37,7 @@ import { type ExpandNode, expandRewrite } from './expand.ts';
 export * from './errors.ts';
 export type * from './model.ts';
 export type * from './store.ts';
+export { DEFAULT_STORE_ID, STORE_ID_PATTERN } from './store.ts';
 export { MemoryStore } from './memory_store.ts';
 export { TypeSystem } from './typesystem.ts';
 export type { CheckResolver, Consistency, ResolveCheckRequest, ResolveCheckResult, ResolutionContext } from './check.ts';
@@ -191,14 +192,18 @@ export interface ReadResult {
 }
 
 /**
- * The FGA engine. One instance serves one store. All methods are async and
- * safe to call concurrently.
+ * The FGA engine. One instance serves one store (the default store of its
+ * backend unless made by {@link Engine.forStore}); {@link Engine.createStore}
+ * and its siblings manage the backend's other stores. All methods are async
+ * and safe to call concurrently.
  */
 export class Engine {
   readonly #store: TupleStore;
   readonly #limits: Limits;
   readonly #resolver: CheckResolver;
   readonly #check: CheckPath;
+  /** Engines of other stores made by {@link Engine.forStore} without a resolver, by store id. */
+  readonly #views = new Map<string, Engine>();
 
   /**
    * Validates `options` (unknown keys and out-of-range values are
@@ -249,6 +254,137 @@ export class Engine {
   /** The effective limits. */
   get limits(): Readonly<Limits> {
     return this.#limits;
+  }
+
+  // ---------------------------------------------------------------- stores
+
+  /** The id of the store this engine serves. */
+  get storeId(): string {
+    return this.#store.storeId ?? DEFAULT_STORE_ID;
+  }
+
+  #catalog(): StoreCatalog {
+    const catalog = this.#store.catalog?.();
+    if (catalog === undefined) throw new LatchkeyError('unimplemented', 'this tuple store holds a single store', { reason: 'stores_unsupported' });
+    return catalog;
+  }
+
+  /**
+   * Creates a store named `name` (1 to 256 characters, no control
+   * characters) with a new ULID id and returns it. `invalid_argument`
+   * (reason `invalid_store_name`) for a bad name; `unimplemented` (reason
+   * `stores_unsupported`) when the tuple store holds a single store.
+   */
+  async createStore(input: { name: string }): Promise<StoreRecord> {
+    if (input === null || typeof input !== 'object' || typeof input.name !== 'string' || !/^[^\u0000-\u001f\u007f]{1,256}$/u.test(input.name)) {
+      throw invalid('a store name is 1 to 256 characters without control characters', { reason: 'invalid_store_name' });
+    }
+    const now = Date.now();
+    const record: StoreRecord = { id: nextStoreId(), name: input.name, createdAt: now, updatedAt: now };
+    await this.#catalog().createStore(record);
+    return record;
+  }
+
+  /** The store with this id, or `undefined` (also for an id that is not a ULID). */
+  async readStore(id: string): Promise<StoreRecord | undefined> {
+    if (typeof id !== 'string' || !STORE_ID_PATTERN.test(id)) return undefined;
+    return this.#catalog().readStore(id);
+  }
+
+  /** Stores in creation order, optionally only those named `name`; page size 1..100 (default 50). */
+  async listStores(options: { pageSize?: number; continuationToken?: string; name?: string } = {}): Promise<{ stores: StoreRecord[]; continuationToken: string }> {
+    const pageSize = this.#pageSize(options.pageSize);
+    if (options.name !== undefined && typeof options.name !== 'string') throw invalid('the store name filter must be a string', { reason: 'invalid_store_name' });
+    const page = await this.#catalog().listStores({
+      pageSize,
+      continuationToken: emptyToUndefined(options.continuationToken),
+      name: options.name === '' ? undefined : options.name,
+    });
+    return { stores: page.items, continuationToken: page.continuationToken ?? '' };
+  }
+
+  /**
+   * Deletes a store with its models, tuples, changelog and assertions.
+   * `not_found` (reason `store_not_found`) when absent; the default store
+   * cannot be deleted (`failed_precondition`, reason `default_store`).
+   */
+  async deleteStore(id: string): Promise<void> {
+    if (typeof id !== 'string' || !STORE_ID_PATTERN.test(id)) throw new LatchkeyError('not_found', `store '${show(id)}' not found`, { reason: 'store_not_found' });
+    await this.#catalog().deleteStore(id);
+    this.#views.delete(id);
+  }
+
+  /**
+   * An engine for store `id` of the same backend, with this engine's limits:
+   * the default store's id gives this engine; others get a plain
+   * {@link LocalChecker} unless `options.resolver` is given (a cache or
+   * mirror composed over `options.store`, a view from
+   * `store.catalog().store(id)`). Calls on a store that does not exist fail
+   * with `not_found` (reason `store_not_found`).
+   */
+  forStore(id: string, options: { store?: TupleStore; resolver?: CheckResolver } = {}): Engine {
+    if (typeof id !== 'string' || !STORE_ID_PATTERN.test(id)) throw new LatchkeyError('not_found', `store '${show(id)}' not found`, { reason: 'store_not_found' });
+    if (id === this.storeId && options.store === undefined && options.resolver === undefined) return this;
+    const plain = options.store === undefined && options.resolver === undefined;
+    if (plain) {
+      const known = this.#views.get(id);
+      if (known !== undefined) return known;
+    }
+    const store = options.store ?? this.#catalog().store(id);
+    const engine = new Engine({ ...this.#limits, store, resolver: options.resolver ?? new LocalChecker() });
+    if (plain) {
+      if (this.#views.size >= 1000) this.#views.clear();
+      this.#views.set(id, engine);
+    }
+    return engine;
+  }
+
+  // ---------------------------------------------------------------- assertions
+
+  /**
+   * Replaces the assertions of model version `modelId` (OpenFGA's
+   * WriteAssertions): the model must exist (`not_found`, reason
+   * `model_not_found`), each assertion's tuple must be valid for it
+   * (`invalid_argument`, as a written tuple's would be, conditions aside) and
+   * its contextual tuples too; at most 100 assertions
+   * (`invalid_argument`, reason `too_many_assertions`).
+   */
+  async writeAssertions(modelId: string, assertions: readonly Assertion[]): Promise<void> {
+    const write = this.#store.writeAssertions;
+    if (write === undefined) throw new LatchkeyError('unimplemented', 'this tuple store does not keep assertions', { reason: 'assertions_unsupported' });
+    if (!Array.isArray(assertions)) throw invalid('assertions must be a list', { reason: 'invalid_assertion' });
+    if (assertions.length > 100) throw invalid('at most 100 assertions per model', { reason: 'too_many_assertions' });
+    const ts = await this.#typesystemById(modelId);
+    const clean = assertions.map((a: Assertion) => {
+      if (a === null || typeof a !== 'object' || typeof a.expectation !== 'boolean' || a.tupleKey === null || typeof a.tupleKey !== 'object') {
+        throw invalid('an assertion has a tuple key and a boolean expectation', { reason: 'invalid_assertion' });
+      }
+      const key = { object: a.tupleKey.object, relation: a.tupleKey.relation, user: a.tupleKey.user };
+      validateTupleForWrite(ts, key, FGA_CODES.validation_error);
+      const out: Assertion = { tupleKey: key, expectation: a.expectation };
+      if (a.contextualTuples !== undefined && a.contextualTuples.length > 0) {
+        out.contextualTuples = a.contextualTuples.map((t: TupleKey) => {
+          validateTupleForWrite(ts, t, FGA_CODES.validation_error);
+          return plainTuple(t);
+        });
+      }
+      if (a.context !== undefined && a.context !== null && Object.keys(a.context).length > 0) out.context = structuredClone(a.context);
+      return out;
+    });
+    await write.call(this.#store, ts.id, clean);
+  }
+
+  /** The assertions of model version `modelId` (`not_found`, reason `model_not_found`, for an unknown model). */
+  async readAssertions(modelId: string): Promise<Assertion[]> {
+    const read = this.#store.readAssertions;
+    if (read === undefined) throw new LatchkeyError('unimplemented', 'this tuple store does not keep assertions', { reason: 'assertions_unsupported' });
+    const ts = await this.#typesystemById(modelId);
+    return read.call(this.#store, ts.id);
+  }
+
+  #typesystemById(modelId: string): Promise<TypeSystem> {
+    if (typeof modelId !== 'string' || modelId === '') throw invalid('a model id is required', { reason: 'invalid_model_id' });
+    return this.#typesystem(modelId);
   }
 
   // ---------------------------------------------------------------- models
@@ -557,6 +693,7 @@ export class Engine {
 }
 
 const nextModelId = monotonicFactory();
+const nextStoreId = monotonicFactory();
 
 function emptyToUndefined(s: string | undefined): string | undefined {
   if (s !== undefined && typeof s !== 'string') throw invalid('invalid continuation token', { reason: 'invalid_continuation_token' });

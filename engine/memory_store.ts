@@ -15,10 +15,14 @@ import type { StoredAuthorizationModel } from './model.ts';
 import { GraphIndex, REL_SLOTS, type GraphNode } from './graph_index.ts';
 import type { ReachLimits } from './graph_index.ts';
 import type { TypeSystem } from './typesystem.ts';
+import { DEFAULT_STORE_ID } from './store.ts';
 import type {
+  Assertion,
   ObjectRelationKey,
   Page,
   ReadFilter,
+  StoreCatalog,
+  StoreRecord,
   StoredTuple,
   TupleChange,
   TupleCondition,
@@ -117,9 +121,81 @@ class ChangeLog {
 const WRITE = 0;
 const DELETE = 1;
 
-/** A {@link TupleStore} kept in process memory. */
+/** Constructor option (module-private) of the views of stores other than the default. */
+const SHARED = Symbol('memory store catalog');
+
+/** The stores of one memory backend, shared by its views. */
+class MemoryCatalog implements StoreCatalog {
+  readonly records = new Map<string, StoreRecord>();
+  readonly stores = new Map<string, MemoryStore>();
+  readonly #make: (id: string) => MemoryStore;
+
+  constructor(root: MemoryStore, now: () => number, make: (id: string) => MemoryStore) {
+    const t = now();
+    this.records.set(DEFAULT_STORE_ID, { id: DEFAULT_STORE_ID, name: 'default', createdAt: t, updatedAt: t });
+    this.stores.set(DEFAULT_STORE_ID, root);
+    this.#make = make;
+  }
+
+  async createStore(record: StoreRecord): Promise<void> {
+    if (this.records.has(record.id)) throw new LatchkeyError('already_exists', `store '${record.id}' already exists`, { reason: 'store_exists' });
+    this.records.set(record.id, { ...record });
+    this.stores.set(record.id, this.#make(record.id));
+  }
+
+  async readStore(id: string): Promise<StoreRecord | undefined> {
+    const r = this.records.get(id);
+    return r === undefined ? undefined : { ...r };
+  }
+
+  async listStores(options: { pageSize: number; continuationToken?: string | undefined; name?: string | undefined }): Promise<Page<StoreRecord>> {
+    const after = options.continuationToken === undefined ? undefined : decodeToken(options.continuationToken);
+    const all = [...this.records.values()]
+      .filter((r) => (after === undefined || r.id > after) && (options.name === undefined || r.name === options.name))
+      .sort((a, b) => (a.id < b.id ? -1 : 1));
+    const items = all.slice(0, options.pageSize).map((r) => ({ ...r }));
+    return { items, continuationToken: all.length > options.pageSize ? encodeToken(items.at(-1)!.id) : undefined };
+  }
+
+  async deleteStore(id: string): Promise<void> {
+    if (id === DEFAULT_STORE_ID) throw new LatchkeyError('failed_precondition', 'the default store cannot be deleted', { reason: 'default_store' });
+    const store = this.stores.get(id);
+    if (store === undefined) throw new LatchkeyError('not_found', `store '${id}' not found`, { reason: 'store_not_found' });
+    this.records.delete(id);
+    this.stores.delete(id);
+    await store.close();
+  }
+
+  store(id: string): TupleStore {
+    return this.stores.get(id) ?? (new MissingStore(id) as unknown as TupleStore);
+  }
+}
+
+/** The view of a store that does not exist: every call fails with `not_found`. */
+class MissingStore {
+  readonly storeId: string;
+  constructor(id: string) {
+    this.storeId = id;
+    const fail = async (): Promise<never> => {
+      throw new LatchkeyError('not_found', `store '${id}' not found`, { reason: 'store_not_found' });
+    };
+    for (const m of ['writeModel', 'readModel', 'readLatestModel', 'latestModelId', 'listModels', 'write', 'readUserTuples', 'readObjectRelations',
+      'readStartingWithUsers', 'readPage', 'readChanges', 'revision', 'hasTuples', 'reset', 'writeAssertions', 'readAssertions']) {
+      (this as unknown as Record<string, unknown>)[m] = fail;
+    }
+    (this as unknown as Record<string, unknown>)['close'] = async (): Promise<void> => undefined;
+  }
+}
+
+/**
+ * A {@link TupleStore} kept in process memory. The object made with `new`
+ * is the default store; {@link MemoryStore.catalog} holds the others.
+ */
 export class MemoryStore implements TupleStore {
   #models: StoredAuthorizationModel[] = [];
+  readonly #assertions = new Map<string, Assertion[]>();
+  readonly #catalog: MemoryCatalog;
+  readonly storeId: string;
   readonly #index = new GraphIndex();
   readonly #log = new ChangeLog();
   #revision = 0;
@@ -131,10 +207,33 @@ export class MemoryStore implements TupleStore {
   /** @param options.now clock for changelog timestamps (defaults to `Date.now`). */
   constructor(options: { now?: () => number } = {}) {
     this.#now = options.now ?? Date.now;
+    const shared = (options as { [SHARED]?: { catalog: MemoryCatalog; storeId: string } })[SHARED];
+    this.storeId = shared?.storeId ?? DEFAULT_STORE_ID;
+    this.#catalog = shared?.catalog ?? new MemoryCatalog(this, this.#now, (id) => new MemoryStore({ now: this.#now, [SHARED]: { catalog: this.#catalog, storeId: id } } as { now: () => number }));
+  }
+
+  /** The stores of this backend (this object is the default store). */
+  catalog(): StoreCatalog {
+    return this.#catalog;
+  }
+
+  async writeAssertions(modelId: string, assertions: readonly Assertion[]): Promise<void> {
+    this.#open();
+    this.#assertions.set(modelId, structuredClone([...assertions]));
+  }
+
+  async readAssertions(modelId: string): Promise<Assertion[]> {
+    this.#open();
+    return structuredClone(this.#assertions.get(modelId) ?? []);
   }
 
   #open(): void {
-    if (this.#closed) throw new LatchkeyError('unavailable', 'store is closed', { reason: 'store_closed' });
+    if (this.#closed) {
+      if (this.storeId !== DEFAULT_STORE_ID && !this.#catalog.stores.has(this.storeId)) {
+        throw new LatchkeyError('not_found', `store '${this.storeId}' not found`, { reason: 'store_not_found' });
+      }
+      throw new LatchkeyError('unavailable', 'store is closed', { reason: 'store_closed' });
+    }
   }
 
   async writeModel(model: StoredAuthorizationModel): Promise<void> {
@@ -454,10 +553,12 @@ export class MemoryStore implements TupleStore {
     }
     this.#models = [];
     this.#log.clear();
+    this.#assertions.clear();
   }
 
   async close(): Promise<void> {
     this.#closed = true;
+    if (this.storeId === DEFAULT_STORE_ID) for (const s of this.#catalog.stores.values()) if (s !== this) await s.close();
   }
 }
 

@@ -37,6 +37,13 @@
  * - **No validation.** Stores do not validate tuples against models; the
  *   engine does that before calling `write`. Stores only reject what breaks
  *   their own invariants.
+ * - **Stores.** A backend may hold many stores (OpenFGA's stores): each
+ *   store's models, tuples, changelog, revision and assertions are its own,
+ *   and nothing read through one store ever comes from another. A
+ *   `TupleStore` object is a view of one of them ({@link TupleStore.storeId});
+ *   the one a backend opens with is the default store,
+ *   {@link DEFAULT_STORE_ID}. {@link StoreCatalog} creates, lists and deletes
+ *   stores and hands out views of the others.
  * - **Errors.** Stores throw only `LatchkeyError` (see `engine/errors.ts`):
  *   `already_exists` (reason `tuple_exists`) and `not_found` (reason
  *   `tuple_not_found`) from `write`, `invalid_argument` (reason
@@ -47,6 +54,63 @@
  * @module
  */
 import type { StoredAuthorizationModel } from './model.ts';
+
+/**
+ * Id of the default store: the one a backend opens with, where a
+ * single-store deployment's data lives (data written before stores existed
+ * was moved there by the migration). A well-formed ULID, so OpenFGA clients
+ * accept it.
+ */
+export const DEFAULT_STORE_ID = '00000000000000000000000000';
+
+/** Store ids are ULIDs (OpenFGA's format): 26 characters of Crockford's base32, upper case. */
+export const STORE_ID_PATTERN = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/u;
+
+/** A store of a {@link StoreCatalog}. Times are milliseconds since the epoch. */
+export interface StoreRecord {
+  id: string;
+  name: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/**
+ * An assertion of a model version (OpenFGA's `Assertion`): a check and its
+ * expected answer, stored as given and never evaluated by the store.
+ */
+export interface Assertion {
+  tupleKey: { object: string; relation: string; user: string };
+  expectation: boolean;
+  contextualTuples?: TupleKey[];
+  context?: Record<string, unknown>;
+}
+
+/**
+ * The stores of a backend. Store ids are made by the caller (the engine
+ * makes ULIDs, see {@link STORE_ID_PATTERN}).
+ *
+ * Invariants: the default store ({@link DEFAULT_STORE_ID}) always exists and
+ * cannot be deleted (`failed_precondition`, reason `default_store`);
+ * `deleteStore` removes the store's models, tuples, changelog, revision and
+ * assertions in one transaction; a view of a deleted store fails every call
+ * afterwards (`not_found`, reason `store_not_found`) or reads nothing.
+ */
+export interface StoreCatalog {
+  /** Adds a store (its revision 0); `already_exists` (reason `store_exists`) when the id is taken. */
+  createStore(record: StoreRecord): Promise<void>;
+  /** The store with this id, or `undefined`. */
+  readStore(id: string): Promise<StoreRecord | undefined>;
+  /**
+   * Stores in id order (creation order for ULIDs), optionally only those
+   * named exactly `name`. `pageSize` 1..100; a token this catalog did not
+   * make is `invalid_argument` (reason `invalid_continuation_token`).
+   */
+  listStores(options: { pageSize: number; continuationToken?: string | undefined; name?: string | undefined }): Promise<Page<StoreRecord>>;
+  /** Deletes the store and all its data; `not_found` (reason `store_not_found`) when absent. */
+  deleteStore(id: string): Promise<void>;
+  /** A {@link TupleStore} view of store `id` (which need not exist yet: calls on it fail until it does). */
+  store(id: string): TupleStore;
+}
 
 /** A condition attached to a tuple: its name and the stored part of its context. */
 export interface TupleCondition {
@@ -227,4 +291,32 @@ export interface TupleStore {
 
   /** Releases resources (connections, timers). The store is unusable afterwards. */
   close(): Promise<void>;
+
+  /** The id of the store this object is a view of ({@link DEFAULT_STORE_ID} when omitted). */
+  readonly storeId?: string;
+
+  /**
+   * The backend's stores, when it holds several (memory and SQL stores do).
+   * Optional so that single-store implementations keep compiling.
+   */
+  catalog?(): StoreCatalog;
+
+  /** Replaces the assertions of model version `modelId` (optional, see {@link Assertion}). */
+  writeAssertions?(modelId: string, assertions: readonly Assertion[]): Promise<void>;
+
+  /** The assertions of model version `modelId`, `[]` when none were written. */
+  readAssertions?(modelId: string): Promise<Assertion[]>;
+}
+
+/**
+ * Copies the optional members of `inner` (store id, catalog, assertions) onto
+ * a wrapper of it, for the layers that wrap a store (the check cache, the
+ * graph mirror): assertions and other stores pass through them untouched.
+ */
+export function forwardStoreExtras(inner: TupleStore, wrapper: TupleStore): void {
+  const w = wrapper as { -readonly [K in keyof TupleStore]: TupleStore[K] };
+  if (inner.storeId !== undefined) w.storeId = inner.storeId;
+  if (inner.catalog !== undefined) w.catalog = inner.catalog.bind(inner);
+  if (inner.writeAssertions !== undefined) w.writeAssertions = inner.writeAssertions.bind(inner);
+  if (inner.readAssertions !== undefined) w.readAssertions = inner.readAssertions.bind(inner);
 }

@@ -2,19 +2,23 @@
  * Schema of the FGA tuple store on SQLite, PostgreSQL and MySQL/MariaDB,
  * applied by `runMigrations(sequelize, 'fga', FGA_MIGRATIONS)`.
  *
- * Tables (one FGA store per database; names prefixed `fga_`):
- * - `fga_tuple`: one row per tuple. Primary key `(object_type, object_id,
- *   relation, _user)` serves point and forward lookups (Check, Expand,
- *   ListUsers); `fga_tuple_reverse (_user, relation, object_type, object_id)`
+ * Tables (names prefixed `fga_`; every row belongs to one store, whose id
+ * leads each key, since migration 0004):
+ * - `fga_store`: one row per store (id, name, times) holding the store's
+ *   revision; every write transaction starts by incrementing it, which also
+ *   serialises that store's writers.
+ * - `fga_tuple`: one row per tuple. Primary key `(store, object_type,
+ *   object_id, relation, _user)` serves point and forward lookups (Check,
+ *   Expand, ListUsers); `fga_tuple_reverse (store, _user, relation,
+ *   object_type, object_id)`
  *   serves reverse lookups (ListObjects). `user_kind` is `o` (object), `w`
  *   (wildcard `type:*`) or `s` (userset `type:id#relation`), so Check reads
  *   only usersets where it needs them. The condition name and its stored
  *   context (JSON) are payload, not identity.
  * - `fga_changelog`: one row per tuple write or delete, keyed by
- *   `(revision, seq)`, written in the same transaction as the change.
- * - `fga_revision`: a single row holding the store revision; every write
- *   transaction starts by incrementing it, which also serialises writers.
+ *   `(store, revision, seq)`, written in the same transaction as the change.
  * - `fga_model`: one row per model version (ULID id, JSON), append-only.
+ * - `fga_assertion`: the assertions of a model version (JSON).
  *
  * Identifiers compare byte-exact on every backend (openfga/openfga#3169:
  * MySQL's default collations made `user:Alice` and `user:alice` one user):
@@ -24,6 +28,7 @@
  * Column lengths follow OpenFGA's MySQL schema, whose index-size limit
  * (3,072 bytes, 4 bytes per utf8mb4 character) is the tightest.
  */
+import { DEFAULT_STORE_ID } from '../store.ts';
 import type { Migration, MigrationContext, SqlDialect } from './migrate.ts';
 
 /** Maximum lengths of the identifier columns (characters). */
@@ -124,6 +129,107 @@ export const FGA_MIGRATIONS: readonly Migration[] = [
     async up(ctx) {
       if (ctx.dialect !== 'sqlite') return;
       await exec(ctx, "CREATE INDEX fga_tuple_usersets ON fga_tuple (object_type, object_id, relation, _user) WHERE user_kind = 's'");
+    },
+  },
+  {
+    // Many stores (OpenFGA's): a store column leads every key, and the single store's data becomes the default
+    // store. Primary keys cannot be altered in place on SQLite, so each table is rebuilt: created under a new
+    // name, filled from the old one, the old one dropped (with its indexes, whose names are then free again),
+    // the new one renamed. MySQL's index-size limit still holds: the reverse index is 715 characters, 2,860 bytes.
+    id: '0004_stores',
+    async up(ctx) {
+      const d = ctx.dialect;
+      const L = COLUMN_LIMITS;
+      const suffix = tableSuffix(d);
+      const plainSuffix = d === 'mysql' || d === 'mariadb' ? suffix : '';
+      const store = idCol(d, 26);
+      const q = (v: string): string => `'${v}'`;
+      await exec(
+        ctx,
+        `CREATE TABLE fga_store (
+          id ${store} NOT NULL PRIMARY KEY,
+          name ${idCol(d, 256)} NOT NULL,
+          revision BIGINT NOT NULL,
+          created_at BIGINT NOT NULL,
+          updated_at BIGINT NOT NULL
+        )${plainSuffix}`,
+      );
+      const now = Date.now();
+      await exec(ctx, `INSERT INTO fga_store (id, name, revision, created_at, updated_at) SELECT ${q(DEFAULT_STORE_ID)}, 'default', revision, ${now}, ${now} FROM fga_revision WHERE id = 1`);
+      await exec(ctx, `INSERT INTO fga_store (id, name, revision, created_at, updated_at) SELECT ${q(DEFAULT_STORE_ID)}, 'default', 0, ${now}, ${now} FROM fga_revision WHERE NOT EXISTS (SELECT 1 FROM fga_store)`);
+      await exec(ctx, 'DROP TABLE fga_revision');
+
+      await exec(
+        ctx,
+        `CREATE TABLE fga_tuple_v4 (
+          store ${store} NOT NULL,
+          object_type ${idCol(d, L.objectType)} NOT NULL,
+          object_id ${idCol(d, L.objectId)} NOT NULL,
+          relation ${idCol(d, L.relation)} NOT NULL,
+          _user ${idCol(d, L.user)} NOT NULL,
+          user_kind CHAR(1) NOT NULL,
+          condition_name ${idCol(d, L.conditionName)} NULL,
+          condition_context ${textCol(d)} NULL,
+          revision BIGINT NOT NULL,
+          inserted_at BIGINT NOT NULL,
+          PRIMARY KEY (store, object_type, object_id, relation, _user)
+        )${suffix}`,
+      );
+      const tupleCols = 'object_type, object_id, relation, _user, user_kind, condition_name, condition_context, revision, inserted_at';
+      await exec(ctx, `INSERT INTO fga_tuple_v4 (store, ${tupleCols}) SELECT ${q(DEFAULT_STORE_ID)}, ${tupleCols} FROM fga_tuple`);
+      await exec(ctx, 'DROP TABLE fga_tuple');
+      await exec(ctx, 'ALTER TABLE fga_tuple_v4 RENAME TO fga_tuple');
+      await exec(ctx, 'CREATE INDEX fga_tuple_reverse ON fga_tuple (store, _user, relation, object_type, object_id)');
+      if (d === 'postgres' || d === 'sqlite') {
+        await exec(ctx, "CREATE INDEX fga_tuple_usersets ON fga_tuple (store, object_type, object_id, relation, _user) WHERE user_kind = 's'");
+      }
+
+      await exec(
+        ctx,
+        `CREATE TABLE fga_changelog_v4 (
+          store ${store} NOT NULL,
+          revision BIGINT NOT NULL,
+          seq INTEGER NOT NULL,
+          operation CHAR(1) NOT NULL,
+          object_type ${idCol(d, L.objectType)} NOT NULL,
+          object_id ${idCol(d, L.objectId)} NOT NULL,
+          relation ${idCol(d, L.relation)} NOT NULL,
+          _user ${idCol(d, L.user)} NOT NULL,
+          condition_name ${idCol(d, L.conditionName)} NULL,
+          condition_context ${textCol(d)} NULL,
+          inserted_at BIGINT NOT NULL,
+          PRIMARY KEY (store, revision, seq)
+        )${plainSuffix}`,
+      );
+      const changeCols = 'revision, seq, operation, object_type, object_id, relation, _user, condition_name, condition_context, inserted_at';
+      await exec(ctx, `INSERT INTO fga_changelog_v4 (store, ${changeCols}) SELECT ${q(DEFAULT_STORE_ID)}, ${changeCols} FROM fga_changelog`);
+      await exec(ctx, 'DROP TABLE fga_changelog');
+      await exec(ctx, 'ALTER TABLE fga_changelog_v4 RENAME TO fga_changelog');
+      await exec(ctx, 'CREATE INDEX fga_changelog_type ON fga_changelog (store, object_type, revision, seq)');
+
+      await exec(
+        ctx,
+        `CREATE TABLE fga_model_v4 (
+          store ${store} NOT NULL,
+          id ${idCol(d, 26)} NOT NULL,
+          model ${textCol(d)} NOT NULL,
+          created_at BIGINT NOT NULL,
+          PRIMARY KEY (store, id)
+        )${plainSuffix}`,
+      );
+      await exec(ctx, `INSERT INTO fga_model_v4 (store, id, model, created_at) SELECT ${q(DEFAULT_STORE_ID)}, id, model, created_at FROM fga_model`);
+      await exec(ctx, 'DROP TABLE fga_model');
+      await exec(ctx, 'ALTER TABLE fga_model_v4 RENAME TO fga_model');
+
+      await exec(
+        ctx,
+        `CREATE TABLE fga_assertion (
+          store ${store} NOT NULL,
+          model_id ${idCol(d, 26)} NOT NULL,
+          assertions ${textCol(d)} NOT NULL,
+          PRIMARY KEY (store, model_id)
+        )${plainSuffix}`,
+      );
     },
   },
 ];

@@ -52,17 +52,17 @@ function branchText(dialect: SqlDialect, kind: Branch['kind'], n: number): strin
     if (dialect === 'postgres') {
       // A row-value IN list is planned as a sequential scan by PostgreSQL (170 ms for 500 keys at 50 k rows); a VALUES join as a lookup per key.
       const on = PK.map((c) => `t.${c} = k.${c}`).join(' AND ');
-      return `SELECT ${q} AS q, ${ROW_COLUMNS} FROM (VALUES ${tupleList(n, 4)}) AS k(${PK.join(', ')}) JOIN fga_tuple t ON ${on}`;
+      return `SELECT ${q} AS q, ${ROW_COLUMNS} FROM (VALUES ${tupleList(n, 4)}) AS k(${PK.join(', ')}) JOIN fga_tuple t ON ${on} AND t.store = ?`;
     }
-    return `SELECT ${q} AS q, ${ROW_COLUMNS} FROM fga_tuple t WHERE ${inList(PK, n)}`;
+    return `SELECT ${q} AS q, ${ROW_COLUMNS} FROM fga_tuple t WHERE ${inList(PK, n)} AND t.store = ?`;
   }
   const kindFilter = kind === 'usersets' ? " AND t.user_kind = 's'" : '';
   if (dialect === 'postgres') {
     // A lateral lookup per key: with a plain join PostgreSQL may pick a scan of the whole table (3.8 ms for one key, 190 ms for 50, at 50 k rows).
-    return `SELECT ${q} AS q, ${ROW_COLUMNS} FROM (VALUES ${tupleList(n, 3)}) AS k(${OR_KEY.join(', ')}) CROSS JOIN LATERAL (SELECT * FROM fga_tuple t WHERE t.object_type = k.object_type AND t.object_id = k.object_id AND t.relation = k.relation${kindFilter}) t`;
+    return `SELECT ${q} AS q, ${ROW_COLUMNS} FROM (VALUES ${tupleList(n, 3)}) AS k(${OR_KEY.join(', ')}) CROSS JOIN LATERAL (SELECT * FROM fga_tuple t WHERE t.object_type = k.object_type AND t.object_id = k.object_id AND t.relation = k.relation AND t.store = ?${kindFilter}) t`;
   }
   // No ORDER BY: PostgreSQL would then walk the whole primary key in order instead of looking the keys up. Groups are sorted by the caller.
-  return `SELECT ${q} AS q, ${ROW_COLUMNS} FROM fga_tuple t WHERE ${inList(OR_KEY, n)}${kindFilter}`;
+  return `SELECT ${q} AS q, ${ROW_COLUMNS} FROM fga_tuple t WHERE ${inList(OR_KEY, n)} AND t.store = ?${kindFilter}`;
 }
 
 /**
@@ -81,9 +81,9 @@ function sqliteBranch(q: 0 | 1 | 2, kind: Branch['kind'], n: number): string {
   const src = kind === 'usersets' ? 'u' : 't';
   const match = cols.map((c, i) => `${src}.${c} = ${n === 1 ? '?' : `k.column${i + 1}`}`).join(' AND ');
   const keys = n === 1 ? '' : `(VALUES ${tupleList(n, cols.length)}) AS k CROSS JOIN `;
-  if (kind !== 'usersets') return `SELECT ${q} AS q, ${ROW_COLUMNS} FROM ${keys}fga_tuple t WHERE ${match}`;
+  if (kind !== 'usersets') return `SELECT ${q} AS q, ${ROW_COLUMNS} FROM ${keys}fga_tuple t WHERE ${match} AND t.store = ?`;
   const row = PK.map((c) => `t.${c} = u.${c}`).join(' AND ');
-  return `SELECT ${q} AS q, ${ROW_COLUMNS} FROM ${keys}fga_tuple u CROSS JOIN fga_tuple t WHERE ${match} AND u.user_kind = 's' AND ${row}`;
+  return `SELECT ${q} AS q, ${ROW_COLUMNS} FROM ${keys}fga_tuple u CROSS JOIN fga_tuple t WHERE ${match} AND u.store = ? AND u.user_kind = 's' AND t.store = u.store AND ${row}`;
 }
 
 /**
@@ -95,8 +95,8 @@ function sqliteBranch(q: 0 | 1 | 2, kind: Branch['kind'], n: number): string {
 const texts = new Map<string, string>();
 const TEXTS_MAX = 2000;
 
-/** One statement for all `branches` (each non-empty), and its parameters. */
-export function levelSql(dialect: SqlDialect, branches: readonly Branch[]): { sql: string; params: string[] } {
+/** One statement for all `branches` (each non-empty) of store `store`, and its parameters. */
+export function levelSql(dialect: SqlDialect, store: string, branches: readonly Branch[]): { sql: string; params: string[] } {
   let shape: string = dialect;
   for (const b of branches) shape += ` ${b.kind} ${b.keys.length}`;
   let sql = texts.get(shape);
@@ -109,6 +109,8 @@ export function levelSql(dialect: SqlDialect, branches: readonly Branch[]): { sq
   for (const b of branches) {
     if (b.kind === 'point') for (const k of b.keys) params.push(k.objectType, k.objectId, k.relation, k.user);
     else for (const k of b.keys) params.push(k.objectType, k.objectId, k.relation);
+    // Each branch names the store once, after its keys.
+    params.push(store);
   }
   return { sql, params };
 }
@@ -131,6 +133,7 @@ export interface LevelRead {
 export async function answerLevel(
   dialect: SqlDialect,
   batch: number,
+  store: string,
   pending: readonly LevelRead[],
   query: (sql: string, params: string[]) => Promise<unknown[][]>,
 ): Promise<number> {
@@ -153,7 +156,7 @@ export async function answerLevel(
   let run = 0;
   try {
     for (const st of statements) {
-      const { sql, params } = levelSql(dialect, st);
+      const { sql, params } = levelSql(dialect, store, st);
       run++;
       for (const r of await query(sql, params)) {
         const tag = Number(r[0]);

@@ -54,9 +54,9 @@ function keyColumn(dialect: SqlDialect): string {
 }
 
 /** Every tuple, `size` at a time (see the module doc). `checkOpen` throws once the store is closed. */
-export async function* scanTuples(dialect: SqlDialect, connections: SqlConnections, size: number, checkOpen: () => void): AsyncGenerator<StoredTuple[]> {
+export async function* scanTuples(dialect: SqlDialect, connections: SqlConnections, store: string, size: number, checkOpen: () => void): AsyncGenerator<StoredTuple[]> {
   if (dialect === 'postgres') {
-    yield* scanPostgres(connections, size, checkOpen);
+    yield* scanPostgres(connections, store, size, checkOpen);
     return;
   }
   // SQLite: the pages are read on a pooled connection, not the store's reader. The reader maps the file
@@ -79,14 +79,14 @@ export async function* scanTuples(dialect: SqlDialect, connections: SqlConnectio
     }
   };
   const key = keyColumn(dialect);
-  const order = 'ORDER BY object_type, object_id, relation, _user';
+  const order = 'ORDER BY store, object_type, object_id, relation, _user';
   let last: string[] | undefined;
   try {
     for (;;) {
       checkOpen();
       const cond = last === undefined ? undefined : after(dialect, PK, last);
-      const where = cond === undefined ? '' : ` WHERE ${cond.sql}`;
-      const params = [...(cond?.params ?? []), size];
+      const where = cond === undefined ? ' WHERE store = ?' : ` WHERE store = ? AND ${cond.sql}`;
+      const params = [store, ...(cond?.params ?? []), size];
       const rows = await read<KeyRow>(`SELECT ${key} AS k, condition_name, condition_context, revision FROM fga_tuple${where} ${order} LIMIT ?`, params);
       if (rows.length === 0) return;
       const out = fromKeyRows(rows) ?? (await read<TupleRow>(`SELECT ${TUPLE_COLUMNS} FROM fga_tuple${where} ${order} LIMIT ?`, params)).map(toStored);
@@ -101,7 +101,7 @@ export async function* scanTuples(dialect: SqlDialect, connections: SqlConnectio
   }
 }
 
-async function* scanPostgres(connections: SqlConnections, size: number, checkOpen: () => void): AsyncGenerator<StoredTuple[]> {
+async function* scanPostgres(connections: SqlConnections, store: string, size: number, checkOpen: () => void): AsyncGenerator<StoredTuple[]> {
   let acquired: Awaited<ReturnType<SqlConnections['acquireForRead']>>;
   try {
     acquired = await connections.acquireForRead();
@@ -113,7 +113,10 @@ async function* scanPostgres(connections: SqlConnections, size: number, checkOpe
   try {
     await conn.run('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', []);
     open = true;
-    await conn.run(`DECLARE latchkey_fga_scan NO SCROLL CURSOR FOR SELECT ${keyColumn('postgres')} AS k, ${TUPLE_COLUMNS} FROM fga_tuple`, []);
+    // A utility statement takes no bound parameters: the store id goes in as a literal, which its format (a
+    // ULID, checked by the engine, and here again) keeps free of quotes.
+    if (!/^[0-9A-Za-z_-]+$/u.test(store)) throw new Error('invalid store id');
+    await conn.run(`DECLARE latchkey_fga_scan NO SCROLL CURSOR FOR SELECT ${keyColumn('postgres')} AS k, ${TUPLE_COLUMNS} FROM fga_tuple WHERE store = '${store}'`, []);
     for (;;) {
       checkOpen();
       const rows = (await conn.run<KeyRow & TupleRow>(`FETCH FORWARD ${size} FROM latchkey_fga_scan`, [])).rows;

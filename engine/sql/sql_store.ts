@@ -20,10 +20,14 @@
 import { QueryTypes, Transaction, type Sequelize } from 'sequelize';
 import { LatchkeyError } from '../errors.ts';
 import type { StoredAuthorizationModel } from '../model.ts';
+import { DEFAULT_STORE_ID } from '../store.ts';
 import type {
+  Assertion,
   ObjectRelationKey,
   Page,
   ReadFilter,
+  StoreCatalog,
+  StoreRecord,
   StoredTuple,
   TupleChange,
   TupleKey,
@@ -52,6 +56,17 @@ export interface SqlStoreOptions {
   now?: () => number;
 }
 
+interface StoreRow {
+  id: string;
+  name: string;
+  created_at: number | string;
+  updated_at: number | string;
+}
+
+function storeRecord(r: StoreRow): StoreRecord {
+  return { id: r.id, name: r.name, createdAt: Number(r.created_at), updatedAt: Number(r.updated_at) };
+}
+
 interface ChangeRow extends Omit<TupleRow, 'revision'> {
   revision: number | string;
   operation: string;
@@ -77,8 +92,29 @@ function decodeToken(token: string, length: number): string[] {
   throw new LatchkeyError('invalid_argument', 'invalid continuation token', { reason: 'invalid_continuation_token' });
 }
 
-/** A {@link TupleStore} on a SQL database. Create with {@link SqlStore.open}. */
+/** What the views of the stores of one database share: the connections and whether they are closed. */
+interface Shared {
+  sequelize: Sequelize;
+  dialect: SqlDialect;
+  batch: number;
+  now: () => number;
+  connections: SqlConnections;
+  closed: boolean;
+  views: Map<string, SqlStore>;
+}
+
+/** The store with this id does not exist (any more). */
+function storeNotFound(id: string): LatchkeyError {
+  return new LatchkeyError('not_found', `store '${id}' not found`, { reason: 'store_not_found' });
+}
+
+/**
+ * A {@link TupleStore} on a SQL database. Create with {@link SqlStore.open}:
+ * the object it returns is the default store; {@link SqlStore.catalog} holds
+ * the others, which share its connections.
+ */
 export class SqlStore implements TupleStore {
+  readonly #shared: Shared;
   readonly #sequelize: Sequelize;
   readonly #dialect: SqlDialect;
   readonly #batch: number;
@@ -87,14 +123,17 @@ export class SqlStore implements TupleStore {
   #pendingReads: LevelRead[] = [];
   #levelStatements = 0;
   readonly #connections: SqlConnections;
-  #closed = false;
+  /** The id of the store this object reads and writes. */
+  readonly storeId: string;
 
-  private constructor(sequelize: Sequelize, dialect: SqlDialect, batch: number, now: () => number) {
-    this.#sequelize = sequelize;
-    this.#dialect = dialect;
-    this.#batch = batch;
-    this.#now = now;
-    this.#connections = new SqlConnections(sequelize, dialect);
+  private constructor(shared: Shared, storeId: string) {
+    this.#shared = shared;
+    this.#sequelize = shared.sequelize;
+    this.#dialect = shared.dialect;
+    this.#batch = shared.batch;
+    this.#now = shared.now;
+    this.#connections = shared.connections;
+    this.storeId = storeId;
   }
 
   /**
@@ -121,7 +160,89 @@ export class SqlStore implements TupleStore {
     } catch (err) {
       throw backendError(err);
     }
-    return new SqlStore(options.sequelize, d, batch, options.now ?? Date.now);
+    const shared: Shared = {
+      sequelize: options.sequelize,
+      dialect: d,
+      batch,
+      now: options.now ?? Date.now,
+      connections: new SqlConnections(options.sequelize, d),
+      closed: false,
+      views: new Map(),
+    };
+    const root = new SqlStore(shared, DEFAULT_STORE_ID);
+    shared.views.set(DEFAULT_STORE_ID, root);
+    return root;
+  }
+
+  /** The stores of this database; their views share this object's connections. */
+  catalog(): StoreCatalog {
+    const self = this;
+    const shared = this.#shared;
+    return {
+      async createStore(record: StoreRecord): Promise<void> {
+        await self.#transaction(async (tx) => {
+          const found = await self.#select<{ id: string }>('SELECT id FROM fga_store WHERE id = ?', [record.id], tx);
+          if (found.length > 0) throw new LatchkeyError('already_exists', `store '${record.id}' already exists`, { reason: 'store_exists' });
+          await self.#exec('INSERT INTO fga_store (id, name, revision, created_at, updated_at) VALUES (?, ?, 0, ?, ?)', [record.id, record.name, record.createdAt, record.updatedAt], tx);
+        });
+      },
+      async readStore(id: string): Promise<StoreRecord | undefined> {
+        const [row] = await self.#select<StoreRow>('SELECT id, name, created_at, updated_at FROM fga_store WHERE id = ?', [id]);
+        return row === undefined ? undefined : storeRecord(row);
+      },
+      async listStores(options): Promise<Page<StoreRecord>> {
+        const after = options.continuationToken === undefined ? undefined : decodeToken(options.continuationToken, 1)[0];
+        const where: string[] = [];
+        const params: unknown[] = [];
+        if (after !== undefined) {
+          where.push('id > ?');
+          params.push(after);
+        }
+        if (options.name !== undefined) {
+          where.push('name = ?');
+          params.push(options.name);
+        }
+        params.push(options.pageSize + 1);
+        const rows = await self.#select<StoreRow>(
+          `SELECT id, name, created_at, updated_at FROM fga_store${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT ?`,
+          params,
+        );
+        const items = rows.slice(0, options.pageSize).map(storeRecord);
+        return { items, continuationToken: rows.length > options.pageSize ? encodeToken([items.at(-1)!.id]) : undefined };
+      },
+      async deleteStore(id: string): Promise<void> {
+        if (id === DEFAULT_STORE_ID) throw new LatchkeyError('failed_precondition', 'the default store cannot be deleted', { reason: 'default_store' });
+        await self.#transaction(async (tx) => {
+          // The store row first: it is the lock every writer of the store takes, so no write interleaves.
+          const [found] = await self.#select<{ id: string }>('SELECT id FROM fga_store WHERE id = ?', [id], tx);
+          if (found === undefined) throw storeNotFound(id);
+          await self.#exec('UPDATE fga_store SET revision = revision + 1 WHERE id = ?', [id], tx);
+          for (const table of ['fga_tuple', 'fga_changelog', 'fga_model', 'fga_assertion']) await self.#exec(`DELETE FROM ${table} WHERE store = ?`, [id], tx);
+          await self.#exec('DELETE FROM fga_store WHERE id = ?', [id], tx);
+        });
+        shared.views.delete(id);
+      },
+      store(id: string): TupleStore {
+        let view = shared.views.get(id);
+        if (view === undefined) {
+          view = new SqlStore(shared, id);
+          if (shared.views.size < 10_000) shared.views.set(id, view);
+        }
+        return view;
+      },
+    };
+  }
+
+  async writeAssertions(modelId: string, assertions: readonly Assertion[]): Promise<void> {
+    await this.#transaction(async (tx) => {
+      await this.#exec('DELETE FROM fga_assertion WHERE store = ? AND model_id = ?', [this.storeId, modelId], tx);
+      await this.#exec('INSERT INTO fga_assertion (store, model_id, assertions) VALUES (?, ?, ?)', [this.storeId, modelId, JSON.stringify(assertions)], tx);
+    });
+  }
+
+  async readAssertions(modelId: string): Promise<Assertion[]> {
+    const [row] = await this.#select<{ assertions: string }>('SELECT assertions FROM fga_assertion WHERE store = ? AND model_id = ?', [this.storeId, modelId]);
+    return row === undefined ? [] : (JSON.parse(row.assertions) as Assertion[]);
   }
 
   /** The dialect of the underlying database. */
@@ -139,7 +260,7 @@ export class SqlStore implements TupleStore {
   }
 
   #open(): void {
-    if (this.#closed) throw new LatchkeyError('unavailable', 'store is closed', { reason: 'store_closed' });
+    if (this.#shared.closed) throw new LatchkeyError('unavailable', 'store is closed', { reason: 'store_closed' });
   }
 
   async #select<T>(sql: string, replacements: unknown[], transaction?: Transaction): Promise<T[]> {
@@ -192,26 +313,27 @@ export class SqlStore implements TupleStore {
 
   async writeModel(model: StoredAuthorizationModel): Promise<void> {
     await this.#transaction(async (tx) => {
-      const [row] = await this.#select<{ id: string | null }>('SELECT MAX(id) AS id FROM fga_model', [], tx);
+      const [row] = await this.#select<{ id: string | null }>('SELECT MAX(id) AS id FROM fga_model WHERE store = ?', [this.storeId], tx);
       if (row?.id != null && row.id >= model.id) {
         throw new LatchkeyError('internal', 'model ids must increase', { reason: 'model_id_not_increasing' });
       }
-      await this.#exec('INSERT INTO fga_model (id, model, created_at) VALUES (?, ?, ?)', [model.id, JSON.stringify(model), this.#now()], tx);
+      await this.#requireStore(tx);
+      await this.#exec('INSERT INTO fga_model (store, id, model, created_at) VALUES (?, ?, ?, ?)', [this.storeId, model.id, JSON.stringify(model), this.#now()], tx);
     });
   }
 
   async readModel(id: string): Promise<StoredAuthorizationModel | undefined> {
-    const [row] = await this.#select<{ model: string }>('SELECT model FROM fga_model WHERE id = ?', [id]);
+    const [row] = await this.#select<{ model: string }>('SELECT model FROM fga_model WHERE store = ? AND id = ?', [this.storeId, id]);
     return row === undefined ? undefined : (JSON.parse(row.model) as StoredAuthorizationModel);
   }
 
   async readLatestModel(): Promise<StoredAuthorizationModel | undefined> {
-    const [row] = await this.#select<{ model: string }>('SELECT model FROM fga_model ORDER BY id DESC LIMIT 1', []);
+    const [row] = await this.#select<{ model: string }>('SELECT model FROM fga_model WHERE store = ? ORDER BY id DESC LIMIT 1', [this.storeId]);
     return row === undefined ? undefined : (JSON.parse(row.model) as StoredAuthorizationModel);
   }
 
   async latestModelId(): Promise<string | undefined> {
-    const [row] = await this.#select<{ id: string }>('SELECT id FROM fga_model ORDER BY id DESC LIMIT 1', []);
+    const [row] = await this.#select<{ id: string }>('SELECT id FROM fga_model WHERE store = ? ORDER BY id DESC LIMIT 1', [this.storeId]);
     return row?.id;
   }
 
@@ -219,8 +341,8 @@ export class SqlStore implements TupleStore {
     const before = options.continuationToken === undefined ? undefined : decodeToken(options.continuationToken, 1)[0];
     const size = options.pageSize;
     const rows = before === undefined
-      ? await this.#select<{ model: string }>('SELECT model FROM fga_model ORDER BY id DESC LIMIT ?', [size + 1])
-      : await this.#select<{ model: string }>('SELECT model FROM fga_model WHERE id < ? ORDER BY id DESC LIMIT ?', [before, size + 1]);
+      ? await this.#select<{ model: string }>('SELECT model FROM fga_model WHERE store = ? ORDER BY id DESC LIMIT ?', [this.storeId, size + 1])
+      : await this.#select<{ model: string }>('SELECT model FROM fga_model WHERE store = ? AND id < ? ORDER BY id DESC LIMIT ?', [this.storeId, before, size + 1]);
     const items = rows.slice(0, size).map((r) => JSON.parse(r.model) as StoredAuthorizationModel);
     return { items, continuationToken: rows.length > size ? encodeToken([items.at(-1)!.id]) : undefined };
   }
@@ -233,8 +355,8 @@ export class SqlStore implements TupleStore {
     for (const part of chunks(keys, this.#batch)) {
       const m = this.#match(PK, part.map(pkOf));
       const rows = await this.#select<TupleRow>(
-        `SELECT t.object_type, t.object_id, t.relation, t._user FROM fga_tuple t${m.join}${m.where === '' ? '' : ` WHERE ${m.where}`}`,
-        m.params,
+        `SELECT t.object_type, t.object_id, t.relation, t._user FROM fga_tuple t${m.join} WHERE ${m.where === '' ? '' : `${m.where} AND `}t.store = ?`,
+        [...m.params, this.storeId],
         tx,
       );
       for (const r of rows) found.add(`${r.object_type}:${r.object_id}\u0000${r.relation}\u0000${r._user}`);
@@ -250,13 +372,15 @@ export class SqlStore implements TupleStore {
     try {
       if (insertOnlyPostgres(this.#dialect, this.#batch, deletes, writes)) {
         this.#open();
-        return await this.#connections.queued(() => this.#connections.withPooled((conn) => applyInsertOnlyPostgres(conn, this.#now(), writes)));
+        return await this.#connections.queued(() => this.#connections.withPooled((conn) => applyInsertOnlyPostgres(conn, this.storeId, this.#now(), writes)));
       }
       this.#open();
-      return await this.#connections.rawTransaction((conn) => applyWrite(conn, this.#dialect, this.#batch, this.#now(), deletes, writes));
+      return await this.#connections.rawTransaction((conn) => applyWrite(conn, this.#dialect, this.#batch, this.storeId, this.#now(), deletes, writes));
     } catch (err) {
-      if (err instanceof WriteViolation) violated = err.kind;
-      else throw backendError(err);
+      if (err instanceof WriteViolation) {
+        if (err.kind === 'no_store') throw storeNotFound(this.storeId);
+        violated = err.kind;
+      } else throw backendError(err);
     }
     if (violated === 'missing') {
       const present = await this.#existing(deletes);
@@ -295,7 +419,7 @@ export class SqlStore implements TupleStore {
       throw new LatchkeyError('failed_precondition', 'the transaction has not started or has finished', { reason: 'foreign_transaction' });
     }
     try {
-      return await deleteUsersTuples(rawConnection(this.#dialect, connection), this.#dialect, this.#batch, this.#now(), users);
+      return await deleteUsersTuples(rawConnection(this.#dialect, connection), this.#dialect, this.#batch, this.storeId, this.#now(), users);
     } catch (err) {
       throw backendError(err);
     }
@@ -338,7 +462,7 @@ export class SqlStore implements TupleStore {
     const pending = this.#pendingReads;
     this.#pendingReads = [];
     const direct = this.#dialect !== 'sqlite' || this.#connections.sqliteFile;
-    this.#levelStatements += await answerLevel(this.#dialect, this.#batch, pending, (sql, params) =>
+    this.#levelStatements += await answerLevel(this.#dialect, this.#batch, this.storeId, pending, (sql, params) =>
       direct
         ? this.#connections.readArrays(sql, params, LEVEL_COLUMNS)
         : this.#select<Record<string, unknown>>(sql, params).then((rows) => rows.map((r) => LEVEL_COLUMNS.map((c) => r[c]))),
@@ -351,8 +475,8 @@ export class SqlStore implements TupleStore {
     if (query.objectIds !== undefined && query.objectIds.length === 0) return [];
     const out: StoredTuple[] = [];
     for (const part of chunks(users, this.#batch)) {
-      const params: unknown[] = [query.objectType, query.relation, ...part];
-      let sql = `SELECT ${TUPLE_COLUMNS} FROM fga_tuple WHERE object_type = ? AND relation = ? AND _user IN (${part.map(() => '?').join(', ')})`;
+      const params: unknown[] = [this.storeId, query.objectType, query.relation, ...part];
+      let sql = `SELECT ${TUPLE_COLUMNS} FROM fga_tuple WHERE store = ? AND object_type = ? AND relation = ? AND _user IN (${part.map(() => '?').join(', ')})`;
       if (query.objectIds !== undefined) {
         sql += ` AND object_id IN (${query.objectIds.map(() => '?').join(', ')})`;
         params.push(...query.objectIds);
@@ -368,8 +492,8 @@ export class SqlStore implements TupleStore {
 
   async readPage(filter: ReadFilter, options: { pageSize: number; continuationToken?: string | undefined }): Promise<Page<StoredTuple>> {
     const after = options.continuationToken === undefined ? undefined : decodeToken(options.continuationToken, 4);
-    const where: string[] = [];
-    const params: unknown[] = [];
+    const where: string[] = ['store = ?'];
+    const params: unknown[] = [this.storeId];
     if (filter.objectType !== undefined) {
       where.push('object_type = ?');
       params.push(filter.objectType);
@@ -392,7 +516,7 @@ export class SqlStore implements TupleStore {
     }
     params.push(options.pageSize + 1);
     const rows = await this.#select<TupleRow>(
-      `SELECT ${TUPLE_COLUMNS} FROM fga_tuple${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY object_type, object_id, relation, _user LIMIT ?`,
+      `SELECT ${TUPLE_COLUMNS} FROM fga_tuple WHERE ${where.join(' AND ')} ORDER BY store, object_type, object_id, relation, _user LIMIT ?`,
       params,
     );
     const page = rows.slice(0, options.pageSize);
@@ -421,12 +545,12 @@ export class SqlStore implements TupleStore {
     if (!Number.isInteger(size) || size < 1 || size > 100_000) {
       throw new LatchkeyError('invalid_argument', 'scan batchSize must be an integer from 1 to 100000', { reason: 'invalid_option', details: { option: 'batchSize' } });
     }
-    yield* scanTuples(this.#dialect, this.#connections, size, () => this.#open());
+    yield* scanTuples(this.#dialect, this.#connections, this.storeId, size, () => this.#open());
   }
 
   async readChanges(options: { afterRevision: number; limit: number; objectType?: string }): Promise<TupleChange[]> {
-    const params: unknown[] = [options.afterRevision];
-    let sql = 'SELECT revision, operation, object_type, object_id, relation, _user, condition_name, condition_context, inserted_at FROM fga_changelog WHERE revision > ?';
+    const params: unknown[] = [this.storeId, options.afterRevision];
+    let sql = 'SELECT revision, operation, object_type, object_id, relation, _user, condition_name, condition_context, inserted_at FROM fga_changelog WHERE store = ? AND revision > ?';
     if (options.objectType !== undefined) {
       sql += ' AND object_type = ?';
       params.push(options.objectType);
@@ -442,24 +566,27 @@ export class SqlStore implements TupleStore {
   }
 
   async revision(): Promise<number> {
-    const [row] = await this.#select<{ revision: number | string }>('SELECT revision FROM fga_revision WHERE id = 1', []);
-    return Number(row?.revision ?? 0);
+    const [row] = await this.#select<{ revision: number | string }>('SELECT revision FROM fga_store WHERE id = ?', [this.storeId]);
+    if (row === undefined) throw storeNotFound(this.storeId);
+    return Number(row.revision);
   }
 
   async hasTuples(): Promise<boolean> {
-    const rows = await this.#select<{ one: number }>('SELECT 1 AS one FROM fga_tuple LIMIT 1', []);
+    const rows = await this.#select<{ one: number }>('SELECT 1 AS one FROM fga_tuple WHERE store = ? LIMIT 1', [this.storeId]);
     return rows.length > 0;
   }
 
   async reset(): Promise<void> {
     await this.#transaction(async (tx) => {
-      await this.#exec('UPDATE fga_revision SET revision = revision WHERE id = 1', [], tx);
-      const rows = await this.#select<{ one: number }>('SELECT 1 AS one FROM fga_tuple LIMIT 1', [], tx);
+      await this.#requireStore(tx);
+      await this.#exec('UPDATE fga_store SET revision = revision WHERE id = ?', [this.storeId], tx);
+      const rows = await this.#select<{ one: number }>('SELECT 1 AS one FROM fga_tuple WHERE store = ? LIMIT 1', [this.storeId], tx);
       if (rows.length > 0) {
         throw new LatchkeyError('failed_precondition', 'remove all relationship tuples before resetting the authorization model', { reason: 'tuples_exist' });
       }
-      await this.#exec('DELETE FROM fga_model', [], tx);
-      await this.#exec('DELETE FROM fga_changelog', [], tx);
+      await this.#exec('DELETE FROM fga_model WHERE store = ?', [this.storeId], tx);
+      await this.#exec('DELETE FROM fga_changelog WHERE store = ?', [this.storeId], tx);
+      await this.#exec('DELETE FROM fga_assertion WHERE store = ?', [this.storeId], tx);
     });
   }
 
@@ -468,8 +595,15 @@ export class SqlStore implements TupleStore {
    * connections; the sequelize instance stays open (it belongs to the process).
    */
   async close(): Promise<void> {
+    if (this.storeId !== DEFAULT_STORE_ID) return;
     await this.#connections.drain();
-    this.#closed = true;
+    this.#shared.closed = true;
     await this.#connections.close();
+  }
+
+  /** `not_found` (reason `store_not_found`) unless this object's store exists. */
+  async #requireStore(tx: Transaction): Promise<void> {
+    const [row] = await this.#select<{ id: string }>('SELECT id FROM fga_store WHERE id = ?', [this.storeId], tx);
+    if (row === undefined) throw storeNotFound(this.storeId);
   }
 }

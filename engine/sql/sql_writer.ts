@@ -21,29 +21,29 @@ import { isUniqueViolation, type RawConnection } from './raw.ts';
 
 /** A precondition that failed; the caller rolls back and words the error. */
 export class WriteViolation extends Error {
-  readonly kind: 'missing' | 'exists';
-  constructor(kind: 'missing' | 'exists') {
-    super(kind === 'missing' ? 'a deleted tuple does not exist' : 'a written tuple already exists');
+  readonly kind: 'missing' | 'exists' | 'no_store';
+  constructor(kind: 'missing' | 'exists' | 'no_store') {
+    super(kind === 'missing' ? 'a deleted tuple does not exist' : kind === 'exists' ? 'a written tuple already exists' : 'the store does not exist');
     this.kind = kind;
   }
 }
 
 const PK = ['object_type', 'object_id', 'relation', '_user'] as const;
-const TUPLE_INSERT = 'INSERT INTO fga_tuple (object_type, object_id, relation, _user, user_kind, condition_name, condition_context, revision, inserted_at) VALUES ';
-const CHANGE_INSERT = 'INSERT INTO fga_changelog (revision, seq, operation, object_type, object_id, relation, _user, condition_name, condition_context, inserted_at) VALUES ';
-const TUPLE_ROW = '(?, ?, ?, ?, ?, ?, ?, ?, ?)';
-const CHANGE_ROW = '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+const TUPLE_INSERT = 'INSERT INTO fga_tuple (store, object_type, object_id, relation, _user, user_kind, condition_name, condition_context, revision, inserted_at) VALUES ';
+const CHANGE_INSERT = 'INSERT INTO fga_changelog (store, revision, seq, operation, object_type, object_id, relation, _user, condition_name, condition_context, inserted_at) VALUES ';
+const TUPLE_ROW = '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+const CHANGE_ROW = '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
 
 /** PostgreSQL: tuples and their changelog rows from column arrays, in one statement. */
 const PG_INSERT = `WITH v AS (
   SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[]) WITH ORDINALITY
     AS v(object_type, object_id, relation, _user, user_kind, condition_name, condition_context, ord)
 ), ins AS (
-  INSERT INTO fga_tuple (object_type, object_id, relation, _user, user_kind, condition_name, condition_context, revision, inserted_at)
-  SELECT object_type, object_id, relation, _user, user_kind, condition_name, condition_context, ?::bigint, ?::bigint FROM v
+  INSERT INTO fga_tuple (store, object_type, object_id, relation, _user, user_kind, condition_name, condition_context, revision, inserted_at)
+  SELECT ?::text, object_type, object_id, relation, _user, user_kind, condition_name, condition_context, ?::bigint, ?::bigint FROM v
 )
-INSERT INTO fga_changelog (revision, seq, operation, object_type, object_id, relation, _user, condition_name, condition_context, inserted_at)
-SELECT ?::bigint, ?::bigint + ord - 1, 'w', object_type, object_id, relation, _user, condition_name, condition_context, ?::bigint FROM v`;
+INSERT INTO fga_changelog (store, revision, seq, operation, object_type, object_id, relation, _user, condition_name, condition_context, inserted_at)
+SELECT ?::text, ?::bigint, ?::bigint + ord - 1, 'w', object_type, object_id, relation, _user, condition_name, condition_context, ?::bigint FROM v`;
 
 /**
  * PostgreSQL, a write with no deletes: the revision bump, the tuples and their
@@ -52,16 +52,16 @@ SELECT ?::bigint, ?::bigint + ord - 1, 'w', object_type, object_id, relation, _u
  * inserted: the same lock order as the transaction.
  */
 const PG_INSERT_ONLY = `WITH rev AS (
-  UPDATE fga_revision SET revision = revision + 1 WHERE id = 1 RETURNING revision
+  UPDATE fga_store SET revision = revision + 1 WHERE id = ?::text RETURNING id, revision
 ), v AS (
   SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[]) WITH ORDINALITY
     AS v(object_type, object_id, relation, _user, user_kind, condition_name, condition_context, ord)
 ), ins AS (
-  INSERT INTO fga_tuple (object_type, object_id, relation, _user, user_kind, condition_name, condition_context, revision, inserted_at)
-  SELECT v.object_type, v.object_id, v.relation, v._user, v.user_kind, v.condition_name, v.condition_context, rev.revision, ?::bigint FROM v CROSS JOIN rev
+  INSERT INTO fga_tuple (store, object_type, object_id, relation, _user, user_kind, condition_name, condition_context, revision, inserted_at)
+  SELECT rev.id, v.object_type, v.object_id, v.relation, v._user, v.user_kind, v.condition_name, v.condition_context, rev.revision, ?::bigint FROM v CROSS JOIN rev
 ), chg AS (
-  INSERT INTO fga_changelog (revision, seq, operation, object_type, object_id, relation, _user, condition_name, condition_context, inserted_at)
-  SELECT rev.revision, v.ord - 1, 'w', v.object_type, v.object_id, v.relation, v._user, v.condition_name, v.condition_context, ?::bigint FROM v CROSS JOIN rev
+  INSERT INTO fga_changelog (store, revision, seq, operation, object_type, object_id, relation, _user, condition_name, condition_context, inserted_at)
+  SELECT rev.id, rev.revision, v.ord - 1, 'w', v.object_type, v.object_id, v.relation, v._user, v.condition_name, v.condition_context, ?::bigint FROM v CROSS JOIN rev
 )
 SELECT revision FROM rev`;
 
@@ -75,7 +75,7 @@ export function insertOnlyPostgres(dialect: SqlDialect, batch: number, deletes: 
  * transaction (atomic by itself) and returns the new revision. Throws
  * {@link WriteViolation} `exists` on a unique violation (nothing applied).
  */
-export async function applyInsertOnlyPostgres(conn: RawConnection, now: number, writes: readonly TupleKey[]): Promise<number> {
+export async function applyInsertOnlyPostgres(conn: RawConnection, store: string, now: number, writes: readonly TupleKey[]): Promise<number> {
   const cols: (string | null)[][] = [[], [], [], [], [], [], []];
   for (const t of writes) {
     const [type, id] = splitObject(t.object);
@@ -88,8 +88,9 @@ export async function applyInsertOnlyPostgres(conn: RawConnection, now: number, 
     cols[6]!.push(t.condition?.context === undefined ? null : JSON.stringify(t.condition.context));
   }
   try {
-    const r = await conn.run<{ revision: number | string }>(PG_INSERT_ONLY, [...cols, now, now], true);
-    return Number(r.rows[0]?.revision);
+    const r = await conn.run<{ revision: number | string }>(PG_INSERT_ONLY, [store, ...cols, now, now], true);
+    if (r.rows[0] === undefined) throw new WriteViolation('no_store');
+    return Number(r.rows[0].revision);
   } catch (err) {
     if (isUniqueViolation(err)) throw new WriteViolation('exists');
     throw err;
@@ -117,27 +118,32 @@ function rows(n: number, row: string): string {
   return new Array<string>(n).fill(row).join(', ');
 }
 
-/** Increments the store revision (taking the writers' lock) and returns the new value. */
-export async function bumpRevision(conn: RawConnection, dialect: SqlDialect): Promise<number> {
+/**
+ * Increments the revision of `store` (taking its writers' lock) and returns
+ * the new value; {@link WriteViolation} `no_store` when the store does not exist.
+ */
+export async function bumpRevision(conn: RawConnection, dialect: SqlDialect, store: string): Promise<number> {
   if (dialect === 'mysql' || dialect === 'mariadb') {
     // LAST_INSERT_ID(expr) hands the new value back in the UPDATE's own OK packet: no SELECT round trip.
-    const r = await conn.run('UPDATE fga_revision SET revision = LAST_INSERT_ID(revision + 1) WHERE id = 1', []);
-    if (r.insertId !== undefined && r.insertId > 0) return r.insertId;
-    const s = await conn.run<{ revision: number | string }>('SELECT revision FROM fga_revision WHERE id = 1', [], true);
-    return Number(s.rows[0]?.revision);
+    const r = await conn.run('UPDATE fga_store SET revision = LAST_INSERT_ID(revision + 1) WHERE id = ?', [store]);
+    if (r.insertId !== undefined && r.insertId > 0 && r.changes > 0) return r.insertId;
+    const s = await conn.run<{ revision: number | string }>('SELECT revision FROM fga_store WHERE id = ?', [store], true);
+    if (s.rows[0] === undefined) throw new WriteViolation('no_store');
+    return Number(s.rows[0].revision);
   }
-  const r = await conn.run<{ revision: number | string }>('UPDATE fga_revision SET revision = revision + 1 WHERE id = 1 RETURNING revision', [], true);
-  return Number(r.rows[0]?.revision);
+  const r = await conn.run<{ revision: number | string }>('UPDATE fga_store SET revision = revision + 1 WHERE id = ? RETURNING revision', [store], true);
+  if (r.rows[0] === undefined) throw new WriteViolation('no_store');
+  return Number(r.rows[0].revision);
 }
 
 /** `DELETE` of exact primary keys, in the form each backend plans as index lookups. */
 function deleteSql(dialect: SqlDialect, n: number): string {
   const row = '(?, ?, ?, ?)';
   if (dialect === 'postgres') {
-    return `DELETE FROM fga_tuple t USING (VALUES ${rows(n, row)}) AS k(${PK.join(', ')}) WHERE ${PK.map((c) => `t.${c} = k.${c}`).join(' AND ')}`;
+    return `DELETE FROM fga_tuple t USING (VALUES ${rows(n, row)}) AS k(${PK.join(', ')}) WHERE ${PK.map((c) => `t.${c} = k.${c}`).join(' AND ')} AND t.store = ?`;
   }
-  if (dialect === 'mysql' || dialect === 'mariadb') return `DELETE FROM fga_tuple WHERE (${PK.join(', ')}) IN (${rows(n, row)})`;
-  return `DELETE FROM fga_tuple WHERE (${PK.join(', ')}) IN (VALUES ${rows(n, row)})`;
+  if (dialect === 'mysql' || dialect === 'mariadb') return `DELETE FROM fga_tuple WHERE (${PK.join(', ')}) IN (${rows(n, row)}) AND store = ?`;
+  return `DELETE FROM fga_tuple WHERE (${PK.join(', ')}) IN (VALUES ${rows(n, row)}) AND store = ?`;
 }
 
 /**
@@ -149,11 +155,12 @@ export async function applyWrite(
   conn: RawConnection,
   dialect: SqlDialect,
   batch: number,
+  store: string,
   now: number,
   deletes: readonly TupleKey[],
   writes: readonly TupleKey[],
 ): Promise<number> {
-  const revision = await bumpRevision(conn, dialect);
+  const revision = await bumpRevision(conn, dialect, store);
   let removed = 0;
   for (const part of chunks(deletes, batch)) {
     const params: string[] = [];
@@ -161,6 +168,7 @@ export async function applyWrite(
       const [type, id] = splitObject(t.object);
       params.push(type, id, t.relation, t.user);
     }
+    params.push(store);
     removed += (await conn.run(deleteSql(dialect, part.length), params)).changes;
   }
   if (removed !== deletes.length) throw new WriteViolation('missing');
@@ -169,14 +177,14 @@ export async function applyWrite(
   const changeParams = (op: 'd' | 'w', t: TupleKey, seq: number, out: unknown[]): void => {
     const [type, id] = splitObject(t.object);
     const c = op === 'w' ? t.condition : undefined;
-    out.push(revision, seq, op, type, id, t.relation, t.user, c?.name ?? null, c?.context === undefined ? null : JSON.stringify(c.context), now);
+    out.push(store, revision, seq, op, type, id, t.relation, t.user, c?.name ?? null, c?.context === undefined ? null : JSON.stringify(c.context), now);
   };
   const tupleParams = (t: TupleKey, out: unknown[]): void => {
     const [type, id] = splitObject(t.object);
-    out.push(type, id, t.relation, t.user, userKind(t.user), t.condition?.name ?? null,
+    out.push(store, type, id, t.relation, t.user, userKind(t.user), t.condition?.name ?? null,
       t.condition?.context === undefined ? null : JSON.stringify(t.condition.context), revision, now);
   };
-  // 9 or 10 parameters per row (19 for PostgreSQL's combined statement): stay under every backend's limit.
+  // 10 or 11 parameters per row (21 for the two statements' rows together): stay under every backend's limit.
   const rowBatch = Math.max(1, Math.floor(batch / 2));
   let seq = 0;
   for (const part of chunks(deletes, rowBatch)) {
@@ -196,8 +204,8 @@ export async function applyWrite(
         // Column arrays through unnest: 12 parameters whatever the row count, so PostgreSQL parses and plans a
         // small statement (a 100-row VALUES list has 1,900 parameters to type and bind).
         const cols: (string | null)[][] = [[], [], [], [], [], [], []];
-        for (let i = 0; i < tp.length; i += 9) for (let c = 0; c < 7; c++) cols[c]!.push(tp[i + c] as string | null);
-        await conn.run(PG_INSERT, [...cols, revision, now, revision, seq - part.length, now]);
+        for (let i = 0; i < tp.length; i += 10) for (let c = 0; c < 7; c++) cols[c]!.push(tp[i + 1 + c] as string | null);
+        await conn.run(PG_INSERT, [...cols, store, revision, now, store, revision, seq - part.length, now]);
       } else {
         await conn.run(TUPLE_INSERT + rows(part.length, TUPLE_ROW), tp);
         await conn.run(CHANGE_INSERT + rows(part.length, CHANGE_ROW), cp);
@@ -214,19 +222,19 @@ export async function applyWrite(
  * Deletes every tuple whose user is one of `users` with one revision bump
  * and one changelog row per deleted tuple; returns how many were deleted.
  */
-export async function deleteUsersTuples(conn: RawConnection, dialect: SqlDialect, batch: number, now: number, users: readonly string[]): Promise<number> {
-  const revision = await bumpRevision(conn, dialect);
+export async function deleteUsersTuples(conn: RawConnection, dialect: SqlDialect, batch: number, store: string, now: number, users: readonly string[]): Promise<number> {
+  const revision = await bumpRevision(conn, dialect, store);
   let removed = 0;
   for (const part of chunks([...new Set(users)], batch)) {
     const inList = part.map(() => '?').join(', ');
     // The changelog rows straight from the rows about to go (one statement), then the delete.
     await conn.run(
-      `INSERT INTO fga_changelog (revision, seq, operation, object_type, object_id, relation, _user, condition_name, condition_context, inserted_at)
-       SELECT ?, ? + ROW_NUMBER() OVER (ORDER BY object_type, object_id, relation, _user) - 1, 'd', object_type, object_id, relation, _user, NULL, NULL, ?
-       FROM fga_tuple WHERE _user IN (${inList})`,
-      [revision, removed, now, ...part],
+      `INSERT INTO fga_changelog (store, revision, seq, operation, object_type, object_id, relation, _user, condition_name, condition_context, inserted_at)
+       SELECT store, ?, ? + ROW_NUMBER() OVER (ORDER BY object_type, object_id, relation, _user) - 1, 'd', object_type, object_id, relation, _user, NULL, NULL, ?
+       FROM fga_tuple WHERE store = ? AND _user IN (${inList})`,
+      [revision, removed, now, store, ...part],
     );
-    removed += (await conn.run(`DELETE FROM fga_tuple WHERE _user IN (${inList})`, part)).changes;
+    removed += (await conn.run(`DELETE FROM fga_tuple WHERE store = ? AND _user IN (${inList})`, [store, ...part])).changes;
   }
   return removed;
 }

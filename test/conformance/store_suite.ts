@@ -12,7 +12,7 @@
  */
 import type { ExecutionContext, TestFn } from 'ava';
 import { monotonicFactory } from 'ulid';
-import { LatchkeyError, type StoredTuple, type TupleKey, type TupleStore } from '../../engine/index.ts';
+import { DEFAULT_STORE_ID, LatchkeyError, type StoredTuple, type TupleKey, type TupleStore } from '../../engine/index.ts';
 
 const ulid = monotonicFactory();
 
@@ -275,4 +275,109 @@ export function runStoreSuite(test: TestFn, name: string, makeStore: StoreFactor
     });
   });
 
+  // ---------------------------------------------------------------- many stores (backends with a catalog)
+
+  const storeIds = monotonicFactory();
+  const record = (name: string) => ({ id: storeIds(), name, createdAt: 1_700_000_000_000, updatedAt: 1_700_000_000_000 });
+
+  it('stores: each store has its own models, tuples, changes, revision and assertions', async (t, s) => {
+    if (s.catalog === undefined) {
+      t.pass('this store holds a single store');
+      return;
+    }
+    const catalog = s.catalog();
+    t.is(s.storeId, DEFAULT_STORE_ID);
+    const a = record('a');
+    await catalog.createStore(a);
+    const other = catalog.store(a.id);
+    t.is(other.storeId, a.id);
+    const m = { id: ulid(), schema_version: '1.1', type_definitions: [{ type: 'user' }] };
+    await s.writeModel(m);
+    await s.write([], [T('doc:1', 'viewer', 'user:anne')]);
+    await s.writeAssertions?.(m.id, [{ tupleKey: { object: 'doc:1', relation: 'viewer', user: 'user:anne' }, expectation: true }]);
+    t.is(await other.latestModelId(), undefined);
+    t.is(await other.revision(), 0);
+    t.false(await other.hasTuples());
+    t.deepEqual(await other.readChanges({ afterRevision: 0, limit: 10 }), []);
+    t.deepEqual((await other.readUserTuples([{ objectType: 'doc', objectId: '1', relation: 'viewer', user: 'user:anne' }]))[0], undefined);
+    t.deepEqual(await other.readAssertions?.(m.id), []);
+    // The same tuple in another store is another tuple.
+    t.is(await other.write([], [T('doc:1', 'viewer', 'user:anne'), T('doc:2', 'viewer', 'user:bob')]), 1);
+    t.is(await s.revision(), 1);
+    t.deepEqual((await other.readPage({}, { pageSize: 10 })).items.map((x) => x.object), ['doc:1', 'doc:2']);
+    t.deepEqual((await s.readPage({}, { pageSize: 10 })).items.map((x) => x.object), ['doc:1']);
+    t.deepEqual((await other.readObjectRelations([{ objectType: 'doc', objectId: '2', relation: 'viewer' }], 'all'))[0]!.map((x) => x.user), ['user:bob']);
+    t.deepEqual((await s.readObjectRelations([{ objectType: 'doc', objectId: '2', relation: 'viewer' }], 'all'))[0], []);
+    t.deepEqual((await other.readStartingWithUsers({ objectType: 'doc', relation: 'viewer', users: ['user:bob'] })).map((x) => x.object), ['doc:2']);
+    t.deepEqual(await s.readStartingWithUsers({ objectType: 'doc', relation: 'viewer', users: ['user:bob'] }), []);
+    t.deepEqual((await other.readChanges({ afterRevision: 0, limit: 10 })).map((c) => c.tuple.object), ['doc:1', 'doc:2']);
+    await other.write([T('doc:1', 'viewer', 'user:anne')], []);
+    t.truthy((await s.readUserTuples([{ objectType: 'doc', objectId: '1', relation: 'viewer', user: 'user:anne' }]))[0]);
+    if (other.scanTuples !== undefined) {
+      const scanned: string[] = [];
+      for await (const batch of other.scanTuples()) for (const x of batch) scanned.push(x.object);
+      t.deepEqual(scanned, ['doc:2']);
+    }
+  });
+
+  it('stores: create, read, list with pages and a name filter', async (t, s) => {
+    if (s.catalog === undefined) {
+      t.pass('this store holds a single store');
+      return;
+    }
+    const catalog = s.catalog();
+    t.is((await catalog.readStore(DEFAULT_STORE_ID))?.id, DEFAULT_STORE_ID);
+    const made = [record('x'), record('y'), record('x'), record('z')];
+    for (const r of made) await catalog.createStore(r);
+    t.deepEqual(await catalog.readStore(made[1]!.id), made[1]);
+    t.is(await catalog.readStore(storeIds()), undefined);
+    t.is(code(await t.throwsAsync(catalog.createStore(made[0]!))), 'already_exists/store_exists');
+    const ids: string[] = [];
+    let token: string | undefined;
+    do {
+      const page = await catalog.listStores({ pageSize: 2, continuationToken: token });
+      t.true(page.items.length <= 2);
+      ids.push(...page.items.map((r) => r.id));
+      token = page.continuationToken;
+    } while (token !== undefined);
+    t.deepEqual(ids, [DEFAULT_STORE_ID, ...made.map((r) => r.id)]);
+    const named = await catalog.listStores({ pageSize: 1, name: 'x' });
+    t.deepEqual(named.items.map((r) => r.id), [made[0]!.id]);
+    t.deepEqual((await catalog.listStores({ pageSize: 1, name: 'x', continuationToken: named.continuationToken })).items.map((r) => r.id), [made[2]!.id]);
+    t.is(code(await t.throwsAsync(catalog.listStores({ pageSize: 1, continuationToken: 'nonsense' }))), 'invalid_argument/invalid_continuation_token');
+  });
+
+  it('stores: deleting a store deletes its data, and the default store cannot be deleted', async (t, s) => {
+    if (s.catalog === undefined) {
+      t.pass('this store holds a single store');
+      return;
+    }
+    const catalog = s.catalog();
+    const a = record('a');
+    const b = record('b');
+    await catalog.createStore(a);
+    await catalog.createStore(b);
+    const va = catalog.store(a.id);
+    const m = { id: ulid(), schema_version: '1.1', type_definitions: [{ type: 'user' }] };
+    await va.writeModel(m);
+    await va.write([], [T('doc:1', 'viewer', 'user:anne')]);
+    await va.writeAssertions?.(m.id, [{ tupleKey: { object: 'doc:1', relation: 'viewer', user: 'user:anne' }, expectation: true }]);
+    await catalog.store(b.id).write([], [T('doc:1', 'viewer', 'user:anne')]);
+    await catalog.deleteStore(a.id);
+    t.is(await catalog.readStore(a.id), undefined);
+    t.is(code(await t.throwsAsync(catalog.deleteStore(a.id))), 'not_found/store_not_found');
+    t.is(code(await t.throwsAsync(catalog.deleteStore(DEFAULT_STORE_ID))), 'failed_precondition/default_store');
+    // The deleted store's view reads nothing or fails; its revision and writes fail.
+    const again = catalog.store(a.id);
+    t.is(code(await t.throwsAsync(again.revision())), 'not_found/store_not_found');
+    t.is(code(await t.throwsAsync(again.write([], [T('doc:9', 'viewer', 'user:anne')]))), 'not_found/store_not_found');
+    // A store made again with the same id starts empty.
+    await catalog.createStore(a);
+    const fresh = catalog.store(a.id);
+    t.is(await fresh.latestModelId(), undefined);
+    t.false(await fresh.hasTuples());
+    t.deepEqual(await fresh.readChanges({ afterRevision: 0, limit: 10 }), []);
+    t.deepEqual(await fresh.readAssertions?.(m.id), []);
+    t.true(await catalog.store(b.id).hasTuples());
+  });
 }

@@ -5,7 +5,7 @@ import { QueryTypes } from 'sequelize';
 import { runStoreSuite } from '../conformance/store_suite.ts';
 import { sqlBackends } from '../helpers/databases.ts';
 import { disposableSqlStore, openSqlStore } from './sql_helpers.ts';
-import { LatchkeyError } from '../../engine/index.ts';
+import { DEFAULT_STORE_ID, LatchkeyError } from '../../engine/index.ts';
 import { SqlStore } from '../../engine/sql/sql_store.ts';
 import { levelSql } from '../../engine/sql/level_reads.ts';
 
@@ -145,7 +145,7 @@ test('sql sqlite: forward reads of usersets take the keys from fga_tuple_userset
   const keys = ids.flatMap((id) => relations.map((relation) => ({ objectType: 'group', objectId: id, relation })));
   const read = async (kind: 'all' | 'usersets') => (await store.readObjectRelations(keys, kind)).map((g) => g.map((x) => `${x.object}#${x.relation}@${x.user}${x.condition === undefined ? '' : `[${x.condition.name}]`}`));
   try {
-    const { sql, params } = levelSql('sqlite', [{ kind: 'usersets', keys: keys.slice(0, 2) }]);
+    const { sql, params } = levelSql('sqlite', DEFAULT_STORE_ID, [{ kind: 'usersets', keys: keys.slice(0, 2) }]);
     const plan = (await sequelize.query(`EXPLAIN QUERY PLAN ${sql}`, { replacements: params, type: QueryTypes.SELECT })) as { detail: string }[];
     t.true(plan.some((p) => p.detail.includes('fga_tuple_usersets')), JSON.stringify(plan));
     await t.notThrowsAsync(fc.assert(

@@ -105,7 +105,7 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
         credentials: extractCredentials({
           authorization: first(md, 'authorization'),
           cookie: cookieValues.length > 0 ? cookieValues.join('; ') : undefined,
-          adminSecret: first(md, 'x-service-admin-secret'),
+          adminSecret: first(md, 'x-service-admin-secret') ?? first(md, 'x-authorizer-admin-secret'),
         }),
         get signal(): AbortSignal {
           if (!controller) {

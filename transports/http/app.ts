@@ -21,7 +21,7 @@ import type { Services } from '../services.ts';
 import { buildSchema, type GraphqlContext } from '../graphql/schema.ts';
 import { limitsRule } from '../graphql/limits.ts';
 import { PLAYGROUND_HTML } from './playground.ts';
-import { cors, csrf, locals, rateLimit, SECURITY_HEADERS, sendError, type HttpLocals, type Reject } from './guards.ts';
+import { cors, csrf, locals, rateLimit, SECURITY_HEADERS, sendError, sendGraphqlError, type HttpLocals, type Reject } from './guards.ts';
 
 export interface HttpAppOptions {
   config: Config;
@@ -45,7 +45,8 @@ function callInfo(req: Request, res: Response, protocol: 'rest' | 'graphql', coo
   // The signal is built on first use: most handlers never look at it.
   let controller: AbortController | undefined;
   const h = req.headers;
-  const admin = h['x-service-admin-secret'];
+  // Authorizer's header name is an alias (same rules, --disable-admin-header-auth included); ours wins when both are sent.
+  const admin = h['x-service-admin-secret'] ?? h['x-authorizer-admin-secret'];
   return {
     protocol,
     requestId: locals(res).requestId,
@@ -88,13 +89,36 @@ function bodyParseError(err: unknown, limit: string | number): LatchkeyError | u
   return undefined;
 }
 
+const isObject = (v: unknown): boolean => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/**
+ * What is wrong with a GraphQL-over-HTTP request body, or undefined: one
+ * request object (no batches) with a non-empty `query` string and, when
+ * present, an object of `variables`, a string `operationName` and an object
+ * of `extensions`. Checked here so that a malformed envelope is the client's
+ * `invalid_argument`, never an error inside the GraphQL handler.
+ */
+function graphqlEnvelopeError(body: unknown): string | undefined {
+  if (Array.isArray(body)) return 'batched GraphQL requests are not supported: send one request object';
+  if (!isObject(body)) return 'the body must be a GraphQL request object';
+  const b = body as Record<string, unknown>;
+  if (typeof b.query !== 'string' || b.query.trim() === '') return 'query must be a non-empty string';
+  if (b.variables != null && !isObject(b.variables)) return 'variables must be an object';
+  if (b.operationName != null && typeof b.operationName !== 'string') return 'operationName must be a string';
+  if (b.extensions != null && !isObject(b.extensions)) return 'extensions must be an object';
+  return undefined;
+}
+
 export function createHttpApp(o: HttpAppOptions): express.Express {
   const { config, pipeline, metrics } = o;
   // Requests refused before reaching an operation (guards, routing, body) are
-  // counted too, under op "http" and the error code.
+  // counted too, under op "http" and the error code. On /graphql the refusal is
+  // a GraphQL error response, which GraphQL clients read; elsewhere the REST body.
   const reject: Reject = (req, res, err) => {
-    sendError(res, err);
-    const transport = req.path === '/graphql' ? 'graphql' : 'rest';
+    const graphql = req.path === '/graphql';
+    if (graphql) sendGraphqlError(res, err);
+    else sendError(res, err);
+    const transport = graphql ? 'graphql' : 'rest';
     metrics.observe('http', transport, err.code, (performance.now() - locals(res).started) / 1000);
   };
   const app = express();
@@ -270,7 +294,7 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
     formatError: (err) => {
       if (err instanceof GraphQLError) {
         if (err.extensions.code !== undefined) return err;
-        return new GraphQLError(err.message, { nodes: err.nodes ?? null, extensions: { ...err.extensions, code: 'invalid_argument' } });
+        return new GraphQLError(err.message, { nodes: err.nodes ?? null, extensions: { ...err.extensions, code: 'invalid_argument', reason: 'invalid_graphql' } });
       }
       o.services.logger.error('unexpected graphql error', { err });
       return new GraphQLError('internal server error', { extensions: { code: 'internal' } });
@@ -283,6 +307,8 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
     },
   });
   app.post('/graphql', (req, res, next) => {
+    const malformed = graphqlEnvelopeError(req.body);
+    if (malformed !== undefined) return next(new LatchkeyError('invalid_argument', malformed, { reason: 'malformed_graphql_request' }));
     Promise.resolve(graphqlHandler(req, res, next)).catch(next);
   });
   app.all('/graphql', (_req, _res, next) => {

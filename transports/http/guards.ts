@@ -35,6 +35,25 @@ export function sendError(res: Response, err: LatchkeyError): void {
   res.end(body);
 }
 
+/**
+ * Sends an error as a GraphQL-over-HTTP response, `{"errors": [{"message",
+ * "extensions": {"code", "reason"}}]}`, with the table's status: how
+ * `/graphql` refuses a request before any operation runs (CSRF, rate limit,
+ * body, envelope), so that a GraphQL client reads the refusal as an error
+ * rather than as an empty success.
+ */
+export function sendGraphqlError(res: Response, err: LatchkeyError): void {
+  if (res.headersSent) return;
+  const extensions: Record<string, unknown> = { code: err.code };
+  if (err.reason !== undefined) extensions.reason = err.reason;
+  if (err.details !== undefined) extensions.details = err.details;
+  res.statusCode = ERROR_STATUS[err.code].http;
+  const wait = err.details?.['retry_after_seconds'];
+  if (typeof wait === 'number') res.setHeader('retry-after', String(wait));
+  res.setHeader('content-type', 'application/json; charset=utf-8');
+  res.end(JSON.stringify({ errors: [{ message: err.message, extensions }] }));
+}
+
 /** Matches an origin against the allow-list; entries may use `*` for one DNS label, e.g. `https://*.example.com`. */
 export function originMatcher(allowed: readonly string[]): (origin: string) => boolean {
   const exact = new Set<string>();
@@ -56,13 +75,23 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'cache-control': 'no-store',
 };
 
-const ALLOW_HEADERS = 'content-type, authorization, x-service-admin-secret, x-requested-with, x-request-id';
+/**
+ * Request headers a cross-origin page may send: ours, plus those Authorizer's
+ * JS SDK sends on every call (`x-authorizer-url`, `x-authorizer-client-id`,
+ * read from its source) and its admin header.
+ */
+const ALLOW_HEADERS =
+  'content-type, authorization, x-service-admin-secret, x-requested-with, x-request-id, x-authorizer-url, x-authorizer-client-id, x-authorizer-admin-secret';
 
 /**
  * CORS. With `*`: `Access-Control-Allow-Origin: *` and no credentials (a
- * browser refuses credentials with a wildcard). With a list: an allowed
- * `Origin` is echoed with `Access-Control-Allow-Credentials: true`.
- * Preflights are answered here (204).
+ * browser refuses credentials with a wildcard, so a page on another origin
+ * that fetches with `credentials: 'include'`, as Authorizer's SDK does, fails
+ * with a CORS error until its origin is listed in `--allowed-origins`). With
+ * a list: an allowed `Origin` is echoed with
+ * `Access-Control-Allow-Credentials: true`, so cookie flows work across
+ * origins; another origin gets no CORS headers and the browser refuses the
+ * response. Preflights are answered here (204).
  */
 export function cors(allowedOrigins: readonly string[]) {
   const wildcard = allowedOrigins.includes('*');
