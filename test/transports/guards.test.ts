@@ -100,7 +100,7 @@ test('an allow-list: CORS echoes allowed origins with credentials; CSRF accepts 
     t.is((await post('https://app.example')).status, 200);
     const refused = await post('https://evil.example');
     t.is(refused.status, 403);
-    t.like(await refused.json(), { code: 'permission_denied' });
+    t.like(((await refused.json()) as { errors: unknown[] }).errors[0], { extensions: { code: 'permission_denied', reason: 'csrf_origin' } });
     t.is((await post(server.httpUrl)).status, 403, 'with an allow-list even the server origin must be listed');
   } finally {
     await server.close();
