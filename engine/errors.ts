@@ -78,10 +78,14 @@ export const INTERNAL_MESSAGE = 'internal server error';
 
 /**
  * Turns anything thrown into a client-safe {@link LatchkeyError}: our own
- * errors pass through, everything else becomes `internal` with a generic
+ * errors pass through (an `unavailable` one gains the retry hint), a
+ * dependency outage becomes `unavailable` (reason `storage_unavailable`, see
+ * {@link dependencyError}), everything else becomes `internal` with a generic
  * message (the original stays reachable as `cause` for logging).
  */
 export function toPublicError(err: unknown): LatchkeyError {
+  const outage = dependencyError(err);
+  if (outage !== undefined) return outage;
   if (err instanceof LatchkeyError) return err;
   return new LatchkeyError('internal', INTERNAL_MESSAGE, { cause: err });
 }
@@ -89,4 +93,106 @@ export function toPublicError(err: unknown): LatchkeyError {
 /** True when `err` is a {@link LatchkeyError} with the given code. */
 export function isErrorCode(err: unknown, code: ErrorCode): err is LatchkeyError {
   return err instanceof LatchkeyError && err.code === code;
+}
+
+/**
+ * Driver and socket error codes that mean a dependency (SQL database, Redis,
+ * SMTP) cannot be reached, dropped the connection, is shutting down or is out
+ * of connections, rather than that the request was wrong. Codes, never
+ * messages: node's `E*` socket codes, mysql2's `PROTOCOL_*` and server
+ * errors (1040 too many connections, 1053 shutdown, 1205 lock wait timeout,
+ * 2006/2013 server gone), PostgreSQL SQLSTATE class 08 (connection
+ * exception), 53300 (too many connections) and 57P01–57P03 (admin shutdown,
+ * crash shutdown, cannot connect now), SQLite's busy/locked, nodemailer's
+ * connection codes.
+ */
+const DEPENDENCY_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'PROTOCOL_CONNECTION_LOST',
+  'PROTOCOL_SEQUENCE_TIMEOUT',
+  'PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR',
+  'PROTOCOL_ENQUEUE_AFTER_QUIT',
+  'ER_CON_COUNT_ERROR',
+  'ER_SERVER_SHUTDOWN',
+  'ER_LOCK_WAIT_TIMEOUT',
+  'CR_SERVER_GONE_ERROR',
+  'CR_SERVER_LOST',
+  '53300',
+  '57P01',
+  '57P02',
+  '57P03',
+  'SQLITE_BUSY',
+  'SQLITE_LOCKED',
+  'ECONNECTION',
+  'ESOCKET',
+]);
+
+/**
+ * Error class names that mean the same: sequelize's connection errors and its
+ * pool's acquire timeout, ioredis's retry exhaustion.
+ */
+const DEPENDENCY_NAMES =
+  /^(?:Sequelize(?:Connection\w*|HostNotReachable|HostNotFound|InvalidConnection|Timeout)Error|ConnectionAcquireTimeoutError|TimeoutError|MaxRetriesPerRequestError)$/u;
+
+/** The error, its `parent`/`original` (sequelize) and its `cause` chain, at most a few links deep. */
+function* errorChain(err: unknown): Generator<{ name?: unknown; code?: unknown; errno?: unknown }> {
+  const seen = new Set<unknown>();
+  const queue: unknown[] = [err];
+  while (queue.length > 0 && seen.size < 8) {
+    const e = queue.shift();
+    if (e === null || typeof e !== 'object' || seen.has(e)) continue;
+    seen.add(e);
+    const o = e as { name?: unknown; code?: unknown; errno?: unknown; parent?: unknown; original?: unknown; cause?: unknown; errors?: unknown };
+    yield o;
+    queue.push(o.parent, o.original, o.cause);
+    // AggregateError (e.g. ECONNREFUSED on both ::1 and 127.0.0.1).
+    if (Array.isArray(o.errors)) queue.push(...o.errors.slice(0, 4));
+  }
+}
+
+/**
+ * True when `err` (or what it wraps) says a dependency could not be reached or
+ * dropped the connection: an outage, not a bug and not the caller's fault.
+ * Decided from error codes and class names only (never message text).
+ */
+export function isDependencyFailure(err: unknown): boolean {
+  if (err instanceof LatchkeyError) return err.code === 'unavailable';
+  for (const e of errorChain(err)) {
+    if (typeof e.name === 'string' && DEPENDENCY_NAMES.test(e.name)) return true;
+    if (typeof e.code === 'string' && (DEPENDENCY_CODES.has(e.code) || /^08[0-9A-Z]{3}$/u.test(e.code))) return true;
+  }
+  return false;
+}
+
+/** Seconds a client is told to wait before retrying after an outage (REST `Retry-After`, gRPC `retry-after` metadata). */
+export const OUTAGE_RETRY_AFTER_SECONDS = 1;
+
+/**
+ * The one mapping of dependency failures: `unavailable` with `reason` (default
+ * `storage_unavailable`) and `details.retry_after_seconds`, keeping the
+ * original as `cause` for logs. Returns undefined when `err` is not a
+ * dependency failure (see {@link isDependencyFailure}).
+ */
+export function dependencyError(err: unknown, reason = 'storage_unavailable', message = 'a service this server depends on is unavailable; retry later'): LatchkeyError | undefined {
+  if (err instanceof LatchkeyError) {
+    // An `internal` wrapping an outage (a store that did not recognise it) is the outage.
+    if (err.code === 'internal' && err.cause !== undefined && isDependencyFailure(err.cause)) return dependencyError(err.cause, reason, message);
+    if (err.code !== 'unavailable') return undefined;
+    if (err.details?.['retry_after_seconds'] !== undefined) return err;
+    return new LatchkeyError('unavailable', err.message, {
+      ...(err.reason !== undefined ? { reason: err.reason } : {}),
+      details: { ...err.details, retry_after_seconds: OUTAGE_RETRY_AFTER_SECONDS },
+      cause: err.cause ?? err,
+    });
+  }
+  if (!isDependencyFailure(err)) return undefined;
+  return new LatchkeyError('unavailable', message, { reason, details: { retry_after_seconds: OUTAGE_RETRY_AFTER_SECONDS }, cause: err });
 }

@@ -77,6 +77,7 @@ export async function openDatabase(config: Config): Promise<Sequelize> {
       });
     }
   }
+  if (type !== 'sqlite') guardDriverConnections(sequelize, type === 'postgres' ? 'postgres' : 'mysql');
   try {
     await sequelize.authenticate();
     if (type === 'sqlite') {
@@ -94,6 +95,46 @@ export async function openDatabase(config: Config): Promise<Sequelize> {
     });
   }
   return sequelize;
+}
+
+/**
+ * Gives every driver connection an `error` listener from the moment it is
+ * made. sequelize attaches its own one step after the handshake completes; an
+ * error read in the same packet as the handshake's end (the server shutting
+ * down just as the connection opens: PostgreSQL 57P01) is then emitted with
+ * no listener, which would crash the process (seen in
+ * test/transports/outage.test.ts). The listener marks the connection invalid,
+ * so that the pool discards it (sequelize's `validate`); the failure itself
+ * reaches the statement that uses it.
+ */
+function guardDriverConnections(sequelize: Sequelize, dialect: 'postgres' | 'mysql'): void {
+  type Listening = { on(event: 'error', listener: () => void): unknown; _invalid?: boolean };
+  const cm = (sequelize as unknown as { connectionManager: { lib: Record<string, unknown> } }).connectionManager;
+  const lib = cm.lib;
+  if (dialect === 'postgres') {
+    const Base = lib['Client'] as new (...args: unknown[]) => Listening;
+    class GuardedClient extends Base {
+      constructor(...args: unknown[]) {
+        super(...args);
+        this.on('error', () => {
+          this._invalid = true;
+        });
+      }
+    }
+    cm.lib = Object.create(lib, { Client: { value: GuardedClient } }) as Record<string, unknown>;
+  } else {
+    const create = lib['createConnection'] as (...args: unknown[]) => Listening;
+    cm.lib = Object.create(lib, {
+      createConnection: {
+        value: (...args: unknown[]): Listening => {
+          const connection = create.apply(lib, args);
+          // mysql2 marks a failed connection fatal itself; sequelize's `validate` reads that.
+          connection.on('error', () => undefined);
+          return connection;
+        },
+      },
+    }) as Record<string, unknown>;
+  }
 }
 
 /** True when the database answers a trivial query within `timeoutMs`. */

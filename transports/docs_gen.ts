@@ -32,7 +32,7 @@ const CODE_DOCS: Record<ErrorCode, string> = {
   unimplemented: 'The operation is not implemented.',
   method_not_allowed: 'Wrong HTTP method for the endpoint (REST adds `Allow`).',
   payload_too_large: 'The request body exceeds `--http-body-limit`.',
-  unavailable: 'A dependency (database, store) is unreachable; retry later.',
+  unavailable: 'A dependency (database, Redis, SMTP, FGA store) is unreachable; retry after the `Retry-After` seconds (REST header, gRPC `retry-after` metadata, `details.retry_after_seconds`).',
   internal: 'An unexpected failure; the message is generic and the cause is logged with the request id.',
   unknown: 'An error of unknown origin.',
   data_loss: 'Unrecoverable data loss or corruption.',

@@ -5,6 +5,7 @@
  * logged at `debug`, so the default `info` level writes nothing on the hot path.
  * Keys that name secrets are redacted wherever they appear in the fields.
  */
+import { isDependencyFailure } from '../engine/errors.ts';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
@@ -51,6 +52,20 @@ export function redact(value: unknown, depth = 0): unknown {
   return value;
 }
 
+/** `name code: message` of an outage error and of what it wraps, without stacks. */
+export function outageSummary(err: unknown): string {
+  const parts: string[] = [];
+  let e: unknown = err;
+  for (let i = 0; i < 4 && e !== null && typeof e === 'object'; i++) {
+    const o = e as { name?: unknown; code?: unknown; message?: unknown; parent?: unknown; cause?: unknown };
+    const head = [o.name, o.code].filter((x) => typeof x === 'string').join(' ');
+    parts.push(typeof o.message === 'string' && o.message.length > 0 ? `${head}: ${o.message.slice(0, 200)}` : head);
+    e = o.parent ?? o.cause;
+    if (e === err) break;
+  }
+  return parts.filter((p) => p.length > 0).join(' < ');
+}
+
 class JsonLogger implements Logger {
   readonly #rank: number;
   readonly #sink: LogSink;
@@ -84,6 +99,14 @@ class JsonLogger implements Logger {
     this.#write('warn', msg, fields);
   }
   error(msg: string, fields?: Record<string, unknown>): void {
+    // A dependency outage (database, Redis, SMTP unreachable) is expected and
+    // answered 503 with readiness failing: one warning naming it, no stack,
+    // whichever component (request, background worker) reports it.
+    const err = fields?.['err'];
+    if (err !== undefined && isDependencyFailure(err)) {
+      this.#write('warn', msg, { ...fields, err: outageSummary(err), dependency_unavailable: true });
+      return;
+    }
     this.#write('error', msg, fields);
   }
   child(fields: Record<string, unknown>): Logger {

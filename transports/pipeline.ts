@@ -3,11 +3,12 @@
  * run the handler, encode the result, record metrics. Transports only decode
  * the request into {@link CallInfo} + raw input and encode what comes back.
  */
-import { LatchkeyError, toPublicError } from '../engine/errors.ts';
+import { LatchkeyError, OUTAGE_RETRY_AFTER_SECONDS, toPublicError } from '../engine/errors.ts';
+import { pingDatabase } from './database.ts';
 import { hasCredentials, resolvePrincipal } from './authenticate.ts';
 import { ANONYMOUS } from './context.ts';
 import type { CookieSink, Credentials, Protocol, RequestContext } from './context.ts';
-import type { Logger } from './logger.ts';
+import { outageSummary, type Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
 import type { AnyOperation } from './operations/types.ts';
 import type { Services } from './services.ts';
@@ -31,6 +32,14 @@ export interface Pipeline {
    * (anything else is logged with the request id and becomes `internal`).
    */
   run(op: AnyOperation, info: CallInfo, rawInput: unknown): Promise<unknown>;
+}
+
+function outage(err: unknown): LatchkeyError {
+  return new LatchkeyError('unavailable', 'the database is unavailable; retry later', {
+    reason: 'storage_unavailable',
+    details: { retry_after_seconds: OUTAGE_RETRY_AFTER_SECONDS },
+    cause: err,
+  });
 }
 
 export function createPipeline(services: Services, metrics: Metrics): Pipeline {
@@ -69,9 +78,16 @@ export function createPipeline(services: Services, metrics: Metrics): Pipeline {
         const output = await op.handler(ctx, input);
         return encodeOutput(op.output, output);
       } catch (err) {
-        const pub = toPublicError(err);
+        let pub = toPublicError(err);
+        // A failure no driver code explains ("connection terminated", "client is not
+        // queryable") while the database does not answer is the outage, not a bug.
+        if (pub.code === 'internal' && services.sequelize !== undefined && !(await pingDatabase(services.sequelize, 1000))) pub = outage(err);
         code = pub.code;
-        if (!(err instanceof LatchkeyError)) {
+        if (pub.code === 'unavailable') {
+          // An expected outage: one line naming the dependency's error, no stack (the
+          // request is answered 503 with a retry hint; readiness reports it too).
+          if (pub !== err) logger.warn('dependency unavailable', { request_id: info.requestId, op: op.name, transport: info.protocol, reason: pub.reason, cause: outageSummary(err) });
+        } else if (!(err instanceof LatchkeyError)) {
           logger.error('unexpected error', { request_id: info.requestId, op: op.name, transport: info.protocol, err });
         }
         throw pub;

@@ -72,6 +72,26 @@ function closeHttp(server: HttpServer, timeoutMs: number): Promise<void> {
   });
 }
 
+/**
+ * True when Redis answers PING within `timeoutMs`. The client has no offline
+ * queue, so while it is disconnected the command fails at once.
+ */
+async function pingRedis(redis: Redis, timeoutMs = 1000): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      redis.ping().then((r) => r === 'PONG'),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), timeoutMs);
+      }),
+    ]);
+  } catch {
+    return false;
+  } finally {
+    if (timer) clearTimeout(timer);
+  }
+}
+
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   const logger = createLogger(config.logLevel, options.logSink);
   const operations = options.extraOperations ? checkTable([...OPERATIONS, ...options.extraOperations]) : OPERATIONS;
@@ -96,7 +116,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const clientIp = createClientIpResolver(config.trustedProxies);
     let draining = false;
 
-    const app = createHttpApp({ config, services, operations, pipeline, metrics, rateLimiter, clientIp, draining: () => draining });
+    const dependencies = redis ? [{ name: 'redis', ping: () => pingRedis(redis) }] : [];
+    const app = createHttpApp({ config, services, operations, pipeline, metrics, rateLimiter, clientIp, draining: () => draining, dependencies });
     const http = createServer({ requestTimeout: config.httpRequestTimeout, headersTimeout: config.httpHeadersTimeout, keepAliveTimeout: config.httpKeepAliveTimeout }, app);
     const httpPort = await listen(http, config.host, config.httpPort);
     cleanups.push(() => closeHttp(http, 0));

@@ -24,7 +24,7 @@
  * (engine/sql/raw.ts).
  */
 import { Transaction, type Sequelize } from 'sequelize';
-import { LatchkeyError } from '../errors.ts';
+import { isDependencyFailure, LatchkeyError, OUTAGE_RETRY_AFTER_SECONDS } from '../errors.ts';
 import type { SqlDialect } from './migrate.ts';
 import { isBusy, rawConnection, type RawConnection } from './raw.ts';
 
@@ -50,17 +50,16 @@ interface Owned {
   connection: { uuid?: string };
 }
 
-/** Driver error codes that mean the database cannot be reached or is shutting down. */
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'PROTOCOL_CONNECTION_LOST', 'SQLITE_BUSY', 'SQLITE_LOCKED', '57P01', '57P02', '57P03']);
-
-/** A store error for any failure below the store: `unavailable` for connection trouble, else `internal`. */
+/**
+ * A store error for any failure below the store: `unavailable` (with the
+ * retry hint) for connection trouble, as {@link isDependencyFailure} decides for
+ * every store of the process, else `internal`.
+ */
 export function backendError(err: unknown): LatchkeyError {
   if (err instanceof LatchkeyError) return err;
-  const e = err as { name?: string; code?: string; parent?: { code?: string } } | null;
-  const name = e?.name ?? '';
-  const code = e?.code ?? e?.parent?.code ?? '';
-  if (/Connection|Timeout|HostNotReachable|AccessDenied/u.test(name) || UNAVAILABLE_CODES.has(code) || code.startsWith('08')) {
-    return new LatchkeyError('unavailable', 'the FGA store is unavailable', { reason: 'store_unavailable', cause: err });
+  const e = err as { name?: string } | null;
+  if (isDependencyFailure(err) || /AccessDenied/u.test(e?.name ?? '')) {
+    return new LatchkeyError('unavailable', 'the FGA store is unavailable', { reason: 'store_unavailable', details: { retry_after_seconds: OUTAGE_RETRY_AFTER_SECONDS }, cause: err });
   }
   return new LatchkeyError('internal', 'FGA store error', { reason: 'store_error', cause: err });
 }

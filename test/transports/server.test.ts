@@ -192,7 +192,7 @@ test('GET /healthz answers 200 ok and /readyz 200 ready', async (t) => {
   t.deepEqual(await h.json(), { status: 'ok' });
   const r = await fetch(`${server.httpUrl}/readyz`);
   t.is(r.status, 200);
-  t.deepEqual(await r.json(), { status: 'ready' });
+  t.deepEqual(await r.json(), { status: 'ready', checks: { database: true } });
 });
 
 test('meta is identical over GraphQL, REST and gRPC and reflects the configuration', async (t) => {

@@ -143,7 +143,7 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
           if (cookies.headers().length > 0) sendHeaders();
           const pub = err instanceof LatchkeyError ? err : new LatchkeyError('internal', 'internal server error');
           const status = errorFor(pub);
-          if (pub.code === 'resource_exhausted' && pub.details?.retry_after_seconds !== undefined)
+          if ((pub.code === 'resource_exhausted' || pub.code === 'unavailable') && pub.details?.retry_after_seconds !== undefined)
             status.metadata?.set('retry-after', String(pub.details.retry_after_seconds));
           callback(status);
         },

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { createHandler } from 'graphql-http/lib/use/express';
 import { GraphQLError, NoSchemaIntrospectionCustomRule, parse, specifiedRules, validate, type DocumentNode, type ValidationRule } from 'graphql';
-import { LatchkeyError } from '../../engine/errors.ts';
+import { dependencyError, LatchkeyError } from '../../engine/errors.ts';
 import { CookieSink, extractCredentials } from '../context.ts';
 import type { ClientIpResolver } from '../client_ip.ts';
 import type { Config } from '../flags.ts';
@@ -33,6 +33,8 @@ export interface HttpAppOptions {
   metrics: Metrics;
   /** True while the process is draining (readiness fails). */
   draining: () => boolean;
+  /** Dependencies besides the database that readiness requires (e.g. Redis); `ping` never throws. */
+  dependencies?: readonly { readonly name: string; ping(): Promise<boolean> }[];
 }
 
 const MAX_CACHED_QUERY = 16 * 1024;
@@ -144,9 +146,14 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
+  // Ready when not draining and every dependency the server cannot work without answers:
+  // the database, and Redis when configured (sessions, codes and limits live there).
   app.get('/readyz', async (_req, res) => {
-    const ok = !o.draining() && (await pingDatabase(o.services.sequelize));
-    res.status(ok ? 200 : 503).json(ok ? { status: 'ready' } : { status: 'not ready' });
+    const [database, ...others] = await Promise.all([pingDatabase(o.services.sequelize), ...(o.dependencies ?? []).map((d) => d.ping())]);
+    const checks: Record<string, boolean> = { database: database === true };
+    (o.dependencies ?? []).forEach((d, i) => (checks[d.name] = others[i] === true));
+    const ok = !o.draining() && Object.values(checks).every(Boolean);
+    res.status(ok ? 200 : 503).json(ok ? { status: 'ready', checks } : { status: 'not ready', checks, ...(o.draining() ? { draining: true } : {}) });
   });
 
   app.use(cors(config.allowedOrigins));
@@ -325,6 +332,11 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
     if (err instanceof LatchkeyError) return reject(req, res, err);
     const parseError = bodyParseError(err, config.httpBodyLimit);
     if (parseError !== undefined) return reject(req, res, parseError);
+    const outage = dependencyError(err);
+    if (outage !== undefined) {
+      o.services.logger.warn('dependency unavailable', { request_id: locals(res).requestId, reason: outage.reason });
+      return reject(req, res, outage);
+    }
     o.services.logger.error('unexpected error', { request_id: locals(res).requestId, err });
     reject(req, res, new LatchkeyError('internal', 'internal server error'));
   });

@@ -30,7 +30,7 @@ export function sendError(res: Response, err: LatchkeyError): void {
   const body = JSON.stringify(err.toJSON());
   res.statusCode = ERROR_STATUS[err.code].http;
   const wait = err.details?.['retry_after_seconds'];
-  if (err.code === 'resource_exhausted' && typeof wait === 'number') res.setHeader('retry-after', String(wait));
+  if ((err.code === 'resource_exhausted' || err.code === 'unavailable') && typeof wait === 'number') res.setHeader('retry-after', String(wait));
   res.setHeader('content-type', 'application/json; charset=utf-8');
   res.end(body);
 }

@@ -11,7 +11,7 @@
  * (the client authenticates itself; `/authorize` is a top-level navigation)
  * and rate limited like every other path.
  */
-import { ERROR_STATUS, LatchkeyError } from '../../engine/errors.ts';
+import { dependencyError, ERROR_STATUS, LatchkeyError } from '../../engine/errors.ts';
 import { OAuthServer, sessionCookieOf, type AuthService, type MemoryStore, type OAuthEventSink } from '../../auth/index.ts';
 import { AdminService, checkRedirectUri } from '../../admin/index.ts';
 import type { HttpRouteRequest, HttpRouteResponse, Services } from '../services.ts';
@@ -36,7 +36,10 @@ const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
  * a store outage as `temporarily_unavailable`; anything unexpected as
  * `server_error` with a generic description (the cause is logged).
  */
-function errorResponse(services: Services, request: HttpRouteRequest, err: unknown): HttpRouteResponse {
+function errorResponse(services: Services, request: HttpRouteRequest, thrown: unknown): HttpRouteResponse {
+  const outage = dependencyError(thrown);
+  const err = outage ?? thrown;
+  if (outage !== undefined && outage !== thrown) services.logger.warn('dependency unavailable', { request_id: request.requestId, reason: outage.reason });
   if (!(err instanceof LatchkeyError) || err.code === 'internal' || err.code === 'unknown' || err.code === 'data_loss') {
     services.logger.error('unexpected oauth error', { request_id: request.requestId, err });
     return { status: 500, body: { error: 'server_error', error_description: 'internal server error' }, headers: NO_STORE };
@@ -45,6 +48,8 @@ function errorResponse(services: Services, request: HttpRouteRequest, err: unkno
   const error =
     err.reason !== undefined && OAUTH_ERRORS.has(err.reason) ? err.reason : err.code === 'unavailable' ? 'temporarily_unavailable' : 'invalid_request';
   const headers: Record<string, string> = { ...NO_STORE };
+  const wait = err.details?.['retry_after_seconds'];
+  if (err.code === 'unavailable' && typeof wait === 'number') headers['retry-after'] = String(wait);
   if (status === 401) headers['www-authenticate'] = 'Basic realm="oauth", charset="UTF-8"';
   return { status, body: { error, error_description: err.message }, headers };
 }
