@@ -1,10 +1,10 @@
 /**
- * `latchkey/engine`: an embeddable, OpenFGA-compatible fine-grained
+ * `@latchkey/engine`: an embeddable, OpenFGA-compatible fine-grained
  * authorization engine. It needs nothing but a {@link TupleStore} (the
  * {@link MemoryStore} by default) and a model:
  *
  * ```ts
- * import { Engine } from 'latchkey/engine';
+ * import { Engine } from '@latchkey/engine';
  * const engine = new Engine();
  * await engine.writeModel({ dsl: 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define viewer: [user]\n' });
  * await engine.write({ writes: [{ user: 'user:anne', relation: 'viewer', object: 'doc:1' }] });
@@ -391,7 +391,7 @@ export class Engine {
 
   /**
    * Validates and stores a new model version (OpenFGA JSON, or `{ dsl }`
-   * text parsed by `latchkey/dsl`) and returns it with its new ULID id.
+   * text parsed by `@latchkey/engine/dsl`) and returns it with its new ULID id.
    * Invalid models: `invalid_argument` with reason `invalid_authorization_model`
    * (or `invalid_dsl` from the DSL parser).
    */
@@ -700,7 +700,7 @@ function emptyToUndefined(s: string | undefined): string | undefined {
   return s === undefined || s === '' ? undefined : s;
 }
 
-/** DSL text → model through `latchkey/dsl` (loaded on first use, so JSON-only users never load the parser). */
+/** DSL text → model through `@latchkey/engine/dsl` (loaded on first use, so JSON-only users never load the parser). */
 async function dslToModel(text: string): Promise<AuthorizationModel> {
   const { transformDslToModel } = await import('../dsl/index.ts');
   return transformDslToModel(text);

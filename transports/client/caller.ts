@@ -45,6 +45,22 @@ export function requestObject(op: ClientOperation, input: unknown): object {
   return validate(op.input as unknown as ObjectShape, input ?? {}) as object;
 }
 
+/**
+ * gRPC's libraries are optional peers of the client package: when one is not
+ * installed, a `grpc` client's first call fails with `failed_precondition`
+ * (reason `missing_dependency`) naming what to install.
+ */
+function missingGrpcPeer(err: unknown): LatchkeyError | undefined {
+  const e = err as { code?: unknown; message?: unknown };
+  const missing = ['@grpc/grpc-js', '@grpc/proto-loader'].find((name) => String(e.message).includes(`'${name}'`));
+  if (e.code !== 'ERR_MODULE_NOT_FOUND' || missing === undefined) return undefined;
+  return new LatchkeyError(
+    'failed_precondition',
+    `protocol 'grpc' needs the optional peer dependencies @grpc/grpc-js and @grpc/proto-loader: npm install @grpc/grpc-js @grpc/proto-loader`,
+    { reason: 'missing_dependency', details: { package: missing }, cause: err },
+  );
+}
+
 export class Caller implements Session {
   readonly options: ResolvedOptions;
   readonly jar = new CookieJar();
@@ -66,7 +82,12 @@ export class Caller implements Session {
       case 'graphql':
         return callGraphql(this.options, this, op, request);
       case 'grpc':
-        this.#grpc ??= import('./grpc_call.ts').then((m) => new m.GrpcCaller(this.options));
+        this.#grpc ??= import('./grpc_call.ts').then(
+          (m) => new m.GrpcCaller(this.options),
+          (err: unknown) => {
+            throw missingGrpcPeer(err) ?? err;
+          },
+        );
         return (await this.#grpc).call(this, op, request);
     }
   }

@@ -1,5 +1,5 @@
 /**
- * The client libraries (`latchkey/client`): a user client and an admin
+ * The client libraries (`@latchkey/client`): a user client and an admin
  * client, each asynchronous (Promises) and synchronous (blocking), over
  * GraphQL (default), REST or gRPC. Their methods come from the operations
  * table, one per operation (snake_case name in camelCase). Errors are
