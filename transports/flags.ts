@@ -127,6 +127,12 @@ export const FLAGS = {
       max: 3_600_000,
     }),
     'fga-mirror': bool({ doc: 'Keep an in-memory mirror of a SQL FGA store for fast Check, kept current from its changelog', default: true }),
+    'openfga-preshared-keys': list({
+      doc: "Bearer tokens (OpenFGA preshared keys) that authenticate OpenFGA's HTTP API under /stores (docs/openfga.md); empty leaves that API unmounted",
+      default: [],
+      secret: true,
+      item: (key) => (key.length < 8 ? 'each OpenFGA preshared key must be at least 8 characters' : undefined),
+    }),
   })),
   ...group('OAuth / app', () => ({
     'client-id': str({ doc: 'Client id of this instance (required)' }),

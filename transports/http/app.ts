@@ -21,6 +21,8 @@ import type { Services } from '../services.ts';
 import { buildSchema, type GraphqlContext } from '../graphql/schema.ts';
 import { limitsRule } from '../graphql/limits.ts';
 import { PLAYGROUND_HTML } from './playground.ts';
+import { Engine } from '../../engine/index.ts';
+import { openfgaRouter } from '../openfga/index.ts';
 import { cors, csrf, locals, rateLimit, SECURITY_HEADERS, sendError, sendGraphqlError, type HttpLocals, type Reject } from './guards.ts';
 
 export interface HttpAppOptions {
@@ -157,6 +159,19 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
   });
 
   app.use(cors(config.allowedOrigins));
+  // OpenFGA's HTTP API (transports/openfga), when preshared keys are configured. Its callers authenticate with a
+  // bearer key, never a cookie, so the CSRF check does not concern it; like OpenFGA it has no per-IP limit.
+  if (config.openfgaPresharedKeys.length > 0) {
+    app.use(
+      openfgaRouter({
+        engine: () => (o.services.engine instanceof Engine ? o.services.engine : undefined),
+        presharedKeys: config.openfgaPresharedKeys,
+        bodyLimit: config.httpBodyLimit,
+        logError: (message, fields) => o.services.logger.error(message, fields),
+        observe: (op, code, seconds) => metrics.observe(op, 'openfga', code, seconds),
+      }),
+    );
+  }
   app.use(rateLimit(o.rateLimiter, reject));
   app.use(csrf(config.allowedOrigins, reject));
   // Endpoints of domain services (services.httpRoutes): discovery and JWKS documents, the OAuth endpoints.
