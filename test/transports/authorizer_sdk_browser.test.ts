@@ -8,7 +8,9 @@
  * the origin is listed in `--allowed-origins`. The same page served from an
  * origin that is not listed is refused: the CORS preflight gets no
  * Access-Control-Allow-Origin, the browser blocks the call, and the SDK
- * surfaces the failed fetch as an error (and no account is created).
+ * surfaces the failed fetch as an error (and no account is created). Under
+ * the default `--allowed-origins=*` the credentialed call fails too, with the
+ * console error docs/clients.md quotes.
  */
 import anyTest, { type ExecutionContext } from 'ava';
 import { randomBytes } from 'node:crypto';
@@ -68,12 +70,17 @@ async function appOrigin(t: ExecutionContext): Promise<string> {
   return `http://127.0.0.1:${(server.address() as { port: number }).port}`;
 }
 
-/** The server on its own loopback port (its `--url`), with `--allowed-origins` listing `allowed`; closed when the test ends. */
-async function start(t: ExecutionContext, allowed: string): Promise<TestServer> {
+/** The server on its own loopback port (its `--url`), with `--allowed-origins` listing `allowed` (default `*`); closed when the test ends. */
+async function start(t: ExecutionContext, allowed?: string): Promise<TestServer> {
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
     try {
-      const server = await startTestServer({ 'http-port': port, url: `http://127.0.0.1:${port}`, 'allowed-origins': allowed, 'enable-email-verification': false });
+      const server = await startTestServer({
+        'http-port': port,
+        url: `http://127.0.0.1:${port}`,
+        ...(allowed === undefined ? {} : { 'allowed-origins': allowed }),
+        'enable-email-verification': false,
+      });
       t.teardown(() => server.close());
       return server;
     } catch (err) {
@@ -182,4 +189,18 @@ test('from an origin not in --allowed-origins the browser refuses the call, and 
   // Nothing reached the server: the account does not exist.
   const login = await server.call('login', { email, password: PASSWORD }, { protocol: 'rest', headers: { origin: listed } });
   t.is(login.error?.code, 'unauthenticated');
+});
+
+test('under the default --allowed-origins=* the browser refuses the credentialed call, with the console error docs/clients.md quotes', async (t) => {
+  const app = await appOrigin(t);
+  const server = await start(t);
+  const page = await pageAt(t, app);
+  const console: string[] = [];
+  page.on('console', (m) => console.push(m.text()));
+  const meta = await sdkCall(page, server, 'getMetaData');
+  t.is(meta.data, null);
+  t.regex(meta.errors[0]?.message ?? '', /failed to fetch/i);
+  const cors = console.find((m) => m.includes('blocked by CORS policy'));
+  t.truthy(cors, console.join('\n'));
+  t.regex(cors ?? '', /must not be the wildcard '\*' when the request's credentials mode is 'include'/);
 });
