@@ -10,7 +10,8 @@ import { join, relative, resolve } from 'node:path';
 import { ERROR_STATUS, type ErrorCode } from '../engine/errors.ts';
 import { flagsMarkdown } from './flags.ts';
 import { OPERATIONS } from './operations/index.ts';
-import { graphqlName, grpcService, type AnyOperation } from './operations/types.ts';
+import { graphqlArg, graphqlName, grpcService, type AnyOperation } from './operations/types.ts';
+import { inputTypeName } from './graphql/schema.ts';
 import { generateProto } from './grpc/proto.ts';
 import { clientOperationsSource } from './client/operations_source.ts';
 import { namedTypes, typeLabel, type ObjectShape, type Shape } from './shape.ts';
@@ -124,7 +125,11 @@ function fieldRows(shape: ObjectShape): string[] {
 function protocolCell(op: AnyOperation): string {
   const parts: string[] = [];
   if (op.protocols.includes('rest') && op.rest) parts.push(`REST \`${op.rest.method} ${op.rest.path}\``);
-  if (op.protocols.includes('graphql')) parts.push(`GraphQL \`${op.kind} ${graphqlName(op)}\``);
+  if (op.protocols.includes('graphql')) {
+    const arg = graphqlArg(op);
+    const signature = Object.keys(op.input.fields).length > 0 ? `(${arg.name}: ${inputTypeName(op.input)}${arg.nullable ? '' : '!'})` : '';
+    parts.push(`GraphQL \`${op.kind} ${graphqlName(op)}${signature}\``);
+  }
   if (op.protocols.includes('grpc') && op.grpc) parts.push(`gRPC \`latchkey.v1.${grpcService(op)}/${op.grpc.method}\``);
   return parts.join('<br>');
 }
@@ -138,12 +143,14 @@ export function apiMarkdown(operations: readonly AnyOperation[] = OPERATIONS): s
     '',
     'Every operation is served identically over GraphQL (`POST /graphql`), REST (`/v1/…`, JSON, bare',
     'responses) and gRPC (package `latchkey.v1`, see `transports/grpc/latchkey.proto`), as listed. GraphQL',
-    'operations with request fields take one argument `params`; admin operations are `_`-prefixed.',
+    'operations with request fields take one argument, typed and named as in Authorizer 2.3.0\'s schema',
+    '(see "Coming from Authorizer" in [clients.md](clients.md)); admin operations are `_`-prefixed.',
     'Optional response fields that have no value are `null`. Errors: see [errors.md](errors.md).',
     '',
     'Credentials: `Authorization: Bearer <token>` or the session cookie for user operations;',
-    '`x-service-admin-secret: <secret>` or the `service-admin` cookie for super-admin operations (gRPC:',
-    'metadata of the same names). State-changing HTTP requests need an `Origin` (or `Referer`) header.',
+    '`x-service-admin-secret: <secret>` (or its alias `x-authorizer-admin-secret`) or the `service-admin`',
+    'cookie for super-admin operations (gRPC: metadata of the same names). State-changing HTTP requests',
+    'need an `Origin` (or `Referer`) header.',
     '',
     '## Operations',
     '',
