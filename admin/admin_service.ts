@@ -11,7 +11,7 @@
  */
 import { LatchkeyError } from '../engine/errors.ts';
 import type { Engine } from '../engine/index.ts';
-import type { UserRecord } from '../auth/index.ts';
+import { normalizeEmail, type UserRecord } from '../auth/index.ts';
 import { migrateAdminStore } from './migrations.ts';
 import { normalizePagination, type Pagination, type PaginationInput } from './pagination.ts';
 import { AdminSessions, type AdminCookieAttributes } from './admin_sessions.ts';
@@ -216,7 +216,7 @@ export class AdminService {
     if (!input.id && !input.email) throw new LatchkeyError('invalid_argument', 'id or email is required', { reason: 'missing_user_identifier' });
     const store = this.#identity.users;
     const user = input.id ? await store.findById(input.id) : await store.findByEmail(input.email!);
-    if (!user || (input.id && input.email && user.email !== input.email.trim().toLowerCase())) throw notFoundUser();
+    if (!user || (input.id && input.email && user.email !== normalizeEmail(input.email))) throw notFoundUser();
     return user;
   }
 

@@ -7,7 +7,7 @@
 import type { Sequelize } from 'sequelize';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { Engine } from '../engine/index.ts';
-import { fgaSubjectsOfUser, type UserFields, type UserRecord } from '../auth/index.ts';
+import { fgaSubjectsOfUser, normalizeEmail, type UserFields, type UserRecord } from '../auth/index.ts';
 import type { EmailTemplates } from './email_templates.ts';
 import type { WebhookService } from './webhooks.ts';
 import { tuplesOfUser } from './fga_admin.ts';
@@ -169,7 +169,7 @@ export async function inviteMembers(d: InviteDeps, input: { emails: string[]; re
   if (input.emails.length === 0 || input.emails.length > MAX_INVITES) {
     throw new LatchkeyError('invalid_argument', `emails must have 1 to ${MAX_INVITES} entries`, { reason: 'invalid_emails' });
   }
-  const emails = [...new Set(input.emails.map((e) => e.trim().toLowerCase()))];
+  const emails = [...new Set(input.emails.map((e) => normalizeEmail(e) ?? ''))];
   const invalid = emails.filter((e) => !EMAIL_RE.test(e));
   if (invalid.length > 0) throw new LatchkeyError('invalid_argument', 'invalid email address', { reason: 'invalid_email', details: { emails: invalid } });
   const redirectUrl = d.redirect(input.redirect_uri);

@@ -52,10 +52,15 @@ export interface UserRecord {
 /** Fields that may be written on create or update. */
 export type UserFields = Partial<Omit<UserRecord, 'id' | 'created_at' | 'updated_at'>>;
 
-/** Lower-cased, trimmed email; undefined for empty input. */
+/**
+ * Trimmed, Unicode-normalised (NFC) and lower-cased email; undefined for
+ * empty input. NFC comes before case folding (and again after it, which
+ * lower-casing can undo), so that an address typed with a precomposed `Ä` and
+ * one typed as `A` + combining diaeresis are one address, one account.
+ */
 export function normalizeEmail(email: string | null | undefined): string | undefined {
   if (email === null || email === undefined) return undefined;
-  const e = email.trim().toLowerCase();
+  const e = email.trim().normalize('NFC').toLowerCase().normalize('NFC');
   return e.length === 0 ? undefined : e;
 }
 
@@ -248,6 +253,36 @@ export const AUTH_MIGRATIONS: readonly Migration[] = [
             transaction,
           });
         }
+      }
+    },
+  },
+  {
+    // Emails stored before NFC normalisation: rewritten in the normalised form,
+    // with their claims. When two rows normalise to one address, the first
+    // holder (by creation) keeps the claim; the other row keeps its address
+    // but no claim, as the v1 backfill does (0002), and is matched by neither.
+    id: '0003_email_nfc',
+    async up(ctx) {
+      const { sequelize, transaction } = ctx;
+      const rows = await sequelize.query<{ id: string; email: string }>('SELECT id, email FROM users WHERE email IS NOT NULL ORDER BY created_at, id', {
+        transaction,
+        type: QueryTypes.SELECT,
+      });
+      for (const r of rows) {
+        const normal = normalizeEmail(r.email);
+        if (normal === undefined || normal === r.email) continue;
+        const holder = await sequelize.query<{ user_id: string }>("SELECT user_id FROM user_identifiers WHERE kind = 'email' AND value = ?", {
+          replacements: [normal],
+          transaction,
+          type: QueryTypes.SELECT,
+        });
+        if (holder.length > 0 && holder[0]!.user_id !== r.id) continue;
+        await sequelize.query("DELETE FROM user_identifiers WHERE kind = 'email' AND user_id = ?", { replacements: [r.id], transaction });
+        await sequelize.query('INSERT INTO user_identifiers (kind, value, user_id, created_at) VALUES (?, ?, ?, ?)', {
+          replacements: ['email', normal, r.id, Math.floor(Date.now() / 1000)],
+          transaction,
+        });
+        await sequelize.query('UPDATE users SET email = ? WHERE id = ?', { replacements: [normal, r.id], transaction });
       }
     },
   },

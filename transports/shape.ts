@@ -19,7 +19,14 @@ interface Documented {
 export interface StringShape extends Documented {
   readonly kind: 'string';
   readonly minLength?: number;
+  /** Default (inputs): {@link DEFAULT_MAX_LENGTH}. */
   readonly maxLength?: number;
+  /**
+   * Multi-line free text (a DSL, an email template): tab, line feed and
+   * carriage return are allowed. Every other input string is one line: no
+   * control character at all (see {@link validate}).
+   */
+  readonly text?: boolean;
 }
 export interface IntShape extends Documented {
   readonly kind: 'int';
@@ -143,7 +150,7 @@ export type Output<S> = S extends ObjectShape<infer F>
 
 /** The shape builder. */
 export const s = {
-  string: (opts: { minLength?: number; maxLength?: number; doc?: string } = {}): StringShape => ({ kind: 'string', ...opts }),
+  string: (opts: { minLength?: number; maxLength?: number; text?: boolean; doc?: string } = {}): StringShape => ({ kind: 'string', ...opts }),
   int: (opts: { min?: number; max?: number; doc?: string } = {}): IntShape => ({ kind: 'int', ...opts }),
   float: (opts: { doc?: string } = {}): FloatShape => ({ kind: 'float', ...opts }),
   bool: (opts: { doc?: string } = {}): BoolShape => ({ kind: 'bool', ...opts }),
@@ -182,6 +189,33 @@ function invalid(path: string, problem: string): LatchkeyError {
   });
 }
 
+/** The bound of an input string whose shape sets none (characters, as `maxLength`). */
+export const DEFAULT_MAX_LENGTH = 16_384;
+
+/**
+ * Characters no one-line input string may hold: C0 controls (NUL included:
+ * SQLite cuts a statement at it, PostgreSQL refuses it in text, MySQL keeps
+ * it), DEL, C1 controls and the Unicode line/paragraph separators.
+ */
+const LINE_FORBIDDEN = /[\u0000-\u001F\u007F-\u009F\u2028\u2029]/u;
+/** In multi-line text ({@link StringShape.text}): the same but tab, LF and CR (the line separators are allowed too). */
+const TEXT_FORBIDDEN = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]/u;
+
+/**
+ * Why a string may not be stored, or undefined: a forbidden control character
+ * (named by its code point) or a lone UTF-16 surrogate (not Unicode text: the
+ * three SQL backends would each store something else).
+ */
+export function stringProblem(value: string, text: boolean): string | undefined {
+  if (!value.isWellFormed()) return 'must be valid Unicode (a lone surrogate was found)';
+  const m = (text ? TEXT_FORBIDDEN : LINE_FORBIDDEN).exec(value);
+  if (m !== null) return `must not contain control characters (U+${m[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')})`;
+  return undefined;
+}
+
+/** Keys that would reach an object's prototype when copied by assignment. */
+const PROTOTYPE_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
 function describe(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'a list';
@@ -209,8 +243,11 @@ function check(shape: Shape, value: unknown, path: string): unknown {
       if (typeof value !== 'string') throw invalid(path, `must be a string, got ${describe(value)}`);
       if (shape.minLength !== undefined && value.length < shape.minLength)
         throw invalid(path, shape.minLength === 1 ? 'must not be empty' : `must have at least ${shape.minLength} characters`);
-      if (shape.maxLength !== undefined && value.length > shape.maxLength)
-        throw invalid(path, `must have at most ${shape.maxLength} characters`);
+      if (value.length > (shape.maxLength ?? DEFAULT_MAX_LENGTH)) throw invalid(path, `must have at most ${shape.maxLength ?? DEFAULT_MAX_LENGTH} characters`);
+      {
+        const problem = stringProblem(value, shape.text === true);
+        if (problem !== undefined) throw invalid(path, problem);
+      }
       return value;
     case 'int':
       if (typeof value !== 'number' || !Number.isSafeInteger(value))
@@ -234,8 +271,15 @@ function check(shape: Shape, value: unknown, path: string): unknown {
       if (value === null || typeof value !== 'object' || Array.isArray(value))
         throw invalid(path, `must be an object of strings, got ${describe(value)}`);
       const out: Record<string, string> = {};
-      for (const [k, v] of Object.entries(value)) {
+      const entries = Object.entries(value);
+      if (entries.length > MAX_MAP_ENTRIES) throw invalid(path, `must have at most ${MAX_MAP_ENTRIES} entries`);
+      for (const [k, v] of entries) {
+        const keyProblem = PROTOTYPE_KEYS.has(k) ? 'is not an allowed key' : k.length > 256 ? 'key must have at most 256 characters' : stringProblem(k, false);
+        if (keyProblem !== undefined) throw invalid(join(path, k.slice(0, 64)), keyProblem);
         if (typeof v !== 'string') throw invalid(join(path, k), `must be a string, got ${describe(v)}`);
+        if (v.length > DEFAULT_MAX_LENGTH) throw invalid(join(path, k), `must have at most ${DEFAULT_MAX_LENGTH} characters`);
+        const problem = stringProblem(v, false);
+        if (problem !== undefined) throw invalid(join(path, k), problem);
         out[k] = v;
       }
       return out;
@@ -272,10 +316,17 @@ function check(shape: Shape, value: unknown, path: string): unknown {
 }
 
 const MAX_JSON_DEPTH = 32;
+/** Entries of a `map` input (e.g. webhook headers). */
+const MAX_MAP_ENTRIES = 100;
 
 function checkJson(value: unknown, path: string, depth: number): JsonValue {
   if (depth > MAX_JSON_DEPTH) throw invalid(path, `is nested deeper than ${MAX_JSON_DEPTH} levels`);
-  if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
+  if (typeof value === 'string') {
+    const problem = stringProblem(value, true);
+    if (problem !== undefined) throw invalid(path, problem);
+    return value;
+  }
+  if (value === null || typeof value === 'boolean') return value;
   if (typeof value === 'number') {
     if (!Number.isFinite(value)) throw invalid(path, 'must be a finite number');
     return value;
@@ -283,7 +334,11 @@ function checkJson(value: unknown, path: string, depth: number): JsonValue {
   if (Array.isArray(value)) return value.map((v, i) => checkJson(v, join(path, i), depth + 1));
   if (typeof value === 'object') {
     const out: Record<string, JsonValue> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = checkJson(v, join(path, k), depth + 1);
+    for (const [k, v] of Object.entries(value)) {
+      const keyProblem = PROTOTYPE_KEYS.has(k) ? 'is not an allowed key' : stringProblem(k, false);
+      if (keyProblem !== undefined) throw invalid(join(path, k.slice(0, 64)), keyProblem);
+      out[k] = checkJson(v, join(path, k), depth + 1);
+    }
     return out;
   }
   throw invalid(path, `must be JSON, got ${describe(value)}`);
