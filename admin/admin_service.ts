@@ -28,6 +28,7 @@ import {
   fgaWriteTuples,
   requireEngine,
   type FgaTuple,
+  type FgaTupleInput,
 } from './fga_admin.ts';
 import {
   eventUser,
@@ -438,14 +439,14 @@ export class AdminService {
     return this.#run(ctx, 'admin.fga_model_written', { type: 'fga_model' }, () => fgaWriteModel(requireEngine(this.#engine), dsl));
   }
 
-  async fgaWriteTuples(ctx: AdminCallContext, tuples: FgaTuple[]): Promise<{ message: string }> {
+  async fgaWriteTuples(ctx: AdminCallContext, tuples: FgaTupleInput[]): Promise<{ message: string }> {
     return this.#run(ctx, 'admin.fga_tuples_written', { type: 'fga_tuple' }, async () => {
       await fgaWriteTuples(requireEngine(this.#engine), tuples);
       return { message: 'tuples written successfully' };
     }, { count: tuples.length, tuples: tuples.slice(0, 20) });
   }
 
-  async fgaDeleteTuples(ctx: AdminCallContext, tuples: FgaTuple[]): Promise<{ message: string }> {
+  async fgaDeleteTuples(ctx: AdminCallContext, tuples: FgaTupleInput[]): Promise<{ message: string }> {
     return this.#run(ctx, 'admin.fga_tuples_deleted', { type: 'fga_tuple' }, async () => {
       await fgaDeleteTuples(requireEngine(this.#engine), tuples);
       return { message: 'tuples deleted successfully' };

@@ -5,14 +5,23 @@
  * admin page-size rules and the wire shapes.
  */
 import { LatchkeyError } from '../engine/errors.ts';
-import type { Engine } from '../engine/index.ts';
+import type { Engine, TupleCondition, TupleKey } from '../engine/index.ts';
 import { parseDsl, printModel } from '../dsl/index.ts';
 
-/** A relationship tuple on the wire. */
+/** A relationship tuple as read, with its condition when it has one. */
 export interface FgaTuple {
   user: string;
   relation: string;
   object: string;
+  condition?: TupleCondition;
+}
+
+/** A relationship tuple to write or delete (a deleted tuple's condition is ignored). */
+export interface FgaTupleInput {
+  user: string;
+  relation: string;
+  object: string;
+  condition?: { name: string; context?: unknown } | undefined;
 }
 
 /** The message of every FGA operation while FGA is not enabled (spec, Errors). */
@@ -62,21 +71,38 @@ export async function fgaWriteModel(engine: Engine, dsl: string): Promise<{ id: 
   return { id, dsl: printModel(rest) };
 }
 
-function checkTuples(tuples: readonly FgaTuple[]): FgaTuple[] {
+function checkTuples(tuples: readonly FgaTupleInput[], withConditions: boolean): TupleKey[] {
   if (!Array.isArray(tuples) || tuples.length === 0) {
     throw new LatchkeyError('invalid_argument', 'tuples must have at least one entry', { reason: 'invalid_write_input' });
   }
-  return tuples.map((t) => ({ user: t.user, relation: t.relation, object: t.object }));
+  return tuples.map((t) => {
+    const out: TupleKey = { user: t.user, relation: t.relation, object: t.object };
+    const c = t.condition;
+    if (withConditions && c !== undefined && c !== null) {
+      if (c.context !== undefined && c.context !== null && (typeof c.context !== 'object' || Array.isArray(c.context))) {
+        throw new LatchkeyError('invalid_argument', 'a condition context must be a JSON object', { reason: 'invalid_context' });
+      }
+      out.condition = c.context === undefined || c.context === null ? { name: c.name } : { name: c.name, context: c.context as Record<string, unknown> };
+    }
+    return out;
+  });
+}
+
+/** A tuple as `fga_read_tuples` returns it: the condition only when there is one. */
+function wireTuple(t: TupleKey): FgaTuple {
+  const out: FgaTuple = { user: t.user, relation: t.relation, object: t.object };
+  if (t.condition !== undefined) out.condition = t.condition.context === undefined ? { name: t.condition.name } : { name: t.condition.name, context: t.condition.context };
+  return out;
 }
 
 /** `fga_write_tuples`: all or nothing (engine limits and validation apply). */
-export async function fgaWriteTuples(engine: Engine, tuples: readonly FgaTuple[]): Promise<void> {
-  await engine.write({ writes: checkTuples(tuples) });
+export async function fgaWriteTuples(engine: Engine, tuples: readonly FgaTupleInput[]): Promise<void> {
+  await engine.write({ writes: checkTuples(tuples, true) });
 }
 
 /** `fga_delete_tuples`: all or nothing. */
-export async function fgaDeleteTuples(engine: Engine, tuples: readonly FgaTuple[]): Promise<void> {
-  await engine.write({ deletes: checkTuples(tuples) });
+export async function fgaDeleteTuples(engine: Engine, tuples: readonly FgaTupleInput[]): Promise<void> {
+  await engine.write({ deletes: checkTuples(tuples, false) });
 }
 
 /** `fga_read_tuples`: filtered, paginated by an opaque continuation token (page size 1..100, default 100). */
@@ -97,7 +123,7 @@ export async function fgaReadTuples(
     ...(input.continuation_token ? { continuationToken: input.continuation_token } : {}),
   });
   return {
-    tuples: page.tuples.map((t) => ({ user: t.user, relation: t.relation, object: t.object })),
+    tuples: page.tuples.map(wireTuple),
     continuation_token: page.continuationToken,
   };
 }

@@ -52,6 +52,6 @@ export type {
   VerificationRequest,
 } from './admin_service.ts';
 export { FGA_DISABLED_MESSAGE, FGA_READ_PAGE_SIZE } from './fga_admin.ts';
-export type { FgaTuple } from './fga_admin.ts';
+export type { FgaTuple, FgaTupleInput } from './fga_admin.ts';
 export { SqlMailOutbox } from './mail_outbox.ts';
 export type { OutboxMessage } from './mail_outbox.ts';

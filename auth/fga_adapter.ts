@@ -3,8 +3,8 @@
  * identity service needs (check_permissions, list_permissions and the
  * `required_relations` of session and validation operations).
  */
-import type { Engine } from '../engine/index.ts';
-import type { PermissionEngine, WireTuple } from './permissions.ts';
+import type { Engine, TupleKey } from '../engine/index.ts';
+import { checkContext, type PermissionEngine, type WireTuple } from './permissions.ts';
 
 /**
  * Wraps an engine. A check the engine cannot answer (invalid object, unknown
@@ -26,6 +26,7 @@ export function engineAsPermissionEngine(engine: Engine): PermissionEngine {
             relation: r.relation,
             object: r.object,
             ...(r.contextualTuples !== undefined && r.contextualTuples.length > 0 ? { contextualTuples: r.contextualTuples.map(plain) } : {}),
+            ...(r.context === undefined ? {} : { context: r.context }),
           })),
         );
         for (const r of results) {
@@ -36,7 +37,7 @@ export function engineAsPermissionEngine(engine: Engine): PermissionEngine {
       return out;
     },
     async listObjects(request) {
-      const res = await engine.listObjects({ user: request.user, relation: request.relation, type: request.type });
+      const res = await engine.listObjects({ user: request.user, relation: request.relation, type: request.type, ...(request.context === undefined ? {} : { context: request.context }) });
       return { objects: res.objects.slice(0, request.limit), truncated: res.truncated || res.objects.length > request.limit };
     },
     async relationsByType() {
@@ -48,8 +49,13 @@ export function engineAsPermissionEngine(engine: Engine): PermissionEngine {
   };
 }
 
-function plain(t: WireTuple): { user: string; relation: string; object: string } {
-  return { user: t.user, relation: t.relation, object: t.object };
+function plain(t: WireTuple): TupleKey {
+  const out: TupleKey = { user: t.user, relation: t.relation, object: t.object };
+  if (t.condition !== undefined && t.condition !== null) {
+    const context = checkContext(t.condition.context);
+    out.condition = context === undefined ? { name: t.condition.name } : { name: t.condition.name, context };
+  }
+  return out;
 }
 
 /**

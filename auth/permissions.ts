@@ -6,24 +6,41 @@
  */
 import { LatchkeyError } from '../engine/errors.ts';
 
+const invalidArgument = (message: string, reason: string): LatchkeyError => new LatchkeyError('invalid_argument', message, { reason });
+
 /** The message of `check_permissions`/`list_permissions` without an FGA store (spec, Errors). */
 export const FGA_DISABLED_MESSAGE = 'fga is not enabled on this server';
 /** Cap of `list_permissions` (spec, Limits). */
 export const LIST_PERMISSIONS_CAP = 1000;
+
+/** A tuple's condition on the wire: its name and the parameter values stored with it. */
+export interface WireCondition {
+  name: string;
+  /** A JSON object (checked by {@link checkContext}). */
+  context?: unknown;
+}
 
 /** A relationship tuple on the wire. */
 export interface WireTuple {
   user: string;
   relation: string;
   object: string;
+  condition?: WireCondition | undefined;
+}
+
+/** A request context of conditions: a JSON object, else `invalid_argument` (reason `invalid_context`). */
+export function checkContext(context: unknown): Record<string, unknown> | undefined {
+  if (context === undefined || context === null) return undefined;
+  if (typeof context !== 'object' || Array.isArray(context)) throw invalidArgument('context must be a JSON object', 'invalid_context');
+  return context as Record<string, unknown>;
 }
 
 /** What the identity service needs from the FGA engine (adapted by the composition root). */
 export interface PermissionEngine {
   /** One answer per request, in order. Contextual tuples are never persisted. */
-  batchCheck(requests: ReadonlyArray<{ user: string; relation: string; object: string; contextualTuples?: readonly WireTuple[] }>): Promise<boolean[]>;
+  batchCheck(requests: ReadonlyArray<{ user: string; relation: string; object: string; contextualTuples?: readonly WireTuple[]; context?: Record<string, unknown> }>): Promise<boolean[]>;
   /** Objects of `type` on which `user` holds `relation`, at most `limit`, with `truncated` when more exist. */
-  listObjects(request: { user: string; relation: string; type: string; limit: number }): Promise<{ objects: string[]; truncated: boolean }>;
+  listObjects(request: { user: string; relation: string; type: string; limit: number; context?: Record<string, unknown> }): Promise<{ objects: string[]; truncated: boolean }>;
   /** Relations per object type of the current model (empty when no model is written). */
   relationsByType(): Promise<ReadonlyMap<string, readonly string[]>>;
 }
@@ -41,7 +58,6 @@ export function toSubject(user: string): string {
 /** The caller as permission calls see it. */
 export type CallerPrincipal = { readonly kind: 'user'; readonly subject: string } | { readonly kind: 'super_admin' } | { readonly kind: 'anonymous' };
 
-const invalidArgument = (message: string, reason: string): LatchkeyError => new LatchkeyError('invalid_argument', message, { reason });
 
 /** Permission checks for callers, over a {@link PermissionEngine} (or none, when FGA is off). */
 export class Permissions {
@@ -88,13 +104,14 @@ export class Permissions {
 
   /**
    * `check_permissions`: 1 to 100 checks, answered in order with each
-   * relation and object echoed; contextual tuples apply to their one check
-   * and are never persisted. Errors: 401 without credentials, 400
+   * relation and object echoed; contextual tuples (with their conditions)
+   * and the `context` of condition parameters apply to their one check, and
+   * are never persisted. Errors: 401 without credentials, 400
    * `failed_precondition` without FGA, 400 `invalid_argument` for the count,
    * 403 `permission_denied` for a foreign `user`.
    */
   async check(input: {
-    checks: ReadonlyArray<{ relation: string; object: string; contextual_tuples?: readonly WireTuple[] | undefined }>;
+    checks: ReadonlyArray<{ relation: string; object: string; contextual_tuples?: readonly WireTuple[] | undefined; context?: unknown }>;
     user?: string | undefined;
   }, principal: CallerPrincipal | undefined): Promise<{ results: Array<{ relation: string; object: string; allowed: boolean }> }> {
     const subject = this.#subjectFor(principal, input.user);
@@ -107,6 +124,7 @@ export class Permissions {
         relation: c.relation,
         object: c.object,
         ...(c.contextual_tuples !== undefined && c.contextual_tuples.length > 0 ? { contextualTuples: c.contextual_tuples } : {}),
+        ...contextOf(c.context),
       })),
     );
     return { results: checks.map((c, i) => ({ relation: c.relation, object: c.object, allowed: answers[i] === true })) };
@@ -116,7 +134,7 @@ export class Permissions {
    * `list_permissions`: every (object, relation) the subject holds, narrowed
    * by `relation` and/or `object_type`, capped at 1000 with `truncated`.
    */
-  async list(input: { relation?: string | undefined; object_type?: string | undefined; user?: string | undefined }, principal: CallerPrincipal | undefined): Promise<{
+  async list(input: { relation?: string | undefined; object_type?: string | undefined; user?: string | undefined; context?: unknown }, principal: CallerPrincipal | undefined): Promise<{
     objects: string[];
     permissions: Array<{ object: string; relation: string }>;
     truncated: boolean;
@@ -125,6 +143,7 @@ export class Permissions {
     const engine = this.#fga();
     const relation = input.relation === '' ? undefined : input.relation;
     const objectType = input.object_type === '' ? undefined : input.object_type;
+    const context = contextOf(input.context);
     const relationsByType = await engine.relationsByType();
     const pairs: Array<[type: string, relation: string]> = [];
     for (const [type, relations] of relationsByType) {
@@ -141,7 +160,7 @@ export class Permissions {
         truncated = true;
         break;
       }
-      const res = await engine.listObjects({ user: subject, relation: r, type, limit: room });
+      const res = await engine.listObjects({ user: subject, relation: r, type, limit: room, ...context });
       for (const object of res.objects.slice(0, room)) {
         permissions.push({ object, relation: r });
         objects.add(object);
@@ -153,4 +172,9 @@ export class Permissions {
     }
     return { objects: [...objects], permissions, truncated };
   }
+}
+
+function contextOf(context: unknown): { context?: Record<string, unknown> } {
+  const c = checkContext(context);
+  return c === undefined ? {} : { context: c };
 }

@@ -365,6 +365,14 @@ const S_ForgotPasswordResponse = {
     should_show_mobile_otp_screen: { kind: 'optional', inner: { kind: 'bool' } },
   },
 } as const;
+const S_TupleConditionInput = {
+  kind: 'object',
+  name: 'TupleConditionInput',
+  fields: {
+    name: { kind: 'string', minLength: 1, maxLength: 256 },
+    context: { kind: 'optional', inner: { kind: 'json' } },
+  },
+} as const;
 const S_ContextualTupleInput = {
   kind: 'object',
   name: 'ContextualTupleInput',
@@ -372,6 +380,7 @@ const S_ContextualTupleInput = {
     user: { kind: 'string', minLength: 1, maxLength: 512 },
     relation: { kind: 'string', minLength: 1, maxLength: 64 },
     object: { kind: 'string', minLength: 1, maxLength: 256 },
+    condition: { kind: 'optional', inner: S_TupleConditionInput },
   },
 } as const;
 const S_PermissionCheckInput = {
@@ -381,6 +390,7 @@ const S_PermissionCheckInput = {
     relation: { kind: 'string', minLength: 1, maxLength: 64 },
     object: { kind: 'string', minLength: 1, maxLength: 256 },
     contextual_tuples: { kind: 'optional', inner: { kind: 'list', item: S_ContextualTupleInput, maxItems: 100 } },
+    context: { kind: 'optional', inner: { kind: 'json' } },
   },
 } as const;
 const S_CheckPermissionsRequest = {
@@ -414,6 +424,7 @@ const S_ListPermissionsRequest = {
     relation: { kind: 'optional', inner: { kind: 'string', maxLength: 64 } },
     object_type: { kind: 'optional', inner: { kind: 'string', maxLength: 64 } },
     user: { kind: 'optional', inner: { kind: 'string', maxLength: 512 } },
+    context: { kind: 'optional', inner: { kind: 'json' } },
   },
 } as const;
 const S_Permission = {
@@ -852,6 +863,7 @@ const S_FgaTupleInput = {
     user: { kind: 'string', minLength: 1 },
     relation: { kind: 'string', minLength: 1 },
     object: { kind: 'string', minLength: 1 },
+    condition: { kind: 'optional', inner: S_TupleConditionInput },
   },
 } as const;
 const S_FgaWriteTuplesRequest = {
@@ -879,6 +891,14 @@ const S_FgaReadTuplesRequest = {
     continuation_token: { kind: 'optional', inner: { kind: 'string' } },
   },
 } as const;
+const S_TupleCondition = {
+  kind: 'object',
+  name: 'TupleCondition',
+  fields: {
+    name: { kind: 'string' },
+    context: { kind: 'optional', inner: { kind: 'json' } },
+  },
+} as const;
 const S_FgaTuple = {
   kind: 'object',
   name: 'FgaTuple',
@@ -886,6 +906,7 @@ const S_FgaTuple = {
     user: { kind: 'string' },
     relation: { kind: 'string' },
     object: { kind: 'string' },
+    condition: { kind: 'optional', inner: S_TupleCondition },
   },
 } as const;
 const S_FgaTuples = {
@@ -1550,7 +1571,7 @@ export const CLIENT_OPERATIONS = [
     protocols: ['graphql', 'rest', 'grpc'],
     rest: { method: 'POST', path: '/v1/admin/fga/tuples/read' },
     grpc: { service: 'LatchkeyAdmin', method: 'FgaReadTuples' },
-    document: 'query($params: FgaReadTuplesInput!) { _fga_read_tuples(params: $params) { tuples { user relation object } continuation_token } }',
+    document: 'query($params: FgaReadTuplesInput!) { _fga_read_tuples(params: $params) { tuples { user relation object condition { name context } } continuation_token } }',
     input: S_FgaReadTuplesRequest,
     output: S_FgaTuples,
   },

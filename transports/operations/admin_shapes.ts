@@ -113,11 +113,23 @@ export const AUDIT_LOG = s.object('AuditLog', {
   created_at: s.int(),
 }, { graphql: { scalars: { id: 'ID' }, nullable: { except: ['id'] } } });
 
-export const FGA_TUPLE = s.object('FgaTuple', { user: s.string(), relation: s.string(), object: s.string() });
+/** A tuple's condition as written: the condition's name and the part of its parameters stored with the tuple. */
+export const TUPLE_CONDITION_INPUT = s.object('TupleConditionInput', {
+  name: s.string({ minLength: 1, maxLength: 256, doc: 'Name of a condition of the model' }),
+  context: s.optional(s.json({ doc: 'Parameter values stored with the tuple (a JSON object); they win over a request context on a clash' })),
+});
+export const TUPLE_CONDITION = s.object('TupleCondition', { name: s.string(), context: s.optional(s.json({ doc: 'Stored parameter values (a JSON object)' })) });
+export const FGA_TUPLE = s.object('FgaTuple', {
+  user: s.string(),
+  relation: s.string(),
+  object: s.string(),
+  condition: s.optional(TUPLE_CONDITION),
+});
 export const FGA_TUPLE_INPUT = s.object('FgaTupleInput', {
   user: s.string({ minLength: 1 }),
   relation: s.string({ minLength: 1 }),
   object: s.string({ minLength: 1 }),
+  condition: s.optional(TUPLE_CONDITION_INPUT),
 });
 export const FGA_MODEL = s.object('FgaModel', { id: s.string(), dsl: s.string() });
 

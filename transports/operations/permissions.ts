@@ -15,18 +15,24 @@ import type { Services } from '../services.ts';
 import { ENGINE_HOOKS, withHooks } from './engine_hooks.ts';
 import { s } from '../shape.ts';
 import { authOf, callContext } from './auth.ts';
+import { TUPLE_CONDITION_INPUT } from './admin_shapes.ts';
 import { ALL_PROTOCOLS, defineOperation, type AnyOperation } from './types.ts';
 
 const CONTEXTUAL_TUPLE = s.object('ContextualTupleInput', {
   user: s.string({ minLength: 1, maxLength: 512, doc: '`type:id` or `type:id#relation`' }),
   relation: s.string({ minLength: 1, maxLength: 64 }),
   object: s.string({ minLength: 1, maxLength: 256, doc: '`type:id`' }),
+  condition: s.optional(TUPLE_CONDITION_INPUT),
 }, { graphql: { name: 'FgaTupleInput' } });
+
+/** The request context of conditions (OpenFGA's `context`). */
+const CONTEXT = s.optional(s.json({ doc: "Values of condition parameters for this request (a JSON object); a tuple's stored values win on a clash" }));
 
 const CHECK_INPUT = s.object('PermissionCheckInput', {
   relation: s.string({ minLength: 1, maxLength: 64 }),
   object: s.string({ minLength: 1, maxLength: 256, doc: '`type:id`' }),
   contextual_tuples: s.optional(s.list(CONTEXTUAL_TUPLE, { maxItems: 100, doc: 'Tuples for this one check; never persisted' })),
+  context: CONTEXT,
 });
 
 const CHECK_RESULT = s.object('PermissionCheckResult', { relation: s.string(), object: s.string(), allowed: s.bool() });
@@ -64,6 +70,7 @@ export const PERMISSION_OPERATIONS: readonly AnyOperation[] = [
       relation: s.optional(s.string({ maxLength: 64 })),
       object_type: s.optional(s.string({ maxLength: 64 })),
       user: SUBJECT,
+      context: CONTEXT,
     }, { graphql: { name: 'ListPermissionsInput' } }),
     output: s.object('ListPermissionsResponse', {
       objects: s.list(s.string()),
