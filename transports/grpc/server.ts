@@ -118,6 +118,11 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
       };
       const run = async (): Promise<unknown> => {
         const started = performance.now();
+        const undecodable = (call.request as { [UNDECODABLE]?: unknown } | null)?.[UNDECODABLE];
+        if (undecodable !== undefined) {
+          options.metrics.observe(op.name, 'grpc', 'invalid_argument', (performance.now() - started) / 1000);
+          throw new LatchkeyError('invalid_argument', 'the request message could not be decoded', { reason: 'undecodable_message', cause: undecodable });
+        }
         const wait = await rateLimiter.take(rateLimitKey(clientIp));
         if (wait !== undefined) {
           options.metrics.observe('grpc', 'grpc', 'resource_exhausted', (performance.now() - started) / 1000);
@@ -160,7 +165,7 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
     if (serviceRows.length === 0) continue;
     const impl: grpc.UntypedServiceImplementation = {};
     for (const op of serviceRows) impl[op.grpc?.method as string] = handlerFor(op);
-    server.addService(def, impl);
+    server.addService(decodeSafely(def), impl);
   }
 
   const health = new HealthImplementation({
@@ -171,6 +176,33 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
   health.addToServer(server);
   new ReflectionService(pkgDef).addToServer(server);
   return { server, health };
+}
+
+/** Marks a request message grpc-js could not decode (see {@link decodeSafely}). */
+const UNDECODABLE = Symbol('undecodable');
+
+/**
+ * The service definition with request decoding that never throws: grpc-js
+ * answers a message its deserializer throws on with 13 INTERNAL, though the
+ * fault is the client's. An undecodable message becomes a marker the handler
+ * refuses with 3 INVALID_ARGUMENT (reason `undecodable_message`).
+ */
+function decodeSafely(def: grpc.ServiceDefinition): grpc.ServiceDefinition {
+  const out: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
+  for (const [name, method] of Object.entries(def as Record<string, grpc.MethodDefinition<unknown, unknown>>)) {
+    const decode = method.requestDeserialize;
+    out[name] = {
+      ...method,
+      requestDeserialize: (bytes: Buffer) => {
+        try {
+          return decode(bytes);
+        } catch (err) {
+          return { [UNDECODABLE]: err };
+        }
+      },
+    };
+  }
+  return out as grpc.ServiceDefinition;
 }
 
 /** Binds and resolves the bound port. */
