@@ -1,0 +1,210 @@
+/**
+ * Check over OpenFGA's HTTP API (`POST /stores/{id}/check` with a preshared
+ * key) and over our REST `check_permissions` (a user's access token), side by
+ * side with a bare `node:http` server answering a fixed JSON, in the same run,
+ * on loopback with 50 connections (autocannon). The server runs in its own
+ * process (the real bin, SQLite, the check cache and graph mirror on, every
+ * guard on, the rate limit raised by flag); the bare server in another.
+ *
+ * Both checks ask the same question of the default store (a user who is a
+ * viewer through a group), and the answers are verified before timing. After
+ * a warm-up, 3 rounds of 5 s interleave the three targets; each reports its
+ * best round and every round's rate. Targets (issue #14): each check path at
+ * least 50% of the bare server's requests per second, p99 at most 15 ms.
+ * Standalone: `node bench/openfga_check.ts [--quick]`.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:http';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import autocannon, { type Options, type Result } from 'autocannon';
+
+const CONNECTIONS = 50;
+const KEY = 'bench-openfga-key-0123456789';
+const ADMIN_SECRET = 'bench-admin-secret';
+const DEFAULT_STORE = '00000000000000000000000000';
+const MODEL = 'model\n  schema 1.1\ntype user\ntype group\n  relations\n    define member: [user]\ntype doc\n  relations\n    define viewer: [user, group#member]\n';
+
+interface Figures {
+  requests_per_second: number;
+  p50_ms: number;
+  p99_ms: number;
+  max_ms: number;
+  errors: number;
+  non_2xx: number;
+}
+
+async function startServerProcess(dir: string): Promise<{ child: ChildProcess; http: string }> {
+  const bin = resolve(import.meta.dirname, '..', 'bin', 'latchkey.js');
+  const child = spawn(
+    process.execPath,
+    [
+      bin,
+      'serve',
+      '--database-type=sqlite',
+      `--database-url=sqlite:${join(dir, 'bench.sqlite')}`,
+      `--admin-secret=${ADMIN_SECRET}`,
+      '--client-id=bench',
+      '--client-secret=bench-secret',
+      '--jwt-type=HS256',
+      '--jwt-secret=bench-jwt-secret-0123456789abcdef',
+      '--host=127.0.0.1',
+      '--http-port=0',
+      '--grpc-port=0',
+      '--metrics-port=0',
+      '--rate-limit-rps=1000000',
+      '--rate-limit-burst=1000000',
+      `--openfga-preshared-keys=${KEY}`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  return new Promise((resolvePromise, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error('server did not start')), 30_000);
+    child.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      const line = out.split('\n').find((l) => l.includes('"latchkey started"'));
+      if (line) {
+        clearTimeout(timer);
+        const { http } = JSON.parse(line) as { http: string };
+        child.stdout?.removeAllListeners('data');
+        child.stdout?.resume();
+        resolvePromise({ child, http });
+      }
+    });
+  });
+}
+
+/** The bare reference: node:http answering a fixed JSON to every request. */
+function serveBare(): void {
+  const body = JSON.stringify({ allowed: true, resolution: '' });
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.setHeader('content-type', 'application/json');
+      res.end(body);
+    });
+  });
+  server.listen(0, '127.0.0.1', () => process.stdout.write(`${JSON.stringify({ http: `http://127.0.0.1:${(server.address() as { port: number }).port}` })}\n`));
+}
+
+async function startBare(): Promise<{ http: string; stop(): void }> {
+  const child = spawn(process.execPath, [new URL(import.meta.url).pathname, '--bare-server'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const { http } = await new Promise<{ http: string }>((r) => child.stdout?.once('data', (d: Buffer) => r(JSON.parse(d.toString()) as { http: string })));
+  return { http, stop: () => child.kill() };
+}
+
+async function json(url: string, init: RequestInit): Promise<Record<string, unknown>> {
+  const res = await fetch(url, init);
+  const body = (await res.json()) as Record<string, unknown>;
+  if (!res.ok) throw new Error(`${url}: ${res.status} ${JSON.stringify(body)}`);
+  return body;
+}
+
+/** Model, a user, and the tuples that make the user a viewer of doc:bench through a group. */
+async function seed(base: string): Promise<{ userToken: string; user: string }> {
+  const admin = { 'content-type': 'application/json', origin: base, 'x-service-admin-secret': ADMIN_SECRET };
+  await json(`${base}/v1/admin/fga/model`, { method: 'POST', headers: admin, body: JSON.stringify({ dsl: MODEL }) });
+  const signup = await json(`${base}/v1/signup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: base },
+    body: JSON.stringify({ email: 'bench@example.com', password: 'a long bench passphrase', confirm_password: 'a long bench passphrase' }),
+  });
+  const user = `user:${(signup['user'] as { id: string }).id}`;
+  const tuples = [{ user, relation: 'member', object: 'group:g' }, { user: 'group:g#member', relation: 'viewer', object: 'doc:bench' }];
+  for (let i = 0; i < 500; i++) tuples.push({ user: `user:other-${i}`, relation: 'member', object: 'group:g' });
+  for (let i = 0; i < tuples.length; i += 100) {
+    await json(`${base}/stores/${DEFAULT_STORE}/write`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` },
+      body: JSON.stringify({ writes: { tuple_keys: tuples.slice(i, i + 100) } }),
+    });
+  }
+  return { userToken: signup['access_token'] as string, user };
+}
+
+function figures(r: Result): Figures {
+  return {
+    requests_per_second: Math.round(r.requests.average),
+    p50_ms: r.latency.p50,
+    p99_ms: r.latency.p99,
+    max_ms: r.latency.max,
+    errors: r.errors + r.timeouts,
+    non_2xx: r.non2xx,
+  };
+}
+
+async function load(options: Options, seconds: number): Promise<Figures> {
+  return figures(await autocannon({ ...options, connections: CONNECTIONS, duration: seconds }));
+}
+
+function best(rounds: Figures[]): Figures & { rounds_rps: number[] } {
+  const top = rounds.reduce((a, b) => (b.requests_per_second > a.requests_per_second ? b : a));
+  return { ...top, rounds_rps: rounds.map((r) => r.requests_per_second) };
+}
+
+export async function run(options: { quick?: boolean } = {}): Promise<Record<string, unknown>> {
+  const seconds = options.quick ? 3 : 5;
+  const rounds = options.quick ? 1 : 3;
+  const warmup = options.quick ? 1 : 2;
+  const dir = await mkdtemp(join(tmpdir(), 'latchkey-bench-openfga-'));
+  const { child, http: base } = await startServerProcess(dir);
+  const bare = await startBare();
+  try {
+    const { userToken, user } = await seed(base);
+    const openfgaBody = JSON.stringify({ tuple_key: { user, relation: 'viewer', object: 'doc:bench' } });
+    const restBody = JSON.stringify({ checks: [{ relation: 'viewer', object: 'doc:bench' }] });
+    const openfga: Options = { url: `${base}/stores/${DEFAULT_STORE}/check`, method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` }, body: openfgaBody };
+    const rest: Options = { url: `${base}/v1/check_permissions`, method: 'POST', headers: { 'content-type': 'application/json', origin: base, authorization: `Bearer ${userToken}` }, body: restBody };
+    const reference: Options = { url: `${bare.http}/check`, method: 'POST', headers: { 'content-type': 'application/json' }, body: openfgaBody };
+
+    // Verify the answers before timing.
+    const a = await json(openfga.url as string, { method: 'POST', headers: openfga.headers as Record<string, string>, body: openfgaBody });
+    if (a['allowed'] !== true) throw new Error(`OpenFGA check answered ${JSON.stringify(a)}`);
+    const b = await json(rest.url as string, { method: 'POST', headers: rest.headers as Record<string, string>, body: restBody });
+    if ((b['results'] as { allowed: boolean }[])[0]?.allowed !== true) throw new Error(`check_permissions answered ${JSON.stringify(b)}`);
+
+    const results: Record<'openfga_check' | 'rest_check_permissions' | 'bare_node_http', Figures[]> = { openfga_check: [], rest_check_permissions: [], bare_node_http: [] };
+    await load(openfga, warmup);
+    await load(rest, warmup);
+    await load(reference, warmup);
+    for (let round = 0; round < rounds; round++) {
+      results.openfga_check.push(await load(openfga, seconds));
+      results.rest_check_permissions.push(await load(rest, seconds));
+      results.bare_node_http.push(await load(reference, seconds));
+    }
+    const o = best(results.openfga_check);
+    const r = best(results.rest_check_permissions);
+    const n = best(results.bare_node_http);
+    const ratio = (x: Figures): number => Math.round((x.requests_per_second / n.requests_per_second) * 100) / 100;
+    return {
+      connections: CONNECTIONS,
+      seconds_per_round: seconds,
+      rounds,
+      openfga_check: o,
+      rest_check_permissions: r,
+      bare_node_http: n,
+      ratio_to_bare: { openfga_check: ratio(o), rest_check_permissions: ratio(r) },
+      targets: { ratio_to_bare_min: 0.5, p99_ms_max: 15 },
+      met: {
+        openfga_check: ratio(o) >= 0.5 && o.p99_ms <= 15,
+        rest_check_permissions: ratio(r) >= 0.5 && r.p99_ms <= 15,
+      },
+    };
+  } finally {
+    bare.stop();
+    const exited = new Promise((done) => child.once('exit', done));
+    child.kill('SIGTERM');
+    await exited;
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.main && process.argv.includes('--bare-server')) {
+  serveBare();
+} else if (import.meta.main) {
+  const out = await run({ quick: process.argv.includes('--quick') });
+  process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+}
