@@ -34,6 +34,20 @@ test('to-json fails with status 1 and positioned errors on an invalid model', as
   t.regex(r.stderr, /<stdin>:6:30: error \[missing-definition\]/);
 });
 
+test('to-json --no-validate converts a model that parses but does not validate, as OpenFGA\'s transformer does', async (t) => {
+  const r = await run(['to-json', '--no-validate'], INVALID);
+  t.is(r.status, 0, r.stderr);
+  const model = JSON.parse(r.stdout) as { type_definitions: { type: string; relations?: Record<string, unknown> }[] };
+  t.deepEqual(model.type_definitions.map((d) => d.type), ['user', 'doc']);
+  t.truthy(model.type_definitions[1]?.relations?.['viewer']);
+  // A syntax error still fails, with its position.
+  const broken = await run(['to-json', '--no-validate'], 'model\n  schema 1.1\ntype doc\n  relations\n    define viewer: [user\n');
+  t.is(broken.status, 1);
+  t.regex(broken.stderr, /<stdin>:\d+:\d+: syntax error/);
+  // Only for to-json of one file.
+  t.is((await run(['validate', '--no-validate'], VALID)).status, 2);
+});
+
 test('to-dsl prints JSON as DSL that converts back', async (t) => {
   const json = (await run(['to-json'], VALID)).stdout;
   const r = await run(['to-dsl', '-'], json);

@@ -1,7 +1,7 @@
 /**
  * `latchkey dsl …`: convert and validate OpenFGA models from the command line.
  *
- *   latchkey dsl to-json [FILE|-]                 DSL (or fga.mod) → JSON model on stdout
+ *   latchkey dsl to-json [FILE|-] [--no-validate] DSL (or fga.mod) → JSON model on stdout
  *   latchkey dsl to-dsl [FILE|-] [--source-info]  JSON model → canonical DSL on stdout
  *   latchkey dsl validate [FILE|fga.mod] [--format json]
  *
@@ -13,6 +13,7 @@ import { basename } from 'node:path';
 import {
   checkModularModel,
   parseDsl,
+  parseDslSyntax,
   printModel,
   type DslDiagnostic,
   type DslParseResult,
@@ -30,8 +31,10 @@ export type DslCommandIo = {
 const HELP = `Usage: latchkey dsl <command> [FILE|-] [options]
 
 Commands:
-  to-json [FILE|-]                 Convert an OpenFGA DSL model (or an fga.mod
+  to-json [FILE|-] [--no-validate] Convert an OpenFGA DSL model (or an fga.mod
                                    modular model) to its JSON authorization model
+                                   (--no-validate: syntax only, as OpenFGA's
+                                   transformer converts; not for fga.mod)
   to-dsl [FILE|-] [--source-info]  Convert a JSON authorization model to DSL
                                    (--source-info: for modular models, mark each
                                    type and extended relation with its module
@@ -83,10 +86,12 @@ export async function runDslCommand(argv: string[], io: DslCommandIo): Promise<n
   let format = 'text';
   let help = false;
   let sourceInfo = false;
+  let noValidate = false;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string;
     if (a === '-h' || a === '--help') help = true;
     else if (a === '--source-info') sourceInfo = true;
+    else if (a === '--no-validate') noValidate = true;
     else if (a === '--format' || a.startsWith('--format=')) {
       const v = a === '--format' ? argv[++i] : a.slice('--format='.length);
       if (v !== 'text' && v !== 'json') {
@@ -106,6 +111,11 @@ export async function runDslCommand(argv: string[], io: DslCommandIo): Promise<n
   }
   if (extra !== undefined || !['to-json', 'to-dsl', 'validate'].includes(command)) {
     err(`latchkey dsl: ${extra !== undefined ? `unexpected argument ${extra}` : `unknown command ${command}`}\n${HELP}`);
+    return 2;
+  }
+
+  if (noValidate && (command !== 'to-json' || isModFile(file))) {
+    err(`latchkey dsl: --no-validate applies to to-json of a single DSL file\n`);
     return 2;
   }
 
@@ -139,7 +149,7 @@ export async function runDslCommand(argv: string[], io: DslCommandIo): Promise<n
 
   let result: DslParseResult;
   try {
-    result = isModFile(file) ? checkModularModel(file) : parseDsl(text);
+    result = isModFile(file) ? checkModularModel(file) : noValidate ? parseDslSyntax(text) : parseDsl(text);
   } catch (e) {
     err(`latchkey dsl: ${(e as Error).message}\n`);
     return 1;

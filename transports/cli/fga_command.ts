@@ -235,6 +235,9 @@ function loadModel(store: Json, base: string): AuthorizationModel {
 
 // ------------------------------------------------------------------ running
 
+/** The keys of a store-file test that hold assertions; a test with none of them is not a store test. */
+const ASSERTION_KEYS = ['check', 'list_objects', 'list_users'] as const;
+
 interface Counts {
   passed: number;
   failed: number;
@@ -361,10 +364,21 @@ async function runStoreFile(path: string, out: (s: string) => void, counts: Coun
   }
   if (!isObject(store)) throw new StoreFileError('a store file must be a YAML map');
   const base = dirname(path);
+  const tests = store['tests'];
+  if (Array.isArray(tests) && tests.some((x) => isObject(x) && 'stages' in x)) {
+    throw new StoreFileError('not a store test file: its tests have stages, as OpenFGA\'s conformance suites do; `latchkey fga test` runs OpenFGA CLI store files (`fga model test`)');
+  }
+  if (!Array.isArray(tests) || tests.length === 0) throw new StoreFileError("the store file has no 'tests'");
+  for (const [i, test] of tests.entries()) {
+    if (isObject(test) && !ASSERTION_KEYS.some((k) => k in test)) {
+      const name = typeof test['name'] === 'string' ? `'${test['name']}'` : `${i + 1}`;
+      throw new StoreFileError(
+        `not a store test file: test ${name} has no ${ASSERTION_KEYS.join(', ')} (its keys: ${Object.keys(test).join(', ') || 'none'}); \`latchkey fga test\` runs OpenFGA CLI store files (\`fga model test\`)`,
+      );
+    }
+  }
   const model = loadModel(store, base);
   const storeTuples = collectTuples(store, base, 'store');
-  const tests = store['tests'];
-  if (!Array.isArray(tests) || tests.length === 0) throw new StoreFileError("the store file has no 'tests'");
   if (typeof store['name'] === 'string') out(`# ${store['name']}\n`);
   for (const [i, test] of tests.entries()) {
     if (!isObject(test)) throw new StoreFileError(`test ${i + 1} must be a map`);
@@ -404,6 +418,7 @@ export async function runFgaCommand(argv: string[], io: FgaCommandIo): Promise<n
       else err(`${file}: ${describeError(e)}\n`);
     }
   }
-  out(`${counts.passed} passed, ${counts.failed} failed\n`);
+  // Nothing ran and a file was refused: the refusal says it all, a "0 passed, 0 failed" would read as a pass.
+  if (!invalid || counts.passed + counts.failed > 0) out(`${counts.passed} passed, ${counts.failed} failed\n`);
   return invalid || counts.failed > 0 ? 1 : 0;
 }

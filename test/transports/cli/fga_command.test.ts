@@ -1,7 +1,7 @@
 import test from 'ava';
 import { join } from 'node:path';
 import { runFgaCommand } from '../../../transports/cli/fga_command.ts';
-import { REPO_ROOT } from '../../helpers/shared.ts';
+import { CONFORMANCE_DIR, REPO_ROOT } from '../../helpers/shared.ts';
 
 const CORPUS = join(REPO_ROOT, 'test', 'corpus', 'fga');
 
@@ -78,4 +78,19 @@ test('fga: usage errors exit 2', async (t) => {
   const help = await run('--help');
   t.is(help.status, 0);
   t.regex(help.stdout, /latchkey fga/);
+});
+
+test('fga test: a file that is not a store test file says so, without a 0 passed, 0 failed summary', async (t) => {
+  const misspelled = await run('test', join(CORPUS, 'no_assertions.fga.yaml'));
+  t.is(misspelled.status, 1);
+  t.regex(misspelled.stderr, /no_assertions\.fga\.yaml: not a store test file: test 'misspelled key' has no check, list_objects, list_users \(its keys: name, checks\)/);
+  t.notRegex(misspelled.stdout, /0 passed, 0 failed/);
+  const conformance = await run('test', join(CONFORMANCE_DIR, 'openfga', 'abac_tests.yaml'));
+  t.is(conformance.status, 1);
+  t.regex(conformance.stderr, /abac_tests\.yaml: not a store test file: its tests have stages/);
+  t.is(conformance.stdout, '');
+  // Beside a file that ran, the summary still counts what ran.
+  const mixed = await run('test', join(CORPUS, 'passing.fga.yaml'), join(CORPUS, 'no_assertions.fga.yaml'));
+  t.is(mixed.status, 1);
+  t.regex(mixed.stdout, /^13 passed, 0 failed$/m);
 });
