@@ -365,3 +365,19 @@ test('openfga api: not mounted without preshared keys, and the identity server k
   const after = await on.call('fga_read_tuples', { object: 'doc:1' }, { protocol: 'rest', headers: admin });
   t.deepEqual(((after.body?.['tuples'] as { user: string }[]) ?? []).map((x) => x.user), ['user:anne', 'user:bob']);
 });
+
+test('openfga api: refused keys count against the per-IP rate limit, authenticated calls do not', async (t) => {
+  const server = await startTestServer({ 'openfga-preshared-keys': KEY, 'rate-limit-rps': 1, 'rate-limit-burst': 2 });
+  t.teardown(() => server.close());
+  // Far more authenticated calls than the limit allows: none is refused.
+  for (let i = 0; i < 10; i++) t.is((await raw(server, 'GET', '/stores')).status, 200);
+  const statuses: number[] = [];
+  for (let i = 0; i < 6; i++) statuses.push((await raw(server, 'GET', '/stores', undefined, 'guessed-key-000')).status);
+  t.is(statuses[0], 401);
+  t.true(statuses.includes(429), JSON.stringify(statuses));
+  const limited = await raw(server, 'GET', '/stores', undefined, 'guessed-key-000');
+  t.is(limited.status, 429);
+  t.is(limited.body['code'], 'resource_exhausted');
+  // The right key still gets through.
+  t.is((await raw(server, 'GET', '/stores')).status, 200);
+});

@@ -23,6 +23,7 @@ import { limitsRule } from '../graphql/limits.ts';
 import { PLAYGROUND_HTML } from './playground.ts';
 import { Engine } from '../../engine/index.ts';
 import { openfgaRouter } from '../openfga/index.ts';
+import { rateLimitKey } from '../client_ip.ts';
 import { cors, csrf, locals, rateLimit, SECURITY_HEADERS, sendError, sendGraphqlError, type HttpLocals, type Reject } from './guards.ts';
 
 export interface HttpAppOptions {
@@ -169,6 +170,7 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
         bodyLimit: config.httpBodyLimit,
         logError: (message, fields) => o.services.logger.error(message, fields),
         observe: (op, code, seconds) => metrics.observe(op, 'openfga', code, seconds),
+        limitFailure: (_req, res) => o.rateLimiter.take(rateLimitKey(locals(res).clientIp)),
       }),
     );
   }

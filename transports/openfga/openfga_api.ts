@@ -5,7 +5,8 @@
  *
  * - **Authentication.** OpenFGA's preshared keys: `Authorization: Bearer
  *   <key>` with one of the `--openfga-preshared-keys`, compared in constant
- *   time; none configured means the API is not mounted at all.
+ *   time; none configured means the API is not mounted at all. Refused
+ *   requests count against the per-IP rate limit; authenticated ones do not.
  * - **Stores.** `/stores/{store_id}/…` is served by an engine for that store
  *   ({@link Engine.forStore}); the default store (the one the identity
  *   server's own permission checks use) is served by the server's engine,
@@ -55,6 +56,13 @@ export interface OpenfgaApiOptions {
   logError: (message: string, fields: Record<string, unknown>) => void;
   /** Counts a request (operation name, error code or `ok`, seconds). */
   observe?: (op: string, code: string, seconds: number) => void;
+  /**
+   * Called for a request without a valid key; resolves to the seconds to
+   * wait when the caller's failures are over their limit (429), else
+   * `undefined`. Key guessing is thus held to the per-IP rate limit, while
+   * authenticated calls are never limited.
+   */
+  limitFailure?: (req: Request, res: Response) => Promise<number | undefined>;
 }
 
 type Handler = (engine: Engine, req: Request, res: Response) => Promise<Json | undefined | typeof STREAMED>;
@@ -91,12 +99,23 @@ export function openfgaRouter(options: OpenfgaApiOptions): Router {
   router.use('/stores', (req, res, next) => {
     const header = req.headers.authorization;
     const m = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/iu.exec(header) : null;
-    if (m === null) return send(res, 401, { code: 'bearer_token_missing', message: 'missing bearer token' });
-    const given = digest(m[1]!);
     let ok = false;
-    for (const k of keys) ok = timingSafeEqual(k, given) || ok;
-    if (!ok) return send(res, 401, { code: 'unauthenticated', message: 'unauthenticated' });
-    next();
+    if (m !== null) {
+      const given = digest(m[1]!);
+      for (const k of keys) ok = timingSafeEqual(k, given) || ok;
+    }
+    if (ok) return next();
+    const refuse = (): void =>
+      m === null ? send(res, 401, { code: 'bearer_token_missing', message: 'missing bearer token' }) : send(res, 401, { code: 'unauthenticated', message: 'unauthenticated' });
+    if (options.limitFailure === undefined) return refuse();
+    options.limitFailure(req, res).then(
+      (wait) => {
+        if (wait === undefined) return refuse();
+        res.setHeader('retry-after', String(wait));
+        send(res, 429, { code: 'resource_exhausted', message: 'too many requests' });
+      },
+      () => refuse(),
+    );
   });
   router.use('/stores', express.json({ limit: options.bodyLimit, strict: true, type: () => true }));
 
