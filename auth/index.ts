@@ -74,7 +74,7 @@ export {
   type LinkMailer,
   type VerifyEmailOutcome,
 } from './email_flows.ts';
-export { OAuthServer, SUPPORTED_SCOPES, readParams, type AuthorizeOutcome, type OAuthEvent, type OAuthEventSink, type OAuthParams, type OAuthServerOptions, type OAuthTokenResponse, type ResponseMode } from './oauth_server.ts';
+export { OAuthServer, SUPPORTED_SCOPES, readParams, type AuthorizeOutcome, type EndSessionOutcome, type OAuthEvent, type OAuthEventSink, type OAuthParams, type OAuthServerOptions, type OAuthTokenResponse, type ResponseMode } from './oauth_server.ts';
 export { AuthorizationCodes, type CodeGrant, type Redemption } from './oauth_codes.ts';
 export { createSmtpMailer, type Mailer, type MailMessage, type SmtpOptions } from './mailer.ts';
 export { MailQueue, type MailQueueOptions } from './mail_queue.ts';

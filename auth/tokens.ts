@@ -273,6 +273,7 @@ export class TokenService {
       token_endpoint: `${base}/oauth/token`,
       userinfo_endpoint: `${base}/userinfo`,
       revocation_endpoint: `${base}/oauth/revoke`,
+      introspection_endpoint: `${base}/oauth/introspect`,
       end_session_endpoint: `${base}/logout`,
       jwks_uri: `${base}/.well-known/jwks.json`,
       response_types_supported: ['code', 'token', 'id_token', 'id_token token'],
@@ -282,6 +283,7 @@ export class TokenService {
       id_token_signing_alg_values_supported: [this.algorithm],
       token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
       revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+      introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
       // Only what /authorize accepts: plain only with --enable-pkce-plain.
       code_challenge_methods_supported: options.pkcePlain === true ? ['S256', 'plain'] : ['S256'],
       authorization_response_iss_parameter_supported: true,

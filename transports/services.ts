@@ -78,6 +78,8 @@ export interface HttpRouteResponse {
   readonly body?: unknown;
   readonly html?: string;
   readonly headers?: Readonly<Record<string, string>>;
+  /** `Set-Cookie` header values, each sent as its own header. */
+  readonly cookies?: readonly string[];
 }
 
 export interface ServicesOptions {

@@ -210,6 +210,7 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
       route.handler(request).then((out) => {
         res.statusCode = out.status ?? 200;
         for (const [k, v] of Object.entries(out.headers ?? {})) res.setHeader(k, v);
+        for (const c of out.cookies ?? []) res.append('set-cookie', c);
         if (out.html !== undefined) {
           res.setHeader('content-type', 'text/html; charset=utf-8');
           res.end(out.html);

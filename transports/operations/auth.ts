@@ -30,7 +30,7 @@ import {
   type UserRecord,
 } from '../../auth/index.ts';
 import type { Authenticator } from '../authenticate.ts';
-import type { CookieOptions, RequestContext } from '../context.ts';
+import type { CookieOptions, CookieSink, RequestContext } from '../context.ts';
 import type { Config } from '../flags.ts';
 import type { Services } from '../services.ts';
 import { EMPTY, MESSAGE, s } from '../shape.ts';
@@ -213,10 +213,15 @@ export function clearMfaCookie(ctx: RequestContext): void {
 
 /** Clears the session cookie pair. */
 export function clearSessionCookies(ctx: RequestContext): void {
-  const base = cookieBase(ctx.services.config);
-  const domain = cookieDomainOf(ctx.services.config.url);
-  ctx.cookies.clear(SESSION_COOKIE, base);
-  ctx.cookies.clear(SESSION_DOMAIN_COOKIE, { ...base, ...(domain ? { domain } : {}) });
+  clearSessionCookiesOn(ctx.cookies, ctx.services.config);
+}
+
+/** Clears both app session cookies on `sink` (for endpoints outside the operations table, e.g. `/logout`). */
+export function clearSessionCookiesOn(sink: CookieSink, config: Config): void {
+  const base = cookieBase(config);
+  const domain = cookieDomainOf(config.url);
+  sink.clear(SESSION_COOKIE, base);
+  sink.clear(SESSION_DOMAIN_COOKIE, { ...base, ...(domain ? { domain } : {}) });
 }
 
 /**
@@ -516,6 +521,6 @@ export async function plugAuth(services: Services): Promise<AuthService> {
     { path: '/.well-known/oauth-authorization-server', handler: discovery },
     { path: '/.well-known/jwks.json', handler: async () => ({ body: auth.tokens.jwks(), headers: cache }) },
   );
-  plugOAuth(services, auth, memoryStore, issuerOf(c));
+  plugOAuth(services, auth, memoryStore, issuerOf(c), (sink) => clearSessionCookiesOn(sink, c));
   return auth;
 }
