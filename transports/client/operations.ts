@@ -752,8 +752,8 @@ const S_AddEmailTemplateRequest = {
   fields: {
     event_name: { kind: 'string', minLength: 1 },
     subject: { kind: 'string', minLength: 1, maxLength: 512 },
-    template: { kind: 'string', minLength: 1, maxLength: 60000 },
-    design: { kind: 'optional', inner: { kind: 'string', maxLength: 60000 } },
+    template: { kind: 'string', minLength: 1, maxLength: 60000, text: true },
+    design: { kind: 'optional', inner: { kind: 'string', maxLength: 60000, text: true } },
   },
 } as const;
 const S_UpdateEmailTemplateRequest = {
@@ -763,8 +763,8 @@ const S_UpdateEmailTemplateRequest = {
     id: { kind: 'string', minLength: 1 },
     event_name: { kind: 'optional', inner: { kind: 'string' } },
     subject: { kind: 'optional', inner: { kind: 'string', maxLength: 512 } },
-    template: { kind: 'optional', inner: { kind: 'string', maxLength: 60000 } },
-    design: { kind: 'optional', inner: { kind: 'string', maxLength: 60000 } },
+    template: { kind: 'optional', inner: { kind: 'string', maxLength: 60000, text: true } },
+    design: { kind: 'optional', inner: { kind: 'string', maxLength: 60000, text: true } },
   },
 } as const;
 const S_DeleteEmailTemplateRequest = {
@@ -853,7 +853,7 @@ const S_FgaWriteModelRequest = {
   kind: 'object',
   name: 'FgaWriteModelRequest',
   fields: {
-    dsl: { kind: 'string', minLength: 1, maxLength: 1000000 },
+    dsl: { kind: 'string', minLength: 1, maxLength: 1000000, text: true },
   },
 } as const;
 const S_FgaTupleInput = {

@@ -28,14 +28,19 @@ function constName(sh: ObjectShape): string {
   return `S_${sh.name}`;
 }
 
-/** The validation bounds of a shape, as literal properties (docs are left out). */
+/**
+ * The validation bounds of a shape, as literal properties (docs are left
+ * out): the numeric limits, and `text` (multi-line strings may hold tabs and
+ * line breaks), so that the client validates exactly as the service does.
+ */
 function bounds(sh: Shape): string {
   const keys = ['minLength', 'maxLength', 'min', 'max', 'minItems', 'maxItems'] as const;
   const rec = sh as unknown as Record<string, unknown>;
-  return keys
+  const numeric = keys
     .filter((k) => typeof rec[k] === 'number')
     .map((k) => `, ${k}: ${String(rec[k])}`)
     .join('');
+  return rec['text'] === true ? `${numeric}, text: true` : numeric;
 }
 
 /** A shape as a TypeScript literal; named objects become references to their constants. */
