@@ -139,7 +139,7 @@ export const FLAGS = {
     'client-secret': str({ doc: 'Client secret of this instance (required)', secret: true }),
     'admin-secret': str({ doc: 'Super-admin secret (required, non-empty)', secret: true }),
     url: str({ doc: 'Public URL of this server: token issuer, discovery base and cookie domain (default: http://<host>:<http-port>)' }),
-    'allowed-origins': list({ doc: 'Origins allowed for CORS and CSRF; * allows any origin without credentials', default: ['*'] }),
+    'allowed-origins': list({ doc: 'Origins allowed for CORS and CSRF; a listed origin gets credentialed CORS (browser cookie flows, e.g. Authorizer\'s SDK); * allows any origin without credentials', default: ['*'] }),
     'default-authorize-response-type': oneOf(['token', 'code'], { doc: 'Response type of /authorize when the request names none', default: 'token' }),
     'default-authorize-response-mode': oneOf(['query', 'fragment', 'form_post', 'web_message'], {
       doc: 'Response mode of /authorize when the request names none',
