@@ -164,7 +164,7 @@ function* errorChain(err: unknown): Generator<{ name?: unknown; code?: unknown; 
  * Decided from error codes and class names only (never message text).
  */
 export function isDependencyFailure(err: unknown): boolean {
-  if (err instanceof LatchkeyError) return err.code === 'unavailable';
+  if (err instanceof LatchkeyError) return err.code === 'unavailable' || (err.code === 'internal' && err.cause !== undefined && err.cause !== err && isDependencyFailure(err.cause));
   for (const e of errorChain(err)) {
     if (typeof e.name === 'string' && DEPENDENCY_NAMES.test(e.name)) return true;
     if (typeof e.code === 'string' && (DEPENDENCY_CODES.has(e.code) || /^08[0-9A-Z]{3}$/u.test(e.code))) return true;
