@@ -3,7 +3,7 @@
  * (`@openfga/sdk`) and, for the refusals, by plain fetch: every endpoint's
  * answers, status codes and OpenFGA error codes for bad input (unknown store,
  * unknown model, invalid tuple, too many tuples, bad continuation token,
- * missing or wrong key), on SQLite and PostgreSQL. The identity server's own
+ * missing or wrong key), on SQLite, PostgreSQL and MySQL. The identity server's own
  * permission checks keep answering from the default store.
  */
 import test, { type ExecutionContext } from 'ava';
@@ -36,7 +36,10 @@ condition in_hours(hour: int, start: int) {
 `;
 
 function backends(): SqlBackend[] {
-  return process.env['LATCHKEY_TEST_POSTGRES_URL'] ? ['sqlite', 'postgres'] : ['sqlite'];
+  const out: SqlBackend[] = ['sqlite'];
+  if (process.env['LATCHKEY_TEST_POSTGRES_URL']) out.push('postgres');
+  if (process.env['LATCHKEY_TEST_MYSQL_URL']) out.push('mysql');
+  return out;
 }
 
 function client(server: TestServer, storeId?: string, key = KEY): OpenFgaClient {
