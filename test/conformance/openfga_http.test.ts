@@ -2,7 +2,7 @@
  * OpenFGA's conformance suites (consolidated_1_1_tests.yaml, abac_tests.yaml),
  * read in place from ../shared/conformance, run over OpenFGA's HTTP API of
  * the real server through OpenFGA's JS SDK (`@openfga/sdk`), on SQLite and
- * (when LATCHKEY_TEST_POSTGRES_URL is set) PostgreSQL.
+ * (when their URLs are set) PostgreSQL and MySQL.
  *
  * As OpenFGA's own harness and test/conformance/openfga.test.ts do: each
  * test gets a store of its own (created through the API); each stage writes
@@ -59,7 +59,10 @@ interface YamlTest {
 }
 
 function backends(): SqlBackend[] {
-  return process.env['LATCHKEY_TEST_POSTGRES_URL'] ? ['sqlite', 'postgres'] : ['sqlite'];
+  const out: SqlBackend[] = ['sqlite'];
+  if (process.env['LATCHKEY_TEST_POSTGRES_URL']) out.push('postgres');
+  if (process.env['LATCHKEY_TEST_MYSQL_URL']) out.push('mysql');
+  return out;
 }
 
 const servers = new Map<SqlBackend, Promise<TestServer>>();
