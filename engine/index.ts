@@ -189,6 +189,11 @@ export interface ReadRequest {
 export interface ReadResult {
   tuples: TupleKey[];
   continuationToken: string;
+  /**
+   * With `writtenAt: true` only: for each tuple, the time its write was
+   * committed (milliseconds since the epoch; 0 when the store does not say).
+   */
+  writtenAt?: number[];
 }
 
 /**
@@ -487,7 +492,7 @@ export class Engine {
    * user. Page size 1..100 (default 50); the continuation token is opaque and
    * stable under concurrent writes.
    */
-  async read(filter: ReadRequest = {}, options: { pageSize?: number; continuationToken?: string } = {}): Promise<ReadResult> {
+  async read(filter: ReadRequest = {}, options: { pageSize?: number; continuationToken?: string; writtenAt?: boolean } = {}): Promise<ReadResult> {
     if (filter === null || typeof filter !== 'object') throw invalid('the read filter must be an object', { reason: 'invalid_read_input' });
     if (options === null || typeof options !== 'object') throw invalid('read options must be an object', { reason: 'invalid_read_input' });
     for (const key of ['user', 'relation', 'object'] as const) {
@@ -510,7 +515,9 @@ export class Engine {
       f.user = filter.user;
     }
     const page = await this.#store.readPage(f, { pageSize: this.#pageSize(options.pageSize), continuationToken: emptyToUndefined(options.continuationToken) });
-    return { tuples: page.items.map(plainTuple), continuationToken: page.continuationToken ?? '' };
+    const result: ReadResult = { tuples: page.items.map(plainTuple), continuationToken: page.continuationToken ?? '' };
+    if (options.writtenAt === true) result.writtenAt = page.items.map((t) => t.writtenAt ?? 0);
+    return result;
   }
 
   /** Changes after `afterRevision` (oldest first), for change feeds and cache invalidation. */

@@ -490,8 +490,14 @@ export class MemoryStore implements TupleStore {
       }
       items.push(t);
     }
+    const times = this.#log.times;
     return {
-      items: items.map((t) => copyStored(t)),
+      items: items.map((t) => {
+        const out = copyStored(t);
+        const at = times[t.revision];
+        if (at !== undefined) out.writtenAt = at;
+        return out;
+      }),
       continuationToken: more ? encodeToken(tupleId(items.at(-1)!)) : undefined,
     };
   }

@@ -136,6 +136,12 @@ export interface TupleKey {
 export interface StoredTuple extends TupleKey {
   /** Store revision of the write that created this tuple. */
   revision: number;
+  /**
+   * Milliseconds since the epoch at which that write was committed, where
+   * the read provides it ({@link TupleStore.readPage} of the memory and SQL
+   * stores); absent elsewhere.
+   */
+  writtenAt?: number;
 }
 
 /** `(object type, object id, relation)`: the forward lookup key. */

@@ -515,14 +515,14 @@ export class SqlStore implements TupleStore {
       params.push(...after);
     }
     params.push(options.pageSize + 1);
-    const rows = await this.#select<TupleRow>(
-      `SELECT ${TUPLE_COLUMNS} FROM fga_tuple WHERE ${where.join(' AND ')} ORDER BY store, object_type, object_id, relation, _user LIMIT ?`,
+    const rows = await this.#select<TupleRow & { inserted_at: number | string }>(
+      `SELECT ${TUPLE_COLUMNS}, inserted_at FROM fga_tuple WHERE ${where.join(' AND ')} ORDER BY store, object_type, object_id, relation, _user LIMIT ?`,
       params,
     );
     const page = rows.slice(0, options.pageSize);
     const last = page.at(-1);
     return {
-      items: page.map(toStored),
+      items: page.map((r) => ({ ...toStored(r), writtenAt: Number(r.inserted_at) })),
       continuationToken: rows.length > options.pageSize && last !== undefined
         ? encodeToken([last.object_type, last.object_id, last.relation, last._user])
         : undefined,

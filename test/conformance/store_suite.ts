@@ -275,6 +275,17 @@ export function runStoreSuite(test: TestFn, name: string, makeStore: StoreFactor
     });
   });
 
+  it('readPage tells when each tuple was written (where the store records it)', async (t, s) => {
+    const started = Date.now();
+    await s.write([], [T('doc:1', 'viewer', 'user:anne')]);
+    const [item] = (await s.readPage({}, { pageSize: 10 })).items;
+    if (item?.writtenAt === undefined) {
+      t.pass('this store does not record write times');
+      return;
+    }
+    t.true(item.writtenAt >= started - 1000 && item.writtenAt <= Date.now() + 1000, String(item.writtenAt));
+  });
+
   // ---------------------------------------------------------------- many stores (backends with a catalog)
 
   const storeIds = monotonicFactory();

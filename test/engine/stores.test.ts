@@ -80,6 +80,19 @@ test('engine: a tuple store without a catalog serves its one store and refuses t
   t.is(code(await t.throwsAsync(engine.readAssertions((await engine.readModel())!.id))), 'unimplemented/assertions_unsupported');
 });
 
+test('engine: read tells when each tuple was written, when asked', async (t) => {
+  let now = 1_700_000_000_000;
+  const engine = new Engine({ store: new MemoryStore({ now: () => now }) });
+  await engine.writeModel({ dsl: DSL });
+  await engine.write({ writes: [{ user: 'user:anne', relation: 'viewer', object: 'doc:1' }] });
+  now += 5000;
+  await engine.write({ writes: [{ user: 'user:bob', relation: 'viewer', object: 'doc:1' }] });
+  const page = await engine.read({ object: 'doc:1' }, { writtenAt: true });
+  t.deepEqual(page.tuples.map((x) => x.user), ['user:anne', 'user:bob']);
+  t.deepEqual(page.writtenAt, [1_700_000_000_000, 1_700_000_005_000]);
+  t.false('writtenAt' in (await engine.read({ object: 'doc:1' })));
+});
+
 test('engine: assertions are kept per model version and validated against it', async (t) => {
   const engine = new Engine();
   const m1 = await engine.writeModel({ dsl: DSL });

@@ -105,6 +105,7 @@ for (const backend of backends()) {
     t.is((await fga.readLatestAuthorizationModel()).authorization_model?.id, second.authorization_model_id);
 
     // Writes with a condition, atomic with deletes.
+    const writeStarted = Date.now();
     await fga.write({
       writes: [
         { user: 'user:anne', relation: 'viewer', object: 'doc:1' },
@@ -138,8 +139,12 @@ for (const backend of backends()) {
       readToken = page.continuation_token || undefined;
     } while (readToken !== undefined);
     t.is(tuples.length, 7);
-    const conditioned = (await fga.read({ object: 'doc:2', relation: 'editor', user: 'user:bob' })).tuples[0]?.key;
+    const conditionedTuple = (await fga.read({ object: 'doc:2', relation: 'editor', user: 'user:bob' })).tuples[0];
+    const conditioned = conditionedTuple?.key;
     t.deepEqual(conditioned?.condition, { name: 'in_hours', context: { start: 9 } });
+    // The timestamp is when the tuple was written (whole seconds may be cut by the database's clock reading).
+    const writtenAt = Date.parse(conditionedTuple?.timestamp as unknown as string);
+    t.true(writtenAt >= writeStarted - 1000 && writtenAt <= Date.now(), String(conditionedTuple?.timestamp));
     t.deepEqual((await fga.read({ object: 'doc:', user: 'user:anne' })).tuples.map((x) => x.key.object), ['doc:1']);
 
     // Read changes: type filter, pages, continuation.

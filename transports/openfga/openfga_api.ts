@@ -294,9 +294,12 @@ export function openfgaRouter(options: OpenfgaApiOptions): Router {
     }
     const size = pageSize(body['page_size']);
     const token = optString(body['continuation_token'], 'continuation_token');
-    const page = await engine.read(filter, { ...(size === undefined ? {} : { pageSize: size }), ...(token === undefined ? {} : { continuationToken: token }) });
-    const now = timestamp(Date.now());
-    return { tuples: page.tuples.map((t) => ({ key: wireTupleKey(t), timestamp: now })), continuation_token: page.continuationToken };
+    const page = await engine.read(filter, { writtenAt: true, ...(size === undefined ? {} : { pageSize: size }), ...(token === undefined ? {} : { continuationToken: token }) });
+    const now = Date.now();
+    return {
+      tuples: page.tuples.map((t, i) => ({ key: wireTupleKey(t), timestamp: timestamp(page.writtenAt?.[i] || now) })),
+      continuation_token: page.continuationToken,
+    };
   });
 
   route('get', '/stores/:store_id/changes', 'read_changes', 200, async (engine, req) => {
