@@ -278,3 +278,12 @@ test('an email stored before NFC normalisation is migrated at startup and found 
   }
   t.is((await post('/v1/signup', { email: '\u00c4LT@hostile.test', password: PASSWORD })).body['code'], 'already_exists');
 });
+
+test.serial("a v1 client's _update_env with a multi-line PEM key still gets the spec's deprecation message", async (t) => {
+  const server = servers.get('sqlite')!;
+  const pem = '-----BEGIN PRIVATE KEY-----\nMIIBVQIBADANBgkqhkiG9w0BAQEFAASCAT8wggE7AgEAAkEA\r\n-----END PRIVATE KEY-----\n';
+  // A GraphQL-only operation.
+  const r = await server.call('update_env', { JWT_PRIVATE_KEY: pem, CUSTOM_ACCESS_TOKEN_SCRIPT: 'function(user, tokenPayload) {\n\treturn tokenPayload;\n}' }, { protocol: 'graphql', headers: admin });
+  t.is(r.error?.code, 'failed_precondition');
+  t.is(r.error?.message, 'deprecated. please configure env via cli args');
+});

@@ -116,7 +116,8 @@ const V1_ENV_BOOLS = [
 ] as const;
 const V1_ENV_LISTS = ['ALLOWED_ORIGINS', 'ROLES', 'PROTECTED_ROLES', 'DEFAULT_ROLES'] as const;
 const V1_ENV_FIELDS: Fields = Object.fromEntries([
-  ...V1_ENV_STRINGS.map((k) => [k, s.optional(s.string())] as const),
+  // Multi-line text (a PEM key, a script): the call is refused with the deprecation message whatever it holds.
+  ...V1_ENV_STRINGS.map((k) => [k, s.optional(s.string({ text: true }))] as const),
   ...V1_ENV_BOOLS.map((k) => [k, s.optional(s.bool())] as const),
   ...V1_ENV_LISTS.map((k) => [k, s.optional(s.list(s.string()))] as const),
 ]);
