@@ -287,3 +287,29 @@ test.serial("a v1 client's _update_env with a multi-line PEM key still gets the 
   t.is(r.error?.code, 'failed_precondition');
   t.is(r.error?.message, 'deprecated. please configure env via cli args');
 });
+
+test.serial('the OAuth endpoints (outside the operations table) answer NUL bytes in their parameters alike on every backend, never 5xx', async (t) => {
+  const { TEST_CLIENT_ID } = await import('../helpers/server.ts');
+  const answers = new Map<SqlBackend, string[]>();
+  for (const [backend, server] of servers) {
+    const q = (o: Record<string, string>): string => new URLSearchParams(o).toString();
+    const form = (o: Record<string, string>): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: q(o), redirect: 'manual' });
+    const requests: [string, RequestInit][] = [
+      [`/authorize?${q({ client_id: TEST_CLIENT_ID, response_type: 'code', redirect_uri: `${server.httpUrl}/cb\u0000`, state: 's\u0000', login_hint: 'a\u0000b@x.test' })}`, { redirect: 'manual' }],
+      [`/authorize?${q({ client_id: 'a\u0000b', response_type: 'code' })}`, { redirect: 'manual' }],
+      ['/oauth/token', form({ grant_type: 'refresh_token', refresh_token: 'a\u0000b', client_id: TEST_CLIENT_ID })],
+      ['/oauth/token', form({ grant_type: 'authorization_code', code: 'a\u0000b', client_id: TEST_CLIENT_ID, code_verifier: 'v'.repeat(50), redirect_uri: 'http://x' })],
+      ['/oauth/revoke', form({ token: 'a\u0000b', client_id: TEST_CLIENT_ID })],
+    ];
+    const out: string[] = [];
+    for (const [path, init] of requests) {
+      const r = await fetch(`${server.httpUrl}${path}`, init);
+      const text = await r.text();
+      t.true(r.status < 500, `${backend} ${path}: ${r.status}`);
+      out.push(`${r.status} ${text.replace(server.httpUrl, '<url>')}`);
+    }
+    answers.set(backend, out);
+  }
+  const [first, ...rest] = [...answers.values()];
+  for (const other of rest) t.deepEqual(other, first);
+});
