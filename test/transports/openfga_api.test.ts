@@ -389,3 +389,29 @@ test('openfga api: refused keys count against the per-IP rate limit, authenticat
   // The right key still gets through.
   t.is((await raw(server, 'GET', '/stores')).status, 200);
 });
+
+test('openfga api: a browser on another origin (the Playground) may PUT and DELETE: the preflight allows them and the SDK headers', async (t) => {
+  const origin = 'http://playground.example:3000';
+  const server = await startTestServer({ 'openfga-preshared-keys': KEY, 'allowed-origins': origin });
+  t.teardown(() => server.close());
+  const store = await client(server).createStore({ name: 'browser' });
+  const headers = 'authorization,content-type,x-openfga-client-method,x-openfga-client-bulk-request-id';
+  for (const [path, method] of [[`/stores/${store.id}`, 'DELETE'], [`/stores/${store.id}/assertions/01HZZZZZZZZZZZZZZZZZZZZZZZ`, 'PUT']] as const) {
+    const preflight = await fetch(`${server.httpUrl}${path}`, {
+      method: 'OPTIONS',
+      headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': headers },
+    });
+    t.is(preflight.status, 204);
+    t.is(preflight.headers.get('access-control-allow-origin'), origin);
+    t.true((preflight.headers.get('access-control-allow-methods') ?? '').split(',').map((m) => m.trim()).includes(method), method);
+    const allowed = (preflight.headers.get('access-control-allow-headers') ?? '').split(',').map((h) => h.trim());
+    for (const h of headers.split(',')) t.true(allowed.includes(h), h);
+  }
+  // The identity API's paths keep GET and POST only.
+  const v1 = await fetch(`${server.httpUrl}/v1/login`, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'DELETE' } });
+  t.false((v1.headers.get('access-control-allow-methods') ?? '').includes('DELETE'));
+  // The actual cross-origin DELETE answers with the CORS headers the browser needs.
+  const del = await fetch(`${server.httpUrl}/stores/${store.id}`, { method: 'DELETE', headers: { origin, authorization: `Bearer ${KEY}` } });
+  t.is(del.status, 204);
+  t.is(del.headers.get('access-control-allow-origin'), origin);
+});

@@ -78,10 +78,12 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
 /**
  * Request headers a cross-origin page may send: ours, plus those Authorizer's
  * JS SDK sends on every call (`x-authorizer-url`, `x-authorizer-client-id`,
- * read from its source) and its admin header.
+ * read from its source) and its admin header, and those of OpenFGA's JS SDK.
  */
 const ALLOW_HEADERS =
-  'content-type, authorization, x-service-admin-secret, x-requested-with, x-request-id, x-authorizer-url, x-authorizer-client-id, x-authorizer-admin-secret';
+  'content-type, authorization, x-service-admin-secret, x-requested-with, x-request-id, x-authorizer-url, x-authorizer-client-id, x-authorizer-admin-secret, x-openfga-client-method, x-openfga-client-bulk-request-id';
+
+const OPENFGA_PATH = /^\/stores(\/|$)/;
 
 /**
  * CORS. With `*`: `Access-Control-Allow-Origin: *` and no credentials (a
@@ -108,7 +110,8 @@ export function cors(allowedOrigins: readonly string[]) {
       }
     }
     if (req.method === 'OPTIONS') {
-      res.setHeader('access-control-allow-methods', 'GET, POST, OPTIONS');
+      // OpenFGA's API (transports/openfga) also writes assertions with PUT and deletes stores with DELETE.
+      res.setHeader('access-control-allow-methods', OPENFGA_PATH.test(req.path) ? 'GET, POST, PUT, DELETE, OPTIONS' : 'GET, POST, OPTIONS');
       res.setHeader('access-control-allow-headers', ALLOW_HEADERS);
       res.setHeader('access-control-max-age', '600');
       res.statusCode = 204;
