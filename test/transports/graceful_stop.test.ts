@@ -1,0 +1,107 @@
+/**
+ * Security matrix F5: SIGTERM while the server (its own process) answers a
+ * steady 50 requests a second of logins and checks: every request sent
+ * before the signal is answered in full (no connection reset, no 5xx), the
+ * server is never ready again after the signal (the listener closes at once:
+ * `/readyz` finds no connection, or 503 on one kept alive), and the process
+ * exits 0 well within 30 s.
+ */
+import test from 'ava';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { freePort } from '../helpers/instances.ts';
+
+const ADMIN = 'stop-admin-secret';
+const PASSWORD = 'correct horse battery staple';
+const BIN = join(import.meta.dirname, '..', '..', 'bin', 'latchkey.js');
+
+test('F5 SIGTERM under 50 requests/s: in-flight requests finish, readiness never returns, exit 0 within 30 s', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'latchkey-stop-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const child = spawn(
+    process.execPath,
+    [
+      BIN,
+      'serve',
+      '--database-type=sqlite',
+      `--database-url=${join(dir, 'stop.sqlite')}`,
+      `--admin-secret=${ADMIN}`,
+      '--client-id=stop-client',
+      '--client-secret=stop-client-secret',
+      '--jwt-type=HS256',
+      '--jwt-secret=stop-jwt-secret-0123456789abcdef0123456789',
+      '--host=127.0.0.1',
+      `--http-port=${port}`,
+      '--grpc-port=0',
+      '--metrics-port=0',
+      '--log-level=silent',
+      '--shutdown-timeout=10s',
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  child.stderr?.resume();
+  t.teardown(() => void child.kill('SIGKILL'));
+  const exited = new Promise<{ code: number | null; at: number }>((resolve) => child.once('exit', (code) => resolve({ code, at: performance.now() })));
+  const until = Date.now() + 30_000;
+  while (!(await fetch(`${url}/readyz`).then((r) => r.ok, () => false))) {
+    if (Date.now() > until || child.exitCode !== null) return t.fail('server did not start');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const post = (path: string, body: unknown, admin = false): Promise<Response> =>
+    fetch(`${url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: url, ...(admin ? { 'x-service-admin-secret': ADMIN } : {}) },
+      body: JSON.stringify(body),
+    });
+  t.is((await post('/v1/signup', { email: 'stop@stop.test', password: PASSWORD })).status, 200);
+  t.is((await post('/v1/admin/fga/model', { dsl: 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define viewer: [user]\n' }, true)).status, 200);
+
+  const sent: { before: boolean; result: Promise<number | string> }[] = [];
+  let signalled = false;
+  let i = 0;
+  const timer = setInterval(() => {
+    const before = !signalled;
+    const request = i++ % 5 === 0 ? post('/v1/login', { email: 'stop@stop.test', password: PASSWORD }) : post('/v1/check_permissions', { user: 'user:u1', checks: [{ relation: 'viewer', object: 'doc:1' }] }, true);
+    sent.push({
+      before,
+      result: request.then(
+        async (r) => {
+          await r.arrayBuffer();
+          return r.status;
+        },
+        (err: Error & { cause?: { code?: string } }) => err.cause?.code ?? err.message,
+      ),
+    });
+  }, 20);
+  await new Promise((r) => setTimeout(r, 1500));
+  const signalledAt = performance.now();
+  signalled = true;
+  child.kill('SIGTERM');
+  // The signal is handled a moment after it is sent: from the first answer that is not 200 on, never ready again.
+  const readyAfter: { ms: number; status: number | string }[] = [];
+  for (let k = 0; k < 20; k++) {
+    const status = await fetch(`${url}/readyz`).then((r) => r.status, (err: Error & { cause?: { code?: string } }) => err.cause?.code ?? 'refused');
+    readyAfter.push({ ms: performance.now() - signalledAt, status });
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  clearInterval(timer);
+  const { code, at } = await exited;
+  const results = await Promise.all(sent.map(async (s) => ({ before: s.before, result: await s.result })));
+
+  const before = results.filter((r) => r.before);
+  t.true(before.length >= 50, `${before.length} requests before the signal`);
+  t.deepEqual(before.filter((r) => r.result !== 200), [], 'every request sent before SIGTERM is answered 200');
+  const firstNotReady = readyAfter.findIndex((r) => r.status !== 200);
+  const shown = readyAfter.map((r) => `${Math.round(r.ms)} ms ${r.status}`).join(', ');
+  t.true(firstNotReady >= 0 && readyAfter[firstNotReady]!.ms < 500, `not ready within 500 ms of SIGTERM: ${shown}`);
+  t.false(readyAfter.slice(firstNotReady).some((r) => r.status === 200), `ready again after SIGTERM: ${shown}`);
+  // Sent after the signal: answered, or refused at the connection (the listener is closed), never a 5xx but 503.
+  t.deepEqual(results.filter((r) => !r.before && typeof r.result === 'number' && r.result >= 500 && r.result !== 503), []);
+  t.is(code, 0);
+  t.true(at - signalledAt < 30_000, `exited ${Math.round(at - signalledAt)} ms after SIGTERM`);
+  t.log(`${before.length} requests before SIGTERM, all 200; /readyz after: ${shown}; exit 0 after ${Math.round(at - signalledAt)} ms`);
+});
