@@ -9,9 +9,18 @@ export interface Metrics {
   readonly registry: Registry;
   /** Records one finished request. `op` is an operation name or a fixed route label (never an id). */
   observe(op: string, transport: string, code: string, seconds: number): void;
+  /**
+   * Counts one security event: a refused credential or token, a denied
+   * subject, a lockout or rate limit, a CSRF refusal. `reason` is the error's
+   * reason (a fixed set, see docs/errors.md), else its code.
+   */
+  securityEvent(reason: string): void;
   /** The exposition text and its content type. */
   render(): Promise<{ contentType: string; body: string }>;
 }
+
+/** The error codes counted as security events (see {@link Metrics.securityEvent}). */
+export const SECURITY_EVENT_CODES: ReadonlySet<string> = new Set(['unauthenticated', 'permission_denied', 'resource_exhausted']);
 
 export function createMetrics(): Metrics {
   const registry = new Registry();
@@ -29,6 +38,12 @@ export function createMetrics(): Metrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [registry],
   });
+  const security = new Counter({
+    name: 'latchkey_security_events_total',
+    help: 'Refused credentials and tokens, denied subjects, lockouts, rate limits and CSRF refusals, by reason',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
   // Label lookups hash the label set; caching the children keeps the hot path to a Map lookup.
   const children = new Map<string, { c: { inc(): void }; h: { observe(v: number): void } }>();
   return {
@@ -42,6 +57,9 @@ export function createMetrics(): Metrics {
       }
       child.c.inc();
       child.h.observe(seconds);
+    },
+    securityEvent(reason) {
+      security.labels(reason).inc();
     },
     async render() {
       return { contentType: registry.contentType, body: await registry.metrics() };

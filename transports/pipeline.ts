@@ -9,7 +9,7 @@ import { hasCredentials, resolvePrincipal } from './authenticate.ts';
 import { ANONYMOUS } from './context.ts';
 import type { CookieSink, Credentials, Protocol, RequestContext } from './context.ts';
 import { outageSummary, type Logger } from './logger.ts';
-import type { Metrics } from './metrics.ts';
+import { SECURITY_EVENT_CODES, type Metrics } from './metrics.ts';
 import type { AnyOperation } from './operations/types.ts';
 import type { Services } from './services.ts';
 import { encodeOutput, validate } from './shape.ts';
@@ -83,6 +83,7 @@ export function createPipeline(services: Services, metrics: Metrics): Pipeline {
         // queryable") while the database does not answer is the outage, not a bug.
         if (pub.code === 'internal' && services.sequelize !== undefined && !(await pingDatabase(services.sequelize, 1000))) pub = outage(err);
         code = pub.code;
+        if (SECURITY_EVENT_CODES.has(pub.code)) metrics.securityEvent(pub.reason ?? pub.code);
         if (pub.code === 'unavailable') {
           // An expected outage: one line naming the dependency's error, no stack (the
           // request is answered 503 with a retry hint; readiness reports it too).

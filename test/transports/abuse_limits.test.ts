@@ -117,3 +117,29 @@ test.serial('G1: sign-up, login and a failed login write no password, token or s
     t.false(rows.includes(secret), 'a secret in the audit rows');
   }
 });
+
+test.serial('B1: forged and misused tokens are refused and counted in latchkey_security_events_total by reason', async (t) => {
+  const count = async (): Promise<number> => {
+    const text = await (await fetch(`${server.metricsUrl}/metrics`)).text();
+    return [...text.matchAll(/^latchkey_security_events_total\{reason="([a-z_]+)"\} (\d+)/gm)].reduce((n, m) => n + Number(m[2]), 0);
+  };
+  const b64 = (o: unknown): string => Buffer.from(JSON.stringify(o)).toString('base64url');
+  const now = Math.floor(Date.now() / 1000);
+  const none = `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ sub: 'x', exp: now + 600, iat: now })}.`;
+  const kid = `${b64({ alg: 'HS256', typ: 'JWT', kid: '../../etc/passwd' })}.${b64({ sub: 'x', exp: now + 600 })}.c2ln`;
+  const before = await count();
+  let refused = 0;
+  for (const token of [none, kid, 'not.a.jwt']) {
+    for (const protocol of PROTOCOLS) {
+      const r = await server.call('profile', {}, { protocol, headers: { authorization: `Bearer ${token}` } });
+      t.is(r.error?.code, 'unauthenticated', protocol);
+      refused++;
+    }
+    const v = await server.call('validate_jwt_token', { token_type: 'access_token', token }, { protocol: 'rest' });
+    t.truthy(v.error, 'validate_jwt_token refuses it');
+    refused++;
+  }
+  t.true((await count()) - before >= refused, `security events counted: ${(await count()) - before} of ${refused}`);
+  const text = await (await fetch(`${server.metricsUrl}/metrics`)).text();
+  for (const m of text.matchAll(/^latchkey_security_events_total\{reason="([^"]*)"\}/gm)) t.regex(m[1]!, /^[a-z_]+$/, 'reasons are fixed snake_case labels');
+});

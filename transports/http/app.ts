@@ -12,7 +12,7 @@ import { dependencyError, LatchkeyError } from '../../engine/errors.ts';
 import { CookieSink, extractCredentials } from '../context.ts';
 import type { ClientIpResolver } from '../client_ip.ts';
 import type { Config } from '../flags.ts';
-import type { Metrics } from '../metrics.ts';
+import { SECURITY_EVENT_CODES, type Metrics } from '../metrics.ts';
 import type { CallInfo, Pipeline } from '../pipeline.ts';
 import type { RateLimiter } from '../rate_limit.ts';
 import type { AnyOperation } from '../operations/types.ts';
@@ -124,6 +124,7 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
     if (graphql) sendGraphqlError(res, err);
     else sendError(res, err);
     const transport = graphql ? 'graphql' : 'rest';
+    if (SECURITY_EVENT_CODES.has(err.code)) metrics.securityEvent(err.reason ?? err.code);
     metrics.observe('http', transport, err.code, (performance.now() - locals(res).started) / 1000);
   };
   const app = express();
