@@ -17,7 +17,8 @@ export function firstFactorAmr(loginMethod: string): string {
 /**
  * Signs access + id (+ refresh with `offline_access`) tokens for a session and
  * records the refresh lineage. `nonce` (OpenID Connect Core §3.1.2.1, from an
- * authorization request) goes into the access and id tokens.
+ * authorization request) goes into the access and id tokens; `idTokenClaims`
+ * adds claims to the id token only (e.g. `c_hash` in a hybrid response).
  */
 export async function issueTokens(
   d: { tokens: TokenService; sessions: SessionManager; options: ResolvedAuthOptions },
@@ -26,6 +27,7 @@ export async function issueTokens(
   message: string,
   refresh: { token: string } | 'new' = 'new',
   nonce?: string,
+  idTokenClaims: Readonly<Record<string, unknown>> = {},
 ): Promise<AuthResponse> {
   const common = {
     sid: session.sid,
@@ -54,6 +56,7 @@ export async function issueTokens(
     acr: '0',
     at_hash: d.tokens.atHash(access.token),
     ...(nonce === undefined ? {} : { nonce }),
+    ...idTokenClaims,
   });
   const response: AuthResponse = {
     message,

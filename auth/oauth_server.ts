@@ -179,8 +179,10 @@ export class OAuthServer {
 
     const types = new Set((p.get('response_type') ?? this.#o.defaultResponseType ?? 'token').split(' ').filter(Boolean));
     const implicit = !types.has('code');
+    // Tokens in the front channel: the implicit types and the hybrid ones (OpenID Connect Core §3.3).
+    const frontTokens = types.has('token') || types.has('id_token');
     const configured = this.#o.defaultResponseMode ?? 'query';
-    const fallbackMode: ResponseMode = implicit ? (configured === 'form_post' ? 'form_post' : 'fragment') : configured === 'fragment' || configured === 'form_post' ? configured : 'query';
+    const fallbackMode: ResponseMode = frontTokens ? (configured === 'form_post' ? 'form_post' : 'fragment') : configured === 'fragment' || configured === 'form_post' ? configured : 'query';
     const requestedMode = p.get('response_mode');
     const mode = (requestedMode ?? fallbackMode) as ResponseMode;
     const state = p.get('state');
@@ -189,10 +191,10 @@ export class OAuthServer {
     const fail = (error: string, description: string, m: ResponseMode = mode): AuthorizeOutcome => reply({ error, error_description: description }, m);
 
     if (requestedMode !== undefined && !['query', 'fragment', 'form_post'].includes(requestedMode)) return fail('invalid_request', `response_mode ${requestedMode} is not supported`, fallbackMode);
-    const known = (types.size === 1 && (types.has('code') || types.has('token') || types.has('id_token'))) || (types.size === 2 && types.has('id_token') && types.has('token'));
-    if (!known) return fail('unsupported_response_type', 'response_type must be code, token, id_token or "id_token token"');
+    const known = [...types].every((t) => t === 'code' || t === 'token' || t === 'id_token') && types.size >= 1;
+    if (!known) return fail('unsupported_response_type', 'response_type must be code, token, id_token, "id_token token", "code id_token", "code token" or "code id_token token"');
     // OAuth 2.0 Multiple Response Type Encoding Practices §5: tokens never travel in a query string.
-    if (implicit && mode === 'query') return fail('invalid_request', 'response_mode query is not allowed for token responses', 'fragment');
+    if (frontTokens && mode === 'query') return fail('invalid_request', 'response_mode query is not allowed for token responses', 'fragment');
 
     const scope = p.has('scope') ? [...new Set((p.get('scope') ?? '').split(' ').filter(Boolean))] : DEFAULT_SCOPE;
     const unknownScope = scope.find((s) => !(SUPPORTED_SCOPES as readonly string[]).includes(s));
@@ -200,7 +202,8 @@ export class OAuthServer {
     if (scope.length === 0) return fail('invalid_scope', 'scope is empty');
     const nonce = p.get('nonce');
     if (nonce !== undefined && nonce.length > 512) return fail('invalid_request', 'nonce is too long');
-    if (types.has('id_token') && nonce === undefined) return fail('invalid_request', 'nonce is required for id_token responses');
+    // OpenID Connect Core §3.2.2.1 and §3.3.2.11: the implicit id_token and every hybrid type need a nonce.
+    if ((types.has('id_token') || (frontTokens && !implicit)) && nonce === undefined) return fail('invalid_request', 'nonce is required for id_token and hybrid responses');
     if (state !== undefined && state.length > 1024) return fail('invalid_request', 'state is too long');
 
     const challenge = p.get('code_challenge');
@@ -236,6 +239,7 @@ export class OAuthServer {
     const { session, user } = signedIn;
     const roles = session.roles.filter((r) => user.roles.includes(r));
 
+    let code: string | undefined;
     if (!implicit) {
       const grant: Omit<CodeGrant, 'expires_ms'> = {
         client_id: clientId,
@@ -250,13 +254,17 @@ export class OAuthServer {
         ...(nonce === undefined ? {} : { nonce }),
         ...(challenge === undefined ? {} : { code_challenge: challenge, code_challenge_method: method === 'S256' ? 'S256' : 'plain' }),
       };
-      return reply({ code: await this.codes.issue(grant, this.#now()) });
+      code = await this.codes.issue(grant, this.#now());
+      if (!frontTokens) return reply({ code });
     }
-    // RFC 6749 §4.2.2: no refresh token in an implicit grant.
+    // RFC 6749 §4.2.2: no refresh token in the front channel (an implicit grant, or a hybrid one's
+    // front-channel tokens; its code still brings one at the token endpoint with offline_access).
     const implicitScope = scope.filter((s) => s !== 'offline_access');
     const child = await this.#childSession(user, session, roles, implicitScope);
-    const out = await issueTokens(this.#auth, user, child, '', 'new', nonce);
+    // OpenID Connect Core §3.3.2.11: an id token sent with a code carries the code's hash.
+    const out = await issueTokens(this.#auth, user, child, '', 'new', nonce, code === undefined ? {} : { c_hash: this.#auth.tokens.atHash(code) });
     const fields: Record<string, string> = { scope: implicitScope.join(' ') };
+    if (code !== undefined) fields['code'] = code;
     if (types.has('token')) Object.assign(fields, { access_token: out.access_token ?? '', token_type: 'Bearer', expires_in: String(out.expires_in ?? 0) });
     if (types.has('id_token')) fields['id_token'] = out.id_token ?? '';
     await onEvent({ action: 'token.issued', userId: user.id, metadata: { response_type: [...types].join(' ') } });

@@ -250,7 +250,7 @@ for (const config of configs) {
       t.is(p.get('state'), 's2');
       return p.get('error');
     };
-    t.is(await errorOf({ response_type: 'code token' }), 'unsupported_response_type');
+    t.is(await errorOf({ response_type: 'code refresh_token' }), 'unsupported_response_type');
     t.is(await errorOf({ scope: 'openid admin' }), 'invalid_scope');
     t.is(await errorOf({ code_challenge: 'too-short' }), 'invalid_request');
     t.is(await errorOf({ code_challenge: pkce().challenge, code_challenge_method: 'S512' }), 'invalid_request');

@@ -5,11 +5,13 @@
  * (RFC 7662) and RP-initiated logout (`/logout`), all through the library,
  * against the real server on RS256 keys. Plus the edges the library does not
  * reach: the logout confirmation without a hint, scope-filtered userinfo,
- * introspection without the client secret, and discovery listing only
+ * introspection without the client secret, the hybrid response types (which
+ * the library does not speak; checked with jose), and discovery listing only
  * endpoints that answer.
  */
 import test from 'ava';
-import { generateKeyPairSync } from 'node:crypto';
+import { createHash, generateKeyPairSync } from 'node:crypto';
+import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { createServer } from 'node:net';
 import * as client from 'openid-client';
 import { TEST_CLIENT_ID, TEST_CLIENT_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
@@ -227,4 +229,71 @@ test('discovery lists only endpoints the server serves', async (t) => {
     t.not(res.status, 404, `${name} ${String(url)}`);
   }
   t.is(meta.introspection_endpoint, `${p.issuer}/oauth/introspect`);
+});
+
+test('hybrid flows (code id_token, code token, code id_token token): front-channel tokens in the fragment, the id token bound to the code by c_hash, the code redeemable once', async (t) => {
+  const p = await provider();
+  t.teardown(() => p.server.close());
+  const user = await signUp(p);
+  const config = await discover(p);
+  t.deepEqual(
+    (config.serverMetadata().response_types_supported ?? []).filter((r) => r.startsWith('code ')),
+    ['code id_token', 'code token', 'code id_token token'],
+  );
+  const keys = createRemoteJWKSet(new URL(`${p.issuer}/.well-known/jwks.json`));
+  const half = (value: string): string => createHash('sha256').update(value, 'ascii').digest().subarray(0, 16).toString('base64url');
+  for (const responseType of ['code id_token', 'code token', 'code id_token token']) {
+    const verifier = client.randomPKCECodeVerifier();
+    const nonce = client.randomNonce();
+    const callback = await authorizeAsBrowser(config, user.cookie, {
+      response_type: responseType,
+      redirect_uri: `${p.issuer}/callback`,
+      scope: 'openid email offline_access',
+      code_challenge: await client.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      state: 'h',
+      nonce,
+    });
+    t.is(callback.search, '', `${responseType}: nothing in the query`);
+    const fragment = new URLSearchParams(callback.hash.slice(1));
+    const code = fragment.get('code');
+    t.truthy(code, responseType);
+    t.is(fragment.get('state'), 'h');
+    t.is(fragment.get('iss'), p.issuer);
+    t.is(fragment.has('refresh_token'), false, 'no refresh token in the front channel');
+    const accessToken = fragment.get('access_token');
+    const parts = responseType.split(' ');
+    t.is(accessToken !== null, parts.includes('token'), `${responseType}: access token`);
+    const idToken = fragment.get('id_token');
+    t.is(idToken !== null, parts.includes('id_token'), `${responseType}: id token`);
+    if (idToken !== null) {
+      const { payload } = await jwtVerify(idToken, keys, { issuer: p.issuer, audience: TEST_CLIENT_ID });
+      t.is(payload.nonce, nonce);
+      t.is(payload.sub, user.userId);
+      t.is(payload.c_hash, half(code!), 'c_hash is the left half of the code\'s SHA-256');
+      if (accessToken !== null) t.is(payload.at_hash, half(accessToken));
+    }
+    if (accessToken !== null) t.is((await client.fetchUserInfo(config, accessToken, user.userId)).sub, user.userId);
+    // The code goes through the back channel as in the code flow, once.
+    const form = { grant_type: 'authorization_code', code: code!, redirect_uri: `${p.issuer}/callback`, client_id: TEST_CLIENT_ID, code_verifier: verifier };
+    const post = (): Promise<Response> =>
+      fetch(`${p.issuer}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form).toString() });
+    const redeemed = (await (await post()).json()) as { access_token?: string; refresh_token?: string; id_token?: string };
+    t.truthy(redeemed.access_token && redeemed.refresh_token && redeemed.id_token, responseType);
+    t.is((await post()).status, 400, `${responseType}: the code is spent`);
+  }
+
+  // A hybrid request without a nonce, or asking for the query response mode, is refused back to the client.
+  const noNonce = await fetch(
+    client.buildAuthorizationUrl(config, { response_type: 'code token', redirect_uri: `${p.issuer}/callback`, scope: 'openid', state: 's' }),
+    { headers: { cookie: `cookie_session=${user.cookie}` }, redirect: 'manual' },
+  );
+  t.is(new URLSearchParams(new URL(noNonce.headers.get('location') ?? '').hash.slice(1)).get('error'), 'invalid_request');
+  const inQuery = await fetch(
+    client.buildAuthorizationUrl(config, { response_type: 'code id_token', response_mode: 'query', redirect_uri: `${p.issuer}/callback`, scope: 'openid', nonce: 'n', state: 's' }),
+    { headers: { cookie: `cookie_session=${user.cookie}` }, redirect: 'manual' },
+  );
+  const refused = new URL(inQuery.headers.get('location') ?? '');
+  t.is(new URLSearchParams(refused.hash.slice(1)).get('error'), 'invalid_request');
+  t.is(refused.searchParams.get('code'), null);
 });
