@@ -303,7 +303,7 @@ export class OAuthServer {
 
   /**
    * `/oauth/token`: grant types `authorization_code` (the default when
-   * absent) and `refresh_token`. Errors (reason = RFC 6749 §5.2 code):
+   * absent), `refresh_token` and `client_credentials`. Errors (reason = RFC 6749 §5.2 code):
    * `invalid_client` (401), `invalid_request`, `invalid_grant`,
    * `invalid_scope`, `unsupported_grant_type` (400).
    */
@@ -313,6 +313,7 @@ export class OAuthServer {
     const grantType = p.get('grant_type') ?? 'authorization_code';
     if (grantType === 'authorization_code') return this.#codeGrant(p, client.withSecret, onEvent);
     if (grantType === 'refresh_token') return this.#refreshGrant(p, onEvent);
+    if (grantType === 'client_credentials') return this.#clientGrant(p, client.withSecret, onEvent);
     throw new LatchkeyError('invalid_argument', `grant_type ${grantType} is not supported`, { reason: 'unsupported_grant_type' });
   }
 
@@ -389,6 +390,37 @@ export class OAuthServer {
     const out = await issueTokens(this.#auth, user, session, '', 'new', g.nonce);
     await onEvent({ action: 'token.issued', userId: user.id, metadata: { grant_type: 'authorization_code' } });
     return tokenResponse(out, g.scope);
+  }
+
+  /**
+   * `client_credentials` (RFC 6749 §4.4): the client, authenticated with its
+   * secret, gets an access token about itself (`sub` = client id, `gty`
+   * `client_credentials`) for resource servers that verify it by the JWKS or
+   * by introspection. It has no session, so it opens none of the user
+   * operations, and no refresh or id token (§4.4.3); it lives
+   * `--access-token-expires-in` and cannot be revoked before. No scope is
+   * defined for a client, so a requested one is `invalid_scope`.
+   */
+  async #clientGrant(p: Map<string, string>, withSecret: boolean, onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {
+    if (!withSecret) throw invalidClient('client_credentials requires the client secret');
+    const requested = (p.get('scope') ?? '').split(' ').filter(Boolean);
+    if (requested.length > 0) throw new LatchkeyError('invalid_argument', 'client_credentials grants no scope', { reason: 'invalid_scope' });
+    const clientId = this.#auth.options.clientId;
+    const access = await this.#auth.tokens.sign('access_token', clientId, { client_id: clientId, gty: 'client_credentials', scope: [] });
+    await onEvent({ action: 'token.issued', metadata: { grant_type: 'client_credentials' } });
+    return { access_token: access.token, token_type: 'Bearer', expires_in: this.#auth.options.accessTokenTtl, scope: '' };
+  }
+
+  /** A live client_credentials access token's claims, or undefined. */
+  async #clientToken(token: string): Promise<Record<string, unknown> | undefined> {
+    let claims: Record<string, unknown>;
+    try {
+      claims = await this.#auth.tokens.verify(token, 'access_token');
+    } catch (err) {
+      if (err instanceof LatchkeyError && err.code === 'unauthenticated') return undefined;
+      throw err;
+    }
+    return claims['gty'] === 'client_credentials' && claims['sub'] === this.#auth.options.clientId ? claims : undefined;
   }
 
   async #refreshGrant(p: Map<string, string>, onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {
@@ -549,6 +581,10 @@ export class OAuthServer {
       const username = user.email ?? user.phone_number;
       if (username !== null) out['username'] = username;
       return out;
+    }
+    const machine = await this.#clientToken(token);
+    if (machine !== undefined) {
+      return { active: true, token_type: 'Bearer', client_id: machine['sub'], sub: machine['sub'], iss: machine['iss'], aud: machine['aud'], exp: machine['exp'], iat: machine['iat'], jti: machine['jti'], scope: '' };
     }
     return { active: false };
   }

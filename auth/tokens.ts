@@ -278,7 +278,7 @@ export class TokenService {
       jwks_uri: `${base}/.well-known/jwks.json`,
       response_types_supported: ['code', 'token', 'id_token', 'id_token token', 'code id_token', 'code token', 'code id_token token'],
       response_modes_supported: ['query', 'fragment', 'form_post'],
-      grant_types_supported: ['authorization_code', 'refresh_token'],
+      grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials', 'implicit'],
       subject_types_supported: ['public'],
       id_token_signing_alg_values_supported: [this.algorithm],
       token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],

@@ -297,3 +297,37 @@ test('hybrid flows (code id_token, code token, code id_token token): front-chann
   t.is(new URLSearchParams(refused.hash.slice(1)).get('error'), 'invalid_request');
   t.is(refused.searchParams.get('code'), null);
 });
+
+test('client_credentials: the client with its secret gets an access token about itself, active at introspection, opening no user operation', async (t) => {
+  const p = await provider();
+  t.teardown(() => p.server.close());
+  const config = await discover(p);
+  t.true((config.serverMetadata().grant_types_supported ?? []).includes('client_credentials'));
+  const machine = await client.clientCredentialsGrant(config);
+  t.is(machine.token_type.toLowerCase(), 'bearer');
+  t.is(machine.refresh_token, undefined);
+  t.is(machine.id_token, undefined);
+  const keys = createRemoteJWKSet(new URL(`${p.issuer}/.well-known/jwks.json`));
+  const { payload } = await jwtVerify(machine.access_token, keys, { issuer: p.issuer });
+  t.is(payload.sub, TEST_CLIENT_ID);
+  t.is(payload.gty, 'client_credentials');
+  const active = await client.tokenIntrospection(config, machine.access_token);
+  t.true(active.active);
+  t.is(active.client_id, TEST_CLIENT_ID);
+  t.is(active.sub, TEST_CLIENT_ID);
+
+  // No session behind it: the user operations and userinfo refuse it.
+  const profile = await p.server.call('profile', {}, { protocol: 'rest', headers: { authorization: `Bearer ${machine.access_token}` } });
+  t.is(profile.error?.code, 'unauthenticated');
+  t.is((await fetch(`${p.issuer}/userinfo`, { headers: { authorization: `Bearer ${machine.access_token}` } })).status, 401);
+
+  const token = (fields: Record<string, string>): Promise<Response> =>
+    fetch(`${p.issuer}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() });
+  const publicClient = await token({ grant_type: 'client_credentials', client_id: TEST_CLIENT_ID });
+  t.is(publicClient.status, 401);
+  t.is(((await publicClient.json()) as { error: string }).error, 'invalid_client');
+  const scoped = await token({ grant_type: 'client_credentials', client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET, scope: 'openid' });
+  t.is(((await scoped.json()) as { error: string }).error, 'invalid_scope');
+  const wrong = await token({ grant_type: 'client_credentials', client_id: TEST_CLIENT_ID, client_secret: 'not-the-secret' });
+  t.is(wrong.status, 401);
+});
