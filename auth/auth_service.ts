@@ -176,6 +176,10 @@ export class AuthService {
       throw new LatchkeyError('failed_precondition', 'mobile basic authentication is disabled for this instance', { reason: 'mobile_basic_authentication_disabled' });
     }
     if (phone !== undefined && !PHONE_RE.test(phone)) throw invalidArgument('invalid phone number', 'invalid_phone_number');
+    const verifyPhone = email === undefined && phone !== undefined && o.enablePhoneVerification;
+    if (verifyPhone && !this.mfa.canSendSms()) {
+      throw new LatchkeyError('failed_precondition', 'phone verification needs the SMS vendor, which is not configured', { reason: 'sms_unavailable' });
+    }
     if (input.confirm_password !== undefined && input.confirm_password !== input.password) {
       throw invalidArgument('password and confirm password does not match', 'password_mismatch');
     }
@@ -205,6 +209,11 @@ export class AuthService {
     const user = await this.users.create(fields);
     if (email !== undefined && o.enableEmailVerification) {
       return { response: { message: 'Verification email has been sent. Please check your inbox', user: toPublicUser(user) } };
+    }
+    if (verifyPhone) {
+      // No session before the number is proven: a texted code and the challenge cookie (verify_otp finishes the sign-up).
+      const { response, grant } = await this.mfa.phoneVerification(user, { roles, scope: input.scope, loginMethod: 'mobile_basic_auth' });
+      return { response: { ...response, user: toPublicUser(user) }, mfaSession: grant, record: user };
     }
     await this.#endPresentedSession(ctx);
     return this.#openSession(user, { roles, scope: input.scope, loginMethod: fields.signup_methods ?? 'basic_auth', message: 'Signed up successfully.' });
@@ -260,11 +269,17 @@ export class AuthService {
     const unverified = email !== undefined ? user.email_verified_at === null && o.enableEmailVerification : user.phone_number_verified_at === null && o.enablePhoneVerification;
     if (!ok) throw invalidCredentials('wrong_password', user.id);
     if (user.deactivated_at !== null) throw invalidCredentials('account_deactivated', user.id);
-    if (unverified) throw invalidCredentials('unverified_identifier', user.id);
+    // An unverified phone number is verified now, by a texted code (the password is proven); an unverified email stays refused.
+    const phoneToVerify = unverified && email === undefined && this.mfa.canSendSms();
+    if (unverified && !phoneToVerify) throw invalidCredentials('unverified_identifier', user.id);
     await this.#store.del(attemptsKey);
     if (user.revoked_timestamp !== null) throw new LatchkeyError('permission_denied', 'user access has been revoked', { reason: 'access_revoked', cause: { internal_reason: 'access_revoked', user_id: user.id } });
     const roles = this.#requestedRoles(user, input.roles);
     const loginMethod = email !== undefined ? 'basic_auth' : 'mobile_basic_auth';
+    if (phoneToVerify) {
+      const { response, grant } = await this.mfa.phoneVerification(user, { roles, scope: input.scope, loginMethod });
+      return { response, mfaSession: grant, record: user };
+    }
     const method = this.mfa.methodFor(user);
     if (method !== undefined) {
       // No tokens before the second factor: only the challenge session (the `mfa` cookie).
@@ -284,12 +299,22 @@ export class AuthService {
   async verifyOtp(
     input: { email?: string | undefined; phone_number?: string | undefined; otp: string; is_totp?: boolean | undefined },
     ctx: AuthCallContext = {},
-  ): Promise<AuthResult & { method: MfaMethod; enrolled: boolean; recoveryCodeUsed: boolean }> {
+  ): Promise<AuthResult & { method: MfaMethod; enrolled: boolean; recoveryCodeUsed: boolean; verifiedPhone: boolean }> {
     const proof = await this.mfa.verify(input, ctx.mfaCookie);
     // RFC 8176: the first factor (a password, or the link of a magic-link login), the code (sms for a texted one) and the fact of two factors.
-    const amr = [firstFactorAmr(proof.loginMethod), proof.method === 'sms_otp' ? 'sms' : 'otp', 'mfa'];
+    let amr = [firstFactorAmr(proof.loginMethod), proof.method === 'sms_otp' ? 'sms' : 'otp', 'mfa'];
+    if (proof.verifiedPhone) {
+      const user = await this.users.update(proof.user.id, { phone_number_verified_at: this.#nowSeconds() });
+      // MFA by another method still applies once the number is verified; a texted code is also the SMS second factor.
+      const method = this.mfa.methodFor(user);
+      if (method !== undefined && method !== 'sms_otp') {
+        const { response, grant } = await this.mfa.challenge(user, method, { roles: proof.roles, scope: proof.scope, loginMethod: proof.loginMethod });
+        return { response, mfaSession: grant, record: user, method: proof.method, enrolled: false, recoveryCodeUsed: false, verifiedPhone: true };
+      }
+      if (method === undefined) amr = [firstFactorAmr(proof.loginMethod), 'sms'];
+    }
     const result = await this.openSessionFor(proof.user.id, { loginMethod: proof.loginMethod, roles: proof.roles, scope: proof.scope, message: 'Otp verified successfully.', amr }, ctx);
-    return { ...result, method: proof.method, enrolled: proof.enrolled, recoveryCodeUsed: proof.recoveryCodeUsed };
+    return { ...result, method: proof.method, enrolled: proof.enrolled, recoveryCodeUsed: proof.recoveryCodeUsed, verifiedPhone: proof.verifiedPhone };
   }
 
   /** `resend_otp`: a new code and challenge session (see {@link MfaFlows.resend}). */

@@ -68,6 +68,8 @@ interface MfaSession {
   login_method: string;
   /** When the login proved its first factor, milliseconds since the epoch (kept by resend_otp). */
   created_ms: number;
+  /** Set when the code verifies the user's phone number (sign-up or login under phone verification), not a second factor. */
+  purpose?: 'verify_phone';
 }
 
 /** The outcome of a proven second factor. */
@@ -81,6 +83,8 @@ export interface MfaProof {
   enrolled: boolean;
   /** A recovery code was used (and is gone). */
   recoveryCodeUsed: boolean;
+  /** The code verified the phone number (see {@link MfaFlows.phoneVerification}). */
+  verifiedPhone: boolean;
 }
 
 const sha256 = (s: string): string => createHash('sha256').update(s, 'utf8').digest('base64url');
@@ -196,6 +200,37 @@ export class MfaFlows {
     return { response, grant: await this.#openSession(session) };
   }
 
+  /** True when texted codes can be sent (the SMS vendor is configured). */
+  canSendSms(): boolean {
+    return this.#d.delivery.sms !== undefined;
+  }
+
+  /**
+   * Starts the verification of a user's phone number by a texted code
+   * (`--enable-phone-verification`): at a phone sign-up, and at a login
+   * whose password was proven for a number not verified yet, so that an
+   * unverified account is never shut out. `verify_otp` with the code (and
+   * the `mfa` cookie) marks the number verified; `resend_otp` sends another.
+   * Throws `failed_precondition` (`sms_unavailable`) without the SMS vendor,
+   * `unavailable` (`sms_not_sent`) when the vendor fails.
+   */
+  async phoneVerification(user: UserRecord, login: { roles: string[]; scope: readonly string[] | undefined; loginMethod: string }): Promise<{ response: AuthResponse; grant: SessionGrant }> {
+    if (user.phone_number === null || !this.canSendSms()) {
+      throw new LatchkeyError('failed_precondition', 'phone verification needs the SMS vendor, which is not configured', { reason: 'sms_unavailable' });
+    }
+    await this.#sendCode(user, 'sms_otp');
+    const session: MfaSession = {
+      user_id: user.id,
+      method: 'sms_otp',
+      roles: login.roles,
+      scope: login.scope === undefined || login.scope.length === 0 ? null : [...login.scope],
+      login_method: login.loginMethod,
+      created_ms: this.#d.options.now(),
+      purpose: 'verify_phone',
+    };
+    return { response: { message: 'Please check text message for the OTP', should_show_mobile_otp_screen: true }, grant: await this.#openSession(session) };
+  }
+
   async #openSession(session: MfaSession): Promise<SessionGrant> {
     const token = randomBytes(32).toString('base64url');
     await this.#d.memory.set(`mfa:${sha256(token)}`, JSON.stringify(session), MFA_SESSION_TTL_SECONDS);
@@ -300,7 +335,16 @@ export class MfaFlows {
     await d.memory.del(attemptsKey);
     // Of two concurrent verifications of one challenge, one opens a session.
     if ((await d.memory.del(key)) !== 1) throw invalidSession(user.id);
-    return { user, method: session.method, roles: session.roles, scope: session.scope ?? undefined, loginMethod: session.login_method, enrolled, recoveryCodeUsed };
+    return {
+      user,
+      method: session.method,
+      roles: session.roles,
+      scope: session.scope ?? undefined,
+      loginMethod: session.login_method,
+      enrolled,
+      recoveryCodeUsed,
+      verifiedPhone: session.purpose === 'verify_phone',
+    };
   }
 
   async #checkCode(user: UserRecord, code: string): Promise<void> {

@@ -8,14 +8,13 @@
  * MySQL when configured. (Code expiry needs a clock: test/auth/mfa.test.ts.)
  */
 import anyTest from 'ava';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { generate } from 'otplib';
 import { QueryTypes } from 'sequelize';
 import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type CallResult, type TestServer } from '../helpers/server.ts';
 import { sqlBackends } from '../helpers/databases.ts';
 import { mailsTo, startSmtp } from '../admin/smtp.ts';
+import { startSmsVendor as startVendor } from '../helpers/sms_vendor.ts';
 
 // Serial: every login costs a bcrypt compare at cost 10 on a shared machine.
 const test = anyTest.serial;
@@ -41,28 +40,6 @@ function mfaOf(r: CallResult): string {
 
 const codeIn = (mail: string): string => /code is <strong>([0-9]{6})<\/strong>/.exec(mail)?.[1] ?? '';
 const other = (code: string): string => (code === '000000' ? '000001' : '000000');
-
-/** A local HTTP server acting as the SMS vendor (Twilio's Messages API). */
-interface Vendor {
-  url: string;
-  messages: Array<{ path: string; authorization: string; form: URLSearchParams }>;
-  status: number;
-  close(): Promise<void>;
-}
-
-async function startVendor(): Promise<Vendor> {
-  const vendor: Vendor = { url: '', messages: [], status: 201, close: async () => {} };
-  const server: Server = createServer(async (req: IncomingMessage, res) => {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    vendor.messages.push({ path: req.url ?? '', authorization: req.headers.authorization ?? '', form: new URLSearchParams(Buffer.concat(chunks).toString('utf8')) });
-    res.writeHead(vendor.status, { 'content-type': 'application/json' }).end(JSON.stringify({ sid: 'SM1' }));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  vendor.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  vendor.close = () => new Promise<void>((r) => server.close(() => r()));
-  return vendor;
-}
 
 async function rowsOf(srv: TestServer, table: string, userId: string): Promise<number> {
   const sequelize = openSequelize(srv.database.url, { logging: false });

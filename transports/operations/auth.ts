@@ -267,7 +267,7 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
     auth: 'public',
     input: SIGNUP_INPUT,
     output: AUTH_RESPONSE,
-    doc: 'Creates a user (email or phone with password) and opens a session; sets the session cookies.',
+    doc: 'Creates a user (email or phone with password) and opens a session; sets the session cookies. With email verification it mails a link instead; with phone verification it texts a code for verify_otp and sets the mfa cookie.',
     handler: async (ctx, input) => {
       const { app_data, ...rest } = input;
       const appData = app_data === undefined || app_data === null ? undefined : (app_data as unknown);
@@ -279,6 +279,8 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
       await verify?.(result);
       await audit(ctx, 'user.signup', { userId: result.response.user?.id, user: result.record, webhook: 'user.signup' });
       setSessionCookies(ctx, result);
+      // A phone sign-up under --enable-phone-verification gets the challenge cookie of its texted code instead of a session.
+      setMfaCookie(ctx, result);
       return result.response as never;
     },
   }),

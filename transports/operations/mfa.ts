@@ -44,6 +44,7 @@ export const MFA_OPERATIONS: readonly AnyOperation[] = [
     output: AUTH_RESPONSE,
     doc:
       'Proves the second factor of a login (the mfa cookie): the emailed or texted code, a TOTP code, or a recovery code; ' +
+      'or the texted code that verifies a phone number (phone sign-up or login under --enable-phone-verification); ' +
       'opens the session like login and sets the session cookies. 5 wrong codes lock the second factor for 15 minutes.',
     handler: async (ctx, input) => {
       let result: Awaited<ReturnType<ReturnType<typeof authOf>['verifyOtp']>>;
@@ -53,7 +54,13 @@ export const MFA_OPERATIONS: readonly AnyOperation[] = [
         await auditFailure(ctx, err, 'user.login_failed');
         throw err;
       }
-      const userId = result.response.user?.id;
+      const userId = result.response.user?.id ?? result.record?.id;
+      if (result.verifiedPhone) await audit(ctx, 'user.phone_verified', { userId, user: result.record });
+      if (result.mfaSession !== undefined) {
+        // The number is verified and a second factor of another method follows: a new challenge, no session yet.
+        setMfaCookie(ctx, result);
+        return result.response as never;
+      }
       if (result.enrolled) await audit(ctx, 'user.mfa_enabled', { userId, user: result.record, metadata: { method: result.method } });
       await audit(ctx, 'user.login_success', {
         userId,
