@@ -214,6 +214,13 @@ export const FLAGS = {
   ...group('Social providers', () => ({
     ...(Object.assign({}, ...SOCIAL_PROVIDERS.map((p) => providerRows(p))) as AllProviderRows),
     'microsoft-tenant-id': str({ doc: 'Microsoft tenant id (default: common)', default: 'common' }),
+    'apple-team-id': str({ doc: 'Apple developer team id: with a PEM private key as --apple-client-secret, the client-secret JWT is signed by the server' }),
+    'apple-key-id': str({ doc: 'Id of the Sign in with Apple key given as --apple-client-secret (the kid of the client-secret JWT)' }),
+    'oidc-issuer': str({ doc: 'Issuer URL of any OpenID Connect provider (Keycloak, Okta, Entra, ...), found by discovery; with --oidc-client-id and --oidc-client-secret enables /oauth_login/oidc' }),
+    'oidc-client-id': str({ doc: 'OAuth client id at the --oidc-issuer provider' }),
+    'oidc-client-secret': str({ doc: 'OAuth client secret at the --oidc-issuer provider', secret: true }),
+    'oidc-scopes': list({ doc: 'Scopes requested from the --oidc-issuer provider (default: openid email profile)', default: [] }),
+    'oidc-display-name': str({ doc: 'Name of the --oidc-issuer provider shown to users', default: 'OpenID Connect' }),
   })),
   ...group('Other', () => ({
     'webhook-allow-private-networks': bool({ doc: 'Allow webhook endpoints on private, loopback and link-local addresses (tests, closed networks)', default: false }),
@@ -338,6 +345,9 @@ export function parseFlags(argv: readonly string[]): ParseResult {
 function crossChecks(c: Record<string, unknown>, raw: Record<string, string[]>, problems: string[]): void {
   const adminSecret = c.adminSecret as string | undefined;
   if (adminSecret === undefined || adminSecret.trim() === '') problems.unshift(ADMIN_SECRET_FATAL);
+  const oidc = [c['oidcIssuer'], c['oidcClientId'], c['oidcClientSecret']].map((v) => typeof v === 'string' && v !== '');
+  if (oidc.some(Boolean) && !oidc.every(Boolean)) problems.push('--oidc-issuer, --oidc-client-id and --oidc-client-secret go together');
+  if (typeof c['oidcIssuer'] === 'string' && c['oidcIssuer'] !== '' && !/^https?:\/\/[^\s/]+/.test(c['oidcIssuer'])) problems.push('--oidc-issuer must be an http(s) URL');
   if (!c.clientId) problems.push('--client-id is required');
   if (!c.clientSecret) problems.push('--client-secret is required');
 

@@ -17,3 +17,4 @@ export { graphqlDocument, selectionSet } from './graphql/schema.ts';
 export { generateProto, PROTO_PACKAGE } from './grpc/proto.ts';
 export { toWire, fromWire, LOADER_OPTIONS, ERROR_NAMES } from './grpc/codec.ts';
 export { loadPackageDefinition } from './grpc/server.ts';
+export { socialLoginOf, SOCIAL_STATE_COOKIE } from './operations/social.ts';

@@ -37,6 +37,7 @@ import { EMPTY, MESSAGE, s } from '../shape.ts';
 import type { WebhookEvent } from '../../admin/index.ts';
 import { USER, recordUserEvent } from './admin.ts';
 import { plugOAuth } from './oauth.ts';
+import { plugSocialLogin } from './social.ts';
 import { ALL_PROTOCOLS, defineOperation, type AnyOperation } from './types.ts';
 import { signupVerification } from './link_mail.ts';
 import { otpDeliveryOf } from './otp_delivery.ts';
@@ -204,6 +205,17 @@ export function setSessionCookies(ctx: RequestContext, result: AuthResult): void
 export function setMfaCookie(ctx: RequestContext, result: AuthResult): void {
   if (result.mfaSession === undefined) return;
   ctx.cookies.set(MFA_COOKIE, result.mfaSession.token, { ...cookieBase(ctx.services.config), maxAgeSeconds: result.mfaSession.maxAgeSeconds });
+}
+
+/** Sets the session cookie pair and the `mfa` challenge cookie a result carries on `sink` (for endpoints outside the operations table). */
+export function setSessionCookiesOn(sink: CookieSink, config: Config, result: AuthResult): void {
+  const base = cookieBase(config);
+  if (result.session !== undefined) {
+    const domain = cookieDomainOf(config.url);
+    sink.set(SESSION_COOKIE, result.session.token, { ...base, maxAgeSeconds: result.session.maxAgeSeconds });
+    sink.set(SESSION_DOMAIN_COOKIE, result.session.token, { ...base, maxAgeSeconds: result.session.maxAgeSeconds, ...(domain ? { domain } : {}) });
+  }
+  if (result.mfaSession !== undefined) sink.set(MFA_COOKIE, result.mfaSession.token, { ...base, maxAgeSeconds: result.mfaSession.maxAgeSeconds });
 }
 
 /** Clears the `mfa` challenge cookie. */
@@ -407,12 +419,16 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
     kind: 'mutation',
     auth: 'public',
     input: s.object('ResetPasswordRequest', {
-      token: s.string({ minLength: 1, maxLength: 512, doc: 'The token of a password-reset or invitation link' }),
+      token: s.optional(s.string({ minLength: 1, maxLength: 512, doc: 'The token of a password-reset or invitation link' })),
+      otp: s.optional(s.string({ minLength: 1, maxLength: 32, doc: 'The code forgot_password texted (with phone_number, instead of token)' })),
+      phone_number: STR(32),
       password: s.string({ minLength: 1, maxLength: 1024 }),
       confirm_password: STR(1024),
-    }, { graphql: { nullable: ['token'] } }),
+    }),
     output: MESSAGE,
-    doc: 'Sets the password from a one-time reset or invitation link token; marks the email verified and ends every session of the user.',
+    doc:
+      'Sets the password from a one-time reset or invitation link token (marks the email verified), or from the code forgot_password texted with the phone number ' +
+      '(marks the number verified); ends every session of the user.',
     handler: async (ctx, input) => {
       const out = await authOf(ctx).resetPassword(input);
       await audit(ctx, 'user.password_reset', { userId: out.user.id, metadata: { link: out.identifier } });
@@ -524,5 +540,6 @@ export async function plugAuth(services: Services): Promise<AuthService> {
     { path: '/.well-known/jwks.json', handler: async () => ({ body: auth.tokens.jwks(), headers: cache }) },
   );
   plugOAuth(services, auth, memoryStore, issuerOf(c), (sink) => clearSessionCookiesOn(sink, c));
+  plugSocialLogin(services, auth, memoryStore, issuerOf(c), (sink, result) => setSessionCookiesOn(sink, c, result));
   return auth;
 }
