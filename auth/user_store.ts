@@ -21,6 +21,9 @@ import { LatchkeyError } from '../engine/errors.ts';
 import { runMigrations, type Migration, type MigrationContext, type SqlDialect } from '../engine/sql/migrate.ts';
 import { isDeadlock } from './sql_conflicts.ts';
 
+/** How long a write waits for an SQLite file another process holds, its turn in this process's queue included. */
+const SQLITE_LOCK_WAIT_MS = 5000;
+
 /** The message the spec gives for a taken email or phone number (Errors, rule 1). */
 export const USER_EXISTS_MESSAGE = 'user with given email already exists';
 
@@ -371,6 +374,8 @@ export class UserStore {
   readonly #dialect: SqlDialect;
   readonly #now: () => number;
   #sqliteQueue: Promise<void> = Promise.resolve();
+  /** When a write last found the SQLite file held by another process (unix ms). */
+  #busyAt = 0;
 
   constructor(options: UserStoreOptions) {
     this.#sequelize = options.sequelize;
@@ -416,17 +421,29 @@ export class UserStore {
     // SQLite has one writer: queue this process's write transactions behind each other
     // (sequelize opens one connection per transaction, which would otherwise collide),
     // and retry a database that another process holds.
+    // The wait is bounded in time, queue included (security matrix F1: no hang past the busy
+    // timeout): past it the write fails with SQLITE_BUSY, answered 503 unavailable.
+    const started = Date.now();
+    const deadline = started + SQLITE_LOCK_WAIT_MS;
     const previous = this.#sqliteQueue;
     let release!: () => void;
     this.#sqliteQueue = new Promise<void>((r) => (release = r));
     await previous;
     try {
-      for (let attempt = 0; ; attempt++) {
+      let locked: unknown;
+      for (;;) {
+        // Each attempt may itself wait the driver's busy timeout: none starts past the deadline
+        // while the file is known to be held (by this attempt's or a queued predecessor's finding).
+        if ((locked !== undefined || this.#busyAt >= started) && Date.now() >= deadline) {
+          throw new LatchkeyError('unavailable', 'the database is locked by another process; retry later', { reason: 'storage_unavailable', cause: locked });
+        }
         try {
           return await this.#sequelize.transaction({ type: Transaction.TYPES.IMMEDIATE }, fn);
         } catch (err) {
           const busy = /SQLITE_BUSY|database is locked/i.test(String((err as { message?: string })?.message ?? err));
-          if (!busy || attempt >= 200) throw err;
+          if (!busy) throw err;
+          locked = err;
+          this.#busyAt = Date.now();
           await new Promise((r) => setTimeout(r, 5 + Math.random() * 20));
         }
       }

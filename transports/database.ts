@@ -53,7 +53,10 @@ export async function openDatabase(config: Config): Promise<Sequelize> {
   if (type === 'sqlite') {
     const storage = config.databaseUrl ? sqliteFile(config.databaseUrl) : (config.databaseName ?? '');
     // node:sqlite through the project's driver: every SQLite connection of the process in one library.
-    sequelize = sqliteSequelize(storage, { ...common, pool: { max: 1, min: 0, idle: 60_000 } });
+    // The driver already waits for a lock held by another process, from a timer, up to the busy timeout
+    // (5 s); sequelize's own retries of SQLITE_BUSY (5 by default) would stretch one write to about
+    // 30 s: past the busy timeout the write fails (503 unavailable, docs/security.md).
+    sequelize = sqliteSequelize(storage, { ...common, pool: { max: 1, min: 0, idle: 60_000 }, retry: { max: 1 } });
   } else {
     // MariaDB speaks the MySQL protocol; mysql2 serves both.
     const dialect = type === 'postgres' ? 'postgres' : 'mysql';

@@ -254,3 +254,40 @@ test('F2 Redis stopped and restarted: logins answer 503 unavailable, sessions fa
     [],
   );
 });
+
+test('F1 SQLite held by another process\'s exclusive lock: writes answer 503 unavailable, bounded by the busy timeout, reads go on, recovery by itself', async (t) => {
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { DatabaseSync } = await import('node:sqlite');
+  const dir = mkdtempSync(join(tmpdir(), 'latchkey-outage-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'db.sqlite');
+  const lines: string[] = [];
+  const server = await start({ 'database-type': 'sqlite', 'database-url': file }, lines);
+  t.teardown(() => server.close());
+  const { post, ready } = client(server);
+  t.is((await post('/v1/signup', { email: 'before@outage.test', password: PASSWORD })).status, 200);
+
+  // Another process (here: another connection) takes the database for itself, as a backup tool or a migration might.
+  const other = new DatabaseSync(file);
+  other.exec('BEGIN EXCLUSIVE');
+  const during = await Promise.all([0, 1, 2].map((i) => post('/v1/signup', { email: `during${i}@outage.test`, password: PASSWORD })));
+  const readyDuring = await ready();
+  const login = await post('/v1/login', { email: 'before@outage.test', password: PASSWORD });
+  other.exec('ROLLBACK');
+  other.close();
+  for (const a of during) {
+    t.is(a.status, 503, JSON.stringify(a.body));
+    t.is(acceptable({ ...a, ms: 0 }), undefined);
+  }
+  // The write waits the busy timeout (5 s); a connection sequelize reopens under the lock (after a
+  // failed BEGIN it drops the old one) waits once more: answered within twice the timeout.
+  t.true(during.every((a) => a.ms < 12_000), `answered within twice the busy timeout: ${during.map((a) => Math.round(a.ms)).join(', ')} ms`);
+  t.log(`during the lock: sign-ups ${during.map((a) => `${a.status} in ${Math.round(a.ms)} ms`).join(', ')}; /readyz ${readyDuring}; login ${login.status}`);
+  t.is((await post('/v1/signup', { email: 'after@outage.test', password: PASSWORD })).status, 200);
+  t.is((await post('/v1/login', { email: 'before@outage.test', password: PASSWORD })).status, 200);
+  for (const i of [0, 1, 2]) t.is((await post('/v1/signup', { email: `during${i}@outage.test`, password: PASSWORD })).status, 200, 'a refused sign-up left nothing behind');
+  t.is(await ready(), 200);
+  t.deepEqual(lines.filter((l) => (JSON.parse(l) as { level?: string }).level === 'error'), []);
+});
