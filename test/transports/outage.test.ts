@@ -255,7 +255,7 @@ test('F2 Redis stopped and restarted: logins answer 503 unavailable, sessions fa
   );
 });
 
-test('F1 SQLite held by another process\'s exclusive lock: writes answer 503 unavailable, bounded by the busy timeout, reads go on, recovery by itself', async (t) => {
+test("F1 SQLite held by another process's exclusive lock: writes answer 503 unavailable, bounded by the busy timeout, reads go on, recovery by itself", async (t) => {
   const { mkdtempSync, rmSync } = await import('node:fs');
   const { tmpdir } = await import('node:os');
   const { join } = await import('node:path');
