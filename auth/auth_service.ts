@@ -133,6 +133,7 @@ export class AuthService {
         signupRoles: (requested) => service.#signupRoles(requested),
         endedAllAt: (userId) => sessions.endedAllAt(userId),
         openSession: (userId, opts, ctx) => service.openSessionFor(userId, opts, ctx),
+        textResetCode: o.enableMobileBasicAuthentication && deps.otpDelivery?.sms !== undefined ? (user) => mfa.sendResetCode(user) : undefined,
         assertMfaReachable: (user) => void mfa.methodFor(user),
         mfaChallenge: async (user, login) => {
           const method = mfa.methodFor(user);
@@ -568,9 +569,42 @@ export class AuthService {
 
   // ---------------------------------------------------------------- email links
 
-  /** `reset_password` (see {@link VerificationFlows.resetPassword}). */
-  resetPassword(input: { token: string; password: string; confirm_password?: string | undefined }): ReturnType<VerificationFlows['resetPassword']> {
-    return this.verification.resetPassword(input);
+  /**
+   * `reset_password`: with `token`, from a reset or invitation link (see
+   * {@link VerificationFlows.resetPassword}); with `otp` and `phone_number`,
+   * from the code `forgot_password` texted: the code is proven and used up
+   * (errors of `MfaFlows.checkResetCode`; an unknown, deactivated or revoked
+   * account answers as a wrong code), the password set, the number marked
+   * verified and every session of the user ended. `invalid_argument`
+   * (`missing_reset_proof`) without either.
+   */
+  async resetPassword(input: {
+    token?: string | undefined;
+    otp?: string | undefined;
+    phone_number?: string | undefined;
+    password: string;
+    confirm_password?: string | undefined;
+  }): ReturnType<VerificationFlows['resetPassword']> {
+    if (input.token !== undefined && input.token !== '') {
+      return this.verification.resetPassword({ token: input.token, password: input.password, confirm_password: input.confirm_password });
+    }
+    const phone = normalizePhone(input.phone_number);
+    if (input.otp === undefined || input.otp === '' || phone === undefined) {
+      throw invalidArgument('token, or otp with phone_number, is required', 'missing_reset_proof');
+    }
+    if (input.confirm_password !== undefined && input.confirm_password !== input.password) {
+      throw invalidArgument('password and confirm password does not match', 'password_mismatch');
+    }
+    const user = await this.users.findByPhone(phone);
+    if (user === undefined || user.deactivated_at !== null || user.revoked_timestamp !== null) {
+      throw new LatchkeyError('unauthenticated', 'invalid otp', { reason: 'invalid_otp', cause: { internal_reason: 'reset_unknown_account' } });
+    }
+    assertPasswordAcceptable(input.password, { strong: this.options.enableStrongPassword }, { email: user.email });
+    await this.mfa.checkResetCode(user, input.otp);
+    const hash = await this.passwords.hash(input.password);
+    const updated = await this.users.update(user.id, { password: hash, phone_number_verified_at: user.phone_number_verified_at ?? this.#nowSeconds() });
+    await this.sessions.endAllForUser(user.id);
+    return { message: 'Password updated successfully.', user: updated, identifier: 'forgot_password_otp' };
   }
 
   // ---------------------------------------------------------------- admin hooks

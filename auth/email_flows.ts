@@ -68,6 +68,7 @@ export const LINK_MAIL_WINDOW_SECONDS = 15 * 60;
 export const VERIFICATION_SENT_MESSAGE = 'Verification email has been sent. Please check your inbox';
 export const MAGIC_LINK_SENT_MESSAGE = 'Magic Link has been sent to your email. Please check your inbox!';
 export const RESET_LINK_SENT_MESSAGE = 'Please check your inbox! We have sent a password reset link.';
+export const RESET_CODE_SENT_MESSAGE = 'Please check text message for the OTP to reset your password.';
 
 /** The links `verify_email` accepts. */
 const EMAIL_LINKS = ['basic_auth_signup', 'magic_link_login'] as const;
@@ -94,6 +95,13 @@ export interface EmailFlowsDeps {
   assertMfaReachable: (user: UserRecord) => void;
   /** When every session of a user was last ended at once, ms since the epoch (see `SessionManager.endedAllAt`). */
   endedAllAt: (userId: string) => Promise<number | undefined>;
+  /**
+   * Texts a password-reset code to the user's phone (`forgot_password` by
+   * phone number when the SMS vendor is configured; see `MfaFlows.sendResetCode`),
+   * or undefined when codes cannot be texted (then a phone account's reset
+   * link goes to its email address, if it has one).
+   */
+  textResetCode?: ((user: UserRecord) => Promise<void>) | undefined;
   /** Opens a session for a user whose address a link proved. */
   openSession: (
     userId: string,
@@ -133,7 +141,7 @@ export class EmailFlows {
   }
 
   /** Runs the account-dependent part of a request after the answer. */
-  #later(delivery: LinkDelivery, task: () => Promise<void>): void {
+  #later(delivery: Pick<LinkDelivery, 'onError'>, task: () => Promise<void>): void {
     const p = task()
       .catch((err: unknown) => delivery.onError(err))
       .finally(() => this.#pending.delete(p));
@@ -321,12 +329,20 @@ export class EmailFlows {
   /**
    * `forgot_password`: mails a reset link (used by `reset_password`) to the
    * account of the email or phone number, when it exists, is neither
-   * deactivated nor revoked and has an email address. Always the same answer. Errors:
+   * deactivated nor revoked and has an email address. Named by its phone
+   * number, with the SMS vendor configured, the account is texted a code
+   * instead (`reset_password` with `otp` and `phone_number`) and the answer
+   * says `should_show_mobile_otp_screen`. Always the same answer for a given
+   * kind of identifier, whether or not the account exists. Errors:
    * `invalid_argument` (`missing_identifier`, `invalid_email`,
    * `invalid_phone_number`), `failed_precondition` when basic
    * authentication is disabled.
    */
-  forgotPassword(input: { email?: string | undefined; phone_number?: string | undefined }, deliveryOf: () => LinkDelivery): { message: string } {
+  forgotPassword(
+    input: { email?: string | undefined; phone_number?: string | undefined },
+    deliveryOf: () => LinkDelivery,
+    texted: Pick<LinkDelivery, 'done' | 'onError'> = { onError: () => {} },
+  ): { message: string; should_show_mobile_otp_screen?: boolean } {
     const d = this.#d;
     if (!d.options.enableBasicAuthentication) {
       throw new LatchkeyError('failed_precondition', 'basic authentication is disabled for this instance', { reason: 'basic_authentication_disabled' });
@@ -335,6 +351,17 @@ export class EmailFlows {
     const email = input.email !== undefined && input.email.trim() !== '' ? emailOf(input.email) : undefined;
     if (email === undefined && phone === undefined) throw invalidArgument('email or phone_number is required', 'missing_identifier');
     if (email === undefined && phone !== undefined && !PHONE_RE.test(phone)) throw invalidArgument('invalid phone number', 'invalid_phone_number');
+    const text = d.textResetCode;
+    if (email === undefined && phone !== undefined && text !== undefined) {
+      // In the background, as the links: the answer's timing does not tell whether the number has an account.
+      this.#later(texted, async () => {
+        const user = await d.users.findByPhone(phone);
+        if (user === undefined || user.deactivated_at !== null || user.revoked_timestamp !== null) return;
+        await text(user);
+        await texted.done?.(user, { created: false });
+      });
+      return { message: RESET_CODE_SENT_MESSAGE, should_show_mobile_otp_screen: true };
+    }
     const delivery = deliveryOf();
     this.#later(delivery, async () => {
       const user = email !== undefined ? await d.users.findByEmail(email) : await d.users.findByPhone(phone ?? '');

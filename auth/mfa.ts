@@ -200,6 +200,25 @@ export class MfaFlows {
     return { response, grant: await this.#openSession(session) };
   }
 
+  /** Texts a password-reset code to the user's phone (`forgot_password` by phone number). */
+  async sendResetCode(user: UserRecord): Promise<void> {
+    if (user.phone_number === null) return;
+    await this.#sendCode(user, 'sms_otp', 'reset:');
+  }
+
+  /**
+   * Proves a texted password-reset code of `user` and uses it up, under the
+   * same attempt budget as second factors: `unauthenticated` (`invalid_otp`,
+   * or `expired_token` for an expired code), `resource_exhausted`
+   * (`too_many_attempts`) after 5 failures in 15 minutes.
+   */
+  async checkResetCode(user: UserRecord, code: string): Promise<void> {
+    const attemptsKey = `otp_attempts:${user.id}`;
+    await reserveAttempt(this.#d.memory, attemptsKey, { max: MAX_OTP_ATTEMPTS, windowSeconds: OTP_ATTEMPT_WINDOW_SECONDS, message: 'too many otp attempts, try again later', userId: user.id });
+    await this.#checkCode(user, code, 'reset:');
+    await this.#d.memory.del(attemptsKey);
+  }
+
   /** True when texted codes can be sent (the SMS vendor is configured). */
   canSendSms(): boolean {
     return this.#d.delivery.sms !== undefined;
@@ -258,13 +277,18 @@ export class MfaFlows {
     return { key, session, user };
   }
 
-  async #sendCode(user: UserRecord, method: 'email_otp' | 'sms_otp'): Promise<void> {
+  /**
+   * Sends a code. `purpose` is part of what is digested, so that a code
+   * texted for a password reset is never taken as a login's second factor,
+   * nor the reverse.
+   */
+  async #sendCode(user: UserRecord, method: 'email_otp' | 'sms_otp', purpose: '' | 'reset:' = ''): Promise<void> {
     const code = randomInt(0, 1_000_000).toString().padStart(6, '0');
     await this.#d.store.putOtp({
       userId: user.id,
       email: user.email,
       phoneNumber: user.phone_number,
-      digest: otpDigest(this.#digestKey, user.id, code),
+      digest: otpDigest(this.#digestKey, user.id, `${purpose}${code}`),
       ttlSeconds: OTP_TTL_SECONDS,
     });
     const { email, sms } = this.#d.delivery;
@@ -347,9 +371,9 @@ export class MfaFlows {
     };
   }
 
-  async #checkCode(user: UserRecord, code: string): Promise<void> {
+  async #checkCode(user: UserRecord, code: string, purpose: '' | 'reset:' = ''): Promise<void> {
     const row = await this.#d.store.getOtp(user.id);
-    if (row === undefined || !digestsEqual(otpDigest(this.#digestKey, user.id, code), row.otp)) throw invalidOtp(user.id);
+    if (row === undefined || !digestsEqual(otpDigest(this.#digestKey, user.id, `${purpose}${code}`), row.otp)) throw invalidOtp(user.id);
     if (row.expires_at <= this.#d.nowSeconds()) {
       // Security matrix A4: an expired code answers expired_token and its row is gone.
       await this.#d.store.deleteOtp(row.id);

@@ -51,8 +51,6 @@ const DIFFERENCES: Record<string, string> = {
     "left out as Authorizer 2.4 removed it: a sign-up must not turn off its own second factor (the user's setting is changed by update_profile)",
   'SignUpRequest.confirm_password': CLIENT_SENDS_IT,
   'ResetPasswordRequest.confirm_password': CLIENT_SENDS_IT,
-  'ResetPasswordRequest.otp': 'passwords are reset by emailed link only: forgot_password never answers should_show_mobile_otp_screen',
-  'ResetPasswordRequest.phone_number': 'passwords are reset by emailed link only (see ResetPasswordRequest.otp)',
   'ValidateSessionRequest.cookie': `${CLIENT_SENDS_IT}; without it the request's own session cookie is validated`,
   'AddWebhookRequest.enabled': `${CLIENT_SENDS_IT}; a new webhook is enabled unless it says otherwise`,
   'AdminSignupRequest.admin_secret': 'optional, so that every call of this removed operation gets the spec\'s deprecation message rather than a validation error',

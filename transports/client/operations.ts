@@ -259,7 +259,9 @@ const S_ResetPasswordRequest = {
   kind: 'object',
   name: 'ResetPasswordRequest',
   fields: {
-    token: { kind: 'string', minLength: 1, maxLength: 512 },
+    token: { kind: 'optional', inner: { kind: 'string', minLength: 1, maxLength: 512 } },
+    otp: { kind: 'optional', inner: { kind: 'string', minLength: 1, maxLength: 32 } },
+    phone_number: { kind: 'optional', inner: { kind: 'string', maxLength: 32 } },
     password: { kind: 'string', minLength: 1, maxLength: 1024 },
     confirm_password: { kind: 'optional', inner: { kind: 'string', maxLength: 1024 } },
   },

@@ -113,12 +113,15 @@ export const VERIFICATION_OPERATIONS: readonly AnyOperation[] = [
     }),
     output: s.object('ForgotPasswordResponse', {
       message: s.string(),
-      should_show_mobile_otp_screen: s.optional(s.bool({ doc: 'Never set: reset links go by email, also for an account named by its phone number' })),
+      should_show_mobile_otp_screen: s.optional(s.bool({ doc: 'True when the account was named by its phone number and a code is texted for reset_password (otp, phone_number)' })),
     }),
-    doc: 'Mails a password-reset link (--reset-password-url, else redirect_uri) for reset_password. Same answer whether or not the account exists.',
+    doc:
+      'Mails a password-reset link (--reset-password-url, else redirect_uri) for reset_password; for a phone number, with the SMS vendor configured, texts a code instead ' +
+      '(should_show_mobile_otp_screen). Same answer whether or not the account exists.',
     handler: async (ctx, input) => {
       const delivery = () => linkDelivery(ctx, linkBase(ctx, input.redirect_uri, 'reset'), input.state, auditOnMail(ctx, 'user.forgot_password_requested'));
-      return authOf(ctx).email.forgotPassword(input, delivery);
+      const texted = { done: auditOnMail(ctx, 'user.forgot_password_requested'), onError: (err: unknown) => ctx.logger.error('password reset code not texted', { err }) };
+      return authOf(ctx).email.forgotPassword(input, delivery, texted);
     },
   }),
 ];
