@@ -17,10 +17,12 @@
  * where there is no ID token, and resolves the user:
  *
  * - an existing user is linked only through an email address the provider
- *   attests as verified; otherwise the login is refused (security matrix
- *   B8). An existing account whose own address was never verified is taken
- *   over by the provider's proof of the mailbox: its password is removed and
- *   its sessions end, so whoever pre-registered it keeps nothing;
+ *   attests as verified; otherwise the login is refused. A password account
+ *   whose own address was never verified is not linked (security matrix B8):
+ *   it may be someone's squat, so it is removed (password, sessions, second
+ *   factor) and the provider's account signs up afresh, as the reference
+ *   replaces it. An unverified account without a password (an invitation, a
+ *   pending magic link) is linked and its address marked verified;
  * - a new user is created as a password sign-up would be (sign-up enabled,
  *   default roles, protected roles refused), its address verified;
  * - revoked and deactivated users are refused; MFA applies as to a password
@@ -451,7 +453,12 @@ export class SocialLogin {
       );
     }
     const existing = await users.findByEmail(email);
-    if (existing !== undefined) return this.#link(row, existing, roles);
+    if (existing !== undefined) return this.#link(row, existing, roles, profile);
+    return this.#resolveNew(row, email, roles, profile);
+  }
+
+  async #resolveNew(row: SocialProviderRow, email: string, roles: readonly string[] | undefined, profile: SocialProfile): Promise<{ user: UserRecord; created: boolean; replaced: boolean }> {
+    const users = this.#o.auth.users;
     const o = this.#o.auth.options;
     if (!o.enableSignup) throw new LatchkeyError('failed_precondition', 'signup is disabled for this instance', { reason: 'signup_disabled' });
     const signupRoles = this.#signupRoles(roles);
@@ -474,7 +481,7 @@ export class SocialLogin {
       if (!(err instanceof LatchkeyError) || err.code !== 'already_exists') throw err;
       const raced = await users.findByEmail(email);
       if (raced === undefined) throw err;
-      return this.#link(row, raced, roles);
+      return this.#link(row, raced, roles, profile, false);
     }
   }
 
@@ -489,27 +496,32 @@ export class SocialLogin {
     return [...new Set(requested)];
   }
 
-  async #link(row: SocialProviderRow, user: UserRecord, roles: readonly string[] | undefined): Promise<{ user: UserRecord; created: boolean; replaced: boolean }> {
+  async #link(row: SocialProviderRow, user: UserRecord, roles: readonly string[] | undefined, profile: SocialProfile, replacing = true): Promise<{ user: UserRecord; created: boolean; replaced: boolean }> {
     if (user.deactivated_at !== null) throw new LatchkeyError('permission_denied', 'this account has been deactivated', { reason: 'account_deactivated' });
     if (user.revoked_timestamp !== null) throw new LatchkeyError('permission_denied', 'user access has been revoked', { reason: 'access_revoked' });
+    if (user.email_verified_at === null && user.password !== null && replacing) {
+      // Pre-hijacking defence (security matrix B8): a password account that never proved this mailbox,
+      // which the provider just did, may be someone else's squat. It is not linked: it is removed with
+      // its password, sessions and second factor, and the provider's account signs up afresh.
+      const auth = this.#o.auth;
+      // The sign-up that replaces it must be allowed before anything is removed.
+      if (!auth.options.enableSignup) throw new LatchkeyError('failed_precondition', 'signup is disabled for this instance', { reason: 'signup_disabled' });
+      this.#signupRoles(roles);
+      await auth.endAllSessions(user.id);
+      await auth.mfa.deleteUserData(user.id);
+      await auth.users.delete(user.id);
+      const fresh = await this.#resolveNew(row, user.email ?? '', roles, profile);
+      return { ...fresh, replaced: true };
+    }
     if (roles !== undefined) for (const r of roles) if (!user.roles.includes(r)) throw new LatchkeyError('permission_denied', 'unauthorized', { reason: 'invalid_roles' });
     const methods = user.signup_methods.split(',').filter((m) => m.length > 0);
     const patch: UserFields = {};
     if (!methods.includes(row.name)) patch.signup_methods = [...methods, row.name].join(',');
-    const replaced = user.email_verified_at === null;
-    if (replaced) {
-      // Pre-hijacking defence (security matrix B8): the account never proved this mailbox and the provider
-      // just did. Whoever registered it keeps nothing: no password, no session, no second factor.
-      patch.email_verified_at = Math.floor(this.#o.now() / 1000);
-      patch.password = null;
-      patch.is_multi_factor_auth_enabled = null;
-    }
+    // An account without a password that never verified its address (an invitation, a magic link not yet
+    // used) holds nothing its creator chose to sign in with: the provider's proof verifies the address.
+    if (user.email_verified_at === null) patch.email_verified_at = Math.floor(this.#o.now() / 1000);
     const updated = Object.keys(patch).length === 0 ? user : await this.#o.auth.users.update(user.id, patch);
-    if (replaced) {
-      await this.#o.auth.endAllSessions(user.id);
-      await this.#o.auth.mfa.deleteUserData(user.id);
-    }
-    return { user: updated, created: false, replaced };
+    return { user: updated, created: false, replaced: false };
   }
 
   /** Opens the session, or the MFA challenge when a second factor applies (as after a password). */

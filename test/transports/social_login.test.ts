@@ -17,6 +17,7 @@ import { exportJWK, exportPKCS8, generateKeyPair } from 'jose';
 import { socialLoginOf } from '../../transports/index.ts';
 import { TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
 import { CookieJar, drive, request, startFakeProvider, startOidcProvider, type FakeProvider, type OidcProvider } from '../helpers/social.ts';
+import { startSmtp } from '../admin/smtp.ts';
 
 // Serial: the fakes' accounts and spoilers are shared by the tests of one server.
 const test = anyTest.serial;
@@ -382,4 +383,45 @@ test('sign-up disabled: a new provider account is refused and no user is created
   t.is(refused.url?.searchParams.get('error'), 'access_denied');
   t.regex(refused.url?.searchParams.get('error_description') ?? '', /signup is disabled/);
   t.is((await server.call('user', { email: 'newcomer@example.com' }, ADMIN)).error?.code, 'not_found');
+});
+
+test('matrix B8: a verified provider address matching an unverified password account does not link it: the squat is replaced, its password no longer works', async (t) => {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const smtp = await startSmtp();
+  t.teardown(() => smtp.close());
+  const github = await startFakeProvider('github', { clientId: 'gh', clientSecret: 'gh-secret' });
+  t.teardown(() => github.close());
+  const server = await startTestServer({
+    'http-port': port,
+    url: base,
+    'enable-email-verification': true,
+    'smtp-host': '127.0.0.1',
+    'smtp-port': smtp.port,
+    'smtp-sender-email': 'noreply@example.com',
+    'app-cookie-secure': false,
+    'github-client-id': 'gh',
+    'github-client-secret': 'gh-secret',
+  });
+  t.teardown(() => server.close());
+  socialLoginOf(server.server.services)?.useEndpointsForTests('github', { authorizationEndpoint: `${github.url}/authorize`, tokenEndpoint: `${github.url}/token`, userinfoEndpoint: `${github.url}/user`, emailsEndpoint: `${github.url}/user/emails` });
+  // The attacker pre-registers the victim's address with a password of their own; it stays unverified.
+  const squat = await server.call('signup', { email: 'owner@example.com', password: PASSWORD, given_name: 'Squatter' }, { protocol: 'rest' });
+  t.is(squat.status, 200);
+  const squatId = (squat.body?.['user'] as { id: string }).id;
+  // The owner signs in with GitHub, which verified the address.
+  github.account = { id: '9', email: 'owner@example.com', email_verified: true, given_name: 'Owner' };
+  const r = await drive(new CookieJar(), `${base}/oauth_login/github?redirect_uri=${encodeURIComponent(`${base}/done`)}`, (u) => u.origin === base && u.pathname === '/done');
+  t.truthy(r.url?.searchParams.get('access_token'));
+  const user = (await server.call('user', { email: 'owner@example.com' }, ADMIN)).body as { id: string; signup_methods: string; email_verified: boolean; given_name: string };
+  t.not(user.id, squatId, 'not linked: a new account');
+  t.is(user.signup_methods, 'github');
+  t.true(user.email_verified);
+  t.is(user.given_name, 'Owner');
+  t.is((await server.call('user', { id: squatId }, ADMIN)).error?.code, 'not_found');
+  // The squatter's password opens nothing.
+  const login = await server.call('login', { email: 'owner@example.com', password: PASSWORD }, { protocol: 'rest' });
+  t.is(login.error?.code, 'unauthenticated');
+  const audit = await server.call('audit_logs', { action: 'oauth.unverified_account_replaced', pagination: { limit: 10, page: 1 } }, ADMIN);
+  t.is(((audit.body?.['audit_logs'] ?? []) as unknown[]).length, 1);
 });
