@@ -30,7 +30,7 @@ import type { Sequelize } from 'sequelize';
 import { VERIFICATION_TTL_SECONDS, invalidVerificationToken, type VerificationIdentifier, type VerificationStore } from './verification.ts';
 
 /** The mail events of the link flows (the email template event names). */
-export type LinkMailEvent = 'basic_auth_signup' | 'magic_link_login' | 'forgot_password';
+export type LinkMailEvent = 'basic_auth_signup' | 'magic_link_login' | 'forgot_password' | 'update_email';
 
 /** Renders and queues the mail of `event` with `url` as its `verification_url`. */
 export type LinkMailer = (event: LinkMailEvent, user: UserRecord, url: string) => Promise<void>;
@@ -54,7 +54,7 @@ export interface LinkDelivery {
 export interface VerifyEmailOutcome {
   result: AuthResult;
   user: UserRecord;
-  identifier: 'basic_auth_signup' | 'magic_link_login';
+  identifier: 'basic_auth_signup' | 'magic_link_login' | 'update_email';
   /** True when this link verified the address (it was unverified before). */
   firstVerification: boolean;
   /** True when the answer is an MFA challenge (no session yet; `verify_otp` completes the login). */
@@ -71,7 +71,10 @@ export const RESET_LINK_SENT_MESSAGE = 'Please check your inbox! We have sent a 
 export const RESET_CODE_SENT_MESSAGE = 'Please check text message for the OTP to reset your password.';
 
 /** The links `verify_email` accepts. */
-const EMAIL_LINKS = ['basic_auth_signup', 'magic_link_login'] as const;
+const EMAIL_LINKS = ['basic_auth_signup', 'magic_link_login', 'update_email'] as const;
+
+/** Memory-store key of the user an `update_email` request belongs to (its address is the new one). */
+const changeKey = (requestId: string): string => `email_change:${requestId}`;
 
 export interface EmailFlowsDeps {
   sequelize: Sequelize;
@@ -162,9 +165,9 @@ export class EmailFlows {
    * recorded or sent, and the refusal goes to `delivery.onError` (the
    * caller's answer, already given, is the same either way).
    */
-  async #mail(event: LinkMailEvent & VerificationIdentifier, user: UserRecord, delivery: LinkDelivery, grant?: MagicGrant, budgeted = false): Promise<void> {
+  async #mail(event: LinkMailEvent & VerificationIdentifier, user: UserRecord, delivery: LinkDelivery, grant?: MagicGrant, budgeted = false): Promise<string | undefined> {
     const email = user.email;
-    if (email === null) return;
+    if (email === null) return undefined;
     if (budgeted && (await this.#d.memoryStore.incr(`link_mails:${email}`, LINK_MAIL_WINDOW_SECONDS)) > LINK_MAILS_PER_ADDRESS) {
       throw new LatchkeyError('resource_exhausted', `no ${event} link sent: more than ${LINK_MAILS_PER_ADDRESS} link mails to this address in ${LINK_MAIL_WINDOW_SECONDS / 60} minutes`, {
         reason: 'too_many_link_mails',
@@ -174,6 +177,22 @@ export class EmailFlows {
     const { token, record } = await this.#d.store.create({ identifier: event, email, redirectUri: delivery.base });
     if (grant !== undefined) await this.#d.memoryStore.set(grantKey(record.id), JSON.stringify(grant), VERIFICATION_TTL_SECONDS);
     await delivery.send(event, user, linkUrl(delivery.base, token, delivery.state));
+    return record.id;
+  }
+
+  /**
+   * An email change under verification (`update_profile`): the address on
+   * record stays until the new one is proven. Records an `update_email`
+   * request for `newEmail`, remembers whose it is, and mails its link to the
+   * new address; `verify_email` with the token switches the address (if no
+   * one else took it meanwhile: `already_exists`). Counts against the new
+   * address's link-mail budget. Awaited by the caller.
+   */
+  async requestEmailChange(user: UserRecord, newEmail: string, delivery: LinkDelivery): Promise<void> {
+    const id = await this.#mail('update_email', { ...user, email: newEmail, email_verified_at: null }, delivery, undefined, true);
+    if (id === undefined) return;
+    await this.#d.memoryStore.set(changeKey(id), user.id, VERIFICATION_TTL_SECONDS);
+    await delivery.done?.(user, { created: false });
   }
 
   /**
@@ -204,7 +223,9 @@ export class EmailFlows {
     const d = this.#d;
     const request = await d.store.peek(input.token, EMAIL_LINKS);
     const identifier = request.identifier as VerifyEmailOutcome['identifier'];
-    const user = await d.users.findByEmail(request.email);
+    const changeOf = identifier === 'update_email' ? await d.memoryStore.get(changeKey(request.id)) : undefined;
+    if (identifier === 'update_email' && changeOf === undefined) throw invalidVerificationToken();
+    const user = changeOf !== undefined ? await d.users.findById(changeOf) : await d.users.findByEmail(request.email);
     if (user === undefined || user.deactivated_at !== null) throw invalidVerificationToken();
     if (user.revoked_timestamp !== null) throw new LatchkeyError('permission_denied', 'user access has been revoked', { reason: 'access_revoked' });
     // A link issued before every session of its user was ended (revoke_access, password reset) dies with
@@ -219,9 +240,14 @@ export class EmailFlows {
     }
     // Refused before anything is written: the link stays unused and the address unverified.
     d.assertMfaReachable(user);
-    const firstVerification = user.email_verified_at === null;
+    const firstVerification = user.email_verified_at === null || identifier === 'update_email';
     await d.sequelize.transaction(async (transaction) => {
       await d.store.consume(request, transaction);
+      // The new address replaces the old one now that it is proven (already_exists if another account took it meanwhile).
+      if (identifier === 'update_email') {
+        await d.users.update(user.id, { email: request.email, email_verified_at: d.nowSeconds() }, { transaction });
+        return;
+      }
       if (!firstVerification) return;
       // Account pre-hijacking (security matrix B8): a password set before the
       // address was proven may be someone else's; a magic link proves only the
@@ -230,6 +256,7 @@ export class EmailFlows {
       await d.users.update(user.id, patch, { transaction });
     });
     await d.memoryStore.del(grantKey(request.id));
+    if (changeOf !== undefined) await d.memoryStore.del(changeKey(request.id));
     const login = { loginMethod: identifier === 'magic_link_login' ? 'magic_link_login' : 'basic_auth', roles: grant.roles, scope: grant.scope };
     const current = (await d.users.findById(user.id)) ?? user;
     const challenge = await d.mfaChallenge(current, login);

@@ -70,7 +70,7 @@ export async function profilePatch(
   o: ResolvedAuthOptions,
   passwords: PasswordHasher,
   nowSeconds: number,
-): Promise<{ patch: UserFields; passwordChanged: boolean }> {
+): Promise<{ patch: UserFields; passwordChanged: boolean; pendingEmail?: string }> {
     const patch: UserFields = {};
     for (const k of ['given_name', 'family_name', 'middle_name', 'nickname', 'gender', 'birthdate', 'picture'] as const) {
       if (input[k] !== undefined) patch[k] = input[k];
@@ -99,11 +99,17 @@ export async function profilePatch(
       patch.password = await passwords.hash(input.new_password);
       passwordChanged = true;
     }
+    let pendingEmail: string | undefined;
     if (changesEmail) {
       const email = normalizeEmail(input.email);
       if (email === undefined || !EMAIL_RE.test(email)) throw invalidArgument('invalid email address', 'invalid_email');
-      patch.email = email;
-      patch.email_verified_at = o.enableEmailVerification ? null : nowSeconds;
+      // With verification the address on record stays until the new one is proven (update_email link),
+      // so the user can always log in; without it the new address is taken as it is.
+      if (o.enableEmailVerification) pendingEmail = email;
+      else {
+        patch.email = email;
+        patch.email_verified_at = nowSeconds;
+      }
     }
     if (changesPhone) {
       const phone = normalizePhone(input.phone_number);
@@ -111,5 +117,5 @@ export async function profilePatch(
       patch.phone_number = phone;
       patch.phone_number_verified_at = o.enablePhoneVerification ? null : nowSeconds;
     }
-    return { patch, passwordChanged };
+    return pendingEmail === undefined ? { patch, passwordChanged } : { patch, passwordChanged, pendingEmail };
 }
