@@ -25,8 +25,9 @@ import { reserveAttempt } from './attempts.ts';
 import { MfaFlows, type MfaMethod, type OtpDelivery } from './mfa.ts';
 import { MfaStore } from './mfa_store.ts';
 import { VerificationFlows } from './verification_flows.ts';
-import { EmailFlows, type LinkDelivery } from './email_flows.ts';
+import { EmailFlows } from './email_flows.ts';
 import { Permissions, type PermissionEngine, type RequiredRelation } from './permissions.ts';
+import type { TokenScript } from './token_script.ts';
 import { EMAIL_RE, PHONE_RE, invalidArgument, invalidCredentials, profilePatch, type SignupInput, type UpdateProfileInput } from './profile.ts';
 import { sessionCookieOf, toPublicUser, type AuthCallContext, type AuthResponse, type AuthResult, type PublicUser, type UserPrincipal } from './public_user.ts';
 
@@ -41,6 +42,8 @@ export interface AuthDependencies {
   engine?: PermissionEngine | undefined;
   /** How email and SMS one-time codes reach users (the channels that are configured). */
   otpDelivery?: OtpDelivery | undefined;
+  /** `--custom-access-token-script`, compiled: its claims go into every access and id token. */
+  tokenScript?: TokenScript | undefined;
 }
 
 const unauthenticated = (reason = 'unauthenticated', message = 'unauthorized'): LatchkeyError => new LatchkeyError('unauthenticated', message, { reason });
@@ -59,6 +62,8 @@ export class AuthService {
   readonly verification: VerificationFlows;
   /** Sign-up verification, magic-link login and forgot-password links. */
   readonly email: EmailFlows;
+  /** The custom access token script, when configured (see {@link TokenScript}). */
+  readonly tokenScript: TokenScript | undefined;
   readonly #store: MemoryStore;
   readonly #permissions: Permissions;
 
@@ -73,7 +78,9 @@ export class AuthService {
     engine: PermissionEngine | undefined;
     verification: VerificationFlows;
     email: (service: AuthService) => EmailFlows;
+    tokenScript: TokenScript | undefined;
   }) {
+    this.tokenScript = init.tokenScript;
     this.verification = init.verification;
     this.email = init.email(this);
     this.options = init.options;
@@ -143,7 +150,7 @@ export class AuthService {
           return { response, mfaSession: grant, record: user };
         },
       });
-    return new AuthService({ options: o, users, sessions, tokens, passwords, store: deps.memoryStore, engine: deps.engine, mfa, verification, email });
+    return new AuthService({ options: o, users, sessions, tokens, passwords, store: deps.memoryStore, engine: deps.engine, mfa, verification, email, tokenScript: deps.tokenScript });
   }
 
   /** True when FGA is enabled (an engine was given). */
@@ -353,7 +360,7 @@ export class AuthService {
 
   /** Signs access + id (+ refresh with `offline_access`) tokens for a session (see {@link issueTokens}). */
   #issueTokens(user: UserRecord, session: SessionRecord, message: string, refresh: { token: string } | 'new' = 'new'): Promise<AuthResponse> {
-    return issueTokens({ tokens: this.tokens, sessions: this.sessions, options: this.options }, user, session, message, refresh);
+    return issueTokens({ tokens: this.tokens, sessions: this.sessions, options: this.options, tokenScript: this.tokenScript }, user, session, message, refresh);
   }
 
   // ---------------------------------------------------------------- sessions
@@ -489,27 +496,15 @@ export class AuthService {
    * MFA applies but no enabled second factor reaches the user is
    * `failed_precondition` `mfa_method_unavailable` (nothing is changed).
    */
-  async updateProfile(input: UpdateProfileInput, ctx: AuthCallContext, emailChangeDelivery?: () => LinkDelivery): Promise<{ message: string }> {
+  async updateProfile(input: UpdateProfileInput, ctx: AuthCallContext): Promise<{ message: string }> {
     const principal = this.#requireUser(ctx);
     const user = await this.#currentUser(ctx);
-    const { patch, passwordChanged, pendingEmail } = await profilePatch(user, input, this.options, this.passwords, this.#nowSeconds());
-    if (Object.keys(patch).length === 0 && pendingEmail === undefined) throw invalidArgument('please enter at least one field to update', 'nothing_to_update');
+    const { patch, passwordChanged } = await profilePatch(user, input, this.options, this.passwords, this.#nowSeconds());
+    if (Object.keys(patch).length === 0) throw invalidArgument('please enter at least one field to update', 'nothing_to_update');
     if ('is_multi_factor_auth_enabled' in patch || 'email' in patch || 'phone_number' in patch) this.#assertMfaReachableAfter(user, patch);
-    let delivery: LinkDelivery | undefined;
-    if (pendingEmail !== undefined) {
-      // Checked before anything is written: a taken address, or no way to mail the link, changes nothing.
-      const holder = await this.users.findByEmail(pendingEmail);
-      if (holder !== undefined && holder.id !== user.id) throw new LatchkeyError('already_exists', 'user with given email already exists', { reason: 'user_already_exists' });
-      if (emailChangeDelivery === undefined) throw new LatchkeyError('failed_precondition', 'email sending is not configured', { reason: 'mail_disabled' });
-      delivery = emailChangeDelivery();
-    }
-    if (Object.keys(patch).length > 0) await this.users.update(user.id, patch);
+    await this.users.update(user.id, patch);
     // ASVS v5 7.4.3: a changed password ends every other session.
     if (passwordChanged) await this.sessions.endAllForUser(user.id, principal.sessionId);
-    if (pendingEmail !== undefined && delivery !== undefined) {
-      await this.email.requestEmailChange(user, pendingEmail, delivery);
-      return { message: 'Profile successfully updated. The new email address takes effect once confirmed through the link sent to it.' };
-    }
     return { message: 'Profile successfully updated.' };
   }
 

@@ -78,5 +78,6 @@ export { OAuthServer, SUPPORTED_SCOPES, readParams, type AuthorizeOutcome, type 
 export { AuthorizationCodes, type CodeGrant, type Redemption } from './oauth_codes.ts';
 export { createSmtpMailer, type Mailer, type MailMessage, type SmtpOptions } from './mailer.ts';
 export { MailQueue, type MailQueueOptions } from './mail_queue.ts';
+export { TokenScript, RESERVED_CLAIMS, type TokenScriptOptions } from './token_script.ts';
 export { SocialLogin, SOCIAL_STATE_TTL_SECONDS, type SocialClient, type SocialLoginFinish, type SocialLoginOptions, type SocialLoginStart } from './social_login.ts';
 export { SOCIAL_LOGIN_PROVIDERS, socialProviderTable, type ProviderEndpoints, type SocialLoginProvider, type SocialProfile, type SocialProviderRow } from './social_providers.ts';

@@ -7,6 +7,8 @@ import type { ResolvedAuthOptions } from './options.ts';
 import { toPublicUser, type AuthResponse } from './public_user.ts';
 import type { SessionManager, SessionRecord } from './sessions.ts';
 import type { TokenService } from './tokens.ts';
+import type { TokenScript } from './token_script.ts';
+import { LatchkeyError } from '../engine/errors.ts';
 import type { UserRecord } from './user_store.ts';
 
 /** The `amr` value (RFC 8176) of a login method: `pwd` for a password login, else the method's own name. */
@@ -21,7 +23,7 @@ export function firstFactorAmr(loginMethod: string): string {
  * adds claims to the id token only (e.g. `c_hash` in a hybrid response).
  */
 export async function issueTokens(
-  d: { tokens: TokenService; sessions: SessionManager; options: ResolvedAuthOptions },
+  d: { tokens: TokenService; sessions: SessionManager; options: ResolvedAuthOptions; tokenScript?: TokenScript | undefined },
   user: UserRecord,
   session: SessionRecord,
   message: string,
@@ -37,10 +39,19 @@ export async function issueTokens(
     allowed_roles: user.roles,
     ...(nonce === undefined ? {} : { nonce }),
   };
-  const access = await d.tokens.sign('access_token', user.id, common);
   const pub = toPublicUser(user);
+  // --custom-access-token-script: its claims go into the access and the id token, or no token is issued.
+  let custom: Record<string, unknown> = {};
+  if (d.tokenScript !== undefined) {
+    custom = await d.tokenScript.claims(pub as unknown as Record<string, unknown>, { sub: user.id, token_type: 'access_token', ...common });
+    if (d.options.jwt.roleClaim in custom) {
+      throw new LatchkeyError('failed_precondition', 'the custom access token script failed (it returned a reserved claim); no token was issued', { reason: 'token_script_failed' });
+    }
+  }
+  const access = await d.tokens.sign('access_token', user.id, { ...custom, ...common });
   const { id: _id, created_at, updated_at, app_data, revoked_timestamp: _r, ...profile } = pub;
   const id = await d.tokens.sign('id_token', user.id, {
+    ...custom,
     ...profile,
     app_data,
     created_at,

@@ -17,6 +17,7 @@ import { LatchkeyError } from '../../engine/errors.ts';
 import type { Engine } from '../../engine/index.ts';
 import {
   AuthService,
+  TokenScript,
   MFA_COOKIE,
   SESSION_COOKIE,
   SESSION_DOMAIN_COOKIE,
@@ -39,7 +40,7 @@ import { USER, recordUserEvent } from './admin.ts';
 import { plugOAuth } from './oauth.ts';
 import { plugSocialLogin } from './social.ts';
 import { ALL_PROTOCOLS, defineOperation, type AnyOperation } from './types.ts';
-import { linkBase, linkDelivery, signupVerification } from './link_mail.ts';
+import { signupVerification } from './link_mail.ts';
 import { otpDeliveryOf } from './otp_delivery.ts';
 
 // ------------------------------------------------------------------ shapes
@@ -373,19 +374,14 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
     auth: 'user',
     input: UPDATE_PROFILE_INPUT,
     output: MESSAGE,
-    doc:
-      'Updates profile fields; a password change needs old_password and ends the other sessions. With email verification a new email takes effect once confirmed ' +
-      'through the link mailed to it (verify_email); until then the old address stays the login.',
+    doc: 'Updates profile fields; a password change needs old_password and ends the other sessions.',
     handler: async (ctx, input) => {
       const { app_data, ...rest } = input;
       const appData = app_data === undefined || app_data === null ? undefined : (app_data as unknown);
       if (appData !== undefined && (typeof appData !== 'object' || Array.isArray(appData))) {
         throw new LatchkeyError('invalid_argument', 'app_data: must be an object', { reason: 'invalid_field', details: { field: 'app_data' } });
       }
-      // An email change under verification mails a confirmation link to the new address (update_email).
-      const emailChange = () =>
-        linkDelivery(ctx, linkBase(ctx, undefined, 'verify'), undefined, async (user) => audit(ctx, 'user.email_change_requested', { userId: user.id, user }));
-      const out = await authOf(ctx).updateProfile({ ...rest, ...(appData === undefined ? {} : { app_data: appData as Record<string, unknown> }) }, callContext(ctx), emailChange);
+      const out = await authOf(ctx).updateProfile({ ...rest, ...(appData === undefined ? {} : { app_data: appData as Record<string, unknown> }) }, callContext(ctx));
       const userId = ctx.principal.kind === 'user' ? ctx.principal.userId : undefined;
       await audit(ctx, 'user.profile_updated', { userId });
       if (input.new_password) await audit(ctx, 'user.password_changed', { userId });
@@ -490,6 +486,13 @@ export async function plugAuth(services: Services): Promise<AuthService> {
   const engine = asEngine(services.engine);
   const permissionEngine: PermissionEngine | undefined = engine === undefined ? undefined : engineAsPermissionEngine(engine);
   const mail = Boolean(c.smtpHost);
+  // A script that does not compile refuses startup (with the flag named) rather than every later login.
+  const tokenScript = c.customAccessTokenScript
+    ? await TokenScript.create(c.customAccessTokenScript, {
+        onFailure: (detail) => services.logger.error('custom access token script failed; login refused', { reason: detail.reason, message: detail.message }),
+      })
+    : undefined;
+  if (tokenScript !== undefined) services.closers.push(() => tokenScript.close());
   const auth = await AuthService.create(
     {
       clientId: c.clientId ?? '',
@@ -524,7 +527,7 @@ export async function plugAuth(services: Services): Promise<AuthService> {
       totpIssuer: c.organizationName ?? 'Latchkey',
       now: () => services.clock.now().getTime(),
     },
-    { sequelize: services.sequelize, memoryStore, engine: permissionEngine, otpDelivery: otpDeliveryOf(services) },
+    { sequelize: services.sequelize, memoryStore, engine: permissionEngine, otpDelivery: otpDeliveryOf(services), tokenScript },
   );
   services.auth = auth;
   const authenticator: Authenticator = async (credentials) => {
