@@ -123,7 +123,7 @@ export interface FakeProvider {
   /** GitHub: the /user/emails answer (default: the account's address, primary, verified per `email_verified`). */
   emails?: { email: string; primary: boolean; verified: boolean }[] | undefined;
   /** Spoils the next ID tokens (OpenID kind). */
-  idToken: { aud?: string; iss?: string; nonce?: string };
+  idToken: { aud?: string; iss?: string; nonce?: string; extra?: Record<string, unknown> };
   /** The Apple client-secret JWT must verify against this key (ES256), issued by this team. */
   appleSecretKey?: { publicJwk: JWK; teamId: string } | undefined;
   /** Token requests seen (form fields). */
@@ -198,7 +198,7 @@ export async function startFakeProvider(kind: FakeKind, o: { clientId: string; c
         const body: Record<string, unknown> = { access_token: access, token_type: 'bearer' };
         if (kind === 'oidc') {
           const a = fake.account;
-          body['id_token'] = await new SignJWT({ email: a.email, email_verified: a.email_verified === undefined ? undefined : String(a.email_verified), nonce: fake.idToken.nonce ?? grant.nonce })
+          body['id_token'] = await new SignJWT({ email: a.email, email_verified: a.email_verified === undefined ? undefined : String(a.email_verified), nonce: fake.idToken.nonce ?? grant.nonce, ...fake.idToken.extra })
             .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
             .setIssuer(fake.idToken.iss ?? fake.url)
             .setAudience(fake.idToken.aud ?? o.clientId)

@@ -40,6 +40,7 @@ interface World {
   discord: FakeProvider;
   apple: FakeProvider;
   twitch: FakeProvider;
+  microsoft: FakeProvider;
 }
 
 let world: World | undefined;
@@ -54,7 +55,8 @@ async function startWorld(): Promise<World> {
   const discord = await startFakeProvider('discord', { clientId: 'discord-id', clientSecret: 'discord-secret' });
   const apple = await startFakeProvider('oidc', { clientId: 'com.example.web', clientSecret: '' });
   const twitch = await startFakeProvider('oidc', { clientId: 'twitch-id', clientSecret: 'twitch-secret' });
-  closers.push(() => github.close(), () => discord.close(), () => apple.close(), () => twitch.close());
+  const microsoft = await startFakeProvider('oidc', { clientId: 'ms-id', clientSecret: 'ms-secret' });
+  closers.push(() => github.close(), () => discord.close(), () => apple.close(), () => twitch.close(), () => microsoft.close());
   const appleKey = await generateKeyPair('ES256', { extractable: true });
   apple.appleSecretKey = { publicJwk: await exportJWK(appleKey.publicKey), teamId: 'TEAM123456' };
   const server = await startTestServer({
@@ -77,6 +79,8 @@ async function startWorld(): Promise<World> {
     'apple-key-id': 'KEY1',
     'twitch-client-id': 'twitch-id',
     'twitch-client-secret': 'twitch-secret',
+    'microsoft-client-id': 'ms-id',
+    'microsoft-client-secret': 'ms-secret',
     'oidc-issuer': google.issuer,
     'oidc-client-id': 'google-id',
     'oidc-client-secret': 'google-secret',
@@ -90,7 +94,9 @@ async function startWorld(): Promise<World> {
   social.useEndpointsForTests('discord', { authorizationEndpoint: `${discord.url}/authorize`, tokenEndpoint: `${discord.url}/token`, userinfoEndpoint: `${discord.url}/user` });
   social.useEndpointsForTests('apple', { authorizationEndpoint: `${apple.url}/authorize`, tokenEndpoint: `${apple.url}/token`, jwksUri: `${apple.url}/jwks`, issuer: apple.url });
   social.useEndpointsForTests('twitch', { authorizationEndpoint: `${twitch.url}/authorize`, tokenEndpoint: `${twitch.url}/token`, jwksUri: `${twitch.url}/jwks`, issuer: twitch.url });
-  return { server, base, google, github, discord, apple, twitch };
+  // Entra's multi-tenant issuer: the tenant id of the token is part of it.
+  social.useEndpointsForTests('microsoft', { authorizationEndpoint: `${microsoft.url}/authorize`, tokenEndpoint: `${microsoft.url}/token`, jwksUri: `${microsoft.url}/jwks`, issuer: `${microsoft.url}/{tenantid}/v2.0` });
+  return { server, base, google, github, discord, apple, twitch, microsoft };
 }
 
 test.before(async () => {
@@ -350,7 +356,8 @@ test('the login request: a redirect_uri off the allowed origins is refused befor
   t.true(meta['is_google_login_enabled']);
   t.true(meta['is_apple_login_enabled']);
   t.false(meta['is_facebook_login_enabled']);
-  t.false(meta['is_microsoft_login_enabled']);
+  t.true(meta['is_microsoft_login_enabled']);
+  t.false(meta['is_roblox_login_enabled']);
 });
 
 test('any OpenID provider by discovery (--oidc-issuer): oidc-provider found through its discovery document, same rules', async (t) => {
@@ -424,4 +431,45 @@ test('matrix B8: a verified provider address matching an unverified password acc
   t.is(login.error?.code, 'unauthenticated');
   const audit = await server.call('audit_logs', { action: 'oauth.unverified_account_replaced', pagination: { limit: 10, page: 1 } }, ADMIN);
   t.is(((audit.body?.['audit_logs'] ?? []) as unknown[]).length, 1);
+});
+
+test('Microsoft (multi-tenant): the issuer names the token\'s tenant; the email counts as verified only with xms_edov or a consumer account (nOAuth)', async (t) => {
+  const { microsoft } = w();
+  const tenant = '11111111-2222-3333-4444-555555555555';
+  const consumer = '9188040d-6c67-4c5b-b112-36a304b66dad';
+  const issuer = (tid: string) => `${microsoft.url}/${tid}/v2.0`;
+  microsoft.account = { id: 'ms-1', email: 'max@contoso.example' };
+  microsoft.idToken = { iss: issuer(tenant), extra: { tid: tenant } };
+  const unverified = await login('microsoft');
+  t.is(unverified.params?.get('error'), 'access_denied');
+  t.regex(unverified.params?.get('error_description') ?? '', /verified/);
+  microsoft.idToken = { iss: issuer(tenant), extra: { tid: '99999999-2222-3333-4444-555555555555', xms_edov: true } };
+  const otherTenantIssuer = await login('microsoft');
+  t.is(otherTenantIssuer.params?.get('error'), 'access_denied', 'iss of another tenant than tid');
+  microsoft.idToken = { iss: issuer(tenant), extra: { tid: tenant, xms_edov: true } };
+  const ok = await login('microsoft');
+  assertSignedIn(t, ok.params);
+  t.is((await profileOf(ok.jar))?.signup_methods, 'microsoft');
+  microsoft.account = { id: 'ms-2', email: 'mia@outlook.example' };
+  microsoft.idToken = { iss: issuer(consumer), extra: { tid: consumer } };
+  assertSignedIn(t, (await login('microsoft')).params);
+  microsoft.idToken = {};
+});
+
+test('MFA applies as after a password: the challenge cookie and the screen to show, no session and no token', async (t) => {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const github = await startFakeProvider('github', { clientId: 'gh', clientSecret: 'gh-secret' });
+  t.teardown(() => github.close());
+  const server = await startTestServer({ 'http-port': port, url: base, 'enable-email-verification': false, 'app-cookie-secure': false, 'enable-mfa': true, 'enforce-mfa': true, 'enable-totp-login': true, 'github-client-id': 'gh', 'github-client-secret': 'gh-secret' });
+  t.teardown(() => server.close());
+  socialLoginOf(server.server.services)?.useEndpointsForTests('github', { authorizationEndpoint: `${github.url}/authorize`, tokenEndpoint: `${github.url}/token`, userinfoEndpoint: `${github.url}/user`, emailsEndpoint: `${github.url}/user/emails` });
+  github.account = { id: '12', email: 'mfa@example.com', email_verified: true };
+  const jar = new CookieJar();
+  const r = await drive(jar, `${base}/oauth_login/github?state=s1&redirect_uri=${encodeURIComponent(`${base}/done`)}`, (u) => u.origin === base && u.pathname === '/done');
+  t.is(r.url?.searchParams.get('should_show_totp_screen'), 'true');
+  t.is(r.url?.searchParams.get('state'), 's1');
+  t.is(r.url?.searchParams.get('access_token'), null);
+  t.truthy(jar.get(base, 'mfa'));
+  t.is(jar.get(base, 'cookie_session'), undefined);
 });
