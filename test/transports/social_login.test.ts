@@ -18,6 +18,7 @@ import { socialLoginOf } from '../../transports/index.ts';
 import { TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
 import { CookieJar, drive, request, startFakeProvider, startOidcProvider, type FakeProvider, type OidcProvider } from '../helpers/social.ts';
 import { startSmtp } from '../admin/smtp.ts';
+import { postgresUrl, redisUrl } from '../helpers/databases.ts';
 
 // Serial: the fakes' accounts and spoilers are shared by the tests of one server.
 const test = anyTest.serial;
@@ -473,3 +474,31 @@ test('MFA applies as after a password: the challenge cookie and the screen to sh
   t.truthy(jar.get(base, 'mfa'));
   t.is(jar.get(base, 'cookie_session'), undefined);
 });
+
+// The state's single use is the memory store's atomic delete: the same on Redis (shared by several server processes) and on PostgreSQL.
+const shared = redisUrl();
+if (shared !== undefined || postgresUrl() !== undefined) {
+  test('on PostgreSQL with the memory store on Redis (when their URLs are set): a flow, then its replay refused', async (t) => {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const github = await startFakeProvider('github', { clientId: 'gh', clientSecret: 'gh-secret' });
+    t.teardown(() => github.close());
+    const server = await startTestServer(
+      { 'http-port': port, url: base, 'enable-email-verification': false, 'app-cookie-secure': false, 'github-client-id': 'gh', 'github-client-secret': 'gh-secret', ...(shared === undefined ? {} : { 'redis-url': shared }) },
+      { backend: postgresUrl() === undefined ? 'sqlite' : 'postgres' },
+    );
+    t.teardown(() => server.close());
+    socialLoginOf(server.server.services)?.useEndpointsForTests('github', { authorizationEndpoint: `${github.url}/authorize`, tokenEndpoint: `${github.url}/token`, userinfoEndpoint: `${github.url}/user`, emailsEndpoint: `${github.url}/user/emails` });
+    github.account = { id: '31', email: 'shared@example.com', email_verified: true };
+    const jar = new CookieJar();
+    const atCallback = await drive(jar, `${base}/oauth_login/github?redirect_uri=${encodeURIComponent(`${base}/done`)}`, (u) => u.pathname === '/oauth_callback/github');
+    const stateCookie = jar.get(base, 'service-oauth-state') ?? '';
+    // Two callbacks with the same state at once: exactly one signs in.
+    const twins = [new CookieJar(), new CookieJar()];
+    for (const j of twins) j.set(base, 'service-oauth-state', stateCookie);
+    const answers = await Promise.all(twins.map((j) => request(j, atCallback.url ?? new URL(base))));
+    const signedIn = answers.filter((a) => a.status === 302 && new URL(a.headers.get('location') ?? '', base).searchParams.has('access_token'));
+    t.is(signedIn.length, 1);
+    t.is(answers.filter((a) => a.status === 400).length, 1);
+  });
+}
