@@ -28,6 +28,26 @@ export interface Instance {
   destroy(): Promise<void>;
 }
 
+/** Pids this test process started; killed when it exits, even when a crash skipped the teardowns. */
+const started = new Set<number>();
+process.once('exit', () => {
+  for (const pid of started) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+});
+
+/** Kills `child` when this process exits, if it is still running then. */
+export function killOnExit(child: ChildProcess): void {
+  const pid = child.pid;
+  if (pid === undefined) return;
+  started.add(pid);
+  child.once('exit', () => started.delete(pid));
+}
+
 /** A free TCP port on 127.0.0.1. */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -124,6 +144,7 @@ function managed(
     if (destroyed) throw new Error(`${name} instance was destroyed`);
     if (child !== undefined) return;
     const c = launch();
+    killOnExit(c);
     let log = '';
     c.stdout?.on('data', (d: Buffer) => void (log = (log + d.toString()).slice(-4000)));
     c.stderr?.on('data', (d: Buffer) => void (log = (log + d.toString()).slice(-4000)));
@@ -133,6 +154,12 @@ function managed(
         if (c.exitCode !== null) throw new Error(`${name} exited: ${log}`);
         return (await canConnect(port)) && (await ready());
       });
+      // The server behind a wrapper (runuser): its pid, read once it is up, is killed on exit too.
+      const server = pidFile !== undefined ? pidFrom(pidFile) : undefined;
+      if (server !== undefined && server !== c.pid) {
+        started.add(server);
+        c.once('exit', () => started.delete(server));
+      }
     } catch (err) {
       await stop({ kill: true });
       throw new Error(`${name} did not start: ${(err as Error).message}\n${log}`);

@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import autocannon, { type Options as AutocannonOptions, type Result as AutocannonResult } from 'autocannon';
-import { freePort } from '../helpers/instances.ts';
+import { freePort, killOnExit } from '../helpers/instances.ts';
 
 const ADMIN = 'load-admin-secret';
 const PASSWORD = 'correct horse battery staple';
@@ -94,6 +94,7 @@ test('G3 load smoke: login c=8, validate_jwt_token c=32, check_permissions on 1k
     ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
+  killOnExit(child);
   child.stderr?.resume();
   t.teardown(() => void child.kill('SIGTERM'));
   const until = Date.now() + 30_000;
