@@ -78,7 +78,10 @@ export async function startOidcProvider(o: { clientId: string; clientSecret: str
   });
   const port = await listen(server);
   const issuer = `http://127.0.0.1:${port}`;
+  const signing = await generateKeyPair('RS256', { extractable: true });
   provider = new Provider(issuer, {
+    jwks: { keys: [{ ...(await exportJWK(signing.privateKey)), kid: 'op-1', alg: 'RS256', use: 'sig' }] },
+    ttl: { AccessToken: 600, AuthorizationCode: 60, IdToken: 600, Interaction: 600, Grant: 600, Session: 600 },
     clients: [
       {
         client_id: o.clientId,

@@ -14,7 +14,7 @@
 import anyTest, { type ExecutionContext } from 'ava';
 import { createServer } from 'node:net';
 import { exportJWK, exportPKCS8, generateKeyPair } from 'jose';
-import { socialLoginOf } from '../../transports/index.ts';
+import { parseFlags, socialLoginOf } from '../../transports/index.ts';
 import { TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
 import { CookieJar, drive, request, startFakeProvider, startOidcProvider, type FakeProvider, type OidcProvider } from '../helpers/social.ts';
 import { startSmtp } from '../admin/smtp.ts';
@@ -502,3 +502,15 @@ if (shared !== undefined || postgresUrl() !== undefined) {
     t.is(answers.filter((a) => a.status === 400).length, 1);
   });
 }
+
+test('the --oidc-* flags go together, and --oidc-issuer is an http(s) URL', (t) => {
+  const base = ['--admin-secret=a', '--client-id=c', '--client-secret=s', '--jwt-type=HS256', '--jwt-secret=0123456789abcdef0123456789abcdef', '--database-type=sqlite', '--database-url=:memory:'];
+  const problems = (extra: string[]) => {
+    const r = parseFlags([...base, ...extra]);
+    return r.ok ? [] : r.problems;
+  };
+  t.deepEqual(problems(['--oidc-issuer=https://sso.example.com/realms/main', '--oidc-client-id=x', '--oidc-client-secret=y']), []);
+  t.true(problems(['--oidc-issuer=https://sso.example.com']).some((p) => p.includes('go together')));
+  t.true(problems(['--oidc-client-id=x', '--oidc-client-secret=y']).some((p) => p.includes('go together')));
+  t.true(problems(['--oidc-issuer=sso.example.com', '--oidc-client-id=x', '--oidc-client-secret=y']).some((p) => p.includes('http(s) URL')));
+});
