@@ -22,11 +22,14 @@ import {
   fgaDeleteTuples,
   fgaExpand,
   fgaGetModel,
+  fgaListModels,
   fgaListUsers,
   fgaReadTuples,
+  fgaValidateModel,
   fgaWriteModel,
   fgaWriteTuples,
   requireEngine,
+  type DslProblem,
   type FgaTuple,
   type FgaTupleInput,
 } from './fga_admin.ts';
@@ -437,6 +440,15 @@ export class AdminService {
 
   async fgaWriteModel(ctx: AdminCallContext, dsl: string): Promise<{ id: string; dsl: string }> {
     return this.#run(ctx, 'admin.fga_model_written', { type: 'fga_model' }, () => fgaWriteModel(requireEngine(this.#engine), dsl));
+  }
+
+  /** Checks DSL without installing it. Not audited: the dashboard calls it as the model is typed, and it reads and changes nothing. */
+  fgaValidateModel(dsl: string): { valid: boolean; errors: DslProblem[] } {
+    return fgaValidateModel(dsl);
+  }
+
+  async fgaListModels(ctx: AdminCallContext, input: Parameters<typeof fgaListModels>[1]): ReturnType<typeof fgaListModels> {
+    return this.#run(ctx, 'admin.fga_models_listed', { type: 'fga_model' }, () => fgaListModels(requireEngine(this.#engine), input));
   }
 
   async fgaWriteTuples(ctx: AdminCallContext, tuples: FgaTupleInput[]): Promise<{ message: string }> {

@@ -44,6 +44,57 @@ export async function fgaGetModel(engine: Engine): Promise<{ id: string; dsl: st
   return { id, dsl: printModel(rest) };
 }
 
+/** A DSL problem as the admin operations report it: 1-based line and column (as `latchkey dsl validate` prints them). */
+export interface DslProblem {
+  line: number;
+  column: number;
+  kind: string;
+  message: string;
+}
+
+function problemsOf(errors: ReturnType<typeof parseDsl>['errors']): DslProblem[] {
+  return errors.map((e) => ({ line: e.line.start + 1, column: e.column.start + 1, kind: e.kind, message: e.message }));
+}
+
+/**
+ * `fga_validate_model`: parses and validates the DSL as `fga_write_model`
+ * would, without installing anything; every problem with its 1-based line
+ * and column. Needs no engine (the DSL is checked on its own).
+ */
+export function fgaValidateModel(dsl: string): { valid: boolean; errors: DslProblem[] } {
+  const parsed = parseDsl(dsl);
+  const errors = problemsOf(parsed.errors);
+  return { valid: errors.length === 0 && parsed.model !== undefined, errors };
+}
+
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+/** The creation time (unix seconds) a ULID carries in its first ten characters; 0 when the id is not a ULID. */
+function ulidSeconds(id: string): number {
+  if (!/^[0-9A-HJKMNP-TV-Z]{26}$/i.test(id)) return 0;
+  let ms = 0;
+  for (const c of id.slice(0, 10).toUpperCase()) ms = ms * 32 + CROCKFORD.indexOf(c);
+  return Math.floor(ms / 1000);
+}
+
+/** Largest `page_size` of `fga_list_models` (and its default). */
+export const FGA_MODELS_PAGE_SIZE = 50;
+
+/**
+ * `fga_list_models`: the model versions, newest first, each as DSL with its
+ * creation time (from its ULID), a page at a time with a continuation token.
+ */
+export async function fgaListModels(
+  engine: Engine,
+  input: { page_size?: number | undefined; continuation_token?: string | undefined },
+): Promise<{ models: Array<{ id: string; dsl: string; created_at: number }>; continuation_token: string }> {
+  const page = await engine.listModels({ pageSize: input.page_size ?? FGA_MODELS_PAGE_SIZE, ...(input.continuation_token ? { continuationToken: input.continuation_token } : {}) });
+  return {
+    models: page.models.map(({ id, ...rest }) => ({ id, dsl: printModel(rest), created_at: ulidSeconds(id) })),
+    continuation_token: page.continuationToken,
+  };
+}
+
 /**
  * `fga_write_model`: parses and validates the DSL and installs it as a new
  * version. Throws `invalid_argument` (reason `invalid_dsl`) whose message
@@ -53,12 +104,7 @@ export async function fgaGetModel(engine: Engine): Promise<{ id: string; dsl: st
 export async function fgaWriteModel(engine: Engine, dsl: string): Promise<{ id: string; dsl: string }> {
   const parsed = parseDsl(dsl);
   if (parsed.errors.length > 0 || !parsed.model) {
-    const errors = parsed.errors.map((e) => ({
-      line: e.line.start + 1,
-      column: e.column.start + 1,
-      kind: e.kind,
-      message: e.message,
-    }));
+    const errors = problemsOf(parsed.errors);
     const first = errors[0];
     throw new LatchkeyError(
       'invalid_argument',

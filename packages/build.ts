@@ -88,7 +88,7 @@ export const PACKAGES: PackageSpec[] = [
     keywords: ['authentication', 'authorization', 'identity', 'oauth', 'openid-connect', 'fga', 'openfga', 'server'],
     exports: { '.': 'transports/index', './engine': 'engine', './engine/sql': 'engine_sql', './dsl': 'dsl', './client': 'client' },
     extraEntries: ['transports/cli', 'transports/cli/dsl_command', 'transports/cli/fga_command'],
-    assets: ['transports/grpc/latchkey.proto'],
+    assets: ['transports/grpc/latchkey.proto', 'transports/dashboard/page.html', 'transports/dashboard/page.css', 'transports/dashboard/page.js'],
     external: ENGINE_EXTERNAL,
     extraDependencies: ['pg', 'mysql2'],
     bin: { latchkey: 'bin/latchkey.js' },

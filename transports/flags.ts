@@ -154,6 +154,7 @@ export const FLAGS = {
     'organization-name': str({ doc: 'Organization name shown on pages and in emails', default: 'Latchkey' }),
     'organization-logo': str({ doc: 'URL of the organization logo', default: '' }),
     'enable-login-page': bool({ doc: 'Serve the built-in login page', default: true }),
+    'enable-dashboard': bool({ doc: 'Serve the admin dashboard at /dashboard (signed in with the admin secret)', default: true }),
     'enable-playground': bool({ doc: 'Serve the GraphQL playground', default: true }),
     'enable-graphql-introspection': bool({ doc: 'Answer GraphQL introspection queries', default: true }),
     'graphql-max-depth': int({ doc: 'Deepest GraphQL selection accepted', default: 15, min: 1, max: 100 }),

@@ -14,6 +14,7 @@ import { VERSION } from './version.ts';
 import { plugAdmin } from './operations/admin_plug.ts';
 import { plugAuth } from './operations/auth.ts';
 import { plugFgaEngine } from './operations/permissions.ts';
+import { plugDashboard } from './dashboard/dashboard.ts';
 
 export interface Services {
   readonly config: Config;
@@ -112,6 +113,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
   await plugFgaEngine(services);
   await plugAuth(services);
   await plugAdmin(services);
+  plugDashboard(services);
 
   return services;
 }

@@ -57,6 +57,7 @@ test('every admin operation refuses missing and wrong credentials on every proto
       update_email_template: { id: 'x', subject: 's' },
       delete_email_template: { id: 'x' },
       fga_write_model: { dsl: 'model\n  schema 1.1\ntype user\n' },
+      fga_validate_model: { dsl: 'model\n  schema 1.1\ntype user\n' },
       fga_write_tuples: { tuples: [tuple] },
       fga_delete_tuples: { tuples: [tuple] },
       fga_list_users: { object: 'doc:1', relation: 'viewer', user_type: 'user' },

@@ -858,6 +858,56 @@ const S_FgaWriteModelRequest = {
     dsl: { kind: 'string', minLength: 1, maxLength: 1000000, text: true },
   },
 } as const;
+const S_FgaValidateModelRequest = {
+  kind: 'object',
+  name: 'FgaValidateModelRequest',
+  fields: {
+    dsl: { kind: 'string', minLength: 1, maxLength: 1000000, text: true },
+  },
+} as const;
+const S_DslProblem = {
+  kind: 'object',
+  name: 'DslProblem',
+  fields: {
+    line: { kind: 'int' },
+    column: { kind: 'int' },
+    kind: { kind: 'string' },
+    message: { kind: 'string' },
+  },
+} as const;
+const S_FgaValidateModelResponse = {
+  kind: 'object',
+  name: 'FgaValidateModelResponse',
+  fields: {
+    valid: { kind: 'bool' },
+    errors: { kind: 'list', item: S_DslProblem },
+  },
+} as const;
+const S_FgaListModelsRequest = {
+  kind: 'object',
+  name: 'FgaListModelsRequest',
+  fields: {
+    page_size: { kind: 'optional', inner: { kind: 'int', min: 1, max: 50 } },
+    continuation_token: { kind: 'optional', inner: { kind: 'string' } },
+  },
+} as const;
+const S_FgaModelVersion = {
+  kind: 'object',
+  name: 'FgaModelVersion',
+  fields: {
+    id: { kind: 'string' },
+    dsl: { kind: 'string' },
+    created_at: { kind: 'int' },
+  },
+} as const;
+const S_FgaModels = {
+  kind: 'object',
+  name: 'FgaModels',
+  fields: {
+    models: { kind: 'list', item: S_FgaModelVersion },
+    continuation_token: { kind: 'string' },
+  },
+} as const;
 const S_FgaTupleInput = {
   kind: 'object',
   name: 'FgaTupleInput',
@@ -1540,6 +1590,30 @@ export const CLIENT_OPERATIONS = [
     document: 'mutation($params: FgaWriteModelInput!) { _fga_write_model(params: $params) { id dsl } }',
     input: S_FgaWriteModelRequest,
     output: S_FgaModel,
+  },
+  {
+    name: 'fga_validate_model',
+    admin: true,
+    kind: 'query',
+    graphql: '_fga_validate_model',
+    protocols: ['graphql', 'rest', 'grpc'],
+    rest: { method: 'POST', path: '/v1/admin/fga/validate_model' },
+    grpc: { service: 'LatchkeyAdmin', method: 'FgaValidateModel' },
+    document: 'query($params: FgaValidateModelInput!) { _fga_validate_model(params: $params) { valid errors { line column kind message } } }',
+    input: S_FgaValidateModelRequest,
+    output: S_FgaValidateModelResponse,
+  },
+  {
+    name: 'fga_list_models',
+    admin: true,
+    kind: 'query',
+    graphql: '_fga_list_models',
+    protocols: ['graphql', 'rest', 'grpc'],
+    rest: { method: 'POST', path: '/v1/admin/fga/models' },
+    grpc: { service: 'LatchkeyAdmin', method: 'FgaListModels' },
+    document: 'query($params: FgaListModelsInput!) { _fga_list_models(params: $params) { models { id dsl created_at } continuation_token } }',
+    input: S_FgaListModelsRequest,
+    output: S_FgaModels,
   },
   {
     name: 'fga_write_tuples',

@@ -428,6 +428,31 @@ export const ADMIN_OPERATIONS: readonly AnyOperation[] = [
     handler: async (ctx, input) => adminOf(ctx).fgaWriteModel(callCtx(ctx), input.dsl),
   }),
   defineOperation({
+    ...admin('fga_validate_model', 'POST', '/v1/admin/fga/validate_model', 'FgaValidateModel'),
+    kind: 'query',
+    input: s.object('FgaValidateModelRequest', { dsl: s.string({ minLength: 1, maxLength: 1_000_000, text: true }) }, { graphql: { name: 'FgaValidateModelInput' } }),
+    output: s.object('FgaValidateModelResponse', {
+      valid: s.bool(),
+      errors: s.list(s.object('DslProblem', { line: s.int({ doc: '1-based' }), column: s.int({ doc: '1-based' }), kind: s.string(), message: s.string() })),
+    }),
+    doc: 'Checks DSL as fga_write_model would, without installing it: every problem with its line and column. Not audited.',
+    handler: async (ctx, input) => adminOf(ctx).fgaValidateModel(input.dsl),
+  }),
+  defineOperation({
+    ...admin('fga_list_models', 'POST', '/v1/admin/fga/models', 'FgaListModels'),
+    kind: 'query',
+    input: s.object('FgaListModelsRequest', {
+      page_size: s.optional(s.int({ min: 1, max: 50 })),
+      continuation_token: s.optional(s.string()),
+    }, { graphql: { name: 'FgaListModelsInput' } }),
+    output: s.object('FgaModels', {
+      models: s.list(s.object('FgaModelVersion', { id: s.string(), dsl: s.string(), created_at: s.int({ doc: 'Unix seconds' }) })),
+      continuation_token: s.string(),
+    }, { graphql: { nullable: ['continuation_token'] } }),
+    doc: 'The authorization model versions, newest first, as DSL; page size 1 to 50 (default 50) with a continuation token.',
+    handler: async (ctx, input) => adminOf(ctx).fgaListModels(callCtx(ctx), input),
+  }),
+  defineOperation({
     ...admin('fga_write_tuples', 'POST', '/v1/admin/fga/tuples', 'FgaWriteTuples'),
     kind: 'mutation',
     input: s.object('FgaWriteTuplesRequest', { tuples: s.list(FGA_TUPLE_INPUT, { minItems: 1, maxItems: 100 }) }, { graphql: { name: 'FgaWriteTuplesInput' } }),
