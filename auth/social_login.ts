@@ -127,6 +127,8 @@ function splitList(v: unknown): string[] {
   return [...new Set(parts.flatMap((x) => x.split(/[\s,]+/)).filter((x) => x.length > 0))];
 }
 
+const clip = (v: string | undefined, max: number): string | null => (v === undefined ? null : [...v].slice(0, max).join(''));
+
 function single(v: unknown): string | undefined {
   return typeof v === 'string' && v.length > 0 ? v : undefined;
 }
@@ -469,10 +471,11 @@ export class SocialLogin {
       password: null,
       signup_methods: row.name,
       roles: signupRoles,
-      given_name: profile.givenName ?? null,
-      family_name: profile.familyName ?? null,
-      nickname: profile.nickname ?? null,
-      picture: profile.picture ?? null,
+      // Within the columns (and the limits of update_profile), whatever the provider sends.
+      given_name: clip(profile.givenName, 256),
+      family_name: clip(profile.familyName, 256),
+      nickname: clip(profile.nickname, 256),
+      picture: profile.picture !== undefined && profile.picture.length <= 2048 && /^https:\/\//.test(profile.picture) ? profile.picture : null,
     };
     try {
       return { user: await users.create(fields), created: true, replaced: false };

@@ -33,7 +33,7 @@
  * was taken over.
  */
 import { dependencyError, LatchkeyError } from '../../engine/errors.ts';
-import { SocialLogin, sessionCookieOf, type AuthResult, type AuthService, type MemoryStore, type SocialClient, type SocialLoginProvider, type UserRecord } from '../../auth/index.ts';
+import { SOCIAL_STATE_TTL_SECONDS, SocialLogin, sessionCookieOf, type AuthResult, type AuthService, type MemoryStore, type SocialClient, type SocialLoginProvider, type UserRecord } from '../../auth/index.ts';
 import { AdminService, checkRedirectUri, type WebhookEvent } from '../../admin/index.ts';
 import { CookieSink } from '../context.ts';
 import type { Config } from '../flags.ts';
@@ -149,7 +149,7 @@ export function plugSocialLogin(
       try {
         const out = await social.begin(provider, request.query);
         const sink = new CookieSink();
-        sink.set(SOCIAL_STATE_COOKIE, out.state, { ...stateCookieOptions(c), maxAgeSeconds: 600 });
+        sink.set(SOCIAL_STATE_COOKIE, out.state, { ...stateCookieOptions(c), maxAgeSeconds: SOCIAL_STATE_TTL_SECONDS });
         await record(request, 'oauth.login_initiated', { metadata: { provider } });
         return { status: 302, headers: { location: out.location, ...NO_STORE }, cookies: sink.headers() };
       } catch (err) {
