@@ -18,6 +18,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, importJWK, jwtVerify, SignJWT, type JWK } from 'jose';
 import Provider from 'oidc-provider';
+import { createServer as createNetServer } from 'node:net';
+import { startTestServer, type TestServer, type TestServerOptions } from './server.ts';
 
 async function listen(server: Server): Promise<number> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -323,4 +325,33 @@ export async function drive(jar: CookieJar, start: URL | string, stop: (url: URL
     return { response: res, callbacks };
   }
   throw new Error('too many redirects');
+}
+
+// ------------------------------------------------------------------ the server on a known port
+
+/** A free loopback port. */
+export async function freePort(): Promise<number> {
+  const srv = createNetServer();
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const port = (srv.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => srv.close(() => resolve()));
+  return port;
+}
+
+/**
+ * The test server on a port known before it starts, so that `--url` (the
+ * callback URLs registered at the providers) names it. `flags(base)` gives
+ * the flags for the base URL; another process taking the port in between is
+ * retried on a fresh one.
+ */
+export async function startOnKnownPort(flags: (base: string) => Record<string, string | number | boolean>, options: TestServerOptions = {}): Promise<{ server: TestServer; base: string }> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    try {
+      return { server: await startTestServer({ 'http-port': port, url: base, ...flags(base) }, options), base };
+    } catch (err) {
+      if (attempt >= 3 || !String((err as Error).message ?? err).includes('EADDRINUSE')) throw err;
+    }
+  }
 }

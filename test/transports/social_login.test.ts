@@ -12,11 +12,10 @@
  * a revoked user, a protected role, a foreign redirect_uri.
  */
 import anyTest, { type ExecutionContext } from 'ava';
-import { createServer } from 'node:net';
 import { exportJWK, exportPKCS8, generateKeyPair } from 'jose';
 import { parseFlags, socialLoginOf } from '../../transports/index.ts';
-import { TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
-import { CookieJar, drive, request, startFakeProvider, startOidcProvider, type FakeProvider, type OidcProvider } from '../helpers/social.ts';
+import { TEST_ADMIN_SECRET, startTestServer, type TestServer, type TestServerOptions } from '../helpers/server.ts';
+import { CookieJar, drive, freePort, request, startFakeProvider, startOidcProvider, startOnKnownPort, type FakeProvider, type OidcProvider } from '../helpers/social.ts';
 import { startSmtp } from '../admin/smtp.ts';
 import { postgresUrl, redisUrl } from '../helpers/databases.ts';
 
@@ -25,13 +24,6 @@ const test = anyTest.serial;
 const ADMIN = { protocol: 'rest' as const, headers: { 'x-service-admin-secret': TEST_ADMIN_SECRET } };
 const PASSWORD = 'Correct-Horse-7-Battery';
 
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
-}
 
 interface World {
   server: TestServer;
@@ -48,7 +40,17 @@ let world: World | undefined;
 const closers: (() => Promise<void>)[] = [];
 
 async function startWorld(): Promise<World> {
-  const port = await freePort();
+  // The provider registers the callbacks of the server's port: both start again on a port taken meanwhile.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startWorldOn(await freePort());
+    } catch (err) {
+      if (attempt >= 3 || !String((err as Error).message ?? err).includes('EADDRINUSE')) throw err;
+    }
+  }
+}
+
+async function startWorldOn(port: number): Promise<World> {
   const base = `http://127.0.0.1:${port}`;
   const google = await startOidcProvider({ clientId: 'google-id', clientSecret: 'google-secret', redirectUris: [`${base}/oauth_callback/google`, `${base}/oauth_callback/oidc`] });
   closers.push(() => google.close());
@@ -98,6 +100,16 @@ async function startWorld(): Promise<World> {
   // Entra's multi-tenant issuer: the tenant id of the token is part of it.
   social.useEndpointsForTests('microsoft', { authorizationEndpoint: `${microsoft.url}/authorize`, tokenEndpoint: `${microsoft.url}/token`, jwksUri: `${microsoft.url}/jwks`, issuer: `${microsoft.url}/{tenantid}/v2.0` });
   return { server, base, google, github, discord, apple, twitch, microsoft };
+}
+
+/** A server with GitHub pointed at a fake of its own (closed with the test); `extra` adds flags. */
+async function serverWithGithub(t: ExecutionContext, extra: Record<string, string | number | boolean> = {}, options: TestServerOptions = {}) {
+  const github = await startFakeProvider('github', { clientId: 'gh', clientSecret: 'gh-secret' });
+  t.teardown(() => github.close());
+  const { server, base } = await startOnKnownPort(() => ({ 'enable-email-verification': false, 'app-cookie-secure': false, 'github-client-id': 'gh', 'github-client-secret': 'gh-secret', ...extra }), options);
+  t.teardown(() => server.close());
+  socialLoginOf(server.server.services)?.useEndpointsForTests('github', { authorizationEndpoint: `${github.url}/authorize`, tokenEndpoint: `${github.url}/token`, userinfoEndpoint: `${github.url}/user`, emailsEndpoint: `${github.url}/user/emails` });
+  return { github, server, base };
 }
 
 test.before(async () => {
@@ -378,13 +390,7 @@ test('any OpenID provider by discovery (--oidc-issuer): oidc-provider found thro
 });
 
 test('sign-up disabled: a new provider account is refused and no user is created', async (t) => {
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const github = await startFakeProvider('github', { clientId: 'gh', clientSecret: 'gh-secret' });
-  t.teardown(() => github.close());
-  const server = await startTestServer({ 'http-port': port, url: base, 'enable-email-verification': false, 'enable-signup': false, 'app-cookie-secure': false, 'github-client-id': 'gh', 'github-client-secret': 'gh-secret' });
-  t.teardown(() => server.close());
-  socialLoginOf(server.server.services)?.useEndpointsForTests('github', { authorizationEndpoint: `${github.url}/authorize`, tokenEndpoint: `${github.url}/token`, userinfoEndpoint: `${github.url}/user`, emailsEndpoint: `${github.url}/user/emails` });
+  const { github, server, base } = await serverWithGithub(t, { 'enable-signup': false });
   github.account = { id: '5', email: 'newcomer@example.com', email_verified: true };
   const stop = (u: URL) => u.origin === base && u.pathname === '/done';
   const refused = await drive(new CookieJar(), `${base}/oauth_login/github?redirect_uri=${encodeURIComponent(`${base}/done`)}`, stop);
@@ -394,25 +400,9 @@ test('sign-up disabled: a new provider account is refused and no user is created
 });
 
 test('matrix B8: a verified provider address matching an unverified password account does not link it: the squat is replaced, its password no longer works', async (t) => {
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
   const smtp = await startSmtp();
   t.teardown(() => smtp.close());
-  const github = await startFakeProvider('github', { clientId: 'gh', clientSecret: 'gh-secret' });
-  t.teardown(() => github.close());
-  const server = await startTestServer({
-    'http-port': port,
-    url: base,
-    'enable-email-verification': true,
-    'smtp-host': '127.0.0.1',
-    'smtp-port': smtp.port,
-    'smtp-sender-email': 'noreply@example.com',
-    'app-cookie-secure': false,
-    'github-client-id': 'gh',
-    'github-client-secret': 'gh-secret',
-  });
-  t.teardown(() => server.close());
-  socialLoginOf(server.server.services)?.useEndpointsForTests('github', { authorizationEndpoint: `${github.url}/authorize`, tokenEndpoint: `${github.url}/token`, userinfoEndpoint: `${github.url}/user`, emailsEndpoint: `${github.url}/user/emails` });
+  const { github, server, base } = await serverWithGithub(t, { 'enable-email-verification': true, 'smtp-host': '127.0.0.1', 'smtp-port': smtp.port, 'smtp-sender-email': 'noreply@example.com' });
   // The attacker pre-registers the victim's address with a password of their own; it stays unverified.
   const squat = await server.call('signup', { email: 'owner@example.com', password: PASSWORD, given_name: 'Squatter' }, { protocol: 'rest' });
   t.is(squat.status, 200);
@@ -458,13 +448,7 @@ test('Microsoft (multi-tenant): the issuer names the token\'s tenant; the email 
 });
 
 test('MFA applies as after a password: the challenge cookie and the screen to show, no session and no token', async (t) => {
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const github = await startFakeProvider('github', { clientId: 'gh', clientSecret: 'gh-secret' });
-  t.teardown(() => github.close());
-  const server = await startTestServer({ 'http-port': port, url: base, 'enable-email-verification': false, 'app-cookie-secure': false, 'enable-mfa': true, 'enforce-mfa': true, 'enable-totp-login': true, 'github-client-id': 'gh', 'github-client-secret': 'gh-secret' });
-  t.teardown(() => server.close());
-  socialLoginOf(server.server.services)?.useEndpointsForTests('github', { authorizationEndpoint: `${github.url}/authorize`, tokenEndpoint: `${github.url}/token`, userinfoEndpoint: `${github.url}/user`, emailsEndpoint: `${github.url}/user/emails` });
+  const { github, base } = await serverWithGithub(t, { 'enable-mfa': true, 'enforce-mfa': true, 'enable-totp-login': true });
   github.account = { id: '12', email: 'mfa@example.com', email_verified: true };
   const jar = new CookieJar();
   const r = await drive(jar, `${base}/oauth_login/github?state=s1&redirect_uri=${encodeURIComponent(`${base}/done`)}`, (u) => u.origin === base && u.pathname === '/done');
@@ -479,16 +463,7 @@ test('MFA applies as after a password: the challenge cookie and the screen to sh
 const shared = redisUrl();
 if (shared !== undefined || postgresUrl() !== undefined) {
   test('on PostgreSQL with the memory store on Redis (when their URLs are set): a flow, then its replay refused', async (t) => {
-    const port = await freePort();
-    const base = `http://127.0.0.1:${port}`;
-    const github = await startFakeProvider('github', { clientId: 'gh', clientSecret: 'gh-secret' });
-    t.teardown(() => github.close());
-    const server = await startTestServer(
-      { 'http-port': port, url: base, 'enable-email-verification': false, 'app-cookie-secure': false, 'github-client-id': 'gh', 'github-client-secret': 'gh-secret', ...(shared === undefined ? {} : { 'redis-url': shared }) },
-      { backend: postgresUrl() === undefined ? 'sqlite' : 'postgres' },
-    );
-    t.teardown(() => server.close());
-    socialLoginOf(server.server.services)?.useEndpointsForTests('github', { authorizationEndpoint: `${github.url}/authorize`, tokenEndpoint: `${github.url}/token`, userinfoEndpoint: `${github.url}/user`, emailsEndpoint: `${github.url}/user/emails` });
+    const { github, base } = await serverWithGithub(t, shared === undefined ? {} : { 'redis-url': shared }, { backend: postgresUrl() === undefined ? 'sqlite' : 'postgres' });
     github.account = { id: '31', email: 'shared@example.com', email_verified: true };
     const jar = new CookieJar();
     const atCallback = await drive(jar, `${base}/oauth_login/github?redirect_uri=${encodeURIComponent(`${base}/done`)}`, (u) => u.pathname === '/oauth_callback/github');

@@ -7,31 +7,37 @@
  * user. A tampered state in the browser is refused with no session.
  */
 import test from 'ava';
-import { createServer } from 'node:net';
 import { chromium, type Browser } from 'playwright-core';
 import { socialLoginOf } from '../../transports/index.ts';
 import { startTestServer } from '../helpers/server.ts';
-import { startOidcProvider } from '../helpers/social.ts';
+import { freePort, startOidcProvider, type OidcProvider } from '../helpers/social.ts';
+import type { TestServer } from '../helpers/server.ts';
 
 const WAIT = 30_000;
 
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
-}
 
 test('Google through oidc-provider in Chromium: redirect → provider → callback → back on the app, signed in', async (t) => {
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const google = await startOidcProvider({ clientId: 'google-id', clientSecret: 'google-secret', redirectUris: [`${base}/oauth_callback/google`] });
-  t.teardown(() => google.close());
+  // The provider registers the callback of the server's port: both start again on a port taken meanwhile.
+  let google: OidcProvider | undefined;
+  let server: TestServer | undefined;
+  let base = '';
+  for (let attempt = 1; server === undefined; attempt++) {
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    const op = await startOidcProvider({ clientId: 'google-id', clientSecret: 'google-secret', redirectUris: [`${base}/oauth_callback/google`] });
+    t.teardown(() => op.close());
+    google = op;
+    try {
+      server = await startTestServer({ 'http-port': port, url: base, 'enable-email-verification': false, 'app-cookie-secure': false, 'google-client-id': 'google-id', 'google-client-secret': 'google-secret' });
+    } catch (err) {
+      if (attempt >= 3 || !String((err as Error).message ?? err).includes('EADDRINUSE')) throw err;
+    }
+  }
+  if (google === undefined) throw new Error('no provider');
+  const live = server;
+  t.teardown(() => live.close());
   google.accounts.set('bea', { email: 'bea@example.com', email_verified: true, given_name: 'Bea' });
   google.account = 'bea';
-  const server = await startTestServer({ 'http-port': port, url: base, 'enable-email-verification': false, 'app-cookie-secure': false, 'google-client-id': 'google-id', 'google-client-secret': 'google-secret' });
-  t.teardown(() => server.close());
   socialLoginOf(server.server.services)?.useEndpointsForTests('google', {
     authorizationEndpoint: `${google.issuer}/auth`,
     tokenEndpoint: `${google.issuer}/token`,
