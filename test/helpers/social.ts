@@ -330,6 +330,14 @@ export async function drive(jar: CookieJar, start: URL | string, stop: (url: URL
 // ------------------------------------------------------------------ the server on a known port
 
 /** A free loopback port. */
+/** The fields the server sent back to a landing URL: its query and its fragment (where tokens go). */
+export function landingParams(url: URL | undefined): URLSearchParams | undefined {
+  if (url === undefined) return undefined;
+  const out = new URLSearchParams(url.search);
+  for (const [k, v] of new URLSearchParams(url.hash.slice(1))) out.set(k, v);
+  return out;
+}
+
 export async function freePort(): Promise<number> {
   const srv = createNetServer();
   await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));

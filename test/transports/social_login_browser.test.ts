@@ -59,9 +59,11 @@ test('Google through oidc-provider in Chromium: redirect → provider → callba
   await page.goto(start, { waitUntil: 'load', timeout: WAIT });
   await page.waitForURL((u) => u.origin === base && u.pathname.startsWith('/app'), { timeout: WAIT });
   const landed = new URL(page.url());
-  t.is(landed.searchParams.get('state'), 'app-state');
-  t.truthy(landed.searchParams.get('access_token'));
-  t.truthy(landed.searchParams.get('id_token'));
+  const fields = new URLSearchParams(landed.hash.slice(1));
+  t.is(fields.get('state'), 'app-state');
+  t.truthy(fields.get('access_token'));
+  t.truthy(fields.get('id_token'));
+  t.is(landed.search, '', 'tokens travel in the fragment, never the query');
   const cookies = await context.cookies(base);
   const session = cookies.find((c) => c.name === 'cookie_session');
   t.truthy(session);
@@ -75,7 +77,7 @@ test('Google through oidc-provider in Chromium: redirect → provider → callba
 
   // Again, with the provider's session still open in the browser: the same user.
   await page.goto(start, { waitUntil: 'load', timeout: WAIT });
-  await page.waitForURL((u) => u.origin === base && u.pathname.startsWith('/app') && u.searchParams.has('access_token'), { timeout: WAIT });
+  await page.waitForURL((u) => u.origin === base && u.pathname.startsWith('/app') && new URLSearchParams(u.hash.slice(1)).has('access_token'), { timeout: WAIT });
   const again = (await context.cookies(base)).find((c) => c.name === 'cookie_session');
   t.not(again?.value, session?.value, 'a new session');
   const me2 = await server.call('profile', {}, { protocol: 'rest', cookies: { cookie_session: again?.value ?? '' } });

@@ -16,10 +16,12 @@
  *   form post; the state cookie is its CSRF defence) clears the state cookie.
  *   A missing, mismatched, expired or replayed state is 400: nothing says
  *   where the browser may go. Otherwise the browser is sent to the login's
- *   redirect URI with, as the reference does, the tokens appended to its
- *   query: `access_token`, `token_type=bearer`, `expires_in`, `state`,
- *   `id_token` and `refresh_token` (scope `offline_access`), after the session
- *   cookies are set. When MFA applies the `mfa` challenge cookie is set
+ *   redirect URI, after the session cookies are set, with the reference's
+ *   fields `access_token`, `token_type=bearer`, `expires_in`, `state`,
+ *   `id_token` and `refresh_token` (scope `offline_access`) in its fragment,
+ *   not its query as the reference does: a fragment never reaches a server's
+ *   logs nor a Referer (OAuth 2.0 Security BCP, RFC 9700 §2.1.2 and §4.3.2),
+ *   and a page reads it from `location.hash` as it would the query. When MFA applies the `mfa` challenge cookie is set
  *   instead and the query says which screen to show
  *   (`should_show_email_otp_screen=true`, …) for `verify_otp`. A refusal
  *   appends `error` (`access_denied`, `server_error` or
@@ -78,6 +80,15 @@ function stateCookieOptions(c: Config) {
 function withQuery(uri: string, params: Record<string, string | undefined>): string {
   const url = new URL(uri);
   for (const [k, v] of Object.entries(params)) if (v !== undefined) url.searchParams.set(k, v);
+  return url.toString();
+}
+
+/** `uri` with `params` as its fragment (credentials: never in a query). */
+function withFragment(uri: string, params: Record<string, string | undefined>): string {
+  const url = new URL(uri);
+  const fragment = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined) fragment.set(k, v);
+  url.hash = fragment.toString();
   return url.toString();
 }
 
@@ -185,7 +196,7 @@ export function plugSocialLogin(
           return { status: 302, headers: { location: withQuery(out.redirectUri, { [flag]: 'true', state: out.clientState }), ...NO_STORE }, cookies: sink.headers() };
         }
         await record(request, 'user.login_success', { user, webhook: 'user.login', metadata });
-        const location = withQuery(out.redirectUri, {
+        const location = withFragment(out.redirectUri, {
           access_token: r.access_token,
           token_type: 'bearer',
           expires_in: r.expires_in === undefined ? undefined : String(r.expires_in),
