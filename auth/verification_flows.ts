@@ -42,6 +42,9 @@ export class VerificationFlows {
     const { token } = await this.#d.store.create({ identifier: 'invite_member', email: user.email, redirectUri, ttlSeconds: INVITATION_TTL_SECONDS });
     const url = new URL(redirectUri);
     url.searchParams.set('token', token);
+    // Tells the page the link opens (the built-in /app among them) that this token sets a password
+    // (reset_password) rather than verifying an address (verify_email).
+    url.searchParams.set('type', 'invite_member');
     return url.toString();
   }
 

@@ -1,0 +1,238 @@
+/**
+ * The login page's other flows in Chromium against the real server and the
+ * real SMTP test server on loopback: an invitation link (from the admin's
+ * invite_members) opened at /app sets a password the page then signs in
+ * with; sign-up by email and by phone, then sign-in by phone; a magic link
+ * asked for on the page, mailed and opened; an email code resent from the
+ * code step (the first code no longer works, the new one does); the
+ * organization's name and logo from the flags, with the logo's origin the
+ * only image source the policy adds; a button for each enabled social
+ * provider linking to /oauth_login/<provider> with the way back; none of
+ * those where the server does not offer them. No CSP or Trusted Types
+ * violation, page error or dialog along the way.
+ */
+import anyTest, { type ExecutionContext } from 'ava';
+import { randomBytes } from 'node:crypto';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
+import { mailsTo, startSmtp, type Smtp } from '../admin/smtp.ts';
+
+const test = anyTest.serial;
+const PASSWORD = 'Correct-Horse-7-Battery';
+const WAIT = 30_000;
+
+let browser: Browser | undefined;
+
+test.before(async () => {
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    timeout: 60_000,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+});
+
+test.after.always(async () => {
+  await browser?.close();
+});
+
+async function start(t: ExecutionContext, extra: Record<string, string | number | boolean> = {}): Promise<TestServer> {
+  const server = await startTestServer({ 'enable-email-verification': false, 'app-cookie-secure': false, ...extra });
+  t.teardown(() => server.close());
+  return server;
+}
+
+async function smtpFor(t: ExecutionContext): Promise<{ smtp: Smtp; flags: Record<string, string | number> }> {
+  const smtp = await startSmtp();
+  t.teardown(() => smtp.close());
+  return { smtp, flags: { 'smtp-host': '127.0.0.1', 'smtp-port': smtp.port, 'smtp-sender-email': 'noreply@example.com' } };
+}
+
+async function pageFor(t: ExecutionContext): Promise<{ page: Page; problems: string[] }> {
+  const context = await browser!.newContext();
+  t.teardown(() => context.close());
+  context.setDefaultTimeout(WAIT);
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on('console', (m) => {
+    if (/Content.Security.Policy|Trusted Type|Refused to/i.test(m.text())) problems.push(m.text());
+  });
+  page.on('dialog', (d) => {
+    problems.push(`dialog: ${d.message()}`);
+    void d.dismiss();
+  });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  return { page, problems };
+}
+
+const fresh = (): string => `u${randomBytes(6).toString('hex')}@example.com`;
+const mailLink = (mail: string, prefix: string): string => {
+  const m = new RegExp(`${prefix.replace(/[.]/g, '\\.')}\\?[^"\\s<]+`).exec(mail.replace(/&#38;/g, '&'));
+  if (m === null) throw new Error(`no link to ${prefix} in the mail`);
+  return m[0];
+};
+
+/** Waits for `#<id>` to show, failing at once with the page's error when that shows instead. */
+async function shown(page: Page, id: string): Promise<string> {
+  await page.locator(`#${id}:visible, #error:visible`).first().waitFor();
+  const error = (await page.isVisible('#error')) ? await page.textContent('#error') : null;
+  if (error !== null && id !== 'error') throw new Error(`the page shows the error: ${error}`);
+  return (await page.textContent(`#${id}`)) ?? '';
+}
+
+async function signedIn(page: Page): Promise<void> {
+  if ((await shown(page, 'signed-in')) !== 'Signed in') throw new Error('not signed in');
+}
+
+test('an invitation link opened at /app sets a password, then the page signs in with it', async (t) => {
+  const { smtp, flags } = await smtpFor(t);
+  const server = await start(t, flags);
+  const email = fresh();
+  const invited = await server.call('invite_members', { emails: [email], redirect_uri: `${server.httpUrl}/app` }, { protocol: 'rest', headers: { 'x-service-admin-secret': TEST_ADMIN_SECRET } });
+  t.is(invited.error, undefined);
+  const [mail] = await mailsTo(smtp, email, 1);
+  const link = mailLink(mail!, `${server.httpUrl}/app`);
+  t.regex(link, /type=invite_member/);
+  const { page, problems } = await pageFor(t);
+  await page.goto(link);
+  await page.locator('#title', { hasText: 'Accept the invitation' }).waitFor();
+  await page.fill('#new-password', PASSWORD);
+  await page.fill('#confirm-password', PASSWORD);
+  await page.click('#reset-submit');
+  await page.locator('#notice', { hasText: 'Your password is set' }).waitFor();
+  t.false(page.url().includes('token='), 'the used token leaves the address bar');
+  await page.fill('#email', email);
+  await page.fill('#password', PASSWORD);
+  await page.click('#submit');
+  await signedIn(page);
+  // The link works once.
+  await page.goto(link);
+  await page.fill('#new-password', PASSWORD);
+  await page.fill('#confirm-password', PASSWORD);
+  await page.click('#reset-submit');
+  await page.locator('#error', { hasText: 'invalid token' }).waitFor();
+  t.deepEqual(problems, []);
+});
+
+test('sign-up by email signs in; sign-up by phone, then sign-in by phone', async (t) => {
+  const server = await start(t, { 'enable-mobile-basic-authentication': true });
+  const { page, problems } = await pageFor(t);
+  await page.goto(`${server.httpUrl}/app`);
+  await page.click('#to-signup');
+  const email = fresh();
+  await page.fill('#su-id', email);
+  await page.fill('#su-given', 'Ann');
+  await page.fill('#su-password', PASSWORD);
+  await page.fill('#su-confirm', `${PASSWORD}x`);
+  await page.click('#signup-submit');
+  await page.locator('#error', { hasText: 'The two passwords differ.' }).waitFor();
+  await page.fill('#su-confirm', PASSWORD);
+  await page.click('#signup-submit');
+  await signedIn(page);
+  const user = await server.call('user', { email }, { protocol: 'rest', headers: { 'x-service-admin-secret': TEST_ADMIN_SECRET } });
+  t.is(user.body?.['given_name'], 'Ann');
+
+  const phone = `+1555${String(Date.now()).slice(-7)}`;
+  const second = await pageFor(t);
+  await second.page.goto(`${server.httpUrl}/app`);
+  await second.page.click('#to-signup');
+  await second.page.fill('#su-id', phone);
+  await second.page.fill('#su-password', PASSWORD);
+  await second.page.fill('#su-confirm', PASSWORD);
+  await second.page.click('#signup-submit');
+  await signedIn(second.page);
+  const third = await pageFor(t);
+  await third.page.goto(`${server.httpUrl}/app`);
+  await third.page.fill('#email', phone);
+  await third.page.fill('#password', PASSWORD);
+  await third.page.click('#submit');
+  await signedIn(third.page);
+  t.deepEqual([...problems, ...second.problems, ...third.problems], []);
+});
+
+test('a magic link asked for on the page is mailed and signs in; an email code is resent from the code step', async (t) => {
+  const { smtp, flags } = await smtpFor(t);
+  const server = await start(t, { ...flags, 'enable-magic-link-login': true });
+  const email = fresh();
+  await server.call('signup', { email, password: PASSWORD }, { protocol: 'rest' });
+  const { page, problems } = await pageFor(t);
+  await page.goto(`${server.httpUrl}/app`);
+  await page.click('#magic');
+  await page.locator('#error', { hasText: 'Enter your email first.' }).waitFor();
+  await page.fill('#email', email);
+  await page.click('#magic');
+  await shown(page, 'notice');
+  const [mail] = await mailsTo(smtp, email, 1);
+  // The link names the server's --url (not set here); the same /app on the test server's address.
+  const token = /\/app\?token=([A-Za-z0-9_-]+)/.exec(mail!)?.[1];
+  t.truthy(token, 'the mail links to /app with a token');
+  const link = `${server.httpUrl}/app?token=${token}`;
+  const other = await pageFor(t);
+  await other.page.goto(link);
+  await signedIn(other.page);
+
+  // Email codes: the code step can send a new one; the first stops working.
+  const { smtp: smtp2, flags: flags2 } = await smtpFor(t);
+  const mfa = await start(t, { ...flags2, 'enable-mfa': true, 'enforce-mfa': true, 'enable-email-otp': true });
+  const mfaEmail = fresh();
+  await mfa.call('signup', { email: mfaEmail, password: PASSWORD }, { protocol: 'rest' });
+  const third = await pageFor(t);
+  await third.page.goto(`${mfa.httpUrl}/app`);
+  await third.page.fill('#email', mfaEmail);
+  await third.page.fill('#password', PASSWORD);
+  await third.page.click('#submit');
+  await third.page.locator('#otp').waitFor();
+  const codeOf = (m: string): string => /code is <strong>([0-9]{6})<\/strong>/.exec(m)?.[1] ?? '';
+  const first = codeOf((await mailsTo(smtp2, mfaEmail, 1))[0]!);
+  await third.page.click('#resend');
+  await shown(third.page, 'notice');
+  const second = codeOf((await mailsTo(smtp2, mfaEmail, 2))[1]!);
+  t.regex(second, /^[0-9]{6}$/);
+  if (first !== second) {
+    await third.page.fill('#otp', first);
+    await third.page.click('#verify');
+    await third.page.locator('#error').waitFor();
+  }
+  await third.page.fill('#otp', second);
+  await third.page.click('#verify');
+  await signedIn(third.page);
+  t.deepEqual([...problems, ...other.problems, ...third.problems], []);
+});
+
+test('the organization name and logo from the flags; social buttons for the enabled providers only; no sign-up or magic link where they are off', async (t) => {
+  const server = await start(t, {
+    'organization-name': 'Acme <Corp>',
+    'organization-logo': 'https://cdn.example.com/logo.png',
+    'google-client-id': 'g-id',
+    'google-client-secret': 'g-secret',
+  });
+  const res = await fetch(`${server.httpUrl}/app`);
+  const csp = res.headers.get('content-security-policy') ?? '';
+  t.regex(csp, /img-src data: https:\/\/cdn\.example\.com(;|$)/);
+  const { page, problems } = await pageFor(t);
+  await page.context().route('https://cdn.example.com/**', (route) =>
+    route.fulfill({ status: 200, contentType: 'image/png', body: Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=', 'base64') }),
+  );
+  await page.goto(`${server.httpUrl}/app?client_id=abc&state=s1`);
+  t.is(await page.textContent('#org'), 'Acme <Corp>');
+  t.is(await page.getAttribute('#logo', 'src'), 'https://cdn.example.com/logo.png');
+  const google = page.getByRole('link', { name: 'Continue with Google' });
+  await google.waitFor();
+  const href = new URL((await google.getAttribute('href'))!, server.httpUrl);
+  t.is(href.pathname, '/oauth_login/google');
+  const back = new URL(href.searchParams.get('redirect_uri')!);
+  t.is(back.pathname, '/authorize', 'with an authorization request, the provider comes back to it');
+  t.is(back.searchParams.get('client_id'), 'abc');
+  t.is(await page.locator('#social a').count(), 1);
+  t.true(await page.isVisible('#to-signup'));
+  t.true(await page.isHidden('#magic'));
+
+  const plain = await start(t, { 'enable-signup': false });
+  const other = await pageFor(t);
+  await other.page.goto(`${plain.httpUrl}/app`);
+  await other.page.locator('#email').waitFor();
+  await other.page.locator('#to-signup-p').waitFor({ state: 'hidden' });
+  t.is(await other.page.locator('#social a').count(), 0);
+  t.true(await other.page.isHidden('#social'));
+  t.deepEqual([...problems, ...other.problems], []);
+});
