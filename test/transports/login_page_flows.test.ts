@@ -4,7 +4,9 @@
  * invite_members) opened at /app sets a password the page then signs in
  * with; sign-up by email and by phone, then sign-in by phone; a magic link
  * asked for on the page, mailed and opened; an email code resent from the
- * code step (the first code no longer works, the new one does); the
+ * code step (the first code no longer works, the new one does); TOTP
+ * enrolment at the first challenge (QR code, key, otpauth URI, recovery
+ * codes) and the code of the enrolled key accepted; the
  * organization's name and logo from the flags, with the logo's origin the
  * only image source the policy adds; a button for each enabled social
  * provider linking to /oauth_login/<provider> with the way back; none of
@@ -13,6 +15,7 @@
  */
 import anyTest, { type ExecutionContext } from 'ava';
 import { randomBytes } from 'node:crypto';
+import { generate } from 'otplib';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
 import { mailsTo, startSmtp, type Smtp } from '../admin/smtp.ts';
@@ -235,4 +238,28 @@ test('the organization name and logo from the flags; social buttons for the enab
   t.is(await other.page.locator('#social a').count(), 0);
   t.true(await other.page.isHidden('#social'));
   t.deepEqual([...problems, ...other.problems], []);
+});
+
+test('TOTP: the first challenge shows the enrolment (QR code, key, URI, recovery codes); a code of that key signs in', async (t) => {
+  const server = await start(t, { 'enable-mfa': true, 'enforce-mfa': true, 'enable-totp-login': true });
+  const email = fresh();
+  await server.call('signup', { email, password: PASSWORD }, { protocol: 'rest' });
+  const { page, problems } = await pageFor(t);
+  await page.goto(`${server.httpUrl}/app`);
+  await page.fill('#email', email);
+  await page.fill('#password', PASSWORD);
+  await page.click('#submit');
+  await shown(page, 'enrol');
+  t.regex((await page.textContent('#mfa-prompt')) ?? '', /authenticator/);
+  t.regex((await page.getAttribute('#enrol-qr', 'src')) ?? '', /^data:image\//);
+  t.true(await page.isVisible('#enrol-qr'));
+  const secret = ((await page.textContent('#enrol-secret')) ?? '').trim();
+  t.regex(secret, /^[A-Z2-7]+=*$/);
+  t.regex((await page.textContent('#enrol-uri')) ?? '', /^otpauth:\/\/totp\//);
+  t.true(((await page.textContent('#enrol-codes')) ?? '').trim().split(/\s+/).length >= 5, 'recovery codes are shown');
+  t.true(await page.isHidden('#resend'), 'no code to resend for an authenticator app');
+  await page.fill('#otp', await generate({ secret, epoch: Math.floor(Date.now() / 1000) }));
+  await page.click('#verify');
+  await signedIn(page);
+  t.deepEqual(problems, []);
 });
