@@ -6,7 +6,9 @@
  * asked for on the page, mailed and opened; an email code resent from the
  * code step (the first code no longer works, the new one does); TOTP
  * enrolment at the first challenge (QR code, key, otpauth URI, recovery
- * codes) and the code of the enrolled key accepted; the
+ * codes) and the code of the enrolled key accepted; an SMS code after a
+ * sign-in by phone, resent from the code step (through a fake SMS vendor
+ * on loopback); the
  * organization's name and logo from the flags, with the logo's origin the
  * only image source the policy adds; a button for each enabled social
  * provider linking to /oauth_login/<provider> with the way back; none of
@@ -19,6 +21,7 @@ import { generate } from 'otplib';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
 import { mailsTo, startSmtp, type Smtp } from '../admin/smtp.ts';
+import { lastCodeTo, smsFlags, startSmsVendor } from '../helpers/sms_vendor.ts';
 
 const test = anyTest.serial;
 const PASSWORD = 'Correct-Horse-7-Battery';
@@ -259,6 +262,37 @@ test('TOTP: the first challenge shows the enrolment (QR code, key, URI, recovery
   t.true(((await page.textContent('#enrol-codes')) ?? '').trim().split(/\s+/).length >= 5, 'recovery codes are shown');
   t.true(await page.isHidden('#resend'), 'no code to resend for an authenticator app');
   await page.fill('#otp', await generate({ secret, epoch: Math.floor(Date.now() / 1000) }));
+  await page.click('#verify');
+  await signedIn(page);
+  t.deepEqual(problems, []);
+});
+
+test('SMS code: a sign-in by phone asks for the texted code; a new one is texted on request and signs in', async (t) => {
+  const vendor = await startSmsVendor();
+  t.teardown(() => vendor.close());
+  const server = await start(t, { 'enable-mfa': true, 'enforce-mfa': true, 'enable-sms-otp': true, 'enable-mobile-basic-authentication': true, ...smsFlags(vendor) });
+  const phone = `+1555${String(Date.now()).slice(-7)}`;
+  const made = await server.call('signup', { phone_number: phone, password: PASSWORD }, { protocol: 'rest' });
+  t.is(made.error, undefined);
+  const { page, problems } = await pageFor(t);
+  await page.goto(`${server.httpUrl}/app`);
+  await page.fill('#email', phone);
+  await page.fill('#password', PASSWORD);
+  await page.click('#submit');
+  t.regex(await shown(page, 'mfa-prompt'), /phone/);
+  const first = lastCodeTo(vendor, phone);
+  t.regex(first ?? '', /^[0-9]{6}$/);
+  const sent = vendor.messages.length;
+  await page.click('#resend');
+  await shown(page, 'notice');
+  t.is(vendor.messages.length, sent + 1, 'a new code was texted');
+  const second = lastCodeTo(vendor, phone)!;
+  if (second !== first) {
+    await page.fill('#otp', first!);
+    await page.click('#verify');
+    await shown(page, 'error');
+  }
+  await page.fill('#otp', second);
   await page.click('#verify');
   await signedIn(page);
   t.deepEqual(problems, []);
