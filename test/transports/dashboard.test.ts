@@ -20,6 +20,7 @@ import { TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/
 import { startReceiver, type Receiver } from '../admin/receiver.ts';
 import { mailTo, startSmtp } from '../admin/smtp.ts';
 import type { Clock } from '../../transports/index.ts';
+import { screenshot } from '../helpers/screenshots.ts';
 
 const test = anyTest.serial;
 const WAIT = 30_000;
@@ -134,11 +135,13 @@ test('sign-in: a wrong secret is refused, the right one opens the overview; sign
   const { page, problems } = await openDashboard(t, server);
   await signIn(page, 'not-the-secret');
   await page.getByRole('alert').filter({ hasText: 'That admin secret is not right.' }).waitFor();
+  await screenshot(page, 'dashboard-sign-in');
   t.true(await page.locator('#app').isHidden());
   await signIn(page);
   await page.getByRole('heading', { name: 'Overview' }).waitFor();
   await page.locator('#features li', { hasText: 'Server version' }).waitFor();
   await page.locator('#counts .card', { hasText: 'Users' }).locator('strong', { hasText: /^\d+$/ }).waitFor();
+  await screenshot(page, 'dashboard-overview');
   // A reload keeps the session (the cookie), then sign-out ends it on the server too.
   await page.reload();
   await page.getByRole('heading', { name: 'Overview' }).waitFor();
@@ -182,6 +185,7 @@ test('users: search, edit names and roles, revoke (the token fails) and enable, 
   await page.getByLabel('editor', { exact: true }).check();
   await page.getByRole('button', { name: 'Save', exact: true }).click();
   await page.locator('#toast', { hasText: 'User saved.' }).waitFor();
+  await screenshot(page, 'dashboard-users');
   const edited = (await admin(server, 'user', { id: userId })).body!;
   t.is(edited['given_name'], 'Ann');
   t.is(edited['family_name'], 'Smith');
@@ -219,6 +223,7 @@ test('users: search, edit names and roles, revoke (the token fails) and enable, 
   await page.getByLabel('Action').fill('admin.user_deleted');
   await page.getByRole('button', { name: 'Filter' }).click();
   await page.locator('#audit-page', { hasText: '(1)' }).waitFor();
+  await screenshot(page, 'dashboard-audit-log');
   t.is(await page.locator('#audit-rows tr', { hasText: 'admin.user_deleted' }).count(), 1);
   t.deepEqual(problems, []);
 });
@@ -263,6 +268,7 @@ test('webhooks: create, a test event reaches the receiver, a failing endpoint is
     return false;
   }, 'the delivery in the log');
   await page.locator('#webhook-log-rows pre', { hasText: 'thanks' }).waitFor();
+  await screenshot(page, 'dashboard-webhooks');
 
   await page.getByRole('button', { name: 'Disable' }).click();
   await page.getByRole('button', { name: 'Enable', exact: true }).waitFor();
@@ -283,6 +289,7 @@ test('webhooks: create, a test event reaches the receiver, a failing endpoint is
   await page.getByLabel(/^Template/).fill('<p>Hi {{ user.given_name }}, <a href="{{ verification_url }}">reset here</a> <script>parent.x=1</script></p>');
   await page.locator('#preview-subject', { hasText: 'Reset for Sample' }).waitFor();
   await preview.getByText('Hi Sample,').waitFor();
+  await screenshot(page, 'dashboard-email-templates');
   t.is(await preview.getByRole('link', { name: 'reset here' }).getAttribute('href'), 'https://example.com/verify?token=sample');
   await page.getByRole('button', { name: 'Save template' }).click();
   await page.locator('#template-state', { hasText: 'Stored template' }).waitFor();
@@ -305,6 +312,7 @@ test('authorization: a DSL error is marked at its line while typing, a valid mod
   t.is(await error.getAttribute('data-line'), '6');
   t.regex((await error.textContent()) ?? '', /^line 6, column \d+: /);
   t.is(await page.locator('#dsl-gutter span.err').textContent(), '6');
+  await screenshot(page, 'dashboard-authorization-model');
   t.is((await admin(server, 'fga_get_model')).body?.['dsl'], '', 'validation installs nothing');
   await editor.fill('model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define owner: [user]\n    define viewer: [user] or owner\n');
   await page.locator('#dsl-status', { hasText: 'The model is valid.' }).waitFor();
@@ -330,6 +338,7 @@ test('authorization: a DSL error is marked at its line while typing, a valid mod
   const tree = page.getByRole('list', { name: 'Userset tree' });
   await tree.getByText('union').waitFor();
   await tree.getByText('computed: doc:1#owner').waitFor();
+  await screenshot(page, 'dashboard-authorization-tester');
   await tester.getByLabel('Query').selectOption('list_objects');
   await tester.getByLabel(/^Object/).fill('doc');
   await page.getByRole('button', { name: 'Run' }).click();
