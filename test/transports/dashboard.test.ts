@@ -155,6 +155,8 @@ test('sign-in: a wrong secret is refused, the right one opens the overview; sign
   // Expiry: the server's clock passes the session's lifetime; the next action lands on the sign-in form.
   await signIn(page);
   await page.getByRole('heading', { name: 'Overview' }).waitFor();
+  // Every call of the overview answered before the clock moves (else one of them ends the session first).
+  await page.waitForLoadState('networkidle');
   clock.offsetMs = 2 * 3_600_000;
   await page.getByRole('link', { name: 'Users' }).click();
   await page.getByRole('alert').filter({ hasText: 'Your session has ended' }).waitFor();

@@ -166,6 +166,8 @@
       if (a.dataset.section === section) a.setAttribute('aria-current', 'page');
       else a.removeAttribute('aria-current');
     }
+    // Opening a section slides the session (admin_session extends it); an ended one shows the sign-in form.
+    void api('admin/session', undefined, 'GET').catch(() => {});
     void guarded(loaders[section]);
   }
   window.addEventListener('hashchange', () => { if (!$('app').hidden) route(); });
