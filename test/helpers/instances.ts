@@ -12,9 +12,10 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chownSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from './loopback.ts';
 
 export interface Instance {
   /** Connection URL (database `postgres` / `mysql`; Redis db 0). */
@@ -46,18 +47,6 @@ export function killOnExit(child: ChildProcess): void {
   if (pid === undefined) return;
   started.add(pid);
   child.once('exit', () => started.delete(pid));
-}
-
-/** A free TCP port on 127.0.0.1. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 function canConnect(port: number): Promise<boolean> {
@@ -282,3 +271,5 @@ export async function startRedisInstance(): Promise<Instance> {
   await instance.start();
   return instance;
 }
+
+export { freePort };

@@ -18,8 +18,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, importJWK, jwtVerify, SignJWT, type JWK } from 'jose';
 import Provider from 'oidc-provider';
-import { createServer as createNetServer } from 'node:net';
 import { startTestServer, type TestServer, type TestServerOptions } from './server.ts';
+import { freePort } from './loopback.ts';
 
 async function listen(server: Server): Promise<number> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -338,14 +338,6 @@ export function landingParams(url: URL | undefined): URLSearchParams | undefined
   return out;
 }
 
-export async function freePort(): Promise<number> {
-  const srv = createNetServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const port = (srv.address() as AddressInfo).port;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
-}
-
 /**
  * The test server on a port known before it starts, so that `--url` (the
  * callback URLs registered at the providers) names it. `flags(base)` gives
@@ -363,3 +355,5 @@ export async function startOnKnownPort(flags: (base: string) => Record<string, s
     }
   }
 }
+
+export { freePort };

@@ -22,11 +22,11 @@ import test from 'ava';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { buildPackages, packPackages, PACKAGES, PACKAGES_OUT } from '../../packages/build.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/databases.ts';
+import { freePort } from '../helpers/loopback.ts';
 import { REPO_ROOT } from '../helpers/shared.ts';
 
 const NODE22_PACKAGE = `node-${process.platform}-${process.arch}@22`;
@@ -153,17 +153,6 @@ function typecheck(dir: string, files: string[]): void {
   mustRun(node24().bin, [join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(dir, 'tsconfig.json')], dir, childEnv(node24()));
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      srv.close(() => (typeof address === 'object' && address !== null ? resolvePort(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
-
 interface InstalledServer {
   url: string;
   grpc: string;
@@ -251,8 +240,11 @@ test.serial('the tarballs hold compiled code, declarations, README, LICENSE and 
       const targets = typeof target === 'string' ? [target] : [target.types, target.default];
       for (const f of targets) t.true(files.includes(f.replace(/^\.\//, '')), `${spec.name} export ${subpath} → ${f}`);
     }
-    // Every compiled module comes with its declarations and source map (the server's one-line re-exports at the top level excepted).
-    const compiled = files.filter((f) => f.endsWith('.js') && f.includes('/') && !f.startsWith('bin/'));
+    // Every compiled module comes with its declarations and source map (the server's one-line re-exports at the top level and the
+    // static files served as they are, such as the dashboard's page script, excepted); those static files are all there.
+    const assets = new Set(spec.assets ?? []);
+    const compiled = files.filter((f) => f.endsWith('.js') && f.includes('/') && !f.startsWith('bin/') && !assets.has(f));
+    for (const asset of assets) t.true(files.includes(asset), `${spec.name}: ${asset}`);
     t.true(compiled.length > 0);
     t.deepEqual(compiled.filter((f) => !files.includes(`${f}.map`) || !files.includes(f.replace(/\.js$/, '.d.ts'))), [], `${spec.name}: maps and declarations`);
     for (const bin of Object.values(manifest.bin ?? {})) t.true(files.includes(bin.replace(/^\.\//, '')), `${spec.name} bin ${bin}`);
@@ -311,6 +303,12 @@ test.serial('the installed server: npx latchkey --version, dsl validate, fga tes
     try {
       const rest = (await (await fetch(`${server.url}/v1/meta`)).json()) as { version: string };
       t.is(rest.version, version);
+      // The pages, whose files the package carries as they are.
+      for (const page of ['/app', '/dashboard']) {
+        const res = await fetch(`${server.url}${page}`);
+        t.is(res.status, 200, `Node ${node.major}: ${page}`);
+        t.regex(await res.text(), /<!DOCTYPE html>/i, `Node ${node.major}: ${page}`);
+      }
       const probe = JSON.parse(
         mustRun(node.bin, ['meta_probe.mjs'], dir, childEnv(node, { LATCHKEY_URL: server.url, LATCHKEY_CLIENT_ID: CLIENT_ID, LATCHKEY_GRPC: server.grpc })),
       ) as Record<string, { version: string; client_id: string }>;

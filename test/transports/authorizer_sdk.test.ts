@@ -16,7 +16,7 @@
  */
 import anyTest, { type ExecutionContext } from 'ava';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
+import { freePort } from '../helpers/loopback.ts';
 import { Authorizer } from '@authorizerdev/authorizer-js';
 import { TEST_CLIENT_ID, startTestServer, type TestServer } from '../helpers/server.ts';
 import { mailsTo, startSmtp, type Smtp } from '../admin/smtp.ts';
@@ -28,14 +28,6 @@ const NEW_PASSWORD = 'Second-Horse-8-Battery';
 
 /** The SDK's answer: `data` on success, else `errors` (GraphQL errors or thrown `Error`s). */
 type SdkResult<T = Record<string, unknown>> = { data?: T; errors: { message?: string; extensions?: { code?: string; reason?: string } }[] };
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
-}
 
 /** The server (its `--url` names its own port, so mailed links point at it) and the SMTP test server; closed when the test ends. */
 async function start(t: ExecutionContext, extra: Record<string, string | number | boolean> = {}): Promise<{ server: TestServer; smtp: Smtp }> {

@@ -17,9 +17,9 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer as createHttpServer, type Server } from 'node:http';
-import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { freePort, launchChromium } from '../helpers/loopback.ts';
 import { TEST_CLIENT_ID, startTestServer, type TestServer } from '../helpers/server.ts';
 
 // Serial: one browser, and every login costs a bcrypt compare on a shared machine.
@@ -34,25 +34,12 @@ const PAGE = '<!DOCTYPE html><meta charset="utf-8"><title>client app</title><scr
 let browser: Browser | undefined;
 
 test.before(async () => {
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    timeout: 60_000,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchChromium();
 });
 
 test.after.always(async () => {
   await browser?.close();
 });
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
-}
 
 /** A client app's origin on loopback: the page and the SDK's browser build; closed when the test ends. */
 async function appOrigin(t: ExecutionContext): Promise<string> {

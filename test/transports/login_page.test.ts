@@ -11,8 +11,8 @@
  */
 import anyTest, { type ExecutionContext } from 'ava';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { freePort, launchChromium } from '../helpers/loopback.ts';
 import { TEST_CLIENT_ID, startTestServer, type TestServer } from '../helpers/server.ts';
 import { postgresUrl, type SqlBackend } from '../helpers/databases.ts';
 import { pkce } from '../helpers/oauth.ts';
@@ -27,35 +27,12 @@ let browser: Browser | undefined;
 
 // playwright launches the browser on a fresh temporary profile (user-data-dir) and removes it on close.
 test.before(async () => {
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    timeout: 60_000,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
 });
 
 test.after.always(async () => {
   await browser?.close();
 });
-
-/** A free loopback port: the server's public URL (`--url`, the issuer) must name the port it listens on. */
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
-}
 
 /**
  * The server whose issuer is its own loopback address, so /authorize sends the

@@ -12,22 +12,11 @@
 import test from 'ava';
 import { createHash, generateKeyPairSync } from 'node:crypto';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
-import { createServer } from 'node:net';
+import { freePort } from '../helpers/loopback.ts';
 import * as client from 'openid-client';
 import { TEST_CLIENT_ID, TEST_CLIENT_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
 
 const PASSWORD = 'Correct-Horse-7-Battery';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const a = srv.address();
-      srv.close(() => (typeof a === 'object' && a !== null ? resolve(a.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 interface Provider {
   server: TestServer;

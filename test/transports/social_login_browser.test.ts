@@ -7,7 +7,8 @@
  * user. A tampered state in the browser is refused with no session.
  */
 import test from 'ava';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../helpers/loopback.ts';
 import { socialLoginOf } from '../../transports/index.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { freePort, startOidcProvider, type OidcProvider } from '../helpers/social.ts';
@@ -45,12 +46,7 @@ test('Google through oidc-provider in Chromium: redirect → provider → callba
     issuer: google.issuer,
   });
 
-  const browser: Browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    timeout: 60_000,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  const browser: Browser = await launchChromium();
   t.teardown(() => browser.close());
   const context = await browser.newContext();
   const page = await context.newPage();

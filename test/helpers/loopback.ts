@@ -1,0 +1,38 @@
+/**
+ * Loopback plumbing shared by the tests that start servers on known ports or
+ * drive a real browser.
+ */
+import { createServer } from 'node:net';
+import { chromium, type Browser } from 'playwright-core';
+
+/**
+ * A port free on 127.0.0.1 at the time of the call, for a server whose public
+ * URL must name its port before it starts (`--url`, an issuer). Another
+ * process may take it meanwhile: callers retry a failed start on a new one.
+ */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      srv.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/**
+ * The system Chromium (`/usr/bin/chromium`, installed by `.ci/run` when
+ * missing), headless, on a fresh temporary profile that playwright removes on
+ * close. The flags keep it off the network it has no use for: without them it
+ * reaches out for updates, sync and field trials at every start, which this
+ * machine's closed network refuses.
+ */
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    timeout: 60_000,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}
