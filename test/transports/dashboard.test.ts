@@ -5,14 +5,16 @@
  * wrong one refused), users (search, edit names and roles, revoke then the
  * user's token fails, enable, invite, delete with confirmation), webhooks
  * (create, a test event reaching a loopback receiver, a failing one shown as
- * failed, disable, the delivery log of a real event), an email template
+ * failed, edit, disable, the delivery log of a real event), an email template
  * edited with its live preview, the audit log filtered by action, the
  * authorization model (a DSL error marked at its line while typing, a valid
- * model saved as a version), tuples written, read and deleted, the tester
+ * model saved as a version, versions listed and reopened), tuples written,
+ * read page by page with the continuation token, and deleted, the tester
  * (check with its expand tree, list objects, list users), sign-out, and an
- * expired session sent back to sign-in. No CSP or Trusted Types violation,
- * page error or dialog along the way. Plus the page's headers and
- * --enable-dashboard=false.
+ * expired session sent back to sign-in; at phone width and by keyboard alone:
+ * sign-in, sections, user pages, no sideways scrolling. No CSP or Trusted
+ * Types violation, page error or dialog along the way. Plus the page's
+ * headers and --enable-dashboard=false.
  */
 import anyTest, { type ExecutionContext } from 'ava';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -272,6 +274,14 @@ test('webhooks: create, a test event reaches the receiver, a failing endpoint is
   await page.locator('#webhook-log-rows pre', { hasText: 'thanks' }).waitFor();
   await screenshot(page, 'dashboard-webhooks');
 
+  // Edit: the form takes the webhook; a new description is stored.
+  await page.getByRole('button', { name: 'Edit webhook user.signup' }).click();
+  t.is(await page.getByLabel('Endpoint').inputValue(), receiver.url);
+  await page.getByLabel('Description').fill('new accounts');
+  await page.getByRole('button', { name: 'Save webhook' }).click();
+  await page.locator('#webhook-form-title', { hasText: 'Add a webhook' }).waitFor();
+  t.is(((await admin(server, 'webhooks')).body!['webhooks'] as Array<{ event_description: string }>)[0]!.event_description, 'new accounts');
+
   await page.getByRole('button', { name: 'Disable' }).click();
   await page.getByRole('button', { name: 'Enable', exact: true }).waitFor();
   t.false(((await admin(server, 'webhooks')).body!['webhooks'] as Array<{ enabled: boolean }>)[0]!.enabled);
@@ -355,6 +365,17 @@ test('authorization: a DSL error is marked at its line while typing, a valid mod
   await page.locator('#toast', { hasText: 'Tuple deleted.' }).waitFor();
   t.is(((await admin(server, 'fga_read_tuples', {})).body!['tuples'] as unknown[]).length, 0);
 
+  // Read with continuation: 25 tuples are 20 on the first page, the rest on the next.
+  await admin(server, 'fga_write_tuples', { tuples: Array.from({ length: 25 }, (_, i) => ({ user: `user:u${i}`, relation: 'owner', object: 'doc:2' })) });
+  await page.locator('#tf-object').fill('doc:2');
+  await page.getByRole('button', { name: 'Read' }).click();
+  await page.getByRole('button', { name: 'Next page' }).waitFor();
+  t.is(await page.locator('#tuple-rows tr').count(), 20);
+  await page.getByRole('button', { name: 'Next page' }).click();
+  await page.getByRole('button', { name: 'Next page' }).waitFor({ state: 'hidden' });
+  t.is(await page.locator('#tuple-rows tr').count(), 25);
+  await admin(server, 'fga_delete_tuples', { tuples: Array.from({ length: 25 }, (_, i) => ({ user: `user:u${i}`, relation: 'owner', object: 'doc:2' })) });
+
   // A second version; both are listed, newest first, and an older one opens in the editor.
   await editor.fill('model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define viewer: [user]\n');
   await page.getByRole('button', { name: 'Save as a new version' }).click();
@@ -364,5 +385,34 @@ test('authorization: a DSL error is marked at its line while typing, a valid mod
   t.is(await page.locator('#model-rows tr').first().locator('code').textContent(), versions[0]!.id);
   await page.locator('#model-rows tr').nth(1).getByRole('button', { name: 'Open in editor' }).click();
   t.regex(await editor.inputValue(), /or owner/);
+  t.deepEqual(problems, []);
+});
+
+test('at phone width, by keyboard: sign in, move between sections, page through users', async (t) => {
+  const server = await start(t);
+  for (let i = 0; i < 12; i++) await server.call('signup', { email: `p${i}@example.com`, password: PASSWORD }, { protocol: 'rest' });
+  const context = await browser!.newContext({ viewport: { width: 375, height: 740 } });
+  t.teardown(() => context.close());
+  context.setDefaultTimeout(WAIT);
+  const page = await context.newPage();
+  const problems = watch(page);
+  await page.goto(`${server.httpUrl}/dashboard`);
+  await page.getByLabel('Admin secret').waitFor();
+  t.true(await page.getByLabel('Admin secret').evaluate((el) => el === el.ownerDocument.activeElement), 'the secret field has the focus');
+  await page.keyboard.type(TEST_ADMIN_SECRET);
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { name: 'Overview' }).waitFor();
+  const users = page.getByRole('link', { name: 'Users' });
+  await users.focus();
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { name: 'Users' }).waitFor();
+  t.is(await users.getAttribute('aria-current'), 'page');
+  const width = await page.evaluate('document.documentElement.scrollWidth');
+  t.true(Number(width) <= 375 + 1, `no sideways scrolling at phone width (${String(width)})`);
+  await page.locator('#users-page', { hasText: 'Page 1 of 2 (12)' }).waitFor();
+  await page.getByRole('button', { name: 'Next' }).focus();
+  await page.keyboard.press('Enter');
+  await page.locator('#users-page', { hasText: 'Page 2 of 2' }).waitFor();
+  t.is(await page.locator('#user-rows tr').count(), 2);
   t.deepEqual(problems, []);
 });
