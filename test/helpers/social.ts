@@ -119,7 +119,12 @@ export async function startOidcProvider(o: { clientId: string; clientSecret: str
 
 // ------------------------------------------------------------------ fake OAuth 2.0 / OpenID servers
 
-export type FakeKind = 'github' | 'discord' | 'oidc';
+/**
+ * `github` and `discord` answer their APIs' profile shapes, `oidc` signs ID
+ * tokens, `userinfo` answers `/user` with whatever JSON the test sets
+ * (Facebook's Graph `/me`, LinkedIn's userinfo, X's `/2/users/me`).
+ */
+export type FakeKind = 'github' | 'discord' | 'oidc' | 'userinfo';
 
 export interface FakeProvider {
   readonly url: string;
@@ -131,6 +136,8 @@ export interface FakeProvider {
   idToken: { aud?: string; iss?: string; nonce?: string; extra?: Record<string, unknown> };
   /** The Apple client-secret JWT must verify against this key (ES256), issued by this team. */
   appleSecretKey?: { publicJwk: JWK; teamId: string } | undefined;
+  /** `userinfo` kind: the JSON `/user` answers. */
+  userinfo?: Record<string, unknown> | undefined;
   /** Token requests seen (form fields). */
   readonly tokenRequests: URLSearchParams[];
   close(): Promise<void>;
@@ -218,6 +225,7 @@ export async function startFakeProvider(kind: FakeKind, o: { clientId: string; c
       if (url.pathname === '/user') {
         if (!bearer(req)) return json(res, 401, { message: 'Bad credentials' });
         const a = fake.account;
+        if (kind === 'userinfo') return json(res, 200, fake.userinfo ?? {});
         if (kind === 'github') return json(res, 200, { id: Number(a.id), login: 'octo', name: `${a.given_name ?? 'Octo'} ${a.family_name ?? 'Cat'}`, email: a.email ?? null, avatar_url: 'https://avatars.example/1' });
         return json(res, 200, { id: a.id, username: 'disco', global_name: a.given_name ?? 'Disco', email: a.email, verified: a.email_verified === true, avatar: null });
       }
