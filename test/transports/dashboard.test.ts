@@ -233,7 +233,7 @@ test('users: search, edit names and roles, revoke (the token fails) and enable, 
 });
 
 test('webhooks: create, a test event reaches the receiver, a failing endpoint is shown as failed, disable, the delivery log; email template with live preview', async (t) => {
-  const server = await start(t);
+  const server = await start(t, { 'organization-name': 'Acme & Co' });
   const receiver = await receiverFor(t);
   const { page, problems } = await openDashboard(t, server);
   await signIn(page);
@@ -297,6 +297,8 @@ test('webhooks: create, a test event reaches the receiver, a failing endpoint is
   await page.locator('#template-state', { hasText: 'Built-in default' }).waitFor();
   const preview = page.frameLocator('#template-preview');
   await preview.getByText('Reset your password').waitFor();
+  await preview.getByText('Acme & Co', { exact: true }).waitFor();
+  t.is(await page.locator('#org').textContent(), 'Acme & Co dashboard');
   await page.getByLabel('Subject').fill('Reset for {{ user.given_name }}');
   await page.getByLabel(/^Template/).fill('<p>Hi {{ user.given_name }}, <a href="{{ verification_url }}">reset here</a> <script>parent.x=1</script></p>');
   await page.locator('#preview-subject', { hasText: 'Reset for Sample' }).waitFor();

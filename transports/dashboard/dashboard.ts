@@ -27,13 +27,21 @@ const read = (name: string): string => readFileSync(new URL(name, import.meta.ur
 
 const STYLE = read('./page.css');
 const SCRIPT = read('./page.js');
-// The built-in mail templates, shown (and previewed) for events without a stored one. A JSON data block is
-// not executed, so the policy need not allow it; `<` is escaped so the text cannot close the element.
-const DATA = JSON.stringify(DEFAULT_EMAIL_TEMPLATES).replace(/</g, '\\u003c');
+const PAGE_HTML = read('./page.html');
 
-const HTML = read('./page.html')
-  .replace('<style>/*STYLE*/</style>', () => `<style>${STYLE}</style>`)
-  .replace('<script>/*SCRIPT*/</script>', () => `<script type="application/json" id="dashboard-data">${DATA}</script>\n<script>${SCRIPT}</script>`);
+/**
+ * The page for a configuration. Its data block holds the organization (`--organization-name`,
+ * `--organization-logo`: the header and the mail preview's `organization.*`) and the built-in mail
+ * templates, shown (and previewed) for events without a stored one. A JSON data block is not executed,
+ * so the policy need not allow it; `<` is escaped so the text cannot close the element.
+ */
+function pageHtml(organization: { name: string; logo: string }): string {
+  const data = JSON.stringify({ organization, templates: DEFAULT_EMAIL_TEMPLATES }).replace(/</g, '\\u003c');
+  return PAGE_HTML.replace('<style>/*STYLE*/</style>', () => `<style>${STYLE}</style>`).replace(
+    '<script>/*SCRIPT*/</script>',
+    () => `<script type="application/json" id="dashboard-data">${data}</script>\n<script>${SCRIPT}</script>`,
+  );
+}
 
 const hash = (text: string): string => `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;
 
@@ -52,21 +60,21 @@ export const DASHBOARD_CSP = [
   'trusted-types dashboard-preview',
 ].join('; ');
 
-const PAGE: HttpRouteResponse = {
-  html: HTML,
-  headers: {
-    'content-security-policy': DASHBOARD_CSP,
-    'cache-control': 'no-store',
-    pragma: 'no-cache',
-    'x-frame-options': 'DENY',
-    'x-content-type-options': 'nosniff',
-    'referrer-policy': 'same-origin',
-  },
-};
-
 /** Serves the dashboard at `/dashboard` (and `/dashboard/`) when `--enable-dashboard` is on. */
 export function plugDashboard(services: Services): void {
-  if (!services.config.enableDashboard) return;
-  const handler = async (): Promise<HttpRouteResponse> => PAGE;
+  const c = services.config;
+  if (!c.enableDashboard) return;
+  const page: HttpRouteResponse = {
+    html: pageHtml({ name: c.organizationName ?? 'Latchkey', logo: c.organizationLogo ?? '' }),
+    headers: {
+      'content-security-policy': DASHBOARD_CSP,
+      'cache-control': 'no-store',
+      pragma: 'no-cache',
+      'x-frame-options': 'DENY',
+      'x-content-type-options': 'nosniff',
+      'referrer-policy': 'same-origin',
+    },
+  };
+  const handler = async (): Promise<HttpRouteResponse> => page;
   (services.httpRoutes ??= []).push({ path: '/dashboard', handler }, { path: '/dashboard/', handler });
 }

@@ -6,7 +6,9 @@
 (() => {
   const $ = (id) => document.getElementById(id);
   const base = location.pathname.replace(/\/dashboard\/?$/, '/');
-  const DEFAULTS = JSON.parse($('dashboard-data').textContent || '{}');
+  const DATA = JSON.parse($('dashboard-data').textContent || '{}');
+  const DEFAULTS = DATA.templates || {};
+  const ORGANIZATION = DATA.organization || { name: 'Latchkey', logo: '' };
   const previewPolicy = window.trustedTypes ? window.trustedTypes.createPolicy('dashboard-preview', { createHTML: (s) => s }) : { createHTML: (s) => s };
   let meta = null;
 
@@ -141,7 +143,7 @@
   });
   async function enter() {
     meta = await api('admin/meta', undefined, 'GET');
-    $('org').textContent = (meta.organization_name || 'Latchkey') + ' dashboard';
+    $('org').textContent = ORGANIZATION.name + ' dashboard';
     $('server-version').textContent = 'v' + meta.server_version;
     fillSelect($('webhook-event'), meta.webhook_events);
     fillSelect($('template-event'), meta.email_template_events);
@@ -424,7 +426,7 @@
   const templates = { byEvent: new Map() };
   const SAMPLE = {
     user: { id: 'sample', email: 'sample@example.com', given_name: 'Sample', family_name: 'User' },
-    organization: { name: '', logo: '' },
+    organization: { name: ORGANIZATION.name, logo: ORGANIZATION.logo },
     verification_url: 'https://example.com/verify?token=sample',
     otp: '123456',
   };
@@ -444,7 +446,6 @@
   function preview() {
     clearTimeout(previewTimer);
     previewTimer = setTimeout(() => {
-      SAMPLE.organization.name = meta.organization_name || 'Latchkey';
       $('preview-subject').textContent = render($('template-subject').value, false);
       $('template-preview').srcdoc = previewPolicy.createHTML(render($('template-body').value, true));
     }, 120);
