@@ -6,7 +6,8 @@
  * user's token fails, enable, invite, delete with confirmation), webhooks
  * (create, a test event reaching a loopback receiver, a failing one shown as
  * failed, edit, disable, the delivery log of a real event), an email template
- * edited with its live preview, the audit log filtered by action, the
+ * edited with its live preview, the audit log filtered by action, resource
+ * and actor, the
  * authorization model (a DSL error marked at its line while typing, a valid
  * model saved as a version, versions listed and reopened), tuples written,
  * read page by page with the continuation token, and deleted, the tester
@@ -229,6 +230,18 @@ test('users: search, edit names and roles, revoke (the token fails) and enable, 
   await page.locator('#audit-page', { hasText: '(1)' }).waitFor();
   await screenshot(page, 'dashboard-audit-log');
   t.is(await page.locator('#audit-rows tr', { hasText: 'admin.user_deleted' }).count(), 1);
+  // By resource: the rows about ann (her revocation among them); by actor: her own sign-up.
+  await page.getByLabel('Action').fill('');
+  await page.getByLabel(/^Resource/).fill(`user:${userId}`);
+  await page.getByRole('button', { name: 'Filter' }).click();
+  await page.locator('#audit-rows tr', { hasText: 'revoke' }).first().waitFor();
+  t.is(await page.locator('#audit-rows tr', { hasText: 'admin.user_deleted' }).count(), 0);
+  await page.getByLabel(/^Resource/).fill('');
+  await page.getByLabel('Actor id').fill(userId);
+  await page.getByRole('button', { name: 'Filter' }).click();
+  // The admin, not ann, revoked her access: those rows leave the table.
+  await page.locator('#audit-rows tr', { hasText: 'revoke' }).first().waitFor({ state: 'detached' });
+  t.true(await page.locator('#audit-rows tr', { hasText: 'user.signup' }).first().isVisible());
   t.deepEqual(problems, []);
 });
 
