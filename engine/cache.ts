@@ -51,7 +51,7 @@ import type { StoredAuthorizationModel } from './model.ts';
 import { forwardStoreExtras, type TupleKey, type TupleStore } from './store.ts';
 import { type TypeSystem, rewriteChildren } from './typesystem.ts';
 import { formatUser } from './tuple.ts';
-import type { LatestModelHint, TopLevelHits } from './engine_check.ts';
+import type { FreshnessHint, LatestModelHint, TopLevelHits } from './engine_check.ts';
 import { type SyncTupleSource, syncSource } from './reader.ts';
 
 export { GraphMirror, type GraphMirrorOptions, type GraphMirrorStats } from './cache_graph.ts';
@@ -200,6 +200,8 @@ export class CheckCache {
   /** Store revision last read or written, and when the read that confirmed it started. */
   #revision = -1;
   #confirmedAt = -Infinity;
+  /** Highest revision a notification announced; no revision read below it confirms freshness. */
+  #notified = -1;
   #refresh: Promise<void> | undefined;
   #latestModelId: { value: string | undefined; generation: number; at: number } | undefined;
   readonly #stats = { hits: 0, misses: 0, bypasses: 0, revisionReads: 0, invalidations: 0 };
@@ -353,33 +355,70 @@ export class CheckCache {
     return { ...this.#stats, size: this.#lru?.size ?? 0 };
   }
 
+  /**
+   * Tells the cache that the store reached `revision` (a PostgreSQL
+   * notification of a committed write, engine/sql/revision_listener.ts), or,
+   * with no argument, that notifications may have been lost. Unless the cache
+   * already knows that revision, it stops answering from memory until a
+   * revision read started after this call confirms it, and starts that read
+   * now: a write committed by another process is observed as soon as its
+   * notification arrives, and `revisionPollMs` remains the bound when one is
+   * lost (docs/caching.md).
+   */
+  observeRevision(revision?: number): void {
+    if (revision !== undefined) {
+      if (revision <= this.#revision) return;
+      this.#notified = Math.max(this.#notified, revision);
+    }
+    this.#confirmedAt = -Infinity;
+    // A read already in flight may have started before the commit: it must not confirm.
+    this.#refresh = undefined;
+    this.#fresh()?.catch(() => undefined);
+  }
+
+  /**
+   * True when the cache has caught up with store revision `revision` (a
+   * consistency token), and so has every layer below it that answers from
+   * memory: then an answer it serves is at least as fresh as that revision.
+   * When it has not, a catch-up starts and the caller should read the store.
+   */
+  caughtUp(revision: number): boolean {
+    if (this.#lru !== undefined && this.#revision < revision) {
+      this.observeRevision(revision);
+      return false;
+    }
+    const below = (this.#inner as { caughtUp?: (r: number) => boolean }).caughtUp;
+    return below === undefined || below.call(this.#inner, revision);
+  }
+
   /** Resolves once the cache's view of the store revision is at most `revisionPollMs` old. */
   #fresh(): Promise<void> | undefined {
     if (this.#now() - this.#confirmedAt <= this.#pollMs) return undefined;
     if (this.#refresh !== undefined) return this.#refresh;
-    const started = this.#now();
-    const generation = this.#generation;
-    const writes = this.#writes;
-    this.#stats.revisionReads++;
-    this.#refresh = this.#inner.revision().then(
-      (revision) => {
-        this.#refresh = undefined;
+    const p: Promise<void> = (async () => {
+      // A notification that arrives during a read is caught by the next one; the third is a guard, not expected.
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const started = this.#now();
+        const generation = this.#generation;
+        const writes = this.#writes;
+        this.#stats.revisionReads++;
+        const revision = await this.#inner.revision();
         // A revision this cache did not write (another process's, or one it has not attributed yet): empty everything.
         if (revision > this.#revision) {
           this.#revision = revision;
           this.invalidate();
         }
+        if (revision < this.#notified) continue;
         // Confirm only if nothing changed while reading (no local write started, nothing emptied the cache).
         if ((generation === this.#generation && writes === this.#writes) || revision === this.#revision) this.#confirmedAt = Math.max(this.#confirmedAt, started);
-      },
-      (err: unknown) => {
-        this.#refresh = undefined;
-        throw err;
-      },
-    );
-    return this.#refresh;
+        return;
+      }
+    })().finally(() => {
+      if (this.#refresh === p) this.#refresh = undefined;
+    });
+    this.#refresh = p;
+    return p;
   }
-
 
   /** Hits answer without an async frame: the lookup is synchronous whenever the revision is fresh. */
   #resolve(inner: CheckResolver, req: ResolveCheckRequest, ctx: ResolutionContext): Promise<ResolveCheckResult> {
@@ -434,7 +473,7 @@ export class CheckCache {
 
   #wrapStore(store: TupleStore): TupleStore {
     const cache = this;
-    const wrapped: TupleStore & LatestModelHint = {
+    const wrapped: TupleStore & LatestModelHint & FreshnessHint = {
       // The latest model id while it is as fresh as latestModelId would answer it (the check path's warm path).
       knownLatestModelId: () => {
         if (cache.#lru === undefined) return (store as Partial<LatestModelHint>).knownLatestModelId?.();
@@ -487,6 +526,7 @@ export class CheckCache {
       readStartingWithUsers: (query) => store.readStartingWithUsers(query),
       readPage: (filter, options) => store.readPage(filter, options),
       readChanges: (options) => store.readChanges(options),
+      caughtUp: (revision: number) => cache.caughtUp(revision),
       revision: () => store.revision(),
       hasTuples: () => store.hasTuples(),
       reset: async () => {

@@ -36,7 +36,7 @@ import { LatchkeyError } from './errors.ts';
 import { type SyncTupleSource, SyncReadRefused } from './reader.ts';
 import { forwardStoreExtras, type TupleCondition, type TupleKey, type TupleStore } from './store.ts';
 import type { TypeSystem } from './typesystem.ts';
-import type { LatestModelHint } from './engine_check.ts';
+import type { FreshnessHint, LatestModelHint } from './engine_check.ts';
 
 /** Options of {@link GraphMirror.load}; unknown keys are rejected. */
 export interface GraphMirrorOptions {
@@ -79,6 +79,10 @@ export class GraphMirror {
   #loadMs = 0;
   #latestModel: { id: string | undefined; at: number } | undefined;
   #refreshing: Promise<void> | undefined;
+  /** Highest revision a notification announced; no catch-up below it confirms freshness. */
+  #notified = -1;
+  /** A changelog replay is under way: the revision may be ahead of what is applied (a page ended inside a write). */
+  #applying = false;
   #fast = 0;
   #deferred = 0;
   #refused = 0;
@@ -299,7 +303,8 @@ export class GraphMirror {
   }
 
   async #applyChanges(): Promise<void> {
-    {
+    this.#applying = true;
+    try {
       for (;;) {
         const changes = await this.#inner.readChanges({ afterRevision: this.#revision, limit: 1000 });
         for (const c of changes) {
@@ -315,30 +320,63 @@ export class GraphMirror {
         const more = await this.#inner.readChanges({ afterRevision: this.#revision, limit: 1 });
         if (more.length === 0) this.#revision = rev;
       }
+    } finally {
+      this.#applying = false;
     }
   }
 
   /** One catch-up shared by every check that finds the mirror stale (64 checks in flight must not queue 64 changelog reads). */
   #refresh(): Promise<void> {
     if (this.#refreshing !== undefined) return this.#refreshing;
-    const started = this.#now();
-    const p = this.#catchUp().then(
-      () => {
+    const p: Promise<void> = (async () => {
+      // A notification that arrives during a catch-up is caught by the next one; the third is a guard, not expected.
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const started = this.#now();
+        await this.#catchUp();
+        if (this.#revision < this.#notified) continue;
         this.#confirmedAt = Math.max(this.#confirmedAt, started);
-        this.#refreshing = undefined;
-      },
-      (err: unknown) => {
-        this.#refreshing = undefined;
-        throw err;
-      },
-    );
+        return;
+      }
+    })().finally(() => {
+      if (this.#refreshing === p) this.#refreshing = undefined;
+    });
     this.#refreshing = p;
     return p;
   }
 
+  /**
+   * Tells the mirror that the store reached `revision` (a PostgreSQL
+   * notification of a committed write, engine/sql/revision_listener.ts), or,
+   * with no argument, that notifications may have been lost. Unless the
+   * mirror already holds that revision, it stops answering until it has
+   * applied the changelog up to it (incrementally, as a poll would), and
+   * starts that catch-up now (docs/caching.md).
+   */
+  observeRevision(revision?: number): void {
+    if (revision !== undefined) {
+      if (revision <= this.#revision) return;
+      this.#notified = Math.max(this.#notified, revision);
+    }
+    this.#confirmedAt = -Infinity;
+    // A catch-up already in flight may have read the changelog before the commit: it must not confirm.
+    this.#refreshing = undefined;
+    this.#refresh().catch(() => undefined);
+  }
+
+  /**
+   * True when the mirror holds every change up to store revision `revision`
+   * (a consistency token); otherwise a catch-up starts and the caller should
+   * read the store.
+   */
+  caughtUp(revision: number): boolean {
+    if (this.#revision >= revision && !this.#applying) return true;
+    this.observeRevision(revision);
+    return false;
+  }
+
   #wrap(store: TupleStore): TupleStore {
     const mirror = this;
-    const wrapped: TupleStore & LatestModelHint = {
+    const wrapped: TupleStore & LatestModelHint & FreshnessHint = {
       knownLatestModelId: () => {
         const known = mirror.#latestModel;
         return known !== undefined && mirror.#now() - known.at <= mirror.#pollMs ? known.id : undefined;
@@ -383,6 +421,7 @@ export class GraphMirror {
       ...mirror.#syncSource(),
       readPage: (filter, options) => store.readPage(filter, options),
       readChanges: (options) => store.readChanges(options),
+      caughtUp: (revision: number) => mirror.caughtUp(revision),
       // A layer above (the answer cache) that sees a newer revision must find the mirror caught up to it,
       // or it would store answers from an older mirror under the new revision.
       revision: async () => {

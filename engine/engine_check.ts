@@ -22,6 +22,15 @@ import { FGA_CODES, validateTupleForWrite } from './validation.ts';
  * without I/O and as fresh as the wrapper's own `latestModelId` would answer;
  * `undefined` when not known (the caller then awaits `latestModelId`).
  */
+/**
+ * Implemented by a store wrapper that answers from memory (the check cache,
+ * the graph mirror): whether it has caught up with a store revision (a
+ * consistency token). False starts a catch-up; the caller reads the store.
+ */
+export interface FreshnessHint {
+  caughtUp(revision: number): boolean;
+}
+
 export interface LatestModelHint {
   knownLatestModelId(): string | undefined;
 }

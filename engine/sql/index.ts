@@ -4,6 +4,8 @@
  *
  * - {@link SqlStore}: the tuple store on SQLite, PostgreSQL and MySQL/MariaDB
  *   (docs/storage.md).
+ * - {@link RevisionListener}: PostgreSQL LISTEN on the revision every committed
+ *   write notifies, for caches that must catch up at once (docs/caching.md).
  * - {@link runMigrations}: the versioned, locked migrations runner every
  *   SQL-backed component uses.
  * - {@link nodeSqliteDriver}, {@link sqliteSequelize}, {@link openSequelize}:
@@ -40,4 +42,6 @@ export const nodeSqliteDriver: typeof Api.nodeSqliteDriver = api.nodeSqliteDrive
 export const isNodeSqliteConnection: typeof Api.isNodeSqliteConnection = api.isNodeSqliteConnection;
 export const sqliteSequelize: typeof Api.sqliteSequelize = api.sqliteSequelize;
 export const openSequelize: typeof Api.openSequelize = api.openSequelize;
-export type { SqlStoreOptions, Migration, MigrationContext, SqlDialect } from './sql_api.ts';
+export const RevisionListener: typeof Api.RevisionListener = api.RevisionListener;
+export type RevisionListener = Api.RevisionListener;
+export type { RevisionListenerOptions, SqlStoreOptions, Migration, MigrationContext, SqlDialect } from './sql_api.ts';

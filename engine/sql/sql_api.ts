@@ -14,3 +14,4 @@ export { SqlStore, type SqlStoreOptions } from './sql_store.ts';
 export * from './migrate.ts';
 export { nodeSqliteDriver, isNodeSqliteConnection } from './node_sqlite_driver.ts';
 export { sqliteSequelize, openSequelize } from './sqlite_sequelize.ts';
+export { RevisionListener, type RevisionListenerOptions } from './revision_listener.ts';

@@ -28,6 +28,12 @@ export class WriteViolation extends Error {
   }
 }
 
+/**
+ * The PostgreSQL channel every committed tuple write notifies, with the
+ * payload `<revision> <store id>` (engine/sql/revision_listener.ts listens).
+ */
+export const REVISION_CHANNEL = 'latchkey_fga_revision';
+
 const PK = ['object_type', 'object_id', 'relation', '_user'] as const;
 const TUPLE_INSERT = 'INSERT INTO fga_tuple (store, object_type, object_id, relation, _user, user_kind, condition_name, condition_context, revision, inserted_at) VALUES ';
 const CHANGE_INSERT = 'INSERT INTO fga_changelog (store, revision, seq, operation, object_type, object_id, relation, _user, condition_name, condition_context, inserted_at) VALUES ';
@@ -63,7 +69,7 @@ const PG_INSERT_ONLY = `WITH rev AS (
   INSERT INTO fga_changelog (store, revision, seq, operation, object_type, object_id, relation, _user, condition_name, condition_context, inserted_at)
   SELECT rev.id, rev.revision, v.ord - 1, 'w', v.object_type, v.object_id, v.relation, v._user, v.condition_name, v.condition_context, ?::bigint FROM v CROSS JOIN rev
 )
-SELECT revision FROM rev`;
+SELECT revision, pg_notify('${REVISION_CHANNEL}', revision::text || ' ' || id) FROM rev`;
 
 /** True when {@link applyInsertOnlyPostgres} can do the write: no deletes, one chunk of writes. */
 export function insertOnlyPostgres(dialect: SqlDialect, batch: number, deletes: readonly TupleKey[], writes: readonly TupleKey[]): boolean {
@@ -131,7 +137,9 @@ export async function bumpRevision(conn: RawConnection, dialect: SqlDialect, sto
     if (s.rows[0] === undefined) throw new WriteViolation('no_store');
     return Number(s.rows[0].revision);
   }
-  const r = await conn.run<{ revision: number | string }>('UPDATE fga_store SET revision = revision + 1 WHERE id = ? RETURNING revision', [store], true);
+  // PostgreSQL: pg_notify inside the write's transaction is delivered on commit only, never for a rollback.
+  const notify = dialect === 'postgres' ? `, pg_notify('${REVISION_CHANNEL}', revision::text || ' ' || id)` : '';
+  const r = await conn.run<{ revision: number | string }>(`UPDATE fga_store SET revision = revision + 1 WHERE id = ? RETURNING revision${notify}`, [store], true);
   if (r.rows[0] === undefined) throw new WriteViolation('no_store');
   return Number(r.rows[0].revision);
 }

@@ -10,7 +10,7 @@
  * on this server") without an FGA store.
  */
 import { CheckCache, Engine, GraphMirror, LevelChecker, LocalChecker, MemoryStore, type CheckResolver, type TupleStore } from '../../engine/index.ts';
-import { openSequelize, SqlStore } from '../../engine/sql/index.ts';
+import { openSequelize, RevisionListener, SqlStore } from '../../engine/sql/index.ts';
 import type { Services } from '../services.ts';
 import { ENGINE_HOOKS, withHooks } from './engine_hooks.ts';
 import { s } from '../shape.ts';
@@ -112,7 +112,25 @@ export async function plugFgaEngine(services: Services): Promise<void> {
   }
   try {
     const store = await SqlStore.open({ sequelize });
-    const engine = await composeEngine(store, true, c);
+    const observers: Observer[] = [];
+    const engine = await composeEngine(store, true, c, observers);
+    // PostgreSQL: every committed write notifies its revision, and the cache and mirror catch up at once
+    // rather than at their next revision poll, which stays the bound when a notification is lost (docs/caching.md).
+    if (observers.length > 0) {
+      const logger = services.logger;
+      const listener = await RevisionListener.start({
+        sequelize,
+        storeId: store.storeId,
+        onRevision: (revision) => {
+          for (const o of observers) o.observeRevision(revision);
+        },
+        onGap: () => {
+          for (const o of observers) o.observeRevision();
+        },
+        onError: (err) => logger.warn('FGA revision notifications interrupted; reconnecting (the revision poll bounds staleness meanwhile)', { err }),
+      });
+      if (listener !== undefined) services.closers.push(() => listener.close());
+    }
     const hooks = ENGINE_HOOKS.get(engine);
     if (hooks !== undefined) hooks.sqlStore = store;
     services.engine = engine;
@@ -130,7 +148,12 @@ export async function plugFgaEngine(services: Services): Promise<void> {
  * off). Writes go through the outermost store so that the cache and the
  * mirror see them before the write call returns (docs/caching.md).
  */
-async function composeEngine(store: TupleStore, sql: boolean, c: Services['config']): Promise<Engine> {
+/** A layer that answers from memory and catches up when told of a newer store revision. */
+interface Observer {
+  observeRevision(revision?: number): void;
+}
+
+async function composeEngine(store: TupleStore, sql: boolean, c: Services['config'], observers: Observer[] = []): Promise<Engine> {
   let base: TupleStore = store;
   // SqlStore answers a level's reads with one statement whatever their kinds, so reading usersets apart from the
   // other forward lookups costs no round trip and skips every plain user on the path (5x less CPU on SQLite).
@@ -139,11 +162,13 @@ async function composeEngine(store: TupleStore, sql: boolean, c: Services['confi
   if (sql && c.fgaMirror) {
     const mirror = await GraphMirror.load({ store, revisionPollMs: c.fgaCacheRevisionPoll });
     base = mirror.store;
+    observers.push(mirror);
     // Reads of the level checker go to the database; its exact evaluator must not take the mirror's synchronous reads.
     resolver = mirror.resolver(new LocalChecker(), new LevelChecker({ inner: new LocalChecker({ sync: false }) }));
   }
   if (c.fgaCacheSize > 0 && c.fgaCacheRevisionPoll > 0) {
     const cache = new CheckCache({ store: base, maxEntries: c.fgaCacheSize, revisionPollMs: c.fgaCacheRevisionPoll });
+    observers.push(cache);
     return withHooks(new Engine({ store: cache.store, resolver: cache.resolver(resolver) }), cache.store, cache);
   }
   return withHooks(new Engine({ store: base, resolver }), base, undefined);
