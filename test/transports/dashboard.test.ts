@@ -24,8 +24,15 @@ import { startReceiver, type Receiver } from '../admin/receiver.ts';
 import { mailTo, startSmtp } from '../admin/smtp.ts';
 import type { Clock } from '../../transports/index.ts';
 import { screenshot } from '../helpers/screenshots.ts';
+import { seriousViolations } from '../helpers/accessibility.ts';
 
 const test = anyTest.serial;
+
+/** A screen the test has reached: its picture for docs/ui.md (when asked for) and no serious or critical accessibility violation. */
+async function screen(t: ExecutionContext, page: Page, name: string): Promise<void> {
+  await screenshot(page, name);
+  t.deepEqual(await seriousViolations(page), [], `accessibility of ${name}`);
+}
 const WAIT = 30_000;
 const PASSWORD = 'Correct-Horse-7-Battery';
 const ADMIN = { 'x-service-admin-secret': TEST_ADMIN_SECRET };
@@ -138,13 +145,13 @@ test('sign-in: a wrong secret is refused, the right one opens the overview; sign
   const { page, problems } = await openDashboard(t, server);
   await signIn(page, 'not-the-secret');
   await page.getByRole('alert').filter({ hasText: 'That admin secret is not right.' }).waitFor();
-  await screenshot(page, 'dashboard-sign-in');
+  await screen(t, page, 'dashboard-sign-in');
   t.true(await page.locator('#app').isHidden());
   await signIn(page);
   await page.getByRole('heading', { name: 'Overview' }).waitFor();
   await page.locator('#features li', { hasText: 'Server version' }).waitFor();
   await page.locator('#counts .card', { hasText: 'Users' }).locator('strong', { hasText: /^\d+$/ }).waitFor();
-  await screenshot(page, 'dashboard-overview');
+  await screen(t, page, 'dashboard-overview');
   // A reload keeps the session (the cookie), then sign-out ends it on the server too.
   await page.reload();
   await page.getByRole('heading', { name: 'Overview' }).waitFor();
@@ -190,7 +197,7 @@ test('users: search, edit names and roles, revoke (the token fails) and enable, 
   await page.getByLabel('editor', { exact: true }).check();
   await page.getByRole('button', { name: 'Save', exact: true }).click();
   await page.locator('#toast', { hasText: 'User saved.' }).waitFor();
-  await screenshot(page, 'dashboard-users');
+  await screen(t, page, 'dashboard-users');
   const edited = (await admin(server, 'user', { id: userId })).body!;
   t.is(edited['given_name'], 'Ann');
   t.is(edited['family_name'], 'Smith');
@@ -228,7 +235,7 @@ test('users: search, edit names and roles, revoke (the token fails) and enable, 
   await page.getByLabel('Action').fill('admin.user_deleted');
   await page.getByRole('button', { name: 'Filter' }).click();
   await page.locator('#audit-page', { hasText: '(1)' }).waitFor();
-  await screenshot(page, 'dashboard-audit-log');
+  await screen(t, page, 'dashboard-audit-log');
   t.is(await page.locator('#audit-rows tr', { hasText: 'admin.user_deleted' }).count(), 1);
   // By resource: the rows about ann (her revocation among them); by actor: her own sign-up.
   await page.getByLabel('Action').fill('');
@@ -285,6 +292,7 @@ test('webhooks: create, a test event reaches the receiver, a failing endpoint is
     return false;
   }, 'the delivery in the log');
   await page.locator('#webhook-log-rows pre', { hasText: 'thanks' }).waitFor();
+  // TODO(axe): the accessibility check does not return on this page (the sandboxed preview frame is suspected); pictures only here.
   await screenshot(page, 'dashboard-webhooks');
 
   // Edit: the form takes the webhook; a new description is stored.
@@ -339,7 +347,7 @@ test('authorization: a DSL error is marked at its line while typing, a valid mod
   t.is(await error.getAttribute('data-line'), '6');
   t.regex((await error.textContent()) ?? '', /^line 6, column \d+: /);
   t.is(await page.locator('#dsl-gutter span.err').textContent(), '6');
-  await screenshot(page, 'dashboard-authorization-model');
+  await screen(t, page, 'dashboard-authorization-model');
   t.is((await admin(server, 'fga_get_model')).body?.['dsl'], '', 'validation installs nothing');
   await editor.fill('model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define owner: [user]\n    define viewer: [user] or owner\n');
   await page.locator('#dsl-status', { hasText: 'The model is valid.' }).waitFor();
@@ -365,7 +373,7 @@ test('authorization: a DSL error is marked at its line while typing, a valid mod
   const tree = page.getByRole('list', { name: 'Userset tree' });
   await tree.getByText('union').waitFor();
   await tree.getByText('computed: doc:1#owner').waitFor();
-  await screenshot(page, 'dashboard-authorization-tester');
+  await screen(t, page, 'dashboard-authorization-tester');
   await tester.getByLabel('Query').selectOption('list_objects');
   await tester.getByLabel(/^Object/).fill('doc');
   await page.getByRole('button', { name: 'Run' }).click();

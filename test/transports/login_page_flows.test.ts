@@ -23,8 +23,15 @@ import { TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/
 import { mailsTo, startSmtp, type Smtp } from '../admin/smtp.ts';
 import { lastCodeTo, smsFlags, startSmsVendor } from '../helpers/sms_vendor.ts';
 import { screenshot } from '../helpers/screenshots.ts';
+import { seriousViolations } from '../helpers/accessibility.ts';
 
 const test = anyTest.serial;
+
+/** A screen the test has reached: its picture for docs/ui.md (when asked for) and no serious or critical accessibility violation. */
+async function screen(t: ExecutionContext, page: Page, name: string): Promise<void> {
+  await screenshot(page, name);
+  t.deepEqual(await seriousViolations(page), [], `accessibility of ${name}`);
+}
 const PASSWORD = 'Correct-Horse-7-Battery';
 const WAIT = 30_000;
 
@@ -103,7 +110,7 @@ test('an invitation link opened at /app sets a password, then the page signs in 
   const { page, problems } = await pageFor(t);
   await page.goto(link);
   await page.locator('#title', { hasText: 'Accept the invitation' }).waitFor();
-  await screenshot(page, 'app-invitation');
+  await screen(t, page, 'app-invitation');
   await page.fill('#new-password', PASSWORD);
   await page.fill('#confirm-password', PASSWORD);
   await page.click('#reset-submit');
@@ -134,7 +141,7 @@ test('sign-up by email signs in; sign-up by phone, then sign-in by phone', async
   await page.fill('#su-confirm', `${PASSWORD}x`);
   await page.click('#signup-submit');
   await page.locator('#error', { hasText: 'The two passwords differ.' }).waitFor();
-  await screenshot(page, 'app-sign-up');
+  await screen(t, page, 'app-sign-up');
   await page.fill('#su-confirm', PASSWORD);
   await page.click('#signup-submit');
   await signedIn(page);
@@ -233,7 +240,7 @@ test('the organization name and logo from the flags; social buttons for the enab
   t.is(back.pathname, '/authorize', 'with an authorization request, the provider comes back to it');
   t.is(back.searchParams.get('client_id'), 'abc');
   t.is(await page.locator('#social a').count(), 1);
-  await screenshot(page, 'app-sign-in');
+  await screen(t, page, 'app-sign-in');
   t.true(await page.isVisible('#to-signup'));
   t.true(await page.isHidden('#magic'));
 
@@ -265,7 +272,7 @@ test('TOTP: the first challenge shows the enrolment (QR code, key, URI, recovery
   t.regex((await page.textContent('#enrol-uri')) ?? '', /^otpauth:\/\/totp\//);
   t.true(((await page.textContent('#enrol-codes')) ?? '').trim().split(/\s+/).length >= 5, 'recovery codes are shown');
   t.true(await page.isHidden('#resend'), 'no code to resend for an authenticator app');
-  await screenshot(page, 'app-totp-enrolment');
+  await screen(t, page, 'app-totp-enrolment');
   await page.fill('#otp', await generate({ secret, epoch: Math.floor(Date.now() / 1000) }));
   await page.click('#verify');
   await signedIn(page);
@@ -291,7 +298,7 @@ test('SMS code: a sign-in by phone asks for the texted code; a new one is texted
   await page.click('#resend');
   await shown(page, 'notice');
   t.is(vendor.messages.length, sent + 1, 'a new code was texted');
-  await screenshot(page, 'app-code');
+  await screen(t, page, 'app-code');
   const second = lastCodeTo(vendor, phone)!;
   if (second !== first) {
     await page.fill('#otp', first!);
