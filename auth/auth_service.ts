@@ -25,7 +25,7 @@ import { reserveAttempt } from './attempts.ts';
 import { MfaFlows, type MfaMethod, type OtpDelivery } from './mfa.ts';
 import { MfaStore } from './mfa_store.ts';
 import { VerificationFlows } from './verification_flows.ts';
-import { EmailFlows } from './email_flows.ts';
+import { EmailFlows, type LinkDelivery } from './email_flows.ts';
 import { Permissions, type PermissionEngine, type RequiredRelation } from './permissions.ts';
 import type { TokenScript } from './token_script.ts';
 import { EMAIL_RE, PHONE_RE, invalidArgument, invalidCredentials, profilePatch, type SignupInput, type UpdateProfileInput } from './profile.ts';
@@ -496,15 +496,27 @@ export class AuthService {
    * MFA applies but no enabled second factor reaches the user is
    * `failed_precondition` `mfa_method_unavailable` (nothing is changed).
    */
-  async updateProfile(input: UpdateProfileInput, ctx: AuthCallContext): Promise<{ message: string }> {
+  async updateProfile(input: UpdateProfileInput, ctx: AuthCallContext, emailChangeDelivery?: () => LinkDelivery): Promise<{ message: string }> {
     const principal = this.#requireUser(ctx);
     const user = await this.#currentUser(ctx);
-    const { patch, passwordChanged } = await profilePatch(user, input, this.options, this.passwords, this.#nowSeconds());
-    if (Object.keys(patch).length === 0) throw invalidArgument('please enter at least one field to update', 'nothing_to_update');
+    const { patch, passwordChanged, pendingEmail } = await profilePatch(user, input, this.options, this.passwords, this.#nowSeconds());
+    if (Object.keys(patch).length === 0 && pendingEmail === undefined) throw invalidArgument('please enter at least one field to update', 'nothing_to_update');
     if ('is_multi_factor_auth_enabled' in patch || 'email' in patch || 'phone_number' in patch) this.#assertMfaReachableAfter(user, patch);
-    await this.users.update(user.id, patch);
+    let delivery: LinkDelivery | undefined;
+    if (pendingEmail !== undefined) {
+      // Checked before anything is written: a taken address, or no way to mail the link, changes nothing.
+      const holder = await this.users.findByEmail(pendingEmail);
+      if (holder !== undefined && holder.id !== user.id) throw new LatchkeyError('already_exists', 'user with given email already exists', { reason: 'user_already_exists' });
+      if (emailChangeDelivery === undefined) throw new LatchkeyError('failed_precondition', 'email sending is not configured', { reason: 'mail_disabled' });
+      delivery = emailChangeDelivery();
+    }
+    if (Object.keys(patch).length > 0) await this.users.update(user.id, patch);
     // ASVS v5 7.4.3: a changed password ends every other session.
     if (passwordChanged) await this.sessions.endAllForUser(user.id, principal.sessionId);
+    if (pendingEmail !== undefined && delivery !== undefined) {
+      await this.email.requestEmailChange(user, pendingEmail, delivery);
+      return { message: 'Profile successfully updated. The new email address takes effect once confirmed through the link sent to it.' };
+    }
     return { message: 'Profile successfully updated.' };
   }
 

@@ -40,7 +40,7 @@ import { USER, recordUserEvent } from './admin.ts';
 import { plugOAuth } from './oauth.ts';
 import { plugSocialLogin } from './social.ts';
 import { ALL_PROTOCOLS, defineOperation, type AnyOperation } from './types.ts';
-import { signupVerification } from './link_mail.ts';
+import { linkBase, linkDelivery, signupVerification } from './link_mail.ts';
 import { otpDeliveryOf } from './otp_delivery.ts';
 
 // ------------------------------------------------------------------ shapes
@@ -374,14 +374,19 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
     auth: 'user',
     input: UPDATE_PROFILE_INPUT,
     output: MESSAGE,
-    doc: 'Updates profile fields; a password change needs old_password and ends the other sessions.',
+    doc:
+      'Updates profile fields; a password change needs old_password and ends the other sessions. With email verification a new email takes effect once confirmed ' +
+      'through the link mailed to it (verify_email); until then the old address stays the login.',
     handler: async (ctx, input) => {
       const { app_data, ...rest } = input;
       const appData = app_data === undefined || app_data === null ? undefined : (app_data as unknown);
       if (appData !== undefined && (typeof appData !== 'object' || Array.isArray(appData))) {
         throw new LatchkeyError('invalid_argument', 'app_data: must be an object', { reason: 'invalid_field', details: { field: 'app_data' } });
       }
-      const out = await authOf(ctx).updateProfile({ ...rest, ...(appData === undefined ? {} : { app_data: appData as Record<string, unknown> }) }, callContext(ctx));
+      // An email change under verification mails a confirmation link to the new address (update_email).
+      const emailChange = () =>
+        linkDelivery(ctx, linkBase(ctx, undefined, 'verify'), undefined, async (user) => audit(ctx, 'user.email_change_requested', { userId: user.id, user }));
+      const out = await authOf(ctx).updateProfile({ ...rest, ...(appData === undefined ? {} : { app_data: appData as Record<string, unknown> }) }, callContext(ctx), emailChange);
       const userId = ctx.principal.kind === 'user' ? ctx.principal.userId : undefined;
       await audit(ctx, 'user.profile_updated', { userId });
       if (input.new_password) await audit(ctx, 'user.password_changed', { userId });
