@@ -451,17 +451,17 @@ export class AdminService {
     return this.#run(ctx, 'admin.fga_models_listed', { type: 'fga_model' }, () => fgaListModels(requireEngine(this.#engine), input));
   }
 
-  async fgaWriteTuples(ctx: AdminCallContext, tuples: FgaTupleInput[]): Promise<{ message: string }> {
+  async fgaWriteTuples(ctx: AdminCallContext, tuples: FgaTupleInput[]): Promise<{ message: string; consistency_token: string }> {
     return this.#run(ctx, 'admin.fga_tuples_written', { type: 'fga_tuple' }, async () => {
-      await fgaWriteTuples(requireEngine(this.#engine), tuples);
-      return { message: 'tuples written successfully' };
+      const { revision } = await fgaWriteTuples(requireEngine(this.#engine), tuples);
+      return { message: 'tuples written successfully', consistency_token: String(revision) };
     }, { count: tuples.length, tuples: tuples.slice(0, 20) });
   }
 
-  async fgaDeleteTuples(ctx: AdminCallContext, tuples: FgaTupleInput[]): Promise<{ message: string }> {
+  async fgaDeleteTuples(ctx: AdminCallContext, tuples: FgaTupleInput[]): Promise<{ message: string; consistency_token: string }> {
     return this.#run(ctx, 'admin.fga_tuples_deleted', { type: 'fga_tuple' }, async () => {
-      await fgaDeleteTuples(requireEngine(this.#engine), tuples);
-      return { message: 'tuples deleted successfully' };
+      const { revision } = await fgaDeleteTuples(requireEngine(this.#engine), tuples);
+      return { message: 'tuples deleted successfully', consistency_token: String(revision) };
     }, { count: tuples.length, tuples: tuples.slice(0, 20) });
   }
 

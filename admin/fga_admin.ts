@@ -142,13 +142,13 @@ function wireTuple(t: TupleKey): FgaTuple {
 }
 
 /** `fga_write_tuples`: all or nothing (engine limits and validation apply). */
-export async function fgaWriteTuples(engine: Engine, tuples: readonly FgaTupleInput[]): Promise<void> {
-  await engine.write({ writes: checkTuples(tuples, true) });
+export async function fgaWriteTuples(engine: Engine, tuples: readonly FgaTupleInput[]): Promise<{ revision: number }> {
+  return engine.write({ writes: checkTuples(tuples, true) });
 }
 
 /** `fga_delete_tuples`: all or nothing. */
-export async function fgaDeleteTuples(engine: Engine, tuples: readonly FgaTupleInput[]): Promise<void> {
-  await engine.write({ deletes: checkTuples(tuples, false) });
+export async function fgaDeleteTuples(engine: Engine, tuples: readonly FgaTupleInput[]): Promise<{ revision: number }> {
+  return engine.write({ deletes: checkTuples(tuples, false) });
 }
 
 /** `fga_read_tuples`: filtered, paginated by an opaque continuation token (page size 1..100, default 100). */

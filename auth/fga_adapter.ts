@@ -27,6 +27,7 @@ export function engineAsPermissionEngine(engine: Engine): PermissionEngine {
             object: r.object,
             ...(r.contextualTuples !== undefined && r.contextualTuples.length > 0 ? { contextualTuples: r.contextualTuples.map(plain) } : {}),
             ...(r.context === undefined ? {} : { context: r.context }),
+            ...(r.atLeastRevision === undefined ? {} : { atLeastRevision: r.atLeastRevision }),
           })),
         );
         for (const r of results) {
@@ -37,7 +38,7 @@ export function engineAsPermissionEngine(engine: Engine): PermissionEngine {
       return out;
     },
     async listObjects(request) {
-      const res = await engine.listObjects({ user: request.user, relation: request.relation, type: request.type, ...(request.context === undefined ? {} : { context: request.context }) });
+      const res = await engine.listObjects({ user: request.user, relation: request.relation, type: request.type, ...(request.context === undefined ? {} : { context: request.context }), ...(request.atLeastRevision === undefined ? {} : { atLeastRevision: request.atLeastRevision }) });
       return { objects: res.objects.slice(0, request.limit), truncated: res.truncated || res.objects.length > request.limit };
     },
     async relationsByType() {

@@ -38,9 +38,9 @@ export function checkContext(context: unknown): Record<string, unknown> | undefi
 /** What the identity service needs from the FGA engine (adapted by the composition root). */
 export interface PermissionEngine {
   /** One answer per request, in order. Contextual tuples are never persisted. */
-  batchCheck(requests: ReadonlyArray<{ user: string; relation: string; object: string; contextualTuples?: readonly WireTuple[]; context?: Record<string, unknown> }>): Promise<boolean[]>;
+  batchCheck(requests: ReadonlyArray<{ user: string; relation: string; object: string; contextualTuples?: readonly WireTuple[]; context?: Record<string, unknown>; atLeastRevision?: number }>): Promise<boolean[]>;
   /** Objects of `type` on which `user` holds `relation`, at most `limit`, with `truncated` when more exist. */
-  listObjects(request: { user: string; relation: string; type: string; limit: number; context?: Record<string, unknown> }): Promise<{ objects: string[]; truncated: boolean }>;
+  listObjects(request: { user: string; relation: string; type: string; limit: number; context?: Record<string, unknown>; atLeastRevision?: number }): Promise<{ objects: string[]; truncated: boolean }>;
   /** Relations per object type of the current model (empty when no model is written). */
   relationsByType(): Promise<ReadonlyMap<string, readonly string[]>>;
 }
@@ -113,11 +113,13 @@ export class Permissions {
   async check(input: {
     checks: ReadonlyArray<{ relation: string; object: string; contextual_tuples?: readonly WireTuple[] | undefined; context?: unknown }>;
     user?: string | undefined;
+    consistency_token?: string | undefined;
   }, principal: CallerPrincipal | undefined): Promise<{ results: Array<{ relation: string; object: string; allowed: boolean }> }> {
     const subject = this.#subjectFor(principal, input.user);
     const engine = this.#fga();
     const checks = input.checks;
     if (!Array.isArray(checks) || checks.length < 1 || checks.length > 100) throw invalidArgument('checks must have between 1 and 100 entries', 'invalid_checks_count');
+    const fresh = tokenOf(input.consistency_token);
     const answers = await engine.batchCheck(
       checks.map((c) => ({
         user: subject,
@@ -125,6 +127,7 @@ export class Permissions {
         object: c.object,
         ...(c.contextual_tuples !== undefined && c.contextual_tuples.length > 0 ? { contextualTuples: c.contextual_tuples } : {}),
         ...contextOf(c.context),
+        ...fresh,
       })),
     );
     return { results: checks.map((c, i) => ({ relation: c.relation, object: c.object, allowed: answers[i] === true })) };
@@ -134,7 +137,7 @@ export class Permissions {
    * `list_permissions`: every (object, relation) the subject holds, narrowed
    * by `relation` and/or `object_type`, capped at 1000 with `truncated`.
    */
-  async list(input: { relation?: string | undefined; object_type?: string | undefined; user?: string | undefined; context?: unknown }, principal: CallerPrincipal | undefined): Promise<{
+  async list(input: { relation?: string | undefined; object_type?: string | undefined; user?: string | undefined; context?: unknown; consistency_token?: string | undefined }, principal: CallerPrincipal | undefined): Promise<{
     objects: string[];
     permissions: Array<{ object: string; relation: string }>;
     truncated: boolean;
@@ -143,7 +146,7 @@ export class Permissions {
     const engine = this.#fga();
     const relation = input.relation === '' ? undefined : input.relation;
     const objectType = input.object_type === '' ? undefined : input.object_type;
-    const context = contextOf(input.context);
+    const context = { ...contextOf(input.context), ...tokenOf(input.consistency_token) };
     const relationsByType = await engine.relationsByType();
     const pairs: Array<[type: string, relation: string]> = [];
     for (const [type, relations] of relationsByType) {
@@ -172,6 +175,17 @@ export class Permissions {
     }
     return { objects: [...objects], permissions, truncated };
   }
+}
+
+/**
+ * A consistency token (the `consistency_token` an FGA write returned: its
+ * store revision, in decimal) as the engine's "at least as fresh as" bound;
+ * `invalid_argument` (reason `invalid_consistency_token`) when malformed.
+ */
+function tokenOf(token: string | undefined): { atLeastRevision?: number } {
+  if (token === undefined || token === '') return {};
+  if (!/^\d{1,15}$/u.test(token)) throw invalidArgument('consistency_token must be the token an FGA write returned', 'invalid_consistency_token');
+  return { atLeastRevision: Number(token) };
 }
 
 function contextOf(context: unknown): { context?: Record<string, unknown> } {

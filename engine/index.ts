@@ -28,7 +28,7 @@ import type { TupleReader } from './reader.ts';
 import { type CheckResolver, type Consistency, type ResolutionContext, type ResolveCheckResult, LocalChecker, Scope } from './check.ts';
 import { type ParsedUser, parseObject, show, tryParseObject, tryParseUser } from './tuple.ts';
 import { FGA_CODES, validateTupleForWrite } from './validation.ts';
-import { CheckPath, type Prepared, invalid, plainTuple } from './engine_check.ts';
+import { CheckPath, type FreshnessHint, type Prepared, invalid, plainTuple } from './engine_check.ts';
 import { listObjectIds } from './list_objects.ts';
 import { type UserFilter, listUsers } from './list_users.ts';
 import { type ExpandNode, expandRewrite } from './expand.ts';
@@ -104,6 +104,15 @@ export interface QueryOptions {
   modelId?: string;
   /** `higher_consistency` bypasses every answer cache (OpenFGA's consistency preference); default `minimize_latency`. */
   consistency?: Consistency;
+  /**
+   * A consistency token: the store revision a write returned
+   * ({@link Engine.write}). The answer reflects at least that revision: it
+   * comes from a cache or the graph mirror only when they have caught up to
+   * it, otherwise from the store (as `higher_consistency`), like SpiceDB's
+   * `at_least_as_fresh` ZedToken. `invalid_argument` (reason
+   * `invalid_consistency_token`) unless a non-negative integer.
+   */
+  atLeastRevision?: number;
 }
 
 /** Does `user` hold `relation` on `object`? */
@@ -575,7 +584,28 @@ export class Engine {
    * `resolution_too_complex`, OpenFGA 2002) beyond the depth limit.
    */
   check(req: CheckRequest): Promise<CheckResult> {
-    return this.#check.check(req);
+    let fresh: CheckRequest;
+    try {
+      fresh = this.#fresher(req);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.#check.check(fresh);
+  }
+
+  /**
+   * `req` itself, or, when it carries a consistency token that a memory
+   * layer (cache, mirror) has not caught up to, `req` with
+   * `higher_consistency`, so that it reads the store (the layers start
+   * catching up meanwhile).
+   */
+  #fresher<T extends QueryOptions>(req: T): T {
+    if (req === null || typeof req !== 'object' || req.atLeastRevision === undefined || req.consistency === 'higher_consistency') return req;
+    const token = req.atLeastRevision;
+    if (!Number.isSafeInteger(token) || token < 0) throw invalid('the consistency token must be a store revision (a non-negative integer)', { reason: 'invalid_consistency_token' });
+    const hint = (this.#store as Partial<FreshnessHint>).caughtUp;
+    if (hint === undefined || hint.call(this.#store, token)) return req;
+    return { ...req, consistency: 'higher_consistency' };
   }
 
   /**
@@ -589,7 +619,7 @@ export class Engine {
    * A caller can then fall back to `check`.
    */
   checkSync(req: CheckRequest): CheckResult {
-    return this.#check.checkSync(req);
+    return this.#check.checkSync(this.#fresher(req));
   }
 
   /**
@@ -608,7 +638,13 @@ export class Engine {
    * of failing the batch.
    */
   batchCheck(checks: CheckRequest[], options: { modelId?: string } = {}): Promise<BatchCheckResult[]> {
-    return this.#check.batchCheck(checks, options);
+    let fresh: CheckRequest[];
+    try {
+      fresh = Array.isArray(checks) ? checks.map((c) => this.#fresher(c)) : checks;
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.#check.batchCheck(fresh, options);
   }
 
   /**
@@ -621,6 +657,7 @@ export class Engine {
    */
   async listObjects(req: ListObjectsRequest): Promise<ListObjectsResult> {
     if (req === null || typeof req !== 'object') throw invalid('list objects request must be an object', { reason: 'invalid_list_objects_input' });
+    req = this.#fresher(req);
     const prepared = await this.#prepare(req);
     const ts = prepared.ts;
     // Full consistency reads the store itself, never a store's in-memory synchronous reads (the graph mirror).
@@ -654,6 +691,7 @@ export class Engine {
    */
   async listUsers(req: ListUsersRequest): Promise<ListUsersResult> {
     if (req === null || typeof req !== 'object') throw invalid('list users request must be an object', { reason: 'invalid_list_users_input' });
+    req = this.#fresher(req);
     const { ts, reader } = await this.#prepare(req);
     const object = parseObject(req.object);
     if (!ts.hasType(object.type)) throw invalid(`type '${object.type}' not found`, { reason: 'type_not_found', code: FGA_CODES.type_not_found });

@@ -401,6 +401,7 @@ const S_CheckPermissionsRequest = {
   fields: {
     checks: { kind: 'list', item: S_PermissionCheckInput, minItems: 1, maxItems: 100 },
     user: { kind: 'optional', inner: { kind: 'string', maxLength: 512 } },
+    consistency_token: { kind: 'optional', inner: { kind: 'string', maxLength: 20 } },
   },
 } as const;
 const S_PermissionCheckResult = {
@@ -427,6 +428,7 @@ const S_ListPermissionsRequest = {
     object_type: { kind: 'optional', inner: { kind: 'string', maxLength: 64 } },
     user: { kind: 'optional', inner: { kind: 'string', maxLength: 512 } },
     context: { kind: 'optional', inner: { kind: 'json' } },
+    consistency_token: { kind: 'optional', inner: { kind: 'string', maxLength: 20 } },
   },
 } as const;
 const S_Permission = {
@@ -923,6 +925,14 @@ const S_FgaWriteTuplesRequest = {
   name: 'FgaWriteTuplesRequest',
   fields: {
     tuples: { kind: 'list', item: S_FgaTupleInput, minItems: 1, maxItems: 100 },
+  },
+} as const;
+const S_FgaWriteResponse = {
+  kind: 'object',
+  name: 'FgaWriteResponse',
+  fields: {
+    message: { kind: 'string' },
+    consistency_token: { kind: 'string' },
   },
 } as const;
 const S_FgaDeleteTuplesRequest = {
@@ -1623,9 +1633,9 @@ export const CLIENT_OPERATIONS = [
     protocols: ['graphql', 'rest', 'grpc'],
     rest: { method: 'POST', path: '/v1/admin/fga/tuples' },
     grpc: { service: 'LatchkeyAdmin', method: 'FgaWriteTuples' },
-    document: 'mutation($params: FgaWriteTuplesInput!) { _fga_write_tuples(params: $params) { message } }',
+    document: 'mutation($params: FgaWriteTuplesInput!) { _fga_write_tuples(params: $params) { message consistency_token } }',
     input: S_FgaWriteTuplesRequest,
-    output: S_Response,
+    output: S_FgaWriteResponse,
   },
   {
     name: 'fga_delete_tuples',
@@ -1635,9 +1645,9 @@ export const CLIENT_OPERATIONS = [
     protocols: ['graphql', 'rest', 'grpc'],
     rest: { method: 'POST', path: '/v1/admin/fga/tuples/delete' },
     grpc: { service: 'LatchkeyAdmin', method: 'FgaDeleteTuples' },
-    document: 'mutation($params: FgaWriteTuplesInput!) { _fga_delete_tuples(params: $params) { message } }',
+    document: 'mutation($params: FgaWriteTuplesInput!) { _fga_delete_tuples(params: $params) { message consistency_token } }',
     input: S_FgaDeleteTuplesRequest,
-    output: S_Response,
+    output: S_FgaWriteResponse,
   },
   {
     name: 'fga_read_tuples',

@@ -104,6 +104,12 @@ const admin = (name: string, method: 'GET' | 'POST', path: string, grpcMethod: s
   }) as const;
 
 const REST_GRPC = ['rest', 'grpc'] as const;
+
+/** A tuple write's result: the message, and the consistency token of the store revision it committed. */
+const FGA_WRITE_RESULT = s.object('FgaWriteResponse', {
+  message: s.string(),
+  consistency_token: s.string({ doc: 'The store revision this write committed; pass it as consistency_token to check_permissions or list_permissions to read at least this write' }),
+});
 const list = <T>(items: readonly T[]): T[] => [...items];
 
 // ------------------------------------------------------------------ rows
@@ -456,7 +462,7 @@ export const ADMIN_OPERATIONS: readonly AnyOperation[] = [
     ...admin('fga_write_tuples', 'POST', '/v1/admin/fga/tuples', 'FgaWriteTuples'),
     kind: 'mutation',
     input: s.object('FgaWriteTuplesRequest', { tuples: s.list(FGA_TUPLE_INPUT, { minItems: 1, maxItems: 100 }) }, { graphql: { name: 'FgaWriteTuplesInput' } }),
-    output: MESSAGE,
+    output: FGA_WRITE_RESULT,
     doc: 'Writes up to 100 tuples, all or nothing.',
     handler: async (ctx, input) => adminOf(ctx).fgaWriteTuples(callCtx(ctx), input.tuples),
   }),
@@ -464,7 +470,7 @@ export const ADMIN_OPERATIONS: readonly AnyOperation[] = [
     ...admin('fga_delete_tuples', 'POST', '/v1/admin/fga/tuples/delete', 'FgaDeleteTuples'),
     kind: 'mutation',
     input: s.object('FgaDeleteTuplesRequest', { tuples: s.list(FGA_TUPLE_INPUT, { minItems: 1, maxItems: 100 }) }, { graphql: { name: 'FgaWriteTuplesInput' } }),
-    output: MESSAGE,
+    output: FGA_WRITE_RESULT,
     doc: 'Deletes up to 100 tuples, all or nothing.',
     handler: async (ctx, input) => adminOf(ctx).fgaDeleteTuples(callCtx(ctx), input.tuples),
   }),

@@ -37,6 +37,10 @@ const CHECK_INPUT = s.object('PermissionCheckInput', {
 
 const CHECK_RESULT = s.object('PermissionCheckResult', { relation: s.string(), object: s.string(), allowed: s.bool() });
 
+const CONSISTENCY_TOKEN = s.optional(
+  s.string({ maxLength: 20, doc: 'The consistency_token an FGA write returned: the answer reflects at least that write (from a cache only once it has caught up, else from the database)' }),
+);
+
 const SUBJECT = s.optional(
   s.string({ maxLength: 512, doc: 'Explicit subject (`type:id`, or a bare id for `user:<id>`): only the caller itself, or anyone for a super-admin' }),
 );
@@ -53,6 +57,7 @@ export const PERMISSION_OPERATIONS: readonly AnyOperation[] = [
     input: s.object('CheckPermissionsRequest', {
       checks: s.list(CHECK_INPUT, { minItems: 1, maxItems: 100, doc: '1 to 100 checks, answered in order' }),
       user: SUBJECT,
+      consistency_token: CONSISTENCY_TOKEN,
     }, { graphql: { name: 'CheckPermissionsInput' } }),
     output: s.object('CheckPermissionsResponse', { results: s.list(CHECK_RESULT) }),
     doc: 'Checks relations of the caller (or, for a super-admin, of `user`) on objects; results in request order.',
@@ -71,6 +76,7 @@ export const PERMISSION_OPERATIONS: readonly AnyOperation[] = [
       object_type: s.optional(s.string({ maxLength: 64 })),
       user: SUBJECT,
       context: CONTEXT,
+      consistency_token: CONSISTENCY_TOKEN,
     }, { graphql: { name: 'ListPermissionsInput' } }),
     output: s.object('ListPermissionsResponse', {
       objects: s.list(s.string()),
