@@ -147,3 +147,44 @@ for (const backend of sqlBackends()) {
     }
   });
 }
+
+for (const backend of sqlBackends().filter((b) => b === 'postgres')) {
+  test(`sql ${backend}: the revision listener reconnects after its connection is killed, reports the gap, and notifications flow again`, async (t) => {
+    t.timeout(30_000);
+    const db = await createTestDatabase(backend, 'lk_listen');
+    const seq = await connect(db);
+    const writer = await connect(db);
+    let listener: RevisionListener | undefined;
+    try {
+      const store = await SqlStore.open({ sequelize: writer });
+      const seen: number[] = [];
+      let gaps = 0;
+      listener = await RevisionListener.start({ sequelize: seq, storeId: store.storeId, onRevision: (r) => seen.push(r), onGap: () => gaps++, minBackoffMs: 20, maxBackoffMs: 200 });
+      t.true(listener!.listening);
+      const until = async (f: () => boolean, what: string) => {
+        const deadline = performance.now() + 10_000;
+        while (!f()) {
+          t.true(performance.now() < deadline, what);
+          if (performance.now() >= deadline) return;
+          await new Promise((r) => setTimeout(r, 10));
+        }
+      };
+      const r1 = await store.write([], [{ user: 'user:a', relation: 'viewer', object: 'doc:1' }]);
+      await until(() => seen.includes(r1), 'the first write was notified');
+      // A failed write (the tuple exists) rolls back: nothing is notified for it.
+      await t.throwsAsync(store.write([], [{ user: 'user:a', relation: 'viewer', object: 'doc:1' }]));
+      await writer.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN latchkey_fga_revision'`);
+      await until(() => gaps === 1 && listener!.listening, 'the listener reconnected and reported the gap');
+      const r2 = await store.write([{ user: 'user:a', relation: 'viewer', object: 'doc:1' }], []);
+      t.is(r2, r1 + 1, 'the rolled-back write took no revision');
+      await until(() => seen.includes(r2), 'notifications flow after the reconnect');
+      t.deepEqual(seen, [r1, r2]);
+      await store.close();
+    } finally {
+      await listener?.close();
+      await seq.close();
+      await writer.close();
+      await db.drop();
+    }
+  });
+}
