@@ -292,8 +292,7 @@ test('webhooks: create, a test event reaches the receiver, a failing endpoint is
     return false;
   }, 'the delivery in the log');
   await page.locator('#webhook-log-rows pre', { hasText: 'thanks' }).waitFor();
-  // TODO(axe): the accessibility check does not return on this page (the sandboxed preview frame is suspected); pictures only here.
-  await screenshot(page, 'dashboard-webhooks');
+  await screen(t, page, 'dashboard-webhooks');
 
   // Edit: the form takes the webhook; a new description is stored.
   await page.getByRole('button', { name: 'Edit webhook user.signup' }).click();
@@ -324,7 +323,7 @@ test('webhooks: create, a test event reaches the receiver, a failing endpoint is
   await page.getByLabel(/^Template/).fill('<p>Hi {{ user.given_name }}, <a href="{{ verification_url }}">reset here</a> <script>parent.x=1</script></p>');
   await page.locator('#preview-subject', { hasText: 'Reset for Sample' }).waitFor();
   await preview.getByText('Hi Sample,').waitFor();
-  await screenshot(page, 'dashboard-email-templates');
+  await screen(t, page, 'dashboard-email-templates');
   t.is(await preview.getByRole('link', { name: 'reset here' }).getAttribute('href'), 'https://example.com/verify?token=sample');
   await page.getByRole('button', { name: 'Save template' }).click();
   await page.locator('#template-state', { hasText: 'Stored template' }).waitFor();
