@@ -415,3 +415,23 @@ test('openfga api: a browser on another origin (the Playground) may PUT and DELE
   t.is(del.status, 204);
   t.is(del.headers.get('access-control-allow-origin'), origin);
 });
+
+test('openfga api: a write returns a consistency_token that Check and ListObjects accept (at least as fresh as the write)', async (t) => {
+  const server = await startTestServer({ 'openfga-preshared-keys': KEY });
+  t.teardown(() => server.close());
+  const store = (await raw(server, 'POST', '/stores', { name: 'tokens' })).body['id'] as string;
+  const model = transformDslToModel('model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define viewer: [user]\n');
+  t.is((await raw(server, 'POST', `/stores/${store}/authorization-models`, model)).status, 201);
+  const tuple = { user: 'user:anne', relation: 'viewer', object: 'doc:1' };
+  const w = await raw(server, 'POST', `/stores/${store}/write`, { writes: { tuple_keys: [tuple] } });
+  t.is(w.status, 200);
+  const token = w.body['consistency_token'];
+  t.regex(String(token), /^\d+$/u);
+  const c = await raw(server, 'POST', `/stores/${store}/check`, { tuple_key: tuple, consistency_token: token });
+  t.is(c.body['allowed'], true);
+  const d = await raw(server, 'POST', `/stores/${store}/write`, { deletes: { tuple_keys: [tuple] } });
+  t.true(Number(d.body['consistency_token']) > Number(token), 'each write commits a newer revision');
+  const l = await raw(server, 'POST', `/stores/${store}/list-objects`, { type: 'doc', relation: 'viewer', user: 'user:anne', consistency_token: d.body['consistency_token'] });
+  t.deepEqual(l.body['objects'], []);
+  await refusal(t, raw(server, 'POST', `/stores/${store}/check`, { tuple_key: tuple, consistency_token: 'yesterday' }), 400, 'validation_error');
+});

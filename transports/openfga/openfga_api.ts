@@ -268,8 +268,11 @@ export function openfgaRouter(options: OpenfgaApiOptions): Router {
       const present = await engine.store.readUserTuples(deletes.map(userKey));
       deletes = deletes.filter((_, i) => present[i] !== undefined);
     }
+    // Latchkey's extension: the store revision the write committed, as a consistency token that a later
+    // Check, ListObjects or ListUsers may pass back (`consistency_token`) to read at least this write.
     if (writes.length + deletes.length > 0) {
-      await engine.write({ writes, deletes, ...(modelId === undefined ? {} : { modelId }) });
+      const { revision } = await engine.write({ writes, deletes, ...(modelId === undefined ? {} : { modelId }) });
+      return { consistency_token: String(revision) };
     }
     return {};
   });
@@ -494,8 +497,14 @@ function userKey(t: TupleKey): { objectType: string; objectId: string; relation:
 }
 
 /** contextual tuples, context, model id and consistency of a query. */
-function queryOptions(body: Json): Pick<CheckRequest, 'contextualTuples' | 'context' | 'modelId' | 'consistency'> {
-  const out: Pick<CheckRequest, 'contextualTuples' | 'context' | 'modelId' | 'consistency'> = {};
+function queryOptions(body: Json): Pick<CheckRequest, 'contextualTuples' | 'context' | 'modelId' | 'consistency' | 'atLeastRevision'> {
+  const out: Pick<CheckRequest, 'contextualTuples' | 'context' | 'modelId' | 'consistency' | 'atLeastRevision'> = {};
+  // Latchkey's extension (see the write route): answered at least as fresh as that write.
+  const token = optString(body['consistency_token'], 'consistency_token');
+  if (token !== undefined && token !== '') {
+    if (!/^\d{1,15}$/u.test(token)) throw invalidRequest('consistency_token must be the token a write returned');
+    out.atLeastRevision = Number(token);
+  }
   const ctxTuples = contextualTuples(body['contextual_tuples']);
   if (ctxTuples.length > 0) out.contextualTuples = ctxTuples;
   const ctx = context(body['context']);
