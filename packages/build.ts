@@ -41,7 +41,7 @@ interface PackageSpec {
   extraEntries?: string[];
   /** Non-code files copied as they are. */
   assets?: string[];
-  /** Dependencies no file imports by name: database drivers sequelize loads itself. */
+  /** Dependencies no file imports by name: database drivers sequelize loads itself, files served to browsers. */
   extraDependencies?: string[];
   /** Bare imports that are optional peers rather than dependencies. */
   optionalPeers?: string[];
@@ -90,7 +90,8 @@ export const PACKAGES: PackageSpec[] = [
     extraEntries: ['transports/cli', 'transports/cli/dsl_command', 'transports/cli/fga_command'],
     assets: ['transports/grpc/latchkey.proto', 'transports/dashboard/page.html', 'transports/dashboard/page.css', 'transports/dashboard/page.js'],
     external: ENGINE_EXTERNAL,
-    extraDependencies: ['pg', 'mysql2'],
+    // Loaded by name, not imported: the database drivers (by sequelize) and the playground's browser builds (served as files).
+    extraDependencies: ['pg', 'mysql2', 'graphiql', 'react', 'react-dom'],
     bin: { latchkey: 'bin/latchkey.js' },
     generated: {
       'bin/latchkey.js': "#!/usr/bin/env node\n// The `latchkey` command.\nimport { main } from '../transports/cli.js';\n\nconst status = await main(process.argv.slice(2));\nprocess.exit(status);\n",

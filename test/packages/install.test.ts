@@ -304,7 +304,8 @@ test.serial('the installed server: npx latchkey --version, dsl validate, fga tes
       const rest = (await (await fetch(`${server.url}/v1/meta`)).json()) as { version: string };
       t.is(rest.version, version);
       // The pages, whose files the package carries as they are.
-      for (const page of ['/app', '/dashboard']) {
+      t.is((await fetch(`${server.url}/playground/graphiql.js`)).status, 200, `Node ${node.major}: the playground's GraphiQL`);
+      for (const page of ['/app', '/dashboard', '/playground']) {
         const res = await fetch(`${server.url}${page}`);
         t.is(res.status, 200, `Node ${node.major}: ${page}`);
         t.regex(await res.text(), /<!DOCTYPE html>/i, `Node ${node.major}: ${page}`);

@@ -529,7 +529,11 @@ test('GET /playground serves the GraphQL playground page', async (t) => {
   const res = await fetch(`${server.httpUrl}/playground`);
   t.is(res.status, 200);
   t.regex(res.headers.get('content-type') ?? '', /text\/html/);
-  t.regex(await res.text(), /fetch\('\/graphql'/);
+  t.regex(await res.text(), /<script src="\/playground\/graphiql\.js"><\/script>/);
+  const script = await fetch(`${server.httpUrl}/playground/graphiql.js`);
+  t.is(script.status, 200);
+  t.regex(script.headers.get('content-type') ?? '', /javascript/);
+  t.is((await fetch(`${server.httpUrl}/playground/not-a-file.js`)).status, 404);
 });
 
 test('gRPC serves server reflection listing both Latchkey services', async (t) => {

@@ -20,7 +20,7 @@ import { pingDatabase } from '../database.ts';
 import type { Services } from '../services.ts';
 import { buildSchema, type GraphqlContext } from '../graphql/schema.ts';
 import { limitsRule } from '../graphql/limits.ts';
-import { PLAYGROUND_HTML } from './playground.ts';
+import { PLAYGROUND_HEADERS, PLAYGROUND_HTML, playgroundAssets } from './playground.ts';
 import { Engine } from '../../engine/index.ts';
 import { openfgaRouter } from '../openfga/index.ts';
 import { rateLimitKey } from '../client_ip.ts';
@@ -274,9 +274,18 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
   }
 
   if (config.enablePlayground) {
+    const assets = playgroundAssets();
     app.get('/playground', (_req, res) => {
+      for (const [k, v] of Object.entries(PLAYGROUND_HEADERS)) res.setHeader(k, v);
       res.setHeader('content-type', 'text/html; charset=utf-8');
       res.end(PLAYGROUND_HTML);
+    });
+    app.get('/playground/:file', (req, res, next) => {
+      const asset = assets.get(req.params.file);
+      if (asset === undefined) return next();
+      res.setHeader('content-type', `${asset.type}; charset=utf-8`);
+      res.setHeader('cache-control', 'public, max-age=3600');
+      res.end(asset.body);
     });
   }
 

@@ -1,46 +1,76 @@
 /**
- * A minimal, self-contained GraphQL playground (no external assets): a query
- * editor, a variables editor and the response, posting to `/graphql` with the
- * page's own origin and cookies. Served at `GET /playground` while
- * `--enable-playground` is true.
+ * The GraphQL playground at `GET /playground` (while `--enable-playground`):
+ * GraphiQL against this server's `/graphql`, with its query, variables and
+ * headers editors, its documentation explorer (from introspection, when
+ * `--enable-graphql-introspection`) and its history.
+ *
+ * GraphiQL's browser build and React's come from the installed `graphiql`,
+ * `react` and `react-dom` packages and are served from `/playground/` itself:
+ * the page loads nothing from another origin. Its policy: scripts and styles
+ * from the server only (GraphiQL's editor sets element styles, hence
+ * `style-src 'unsafe-inline'`), requests to the server only, no framing. The
+ * requests are same-origin POSTs with the page's cookies, so the browser
+ * sends `Origin` and the CSRF check passes; an admin operation needs the
+ * admin cookie or the admin header in the headers editor.
  */
-export const PLAYGROUND_HTML = `<!doctype html>
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+
+const require = createRequire(import.meta.url);
+
+/** The files under `/playground/`: name → the installed file and its media type. */
+const ASSET_FILES: Record<string, { pkg: string; file: string; type: string }> = {
+  'react.js': { pkg: 'react', file: 'umd/react.production.min.js', type: 'text/javascript' },
+  'react-dom.js': { pkg: 'react-dom', file: 'umd/react-dom.production.min.js', type: 'text/javascript' },
+  'graphiql.js': { pkg: 'graphiql', file: 'graphiql.min.js', type: 'text/javascript' },
+  'graphiql.css': { pkg: 'graphiql', file: 'graphiql.min.css', type: 'text/css' },
+};
+
+/** A file of an installed package, found from its package.json (the browser builds are outside the packages' exports maps). */
+const fileOf = (pkg: string, file: string): string => join(dirname(require.resolve(`${pkg}/package.json`)), file);
+
+/** The page's own script: GraphiQL on `/graphql`, same origin, with cookies. */
+const START_JS = `'use strict';
+const fetcher = GraphiQL.createFetcher({ url: new URL('/graphql', location.href).href, fetch: (url, init) => fetch(url, { ...init, credentials: 'same-origin' }) });
+const defaultQuery = '# Latchkey: GraphQL over this server. Admin operations (prefixed _) need the admin cookie\\n# (admin_login) or {"x-service-admin-secret": "..."} in the headers below.\\nquery {\\n  meta {\\n    version\\n    client_id\\n    is_sign_up_enabled\\n  }\\n}\\n';
+ReactDOM.createRoot(document.getElementById('graphiql')).render(React.createElement(GraphiQL, { fetcher, defaultQuery, isHeadersEditorEnabled: true, shouldPersistHeaders: false }));
+`;
+
+export const PLAYGROUND_HTML = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Latchkey GraphQL playground</title>
-<style>
-  body { font: 14px system-ui, sans-serif; margin: 0; display: grid; grid-template-columns: 1fr 1fr; grid-template-rows: auto 1fr 9em; height: 100vh; }
-  header { grid-column: 1 / 3; padding: .5em 1em; background: #1f2937; color: #fff; display: flex; gap: 1em; align-items: center; }
-  textarea, pre { font: 13px ui-monospace, monospace; margin: 0; padding: .75em; border: 0; border-right: 1px solid #ddd; resize: none; }
-  #query { grid-row: 2; } #variables { grid-row: 3; border-top: 1px solid #ddd; }
-  pre { grid-column: 2; grid-row: 2 / 4; overflow: auto; background: #f9fafb; }
-  button { font: inherit; padding: .3em 1em; }
-</style>
+<link rel="stylesheet" href="/playground/graphiql.css">
+<style>html, body, #graphiql { height: 100%; margin: 0; }</style>
 </head>
 <body>
-<header><strong>Latchkey</strong> GraphQL playground <button id="run">Run (Ctrl+Enter)</button></header>
-<textarea id="query" spellcheck="false">query {
-  meta {
-    version
-    client_id
-    is_sign_up_enabled
-  }
-}</textarea>
-<textarea id="variables" spellcheck="false" placeholder="variables (JSON)"></textarea>
-<pre id="out"></pre>
-<script>
-  const $ = (id) => document.getElementById(id);
-  async function run() {
-    let variables;
-    try { variables = $('variables').value.trim() ? JSON.parse($('variables').value) : undefined; }
-    catch (e) { $('out').textContent = 'variables: ' + e.message; return; }
-    const res = await fetch('/graphql', { method: 'POST', credentials: 'include', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: $('query').value, variables }) });
-    $('out').textContent = JSON.stringify(await res.json(), null, 2);
-  }
-  $('run').onclick = run;
-  document.addEventListener('keydown', (e) => { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) run(); });
-</script>
+<div id="graphiql" role="main">Loading the playground…</div>
+<script src="/playground/react.js"></script>
+<script src="/playground/react-dom.js"></script>
+<script src="/playground/graphiql.js"></script>
+<script src="/playground/start.js"></script>
 </body>
 </html>
 `;
+
+export const PLAYGROUND_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+};
+
+/**
+ * The playground's files, read once from the installed packages: path under
+ * `/playground/` → body and media type. Throws at startup when a package is
+ * missing, rather than serving a broken page.
+ */
+export function playgroundAssets(): ReadonlyMap<string, { body: string; type: string }> {
+  const out = new Map<string, { body: string; type: string }>();
+  for (const [name, a] of Object.entries(ASSET_FILES)) out.set(name, { body: readFileSync(fileOf(a.pkg, a.file), 'utf8'), type: a.type });
+  out.set('start.js', { body: START_JS, type: 'text/javascript' });
+  return out;
+}
