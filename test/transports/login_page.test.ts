@@ -15,7 +15,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { freePort, launchChromium } from '../helpers/loopback.ts';
 import { TEST_CLIENT_ID, startTestServer, type TestServer } from '../helpers/server.ts';
 import { postgresUrl, type SqlBackend } from '../helpers/databases.ts';
-import { pkce } from '../helpers/oauth.ts';
+import { TestClock, pkce } from '../helpers/oauth.ts';
 import { mailTo, mailsTo, startSmtp, type Smtp } from '../admin/smtp.ts';
 
 // Serial: one browser, and every login costs a bcrypt compare on a shared machine.
@@ -39,12 +39,12 @@ test.after.always(async () => {
  * browser to its /app; closed when the test ends (like every resource below:
  * AVA runs teardowns last registered first).
  */
-async function start(t: ExecutionContext, extra: Record<string, string | number | boolean> = {}, backend: SqlBackend = 'sqlite'): Promise<TestServer> {
+async function start(t: ExecutionContext, extra: Record<string, string | number | boolean> = {}, backend: SqlBackend = 'sqlite', clock?: TestClock): Promise<TestServer> {
   // Another process may take the port between freePort() and listen: try a fresh one then.
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
     try {
-      const server = await startTestServer({ 'http-port': port, url: `http://127.0.0.1:${port}`, 'enable-email-verification': false, ...extra }, { backend });
+      const server = await startTestServer({ 'http-port': port, url: `http://127.0.0.1:${port}`, 'enable-email-verification': false, ...extra }, { backend, ...(clock === undefined ? {} : { clock }) });
       t.teardown(() => server.close());
       return server;
     } catch (err) {
@@ -319,6 +319,26 @@ test('sign-up verification link: the page uses it up and signs in; the same link
 
   const login = await server.call('login', { email, password: PASSWORD }, { protocol: 'rest' });
   t.is(login.error, undefined, 'the address is verified');
+});
+
+test('an expired sign-up link: the page shows the server\'s expired-link error and the sign-in form, and signs nobody in', async (t) => {
+  const smtp = await smtpFor(t);
+  const clock = new TestClock();
+  const server = await start(t, { 'enable-email-verification': true, ...smtpFlags(smtp) }, 'sqlite', clock);
+  const { context, page } = await contextFor(t, server);
+  const email = await signup(server);
+  const link = linkIn(server, await mailTo(smtp, email), '/app');
+  clock.offsetMs = 31 * 60 * 1000; // links live 30 minutes
+
+  const problems = watch(page);
+  await page.goto(link);
+  await page.locator('#error').waitFor({ state: 'visible' });
+  t.regex(String(await page.textContent('#error')), /expired/i);
+  t.true(await page.isVisible('#email'), 'the sign-in form');
+  t.true(await page.isHidden('#signed-in'));
+  t.deepEqual(await sessionCookies(context), []);
+  t.deepEqual(problems, []);
+  t.is((await server.call('login', { email, password: PASSWORD }, { protocol: 'rest' })).error?.code, 'unauthenticated', 'the address is still unverified');
 });
 
 test('reset link: /app/reset-password sets the new password (both fields must match), then the page signs in with it; without a token it says the link is incomplete', async (t) => {
