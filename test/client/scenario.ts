@@ -36,7 +36,7 @@ async function outcome(fn: () => unknown): Promise<unknown> {
   }
 }
 
-const VOLATILE = new Set(['id', 'access_token', 'id_token', 'refresh_token', 'created_at', 'updated_at', 'revoked_timestamp', 'expires_in', 'continuation_token', 'webhook_id', 'user_id']);
+const VOLATILE = new Set(['id', 'access_token', 'id_token', 'refresh_token', 'created_at', 'updated_at', 'revoked_timestamp', 'expires_in', 'continuation_token', 'consistency_token', 'webhook_id', 'user_id']);
 
 /**
  * Replaces run-specific values: ids, tokens and timestamps by their type, and
