@@ -29,6 +29,8 @@ const REFERENCE = buildSchema(readFileSync(new URL('../corpus/authorizer/schema-
 
 const TWO_PROTOCOLS =
   "the spec's client table serves it on two of the three protocols; as Authorizer's own SDKs of 2.3.0 (authorizer-go, authorizer-js) mark it, those are REST and gRPC";
+const CONSISTENCY =
+  "answers FgaWriteResponse, Response's `message` plus `consistency_token`: the store revision the write committed, which a later check or list may pass to be answered at least as fresh (docs/scaling.md); an Authorizer client reading `message` works unchanged";
 const CLIENT_SENDS_IT = 'optional here, required there: an Authorizer client always sends it, so it works unchanged, and our own clients may leave it out';
 
 /**
@@ -40,6 +42,8 @@ const DIFFERENCES: Record<string, string> = {
   'Query._admin_meta': TWO_PROTOCOLS,
   'Query._fga_get_model': TWO_PROTOCOLS,
   'Mutation._admin_logout': TWO_PROTOCOLS,
+  'Mutation._fga_write_tuples': CONSISTENCY,
+  'Mutation._fga_delete_tuples': CONSISTENCY,
   'Mutation._fga_reset': TWO_PROTOCOLS,
   'Mutation.mobile_signup': 'deprecated since Authorizer 1.2.0 and not in the spec; signup takes phone_number',
   'Mutation.mobile_login': 'deprecated since Authorizer 1.2.0 and not in the spec; login takes phone_number',
