@@ -7,6 +7,7 @@
 import test from 'ava';
 import { seriousViolations } from '../helpers/accessibility.ts';
 import { launchChromium } from '../helpers/loopback.ts';
+import { screenshot } from '../helpers/screenshots.ts';
 import { TEST_ADMIN_SECRET, startTestServer } from '../helpers/server.ts';
 
 const WAIT = 30_000;
@@ -38,6 +39,7 @@ test('GraphiQL at /playground: loads from the server alone, runs queries with th
   await page.locator('.result-window').getByText('"version"').first().waitFor({ timeout: WAIT });
   t.regex(await page.locator('.result-window').innerText(), /"is_sign_up_enabled"/);
   t.deepEqual(await seriousViolations(page), [], 'accessibility of the playground');
+  await screenshot(page, 'playground');
 
   // An admin query: refused without credentials, answered with the admin header from the headers editor.
   const query = page.locator('.graphiql-query-editor .CodeMirror');
