@@ -3,7 +3,7 @@
  * drive a real browser.
  */
 import { createServer } from 'node:net';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 
 /**
  * A port free on 127.0.0.1 at the time of the call, for a server whose public
@@ -35,4 +35,23 @@ export function launchChromium(): Promise<Browser> {
     timeout: 60_000,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
+}
+
+/**
+ * Collects what must never happen on the server's pages: Content-Security-
+ * Policy and Trusted Types violations (Chromium's console "Refused to …"
+ * lines), page errors, and native dialogs (dismissed). The tests assert the
+ * list is empty.
+ */
+export function watchPage(page: Page): string[] {
+  const problems: string[] = [];
+  page.on('console', (m) => {
+    if (/Content.Security.Policy|Trusted Type|Refused to/i.test(m.text())) problems.push(m.text());
+  });
+  page.on('dialog', (d) => {
+    problems.push(`dialog: ${d.message()}`);
+    void d.dismiss();
+  });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  return problems;
 }

@@ -18,13 +18,14 @@
  * headers and --enable-dashboard=false.
  */
 import anyTest, { type ExecutionContext } from 'ava';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
 import { startReceiver, type Receiver } from '../admin/receiver.ts';
 import { mailTo, startSmtp } from '../admin/smtp.ts';
 import type { Clock } from '../../transports/index.ts';
 import { screenshot } from '../helpers/screenshots.ts';
 import { seriousViolations } from '../helpers/accessibility.ts';
+import { launchChromium, watchPage } from '../helpers/loopback.ts';
 
 const test = anyTest.serial;
 
@@ -40,12 +41,7 @@ const ADMIN = { 'x-service-admin-secret': TEST_ADMIN_SECRET };
 let browser: Browser | undefined;
 
 test.before(async () => {
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    timeout: 60_000,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchChromium();
 });
 
 test.after.always(async () => {
@@ -72,26 +68,12 @@ async function receiverFor(t: ExecutionContext): Promise<Receiver> {
   return r;
 }
 
-/** Collects Content-Security-Policy and Trusted Types violations, page errors and native dialogs (none may happen). */
-function watch(page: Page): string[] {
-  const problems: string[] = [];
-  page.on('console', (m) => {
-    if (/Content.Security.Policy|Trusted Type|Refused to/i.test(m.text())) problems.push(m.text());
-  });
-  page.on('dialog', (d) => {
-    problems.push(`dialog: ${d.message()}`);
-    void d.dismiss();
-  });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  return problems;
-}
-
 async function openDashboard(t: ExecutionContext, server: TestServer): Promise<{ page: Page; problems: string[] }> {
   const context = await browser!.newContext();
   t.teardown(() => context.close());
   context.setDefaultTimeout(WAIT);
   const page = await context.newPage();
-  const problems = watch(page);
+  const problems = watchPage(page);
   await page.goto(`${server.httpUrl}/dashboard`);
   return { page, problems };
 }
@@ -417,7 +399,7 @@ test('at phone width, by keyboard: sign in, move between sections, page through 
   t.teardown(() => context.close());
   context.setDefaultTimeout(WAIT);
   const page = await context.newPage();
-  const problems = watch(page);
+  const problems = watchPage(page);
   await page.goto(`${server.httpUrl}/dashboard`);
   await page.getByLabel('Admin secret').waitFor();
   t.true(await page.getByLabel('Admin secret').evaluate((el) => el === el.ownerDocument.activeElement), 'the secret field has the focus');

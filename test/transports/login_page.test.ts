@@ -12,7 +12,7 @@
 import anyTest, { type ExecutionContext } from 'ava';
 import { randomBytes } from 'node:crypto';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { freePort, launchChromium } from '../helpers/loopback.ts';
+import { freePort, launchChromium, watchPage } from '../helpers/loopback.ts';
 import { TEST_CLIENT_ID, startTestServer, type TestServer } from '../helpers/server.ts';
 import { postgresUrl, type SqlBackend } from '../helpers/databases.ts';
 import { TestClock, pkce } from '../helpers/oauth.ts';
@@ -73,20 +73,6 @@ async function contextFor(t: ExecutionContext, server: TestServer): Promise<{ co
   context.setDefaultTimeout(WAIT);
   await context.route(`${server.httpUrl}/callback**`, (route) => route.fulfill({ status: 200, contentType: 'text/html', body: '<!DOCTYPE html><p>client callback</p>' }));
   return { context, page: await context.newPage() };
-}
-
-/** Collects Content-Security-Policy violations and dialogs of a page (neither may happen). */
-function watch(page: Page): string[] {
-  const problems: string[] = [];
-  page.on('console', (m) => {
-    if (/Content.Security.Policy|Trusted Type/i.test(m.text())) problems.push(m.text());
-  });
-  page.on('dialog', (d) => {
-    problems.push(`dialog: ${d.message()}`);
-    void d.dismiss();
-  });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  return problems;
 }
 
 /** A server that mails through the real SMTP test server. */
@@ -157,7 +143,7 @@ for (const backend of backends) {
     const server = await start(t, {}, backend);
     const { page } = await contextFor(t, server);
     const email = await signup(server);
-    const problems = watch(page);
+    const problems = watchPage(page);
     const state = `st-${randomBytes(4).toString('hex')}`;
     const verifier = await openAuthorize(t, server, page, state);
     await page.fill('#email', email);
@@ -172,7 +158,7 @@ test('a wrong password shows the server error and stays on the page; the right o
   const server = await start(t);
   const { context, page } = await contextFor(t, server);
   const email = await signup(server);
-  const problems = watch(page);
+  const problems = watchPage(page);
   await page.goto(`${server.httpUrl}/app`);
   await page.fill('#email', email);
   await page.fill('#password', 'not-the-password');
@@ -200,7 +186,7 @@ test('MFA by email code: the page asks for the code mailed through SMTP and comp
   const server = await start(t, { 'enable-mfa': true, 'enforce-mfa': true, 'enable-email-otp': true, ...smtpFlags(smtp) });
   const { page } = await contextFor(t, server);
   const email = await signup(server);
-  const problems = watch(page);
+  const problems = watchPage(page);
   const state = `st-${randomBytes(4).toString('hex')}`;
   const verifier = await openAuthorize(t, server, page, state);
 
@@ -237,7 +223,7 @@ test('MFA by email code: the page asks for the code mailed through SMTP and comp
 test('a query carrying markup is neither executed nor rendered', async (t) => {
   const server = await start(t);
   const { page } = await contextFor(t, server);
-  const problems = watch(page);
+  const problems = watchPage(page);
   const evil = '<script>window.__pwned=1</script>"><img src=x onerror="window.__pwned=2">';
   const query = new URLSearchParams({ state: evil, redirect_uri: 'javascript:window.__pwned=3', client_id: evil });
   const res = await fetch(`${server.httpUrl}/app?${query.toString()}`);
@@ -296,7 +282,7 @@ test('sign-up verification link: the page uses it up and signs in; the same link
   t.is(refused.error?.code, 'unauthenticated', 'unverified before the link');
   const link = linkIn(server, await mailTo(smtp, email), '/app');
 
-  const problems = watch(first.page);
+  const problems = watchPage(first.page);
   await first.page.goto(link);
   await first.page.locator('#signed-in').waitFor({ state: 'visible' });
   t.is(await first.page.textContent('#signed-in'), 'Signed in');
@@ -306,7 +292,7 @@ test('sign-up verification link: the page uses it up and signs in; the same link
   t.is((await sessionCookies(first.context)).length, 1);
   t.deepEqual(problems, []);
 
-  const again = watch(second.page);
+  const again = watchPage(second.page);
   await second.page.goto(link);
   await second.page.locator('#error').waitFor({ state: 'visible' });
   const direct = await server.call('verify_email', { token: new URL(link).searchParams.get('token') }, { protocol: 'rest' });
@@ -330,7 +316,7 @@ test('an expired sign-up link: the page shows the server\'s expired-link error a
   const link = linkIn(server, await mailTo(smtp, email), '/app');
   clock.offsetMs = 31 * 60 * 1000; // links live 30 minutes
 
-  const problems = watch(page);
+  const problems = watchPage(page);
   await page.goto(link);
   await page.locator('#error').waitFor({ state: 'visible' });
   t.regex(String(await page.textContent('#error')), /expired/i);
@@ -346,7 +332,7 @@ test('reset link: /app/reset-password sets the new password (both fields must ma
   const server = await start(t, smtpFlags(smtp));
   const { context, page } = await contextFor(t, server);
   const email = await signup(server);
-  const problems = watch(page);
+  const problems = watchPage(page);
   await page.goto(`${server.httpUrl}/app/reset-password`);
   await page.locator('#error').waitFor({ state: 'visible' });
   t.regex((await page.textContent('#error')) ?? '', /incomplete/);
@@ -398,7 +384,7 @@ test('magic link with MFA: the page answers the challenge in the code step, aski
   t.is(asked.error, undefined);
   const link = linkIn(server, await mailTo(smtp, email), '/app');
 
-  const problems = watch(page);
+  const problems = watchPage(page);
   await page.goto(link);
   await page.locator('#otp').waitFor({ state: 'visible' });
   t.regex((await page.textContent('#mfa-prompt')) ?? '', /email/);

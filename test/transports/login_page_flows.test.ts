@@ -18,7 +18,8 @@
 import anyTest, { type ExecutionContext } from 'ava';
 import { randomBytes } from 'node:crypto';
 import { generate } from 'otplib';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium, watchPage } from '../helpers/loopback.ts';
 import { TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
 import { mailsTo, startSmtp, type Smtp } from '../admin/smtp.ts';
 import { lastCodeTo, smsFlags, startSmsVendor } from '../helpers/sms_vendor.ts';
@@ -38,12 +39,7 @@ const WAIT = 30_000;
 let browser: Browser | undefined;
 
 test.before(async () => {
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    timeout: 60_000,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchChromium();
 });
 
 test.after.always(async () => {
@@ -67,16 +63,7 @@ async function pageFor(t: ExecutionContext): Promise<{ page: Page; problems: str
   t.teardown(() => context.close());
   context.setDefaultTimeout(WAIT);
   const page = await context.newPage();
-  const problems: string[] = [];
-  page.on('console', (m) => {
-    if (/Content.Security.Policy|Trusted Type|Refused to/i.test(m.text())) problems.push(m.text());
-  });
-  page.on('dialog', (d) => {
-    problems.push(`dialog: ${d.message()}`);
-    void d.dismiss();
-  });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  return { page, problems };
+  return { page, problems: watchPage(page) };
 }
 
 const fresh = (): string => `u${randomBytes(6).toString('hex')}@example.com`;
