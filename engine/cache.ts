@@ -377,6 +377,17 @@ export class CheckCache {
   }
 
   /**
+   * Tells the cache that a model of the store was written elsewhere (a
+   * PostgreSQL notification, engine/sql/revision_listener.ts): the latest
+   * model id is read again on the next request instead of within
+   * `revisionPollMs`. Answers stay cached: they are keyed by model version,
+   * and versions are immutable.
+   */
+  observeModel(): void {
+    this.#latestModelId = undefined;
+  }
+
+  /**
    * True when the cache has caught up with store revision `revision` (a
    * consistency token), and so has every layer below it that answers from
    * memory: then an answer it serves is at least as fresh as that revision.

@@ -364,6 +364,16 @@ export class GraphMirror {
   }
 
   /**
+   * Tells the mirror that a model of the store was written elsewhere (a
+   * PostgreSQL notification, engine/sql/revision_listener.ts): the latest
+   * model id is read again on the next request instead of within
+   * `revisionPollMs`.
+   */
+  observeModel(): void {
+    this.#latestModel = undefined;
+  }
+
+  /**
    * True when the mirror holds every change up to store revision `revision`
    * (a consistency token); otherwise a catch-up starts and the caller should
    * read the store.

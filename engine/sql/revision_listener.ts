@@ -1,10 +1,13 @@
 /**
- * PostgreSQL LISTEN on the revision channel: every committed tuple write
- * notifies `<revision> <store id>` on {@link REVISION_CHANNEL} from inside its
- * transaction (engine/sql/sql_writer.ts), so PostgreSQL delivers it at commit
- * and never for a rollback. The listener hands each revision of its store to
- * `onRevision`, so a process's check cache and graph mirror catch up with
- * another process's write at once instead of at their next revision poll.
+ * PostgreSQL LISTEN on the revision channel: every committed change of a
+ * store is notified on {@link REVISION_CHANNEL} from inside its transaction
+ * (engine/sql/sql_writer.ts), so PostgreSQL delivers it at commit and never
+ * for a rollback. For its store, the listener hands each tuple write's
+ * revision to `onRevision`, so a process's check cache and graph mirror catch
+ * up with another process's write at once instead of at their next revision
+ * poll; a model write (or reset) to `onModel`, so the latest model id is read
+ * again; and a deletion of the store to `onRevision` (its last revision: the
+ * layers re-read and find the store gone) then `onStoreDeleted`.
  *
  * The listener has a dedicated connection (a LISTEN holds its session), made
  * by sequelize's own connection manager from the same configuration as the
@@ -36,6 +39,10 @@ export interface RevisionListenerOptions {
   storeId: string;
   /** A revision of the store that another (or this) process committed. */
   onRevision: (revision: number) => void;
+  /** A model of the store was written, or its models were reset: its latest model may have changed. */
+  onModel?: () => void;
+  /** The store was deleted (called after `onRevision` with its last revision). */
+  onStoreDeleted?: () => void;
   /** Called after a reconnect: notifications may have been lost while disconnected. */
   onGap?: () => void;
   /** Called with each connection failure (for logs). */
@@ -110,10 +117,17 @@ export class RevisionListener {
 
   #notified(msg: { channel: string; payload?: string }): void {
     if (msg.channel !== REVISION_CHANNEL || msg.payload === undefined) return;
-    const sp = msg.payload.indexOf(' ');
-    if (sp < 0 || msg.payload.slice(sp + 1) !== this.#options.storeId) return;
-    const revision = Number(msg.payload.slice(0, sp));
-    if (Number.isSafeInteger(revision)) this.#options.onRevision(revision);
+    // `<revision> <store>`, `model <store>` or `<revision> <store> deleted`; anything else (a newer kind) is left to the poll.
+    const [head, store, kind, ...rest] = msg.payload.split(' ');
+    if (store !== this.#options.storeId || rest.length > 0) return;
+    if (head === 'model') {
+      if (kind === undefined) this.#options.onModel?.();
+      return;
+    }
+    const revision = head !== undefined && /^\d+$/u.test(head) ? Number(head) : NaN;
+    if (!Number.isSafeInteger(revision) || (kind !== undefined && kind !== 'deleted')) return;
+    this.#options.onRevision(revision);
+    if (kind === 'deleted') this.#options.onStoreDeleted?.();
   }
 
   #lost(client: ListenClient, err: unknown): void {

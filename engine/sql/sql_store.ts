@@ -41,7 +41,7 @@ import { rawConnection } from './raw.ts';
 import { backendError, SqlConnections } from './connections.ts';
 import { chunks, condition, PK, toStored, TUPLE_COLUMNS, type TupleRow } from './sql_rows.ts';
 import { scanTuples } from './sql_scan.ts';
-import { applyInsertOnlyPostgres, applyWrite, deleteUsersTuples, insertOnlyPostgres, WriteViolation } from './sql_writer.ts';
+import { applyInsertOnlyPostgres, applyWrite, changeNotifySql, deleteUsersTuples, insertOnlyPostgres, WriteViolation } from './sql_writer.ts';
 import { answerLevel, LEVEL_COLUMNS, type Branch, type LevelRead } from './level_reads.ts';
 
 /** Options of {@link SqlStore.open}. */
@@ -217,6 +217,8 @@ export class SqlStore implements TupleStore {
           const [found] = await self.#select<{ id: string }>('SELECT id FROM fga_store WHERE id = ?', [id], tx);
           if (found === undefined) throw storeNotFound(id);
           await self.#exec('UPDATE fga_store SET revision = revision + 1 WHERE id = ?', [id], tx);
+          const notify = changeNotifySql(shared.dialect, 'store_deleted');
+          if (notify !== undefined) await self.#exec(notify, [id], tx);
           for (const table of ['fga_tuple', 'fga_changelog', 'fga_model', 'fga_assertion']) await self.#exec(`DELETE FROM ${table} WHERE store = ?`, [id], tx);
           await self.#exec('DELETE FROM fga_store WHERE id = ?', [id], tx);
         });
@@ -319,6 +321,8 @@ export class SqlStore implements TupleStore {
       }
       await this.#requireStore(tx);
       await this.#exec('INSERT INTO fga_model (store, id, model, created_at) VALUES (?, ?, ?, ?)', [this.storeId, model.id, JSON.stringify(model), this.#now()], tx);
+      const notify = changeNotifySql(this.#dialect, 'model');
+      if (notify !== undefined) await this.#exec(notify, [this.storeId], tx);
     });
   }
 
@@ -587,6 +591,8 @@ export class SqlStore implements TupleStore {
       await this.#exec('DELETE FROM fga_model WHERE store = ?', [this.storeId], tx);
       await this.#exec('DELETE FROM fga_changelog WHERE store = ?', [this.storeId], tx);
       await this.#exec('DELETE FROM fga_assertion WHERE store = ?', [this.storeId], tx);
+      const notify = changeNotifySql(this.#dialect, 'model');
+      if (notify !== undefined) await this.#exec(notify, [this.storeId], tx);
     });
   }
 

@@ -29,10 +29,29 @@ export class WriteViolation extends Error {
 }
 
 /**
- * The PostgreSQL channel every committed tuple write notifies, with the
- * payload `<revision> <store id>` (engine/sql/revision_listener.ts listens).
+ * The PostgreSQL channel on which every committed change of a store is
+ * notified (engine/sql/revision_listener.ts listens). Payloads:
+ *
+ * - `<revision> <store id>`: a tuple write committed that revision;
+ * - `model <store id>`: a model was written (or the models were reset), so
+ *   the store's latest model changed; the revision did not move;
+ * - `<revision> <store id> deleted`: the store was deleted (its last
+ *   revision bump).
  */
 export const REVISION_CHANNEL = 'latchkey_fga_revision';
+
+/**
+ * PostgreSQL: the statement (one parameter, the store id) to run inside the
+ * transaction of a model write or reset (`model`) or of a store deletion,
+ * after its revision bump and before the store row goes (`store_deleted`),
+ * so that other processes hear of it at commit; `undefined` on other
+ * databases, where the revision poll is the only bound.
+ */
+export function changeNotifySql(dialect: SqlDialect, change: 'model' | 'store_deleted'): string | undefined {
+  if (dialect !== 'postgres') return undefined;
+  const payload = change === 'model' ? "'model ' || id" : "revision::text || ' ' || id || ' deleted'";
+  return `SELECT pg_notify('${REVISION_CHANNEL}', ${payload}) FROM fga_store WHERE id = ?`;
+}
 
 const PK = ['object_type', 'object_id', 'relation', '_user'] as const;
 const TUPLE_INSERT = 'INSERT INTO fga_tuple (store, object_type, object_id, relation, _user, user_kind, condition_name, condition_context, revision, inserted_at) VALUES ';

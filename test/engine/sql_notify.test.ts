@@ -1,9 +1,10 @@
 /**
  * Two engines on one PostgreSQL database, composed as the server composes
  * them (graph mirror, check cache, revision listener), with a revision poll of
- * 30 s: only the commit's notification can explain a revoke through one being
- * seen by the other, and it must be seen well before the poll. Measures the
- * propagation delay (write call start → first denial by the other engine).
+ * 30 s: only the commit's notification can explain a revoke, a model write or
+ * a store deletion through one being seen by the other, and it must be seen
+ * well before the poll. Measures the propagation delay (write call start →
+ * first denial by the other engine).
  */
 import test from 'ava';
 import { CheckCache, Engine, GraphMirror, LocalChecker } from '../../engine/index.ts';
@@ -184,6 +185,138 @@ for (const backend of sqlBackends().filter((b) => b === 'postgres')) {
       await listener?.close();
       await seq.close();
       await writer.close();
+      await db.drop();
+    }
+  });
+}
+
+/** An engine composed as the server composes it over `store`, with a listener that feeds its cache and mirror (or none). */
+async function composed(sequelize: import('sequelize').Sequelize, store: import('../../engine/index.ts').TupleStore, listen: boolean, events: string[] = []) {
+  const mirror = await GraphMirror.load({ store, revisionPollMs: POLL_MS });
+  const cache = new CheckCache({ store: mirror.store, revisionPollMs: POLL_MS });
+  const engine = new Engine({ store: cache.store, resolver: cache.resolver(mirror.resolver(new LocalChecker())) });
+  const listener = !listen
+    ? undefined
+    : await RevisionListener.start({
+        sequelize,
+        storeId: store.storeId!,
+        onRevision: (r) => {
+          events.push(`revision ${r}`);
+          mirror.observeRevision(r);
+          cache.observeRevision(r);
+        },
+        onModel: () => {
+          events.push('model');
+          mirror.observeModel();
+          cache.observeModel();
+        },
+        onStoreDeleted: () => void events.push('deleted'),
+      });
+  return { engine, listener };
+}
+
+const MODEL_EDITORS_VIEW = `model
+  schema 1.1
+type user
+type group
+  relations
+    define member: [user, group#member]
+type doc
+  relations
+    define editor: [user]
+    define viewer: [user, group#member] or editor
+`;
+
+for (const backend of sqlBackends().filter((b) => b === 'postgres')) {
+  test(`sql ${backend}: a model written through one engine is used by the other at once through NOTIFY (30 s poll); an engine without the listener keeps the old one`, async (t) => {
+    t.timeout(40_000);
+    const db = await createTestDatabase(backend, 'lk_notify_model');
+    const seqA = await connect(db);
+    const seqB = await connect(db);
+    const seqC = await connect(db);
+    const listeners: RevisionListener[] = [];
+    try {
+      const storeA = await SqlStore.open({ sequelize: seqA });
+      const a = await composed(seqA, storeA, true);
+      await a.engine.writeModel({ dsl: MODEL });
+      await a.engine.write({ writes: [{ user: 'user:anne', relation: 'editor', object: 'doc:plan' }] }).then(
+        () => t.fail('editor is not a relation of the first model'),
+        () => undefined,
+      );
+      const events: string[] = [];
+      const b = await composed(seqB, await SqlStore.open({ sequelize: seqB }), true, events);
+      const c = await composed(seqC, await SqlStore.open({ sequelize: seqC }), false);
+      listeners.push(a.listener!, b.listener!);
+      const q = { user: 'user:anne', relation: 'viewer', object: 'doc:plan' };
+      // Both remember the latest model id now (for 30 s without a notification).
+      t.false((await b.engine.check(q)).allowed);
+      t.false((await c.engine.check(q)).allowed);
+      const started = performance.now();
+      await a.engine.writeModel({ dsl: MODEL_EDITORS_VIEW });
+      const returned = performance.now();
+      // The new model's relation, written through A, and read through B under the new model.
+      await a.engine.write({ writes: [{ user: 'user:anne', relation: 'editor', object: 'doc:plan' }] });
+      let seen = performance.now();
+      while (!(await b.engine.check(q)).allowed) {
+        seen = performance.now();
+        t.true(seen - returned < 2000, `the other engine still used the old model ${Math.round(seen - returned)} ms after the write returned`);
+        if (seen - returned >= 2000) break;
+        await new Promise((r) => setImmediate(r));
+      }
+      t.true(events.includes('model'), 'the model write was notified');
+      t.log(`model write → the other engine answers under the new model: ${(performance.now() - started).toFixed(1)} ms`);
+      // The control: without the notification the latest model id is remembered for the poll (30 s), and the engine
+      // checks under the old model, whose viewer does not include editor.
+      t.false((await c.engine.check(q)).allowed, 'without the listener the old model is still used');
+      await storeA.close();
+    } finally {
+      for (const l of listeners) await l.close();
+      await seqA.close();
+      await seqB.close();
+      await seqC.close();
+      await db.drop();
+    }
+  });
+
+  test(`sql ${backend}: a store deleted through one engine is notified to the other's listener, whose engine then fails closed at once (30 s poll)`, async (t) => {
+    t.timeout(40_000);
+    const db = await createTestDatabase(backend, 'lk_notify_store');
+    const seqA = await connect(db);
+    const seqB = await connect(db);
+    let listener: RevisionListener | undefined;
+    try {
+      const rootA = await SqlStore.open({ sequelize: seqA });
+      const a = new Engine({ store: rootA });
+      const record = await a.createStore({ name: 'doomed' });
+      const viewA = a.forStore(record.id);
+      await viewA.writeModel({ dsl: MODEL });
+      await viewA.write({ writes: [{ user: 'user:anne', relation: 'viewer', object: 'doc:plan' }] });
+      const rootB = await SqlStore.open({ sequelize: seqB });
+      const events: string[] = [];
+      const b = await composed(seqB, rootB.catalog().store(record.id), true, events);
+      listener = b.listener;
+      const q = { user: 'user:anne', relation: 'viewer', object: 'doc:plan' };
+      t.true((await b.engine.check(q)).allowed);
+      t.true((await b.engine.check(q)).allowed); // from the cache now
+      // Another store's changes are not this listener's.
+      const other = await a.createStore({ name: 'kept' });
+      await a.forStore(other.id).writeModel({ dsl: MODEL });
+      await a.forStore(other.id).write({ writes: [{ user: 'user:bob', relation: 'viewer', object: 'doc:plan' }] });
+      const started = performance.now();
+      await a.deleteStore(record.id);
+      const returned = performance.now();
+      const deadline = returned + 2000;
+      while (!events.includes('deleted') && performance.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+      t.true(events.includes('deleted'), 'the deletion was notified');
+      t.deepEqual(events, ['revision 2', 'deleted'], "only this store's changes: its deletion, after its last revision");
+      await t.throwsAsync(b.engine.check(q), { code: 'not_found' }, 'the other engine no longer answers from its cache or mirror');
+      t.log(`store deletion → the other engine fails closed: ${(performance.now() - started).toFixed(1)} ms`);
+      await rootA.close();
+      await rootB.close();
+    } finally {
+      await listener?.close();
+      await seqA.close();
+      await seqB.close();
       await db.drop();
     }
   });

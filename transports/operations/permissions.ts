@@ -130,8 +130,14 @@ export async function plugFgaEngine(services: Services): Promise<void> {
         onRevision: (revision) => {
           for (const o of observers) o.observeRevision(revision);
         },
+        onModel: () => {
+          for (const o of observers) o.observeModel();
+        },
         onGap: () => {
-          for (const o of observers) o.observeRevision();
+          for (const o of observers) {
+            o.observeRevision();
+            o.observeModel();
+          }
         },
         onError: (err) => logger.warn('FGA revision notifications interrupted; reconnecting (the revision poll bounds staleness meanwhile)', { err }),
       });
@@ -157,6 +163,8 @@ export async function plugFgaEngine(services: Services): Promise<void> {
 /** A layer that answers from memory and catches up when told of a newer store revision. */
 interface Observer {
   observeRevision(revision?: number): void;
+  /** Another process wrote a model: read the latest model id again. */
+  observeModel(): void;
 }
 
 async function composeEngine(store: TupleStore, sql: boolean, c: Services['config'], observers: Observer[] = []): Promise<Engine> {
