@@ -10,6 +10,7 @@
  *   and the process entry the bin runs are the named exceptions.
  * - `dsl` may take only types from `engine` (besides the error class).
  * - In `engine`, sequelize is confined to the SQL adapter.
+ * - The AWS SDK is confined to `auth/dynamodb.ts`.
  * - Domain folders never import `transports`.
  */
 import test from 'ava';
@@ -24,7 +25,7 @@ type Folder = 'engine' | 'dsl' | 'auth' | 'admin' | 'transports' | 'bin';
 const FOLDERS: Record<Folder, { folders: Folder[]; packages: string[] }> = {
   engine: { folders: ['dsl'], packages: ['lru-cache', '@marcbachmann/cel-js', 'sequelize', 'ulid'] },
   dsl: { folders: ['engine'], packages: ['chevrotain'] },
-  auth: { folders: ['engine'], packages: ['jose', 'bcrypt', 'otplib', 'qrcode-generator', 'nodemailer', 'sequelize', 'ioredis', 'ulid'] },
+  auth: { folders: ['engine'], packages: ['jose', 'bcrypt', 'otplib', 'qrcode-generator', 'nodemailer', 'sequelize', 'ioredis', 'ulid', '@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb'] },
   admin: { folders: ['engine', 'dsl', 'auth'], packages: ['sequelize', 'ulid'] },
   transports: {
     folders: ['engine', 'dsl', 'auth', 'admin'],
@@ -140,6 +141,9 @@ function violations(): string[] {
         }
         if (folder === 'engine' && pkg === 'sequelize' && !/(^|\/)sql|sql[_.]/.test(from.slice('engine/'.length))) {
           out.push(`${from} → sequelize: only the engine's SQL adapter may use sequelize`);
+        }
+        if (pkg.startsWith('@aws-sdk/') && from !== 'auth/dynamodb.ts') {
+          out.push(`${from} → ${pkg}: only auth/dynamodb.ts may use the AWS SDK`);
         }
       }
     }

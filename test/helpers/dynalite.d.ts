@@ -1,0 +1,12 @@
+/** Types of the part of dynalite the tests use (the package ships none). */
+declare module 'dynalite' {
+  import type { Server } from 'node:http';
+  interface DynaliteOptions {
+    createTableMs?: number;
+    deleteTableMs?: number;
+    updateTableMs?: number;
+    maxItemSizeKb?: number;
+    path?: string;
+  }
+  export default function dynalite(options?: DynaliteOptions): Server;
+}
