@@ -1,0 +1,283 @@
+/**
+ * Test and benchmark helper: Latchkey replicas as separate server processes
+ * (the real bin) on one database and one Redis, as a deployment runs them
+ * (docs/scaling.md), and haproxy (Debian's package) in front of them with
+ * `/readyz` health checks, as `deploy/cluster.sh` configures it.
+ *
+ *   const replicas = await startReplicas({ count: 3, databaseUrl, redisUrl, publicUrl, clientId });
+ *   const lb = await startHaproxy({ port, replicas });
+ *   await lb.states(); // { replica1: 'UP', … }
+ *   replicas[0].kill('SIGKILL');
+ *   await lb.close(); await stopReplicas(replicas);
+ *
+ * Every process started here is killed when the calling process exits, even
+ * when a failure skipped the teardown.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort, killOnExit } from './instances.ts';
+
+/** The secrets every replica of one cluster shares (docs/scaling.md, "What every replica must share"). */
+export const CLUSTER_ADMIN_SECRET = 'cluster-admin-secret';
+export const CLUSTER_CLIENT_SECRET = 'cluster-client-secret';
+export const CLUSTER_JWT_SECRET = 'cluster-jwt-secret-0123456789abcdef0123456789';
+
+const BIN = join(import.meta.dirname, '..', '..', 'bin', 'latchkey.js');
+
+export interface Replica {
+  /** 1-based, as haproxy names it (`replica<n>`). */
+  readonly index: number;
+  readonly url: string;
+  readonly port: number;
+  readonly child: ChildProcess;
+  /** The last 4,000 characters the process wrote to stderr (for failure messages). */
+  log(): string;
+  /** Resolves when the process has exited. */
+  readonly exited: Promise<void>;
+}
+
+export interface ReplicaOptions {
+  count: number;
+  /** A PostgreSQL (or MySQL) URL: every replica's `--database-url`. */
+  databaseUrl: string;
+  redisUrl: string;
+  /** The deployment's public URL (`--url`, `--allowed-origins`): the load balancer's. */
+  publicUrl: string;
+  /** `--client-id`: namespaces the shared Redis counters; one per test run keeps runs apart. */
+  clientId: string;
+  /** More flags (`--name=value`), after the defaults, so they override them. */
+  flags?: readonly string[];
+}
+
+/** Waits until `url/readyz` answers 200; throws when the process exits first or after `timeoutMs`. */
+export async function waitReady(url: string, child: ChildProcess, timeoutMs = 60_000, log: () => string = () => ''): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`server exited (${child.exitCode ?? child.signalCode}): ${log()}`);
+    const ok = await fetch(`${url}/readyz`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`server at ${url} did not become ready: ${log()}`);
+}
+
+/**
+ * Starts `count` replicas on free loopback ports and resolves once all are
+ * ready (the first migrates the database, the others wait on its lock).
+ * Defaults: the cluster's shared secrets, HS256, gRPC and metrics on port 0,
+ * logs silent, the rate limit effectively off, the revision poll at its
+ * default (pass `--fga-cache-revision-poll` to change it).
+ */
+export async function startReplicas(o: ReplicaOptions): Promise<Replica[]> {
+  const replicas: Replica[] = [];
+  for (let i = 1; i <= o.count; i++) {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const child = spawn(
+      process.execPath,
+      [
+        BIN, 'serve',
+        '--database-type=postgres', `--database-url=${o.databaseUrl}`, `--redis-url=${o.redisUrl}`,
+        `--admin-secret=${CLUSTER_ADMIN_SECRET}`, `--client-id=${o.clientId}`, `--client-secret=${CLUSTER_CLIENT_SECRET}`,
+        '--jwt-type=HS256', `--jwt-secret=${CLUSTER_JWT_SECRET}`,
+        '--host=127.0.0.1', `--http-port=${port}`, '--grpc-port=0', '--metrics-port=0', '--log-level=silent',
+        '--rate-limit-rps=1000000', '--rate-limit-burst=1000000', `--url=${o.publicUrl}`, `--allowed-origins=${o.publicUrl}`,
+        '--shutdown-timeout=2s',
+        ...(o.flags ?? []),
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    killOnExit(child);
+    let log = '';
+    child.stderr?.on('data', (d: Buffer) => void (log = (log + d.toString()).slice(-4000)));
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    replicas.push({ index: i, url, port, child, log: () => log, exited });
+  }
+  try {
+    await Promise.all(replicas.map((r) => waitReady(r.url, r.child, 60_000, r.log)));
+  } catch (err) {
+    await stopReplicas(replicas);
+    throw err;
+  }
+  return replicas;
+}
+
+/** SIGTERM to every replica still running, and waits for them all to exit. */
+export async function stopReplicas(replicas: readonly Replica[]): Promise<void> {
+  for (const r of replicas) if (r.child.exitCode === null && r.child.signalCode === null) r.child.kill('SIGTERM');
+  await Promise.all(replicas.map((r) => r.exited));
+}
+
+/** True when Debian's haproxy is on the PATH. */
+export function haproxyInstalled(): boolean {
+  return spawnSync('haproxy', ['-v'], { encoding: 'utf8' }).status === 0;
+}
+
+export interface Balancer {
+  /** haproxy's frontend: the deployment's public URL. */
+  readonly url: string;
+  /** Each backend server's state (`UP`, `DOWN`, `MAINT`, `UP 1/2`, …) from haproxy's stats socket, by server name. */
+  states(): Promise<Record<string, string>>;
+  close(): Promise<void>;
+}
+
+export interface HaproxyOptions {
+  /** The frontend's port (the port of the replicas' `--url`). */
+  port: number;
+  replicas: readonly Pick<Replica, 'index' | 'port'>[];
+  /** Health check period (default 1,000 ms, as deploy/cluster.sh). */
+  checkIntervalMs?: number;
+  /** Failed checks before a server leaves the rotation, and passed ones before it is back (default 2 and 2). */
+  fall?: number;
+  rise?: number;
+}
+
+/**
+ * Starts haproxy in front of `replicas`: round robin, `GET /readyz` checks,
+ * a refused connection retried on another replica (nothing was sent, so
+ * nothing is applied twice), and an `x-served-by` response header naming
+ * the server that answered. Resolves once every replica is UP.
+ */
+export async function startHaproxy(o: HaproxyOptions): Promise<Balancer> {
+  const dir = mkdtempSync(join(tmpdir(), 'latchkey-haproxy-'));
+  const socket = join(dir, 'stats.sock');
+  const inter = o.checkIntervalMs ?? 1000;
+  const servers = o.replicas
+    .map((r) => `    server replica${r.index} 127.0.0.1:${r.port} check inter ${inter}ms fall ${o.fall ?? 2} rise ${o.rise ?? 2}`)
+    .join('\n');
+  writeFileSync(
+    join(dir, 'haproxy.cfg'),
+    `global
+    maxconn 4096
+    stats socket ${socket} level admin
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 60s
+    timeout server 60s
+    option forwardfor
+    retries 2
+    retry-on conn-failure
+    option redispatch
+frontend latchkey
+    bind 127.0.0.1:${o.port}
+    default_backend replicas
+backend replicas
+    balance roundrobin
+    option httpchk GET /readyz
+    http-check expect status 200
+    http-response set-header x-served-by %s
+${servers}
+`,
+  );
+  const child = spawn('haproxy', ['-f', join(dir, 'haproxy.cfg'), '-db'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  killOnExit(child);
+  let log = '';
+  child.stdout?.on('data', (d: Buffer) => void (log = (log + d.toString()).slice(-4000)));
+  child.stderr?.on('data', (d: Buffer) => void (log = (log + d.toString()).slice(-4000)));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const balancer: Balancer = {
+    url: `http://127.0.0.1:${o.port}`,
+    states: () => haproxyStates(socket),
+    async close() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  const until = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) {
+      rmSync(dir, { recursive: true, force: true });
+      throw new Error(`haproxy exited (${child.exitCode}): ${log}`);
+    }
+    const states = await haproxyStates(socket).catch(() => ({}) as Record<string, string>);
+    if (o.replicas.every((r) => states[`replica${r.index}`] === 'UP')) return balancer;
+    if (Date.now() > until) {
+      await balancer.close();
+      throw new Error(`haproxy did not see every replica up: ${JSON.stringify(states)} ${log}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** `show stat` on haproxy's stats socket: the status column of each server of the `replicas` backend. */
+function haproxyStates(socket: string): Promise<Record<string, string>> {
+  return new Promise((resolve, reject) => {
+    const c = connect(socket);
+    let out = '';
+    c.on('data', (d: Buffer) => void (out += d.toString()));
+    c.on('error', reject);
+    c.on('end', () => {
+      const lines = out.split('\n');
+      const header = (lines[0] ?? '').replace(/^# /u, '').split(',');
+      const [px, sv, st] = ['pxname', 'svname', 'status'].map((h) => header.indexOf(h));
+      const states: Record<string, string> = {};
+      for (const line of lines.slice(1)) {
+        const f = line.split(',');
+        if (f[px!] === 'replicas' && f[sv!] !== 'BACKEND' && f[sv!] !== undefined) states[f[sv!]!] = f[st!] ?? '';
+      }
+      resolve(states);
+    });
+    c.write('show stat\n');
+  });
+}
+
+export interface JsonResponse {
+  status: number;
+  body: Record<string, unknown>;
+  headers: Record<string, string>;
+  cookies: string[];
+}
+
+/**
+ * One HTTP request with a JSON body (node:http, so that the source address can
+ * be chosen: `localAddress` 127.0.0.2 is another client IP to the server's
+ * rate limiter than 127.0.0.1), on a connection of its own.
+ */
+export function jsonRequest(
+  url: string,
+  o: { method?: string; body?: unknown; headers?: Record<string, string>; localAddress?: string; timeoutMs?: number } = {},
+): Promise<JsonResponse> {
+  return new Promise((resolve, reject) => {
+    const body = o.body === undefined ? undefined : JSON.stringify(o.body);
+    const req = request(
+      url,
+      {
+        method: o.method ?? (body === undefined ? 'GET' : 'POST'),
+        headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...o.headers },
+        ...(o.localAddress === undefined ? {} : { localAddress: o.localAddress }),
+        timeout: o.timeoutMs ?? 15_000,
+        agent: false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', reject);
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let parsed: Record<string, unknown> = {};
+          try {
+            parsed = text ? (JSON.parse(text) as Record<string, unknown>) : {};
+          } catch {
+            parsed = { text };
+          }
+          const headers: Record<string, string> = {};
+          for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') headers[k] = v;
+          const setCookie = res.headers['set-cookie'] ?? [];
+          resolve({ status: res.statusCode ?? 0, body: parsed, headers, cookies: setCookie });
+        });
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('request timed out')));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
