@@ -74,6 +74,8 @@ export interface FgaUserTuples {
 /** Where mail goes (the mail queue): must return at once and never throw. */
 export interface MailSink {
   enqueue(message: { to: string; subject: string; html: string }): string;
+  /** Queues the mail inside the caller's database transaction (see `MailQueue.enqueueIn`); throws what the write throws. */
+  enqueueIn?(message: { to: string; subject: string; html: string }, transaction: { afterCommit(fn: () => void): void }): Promise<string>;
 }
 
 /** Who is calling, for the audit log. */

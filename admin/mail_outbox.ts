@@ -6,7 +6,7 @@
  * taken over when its lease runs out. A sent mail's row is deleted, so links
  * and codes do not linger; a mail given up keeps its row without the body.
  */
-import type { Sequelize } from 'sequelize';
+import type { Sequelize, Transaction } from 'sequelize';
 import { countOf, exec, num, select, str, update } from './sql.ts';
 
 /** A mail as the outbox stores it. */
@@ -25,12 +25,14 @@ export class SqlMailOutbox {
     this.#db = sequelize;
   }
 
-  async add(id: string, message: OutboxMessage, now: number): Promise<void> {
+  /** Stores a mail; inside `transaction` (a sequelize transaction on this connection) when one is given. */
+  async add(id: string, message: OutboxMessage, now: number, transaction?: unknown): Promise<void> {
     await exec(
       this.#db,
       `INSERT INTO mail_outbox (id, recipient, subject, html, text_body, status, attempts, next_attempt_at, lease_until, created_at, updated_at)
        VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, 0, ?, ?)`,
       [id, message.to, message.subject, message.html, message.text ?? '', now, now, now],
+      transaction as Transaction | undefined,
     );
   }
 

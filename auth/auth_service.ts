@@ -170,8 +170,15 @@ export class AuthService {
    * password (reason `invalid_password`) or role (reasons `invalid_roles`,
    * `protected_role`); `already_exists` with the spec's message when the email
    * or phone is taken (also under concurrency).
+   *
+   * With email verification on and a `verification` delivery, the user, its
+   * claims, its `basic_auth_signup` request and its mail are one transaction
+   * (security matrix E3): a sign-up cut by a crash or an outage leaves all of
+   * it or nothing, and its retry answers `already_exists` exactly when the
+   * first attempt committed (docs/security.md, "Retrying after an outage or a
+   * crash"). A delivery without `prepare` gets the mail after the user is stored.
    */
-  async signup(input: SignupInput, ctx: AuthCallContext = {}): Promise<AuthResult> {
+  async signup(input: SignupInput, ctx: AuthCallContext = {}, verification?: LinkDelivery): Promise<AuthResult> {
     const o = this.options;
     if (!o.enableSignup) throw new LatchkeyError('failed_precondition', 'signup is disabled for this instance', { reason: 'signup_disabled' });
     const email = normalizeEmail(input.email);
@@ -214,7 +221,12 @@ export class AuthService {
       email_verified_at: email !== undefined && !o.enableEmailVerification ? now : null,
       phone_number_verified_at: phone !== undefined && !o.enablePhoneVerification ? now : null,
     };
-    const user = await this.users.create(fields);
+    const mailed = email !== undefined && o.enableEmailVerification && verification !== undefined;
+    const draft = mailed ? this.users.draft(fields) : undefined;
+    const within = draft !== undefined && verification !== undefined ? await this.email.prepareSignupVerification(draft, verification) : undefined;
+    const user = await this.users.create(fields, draft !== undefined && within !== undefined ? { id: draft.id, within } : {});
+    if (mailed && within === undefined) await this.email.sendSignupVerification(user, verification);
+    else if (mailed) await verification.done?.(user, { created: true });
     if (email !== undefined && o.enableEmailVerification) {
       return { response: { message: 'Verification email has been sent. Please check your inbox', user: toPublicUser(user) } };
     }

@@ -26,7 +26,7 @@ import type { ResolvedAuthOptions } from './options.ts';
 import { EMAIL_RE, PHONE_RE, invalidArgument } from './profile.ts';
 import type { AuthCallContext, AuthResult } from './public_user.ts';
 import { normalizeEmail, normalizePhone, type UserRecord, type UserStore } from './user_store.ts';
-import type { Sequelize } from 'sequelize';
+import type { Sequelize, Transaction } from 'sequelize';
 import { VERIFICATION_TTL_SECONDS, invalidVerificationToken, type VerificationIdentifier, type VerificationStore } from './verification.ts';
 
 /** The mail events of the link flows (the email template event names). */
@@ -44,6 +44,13 @@ export interface LinkDelivery {
   base: string;
   state?: string | undefined;
   send: LinkMailer;
+  /**
+   * Renders the mail of `event` and returns the step that queues it inside a
+   * database transaction. Given, sign-up stores its user, verification
+   * request and mail in one transaction (security matrix E3); otherwise the
+   * mail goes through `send` after the user is stored.
+   */
+  prepare?: ((event: LinkMailEvent, user: UserRecord, url: string) => Promise<(transaction: Transaction) => Promise<void>>) | undefined;
   /** Called once the mail is queued (audit, webhooks). */
   done?: ((user: UserRecord, info: { created: boolean }) => Promise<void>) | undefined;
   /** Failures of the background part; they never reach the caller. */
@@ -193,6 +200,23 @@ export class EmailFlows {
     if (id === undefined) return;
     await this.#d.memoryStore.set(changeKey(id), user.id, VERIFICATION_TTL_SECONDS);
     await delivery.done?.(user, { created: false });
+  }
+
+  /**
+   * Sign-up with verification on, through a delivery with `prepare`: issues
+   * the `basic_auth_signup` request of the user about to be stored (`draft`,
+   * see `UserStore.draft`) and renders its mail, and returns the step that
+   * stores both inside the transaction that stores the user. Undefined when
+   * the user needs no link or the delivery cannot queue inside a transaction.
+   */
+  async prepareSignupVerification(draft: UserRecord, delivery: LinkDelivery): Promise<((user: UserRecord, transaction: Transaction) => Promise<void>) | undefined> {
+    if (draft.email === null || draft.email_verified_at !== null || delivery.prepare === undefined) return undefined;
+    const issued = this.#d.store.issue({ identifier: 'basic_auth_signup', email: draft.email, redirectUri: delivery.base });
+    const queue = await delivery.prepare('basic_auth_signup', draft, linkUrl(delivery.base, issued.token, delivery.state));
+    return async (_user, transaction) => {
+      await this.#d.store.insert(issued, transaction);
+      await queue(transaction);
+    };
   }
 
   /**

@@ -91,6 +91,28 @@ export class MailQueue {
     return id;
   }
 
+  /**
+   * Queues a mail as part of the caller's database transaction: in outbox
+   * mode its outbox row is written inside `transaction`, so the mail exists
+   * exactly when the rest of that transaction commits (sign-up: the user, its
+   * verification request and this mail; security matrix E3). In memory mode
+   * the mail is queued once the transaction has committed. Throws what the
+   * outbox write throws (the transaction then rolls back).
+   */
+  async enqueueIn(message: MailMessage, transaction: MailTransaction): Promise<string> {
+    if (this.#outbox) return this.#outbox.enqueueIn(message, transaction);
+    const id = randomUUID();
+    transaction.afterCommit(() => {
+      if (this.#closed || this.pending() >= this.#max) {
+        this.#onError(new Error(this.#closed ? 'mail queue closed' : 'mail queue full'), { id, attempt: 0, final: true });
+        return;
+      }
+      this.#ready.push({ id, message, attempts: 0 });
+      queueMicrotask(() => this.#pump());
+    });
+    return id;
+  }
+
   /** Mails not yet sent (ready, in flight or waiting for a retry). */
   pending(): number {
     return this.#ready.length + this.#waiting.size + this.#active;
@@ -165,6 +187,15 @@ export class MailQueue {
   }
 }
 
+/**
+ * The caller's database transaction, as the mail queue sees it: an outbox
+ * store writes its row inside it (the store knows the concrete type), and
+ * the queue looks at the outbox again once it has committed.
+ */
+export interface MailTransaction {
+  afterCommit(fn: () => void): void;
+}
+
 /** One mail waiting in a persisted outbox. */
 export interface OutboxMail {
   id: string;
@@ -179,7 +210,8 @@ export interface OutboxMail {
  * and a claimed mail whose lease ran out must become claimable again.
  */
 export interface MailOutboxStore {
-  add(id: string, message: MailMessage, now: number): Promise<void>;
+  /** Stores a mail, inside `transaction` when one is given (it commits or rolls back with the caller's other writes). */
+  add(id: string, message: MailMessage, now: number, transaction?: MailTransaction): Promise<void>;
   /** Claims up to `limit` mails due at `now` for `leaseMs`. */
   claim(now: number, limit: number, leaseMs: number): Promise<OutboxMail[]>;
   /** Removes a sent mail (its content is not kept). */
@@ -244,6 +276,17 @@ export class OutboxMailQueue {
       .catch((err: unknown) => this.#onError(err, { id, attempt: 0, final: true }))
       .finally(() => this.#writes.delete(write));
     this.#writes.add(write);
+    return id;
+  }
+
+  /**
+   * Writes the mail's outbox row inside the caller's `transaction` and polls
+   * the outbox once it has committed. Throws what the write throws.
+   */
+  async enqueueIn(message: MailMessage, transaction: MailTransaction): Promise<string> {
+    const id = randomUUID();
+    await this.#o.store.add(id, message, this.#clock(), transaction);
+    transaction.afterCommit(() => this.#kick());
     return id;
   }
 

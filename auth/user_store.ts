@@ -506,11 +506,28 @@ export class UserStore {
   }
 
   /**
-   * Creates a user; email and phone are normalised and claimed atomically.
-   * Throws `already_exists` when either is held by another user.
+   * The record {@link create} would store for `fields` (normalised addresses,
+   * a new id, this second's times), without storing anything: what a mail
+   * rendered before the user exists is addressed to. Pass its id to `create`.
    */
-  async create(fields: UserFields): Promise<UserRecord> {
-    const id = randomUUID();
+  draft(fields: UserFields): UserRecord {
+    const now = this.#now();
+    const email = normalizeEmail(fields.email);
+    const phone = normalizePhone(fields.phone_number);
+    const record: Record<string, unknown> = { ...fields, email: email ?? null, phone_number: phone ?? null, id: randomUUID(), created_at: now, updated_at: now };
+    return rowToRecord(Object.fromEntries(COLUMN_NAMES.map((c) => [c, toColumn(c, record[c])])));
+  }
+
+  /**
+   * Creates a user; email and phone are normalised and claimed atomically.
+   * `within` runs in the same transaction after the user row is written
+   * (sign-up: its verification request and mail), so that either all of it
+   * commits or nothing does; a deadlock retry runs it again. `id`: the id of
+   * a {@link draft}. Throws `already_exists` when either address is held by
+   * another user (then `within` has not run, or was rolled back).
+   */
+  async create(fields: UserFields, options: { id?: string; within?: (user: UserRecord, transaction: Transaction) => Promise<void> } = {}): Promise<UserRecord> {
+    const id = options.id ?? randomUUID();
     const now = this.#now();
     const email = normalizeEmail(fields.email);
     const phone = normalizePhone(fields.phone_number);
@@ -523,6 +540,11 @@ export class UserStore {
         replacements: cols.map((c) => toColumn(c, record[c])),
         transaction,
       });
+      if (options.within !== undefined) {
+        const stored = (await this.#select('id = ?', [id], transaction))[0];
+        if (stored === undefined) throw new LatchkeyError('internal', 'user vanished after insert');
+        await options.within(stored, transaction);
+      }
     });
     const created = await this.findById(id);
     if (created === undefined) throw new LatchkeyError('internal', 'user vanished after insert');

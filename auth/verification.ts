@@ -64,6 +64,23 @@ export const VERIFICATION_MIGRATIONS: readonly Migration[] = [
   },
 ];
 
+/** A request made by {@link VerificationStore.issue}: the token for the link (never stored) and the row to store. */
+export interface IssuedVerification {
+  token: string;
+  record: VerificationRecord;
+  row: {
+    id: string;
+    token_hash: string;
+    identifier: VerificationIdentifier;
+    email: string;
+    nonce: string;
+    redirect_uri: string;
+    expires_at: number;
+    created_at: number;
+    updated_at: number;
+  };
+}
+
 const digest = (token: string): string => createHash('sha256').update(token, 'utf8').digest('hex');
 
 /** The one error of every unusable token (unknown, used, wrong kind). */
@@ -114,6 +131,19 @@ export class VerificationStore {
    * and returns the token to put in the link (shown once, never stored).
    */
   async create(input: { identifier: VerificationIdentifier; email: string; redirectUri: string; ttlSeconds?: number }): Promise<{ token: string; record: VerificationRecord }> {
+    const issued = this.issue(input);
+    // Concurrent requests (MySQL's gap locks under the range delete, or one (identifier, email) twice) lose
+    // whole and run again; the later one replaces the other's link, as a resend does.
+    await retryConflicts(() => this.#db.transaction((transaction) => this.insert(issued, transaction)), isUniqueViolation);
+    return { token: issued.token, record: issued.record };
+  }
+
+  /**
+   * A new request and its token, not yet stored: {@link insert} stores it
+   * inside a caller's transaction (sign-up stores its user, this request and
+   * its mail in one).
+   */
+  issue(input: { identifier: VerificationIdentifier; email: string; redirectUri: string; ttlSeconds?: number }): IssuedVerification {
     const token = randomBytes(32).toString('base64url');
     const now = this.#now();
     const row = {
@@ -127,19 +157,28 @@ export class VerificationStore {
       created_at: now,
       updated_at: now,
     };
-    // Concurrent requests (MySQL's gap locks under the range delete, or one (identifier, email) twice) lose
-    // whole and run again; the later one replaces the other's link, as a resend does.
-    await retryConflicts(() => this.#db.transaction(async (transaction) => {
-      await this.#db.query('DELETE FROM verification_requests WHERE (identifier = ? AND email = ?) OR expires_at <= ?', {
-        replacements: [input.identifier, input.email, now],
+    return { token, record: toRecord(row), row };
+  }
+
+  /**
+   * Stores an issued request inside `transaction`, replacing a pending one of
+   * its (identifier, email) and removing expired ones. A unique violation
+   * (the same pair inserted concurrently) or a deadlock rolls the caller's
+   * transaction back; running it again is safe.
+   */
+  async insert(issued: IssuedVerification, transaction: Transaction): Promise<void> {
+    const { row } = issued;
+    await this.#db.query('DELETE FROM verification_requests WHERE (identifier = ? AND email = ?) OR expires_at <= ?', {
+      replacements: [row.identifier, row.email, row.created_at],
+      transaction,
+    });
+    await this.#db.query(
+      'INSERT INTO verification_requests (id, token_hash, identifier, email, nonce, redirect_uri, expires_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      {
+        replacements: [row.id, row.token_hash, row.identifier, row.email, row.nonce, row.redirect_uri, row.expires_at, row.created_at, row.updated_at],
         transaction,
-      });
-      await this.#db.query(
-        'INSERT INTO verification_requests (id, token_hash, identifier, email, nonce, redirect_uri, expires_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-        { replacements: Object.values(row), transaction },
-      );
-    }), isUniqueViolation);
-    return { token, record: toRecord(row) };
+      },
+    );
   }
 
   /**

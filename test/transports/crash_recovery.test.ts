@@ -7,16 +7,24 @@
  * - no partial rows: every email claim has its user and every user its claim,
  *   no email has two users, every two-tuple batch is there whole or not at all;
  * - nothing acknowledged is lost: every acknowledged sign-up and tuple batch;
+ * - every user there has its verification request and its queued mail (the
+ *   user, its claim, its `basic_auth_signup` request and its outbox row are
+ *   one transaction);
  * - deliveries resume: every verification mail recorded before the kill is
  *   delivered once after the restart, without a new token (a mail the killed
- *   process had claimed once its lease has run out); a sign-up cut after
- *   its user was stored and before its verification was (the two are separate
- *   steps) is completed by the documented path: `resend_verify_email`
- *   (docs/security.md, "Retrying after an outage or a crash").
+ *   process had claimed once its lease has run out).
+ *
+ * And the row's fault point, on every SQL backend: the process is killed
+ * while its sign-up transaction is held right after the user insert (a
+ * trigger stalls the next insert, of the verification request) and again
+ * right after the verification request (stalling the outbox insert): nothing
+ * of that sign-up is left, its retry succeeds, and a second retry answers
+ * `already_exists` (docs/security.md, "Retrying after an outage or a crash").
  */
 import test from 'ava';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { QueryTypes, type Sequelize } from 'sequelize';
 import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
 import { createTestDatabase, sqlBackends, type SqlBackend } from '../helpers/databases.ts';
@@ -63,17 +71,11 @@ async function count(sequelize: Sequelize, sql: string, replacements: unknown[] 
   return Number(row?.n ?? 0);
 }
 
-async function scenario(t: import('ava').ExecutionContext, backend: SqlBackend): Promise<void> {
-  const db = await createTestDatabase(backend);
-  t.teardown(() => db.drop());
-  const smtp = await startSmtp();
-  t.teardown(() => smtp.close());
-  smtp.refuse = 421;
-  const port = await freePort();
+function serverFlags(backend: SqlBackend, dbUrl: string, port: number, smtpPort: number): string[] {
   const url = `http://127.0.0.1:${port}`;
-  const flags = [
+  return [
     `--database-type=${backend}`,
-    `--database-url=${db.url}`,
+    `--database-url=${dbUrl}`,
     `--admin-secret=${ADMIN}`,
     '--client-id=crash-client',
     '--client-secret=crash-client-secret',
@@ -88,10 +90,25 @@ async function scenario(t: import('ava').ExecutionContext, backend: SqlBackend):
     '--rate-limit-burst=100000',
     '--enable-email-verification=true',
     '--smtp-host=127.0.0.1',
-    `--smtp-port=${smtp.port}`,
+    `--smtp-port=${smtpPort}`,
     '--smtp-sender-email=noreply@crash.test',
     `--url=${url}`,
   ];
+}
+
+async function exited(child: ChildProcess): Promise<void> {
+  await new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())));
+}
+
+async function scenario(t: import('ava').ExecutionContext, backend: SqlBackend): Promise<void> {
+  const db = await createTestDatabase(backend);
+  t.teardown(() => db.drop());
+  const smtp = await startSmtp();
+  t.teardown(() => smtp.close());
+  smtp.refuse = 421;
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const flags = serverFlags(backend, db.url, port, smtp.port);
   let child = launch(flags);
   t.teardown(() => void child.kill('SIGKILL'));
   await ready(url, child);
@@ -152,30 +169,186 @@ async function scenario(t: import('ava').ExecutionContext, backend: SqlBackend):
     else t.true(found === 0 || found === 2, `batch ${i} is whole or absent (${found})`);
   }
 
-  // Deliveries resume: every mail the killed process had queued arrives, once (SMTP refused all before).
+  // Every user has its verification request and its mail: a sign-up is one transaction.
   const users = await sequelize.query<{ email: string }>('SELECT email FROM users WHERE email_verified_at IS NULL', { type: QueryTypes.SELECT });
-  const cut = users.map((u) => u.email).filter((e) => !queued.has(e));
+  t.true(users.length >= signedUp.length);
+  for (const { email } of users) {
+    t.true(queued.has(email), `the mail of ${email} was in the outbox at the kill`);
+    t.is(await count(sequelize, "SELECT COUNT(*) AS n FROM verification_requests WHERE identifier = 'basic_auth_signup' AND email = ?", [email]), 1, `verification request of ${email}`);
+  }
+  t.is(queued.size, users.length, 'no mail without its user');
+  // Deliveries resume: every mail the killed process had queued arrives, once (SMTP refused all before).
   const mailsTo = (email: string): number => smtp.mails.filter((m) => m.includes(`To: ${email}`)).length;
   const deadline = Date.now() + 25_000;
   while ([...queued].some((e) => mailsTo(e) === 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
   for (const email of queued) t.is(mailsTo(email), 1, `verification mail of ${email}`);
   t.is(await count(sequelize, "SELECT COUNT(*) AS n FROM mail_outbox WHERE status = 'pending'"), 0, 'outbox drained');
-  // A sign-up cut after its user and before its mail was queued (its verification link may or may
-  // not have been stored): resend_verify_email completes it.
-  for (const email of cut) {
-    const r = await post(url, '/v1/resend_verify_email', { email, identifier: 'basic_auth_signup' });
-    t.is(r.status, 200, JSON.stringify(r.body));
-  }
-  const deadline2 = Date.now() + 15_000;
-  while (cut.some((e) => mailsTo(e) === 0) && Date.now() < deadline2) await new Promise((r) => setTimeout(r, 200));
-  for (const email of cut) t.is(mailsTo(email), 1, `resent verification mail of ${email}`);
-  t.log(`${backend}: ${signedUp.length} sign-ups and ${batches.length} batches acknowledged of ${n} tried; ${queued.size} mails resumed (${claimed.length} claimed at the kill), ${cut.length} sign-ups completed by a resend`);
+  t.log(`${backend}: ${signedUp.length} sign-ups and ${batches.length} batches acknowledged of ${n} tried; ${queued.size} mails resumed (${claimed.length} claimed at the kill)`);
   child.kill('SIGTERM');
-  await new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', () => resolve())));
+  await exited(child);
+}
+
+/** What stalls an insert into `table` (a trigger) and how to find and end the stalled statement of the killed process. */
+interface Stall {
+  install(table: string): Promise<void>;
+  remove(table: string): Promise<void>;
+  /** Resolves once the server's statement inserting into `table` is stalled (its transaction holds the user row). */
+  stalled(table: string): Promise<void>;
+  /** Ends the killed process's connection at once (the database would, once it noticed the dead client). */
+  endOrphan(): Promise<void>;
+}
+
+function stallOf(backend: SqlBackend, sequelize: Sequelize, dbUrl: string): Stall {
+  const q = (sql: string) => sequelize.query(sql);
+  const poll = async (find: () => Promise<boolean>, what: string): Promise<void> => {
+    const until = Date.now() + 20_000;
+    while (!(await find())) {
+      if (Date.now() > until) throw new Error(`never stalled: ${what}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  if (backend === 'postgres') {
+    let orphan: number | undefined;
+    return {
+      install: async (table) => {
+        await q(`CREATE OR REPLACE FUNCTION lk_stall() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(60); RETURN NEW; END $$ LANGUAGE plpgsql`);
+        await q(`CREATE TRIGGER lk_stall_${table} BEFORE INSERT ON ${table} FOR EACH ROW EXECUTE FUNCTION lk_stall()`);
+      },
+      remove: async (table) => void (await q(`DROP TRIGGER lk_stall_${table} ON ${table}`)),
+      stalled: (table) =>
+        poll(async () => {
+          const rows = await sequelize.query<{ pid: number }>(
+            `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep' AND query LIKE 'INSERT INTO ${table}%'`,
+            { type: QueryTypes.SELECT },
+          );
+          orphan = rows[0]?.pid;
+          return orphan !== undefined;
+        }, table),
+      endOrphan: async () => void (await sequelize.query('SELECT pg_terminate_backend(?)', { replacements: [orphan] })),
+    };
+  }
+  if (backend === 'mysql') {
+    let orphan: number | undefined;
+    return {
+      install: async (table) => void (await q(`CREATE TRIGGER lk_stall_${table} BEFORE INSERT ON ${table} FOR EACH ROW SET @lk_stall_${table} = SLEEP(60)`)),
+      remove: async (table) => void (await q(`DROP TRIGGER lk_stall_${table}`)),
+      stalled: (table) =>
+        poll(async () => {
+          const rows = await sequelize.query<{ id: number }>(
+            // A statement inside a trigger is the one MariaDB shows.
+            `SELECT ID AS id FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND INFO LIKE 'SET @lk_stall_${table} = SLEEP%'`,
+            { type: QueryTypes.SELECT },
+          );
+          orphan = rows[0]?.id;
+          return orphan !== undefined;
+        }, table),
+      endOrphan: async () => void (await q(`KILL ${Number(orphan)}`)),
+    };
+  }
+  // SQLite: the trigger keeps the writer busy for seconds (no sleep function); the file's write lock,
+  // taken when the sign-up transaction begins, shows that it is under way.
+  const file = dbUrl.slice('sqlite:'.length);
+  return {
+    install: async (table) =>
+      void (await q(
+        `CREATE TRIGGER lk_stall_${table} BEFORE INSERT ON ${table} BEGIN SELECT COUNT(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000000) SELECT x FROM c); END`,
+      )),
+    remove: async (table) => void (await q(`DROP TRIGGER lk_stall_${table}`)),
+    stalled: async (table) => {
+      // Held for a whole second without a break: not one of the server's millisecond writes, but the
+      // sign-up transaction in the stalled statement (its statements before it take milliseconds).
+      const probe = new DatabaseSync(file, { timeout: 0 });
+      let busySince: number | undefined;
+      try {
+        await poll(async () => {
+          try {
+            probe.exec('BEGIN IMMEDIATE');
+            probe.exec('ROLLBACK');
+            busySince = undefined;
+          } catch {
+            busySince ??= Date.now();
+          }
+          return busySince !== undefined && Date.now() - busySince >= 1000;
+        }, table);
+      } finally {
+        probe.close();
+      }
+    },
+    endOrphan: async () => undefined,
+  };
+}
+
+async function faultPoint(t: import('ava').ExecutionContext, backend: SqlBackend): Promise<void> {
+  const db = await createTestDatabase(backend);
+  t.teardown(() => db.drop());
+  const smtp = await startSmtp();
+  t.teardown(() => smtp.close());
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const flags = serverFlags(backend, db.url, port, smtp.port);
+  let child = launch(flags);
+  t.teardown(() => void child.kill('SIGKILL'));
+  await ready(url, child);
+  // The tables exist once a first sign-up has gone through.
+  t.is((await post(url, '/v1/signup', { email: 'first@crash.test', password: PASSWORD })).status, 200);
+  const sequelize = openSequelize(db.url, { logging: false });
+  t.teardown(() => sequelize.close());
+  const stall = stallOf(backend, sequelize, db.url);
+  const rowsOf = async (email: string) => ({
+    users: await count(sequelize, 'SELECT COUNT(*) AS n FROM users WHERE email = ?', [email]),
+    claims: await count(sequelize, "SELECT COUNT(*) AS n FROM user_identifiers WHERE kind = 'email' AND value = ?", [email]),
+    requests: await count(sequelize, 'SELECT COUNT(*) AS n FROM verification_requests WHERE email = ?', [email]),
+    mails: await count(sequelize, 'SELECT COUNT(*) AS n FROM mail_outbox WHERE recipient = ?', [email]),
+  });
+  const nothing = { users: 0, claims: 0, requests: 0, mails: 0 };
+  const mailsTo = (email: string): number => smtp.mails.filter((m) => m.includes(`To: ${email}`)).length;
+
+  for (const table of ['verification_requests', 'mail_outbox']) {
+    const email = `cut-${table.replace('_', '-')}@crash.test`;
+    await stall.install(table);
+    const answer = post(url, '/v1/signup', { email, password: PASSWORD }).then(
+      (r) => r.status,
+      () => 'connection lost',
+    );
+    await stall.stalled(table);
+    child.kill('SIGKILL');
+    await exited(child);
+    t.is(await answer, 'connection lost', `the sign-up cut before ${table} got no answer`);
+    await stall.endOrphan();
+    const until = Date.now() + 10_000;
+    while (JSON.stringify(await rowsOf(email)) !== JSON.stringify(nothing) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    t.deepEqual(await rowsOf(email), nothing, `a sign-up killed before its ${table} row left nothing`);
+    await stall.remove(table);
+
+    child = launch(flags);
+    await ready(url, child);
+    // The client did not learn the outcome and retries: the first attempt left nothing, so this one signs up.
+    const retry = await post(url, '/v1/signup', { email, password: PASSWORD });
+    t.is(retry.status, 200, JSON.stringify(retry.body));
+    const stored = await rowsOf(email);
+    t.deepEqual([stored.users, stored.claims, stored.requests], [1, 1, 1], `the retried sign-up of ${email} is stored whole`);
+    // A retry of a sign-up that did commit: already_exists, and nothing more is stored or sent.
+    const again = await post(url, '/v1/signup', { email, password: PASSWORD });
+    t.is(again.status, 409);
+    t.is(again.body['code'], 'already_exists');
+    const deadline = Date.now() + 15_000;
+    while (mailsTo(email) === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    t.is(mailsTo(email), 1, `one verification mail to ${email}`);
+    t.is((await rowsOf(email)).requests, 1);
+  }
+  t.is(mailsTo('first@crash.test'), 1);
+  child.kill('SIGTERM');
+  await exited(child);
 }
 
 for (const backend of sqlBackends().filter((b) => b !== 'mysql')) {
   test(`E3 SIGKILL in the middle of sign-ups and FGA writes, then a restart: no partial rows, nothing acknowledged lost, deliveries resumed (${backend})`, async (t) => {
     await scenario(t, backend);
+  });
+}
+
+for (const backend of sqlBackends()) {
+  test(`E3 SIGKILL right after the user insert and right after the verification request: nothing left, the retry signs up, a second retry answers already_exists (${backend})`, async (t) => {
+    await faultPoint(t, backend);
   });
 }

@@ -288,8 +288,7 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
         throw new LatchkeyError('invalid_argument', 'app_data: must be an object', { reason: 'invalid_field', details: { field: 'app_data' } });
       }
       const verify = signupVerification(ctx, input);
-      const result = await authOf(ctx).signup({ ...rest, ...(appData === undefined ? {} : { app_data: appData as Record<string, unknown> }) }, callContext(ctx));
-      await verify?.(result);
+      const result = await authOf(ctx).signup({ ...rest, ...(appData === undefined ? {} : { app_data: appData as Record<string, unknown> }) }, callContext(ctx), verify);
       await audit(ctx, 'user.signup', { userId: result.response.user?.id, user: result.record, webhook: 'user.signup' });
       setSessionCookies(ctx, result);
       // A phone sign-up under --enable-phone-verification gets the challenge cookie of its texted code instead of a session.

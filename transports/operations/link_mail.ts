@@ -7,7 +7,7 @@
  */
 import { LatchkeyError } from '../../engine/errors.ts';
 import { AdminService, checkRedirectUri } from '../../admin/index.ts';
-import type { AuthResult, LinkDelivery } from '../../auth/index.ts';
+import type { LinkDelivery } from '../../auth/index.ts';
 import type { RequestContext } from '../context.ts';
 import { authOf, issuerOf } from './auth.ts';
 
@@ -47,6 +47,16 @@ export function linkDelivery(ctx: RequestContext, base: string, state: string | 
       const rendered = await admin.renderEmail(event, user, { verification_url: url });
       mail.enqueue({ to: user.email, subject: rendered.subject, html: rendered.html });
     },
+    prepare:
+      mail.enqueueIn === undefined
+        ? undefined
+        : async (event, user, url) => {
+            const to = user.email;
+            const rendered = await admin.renderEmail(event, user, { verification_url: url });
+            return async (transaction) => {
+              if (to !== null) await mail.enqueueIn!({ to, subject: rendered.subject, html: rendered.html }, transaction);
+            };
+          },
     done,
     onError: (err) => ctx.logger.error('email link not sent', { err }),
   };
@@ -54,21 +64,16 @@ export function linkDelivery(ctx: RequestContext, base: string, state: string | 
 
 /**
  * `signup` with email verification on: checks the link's target and that
- * mail can be sent before the user is created, and returns the step that
- * records the `basic_auth_signup` request and mails its link once the
- * (unverified) user exists. Undefined when the sign-up needs no link.
+ * mail can be sent before the user is created, and returns the delivery
+ * through which the sign-up stores the user, its `basic_auth_signup` request
+ * and the mail of its link in one transaction. Undefined when the sign-up
+ * needs no link.
  */
 export function signupVerification(
   ctx: RequestContext,
   input: { email?: string | undefined; redirect_uri?: string | undefined; state?: string | undefined },
-): ((result: AuthResult) => Promise<void>) | undefined {
+): LinkDelivery | undefined {
   const auth = authOf(ctx);
   if (!input.email?.trim() || !auth.options.enableEmailVerification) return undefined;
-  const delivery = linkDelivery(ctx, linkBase(ctx, input.redirect_uri, 'verify'), input.state);
-  return async (result) => {
-    const id = result.response.user?.id;
-    if (result.session !== undefined || id === undefined) return;
-    const user = await auth.users.findById(id);
-    if (user !== undefined) await auth.email.sendSignupVerification(user, delivery);
-  };
+  return linkDelivery(ctx, linkBase(ctx, input.redirect_uri, 'verify'), input.state);
 }
