@@ -31,7 +31,10 @@ export interface AdminCookieAttributes {
 }
 
 export interface AdminSessionsOptions {
-  sequelize: Sequelize;
+  /** The SQL connection (the store is then {@link SqlAdminSessionStore}); ignored when `store` is given. */
+  sequelize?: Sequelize | undefined;
+  /** Where sessions live (e.g. the DynamoDB store). */
+  store?: AdminSessionStore | undefined;
   adminSecret: string;
   /** Lifetime of a session without activity (default 1 h). */
   ttlMs?: number;
@@ -100,9 +103,54 @@ export function adminUnauthenticated(): LatchkeyError {
   return new LatchkeyError('unauthenticated', 'unauthorized', { reason: 'unauthenticated' });
 }
 
+/**
+ * Where admin sessions live, keyed by the SHA-256 of the session id. Times
+ * are unix milliseconds.
+ */
+export interface AdminSessionStore {
+  insert(idHash: string, ip: string, createdAt: number, expiresAt: number): Promise<void>;
+  /** Removes sessions that expired before `now`. */
+  deleteExpired(now: number): Promise<void>;
+  /** The session's expiry, or undefined when there is none. */
+  expiresAt(idHash: string): Promise<number | undefined>;
+  /** Sets the expiry of a session still live at `now` (atomically); false when it is missing or expired. */
+  slide(idHash: string, now: number, expiresAt: number): Promise<boolean>;
+  delete(idHash: string): Promise<void>;
+}
+
+/** Admin sessions in the `admin_sessions` table. */
+export class SqlAdminSessionStore implements AdminSessionStore {
+  readonly #db: Sequelize;
+
+  constructor(sequelize: Sequelize) {
+    this.#db = sequelize;
+  }
+
+  async insert(idHash: string, ip: string, createdAt: number, expiresAt: number): Promise<void> {
+    await exec(this.#db, 'INSERT INTO admin_sessions (id_hash, ip_address, created_at, expires_at) VALUES (?, ?, ?, ?)', [idHash, ip, createdAt, expiresAt]);
+  }
+
+  async deleteExpired(now: number): Promise<void> {
+    await exec(this.#db, 'DELETE FROM admin_sessions WHERE expires_at < ?', [now]);
+  }
+
+  async expiresAt(idHash: string): Promise<number | undefined> {
+    const row = (await select(this.#db, 'SELECT expires_at FROM admin_sessions WHERE id_hash = ?', [idHash]))[0];
+    return row === undefined ? undefined : num(row['expires_at']);
+  }
+
+  async slide(idHash: string, now: number, expiresAt: number): Promise<boolean> {
+    return (await update(this.#db, 'UPDATE admin_sessions SET expires_at = ? WHERE id_hash = ? AND expires_at > ?', [expiresAt, idHash, now])) === 1;
+  }
+
+  async delete(idHash: string): Promise<void> {
+    await exec(this.#db, 'DELETE FROM admin_sessions WHERE id_hash = ?', [idHash]);
+  }
+}
+
 /** Admin secret checks and admin sessions. */
 export class AdminSessions {
-  readonly #db: Sequelize;
+  readonly #db: AdminSessionStore;
   readonly #secret: Buffer;
   readonly #ttlMs: number;
   readonly #clock: () => number;
@@ -110,7 +158,7 @@ export class AdminSessions {
 
   constructor(options: AdminSessionsOptions) {
     if (!options.adminSecret) throw new Error('admin secret must not be empty');
-    this.#db = options.sequelize;
+    this.#db = options.store ?? new SqlAdminSessionStore(options.sequelize as Sequelize);
     this.#secret = digest(options.adminSecret);
     this.#ttlMs = options.ttlMs ?? 3_600_000;
     this.#clock = options.clock ?? Date.now;
@@ -151,22 +199,17 @@ export class AdminSessions {
     const token = randomBytes(32).toString('base64url');
     const now = this.#clock();
     const expiresAt = now + this.#ttlMs;
-    await exec(this.#db, 'INSERT INTO admin_sessions (id_hash, ip_address, created_at, expires_at) VALUES (?, ?, ?, ?)', [
-      hashId(token),
-      ip.slice(0, 45),
-      now,
-      expiresAt,
-    ]);
+    await this.#db.insert(hashId(token), ip.slice(0, 45), now, expiresAt);
     // Expired rows are removed opportunistically.
-    await exec(this.#db, 'DELETE FROM admin_sessions WHERE expires_at < ?', [now]);
+    await this.#db.deleteExpired(now);
     return { token, expiresAt };
   }
 
   /** True when `token` names a live session. */
   async verify(token: string | undefined): Promise<boolean> {
     if (!token || token.length > 128) return false;
-    const row = (await select(this.#db, 'SELECT expires_at FROM admin_sessions WHERE id_hash = ?', [hashId(token)]))[0];
-    return row !== undefined && num(row['expires_at']) > this.#clock();
+    const expiresAt = await this.#db.expiresAt(hashId(token));
+    return expiresAt !== undefined && expiresAt > this.#clock();
   }
 
   /**
@@ -177,19 +220,14 @@ export class AdminSessions {
     if (!token || token.length > 128) throw adminUnauthenticated();
     const now = this.#clock();
     const expiresAt = now + this.#ttlMs;
-    const n = await update(this.#db, 'UPDATE admin_sessions SET expires_at = ? WHERE id_hash = ? AND expires_at > ?', [
-      expiresAt,
-      hashId(token),
-      now,
-    ]);
-    if (n !== 1) throw adminUnauthenticated();
+    if (!(await this.#db.slide(hashId(token), now, expiresAt))) throw adminUnauthenticated();
     return { expiresAt };
   }
 
   /** `admin_logout`: ends the session (a no-op for an unknown one). */
   async logout(token: string | undefined): Promise<void> {
     if (!token || token.length > 128) return;
-    await exec(this.#db, 'DELETE FROM admin_sessions WHERE id_hash = ?', [hashId(token)]);
+    await this.#db.delete(hashId(token));
   }
 
   /**

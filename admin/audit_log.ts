@@ -11,9 +11,10 @@
  * - Metadata keys that can carry credentials (password, token, secret, otp,
  *   code, cookie, authorization, key) are dropped before anything is stored
  *   (security matrix G1).
- * - The chain position (`seq`) has a unique index: two writers racing for the
- *   same position make one of them fail and retry on the new head, so the
- *   chain stays linear across processes.
+ * - The chain position (`seq`) is unique (a unique index on SQL, a
+ *   conditional put on DynamoDB): two writers racing for the same position
+ *   make one of them fail and retry on the new head, so the chain stays
+ *   linear across processes.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { Sequelize } from 'sequelize';
@@ -70,7 +71,10 @@ export interface AuditLogFilter {
 }
 
 export interface AuditLogOptions {
-  sequelize: Sequelize;
+  /** The SQL connection (the store is then {@link SqlAuditLogStore}); ignored when `store` is given. */
+  sequelize?: Sequelize | undefined;
+  /** Where rows live (e.g. the DynamoDB store). */
+  store?: AuditLogStore | undefined;
   /** Current time in unix milliseconds (default `Date.now`). */
   clock?: () => number;
 }
@@ -135,19 +139,19 @@ function toRecord(r: Row): AuditLogRecord {
 
 /** Append-only, hash-chained audit log. */
 export class AuditLog {
-  readonly #db: Sequelize;
+  readonly #store: AuditLogStore;
   readonly #clock: () => number;
   #tail: Promise<unknown> = Promise.resolve();
 
   constructor(options: AuditLogOptions) {
-    this.#db = options.sequelize;
+    this.#store = options.store ?? new SqlAuditLogStore(options.sequelize as Sequelize);
     this.#clock = options.clock ?? Date.now;
   }
 
   /** Appends one row and returns it. */
   record(entry: AuditEntry): Promise<AuditLogRecord> {
     // Appends of this process are serialised; other processes are handled by
-    // the unique `seq` index and the retry below.
+    // the store's position check (unique `seq`) and the retry below.
     const next = this.#tail.then(() => this.#append(entry));
     this.#tail = next.catch(() => undefined);
     return next;
@@ -157,10 +161,10 @@ export class AuditLog {
     if (!entry.action) throw new LatchkeyError('invalid_argument', 'audit action is required', { reason: 'invalid_audit_entry' });
     const metadata = JSON.stringify(scrub(entry.metadata ?? {}));
     for (let tries = 0; ; tries++) {
-      const head = (await select(this.#db, 'SELECT seq, hash FROM audit_logs ORDER BY seq DESC LIMIT 1'))[0];
+      const head = await this.#store.head();
       const row: Row = {
         id: randomUUID(),
-        seq: head ? num(head['seq']) + 1 : 1,
+        seq: head ? head.seq + 1 : 1,
         actor_id: clip(entry.actor_id, 64),
         actor_type: clip(entry.actor_type, 30),
         actor_email: clip(entry.actor_email, 256),
@@ -172,48 +176,36 @@ export class AuditLog {
         metadata,
         created_at: this.#clock(),
       };
-      const prev = head ? str(head['hash']) : GENESIS;
+      const prev = head ? head.hash : GENESIS;
       const hash = chainHash(prev, row);
-      try {
-        await exec(
-          this.#db,
-          `INSERT INTO audit_logs (id, seq, actor_id, actor_type, actor_email, action, resource_type, resource_id, ip_address, user_agent, metadata, created_at, prev_hash, hash)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-          [row['id'], row['seq'], row['actor_id'], row['actor_type'], row['actor_email'], row['action'], row['resource_type'], row['resource_id'], row['ip_address'], row['user_agent'], metadata, row['created_at'], prev, hash],
-        );
-        return toRecord(row);
-      } catch (err) {
-        if (tries >= 20 || (err as { name?: string }).name !== 'SequelizeUniqueConstraintError') throw err;
-      }
+      if (await this.#store.append({ ...(row as unknown as AuditRowContent), prev_hash: prev, hash })) return toRecord(row);
+      if (tries >= 20) throw new LatchkeyError('aborted', 'the audit log is busy, try again', { reason: 'audit_contention' });
     }
   }
 
   /** Rows matching the filter, newest first. Throws `invalid_argument` for bad pagination. */
   async list(filter: AuditLogFilter = {}): Promise<{ audit_logs: AuditLogRecord[]; pagination: Pagination }> {
     const p = normalizePagination(filter.pagination);
-    const where: string[] = [];
-    const args: unknown[] = [];
-    const add = (sql: string, v: unknown): void => {
-      where.push(sql);
-      args.push(v);
-    };
-    if (filter.actor_id) add('actor_id = ?', filter.actor_id);
-    if (filter.action) add('action = ?', filter.action);
+    const match: AuditMatch = {};
+    if (filter.actor_id) match.actor_id = filter.actor_id;
+    if (filter.action) match.action = filter.action;
+    const types: string[] = [];
+    const ids: string[] = [];
     if (filter.resource) {
       const i = filter.resource.indexOf(':');
-      if (i < 0) add('resource_type = ?', filter.resource);
+      if (i < 0) types.push(filter.resource);
       else {
-        add('resource_type = ?', filter.resource.slice(0, i));
-        add('resource_id = ?', filter.resource.slice(i + 1));
+        types.push(filter.resource.slice(0, i));
+        ids.push(filter.resource.slice(i + 1));
       }
     }
-    if (filter.resource_type) add('resource_type = ?', filter.resource_type);
-    if (filter.resource_id) add('resource_id = ?', filter.resource_id);
-    if (filter.from_timestamp !== undefined) add('created_at >= ?', filter.from_timestamp * 1000);
-    if (filter.to_timestamp !== undefined) add('created_at <= ?', filter.to_timestamp * 1000 + 999);
-    const w = where.length ? `WHERE ${where.join(' AND ')}` : '';
-    const total = countOf(await select(this.#db, `SELECT COUNT(*) AS n FROM audit_logs ${w}`, args));
-    const rows = await select(this.#db, `SELECT * FROM audit_logs ${w} ORDER BY seq DESC LIMIT ? OFFSET ?`, [...args, p.limit, p.offset]);
+    if (filter.resource_type) types.push(filter.resource_type);
+    if (filter.resource_id) ids.push(filter.resource_id);
+    if (types.length) match.resource_type = types;
+    if (ids.length) match.resource_id = ids;
+    if (filter.from_timestamp !== undefined) match.from_ms = filter.from_timestamp * 1000;
+    if (filter.to_timestamp !== undefined) match.to_ms = filter.to_timestamp * 1000 + 999;
+    const { rows, total } = await this.#store.list(match, p.limit, p.offset);
     return { audit_logs: rows.map(toRecord), pagination: { ...p, total } };
   }
 
@@ -227,7 +219,7 @@ export class AuditLog {
     let count = 0;
     const batch = 500;
     for (let after = 0; ; ) {
-      const rows = await select(this.#db, 'SELECT * FROM audit_logs WHERE seq > ? ORDER BY seq LIMIT ?', [after, batch]);
+      const rows = await this.#store.after(after, batch);
       for (const r of rows) {
         count++;
         const seq = num(r['seq']);
@@ -240,5 +232,102 @@ export class AuditLog {
       }
       if (rows.length < batch) return { ok: true, rows: count };
     }
+  }
+}
+
+/** The stored columns of one audit row (`created_at` in unix milliseconds). */
+export interface AuditRowContent {
+  id: string;
+  seq: number;
+  actor_id: string;
+  actor_type: string;
+  actor_email: string;
+  action: string;
+  resource_type: string;
+  resource_id: string;
+  ip_address: string;
+  user_agent: string;
+  metadata: string;
+  created_at: number;
+  prev_hash: string;
+  hash: string;
+}
+
+/** What {@link AuditLogStore.list} filters on: every given field must match (each value of a list). */
+export interface AuditMatch {
+  actor_id?: string;
+  action?: string;
+  resource_type?: string[];
+  resource_id?: string[];
+  /** Inclusive bounds on `created_at`, unix milliseconds. */
+  from_ms?: number;
+  to_ms?: number;
+}
+
+/**
+ * Where the audit rows live. Implementers keep the chain linear: `append`
+ * stores a row only while no row holds its position (`seq`), atomically,
+ * across processes.
+ */
+export interface AuditLogStore {
+  /** The last row's position and hash, or undefined when the log is empty (a strongly consistent read). */
+  head(): Promise<{ seq: number; hash: string } | undefined>;
+  /** Stores the row unless its position is taken (then false: another writer won). */
+  append(row: AuditRowContent): Promise<boolean>;
+  /** Rows matching, newest (highest position) first: `limit` of them after skipping `offset`, and the count of all matching. */
+  list(match: AuditMatch, limit: number, offset: number): Promise<{ rows: Row[]; total: number }>;
+  /** Up to `limit` rows with positions above `seq`, in position order. */
+  after(seq: number, limit: number): Promise<Row[]>;
+}
+
+/** The audit log in the `audit_logs` table (unique index on `seq`). */
+export class SqlAuditLogStore implements AuditLogStore {
+  readonly #db: Sequelize;
+
+  constructor(sequelize: Sequelize) {
+    this.#db = sequelize;
+  }
+
+  async head(): Promise<{ seq: number; hash: string } | undefined> {
+    const head = (await select(this.#db, 'SELECT seq, hash FROM audit_logs ORDER BY seq DESC LIMIT 1'))[0];
+    return head ? { seq: num(head['seq']), hash: str(head['hash']) } : undefined;
+  }
+
+  async append(r: AuditRowContent): Promise<boolean> {
+    try {
+      await exec(
+        this.#db,
+        `INSERT INTO audit_logs (id, seq, actor_id, actor_type, actor_email, action, resource_type, resource_id, ip_address, user_agent, metadata, created_at, prev_hash, hash)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        [r.id, r.seq, r.actor_id, r.actor_type, r.actor_email, r.action, r.resource_type, r.resource_id, r.ip_address, r.user_agent, r.metadata, r.created_at, r.prev_hash, r.hash],
+      );
+      return true;
+    } catch (err) {
+      if ((err as { name?: string }).name === 'SequelizeUniqueConstraintError') return false;
+      throw err;
+    }
+  }
+
+  async list(match: AuditMatch, limit: number, offset: number): Promise<{ rows: Row[]; total: number }> {
+    const where: string[] = [];
+    const args: unknown[] = [];
+    const add = (sql: string, v: unknown): void => {
+      where.push(sql);
+      args.push(v);
+    };
+    if (match.actor_id !== undefined) add('actor_id = ?', match.actor_id);
+    if (match.action !== undefined) add('action = ?', match.action);
+    for (const v of match.resource_type ?? []) add('resource_type = ?', v);
+    for (const v of match.resource_id ?? []) add('resource_id = ?', v);
+    if (match.from_ms !== undefined) add('created_at >= ?', match.from_ms);
+    if (match.to_ms !== undefined) add('created_at <= ?', match.to_ms);
+    const w = where.length ? `WHERE ${where.join(' AND ')}` : '';
+    const total = countOf(await select(this.#db, `SELECT COUNT(*) AS n FROM audit_logs ${w}`, args));
+    const rows = await select(this.#db, `SELECT * FROM audit_logs ${w} ORDER BY seq DESC LIMIT ? OFFSET ?`, [...args, limit, offset]);
+    return { rows, total };
+  }
+
+  after(seq: number, limit: number): Promise<Row[]> {
+    return select(this.#db, 'SELECT * FROM audit_logs WHERE seq > ? ORDER BY seq LIMIT ?', [seq, limit]);
   }
 }

@@ -20,8 +20,8 @@ export type {
   UpdateWebhookInput,
   TestEndpointInput,
 } from './webhooks.ts';
-export { AuditLog } from './audit_log.ts';
-export type { AuditEntry, AuditLogRecord, AuditLogFilter, AuditLogOptions, ActorType } from './audit_log.ts';
+export { AuditLog, SqlAuditLogStore } from './audit_log.ts';
+export type { AuditEntry, AuditLogRecord, AuditLogFilter, AuditLogOptions, ActorType, AuditLogStore, AuditMatch, AuditRowContent } from './audit_log.ts';
 export {
   EmailTemplates,
   EMAIL_TEMPLATE_EVENTS,
@@ -36,8 +36,10 @@ export type {
   RenderedEmail,
   EmailTemplatesOptions,
 } from './email_templates.ts';
-export { AdminSessions, ADMIN_COOKIE, MemoryFailureCounter, adminUnauthenticated } from './admin_sessions.ts';
-export type { AdminSessionsOptions, AdminCookieAttributes } from './admin_sessions.ts';
+export { AdminSessions, ADMIN_COOKIE, MemoryFailureCounter, SqlAdminSessionStore, adminUnauthenticated } from './admin_sessions.ts';
+export type { AdminSessionsOptions, AdminCookieAttributes, AdminSessionStore } from './admin_sessions.ts';
+export { openAdminStores, type AdminStores } from './admin_stores.ts';
+export { DynamoAdminSessionStore, DynamoAuditLogStore } from './dynamo_admin_stores.ts';
 export { AdminService, toAdminUser } from './admin_service.ts';
 export { checkRedirectUri } from './user_admin.ts';
 export type {

@@ -1,23 +1,24 @@
 import test from 'ava';
 import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
-import { createTestDatabase, sqlBackends } from '../helpers/databases.ts';
-import { AdminSessions, ADMIN_COOKIE, migrateAdminStore } from '../../admin/index.ts';
+import { createTestDatabase } from '../helpers/databases.ts';
+import { AdminSessions, ADMIN_COOKIE, migrateAdminStore, openAdminStores } from '../../admin/index.ts';
 import type { LatchkeyError } from '../../engine/errors.ts';
+import { mainBackends, openTestMain } from '../helpers/main_databases.ts';
 
-for (const backend of sqlBackends()) {
+for (const backend of mainBackends()) {
   test(`admin sessions: login, verify, slide, expire, logout (${backend})`, async (t) => {
-    const db = await createTestDatabase(backend);
-    const sequelize = openSequelize(db.url, { logging: false });
+    const m = await openTestMain(backend);
     try {
-      await migrateAdminStore(sequelize);
+      const { sessions: store } = await openAdminStores(m.database);
       let now = 1_700_000_000_000;
-      const sessions = new AdminSessions({ sequelize, adminSecret: 's3cret', ttlMs: 60_000, clock: () => now });
+      const sessions = new AdminSessions({ store, adminSecret: 's3cret', ttlMs: 60_000, clock: () => now });
       const { token, expiresAt } = await sessions.login('s3cret', '10.1.1.1');
       t.is(expiresAt, now + 60_000);
       t.true(token.length >= 43);
       t.true(await sessions.verify(token));
       t.false(await sessions.verify(token + 'x'));
-      const [rows] = await sequelize.query('SELECT id_hash FROM admin_sessions');
+      const rows = m.sequelize ? (await m.sequelize.query('SELECT id_hash FROM admin_sessions'))[0] : await m.dynamo!.scan('admin_sessions');
+      t.is((rows as unknown[]).length, 1);
       t.false(JSON.stringify(rows).includes(token), 'only a hash of the id is stored');
       now += 50_000;
       await sessions.refresh(token);
@@ -37,8 +38,7 @@ for (const backend of sqlBackends()) {
       t.is((wrong as LatchkeyError).message, 'unauthorized');
       t.deepEqual(sessions.cookieAttributes(true), { httpOnly: true, secure: true, sameSite: 'Strict', path: '/', maxAgeSeconds: 60 });
     } finally {
-      await sequelize.close();
-      await db.drop();
+      await m.close();
     }
   });
 }

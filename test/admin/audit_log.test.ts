@@ -1,17 +1,38 @@
 import test from 'ava';
-import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
-import { createTestDatabase, sqlBackends } from '../helpers/databases.ts';
-import { AuditLog, migrateAdminStore } from '../../admin/index.ts';
+import { AuditLog, openAdminStores } from '../../admin/index.ts';
 import type { LatchkeyError } from '../../engine/errors.ts';
+import { mainBackends, openTestMain, type TestMain } from '../helpers/main_databases.ts';
 
-for (const backend of sqlBackends()) {
+/** The stored rows in position order (id and position), read under the store. */
+async function storedRows(m: TestMain): Promise<Array<{ id: string; seq: number }>> {
+  if (m.sequelize) {
+    const [rows] = await m.sequelize.query('SELECT id, seq FROM audit_logs ORDER BY seq');
+    return (rows as Array<{ id: string; seq: number | string }>).map((r) => ({ id: r.id, seq: Number(r.seq) }));
+  }
+  const items = await m.dynamo!.query('audit_logs', { pk: ['pk', 'chain'] });
+  return items.map((r) => ({ id: String(r['id']), seq: Number(r['seq']) }));
+}
+
+const key = (seq: number): string => String(seq).padStart(16, '0');
+
+/** Edits a row's action directly in the database, as an attacker with database access would. */
+async function setAction(m: TestMain, row: { id: string; seq: number }, action: string): Promise<void> {
+  if (m.sequelize) await m.sequelize.query(`UPDATE audit_logs SET action = '${action}' WHERE id = '${row.id}'`);
+  else await m.dynamo!.update('audit_logs', 'chain', key(row.seq), { set: { action } });
+}
+
+async function removeRow(m: TestMain, row: { id: string; seq: number }): Promise<void> {
+  if (m.sequelize) await m.sequelize.query(`DELETE FROM audit_logs WHERE id = '${row.id}'`);
+  else await m.dynamo!.delete('audit_logs', 'chain', key(row.seq));
+}
+
+for (const backend of mainBackends()) {
   test(`audit log: filters, pagination, newest first, secrets never stored (${backend})`, async (t) => {
-    const db = await createTestDatabase(backend);
-    const sequelize = openSequelize(db.url, { logging: false });
+    const m = await openTestMain(backend);
     try {
-      await migrateAdminStore(sequelize);
+      const { audit: store } = await openAdminStores(m.database);
       let now = 1_700_000_000_000;
-      const log = new AuditLog({ sequelize, clock: () => (now += 1000) });
+      const log = new AuditLog({ store, clock: () => (now += 1000) });
       await log.record({
         actor_type: 'user',
         actor_id: 'u1',
@@ -50,38 +71,35 @@ for (const backend of sqlBackends()) {
       const methods = Object.getOwnPropertyNames(AuditLog.prototype).sort();
       t.deepEqual(methods, ['constructor', 'list', 'record', 'verifyChain']);
     } finally {
-      await sequelize.close();
-      await db.drop();
+      await m.close();
     }
   });
 
   test(`G2: concurrent writers keep one chain, and a row edited or removed in the DB is named (${backend})`, async (t) => {
-    const db = await createTestDatabase(backend);
-    const sequelize = openSequelize(db.url, { logging: false, pool: { max: 5 } });
+    const m = await openTestMain(backend, { pool: { max: 5 } });
     try {
-      await migrateAdminStore(sequelize);
-      const a = new AuditLog({ sequelize });
-      const b = new AuditLog({ sequelize });
+      // Two logs on two store instances: two processes writing one chain.
+      const a = new AuditLog({ store: (await openAdminStores(m.database)).audit });
+      const b = new AuditLog({ store: (await openAdminStores(m.database)).audit });
       await Promise.all(
         Array.from({ length: 20 }, (_, i) =>
           (i % 2 ? a : b).record({ actor_type: 'system', action: 'test.event', resource_type: 'thing', resource_id: String(i) }),
         ),
       );
       t.deepEqual(await a.verifyChain(), { ok: true, rows: 20 });
-      const [rows] = await sequelize.query('SELECT id, seq FROM audit_logs ORDER BY seq');
-      const list = rows as Array<{ id: string; seq: number | string }>;
+      const list = await storedRows(m);
+      t.deepEqual(list.map((r) => r.seq), Array.from({ length: 20 }, (_, i) => i + 1));
       const target = list[7]!;
-      await sequelize.query(`UPDATE audit_logs SET action = 'test.other' WHERE id = '${target.id}'`);
+      await setAction(m, target, 'test.other');
       const broken = await a.verifyChain();
       t.false(broken.ok);
       t.like(broken, { broken_id: target.id, seq: 8 });
-      await sequelize.query(`UPDATE audit_logs SET action = 'test.event' WHERE id = '${target.id}'`);
+      await setAction(m, target, 'test.event');
       t.true((await a.verifyChain()).ok);
-      await sequelize.query(`DELETE FROM audit_logs WHERE id = '${list[3]!.id}'`);
+      await removeRow(m, list[3]!);
       t.like(await a.verifyChain(), { ok: false, broken_id: list[4]!.id });
     } finally {
-      await sequelize.close();
-      await db.drop();
+      await m.close();
     }
   });
 }
