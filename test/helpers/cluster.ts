@@ -80,20 +80,20 @@ export async function startReplicas(o: ReplicaOptions): Promise<Replica[]> {
   for (let i = 1; i <= o.count; i++) {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const child = spawn(
-      process.execPath,
-      [
-        BIN, 'serve',
-        '--database-type=postgres', `--database-url=${o.databaseUrl}`, `--redis-url=${o.redisUrl}`,
-        `--admin-secret=${CLUSTER_ADMIN_SECRET}`, `--client-id=${o.clientId}`, `--client-secret=${CLUSTER_CLIENT_SECRET}`,
-        '--jwt-type=HS256', `--jwt-secret=${CLUSTER_JWT_SECRET}`,
-        '--host=127.0.0.1', `--http-port=${port}`, '--grpc-port=0', '--metrics-port=0', '--log-level=silent',
-        '--rate-limit-rps=1000000', '--rate-limit-burst=1000000', `--url=${o.publicUrl}`, `--allowed-origins=${o.publicUrl}`,
-        '--shutdown-timeout=2s',
-        ...(o.flags ?? []),
-      ],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
-    );
+    const flags = new Map<string, string>();
+    // A flag may be given once: those of `o.flags` replace the defaults of the same name.
+    for (const f of [
+      '--database-type=postgres', `--database-url=${o.databaseUrl}`, `--redis-url=${o.redisUrl}`,
+      `--admin-secret=${CLUSTER_ADMIN_SECRET}`, `--client-id=${o.clientId}`, `--client-secret=${CLUSTER_CLIENT_SECRET}`,
+      '--jwt-type=HS256', `--jwt-secret=${CLUSTER_JWT_SECRET}`,
+      '--host=127.0.0.1', `--http-port=${port}`, '--grpc-port=0', '--metrics-port=0', '--log-level=silent',
+      '--rate-limit-rps=1000000', '--rate-limit-burst=1000000', `--url=${o.publicUrl}`, `--allowed-origins=${o.publicUrl}`,
+      '--shutdown-timeout=2s',
+      ...(o.flags ?? []),
+    ]) {
+      flags.set(f.split('=')[0]!, f);
+    }
+    const child = spawn(process.execPath, [BIN, 'serve', ...flags.values()], { stdio: ['ignore', 'ignore', 'pipe'] });
     killOnExit(child);
     let log = '';
     child.stderr?.on('data', (d: Buffer) => void (log = (log + d.toString()).slice(-4000)));
