@@ -6,13 +6,15 @@
 import type { MainDatabase } from '../auth/index.ts';
 import { SqlAuditLogStore, type AuditLogStore } from './audit_log.ts';
 import { SqlAdminSessionStore, type AdminSessionStore } from './admin_sessions.ts';
-import { DynamoAdminSessionStore, DynamoAuditLogStore } from './dynamo_admin_stores.ts';
+import { DynamoAdminSessionStore, DynamoAuditLogStore, DynamoWebhookStore } from './dynamo_admin_stores.ts';
+import { SqlWebhookStore, type WebhookStore } from './webhooks.ts';
 import { migrateAdminStore } from './migrations.ts';
 
 /** Every admin store, on one main database. */
 export interface AdminStores {
   readonly audit: AuditLogStore;
   readonly sessions: AdminSessionStore;
+  readonly webhooks: WebhookStore;
 }
 
 /** Opens (creating or migrating the schema of) the admin stores on `database`. */
@@ -20,10 +22,10 @@ export async function openAdminStores(database: MainDatabase): Promise<AdminStor
   if (database.kind === 'sql') {
     const sequelize = database.sequelize;
     await migrateAdminStore(sequelize);
-    return { audit: new SqlAuditLogStore(sequelize), sessions: new SqlAdminSessionStore(sequelize) };
+    return { audit: new SqlAuditLogStore(sequelize), sessions: new SqlAdminSessionStore(sequelize), webhooks: new SqlWebhookStore(sequelize) };
   }
   const db = database.dynamo;
-  const stores = { audit: new DynamoAuditLogStore(db), sessions: new DynamoAdminSessionStore(db) };
+  const stores = { audit: new DynamoAuditLogStore(db), sessions: new DynamoAdminSessionStore(db), webhooks: new DynamoWebhookStore(db) };
   await Promise.all(Object.values(stores).map((s) => s.init()));
   return stores;
 }

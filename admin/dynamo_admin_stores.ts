@@ -6,11 +6,15 @@
  * |---|---|---|---|
  * | `audit_logs` | `chain` | position, 16 digits | the hash-chained rows; the position is claimed by a conditional put |
  * | `admin_sessions` | SHA-256 of the session id | `-` | expiry (unix ms) and IP |
+ * | `webhooks` | webhook id | `-` | the registry |
+ * | `webhook_deliveries` | delivery id | `-` | the outbox; index `due` (`due_pk`, `due_at`) holds only deliveries still to send |
+ * | `webhook_logs` | `log` | created, attempt, id | the attempts, newest last |
  */
 import type { DynamoCondition, DynamoDatabase, DynamoItem } from '../auth/index.ts';
 import type { AuditLogStore, AuditMatch, AuditRowContent } from './audit_log.ts';
 import type { AdminSessionStore } from './admin_sessions.ts';
 import type { Row } from './sql.ts';
+import type { DeliveryOutcome, DeliveryRow, WebhookStore } from './webhooks.ts';
 
 const pad = (n: number): string => String(n).padStart(16, '0');
 
@@ -125,5 +129,137 @@ export class DynamoAdminSessionStore implements AdminSessionStore {
 
   async delete(idHash: string): Promise<void> {
     await this.#db.delete('admin_sessions', idHash, '-');
+  }
+}
+
+const pad13 = (n: number): string => String(Math.max(0, Math.floor(n))).padStart(16, '0');
+const strip = (item: DynamoItem): Row => {
+  const { pk: _pk, sk: _sk, due_pk: _d, due_at: _a, ...rest } = item;
+  return rest;
+};
+
+/**
+ * Webhooks on DynamoDB. The registry is small and read whole (a scan). A
+ * delivery still to send carries `due_pk = 'due'` and `due_at` (when it is
+ * next due: its attempt time, or its lease's end while claimed), so the
+ * worker finds due work with one query of the `due` index; a finished
+ * delivery drops both attributes and leaves the index. The index is read
+ * eventually consistently: the claim, a conditional update on the delivery
+ * itself, is what decides who sends an attempt.
+ */
+export class DynamoWebhookStore implements WebhookStore {
+  readonly #db: DynamoDatabase;
+
+  constructor(db: DynamoDatabase) {
+    this.#db = db;
+  }
+
+  /** Creates the tables when missing. */
+  async init(): Promise<void> {
+    await Promise.all([
+      this.#db.ensureTable({ name: 'webhooks' }),
+      this.#db.ensureTable({ name: 'webhook_deliveries', indexes: [{ name: 'due', pk: 'due_pk', sk: 'due_at', sortNumeric: true }] }),
+      this.#db.ensureTable({ name: 'webhook_logs' }),
+    ]);
+  }
+
+  async insert(row: Row): Promise<void> {
+    await this.#db.put('webhooks', { pk: String(row['id']), sk: '-', ...row }, { expression: 'attribute_not_exists(pk)' });
+  }
+
+  async update(id: string, fields: Row): Promise<void> {
+    await this.#db.update('webhooks', id, '-', { set: fields }, { expression: 'attribute_exists(pk)' });
+  }
+
+  async deleteWithDeliveries(id: string): Promise<void> {
+    // The webhook goes first: from then on a delivery of it is cancelled when claimed, so a crash
+    // before the rest is removed sends nothing more.
+    await this.#db.delete('webhooks', id, '-');
+    const f = new FilterBuilder().test('webhook_id', '=', id).build();
+    for (const d of await this.#db.scan('webhook_deliveries', f)) await this.#db.delete('webhook_deliveries', String(d['pk']), '-');
+    for (const l of await this.#db.query('webhook_logs', { pk: ['pk', 'log'], filter: f })) await this.#db.delete('webhook_logs', 'log', String(l['sk']));
+  }
+
+  async get(id: string): Promise<Row | undefined> {
+    const item = await this.#db.get('webhooks', id, '-');
+    return item ? strip(item) : undefined;
+  }
+
+  async #all(): Promise<Row[]> {
+    const rows = (await this.#db.scan('webhooks')).map(strip);
+    return rows.sort((a, b) => Number(a['created_at']) - Number(b['created_at']) || String(a['id']).localeCompare(String(b['id'])));
+  }
+
+  async list(limit: number, offset: number): Promise<{ rows: Row[]; total: number }> {
+    const all = await this.#all();
+    return { rows: all.slice(offset, offset + limit), total: all.length };
+  }
+
+  async logs(webhookId: string | undefined, limit: number, offset: number): Promise<{ rows: Row[]; total: number }> {
+    const filter = webhookId ? new FilterBuilder().test('webhook_id', '=', webhookId).build() : undefined;
+    const all = (await this.#db.query('webhook_logs', { pk: ['pk', 'log'], descending: true, filter })).map(strip);
+    return { rows: all.slice(offset, offset + limit), total: all.length };
+  }
+
+  async enabledFor(event: string): Promise<Row[]> {
+    return (await this.#all()).filter((r) => r['event_name'] === event && Number(r['enabled']) === 1);
+  }
+
+  async enqueue(d: DeliveryRow): Promise<void> {
+    await this.#db.put('webhook_deliveries', {
+      pk: d.id,
+      sk: '-',
+      ...d,
+      status: 'pending',
+      attempts: 0,
+      next_attempt_at: d.created_at,
+      lease_until: 0,
+      last_http_status: 0,
+      updated_at: d.created_at,
+      due_pk: 'due',
+      due_at: d.created_at,
+    });
+  }
+
+  async stats(): Promise<Record<string, number>> {
+    const out: Record<string, number> = {};
+    for (const d of await this.#db.scan('webhook_deliveries')) out[String(d['status'])] = (out[String(d['status'])] ?? 0) + 1;
+    return out;
+  }
+
+  async due(now: number, limit: number): Promise<string[]> {
+    const items = await this.#db.query('webhook_deliveries', { index: 'due', pk: ['due_pk', 'due'], sk: ['due_at', '<=', now], limit });
+    return items.map((i) => String(i['pk']));
+  }
+
+  async claim(id: string, now: number, leaseUntil: number): Promise<Row | undefined> {
+    const item = await this.#db.update(
+      'webhook_deliveries',
+      id,
+      '-',
+      { set: { status: 'delivering', lease_until: leaseUntil, updated_at: now, due_at: leaseUntil }, add: { attempts: 1 } },
+      {
+        expression: 'attribute_exists(pk) AND ((#s = :pending AND #n <= :now) OR (#s = :delivering AND #l < :now))',
+        names: { '#s': 'status', '#n': 'next_attempt_at', '#l': 'lease_until' },
+        values: { ':pending': 'pending', ':delivering': 'delivering', ':now': now },
+      },
+    );
+    return item ? strip(item) : undefined;
+  }
+
+  async finish(id: string, o: DeliveryOutcome): Promise<void> {
+    if (o.status === 'pending') {
+      const next = o.next_attempt_at ?? o.updated_at;
+      await this.#db.update('webhook_deliveries', id, '-', { set: { status: 'pending', next_attempt_at: next, lease_until: 0, last_http_status: o.last_http_status, updated_at: o.updated_at, due_at: next } }, { expression: 'attribute_exists(pk)' });
+      return;
+    }
+    const set: Row = { status: o.status, updated_at: o.updated_at };
+    if (o.status !== 'cancelled') set['last_http_status'] = o.last_http_status;
+    await this.#db.update('webhook_deliveries', id, '-', { set, remove: ['due_pk', 'due_at'] }, { expression: 'attribute_exists(pk)' });
+  }
+
+  async insertLog(row: Row): Promise<void> {
+    const sk = `${pad13(Number(row['created_at']))}#${pad13(Number(row['attempt']))}#${String(row['id'])}`;
+    await this.#db.put('webhook_logs', { pk: 'log', sk, ...row });
   }
 }

@@ -10,12 +10,15 @@ export { validateEndpoint, isPrivateAddress } from './ssrf.ts';
 export type { SsrfPolicy, Resolver, ResolvedAddress, ValidatedEndpoint } from './ssrf.ts';
 export { signWebhook, verifyWebhook, computeSignature, WEBHOOK_HEADERS } from './webhook_signature.ts';
 export type { VerifyWebhookOptions } from './webhook_signature.ts';
-export { WebhookService, WEBHOOK_EVENTS } from './webhooks.ts';
+export { WebhookService, SqlWebhookStore, WEBHOOK_EVENTS } from './webhooks.ts';
 export type {
   Webhook,
   WebhookLog,
   WebhookEvent,
   WebhookServiceOptions,
+  WebhookStore,
+  DeliveryRow,
+  DeliveryOutcome,
   AddWebhookInput,
   UpdateWebhookInput,
   TestEndpointInput,
@@ -39,7 +42,7 @@ export type {
 export { AdminSessions, ADMIN_COOKIE, MemoryFailureCounter, SqlAdminSessionStore, adminUnauthenticated } from './admin_sessions.ts';
 export type { AdminSessionsOptions, AdminCookieAttributes, AdminSessionStore } from './admin_sessions.ts';
 export { openAdminStores, type AdminStores } from './admin_stores.ts';
-export { DynamoAdminSessionStore, DynamoAuditLogStore } from './dynamo_admin_stores.ts';
+export { DynamoAdminSessionStore, DynamoAuditLogStore, DynamoWebhookStore } from './dynamo_admin_stores.ts';
 export { AdminService, toAdminUser } from './admin_service.ts';
 export { checkRedirectUri } from './user_admin.ts';
 export type {

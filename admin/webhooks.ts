@@ -20,6 +20,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Sequelize, Transaction } from 'sequelize';
+import type { StoreTransaction } from '../auth/index.ts';
 import { LatchkeyError } from '../engine/errors.ts';
 import { normalizePagination, type Pagination, type PaginationInput } from './pagination.ts';
 import { countOf, exec, num, select, str, update, type Row } from './sql.ts';
@@ -97,7 +98,10 @@ export interface TestEndpointInput {
 }
 
 export interface WebhookServiceOptions {
-  sequelize: Sequelize;
+  /** The SQL connection (the store is then {@link SqlWebhookStore}); ignored when `store` is given. */
+  sequelize?: Sequelize | undefined;
+  /** Where webhooks, deliveries and logs live (e.g. the DynamoDB store). */
+  store?: WebhookStore | undefined;
   /** HMAC key of the delivery signatures (the composition root passes the client secret). */
   signingSecret: string;
   ssrf: SsrfPolicy;
@@ -206,9 +210,57 @@ const SAMPLE_USER = {
   signup_methods: 'basic_auth',
 };
 
+/** A delivery's columns as queued by `emit` (times unix ms). */
+export interface DeliveryRow {
+  id: string;
+  webhook_id: string;
+  event_name: string;
+  payload: string;
+  created_at: number;
+}
+
+/** How an attempt ended: `delivered`, `failed` for good, or `pending` again at `next_attempt_at`. */
+export interface DeliveryOutcome {
+  status: 'delivered' | 'failed' | 'pending' | 'cancelled';
+  last_http_status: number;
+  next_attempt_at?: number | undefined;
+  updated_at: number;
+}
+
+/**
+ * Where webhooks, their delivery outbox and their logs live. Rows use the
+ * column names of the SQL tables (times unix ms, `enabled` 0/1, `headers`
+ * JSON text). Implementers must make {@link claim} atomic: of any number of
+ * concurrent claims of one due delivery, across processes, exactly one wins.
+ */
+export interface WebhookStore {
+  insert(row: Row): Promise<void>;
+  update(id: string, fields: Row): Promise<void>;
+  /** Removes the webhook, its pending deliveries and its logs. */
+  deleteWithDeliveries(id: string): Promise<void>;
+  get(id: string): Promise<Row | undefined>;
+  /** Webhooks oldest first (`created_at`, then `id`), a page and the total. */
+  list(limit: number, offset: number): Promise<{ rows: Row[]; total: number }>;
+  /** Logs newest first (`created_at`, `attempt`, `id` descending), optionally of one webhook. */
+  logs(webhookId: string | undefined, limit: number, offset: number): Promise<{ rows: Row[]; total: number }>;
+  /** The enabled webhooks of an event (read inside `tx` when given). */
+  enabledFor(event: string, tx?: StoreTransaction): Promise<Row[]>;
+  /** Queues a pending delivery due at `created_at` (inside `tx` when given). */
+  enqueue(delivery: DeliveryRow, tx?: StoreTransaction): Promise<void>;
+  /** Counts of deliveries by status. */
+  stats(): Promise<Record<string, number>>;
+  /** Up to `limit` ids of deliveries due at `now`: pending and due, or delivering with an expired lease. */
+  due(now: number, limit: number): Promise<string[]>;
+  /** Claims a due delivery until `leaseUntil` (one more attempt); the claimed row, or undefined when it was not due (someone else has it). */
+  claim(id: string, now: number, leaseUntil: number): Promise<Row | undefined>;
+  /** Records the end of an attempt. */
+  finish(id: string, outcome: DeliveryOutcome): Promise<void>;
+  insertLog(row: Row): Promise<void>;
+}
+
 /** Webhook registry, outbox and delivery worker. */
 export class WebhookService {
-  readonly #db: Sequelize;
+  readonly #db: WebhookStore;
   readonly #secret: string;
   readonly #ssrf: SsrfPolicy;
   readonly #clock: () => number;
@@ -228,7 +280,7 @@ export class WebhookService {
 
   constructor(options: WebhookServiceOptions) {
     if (!options.signingSecret) throw new Error('webhook signing secret must not be empty');
-    this.#db = options.sequelize;
+    this.#db = options.store ?? new SqlWebhookStore(options.sequelize as Sequelize);
     this.#secret = options.signingSecret;
     this.#ssrf = options.ssrf;
     this.#clock = options.clock ?? Date.now;
@@ -257,11 +309,16 @@ export class WebhookService {
     const now = this.#clock();
     const id = randomUUID();
     const description = input.event_description?.trim() || event.replaceAll('.', ' ');
-    await exec(
-      this.#db,
-      'INSERT INTO webhooks (id, event_name, event_description, endpoint, headers, enabled, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-      [id, event, description.slice(0, 256), input.endpoint, JSON.stringify(headers), input.enabled === false ? 0 : 1, now, now],
-    );
+    await this.#db.insert({
+      id,
+      event_name: event,
+      event_description: description.slice(0, 256),
+      endpoint: input.endpoint,
+      headers: JSON.stringify(headers),
+      enabled: input.enabled === false ? 0 : 1,
+      created_at: now,
+      updated_at: now,
+    });
     return this.get(id);
   }
 
@@ -274,29 +331,27 @@ export class WebhookService {
     if (input.endpoint !== undefined) await validateEndpoint(endpoint, this.#ssrf);
     const description = input.event_description?.trim() || (input.event_name !== undefined ? event.replaceAll('.', ' ') : current.event_description);
     const enabled = input.enabled ?? current.enabled;
-    await exec(
-      this.#db,
-      'UPDATE webhooks SET event_name = ?, event_description = ?, endpoint = ?, headers = ?, enabled = ?, updated_at = ? WHERE id = ?',
-      [event, description.slice(0, 256), endpoint, JSON.stringify(headers), enabled ? 1 : 0, this.#clock(), input.id],
-    );
+    await this.#db.update(input.id, {
+      event_name: event,
+      event_description: description.slice(0, 256),
+      endpoint,
+      headers: JSON.stringify(headers),
+      enabled: enabled ? 1 : 0,
+      updated_at: this.#clock(),
+    });
     return this.get(input.id);
   }
 
   /** Deletes a webhook with its pending deliveries and its logs. Throws `not_found`. */
   async delete(id: string): Promise<Webhook> {
     const current = await this.get(id);
-    await this.#db.transaction(async (transaction) => {
-      await exec(this.#db, 'DELETE FROM webhook_deliveries WHERE webhook_id = ?', [id], transaction);
-      await exec(this.#db, 'DELETE FROM webhook_logs WHERE webhook_id = ?', [id], transaction);
-      await exec(this.#db, 'DELETE FROM webhooks WHERE id = ?', [id], transaction);
-    });
+    await this.#db.deleteWithDeliveries(id);
     return current;
   }
 
   /** One webhook by id. Throws `not_found` (reason `webhook_not_found`). */
   async get(id: string): Promise<Webhook> {
-    const rows = await select(this.#db, 'SELECT * FROM webhooks WHERE id = ?', [String(id)]);
-    const row = rows[0];
+    const row = await this.#db.get(String(id));
     if (!row) throw new LatchkeyError('not_found', 'webhook not found', { reason: 'webhook_not_found' });
     return toWebhook(row);
   }
@@ -304,8 +359,7 @@ export class WebhookService {
   /** Webhooks, oldest first. Throws `invalid_argument` for bad pagination. */
   async list(pagination?: PaginationInput | null): Promise<{ webhooks: Webhook[]; pagination: Pagination }> {
     const p = normalizePagination(pagination);
-    const total = countOf(await select(this.#db, 'SELECT COUNT(*) AS n FROM webhooks'));
-    const rows = await select(this.#db, 'SELECT * FROM webhooks ORDER BY created_at, id LIMIT ? OFFSET ?', [p.limit, p.offset]);
+    const { rows, total } = await this.#db.list(p.limit, p.offset);
     return { webhooks: rows.map(toWebhook), pagination: { ...p, total } };
   }
 
@@ -315,14 +369,7 @@ export class WebhookService {
     pagination: Pagination;
   }> {
     const p = normalizePagination(input.pagination);
-    const where = input.webhook_id ? 'WHERE webhook_id = ?' : '';
-    const args = input.webhook_id ? [input.webhook_id] : [];
-    const total = countOf(await select(this.#db, `SELECT COUNT(*) AS n FROM webhook_logs ${where}`, args));
-    const rows = await select(
-      this.#db,
-      `SELECT * FROM webhook_logs ${where} ORDER BY created_at DESC, attempt DESC, id DESC LIMIT ? OFFSET ?`,
-      [...args, p.limit, p.offset],
-    );
+    const { rows, total } = await this.#db.logs(input.webhook_id || undefined, p.limit, p.offset);
     return { webhook_logs: rows.map(toLog), pagination: { ...p, total } };
   }
 
@@ -334,9 +381,9 @@ export class WebhookService {
    * `{user}`); it must not contain secrets. Pass the transaction of the change
    * that caused the event so both commit or neither does.
    */
-  async emit(event: WebhookEvent, data: Record<string, unknown>, transaction?: Transaction): Promise<number> {
+  async emit(event: WebhookEvent, data: Record<string, unknown>, transaction?: StoreTransaction): Promise<number> {
     checkEvent(event);
-    const hooks = await select(this.#db, 'SELECT * FROM webhooks WHERE event_name = ? AND enabled = 1', [event], transaction);
+    const hooks = await this.#db.enabledFor(event, transaction);
     const now = this.#clock();
     for (const row of hooks) {
       const hook = toWebhook(row);
@@ -349,13 +396,7 @@ export class WebhookService {
         event_description: hook.event_description,
         created_at: Math.floor(now / 1000),
       });
-      await exec(
-        this.#db,
-        `INSERT INTO webhook_deliveries (id, webhook_id, event_name, payload, status, attempts, next_attempt_at, lease_until, last_http_status, created_at, updated_at)
-         VALUES (?, ?, ?, ?, 'pending', 0, ?, 0, 0, ?, ?)`,
-        [id, hook.id, event, payload, now, now, now],
-        transaction,
-      );
+      await this.#db.enqueue({ id, webhook_id: hook.id, event_name: event, payload, created_at: now }, transaction);
     }
     if (hooks.length > 0) this.#kick();
     return hooks.length;
@@ -363,8 +404,7 @@ export class WebhookService {
 
   /** Counts of outbox rows by status (for health and tests). */
   async outboxStats(): Promise<Record<string, number>> {
-    const rows = await select(this.#db, 'SELECT status, COUNT(*) AS n FROM webhook_deliveries GROUP BY status');
-    return Object.fromEntries(rows.map((r) => [str(r['status']), num(r['n'])]));
+    return this.#db.stats();
   }
 
   // ----------------------------------------------------------------- delivery
@@ -429,15 +469,9 @@ export class WebhookService {
     let made = 0;
     for (;;) {
       const now = this.#clock();
-      const due = await select(
-        this.#db,
-        `SELECT id FROM webhook_deliveries
-         WHERE (status = 'pending' AND next_attempt_at <= ?) OR (status = 'delivering' AND lease_until < ?)
-         ORDER BY next_attempt_at, id LIMIT ?`,
-        [now, now, this.#concurrency],
-      );
+      const due = await this.#db.due(now, this.#concurrency);
       if (due.length === 0) return made;
-      const results = await Promise.all(due.map((r) => this.#attempt(str(r['id']))));
+      const results = await Promise.all(due.map((id) => this.#attempt(id)));
       const n = results.filter(Boolean).length;
       made += n;
       if (n === 0) return made;
@@ -446,21 +480,14 @@ export class WebhookService {
 
   async #attempt(id: string): Promise<boolean> {
     const now = this.#clock();
-    const claimed = await update(
-      this.#db,
-      `UPDATE webhook_deliveries SET status = 'delivering', lease_until = ?, attempts = attempts + 1, updated_at = ?
-       WHERE id = ? AND ((status = 'pending' AND next_attempt_at <= ?) OR (status = 'delivering' AND lease_until < ?))`,
-      [now + this.#leaseMs, now, id, now, now],
-    );
-    if (claimed !== 1) return false;
-    const row = (await select(this.#db, 'SELECT * FROM webhook_deliveries WHERE id = ?', [id]))[0];
+    const row = await this.#db.claim(id, now, now + this.#leaseMs);
     if (!row) return false;
     const webhookId = str(row['webhook_id']);
     const attempt = num(row['attempts']);
     const body = str(row['payload']);
-    const hookRow = (await select(this.#db, 'SELECT * FROM webhooks WHERE id = ?', [webhookId]))[0];
+    const hookRow = await this.#db.get(webhookId);
     if (!hookRow || num(hookRow['enabled']) !== 1) {
-      await update(this.#db, `UPDATE webhook_deliveries SET status = 'cancelled', updated_at = ? WHERE id = ?`, [this.#clock(), id]);
+      await this.#db.finish(id, { status: 'cancelled', last_http_status: num(row['last_http_status']), updated_at: this.#clock() });
       return true;
     }
     const hook = toWebhook(hookRow);
@@ -489,29 +516,30 @@ export class WebhookService {
       error = err instanceof LatchkeyError ? (err.reason ?? err.code) : 'endpoint_check_failed';
     }
     const done = this.#clock();
-    await exec(
-      this.#db,
-      `INSERT INTO webhook_logs (id, webhook_id, delivery_id, event_name, attempt, http_status, duration_ms, outcome, error, request, response, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [randomUUID(), webhookId, id, str(row['event_name']), attempt, status, durationMs, outcome, error.slice(0, 256), body, response.slice(0, this.#logChars), done, done],
-    );
+    await this.#db.insertLog({
+      id: randomUUID(),
+      webhook_id: webhookId,
+      delivery_id: id,
+      event_name: str(row['event_name']),
+      attempt,
+      http_status: status,
+      duration_ms: durationMs,
+      outcome,
+      error: error.slice(0, 256),
+      request: body,
+      response: response.slice(0, this.#logChars),
+      created_at: done,
+      updated_at: done,
+    });
     if (outcome === 'delivered') {
-      await update(
-        this.#db,
-        `UPDATE webhook_deliveries SET status = 'delivered', last_http_status = ?, updated_at = ? WHERE id = ?`,
-        [status, done, id],
-      );
+      await this.#db.finish(id, { status: 'delivered', last_http_status: status, updated_at: done });
     } else {
       const delay = this.#schedule[attempt - 1];
       if (delay === undefined) {
-        await update(this.#db, `UPDATE webhook_deliveries SET status = 'failed', last_http_status = ?, updated_at = ? WHERE id = ?`, [status, done, id]);
+        await this.#db.finish(id, { status: 'failed', last_http_status: status, updated_at: done });
       } else {
         const spread = delay * this.#jitter * (Math.random() * 2 - 1);
-        await update(
-          this.#db,
-          `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?, lease_until = 0, last_http_status = ?, updated_at = ? WHERE id = ?`,
-          [Math.round(done + delay + spread), status, done, id],
-        );
+        await this.#db.finish(id, { status: 'pending', next_attempt_at: Math.round(done + delay + spread), last_http_status: status, updated_at: done });
       }
     }
     return true;
@@ -551,5 +579,124 @@ export class WebhookService {
       });
     }
     return { http_status: result.status, response: result.body.slice(0, this.#logChars) };
+  }
+}
+
+/** Webhooks in the `webhooks`, `webhook_deliveries` and `webhook_logs` tables. */
+export class SqlWebhookStore implements WebhookStore {
+  readonly #db: Sequelize;
+
+  constructor(sequelize: Sequelize) {
+    this.#db = sequelize;
+  }
+
+  async insert(r: Row): Promise<void> {
+    await exec(
+      this.#db,
+      'INSERT INTO webhooks (id, event_name, event_description, endpoint, headers, enabled, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      [r['id'], r['event_name'], r['event_description'], r['endpoint'], r['headers'], r['enabled'], r['created_at'], r['updated_at']],
+    );
+  }
+
+  async update(id: string, r: Row): Promise<void> {
+    await exec(
+      this.#db,
+      'UPDATE webhooks SET event_name = ?, event_description = ?, endpoint = ?, headers = ?, enabled = ?, updated_at = ? WHERE id = ?',
+      [r['event_name'], r['event_description'], r['endpoint'], r['headers'], r['enabled'], r['updated_at'], id],
+    );
+  }
+
+  async deleteWithDeliveries(id: string): Promise<void> {
+    await this.#db.transaction(async (transaction) => {
+      await exec(this.#db, 'DELETE FROM webhook_deliveries WHERE webhook_id = ?', [id], transaction);
+      await exec(this.#db, 'DELETE FROM webhook_logs WHERE webhook_id = ?', [id], transaction);
+      await exec(this.#db, 'DELETE FROM webhooks WHERE id = ?', [id], transaction);
+    });
+  }
+
+  async get(id: string): Promise<Row | undefined> {
+    return (await select(this.#db, 'SELECT * FROM webhooks WHERE id = ?', [id]))[0];
+  }
+
+  async list(limit: number, offset: number): Promise<{ rows: Row[]; total: number }> {
+    const total = countOf(await select(this.#db, 'SELECT COUNT(*) AS n FROM webhooks'));
+    const rows = await select(this.#db, 'SELECT * FROM webhooks ORDER BY created_at, id LIMIT ? OFFSET ?', [limit, offset]);
+    return { rows, total };
+  }
+
+  async logs(webhookId: string | undefined, limit: number, offset: number): Promise<{ rows: Row[]; total: number }> {
+    const where = webhookId ? 'WHERE webhook_id = ?' : '';
+    const args = webhookId ? [webhookId] : [];
+    const total = countOf(await select(this.#db, `SELECT COUNT(*) AS n FROM webhook_logs ${where}`, args));
+    const rows = await select(this.#db, `SELECT * FROM webhook_logs ${where} ORDER BY created_at DESC, attempt DESC, id DESC LIMIT ? OFFSET ?`, [
+      ...args,
+      limit,
+      offset,
+    ]);
+    return { rows, total };
+  }
+
+  enabledFor(event: string, tx?: StoreTransaction): Promise<Row[]> {
+    return select(this.#db, 'SELECT * FROM webhooks WHERE event_name = ? AND enabled = 1', [event], tx as Transaction | undefined);
+  }
+
+  async enqueue(d: DeliveryRow, tx?: StoreTransaction): Promise<void> {
+    await exec(
+      this.#db,
+      `INSERT INTO webhook_deliveries (id, webhook_id, event_name, payload, status, attempts, next_attempt_at, lease_until, last_http_status, created_at, updated_at)
+       VALUES (?, ?, ?, ?, 'pending', 0, ?, 0, 0, ?, ?)`,
+      [d.id, d.webhook_id, d.event_name, d.payload, d.created_at, d.created_at, d.created_at],
+      tx as Transaction | undefined,
+    );
+  }
+
+  async stats(): Promise<Record<string, number>> {
+    const rows = await select(this.#db, 'SELECT status, COUNT(*) AS n FROM webhook_deliveries GROUP BY status');
+    return Object.fromEntries(rows.map((r) => [str(r['status']), num(r['n'])]));
+  }
+
+  async due(now: number, limit: number): Promise<string[]> {
+    const rows = await select(
+      this.#db,
+      `SELECT id FROM webhook_deliveries
+       WHERE (status = 'pending' AND next_attempt_at <= ?) OR (status = 'delivering' AND lease_until < ?)
+       ORDER BY next_attempt_at, id LIMIT ?`,
+      [now, now, limit],
+    );
+    return rows.map((r) => str(r['id']));
+  }
+
+  async claim(id: string, now: number, leaseUntil: number): Promise<Row | undefined> {
+    const claimed = await update(
+      this.#db,
+      `UPDATE webhook_deliveries SET status = 'delivering', lease_until = ?, attempts = attempts + 1, updated_at = ?
+       WHERE id = ? AND ((status = 'pending' AND next_attempt_at <= ?) OR (status = 'delivering' AND lease_until < ?))`,
+      [leaseUntil, now, id, now, now],
+    );
+    if (claimed !== 1) return undefined;
+    return (await select(this.#db, 'SELECT * FROM webhook_deliveries WHERE id = ?', [id]))[0];
+  }
+
+  async finish(id: string, o: DeliveryOutcome): Promise<void> {
+    if (o.status === 'cancelled') {
+      await update(this.#db, `UPDATE webhook_deliveries SET status = 'cancelled', updated_at = ? WHERE id = ?`, [o.updated_at, id]);
+    } else if (o.status === 'pending') {
+      await update(
+        this.#db,
+        `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?, lease_until = 0, last_http_status = ?, updated_at = ? WHERE id = ?`,
+        [o.next_attempt_at ?? o.updated_at, o.last_http_status, o.updated_at, id],
+      );
+    } else {
+      await update(this.#db, `UPDATE webhook_deliveries SET status = ?, last_http_status = ?, updated_at = ? WHERE id = ?`, [o.status, o.last_http_status, o.updated_at, id]);
+    }
+  }
+
+  async insertLog(r: Row): Promise<void> {
+    await exec(
+      this.#db,
+      `INSERT INTO webhook_logs (id, webhook_id, delivery_id, event_name, attempt, http_status, duration_ms, outcome, error, request, response, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [r['id'], r['webhook_id'], r['delivery_id'], r['event_name'], r['attempt'], r['http_status'], r['duration_ms'], r['outcome'], r['error'], r['request'], r['response'], r['created_at'], r['updated_at']],
+    );
   }
 }

@@ -1,10 +1,9 @@
 import test from 'ava';
-import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
-import { createTestDatabase, sqlBackends, type SqlBackend } from '../helpers/databases.ts';
+import { mainBackends, openTestMain, type MainBackend } from '../helpers/main_databases.ts';
 import {
   WebhookService,
   WEBHOOK_EVENTS,
-  migrateAdminStore,
+  openAdminStores,
   verifyWebhook,
   type WebhookServiceOptions,
 } from '../../admin/index.ts';
@@ -13,14 +12,13 @@ import { LatchkeyError } from '../../engine/errors.ts';
 
 const SECRET = 'test-signing-secret';
 
-async function setup(backend: SqlBackend, extra: Partial<WebhookServiceOptions> = {}) {
-  const db = await createTestDatabase(backend);
-  const sequelize = openSequelize(db.url, { logging: false });
-  await migrateAdminStore(sequelize);
+async function setup(backend: MainBackend, extra: Partial<WebhookServiceOptions> = {}) {
+  const m = await openTestMain(backend);
+  const { webhooks: store } = await openAdminStores(m.database);
   const clock = { now: 1_700_000_000_000 };
   const make = (more: Partial<WebhookServiceOptions> = {}) =>
     new WebhookService({
-      sequelize,
+      store,
       signingSecret: SECRET,
       ssrf: { allowPrivate: true },
       clock: () => clock.now,
@@ -31,17 +29,25 @@ async function setup(backend: SqlBackend, extra: Partial<WebhookServiceOptions> 
       ...more,
     });
   return {
-    sequelize,
+    main: m,
     clock,
     make,
-    async close() {
-      await sequelize.close();
-      await db.drop();
+    /** Marks the first delivery (by id) claimed until `leaseUntil`, as a worker that crashed after claiming it leaves it. */
+    async crashAfterClaim(leaseUntil: number) {
+      if (m.sequelize) {
+        await m.sequelize.query(
+          `UPDATE webhook_deliveries SET status = 'delivering', lease_until = ${leaseUntil} WHERE id = (SELECT id FROM (SELECT id FROM webhook_deliveries ORDER BY id LIMIT 1) AS x)`,
+        );
+        return;
+      }
+      const first = (await m.dynamo!.scan('webhook_deliveries')).map((d) => String(d['pk'])).sort()[0]!;
+      await m.dynamo!.update('webhook_deliveries', first, '-', { set: { status: 'delivering', lease_until: leaseUntil, due_at: leaseUntil } });
     },
+    close: () => m.close(),
   };
 }
 
-for (const backend of sqlBackends()) {
+for (const backend of mainBackends()) {
   test(`webhook registry: add, get, update, list with pagination, delete (${backend})`, async (t) => {
     const env = await setup(backend);
     const svc = env.make();
@@ -132,9 +138,7 @@ for (const backend of sqlBackends()) {
       await a.add({ event_name: 'user.created', endpoint: receiver.url });
       for (let i = 0; i < 6; i++) await a.emit('user.created', { user: { id: `u${i}` } });
       // Simulate a crash after claiming one row: it stays "delivering".
-      await env.sequelize.query(
-        `UPDATE webhook_deliveries SET status = 'delivering', lease_until = ${env.clock.now + 5000} WHERE id = (SELECT id FROM (SELECT id FROM webhook_deliveries ORDER BY id LIMIT 1) AS x)`,
-      );
+      await env.crashAfterClaim(env.clock.now + 5000);
       const [na, nb] = await Promise.all([a.runOnce(), b.runOnce()]);
       t.is(na + nb, 5);
       env.clock.now += 6000;
