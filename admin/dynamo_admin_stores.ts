@@ -6,6 +6,7 @@
  * |---|---|---|---|
  * | `audit_logs` | `chain` | position, 16 digits | the hash-chained rows; the position is claimed by a conditional put |
  * | `admin_sessions` | SHA-256 of the session id | `-` | expiry (unix ms) and IP |
+ * | `email_templates` | `event` | event name | one template per event: the key is the uniqueness |
  * | `webhooks` | webhook id | `-` | the registry |
  * | `webhook_deliveries` | delivery id | `-` | the outbox; index `due` (`due_pk`, `due_at`) holds only deliveries still to send |
  * | `webhook_logs` | `log` | created, attempt, id | the attempts, newest last |
@@ -14,6 +15,7 @@ import type { DynamoCondition, DynamoDatabase, DynamoItem } from '../auth/index.
 import type { AuditLogStore, AuditMatch, AuditRowContent } from './audit_log.ts';
 import type { AdminSessionStore } from './admin_sessions.ts';
 import type { Row } from './sql.ts';
+import type { EmailTemplateStore } from './email_templates.ts';
 import type { DeliveryOutcome, DeliveryRow, WebhookStore } from './webhooks.ts';
 
 const pad = (n: number): string => String(n).padStart(16, '0');
@@ -261,5 +263,62 @@ export class DynamoWebhookStore implements WebhookStore {
   async insertLog(row: Row): Promise<void> {
     const sk = `${pad13(Number(row['created_at']))}#${pad13(Number(row['attempt']))}#${String(row['id'])}`;
     await this.#db.put('webhook_logs', { pk: 'log', sk, ...row });
+  }
+}
+
+/**
+ * Email templates on DynamoDB, keyed by their event, so that "one template
+ * per event" is the key itself: a put conditional on the key being free.
+ * There are at most six (one per mail event), so reads by id scan them.
+ */
+export class DynamoEmailTemplateStore implements EmailTemplateStore {
+  readonly #db: DynamoDatabase;
+
+  constructor(db: DynamoDatabase) {
+    this.#db = db;
+  }
+
+  /** Creates the table when missing. */
+  init(): Promise<void> {
+    return this.#db.ensureTable({ name: 'email_templates' });
+  }
+
+  async #all(): Promise<Row[]> {
+    return (await this.#db.query('email_templates', { pk: ['pk', 'event'] })).map(strip);
+  }
+
+  async byId(id: string): Promise<Row | undefined> {
+    return (await this.#all()).find((r) => r['id'] === id);
+  }
+
+  async byEvent(event: string): Promise<Row | undefined> {
+    const item = await this.#db.get('email_templates', 'event', event);
+    return item ? strip(item) : undefined;
+  }
+
+  insert(row: Row): Promise<boolean> {
+    return this.#db.put('email_templates', { pk: 'event', sk: String(row['event_name']), ...row }, { expression: 'attribute_not_exists(pk)' });
+  }
+
+  async update(row: Row, previousEvent: string): Promise<boolean> {
+    const event = String(row['event_name']);
+    if (event === previousEvent) {
+      return (await this.#db.update('email_templates', 'event', event, { set: row }, { expression: '#i = :id', names: { '#i': 'id' }, values: { ':id': row['id'] } })) !== undefined;
+    }
+    // Moving to another event: the conditional put on the new key decides; then the old key goes.
+    const old = await this.#db.get('email_templates', 'event', previousEvent);
+    if (!old || old['id'] !== row['id']) return true;
+    if (!(await this.#db.put('email_templates', { ...old, ...row, pk: 'event', sk: event }, { expression: 'attribute_not_exists(pk)' }))) return false;
+    await this.#db.delete('email_templates', 'event', previousEvent, { expression: '#i = :id', names: { '#i': 'id' }, values: { ':id': row['id'] } });
+    return true;
+  }
+
+  async delete(row: Row): Promise<void> {
+    await this.#db.delete('email_templates', 'event', String(row['event_name']), { expression: '#i = :id', names: { '#i': 'id' }, values: { ':id': row['id'] } });
+  }
+
+  async list(limit: number, offset: number): Promise<{ rows: Row[]; total: number }> {
+    const all = (await this.#all()).sort((a, b) => Number(a['created_at']) - Number(b['created_at']) || String(a['id']).localeCompare(String(b['id'])));
+    return { rows: all.slice(offset, offset + limit), total: all.length };
   }
 }

@@ -170,17 +170,99 @@ function toTemplate(r: Row): EmailTemplate {
 }
 
 export interface EmailTemplatesOptions {
-  sequelize: Sequelize;
+  /** The SQL connection (the store is then {@link SqlEmailTemplateStore}); ignored when `store` is given. */
+  sequelize?: Sequelize | undefined;
+  /** Where templates live (e.g. the DynamoDB store). */
+  store?: EmailTemplateStore | undefined;
   clock?: () => number;
+}
+
+/**
+ * Where email templates live: rows with the columns of the SQL table (times
+ * unix ms). At most one template per event, enforced atomically by the
+ * store: `insert` and `update` answer false when another template holds the
+ * event.
+ */
+export interface EmailTemplateStore {
+  byId(id: string): Promise<Row | undefined>;
+  byEvent(event: string): Promise<Row | undefined>;
+  insert(row: Row): Promise<boolean>;
+  /** Writes the template's fields but `created_at`; `previousEvent` is its event before the change. */
+  update(row: Row, previousEvent: string): Promise<boolean>;
+  delete(row: Row): Promise<void>;
+  /** Templates oldest first (`created_at`, then `id`), a page and the total. */
+  list(limit: number, offset: number): Promise<{ rows: Row[]; total: number }>;
+}
+
+/** Templates in the `email_templates` table (unique index on `event_name`). */
+export class SqlEmailTemplateStore implements EmailTemplateStore {
+  readonly #db: Sequelize;
+
+  constructor(sequelize: Sequelize) {
+    this.#db = sequelize;
+  }
+
+  async byId(id: string): Promise<Row | undefined> {
+    return (await select(this.#db, 'SELECT * FROM email_templates WHERE id = ?', [id]))[0];
+  }
+
+  async byEvent(event: string): Promise<Row | undefined> {
+    return (await select(this.#db, 'SELECT * FROM email_templates WHERE event_name = ?', [event]))[0];
+  }
+
+  async insert(r: Row): Promise<boolean> {
+    try {
+      await exec(this.#db, 'INSERT INTO email_templates (id, event_name, subject, template, design, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)', [
+        r['id'],
+        r['event_name'],
+        r['subject'],
+        r['template'],
+        r['design'],
+        r['created_at'],
+        r['updated_at'],
+      ]);
+      return true;
+    } catch (err) {
+      if ((err as { name?: string }).name === 'SequelizeUniqueConstraintError') return false;
+      throw err;
+    }
+  }
+
+  async update(r: Row): Promise<boolean> {
+    try {
+      await exec(this.#db, 'UPDATE email_templates SET event_name = ?, subject = ?, template = ?, design = ?, updated_at = ? WHERE id = ?', [
+        r['event_name'],
+        r['subject'],
+        r['template'],
+        r['design'],
+        r['updated_at'],
+        r['id'],
+      ]);
+      return true;
+    } catch (err) {
+      if ((err as { name?: string }).name === 'SequelizeUniqueConstraintError') return false;
+      throw err;
+    }
+  }
+
+  async delete(r: Row): Promise<void> {
+    await exec(this.#db, 'DELETE FROM email_templates WHERE id = ?', [r['id']]);
+  }
+
+  async list(limit: number, offset: number): Promise<{ rows: Row[]; total: number }> {
+    const total = countOf(await select(this.#db, 'SELECT COUNT(*) AS n FROM email_templates'));
+    const rows = await select(this.#db, 'SELECT * FROM email_templates ORDER BY created_at, id LIMIT ? OFFSET ?', [limit, offset]);
+    return { rows, total };
+  }
 }
 
 /** Stored email templates with built-in defaults. */
 export class EmailTemplates {
-  readonly #db: Sequelize;
+  readonly #db: EmailTemplateStore;
   readonly #clock: () => number;
 
   constructor(options: EmailTemplatesOptions) {
-    this.#db = options.sequelize;
+    this.#db = options.store ?? new SqlEmailTemplateStore(options.sequelize as Sequelize);
     this.#clock = options.clock ?? Date.now;
   }
 
@@ -192,20 +274,11 @@ export class EmailTemplates {
   async add(input: { event_name: string; subject: string; template: string; design?: string | undefined }): Promise<EmailTemplate> {
     const event = checkEvent(input.event_name);
     checkContent(input.subject, input.template);
-    const exists = await select(this.#db, 'SELECT id FROM email_templates WHERE event_name = ?', [event]);
-    if (exists.length > 0) throw this.#exists();
+    if (await this.#db.byEvent(event)) throw this.#exists();
     const id = randomUUID();
     const now = this.#clock();
-    try {
-      await exec(
-        this.#db,
-        'INSERT INTO email_templates (id, event_name, subject, template, design, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
-        [id, event, input.subject, input.template, input.design ?? '', now, now],
-      );
-    } catch (err) {
-      if ((err as { name?: string }).name === 'SequelizeUniqueConstraintError') throw this.#exists();
-      throw err;
-    }
+    const row = { id, event_name: event, subject: input.subject, template: input.template, design: input.design ?? '', created_at: now, updated_at: now };
+    if (!(await this.#db.insert(row))) throw this.#exists();
     return this.#byId(id);
   }
 
@@ -214,7 +287,7 @@ export class EmailTemplates {
   }
 
   async #byId(id: string): Promise<EmailTemplate> {
-    const row = (await select(this.#db, 'SELECT * FROM email_templates WHERE id = ?', [String(id)]))[0];
+    const row = await this.#db.byId(String(id));
     if (!row) throw new LatchkeyError('not_found', 'email template not found', { reason: 'email_template_not_found' });
     return toTemplate(row);
   }
@@ -226,42 +299,37 @@ export class EmailTemplates {
     const subject = input.subject ?? cur.subject;
     const template = input.template ?? cur.template;
     checkContent(subject, template);
-    if (event !== cur.event_name) {
-      const clash = await select(this.#db, 'SELECT id FROM email_templates WHERE event_name = ?', [event]);
-      if (clash.length > 0) throw this.#exists();
-    }
-    try {
-      await exec(
-        this.#db,
-        'UPDATE email_templates SET event_name = ?, subject = ?, template = ?, design = ?, updated_at = ? WHERE id = ?',
-        [event, subject, template, input.design ?? cur.design, this.#clock(), cur.id],
-      );
-    } catch (err) {
-      if ((err as { name?: string }).name === 'SequelizeUniqueConstraintError') throw this.#exists();
-      throw err;
-    }
+    if (event !== cur.event_name && (await this.#db.byEvent(event))) throw this.#exists();
+    const row = {
+      id: cur.id,
+      event_name: event,
+      subject,
+      template,
+      design: input.design ?? cur.design,
+      updated_at: this.#clock(),
+    };
+    if (!(await this.#db.update(row, cur.event_name))) throw this.#exists();
     return this.#byId(cur.id);
   }
 
   /** Deletes a template (the event falls back to its default). Throws `not_found`. */
   async delete(id: string): Promise<EmailTemplate> {
     const cur = await this.#byId(id);
-    await exec(this.#db, 'DELETE FROM email_templates WHERE id = ?', [cur.id]);
+    await this.#db.delete({ id: cur.id, event_name: cur.event_name });
     return cur;
   }
 
   /** Stored templates, oldest first. */
   async list(pagination?: PaginationInput | null): Promise<{ email_templates: EmailTemplate[]; pagination: Pagination }> {
     const p = normalizePagination(pagination);
-    const total = countOf(await select(this.#db, 'SELECT COUNT(*) AS n FROM email_templates'));
-    const rows = await select(this.#db, 'SELECT * FROM email_templates ORDER BY created_at, id LIMIT ? OFFSET ?', [p.limit, p.offset]);
+    const { rows, total } = await this.#db.list(p.limit, p.offset);
     return { email_templates: rows.map(toTemplate), pagination: { ...p, total } };
   }
 
   /** Renders the mail of `event`: the stored template, else the built-in default. */
   async render(event: EmailTemplateEvent, data: EmailRenderData): Promise<RenderedEmail> {
     checkEvent(event);
-    const row = (await select(this.#db, 'SELECT subject, template FROM email_templates WHERE event_name = ?', [event]))[0];
+    const row = await this.#db.byEvent(event);
     const source = row ? { subject: str(row['subject']), template: str(row['template']) } : DEFAULT_EMAIL_TEMPLATES[event];
     return {
       subject: renderTemplateText(source.subject, data, 'text'),

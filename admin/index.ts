@@ -27,6 +27,7 @@ export { AuditLog, SqlAuditLogStore } from './audit_log.ts';
 export type { AuditEntry, AuditLogRecord, AuditLogFilter, AuditLogOptions, ActorType, AuditLogStore, AuditMatch, AuditRowContent } from './audit_log.ts';
 export {
   EmailTemplates,
+  SqlEmailTemplateStore,
   EMAIL_TEMPLATE_EVENTS,
   DEFAULT_EMAIL_TEMPLATES,
   validateTemplateText,
@@ -38,11 +39,12 @@ export type {
   EmailRenderData,
   RenderedEmail,
   EmailTemplatesOptions,
+  EmailTemplateStore,
 } from './email_templates.ts';
 export { AdminSessions, ADMIN_COOKIE, MemoryFailureCounter, SqlAdminSessionStore, adminUnauthenticated } from './admin_sessions.ts';
 export type { AdminSessionsOptions, AdminCookieAttributes, AdminSessionStore } from './admin_sessions.ts';
 export { openAdminStores, type AdminStores } from './admin_stores.ts';
-export { DynamoAdminSessionStore, DynamoAuditLogStore, DynamoWebhookStore } from './dynamo_admin_stores.ts';
+export { DynamoAdminSessionStore, DynamoAuditLogStore, DynamoEmailTemplateStore, DynamoWebhookStore } from './dynamo_admin_stores.ts';
 export { AdminService, toAdminUser } from './admin_service.ts';
 export { checkRedirectUri } from './user_admin.ts';
 export type {

@@ -1,7 +1,6 @@
 import test from 'ava';
-import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
-import { createTestDatabase, sqlBackends } from '../helpers/databases.ts';
-import { EmailTemplates, EMAIL_TEMPLATE_EVENTS, migrateAdminStore, type EmailRenderData } from '../../admin/index.ts';
+import { EmailTemplates, EMAIL_TEMPLATE_EVENTS, openAdminStores, type EmailRenderData } from '../../admin/index.ts';
+import { mainBackends, openTestMain } from '../helpers/main_databases.ts';
 import type { LatchkeyError } from '../../engine/errors.ts';
 
 const data: EmailRenderData = {
@@ -11,13 +10,11 @@ const data: EmailRenderData = {
   otp: '424242',
 };
 
-for (const backend of sqlBackends()) {
+for (const backend of mainBackends()) {
   test(`email templates: one per event, validated, used instead of the default, default after delete (${backend})`, async (t) => {
-    const db = await createTestDatabase(backend);
-    const sequelize = openSequelize(db.url, { logging: false });
+    const m = await openTestMain(backend);
     try {
-      await migrateAdminStore(sequelize);
-      const templates = new EmailTemplates({ sequelize });
+      const templates = new EmailTemplates({ store: (await openAdminStores(m.database)).templates });
       // Every event has a built-in default that renders.
       for (const event of EMAIL_TEMPLATE_EVENTS) {
         const mail = await templates.render(event, data);
@@ -61,9 +58,20 @@ for (const backend of sqlBackends()) {
       t.true((await templates.render('forgot_password', data)).subject === 'Reset your password');
       const missing = await t.throwsAsync(templates.delete(added.id));
       t.is((missing as LatchkeyError).code, 'not_found');
+      // Moving a template to a free event keeps its id and creation time.
+      const movedOk = await templates.update({ id: second.id, event_name: 'invite_member' });
+      t.like(movedOk, { id: second.id, event_name: 'invite_member', created_at: second.created_at });
+      t.is((await templates.render('invite_member', data)).html, 'Your code: 424242');
+      t.true((await templates.render('verify_otp', data)).subject !== 'Code', 'the old event is back on its default');
+      // Ten admins adding a template for one event at once: one is stored, the others get already_exists.
+      const racing = await Promise.allSettled(
+        Array.from({ length: 10 }, (_, i) => templates.add({ event_name: 'magic_link_login', subject: `s${i}`, template: 't' })),
+      );
+      t.is(racing.filter((r) => r.status === 'fulfilled').length, 1);
+      t.true(racing.every((r) => r.status === 'fulfilled' || (r.reason as LatchkeyError).code === 'already_exists'));
+      t.is((await templates.list()).pagination.total, 2);
     } finally {
-      await sequelize.close();
-      await db.drop();
+      await m.close();
     }
   });
 }
