@@ -6,7 +6,8 @@
 import type { MainDatabase } from '../auth/index.ts';
 import { SqlAuditLogStore, type AuditLogStore } from './audit_log.ts';
 import { SqlAdminSessionStore, type AdminSessionStore } from './admin_sessions.ts';
-import { DynamoAdminSessionStore, DynamoAuditLogStore, DynamoEmailTemplateStore, DynamoWebhookStore } from './dynamo_admin_stores.ts';
+import { DynamoAdminSessionStore, DynamoAuditLogStore, DynamoEmailTemplateStore, DynamoMailOutbox, DynamoWebhookStore } from './dynamo_admin_stores.ts';
+import { SqlMailOutbox } from './mail_outbox.ts';
 import { SqlEmailTemplateStore, type EmailTemplateStore } from './email_templates.ts';
 import { SqlWebhookStore, type WebhookStore } from './webhooks.ts';
 import { migrateAdminStore } from './migrations.ts';
@@ -17,6 +18,8 @@ export interface AdminStores {
   readonly sessions: AdminSessionStore;
   readonly webhooks: WebhookStore;
   readonly templates: EmailTemplateStore;
+  /** The mail queue's outbox (a `MailOutboxStore` of auth/mail_queue.ts). */
+  readonly outbox: SqlMailOutbox | DynamoMailOutbox;
 }
 
 /** Opens (creating or migrating the schema of) the admin stores on `database`. */
@@ -24,10 +27,10 @@ export async function openAdminStores(database: MainDatabase): Promise<AdminStor
   if (database.kind === 'sql') {
     const sequelize = database.sequelize;
     await migrateAdminStore(sequelize);
-    return { audit: new SqlAuditLogStore(sequelize), sessions: new SqlAdminSessionStore(sequelize), webhooks: new SqlWebhookStore(sequelize), templates: new SqlEmailTemplateStore(sequelize) };
+    return { audit: new SqlAuditLogStore(sequelize), sessions: new SqlAdminSessionStore(sequelize), webhooks: new SqlWebhookStore(sequelize), templates: new SqlEmailTemplateStore(sequelize), outbox: new SqlMailOutbox(sequelize) };
   }
   const db = database.dynamo;
-  const stores = { audit: new DynamoAuditLogStore(db), sessions: new DynamoAdminSessionStore(db), webhooks: new DynamoWebhookStore(db), templates: new DynamoEmailTemplateStore(db) };
+  const stores = { audit: new DynamoAuditLogStore(db), sessions: new DynamoAdminSessionStore(db), webhooks: new DynamoWebhookStore(db), templates: new DynamoEmailTemplateStore(db), outbox: new DynamoMailOutbox(db) };
   await Promise.all(Object.values(stores).map((s) => s.init()));
   return stores;
 }

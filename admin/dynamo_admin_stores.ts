@@ -7,6 +7,7 @@
  * | `audit_logs` | `chain` | position, 16 digits | the hash-chained rows; the position is claimed by a conditional put |
  * | `admin_sessions` | SHA-256 of the session id | `-` | expiry (unix ms) and IP |
  * | `email_templates` | `event` | event name | one template per event: the key is the uniqueness |
+ * | `mail_outbox` | mail id | `-` | mails to send; index `due` as for webhook deliveries |
  * | `webhooks` | webhook id | `-` | the registry |
  * | `webhook_deliveries` | delivery id | `-` | the outbox; index `due` (`due_pk`, `due_at`) holds only deliveries still to send |
  * | `webhook_logs` | `log` | created, attempt, id | the attempts, newest last |
@@ -16,6 +17,7 @@ import type { AuditLogStore, AuditMatch, AuditRowContent } from './audit_log.ts'
 import type { AdminSessionStore } from './admin_sessions.ts';
 import type { Row } from './sql.ts';
 import type { EmailTemplateStore } from './email_templates.ts';
+import type { OutboxMessage } from './mail_outbox.ts';
 import type { DeliveryOutcome, DeliveryRow, WebhookStore } from './webhooks.ts';
 
 const pad = (n: number): string => String(n).padStart(16, '0');
@@ -320,5 +322,94 @@ export class DynamoEmailTemplateStore implements EmailTemplateStore {
   async list(limit: number, offset: number): Promise<{ rows: Row[]; total: number }> {
     const all = (await this.#all()).sort((a, b) => Number(a['created_at']) - Number(b['created_at']) || String(a['id']).localeCompare(String(b['id'])));
     return { rows: all.slice(offset, offset + limit), total: all.length };
+  }
+}
+
+/**
+ * The mail outbox on DynamoDB (the mail queue's outbox store). As for webhook
+ * deliveries, a mail still to send is in the sparse `due` index and each
+ * claim is a conditional update on the mail itself, so one attempt goes to
+ * one sender across processes. A sent mail is deleted; a mail given up keeps
+ * its item without the body.
+ */
+export class DynamoMailOutbox {
+  readonly #db: DynamoDatabase;
+
+  constructor(db: DynamoDatabase) {
+    this.#db = db;
+  }
+
+  /** Creates the table when missing. */
+  init(): Promise<void> {
+    return this.#db.ensureTable({ name: 'mail_outbox', indexes: [{ name: 'due', pk: 'due_pk', sk: 'due_at', sortNumeric: true }] });
+  }
+
+  /** Stores a mail. A transaction needs nothing here: the put is the write, and the queue polls after the caller's commit. */
+  async add(id: string, message: OutboxMessage, now: number): Promise<void> {
+    await this.#db.put('mail_outbox', {
+      pk: id,
+      sk: '-',
+      recipient: message.to,
+      subject: message.subject,
+      html: message.html,
+      text_body: message.text ?? '',
+      status: 'pending',
+      attempts: 0,
+      next_attempt_at: now,
+      lease_until: 0,
+      created_at: now,
+      updated_at: now,
+      due_pk: 'due',
+      due_at: now,
+    });
+  }
+
+  async claim(now: number, limit: number, leaseMs: number): Promise<Array<{ id: string; message: OutboxMessage; attempts: number }>> {
+    const due = await this.#db.query('mail_outbox', { index: 'due', pk: ['due_pk', 'due'], sk: ['due_at', '<=', now], limit });
+    const out: Array<{ id: string; message: OutboxMessage; attempts: number }> = [];
+    for (const d of due) {
+      const id = String(d['pk']);
+      const item = await this.#db.update(
+        'mail_outbox',
+        id,
+        '-',
+        { set: { status: 'sending', lease_until: now + leaseMs, updated_at: now, due_at: now + leaseMs } },
+        {
+          expression: 'attribute_exists(pk) AND ((#s = :pending AND #n <= :now) OR (#s = :sending AND #l < :now))',
+          names: { '#s': 'status', '#n': 'next_attempt_at', '#l': 'lease_until' },
+          values: { ':pending': 'pending', ':sending': 'sending', ':now': now },
+        },
+      );
+      if (!item) continue;
+      const text = String(item['text_body'] ?? '');
+      out.push({
+        id,
+        attempts: Number(item['attempts']),
+        message: { to: String(item['recipient']), subject: String(item['subject']), html: String(item['html']), ...(text ? { text } : {}) },
+      });
+    }
+    return out;
+  }
+
+  async sent(id: string): Promise<void> {
+    await this.#db.delete('mail_outbox', id, '-');
+  }
+
+  async retry(id: string, attempts: number, nextAttemptAt: number): Promise<void> {
+    await this.#db.update(
+      'mail_outbox',
+      id,
+      '-',
+      { set: { status: 'pending', attempts, next_attempt_at: nextAttemptAt, lease_until: 0, updated_at: nextAttemptAt, due_at: nextAttemptAt } },
+      { expression: 'attribute_exists(pk)' },
+    );
+  }
+
+  async failed(id: string, attempts: number): Promise<void> {
+    await this.#db.update('mail_outbox', id, '-', { set: { status: 'failed', attempts, html: '', text_body: '' }, remove: ['due_pk', 'due_at'] }, { expression: 'attribute_exists(pk)' });
+  }
+
+  async pending(): Promise<number> {
+    return (await this.#db.query('mail_outbox', { index: 'due', pk: ['due_pk', 'due'] })).length;
   }
 }

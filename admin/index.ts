@@ -44,7 +44,7 @@ export type {
 export { AdminSessions, ADMIN_COOKIE, MemoryFailureCounter, SqlAdminSessionStore, adminUnauthenticated } from './admin_sessions.ts';
 export type { AdminSessionsOptions, AdminCookieAttributes, AdminSessionStore } from './admin_sessions.ts';
 export { openAdminStores, type AdminStores } from './admin_stores.ts';
-export { DynamoAdminSessionStore, DynamoAuditLogStore, DynamoEmailTemplateStore, DynamoWebhookStore } from './dynamo_admin_stores.ts';
+export { DynamoAdminSessionStore, DynamoAuditLogStore, DynamoEmailTemplateStore, DynamoMailOutbox, DynamoWebhookStore } from './dynamo_admin_stores.ts';
 export { AdminService, toAdminUser } from './admin_service.ts';
 export { checkRedirectUri } from './user_admin.ts';
 export type {

@@ -3,9 +3,8 @@ import test from 'ava';
 import { startSmtp } from './smtp.ts';
 import { createSmtpMailer } from '../../auth/mailer.ts';
 import { MailQueue, OutboxMailQueue } from '../../auth/mail_queue.ts';
-import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
-import { SqlMailOutbox, migrateAdminStore } from '../../admin/index.ts';
-import { createTestDatabase, sqlBackends } from '../helpers/databases.ts';
+import { openAdminStores } from '../../admin/index.ts';
+import { mainBackends, openTestMain } from '../helpers/main_databases.ts';
 import type { LatchkeyError } from '../../engine/errors.ts';
 
 const message = { to: 'ann@example.com', subject: 'Reset your password', html: '<p>link: https://app.example.com/r?t=abc</p>' };
@@ -96,17 +95,15 @@ test('internal mail queue: gives up after the schedule and reports the final fai
   }
 });
 
-for (const backend of sqlBackends()) {
+for (const backend of mainBackends()) {
   test(`internal outbox mail queue (D5): SMTP down across a restart, the mail waits in the outbox and arrives once; two senders never double-send (${backend})`, async (t) => {
-    const db = await createTestDatabase(backend);
-    const sequelize = openSequelize(db.url, { logging: false });
+    const m = await openTestMain(backend);
     const probe = await startSmtp();
     const port = probe.port;
     await probe.close();
     const mailer = createSmtpMailer({ host: '127.0.0.1', port, senderEmail: 'noreply@example.com', timeoutMs: 1000 });
     try {
-      await migrateAdminStore(sequelize);
-      const store = new SqlMailOutbox(sequelize);
+      const { outbox: store } = await openAdminStores(m.database);
       let now = 1_700_000_000_000;
       const make = () => new OutboxMailQueue({ mailer, store, clock: () => now, retrySchedule: [1000, 1000], concurrency: 3 });
       const first = make();
@@ -127,15 +124,16 @@ for (const backend of sqlBackends()) {
         t.is(smtp.mails.length, 5);
         t.is(smtp.mails.filter((m) => m.includes('Subject: Reset your password')).length, 1);
         t.is(await a.pending(), 0);
-        const [rows] = await sequelize.query('SELECT COUNT(*) AS n FROM mail_outbox');
-        t.is(Number((rows as Array<{ n: number | string }>)[0]!.n), 0, 'sent mails leave no row behind');
+        const left = m.sequelize
+          ? Number(((await m.sequelize.query('SELECT COUNT(*) AS n FROM mail_outbox'))[0] as Array<{ n: number | string }>)[0]!.n)
+          : (await m.dynamo!.scan('mail_outbox')).length;
+        t.is(left, 0, 'sent mails leave no row behind');
       } finally {
         await smtp.close();
       }
     } finally {
       mailer.close();
-      await sequelize.close();
-      await db.drop();
+      await m.close();
     }
   });
 }
