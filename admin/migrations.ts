@@ -5,9 +5,23 @@
  *
  * Column types are the portable subset of SQLite, PostgreSQL and MySQL:
  * times are BIGINT unix milliseconds, booleans SMALLINT 0/1, JSON is TEXT.
+ * On MySQL/MariaDB every table is utf8mb4 with the byte-wise utf8mb4_bin
+ * collation, as the identity and FGA tables are (auth/sql_charset.ts says
+ * why): template bodies, webhook payloads and names hold any Unicode
+ * character, emoji and supplementary CJK included, and compare as on the
+ * other backends. Tables of a database created before are converted
+ * (`0003_utf8mb4`).
  */
 import type { Sequelize } from 'sequelize';
-import { runMigrations, type Migration } from '../engine/sql/migrate.ts';
+import { runMigrations, type Migration, type SqlDialect } from '../engine/sql/migrate.ts';
+
+const isMysql = (dialect: SqlDialect): boolean => dialect === 'mysql' || dialect === 'mariadb';
+
+/** The options of a new table: utf8mb4 / utf8mb4_bin on MySQL/MariaDB, nothing elsewhere. */
+const tableOptions = (dialect: SqlDialect): string => (isMysql(dialect) ? ' ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin' : '');
+
+/** The admin tables, converted to utf8mb4 by `0003_utf8mb4`. */
+const TABLES = ['webhooks', 'webhook_deliveries', 'webhook_logs', 'email_templates', 'audit_logs', 'admin_sessions', 'mail_outbox'] as const;
 
 const statements: string[] = [
   `CREATE TABLE webhooks (
@@ -88,8 +102,8 @@ const statements: string[] = [
 export const ADMIN_MIGRATIONS: readonly Migration[] = [
   {
     id: '0001_admin_tables',
-    async up({ sequelize, transaction }) {
-      for (const sql of statements) await sequelize.query(sql, { transaction });
+    async up({ sequelize, transaction, dialect }) {
+      for (const sql of statements) await sequelize.query(sql.startsWith('CREATE TABLE') ? `${sql}${tableOptions(dialect)}` : sql, { transaction });
     },
   },
   {
@@ -109,10 +123,18 @@ export const ADMIN_MIGRATIONS: readonly Migration[] = [
           next_attempt_at BIGINT NOT NULL,
           lease_until BIGINT NOT NULL,
           created_at BIGINT NOT NULL,
-          updated_at BIGINT NOT NULL)`,
+          updated_at BIGINT NOT NULL)${tableOptions(dialect)}`,
         { transaction },
       );
       await sequelize.query('CREATE INDEX mail_outbox_due ON mail_outbox (status, next_attempt_at)', { transaction });
+    },
+  },
+  {
+    // Tables made before under a server default of latin1 or utf8 (utf8mb3): converted with their text.
+    id: '0003_utf8mb4',
+    async up({ sequelize, transaction, dialect }) {
+      if (!isMysql(dialect)) return;
+      for (const table of TABLES) await sequelize.query(`ALTER TABLE ${table} CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`, { transaction });
     },
   },
 ];

@@ -15,11 +15,12 @@ import { randomUUID } from 'node:crypto';
 import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
 import { runMigrations, type Migration } from '../engine/sql/migrate.ts';
 import { isDeadlock, isUniqueViolation, retryConflicts } from './sql_conflicts.ts';
+import { tableOptions, utf8mb4Migration } from './sql_charset.ts';
 
 export const MFA_MIGRATIONS: readonly Migration[] = [
   {
     id: '0001_otps_authenticators',
-    async up({ sequelize, transaction }) {
+    async up({ sequelize, transaction, dialect }) {
       await sequelize.query(
         `CREATE TABLE otps (
           id VARCHAR(36) NOT NULL PRIMARY KEY,
@@ -29,7 +30,7 @@ export const MFA_MIGRATIONS: readonly Migration[] = [
           otp CHAR(64) NOT NULL,
           expires_at BIGINT NOT NULL,
           created_at BIGINT NOT NULL,
-          updated_at BIGINT NOT NULL)`,
+          updated_at BIGINT NOT NULL)${tableOptions(dialect)}`,
         { transaction },
       );
       await sequelize.query('CREATE UNIQUE INDEX otps_user ON otps (user_id)', { transaction });
@@ -45,12 +46,13 @@ export const MFA_MIGRATIONS: readonly Migration[] = [
           last_time_step BIGINT NULL,
           verified_at BIGINT NULL,
           created_at BIGINT NOT NULL,
-          updated_at BIGINT NOT NULL)`,
+          updated_at BIGINT NOT NULL)${tableOptions(dialect)}`,
         { transaction },
       );
       await sequelize.query('CREATE UNIQUE INDEX authenticators_user_method ON authenticators (user_id, method)', { transaction });
     },
   },
+  utf8mb4Migration('0002_utf8mb4', ['otps', 'authenticators']),
 ];
 
 /** A pending one-time code. Times are unix seconds. */

@@ -20,6 +20,7 @@ import { QueryTypes, Transaction, UniqueConstraintError, type Sequelize } from '
 import { LatchkeyError } from '../engine/errors.ts';
 import { runMigrations, type Migration, type MigrationContext, type SqlDialect } from '../engine/sql/migrate.ts';
 import { isDeadlock } from './sql_conflicts.ts';
+import { tableOptions, utf8mb4Migration } from './sql_charset.ts';
 
 /** How long a write waits for an SQLite file another process holds, its turn in this process's queue included. */
 const SQLITE_LOCK_WAIT_MS = 5000;
@@ -117,8 +118,8 @@ async function existingColumns(ctx: MigrationContext, table: string): Promise<Se
   return new Set(Object.keys(desc).map((c) => c.toLowerCase()));
 }
 
-function createUsersSql(table: string): string {
-  return `CREATE TABLE ${table} (${COLUMNS.map(([n, d]) => `${n} ${d}`).join(', ')})`;
+function createUsersSql(table: string, dialect: SqlDialect): string {
+  return `CREATE TABLE ${table} (${COLUMNS.map(([n, d]) => `${n} ${d}`).join(', ')})${tableOptions(dialect)}`;
 }
 
 /**
@@ -185,7 +186,7 @@ export async function dropStaleIdentifierUniques(ctx: MigrationContext): Promise
     if (rebuild) {
       const have = await existingColumns(ctx, 'users');
       const common = COLUMN_NAMES.filter((c) => have.has(c)).join(', ');
-      await sequelize.query(createUsersSql('users_rebuild'), { transaction });
+      await sequelize.query(createUsersSql('users_rebuild', dialect), { transaction });
       await sequelize.query(`INSERT INTO users_rebuild (${common}) SELECT ${common} FROM users`, { transaction });
       await sequelize.query('DROP TABLE users', { transaction });
       await sequelize.query('ALTER TABLE users_rebuild RENAME TO users', { transaction });
@@ -217,7 +218,7 @@ export const AUTH_MIGRATIONS: readonly Migration[] = [
     id: '0001_users',
     async up(ctx) {
       if (!(await tableExists(ctx, 'users'))) {
-        await ctx.sequelize.query(createUsersSql('users'), { transaction: ctx.transaction });
+        await ctx.sequelize.query(createUsersSql('users', ctx.dialect), { transaction: ctx.transaction });
       } else {
         // A v1 database: bring its table up to this schema.
         await dropStaleIdentifierUniques(ctx);
@@ -234,7 +235,7 @@ export const AUTH_MIGRATIONS: readonly Migration[] = [
     async up(ctx) {
       const { sequelize, transaction } = ctx;
       await sequelize.query(
-        'CREATE TABLE user_identifiers (kind VARCHAR(8) NOT NULL, value VARCHAR(320) NOT NULL, user_id VARCHAR(36) NOT NULL, created_at BIGINT NOT NULL, PRIMARY KEY (kind, value))',
+        `CREATE TABLE user_identifiers (kind VARCHAR(8) NOT NULL, value VARCHAR(320) NOT NULL, user_id VARCHAR(36) NOT NULL, created_at BIGINT NOT NULL, PRIMARY KEY (kind, value))${tableOptions(ctx.dialect)}`,
         { transaction },
       );
       await sequelize.query('CREATE INDEX user_identifiers_user_idx ON user_identifiers (user_id)', { transaction });
@@ -289,6 +290,8 @@ export const AUTH_MIGRATIONS: readonly Migration[] = [
       }
     },
   },
+  // MySQL/MariaDB: utf8mb4 with a byte-wise collation, as on the other backends (auth/sql_charset.ts).
+  utf8mb4Migration('0004_utf8mb4', ['users', 'user_identifiers']),
 ];
 
 function toBool(v: unknown): boolean | null {

@@ -18,6 +18,7 @@ import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
 import { LatchkeyError } from '../engine/errors.ts';
 import { runMigrations, type Migration } from '../engine/sql/migrate.ts';
 import { isUniqueViolation, retryConflicts } from './sql_conflicts.ts';
+import { tableOptions, utf8mb4Migration } from './sql_charset.ts';
 
 /** The kinds of verification request (the reference's identifiers). */
 export const VERIFICATION_IDENTIFIERS = ['basic_auth_signup', 'update_email', 'forgot_password', 'magic_link_login', 'invite_member'] as const;
@@ -43,7 +44,7 @@ export interface VerificationRecord {
 export const VERIFICATION_MIGRATIONS: readonly Migration[] = [
   {
     id: '0001_verification_requests',
-    async up({ sequelize, transaction }) {
+    async up({ sequelize, transaction, dialect }) {
       await sequelize.query(
         `CREATE TABLE verification_requests (
           id VARCHAR(36) NOT NULL PRIMARY KEY,
@@ -54,7 +55,7 @@ export const VERIFICATION_MIGRATIONS: readonly Migration[] = [
           redirect_uri VARCHAR(2048) NOT NULL,
           expires_at BIGINT NOT NULL,
           created_at BIGINT NOT NULL,
-          updated_at BIGINT NOT NULL)`,
+          updated_at BIGINT NOT NULL)${tableOptions(dialect)}`,
         { transaction },
       );
       await sequelize.query('CREATE UNIQUE INDEX verification_requests_token ON verification_requests (token_hash)', { transaction });
@@ -62,6 +63,7 @@ export const VERIFICATION_MIGRATIONS: readonly Migration[] = [
       await sequelize.query('CREATE INDEX verification_requests_created ON verification_requests (created_at)', { transaction });
     },
   },
+  utf8mb4Migration('0002_utf8mb4', ['verification_requests']),
 ];
 
 /** A request made by {@link VerificationStore.issue}: the token for the link (never stored) and the row to store. */
