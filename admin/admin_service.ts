@@ -11,8 +11,8 @@
  */
 import { LatchkeyError } from '../engine/errors.ts';
 import type { Engine } from '../engine/index.ts';
-import { normalizeEmail, type UserRecord } from '../auth/index.ts';
-import { migrateAdminStore } from './migrations.ts';
+import { normalizeEmail, sqlDatabase, type MainDatabase, type UserRecord } from '../auth/index.ts';
+import { openAdminStores, type AdminStores } from './admin_stores.ts';
 import { normalizePagination, type Pagination, type PaginationInput } from './pagination.ts';
 import { AdminSessions, type AdminCookieAttributes } from './admin_sessions.ts';
 import { AuditLog, type AuditEntry, type AuditLogFilter, type AuditLogRecord, type ActorType } from './audit_log.ts';
@@ -59,12 +59,15 @@ export class AdminService {
   readonly #o: AdminServiceOptions;
   readonly #clock: () => number;
 
-  private constructor(o: AdminServiceOptions) {
+  readonly #database: MainDatabase;
+
+  private constructor(o: AdminServiceOptions, database: MainDatabase, stores: AdminStores) {
     this.#o = o;
+    this.#database = database;
     this.#clock = o.clock ?? Date.now;
     const clock = this.#clock;
     this.sessions = new AdminSessions({
-      sequelize: o.sequelize,
+      store: stores.sessions,
       adminSecret: o.adminSecret,
       clock,
       ...(o.sessionTtlMs === undefined ? {} : { ttlMs: o.sessionTtlMs }),
@@ -72,20 +75,24 @@ export class AdminService {
     });
     this.webhooks = new WebhookService({
       ...o.webhooks,
-      sequelize: o.sequelize,
+      store: stores.webhooks,
       signingSecret: o.signingSecret,
       ssrf: { allowPrivate: o.allowPrivateWebhooks ?? false, ...o.ssrf },
       clock,
     });
-    this.templates = new EmailTemplates({ sequelize: o.sequelize, clock });
-    this.audit = new AuditLog({ sequelize: o.sequelize, clock });
+    this.templates = new EmailTemplates({ store: stores.templates, clock });
+    this.audit = new AuditLog({ store: stores.audit, clock });
   }
 
-  /** Runs the admin migrations and builds the service (the delivery worker is not started). */
+  /**
+   * Runs the admin migrations (SQL) or creates the missing tables (DynamoDB)
+   * and builds the service (the delivery worker is not started).
+   */
   static async create(options: AdminServiceOptions): Promise<AdminService> {
     if (!options.adminSecret) throw new LatchkeyError('invalid_argument', 'admin secret must not be empty', { reason: 'invalid_option' });
-    await migrateAdminStore(options.sequelize);
-    return new AdminService(options);
+    const database = options.database ?? (options.sequelize ? sqlDatabase(options.sequelize) : undefined);
+    if (database === undefined) throw new LatchkeyError('invalid_argument', 'the admin service needs a database', { reason: 'invalid_option' });
+    return new AdminService(options, database, await openAdminStores(database));
   }
 
   /** The mail sink (the mail queue), or undefined when no SMTP server is configured. */
@@ -255,7 +262,7 @@ export class AdminService {
       resource.id = user.id;
       const fga = this.#o.fgaUserTuples;
       await deleteUserEverywhere(
-        { sequelize: this.#o.sequelize, identity: this.#identity, webhooks: this.webhooks, engine: this.#engine, fga: typeof fga === 'function' ? fga() : fga },
+        { database: this.#database, identity: this.#identity, webhooks: this.webhooks, engine: this.#engine, fga: typeof fga === 'function' ? fga() : fga },
         user,
       );
       return { message: 'user deleted successfully' };

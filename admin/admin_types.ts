@@ -6,7 +6,7 @@
 import type { Sequelize, Transaction } from 'sequelize';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { Engine } from '../engine/index.ts';
-import { toPublicUser, type PublicUser, type UserFields, type UserRecord } from '../auth/index.ts';
+import { toPublicUser, type MainDatabase, type PublicUser, type StoreTransaction, type UserFields, type UserRecord } from '../auth/index.ts';
 import type { WebhookServiceOptions } from './webhooks.ts';
 import type { SsrfPolicy } from './ssrf.ts';
 
@@ -43,13 +43,13 @@ export interface IdentityPort {
     findByEmail(email: string): Promise<UserRecord | undefined>;
     create(fields: UserFields): Promise<UserRecord>;
     update(id: string, fields: UserFields): Promise<UserRecord>;
-    delete(id: string, options?: { transaction?: Transaction }): Promise<boolean>;
+    delete(id: string, options?: { transaction?: StoreTransaction }): Promise<boolean>;
     list(page: { offset: number; limit: number }): Promise<{ users: UserRecord[]; total: number }>;
   };
   /** Ends every session and refresh token of the user at once. */
   endAllSessions(userId: string): Promise<number>;
   /** Removes the user's OTPs, verification requests and other owned rows inside `transaction` (skipped when absent). */
-  deleteUserData?(user: UserRecord, transaction: Transaction): Promise<void>;
+  deleteUserData?(user: UserRecord, transaction: StoreTransaction): Promise<void>;
   /** Pending verification requests (an empty list when absent: no verification data exists). */
   listVerificationRequests?(page: { offset: number; limit: number }): Promise<{ verification_requests: VerificationRequest[]; total: number }>;
   /**
@@ -100,7 +100,10 @@ export interface AdminFailureCounter {
 }
 
 export interface AdminServiceOptions {
-  sequelize: Sequelize;
+  /** The SQL main database; ignored when `database` is given. */
+  sequelize?: Sequelize | undefined;
+  /** The main database (SQL or DynamoDB); default: `sequelize`. */
+  database?: MainDatabase | undefined;
   adminSecret: string;
   /** Key of the webhook signatures (the client secret). */
   signingSecret: string;

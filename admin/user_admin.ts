@@ -4,10 +4,10 @@
  * and sessions), `invite_members` and the redirect URI rule. The admin
  * service wraps each in its audit record.
  */
-import type { Sequelize } from 'sequelize';
+import type { Transaction } from 'sequelize';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { Engine } from '../engine/index.ts';
-import { fgaSubjectsOfUser, normalizeEmail, type UserFields, type UserRecord } from '../auth/index.ts';
+import { fgaSubjectsOfUser, inTransaction as runInTransaction, normalizeEmail, type MainDatabase, type UserFields, type UserRecord } from '../auth/index.ts';
 import type { EmailTemplates } from './email_templates.ts';
 import type { WebhookService } from './webhooks.ts';
 import { tuplesOfUser } from './fga_admin.ts';
@@ -45,7 +45,7 @@ export function userUpdateFields(current: UserRecord, input: UpdateUserInput, al
 }
 
 export interface DeleteUserDeps {
-  sequelize: Sequelize;
+  database: MainDatabase;
   identity: IdentityPort;
   webhooks: WebhookService;
   engine: Engine | undefined;
@@ -75,8 +75,8 @@ const ENGINE_RETRY_MS = [100, 400, 1600];
 export async function deleteUserEverywhere(d: DeleteUserDeps, user: UserRecord): Promise<void> {
   const subjects = fgaSubjectsOfUser(user.id);
   const inTransaction = d.engine !== undefined ? d.fga?.deleteInTransaction : undefined;
-  await d.sequelize.transaction(async (transaction) => {
-    if (inTransaction) await inTransaction(subjects, transaction);
+  await runInTransaction(d.database, async (transaction) => {
+    if (inTransaction) await inTransaction(subjects, transaction as Transaction);
     if (d.identity.deleteUserData) await d.identity.deleteUserData(user, transaction);
     await d.identity.users.delete(user.id, { transaction });
     await d.webhooks.emit('user.deleted', { user: eventUser(user) }, transaction);
