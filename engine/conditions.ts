@@ -2,70 +2,33 @@
  * Conditions (ABAC): CEL expressions over typed parameters, compiled when a
  * model is written and evaluated per tuple during resolution.
  *
- * CEL comes from `@marcbachmann/cel-js`. OpenFGA's extra CEL type `ipaddress`
- * (with `ipaddress("…")` and `.in_cidr("…")`) is added through the library's
- * type and function registration API; the CIDR test itself uses
- * `node:net`'s `BlockList`, the smallest adapter that covers IPv4 and IPv6.
+ * The CEL environment (OpenFGA's: cel-go's standard library plus
+ * `ipaddress`) and cel-go's cost tracking are in `conditions_cel.ts`.
  *
  * Semantics follow OpenFGA (`internal/condition/condition.go`,
  * `internal/condition/types/*`):
  * - the request context is merged with the tuple's context, tuple values win;
- * - each value is converted to its declared parameter type (numbers to
+ * - each value is converted to its declared parameter type as OpenFGA's
+ *   converters do: numbers (or numeric strings, `big.ParseFloat`) to
  *   `int`/`uint` only when whole and in range, timestamps from RFC 3339
- *   strings, durations from strings such as `"10s"`); a value that does not
- *   convert is an error;
+ *   strings (Go `time.Parse`), durations from Go duration strings (`"90m"`,
+ *   `"1h30m"`, `"0"`; Go `time.ParseDuration`), `null` for no type but
+ *   `any`; a value that does not convert is an error;
  * - a declared parameter missing from the merged context is a "missing
  *   context parameters" error, even when the expression would not need it;
- * - the expression must produce a bool.
- *
- * Not implemented: OpenFGA's CEL cost limit (100). Expressions are at most
- * 512 bytes and CEL has no loops beyond the bounded macros over the given
- * lists, so evaluation time is bounded by the context size.
+ * - the expression must produce a bool;
+ * - an evaluation whose cost (cel-go's runtime cost) goes over the limit,
+ *   100 by default (OpenFGA's `maxConditionEvaluationCost`), is an error, never
+ *   an answer.
  */
-import { BlockList, isIP } from 'node:net';
-import { Environment, evaluate } from '@marcbachmann/cel-js';
+import { type CelProgram, compileCel, CostLimitError, Duration, IPAddress, UnsignedInt } from './conditions_cel.ts';
 import type { Condition, ConditionParamTypeRef } from './model.ts';
 import { FGA_VALIDATION_ERROR, fgaError, show } from './tuple.ts';
 
-/** OpenFGA's `ipaddress` CEL type. */
-export class IPAddress {
-  readonly address: string;
-  readonly family: 'ipv4' | 'ipv6';
-  constructor(address: string) {
-    const v = isIP(address);
-    if (v === 0) throw new TypeError(`invalid ip address '${address}'`);
-    this.address = address;
-    this.family = v === 4 ? 'ipv4' : 'ipv6';
-  }
-  /** True when this address lies in `cidr` (`a.b.c.d/n` or an IPv6 prefix). */
-  inCidr(cidr: string): boolean {
-    const slash = cidr.indexOf('/');
-    if (slash < 0) throw new TypeError(`invalid cidr '${cidr}'`);
-    const net = cidr.slice(0, slash);
-    const prefix = Number(cidr.slice(slash + 1));
-    const v = isIP(net);
-    if (v === 0 || !Number.isInteger(prefix) || prefix < 0 || prefix > (v === 4 ? 32 : 128)) {
-      throw new TypeError(`invalid cidr '${cidr}'`);
-    }
-    if ((v === 4 ? 'ipv4' : 'ipv6') !== this.family) return false;
-    const list = new BlockList();
-    list.addSubnet(net, prefix, this.family);
-    return list.check(this.address, this.family);
-  }
-  toString(): string {
-    return this.address;
-  }
-}
+export { IPAddress } from './conditions_cel.ts';
 
-const UnsignedInt = (evaluate('1u') as object).constructor as new (value: bigint | number) => object;
-
-const BASE_ENV = new Environment({ homogeneousAggregateLiterals: false })
-  .registerType('ipaddress', IPAddress)
-  .registerFunction('ipaddress(string): ipaddress', (s: string) => new IPAddress(s))
-  .registerFunction('ipaddress.in_cidr(string): bool', (ip: IPAddress, cidr: string) => ip.inCidr(cidr));
-
-/** Used only to parse duration and timestamp strings with CEL's own parsers. */
-const CONVERT_ENV = new Environment().registerVariable('s', 'string');
+/** OpenFGA's default `maxConditionEvaluationCost`. */
+export const DEFAULT_CONDITION_COST_LIMIT = 100;
 
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
@@ -105,18 +68,106 @@ function celTypeName(t: ConditionParamTypeRef): string {
   }
 }
 
-function toBigInt(v: unknown): bigint | undefined {
-  if (typeof v === 'bigint') return v;
-  if (typeof v === 'number' && Number.isInteger(v)) return BigInt(v);
-  if (typeof v === 'string' && /^-?\d+$/u.test(v.trim())) return BigInt(v.trim());
-  return undefined;
+/**
+ * A decimal number as Go's `big.ParseFloat(s, 10, …)` reads it (sign,
+ * digits with an optional fraction, optional exponent, or `Inf`), as an
+ * exact fraction `n / 10^scale`; undefined when it is not one.
+ */
+function parseDecimal(s: string): { n: bigint; scale: number } | 'inf' | '-inf' | undefined {
+  if (/^[+]?[Ii]nf$/u.test(s)) return 'inf';
+  if (/^-[Ii]nf$/u.test(s)) return '-inf';
+  const m = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/u.exec(s);
+  if (m === null || (m[2] === '' && (m[3] ?? '') === '')) return undefined;
+  const digits = `${m[2]}${m[3] ?? ''}`;
+  let scale = (m[3] ?? '').length - Number(m[4] ?? '0');
+  let n = BigInt(digits === '' ? '0' : digits);
+  if (Math.abs(scale) > 400) return undefined;
+  if (scale < 0) {
+    n *= 10n ** BigInt(-scale);
+    scale = 0;
+  }
+  return { n: m[1] === '-' ? -n : n, scale };
 }
 
-function toNumber(v: unknown): number | undefined {
-  if (typeof v === 'number' && Number.isFinite(v)) return v;
-  if (typeof v === 'bigint') return Number(v);
-  if (typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v))) return Number(v);
-  return undefined;
+/** A whole number from a JSON number or a numeric string; undefined when it is not whole. */
+function toWhole(v: unknown): bigint | undefined {
+  if (typeof v === 'number') return Number.isInteger(v) ? BigInt(v) : undefined;
+  if (typeof v !== 'string') return undefined;
+  const d = parseDecimal(v);
+  if (d === undefined || typeof d === 'string') return undefined;
+  const div = 10n ** BigInt(d.scale);
+  return d.n % div === 0n ? d.n / div : undefined;
+}
+
+/**
+ * A double from a JSON number or a numeric string. Values beyond float64's
+ * range are errors, as OpenFGA's converter reports a conversion that is not
+ * exact for them (abac_tests.yaml `handles_floats`).
+ */
+function toDouble(v: unknown): number | undefined {
+  if (typeof v === 'number') return Number.isFinite(v) ? v : undefined;
+  if (typeof v !== 'string') return undefined;
+  const d = parseDecimal(v);
+  if (d === undefined || typeof d === 'string') return undefined;
+  const n = Number(v);
+  return Number.isFinite(n) ? n : undefined;
+}
+
+const DURATION_UNITS: Record<string, bigint> = { ns: 1n, us: 1_000n, 'µs': 1_000n, 'μs': 1_000n, ms: 1_000_000n, s: 1_000_000_000n, m: 60_000_000_000n, h: 3_600_000_000_000n };
+
+/** Go's `time.ParseDuration`: `[-+]?([0-9]*(\.[0-9]*)?[a-z]+)+` or `0`, in int64 nanoseconds. */
+export function parseGoDuration(text: string): bigint | undefined {
+  let s = text;
+  let negative = false;
+  if (s.startsWith('-') || s.startsWith('+')) {
+    negative = s.startsWith('-');
+    s = s.slice(1);
+  }
+  if (s === '0') return 0n;
+  if (s === '') return undefined;
+  let total = 0n;
+  while (s !== '') {
+    const m = /^(\d*)(?:\.(\d*))?([^\d.]+)/u.exec(s);
+    if (m === null || (m[1] === '' && (m[2] ?? '') === '')) return undefined;
+    const unit = DURATION_UNITS[m[3]!];
+    if (unit === undefined) return undefined;
+    let part = BigInt(m[1] === '' ? '0' : m[1]!) * unit;
+    const frac = m[2] ?? '';
+    if (frac !== '') {
+      // Go scales the fraction in float64 and truncates.
+      const f = Number(frac.slice(0, 18));
+      const scale = 10 ** Math.min(frac.length, 18);
+      part += BigInt(Math.trunc(f * (Number(unit) / scale)));
+    }
+    total += part;
+    if (total > 2n ** 63n) return undefined;
+    s = s.slice(m[0].length);
+  }
+  if (!negative && total > 2n ** 63n - 1n) return undefined;
+  return negative ? -total : total;
+}
+
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/** Go's `time.Parse(time.RFC3339, s)`: `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`. */
+export function parseRfc3339(s: string): Date | undefined {
+  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|([+-])(\d{2}):(\d{2}))$/u.exec(s);
+  if (m === null) return undefined;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+  if (month < 1 || month > 12 || day < 1 || day > (month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1]!)) return undefined;
+  if (hour > 23 || minute > 59 || second > 59) return undefined;
+  let offset = 0;
+  if (m[8] !== 'Z') {
+    const oh = Number(m[10]);
+    const om = Number(m[11]);
+    if (oh > 23 || om > 59) return undefined;
+    offset = (m[9] === '-' ? -1 : 1) * (oh * 60 + om);
+  }
+  const ms = Number((m[7] ?? '').padEnd(3, '0').slice(0, 3));
+  const d = new Date(Date.UTC(2000, month - 1, day, hour, minute, second, ms));
+  d.setUTCFullYear(year);
+  return new Date(d.getTime() - offset * 60_000);
 }
 
 function toDyn(v: unknown): unknown {
@@ -137,40 +188,38 @@ export function convertParameter(t: ConditionParamTypeRef, v: unknown): unknown 
       if (typeof v === 'string') return v;
       break;
     case 'TYPE_NAME_INT': {
-      const n = toBigInt(v);
+      const n = toWhole(v);
       if (n !== undefined && n >= INT64_MIN && n <= INT64_MAX) return n;
       break;
     }
     case 'TYPE_NAME_UINT': {
-      const n = toBigInt(v);
+      const n = toWhole(v);
       if (n !== undefined && n >= 0n && n <= UINT64_MAX) return new UnsignedInt(n);
       break;
     }
     case 'TYPE_NAME_DOUBLE': {
-      const n = toNumber(v);
+      const n = toDouble(v);
       if (n !== undefined) return n;
       break;
     }
-    case 'TYPE_NAME_DURATION':
-      if (typeof v === 'string') {
-        try {
-          return CONVERT_ENV.evaluate('duration(s)', { s: v }) as object;
-        } catch {
-          break;
-        }
-      }
+    case 'TYPE_NAME_DURATION': {
+      const ns = typeof v === 'string' ? parseGoDuration(v) : undefined;
+      if (ns !== undefined) return new Duration(ns / 1_000_000_000n, Number(ns % 1_000_000_000n));
       break;
-    case 'TYPE_NAME_TIMESTAMP':
-      if (typeof v === 'string') {
-        try {
-          return CONVERT_ENV.evaluate('timestamp(s)', { s: v }) as Date;
-        } catch {
-          break;
-        }
-      }
+    }
+    case 'TYPE_NAME_TIMESTAMP': {
+      const d = typeof v === 'string' ? parseRfc3339(v) : undefined;
+      if (d !== undefined) return d;
       break;
+    }
     case 'TYPE_NAME_IPADDRESS':
-      if (typeof v === 'string' && isIP(v) !== 0) return new IPAddress(v);
+      if (typeof v === 'string') {
+        try {
+          return new IPAddress(v);
+        } catch {
+          break;
+        }
+      }
       break;
     case 'TYPE_NAME_ANY':
       return toDyn(v);
@@ -206,10 +255,17 @@ const CONDITION_NAME = /^[^:#@\s]{1,50}$/u;
 export class CompiledCondition {
   readonly name: string;
   readonly parameters: Readonly<Record<string, ConditionParamTypeRef>>;
-  readonly #program: (ctx: Record<string, unknown>) => unknown;
+  /** The evaluation cost above which an evaluation is an error. */
+  readonly costLimit: number;
+  readonly #program: CelProgram;
 
-  /** Compiles and type-checks `condition`; throws `TypeError` with a client-safe message when it does not compile. */
-  constructor(condition: Condition) {
+  /**
+   * Compiles and type-checks `condition`; throws `TypeError` with a
+   * client-safe message when it does not compile. `costLimit` is OpenFGA's
+   * `maxConditionEvaluationCost` (default 100).
+   */
+  constructor(condition: Condition, costLimit: number = DEFAULT_CONDITION_COST_LIMIT) {
+    this.costLimit = costLimit;
     this.name = condition.name;
     this.parameters = condition.parameters ?? {};
     if (!CONDITION_NAME.test(condition.name)) throw new TypeError(`invalid condition name '${condition.name}'`);
@@ -222,24 +278,16 @@ export class CompiledCondition {
     if (Buffer.byteLength(condition.expression, 'utf8') > CONDITION_LIMITS.maxExpressionBytes) {
       throw new TypeError(`condition '${condition.name}' expression is longer than ${CONDITION_LIMITS.maxExpressionBytes} bytes`);
     }
-    const env = BASE_ENV.clone();
-    for (const [param, type] of Object.entries(this.parameters)) {
-      env.registerVariable(param, celTypeName(type));
-    }
-    let checked: { valid: boolean; type?: string; error?: { message: string } };
+    const variables: Record<string, string> = {};
+    for (const [param, type] of Object.entries(this.parameters)) variables[param] = celTypeName(type);
     try {
-      checked = env.check(condition.expression) as typeof checked;
+      this.#program = compileCel(condition.expression, variables);
     } catch (err) {
-      throw new TypeError(`condition '${condition.name}' does not compile: ${(err as Error).message.split('\n')[0]}`);
+      throw new TypeError(`condition '${condition.name}' does not compile: ${(err as Error).message}`);
     }
-    if (!checked.valid) {
-      throw new TypeError(`condition '${condition.name}' does not compile: ${checked.error?.message.split('\n')[0] ?? 'invalid'}`);
+    if (this.#program.type !== 'bool' && this.#program.type !== 'dyn') {
+      throw new TypeError(`condition '${condition.name}' must produce a bool, not ${this.#program.type}`);
     }
-    if (checked.type !== 'bool' && checked.type !== 'dyn') {
-      throw new TypeError(`condition '${condition.name}' must produce a bool, not ${checked.type ?? 'unknown'}`);
-    }
-    const parsed = env.parse(condition.expression);
-    this.#program = (ctx) => parsed(ctx) as unknown;
   }
 
   /**
@@ -270,8 +318,9 @@ export class CompiledCondition {
   /**
    * Evaluates the condition with the request context merged under the
    * tuple's context. Returns the boolean result; throws `invalid_argument`
-   * (OpenFGA 2000) with reason `missing_condition_parameters` or
-   * `condition_evaluation_failed`.
+   * (OpenFGA 2000) with reason `missing_condition_parameters`,
+   * `condition_evaluation_failed`, or `condition_cost_exceeded` when the
+   * evaluation costs more than {@link costLimit}.
    */
   evaluate(tupleContext: Record<string, unknown> | undefined, requestContext: Record<string, unknown> | undefined): boolean {
     const merged: Record<string, unknown> = { ...(requestContext ?? {}), ...(tupleContext ?? {}) };
@@ -284,8 +333,11 @@ export class CompiledCondition {
     }
     let result: unknown;
     try {
-      result = this.#program(typed);
+      result = this.#program.run(typed, this.costLimit).value;
     } catch (err) {
+      if (err instanceof CostLimitError) {
+        throw fgaError(`failed to evaluate relationship condition '${this.name}': operation cancelled: actual cost limit exceeded`, { reason: 'condition_cost_exceeded', code: FGA_VALIDATION_ERROR, details: { condition: this.name, cost_limit: this.costLimit } });
+      }
       throw fgaError(`failed to evaluate relationship condition '${this.name}': ${(err as Error).message.split('\n')[0]}`, { reason: 'condition_evaluation_failed', code: FGA_VALIDATION_ERROR, details: { condition: this.name } });
     }
     if (typeof result !== 'boolean') {

@@ -1,0 +1,309 @@
+/**
+ * CEL's own conformance tests (google/cel-spec `tests/simple/testdata`, read
+ * from ../shared/conformance/cel-spec) run through the engine's CEL
+ * environment for conditions (internal helper `compileCel`), the environment
+ * OpenFGA's conditions evaluate in with cel-go.
+ *
+ * Each case is one of:
+ * - run: it must pass; a failure is a regression and fails the test;
+ * - not applicable: it needs something OpenFGA's environment does not have
+ *   (protobuf message types and containers, cel-go extensions), by rule;
+ * - skipped: named in SKIPPED with its reason; each must still fail, so the
+ *   list only holds known deviations.
+ * The pass rate per file is logged (`npx ava --verbose`).
+ */
+import test from 'ava';
+import { readFileSync, readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { compileCel, Duration, UnsignedInt } from '../../engine/conditions_cel.ts';
+import { field, parseTextProto, scalar, sub, subs, textString, type TextMessage, type TextValue } from './textproto.ts';
+
+const DIR = fileURLToPath(new URL('../../../shared/conformance/cel-spec/', import.meta.url));
+
+/** Files whose cases are all outside OpenFGA's environment. */
+const NOT_APPLICABLE_FILES: Record<string, string> = {
+  'macros2.textproto': 'two-variable comprehensions are a cel-go extension (ext.TwoVarComprehensions) that OpenFGA does not enable',
+};
+
+/**
+ * Cases that fail, `file/section/test` with the reason: deviations of the
+ * CEL library that the engine does not correct, and that matter little or
+ * not at all to conditions (which always type-check, and whose parameters
+ * cannot be bytes).
+ */
+const R0 =
+  'the library mis-reads bytes literals with escapes, raw bytes literals, and has no ordering on bytes; OpenFGA has no bytes parameter type, so only literals could reach this';
+const R1 =
+  'unchecked evaluation of an undeclared name is an error in the library; OpenFGA always type-checks, which rejects the expression';
+const R2 =
+  'unchecked comparison of differently typed literals: the library rejects it before evaluation; OpenFGA type-checks, which rejects it as well';
+const R3 =
+  'the library does not read a double literal without a leading digit (`.99`)';
+const R4 =
+  'int(-9223372036854775808.0): cel-go rejects the lower bound itself; the library converts it';
+const R5 =
+  'the library names the type of null `null`, not `null_type`';
+const R6 =
+  'the library does not index a list with a uint';
+const R7 =
+  'unchecked evaluation with non-bool operands or mixed branch types: the library type-checks anyway; OpenFGA type-checks, which rejects it as well';
+const R8 =
+  'the library\'s type checker rejects `[].all(e, e > 0)` (an overload overlap on the empty list\'s element type)';
+const R9 =
+  'the library types the iteration variable over a map\'s keys as the value type';
+const R10 =
+  'the library does not accept reserved words (`as`, `if`, ...) as receiver function names; OpenFGA registers no such functions';
+const R11 =
+  'timestamps are JavaScript Dates in the library: millisecond precision, and fixed offsets such as `02:00` are not accepted as time zones';
+const R12 =
+  'the library types `duration + timestamp` as a duration (`timestamp + duration` is right)';
+const SKIPPED: Record<string, string> = {
+  'basic.textproto/self_eval_nonzeroish/self_eval_bytes_escape': R0,
+  'comparisons.textproto/eq_literal/eq_bytes': R0,
+  'comparisons.textproto/ne_literal/not_ne_bytes': R0,
+  'comparisons.textproto/lt_literal/lt_bytes': R0,
+  'comparisons.textproto/lt_literal/not_lt_bytes_same': R0,
+  'comparisons.textproto/lt_literal/not_lt_bytes_width': R0,
+  'comparisons.textproto/gt_literal/gt_bytes_one': R0,
+  'comparisons.textproto/gt_literal/gt_bytes_one_to_empty': R0,
+  'comparisons.textproto/gt_literal/not_gt_bytes_sorting': R0,
+  'comparisons.textproto/lte_literal/lte_bytes_empty': R0,
+  'comparisons.textproto/lte_literal/not_lte_bytes_length': R0,
+  'comparisons.textproto/gte_literal/gte_bytes_to_empty': R0,
+  'comparisons.textproto/gte_literal/not_gte_bytes_empty_to_nonempty': R0,
+  'comparisons.textproto/gte_literal/gte_bytes_samelength': R0,
+  'comparisons.textproto/bound/bytes_gt_left_false': R0,
+  'conversions.textproto/string/bytes_invalid': R0,
+  'parse.textproto/bytes_literals/raw_single_quoted_escapes': R0,
+  'parse.textproto/bytes_literals/raw_double_quoted_escapes': R0,
+  'parse.textproto/bytes_literals/raw_triple_single_quoted_escapes': R0,
+  'parse.textproto/bytes_literals/raw_triple_double_quoted_escapes': R0,
+  'parse.textproto/bytes_literals/upper_raw_single_quoted_escapes': R0,
+  'parse.textproto/bytes_literals/upper_raw_double_quoted_escapes': R0,
+  'parse.textproto/bytes_literals/upper_raw_triple_single_quoted_escapes': R0,
+  'parse.textproto/bytes_literals/upper_raw_triple_double_quoted_escapes': R0,
+  'basic.textproto/variables/unbound_is_runtime_error': R1,
+  'basic.textproto/functions/unbound_is_runtime_error': R1,
+  'comparisons.textproto/eq_literal/not_eq_list_length': R2,
+  'comparisons.textproto/eq_literal/eq_mixed_types': R2,
+  'comparisons.textproto/eq_literal/eq_list_elem_mixed_types': R2,
+  'comparisons.textproto/ne_literal/ne_mixed_types': R2,
+  'comparisons.textproto/gt_literal/not_gt_double': R3,
+  'conversions.textproto/int/double_int_min_range': R4,
+  'conversions.textproto/type/null_type': R5,
+  'conversions.textproto/type/null_type_denotation': R5,
+  'lists.textproto/index/zero_based_uint': R6,
+  'logic.textproto/conditional/mixed_type': R7,
+  'logic.textproto/AND/short_circuit_type_left': R7,
+  'logic.textproto/AND/short_circuit_type_right': R7,
+  'logic.textproto/OR/short_circuit_type_left': R7,
+  'logic.textproto/OR/short_circuit_type_right': R7,
+  'macros.textproto/all/list_empty': R8,
+  'macros.textproto/exists_one/map_one': R9,
+  'parse.textproto/receiver_function_names/as': R10,
+  'parse.textproto/receiver_function_names/break': R10,
+  'parse.textproto/receiver_function_names/const': R10,
+  'parse.textproto/receiver_function_names/continue': R10,
+  'parse.textproto/receiver_function_names/else': R10,
+  'parse.textproto/receiver_function_names/for': R10,
+  'parse.textproto/receiver_function_names/function': R10,
+  'parse.textproto/receiver_function_names/if': R10,
+  'parse.textproto/receiver_function_names/import': R10,
+  'parse.textproto/receiver_function_names/let': R10,
+  'parse.textproto/receiver_function_names/loop': R10,
+  'parse.textproto/receiver_function_names/package': R10,
+  'parse.textproto/receiver_function_names/namespace': R10,
+  'parse.textproto/receiver_function_names/return': R10,
+  'parse.textproto/receiver_function_names/var': R10,
+  'parse.textproto/receiver_function_names/void': R10,
+  'parse.textproto/receiver_function_names/while': R10,
+  'timestamps.textproto/timestamp_conversions/toString_timestamp_nanos': R11,
+  'timestamps.textproto/timestamp_selectors_tz/getHours': R11,
+  'timestamps.textproto/timestamp_arithmetic/add_time_to_duration_nanos_positive': R11,
+  'timestamps.textproto/timestamp_range/add_duration_nanos_over': R11,
+  'timestamps.textproto/timestamp_arithmetic/add_time_to_duration': R12,
+};
+
+class NotApplicable extends Error {}
+
+const PRIMITIVES: Record<string, string> = { INT64: 'int', UINT64: 'uint', DOUBLE: 'double', STRING: 'string', BOOL: 'bool', BYTES: 'bytes' };
+
+function celType(t: TextMessage | undefined): string {
+  if (t === undefined) throw new NotApplicable('declaration without a type');
+  const prim = scalar(field(t, 'primitive'));
+  if (prim !== undefined) return PRIMITIVES[prim] ?? (() => { throw new NotApplicable(`primitive ${prim}`); })();
+  if (t.has('dyn')) return 'dyn';
+  if (t.has('null')) return 'null';
+  const list = sub(t, 'list_type');
+  if (list !== undefined) return `list<${celType(sub(list, 'elem_type'))}>`;
+  const map = sub(t, 'map_type');
+  if (map !== undefined) return `map<${celType(sub(map, 'key_type'))}, ${celType(sub(map, 'value_type'))}>`;
+  const wk = scalar(field(t, 'well_known'));
+  if (wk === 'DURATION') return 'google.protobuf.Duration';
+  if (wk === 'TIMESTAMP') return 'google.protobuf.Timestamp';
+  const msg = textString(field(t, 'message_type'));
+  if (msg === 'google.protobuf.Duration' || msg === 'google.protobuf.Timestamp') return msg;
+  throw new NotApplicable(`type ${msg ?? [...t.keys()].join(',')} is not an OpenFGA parameter type`);
+}
+
+function parseDouble(s: string): number {
+  const lower = s.toLowerCase();
+  if (lower === 'inf' || lower === 'infinity') return Infinity;
+  if (lower === '-inf' || lower === '-infinity') return -Infinity;
+  if (lower === 'nan') return NaN;
+  return Number(s);
+}
+
+/** A cel.expr.Value as the library's value. */
+function celValue(v: TextMessage): unknown {
+  const [kind, values] = [...v.entries()][0] ?? [];
+  const x: TextValue | undefined = values?.[0];
+  switch (kind) {
+    case 'int64_value':
+      return BigInt(scalar(x)!);
+    case 'uint64_value':
+      return new UnsignedInt(BigInt(scalar(x)!));
+    case 'double_value':
+      return parseDouble(scalar(x)!);
+    case 'string_value':
+      return textString(x);
+    case 'bytes_value':
+      return new Uint8Array(Buffer.from(x as string, 'latin1'));
+    case 'bool_value':
+      return scalar(x) === 'true';
+    case 'null_value':
+      return null;
+    case 'list_value':
+      return subs(x as TextMessage, 'values').map(celValue);
+    case 'map_value':
+      return new Map(subs(x as TextMessage, 'entries').map((e) => [celValue(sub(e, 'key')!), celValue(sub(e, 'value')!)]));
+    case 'type_value':
+      return { type: textString(x) };
+    case 'object_value': {
+      const any = x as TextMessage;
+      const duration = sub(any, '[type.googleapis.com/google.protobuf.Duration]');
+      if (duration !== undefined) return new Duration(BigInt(scalar(field(duration, 'seconds')) ?? '0'), Number(scalar(field(duration, 'nanos')) ?? '0'));
+      const ts = sub(any, '[type.googleapis.com/google.protobuf.Timestamp]');
+      if (ts !== undefined) return new Date(Number(scalar(field(ts, 'seconds')) ?? '0') * 1000 + Number(scalar(field(ts, 'nanos')) ?? '0') / 1e6);
+      throw new NotApplicable('protobuf message value');
+    }
+    default:
+      throw new NotApplicable(`value kind ${String(kind)}`);
+  }
+}
+
+/** CEL equality of an expected and an actual value, strict on types. */
+function same(expected: unknown, actual: unknown): boolean {
+  if (typeof expected === 'number') return typeof actual === 'number' && (Number.isNaN(expected) ? Number.isNaN(actual) : expected === actual);
+  if (typeof expected !== 'object' || expected === null) return expected === actual;
+  if (expected instanceof UnsignedInt) return actual instanceof UnsignedInt && actual.value === expected.value;
+  if (expected instanceof Duration) return actual instanceof Duration && actual.seconds === expected.seconds && actual.nanos === expected.nanos;
+  if (expected instanceof Date) return actual instanceof Date && actual.getTime() === expected.getTime();
+  if (expected instanceof Uint8Array) return actual instanceof Uint8Array && Buffer.from(actual).equals(Buffer.from(expected));
+  if (Array.isArray(expected)) return Array.isArray(actual) && actual.length === expected.length && expected.every((e, i) => same(e, actual[i]));
+  if (expected instanceof Map) {
+    const entries = actual instanceof Map ? [...actual.entries()] : typeof actual === 'object' && actual !== null ? Object.entries(actual) : undefined;
+    if (entries === undefined || entries.length !== expected.size) return false;
+    return [...expected.entries()].every(([k, v]) => entries.some(([ak, av]) => same(k, ak) && same(v, av)));
+  }
+  if ('type' in expected) return actual !== null && typeof actual === 'object' && String((actual as { name?: string }).name ?? actual) === (expected as { type: string }).type;
+  return false;
+}
+
+interface Outcome {
+  id: string;
+  status: 'pass' | 'fail' | 'na';
+  detail: string;
+}
+
+function runCase(file: string, section: string, t: TextMessage): Outcome {
+  const name = textString(field(t, 'name')) ?? '?';
+  const id = `${file}/${section}/${name}`;
+  try {
+    if (NOT_APPLICABLE_FILES[file] !== undefined) throw new NotApplicable(NOT_APPLICABLE_FILES[file]);
+    if (field(t, 'container') !== undefined) throw new NotApplicable('container (protobuf message namespace)');
+    if (/google\.protobuf\.|TestAllTypes/u.test(textString(field(t, 'expr')) ?? '')) throw new NotApplicable('protobuf messages');
+    if (scalar(field(t, 'disable_macros')) === 'true') throw new NotApplicable('macros disabled (OpenFGA always has them)');
+    if (t.has('unknown') || t.has('any_unknowns')) throw new NotApplicable('unknown sets');
+    const expr = textString(field(t, 'expr')) ?? '';
+    const vars: Record<string, string> = {};
+    for (const decl of subs(t, 'type_env')) {
+      const ident = sub(decl, 'ident');
+      if (ident === undefined) throw new NotApplicable('function declarations');
+      vars[textString(field(decl, 'name'))!] = celType(sub(ident, 'type'));
+    }
+    const bindings: Record<string, unknown> = {};
+    for (const b of subs(t, 'bindings')) {
+      const key = textString(field(b, 'key'))!;
+      const ev = sub(b, 'value');
+      const v = ev === undefined ? undefined : sub(ev, 'value');
+      if (v === undefined) throw new NotApplicable('error or unknown binding');
+      bindings[key] = celValue(v);
+      vars[key] ??= 'dyn';
+    }
+    const check = scalar(field(t, 'disable_check')) !== 'true';
+    const typed = sub(t, 'typed_result');
+    const expectedValue = sub(t, 'value') ?? (typed === undefined ? undefined : sub(typed, 'result'));
+    const expectsError = t.has('eval_error') || t.has('any_eval_errors');
+    const expected = expectedValue === undefined ? (expectsError ? undefined : true) : celValue(expectedValue);
+    let program;
+    try {
+      program = compileCel(expr, vars, { check });
+    } catch (err) {
+      return { id, status: 'fail', detail: `does not compile: ${(err as Error).message}` };
+    }
+    if (scalar(field(t, 'check_only')) === 'true') return { id, status: 'pass', detail: '' };
+    let actual: unknown;
+    try {
+      actual = program.run(bindings).value;
+    } catch (err) {
+      return expectsError ? { id, status: 'pass', detail: '' } : { id, status: 'fail', detail: `error: ${(err as Error).message.split('\n')[0]}` };
+    }
+    if (expectsError) return { id, status: 'fail', detail: `expected an error, got ${show(actual)}` };
+    return same(expected, actual) ? { id, status: 'pass', detail: '' } : { id, status: 'fail', detail: `expected ${show(expected)}, got ${show(actual)}` };
+  } catch (err) {
+    if (err instanceof NotApplicable) return { id, status: 'na', detail: err.message };
+    throw err;
+  }
+}
+
+function show(v: unknown): string {
+  if (typeof v === 'bigint') return `${v}`;
+  if (v instanceof UnsignedInt) return `${v.value}u`;
+  if (Array.isArray(v)) return `[${v.map(show).join(', ')}]`;
+  if (v instanceof Map) return `{${[...v.entries()].map(([k, x]) => `${show(k)}: ${show(x)}`).join(', ')}}`;
+  if (typeof v === 'string') return JSON.stringify(v);
+  return String(v);
+}
+
+const FILES = readdirSync(DIR).filter((f) => f.endsWith('.textproto')).sort();
+const outcomes = new Map<string, Outcome[]>();
+for (const file of FILES) {
+  const doc = parseTextProto(readFileSync(DIR + file, 'utf8'));
+  const list: Outcome[] = [];
+  for (const section of subs(doc, 'section')) {
+    const sname = textString(field(section, 'name')) ?? '?';
+    for (const c of subs(section, 'test')) list.push(runCase(file, sname, c));
+  }
+  outcomes.set(file, list);
+}
+
+for (const file of FILES) {
+  test(`(internal compileCel) cel-spec ${file}: every applicable case passes, except the named skips`, (t) => {
+    const list = outcomes.get(file)!;
+    const applicable = list.filter((o) => o.status !== 'na');
+    const pass = applicable.filter((o) => o.status === 'pass').length;
+    const skipped = applicable.filter((o) => SKIPPED[o.id] !== undefined);
+    const regressions = applicable.filter((o) => o.status === 'fail' && SKIPPED[o.id] === undefined);
+    const fixed = skipped.filter((o) => o.status === 'pass');
+    t.log(`${file}: ${pass}/${applicable.length} applicable cases pass (${applicable.length === 0 ? 100 : ((100 * pass) / applicable.length).toFixed(1)}%), ${skipped.length} skipped by name, ${list.length - applicable.length} not applicable`);
+    for (const o of regressions) t.log(`FAIL ${o.id}: ${o.detail}`);
+    t.deepEqual(regressions.map((o) => o.id), [], 'applicable cases that fail and are not in SKIPPED');
+    t.deepEqual(fixed.map((o) => o.id), [], 'cases in SKIPPED that now pass (remove them from the list)');
+  });
+}
+
+test('(internal compileCel) every named skip is a case of the conformance files', (t) => {
+  const ids = new Set([...outcomes.values()].flat().map((o) => o.id));
+  t.deepEqual(Object.keys(SKIPPED).filter((id) => !ids.has(id)), []);
+});
