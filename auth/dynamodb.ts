@@ -265,8 +265,9 @@ export class DynamoDatabase {
   }
 
   /**
-   * Sets the attributes of `set` (and removes those of `remove`, and adds the
-   * numbers of `add`) on one item when `condition` holds. Returns the item as
+   * Sets the attributes of `set` (removes those of `remove`, adds the numbers
+   * or string sets of `add`, takes the strings of `del` out of string sets)
+   * on one item when `condition` holds. Returns the item as
    * it is after the write, or undefined when the condition did not hold.
    * Without a condition a missing item is created.
    */
@@ -274,7 +275,12 @@ export class DynamoDatabase {
     entity: string,
     pk: string,
     sk: string,
-    change: { set?: DynamoItem | undefined; remove?: readonly string[] | undefined; add?: Record<string, number> | undefined },
+    change: {
+      set?: DynamoItem | undefined;
+      remove?: readonly string[] | undefined;
+      add?: Record<string, number | Set<string>> | undefined;
+      del?: Record<string, Set<string>> | undefined;
+    },
     condition?: DynamoCondition,
   ): Promise<DynamoItem | undefined> {
     const names: Record<string, string> = {};
@@ -295,13 +301,25 @@ export class DynamoDatabase {
       adds.push(`#u${i} :u${i}`);
       i++;
     }
+    const dels: string[] = [];
+    for (const [k, v] of Object.entries(change.del ?? {})) {
+      names[`#u${i}`] = k;
+      values[`:u${i}`] = v;
+      dels.push(`#u${i} :u${i}`);
+      i++;
+    }
     const removes: string[] = [];
     for (const k of change.remove ?? []) {
       names[`#u${i}`] = k;
       removes.push(`#u${i}`);
       i++;
     }
-    const parts = [sets.length ? `SET ${sets.join(', ')}` : '', adds.length ? `ADD ${adds.join(', ')}` : '', removes.length ? `REMOVE ${removes.join(', ')}` : ''].filter(Boolean);
+    const parts = [
+      sets.length ? `SET ${sets.join(', ')}` : '',
+      adds.length ? `ADD ${adds.join(', ')}` : '',
+      dels.length ? `DELETE ${dels.join(', ')}` : '',
+      removes.length ? `REMOVE ${removes.join(', ')}` : '',
+    ].filter(Boolean);
     if (parts.length === 0) return this.get(entity, pk, sk);
     try {
       const allNames = mergeNames(names, condition?.names);

@@ -82,4 +82,5 @@ export { TokenScript, RESERVED_CLAIMS, type TokenScriptOptions } from './token_s
 export { SocialLogin, SOCIAL_STATE_TTL_SECONDS, type SocialClient, type SocialLoginFinish, type SocialLoginOptions, type SocialLoginStart } from './social_login.ts';
 export { SOCIAL_LOGIN_PROVIDERS, socialProviderTable, type ProviderEndpoints, type SocialLoginProvider, type SocialProfile, type SocialProviderRow } from './social_providers.ts';
 export { DynamoDatabase, isConditionFailed, type DynamoCondition, type DynamoIndex, type DynamoItem, type DynamoOptions, type DynamoQuery, type DynamoTableDefinition } from './dynamodb.ts';
+export { DynamoMemoryStore } from './dynamo_memory_store.ts';
 export { DynamoTransaction, dynamoDatabase, inTransaction, sqlDatabase, sqlTransaction, type MainDatabase, type StoreTransaction } from './main_database.ts';

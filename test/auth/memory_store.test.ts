@@ -1,16 +1,31 @@
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
-import { InProcessMemoryStore, RedisMemoryStore, type MemoryStore } from '../../auth/index.ts';
+import { DynamoMemoryStore, InProcessMemoryStore, RedisMemoryStore, type MemoryStore } from '../../auth/index.ts';
+import { createTestDynamo, type TestDynamo } from '../helpers/dynamodb.ts';
 import { createTestDatabase, redisUrl } from '../helpers/databases.ts';
 import { STRONG_PASSWORD, errorOf, makeService } from './fixtures.ts';
 
-const stores: Array<[string, () => MemoryStore]> = [['in-process', () => new InProcessMemoryStore()]];
+const stores: Array<[string, () => MemoryStore | Promise<MemoryStore>]> = [['in-process', () => new InProcessMemoryStore()]];
 const redis = redisUrl();
 if (redis) stores.push(['redis', () => new RedisMemoryStore({ url: redis, keyPrefix: `lk_test_${randomBytes(4).toString('hex')}:` })]);
+const dynamos: TestDynamo[] = [];
+stores.push([
+  'dynamodb',
+  async () => {
+    const d = await createTestDynamo();
+    dynamos.push(d);
+    const store = new DynamoMemoryStore({ db: d.db });
+    await store.init();
+    return store;
+  },
+]);
+test.after.always(async () => {
+  for (const d of dynamos) await d.drop();
+});
 
 for (const [name, make] of stores) {
   test(`memory store contract (${name}): get/set/setIfAbsent/compareAndSet/del/incr/ttl/sets`, async (t) => {
-    const s = make();
+    const s = await make();
     try {
       t.is(await s.get('a'), undefined);
       await s.set('a', '1', 60);
@@ -44,6 +59,32 @@ for (const [name, make] of stores) {
     }
   });
 }
+
+test('DynamoDB memory store: an expired key is absent to every operation, and a new window starts after it', async (t) => {
+  const d = await createTestDynamo();
+  let now = 1_700_000_000_000;
+  const s = new DynamoMemoryStore({ db: d.db, now: () => now });
+  try {
+    await s.init();
+    await s.set('k', 'v', 10);
+    t.is(await s.incr('c', 10), 1);
+    await s.addToSet('set', 'old', 10);
+    now += 9_000;
+    t.is(await s.get('k'), 'v');
+    t.is(await s.ttl('k'), 1);
+    now += 1_000;
+    t.is(await s.get('k'), undefined, 'gone at its expiry');
+    t.is(await s.ttl('k'), 0);
+    t.false(await s.compareAndSet('k', 'v', 'w', 10), 'an expired value cannot be swapped');
+    t.true(await s.setIfAbsent('k', 'new', 10), 'an expired key counts as absent');
+    t.is(await s.incr('c', 10), 1, 'the counter starts a new window');
+    await s.addToSet('set', 'fresh', 10);
+    t.deepEqual(await s.members('set'), ['fresh'], 'an expired set starts empty');
+    t.is(await s.del('set', 'gone'), 1);
+  } finally {
+    await d.drop();
+  }
+});
 
 if (redis) {
   test('two server instances sharing Redis and one database share sessions: login on one, use and logout on the other', async (t) => {
