@@ -23,6 +23,7 @@ const SUITES: Record<string, string> = {
   transport: './transport.ts',
   openfga: './openfga_check.ts',
   auth: './auth.ts',
+  cluster: './cluster.ts',
 };
 
 interface SuiteModule {

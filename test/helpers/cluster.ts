@@ -123,6 +123,8 @@ export function haproxyInstalled(): boolean {
 export interface Balancer {
   /** haproxy's frontend: the deployment's public URL. */
   readonly url: string;
+  /** The haproxy process id (for CPU accounting). */
+  readonly pid: number;
   /** Each backend server's state (`UP`, `DOWN`, `MAINT`, `UP 1/2`, …) from haproxy's stats socket, by server name. */
   states(): Promise<Record<string, string>>;
   close(): Promise<void>;
@@ -185,6 +187,7 @@ ${servers}
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const balancer: Balancer = {
     url: `http://127.0.0.1:${o.port}`,
+    pid: child.pid ?? 0,
     states: () => haproxyStates(socket),
     async close() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
