@@ -165,9 +165,10 @@ export function parseRfc3339(s: string): Date | undefined {
     offset = (m[9] === '-' ? -1 : 1) * (oh * 60 + om);
   }
   const ms = Number((m[7] ?? '').padEnd(3, '0').slice(0, 3));
-  const d = new Date(Date.UTC(2000, month - 1, day, hour, minute, second, ms));
-  d.setUTCFullYear(year);
-  return new Date(d.getTime() - offset * 60_000);
+  let t = Date.UTC(year, month - 1, day, hour, minute, second, ms);
+  // Date.UTC reads years 0 to 99 as 1900 to 1999.
+  if (year < 100) t = new Date(t).setUTCFullYear(year);
+  return new Date(t - offset * 60_000);
 }
 
 function toDyn(v: unknown): unknown {

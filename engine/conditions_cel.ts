@@ -175,11 +175,17 @@ function isNode(x: unknown): x is Node {
   return typeof x === 'object' && x !== null && typeof (x as Node).op === 'string' && 'meta' in (x as object);
 }
 
+/** What the cost rules need to know of a node's evaluations: its last value, how often it ran and answered true. */
+interface NodeState {
+  value: unknown;
+  evals: number;
+  trues: number;
+}
+type States = Map<Node, NodeState>;
+
 class Meter {
   cost = 0;
   exceeded = false;
-  readonly values = new Map<Node, unknown>();
-  readonly counts = new Map<Node, { evals: number; trues: number }>();
   readonly limit: number;
   constructor(limit: number) {
     this.limit = limit;
@@ -251,8 +257,8 @@ function macroShape(n: Node): MacroShape | undefined {
 }
 
 /** cel-go's per-call cost (`CostTracker.costCall`). */
-function callCost(n: Node, meter: Meter): number {
-  const v = (x: Node | undefined): unknown => (x === undefined ? undefined : meter.values.get(x));
+function callCost(n: Node, states: States): number {
+  const v = (x: Node | undefined): unknown => (x === undefined ? undefined : states.get(x)?.value);
   let name: string;
   let args: Node[];
   if (n.op === 'rcall') {
@@ -277,8 +283,8 @@ function callCost(n: Node, meter: Meter): number {
   }
 }
 
-function nodeCost(n: Node, meter: Meter): number {
-  const val = (x: unknown): unknown => meter.values.get(x as Node);
+function nodeCost(n: Node, states: States): number {
+  const val = (x: unknown): unknown => states.get(x as Node)?.value;
   const args = n.args as Node[];
   switch (n.op) {
     case 'value':
@@ -331,9 +337,9 @@ function nodeCost(n: Node, meter: Meter): number {
         for (let x = (n.args as [string, Node[]])[1][0]; x !== undefined && (x.op === '.' || x.op === '.?'); x = (x.args as Node[])[0]) depth++;
         return depth;
       }
-      return callCost(n, meter);
+      return callCost(n, states);
     case 'rcall':
-      return callCost(n, meter);
+      return callCost(n, states);
     default:
       return 1;
   }
@@ -541,11 +547,13 @@ function checkRange(n: Node, value: unknown): void {
 const BINARY = new Set(['==', '!=', '<', '<=', '>', '>=', 'in']);
 
 function instrument(root: Node, holder: { meter: Meter | undefined }): void {
-  const seen = new Set<Node>();
+  const states: States = new Map();
   const visit = (n: Node): void => {
-    if (seen.has(n)) return;
-    seen.add(n);
+    if (states.has(n)) return;
+    const st: NodeState = { value: undefined, evals: 0, trues: 0 };
+    states.set(n, st);
     for (const c of children(n)) visit(c);
+    const binary = BINARY.has(n.op);
     // Resolved per call: the library sets a node's evaluation when it type-checks it.
     const inner: EvalFn = (ev, a, ctx) => {
       const meta = n.meta;
@@ -556,11 +564,11 @@ function instrument(root: Node, holder: { meter: Meter | undefined }): void {
         const recv = (ev as { run: (x: Node, c: unknown) => unknown }).run((n.args as [string, Node])[1], ctx);
         if (recv instanceof Duration) return BigInt(Math.trunc(recv.nanos / 1e6));
       }
-      if (BINARY.has(n.op)) {
-        const run = (ev as { run: (x: Node, c: unknown) => unknown }).run.bind(ev);
+      if (binary) {
+        const runner = ev as { run: (x: Node, c: unknown) => unknown };
         const [ln, rn] = n.args as [Node, Node];
-        const l = run(ln, ctx);
-        const r = run(rn, ctx);
+        const l = runner.run(ln, ctx);
+        const r = runner.run(rn, ctx);
         const answer = binaryOverride(n.op, l, r);
         if (answer !== undefined) return answer;
         return (n as unknown as { handle: (l: unknown, r: unknown, ast: Node, ev: unknown) => unknown }).handle(l, r, n, ev);
@@ -568,6 +576,8 @@ function instrument(root: Node, holder: { meter: Meter | undefined }): void {
       return meta.evaluate.call(n, ev, a, ctx);
     };
     const shape = macroShape(n);
+    const predicate = shape === undefined ? undefined : (states.get(shape.predicate) ?? { value: undefined, evals: 0, trues: 0 });
+    const receiver = shape === undefined ? undefined : states.get(shape.receiver);
     n.evaluate = function (this: Node, ev, a, ctx) {
       const meter = holder.meter;
       if (meter === undefined) {
@@ -576,19 +586,17 @@ function instrument(root: Node, holder: { meter: Meter | undefined }): void {
         return value;
       }
       if (meter.exceeded) throw new CostLimitError(meter.limit);
-      const before = shape === undefined ? undefined : { ...(meter.counts.get(shape.predicate) ?? { evals: 0, trues: 0 }) };
+      const evalsBefore = predicate?.evals ?? 0;
+      const truesBefore = predicate?.trues ?? 0;
       const value = inner.call(n, ev, a, ctx);
       checkRange(n, value);
-      meter.values.set(n, value);
-      const count = meter.counts.get(n) ?? { evals: 0, trues: 0 };
-      count.evals++;
-      if (value === true) count.trues++;
-      meter.counts.set(n, count);
-      if (shape !== undefined && before !== undefined) {
-        const after = meter.counts.get(shape.predicate) ?? { evals: 0, trues: 0 };
-        meter.add(macroCost(shape, after.evals - before.evals, after.trues - before.trues, size(meter.values.get(shape.receiver))));
+      st.value = value;
+      st.evals++;
+      if (value === true) st.trues++;
+      if (shape !== undefined && predicate !== undefined) {
+        meter.add(macroCost(shape, predicate.evals - evalsBefore, predicate.trues - truesBefore, size(receiver?.value)));
       } else {
-        meter.add(nodeCost(n, meter));
+        meter.add(nodeCost(n, states));
       }
       return value;
     };
