@@ -123,8 +123,18 @@ export async function run(options: { quick?: boolean } = {}): Promise<Record<str
 
   const db = await createTestDatabase('postgres', 'lk_bench_cluster');
   const dbName = new URL(db.url).pathname.slice(1);
-  const client = new pg.Client({ connectionString: db.url });
-  await client.connect();
+  // The benchmark's own statistics queries; a pool replaces a connection that the server ended (it is shared).
+  const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+  pool.on('error', () => undefined);
+  const client = {
+    async query<R extends pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<pg.QueryResult<R>> {
+      try {
+        return await pool.query<R>(sql, params);
+      } catch {
+        return pool.query<R>(sql, params);
+      }
+    },
+  };
   const port = await freePort();
   const publicUrl = `http://127.0.0.1:${port}`;
   let replicas: Replica[] = [];
@@ -201,10 +211,12 @@ export async function run(options: { quick?: boolean } = {}): Promise<Record<str
           const r = await client.query<{ active: string; total: string }>(
             "SELECT count(*) FILTER (WHERE state = 'active') AS active, count(*) AS total FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
             [dbName],
-          );
-          n++;
-          active += Number(r.rows[0]!.active);
-          most = Math.max(most, Number(r.rows[0]!.total));
+          ).catch(() => undefined);
+          if (r !== undefined) {
+            n++;
+            active += Number(r.rows[0]!.active);
+            most = Math.max(most, Number(r.rows[0]!.total));
+          }
           await new Promise((res) => setTimeout(res, 10));
         }
       })();
@@ -367,12 +379,12 @@ export async function run(options: { quick?: boolean } = {}): Promise<Record<str
     // ------------------------------------------------------------------ PostgreSQL alone: commit ceiling, connections
     const idle = (await client.query<{ n: string }>('SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [dbName])).rows[0]!.n;
     await client.query('CREATE TABLE bench_commit (id bigint PRIMARY KEY, v text NOT NULL)');
-    const pool = new pg.Pool({ connectionString: db.url, max: COMMIT_CONNECTIONS });
+    const writers = new pg.Pool({ connectionString: db.url, max: COMMIT_CONNECTIONS });
     let commits = 0;
     let id = 0;
     const commitLoop = async (end: number) => {
       while (performance.now() < end) {
-        await pool.query('INSERT INTO bench_commit (id, v) VALUES ($1, $2)', [id++, 'x']);
+        await writers.query('INSERT INTO bench_commit (id, v) VALUES ($1, $2)', [id++, 'x']);
         commits++;
       }
     };
@@ -384,7 +396,7 @@ export async function run(options: { quick?: boolean } = {}): Promise<Record<str
     const cElapsed = (performance.now() - cStart) / 1000;
     let pgCpu = 0;
     for (const [pid, cpu] of new Map((await pgPids()).map((p) => [p, cpuSeconds(p)]))) pgCpu += cpu - (pgBefore.get(pid) ?? 0);
-    await pool.end();
+    await writers.end();
     const settings = Object.fromEntries(
       (await client.query<{ name: string; setting: string }>("SELECT name, setting FROM pg_settings WHERE name IN ('max_connections', 'synchronous_commit', 'fsync', 'shared_buffers')")).rows.map((r) => [r.name, r.setting]),
     );
@@ -405,7 +417,7 @@ export async function run(options: { quick?: boolean } = {}): Promise<Record<str
   } finally {
     await lb?.close();
     await stopReplicas(replicas);
-    await client.end();
+    await pool.end();
     await db.drop();
   }
 }
