@@ -17,13 +17,13 @@ import { resolveAuthOptions, type AuthOptions, type ResolvedAuthOptions } from '
 import { PasswordHasher, assertPasswordAcceptable } from './password.ts';
 import { SessionManager, type SessionRecord } from './sessions.ts';
 import { TOKEN_TYPES, TokenService, type TokenClaims, type TokenType } from './tokens.ts';
-import { UserStore, normalizeEmail, normalizePhone, type UserFields, type UserRecord } from './user_store.ts';
-import type { Sequelize, Transaction } from 'sequelize';
-import { VerificationStore } from './verification.ts';
+import { normalizeEmail, normalizePhone, type UserFields, type UserRecord, type UserStore } from './user_store.ts';
+import type { Sequelize } from 'sequelize';
+import { openAuthStores } from './auth_stores.ts';
+import { sqlDatabase, type MainDatabase, type StoreTransaction } from './main_database.ts';
 import { firstFactorAmr, issueTokens } from './issue_tokens.ts';
 import { reserveAttempt } from './attempts.ts';
 import { MfaFlows, type MfaMethod, type OtpDelivery } from './mfa.ts';
-import { MfaStore } from './mfa_store.ts';
 import { VerificationFlows } from './verification_flows.ts';
 import { EmailFlows, type LinkDelivery } from './email_flows.ts';
 import { Permissions, type PermissionEngine, type RequiredRelation } from './permissions.ts';
@@ -36,7 +36,10 @@ export { SESSION_COOKIE, SESSION_DOMAIN_COOKIE, sessionCookieOf, toPublicUser, t
 
 /** Dependencies of {@link AuthService}. */
 export interface AuthDependencies {
-  sequelize: Sequelize;
+  /** The SQL main database; ignored when `database` is given. */
+  sequelize?: Sequelize | undefined;
+  /** The main database (SQL or DynamoDB); default: `sequelize`. */
+  database?: MainDatabase | undefined;
   memoryStore: MemoryStore;
   /** The FGA engine, or undefined when FGA is not enabled. */
   engine?: PermissionEngine | undefined;
@@ -111,8 +114,10 @@ export class AuthService {
       refreshTokenTtl: o.refreshTokenTtl,
       now: o.now,
     });
-    const users = new UserStore({ sequelize: deps.sequelize, nowSeconds: () => Math.floor(o.now() / 1000) });
-    await users.init();
+    const nowSeconds = () => Math.floor(o.now() / 1000);
+    const database = deps.database ?? (deps.sequelize ? sqlDatabase(deps.sequelize) : undefined);
+    if (database === undefined) throw new LatchkeyError('invalid_argument', 'the identity service needs a database', { reason: 'invalid_option' });
+    const { users, verifications, mfa: mfaStore } = await openAuthStores(database, nowSeconds);
     const passwords = new PasswordHasher({ cost: o.bcryptCost });
     await passwords.warmUp();
     const sessions = new SessionManager({
@@ -122,16 +127,11 @@ export class AuthService {
       reuseGraceSeconds: o.refreshReuseGraceSeconds,
       now: o.now,
     });
-    const nowSeconds = () => Math.floor(o.now() / 1000);
-    const verifications = new VerificationStore({ sequelize: deps.sequelize, nowSeconds });
-    await verifications.init();
-    const mfaStore = new MfaStore({ sequelize: deps.sequelize, nowSeconds });
-    await mfaStore.init();
     const mfa = new MfaFlows({ store: mfaStore, memory: deps.memoryStore, users, options: o, delivery: deps.otpDelivery ?? {}, nowSeconds, sessions });
-    const verification = new VerificationFlows({ sequelize: deps.sequelize, store: verifications, users, passwords, sessions, options: o, nowSeconds });
+    const verification = new VerificationFlows({ database, store: verifications, users, passwords, sessions, options: o, nowSeconds });
     const email = (service: AuthService) =>
       new EmailFlows({
-        sequelize: deps.sequelize,
+        database,
         store: verifications,
         users,
         memoryStore: deps.memoryStore,
@@ -651,7 +651,7 @@ export class AuthService {
   }
 
   /** Removes the user's verification requests, one-time codes and authenticators inside the admin's user-deletion transaction. */
-  async deleteUserData(user: UserRecord, transaction: Transaction): Promise<void> {
+  async deleteUserData(user: UserRecord, transaction: StoreTransaction): Promise<void> {
     await this.verification.deleteUserData(user, transaction);
     await this.mfa.deleteUserData(user.id, transaction);
   }

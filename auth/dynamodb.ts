@@ -264,6 +264,12 @@ export class DynamoDatabase {
     }
   }
 
+  /** Writes an item whole and returns the item it replaced, if any. */
+  async replace(entity: string, item: DynamoItem): Promise<DynamoItem | undefined> {
+    const out = await this.#doc.send(new PutCommand({ TableName: this.tableName(entity), Item: item, ReturnValues: 'ALL_OLD' }));
+    return out.Attributes;
+  }
+
   /**
    * Sets the attributes of `set` (removes those of `remove`, adds the numbers
    * or string sets of `add`, takes the strings of `del` out of string sets)

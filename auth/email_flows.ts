@@ -26,7 +26,7 @@ import type { ResolvedAuthOptions } from './options.ts';
 import { EMAIL_RE, PHONE_RE, invalidArgument } from './profile.ts';
 import type { AuthCallContext, AuthResult } from './public_user.ts';
 import { normalizeEmail, normalizePhone, type UserRecord, type UserStore } from './user_store.ts';
-import type { Sequelize, Transaction } from 'sequelize';
+import { inTransaction, type MainDatabase, type StoreTransaction } from './main_database.ts';
 import { VERIFICATION_TTL_SECONDS, invalidVerificationToken, type VerificationIdentifier, type VerificationStore } from './verification.ts';
 
 /** The mail events of the link flows (the email template event names). */
@@ -50,7 +50,7 @@ export interface LinkDelivery {
    * request and mail in one transaction (security matrix E3); otherwise the
    * mail goes through `send` after the user is stored.
    */
-  prepare?: ((event: LinkMailEvent, user: UserRecord, url: string) => Promise<(transaction: Transaction) => Promise<void>>) | undefined;
+  prepare?: ((event: LinkMailEvent, user: UserRecord, url: string) => Promise<(transaction: StoreTransaction) => Promise<void>>) | undefined;
   /** Called once the mail is queued (audit, webhooks). */
   done?: ((user: UserRecord, info: { created: boolean }) => Promise<void>) | undefined;
   /** Failures of the background part; they never reach the caller. */
@@ -84,7 +84,8 @@ const EMAIL_LINKS = ['basic_auth_signup', 'magic_link_login', 'update_email'] as
 const changeKey = (requestId: string): string => `email_change:${requestId}`;
 
 export interface EmailFlowsDeps {
-  sequelize: Sequelize;
+  /** The main database (a verification and the user change it makes commit together). */
+  database: MainDatabase;
   store: VerificationStore;
   users: UserStore;
   memoryStore: MemoryStore;
@@ -209,7 +210,7 @@ export class EmailFlows {
    * stores both inside the transaction that stores the user. Undefined when
    * the user needs no link or the delivery cannot queue inside a transaction.
    */
-  async prepareSignupVerification(draft: UserRecord, delivery: LinkDelivery): Promise<((user: UserRecord, transaction: Transaction) => Promise<void>) | undefined> {
+  async prepareSignupVerification(draft: UserRecord, delivery: LinkDelivery): Promise<((user: UserRecord, transaction: StoreTransaction) => Promise<void>) | undefined> {
     if (draft.email === null || draft.email_verified_at !== null || delivery.prepare === undefined) return undefined;
     const issued = this.#d.store.issue({ identifier: 'basic_auth_signup', email: draft.email, redirectUri: delivery.base });
     const queue = await delivery.prepare('basic_auth_signup', draft, linkUrl(delivery.base, issued.token, delivery.state));
@@ -265,7 +266,7 @@ export class EmailFlows {
     // Refused before anything is written: the link stays unused and the address unverified.
     d.assertMfaReachable(user);
     const firstVerification = user.email_verified_at === null || identifier === 'update_email';
-    await d.sequelize.transaction(async (transaction) => {
+    await inTransaction(d.database, async (transaction) => {
       await d.store.consume(request, transaction);
       // The new address replaces the old one now that it is proven (already_exists if another account took it meanwhile).
       if (identifier === 'update_email') {

@@ -29,7 +29,8 @@ export { TokenService, JWT_ALGORITHMS, TOKEN_TYPES, type JwtAlgorithm, type Toke
 export { PasswordHasher, assertPasswordAcceptable, BCRYPT_MAX_BYTES } from './password.ts';
 export {
   AUTH_MIGRATIONS,
-  UserStore,
+  SqlUserStore,
+  type UserStore,
   USER_EXISTS_MESSAGE,
   normalizeEmail,
   normalizePhone,
@@ -43,7 +44,8 @@ export {
   VERIFICATION_IDENTIFIERS,
   VERIFICATION_MIGRATIONS,
   VERIFICATION_TTL_SECONDS,
-  VerificationStore,
+  SqlVerificationStore,
+  type VerificationStore,
   type VerificationIdentifier,
   type VerificationRecord,
 } from './verification.ts';
@@ -62,7 +64,9 @@ export {
   type MfaProof,
   type OtpDelivery,
 } from './mfa.ts';
-export { MFA_MIGRATIONS, MfaStore } from './mfa_store.ts';
+export { MFA_MIGRATIONS, SqlMfaStore, type AuthenticatorRow, type MfaStore, type OtpRow } from './mfa_store.ts';
+export { openAuthStores, type AuthStores } from './auth_stores.ts';
+export { DynamoMfaStore, DynamoUserStore, DynamoVerificationStore } from './dynamo_auth_stores.ts';
 export { createSmsSender, type SmsOptions, type SmsSender } from './sms.ts';
 export {
   EmailFlows,

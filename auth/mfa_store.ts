@@ -16,6 +16,7 @@ import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
 import { runMigrations, type Migration } from '../engine/sql/migrate.ts';
 import { isDeadlock, isUniqueViolation, retryConflicts } from './sql_conflicts.ts';
 import { tableOptions, utf8mb4Migration } from './sql_charset.ts';
+import type { StoreTransaction } from './main_database.ts';
 
 export const MFA_MIGRATIONS: readonly Migration[] = [
   {
@@ -79,8 +80,36 @@ export interface AuthenticatorRow {
 const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v));
 const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : num(v));
 
-/** The `otps` and `authenticators` tables. */
-export class MfaStore {
+/**
+ * Where one-time codes and TOTP enrolments live. Implementers make each
+ * method atomic across processes: of concurrent uses of one code exactly one
+ * `deleteOtp` succeeds, a time step is accepted once, recovery codes are
+ * swapped only from the expected value, and a confirmed enrolment is never
+ * replaced by a pending one.
+ */
+export interface MfaStore {
+  /** Creates or upgrades the schema. Idempotent. */
+  init(): Promise<void>;
+  /** Replaces the user's pending code (the old one stops working). */
+  putOtp(input: { userId: string; email: string | null; phoneNumber: string | null; digest: string; ttlSeconds: number }): Promise<void>;
+  /** The user's pending code, expired or not. */
+  getOtp(userId: string): Promise<OtpRow | undefined>;
+  /** Deletes a code; true when this call removed it. */
+  deleteOtp(id: string): Promise<boolean>;
+  /** The user's authenticator of `method`, confirmed or not. */
+  getAuthenticator(userId: string, method: string): Promise<AuthenticatorRow | undefined>;
+  /** Records a new, unconfirmed enrolment, replacing an unconfirmed one; false when a confirmed one exists or a concurrent call won. */
+  putPendingAuthenticator(input: { userId: string; method: string; secret: string; recoveryCodes: string }): Promise<boolean>;
+  /** Accepts `timeStep` and confirms the enrolment; true when this call moved the step forward. */
+  acceptTimeStep(id: string, timeStep: number): Promise<boolean>;
+  /** Replaces the recovery codes only if they still are `expected`. */
+  replaceRecoveryCodes(id: string, expected: string, next: string): Promise<boolean>;
+  /** Removes the user's codes and enrolments (inside `transaction` when given). */
+  deleteUserData(userId: string, transaction?: StoreTransaction): Promise<void>;
+}
+
+/** The {@link MfaStore} on SQL: the `otps` and `authenticators` tables. */
+export class SqlMfaStore implements MfaStore {
   readonly #db: Sequelize;
   readonly #now: () => number;
 
@@ -216,8 +245,8 @@ export class MfaStore {
   }
 
   /** Removes the user's codes and enrolments (deactivation, deletion), inside `transaction` when given. */
-  async deleteUserData(userId: string, transaction?: Transaction): Promise<void> {
-    const t = transaction === undefined ? {} : { transaction };
+  async deleteUserData(userId: string, transaction?: StoreTransaction): Promise<void> {
+    const t = transaction === undefined ? {} : { transaction: transaction as Transaction };
     await this.#db.query('DELETE FROM otps WHERE user_id = ?', { replacements: [userId], ...t });
     await this.#db.query('DELETE FROM authenticators WHERE user_id = ?', { replacements: [userId], ...t });
   }

@@ -21,6 +21,7 @@ import { LatchkeyError } from '../engine/errors.ts';
 import { runMigrations, type Migration, type MigrationContext, type SqlDialect } from '../engine/sql/migrate.ts';
 import { isDeadlock } from './sql_conflicts.ts';
 import { tableOptions, utf8mb4Migration } from './sql_charset.ts';
+import type { StoreTransaction } from './main_database.ts';
 
 /** How long a write waits for an SQLite file another process holds, its turn in this process's queue included. */
 const SQLITE_LOCK_WAIT_MS = 5000;
@@ -98,7 +99,8 @@ const COLUMNS: ReadonlyArray<[name: string, ddl: string]> = [
   ['created_at', 'BIGINT NOT NULL DEFAULT 0'],
   ['updated_at', 'BIGINT NOT NULL DEFAULT 0'],
 ];
-const COLUMN_NAMES = COLUMNS.map(([n]) => n);
+/** The stored fields of a user, in column order. */
+export const COLUMN_NAMES = COLUMNS.map(([n]) => n);
 const IDENTIFIER_COLUMNS = ['email', 'phone_number'];
 
 async function tableExists(ctx: MigrationContext, table: string): Promise<boolean> {
@@ -305,7 +307,8 @@ function toNum(v: unknown): number | null {
   return Number.isFinite(n) ? n : null;
 }
 
-function rowToRecord(r: Record<string, unknown>): UserRecord {
+/** A stored row (SQL columns, or a DynamoDB item with the same attributes) as a record. */
+export function rowToRecord(r: Record<string, unknown>): UserRecord {
   let appData: Record<string, unknown> | null = null;
   if (typeof r['app_data'] === 'string' && r['app_data'].length > 0) {
     try {
@@ -344,7 +347,8 @@ function rowToRecord(r: Record<string, unknown>): UserRecord {
   };
 }
 
-function toColumn(key: string, value: unknown): unknown {
+/** A record field as stored (roles comma-separated, app_data JSON text). */
+export function toColumn(key: string, value: unknown): unknown {
   if (value === undefined) return null;
   if (key === 'roles') return (value as string[]).join(',');
   if (key === 'app_data') return value === null ? null : JSON.stringify(value);
@@ -352,7 +356,40 @@ function toColumn(key: string, value: unknown): unknown {
   return value;
 }
 
-/** Options of {@link UserStore}. */
+/**
+ * Where users live, with service-enforced uniqueness of email and phone
+ * number. Errors: `already_exists` (reason `user_already_exists`, the spec's
+ * message) when an address is held by another user, however many sign-ups
+ * race for it, across processes; `not_found` (reason `user_not_found`) when
+ * updating a missing user.
+ */
+export interface UserStore {
+  /** Creates or upgrades the schema. Idempotent. */
+  init(): Promise<void>;
+  findById(id: string): Promise<UserRecord | undefined>;
+  /** The user holding this email (case and surrounding whitespace ignored), or undefined. */
+  findByEmail(email: string): Promise<UserRecord | undefined>;
+  findByPhone(phone: string): Promise<UserRecord | undefined>;
+  /** The record {@link create} would store for `fields`, without storing anything. */
+  draft(fields: UserFields): UserRecord;
+  /**
+   * Creates a user, its addresses normalised and claimed atomically. `within`
+   * runs after the user is stored and before it counts as created (sign-up:
+   * its verification request and mail); when it throws, nothing of the user
+   * is left. `id`: the id of a {@link draft}.
+   */
+  create(fields: UserFields, options?: { id?: string; within?: (user: UserRecord, transaction: StoreTransaction) => Promise<void> }): Promise<UserRecord>;
+  /** Updates fields; a changed address is claimed and the old one released. Returns the updated user. */
+  update(id: string, fields: UserFields, options?: { transaction?: StoreTransaction }): Promise<UserRecord>;
+  /** Deletes a user and releases its claims; true when it existed. */
+  delete(id: string, options?: { transaction?: StoreTransaction }): Promise<boolean>;
+  /** A page of users ordered by creation time (then id), with the total count. */
+  list(page: UserPage): Promise<{ users: UserRecord[]; total: number }>;
+  /** How many users hold this email (tests use it to prove uniqueness under races). */
+  countByEmail(email: string): Promise<number>;
+}
+
+/** Options of {@link SqlUserStore}. */
 export interface UserStoreOptions {
   /** The one connection of the process. */
   sequelize: Sequelize;
@@ -367,12 +404,10 @@ export interface UserPage {
 }
 
 /**
- * CRUD on users with service-enforced uniqueness of email and phone number.
- * Errors: `already_exists` (reason `user_already_exists`, the spec's message)
- * when an address is held by another user; `not_found` (reason
- * `user_not_found`) when updating a missing user.
+ * The {@link UserStore} on SQL: the `users` table and its `user_identifiers`
+ * claims, each change one transaction.
  */
-export class UserStore {
+export class SqlUserStore implements UserStore {
   readonly #sequelize: Sequelize;
   readonly #dialect: SqlDialect;
   readonly #now: () => number;
@@ -529,7 +564,7 @@ export class UserStore {
    * a {@link draft}. Throws `already_exists` when either address is held by
    * another user (then `within` has not run, or was rolled back).
    */
-  async create(fields: UserFields, options: { id?: string; within?: (user: UserRecord, transaction: Transaction) => Promise<void> } = {}): Promise<UserRecord> {
+  async create(fields: UserFields, options: { id?: string; within?: (user: UserRecord, transaction: StoreTransaction) => Promise<void> } = {}): Promise<UserRecord> {
     const id = options.id ?? randomUUID();
     const now = this.#now();
     const email = normalizeEmail(fields.email);
@@ -558,7 +593,7 @@ export class UserStore {
    * Updates fields of a user. A changed email or phone is claimed (and the old
    * one released) in the same transaction. Returns the updated user.
    */
-  async update(id: string, fields: UserFields, options: { transaction?: Transaction } = {}): Promise<UserRecord> {
+  async update(id: string, fields: UserFields, options: { transaction?: StoreTransaction } = {}): Promise<UserRecord> {
     const run = async (transaction: Transaction): Promise<UserRecord | undefined> => {
       const current = (await this.#select('id = ?', [id], transaction))[0];
       if (current === undefined) throw new LatchkeyError('not_found', 'user not found', { reason: 'user_not_found' });
@@ -591,7 +626,7 @@ export class UserStore {
       });
       return (await this.#select('id = ?', [id], transaction))[0];
     };
-    const result = options.transaction === undefined ? await this.#tx(run) : await run(options.transaction);
+    const result = options.transaction === undefined ? await this.#tx(run) : await run(options.transaction as Transaction);
     if (result === undefined) throw new LatchkeyError('not_found', 'user not found', { reason: 'user_not_found' });
     return result;
   }
@@ -601,14 +636,14 @@ export class UserStore {
    * larger one (the admin's delete also removes tuples and verification data).
    * Returns true when a row was deleted.
    */
-  async delete(id: string, options: { transaction?: Transaction } = {}): Promise<boolean> {
+  async delete(id: string, options: { transaction?: StoreTransaction } = {}): Promise<boolean> {
     const run = async (transaction: Transaction): Promise<boolean> => {
       const existing = (await this.#select('id = ?', [id], transaction))[0];
       await this.#sequelize.query('DELETE FROM user_identifiers WHERE user_id = ?', { replacements: [id], transaction });
       await this.#sequelize.query('DELETE FROM users WHERE id = ?', { replacements: [id], transaction });
       return existing !== undefined;
     };
-    return options.transaction === undefined ? this.#tx(run) : run(options.transaction);
+    return options.transaction === undefined ? this.#tx(run) : run(options.transaction as Transaction);
   }
 
   /** A page of users ordered by creation time, with the total count. */

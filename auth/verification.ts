@@ -19,6 +19,7 @@ import { LatchkeyError } from '../engine/errors.ts';
 import { runMigrations, type Migration } from '../engine/sql/migrate.ts';
 import { isUniqueViolation, retryConflicts } from './sql_conflicts.ts';
 import { tableOptions, utf8mb4Migration } from './sql_charset.ts';
+import type { StoreTransaction } from './main_database.ts';
 
 /** The kinds of verification request (the reference's identifiers). */
 export const VERIFICATION_IDENTIFIERS = ['basic_auth_signup', 'update_email', 'forgot_password', 'magic_link_login', 'invite_member'] as const;
@@ -66,7 +67,7 @@ export const VERIFICATION_MIGRATIONS: readonly Migration[] = [
   utf8mb4Migration('0002_utf8mb4', ['verification_requests']),
 ];
 
-/** A request made by {@link VerificationStore.issue}: the token for the link (never stored) and the row to store. */
+/** A request made by `VerificationStore.issue`: the token for the link (never stored) and the row to store. */
 export interface IssuedVerification {
   token: string;
   record: VerificationRecord;
@@ -83,7 +84,8 @@ export interface IssuedVerification {
   };
 }
 
-const digest = (token: string): string => createHash('sha256').update(token, 'utf8').digest('hex');
+/** The stored digest of a token (SHA-256, hex). */
+export const digest = (token: string): string => createHash('sha256').update(token, 'utf8').digest('hex');
 
 /** The one error of every unusable token (unknown, used, wrong kind). */
 export function invalidVerificationToken(): LatchkeyError {
@@ -99,7 +101,8 @@ export function expiredVerificationToken(): LatchkeyError {
   return new LatchkeyError('unauthenticated', 'token has expired', { reason: 'expired_token' });
 }
 
-function toRecord(r: Record<string, unknown>): VerificationRecord {
+/** A stored row (or item) as the record callers see. */
+export function toRecord(r: Record<string, unknown>): VerificationRecord {
   return {
     id: String(r['id']),
     identifier: String(r['identifier']),
@@ -113,8 +116,35 @@ function toRecord(r: Record<string, unknown>): VerificationRecord {
   };
 }
 
-/** The verification requests table. */
-export class VerificationStore {
+/**
+ * Where verification requests live. Implementers keep: one pending request
+ * per (identifier, email), a new one replacing the old; a token found only
+ * through its digest; {@link consume} removing a request atomically, so of
+ * concurrent uses exactly one succeeds.
+ */
+export interface VerificationStore {
+  /** Creates or upgrades the schema. Idempotent. */
+  init(): Promise<void>;
+  /** Records a new request for (identifier, email), replacing a pending one; returns the token for the link. */
+  create(input: { identifier: VerificationIdentifier; email: string; redirectUri: string; ttlSeconds?: number }): Promise<{ token: string; record: VerificationRecord }>;
+  /** A new request and its token, not yet stored. */
+  issue(input: { identifier: VerificationIdentifier; email: string; redirectUri: string; ttlSeconds?: number }): IssuedVerification;
+  /** Stores an issued request (inside `transaction`), replacing a pending one of its (identifier, email). */
+  insert(issued: IssuedVerification, transaction: StoreTransaction): Promise<void>;
+  /** The live request of `token` among `identifiers`; throws `unauthenticated` (`expired_token` or `invalid_token`). */
+  peek(token: string, identifiers: readonly VerificationIdentifier[]): Promise<VerificationRecord>;
+  /** The live request of (identifier, email), if any. */
+  pending(identifier: VerificationIdentifier, email: string): Promise<VerificationRecord | undefined>;
+  /** Uses the request up; throws `unauthenticated` (`invalid_token`) when it was used already or expired. */
+  consume(record: VerificationRecord, transaction: StoreTransaction): Promise<void>;
+  /** Pending (unexpired) requests, newest first, with their total. */
+  list(page: { offset: number; limit: number }): Promise<{ verification_requests: VerificationRecord[]; total: number }>;
+  /** Removes every request of an email (user deletion). */
+  deleteByEmail(email: string, transaction: StoreTransaction): Promise<void>;
+}
+
+/** The {@link VerificationStore} on SQL: the `verification_requests` table. */
+export class SqlVerificationStore implements VerificationStore {
   readonly #db: Sequelize;
   readonly #now: () => number;
 
@@ -168,7 +198,8 @@ export class VerificationStore {
    * (the same pair inserted concurrently) or a deadlock rolls the caller's
    * transaction back; running it again is safe.
    */
-  async insert(issued: IssuedVerification, transaction: Transaction): Promise<void> {
+  async insert(issued: IssuedVerification, tx: StoreTransaction): Promise<void> {
+    const transaction = tx as Transaction;
     const { row } = issued;
     await this.#db.query('DELETE FROM verification_requests WHERE (identifier = ? AND email = ?) OR expires_at <= ?', {
       replacements: [row.identifier, row.email, row.created_at],
@@ -217,7 +248,8 @@ export class VerificationStore {
    * call removed it, throws `unauthenticated` (`invalid_token`) when it was
    * gone already (used concurrently) or has expired since.
    */
-  async consume(record: VerificationRecord, transaction: Transaction): Promise<void> {
+  async consume(record: VerificationRecord, tx: StoreTransaction): Promise<void> {
+    const transaction = tx as Transaction;
     const n = await this.#db.query('DELETE FROM verification_requests WHERE id = ? AND expires_at > ?', {
       replacements: [record.id, this.#now()],
       type: QueryTypes.BULKDELETE,
@@ -243,7 +275,8 @@ export class VerificationStore {
   }
 
   /** Removes every request of an email (user deletion), inside `transaction`. */
-  async deleteByEmail(email: string, transaction: Transaction): Promise<void> {
+  async deleteByEmail(email: string, tx: StoreTransaction): Promise<void> {
+    const transaction = tx as Transaction;
     await this.#db.query('DELETE FROM verification_requests WHERE email = ?', { replacements: [email], transaction });
   }
 }

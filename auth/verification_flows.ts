@@ -8,14 +8,14 @@ import type { ResolvedAuthOptions } from './options.ts';
 import { assertPasswordAcceptable, type PasswordHasher } from './password.ts';
 import type { SessionManager } from './sessions.ts';
 import type { UserRecord, UserStore } from './user_store.ts';
-import type { Sequelize, Transaction } from 'sequelize';
-import { INVITATION_TTL_SECONDS, VerificationStore, invalidVerificationToken, type VerificationRecord } from './verification.ts';
+import { inTransaction, type MainDatabase, type StoreTransaction } from './main_database.ts';
+import { INVITATION_TTL_SECONDS, invalidVerificationToken, type VerificationRecord, type VerificationStore } from './verification.ts';
 
 /** The kinds of link `reset_password` accepts. */
 const PASSWORD_LINKS = ['forgot_password', 'invite_member'] as const;
 
 export interface VerificationFlowsDeps {
-  sequelize: Sequelize;
+  database: MainDatabase;
   store: VerificationStore;
   users: UserStore;
   passwords: PasswordHasher;
@@ -76,7 +76,7 @@ export class VerificationFlows {
     assertPasswordAcceptable(input.password, { strong: d.options.enableStrongPassword }, { email: user.email });
     const hash = await d.passwords.hash(input.password);
     const now = d.nowSeconds();
-    await d.sequelize.transaction(async (transaction) => {
+    await inTransaction(d.database, async (transaction) => {
       await d.store.consume(request, transaction);
       const updated = await d.users.update(user.id, { password: hash, email_verified_at: user.email_verified_at ?? now }, { transaction });
       // Revoked or deactivated while the hash was computed: the update holds the row, so this sees it; roll back.
@@ -92,7 +92,7 @@ export class VerificationFlows {
   }
 
   /** Removes the user's verification requests inside the user-deletion transaction. */
-  async deleteUserData(user: UserRecord, transaction: Transaction): Promise<void> {
+  async deleteUserData(user: UserRecord, transaction: StoreTransaction): Promise<void> {
     if (user.email !== null) await this.#d.store.deleteByEmail(user.email, transaction);
   }
 }

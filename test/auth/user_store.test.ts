@@ -1,15 +1,30 @@
 import test from 'ava';
 import { Sequelize } from 'sequelize';
 import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
-import { UserStore, USER_EXISTS_MESSAGE } from '../../auth/index.ts';
+import { DynamoUserStore, SqlUserStore, USER_EXISTS_MESSAGE, type UserStore } from '../../auth/index.ts';
 import { createTestDatabase, sqlBackends, type SqlBackend } from '../helpers/databases.ts';
+import { createTestDynamo } from '../helpers/dynamodb.ts';
+import { mainBackends, openTestMain, type MainBackend } from '../helpers/main_databases.ts';
+
+/** A fresh user store on any main-database backend. */
+async function withAnyStore<T>(backend: MainBackend, fn: (store: UserStore) => Promise<T>): Promise<T> {
+  if (backend !== 'dynamodb') return withStore(backend, (store) => fn(store));
+  const m = await openTestMain(backend);
+  try {
+    const store = new DynamoUserStore({ db: m.dynamo! });
+    await store.init();
+    return await fn(store);
+  } finally {
+    await m.close();
+  }
+}
 
 async function withStore<T>(backend: SqlBackend, fn: (store: UserStore, sequelize: Sequelize) => Promise<T>, before?: (s: Sequelize) => Promise<void>): Promise<T> {
   const db = await createTestDatabase(backend, 'lk_auth');
   const sequelize = openSequelize(db.url, { logging: false, pool: { max: 25 } });
   try {
     if (before) await before(sequelize);
-    const store = new UserStore({ sequelize });
+    const store = new SqlUserStore({ sequelize });
     await store.init();
     return await fn(store, sequelize);
   } finally {
@@ -18,9 +33,9 @@ async function withStore<T>(backend: SqlBackend, fn: (store: UserStore, sequeliz
   }
 }
 
-for (const backend of sqlBackends()) {
+for (const backend of mainBackends()) {
   test(`20 parallel creates with one email in mixed case and whitespace make exactly one user (${backend})`, async (t) => {
-    await withStore(backend, async (store) => {
+    await withAnyStore(backend, async (store) => {
       const variants = Array.from({ length: 20 }, (_, i) => `${i % 3 === 0 ? '  ' : ''}${i % 2 ? 'Race@Example.COM' : 'race@example.com'}${i % 4 === 0 ? ' ' : ''}`);
       const results = await Promise.allSettled(variants.map((email) => store.create({ email, roles: ['user'], signup_methods: 'basic_auth' })));
       const ok = results.filter((r) => r.status === 'fulfilled');
@@ -36,7 +51,7 @@ for (const backend of sqlBackends()) {
   });
 
   test(`racing creates whose email and phone claims cross still end with one winner and already_exists, never another error (${backend})`, async (t) => {
-    await withStore(backend, async (store) => {
+    await withAnyStore(backend, async (store) => {
       const results = await Promise.allSettled(
         Array.from({ length: 20 }, (_, i) =>
           store.create(i % 2 === 0 ? { email: `a${i}@example.com`, phone_number: '+4930123456' } : { email: 'shared@example.com', phone_number: `+49301234${String(i).padStart(2, '0')}` }),
@@ -53,7 +68,7 @@ for (const backend of sqlBackends()) {
   });
 
   test(`email and phone are optional; phone-only and email-only users coexist; phone is unique too (${backend})`, async (t) => {
-    await withStore(backend, async (store) => {
+    await withAnyStore(backend, async (store) => {
       const a = await store.create({ phone_number: '+1 555 0100', roles: ['user'] });
       const b = await store.create({ email: 'b@example.com', roles: ['user'] });
       const c = await store.create({ roles: [] });
@@ -68,7 +83,7 @@ for (const backend of sqlBackends()) {
   });
 
   test(`changing an email releases the old one and claims the new one (${backend})`, async (t) => {
-    await withStore(backend, async (store) => {
+    await withAnyStore(backend, async (store) => {
       const a = await store.create({ email: 'a@example.com' });
       const b = await store.create({ email: 'b@example.com' });
       const err = await t.throwsAsync(store.update(b.id, { email: 'A@example.com' }));
@@ -88,6 +103,9 @@ for (const backend of sqlBackends()) {
     });
   });
 
+}
+
+for (const backend of sqlBackends()) {
   test(`a v1 database's unique constraints and indexes on email and phone are dropped at startup (${backend})`, async (t) => {
     const v1 = async (s: Sequelize): Promise<void> => {
       await s.query(
@@ -117,3 +135,32 @@ for (const backend of sqlBackends()) {
     );
   });
 }
+
+test('DynamoDB: a create cut short by a crash holds its address only until it is stale, then a sign-up takes the address over', async (t) => {
+  const d = await createTestDynamo();
+  let now = 1_700_000_000;
+  try {
+    const store = new DynamoUserStore({ db: d.db, nowSeconds: () => now });
+    await store.init();
+    // What a process that died after writing the user item and its claim leaves behind.
+    await d.db.put('users', { pk: 'dead', sk: '-', id: 'dead', email: 'cut@example.com', roles: '', signup_methods: 'basic_auth', created_at: now, updated_at: now, pending: 1 });
+    await d.db.put('user_identifiers', { pk: 'email#cut@example.com', sk: '-', kind: 'email', value: 'cut@example.com', user_id: 'dead', created_at: now });
+    t.is(await store.findByEmail('cut@example.com'), undefined, 'an unfinished user is invisible');
+    t.is(await store.findById('dead'), undefined);
+    t.is((await store.list({ offset: 0, limit: 10 })).total, 0);
+    const early = await t.throwsAsync(store.create({ email: 'cut@example.com' }));
+    t.is((early as { code?: string }).code, 'already_exists', 'while it may still be finishing, the address is taken');
+    now += 61;
+    const user = await store.create({ email: 'Cut@example.com' });
+    t.is((await store.findByEmail('cut@example.com'))?.id, user.id);
+    // A claim whose user is gone altogether is taken over at once.
+    await d.db.put('user_identifiers', { pk: 'phone#+4911', sk: '-', kind: 'phone', value: '+4911', user_id: 'nobody', created_at: now });
+    t.truthy(await store.create({ phone_number: '+49 11' }));
+    // A failing step inside the create leaves nothing behind.
+    await t.throwsAsync(store.create({ email: 'within@example.com' }, { within: async () => Promise.reject(new Error('boom')) }));
+    t.is(await store.findByEmail('within@example.com'), undefined);
+    t.truthy(await store.create({ email: 'within@example.com' }));
+  } finally {
+    await d.drop();
+  }
+});

@@ -17,7 +17,7 @@ import test from 'ava';
 import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import { QueryTypes } from 'sequelize';
-import { AUTH_MIGRATIONS, MFA_MIGRATIONS, MfaStore, UserStore, VERIFICATION_MIGRATIONS, VerificationStore } from '../../auth/index.ts';
+import { AUTH_MIGRATIONS, MFA_MIGRATIONS, SqlMfaStore, SqlUserStore, SqlVerificationStore, VERIFICATION_MIGRATIONS } from '../../auth/index.ts';
 import { ADMIN_MIGRATIONS, migrateAdminStore } from '../../admin/index.ts';
 import { runMigrations, type Migration } from '../../engine/sql/migrate.ts';
 import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
@@ -233,10 +233,10 @@ if (sqlBackends().includes('mysql')) test('MySQL: identity and admin tables made
   await t.throwsAsync(sequelize.query(`UPDATE users SET nickname = '${EMOJI}' WHERE id = 'u1'`), undefined, 'a latin1 column refuses an emoji');
 
   // Startup: the stores' migrations convert.
-  const users = new UserStore({ sequelize });
+  const users = new SqlUserStore({ sequelize });
   await users.init();
-  await new VerificationStore({ sequelize, nowSeconds: () => 1 }).init();
-  await new MfaStore({ sequelize, nowSeconds: () => 1 }).init();
+  await new SqlVerificationStore({ sequelize, nowSeconds: () => 1 }).init();
+  await new SqlMfaStore({ sequelize, nowSeconds: () => 1 }).init();
   await migrateAdminStore(sequelize);
   const tables = TABLES;
   const columns = await sequelize.query<{ table_name: string; column_name: string; cs: string; co: string }>(

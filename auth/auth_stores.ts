@@ -1,0 +1,38 @@
+/**
+ * The identity stores on the main database: SQL (the identity migrations
+ * run first) or DynamoDB (missing tables are created). Each store has its
+ * interface beside its SQL implementation.
+ */
+import { DynamoMfaStore, DynamoUserStore, DynamoVerificationStore } from './dynamo_auth_stores.ts';
+import type { MainDatabase } from './main_database.ts';
+import { SqlMfaStore, type MfaStore } from './mfa_store.ts';
+import { SqlUserStore, type UserStore } from './user_store.ts';
+import { SqlVerificationStore, type VerificationStore } from './verification.ts';
+
+/** Every identity store, on one main database. */
+export interface AuthStores {
+  readonly users: UserStore;
+  readonly verifications: VerificationStore;
+  readonly mfa: MfaStore;
+}
+
+/** Opens (creating or migrating the schema of) the identity stores on `database`. */
+export async function openAuthStores(database: MainDatabase, nowSeconds: () => number): Promise<AuthStores> {
+  const stores: AuthStores =
+    database.kind === 'sql'
+      ? {
+          users: new SqlUserStore({ sequelize: database.sequelize, nowSeconds }),
+          verifications: new SqlVerificationStore({ sequelize: database.sequelize, nowSeconds }),
+          mfa: new SqlMfaStore({ sequelize: database.sequelize, nowSeconds }),
+        }
+      : {
+          users: new DynamoUserStore({ db: database.dynamo, nowSeconds }),
+          verifications: new DynamoVerificationStore({ db: database.dynamo, nowSeconds }),
+          mfa: new DynamoMfaStore({ db: database.dynamo, nowSeconds }),
+        };
+  // In order, as the migrations of one connection run one after another.
+  await stores.users.init();
+  await stores.verifications.init();
+  await stores.mfa.init();
+  return stores;
+}
