@@ -10,13 +10,17 @@
  *   (the session id is the refresh-token family);
  * - `rt_used:<jti>`: when a rotated-away refresh token was used, so that a replay
  *   can be told from garbage;
- * - `user_sessions:<uid>`: the user's session ids, to end them all at once.
+ * - `user_sessions:<uid>`: the user's session ids, to end them all at once;
+ * - `ended:<sid>`: that the session was ended, written before its keys are
+ *   deleted, so that a refresh in flight cannot write the session back
+ *   (security matrix B6).
  *
  * Access tokens carry `sid`; a token whose session is gone is refused. Ending
  * a session therefore revokes every token issued in it, on every process that
  * shares the store.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { LatchkeyError } from '../engine/errors.ts';
 import type { MemoryStore } from './memory_store.ts';
 
 /** What a session remembers. */
@@ -123,13 +127,24 @@ export class SessionManager {
     return session !== undefined && session.cookie_hash === hash ? session : undefined;
   }
 
-  /** Replaces the session's cookie token (the old one stops working) and optionally its roles/scope. */
+  /**
+   * Replaces the session's cookie token (the old one stops working) and
+   * optionally its roles/scope. The session was read before; when it has
+   * been ended since (a logout while this refresh was in flight), what this
+   * call wrote is removed again and it throws `unauthenticated`: the marker
+   * `ended:<sid>` is written before an ending deletes anything, so either the
+   * ending deletes this write or this call sees the marker (security matrix B6).
+   */
   async rotateCookie(session: SessionRecord, patch: Partial<Pick<SessionRecord, 'roles' | 'scope'>> = {}): Promise<{ session: SessionRecord; cookieToken: string }> {
     const cookieToken = newId(32);
     const next: SessionRecord = { ...session, ...patch, cookie_hash: hashToken(cookieToken) };
     await this.#store.set(`sess:${session.sid}`, JSON.stringify(next), this.sessionTtl);
     await this.#store.set(`cookie:${next.cookie_hash}`, session.sid, this.cookieTtl);
     await this.#store.del(`cookie:${session.cookie_hash}`);
+    if ((await this.#store.get(`ended:${session.sid}`)) !== undefined) {
+      await this.#store.del(`sess:${session.sid}`, `rt:${session.sid}`, `cookie:${next.cookie_hash}`);
+      throw new LatchkeyError('unauthenticated', 'unauthorized', { reason: 'unauthenticated' });
+    }
     return { session: next, cookieToken };
   }
 
@@ -165,6 +180,7 @@ export class SessionManager {
 
   /** Ends one session: its record, cookie and refresh lineage. Idempotent. */
   async end(sid: string): Promise<void> {
+    await this.#store.set(`ended:${sid}`, '1', this.sessionTtl);
     const session = await this.get(sid);
     const keys = [`sess:${sid}`, `rt:${sid}`];
     if (session !== undefined) keys.push(`cookie:${session.cookie_hash}`);
