@@ -1,12 +1,14 @@
 /**
- * Opens the process's one Sequelize connection from the configuration and
- * proves it reachable. Every SQL-backed component receives this connection.
+ * Opens the process's main database from the configuration and proves it
+ * reachable: one Sequelize connection for the SQL types, one DynamoDB client
+ * for `dynamodb`. Every identity and admin store receives it.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { Sequelize, type Options } from 'sequelize';
 import { LatchkeyError } from '../engine/errors.ts';
 import { sqliteSequelize } from '../engine/sql/index.ts';
 import type { Config } from './flags.ts';
+import { DynamoDatabase, dynamoDatabase, sqlDatabase, type MainDatabase } from '../auth/index.ts';
 
 const DEFAULT_PORTS: Record<string, number> = { postgres: 5432, mysql: 3306, mariadb: 3306 };
 
@@ -31,6 +33,40 @@ export function describeDatabase(config: Config): string {
   }
   if (type === 'sqlite') return `sqlite file ${config.databaseName ?? ''}`;
   return `${type} database at ${config.databaseHost ?? ''}:${config.databasePort ?? DEFAULT_PORTS[type] ?? ''}/${config.databaseName ?? ''}`;
+}
+
+/**
+ * The main database: `openDatabase` for the SQL types; for `dynamodb` a
+ * client on `--cloud-region` (and `--database-url` as the endpoint) whose
+ * first request must succeed, else `unavailable` (reason
+ * `database_unreachable`).
+ */
+export async function openMainDatabase(config: Config): Promise<MainDatabase> {
+  if (config.databaseType !== 'dynamodb') return sqlDatabase(await openDatabase(config));
+  const dynamo = DynamoDatabase.open({
+    region: config.cloudRegion ?? '',
+    endpoint: config.databaseUrl,
+    accessKeyId: config.cloudAccessKeyId,
+    secretAccessKey: config.cloudSecretAccessKey,
+    tablePrefix: config.cloudTablePrefix,
+  });
+  if (!(await dynamo.ping(10_000))) {
+    dynamo.close();
+    const where = config.databaseUrl ? `at ${new URL(config.databaseUrl).host}` : `in ${config.cloudRegion ?? ''}`;
+    throw new LatchkeyError('unavailable', `cannot connect to the dynamodb database ${where}`, { reason: 'database_unreachable' });
+  }
+  return dynamoDatabase(dynamo);
+}
+
+/** Closes the main database's connections. */
+export async function closeMainDatabase(database: MainDatabase): Promise<void> {
+  if (database.kind === 'sql') await database.sequelize.close();
+  else database.dynamo.close();
+}
+
+/** True when the main database answers a trivial request within `timeoutMs`. */
+export function pingMainDatabase(database: MainDatabase, timeoutMs = 2000): Promise<boolean> {
+  return database.kind === 'sql' ? pingDatabase(database.sequelize, timeoutMs) : database.dynamo.ping(timeoutMs);
 }
 
 function sqliteFile(url: string): string {

@@ -12,7 +12,7 @@ import type { Config } from './flags.ts';
 import { redactedConfig } from './flags.ts';
 import { createLogger, type LogSink, type Logger } from './logger.ts';
 import type { Clock } from './context.ts';
-import { openDatabase } from './database.ts';
+import { closeMainDatabase, openMainDatabase } from './database.ts';
 import { closeServices, createServices, type Services } from './services.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { createPipeline } from './pipeline.ts';
@@ -128,13 +128,13 @@ async function pingRedis(redis: Redis, timeoutMs = 1000): Promise<boolean> {
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   const logger = createLogger(config.logLevel, options.logSink);
   const operations = options.extraOperations ? checkTable([...OPERATIONS, ...options.extraOperations]) : OPERATIONS;
-  const sequelize = await openDatabase(config);
-  const cleanups: (() => Promise<void>)[] = [async () => void (await sequelize.close())];
+  const database = await openMainDatabase(config);
+  const cleanups: (() => Promise<void>)[] = [() => closeMainDatabase(database)];
   const cleanup = async (): Promise<void> => {
     for (const c of cleanups.reverse()) await c().catch(() => undefined);
   };
   try {
-    const services = await createServices({ config, sequelize, logger, ...(options.clock ? { clock: options.clock } : {}) });
+    const services = await createServices({ config, database, logger, ...(options.clock ? { clock: options.clock } : {}) });
     cleanups.push(() => closeServices(services));
     let redis: Redis | undefined;
     if (config.redisUrl) {
@@ -219,7 +219,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
           await closeHttp(metricsServer, 1000);
           await closeServices(services);
           if (redis) redis.disconnect();
-          await sequelize.close();
+          await closeMainDatabase(database);
           logger.info('latchkey stopped');
         })();
         return closing;

@@ -5,6 +5,7 @@
  * engine first (identity and admin build on it), then auth, then admin.
  */
 import type { Sequelize } from 'sequelize';
+import type { MainDatabase } from '../auth/index.ts';
 import type { LatchkeyError } from '../engine/errors.ts';
 import type { Config } from './flags.ts';
 import type { Logger } from './logger.ts';
@@ -18,8 +19,10 @@ import { plugDashboard } from './dashboard/dashboard.ts';
 
 export interface Services {
   readonly config: Config;
-  /** The one SQL connection (every SQL store receives it). */
-  readonly sequelize: Sequelize;
+  /** The main database: the one SQL connection or the DynamoDB client (every identity and admin store receives it). */
+  readonly database: MainDatabase;
+  /** The one SQL connection when the main database is SQL (every SQL store receives it); undefined on DynamoDB. */
+  readonly sequelize: Sequelize | undefined;
   readonly logger: Logger;
   readonly clock: Clock;
   readonly version: string;
@@ -85,7 +88,7 @@ export interface HttpRouteResponse {
 
 export interface ServicesOptions {
   config: Config;
-  sequelize: Sequelize;
+  database: MainDatabase;
   logger: Logger;
   clock?: Clock;
 }
@@ -95,10 +98,11 @@ export interface ServicesOptions {
  * `engine/sql/migrate.ts`) while being created here, before anything listens.
  */
 export async function createServices(options: ServicesOptions): Promise<Services> {
-  const { config, sequelize, logger } = options;
+  const { config, database, logger } = options;
   const services: Services = {
     config,
-    sequelize,
+    database,
+    sequelize: database.kind === 'sql' ? database.sequelize : undefined,
     logger,
     clock: options.clock ?? SYSTEM_CLOCK,
     version: VERSION,

@@ -58,7 +58,7 @@ async function scenario(t: import('ava').ExecutionContext, srv: TestServer): Pro
   }
 
   // A row that references the user makes the user-row delete fail, after the tuple deletion ran.
-  const sequelize = srv.server.services.sequelize;
+  const sequelize = srv.server.services.sequelize!;
   await sequelize.query('CREATE TABLE pinned_users (user_id VARCHAR(36) NOT NULL, FOREIGN KEY (user_id) REFERENCES users (id))');
   await sequelize.query('INSERT INTO pinned_users (user_id) VALUES (?)', { replacements: [a] });
   const failed = await srv.call('delete_user', { email: 'gone@example.com' }, { protocol: 'rest', headers: admin });
@@ -85,7 +85,7 @@ for (const backend of sqlBackends()) {
     try {
       await scenario(t, srv);
       // The changelog records the deletion, so other processes' mirrors see it too.
-      const [row] = await srv.server.services.sequelize.query("SELECT COUNT(*) AS n FROM fga_changelog WHERE operation = 'd'", { type: 'SELECT' as never });
+      const [row] = await srv.server.services.sequelize!.query("SELECT COUNT(*) AS n FROM fga_changelog WHERE operation = 'd'", { type: 'SELECT' as never });
       t.is(Number((row as unknown as { n: number | string }).n), 2);
     } finally {
       await srv.close();

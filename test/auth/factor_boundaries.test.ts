@@ -9,11 +9,10 @@
  */
 import test from 'ava';
 import { createHash, randomBytes } from 'node:crypto';
-import { QueryTypes } from 'sequelize';
 import { generate } from 'otplib';
-import { sqlBackends } from '../helpers/databases.ts';
+import { mainBackends } from '../helpers/main_databases.ts';
 import { OAuthServer, type AuthResult, type LinkDelivery, type OtpDelivery, type UserRecord } from '../../auth/index.ts';
-import { CLIENT_ID, ISSUER, STRONG_PASSWORD, errorOf, makeService, manualClock, type ServiceFixture } from './fixtures.ts';
+import { CLIENT_ID, ISSUER, STRONG_PASSWORD, errorOf, makeService, manualClock, userRows, type ServiceFixture } from './fixtures.ts';
 
 /** A delivery port that counts the codes it was given and keeps the last per address. */
 function inbox(): { delivery: OtpDelivery; last: Map<string, string>; sent: () => number } {
@@ -42,7 +41,7 @@ async function amrOf(f: ServiceFixture, idToken: string | undefined): Promise<un
   return (await f.auth.validateJwtToken({ token_type: 'id_token', token: idToken ?? '' })).claims['amr'];
 }
 
-for (const backend of sqlBackends()) {
+for (const backend of mainBackends()) {
   test(`revoke_access ends a pending email-OTP challenge: resend_otp sends no code and verify_otp opens no session (${backend})`, async (t) => {
     const clock = manualClock();
     const box = inbox();
@@ -109,10 +108,7 @@ for (const backend of sqlBackends()) {
       await f.auth.revokeAccess(userId);
       const code = await generate({ secret, epoch: Math.floor(clock.now() / 1000) });
       t.is((await errorOf(f.auth.verifyOtp({ email, otp: code, is_totp: true }, { mfaCookie: mfaCookie(login) }))).reason, 'invalid_mfa_session');
-      const rows = await f.sequelize.query<{ verified_at: unknown; last_time_step: unknown }>('SELECT verified_at, last_time_step FROM authenticators WHERE user_id = ?', {
-        replacements: [userId],
-        type: QueryTypes.SELECT,
-      });
+      const rows = await userRows(f, 'authenticators', userId);
       t.is(rows.length, 1);
       t.is(rows[0]?.verified_at, null, 'the enrolment stays unconfirmed');
       t.is(rows[0]?.last_time_step, null, 'the code was not spent');

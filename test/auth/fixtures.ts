@@ -1,9 +1,9 @@
 /** Test fixtures of the identity tests: a service on a fresh database, keys, a tiny permission engine. */
 import { generateKeyPairSync } from 'node:crypto';
-import { Sequelize } from 'sequelize';
+import { QueryTypes, Sequelize } from 'sequelize';
 import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
-import { AuthService, InProcessMemoryStore, type AuthOptions, type MemoryStore, type OtpDelivery, type PermissionEngine, type WireTuple } from '../../auth/index.ts';
-import { createTestDatabase, type SqlBackend } from '../helpers/databases.ts';
+import { AuthService, InProcessMemoryStore, type AuthOptions, type DynamoDatabase, type MainDatabase, type MemoryStore, sqlDatabase, type OtpDelivery, type PermissionEngine, type WireTuple } from '../../auth/index.ts';
+import { openTestMain, type MainBackend } from '../helpers/main_databases.ts';
 
 export const ISSUER = 'http://127.0.0.1:8080';
 export const CLIENT_ID = 'test-client';
@@ -17,17 +17,23 @@ export function manualClock(start = Date.UTC(2026, 0, 1)): { now: () => number; 
 
 export interface ServiceFixture {
   auth: AuthService;
-  sequelize: Sequelize;
+  backend: MainBackend;
+  /** The SQL connection (SQL backends; undefined on DynamoDB). */
+  sequelize: Sequelize | undefined;
+  /** The DynamoDB client (DynamoDB only). */
+  dynamo: DynamoDatabase | undefined;
+  /** The main database the service runs on. */
+  database: MainDatabase;
   store: MemoryStore;
   close(): Promise<void>;
 }
 
 export async function makeService(
   options: Partial<AuthOptions> = {},
-  extra: { backend?: SqlBackend; store?: MemoryStore; engine?: PermissionEngine; databaseUrl?: string; otpDelivery?: OtpDelivery } = {},
+  extra: { backend?: MainBackend; store?: MemoryStore; engine?: PermissionEngine; databaseUrl?: string; otpDelivery?: OtpDelivery } = {},
 ): Promise<ServiceFixture> {
-  const db = extra.databaseUrl === undefined ? await createTestDatabase(extra.backend ?? 'sqlite', 'lk_auth') : undefined;
-  const sequelize = openSequelize(extra.databaseUrl ?? db!.url, { logging: false, pool: { max: 25 } });
+  const main = extra.databaseUrl === undefined ? await openTestMain(extra.backend ?? 'sqlite', { pool: { max: 25 } }) : undefined;
+  const sequelize = main === undefined ? openSequelize(extra.databaseUrl!, { logging: false, pool: { max: 25 } }) : main.sequelize;
   const store = extra.store ?? new InProcessMemoryStore(options.now === undefined ? {} : { now: options.now });
   const auth = await AuthService.create(
     {
@@ -40,16 +46,19 @@ export async function makeService(
       protectedRoles: ['admin'],
       ...options,
     },
-    { sequelize, memoryStore: store, engine: extra.engine, otpDelivery: extra.otpDelivery },
+    { ...(main === undefined ? { sequelize } : { database: main.database }), memoryStore: store, engine: extra.engine, otpDelivery: extra.otpDelivery },
   );
   return {
     auth,
+    backend: main?.backend ?? 'sqlite',
     sequelize,
+    dynamo: main?.dynamo,
+    database: main?.database ?? sqlDatabase(sequelize!),
     store,
     async close() {
-      await sequelize.close();
+      if (main === undefined) await sequelize?.close();
+      else await main.close();
       if (extra.store === undefined) await store.close();
-      await db?.drop();
     },
   };
 }
@@ -119,4 +128,17 @@ export async function errorOf(p: Promise<unknown>): Promise<{ code?: string; rea
     return err as { code?: string; reason?: string; message?: string };
   }
   throw new Error('expected a rejection');
+}
+
+/**
+ * The stored rows of a per-user table (`otps`, `authenticators`) of one user,
+ * read under the stores: SQL rows, or DynamoDB items (a missing attribute
+ * reads as null, as SQL's NULL).
+ */
+export async function userRows(f: ServiceFixture, table: 'otps' | 'authenticators', userId: string): Promise<Array<Record<string, unknown>>> {
+  if (f.sequelize) {
+    return f.sequelize.query<Record<string, unknown>>(`SELECT * FROM ${table} WHERE user_id = ?`, { replacements: [userId], type: QueryTypes.SELECT });
+  }
+  const items = await f.dynamo!.query(table, { pk: ['pk', userId] });
+  return items.map((i) => ({ verified_at: null, last_time_step: null, ...i }));
 }

@@ -26,7 +26,9 @@ import {
   type Protocol,
   type RunningServer,
 } from '../../transports/index.ts';
-import { createTestDatabase, type SqlBackend, type TestDatabase } from './databases.ts';
+import { createTestDatabase } from './databases.ts';
+import { createTestDynamo } from './dynamodb.ts';
+import type { MainBackend } from './main_databases.ts';
 
 /** Every protocol, for `for (const protocol of PROTOCOLS)` suites. */
 export const PROTOCOLS: readonly Protocol[] = ['graphql', 'rest', 'grpc'];
@@ -61,19 +63,40 @@ export interface CallResult {
   setCookies: string[];
 }
 
+/** The main database of a test server: fresh per server, dropped with it. */
+export interface ServerDatabase {
+  readonly backend: MainBackend;
+  /** `--database-url` (DynamoDB: the endpoint). */
+  readonly url: string;
+  /** The flags that reach this database (`database-type`, `database-url`, and DynamoDB's `cloud-*`): pass them to a second server on it. */
+  readonly flags: Readonly<Record<string, string>>;
+  drop(): Promise<void>;
+}
+
+/** A fresh, empty main database on `backend`. */
+export async function createServerDatabase(backend: MainBackend): Promise<ServerDatabase> {
+  if (backend === 'dynamodb') {
+    const d = await createTestDynamo();
+    const flags = Object.fromEntries(d.flags.map((f) => f.slice(2).split(/=(.*)/s, 2) as [string, string]));
+    return { backend, url: d.url, flags, drop: () => d.drop() };
+  }
+  const db = await createTestDatabase(backend);
+  return { backend, url: db.url, flags: { 'database-type': backend, 'database-url': db.url }, drop: () => db.drop() };
+}
+
 export interface TestServer {
   readonly httpUrl: string;
   readonly grpcAddress: string;
   readonly metricsUrl: string;
   readonly server: RunningServer;
-  readonly database: TestDatabase;
+  readonly database: ServerDatabase;
   /** Calls operation `op` (its wire name) with `input` over `options.protocol`. */
   call(op: string, input?: Record<string, unknown>, options?: CallOptions): Promise<CallResult>;
   close(): Promise<void>;
 }
 
 export interface TestServerOptions {
-  backend?: SqlBackend;
+  backend?: MainBackend;
   /** Extra rows served besides the table (for plumbing tests). */
   extraOperations?: readonly AnyOperation[];
   /** Collects the server's log lines (default: discarded unless `--log-level` is given). */
@@ -104,10 +127,9 @@ export async function startTestServer(
   flags: Record<string, string | boolean | number> = {},
   options: TestServerOptions = {},
 ): Promise<TestServer> {
-  const database = await createTestDatabase(options.backend ?? 'sqlite');
+  const database = await createServerDatabase(options.backend ?? 'sqlite');
   const defaults: Record<string, string | boolean | number> = {
-    'database-type': database.backend,
-    'database-url': database.url,
+    ...database.flags,
     'admin-secret': TEST_ADMIN_SECRET,
     'client-id': TEST_CLIENT_ID,
     'client-secret': TEST_CLIENT_SECRET,

@@ -109,6 +109,23 @@ test('missing database options are refused; unsupported database types are refus
   t.true(mongo.some((p) => p.includes('mongodb is not supported by this server')));
 });
 
+test('dynamodb: --cloud-region is required, the key pair goes together, the endpoint is an http(s) URL; the --docdb-* flags are refused', (t) => {
+  const base = [...without('database-url', without('database-type')), '--database-type=dynamodb'];
+  t.true(problems(base).includes('--cloud-region is required for dynamodb'));
+  const ok = [...base, '--cloud-region=eu-west-1'];
+  t.deepEqual(problems(ok), [], 'no endpoint and no keys: AWS in the region, with the SDK credential chain');
+  t.deepEqual(problems([...ok, '--database-url=http://127.0.0.1:8000', '--cloud-access-key-id=a', '--cloud-secret-access-key=b', '--cloud-table-prefix=prod_']), []);
+  t.true(problems([...ok, '--cloud-access-key-id=a']).includes('--cloud-access-key-id and --cloud-secret-access-key must be given together'));
+  t.true(problems([...ok, '--database-url=dynamodb.local']).includes('--database-url for dynamodb must be an http:// or https:// endpoint'));
+  t.true(problems([...ok, '--cloud-table-prefix=a b']).some((p) => p.startsWith('--cloud-table-prefix may hold only')));
+  t.true(problems([...ok, '--fga-store=postgres']).includes('--fga-store postgres needs --fga-store-url'));
+  t.deepEqual(problems([...ok, '--fga-store=memory']), []);
+  for (const flag of ['docdb-bucket', 'docdb-scope', 'docdb-ram-quota']) {
+    t.true(problems([...VALID, `--${flag}=x`]).some((p) => p.startsWith(`--${flag} is not supported by this server: it has no document-database backend`)), flag);
+  }
+  t.true(problems([...without('database-type'), '--database-type=couchbase']).some((p) => p.includes('couchbase is not supported by this server')));
+});
+
 test('--http-port equal to --metrics-port is refused', (t) => {
   t.true(problems([...VALID, '--http-port=9000', '--metrics-port=9000']).includes('--http-port and --metrics-port must differ'));
 });

@@ -16,7 +16,7 @@ import { SECURITY_EVENT_CODES, type Metrics } from '../metrics.ts';
 import type { CallInfo, Pipeline } from '../pipeline.ts';
 import type { RateLimiter } from '../rate_limit.ts';
 import type { AnyOperation } from '../operations/types.ts';
-import { pingDatabase } from '../database.ts';
+import { pingMainDatabase } from '../database.ts';
 import type { Services } from '../services.ts';
 import { buildSchema, type GraphqlContext } from '../graphql/schema.ts';
 import { limitsRule } from '../graphql/limits.ts';
@@ -153,7 +153,7 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
   // Ready when not draining and every dependency the server cannot work without answers:
   // the database, and Redis when configured (sessions, codes and limits live there).
   app.get('/readyz', async (_req, res) => {
-    const [database, ...others] = await Promise.all([pingDatabase(o.services.sequelize), ...(o.dependencies ?? []).map((d) => d.ping())]);
+    const [database, ...others] = await Promise.all([pingMainDatabase(o.services.database), ...(o.dependencies ?? []).map((d) => d.ping())]);
     const checks: Record<string, boolean> = { database: database === true };
     (o.dependencies ?? []).forEach((d, i) => (checks[d.name] = others[i] === true));
     const ok = !o.draining() && Object.values(checks).every(Boolean);

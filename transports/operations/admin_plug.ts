@@ -5,7 +5,7 @@
  */
 import type { Transaction } from 'sequelize';
 import type { Engine } from '../../engine/index.ts';
-import { AdminService, SqlMailOutbox, type AdminFailureCounter, type FgaUserTuples, type IdentityPort } from '../../admin/index.ts';
+import { AdminService, DynamoMailOutbox, SqlMailOutbox, type AdminFailureCounter, type FgaUserTuples, type IdentityPort } from '../../admin/index.ts';
 import { MailQueue, createSmtpMailer } from '../../auth/index.ts';
 import type { Authenticator } from '../authenticate.ts';
 import type { Services } from '../services.ts';
@@ -89,7 +89,7 @@ export async function plugAdmin(services: Services): Promise<AdminService> {
     // Mails wait in the admin store's outbox table (created by the admin migrations below) until sent.
     mail = new MailQueue({
       mailer,
-      store: new SqlMailOutbox(services.sequelize),
+      store: services.database.kind === 'sql' ? new SqlMailOutbox(services.database.sequelize) : new DynamoMailOutbox(services.database.dynamo),
       clock: () => services.clock.now().getTime(),
       onError: (err, info) => services.logger.warn('mail not sent', { mail_id: info.id, attempt: info.attempt, final: info.final, err }),
     });
@@ -99,7 +99,7 @@ export async function plugAdmin(services: Services): Promise<AdminService> {
     });
   }
   const service = await AdminService.create({
-    sequelize: services.sequelize,
+    database: services.database,
     adminSecret: c.adminSecret ?? '',
     signingSecret: c.clientSecret ?? '',
     allowPrivateWebhooks: c.webhookAllowPrivateNetworks,

@@ -21,6 +21,7 @@ import {
   MFA_COOKIE,
   SESSION_COOKIE,
   SESSION_DOMAIN_COOKIE,
+  DynamoMemoryStore,
   createMemoryStore,
   engineAsPermissionEngine,
   sessionCookieOf,
@@ -486,7 +487,11 @@ export function issuerOf(c: Config): string {
  */
 export async function plugAuth(services: Services): Promise<AuthService> {
   const c = services.config;
-  const memoryStore = createMemoryStore({ redisUrl: c.redisUrl });
+  // Sessions and codes live in Redis when it is configured; without it, in the main database when that is
+  // DynamoDB (shared by every process, like the rest of its state), else in this process.
+  const db = services.database;
+  const memoryStore = !c.redisUrl && db.kind === 'dynamodb' ? new DynamoMemoryStore({ db: db.dynamo }) : createMemoryStore({ redisUrl: c.redisUrl });
+  if (memoryStore instanceof DynamoMemoryStore) await memoryStore.init();
   const engine = asEngine(services.engine);
   const permissionEngine: PermissionEngine | undefined = engine === undefined ? undefined : engineAsPermissionEngine(engine);
   const mail = Boolean(c.smtpHost);
@@ -531,7 +536,7 @@ export async function plugAuth(services: Services): Promise<AuthService> {
       totpIssuer: c.organizationName ?? 'Latchkey',
       now: () => services.clock.now().getTime(),
     },
-    { sequelize: services.sequelize, memoryStore, engine: permissionEngine, otpDelivery: otpDeliveryOf(services), tokenScript },
+    { database: services.database, memoryStore, engine: permissionEngine, otpDelivery: otpDeliveryOf(services), tokenScript },
   );
   services.auth = auth;
   const authenticator: Authenticator = async (credentials) => {

@@ -91,6 +91,9 @@ export const PERMISSION_OPERATIONS: readonly AnyOperation[] = [
 /**
  * Builds the FGA engine into `services.engine` (spec, Versioning §7): by
  * default on the main SQL database (its own `fga_*` tables, migrated here);
+ * on a DynamoDB (NoSQL) main database FGA is off unless `--fga-store` is set
+ * (`memory`, or a SQL store with `--fga-store-url`): the operations then
+ * answer `failed_precondition` ("fga is not enabled on this server");
  * `--fga-store memory` keeps tuples in process (lost on restart);
  * `--fga-store sqlite|postgres|mysql` with `--fga-store-url` uses another
  * database, whose connection is closed at shutdown. Leaves an engine another
@@ -108,6 +111,10 @@ export async function plugFgaEngine(services: Services): Promise<void> {
     services.engine = await composeEngine(new MemoryStore(), false, c);
     return;
   }
+  if (services.database.kind === 'dynamodb' && !c.fgaStoreUrl) {
+    services.logger.info('FGA is off: the main database is dynamodb and no --fga-store with --fga-store-url is set (spec, Versioning §7)');
+    return;
+  }
   let sequelize = services.sequelize;
   if (c.fgaStoreUrl) {
     const url = c.fgaStore === 'sqlite' && !c.fgaStoreUrl.startsWith('sqlite:') ? `sqlite:${c.fgaStoreUrl}` : c.fgaStoreUrl;
@@ -116,6 +123,7 @@ export async function plugFgaEngine(services: Services): Promise<void> {
     services.closers.push(() => own.close());
     sequelize = own;
   }
+  if (sequelize === undefined) return;
   try {
     const store = await SqlStore.open({ sequelize });
     const observers: Observer[] = [];
