@@ -139,6 +139,7 @@ export async function run(options: { quick?: boolean } = {}): Promise<Record<str
   const publicUrl = `http://127.0.0.1:${port}`;
   let replicas: Replica[] = [];
   let lb: Balancer | undefined;
+  const samplers: (() => void)[] = [];
   try {
     replicas = await startReplicas({ count: 3, databaseUrl: db.url, redisUrl: process.env['LATCHKEY_TEST_REDIS_URL']!, publicUrl, clientId: `bench-cluster-${randomBytes(4).toString('hex')}` });
     const admin = { origin: publicUrl, 'x-service-admin-secret': CLUSTER_ADMIN_SECRET };
@@ -200,9 +201,10 @@ export async function run(options: { quick?: boolean } = {}): Promise<Record<str
       postgres: new Map((await pgPids()).map((p) => [p, cpuSeconds(p)])),
       self: process.cpuUsage(),
     });
-    /** Samples this database's backends every 10 ms until stopped: mean executing, most connected. */
+    /** Samples this database's backends every 10 ms until stopped (or the run ends): mean executing, most connected. */
     const activity = (): { stop(): Promise<{ mean_active: number; max_connections: number; samples: number }> } => {
       let running = true;
+      samplers.push(() => void (running = false));
       let n = 0;
       let active = 0;
       let most = 0;
@@ -284,10 +286,14 @@ export async function run(options: { quick?: boolean } = {}): Promise<Record<str
         for (let i = 0; performance.now() < end; i++) {
           const r = request(k, i);
           const t0 = performance.now();
-          const res = await fetch(`${balancer.url}${r.path}`, { method: 'POST', headers: { ...r.headers, 'content-type': 'application/json' }, body: JSON.stringify(r.body) });
-          await res.arrayBuffer();
-          if (res.status === 200) latencies.push(performance.now() - t0);
-          else failed++;
+          try {
+            const res = await fetch(`${balancer.url}${r.path}`, { method: 'POST', headers: { ...r.headers, 'content-type': 'application/json' }, body: JSON.stringify(r.body) });
+            await res.arrayBuffer();
+            if (res.status === 200) latencies.push(performance.now() - t0);
+            else failed++;
+          } catch {
+            failed++;
+          }
         }
       };
       let offset = 0;
@@ -415,6 +421,7 @@ export async function run(options: { quick?: boolean } = {}): Promise<Record<str
       },
     };
   } finally {
+    for (const stop of samplers) stop();
     await lb?.close();
     await stopReplicas(replicas);
     await pool.end();
