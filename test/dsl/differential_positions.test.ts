@@ -4,18 +4,24 @@
  * diagnostics carry the reference's kind, line and columns.
  *
  * How the reference places semantic errors, and what we compare:
- * - it finds the offending name by searching the relation's line for its
- *   text, so a name that occurs twice on a line is reported at its first
- *   occurrence, and one it cannot find gets line -2 (or, for the schema
- *   version, line 0 column 0..3). We report where the error is. A reference
- *   error at the first occurrence of our marked text on the same line, or one
- *   it could not place, counts as the same position;
+ * - it finds the offending name by searching the line for it (for a
+ *   tupleset, for `from <name>`), so a name that occurs more than once on a
+ *   line is reported at its first occurrence (a condition name even inside
+ *   the relation's own name), and one it cannot find gets line -2 (or, for
+ *   the schema version, line 0 column 0..3). We report where the error is.
+ *   A reference error that marks the same name as ours on the same line, or
+ *   one it could not place, counts as the same position; so does an
+ *   undefined type after a wildcard restriction (`[a:*, ghost]`), which the
+ *   reference marks from the relation's `:`;
+ * - the server's limits (25 conditions of 25 parameters, 512-byte
+ *   expressions) are checked by us and not by the reference's validator.
  * - it may report the same error twice; errors compare as sets.
  * Syntax errors: the reference reports every error ANTLR's recovery finds;
  * our parser stops at the first, so the first error is compared.
  *
- * Texts: the conformance models (../shared/conformance/openfga-language)
- * mutated, generated models, and token soups (test/dsl/generators.ts).
+ * Texts: generated models (most have semantic errors), generated and
+ * conformance models (../shared/conformance/openfga-language) mutated, and
+ * token soups (test/dsl/generators.ts).
  * The agreement per kind is logged; a fall below the floor fails the test.
  */
 import test from 'ava';
@@ -49,15 +55,22 @@ function samePlace(lines: string[], r: Pos, o: Pos): boolean {
   if (r.line < 0 || (r.kind === 'invalid-schema' && r.line === 0 && r.start === 0)) return true;
   if (r.line !== o.line) return false;
   if (r.start === o.start && r.end === o.end) return true;
-  const text = (lines[o.line] ?? '').slice(o.start, o.end);
-  return text !== '' && (lines[r.line] ?? '').indexOf(text) === r.start;
+  // The reference marked another occurrence of the same name on the line.
+  const line = lines[r.line] ?? '';
+  const text = line.slice(o.start, o.end);
+  if (text !== '' && line.slice(r.start, r.end) === text) return true;
+  // An undefined type after a wildcard restriction: the reference marks from the relation's `:`.
+  return r.kind === 'invalid-type' && line.charAt(r.start) === ':' && r.end - r.start === o.end - o.start;
 }
+
+/** Rules of OpenFGA's server that the reference's validator does not check (limits from the API definition). */
+const SERVER_ONLY = new Set(['condition-limit']);
 
 /** 'agree', or a description of the difference. */
 function compare(text: string): { kind: string; agree: boolean; detail: string } | undefined {
   const ref = referenceErrors(text);
   if (ref === undefined || ref.length === 0) return undefined;
-  const ours = ourErrors(text);
+  const ours = ourErrors(text).filter((o) => !SERVER_ONLY.has(o.kind));
   const lines = text.split('\n');
   const kind = ref[0]!.kind;
   const show = (p: Pos[]): string => p.map((x) => `${x.kind}@${x.line}:${x.start}-${x.end}`).join(' ');
@@ -89,17 +102,40 @@ const KINDS: Array<[string, string, Pos]> = [
   ['invalid schema version', 'model\n  schema 1.0\ntype user\n', { kind: 'invalid-schema', line: 1, start: 9, end: 12 }],
   ['reserved relation name', MODEL('    define this: [user]\n'), { kind: 'reserved-relation-keywords', line: 8, start: 11, end: 15 }],
   ['syntax: mixed operators', MODEL('    define viewer: [user] or member and member\n'), { kind: 'syntax', line: 8, start: 35, end: 36 }],
+  ['syntax: a trailing `or`', MODEL('    define viewer: [user] or\n'), { kind: 'syntax', line: 8, start: 28, end: 29 }],
+  ['syntax: a trailing `and` before the next relation', MODEL('    define viewer: [user] and\n    define x: [user]\n'), { kind: 'syntax', line: 8, start: 29, end: 34 }],
+  ['syntax: a trailing `and` at the end of the file', 'model\n  schema 1.1\ntype user\n  relations\n    define a: [user]\n    define b: a and\n', { kind: 'syntax', line: 5, start: 19, end: 20 }],
+  ['syntax: a misspelt `define`', MODEL('    defne viewer: [user]\n'), { kind: 'syntax', line: 8, start: 4, end: 9 }],
+  ['syntax: `define` without a name', MODEL('    define viewer: [user]\n    define: [user]\n'), { kind: 'syntax', line: 9, start: 10, end: 11 }],
+  ['syntax: an operator in a relation name', MODEL('    define viewer from x: [user]\n'), { kind: 'syntax', line: 8, start: 18, end: 22 }],
+  ['syntax: an operator in a type restriction', MODEL('    define viewer: [user, group or member]\n'), { kind: 'syntax', line: 8, start: 32, end: 34 }],
+  ['syntax: `relations` without relations', 'model\n  schema 1.1\ntype user\n  relations\ntype doc\n', { kind: 'syntax', line: 4, start: 0, end: 4 }],
+  ['syntax: text before the header', ' from model\n  schema 1.1\n', { kind: 'syntax', line: 0, start: 1, end: 5 }],
+  ['syntax: a condition without its closing brace (end of file)', MODEL('    define viewer: [user with c]\n', 'condition c(x: int) {\n  x < 1\n'), { kind: 'syntax', line: 11, start: 0, end: 5 }],
+  ['syntax: a character no token starts with', MODEL('    define viewer: [us"er]\n'), { kind: 'syntax', line: 8, start: 22, end: 22 }],
 ];
 
 /**
- * Syntax errors placed differently, each with the reason: ANTLR (the
- * reference) reports the token at which its adaptive prediction gives up,
- * after looking past whitespace; our parser reports the first token no rule
- * accepts. [name, text, reference position, our position].
+ * Syntax errors placed differently, each with the reason. ANTLR (the
+ * reference) decides with adaptive prediction over the whole remaining
+ * input and keeps blanks as tokens of their own; our parser decides with a
+ * fixed lookahead and keeps blanks inside operator tokens. Where the two stop
+ * at different tokens and no local rule maps one onto the other, the case is
+ * here. [name, text, reference position, our position].
  */
 const SYNTAX_DIFFERENT: Array<[string, string, Pos, Pos]> = [
-  ['a trailing `or` with nothing after it: ANTLR expects the whitespace of `or <operand>` at the line break; we stop at the space before `or`', MODEL('    define viewer: [user] or\n'), { kind: 'syntax', line: 8, start: 28, end: 29 }, { kind: 'syntax', line: 8, start: 25, end: 26 }],
-  ['a misspelt `define`: ANTLR marks the word; we mark the line break and indentation before it, where `define` was expected', MODEL('    defne viewer: [user]\n'), { kind: 'syntax', line: 8, start: 4, end: 9 }, { kind: 'syntax', line: 7, start: 11, end: 16 }],
+  [
+    'blanks then an operator right after `(`: ANTLR takes the blanks as optional and calls the operator extraneous; we stop at the blanks, where an operand is due (mapping blanks to the operator here made other cases worse over the corpus)',
+    MODEL('    define z: (  or a\n'),
+    { kind: 'syntax', line: 8, start: 17, end: 19 },
+    { kind: 'syntax', line: 8, start: 15, end: 17 },
+  ],
+  [
+    'a trailing `but not`: ANTLR enters the exclusion and waits for blanks at the line break, but after an intersection or a tupleset it leaves the rule at the blank before `but not`; we always stop at that blank',
+    MODEL('    define viewer: [user] but not \n'),
+    { kind: 'syntax', line: 8, start: 33, end: 34 },
+    { kind: 'syntax', line: 8, start: 25, end: 26 },
+  ],
 ];
 
 for (const [name, text, refPos, ourPos] of SYNTAX_DIFFERENT) {
@@ -124,8 +160,8 @@ for (const [name, text, expected] of KINDS) {
   });
 }
 
-/** Agreement floors: measured 90.0% (syntax, first error) and 94.4% (semantic) over this corpus at seed 14 with CI set. */
-const FLOORS: Record<string, number> = { syntax: 0.88, semantic: 0.9 };
+/** Agreement floors, below the measured rates (see the log). */
+const FLOORS: Record<string, number> = { syntax: 0.97, semantic: 0.98 };
 
 test('generated and mutated texts: the same kind and position as the reference, per error kind', (t) => {
   const texts: string[] = [];
@@ -133,6 +169,7 @@ test('generated and mutated texts: the same kind and position as the reference, 
   const runs = process.env['CI'] ? 600 : 150;
   fc.assert(
     fc.property(fc.gen(), (g) => {
+      texts.push(genModelText(g));
       texts.push(mutate(g, genModelText(g)));
       texts.push(mutate(g, corpus[g(fc.integer, { min: 0, max: corpus.length - 1 })]!));
     }),
