@@ -104,7 +104,8 @@ test('a replica killed under load behind haproxy: no acknowledged write is lost,
 
   const states = await lb.states();
   t.deepEqual(states, { replica1: 'UP', replica2: 'DOWN', replica3: 'UP' }, 'the killed replica is out of the rotation');
-  t.true(downAt - killedAt <= CHECK_MS * (FALL + 2), `marked down ${Math.round(downAt - killedAt)} ms after the kill (checks every ${CHECK_MS} ms, ${FALL} to fail)`);
+  // Nominally FALL checks (0.5-0.75 s); the slack is for a busy machine delaying haproxy's timers.
+  t.true(downAt - killedAt <= CHECK_MS * (FALL + 4), `marked down ${Math.round(downAt - killedAt)} ms after the kill (checks every ${CHECK_MS} ms, ${FALL} to fail)`);
 
   const failed = outcomes.filter((o) => o.status !== 200);
   const before = outcomes.filter((o) => o.at < killedAt);
