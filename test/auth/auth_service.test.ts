@@ -1,5 +1,5 @@
 import test from 'ava';
-import { sqlBackends } from '../helpers/databases.ts';
+import { mainBackends } from '../helpers/main_databases.ts';
 import { INVALID_CREDENTIALS_MESSAGE, USER_EXISTS_MESSAGE } from '../../auth/index.ts';
 import { DirectTupleEngine, STRONG_PASSWORD, errorOf, makeService, manualClock } from './fixtures.ts';
 
@@ -95,7 +95,7 @@ test('weak-password mode still refuses over-long passwords but allows short comm
   }
 });
 
-for (const backend of sqlBackends()) {
+for (const backend of mainBackends()) {
   test(`E1: 20 parallel sign-ups with one email (case and whitespace variants) make exactly one user, the rest already_exists (${backend})`, async (t) => {
     const f = await makeService({}, { backend });
     try {

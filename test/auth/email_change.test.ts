@@ -8,7 +8,7 @@
  */
 import test from 'ava';
 import { mailTo, startSmtp } from '../admin/smtp.ts';
-import type { SqlBackend } from '../helpers/databases.ts';
+import type { MainBackend } from '../helpers/main_databases.ts';
 import { startTestServer } from '../helpers/server.ts';
 
 const PASSWORD = 'Correct horse 9 battery!';
@@ -20,7 +20,7 @@ const tokenIn = (mail: string): string => {
   return m[1]!;
 };
 
-for (const backend of ['sqlite', 'postgres'] as SqlBackend[]) {
+for (const backend of ['sqlite', 'postgres', 'dynamodb'] as MainBackend[]) {
   test(`${backend}: a new email takes effect once confirmed from the new mailbox; the old one stays the login until then`, async (t) => {
     const smtp = await startSmtp();
     t.teardown(() => smtp.close());

@@ -1,13 +1,13 @@
 /**
  * The email-link flows end to end on the real server with a real SMTP server
- * on loopback, over GraphQL, REST and gRPC, on every SQL backend: sign-up
+ * on loopback, over GraphQL, REST and gRPC, on every main-database backend (DynamoDB too): sign-up
  * verification (verify_email, resend_verify_email, unverified login refused),
  * magic-link login (creates or logs in), forgot_password → reset_password
  * (no enumeration), single use, wrong tokens, link targets, audit rows.
  */
 import test from 'ava';
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
-import { sqlBackends, type SqlBackend } from '../helpers/databases.ts';
+import { mainBackends, type MainBackend } from '../helpers/main_databases.ts';
 import { mailTo, mailsTo, startSmtp, type Smtp } from '../admin/smtp.ts';
 import { startReceiver } from '../admin/receiver.ts';
 import { TestClock } from '../helpers/oauth.ts';
@@ -20,7 +20,7 @@ const PASSWORD = 'Correct horse 9 battery!';
 
 async function withServer(
   flags: Record<string, string | boolean | number>,
-  backend: SqlBackend,
+  backend: MainBackend,
   run: (srv: TestServer, smtp: Smtp) => Promise<void>,
   clock?: TestClock,
 ): Promise<void> {
@@ -57,7 +57,7 @@ async function auditCount(srv: TestServer, action: string): Promise<number> {
 
 const SESSION_COOKIE = /^cookie_session=/;
 
-for (const backend of sqlBackends()) {
+for (const backend of mainBackends()) {
   test(`sign-up verification: no session until verify_email, resend replaces the link, tokens work once (${backend})`, async (t) => {
     await withServer({}, backend, async (srv, smtp) => {
       for (const protocol of PROTOCOLS) {
@@ -248,28 +248,32 @@ test('a revoked user gets no reset link (the answer of an unknown account), and 
   }, clock);
 });
 
-test('forgot_password links to --reset-password-url when set; 20 parallel uses of one link: exactly one wins', async (t) => {
-  await withServer({ 'enable-email-verification': false, 'reset-password-url': `${APP}/configured-reset` }, 'sqlite', async (srv, smtp) => {
-    await srv.call('signup', { email: 'race@example.com', password: PASSWORD }, { protocol: 'rest', headers: origin });
-    await srv.call('forgot_password', { email: 'race@example.com', redirect_uri: `${APP}/ignored` }, { protocol: 'rest', headers: origin });
-    const token = tokenIn(await mailTo(smtp, 'race@example.com'), `${APP}/configured-reset`);
-    const results = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => srv.call('reset_password', { token, password: `Parallel horse ${i} battery!` }, { protocol: PROTOCOLS[i % 3]!, headers: origin })),
-    );
-    t.is(results.filter((r) => r.error === undefined).length, 1);
-    for (const r of results.filter((x) => x.error !== undefined)) t.is(r.error?.reason, 'invalid_token');
+for (const backend of mainBackends()) {
+  test(`forgot_password links to --reset-password-url when set; 20 parallel uses of one link: exactly one wins (${backend})`, async (t) => {
+    await withServer({ 'enable-email-verification': false, 'reset-password-url': `${APP}/configured-reset` }, backend, async (srv, smtp) => {
+      await srv.call('signup', { email: 'race@example.com', password: PASSWORD }, { protocol: 'rest', headers: origin });
+      await srv.call('forgot_password', { email: 'race@example.com', redirect_uri: `${APP}/ignored` }, { protocol: 'rest', headers: origin });
+      const token = tokenIn(await mailTo(smtp, 'race@example.com'), `${APP}/configured-reset`);
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => srv.call('reset_password', { token, password: `Parallel horse ${i} battery!` }, { protocol: PROTOCOLS[i % 3]!, headers: origin })),
+      );
+      t.is(results.filter((r) => r.error === undefined).length, 1);
+      for (const r of results.filter((x) => x.error !== undefined)) t.is(r.error?.reason, 'invalid_token');
+    });
   });
-});
+}
 
-test('20 parallel verify_email with one magic link: exactly one session', async (t) => {
-  await withServer({}, 'sqlite', async (srv, smtp) => {
-    await srv.call('magic_link_login', { email: 'race@example.com' }, { protocol: 'rest', headers: origin });
-    const token = /token=([A-Za-z0-9_-]+)/.exec(await mailTo(smtp, 'race@example.com'))![1]!;
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => srv.call('verify_email', { token }, { protocol: PROTOCOLS[i % 3]!, headers: origin })));
-    t.is(results.filter((r) => r.error === undefined).length, 1);
-    for (const r of results.filter((x) => x.error !== undefined)) t.is(r.error?.reason, 'invalid_token');
+for (const backend of mainBackends()) {
+  test(`20 parallel verify_email with one magic link: exactly one session (${backend})`, async (t) => {
+    await withServer({}, backend, async (srv, smtp) => {
+      await srv.call('magic_link_login', { email: 'race@example.com' }, { protocol: 'rest', headers: origin });
+      const token = /token=([A-Za-z0-9_-]+)/.exec(await mailTo(smtp, 'race@example.com'))![1]!;
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => srv.call('verify_email', { token }, { protocol: PROTOCOLS[i % 3]!, headers: origin })));
+      t.is(results.filter((r) => r.error === undefined).length, 1);
+      for (const r of results.filter((x) => x.error !== undefined)) t.is(r.error?.reason, 'invalid_token');
+    });
   });
-});
+}
 
 test('disabled flows and a server without mail refuse with failed_precondition', async (t) => {
   await withServer({ 'enable-magic-link-login': false, 'enable-email-verification': false }, 'sqlite', async (srv) => {
