@@ -76,6 +76,8 @@ export interface MailSink {
   enqueue(message: { to: string; subject: string; html: string }): string;
   /** Queues the mail inside the caller's database transaction (see `MailQueue.enqueueIn`); throws what the write throws. */
   enqueueIn?(message: { to: string; subject: string; html: string }, transaction: { afterCommit(fn: () => void): void }): Promise<string>;
+  /** Claims no more mails (shutdown has begun); the ones being sent finish (see `MailQueue.stop`). */
+  stop?(): void;
 }
 
 /** Who is calling, for the audit log. */

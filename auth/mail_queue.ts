@@ -123,6 +123,15 @@ export class MailQueue {
     this.#outbox?.start();
   }
 
+  /**
+   * Outbox mode: claims no more mails from now on (the process is shutting
+   * down); the ones being sent finish, the rest wait in the outbox for the
+   * next process. `close()` then waits for them.
+   */
+  stop(): void {
+    this.#outbox?.stop();
+  }
+
   /** Mails not yet sent, in either mode (outbox mode: rows waiting in the outbox). */
   async pendingCount(): Promise<number> {
     return this.#outbox ? this.#outbox.pending() : this.pending();
@@ -247,6 +256,7 @@ export class OutboxMailQueue {
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
   #again = false;
+  #closed = false;
   #writes = new Set<Promise<void>>();
 
   constructor(options: OutboxMailQueueOptions) {
@@ -291,6 +301,7 @@ export class OutboxMailQueue {
   }
 
   #kick(): void {
+    if (this.#closed) return;
     if (this.#running) {
       this.#again = true;
       return;
@@ -307,10 +318,12 @@ export class OutboxMailQueue {
       });
   }
 
-  /** Sends every mail due now and returns how many attempts were made. */
+  /** Sends every mail due now (until closed) and returns how many attempts were made. */
   async runOnce(): Promise<number> {
     let made = 0;
     for (;;) {
+      // Closed: the mails being sent finish, no more are claimed (security matrix F5); the rest wait in the outbox.
+      if (this.#closed) return made;
       const batch = await this.#o.store.claim(this.#clock(), this.#o.concurrency ?? 2, this.#o.leaseMs ?? 120_000);
       if (batch.length === 0) return made;
       made += batch.length;
@@ -337,9 +350,20 @@ export class OutboxMailQueue {
     return this.#o.store.pending();
   }
 
-  /** Stops polling and waits for outbox writes and sends in flight. */
-  async close(): Promise<void> {
+  /** Stops polling and claiming at once; the sends in flight go on (see `close`). */
+  stop(): void {
+    this.#closed = true;
     if (this.#timer) clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /**
+   * Stops polling and claiming, and waits for outbox writes and for the
+   * sends in flight; mails not yet claimed stay in the outbox for the next
+   * process.
+   */
+  async close(): Promise<void> {
+    this.stop();
     this.#timer = undefined;
     await Promise.all([...this.#writes]);
     for (let p = this.#running; p; p = this.#running) await p;

@@ -7,6 +7,7 @@ import { createServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { LatchkeyError } from '../engine/errors.ts';
+import { AdminService } from '../admin/index.ts';
 import { Redis } from 'ioredis';
 import type { Config } from './flags.ts';
 import { redactedConfig } from './flags.ts';
@@ -41,8 +42,15 @@ export interface RunningServer {
   readonly services: Services;
   readonly metrics: Metrics;
   readonly logger: Logger;
-  /** Stops accepting, finishes in-flight requests (up to --shutdown-timeout), closes the services and the database. */
-  close(): Promise<void>;
+  /**
+   * Fails readiness (`/readyz` 503, gRPC health NOT_SERVING) and stops the
+   * mail worker's claims at once, keeps serving for `drainMs` (default 0) so
+   * that a load balancer's probe sees the process leave before its listener
+   * closes, then stops accepting, finishes in-flight requests (up to
+   * --shutdown-timeout) and closes the services (the mail worker after the
+   * mails it is sending) and the database.
+   */
+  close(options?: { drainMs?: number }): Promise<void>;
 }
 
 function urlHost(host: string): string {
@@ -208,13 +216,16 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       services,
       metrics,
       logger,
-      close() {
+      close(options = {}) {
         closing ??= (async () => {
           draining = true;
           const timeout = config.shutdownTimeout;
           if (grpcHandle) {
             grpcHandle.health.setStatus('', 'NOT_SERVING');
           }
+          // The mail worker finishes the mails it is sending and claims no more (security matrix F5).
+          if (services.admin instanceof AdminService) services.admin.mail?.stop?.();
+          if (options.drainMs) await new Promise((r) => setTimeout(r, options.drainMs));
           await Promise.all([closeHttp(http, timeout), grpcHandle ? shutdownGrpc(grpcHandle.server, timeout) : Promise.resolve()]);
           await closeHttp(metricsServer, 1000);
           await closeServices(services);

@@ -3,8 +3,9 @@
  * before a request reaches an operation:
  *
  * - 200 sockets each sending one header byte a second are closed at the
- *   configured `--http-headers-timeout` (not at Node's 30 s sweep), with a 408
- *   carrying the JSON envelope, while normal requests keep being served;
+ *   configured `--http-headers-timeout` of 10 s, the matrix's figure (not at
+ *   Node's 30 s sweep), with a 408 carrying the JSON envelope, while normal
+ *   requests keep being served all along, their p95 within 50% of before;
  * - an over-long header gets 431 with the JSON envelope;
  * - garbage bytes where a protobuf message should be answer 3 INVALID_ARGUMENT.
  */
@@ -13,11 +14,12 @@ import { connect, type Socket } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
-const HEADERS_TIMEOUT_MS = 3000;
+/** Security matrix F4: sockets closed at a headers timeout of about 10 s. */
+const HEADERS_TIMEOUT_MS = 10_000;
 let server: TestServer;
 
 test.before(async () => {
-  server = await startTestServer({ 'http-headers-timeout': `${HEADERS_TIMEOUT_MS}ms`, 'http-request-timeout': '10s' });
+  server = await startTestServer({ 'http-headers-timeout': `${HEADERS_TIMEOUT_MS}ms`, 'http-request-timeout': '20s' });
 });
 test.after.always(async () => {
   await server?.close();
@@ -28,15 +30,17 @@ function hostPort(): { host: string; port: number } {
   return { host: u.hostname, port: Number(u.port) };
 }
 
-async function p95(samples: number): Promise<{ p95: number; statuses: number[] }> {
+async function p95(samples: number, until?: () => boolean): Promise<{ p95: number; statuses: number[] }> {
   const times: number[] = [];
   const statuses: number[] = [];
-  for (let i = 0; i < samples; i++) {
+  for (let i = 0; i < samples || (until !== undefined && !until()); i++) {
     const started = performance.now();
     const r = await fetch(`${server.httpUrl}/v1/meta`);
     await r.arrayBuffer();
     statuses.push(r.status);
     times.push(performance.now() - started);
+    // Sampling for as long as the slow sockets last: a request every few milliseconds, not a flood.
+    if (until !== undefined) await new Promise((res) => setTimeout(res, 5));
   }
   times.sort((a, b) => a - b);
   return { p95: times[Math.floor(times.length * 0.95)]!, statuses };
@@ -69,15 +73,17 @@ test('F4 slowloris: 200 sockets dribbling headers are closed at --http-headers-t
       sock.write(request[sent++]!);
     }
   });
-  // While the 200 sockets dribble, normal requests are served, as fast as before.
+  // While the 200 sockets dribble, until they are closed, normal requests are served, as fast as before.
+  let closed = false;
+  void closing.then(() => (closed = true));
   await new Promise((r) => setTimeout(r, 500));
-  const during = await p95(40);
+  const during = await p95(40, () => closed);
   const results = await closing;
 
   const times = results.map((r) => r.closedAfterMs).sort((a, b) => a - b);
   t.true(times[0]! >= HEADERS_TIMEOUT_MS - 50, `first closed after ${Math.round(times[0]!)} ms`);
-  // Closed at the configured timeout (plus the sweep, a tenth of it), never at double.
-  t.true(times.at(-1)! <= HEADERS_TIMEOUT_MS * 1.5, `last closed after ${Math.round(times.at(-1)!)} ms`);
+  // Closed at the configured timeout plus the sweep (a tenth of the shorter timeout, at most 1 s) and scheduling.
+  t.true(times.at(-1)! <= HEADERS_TIMEOUT_MS + 2000, `last closed after ${Math.round(times.at(-1)!)} ms`);
   for (const r of results) {
     t.regex(r.answer, /^HTTP\/1\.1 408 /);
     const body = JSON.parse(r.answer.slice(r.answer.indexOf('\r\n\r\n') + 4)) as { code: string; reason: string };
@@ -87,7 +93,7 @@ test('F4 slowloris: 200 sockets dribbling headers are closed at --http-headers-t
   t.deepEqual(new Set([...baseline.statuses, ...during.statuses]), new Set([200]));
   // ±50% of a 2 ms p95 is below the noise of a shared CI machine: 50 ms absolute slack on top.
   t.true(during.p95 <= Math.max(baseline.p95 * 1.5, baseline.p95 + 50), `p95 ${during.p95.toFixed(1)} ms under slow sockets vs ${baseline.p95.toFixed(1)} ms`);
-  t.log(`closed after ${Math.round(times[0]!)}–${Math.round(times.at(-1)!)} ms; p95 ${baseline.p95.toFixed(1)} → ${during.p95.toFixed(1)} ms`);
+  t.log(`closed after ${Math.round(times[0]!)}–${Math.round(times.at(-1)!)} ms; p95 ${baseline.p95.toFixed(1)} → ${during.p95.toFixed(1)} ms (${during.statuses.length} requests during)`);
 });
 
 test('an over-long header gets 431 with the JSON envelope', async (t) => {
