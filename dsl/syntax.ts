@@ -258,10 +258,6 @@ function firstTooDeep(tokens: IToken[]): IToken | undefined {
 }
 
 /**
- * Lexes, parses and visits one DSL text. With `track` false the model is
- * built without recording source positions (see `visitFile`).
- */
-/**
  * Lexer and parser errors in the order OpenFGA's ANTLR parser reports them.
  * Its lexer runs as the parser asks for tokens, so a bad character is
  * reported before a parser error only when it lies before the end of the
@@ -277,6 +273,10 @@ function inReportOrder(lexErrors: DslDiagnostic[], parseErrors: DslDiagnostic[])
   return [...lexErrors.filter(before), ...parseErrors, ...lexErrors.filter((e) => !before(e))];
 }
 
+/**
+ * Lexes, parses and visits one DSL text. With `track` false the model is
+ * built without recording source positions (see `visitFile`).
+ */
 export function parseSyntax(text: string, track = true): SyntaxResult {
   const cleaned = stripComments(text);
   const lexed = dslLexer.tokenize(cleaned);
