@@ -81,6 +81,8 @@ interface Sample {
   /** Busy and total CPU time of the whole machine (/proc/stat), in ticks. */
   machine: { busy: number; total: number };
   replicas: number;
+  /** CPU seconds of each replica, in order (the first n are in rotation; the others follow the notifications). */
+  each: number[];
   haproxy: number;
   postgres: Map<number, number>;
   self: NodeJS.CpuUsage;
@@ -197,6 +199,7 @@ export async function run(options: { quick?: boolean } = {}): Promise<Record<str
       wall: performance.now(),
       machine: machineTicks(),
       replicas: replicas.reduce((s, r) => s + cpuSeconds(r.child.pid ?? 0), 0),
+      each: replicas.map((r) => cpuSeconds(r.child.pid ?? 0)),
       haproxy: cpuSeconds(balancer.pid),
       postgres: new Map((await pgPids()).map((p) => [p, cpuSeconds(p)])),
       self: process.cpuUsage(),
@@ -252,6 +255,8 @@ export async function run(options: { quick?: boolean } = {}): Promise<Record<str
           idle: r3(1 - busy),
         },
         replica_cpu_ms_per_request: perRequest(replicasCpu),
+        // Replica by replica: those out of the rotation only follow the writes' notifications.
+        replica_cpu_ms_per_request_each: after.each.map((c, i) => perRequest(c - (before.each[i] ?? 0))),
         haproxy_cpu_ms_per_request: perRequest(haproxyCpu),
         postgres_cpu_ms_per_request: perRequest(postgres),
         db_share_of_request_time: r3(act.mean_active / inFlight),
