@@ -1,8 +1,7 @@
 // Drives AdminService with the real identity service (auth/auth_service.ts, imported as an internal module until
 // auth/index.ts exports it), the real engine on its memory store, and a real database.
 import test from 'ava';
-import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
-import { createTestDatabase, sqlBackends, type SqlBackend } from '../helpers/databases.ts';
+import { mainBackends, openTestMain, type MainBackend } from '../helpers/main_databases.ts';
 import { AdminService, verifyWebhook, type AdminCallContext } from '../../admin/index.ts';
 import { AuthService } from '../../auth/auth_service.ts';
 import { createMemoryStore } from '../../auth/memory_store.ts';
@@ -23,17 +22,16 @@ type doc
     define viewer: [user, group#member] or owner
 `;
 
-async function setup(backend: SqlBackend, options: { fga?: boolean; mail?: boolean } = {}) {
-  const db = await createTestDatabase(backend);
-  const sequelize = openSequelize(db.url, { logging: false });
+async function setup(backend: MainBackend, options: { fga?: boolean; mail?: boolean } = {}) {
+  const m = await openTestMain(backend);
   const auth = await AuthService.create(
     { clientId: 'client', issuer: 'http://127.0.0.1', jwt: { type: 'HS256', secret: 'x'.repeat(32) }, bcryptCost: 4, roles: ['user', 'editor', 'admin'], enableStrongPassword: false },
-    { sequelize, memoryStore: createMemoryStore() },
+    { database: m.database, memoryStore: createMemoryStore() },
   );
   const engine = options.fga === false ? undefined : new Engine({ store: new MemoryStore() });
   const mails: Array<{ to: string; subject: string; html: string }> = [];
   const admin = await AdminService.create({
-    sequelize,
+    database: m.database,
     adminSecret: 'admin-secret',
     signingSecret: 'client-secret',
     allowPrivateWebhooks: true,
@@ -51,16 +49,14 @@ async function setup(backend: SqlBackend, options: { fga?: boolean; mail?: boole
     engine,
     admin,
     mails,
-    sequelize,
     async close() {
       await admin.close();
-      await sequelize.close();
-      await db.drop();
+      await m.close();
     },
   };
 }
 
-for (const backend of sqlBackends()) {
+for (const backend of mainBackends()) {
   test(`revoke_access ends the live session and token at once, fires the event, and is audited; enable_access restores (${backend})`, async (t) => {
     const env = await setup(backend);
     const receiver = await startReceiver();

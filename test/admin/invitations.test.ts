@@ -3,11 +3,11 @@
  * loopback: invite_members → the mail → the link's one-time token →
  * reset_password (on every protocol) → login; the pending requests in
  * verification_requests (never with a token), one use per token, and
- * delete_user removing a pending invitation. On every SQL backend.
+ * delete_user removing a pending invitation. On every main-database backend (DynamoDB too).
  */
 import test from 'ava';
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
-import { sqlBackends } from '../helpers/databases.ts';
+import { mainBackends } from '../helpers/main_databases.ts';
 import { mailTo, startSmtp } from './smtp.ts';
 
 // With --allowed-origins set, browser-style calls must name an allowed origin (CSRF guard).
@@ -20,7 +20,7 @@ async function pending(srv: TestServer): Promise<Array<Record<string, unknown>>>
   return r.body!['verification_requests'] as Array<Record<string, unknown>>;
 }
 
-for (const backend of sqlBackends()) {
+for (const backend of mainBackends()) {
   test(`an invited user follows the mailed link, sets a password and logs in (${backend})`, async (t) => {
     const smtp = await startSmtp();
     const srv = await startTestServer(

@@ -3,11 +3,12 @@
  * causes it, reaches a receiver on loopback signed and exactly once; and a
  * delivery that failed because the receiver was down survives a server
  * restart (a new process on the same database) and arrives exactly once
- * after the receiver recovers, every attempt logged.
+ * after the receiver recovers, every attempt logged. On every main-database
+ * backend (DynamoDB too).
  */
 import test from 'ava';
-import { TEST_ADMIN_SECRET, TEST_CLIENT_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
-import { createTestDatabase } from '../helpers/databases.ts';
+import { TEST_ADMIN_SECRET, TEST_CLIENT_SECRET, createServerDatabase, startTestServer, type TestServer } from '../helpers/server.ts';
+import { mainBackends } from '../helpers/main_databases.ts';
 import { WEBHOOK_EVENTS, verifyWebhook } from '../../admin/index.ts';
 import { startReceiver, type Receiver } from './receiver.ts';
 import { startSmtp } from './smtp.ts';
@@ -29,91 +30,93 @@ async function until(what: string, cond: () => boolean | Promise<boolean>, ms = 
   }
 }
 
-test('every event, caused by its operation, reaches the receiver signed and exactly once', async (t) => {
-  const receiver = await startReceiver();
-  const smtp = await startSmtp();
-  const srv = await startTestServer({
-    'webhook-allow-private-networks': true,
-    'allowed-origins': 'https://app.example.com',
-    'smtp-host': '127.0.0.1',
-    'smtp-port': smtp.port,
-    'smtp-sender-email': 'noreply@example.com',
-    'enable-email-verification': false,
+for (const backend of mainBackends()) {
+  test(`every event, caused by its operation, reaches the receiver signed and exactly once (${backend})`, async (t) => {
+    const receiver = await startReceiver();
+    const smtp = await startSmtp();
+    const srv = await startTestServer({
+      'webhook-allow-private-networks': true,
+      'allowed-origins': 'https://app.example.com',
+      'smtp-host': '127.0.0.1',
+      'smtp-port': smtp.port,
+      'smtp-sender-email': 'noreply@example.com',
+      'enable-email-verification': false,
+    }, { backend });
+    try {
+      for (const event of WEBHOOK_EVENTS) await ok(srv, 'add_webhook', { event_name: event, endpoint: `${receiver.url}/${event}` });
+
+      const signup = await ok(srv, 'signup', { email: 'ann@example.com', password: 'Correct horse 9 battery!' }, origin); // user.signup
+      const id = (signup['user'] as { id: string }).id;
+      const login = await ok(srv, 'login', { email: 'ann@example.com', password: 'Correct horse 9 battery!' }, origin); // user.login
+      await ok(srv, 'invite_members', { emails: ['bob@example.com'], redirect_uri: 'https://app.example.com/join' }); // user.created
+      await ok(srv, 'revoke_access', { user_id: id }); // user.access_revoked
+      await ok(srv, 'enable_access', { user_id: id }); // user.access_enabled
+      const again = await ok(srv, 'login', { email: 'ann@example.com', password: 'Correct horse 9 battery!' }, origin); // user.login
+      t.truthy(login['access_token']);
+      await ok(srv, 'deactivate_account', {}, { ...origin, authorization: `Bearer ${again['access_token'] as string}` }); // user.deactivated
+      await ok(srv, 'delete_user', { email: 'bob@example.com' }); // user.deleted
+
+      const expected = WEBHOOK_EVENTS.length + 1; // two logins
+      await until('every delivery', () => receiver.received.length >= expected);
+      await new Promise((r) => setTimeout(r, 2500)); // a few more worker rounds: nothing arrives twice
+      t.is(receiver.received.length, expected);
+      const seen = new Set<string>();
+      const events = receiver.received.map((r) => {
+        verifyWebhook(TEST_CLIENT_SECRET, r.headers as Record<string, string>, r.body, { seen });
+        const body = JSON.parse(r.body) as { event_name: string; user: Record<string, unknown> };
+        t.is(r.path, new URL(`${receiver.url}/${body.event_name}`).pathname, "each event goes to its own webhook");
+        t.false('password' in body.user);
+        return body.event_name;
+      });
+      t.deepEqual([...new Set(events)].sort(), [...WEBHOOK_EVENTS].sort());
+      t.is(events.filter((e) => e === 'user.login').length, 2);
+      t.is(seen.size, expected, 'every delivery has its own id');
+    } finally {
+      await srv.close();
+      await smtp.close();
+      await receiver.close();
+    }
   });
-  try {
-    for (const event of WEBHOOK_EVENTS) await ok(srv, 'add_webhook', { event_name: event, endpoint: `${receiver.url}/${event}` });
 
-    const signup = await ok(srv, 'signup', { email: 'ann@example.com', password: 'Correct horse 9 battery!' }, origin); // user.signup
-    const id = (signup['user'] as { id: string }).id;
-    const login = await ok(srv, 'login', { email: 'ann@example.com', password: 'Correct horse 9 battery!' }, origin); // user.login
-    await ok(srv, 'invite_members', { emails: ['bob@example.com'], redirect_uri: 'https://app.example.com/join' }); // user.created
-    await ok(srv, 'revoke_access', { user_id: id }); // user.access_revoked
-    await ok(srv, 'enable_access', { user_id: id }); // user.access_enabled
-    const again = await ok(srv, 'login', { email: 'ann@example.com', password: 'Correct horse 9 battery!' }, origin); // user.login
-    t.truthy(login['access_token']);
-    await ok(srv, 'deactivate_account', {}, { ...origin, authorization: `Bearer ${again['access_token'] as string}` }); // user.deactivated
-    await ok(srv, 'delete_user', { email: 'bob@example.com' }); // user.deleted
+  test(`a delivery to a receiver that is down survives a server restart and arrives exactly once after it recovers (${backend})`, async (t) => {
+    const db = await createServerDatabase(backend);
+    const shared = { ...db.flags, 'webhook-allow-private-networks': true };
+    const probe = await startReceiver();
+    const port = probe.port;
+    await probe.close(); // down: connections are refused
+    let receiver: Receiver | undefined;
+    let second: TestServer | undefined;
+    const first = await startTestServer(shared);
+    let firstClosed = false;
+    try {
+      const hdr = { 'x-service-admin-secret': TEST_ADMIN_SECRET };
+      const hook = await ok(first, 'add_webhook', { event_name: 'user.signup', endpoint: `http://127.0.0.1:${port}/hook` }, hdr);
+      t.truthy(hook);
+      const hooks = (await ok(first, 'webhooks', {}, hdr))['webhooks'] as Array<{ id: string }>;
+      const hookId = hooks[0]!.id;
+      await ok(first, 'signup', { email: 'restart@example.com', password: 'Correct horse 9 battery!' }, {});
+      const logs = async (srv: TestServer) => (await ok(srv, 'webhook_logs', { webhook_id: hookId }, hdr))['webhook_logs'] as Array<{ http_status: number }>;
+      await until('the first failed attempt', async () => (await logs(first)).length >= 1);
+      await first.close();
+      firstClosed = true;
 
-    const expected = WEBHOOK_EVENTS.length + 1; // two logins
-    await until('every delivery', () => receiver.received.length >= expected);
-    await new Promise((r) => setTimeout(r, 2500)); // a few more worker rounds: nothing arrives twice
-    t.is(receiver.received.length, expected);
-    const seen = new Set<string>();
-    const events = receiver.received.map((r) => {
-      verifyWebhook(TEST_CLIENT_SECRET, r.headers as Record<string, string>, r.body, { seen });
-      const body = JSON.parse(r.body) as { event_name: string; user: Record<string, unknown> };
-      t.is(r.path, new URL(`${receiver.url}/${body.event_name}`).pathname, "each event goes to its own webhook");
-      t.false('password' in body.user);
-      return body.event_name;
-    });
-    t.deepEqual([...new Set(events)].sort(), [...WEBHOOK_EVENTS].sort());
-    t.is(events.filter((e) => e === 'user.login').length, 2);
-    t.is(seen.size, expected, 'every delivery has its own id');
-  } finally {
-    await srv.close();
-    await smtp.close();
-    await receiver.close();
-  }
-});
-
-test('a delivery to a receiver that is down survives a server restart and arrives exactly once after it recovers', async (t) => {
-  const db = await createTestDatabase('sqlite');
-  const shared = { 'database-type': db.backend, 'database-url': db.url, 'webhook-allow-private-networks': true };
-  const probe = await startReceiver();
-  const port = probe.port;
-  await probe.close(); // down: connections are refused
-  let receiver: Receiver | undefined;
-  let second: TestServer | undefined;
-  const first = await startTestServer(shared);
-  let firstClosed = false;
-  try {
-    const hdr = { 'x-service-admin-secret': TEST_ADMIN_SECRET };
-    const hook = await ok(first, 'add_webhook', { event_name: 'user.signup', endpoint: `http://127.0.0.1:${port}/hook` }, hdr);
-    t.truthy(hook);
-    const hooks = (await ok(first, 'webhooks', {}, hdr))['webhooks'] as Array<{ id: string }>;
-    const hookId = hooks[0]!.id;
-    await ok(first, 'signup', { email: 'restart@example.com', password: 'Correct horse 9 battery!' }, {});
-    const logs = async (srv: TestServer) => (await ok(srv, 'webhook_logs', { webhook_id: hookId }, hdr))['webhook_logs'] as Array<{ http_status: number }>;
-    await until('the first failed attempt', async () => (await logs(first)).length >= 1);
-    await first.close();
-    firstClosed = true;
-
-    receiver = await startReceiver(port);
-    second = await startTestServer(shared);
-    await until('the delivery after the restart', () => receiver!.received.length >= 1);
-    await new Promise((r) => setTimeout(r, 2500));
-    t.is(receiver.received.length, 1, 'exactly once');
-    const body = JSON.parse(receiver.received[0]!.body) as { event_name: string; user: { email: string } };
-    t.like(body, { event_name: 'user.signup', user: { email: 'restart@example.com' } });
-    verifyWebhook(TEST_CLIENT_SECRET, receiver.received[0]!.headers as Record<string, string>, receiver.received[0]!.body);
-    const all = await logs(second);
-    t.true(all.length >= 2);
-    t.is(all.filter((l) => l.http_status === 200).length, 1);
-    t.true(all.some((l) => l.http_status === 0), 'the refused attempt is logged');
-  } finally {
-    if (!firstClosed) await first.close();
-    await second?.close();
-    await receiver?.close();
-    await db.drop();
-  }
-});
+      receiver = await startReceiver(port);
+      second = await startTestServer(shared);
+      await until('the delivery after the restart', () => receiver!.received.length >= 1);
+      await new Promise((r) => setTimeout(r, 2500));
+      t.is(receiver.received.length, 1, 'exactly once');
+      const body = JSON.parse(receiver.received[0]!.body) as { event_name: string; user: { email: string } };
+      t.like(body, { event_name: 'user.signup', user: { email: 'restart@example.com' } });
+      verifyWebhook(TEST_CLIENT_SECRET, receiver.received[0]!.headers as Record<string, string>, receiver.received[0]!.body);
+      const all = await logs(second);
+      t.true(all.length >= 2);
+      t.is(all.filter((l) => l.http_status === 200).length, 1);
+      t.true(all.some((l) => l.http_status === 0), 'the refused attempt is logged');
+    } finally {
+      if (!firstClosed) await first.close();
+      await second?.close();
+      await receiver?.close();
+      await db.drop();
+    }
+  });
+}
