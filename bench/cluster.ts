@@ -378,6 +378,8 @@ export async function run(options: { quick?: boolean } = {}): Promise<Record<str
     delays.sort((x, y) => x - y);
     calls.sort((x, y) => x - y);
     const propagation = {
+      // The replicas run with the default revision poll, as a deployment would: a delay past it could be the poll's.
+      revision_poll: '1s (default)',
       rounds,
       p50_ms: r1(pct(delays, 0.5)),
       p90_ms: r1(pct(delays, 0.9)),
