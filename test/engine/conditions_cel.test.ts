@@ -266,3 +266,13 @@ test('(internal compileCel) evaluation costs follow cel-go CostTracker rules', (
   t.is(cost('[1, 2, 3].exists(v, v > 1)', {}, {}), 10 + 2 * 2 + 3 * 3 + 2 + 1);
   t.is(cost('true || x > 1', { x: 'int' }, { x: 1n }), 0);
 });
+
+test('(internal compileCel) each compiled program tracks its own cost, also when another has the same expression', (t) => {
+  const first = compileCel('"a" in x', { x: 'list<string>' });
+  const second = compileCel('"a" in x', { x: 'list<string>' });
+  const x = Array.from({ length: 150 }, (_, i) => `u${i}`);
+  t.is(first.run({ x }).cost, 151);
+  t.is(second.run({ x }).cost, 151);
+  t.throws(() => first.run({ x }, 100), { message: /cost limit exceeded/u });
+  t.throws(() => second.run({ x }, 100), { message: /cost limit exceeded/u });
+});
