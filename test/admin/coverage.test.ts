@@ -71,46 +71,50 @@ async function remember(srv: TestServer, protocol: Protocol, op: string, s: Stat
   }
 }
 
-test('every admin operation succeeds on every protocol that serves it', async (t) => {
-  const receiver = await startReceiver();
-  const smtp = await startSmtp();
-  const srv = await startTestServer({
-    'webhook-allow-private-networks': true,
-    'allowed-origins': origin,
-    'smtp-host': '127.0.0.1',
-    'smtp-port': smtp.port,
-    'smtp-sender-email': 'noreply@example.com',
+// SQLite, and DynamoDB with the memory FGA store (FGA is off on a NoSQL main database otherwise, Versioning §7).
+for (const backend of ['sqlite', 'dynamodb'] as const) {
+  test(`every admin operation succeeds on every protocol that serves it (${backend})`, async (t) => {
+    const receiver = await startReceiver();
+    const smtp = await startSmtp();
+    const srv = await startTestServer({
+      'webhook-allow-private-networks': true,
+      'allowed-origins': origin,
+      'smtp-host': '127.0.0.1',
+      'smtp-port': smtp.port,
+      'smtp-sender-email': 'noreply@example.com',
+      ...(backend === 'dynamodb' ? { 'fga-store': 'memory' } : {}),
+    }, { backend });
+    const driven = new Set<string>();
+    try {
+      for (const protocol of PROTOCOLS) {
+        const state: State = { p: protocol, receiver: `${receiver.url}/${protocol}` };
+        for (const [op, input, after] of STEPS) {
+          const row = OPERATIONS.find((o) => o.name === op);
+          t.truthy(row, `${op} is an operation`);
+          if (!row || !row.protocols.includes(protocol)) continue;
+          const r: CallResult = await srv.call(op, input(state), { protocol, headers });
+          t.is(r.error, undefined, `${op} over ${protocol}: ${JSON.stringify(r.error)}`);
+          if (r.error) continue;
+          after?.(r.body ?? {}, state);
+          await remember(srv, protocol, op, state);
+          driven.add(`${op}/${protocol}`);
+        }
+      }
+      // The removed v1 operations answer their deprecation message and do nothing.
+      for (const [name, message] of Object.entries(DEPRECATED_MESSAGES)) {
+        const row = OPERATIONS.find((o) => o.name === name)!;
+        for (const protocol of row.protocols) {
+          const r = await srv.call(name, {}, { protocol, headers });
+          t.like(r.error, { code: 'failed_precondition', message }, `${name} over ${protocol}`);
+          driven.add(`${name}/${protocol}`);
+        }
+      }
+      const expected = OPERATIONS.filter((o) => o.admin).flatMap((o) => o.protocols.map((p) => `${o.name}/${p}`));
+      t.deepEqual(expected.filter((k) => !driven.has(k)), [], 'every admin operation on every protocol that serves it was driven');
+    } finally {
+      await srv.close();
+      await smtp.close();
+      await receiver.close();
+    }
   });
-  const driven = new Set<string>();
-  try {
-    for (const protocol of PROTOCOLS) {
-      const state: State = { p: protocol, receiver: `${receiver.url}/${protocol}` };
-      for (const [op, input, after] of STEPS) {
-        const row = OPERATIONS.find((o) => o.name === op);
-        t.truthy(row, `${op} is an operation`);
-        if (!row || !row.protocols.includes(protocol)) continue;
-        const r: CallResult = await srv.call(op, input(state), { protocol, headers });
-        t.is(r.error, undefined, `${op} over ${protocol}: ${JSON.stringify(r.error)}`);
-        if (r.error) continue;
-        after?.(r.body ?? {}, state);
-        await remember(srv, protocol, op, state);
-        driven.add(`${op}/${protocol}`);
-      }
-    }
-    // The removed v1 operations answer their deprecation message and do nothing.
-    for (const [name, message] of Object.entries(DEPRECATED_MESSAGES)) {
-      const row = OPERATIONS.find((o) => o.name === name)!;
-      for (const protocol of row.protocols) {
-        const r = await srv.call(name, {}, { protocol, headers });
-        t.like(r.error, { code: 'failed_precondition', message }, `${name} over ${protocol}`);
-        driven.add(`${name}/${protocol}`);
-      }
-    }
-    const expected = OPERATIONS.filter((o) => o.admin).flatMap((o) => o.protocols.map((p) => `${o.name}/${p}`));
-    t.deepEqual(expected.filter((k) => !driven.has(k)), [], 'every admin operation on every protocol that serves it was driven');
-  } finally {
-    await srv.close();
-    await smtp.close();
-    await receiver.close();
-  }
-});
+}

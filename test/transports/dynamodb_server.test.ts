@@ -9,6 +9,7 @@ import test from 'ava';
 import { parseFlags } from '../../transports/flags.ts';
 import { startServer } from '../../transports/server.ts';
 import { TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
+import { createTestDatabase } from '../helpers/databases.ts';
 import type { LatchkeyError } from '../../engine/errors.ts';
 
 const admin = { 'x-service-admin-secret': TEST_ADMIN_SECRET };
@@ -48,36 +49,40 @@ test('dynamodb: sign-up, login and session on every protocol; ready; FGA off wit
   }
 });
 
-test('dynamodb with --fga-store memory: FGA answers, and delete_user removes the user, its sessions and its tuples', async (t) => {
-  const srv = await startTestServer({ 'fga-store': 'memory' }, { backend: 'dynamodb' });
-  try {
-    await ok(srv, 'fga_write_model', { dsl: DSL });
-    const a = ((await ok(srv, 'signup', { email: 'gone@example.com', password: PASSWORD }, {}))['user'] as { id: string }).id;
-    const b = ((await ok(srv, 'signup', { email: 'stays@example.com', password: PASSWORD }, {}))['user'] as { id: string }).id;
-    await ok(srv, 'fga_write_tuples', {
-      tuples: [
-        { user: `user:${a}`, relation: 'viewer', object: 'doc:1' },
-        { user: `user:${b}`, relation: 'viewer', object: 'doc:1' },
-      ],
-    });
-    const check = async (uid: string): Promise<boolean> =>
-      ((await ok(srv, 'check_permissions', { user: `user:${uid}`, checks: [{ relation: 'viewer', object: 'doc:1' }] }))['results'] as Array<{ allowed: boolean }>)[0]!.allowed;
-    t.true(await check(a));
-    const token = (await ok(srv, 'login', { email: 'gone@example.com', password: PASSWORD }, {}))['access_token'] as string;
-    t.deepEqual(await ok(srv, 'delete_user', { email: 'gone@example.com' }), { message: 'user deleted successfully' });
-    t.false(await check(a), 'the deleted user holds no tuple');
-    t.true(await check(b), 'other users keep theirs');
-    const tuples = (await ok(srv, 'fga_read_tuples', { page_size: 100 }))['tuples'] as Array<{ user: string }>;
-    t.deepEqual(tuples.map((x) => x.user), [`user:${b}`]);
-    const after = await srv.call('profile', {}, { protocol: 'rest', headers: { authorization: `Bearer ${token}` } });
-    t.is(after.error?.code, 'unauthenticated', 'its sessions and tokens ended');
-    t.is((await srv.call('user', { id: a }, { protocol: 'rest', headers: admin })).error?.code, 'not_found');
-    // The address is free again.
-    t.truthy((await ok(srv, 'signup', { email: 'gone@example.com', password: PASSWORD }, {}))['user']);
-  } finally {
-    await srv.close();
-  }
-});
+for (const fgaStore of ['memory', 'sqlite'] as const) {
+  test(`dynamodb with --fga-store ${fgaStore}: FGA answers, and delete_user removes the user, its sessions and its tuples`, async (t) => {
+    const fgaDb = fgaStore === 'sqlite' ? await createTestDatabase('sqlite') : undefined;
+    const srv = await startTestServer({ 'fga-store': fgaStore, ...(fgaDb ? { 'fga-store-url': fgaDb.url } : {}) }, { backend: 'dynamodb' });
+    try {
+      await ok(srv, 'fga_write_model', { dsl: DSL });
+      const a = ((await ok(srv, 'signup', { email: 'gone@example.com', password: PASSWORD }, {}))['user'] as { id: string }).id;
+      const b = ((await ok(srv, 'signup', { email: 'stays@example.com', password: PASSWORD }, {}))['user'] as { id: string }).id;
+      await ok(srv, 'fga_write_tuples', {
+        tuples: [
+          { user: `user:${a}`, relation: 'viewer', object: 'doc:1' },
+          { user: `user:${b}`, relation: 'viewer', object: 'doc:1' },
+        ],
+      });
+      const check = async (uid: string): Promise<boolean> =>
+        ((await ok(srv, 'check_permissions', { user: `user:${uid}`, checks: [{ relation: 'viewer', object: 'doc:1' }] }))['results'] as Array<{ allowed: boolean }>)[0]!.allowed;
+      t.true(await check(a));
+      const token = (await ok(srv, 'login', { email: 'gone@example.com', password: PASSWORD }, {}))['access_token'] as string;
+      t.deepEqual(await ok(srv, 'delete_user', { email: 'gone@example.com' }), { message: 'user deleted successfully' });
+      t.false(await check(a), 'the deleted user holds no tuple');
+      t.true(await check(b), 'other users keep theirs');
+      const tuples = (await ok(srv, 'fga_read_tuples', { page_size: 100 }))['tuples'] as Array<{ user: string }>;
+      t.deepEqual(tuples.map((x) => x.user), [`user:${b}`]);
+      const after = await srv.call('profile', {}, { protocol: 'rest', headers: { authorization: `Bearer ${token}` } });
+      t.is(after.error?.code, 'unauthenticated', 'its sessions and tokens ended');
+      t.is((await srv.call('user', { id: a }, { protocol: 'rest', headers: admin })).error?.code, 'not_found');
+      // The address is free again.
+      t.truthy((await ok(srv, 'signup', { email: 'gone@example.com', password: PASSWORD }, {}))['user']);
+    } finally {
+      await srv.close();
+      await fgaDb?.drop();
+    }
+  });
+}
 
 test('dynamodb without Redis: two servers on one database share sessions (the memory store is in DynamoDB)', async (t) => {
   const a = await startTestServer({}, { backend: 'dynamodb' });
