@@ -3,7 +3,9 @@
  * C1–C6, D1–D5, E1–E3, F1–F6, G1–G4: 39 rows) has a line in the table of
  * docs/security.md naming at least one test, as `` `test/…test.ts` › `title
  * fragment` ``; every named file exists and contains the fragment; a row
- * marked `part` says what of it is not tested.
+ * marked `part` says what of it is not tested, and only the rows listed in
+ * {@link TESTED_IN_PART} may be marked so: a row that became fully tested
+ * cannot slip back unnoticed.
  */
 import test from 'ava';
 import { existsSync, readFileSync } from 'node:fs';
@@ -13,6 +15,13 @@ import { REPO_ROOT, SHARED_DIR } from './helpers/shared.ts';
 /** Rows per section of the matrix ("Total: 39 scenarios (A7, B8, C6, D5, E3, F6, G4)"). */
 const SECTIONS: Readonly<Record<string, number>> = { A: 7, B: 8, C: 6, D: 5, E: 3, F: 6, G: 4 };
 const ROWS = Object.entries(SECTIONS).flatMap(([letter, n]) => Array.from({ length: n }, (_, i) => `${letter}${i + 1}`));
+
+/**
+ * The rows tested only in part, with why. G3: the suite runs each load phase
+ * for 5 s beside the other test files, with thresholds scaled by the measured
+ * contention; the matrix's 60 s phases run on request (test/transports/load_smoke.test.ts).
+ */
+const TESTED_IN_PART: ReadonlySet<string> = new Set(['G3']);
 
 interface Row {
   id: string;
@@ -66,4 +75,9 @@ test('a row is tested, or tested in part with what is missing said', (t) => {
   for (const row of table().values()) {
     t.true(/^tested( \(.+\))?$/.test(row.status) || /^part: .{10,}/.test(row.status), `${row.id}: status "${row.status}"`);
   }
+});
+
+test('only the rows known to be tested in part are marked part', (t) => {
+  const part = [...table().values()].filter((row) => row.status.startsWith('part')).map((row) => row.id);
+  t.deepEqual(part, [...TESTED_IN_PART]);
 });

@@ -1,7 +1,9 @@
 /**
  * Security matrix G3, the load smoke: the server in its own process on
- * loopback, driven by autocannon, each phase bounded in time (the matrix's
- * 60 s shortened to a few seconds; the rates are what must hold):
+ * loopback, driven by autocannon, each phase bounded in time (5 s in the
+ * suite; the matrix's 60 s with `LATCHKEY_LOAD_PHASE_SECONDS=60` and ava's
+ * `--timeout=10m`, which runs the same assertions for three minutes; the rates
+ * are what must hold):
  *
  * - login at 8 connections: no 5xx, p95 under 1 s (bcrypt bound);
  * - validate_jwt_token at 32 connections: no 5xx, ≥ 2,000/s, p95 under 20 ms;
@@ -47,7 +49,15 @@ function sampleRunnable(): () => number {
 }
 const PASSWORD = 'correct horse battery staple';
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'latchkey.js');
-const PHASE_SECONDS = 5;
+/** Seconds per phase: 5 in the suite, where this file shares the machine with the others; up to 60 (the matrix's) when asked. */
+const PHASE_SECONDS = phaseSeconds(process.env['LATCHKEY_LOAD_PHASE_SECONDS']);
+
+function phaseSeconds(raw: string | undefined): number {
+  if (raw === undefined || raw === '') return 5;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > 60) throw new Error(`LATCHKEY_LOAD_PHASE_SECONDS must be an integer from 1 to 60, not ${raw}`);
+  return n;
+}
 
 interface Phase {
   rps: number;
@@ -164,7 +174,7 @@ test('G3 load smoke: login c=8, validate_jwt_token c=32, check_permissions on 1k
   const contention = Math.max(loginC, validateC, checkC);
   const lag = await lagP99(metricsUrl);
   t.log(
-    `contention login ${loginC.toFixed(2)} validate ${validateC.toFixed(2)} check ${checkC.toFixed(2)}; login ${login.rps.toFixed(0)}/s p97.5 ${login.p95Ms} ms; validate ${validate.rps.toFixed(0)}/s p97.5 ${validate.p95Ms} ms; check ${check.rps.toFixed(0)}/s p97.5 ${check.p95Ms} ms; event-loop lag p99 ${lag.toFixed(1)} ms`,
+    `${PHASE_SECONDS} s phases; contention login ${loginC.toFixed(2)} validate ${validateC.toFixed(2)} check ${checkC.toFixed(2)}; login ${login.rps.toFixed(0)}/s p97.5 ${login.p95Ms} ms; validate ${validate.rps.toFixed(0)}/s p97.5 ${validate.p95Ms} ms; check ${check.rps.toFixed(0)}/s p97.5 ${check.p95Ms} ms; event-loop lag p99 ${lag.toFixed(1)} ms`,
   );
   for (const [name, p] of Object.entries({ login, validate, check })) {
     t.true(p.total > 0, `${name}: requests made`);
