@@ -4,7 +4,7 @@
  * the request into {@link CallInfo} + raw input and encode what comes back.
  */
 import { LatchkeyError, OUTAGE_RETRY_AFTER_SECONDS, toPublicError } from '../engine/errors.ts';
-import { pingDatabase } from './database.ts';
+import { pingMainDatabase } from './database.ts';
 import { hasCredentials, resolvePrincipal } from './authenticate.ts';
 import { ANONYMOUS } from './context.ts';
 import type { CookieSink, Credentials, Protocol, RequestContext } from './context.ts';
@@ -81,7 +81,7 @@ export function createPipeline(services: Services, metrics: Metrics): Pipeline {
         let pub = toPublicError(err);
         // A failure no driver code explains ("connection terminated", "client is not
         // queryable") while the database does not answer is the outage, not a bug.
-        if (pub.code === 'internal' && services.sequelize !== undefined && !(await pingDatabase(services.sequelize, 1000))) pub = outage(err);
+        if (pub.code === 'internal' && services.database !== undefined && !(await pingMainDatabase(services.database, 1000))) pub = outage(err);
         code = pub.code;
         if (SECURITY_EVENT_CODES.has(pub.code)) metrics.securityEvent(pub.reason ?? pub.code);
         if (pub.code === 'unavailable') {
