@@ -21,6 +21,7 @@ const SUITES: Record<string, string> = {
   list: './list_objects.ts',
   start: './check_start.ts',
   transport: './transport.ts',
+  server_path: './server_path.ts',
   openfga: './openfga_check.ts',
   auth: './auth.ts',
   cluster: './cluster.ts',

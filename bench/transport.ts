@@ -23,7 +23,7 @@ import { OPERATIONS, generateProto, graphqlDocument, loadPackageDefinition } fro
 
 const CONNECTIONS = 50;
 
-interface Figures {
+export interface Figures {
   requests_per_second: number;
   p50_ms: number;
   p90_ms: number;
@@ -34,11 +34,17 @@ interface Figures {
   total: number;
 }
 
-async function startServerProcess(dir: string): Promise<{ child: ChildProcess; http: string; grpc: string }> {
+/**
+ * Starts the real bin in its own process (SQLite in `dir`, HS256, every guard
+ * on, the rate limit raised by flag). `extraArgs` are appended to the server's
+ * flags; `nodeArgs` go to node itself (e.g. `--cpu-prof`).
+ */
+export async function startServerProcess(dir: string, extraArgs: readonly string[] = [], nodeArgs: readonly string[] = []): Promise<{ child: ChildProcess; http: string; grpc: string }> {
   const bin = resolve(import.meta.dirname, '..', 'bin', 'latchkey.js');
   const child = spawn(
     process.execPath,
     [
+      ...nodeArgs,
       bin,
       'serve',
       '--database-type=sqlite',
@@ -54,6 +60,7 @@ async function startServerProcess(dir: string): Promise<{ child: ChildProcess; h
       '--metrics-port=0',
       '--rate-limit-rps=1000000',
       '--rate-limit-burst=1000000',
+      ...extraArgs,
     ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
@@ -75,7 +82,7 @@ async function startServerProcess(dir: string): Promise<{ child: ChildProcess; h
   });
 }
 
-function fromAutocannon(r: Result): Figures {
+export function fromAutocannon(r: Result): Figures {
   return {
     requests_per_second: Math.round(r.requests.average),
     p50_ms: r.latency.p50,
@@ -88,7 +95,7 @@ function fromAutocannon(r: Result): Figures {
   };
 }
 
-async function http(options: Options, seconds: number, warmup: number): Promise<Figures> {
+export async function http(options: Options, seconds: number, warmup: number): Promise<Figures> {
   if (warmup > 0) await autocannon({ ...options, connections: CONNECTIONS, duration: warmup });
   return fromAutocannon(await autocannon({ ...options, connections: CONNECTIONS, duration: seconds }));
 }
@@ -98,17 +105,35 @@ function percentile(sorted: Float64Array, p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 }
 
+/** One unary gRPC call as the raw load generator sends it. */
+export interface GrpcCall {
+  /** `/package.Service/Method`. */
+  path: string;
+  /** The serialized request message (without the 5-byte gRPC frame header). */
+  message: Buffer;
+  /** Extra request headers (gRPC metadata), e.g. `authorization`. */
+  headers?: Record<string, string>;
+}
+
+const META_CALL: GrpcCall = { path: '/latchkey.v1.Latchkey/Meta', message: Buffer.alloc(0) };
+
 /**
- * gRPC load: `Meta` calls as raw gRPC-over-HTTP/2 requests from node:http2
- * (the h2load/ghz approach): 5 connections carrying 50 concurrent streams.
- * A grpc-js client costs about as much CPU per call as the server, so with
- * both on the same two cores it, not the server, would be measured. The
- * answers are verified with a real grpc-js client before timing (in `run`).
+ * gRPC load: unary calls (by default `Meta`) as raw gRPC-over-HTTP/2 requests
+ * from node:http2 (the h2load/ghz approach): 5 connections carrying 50
+ * concurrent streams. A grpc-js client costs about as much CPU per call as the
+ * server, so with both on the same two cores it, not the server, would be
+ * measured. A call counts as an error unless it ends with `grpc-status: 0`
+ * and a non-empty response. The answers are verified with a real grpc-js
+ * client before timing.
  */
-async function grpcLoad(address: string, seconds: number, warmup: number): Promise<Figures> {
+export async function grpcLoad(address: string, seconds: number, warmup: number, call: GrpcCall = META_CALL): Promise<Figures> {
   const sessions = Array.from({ length: 5 }, () => http2.connect(`http://${address}`));
   await Promise.all(sessions.map((s) => new Promise((r, j) => s.once('connect', r).once('error', j))));
-  const emptyMessage = Buffer.alloc(5); // gRPC frame: not compressed, length 0
+  // gRPC frame: a 0 byte (not compressed), the message length (big-endian), the message.
+  const frame = Buffer.alloc(5 + call.message.length);
+  frame.writeUInt32BE(call.message.length, 1);
+  call.message.copy(frame, 5);
+  const requestHeaders = { ':method': 'POST', ':path': call.path, 'content-type': 'application/grpc', te: 'trailers', ...call.headers };
   const phase = (durationS: number): Promise<{ latencies: number[]; errors: number; elapsed: number }> =>
     new Promise((resolvePromise) => {
       const latencies: number[] = [];
@@ -124,12 +149,7 @@ async function grpcLoad(address: string, seconds: number, warmup: number): Promi
         const t0 = performance.now();
         let status: string | undefined;
         let bytes = 0;
-        const stream = session.request({
-          ':method': 'POST',
-          ':path': '/latchkey.v1.Latchkey/Meta',
-          'content-type': 'application/grpc',
-          te: 'trailers',
-        });
+        const stream = session.request(requestHeaders);
         stream.on('trailers', (trailers) => {
           status = String(trailers['grpc-status']);
         });
@@ -141,7 +161,7 @@ async function grpcLoad(address: string, seconds: number, warmup: number): Promi
           if (status !== '0' || bytes <= 5) errors++;
           one(session);
         });
-        stream.end(emptyMessage);
+        stream.end(frame);
       };
       for (let i = 0; i < CONNECTIONS; i++) {
         active++;
@@ -215,7 +235,7 @@ async function startBaselines(): Promise<{ grpc: string; http: string; stop(): v
 }
 
 /** The round with the most requests per second, plus every round's rate. */
-function best(rounds: Figures[]): Figures & { rounds_rps: number[] } {
+export function best(rounds: Figures[]): Figures & { rounds_rps: number[] } {
   const top = rounds.reduce((a, b) => (b.requests_per_second > a.requests_per_second ? b : a));
   return { ...top, rounds_rps: rounds.map((r) => r.requests_per_second) };
 }
