@@ -370,6 +370,11 @@ export class LocalChecker implements CheckResolver {
     this.#sync = options.sync ?? true;
   }
 
+  /** Whether this evaluator resolves synchronously when the store offers synchronous reads. */
+  get synchronous(): boolean {
+    return this.#sync;
+  }
+
   resolveCheck(req: ResolveCheckRequest, ctx: ResolutionContext): Promise<ResolveCheckResult> {
     try {
       const r = this.resolveCheckSync(req, ctx);

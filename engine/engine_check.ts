@@ -13,8 +13,8 @@ import type { StoredAuthorizationModel } from './model.ts';
 import type { TupleKey, TupleStore } from './store.ts';
 import { TypeSystem } from './typesystem.ts';
 import { TupleReader } from './reader.ts';
-import { type CheckResolver, type Consistency, type ResolutionContext, type ResolveCheckResult, Scope } from './check.ts';
-import { type ParsedObject, type ParsedUser, fgaError, formatUser, parseObject, show, tryParseUser } from './tuple.ts';
+import { type CheckResolver, type Consistency, LocalChecker, type ResolutionContext, type ResolveCheckResult, Scope } from './check.ts';
+import { type ParsedObject, type ParsedUser, fgaError, parseObject, show, tryParseUser } from './tuple.ts';
 import { FGA_CODES, validateTupleForWrite } from './validation.ts';
 
 /**
@@ -106,7 +106,6 @@ export interface Prepared {
 }
 
 const MODEL_ID = /^[0-9A-HJKMNP-TV-Z]{26}$/u;
-const PARSE_CACHE_MAX = 50_000;
 /** Valid top-level checks remembered at most (see `CheckPath.#valid`); emptied when full. */
 const VALID_MAX = 50_000;
 
@@ -140,36 +139,22 @@ export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (it
   return out;
 }
 
-// Parsed request strings (immutable results; valid ones only, bounded).
-const parsedObjects = new Map<string, ParsedObject>();
-/** A parsed user string with its `formatUser` form (the cache key part), built once. */
+/** A parsed user string with its canonical form (the cache key part). */
 interface CheckUser {
   user: ParsedUser;
   text: string;
 }
-const parsedUsers = new Map<string, CheckUser>();
 
-function cachedObject(s: unknown): ParsedObject {
-  if (typeof s === 'string') {
-    const hit = parsedObjects.get(s);
-    if (hit !== undefined) return hit;
-  }
-  const o = parseObject(s);
-  if (parsedObjects.size >= PARSE_CACHE_MAX) parsedObjects.clear();
-  parsedObjects.set(s as string, o);
-  return o;
-}
-
-function cachedUser(s: unknown): CheckUser | undefined {
+/**
+ * The parsed user of a check. Request strings are parsed on every check: the
+ * parse is one scan, cheaper than a lookup in a cache of parsed strings once
+ * the requests name more users or objects than such a cache holds.
+ */
+function checkUserOf(s: unknown): CheckUser | undefined {
   if (typeof s !== 'string') return undefined;
-  const hit = parsedUsers.get(s);
-  if (hit !== undefined) return hit;
   const user = tryParseUser(s);
-  if (user === undefined) return undefined;
-  if (parsedUsers.size >= PARSE_CACHE_MAX) parsedUsers.clear();
-  const u = { user, text: formatUser(user) };
-  parsedUsers.set(s, u);
-  return u;
+  // A valid user string is its own canonical form (`formatUser` gives it back unchanged).
+  return user === undefined ? undefined : { user, text: s };
 }
 
 function isPlainObject(v: unknown): boolean {
@@ -229,6 +214,9 @@ export class CheckPath {
   readonly #hint: LatestModelHint | undefined;
   readonly #limits: CheckLimits;
   readonly #resolver: CheckResolver;
+  /** Whether the resolver is the plain synchronous evaluator (see {@link CheckPath.#walk}), and the limits of its walks. */
+  readonly #walks: boolean;
+  readonly #walkLimits: { maxDepth: number; maxDispatches: number; context: undefined };
   readonly #hits: TopLevelHits | undefined;
   /**
    * Top-level checks without condition context found valid under the model
@@ -251,6 +239,8 @@ export class CheckPath {
     this.#hint = typeof hint.knownLatestModelId === 'function' ? (store as unknown as LatestModelHint) : undefined;
     this.#limits = limits;
     this.#resolver = resolver;
+    this.#walkLimits = { maxDepth: limits.maxResolutionDepth, maxDispatches: limits.maxDispatchesPerCheck, context: undefined };
+    this.#walks = resolver instanceof LocalChecker && resolver.synchronous;
     const hits = resolver as Partial<TopLevelHits>;
     this.#hits = typeof hits.topLevelHit === 'function' ? (resolver as unknown as TopLevelHits) : undefined;
   }
@@ -361,7 +351,7 @@ export class CheckPath {
   }
 
   #checkUser(ts: TypeSystem, user: unknown, code: number): CheckUser {
-    const c = cachedUser(user);
+    const c = checkUserOf(user);
     if (c === undefined) throw invalid(`invalid user '${show(user)}'`, { reason: 'invalid_user', code });
     const u = c.user;
     if (u === undefined) throw invalid(`invalid user '${show(user)}'`, { reason: 'invalid_user', code });
@@ -379,13 +369,32 @@ export class CheckPath {
    */
   #validate(ts: TypeSystem, req: CheckInput): { object: ParsedObject; user: CheckUser } {
     if (req === null || typeof req !== 'object') throw invalid('check request must be an object', { reason: 'invalid_check_input' });
-    const object = cachedObject(req.object);
+    const object = parseObject(req.object);
     if (object.id === '*') throw invalid('the object id cannot be a wildcard', { reason: 'invalid_object' });
     if (!ts.hasType(object.type)) throw invalid(`type '${object.type}' not found`, { reason: 'type_not_found' });
     if (typeof req.relation !== 'string' || ts.rewrite(object.type, req.relation) === undefined) {
       throw invalid(`relation '${object.type}#${show(req.relation)}' not found`, { reason: 'relation_not_found' });
     }
     return { object, user: this.#checkUser(ts, req.user, FGA_CODES.validation_error) };
+  }
+
+  /**
+   * A top-level check without contextual tuples, condition context or a
+   * consistency preference, of a monotone relation by a plain user, with the
+   * plain synchronous evaluator as resolver: what that evaluator does first
+   * (`resolveSync`: the store's own walk over its index), without building
+   * its request and context. Throws what it throws; `undefined` when the
+   * check is not of this kind or the store cannot walk it (the caller then
+   * takes the general path).
+   */
+  #walk(ts: TypeSystem, req: CheckInput): boolean | undefined {
+    if (!this.#walks || req.context !== undefined || req.consistency !== undefined) return undefined;
+    const source = this.#reader(ts).sync;
+    if (source?.reachSync === undefined) return undefined;
+    const { object, user } = this.#validate(ts, req);
+    const u = user.user;
+    if (u.kind !== 'object' || !ts.isMonotone(object.type, req.relation)) return undefined;
+    return source.reachSync(ts, object.type, object.id, req.relation, u.type, u.id, this.#walkLimits, req.object, user.text);
   }
 
   /**
@@ -489,6 +498,10 @@ export class CheckPath {
       }
       throw syncUnavailable('the model version is not loaded in this engine yet (loadModel, or any check, loads it)');
     }
+    if (plain) {
+      const allowed = this.#walk(ts, req);
+      if (allowed !== undefined) return { allowed };
+    }
     const prepared = plain ? undefined : this.#prepareWith(ts, req);
     const ctx = prepared === undefined ? undefined : this.context(ts, prepared.reader, req.context, req.consistency);
     const r = this.#resolveOne(ts, ctx, req, true) as ResolveCheckResult | undefined;
@@ -506,6 +519,8 @@ export class CheckPath {
       const ts = this.#typesystemNow(req.modelId);
       if (ts !== undefined) {
         if (req.context !== undefined && !isPlainObject(req.context)) throw invalid('context must be an object', { reason: 'invalid_context' });
+        const allowed = this.#walk(ts, req);
+        if (allowed !== undefined) return { allowed };
         let r = this.#resolveOne(ts, undefined, req)!;
         if (r instanceof Promise) r = await r;
         return { allowed: r.allowed && !r.cycle };

@@ -125,6 +125,20 @@ export function sortUnique(a: Int32Array, from: number, to: number): number {
 }
 
 /** Whether the sorted run `a[from, to)` holds `x` (binary search). */
+/** The position of `x` in the sorted run `a[from, to)`, or -1. */
+export function runIndex(a: Int32Array, from: number, to: number, x: number): number {
+  let lo = from;
+  let hi = to - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    const v = a[mid]!;
+    if (v === x) return mid;
+    if (v < x) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
+}
+
 export function runHas(a: Int32Array, from: number, to: number, x: number): boolean {
   let lo = from;
   let hi = to - 1;

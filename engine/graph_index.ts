@@ -30,7 +30,7 @@ import { LatchkeyError } from './errors.ts';
 import { budgetExceeded, depthExceeded } from './check.ts';
 import type { TupleCondition, TupleKey } from './store.ts';
 import type { TypeSystem } from './typesystem.ts';
-import { buildNodes, groupByUser, runHas, StagedTuples } from './graph_bulk.ts';
+import { buildNodes, groupByUser, runHas, runIndex, StagedTuples } from './graph_bulk.ts';
 import { OBJECT, ReachPlans, USERSET, WILDCARD, type Admitted, type Plan } from './graph_plans.ts';
 
 /** Most distinct relation names an index numbers. */
@@ -80,9 +80,15 @@ export class GraphIndex {
   readonly #reverse: (Map<number, Set<number> | Int32Array> | undefined)[] | undefined;
   /** The tuples of an unfinished bulk load. */
   #staged: StagedTuples | undefined;
-  /** Users of the bulk-loaded nodes (see {@link GraphNode.from}), and the revision they were added at. */
+  /**
+   * Users of the nodes' runs (see {@link GraphNode.from}), and the revision they were added at: one
+   * revision for all (`#bulkRevision`, after a bulk load) or one each (`#bulkRevisions`, after {@link compact}).
+   */
   #bulk = new Int32Array(0);
   #bulkRevision = 0;
+  #bulkRevisions: Float64Array | undefined;
+  /** Users held in nodes' maps rather than in runs. */
+  #mapHeld = 0;
   /** Per relation number: user → object → condition, for the reverse tuples that have one. */
   readonly #reverseConds: (Map<number, Map<number, TupleCondition>> | undefined)[] = [];
   /** Per string number: the id part of an object `type:id`, computed on first use by a reverse read. */
@@ -236,7 +242,13 @@ export class GraphIndex {
     const userset = this.#kind[u] === USERSET;
     const rev = (userset ? n.usersets : n.users)?.get(u);
     if (rev !== undefined || n.to === n.from) return rev;
-    return (userset ? runHas(this.#bulk, n.mid, n.to, u) : runHas(this.#bulk, n.from, n.mid, u)) ? this.#bulkRevision : undefined;
+    const at = userset ? runIndex(this.#bulk, n.mid, n.to, u) : runIndex(this.#bulk, n.from, n.mid, u);
+    return at < 0 ? undefined : this.#runRevision(at);
+  }
+
+  /** The revision of the run entry at `i` of the bulk array. */
+  #runRevision(i: number): number {
+    return this.#bulkRevisions === undefined ? this.#bulkRevision : this.#bulkRevisions[i]!;
   }
 
   /** Whether plain or wildcard user `u` is on node `n`. */
@@ -247,7 +259,7 @@ export class GraphIndex {
   /** Appends the tuples of node `object#relation` (only userset users when `kind` is `usersets`), materialised. */
   nodeTuples(object: number, relation: number, n: GraphNode, kind: 'all' | 'usersets', out: (TupleKey & { revision: number })[]): void {
     const bulk = this.#bulk;
-    for (let i = kind === 'all' ? n.from : n.mid; i < n.to; i++) out.push(this.tuple(object, relation, n, bulk[i]!, this.#bulkRevision));
+    for (let i = kind === 'all' ? n.from : n.mid; i < n.to; i++) out.push(this.tuple(object, relation, n, bulk[i]!, this.#runRevision(i)));
     if (kind === 'all' && n.users !== undefined) for (const [u, rev] of n.users) out.push(this.tuple(object, relation, n, u, rev));
     if (n.usersets !== undefined) for (const [u, rev] of n.usersets) out.push(this.tuple(object, relation, n, u, rev));
   }
@@ -255,9 +267,63 @@ export class GraphIndex {
   /** Moves the bulk run of node `n` into its maps (before a write changes it). */
   #thaw(n: GraphNode): void {
     const bulk = this.#bulk;
-    for (let i = n.from; i < n.mid; i++) (n.users ??= new Map()).set(bulk[i]!, this.#bulkRevision);
-    for (let i = n.mid; i < n.to; i++) (n.usersets ??= new Map()).set(bulk[i]!, this.#bulkRevision);
+    for (let i = n.from; i < n.mid; i++) (n.users ??= new Map()).set(bulk[i]!, this.#runRevision(i));
+    for (let i = n.mid; i < n.to; i++) (n.usersets ??= new Map()).set(bulk[i]!, this.#runRevision(i));
+    this.#mapHeld += n.to - n.from;
     n.from = n.mid = n.to = 0;
+  }
+
+  /** Users held in nodes' maps (written since the last bulk load or {@link compact}). */
+  get mapHeld(): number {
+    return this.#mapHeld;
+  }
+
+  /**
+   * Moves the users every node holds in maps into sorted runs of one new
+   * array, with their revisions: a membership test is then a binary search
+   * in a few adjacent integers instead of a hash-map probe, the layout a bulk
+   * load builds. Answers and revisions do not change. Costs one pass over
+   * every tuple, plus sorting the map-held users of each node; the caller
+   * decides when (see `MemoryStore`: when as many users are in maps as in runs).
+   */
+  compact(): void {
+    this.#checkBuilt();
+    if (this.#mapHeld === 0) return;
+    const old = this.#bulk;
+    let total = 0;
+    for (const [, , n] of this.nodeEntries()) total += n.to - n.from + (n.users?.size ?? 0) + (n.usersets?.size ?? 0);
+    const bulk = new Int32Array(total);
+    const revisions = new Float64Array(total);
+    let at = 0;
+    const fromMap = (m: Map<number, number>): void => {
+      const users = Int32Array.from(m.keys()).sort();
+      for (let i = 0; i < users.length; i++, at++) {
+        bulk[at] = users[i]!;
+        revisions[at] = m.get(users[i]!)!;
+      }
+    };
+    for (const [, , n] of this.nodeEntries()) {
+      // A node's users are either in its runs (not written since) or in its maps (thawed on a write): never both.
+      if (n.to > n.from) {
+        bulk.set(old.subarray(n.from, n.to), at);
+        for (let i = n.from; i < n.to; i++) revisions[at + i - n.from] = this.#runRevision(i);
+        const shift = at - n.from;
+        at += n.to - n.from;
+        n.from += shift;
+        n.mid += shift;
+        n.to += shift;
+        continue;
+      }
+      n.from = at;
+      if (n.users !== undefined) fromMap(n.users);
+      n.mid = at;
+      if (n.usersets !== undefined) fromMap(n.usersets);
+      n.to = at;
+      n.users = n.usersets = undefined;
+    }
+    this.#bulk = bulk;
+    this.#bulkRevisions = revisions;
+    this.#mapHeld = 0;
   }
 
   #checkBuilt(): void {
@@ -286,6 +352,7 @@ export class GraphIndex {
     const m = this.#kind[u] === USERSET ? (n.usersets ??= new Map()) : (n.users ??= new Map());
     if (m.has(u)) return false;
     m.set(u, revision);
+    this.#mapHeld++;
     if (t.condition !== undefined) (n.conds ??= new Map()).set(u, t.condition);
     if (this.#reverse !== undefined) {
       this.#reverseObjects(r, u, true)!.add(o);
@@ -308,6 +375,7 @@ export class GraphIndex {
     if (n.to > n.from) this.#thaw(n);
     const m = this.#kind[u] === USERSET ? n.usersets : n.users;
     if (m === undefined || !m.delete(u)) return false;
+    this.#mapHeld--;
     if (m.size === 0) {
       if (m === n.users) n.users = undefined;
       else n.usersets = undefined;
@@ -377,6 +445,7 @@ export class GraphIndex {
     for (const byObject of this.#nodes) this.#nodeCount += byObject?.size ?? 0;
     this.size = size;
     this.#bulk = bulk;
+    this.#bulkRevisions = undefined;
     this.#staged = undefined;
     const reverse = this.#reverse;
     if (reverse === undefined) return;

@@ -187,6 +187,9 @@ class MissingStore {
   }
 }
 
+/** Users held in the index's per-node maps before a write compacts them into runs (see `GraphIndex.compact`). */
+const COMPACT_MIN = 4096;
+
 /**
  * A {@link TupleStore} kept in process memory. The object made with `new`
  * is the default store; {@link MemoryStore.catalog} holds the others.
@@ -315,6 +318,9 @@ export class MemoryStore implements TupleStore {
       index.add(stored, revision);
       this.#log.push(revision, index.id(t.object)!, index.relId(t.relation)!, index.id(t.user)!, WRITE, c);
     }
+    // Written users wait in per-node maps; once there are as many as in the sorted runs, they join the runs
+    // (one pass over the tuples each time the map-held count doubles: amortised constant per tuple written).
+    if (index.mapHeld >= COMPACT_MIN && index.mapHeld * 2 >= index.size) index.compact();
     this.#revision = revision;
     return revision;
   }

@@ -19,9 +19,6 @@ export interface ParsedObject {
   id: string;
 }
 
-// Whitespace and control characters are never allowed in ids.
-// eslint-disable-next-line no-control-regex
-const BAD_CHARS = /[\s\u0000-\u001f\u007f]/u;
 const TYPE_NAME = /^[^:#@*\s]{1,254}$/u;
 const RELATION_NAME = /^[^:#@*\s]{1,50}$/u;
 
@@ -60,31 +57,74 @@ export function isTypeName(s: string): boolean {
   return TYPE_NAME.test(s);
 }
 
+/** Whether char code `c` is one `\s` matches above U+007F (the Unicode spaces, the BOM). */
+function isWideSpace(c: number): boolean {
+  return c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
+}
+
+// Scan results of `scan` (module scratch: parsing is synchronous and not re-entrant).
+let firstColon = -1;
+let colons = 0;
+let firstHash = -1;
+let hashes = 0;
+/** Positions of the first and last `@`, and of the last `*`. */
+let firstAt = -1;
+let lastAt = -1;
+let lastStar = -1;
+
+/**
+ * One pass over `s[0, end)`: false on whitespace or a control character;
+ * records where `:`, `#`, `@` and `*` are. Replaces a regular expression and
+ * five `includes` on the check path, where this runs for every request.
+ */
+function scan(s: string, end: number): boolean {
+  firstColon = firstHash = firstAt = lastAt = lastStar = -1;
+  colons = hashes = 0;
+  for (let i = 0; i < end; i++) {
+    const c = s.charCodeAt(i);
+    if (c <= 0x20 || c === 0x7f) return false;
+    if (c === 0x3a) {
+      if (colons++ === 0) firstColon = i;
+    } else if (c === 0x23) {
+      if (hashes++ === 0) firstHash = i;
+    } else if (c === 0x40) {
+      if (firstAt < 0) firstAt = i;
+      lastAt = i;
+    } else if (c === 0x2a) lastStar = i;
+    else if (c >= 0xa0 && isWideSpace(c)) return false;
+  }
+  return true;
+}
+
 /** Parses `type:id`, or returns `undefined` when malformed. */
 export function tryParseObject(s: string): ParsedObject | undefined {
-  if (typeof s !== 'string' || s.length > 512 || BAD_CHARS.test(s)) return undefined;
-  const i = s.indexOf(':');
-  if (i <= 0) return undefined;
-  const type = s.slice(0, i);
-  const id = s.slice(i + 1);
-  if (id === '' || id.includes(':') || id.includes('#') || type.includes('#') || type.includes('@')) return undefined;
-  return { type, id };
+  if (typeof s !== 'string' || s.length > 512 || !scan(s, s.length)) return undefined;
+  // Exactly one `:`, not first and not last; no `#` anywhere; no `@` in the type.
+  const i = firstColon;
+  if (i <= 0 || colons !== 1 || hashes !== 0 || i === s.length - 1 || (firstAt >= 0 && firstAt < i)) return undefined;
+  return { type: s.slice(0, i), id: s.slice(i + 1) };
 }
 
 /** Parses a user string, or returns `undefined` when malformed. */
 export function tryParseUser(s: string): ParsedUser | undefined {
-  if (typeof s !== 'string' || s.length > 512 || BAD_CHARS.test(s)) return undefined;
-  const hash = s.indexOf('#');
+  if (typeof s !== 'string' || s.length > 512 || !scan(s, s.length)) return undefined;
+  const hash = firstHash;
+  // The object part `type:id` ends at the first `#` (or the end): exactly one `:` in it, not first or last.
+  const end = hash >= 0 ? hash : s.length;
+  const i = firstColon;
+  if (i <= 0 || i >= end - 1 || (firstAt >= 0 && firstAt < i)) return undefined;
+  const type = s.slice(0, i);
   if (hash >= 0) {
-    const obj = tryParseObject(s.slice(0, hash));
-    const relation = s.slice(hash + 1);
-    if (obj === undefined || obj.id === '*' || !RELATION_NAME.test(relation)) return undefined;
-    return { kind: 'userset', type: obj.type, id: obj.id, relation };
+    // A userset: `type:id#relation`, the id not `*`, the relation 1 to 50 characters without `:#@*`.
+    const rl = s.length - hash - 1;
+    if (colons !== 1 || hashes !== 1 || rl < 1 || rl > 50 || lastAt > hash || lastStar > hash) return undefined;
+    const id = s.slice(i + 1, hash);
+    if (id === '*') return undefined;
+    return { kind: 'userset', type, id, relation: s.slice(hash + 1) };
   }
-  const obj = tryParseObject(s);
-  if (obj === undefined) return undefined;
-  if (obj.id === '*') return { kind: 'wildcard', type: obj.type };
-  return { kind: 'object', type: obj.type, id: obj.id };
+  if (colons !== 1) return undefined;
+  if (lastStar === s.length - 1 && i === s.length - 2) return { kind: 'wildcard', type };
+  return { kind: 'object', type, id: s.slice(i + 1) };
 }
 
 /** Formats a parsed user back to its string form. */

@@ -3,7 +3,8 @@
  * (`bulk: true`, then `finishBulk`, as the graph mirror loads): its forward
  * reads (a node's tuples, a tuple's revision) and reverse reads list exactly
  * the tuples present, with their conditions, through any later writes and
- * deletes.
+ * deletes, and after compactions (`compact`: map-held users moved into
+ * runs) at any point, with each tuple's revision kept.
  */
 import test from 'ava';
 import fc from 'fast-check';
@@ -41,11 +42,11 @@ function expected(tuples: Map<string, Gen>, type: string, relation: string): str
   return out.sort();
 }
 
-test('reads list exactly the tuples present, whether the index was loaded tuple by tuple or in bulk, through later writes and deletes (property)', (t) => {
+test('reads list exactly the tuples present, whether the index was loaded tuple by tuple or in bulk, through later writes, deletes and compactions (property)', (t) => {
   fc.assert(
     fc.property(
       fc.array(tupleArb, { maxLength: 40 }),
-      fc.array(fc.record({ add: fc.boolean(), tuple: tupleArb }), { maxLength: 40 }),
+      fc.array(fc.record({ add: fc.boolean(), tuple: tupleArb, compact: fc.boolean() }), { maxLength: 40 }),
       (initial, ops) => {
         // A tuple staged twice in bulk keeps the last one: the same tuples one by one.
         const present = new Map<string, Gen & { revision: number }>();
@@ -56,21 +57,34 @@ test('reads list exactly the tuples present, whether the index was loaded tuple 
         for (const g of initial) bulk.add(toTuple(g), 0);
         bulk.finishBulk();
         t.is(bulk.size, present.size);
-        for (const { add, tuple: g } of ops) {
+        // Compacted after the load and whenever an operation asks: the same answers and revisions.
+        const compacted = new GraphIndex();
+        for (const g of present.values()) compacted.add(toTuple(g), 0);
+        compacted.compact();
+        t.is(compacted.mapHeld, 0);
+        let revision = 0;
+        for (const { add, tuple: g, compact } of ops) {
           const k = key(g);
+          revision++;
           if (add) {
-            const added = kept.add(toTuple(g), 1);
-            t.is(bulk.add(toTuple(g), 1), added);
+            const added = kept.add(toTuple(g), revision);
+            t.is(bulk.add(toTuple(g), revision), added);
+            t.is(compacted.add(toTuple(g), revision), added);
             t.is(added, !present.has(k));
-            if (added) present.set(k, { ...g, revision: 1 });
+            if (added) present.set(k, { ...g, revision });
           } else {
             const deleted = kept.delete(toTuple(g));
             t.is(bulk.delete(toTuple(g)), deleted);
+            t.is(compacted.delete(toTuple(g)), deleted);
             t.is(deleted, present.has(k));
             present.delete(k);
           }
+          if (compact) {
+            compacted.compact();
+            t.is(compacted.mapHeld, 0);
+          }
         }
-        for (const index of [kept, bulk]) {
+        for (const index of [kept, bulk, compacted]) {
           t.is(index.size, present.size);
           for (const type of ['doc', 'folder']) for (const relation of RELATIONS) t.deepEqual(read(index, type, relation), expected(present, type, relation));
           for (const user of USERS) {
