@@ -103,7 +103,8 @@ export function isErrorCode(err: unknown, code: ErrorCode): err is LatchkeyError
  * errors (1040 too many connections, 1053 shutdown, 1205 lock wait timeout,
  * 2006/2013 server gone), PostgreSQL SQLSTATE class 08 (connection
  * exception), 53300 (too many connections) and 57P01–57P03 (admin shutdown,
- * crash shutdown, cannot connect now), SQLite's busy/locked, nodemailer's
+ * crash shutdown, cannot connect now), SQLite's busy/locked and its storage
+ * failures (read-only file, I/O error, cannot open, disk full), nodemailer's
  * connection codes.
  */
 const DEPENDENCY_CODES: ReadonlySet<string> = new Set([
@@ -131,6 +132,10 @@ const DEPENDENCY_CODES: ReadonlySet<string> = new Set([
   '57P03',
   'SQLITE_BUSY',
   'SQLITE_LOCKED',
+  'SQLITE_READONLY',
+  'SQLITE_IOERR',
+  'SQLITE_CANTOPEN',
+  'SQLITE_FULL',
   'ECONNECTION',
   'ESOCKET',
 ]);
