@@ -37,7 +37,12 @@ export function createRedisFailureCounter(options: RedisFailureCounterOptions): 
         await limiter.consume(key, 1);
         return undefined;
       } catch (res) {
-        if (res instanceof RateLimiterRes) return Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+        if (res instanceof RateLimiterRes) {
+          // A refused reservation took no slot, but the limiter counted it: give it back, or a burst of
+          // right secrets beyond the budget would leave points behind and end up locking the right secret out.
+          await limiter.reward(key, 1).catch(() => undefined);
+          return Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+        }
         throw res;
       }
     },

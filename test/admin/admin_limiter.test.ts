@@ -50,6 +50,22 @@ if (url) {
       await a.close();
     }
   });
+
+  test('a burst of right secrets beyond the budget leaves nothing counted in Redis', async (t) => {
+    const flags = { 'redis-url': url, 'client-id': `limiter-${randomBytes(6).toString('hex')}` };
+    const a = await startTestServer(flags);
+    try {
+      for (let round = 0; round < 3; round++) {
+        const burst = await Promise.all(Array.from({ length: 3 * LIMIT }, () => adminCall(a, TEST_ADMIN_SECRET)));
+        for (const r of burst) t.true(r.error === undefined || r.error.code === 'resource_exhausted', JSON.stringify(r.error));
+      }
+      // Every right secret gave its slot back, and the refused ones took none: the whole budget is there.
+      for (let i = 0; i < LIMIT - 1; i++) t.is((await adminCall(a, 'wrong')).error?.code, 'unauthenticated', `wrong secret ${i + 1}`);
+      t.is((await adminCall(a, TEST_ADMIN_SECRET)).error, undefined);
+    } finally {
+      await a.close();
+    }
+  });
 }
 
 test('without Redis the count is per process', async (t) => {
