@@ -32,6 +32,7 @@
  * [--rows=a,b] [--profile=DIR]`; `--profile` starts the server under
  * `--cpu-prof` and writes its profile to DIR when it stops.
  */
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { createServer } from 'node:http';
 import { spawn } from 'node:child_process';
@@ -146,10 +147,21 @@ async function serveReferences(): Promise<void> {
   });
 }
 
-async function startReferences(): Promise<{ grpc: string; http: string; stop(): void }> {
+async function startReferences(): Promise<{ grpc: string; http: string; pid: number | undefined; stop(): void }> {
   const child = spawn(process.execPath, [new URL(import.meta.url).pathname, '--reference-servers'], { stdio: ['ignore', 'pipe', 'inherit'] });
   const addresses = await new Promise<{ grpc: string; http: string }>((r) => child.stdout?.once('data', (d: Buffer) => r(JSON.parse(d.toString()) as { grpc: string; http: string })));
-  return { ...addresses, stop: () => child.kill() };
+  return { ...addresses, pid: child.pid, stop: () => child.kill() };
+}
+
+/** CPU seconds (user + system) a process has used, from /proc (Linux); NaN elsewhere. */
+function cpuSeconds(pid: number | undefined): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 const load1 = (): number => Math.round((loadavg()[0] ?? 0) * 100) / 100;
@@ -227,11 +239,21 @@ export async function run(options: ServerPathOptions = {}): Promise<Record<strin
       bare_grpc_js: (s) => grpcLoad(refs.grpc, s, 0, grpcCheckCall),
     };
 
+    // The serving process's CPU time over the round: what one request costs it, and how busy it was
+    // (1 = one core; the server and the references are single-threaded).
+    const timed = async (row: Row): Promise<Figures> => {
+      const pid = row.startsWith('bare_') ? refs.pid : server.child.pid;
+      const c0 = cpuSeconds(pid);
+      const t0 = performance.now();
+      const f = await measure[row](seconds);
+      const cpu = cpuSeconds(pid) - c0;
+      return { ...f, server_cpu_us_per_request: Math.round((cpu * 1e6) / Math.max(1, f.total)), server_cpu_busy: Math.round((cpu / ((performance.now() - t0) / 1000)) * 100) / 100 };
+    };
     for (const row of rows) await measure[row](warmup);
     const results = Object.fromEntries(rows.map((r) => [r, [] as Figures[]])) as Record<Row, Figures[]>;
     const loadDuring: number[] = [];
     for (let round = 0; round < rounds; round++) {
-      for (const row of rows) results[row].push(await measure[row](seconds));
+      for (const row of rows) results[row].push(await timed(row));
       loadDuring.push(load1());
     }
 

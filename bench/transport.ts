@@ -32,6 +32,10 @@ export interface Figures {
   errors: number;
   non_2xx: number;
   total: number;
+  /** CPU time of the serving process per request, µs (when the suite measures it). */
+  server_cpu_us_per_request?: number;
+  /** CPU time of the serving process over the round divided by the round's length (1 = one core busy). */
+  server_cpu_busy?: number;
 }
 
 /**

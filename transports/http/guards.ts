@@ -2,6 +2,7 @@
  * HTTP guards: security headers, CORS, CSRF origin checks, per-IP rate
  * limiting. Each is a small express middleware built once from the config.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import { ERROR_STATUS, LatchkeyError } from '../../engine/errors.ts';
 import type { RateLimiter } from '../rate_limit.ts';
@@ -25,7 +26,7 @@ export function locals(res: Response): HttpLocals {
 }
 
 /** Sends an error as `{code, message}` (plus `reason` when known) with the table's status. */
-export function sendError(res: Response, err: LatchkeyError): void {
+export function sendError(res: ServerResponse, err: LatchkeyError): void {
   if (res.headersSent) return;
   const body = JSON.stringify(err.toJSON());
   res.statusCode = ERROR_STATUS[err.code].http;
@@ -96,19 +97,9 @@ const OPENFGA_PATH = /^\/stores(\/|$)/;
  * response. Preflights are answered here (204).
  */
 export function cors(allowedOrigins: readonly string[]) {
-  const wildcard = allowedOrigins.includes('*');
-  const allowed = originMatcher(allowedOrigins.filter((o) => o !== '*'));
+  const headers = corsHeaders(allowedOrigins);
   return (req: Request, res: Response, next: NextFunction): void => {
-    const origin = req.headers.origin;
-    if (origin !== undefined) {
-      if (wildcard) {
-        res.setHeader('access-control-allow-origin', '*');
-      } else if (allowed(origin)) {
-        res.setHeader('access-control-allow-origin', origin);
-        res.setHeader('access-control-allow-credentials', 'true');
-        res.setHeader('vary', 'Origin');
-      }
-    }
+    headers(req, res);
     if (req.method === 'OPTIONS') {
       // OpenFGA's API (transports/openfga) also writes assertions with PUT and deletes stores with DELETE.
       res.setHeader('access-control-allow-methods', OPENFGA_PATH.test(req.path) ? 'GET, POST, PUT, DELETE, OPTIONS' : 'GET, POST, OPTIONS');
@@ -119,6 +110,26 @@ export function cors(allowedOrigins: readonly string[]) {
       return;
     }
     next();
+  };
+}
+
+/**
+ * The CORS response headers of a request that is not a preflight (see
+ * {@link cors}); shared by the express middleware and the REST fast path.
+ */
+export function corsHeaders(allowedOrigins: readonly string[]): (req: IncomingMessage, res: ServerResponse) => void {
+  const wildcard = allowedOrigins.includes('*');
+  const allowed = originMatcher(allowedOrigins.filter((o) => o !== '*'));
+  return (req, res) => {
+    const origin = req.headers.origin;
+    if (origin === undefined) return;
+    if (wildcard) {
+      res.setHeader('access-control-allow-origin', '*');
+    } else if (allowed(origin)) {
+      res.setHeader('access-control-allow-origin', origin);
+      res.setHeader('access-control-allow-credentials', 'true');
+      res.setHeader('vary', 'Origin');
+    }
   };
 }
 
@@ -145,27 +156,40 @@ function refererOrigin(referer: string | undefined): string | undefined {
  * (same-origin); with a list the origin must be on it.
  */
 export function csrf(allowedOrigins: readonly string[], reject: Reject = plainReject) {
+  const refusal = csrfRefusal(allowedOrigins);
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const err = refusal(req, req.path);
+    if (err === undefined) return next();
+    reject(req, res, err);
+  };
+}
+
+/**
+ * The CSRF decision of {@link csrf} for a request whose path (without the
+ * query) is `path`: the refusal (`permission_denied`, reason `csrf_origin`),
+ * or undefined when the request may proceed. Shared by the express middleware
+ * and the REST fast path.
+ */
+export function csrfRefusal(allowedOrigins: readonly string[]): (req: IncomingMessage, path: string) => LatchkeyError | undefined {
   const wildcard = allowedOrigins.includes('*');
   const allowed = originMatcher(allowedOrigins.filter((o) => o !== '*'));
-  return (req: Request, res: Response, next: NextFunction): void => {
-    const refuse = (_res: Response, message: string): void =>
-      reject(req, res, new LatchkeyError('permission_denied', message, { reason: 'csrf_origin' }));
-    if (!STATE_CHANGING.has(req.method) || CSRF_EXEMPT.some((re) => re.test(req.path))) return next();
+  const refuse = (message: string): LatchkeyError => new LatchkeyError('permission_denied', message, { reason: 'csrf_origin' });
+  return (req, path) => {
+    if (!STATE_CHANGING.has(req.method ?? '') || CSRF_EXEMPT.some((re) => re.test(path))) return undefined;
     const origin = req.headers.origin ?? refererOrigin(req.headers.referer);
-    if (!origin || origin === 'null') return refuse(res, 'missing Origin or Referer header');
+    if (!origin || origin === 'null') return refuse('missing Origin or Referer header');
     if (wildcard) {
       let host: string;
       try {
         host = new URL(origin).host;
       } catch {
-        return refuse(res, 'malformed Origin header');
+        return refuse('malformed Origin header');
       }
-      if (host.toLowerCase() !== (req.headers.host ?? '').toLowerCase() && !allowed(origin))
-        return refuse(res, 'cross-origin request refused');
+      if (host.toLowerCase() !== (req.headers.host ?? '').toLowerCase() && !allowed(origin)) return refuse('cross-origin request refused');
     } else if (!allowed(origin)) {
-      return refuse(res, 'origin not allowed');
+      return refuse('origin not allowed');
     }
-    next();
+    return undefined;
   };
 }
 
@@ -179,10 +203,15 @@ export function rateLimit(limiter: RateLimiter, reject: Reject = plainReject) {
     limiter.take(rateLimitKey(locals(res).clientIp)).then(
       (wait) => {
         if (wait === undefined) return next();
-        res.setHeader('retry-after', String(wait));
-        reject(req, res, new LatchkeyError('resource_exhausted', 'too many requests', { reason: 'rate_limited' }));
+        reject(req, res, rateLimited(res, wait));
       },
       () => next(),
     );
   };
+}
+
+/** The refusal of a rate-limited request; sets its `Retry-After` header. */
+export function rateLimited(res: ServerResponse, waitSeconds: number): LatchkeyError {
+  res.setHeader('retry-after', String(waitSeconds));
+  return new LatchkeyError('resource_exhausted', 'too many requests', { reason: 'rate_limited' });
 }
