@@ -174,17 +174,29 @@ export function csrfRefusal(allowedOrigins: readonly string[]): (req: IncomingMe
   const wildcard = allowedOrigins.includes('*');
   const allowed = originMatcher(allowedOrigins.filter((o) => o !== '*'));
   const refuse = (message: string): LatchkeyError => new LatchkeyError('permission_denied', message, { reason: 'csrf_origin' });
+  // The host of each Origin seen (null: not a URL). Parsing a URL cost about as much as the rest of the
+  // check; browsers of a deployment send few distinct origins. Bounded, oldest dropped first.
+  const hosts = new Map<string, string | null>();
+  const hostOf = (origin: string): string | null => {
+    let host = hosts.get(origin);
+    if (host === undefined) {
+      try {
+        host = new URL(origin).host;
+      } catch {
+        host = null;
+      }
+      if (hosts.size >= 1000) hosts.delete(hosts.keys().next().value as string);
+      hosts.set(origin, host);
+    }
+    return host;
+  };
   return (req, path) => {
     if (!STATE_CHANGING.has(req.method ?? '') || CSRF_EXEMPT.some((re) => re.test(path))) return undefined;
     const origin = req.headers.origin ?? refererOrigin(req.headers.referer);
     if (!origin || origin === 'null') return refuse('missing Origin or Referer header');
     if (wildcard) {
-      let host: string;
-      try {
-        host = new URL(origin).host;
-      } catch {
-        return refuse('malformed Origin header');
-      }
+      const host = hostOf(origin);
+      if (host === null) return refuse('malformed Origin header');
       if (host.toLowerCase() !== (req.headers.host ?? '').toLowerCase() && !allowed(origin)) return refuse('cross-origin request refused');
     } else if (!allowed(origin)) {
       return refuse('origin not allowed');
