@@ -16,6 +16,13 @@ export interface Receiver {
   received: Received[];
   /** Handler for the next requests (default: 200 "ok"). */
   handler: Handler;
+  /**
+   * While true the receiver is down: every connection is reset as soon as it
+   * opens, and nothing is recorded. The port stays held, so that no other
+   * process can take it before the receiver comes back (as closing and
+   * listening again on the same port would allow).
+   */
+  down: boolean;
   close(): Promise<void>;
 }
 
@@ -27,6 +34,7 @@ export async function startReceiver(port = 0, host = '127.0.0.1'): Promise<Recei
     port: 0,
     url: '',
     received,
+    down: false,
     handler: (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/plain' });
       res.end('ok');
@@ -47,6 +55,10 @@ export async function startReceiver(port = 0, host = '127.0.0.1'): Promise<Recei
     });
   });
   server.on('connection', (s) => {
+    if (r.down) {
+      s.resetAndDestroy();
+      return;
+    }
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
   });

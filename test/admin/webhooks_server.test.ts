@@ -10,7 +10,7 @@ import test from 'ava';
 import { TEST_ADMIN_SECRET, TEST_CLIENT_SECRET, createServerDatabase, startTestServer, type TestServer } from '../helpers/server.ts';
 import { mainBackends } from '../helpers/main_databases.ts';
 import { WEBHOOK_EVENTS, verifyWebhook } from '../../admin/index.ts';
-import { startReceiver, type Receiver } from './receiver.ts';
+import { startReceiver } from './receiver.ts';
 import { startSmtp } from './smtp.ts';
 
 const origin = { origin: 'https://app.example.com' };
@@ -81,10 +81,9 @@ for (const backend of mainBackends()) {
   test(`a delivery to a receiver that is down survives a server restart and arrives exactly once after it recovers (${backend})`, async (t) => {
     const db = await createServerDatabase(backend);
     const shared = { ...db.flags, 'webhook-allow-private-networks': true };
-    const probe = await startReceiver();
-    const port = probe.port;
-    await probe.close(); // down: connections are refused
-    let receiver: Receiver | undefined;
+    const receiver = await startReceiver();
+    const port = receiver.port;
+    receiver.down = true; // down: connections are reset
     let second: TestServer | undefined;
     const first = await startTestServer(shared);
     let firstClosed = false;
@@ -100,9 +99,9 @@ for (const backend of mainBackends()) {
       await first.close();
       firstClosed = true;
 
-      receiver = await startReceiver(port);
+      receiver.down = false;
       second = await startTestServer(shared);
-      await until('the delivery after the restart', () => receiver!.received.length >= 1);
+      await until('the delivery after the restart', () => receiver.received.length >= 1);
       await new Promise((r) => setTimeout(r, 2500));
       t.is(receiver.received.length, 1, 'exactly once');
       const body = JSON.parse(receiver.received[0]!.body) as { event_name: string; user: { email: string } };
@@ -115,7 +114,7 @@ for (const backend of mainBackends()) {
     } finally {
       if (!firstClosed) await first.close();
       await second?.close();
-      await receiver?.close();
+      await receiver.close();
       await db.drop();
     }
   });
