@@ -67,8 +67,8 @@ log(`memory store loaded in ${loadS.toFixed(2)} s, heap ${heapMiB.toFixed(1)} Mi
 
 // ---- baseline B
 const baseline: Record<string, Timing> = {};
+const b = new NaiveEvaluator();
 {
-  const b = new NaiveEvaluator();
   ds.forEachTuple((obj, rel, user) => b.add(obj, rel, user));
   for (const set of QUERY_SETS) {
     const qs = qsets[set]!;
@@ -148,6 +148,28 @@ for (const set of QUERY_SETS) {
 }
 log(`mirror done (${mirror.stats().fast} fast, ${mirror.stats().deferred} deferred)`);
 
+// P1 as an independent harness measures it: baseline B, `check` and `checkSync` in interleaved rounds over the
+// same queries (best round each), so that a neighbour's load or a collection hits all three alike.
+const interleaved: Record<string, { baseline: number; check: number; check_sync: number }> = {};
+for (const set of QUERY_SETS) {
+  const qs = qsets[set]!;
+  const best = { baseline: 0, check: 0, check_sync: 0 };
+  const rate = (t0: bigint): number => qs.length / (Number(process.hrtime.bigint() - t0) / 1e9);
+  for (let round = 0; round < 2 * passes + 1; round++) {
+    let t0 = process.hrtime.bigint();
+    for (const q of qs) b.check(q.object, q.relation, q.user);
+    best.baseline = Math.max(best.baseline, rate(t0));
+    t0 = process.hrtime.bigint();
+    for (const q of qs) await engine.check(q);
+    best.check = Math.max(best.check, rate(t0));
+    t0 = process.hrtime.bigint();
+    for (const q of qs) engine.checkSync(q);
+    best.check_sync = Math.max(best.check_sync, rate(t0));
+  }
+  interleaved[set] = { baseline: Math.round(best.baseline), check: Math.round(best.check), check_sync: Math.round(best.check_sync) };
+}
+log('interleaved done');
+
 const k = (x: number): string => (x >= 1e6 ? `${(x / 1e6).toFixed(2)} M` : `${(x / 1e3).toFixed(1)} k`);
 const rows = QUERY_SETS.map((set) => {
   const b = baseline[set]!.ops_per_s;
@@ -166,6 +188,15 @@ process.stdout.write(
     '|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
+    'P1, interleaved rounds (best of each):',
+    '',
+    '| set | baseline B | `check` (ratio to B) | `checkSync` (ratio to B) |',
+    '|---|---|---|---|',
+    ...QUERY_SETS.map((set) => {
+      const r = interleaved[set]!;
+      return `| ${set} | ${k(r.baseline)} | ${k(r.check)} (${(r.check / r.baseline).toFixed(2)}×) | ${k(r.check_sync)} (${(r.check_sync / r.baseline).toFixed(2)}×) |`;
+    }),
+    '',
   ].join('\n'),
 );
-process.stdout.write(`${JSON.stringify({ tuples: ds.tupleCount, heap_mib: heapMiB, mirror_heap_mib: mirrorMiB, baseline, cold, cold_sync: coldSync, async_cold: asyncCold, mirror_cold: mirrorCold, warm, warm_sync: warmSync, floor, loadavg: loadavg() })}\n`);
+process.stdout.write(`${JSON.stringify({ tuples: ds.tupleCount, heap_mib: heapMiB, mirror_heap_mib: mirrorMiB, baseline, cold, cold_sync: coldSync, interleaved, async_cold: asyncCold, mirror_cold: mirrorCold, warm, warm_sync: warmSync, floor, loadavg: loadavg() })}\n`);
