@@ -29,8 +29,8 @@
  * other). The load average is printed before and after.
  *
  * Standalone: `node bench/server_path.ts [--quick] [--seconds=N] [--rounds=N]
- * [--rows=a,b] [--profile=DIR]`; `--profile` starts the server under
- * `--cpu-prof` and writes its profile to DIR when it stops.
+ * [--rows=a,b] [--profile=DIR]`; `--profile` starts the server and the
+ * references under `--cpu-prof` and writes their profiles to DIR when they stop.
  */
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -147,20 +147,20 @@ async function serveReferences(): Promise<void> {
   });
 }
 
-async function startReferences(): Promise<{ grpc: string; http: string; pid: number | undefined; stop(): void }> {
-  const child = spawn(process.execPath, [new URL(import.meta.url).pathname, '--reference-servers'], { stdio: ['ignore', 'pipe', 'inherit'] });
+async function startReferences(nodeArgs: readonly string[]): Promise<{ grpc: string; http: string; pid: number | undefined; stop(): void }> {
+  const child = spawn(process.execPath, [...nodeArgs, new URL(import.meta.url).pathname, '--reference-servers'], { stdio: ['ignore', 'pipe', 'inherit'] });
   const addresses = await new Promise<{ grpc: string; http: string }>((r) => child.stdout?.once('data', (d: Buffer) => r(JSON.parse(d.toString()) as { grpc: string; http: string })));
-  return { ...addresses, pid: child.pid, stop: () => child.kill() };
+  return { ...addresses, pid: child.pid, stop: () => child.kill('SIGINT') };
 }
 
-/** CPU seconds (user + system) a process has used, from /proc (Linux); NaN elsewhere. */
-function cpuSeconds(pid: number | undefined): number {
+/** CPU seconds a process has used in user and in system (kernel) mode, from /proc (Linux); NaN elsewhere. */
+function cpuSeconds(pid: number | undefined): { user: number; system: number } {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) / 100;
+    return { user: Number(f[11]) / 100, system: Number(f[12]) / 100 };
   } catch {
-    return Number.NaN;
+    return { user: Number.NaN, system: Number.NaN };
   }
 }
 
@@ -185,7 +185,7 @@ export async function run(options: ServerPathOptions = {}): Promise<Record<strin
   const dir = await mkdtemp(join(tmpdir(), 'latchkey-bench-server-path-'));
   const nodeArgs = options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(options.profileDir)}`] : [];
   const server = await startServerProcess(dir, [], nodeArgs);
-  const refs = await startReferences();
+  const refs = await startReferences(nodeArgs);
   try {
     const base = server.http;
     const { token, userId } = await seed(base);
@@ -246,8 +246,15 @@ export async function run(options: ServerPathOptions = {}): Promise<Record<strin
       const c0 = cpuSeconds(pid);
       const t0 = performance.now();
       const f = await measure[row](seconds);
-      const cpu = cpuSeconds(pid) - c0;
-      return { ...f, server_cpu_us_per_request: Math.round((cpu * 1e6) / Math.max(1, f.total)), server_cpu_busy: Math.round((cpu / ((performance.now() - t0) / 1000)) * 100) / 100 };
+      const c1 = cpuSeconds(pid);
+      const cpu = c1.user + c1.system - c0.user - c0.system;
+      const perRequest = (x: number): number => Math.round((x * 1e6) / Math.max(1, f.total));
+      return {
+        ...f,
+        server_cpu_us_per_request: perRequest(cpu),
+        server_cpu_system_us_per_request: perRequest(c1.system - c0.system),
+        server_cpu_busy: Math.round((cpu / ((performance.now() - t0) / 1000)) * 100) / 100,
+      };
     };
     for (const row of rows) await measure[row](warmup);
     const results = Object.fromEntries(rows.map((r) => [r, [] as Figures[]])) as Record<Row, Figures[]>;
@@ -294,6 +301,8 @@ export async function run(options: ServerPathOptions = {}): Promise<Record<strin
 }
 
 if (import.meta.main && process.argv.includes('--reference-servers')) {
+  // Exit normally on SIGINT, so that a `--cpu-prof` profile is written.
+  process.once('SIGINT', () => process.exit(0));
   await serveReferences();
 } else if (import.meta.main) {
   const arg = (name: string): string | undefined => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);

@@ -34,6 +34,8 @@ export interface Figures {
   total: number;
   /** CPU time of the serving process per request, µs (when the suite measures it). */
   server_cpu_us_per_request?: number;
+  /** The part of it spent in the kernel (system time). */
+  server_cpu_system_us_per_request?: number;
   /** CPU time of the serving process over the round divided by the round's length (1 = one core busy). */
   server_cpu_busy?: number;
 }

@@ -7,7 +7,7 @@ import { LatchkeyError, OUTAGE_RETRY_AFTER_SECONDS, toPublicError } from '../eng
 import { pingMainDatabase } from './database.ts';
 import { hasCredentials, resolvePrincipal } from './authenticate.ts';
 import { ANONYMOUS } from './context.ts';
-import type { CookieSink, Credentials, Protocol, RequestContext } from './context.ts';
+import type { Clock, CookieSink, Credentials, Principal, Protocol, RequestContext } from './context.ts';
 import { outageSummary, type Logger } from './logger.ts';
 import { SECURITY_EVENT_CODES, type Metrics } from './metrics.ts';
 import type { AnyOperation } from './operations/types.ts';
@@ -42,6 +42,50 @@ function outage(err: unknown): LatchkeyError {
   });
 }
 
+/**
+ * The request context of one call. A class rather than an object literal
+ * with getters: V8 builds such literals on a slow path, which showed in the
+ * server path's profile (docs/performance.md, Server path).
+ */
+class CallContext implements RequestContext {
+  readonly requestId: string;
+  readonly principal: Principal;
+  readonly credentials: Credentials;
+  readonly clientIp: string;
+  readonly userAgent: string;
+  readonly protocol: Protocol;
+  readonly clock: Clock;
+  readonly cookies: CookieSink;
+  readonly services: Services;
+  readonly #info: CallInfo;
+  readonly #op: string;
+  #logger: Logger | undefined;
+
+  constructor(info: CallInfo, principal: Principal, services: Services, op: string) {
+    this.requestId = info.requestId;
+    this.principal = principal;
+    this.credentials = info.credentials;
+    this.clientIp = info.clientIp;
+    this.userAgent = info.userAgent;
+    this.protocol = info.protocol;
+    this.clock = services.clock;
+    this.cookies = info.cookies;
+    this.services = services;
+    this.#info = info;
+    this.#op = op;
+  }
+
+  get signal(): AbortSignal {
+    return this.#info.signal;
+  }
+
+  /** Built on first use: most requests never log. */
+  get logger(): Logger {
+    this.#logger ??= this.services.logger.child({ request_id: this.requestId, op: this.#op });
+    return this.#logger;
+  }
+}
+
 export function createPipeline(services: Services, metrics: Metrics): Pipeline {
   const { logger } = services;
   const debug = logger.enabled('debug');
@@ -55,27 +99,7 @@ export function createPipeline(services: Services, metrics: Metrics): Pipeline {
             ? ANONYMOUS
             : await resolvePrincipal(services.authenticators, op.auth, info.credentials, info);
         const input = validate(op.input, rawInput ?? {});
-        let requestLogger: Logger | undefined;
-        const ctx: RequestContext = {
-          requestId: info.requestId,
-          principal,
-          credentials: info.credentials,
-          clientIp: info.clientIp,
-          userAgent: info.userAgent,
-          protocol: info.protocol,
-          get signal(): AbortSignal {
-            return info.signal;
-          },
-          clock: services.clock,
-          // Built on first use: most requests never log.
-          get logger(): Logger {
-            requestLogger ??= logger.child({ request_id: info.requestId, op: op.name });
-            return requestLogger;
-          },
-          cookies: info.cookies,
-          services,
-        };
-        const output = await op.handler(ctx, input);
+        const output = await op.handler(new CallContext(info, principal, services, op.name), input);
         return encodeOutput(op.output, output);
       } catch (err) {
         let pub = toPublicError(err);

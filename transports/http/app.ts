@@ -10,7 +10,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { createHandler } from 'graphql-http/lib/use/express';
 import { GraphQLError, NoSchemaIntrospectionCustomRule, parse, specifiedRules, validate, type DocumentNode, type ValidationRule } from 'graphql';
 import { dependencyError, LatchkeyError } from '../../engine/errors.ts';
-import { CookieSink, extractCredentials } from '../context.ts';
+import { CookieSink, extractCredentials, type Credentials } from '../context.ts';
 import type { ClientIpResolver } from '../client_ip.ts';
 import type { Config } from '../flags.ts';
 import { SECURITY_EVENT_CODES, type Metrics } from '../metrics.ts';
@@ -48,35 +48,47 @@ const MAX_CACHED_DOCUMENTS = 500;
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\b/i;
 
-function callInfo(req: IncomingMessage, res: ServerResponse, l: HttpLocals, protocol: 'rest' | 'graphql', cookies: CookieSink): CallInfo {
-  // The signal is built on first use: most handlers never look at it.
-  let controller: AbortController | undefined;
-  const h = req.headers;
-  // Authorizer's header name is an alias (same rules, --disable-admin-header-auth included); ours wins when both are sent.
-  const admin = h['x-service-admin-secret'] ?? h['x-authorizer-admin-secret'];
-  return {
-    protocol,
-    requestId: l.requestId,
-    clientIp: l.clientIp,
-    userAgent: h['user-agent'] ?? '',
-    credentials: extractCredentials({
-      authorization: h.authorization,
-      cookie: h.cookie,
-      adminSecret: Array.isArray(admin) ? admin[0] : admin,
-    }),
-    get signal(): AbortSignal {
-      if (!controller) {
-        const c = (controller = new AbortController());
-        if (res.destroyed && !res.writableFinished) c.abort();
-        else
-          res.once('close', () => {
-            if (!res.writableFinished) c.abort();
-          });
-      }
-      return controller.signal;
-    },
-    cookies,
-  };
+/**
+ * What the pipeline learns of an HTTP request. A class rather than an object
+ * literal with a getter: V8 builds such literals on a slow path, which showed
+ * in the server path's profile (docs/performance.md, Server path).
+ */
+class HttpCallInfo implements CallInfo {
+  readonly protocol: 'rest' | 'graphql';
+  readonly requestId: string;
+  readonly clientIp: string;
+  readonly userAgent: string;
+  readonly credentials: Credentials;
+  readonly cookies: CookieSink;
+  readonly #res: ServerResponse;
+  #controller: AbortController | undefined;
+
+  constructor(req: IncomingMessage, res: ServerResponse, l: HttpLocals, protocol: 'rest' | 'graphql', cookies: CookieSink) {
+    const h = req.headers;
+    this.protocol = protocol;
+    this.cookies = cookies;
+    // Authorizer's header name is an alias (same rules, --disable-admin-header-auth included); ours wins when both are sent.
+    const admin = h['x-service-admin-secret'] ?? h['x-authorizer-admin-secret'];
+    this.requestId = l.requestId;
+    this.clientIp = l.clientIp;
+    this.userAgent = h['user-agent'] ?? '';
+    this.credentials = extractCredentials({ authorization: h.authorization, cookie: h.cookie, adminSecret: Array.isArray(admin) ? admin[0] : admin });
+    this.#res = res;
+  }
+
+  /** Aborted when the client goes away before the answer is written; built on first use (most handlers never look). */
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      const c = (this.#controller = new AbortController());
+      const res = this.#res;
+      if (res.destroyed && !res.writableFinished) c.abort();
+      else
+        res.once('close', () => {
+          if (!res.writableFinished) c.abort();
+        });
+    }
+    return this.#controller.signal;
+  }
 }
 
 function flush(res: ServerResponse, cookies: CookieSink): void {
@@ -249,7 +261,7 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
   /** Runs a row for a REST request and answers it. */
   const serveOperation = (op: AnyOperation, req: IncomingMessage, res: ServerResponse, l: HttpLocals, input: unknown): void => {
     const cookies = new CookieSink();
-    const info = callInfo(req, res, l, 'rest', cookies);
+    const info = new HttpCallInfo(req, res, l, 'rest', cookies);
     pipeline.run(op, info, input).then(
       (out) => {
         flush(res, cookies);
@@ -373,7 +385,7 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
     context: (req) => {
       const res = req.context.res;
       const cookies = new CookieSink();
-      const info = callInfo(req.raw, res, locals(res), 'graphql', cookies);
+      const info = new HttpCallInfo(req.raw, res, locals(res), 'graphql', cookies);
       return { info, flushCookies: () => flush(res, cookies) } satisfies GraphqlContext;
     },
   });
