@@ -13,7 +13,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import autocannon, { type Options, type Result } from 'autocannon';
 import http2 from 'node:http2';
@@ -250,6 +250,7 @@ export async function run(options: { quick?: boolean } = {}): Promise<Record<str
   const seconds = options.quick ? 3 : 5;
   const rounds = options.quick ? 1 : 3;
   const warmup = options.quick ? 1 : 2;
+  const loadBefore = loadavg().map((x) => Math.round(x * 100) / 100);
   const dir = await mkdtemp(join(tmpdir(), 'latchkey-bench-'));
   const { child, http: base, grpc: grpcAddress } = await startServerProcess(dir);
   try {
@@ -298,6 +299,9 @@ export async function run(options: { quick?: boolean } = {}): Promise<Record<str
       seconds_per_round: seconds,
       rounds,
       guards: 'cors, csrf, rate limit (raised), body limit, metrics',
+      // The machine may be shared: how busy it was says how far the absolute figures can be trusted.
+      load_average_before: loadBefore,
+      load_average_after: loadavg().map((x) => Math.round(x * 100) / 100),
       rest: best(results.rest),
       graphql: best(results.graphql),
       grpc: best(results.grpc),
