@@ -29,7 +29,8 @@
  * other). The load average is printed before and after.
  *
  * Standalone: `node bench/server_path.ts [--quick] [--seconds=N] [--rounds=N]
- * [--rows=a,b] [--profile=DIR]`; `--profile` starts the server and the
+ * [--rows=a,b] [--profile=DIR] [--redis=URL]`; `--redis` gives the server
+ * `--redis-url` (sessions and rate-limit counters in Redis); `--profile` starts the server and the
  * references under `--cpu-prof` and writes their profiles to DIR when they stop.
  */
 import { readFileSync } from 'node:fs';
@@ -174,6 +175,8 @@ export interface ServerPathOptions {
   rows?: readonly string[];
   /** Starts the server with `--cpu-prof` writing into this directory. */
   profileDir?: string;
+  /** `--redis-url` for the server: sessions and rate-limit counters in Redis, as several replicas run. */
+  redisUrl?: string;
 }
 
 export async function run(options: ServerPathOptions = {}): Promise<Record<string, unknown>> {
@@ -184,7 +187,7 @@ export async function run(options: ServerPathOptions = {}): Promise<Record<strin
   const loadBefore = loadavg().map((x) => Math.round(x * 100) / 100);
   const dir = await mkdtemp(join(tmpdir(), 'latchkey-bench-server-path-'));
   const nodeArgs = options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(options.profileDir)}`] : [];
-  const server = await startServerProcess(dir, [], nodeArgs);
+  const server = await startServerProcess(dir, options.redisUrl ? [`--redis-url=${options.redisUrl}`] : [], nodeArgs);
   const refs = await startReferences(nodeArgs);
   try {
     const base = server.http;
@@ -265,6 +268,7 @@ export async function run(options: ServerPathOptions = {}): Promise<Record<strin
     }
 
     const out: Record<string, unknown> = {
+      sessions: options.redisUrl ? 'redis' : 'in process',
       connections: 50,
       seconds_per_round: seconds,
       rounds,
@@ -313,6 +317,7 @@ if (import.meta.main && process.argv.includes('--reference-servers')) {
     ...(num('rounds') !== undefined ? { rounds: num('rounds') as number } : {}),
     ...(arg('rows') !== undefined ? { rows: (arg('rows') as string).split(',') } : {}),
     ...(arg('profile') !== undefined ? { profileDir: arg('profile') as string } : {}),
+    ...(arg('redis') !== undefined ? { redisUrl: arg('redis') as string } : {}),
   });
   process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
 }
