@@ -1,7 +1,9 @@
-// The load smoke (security matrix G3) runs on its own after the rest of `npm test`: its thresholds are about
-// this server's throughput, which the other test files running beside it would measure instead.
+// The tests that measure time run on their own after the rest of `npm test`: the load smoke (security matrix G3),
+// whose thresholds are about this server's throughput, and the enumeration timing bands (A6), which compare two
+// paths' medians. Beside the other test files they would measure those files instead.
 import { readFileSync } from 'node:fs';
 
 const base = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')).ava;
 
-export default { ...base, files: ['test/transports/load_smoke.test.ts'] };
+// One file at a time, one test at a time: each measures with the machine to itself.
+export default { ...base, files: ['test/transports/load_smoke.test.ts', 'test/auth/enumeration.test.ts'], concurrency: 1, serial: true };
