@@ -15,17 +15,17 @@
  * Multi-item changes are ordered single-item conditional writes (no
  * TransactWriteItems); the comments on each say which write decides.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { DynamoDatabase, DynamoItem } from './dynamodb.ts';
 import { DynamoTransaction, type StoreTransaction } from './main_database.ts';
 import type { AuthenticatorRow, MfaStore, OtpRow } from './mfa_store.ts';
 import { COLUMN_NAMES, USER_EXISTS_MESSAGE, normalizeEmail, normalizePhone, rowToRecord, toColumn, type UserFields, type UserPage, type UserRecord, type UserStore } from './user_store.ts';
 import {
-  VERIFICATION_TTL_SECONDS,
   digest,
   expiredVerificationToken,
   invalidVerificationToken,
+  issueVerification,
   toRecord,
   type IssuedVerification,
   type VerificationIdentifier,
@@ -291,20 +291,7 @@ export class DynamoVerificationStore implements VerificationStore {
   }
 
   issue(input: { identifier: VerificationIdentifier; email: string; redirectUri: string; ttlSeconds?: number }): IssuedVerification {
-    const token = randomBytes(32).toString('base64url');
-    const now = this.#now();
-    const row = {
-      id: randomUUID(),
-      token_hash: digest(token),
-      identifier: input.identifier,
-      email: input.email,
-      nonce: randomBytes(16).toString('hex'),
-      redirect_uri: input.redirectUri,
-      expires_at: now + (input.ttlSeconds ?? VERIFICATION_TTL_SECONDS),
-      created_at: now,
-      updated_at: now,
-    };
-    return { token, record: toRecord(row), row };
+    return issueVerification(this.#now(), input);
   }
 
   async #remove(tokenHash: string, id: string): Promise<void> {

@@ -102,6 +102,23 @@ export function expiredVerificationToken(): LatchkeyError {
 }
 
 /** A stored row (or item) as the record callers see. */
+/** A new verification request issued at `now` (unix seconds): its token, its record and its row, not yet stored. */
+export function issueVerification(now: number, input: { identifier: VerificationIdentifier; email: string; redirectUri: string; ttlSeconds?: number }): IssuedVerification {
+  const token = randomBytes(32).toString('base64url');
+  const row = {
+    id: randomUUID(),
+    token_hash: digest(token),
+    identifier: input.identifier,
+    email: input.email,
+    nonce: randomBytes(16).toString('hex'),
+    redirect_uri: input.redirectUri,
+    expires_at: now + (input.ttlSeconds ?? VERIFICATION_TTL_SECONDS),
+    created_at: now,
+    updated_at: now,
+  };
+  return { token, record: toRecord(row), row };
+}
+
 export function toRecord(r: Record<string, unknown>): VerificationRecord {
   return {
     id: String(r['id']),
@@ -176,20 +193,7 @@ export class SqlVerificationStore implements VerificationStore {
    * its mail in one).
    */
   issue(input: { identifier: VerificationIdentifier; email: string; redirectUri: string; ttlSeconds?: number }): IssuedVerification {
-    const token = randomBytes(32).toString('base64url');
-    const now = this.#now();
-    const row = {
-      id: randomUUID(),
-      token_hash: digest(token),
-      identifier: input.identifier,
-      email: input.email,
-      nonce: randomBytes(16).toString('hex'),
-      redirect_uri: input.redirectUri,
-      expires_at: now + (input.ttlSeconds ?? VERIFICATION_TTL_SECONDS),
-      created_at: now,
-      updated_at: now,
-    };
-    return { token, record: toRecord(row), row };
+    return issueVerification(this.#now(), input);
   }
 
   /**
