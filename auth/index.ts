@@ -78,7 +78,9 @@ export {
   type LinkMailer,
   type VerifyEmailOutcome,
 } from './email_flows.ts';
-export { OAuthServer, SUPPORTED_SCOPES, readParams, type AuthorizeOutcome, type EndSessionOutcome, type OAuthEvent, type OAuthEventSink, type OAuthParams, type OAuthServerOptions, type OAuthTokenResponse, type ResponseMode } from './oauth_server.ts';
+export { OAuthServer, SUPPORTED_SCOPES, type AuthorizeOutcome, type OAuthEvent, type OAuthEventSink, type OAuthServerOptions, type OAuthTokenResponse, type ResponseMode } from './oauth_server.ts';
+export { readParams, type OAuthParams } from './oauth_common.ts';
+export type { EndSessionOutcome } from './oidc_endpoints.ts';
 export { AuthorizationCodes, type CodeGrant, type Redemption } from './oauth_codes.ts';
 export { createSmtpMailer, type Mailer, type MailMessage, type SmtpOptions } from './mailer.ts';
 export { MailQueue, type MailQueueOptions } from './mail_queue.ts';

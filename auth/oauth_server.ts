@@ -2,9 +2,11 @@
  * The OAuth 2.0 / OpenID Connect provider of the one client this server
  * knows (`--client-id`, `--client-secret`): the logic behind `/authorize`
  * (RFC 6749 §4.1, §4.2; OpenID Connect Core §3), `/oauth/token` (RFC 6749
- * §4.1.3, §6; PKCE, RFC 7636), `/oauth/revoke` (RFC 7009), `/userinfo`
+ * §4.1.3, §6; PKCE, RFC 7636) and `/oauth/revoke` (RFC 7009). `/userinfo`
  * (OpenID Connect Core §5.3), `/oauth/introspect` (RFC 7662) and `/logout`
- * (OpenID Connect RP-Initiated Logout 1.0).
+ * (OpenID Connect RP-Initiated Logout 1.0) are answered by
+ * {@link OidcEndpoints} (`oidc_endpoints.ts`), which this class builds and
+ * forwards to, so callers hold one provider object.
  *
  * Errors are {@link LatchkeyError}s whose `reason` is the RFC 6749 error code
  * (`invalid_request`, `invalid_client`, `invalid_grant`, ...); the wire layer
@@ -16,17 +18,16 @@
  * lineage, rotation and replay detection are those of every other session,
  * and revoking or replaying one grant ends that grant's tokens and nothing else.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { AuthService } from './auth_service.ts';
 import { issueTokens } from './issue_tokens.ts';
 import type { MemoryStore } from './memory_store.ts';
 import { AuthorizationCodes, type CodeGrant } from './oauth_codes.ts';
+import { activeUser, authenticateClient, invalidClient, invalidGrant, invalidRequest, readParams, safeEqual, type OAuthParams } from './oauth_common.ts';
+import { OidcEndpoints, type EndSessionOutcome } from './oidc_endpoints.ts';
 import type { SessionRecord } from './sessions.ts';
 import type { UserRecord } from './user_store.ts';
-
-/** Request parameters (query or body), as received: strings, or arrays when repeated. */
-export type OAuthParams = Readonly<Record<string, unknown>>;
 
 export type ResponseMode = 'query' | 'fragment' | 'form_post';
 
@@ -91,56 +92,18 @@ export interface OAuthTokenResponse {
 export const SUPPORTED_SCOPES = ['openid', 'email', 'profile', 'phone', 'offline_access'] as const;
 const DEFAULT_SCOPE = ['openid', 'email', 'profile'];
 const PKCE_VALUE = /^[A-Za-z0-9._~-]{43,128}$/;
-const MAX_PARAM = 4096;
-
-const invalidRequest = (message: string): LatchkeyError => new LatchkeyError('invalid_argument', message, { reason: 'invalid_request' });
-const invalidGrant = (message: string, cause?: unknown): LatchkeyError => new LatchkeyError('invalid_argument', message, { reason: 'invalid_grant', cause });
-const invalidClient = (message = 'client authentication failed'): LatchkeyError => new LatchkeyError('unauthenticated', message, { reason: 'invalid_client' });
-const invalidToken = (cause?: unknown): LatchkeyError => new LatchkeyError('unauthenticated', 'invalid token', { reason: 'invalid_token', cause });
-
-/** The claims each scope releases at `/userinfo` (OpenID Connect Core §5.4); `sub` is always released. */
-const SCOPE_CLAIMS: Readonly<Record<string, readonly string[]>> = {
-  email: ['email', 'email_verified'],
-  phone: ['phone_number', 'phone_number_verified'],
-  profile: ['given_name', 'family_name', 'middle_name', 'nickname', 'preferred_username', 'picture', 'gender', 'birthdate', 'updated_at'],
-};
-
-/** What `/logout` does next: ask the user to confirm, or (sessions ended) redirect or show the signed-out page. */
-export type EndSessionOutcome =
-  | { kind: 'confirm'; params: Record<string, string> }
-  | { kind: 'done'; redirect?: string; userId?: string };
-
-/** Equality without an early exit (hashes first, so lengths do not leak either). */
-function safeEqual(a: string, b: string): boolean {
-  const h = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
-  return timingSafeEqual(h(a), h(b));
-}
-
-/**
- * The parameters as single strings. RFC 6749 §3.1: a parameter must not be
- * repeated, and one sent without a value is treated as omitted.
- */
-export function readParams(params: OAuthParams): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const [k, v] of Object.entries(params)) {
-    if (Array.isArray(v)) throw invalidRequest(`parameter ${k} is repeated`);
-    if (v === undefined || v === null || v === '') continue;
-    if (typeof v !== 'string') throw invalidRequest(`parameter ${k} must be a string`);
-    if (v.length > MAX_PARAM) throw invalidRequest(`parameter ${k} is too long`);
-    out.set(k, v);
-  }
-  return out;
-}
 
 /** The OAuth provider. */
 export class OAuthServer {
   readonly codes: AuthorizationCodes;
   readonly #auth: AuthService;
   readonly #o: OAuthServerOptions;
+  readonly #oidc: OidcEndpoints;
 
   constructor(options: OAuthServerOptions) {
     this.#o = options;
     this.#auth = options.auth;
+    this.#oidc = new OidcEndpoints({ auth: options.auth, clientSecret: options.clientSecret, checkRedirectUri: options.checkRedirectUri });
     this.codes = new AuthorizationCodes({
       store: options.store,
       ...(options.codeTtlSeconds === undefined ? {} : { ttlSeconds: options.codeTtlSeconds }),
@@ -280,9 +243,8 @@ export class OAuthServer {
     return user === undefined ? undefined : { session, user };
   }
 
-  async #activeUser(userId: string): Promise<UserRecord | undefined> {
-    const user = await this.#auth.users.findById(userId);
-    return user === undefined || user.deactivated_at !== null || user.revoked_timestamp !== null ? undefined : user;
+  #activeUser(userId: string): Promise<UserRecord | undefined> {
+    return activeUser(this.#auth, userId);
   }
 
   // The grant's session says how its user authenticated (login method, auth_time, and the amr of a second factor).
@@ -317,35 +279,9 @@ export class OAuthServer {
     throw new LatchkeyError('invalid_argument', `grant_type ${grantType} is not supported`, { reason: 'unsupported_grant_type' });
   }
 
-  /**
-   * Client authentication (RFC 6749 §2.3.1): HTTP Basic, `client_secret` in
-   * the body, or none (`client_id` alone: a public client, which must then
-   * have used PKCE). One method per request.
-   */
+  /** Client authentication (RFC 6749 §2.3.1): see {@link authenticateClient}. */
   #client(p: Map<string, string>, authorization: string | undefined): { withSecret: boolean } {
-    let id = p.get('client_id');
-    let secret = p.get('client_secret');
-    const basic = authorization === undefined ? undefined : /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(authorization);
-    if (basic) {
-      if (secret !== undefined) throw invalidRequest('use one client authentication method');
-      const decoded = Buffer.from(basic[1] ?? '', 'base64').toString('utf8');
-      const colon = decoded.indexOf(':');
-      if (colon < 0) throw invalidClient();
-      let basicId: string;
-      try {
-        basicId = decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, ' '));
-        secret = decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, ' '));
-      } catch {
-        throw invalidClient();
-      }
-      if (id !== undefined && id !== basicId) throw invalidRequest('client_id differs from the Authorization header');
-      id = basicId;
-    }
-    if (id === undefined) throw invalidClient('client_id is required');
-    const idOk = safeEqual(id, this.#auth.options.clientId);
-    const secretOk = secret === undefined || safeEqual(secret, this.#o.clientSecret);
-    if (!idOk || !secretOk) throw invalidClient();
-    return { withSecret: secret !== undefined };
+    return authenticateClient(p, authorization, this.#auth.options.clientId, this.#o.clientSecret);
   }
 
   async #codeGrant(p: Map<string, string>, withSecret: boolean, onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {
@@ -411,18 +347,6 @@ export class OAuthServer {
     return { access_token: access.token, token_type: 'Bearer', expires_in: this.#auth.options.accessTokenTtl, scope: '' };
   }
 
-  /** A live client_credentials access token's claims, or undefined. */
-  async #clientToken(token: string): Promise<Record<string, unknown> | undefined> {
-    let claims: Record<string, unknown>;
-    try {
-      claims = await this.#auth.tokens.verify(token, 'access_token');
-    } catch (err) {
-      if (err instanceof LatchkeyError && err.code === 'unauthenticated') return undefined;
-      throw err;
-    }
-    return claims['gty'] === 'client_credentials' && claims['sub'] === this.#auth.options.clientId ? claims : undefined;
-  }
-
   async #refreshGrant(p: Map<string, string>, onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {
     const refreshToken = p.get('refresh_token');
     if (refreshToken === undefined) throw invalidRequest('refresh_token is required');
@@ -484,169 +408,21 @@ export class OAuthServer {
     return { message: 'Token revoked successfully' };
   }
 
-  // ---------------------------------------------------------------- /userinfo
+  // ---------------------------------------------------------------- /userinfo, /oauth/introspect, /logout
 
-  /**
-   * `/userinfo` (OpenID Connect Core §5.3): the claims of the access token's
-   * user, as the token's scope releases them (§5.4): `sub` always, `email`,
-   * `phone` and `profile` their standard claims. The token must be a live
-   * access token (its session not ended, its user neither revoked nor
-   * deactivated) of a grant that included `openid`. Errors: `unauthenticated`
-   * (reason `invalid_token`), `permission_denied` (reason `insufficient_scope`).
-   */
-  async userinfo(accessToken: string | undefined): Promise<Record<string, unknown>> {
-    if (accessToken === undefined || accessToken === '') throw new LatchkeyError('unauthenticated', 'an access token is required', { reason: 'invalid_token' });
-    let principal: Awaited<ReturnType<AuthService['authenticate']>>;
-    try {
-      principal = await this.#auth.authenticate({ bearer: accessToken });
-    } catch (err) {
-      if (err instanceof LatchkeyError && err.code === 'unauthenticated') throw invalidToken(err);
-      throw err;
-    }
-    const scope = principal?.claims?.['scope'];
-    const scopes = Array.isArray(scope) ? scope.map(String) : [];
-    if (principal === undefined) throw invalidToken();
-    if (!scopes.includes('openid')) throw new LatchkeyError('permission_denied', 'the access token was not granted the openid scope', { reason: 'insufficient_scope' });
-    const user = await this.#activeUser(principal.userId);
-    if (user === undefined) throw invalidToken();
-    const all: Record<string, unknown> = {
-      email: user.email,
-      email_verified: user.email !== null && user.email_verified_at !== null,
-      phone_number: user.phone_number,
-      phone_number_verified: user.phone_number !== null && user.phone_number_verified_at !== null,
-      given_name: user.given_name,
-      family_name: user.family_name,
-      middle_name: user.middle_name,
-      nickname: user.nickname,
-      preferred_username: user.email ?? user.phone_number,
-      picture: user.picture,
-      gender: user.gender,
-      birthdate: user.birthdate,
-      updated_at: user.updated_at,
-    };
-    const out: Record<string, unknown> = { sub: user.id };
-    for (const s of scopes) {
-      for (const claim of SCOPE_CLAIMS[s] ?? []) {
-        // §5.3.2: claims without a value are omitted rather than sent as null.
-        if (all[claim] !== null && all[claim] !== undefined) out[claim] = all[claim];
-      }
-    }
-    return out;
+  /** `/userinfo`: see {@link OidcEndpoints.userinfo}. */
+  userinfo(accessToken: string | undefined): Promise<Record<string, unknown>> {
+    return this.#oidc.userinfo(accessToken);
   }
 
-  // ---------------------------------------------------------------- /oauth/introspect
-
-  /**
-   * `/oauth/introspect` (RFC 7662): whether `token` is an active access or
-   * refresh token, and its claims when it is. Active means: signed by this
-   * server, unexpired, its session alive (not logged out, revoked, replaced or
-   * ended by revoke_access), for a refresh token the live one of its
-   * session, and its user neither revoked nor deactivated. Anything else is
-   * `{active: false}` and nothing more (§2.2). The caller must authenticate
-   * as the client with its secret (§2.1). Errors: `invalid_client`,
-   * `invalid_request`.
-   */
-  async introspect(params: OAuthParams, authorization: string | undefined): Promise<Record<string, unknown>> {
-    const p = readParams(params);
-    const client = this.#client(p, authorization);
-    if (!client.withSecret) throw invalidClient('introspection requires the client secret');
-    const token = p.get('token');
-    if (token === undefined) throw invalidRequest('token is required');
-    const order = p.get('token_type_hint') === 'refresh_token' ? (['refresh_token', 'access_token'] as const) : (['access_token', 'refresh_token'] as const);
-    for (const type of order) {
-      let claims: Record<string, unknown>;
-      try {
-        ({ claims } = await this.#auth.validateJwtToken({ token_type: type, token }));
-      } catch (err) {
-        if (err instanceof LatchkeyError && err.code === 'unauthenticated') continue;
-        throw err;
-      }
-      const user = await this.#activeUser(String(claims['sub']));
-      if (user === undefined) return { active: false };
-      const scope = Array.isArray(claims['scope']) ? claims['scope'].map(String).join(' ') : undefined;
-      const out: Record<string, unknown> = {
-        active: true,
-        token_type: type === 'access_token' ? 'Bearer' : 'refresh_token',
-        client_id: this.#auth.options.clientId,
-        sub: claims['sub'],
-        iss: claims['iss'],
-        aud: claims['aud'],
-        exp: claims['exp'],
-        iat: claims['iat'],
-        jti: claims['jti'],
-      };
-      if (scope !== undefined) out['scope'] = scope;
-      if (claims['nbf'] !== undefined) out['nbf'] = claims['nbf'];
-      if (claims['sid'] !== undefined) out['sid'] = claims['sid'];
-      const username = user.email ?? user.phone_number;
-      if (username !== null) out['username'] = username;
-      return out;
-    }
-    const machine = await this.#clientToken(token);
-    if (machine !== undefined) {
-      return { active: true, token_type: 'Bearer', client_id: machine['sub'], sub: machine['sub'], iss: machine['iss'], aud: machine['aud'], exp: machine['exp'], iat: machine['iat'], jti: machine['jti'], scope: '' };
-    }
-    return { active: false };
+  /** `/oauth/introspect`: see {@link OidcEndpoints.introspect}. */
+  introspect(params: OAuthParams, authorization: string | undefined): Promise<Record<string, unknown>> {
+    return this.#oidc.introspect(params, authorization);
   }
 
-  // ---------------------------------------------------------------- /logout
-
-  /**
-   * `/logout` (OpenID Connect RP-Initiated Logout 1.0). With a valid
-   * `id_token_hint` (signed here, unexpired, for this client) it ends the
-   * grant's session named in the token and the browser session when it is
-   * the same user's, then redirects to `post_logout_redirect_uri` (checked
-   * like every redirect of the server, with `state` added) or shows the
-   * signed-out page. Without a valid hint nothing ends before the user
-   * confirms (`confirmed`, the form of the confirmation page). A
-   * `post_logout_redirect_uri` is honoured only with a valid hint or this
-   * server's `client_id`. Errors: `invalid_request`.
-   */
-  async endSession(params: OAuthParams, sessionCookie: string | undefined, confirmed: boolean): Promise<EndSessionOutcome> {
-    const p = readParams(params);
-    const clientId = p.get('client_id');
-    if (clientId !== undefined && !safeEqual(clientId, this.#auth.options.clientId)) throw invalidRequest('unknown client_id');
-    const hintText = p.get('id_token_hint');
-    let hint: { sub: string; sid?: string } | undefined;
-    if (hintText !== undefined) {
-      try {
-        const claims = await this.#auth.tokens.verify(hintText, 'id_token');
-        hint = { sub: claims.sub, ...(typeof claims['sid'] === 'string' ? { sid: claims['sid'] } : {}) };
-      } catch (err) {
-        if (!(err instanceof LatchkeyError && err.code === 'unauthenticated')) throw err;
-      }
-    }
-    const postLogout = p.get('post_logout_redirect_uri');
-    let redirect: URL | undefined;
-    if (postLogout !== undefined) {
-      if (hint === undefined && clientId === undefined) throw invalidRequest('post_logout_redirect_uri needs a valid id_token_hint or the client_id');
-      try {
-        redirect = this.#o.checkRedirectUri(postLogout);
-      } catch (err) {
-        throw new LatchkeyError('invalid_argument', 'post_logout_redirect_uri is not allowed', { reason: 'invalid_request', cause: err });
-      }
-      const state = p.get('state');
-      if (state !== undefined) redirect.searchParams.set('state', state);
-    }
-    if (hint === undefined && !confirmed) {
-      const keep: Record<string, string> = {};
-      for (const k of ['post_logout_redirect_uri', 'state', 'client_id', 'ui_locales']) {
-        const v = p.get(k);
-        if (v !== undefined) keep[k] = v;
-      }
-      return { kind: 'confirm', params: keep };
-    }
-    const browser = sessionCookie === undefined ? undefined : await this.#auth.sessions.fromCookie(sessionCookie);
-    if (hint?.sid !== undefined) {
-      const granted = await this.#auth.sessions.get(hint.sid);
-      if (granted !== undefined && granted.user_id === hint.sub) await this.#auth.sessions.end(granted.sid);
-    }
-    let userId = hint?.sub;
-    if (browser !== undefined && (hint === undefined || browser.user_id === hint.sub)) {
-      await this.#auth.sessions.end(browser.sid);
-      userId = browser.user_id;
-    }
-    return { kind: 'done', ...(redirect === undefined ? {} : { redirect: redirect.toString() }), ...(userId === undefined ? {} : { userId }) };
+  /** `/logout`: see {@link OidcEndpoints.endSession}. */
+  endSession(params: OAuthParams, sessionCookie: string | undefined, confirmed: boolean): Promise<EndSessionOutcome> {
+    return this.#oidc.endSession(params, sessionCookie, confirmed);
   }
 }
 
