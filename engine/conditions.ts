@@ -3,7 +3,9 @@
  * model is written and evaluated per tuple during resolution.
  *
  * The CEL environment (OpenFGA's: cel-go's standard library plus
- * `ipaddress`) and cel-go's cost tracking are in `conditions_cel.ts`.
+ * `ipaddress`) is in `conditions_cel.ts`, its values (and the Go parsers of
+ * durations and timestamps) in `conditions_cel_values.ts`, cel-go's cost
+ * tracking in `conditions_cel_cost.ts`.
  *
  * Semantics follow OpenFGA (`internal/condition/condition.go`,
  * `internal/condition/types/*`):
@@ -21,11 +23,13 @@
  *   100 by default (OpenFGA's `maxConditionEvaluationCost`), is an error, never
  *   an answer.
  */
-import { type CelProgram, compileCel, CostLimitError, Duration, IPAddress, UnsignedInt } from './conditions_cel.ts';
+import { type CelProgram, compileCel } from './conditions_cel.ts';
+import { CostLimitError } from './conditions_cel_cost.ts';
+import { Duration, IPAddress, UnsignedInt, parseGoDuration, parseRfc3339 } from './conditions_cel_values.ts';
 import type { Condition, ConditionParamTypeRef } from './model.ts';
 import { FGA_VALIDATION_ERROR, fgaError, show } from './tuple.ts';
 
-export { IPAddress } from './conditions_cel.ts';
+export { IPAddress } from './conditions_cel_values.ts';
 
 /** OpenFGA's default `maxConditionEvaluationCost`. */
 export const DEFAULT_CONDITION_COST_LIMIT = 100;
@@ -111,64 +115,6 @@ function toDouble(v: unknown): number | undefined {
   if (d === undefined || typeof d === 'string') return undefined;
   const n = Number(v);
   return Number.isFinite(n) ? n : undefined;
-}
-
-const DURATION_UNITS: Record<string, bigint> = { ns: 1n, us: 1_000n, 'µs': 1_000n, 'μs': 1_000n, ms: 1_000_000n, s: 1_000_000_000n, m: 60_000_000_000n, h: 3_600_000_000_000n };
-
-/** Go's `time.ParseDuration`: `[-+]?([0-9]*(\.[0-9]*)?[a-z]+)+` or `0`, in int64 nanoseconds. */
-export function parseGoDuration(text: string): bigint | undefined {
-  let s = text;
-  let negative = false;
-  if (s.startsWith('-') || s.startsWith('+')) {
-    negative = s.startsWith('-');
-    s = s.slice(1);
-  }
-  if (s === '0') return 0n;
-  if (s === '') return undefined;
-  let total = 0n;
-  while (s !== '') {
-    const m = /^(\d*)(?:\.(\d*))?([^\d.]+)/u.exec(s);
-    if (m === null || (m[1] === '' && (m[2] ?? '') === '')) return undefined;
-    const unit = DURATION_UNITS[m[3]!];
-    if (unit === undefined) return undefined;
-    let part = BigInt(m[1] === '' ? '0' : m[1]!) * unit;
-    const frac = m[2] ?? '';
-    if (frac !== '') {
-      // Go scales the fraction in float64 and truncates.
-      const f = Number(frac.slice(0, 18));
-      const scale = 10 ** Math.min(frac.length, 18);
-      part += BigInt(Math.trunc(f * (Number(unit) / scale)));
-    }
-    total += part;
-    if (total > 2n ** 63n) return undefined;
-    s = s.slice(m[0].length);
-  }
-  if (!negative && total > 2n ** 63n - 1n) return undefined;
-  return negative ? -total : total;
-}
-
-const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-
-/** Go's `time.Parse(time.RFC3339, s)`: `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`. */
-export function parseRfc3339(s: string): Date | undefined {
-  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|([+-])(\d{2}):(\d{2}))$/u.exec(s);
-  if (m === null) return undefined;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
-  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
-  if (month < 1 || month > 12 || day < 1 || day > (month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1]!)) return undefined;
-  if (hour > 23 || minute > 59 || second > 59) return undefined;
-  let offset = 0;
-  if (m[8] !== 'Z') {
-    const oh = Number(m[10]);
-    const om = Number(m[11]);
-    if (oh > 23 || om > 59) return undefined;
-    offset = (m[9] === '-' ? -1 : 1) * (oh * 60 + om);
-  }
-  const ms = Number((m[7] ?? '').padEnd(3, '0').slice(0, 3));
-  let t = Date.UTC(year, month - 1, day, hour, minute, second, ms);
-  // Date.UTC reads years 0 to 99 as 1900 to 1999.
-  if (year < 100) t = new Date(t).setUTCFullYear(year);
-  return new Date(t - offset * 60_000);
 }
 
 function toDyn(v: unknown): unknown {

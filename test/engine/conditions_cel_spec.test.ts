@@ -15,7 +15,8 @@
 import test from 'ava';
 import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { compileCel, Duration, UnsignedInt } from '../../engine/conditions_cel.ts';
+import { compileCel } from '../../engine/conditions_cel.ts';
+import { Duration, UnsignedInt } from '../../engine/conditions_cel_values.ts';
 import { field, parseTextProto, scalar, sub, subs, textString, type TextMessage, type TextValue } from './textproto.ts';
 
 const DIR = fileURLToPath(new URL('../../../shared/conformance/cel-spec/', import.meta.url));
