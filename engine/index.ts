@@ -38,7 +38,7 @@ export * from './errors.ts';
 export type * from './model.ts';
 export type * from './store.ts';
 export { DEFAULT_STORE_ID, STORE_ID_PATTERN } from './store.ts';
-export { MemoryStore } from './memory_store.ts';
+export { MemoryStore, type MemoryStoreStats } from './memory_store.ts';
 export { TypeSystem } from './typesystem.ts';
 export type { CheckResolver, Consistency, ResolveCheckRequest, ResolveCheckResult, ResolutionContext } from './check.ts';
 export { LocalChecker, problemKey } from './check.ts';

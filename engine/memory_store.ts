@@ -190,6 +190,15 @@ class MissingStore {
 /** Users held in the index's per-node maps before a write compacts them into runs (see `GraphIndex.compact`). */
 const COMPACT_MIN = 4096;
 
+/** Where a {@link MemoryStore}'s tuples sit in its index; `mapHeld + runHeld === tuples`. */
+export interface MemoryStoreStats {
+  tuples: number;
+  /** Written since the last compaction, held in per-node maps. */
+  mapHeld: number;
+  /** In sorted runs (compacted). */
+  runHeld: number;
+}
+
 /**
  * A {@link TupleStore} kept in process memory. The object made with `new`
  * is the default store; {@link MemoryStore.catalog} holds the others.
@@ -549,6 +558,17 @@ export class MemoryStore implements TupleStore {
   async revision(): Promise<number> {
     this.#open();
     return this.#revision;
+  }
+
+  /**
+   * Where the tuples sit in the index. A write compacts the map-held ones
+   * into runs once there are at least 4096 of them and at least as many as
+   * in runs (test/engine/memory_store.test.ts). Read-only; answers never
+   * depend on it.
+   */
+  stats(): MemoryStoreStats {
+    const { size, mapHeld } = this.#index;
+    return { tuples: size, mapHeld, runHeld: size - mapHeld };
   }
 
   async hasTuples(): Promise<boolean> {
