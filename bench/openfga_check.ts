@@ -18,6 +18,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -31,6 +32,8 @@ const MODEL = 'model\n  schema 1.1\ntype user\ntype group\n  relations\n    defi
 
 interface Figures {
   requests_per_second: number;
+  /** CPU time (user + system) the serving process spent per answered request, in microseconds (Linux /proc; 0 elsewhere). */
+  server_cpu_us_per_request: number;
   p50_ms: number;
   p99_ms: number;
   max_ms: number;
@@ -93,10 +96,10 @@ function serveBare(): void {
   server.listen(0, '127.0.0.1', () => process.stdout.write(`${JSON.stringify({ http: `http://127.0.0.1:${(server.address() as { port: number }).port}` })}\n`));
 }
 
-async function startBare(): Promise<{ http: string; stop(): void }> {
+async function startBare(): Promise<{ http: string; pid: number | undefined; stop(): void }> {
   const child = spawn(process.execPath, [new URL(import.meta.url).pathname, '--bare-server'], { stdio: ['ignore', 'pipe', 'inherit'] });
   const { http } = await new Promise<{ http: string }>((r) => child.stdout?.once('data', (d: Buffer) => r(JSON.parse(d.toString()) as { http: string })));
-  return { http, stop: () => child.kill() };
+  return { http, pid: child.pid, stop: () => child.kill() };
 }
 
 async function json(url: string, init: RequestInit): Promise<Record<string, unknown>> {
@@ -128,7 +131,7 @@ async function seed(base: string): Promise<{ userToken: string; user: string }> 
   return { userToken: signup['access_token'] as string, user };
 }
 
-function figures(r: Result): Figures {
+function figures(r: Result): Omit<Figures, 'server_cpu_us_per_request'> {
   return {
     requests_per_second: Math.round(r.requests.average),
     p50_ms: r.latency.p50,
@@ -139,8 +142,24 @@ function figures(r: Result): Figures {
   };
 }
 
-async function load(options: Options, seconds: number): Promise<Figures> {
-  return figures(await autocannon({ ...options, connections: CONNECTIONS, duration: seconds }));
+/** The CPU time a process has used, in microseconds (user + system, from /proc; 0 where there is none). */
+function cpuMicros(pid: number | undefined): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime are fields 14 and 15 of the line, in clock ticks (100 per second on Linux).
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return 0;
+  }
+}
+
+async function load(options: Options, seconds: number, pid?: number): Promise<Figures> {
+  const before = cpuMicros(pid);
+  const result = await autocannon({ ...options, connections: CONNECTIONS, duration: seconds });
+  const used = cpuMicros(pid) - before;
+  const answered = result.requests.total;
+  return { ...figures(result), server_cpu_us_per_request: answered > 0 ? Math.round(used / answered) : 0 };
 }
 
 function best(rounds: Figures[]): Figures & { rounds_rps: number[] } {
@@ -184,9 +203,9 @@ export async function run(options: { quick?: boolean; verifyOnly?: boolean } = {
     await load(rest, warmup);
     await load(reference, warmup);
     for (let round = 0; round < rounds; round++) {
-      results.openfga_check.push(await load(openfga, seconds));
-      results.rest_check_permissions.push(await load(rest, seconds));
-      results.bare_node_http.push(await load(reference, seconds));
+      results.openfga_check.push(await load(openfga, seconds, child.pid));
+      results.rest_check_permissions.push(await load(rest, seconds, child.pid));
+      results.bare_node_http.push(await load(reference, seconds, bare.pid));
     }
     const o = best(results.openfga_check);
     const r = best(results.rest_check_permissions);

@@ -23,7 +23,7 @@ import { buildSchema, type GraphqlContext } from '../graphql/schema.ts';
 import { limitsRule } from '../graphql/limits.ts';
 import { PLAYGROUND_HEADERS, PLAYGROUND_HTML, playgroundAssets } from './playground.ts';
 import { Engine } from '../../engine/index.ts';
-import { openfgaRouter } from '../openfga/index.ts';
+import { openfgaApi, type OpenfgaApi } from '../openfga/index.ts';
 import { rateLimitKey } from '../client_ip.ts';
 import { cors, corsHeaders, csrf, csrfRefusal, locals, rateLimit, SECURITY_HEADERS, sendError, sendGraphqlError, type HttpLocals, type Reject } from './guards.ts';
 import { restFastPath } from './rest_fast.ts';
@@ -182,17 +182,17 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
   app.use(cors(config.allowedOrigins));
   // OpenFGA's HTTP API (transports/openfga), when preshared keys are configured. Its callers authenticate with a
   // bearer key, never a cookie, so the CSRF check does not concern it; like OpenFGA it has no per-IP limit.
+  let openfga: OpenfgaApi | undefined;
   if (config.openfgaPresharedKeys.length > 0) {
-    app.use(
-      openfgaRouter({
+    openfga = openfgaApi({
         engine: () => (o.services.engine instanceof Engine ? o.services.engine : undefined),
         presharedKeys: config.openfgaPresharedKeys,
         bodyLimit: config.httpBodyLimit,
         logError: (message, fields) => o.services.logger.error(message, fields),
         observe: (op, code, seconds) => metrics.observe(op, 'openfga', code, seconds),
-        limitFailure: (_req, res) => o.rateLimiter.take(rateLimitKey(locals(res).clientIp)),
-      }),
-    );
+      limitFailure: (_req, res) => o.rateLimiter.take(rateLimitKey(locals(res).clientIp)),
+    });
+    app.use(openfga.router);
   }
   app.use(rateLimit(o.rateLimiter, reject));
   app.use(csrf(config.allowedOrigins, reject));
@@ -276,6 +276,20 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
     );
   };
 
+  /** Requests served without express (each returns false, touching nothing, for any other request). */
+  const fastPaths: ((req: IncomingMessage, res: ServerResponse) => boolean)[] = [];
+  const corsHeadersOf = corsHeaders(config.allowedOrigins);
+  const beginFast = (req: IncomingMessage, res: ServerResponse): HttpLocals => begin(req, res, ((res as ServerResponse & { locals?: HttpLocals }).locals = {} as HttpLocals));
+  if (openfga !== undefined) {
+    const api = openfga;
+    // OpenFGA's POST endpoints under a store (openfga_api.ts): the guards express runs before the router, then the router's own handler.
+    const beginOpenfga = (req: IncomingMessage, res: ServerResponse): void => {
+      beginFast(req, res);
+      corsHeadersOf(req, res);
+    };
+    fastPaths.push((req, res) => api.fast(req, res, beginOpenfga));
+  }
+
   // REST first (the hot path): one precomputed map, path → method → row. Mounted only while gRPC is enabled (spec).
   if (config.enableGrpc) {
     const routes = new Map<string, Map<string, AnyOperation>>();
@@ -298,11 +312,10 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
     });
     // The rows' requests that need nothing express adds skip it (rest_fast.ts): same guards, same order, same answers.
     if (!routesUnderV1) {
-      const corsHeadersOf = corsHeaders(config.allowedOrigins);
-      const fast = restFastPath({
+      fastPaths.push(restFastPath({
         routes,
         bodyLimit: config.httpBodyLimit,
-        begin: (req, res) => begin(req, res, ((res as ServerResponse & { locals?: HttpLocals }).locals = {} as HttpLocals)),
+        begin: beginFast,
         cors: corsHeadersOf,
         csrf: csrfRefusal(config.allowedOrigins),
         rateLimiter: o.rateLimiter,
@@ -311,14 +324,17 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
           count('rest', l, err);
         },
         serve: serveOperation,
-      });
-      // express calls `app.handle` for every request (an own property of the app function); the fast path goes first.
-      const target = app as unknown as { handle(req: IncomingMessage, res: ServerResponse, next?: unknown): void };
-      const slow = target.handle;
-      target.handle = function handle(req, res, next) {
-        if (!fast(req, res)) slow.call(this, req, res, next);
-      };
+      }));
     }
+  }
+  if (fastPaths.length > 0) {
+    // express calls `app.handle` for every request (an own property of the app function); the fast paths go first.
+    const target = app as unknown as { handle(req: IncomingMessage, res: ServerResponse, next?: unknown): void };
+    const slow = target.handle;
+    const [first, second] = fastPaths as [(req: IncomingMessage, res: ServerResponse) => boolean, ((req: IncomingMessage, res: ServerResponse) => boolean)?];
+    target.handle = function handle(req, res, next) {
+      if (!first(req, res) && (second === undefined || !second(req, res))) slow.call(this, req, res, next);
+    };
   }
 
   if (config.enablePlayground) {

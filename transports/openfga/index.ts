@@ -3,5 +3,5 @@
  * operations table: {@link openfgaRouter} and its error mapping. Mounted by
  * the HTTP adapter when `--openfga-preshared-keys` is set (docs/openfga.md).
  */
-export { openfgaRouter, type OpenfgaApiOptions } from './openfga_api.ts';
+export { openfgaApi, openfgaRouter, type OpenfgaApi, type OpenfgaApiOptions } from './openfga_api.ts';
 export { OPENFGA_ERROR_NAMES, openfgaError, type OpenfgaError } from './openfga_errors.ts';

@@ -18,6 +18,7 @@
  *   as OpenFGA does with its experimental flag off.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { DEFAULT_STORE_ID, Engine, LatchkeyError, STORE_ID_PATTERN, type CheckRequest, type StoredAuthorizationModel, type TupleKey } from '../../engine/index.ts';
 import { invalidRequest, toOpenfga } from './openfga_errors.ts';
@@ -65,7 +66,26 @@ export interface OpenfgaApiOptions {
   limitFailure?: (req: Request, res: Response) => Promise<number | undefined>;
 }
 
-type Handler = (engine: Engine, req: Request, res: Response) => Promise<Json | undefined | typeof STREAMED>;
+/** What a handler reads of a request: express's `Request` has it, and so does the fast path's. */
+interface ApiRequest {
+  readonly body: unknown;
+  readonly params: Record<string, string | undefined>;
+  readonly query: Record<string, unknown>;
+}
+
+type Handler = (engine: Engine, req: ApiRequest, res: ServerResponse) => Promise<Json | undefined | typeof STREAMED>;
+
+/** The API: the express router, and the fast path for its POST endpoints under a store. */
+export interface OpenfgaApi {
+  router: Router;
+  /**
+   * Serves `POST /stores/{store_id}/{action}` without express when the answer
+   * could not differ from the router's (see {@link openfgaApi}); returns false,
+   * touching nothing, otherwise. `begin` runs the guards the express stack runs
+   * before the router (request id, security and CORS headers).
+   */
+  fast(req: IncomingMessage, res: ServerResponse, begin: (req: IncomingMessage, res: ServerResponse) => void): boolean;
+}
 
 /** A handler's result when it has written the response itself. */
 const STREAMED = Symbol('streamed');
@@ -80,6 +100,29 @@ const streamLine = (object: string): string => `${JSON.stringify({ result: { obj
  * than `/stores…` fall through to the next handler.
  */
 export function openfgaRouter(options: OpenfgaApiOptions): Router {
+  return openfgaApi(options).router;
+}
+
+/** Media types the fast path parses as body-parser's JSON parser would (UTF-8, or no charset). */
+const FAST_MEDIA_TYPE = /^application\/json(?:\s*;\s*charset="?utf-8"?)?\s*$/i;
+/** `/stores/{store_id}/{action}`, as the router matches it (case-sensitive; a trailing slash is the router's). */
+const STORE_ACTION = /^\/stores\/([^/?#]+)\/([a-z-]+)$/;
+
+/**
+ * The OpenFGA API: an express router to mount at the root (paths other than
+ * `/stores…` fall through to the next handler), and a fast path that serves
+ * the POST endpoints under a store — check, batch check, expand, list objects
+ * and users, read, write — straight from node's request and response, the
+ * hot path of every SDK. express's router, `express.json` and their request
+ * wrappers cost as much CPU per request as a cached check itself.
+ *
+ * A request takes the fast path only when the router would answer it the same
+ * way: an exact path, `POST`, a valid preshared key (a refusal is the
+ * router's, with its failure limit), a `Content-Length` body within the limit
+ * with no `Content-Encoding`, and no media type or JSON in UTF-8. The handler,
+ * the metrics and the answers are the router's own (one `serve` function).
+ */
+export function openfgaApi(options: OpenfgaApiOptions): OpenfgaApi {
   if (options.presharedKeys.length === 0) throw new Error('the OpenFGA API needs at least one preshared key');
   const keys = options.presharedKeys.map(digest);
   const maxChecks = options.maxChecksPerBatchCheck ?? 50;
@@ -88,22 +131,27 @@ export function openfgaRouter(options: OpenfgaApiOptions): Router {
   const known = new Map<string, number>();
   const KNOWN_MS = 5_000;
 
-  const send = (res: Response, status: number, body: unknown): void => {
+  const send = (res: ServerResponse, status: number, body: unknown): void => {
     if (res.headersSent) return;
     res.statusCode = status;
     res.setHeader('content-type', 'application/json; charset=utf-8');
     res.end(JSON.stringify(body));
   };
 
+  /** The bearer token of an `Authorization` header, or null. */
+  const bearer = (header: string | undefined): RegExpExecArray | null => (typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/iu.exec(header) : null);
+  /** Whether a bearer token is one of the keys: every key compared, each in constant time. */
+  const validKey = (token: string): boolean => {
+    const given = digest(token);
+    let ok = false;
+    for (const k of keys) ok = timingSafeEqual(k, given) || ok;
+    return ok;
+  };
+
   // Authentication before anything, body parsing included.
   router.use('/stores', (req, res, next) => {
-    const header = req.headers.authorization;
-    const m = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/iu.exec(header) : null;
-    let ok = false;
-    if (m !== null) {
-      const given = digest(m[1]!);
-      for (const k of keys) ok = timingSafeEqual(k, given) || ok;
-    }
+    const m = bearer(req.headers.authorization);
+    const ok = m !== null && validKey(m[1]!);
     if (ok) return next();
     const refuse = (): void =>
       m === null ? send(res, 401, { code: 'bearer_token_missing', message: 'missing bearer token' }) : send(res, 401, { code: 'unauthenticated', message: 'unauthenticated' });
@@ -135,17 +183,21 @@ export function openfgaRouter(options: OpenfgaApiOptions): Router {
     return root.forStore(id);
   };
 
+  /** POST endpoints under a store, by action (the last path segment), for the fast path. */
+  const storeActions = new Map<string, (req: ApiRequest, res: ServerResponse) => void>();
+
   const route = (method: 'get' | 'post' | 'put' | 'delete', path: string, op: string, status: number, handler: Handler, perStore = true): void => {
-    router[method](path, (req: Request, res: Response, next: NextFunction) => {
+    const serve = (req: ApiRequest, res: ServerResponse): Promise<void> => {
       const started = performance.now();
       const done = (code: string): void => options.observe?.(`openfga_${op}`, code, (performance.now() - started) / 1000);
       const root = options.engine();
       if (root === undefined) {
         done('undefined_endpoint');
-        return send(res, 404, { code: 'undefined_endpoint', message: 'fga is not enabled on this server' });
+        send(res, 404, { code: 'undefined_endpoint', message: 'fga is not enabled on this server' });
+        return Promise.resolve();
       }
-      const storeId = (req.params as Record<string, string | undefined>)['store_id'];
-      (perStore && storeId !== undefined ? storeEngine(root, storeId) : Promise.resolve(root))
+      const storeId = req.params['store_id'];
+      return (perStore && storeId !== undefined ? storeEngine(root, storeId) : Promise.resolve(root))
         .then((engine) => handler(engine, req, res))
         .then(
           (body) => {
@@ -164,9 +216,20 @@ export function openfgaRouter(options: OpenfgaApiOptions): Router {
             done(out.body.code);
             send(res, out.status, out.body);
           },
-        )
-        .catch(next);
+        );
+    };
+    router[method](path, (req: Request, res: Response, next: NextFunction) => {
+      serve(req as ApiRequest, res).catch(next);
     });
+    const action = /^\/stores\/:store_id\/([a-z-]+)$/.exec(path)?.[1];
+    if (method === 'post' && action !== undefined) {
+      storeActions.set(action, (req, res) => {
+        serve(req, res).catch((err: unknown) => {
+          options.logError('openfga api error', { op, err });
+          send(res, 500, { code: 'internal_error', message: 'Internal Server Error' });
+        });
+      });
+    }
   };
 
   // ------------------------------------------------------------ stores
@@ -487,7 +550,63 @@ export function openfgaRouter(options: OpenfgaApiOptions): Router {
     options.logError('openfga api error', { err });
     send(res, 500, { code: 'internal_error', message: 'Internal Server Error' });
   });
-  return router;
+
+  const fast = (req: IncomingMessage, res: ServerResponse, begin: (req: IncomingMessage, res: ServerResponse) => void): boolean => {
+    if (req.method !== 'POST') return false;
+    const m = STORE_ACTION.exec(req.url ?? '');
+    if (m === null) return false;
+    const serve = storeActions.get(m[2]!);
+    if (serve === undefined) return false;
+    const h = req.headers;
+    const length = h['content-length'];
+    if (length === undefined || h['transfer-encoding'] !== undefined || h['content-encoding'] !== undefined) return false;
+    const type = h['content-type'];
+    if (type !== undefined && !FAST_MEDIA_TYPE.test(type)) return false;
+    const n = Number(length);
+    if (!Number.isSafeInteger(n) || n < 0 || n > options.bodyLimit) return false;
+    const key = bearer(h.authorization);
+    if (key === null || !validKey(key[1]!)) return false;
+    let storeId: string;
+    try {
+      storeId = decodeURIComponent(m[1]!);
+    } catch {
+      return false;
+    }
+
+    begin(req, res);
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.once('end', () => {
+      let body: unknown;
+      try {
+        body = parseJson((chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)).toString('utf8'));
+      } catch {
+        return send(res, 400, { code: 'validation_error', message: 'invalid JSON body' });
+      }
+      serve({ body, params: { store_id: storeId }, query: {} }, res);
+    });
+    // A client that goes away mid-body gets no answer (it could not read one).
+    req.once('error', () => undefined);
+    return true;
+  };
+  return { router, fast };
+}
+
+/** Whitespace JSON allows before a value (RFC 8259 §2). */
+const isJsonSpace = (c: number): boolean => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
+
+/**
+ * Parses a body as `express.json({ strict: true })` does: empty is `{}`, a
+ * leading byte order mark is dropped, the first non-space character must
+ * open an object or an array; throws otherwise.
+ */
+function parseJson(text: string): unknown {
+  const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  if (body.length === 0) return {};
+  let i = 0;
+  while (i < body.length && isJsonSpace(body.charCodeAt(i))) i++;
+  if (body[i] !== '{' && body[i] !== '[') throw new SyntaxError('a JSON body must be an object or an array');
+  return JSON.parse(body) as unknown;
 }
 
 function userKey(t: TupleKey): { objectType: string; objectId: string; relation: string; user: string } {
