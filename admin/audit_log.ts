@@ -15,9 +15,16 @@
  *   conditional put on DynamoDB): two writers racing for the same position
  *   make one of them fail and retry on the new head, so the chain stays
  *   linear across processes.
+ * - A row may be appended inside the SQL transaction of the change it
+ *   records (sign-up: the user and its audit row commit together or not at
+ *   all, security matrix E3). Such an append locks the chain head until the
+ *   transaction ends, so concurrent transactions take their positions in
+ *   turn rather than by retrying, and a position lost to an append outside
+ *   any transaction is undone alone (a savepoint) and taken again.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import type { Sequelize } from 'sequelize';
+import type { Sequelize, Transaction } from 'sequelize';
+import type { StoreTransaction } from '../auth/index.ts';
 import { LatchkeyError } from '../engine/errors.ts';
 import { normalizePagination, type Pagination, type PaginationInput } from './pagination.ts';
 import { countOf, exec, num, select, str, type Row } from './sql.ts';
@@ -148,8 +155,19 @@ export class AuditLog {
     this.#clock = options.clock ?? Date.now;
   }
 
-  /** Appends one row and returns it. */
-  record(entry: AuditEntry): Promise<AuditLogRecord> {
+  /**
+   * Appends one row and returns it. With `transaction` (the SQL transaction
+   * of the change the row records) the row commits with that change or not at
+   * all, and any failure is thrown so that the change rolls back too. The
+   * chain head stays locked until that transaction ends, so make the append
+   * its last statement. Throws `invalid_argument` (`invalid_audit_entry`)
+   * without an action, `aborted` (`audit_contention`) when 20 attempts lost
+   * their position.
+   */
+  record(entry: AuditEntry, transaction?: StoreTransaction): Promise<AuditLogRecord> {
+    // Not queued behind this process's other appends: a transaction holding SQLite's write lock
+    // would wait for a queued append that waits for that lock. The store's head lock orders it.
+    if (transaction !== undefined) return this.#append(entry, transaction);
     // Appends of this process are serialised; other processes are handled by
     // the store's position check (unique `seq`) and the retry below.
     const next = this.#tail.then(() => this.#append(entry));
@@ -157,11 +175,11 @@ export class AuditLog {
     return next;
   }
 
-  async #append(entry: AuditEntry): Promise<AuditLogRecord> {
+  async #append(entry: AuditEntry, transaction?: StoreTransaction): Promise<AuditLogRecord> {
     if (!entry.action) throw new LatchkeyError('invalid_argument', 'audit action is required', { reason: 'invalid_audit_entry' });
     const metadata = JSON.stringify(scrub(entry.metadata ?? {}));
     for (let tries = 0; ; tries++) {
-      const head = await this.#store.head();
+      const head = await this.#store.head(transaction);
       const row: Row = {
         id: randomUUID(),
         seq: head ? head.seq + 1 : 1,
@@ -178,7 +196,7 @@ export class AuditLog {
       };
       const prev = head ? head.hash : GENESIS;
       const hash = chainHash(prev, row);
-      if (await this.#store.append({ ...(row as unknown as AuditRowContent), prev_hash: prev, hash })) return toRecord(row);
+      if (await this.#store.append({ ...(row as unknown as AuditRowContent), prev_hash: prev, hash }, transaction)) return toRecord(row);
       if (tries >= 20) throw new LatchkeyError('aborted', 'the audit log is busy, try again', { reason: 'audit_contention' });
     }
   }
@@ -268,12 +286,18 @@ export interface AuditMatch {
  * Where the audit rows live. Implementers keep the chain linear: `append`
  * stores a row only while no row holds its position (`seq`), atomically,
  * across processes.
+ *
+ * With a transaction (SQL stores; DynamoDB has none and ignores it), `head`
+ * reads the last committed head and locks the chain until the transaction
+ * ends, so that appends in other transactions wait for this one instead of
+ * reading a head it is about to replace; `append` leaves the transaction
+ * usable when it loses its position (PostgreSQL would otherwise abort it).
  */
 export interface AuditLogStore {
   /** The last row's position and hash, or undefined when the log is empty (a strongly consistent read). */
-  head(): Promise<{ seq: number; hash: string } | undefined>;
+  head(transaction?: StoreTransaction): Promise<{ seq: number; hash: string } | undefined>;
   /** Stores the row unless its position is taken (then false: another writer won). */
-  append(row: AuditRowContent): Promise<boolean>;
+  append(row: AuditRowContent, transaction?: StoreTransaction): Promise<boolean>;
   /** Rows matching, newest (highest position) first: `limit` of them after skipping `offset`, and the count of all matching. */
   list(match: AuditMatch, limit: number, offset: number): Promise<{ rows: Row[]; total: number }>;
   /** Up to `limit` rows with positions above `seq`, in position order. */
@@ -288,23 +312,59 @@ export class SqlAuditLogStore implements AuditLogStore {
     this.#db = sequelize;
   }
 
-  async head(): Promise<{ seq: number; hash: string } | undefined> {
-    const head = (await select(this.#db, 'SELECT seq, hash FROM audit_logs ORDER BY seq DESC LIMIT 1'))[0];
+  async head(transaction?: StoreTransaction): Promise<{ seq: number; hash: string } | undefined> {
+    const t = transaction as Transaction | undefined;
+    let sql = 'SELECT seq, hash FROM audit_logs ORDER BY seq DESC LIMIT 1';
+    // SQLite: a transaction already holds the database's only write lock.
+    if (t !== undefined && this.#db.getDialect() !== 'sqlite') {
+      await this.#lockChain(t);
+      // MySQL/MariaDB (repeatable read): a plain read would see the transaction's snapshot, taken at
+      // its first read; a locking read sees the last committed head. PostgreSQL (read committed):
+      // the SELECT after the lock takes a new snapshot, which holds every append committed before.
+      if (this.#mysql) sql += ' FOR UPDATE';
+    }
+    const head = (await select(this.#db, sql, [], t))[0];
     return head ? { seq: num(head['seq']), hash: str(head['hash']) } : undefined;
   }
 
-  async append(r: AuditRowContent): Promise<boolean> {
+  /** Takes the chain's lock row (migration `0004_audit_chain_lock`) until `t` ends: appends in other transactions queue there. */
+  async #lockChain(t: Transaction): Promise<void> {
+    await exec(this.#db, 'SELECT id FROM audit_chain_lock WHERE id = 1 FOR UPDATE', [], t);
+  }
+
+  get #mysql(): boolean {
+    const dialect = this.#db.getDialect();
+    return dialect === 'mysql' || dialect === 'mariadb';
+  }
+
+  async append(r: AuditRowContent, transaction?: StoreTransaction): Promise<boolean> {
+    const t = transaction as Transaction | undefined;
+    if (t === undefined && this.#mysql) {
+      // The locking read of the head in a transaction also locks the gap above the head, and a plain
+      // insert into that gap could deadlock with that transaction's own insert: on MySQL/MariaDB an
+      // append outside any transaction takes the chain's lock row first, in a short one of its own.
+      return this.#db.transaction(async (own) => {
+        await this.#lockChain(own);
+        return this.append(r, own);
+      });
+    }
+    // In a transaction, a lost position is undone alone: PostgreSQL aborts the whole transaction on
+    // a failed statement unless it is rolled back to a savepoint.
+    if (t !== undefined) await exec(this.#db, 'SAVEPOINT audit_append', [], t);
     try {
       await exec(
         this.#db,
         `INSERT INTO audit_logs (id, seq, actor_id, actor_type, actor_email, action, resource_type, resource_id, ip_address, user_agent, metadata, created_at, prev_hash, hash)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         [r.id, r.seq, r.actor_id, r.actor_type, r.actor_email, r.action, r.resource_type, r.resource_id, r.ip_address, r.user_agent, r.metadata, r.created_at, r.prev_hash, r.hash],
+        t,
       );
+      if (t !== undefined) await exec(this.#db, 'RELEASE SAVEPOINT audit_append', [], t);
       return true;
     } catch (err) {
-      if ((err as { name?: string }).name === 'SequelizeUniqueConstraintError') return false;
-      throw err;
+      if ((err as { name?: string }).name !== 'SequelizeUniqueConstraintError') throw err;
+      if (t !== undefined) await exec(this.#db, 'ROLLBACK TO SAVEPOINT audit_append', [], t);
+      return false;
     }
   }
 

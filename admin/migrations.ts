@@ -10,7 +10,9 @@
  * why): template bodies, webhook payloads and names hold any Unicode
  * character, emoji and supplementary CJK included, and compare as on the
  * other backends. Tables of a database created before are converted
- * (`0003_utf8mb4`).
+ * (`0003_utf8mb4`). `audit_chain_lock` holds one row that audit appends
+ * inside a transaction lock to take the chain head in turn
+ * (`0004_audit_chain_lock`, admin/audit_log.ts).
  */
 import type { Sequelize } from 'sequelize';
 import { runMigrations, type Migration, type SqlDialect } from '../engine/sql/migrate.ts';
@@ -135,6 +137,15 @@ export const ADMIN_MIGRATIONS: readonly Migration[] = [
     async up({ sequelize, transaction, dialect }) {
       if (!isMysql(dialect)) return;
       for (const table of TABLES) await sequelize.query(`ALTER TABLE ${table} CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`, { transaction });
+    },
+  },
+  {
+    // A row lock rather than a lock on the head row itself: on MySQL a locking read of the head also
+    // locks the gap above it, two such gap locks are granted together, and the two inserts then deadlock.
+    id: '0004_audit_chain_lock',
+    async up({ sequelize, transaction, dialect }) {
+      await sequelize.query(`CREATE TABLE audit_chain_lock (id SMALLINT NOT NULL PRIMARY KEY)${tableOptions(dialect)}`, { transaction });
+      await sequelize.query('INSERT INTO audit_chain_lock (id) VALUES (1)', { transaction });
     },
   },
 ];

@@ -1,6 +1,8 @@
 import test from 'ava';
 import { AuditLog, openAdminStores } from '../../admin/index.ts';
+import { SqlUserStore } from '../../auth/index.ts';
 import type { LatchkeyError } from '../../engine/errors.ts';
+import { sqlBackends } from '../helpers/databases.ts';
 import { mainBackends, openTestMain, type TestMain } from '../helpers/main_databases.ts';
 
 /** The stored rows in position order (id and position), read under the store. */
@@ -98,6 +100,45 @@ for (const backend of mainBackends()) {
       t.true((await a.verifyChain()).ok);
       await removeRow(m, list[3]!);
       t.like(await a.verifyChain(), { ok: false, broken_id: list[4]!.id });
+    } finally {
+      await m.close();
+    }
+  });
+}
+
+for (const backend of sqlBackends()) {
+  test(`G2, E3: rows appended inside the transactions of concurrent user creates commit or roll back with them, and keep one chain beside appends outside any transaction (${backend})`, async (t) => {
+    const m = await openTestMain(backend, { pool: { max: 10 } });
+    try {
+      const users = new SqlUserStore({ sequelize: m.sequelize! });
+      await users.init();
+      // Two logs on two store instances: two processes writing one chain.
+      const a = new AuditLog({ store: (await openAdminStores(m.database)).audit });
+      const b = new AuditLog({ store: (await openAdminStores(m.database)).audit });
+      await users.create({ email: 'taken@audit.test' });
+      const created = (i: number, email = `u${i}@audit.test`) => users.create({ email }, { within: (user, tx) => (i % 2 ? a : b).record({ actor_type: 'user', actor_id: user.id, action: 'user.signup', resource_type: 'user', resource_id: user.id }, tx).then(() => undefined) });
+      const undone = (i: number) =>
+        users.create({ email: `x${i}@audit.test` }, {
+          within: async (user, tx) => {
+            await a.record({ actor_type: 'user', actor_id: user.id, action: 'user.signup', resource_type: 'user', resource_id: user.id }, tx);
+            throw new Error('a later step of the change failed');
+          },
+        });
+      const outside = (i: number) => (i % 2 ? b : a).record({ actor_type: 'system', action: 'test.event', resource_type: 'thing', resource_id: String(i) });
+      const results = await Promise.allSettled([
+        ...Array.from({ length: 12 }, (_, i) => created(i)),
+        ...Array.from({ length: 3 }, (_, i) => undone(i)),
+        ...Array.from({ length: 12 }, (_, i) => outside(i)),
+        created(12, 'taken@audit.test'), // the address is taken: the user is refused and its row never written
+      ]);
+      const stored = results.slice(0, 12).map((r) => (r.status === 'fulfilled' && 'id' in r.value ? r.value.id : undefined));
+      const outcomes = results.map((r) => (r.status === 'fulfilled' ? 'stored' : String((r.reason as { code?: string; message?: string }).code ?? (r.reason as Error).message)));
+      t.deepEqual(outcomes, [...Array(12).fill('stored'), ...Array(3).fill('a later step of the change failed'), ...Array(12).fill('stored'), 'already_exists']);
+      t.deepEqual(await a.verifyChain(), { ok: true, rows: 24 });
+      t.deepEqual((await storedRows(m)).map((r) => r.seq), Array.from({ length: 24 }, (_, i) => i + 1));
+      const signups = (await a.list({ action: 'user.signup', pagination: { limit: 100 } })).audit_logs;
+      t.deepEqual(signups.map((r) => r.resource_id).sort(), [...stored].sort(), 'one row per stored user, none of the users rolled back');
+      t.is((await a.list({ action: 'test.event' })).pagination.total, 12);
     } finally {
       await m.close();
     }
