@@ -24,6 +24,7 @@ import type { AuthorizationModel, StoredAuthorizationModel } from './model.ts';
 import { MemoryStore } from './memory_store.ts';
 import { DEFAULT_STORE_ID, STORE_ID_PATTERN, type Assertion, type ReadFilter, type StoreCatalog, type StoreRecord, type TupleKey, type TupleStore, type TupleChange } from './store.ts';
 import { TypeSystem } from './typesystem.ts';
+import { DEFAULT_CONDITION_COST_LIMIT } from './conditions.ts';
 import type { TupleReader } from './reader.ts';
 import { type CheckResolver, type Consistency, type ResolutionContext, type ResolveCheckResult, LocalChecker, Scope } from './check.ts';
 import { type ParsedUser, parseObject, show, tryParseObject, tryParseUser } from './tuple.ts';
@@ -74,6 +75,13 @@ export interface EngineOptions {
    */
   maxDispatchesPerCheck?: number;
   /**
+   * The evaluation cost (cel-go's runtime cost, as OpenFGA counts it) above
+   * which a condition's evaluation stops with `invalid_argument`, reason
+   * `condition_cost_exceeded` (OpenFGA 2000), never an answer. OpenFGA's
+   * `maxConditionEvaluationCost`. Default 100, 1..10000000.
+   */
+  conditionCostLimit?: number;
+  /**
    * Head of the resolver chain (for example a cache wrapping a
    * {@link LocalChecker}). Default: a plain {@link LocalChecker}.
    */
@@ -90,6 +98,7 @@ const OPTION_RANGES = {
   maxConcurrentChecks: [1, 1000, 50],
   defaultPageSize: [1, 100, 50],
   maxDispatchesPerCheck: [100, 10_000_000, 10_000],
+  conditionCostLimit: [1, 10_000_000, DEFAULT_CONDITION_COST_LIMIT],
 } as const;
 
 type Limits = { -readonly [K in keyof typeof OPTION_RANGES]: number };
@@ -426,7 +435,7 @@ export class Engine {
     let id = nextModelId();
     const latest = await this.#store.latestModelId();
     if (latest !== undefined && id <= latest) id = nextModelId(decodeTime(latest) + 1);
-    const ts = new TypeSystem(copy, id);
+    const ts = new TypeSystem(copy, id, { conditionCostLimit: this.#limits.conditionCostLimit });
     const stored: StoredAuthorizationModel = { id, ...copy };
     await this.#store.writeModel(stored);
     this.#check.typesystems.set(id, ts);

@@ -8,7 +8,7 @@
  * docs/engine.md. Every failure is `invalid_argument` with reason
  * `invalid_authorization_model` and OpenFGA's code 2056 in `details`.
  */
-import { CONDITION_LIMITS, CompiledCondition } from './conditions.ts';
+import { CONDITION_LIMITS, CompiledCondition, DEFAULT_CONDITION_COST_LIMIT } from './conditions.ts';
 import type { LatchkeyError } from './errors.ts';
 import type { AuthorizationModel, RelationReference, Userset } from './model.ts';
 import { fgaError, isRelationName, show, isTypeName } from './tuple.ts';
@@ -71,14 +71,19 @@ export class TypeSystem {
   /** isMonotone answers by type, then relation (no key string built per call: Check asks on every request). */
   readonly #monotone = new Map<string, Map<string, boolean>>();
   #unsafeCycles: boolean | undefined;
+  readonly #conditionCostLimit: number;
 
   /**
    * Validates `model` and indexes it. Throws `invalid_argument` (reason
    * `invalid_authorization_model`) naming the first problem found.
+   * `conditionCostLimit` is the cel-go runtime cost above which a condition's
+   * evaluation is `condition_cost_exceeded` (OpenFGA's
+   * `maxConditionEvaluationCost`, default 100).
    */
-  constructor(model: AuthorizationModel, id = '') {
+  constructor(model: AuthorizationModel, id = '', options: { conditionCostLimit?: number } = {}) {
     this.id = id;
     this.model = model;
+    this.#conditionCostLimit = options.conditionCostLimit ?? DEFAULT_CONDITION_COST_LIMIT;
     this.#validateAndIndex();
   }
 
@@ -261,7 +266,7 @@ export class TypeSystem {
         throw modelError(`condition key '${key}' does not match its name`);
       }
       try {
-        this.#conditions.set(key, new CompiledCondition(cond));
+        this.#conditions.set(key, new CompiledCondition(cond, this.#conditionCostLimit));
       } catch (err) {
         throw modelError((err as Error).message, { condition: key });
       }

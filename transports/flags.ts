@@ -131,6 +131,12 @@ export const FLAGS = {
       max: 3_600_000,
     }),
     'fga-mirror': bool({ doc: 'Keep an in-memory mirror of a SQL FGA store for fast Check, kept current from its changelog', default: true }),
+    'fga-condition-cost-limit': int({
+      doc: "Evaluation cost (cel-go's runtime cost) above which a condition fails with condition_cost_exceeded instead of answering; OpenFGA's --max-condition-evaluation-cost",
+      default: 100,
+      min: 1,
+      max: 10_000_000,
+    }),
     'openfga-preshared-keys': list({
       doc: "Bearer tokens (OpenFGA preshared keys) that authenticate OpenFGA's HTTP API under /stores (docs/openfga.md); empty leaves that API unmounted",
       default: [],

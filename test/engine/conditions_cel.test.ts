@@ -4,7 +4,7 @@
  * context conversion, and the evaluation cost limit.
  */
 import test from 'ava';
-import { Engine, LatchkeyError } from '../../engine/index.ts';
+import { Engine, type EngineOptions, LatchkeyError } from '../../engine/index.ts';
 import { compileCel } from '../../engine/conditions_cel.ts';
 
 function reason(err: unknown): string | undefined {
@@ -12,7 +12,7 @@ function reason(err: unknown): string | undefined {
 }
 
 /** An engine whose model has one relation per condition, `rel_<name>`, and user:a holding each under its condition. */
-async function engineWith(conditions: Record<string, { params: string; expr: string }>): Promise<Engine> {
+async function engineWith(conditions: Record<string, { params: string; expr: string }>, options: EngineOptions = {}): Promise<Engine> {
   const names = Object.keys(conditions);
   if (names.some((n) => /\bany\b/u.test(conditions[n]!.params))) return engineFromJson(conditions);
   const dsl = [
@@ -25,7 +25,7 @@ async function engineWith(conditions: Record<string, { params: string; expr: str
     ...names.map((n) => `condition ${n}(${conditions[n]!.params}) {\n  ${conditions[n]!.expr}\n}`),
     '',
   ].join('\n');
-  const e = new Engine();
+  const e = new Engine(options);
   await e.writeModel({ dsl });
   await e.write({ writes: names.map((n) => ({ user: 'user:a', relation: `rel_${n}`, object: 'doc:1', condition: { name: n } })) });
   return e;
@@ -251,6 +251,35 @@ test('the cost limit (100) makes an expensive evaluation an error, never an answ
   // `||` short-circuits: the right side is never evaluated, so it costs nothing.
   t.true(await allowed(e, 'either', { x: list(500), ok: true }));
   t.is(await failure(e, 'either', { x: list(500), ok: false }), 'condition_cost_exceeded');
+});
+
+test('conditionCostLimit: a raised limit lets a costlier condition answer, a lowered one stops a cheap one; check and listObjects alike, and engines for other stores inherit it', async (t) => {
+  const conditions = { member: { params: 'x: list<string>', expr: '"admin" in x' } };
+  const list = (n: number): string[] => Array.from({ length: n }, (_, i) => `u${i}`);
+  // Costs 1 + 151 = 152.
+  const context = { x: [...list(150), 'admin'] };
+  const byDefault = await engineWith(conditions);
+  t.is(byDefault.limits.conditionCostLimit, 100);
+  t.is(await failure(byDefault, 'member', context), 'condition_cost_exceeded');
+  const raised = await engineWith(conditions, { conditionCostLimit: 152 });
+  t.true(await allowed(raised, 'member', context));
+  t.false(await allowed(raised, 'member', { x: list(151) }));
+  t.deepEqual((await raised.listObjects({ user: 'user:a', relation: 'rel_member', type: 'doc', context })).objects, ['doc:1']);
+  t.is(await failure(raised, 'member', { x: [...list(151), 'admin'] }), 'condition_cost_exceeded');
+  const lowered = await engineWith(conditions, { conditionCostLimit: 3 });
+  t.true(await allowed(lowered, 'member', { x: ['admin'] }));
+  t.is(await failure(lowered, 'member', { x: ['a', 'b', 'admin'] }), 'condition_cost_exceeded');
+  const listError = await t.throwsAsync(lowered.listObjects({ user: 'user:a', relation: 'rel_member', type: 'doc', context: { x: ['a', 'b', 'admin'] } }));
+  t.is(reason(listError), 'condition_cost_exceeded');
+  // A model read back from the store (not the instance that wrote it) is compiled with the same limit.
+  const reader = new Engine({ store: raised.store, conditionCostLimit: 152 });
+  t.true((await reader.check({ user: 'user:a', relation: 'rel_member', object: 'doc:1', context })).allowed);
+  const other = await raised.createStore({ name: 'other' });
+  t.is(raised.forStore(other.id).limits.conditionCostLimit, 152);
+  for (const bad of [0, -1, 1.5, 10_000_001, '100']) {
+    const err = t.throws(() => new Engine({ conditionCostLimit: bad as number }));
+    t.is(reason(err), 'invalid_option', String(bad));
+  }
 });
 
 test('(internal compileCel) evaluation costs follow cel-go CostTracker rules', (t) => {

@@ -167,6 +167,8 @@ export async function plugFgaEngine(services: Services): Promise<void> {
  * (`--fga-cache-size`, `--fga-cache-revision-poll`; either at 0 turns it
  * off). Writes go through the outermost store so that the cache and the
  * mirror see them before the write call returns (docs/caching.md).
+ * Conditions stop at `--fga-condition-cost-limit` (the engine's
+ * `conditionCostLimit`).
  */
 /** A layer that answers from memory and catches up when told of a newer store revision. */
 interface Observer {
@@ -191,7 +193,7 @@ async function composeEngine(store: TupleStore, sql: boolean, c: Services['confi
   if (c.fgaCacheSize > 0 && c.fgaCacheRevisionPoll > 0) {
     const cache = new CheckCache({ store: base, maxEntries: c.fgaCacheSize, revisionPollMs: c.fgaCacheRevisionPoll });
     observers.push(cache);
-    return withHooks(new Engine({ store: cache.store, resolver: cache.resolver(resolver) }), cache.store, cache);
+    return withHooks(new Engine({ store: cache.store, resolver: cache.resolver(resolver), conditionCostLimit: c.fgaConditionCostLimit }), cache.store, cache);
   }
-  return withHooks(new Engine({ store: base, resolver }), base, undefined);
+  return withHooks(new Engine({ store: base, resolver, conditionCostLimit: c.fgaConditionCostLimit }), base, undefined);
 }
