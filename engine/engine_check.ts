@@ -74,8 +74,6 @@ export interface CheckLimits {
   maxContextualTuples: number;
   maxConcurrentChecks: number;
   maxDispatchesPerCheck: number;
-  /** cel-go runtime cost above which a condition's evaluation fails (see {@link TypeSystem}). */
-  conditionCostLimit: number;
 }
 
 /** Fields of a query request that the preparation reads. */
@@ -145,6 +143,12 @@ export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (it
 interface CheckUser {
   user: ParsedUser;
   text: string;
+}
+
+/** A check request's object and user, parsed and validated against a model version (see `CheckPath.#validate`). */
+interface ValidCheckInput {
+  object: ParsedObject;
+  user: CheckUser;
 }
 
 /**
@@ -270,7 +274,7 @@ export class CheckPath {
   /** Remembers a model version read or written. */
   add(stored: StoredAuthorizationModel): TypeSystem {
     const { id, ...model } = stored;
-    const ts = new TypeSystem(model, id, { conditionCostLimit: this.#limits.conditionCostLimit });
+    const ts = new TypeSystem(model, id);
     if (this.typesystems.size > 1000) this.typesystems.clear();
     this.typesystems.set(id, ts);
     return ts;
@@ -369,7 +373,7 @@ export class CheckPath {
    * validation error otherwise (the first of: request shape, object, type,
    * relation, user).
    */
-  #validate(ts: TypeSystem, req: CheckInput): { object: ParsedObject; user: CheckUser } {
+  #validate(ts: TypeSystem, req: CheckInput): ValidCheckInput {
     if (req === null || typeof req !== 'object') throw invalid('check request must be an object', { reason: 'invalid_check_input' });
     const object = parseObject(req.object);
     if (object.id === '*') throw invalid('the object id cannot be a wildcard', { reason: 'invalid_object' });
@@ -385,29 +389,31 @@ export class CheckPath {
    * consistency preference, of a monotone relation by a plain user, with the
    * plain synchronous evaluator as resolver: what that evaluator does first
    * (`resolveSync`: the store's own walk over its index), without building
-   * its request and context. Throws what it throws; `undefined` when the
-   * check is not of this kind or the store cannot walk it (the caller then
-   * takes the general path).
+   * its request and context. `valid` is the request as `#validate`
+   * returned it; the caller validates once and hands the same result to the
+   * general path (`#resolveOne`) when this one declines. Throws what
+   * the walk throws; `undefined` when the check is not of this kind or the
+   * store cannot walk it.
    */
-  #walk(ts: TypeSystem, req: CheckInput): boolean | undefined {
+  #walk(ts: TypeSystem, req: CheckInput, valid: ValidCheckInput): boolean | undefined {
     if (!this.#walks || req.context !== undefined || req.consistency !== undefined) return undefined;
-    const source = this.#reader(ts).sync;
-    if (source?.reachSync === undefined) return undefined;
-    const { object, user } = this.#validate(ts, req);
+    const { object, user } = valid;
     const u = user.user;
     if (u.kind !== 'object' || !ts.isMonotone(object.type, req.relation)) return undefined;
+    const source = this.#reader(ts).sync;
+    if (source?.reachSync === undefined) return undefined;
     return source.reachSync(ts, object.type, object.id, req.relation, u.type, u.id, this.#walkLimits, req.object, user.text);
   }
 
   /**
-   * Validates one check and hands it to the head of the resolver chain.
-   * `ctx` undefined: a single check without contextual tuples (its top-level
-   * context is built directly). A resolver that can answer synchronously
-   * does so (the result is then not a promise); `syncOnly`: `undefined`
-   * when it cannot, and nothing is started.
+   * Validates one check (unless the caller has: `valid`) and hands it to the
+   * head of the resolver chain. `ctx` undefined: a single check without
+   * contextual tuples (its top-level context is built directly). A resolver
+   * that can answer synchronously does so (the result is then not a
+   * promise); `syncOnly`: `undefined` when it cannot, and nothing is started.
    */
-  #resolveOne(ts: TypeSystem, ctx: ResolutionContext | undefined, req: CheckInput, syncOnly = false): Promise<ResolveCheckResult> | ResolveCheckResult | undefined {
-    const { object, user } = this.#validate(ts, req);
+  #resolveOne(ts: TypeSystem, ctx: ResolutionContext | undefined, req: CheckInput, syncOnly = false, valid: ValidCheckInput = this.#validate(ts, req)): Promise<ResolveCheckResult> | ResolveCheckResult | undefined {
+    const { object, user } = valid;
     const request = { objectType: object.type, objectId: object.id, relation: req.relation, user: user.user, depth: 0, path: undefined, scope: new Scope(), object: req.object, userText: user.text };
     let top: ResolutionContext;
     let resolver: CheckResolver;
@@ -459,7 +465,7 @@ export class CheckPath {
     let byUser = byObject?.get(o);
     let v = byUser?.get(us);
     if (v === undefined) {
-      let valid: { object: ParsedObject; user: CheckUser };
+      let valid: ValidCheckInput;
       try {
         valid = this.#validate(ts, req);
       } catch {
@@ -500,13 +506,17 @@ export class CheckPath {
       }
       throw syncUnavailable('the model version is not loaded in this engine yet (loadModel, or any check, loads it)');
     }
+    let r: ResolveCheckResult | undefined;
     if (plain) {
-      const allowed = this.#walk(ts, req);
+      const valid = this.#validate(ts, req);
+      const allowed = this.#walk(ts, req, valid);
       if (allowed !== undefined) return { allowed };
+      r = this.#resolveOne(ts, undefined, req, true, valid) as ResolveCheckResult | undefined;
+    } else {
+      // Contextual tuples are validated before the request, as on the asynchronous path (prepare, then checkOne).
+      const prepared = this.#prepareWith(ts, req);
+      r = this.#resolveOne(ts, this.context(ts, prepared.reader, req.context, req.consistency), req, true) as ResolveCheckResult | undefined;
     }
-    const prepared = plain ? undefined : this.#prepareWith(ts, req);
-    const ctx = prepared === undefined ? undefined : this.context(ts, prepared.reader, req.context, req.consistency);
-    const r = this.#resolveOne(ts, ctx, req, true) as ResolveCheckResult | undefined;
     if (r === undefined) throw syncUnavailable('this check needs a read that is not synchronous here (a SQL store, a graph mirror catching up, or full consistency)');
     return { allowed: r.allowed && !r.cycle };
   }
@@ -521,9 +531,10 @@ export class CheckPath {
       const ts = this.#typesystemNow(req.modelId);
       if (ts !== undefined) {
         if (req.context !== undefined && !isPlainObject(req.context)) throw invalid('context must be an object', { reason: 'invalid_context' });
-        const allowed = this.#walk(ts, req);
+        const valid = this.#validate(ts, req);
+        const allowed = this.#walk(ts, req, valid);
         if (allowed !== undefined) return { allowed };
-        let r = this.#resolveOne(ts, undefined, req)!;
+        let r = this.#resolveOne(ts, undefined, req, false, valid)!;
         if (r instanceof Promise) r = await r;
         return { allowed: r.allowed && !r.cycle };
       }

@@ -111,6 +111,32 @@ test('checkSync reports invalid input with the errors check gives', async (t) =>
   t.is(outcome(() => engine.checkSync(null as never)), 'invalid_argument/invalid_check_input');
 });
 
+test('checks the direct walk declines (a userset user, a relation that is not monotone) answer and fail alike on check, checkSync and batchCheck', async (t) => {
+  const { engine } = await memoryEngine();
+  // batchCheck never takes the walk: it validates and resolves each check on the general path.
+  const cases: [{ user: string; relation: string; object: string }, string][] = [
+    [{ user: 'group:eng#member', relation: 'viewer', object: 'doc:a' }, 'true'],
+    [{ user: 'group:all#member', relation: 'viewer', object: 'doc:b' }, 'false'],
+    [{ user: 'user:anne', relation: 'can_read', object: 'doc:a' }, 'true'],
+    [{ user: 'user:bob', relation: 'can_read', object: 'doc:a' }, 'false'],
+    [{ user: 'group:eng#member', relation: 'can_read', object: 'doc:a' }, 'true'],
+    [{ user: 'group:eng#nope', relation: 'viewer', object: 'doc:a' }, 'invalid_argument/relation_not_found'],
+    [{ user: 'robot:x#member', relation: 'viewer', object: 'doc:a' }, 'invalid_argument/type_not_found'],
+    [{ user: 'robot:x', relation: 'can_read', object: 'doc:a' }, 'invalid_argument/type_not_found'],
+    [{ user: 'user:', relation: 'can_read', object: 'doc:a' }, 'invalid_argument/invalid_user'],
+    [{ user: 'group:eng#member', relation: 'owner', object: 'doc:a' }, 'invalid_argument/relation_not_found'],
+    [{ user: 'user:anne', relation: 'can_read', object: 'doc:*' }, 'invalid_argument/invalid_object'],
+  ];
+  const batch = await engine.batchCheck(cases.map(([q]) => q));
+  for (const [i, [q, want]] of cases.entries()) {
+    const name = JSON.stringify(q);
+    t.is(await outcomeOf(() => engine.check(q)), want, `check ${name}`);
+    t.is(outcome(() => engine.checkSync(q)), want, `checkSync ${name}`);
+    const b = batch[i]!;
+    t.is(b.error === undefined ? String(b.allowed) : described(b.error), want, `batchCheck ${name}`);
+  }
+});
+
 test('checkSync needs the model loaded in the engine; loadModel loads it', async (t) => {
   const { store } = await memoryEngine();
   const fresh = new Engine({ store });
