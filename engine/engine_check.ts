@@ -74,6 +74,8 @@ export interface CheckLimits {
   maxContextualTuples: number;
   maxConcurrentChecks: number;
   maxDispatchesPerCheck: number;
+  /** cel-go runtime cost above which a condition's evaluation fails (see {@link TypeSystem}). */
+  conditionCostLimit: number;
 }
 
 /** Fields of a query request that the preparation reads. */
@@ -274,7 +276,7 @@ export class CheckPath {
   /** Remembers a model version read or written. */
   add(stored: StoredAuthorizationModel): TypeSystem {
     const { id, ...model } = stored;
-    const ts = new TypeSystem(model, id);
+    const ts = new TypeSystem(model, id, { conditionCostLimit: this.#limits.conditionCostLimit });
     if (this.typesystems.size > 1000) this.typesystems.clear();
     this.typesystems.set(id, ts);
     return ts;
