@@ -11,7 +11,7 @@
  */
 import { LatchkeyError } from '../engine/errors.ts';
 import type { Engine } from '../engine/index.ts';
-import { normalizeEmail, sqlDatabase, type MainDatabase, type UserRecord } from '../auth/index.ts';
+import { normalizeEmail, sqlDatabase, type MainDatabase, type StoreTransaction, type UserRecord } from '../auth/index.ts';
 import { openAdminStores, type AdminStores } from './admin_stores.ts';
 import { normalizePagination, type Pagination, type PaginationInput } from './pagination.ts';
 import { AdminSessions, type AdminCookieAttributes } from './admin_sessions.ts';
@@ -171,6 +171,23 @@ export class AdminService {
     } catch (err) {
       onError(err);
     }
+  }
+
+  /**
+   * Records a user event and queues its webhook inside `transaction`, the
+   * SQL transaction of the change that caused it (sign-up: the user's
+   * rows), so that the change, its audit row and its deliveries commit
+   * together or not at all (security matrix E3). Unlike {@link userEvent} it
+   * throws, so that a failure rolls the change back. The audit row is written
+   * last: it holds the chain head until the transaction commits.
+   */
+  async userEventInTransaction(
+    transaction: StoreTransaction,
+    entry: Omit<AuditEntry, 'actor_type'> & { actor_type?: ActorType },
+    webhook?: { event: WebhookEvent; user: UserRecord } | undefined,
+  ): Promise<void> {
+    if (webhook) await this.webhooks.emit(webhook.event, { user: eventUser(webhook.user) }, transaction);
+    await this.audit.record({ ...entry, actor_type: entry.actor_type ?? 'user' }, transaction);
   }
 
   // ------------------------------------------------------------ admin session

@@ -398,7 +398,11 @@ export class WebhookService {
       });
       await this.#db.enqueue({ id, webhook_id: hook.id, event_name: event, payload, created_at: now }, transaction);
     }
-    if (hooks.length > 0) this.#kick();
+    // Inside a transaction the rows are seen once it commits: the worker is woken then.
+    if (hooks.length > 0) {
+      if (transaction === undefined) this.#kick();
+      else transaction.afterCommit(() => this.#kick());
+    }
     return hooks.length;
   }
 

@@ -52,6 +52,14 @@ export interface AuthDependencies {
 const unauthenticated = (reason = 'unauthenticated', message = 'unauthorized'): LatchkeyError => new LatchkeyError('unauthenticated', message, { reason });
 const DEFAULT_SCOPE = ['openid', 'email', 'profile', 'offline_access'];
 
+/**
+ * Writes a new user's sign-up event (its audit row and webhook deliveries).
+ * Given `transaction`, the SQL transaction that stores the user, it writes
+ * there and throws on failure (the sign-up then stores nothing); given none
+ * (DynamoDB), it runs once the user is stored.
+ */
+export type SignupRecorder = (user: UserRecord, transaction: StoreTransaction | undefined) => Promise<void>;
+
 /** The identity service. Build with {@link AuthService.create}. */
 export class AuthService {
   readonly options: ResolvedAuthOptions;
@@ -69,6 +77,7 @@ export class AuthService {
   readonly tokenScript: TokenScript | undefined;
   readonly #store: MemoryStore;
   readonly #permissions: Permissions;
+  readonly #database: MainDatabase;
 
   private constructor(init: {
     options: ResolvedAuthOptions;
@@ -82,7 +91,9 @@ export class AuthService {
     verification: VerificationFlows;
     email: (service: AuthService) => EmailFlows;
     tokenScript: TokenScript | undefined;
+    database: MainDatabase;
   }) {
+    this.#database = init.database;
     this.tokenScript = init.tokenScript;
     this.verification = init.verification;
     this.email = init.email(this);
@@ -150,7 +161,7 @@ export class AuthService {
           return { response, mfaSession: grant, record: user };
         },
       });
-    return new AuthService({ options: o, users, sessions, tokens, passwords, store: deps.memoryStore, engine: deps.engine, mfa, verification, email, tokenScript: deps.tokenScript });
+    return new AuthService({ options: o, users, sessions, tokens, passwords, store: deps.memoryStore, engine: deps.engine, mfa, verification, email, tokenScript: deps.tokenScript, database });
   }
 
   /** True when FGA is enabled (an engine was given). */
@@ -177,8 +188,13 @@ export class AuthService {
    * it or nothing, and its retry answers `already_exists` exactly when the
    * first attempt committed (docs/security.md, "Retrying after an outage or a
    * crash"). A delivery without `prepare` gets the mail after the user is stored.
+   *
+   * `record` writes the sign-up's audit row and webhook deliveries: on SQL as
+   * the last step of that same transaction (a failure there fails the
+   * sign-up and stores nothing), on DynamoDB, which has no transactions,
+   * right after the user is stored (docs/storage.md).
    */
-  async signup(input: SignupInput, ctx: AuthCallContext = {}, verification?: LinkDelivery): Promise<AuthResult> {
+  async signup(input: SignupInput, ctx: AuthCallContext = {}, verification?: LinkDelivery, record?: SignupRecorder): Promise<AuthResult> {
     const o = this.options;
     if (!o.enableSignup) throw new LatchkeyError('failed_precondition', 'signup is disabled for this instance', { reason: 'signup_disabled' });
     const email = normalizeEmail(input.email);
@@ -223,9 +239,21 @@ export class AuthService {
     };
     const mailed = email !== undefined && o.enableEmailVerification && verification !== undefined;
     const draft = mailed ? this.users.draft(fields) : undefined;
-    const within = draft !== undefined && verification !== undefined ? await this.email.prepareSignupVerification(draft, verification) : undefined;
-    const user = await this.users.create(fields, draft !== undefined && within !== undefined ? { id: draft.id, within } : {});
-    if (mailed && within === undefined) await this.email.sendSignupVerification(user, verification);
+    const mail = draft !== undefined && verification !== undefined ? await this.email.prepareSignupVerification(draft, verification) : undefined;
+    const events = record !== undefined && this.#database.kind === 'sql' ? record : undefined;
+    const within =
+      mail === undefined || events === undefined
+        ? (mail ?? events)
+        : async (stored: UserRecord, transaction: StoreTransaction): Promise<void> => {
+            await mail(stored, transaction);
+            await events(stored, transaction);
+          };
+    const user = await this.users.create(fields, {
+      ...(draft !== undefined && mail !== undefined ? { id: draft.id } : {}),
+      ...(within === undefined ? {} : { within }),
+    });
+    if (record !== undefined && events === undefined) await record(user, undefined);
+    if (mailed && mail === undefined) await this.email.sendSignupVerification(user, verification);
     else if (mailed) await verification.done?.(user, { created: true });
     if (email !== undefined && o.enableEmailVerification) {
       return { response: { message: 'Verification email has been sent. Please check your inbox', user: toPublicUser(user) } };

@@ -19,6 +19,7 @@ export {
   type AuthResult,
   type PublicUser,
   type SessionGrant,
+  type SignupRecorder,
   type UserPrincipal,
 } from './auth_service.ts';
 export { FGA_DISABLED_MESSAGE, LIST_PERMISSIONS_CAP, Permissions, toSubject, type CallerPrincipal, type PermissionEngine, type RequiredRelation, type WireTuple } from './permissions.ts';

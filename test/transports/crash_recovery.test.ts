@@ -10,16 +10,25 @@
  * - every user there has its verification request and its queued mail (the
  *   user, its claim, its `basic_auth_signup` request and its outbox row are
  *   one transaction);
+ * - every user has its `user.signup` audit row and its `user.signup` webhook
+ *   delivery, and there is neither without its user (they are part of the
+ *   sign-up's transaction); the audit chain is whole;
  * - deliveries resume: every verification mail recorded before the kill is
  *   delivered once after the restart, without a new token (a mail the killed
- *   process had claimed once its lease has run out).
+ *   process had claimed once its lease has run out), and every webhook
+ *   delivery queued before the kill (the receiver was down) reaches the
+ *   receiver after the restart, under the id it was queued with.
  *
  * And the row's fault point, on every SQL backend: the process is killed
  * while its sign-up transaction is held right after the user insert (a
- * trigger stalls the next insert, of the verification request) and again
- * right after the verification request (stalling the outbox insert): nothing
- * of that sign-up is left, its retry succeeds, and a second retry answers
- * `already_exists` (docs/security.md, "Retrying after an outage or a crash").
+ * trigger stalls the next insert, of the verification request), right after
+ * the verification request (stalling the outbox insert), right after the
+ * user's rows (stalling the webhook delivery) and right after the webhook
+ * delivery (stalling the audit row): nothing of that sign-up is left, its
+ * retry stores all of it, and a second retry answers `already_exists`
+ * (docs/security.md, "Retrying after an outage or a crash"); the webhook
+ * deliveries, pending while the receiver was down across the kills, arrive
+ * once it is up.
  */
 import test from 'ava';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -30,6 +39,8 @@ import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
 import { createTestDatabase, sqlBackends, type SqlBackend } from '../helpers/databases.ts';
 import { freePort, killOnExit } from '../helpers/instances.ts';
 import { startSmtp } from '../admin/smtp.ts';
+import { startReceiver, type Receiver } from '../admin/receiver.ts';
+import { AuditLog } from '../../admin/index.ts';
 
 const ADMIN = 'crash-admin-secret';
 const PASSWORD = 'correct horse battery staple';
@@ -92,8 +103,54 @@ function serverFlags(backend: SqlBackend, dbUrl: string, port: number, smtpPort:
     '--smtp-host=127.0.0.1',
     `--smtp-port=${smtpPort}`,
     '--smtp-sender-email=noreply@crash.test',
+    '--webhook-allow-private-networks=true',
     `--url=${url}`,
   ];
+}
+
+/** Registers a `user.signup` webhook that posts to `receiver`. */
+async function addSignupWebhook(url: string, receiver: Receiver): Promise<void> {
+  const r = await post(url, '/v1/admin/add_webhook', { event_name: 'user.signup', endpoint: receiver.url }, true);
+  if (r.status !== 200) throw new Error(`add_webhook answered ${r.status}: ${JSON.stringify(r.body)}`);
+}
+
+/** The stored `user.signup` deliveries: delivery id by the email of their user. */
+async function storedDeliveries(sequelize: Sequelize): Promise<Map<string, string[]>> {
+  const rows = await sequelize.query<{ id: string; payload: string }>("SELECT id, payload FROM webhook_deliveries WHERE event_name = 'user.signup'", { type: QueryTypes.SELECT });
+  const out = new Map<string, string[]>();
+  for (const r of rows) {
+    const email = String((JSON.parse(r.payload) as { user: { email: string } }).user.email);
+    out.set(email, [...(out.get(email) ?? []), r.id]);
+  }
+  return out;
+}
+
+/** The delivery ids (`webhook-id`) of the `user.signup` posts the receiver got, by the email of their user. */
+function receivedDeliveries(receiver: Receiver): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const r of receiver.received) {
+    const body = JSON.parse(r.body) as { event_name: string; user: { email: string } };
+    if (body.event_name !== 'user.signup') continue;
+    out.set(body.user.email, (out.get(body.user.email) ?? new Set()).add(String(r.headers['webhook-id'])));
+  }
+  return out;
+}
+
+/**
+ * The receiver is up again and the backoff of the deliveries it refused has run out, as after a
+ * long enough outage (5 s, then 5 min, ...); so has the lease (45 s) of a delivery a killed process
+ * had claimed. Simulated, not waited for.
+ */
+async function deliveriesDue(sequelize: Sequelize): Promise<void> {
+  await sequelize.query("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE status = 'pending'", { replacements: [Date.now() - 1] });
+  await sequelize.query("UPDATE webhook_deliveries SET lease_until = ? WHERE status = 'delivering'", { replacements: [Date.now() - 1] });
+}
+
+/** Waits until the receiver has a `user.signup` post for each of `emails` (or 25 s have passed). */
+async function allDelivered(receiver: Receiver, emails: Iterable<string>): Promise<void> {
+  const want = [...emails];
+  const deadline = Date.now() + 25_000;
+  while (want.some((e) => !receivedDeliveries(receiver).has(e)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
 }
 
 async function exited(child: ChildProcess): Promise<void> {
@@ -106,6 +163,10 @@ async function scenario(t: import('ava').ExecutionContext, backend: SqlBackend):
   const smtp = await startSmtp();
   t.teardown(() => smtp.close());
   smtp.refuse = 421;
+  // The webhook receiver is down (connections reset): every delivery waits in the outbox.
+  const receiver = await startReceiver();
+  t.teardown(() => receiver.close());
+  receiver.down = true;
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const flags = serverFlags(backend, db.url, port, smtp.port);
@@ -113,6 +174,7 @@ async function scenario(t: import('ava').ExecutionContext, backend: SqlBackend):
   t.teardown(() => void child.kill('SIGKILL'));
   await ready(url, child);
   t.is((await post(url, '/v1/admin/fga/model', { dsl: DSL }, true)).status, 200);
+  await addSignupWebhook(url, receiver);
 
   const signedUp: string[] = [];
   const batches: number[] = [];
@@ -153,6 +215,17 @@ async function scenario(t: import('ava').ExecutionContext, backend: SqlBackend):
   // Likewise the backoff of mails SMTP refused (1 s, 5 s, 30 s, ...): due now, as after a long enough outage.
   await sequelize.query("UPDATE mail_outbox SET next_attempt_at = ? WHERE status = 'pending'", { replacements: [Date.now() - 1] });
 
+  // Every user has its audit row and its webhook delivery, and neither exists without its user.
+  const everyone = await sequelize.query<{ id: string; email: string }>('SELECT id, email FROM users', { type: QueryTypes.SELECT });
+  const audited = await sequelize.query<{ resource_id: string }>("SELECT resource_id FROM audit_logs WHERE action = 'user.signup'", { type: QueryTypes.SELECT });
+  t.deepEqual(audited.map((r) => r.resource_id).sort(), everyone.map((u) => u.id).sort(), 'one user.signup audit row per user, none without its user');
+  const pending = await storedDeliveries(sequelize);
+  t.deepEqual([...pending.keys()].sort(), everyone.map((u) => u.email).sort(), 'a user.signup delivery per user, none without its user');
+  for (const [email, ids] of pending) t.is(ids.length, 1, `one delivery for ${email}`);
+  t.like(await new AuditLog({ sequelize }).verifyChain(), { ok: true }, 'the audit chain is whole');
+  receiver.down = false;
+  await deliveriesDue(sequelize);
+
   smtp.refuse = undefined;
   child = launch(flags);
   await ready(url, child);
@@ -183,7 +256,11 @@ async function scenario(t: import('ava').ExecutionContext, backend: SqlBackend):
   while ([...queued].some((e) => mailsTo(e) === 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
   for (const email of queued) t.is(mailsTo(email), 1, `verification mail of ${email}`);
   t.is(await count(sequelize, "SELECT COUNT(*) AS n FROM mail_outbox WHERE status = 'pending'"), 0, 'outbox drained');
-  t.log(`${backend}: ${signedUp.length} sign-ups and ${batches.length} batches acknowledged of ${n} tried; ${queued.size} mails resumed (${claimed.length} claimed at the kill)`);
+  // Webhook deliveries resume: each queued before the kill arrives, under the id it was queued with.
+  await allDelivered(receiver, pending.keys());
+  const arrived = receivedDeliveries(receiver);
+  for (const [email, ids] of pending) t.deepEqual([...(arrived.get(email) ?? [])], ids, `the user.signup delivery of ${email}`);
+  t.log(`${backend}: ${signedUp.length} sign-ups and ${batches.length} batches acknowledged of ${n} tried; ${queued.size} mails and ${pending.size} webhook deliveries resumed (${claimed.length} mails claimed at the kill)`);
   child.kill('SIGTERM');
   await exited(child);
 }
@@ -283,12 +360,17 @@ async function faultPoint(t: import('ava').ExecutionContext, backend: SqlBackend
   t.teardown(() => db.drop());
   const smtp = await startSmtp();
   t.teardown(() => smtp.close());
+  // Down until the end: the sign-ups' webhook deliveries stay pending across the kills and restarts.
+  const receiver = await startReceiver();
+  t.teardown(() => receiver.close());
+  receiver.down = true;
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const flags = serverFlags(backend, db.url, port, smtp.port);
   let child = launch(flags);
   t.teardown(() => void child.kill('SIGKILL'));
   await ready(url, child);
+  await addSignupWebhook(url, receiver);
   // The tables exist once a first sign-up has gone through.
   t.is((await post(url, '/v1/signup', { email: 'first@crash.test', password: PASSWORD })).status, 200);
   const sequelize = openSequelize(db.url, { logging: false });
@@ -299,11 +381,14 @@ async function faultPoint(t: import('ava').ExecutionContext, backend: SqlBackend
     claims: await count(sequelize, "SELECT COUNT(*) AS n FROM user_identifiers WHERE kind = 'email' AND value = ?", [email]),
     requests: await count(sequelize, 'SELECT COUNT(*) AS n FROM verification_requests WHERE email = ?', [email]),
     mails: await count(sequelize, 'SELECT COUNT(*) AS n FROM mail_outbox WHERE recipient = ?', [email]),
+    audits: await count(sequelize, "SELECT COUNT(*) AS n FROM audit_logs WHERE action = 'user.signup' AND actor_email = ?", [email]),
+    deliveries: (await storedDeliveries(sequelize)).get(email)?.length ?? 0,
   });
-  const nothing = { users: 0, claims: 0, requests: 0, mails: 0 };
+  const nothing = { users: 0, claims: 0, requests: 0, mails: 0, audits: 0, deliveries: 0 };
   const mailsTo = (email: string): number => smtp.mails.filter((m) => m.includes(`To: ${email}`)).length;
 
-  for (const table of ['verification_requests', 'mail_outbox']) {
+  const signedUp = ['first@crash.test'];
+  for (const table of ['verification_requests', 'mail_outbox', 'webhook_deliveries', 'audit_logs']) {
     const email = `cut-${table.replace('_', '-')}@crash.test`;
     await stall.install(table);
     const answer = post(url, '/v1/signup', { email, password: PASSWORD }).then(
@@ -326,17 +411,27 @@ async function faultPoint(t: import('ava').ExecutionContext, backend: SqlBackend
     const retry = await post(url, '/v1/signup', { email, password: PASSWORD });
     t.is(retry.status, 200, JSON.stringify(retry.body));
     const stored = await rowsOf(email);
-    t.deepEqual([stored.users, stored.claims, stored.requests], [1, 1, 1], `the retried sign-up of ${email} is stored whole`);
+    t.deepEqual([stored.users, stored.claims, stored.requests, stored.audits, stored.deliveries], [1, 1, 1, 1, 1], `the retried sign-up of ${email} is stored whole`);
+    signedUp.push(email);
     // A retry of a sign-up that did commit: already_exists, and nothing more is stored or sent.
     const again = await post(url, '/v1/signup', { email, password: PASSWORD });
     t.is(again.status, 409);
     t.is(again.body['code'], 'already_exists');
+    t.like(await rowsOf(email), { users: 1, audits: 1, deliveries: 1 });
     const deadline = Date.now() + 15_000;
     while (mailsTo(email) === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     t.is(mailsTo(email), 1, `one verification mail to ${email}`);
     t.is((await rowsOf(email)).requests, 1);
   }
   t.is(mailsTo('first@crash.test'), 1);
+  t.like(await new AuditLog({ sequelize }).verifyChain(), { ok: true }, 'the audit chain is whole');
+  // The receiver is back: every sign-up's delivery, pending across the kills and restarts, arrives once.
+  const pending = await storedDeliveries(sequelize);
+  receiver.down = false;
+  await deliveriesDue(sequelize);
+  await allDelivered(receiver, signedUp);
+  const arrived = receivedDeliveries(receiver);
+  for (const email of signedUp) t.deepEqual([...(arrived.get(email) ?? [])], pending.get(email), `the user.signup delivery of ${email}`);
   child.kill('SIGTERM');
   await exited(child);
 }
@@ -348,7 +443,7 @@ for (const backend of sqlBackends().filter((b) => b !== 'mysql')) {
 }
 
 for (const backend of sqlBackends()) {
-  test(`E3 SIGKILL right after the user insert and right after the verification request: nothing left, the retry signs up, a second retry answers already_exists (${backend})`, async (t) => {
+  test(`E3 SIGKILL right after the user insert, the verification request, the user's rows and the webhook delivery: nothing left, the retry signs up, a second retry answers already_exists, the webhook deliveries arrive (${backend})`, async (t) => {
     await faultPoint(t, backend);
   });
 }

@@ -11,8 +11,8 @@
  * GraphQL-only.
  */
 import { LatchkeyError } from '../../engine/errors.ts';
-import { ADMIN_COOKIE, AdminService, EMAIL_TEMPLATE_EVENTS, WEBHOOK_EVENTS, type AdminCallContext, type WebhookEvent } from '../../admin/index.ts';
-import type { UserRecord } from '../../auth/index.ts';
+import { ADMIN_COOKIE, AdminService, EMAIL_TEMPLATE_EVENTS, WEBHOOK_EVENTS, type AdminCallContext, type AuditEntry, type WebhookEvent } from '../../admin/index.ts';
+import type { StoreTransaction, UserRecord } from '../../auth/index.ts';
 import { redactedConfig } from '../flags.ts';
 import type { RequestContext } from '../context.ts';
 import { EMPTY, MESSAGE, s } from '../shape.ts';
@@ -65,22 +65,53 @@ export async function recordUserEvent(
 ): Promise<void> {
   const admin = ctx.services.admin;
   if (!(admin instanceof AdminService)) return;
-  const actorId = options.actorId ?? options.user?.id ?? (ctx.principal.kind === 'user' ? ctx.principal.userId : '');
   await admin.userEvent(
-    {
-      actor_type: actorId ? 'user' : 'anonymous',
-      actor_id: actorId,
-      actor_email: options.user?.email ?? undefined,
-      action,
-      resource_type: 'user',
-      resource_id: options.user?.id ?? actorId,
-      ip_address: ctx.clientIp,
-      user_agent: ctx.userAgent,
-      metadata: { ...options.metadata, protocol: ctx.protocol },
-    },
+    userEventEntry(ctx, action, options),
     options.webhook && options.user ? { event: options.webhook, user: options.user } : undefined,
     (err) => ctx.logger.error('user event not recorded', { action, err }),
   );
+}
+
+/**
+ * For a change of the identity service that records a user event as part of
+ * itself (sign-up: `user.signup`): the step that, given the change's SQL
+ * transaction, writes the audit row and queues the webhook `webhook` in it,
+ * and throws on failure so that the change rolls back with them (security
+ * matrix E3); given no transaction (DynamoDB), records after the change as
+ * {@link recordUserEvent} does. Undefined when no admin service is plugged in.
+ */
+export function userEventRecorder(
+  ctx: RequestContext,
+  action: string,
+  options: { webhook?: WebhookEvent | undefined; metadata?: Record<string, unknown> | undefined } = {},
+): ((user: UserRecord, transaction: StoreTransaction | undefined) => Promise<void>) | undefined {
+  const admin = ctx.services.admin;
+  if (!(admin instanceof AdminService)) return undefined;
+  return async (user, transaction) => {
+    const o = { ...options, user, actorId: user.id };
+    if (transaction === undefined) return recordUserEvent(ctx, action, o);
+    await admin.userEventInTransaction(transaction, userEventEntry(ctx, action, o), options.webhook ? { event: options.webhook, user } : undefined);
+  };
+}
+
+/** The audit entry of a user event caused by the request. */
+function userEventEntry(
+  ctx: RequestContext,
+  action: string,
+  options: { user?: UserRecord | undefined; actorId?: string | undefined; metadata?: Record<string, unknown> | undefined },
+): AuditEntry {
+  const actorId = options.actorId ?? options.user?.id ?? (ctx.principal.kind === 'user' ? ctx.principal.userId : '');
+  return {
+    actor_type: actorId ? 'user' : 'anonymous',
+    actor_id: actorId,
+    actor_email: options.user?.email ?? undefined,
+    action,
+    resource_type: 'user',
+    resource_id: options.user?.id ?? actorId,
+    ip_address: ctx.clientIp,
+    user_agent: ctx.userAgent,
+    metadata: { ...options.metadata, protocol: ctx.protocol },
+  };
 }
 
 function callCtx(ctx: RequestContext): AdminCallContext {

@@ -37,7 +37,7 @@ import type { Config } from '../flags.ts';
 import type { Services } from '../services.ts';
 import { EMPTY, MESSAGE, s } from '../shape.ts';
 import type { WebhookEvent } from '../../admin/index.ts';
-import { USER, recordUserEvent } from './admin.ts';
+import { USER, recordUserEvent, userEventRecorder } from './admin.ts';
 import { plugOAuth } from './oauth.ts';
 import { plugSocialLogin } from './social.ts';
 import { ALL_PROTOCOLS, defineOperation, type AnyOperation } from './types.ts';
@@ -289,8 +289,9 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
         throw new LatchkeyError('invalid_argument', 'app_data: must be an object', { reason: 'invalid_field', details: { field: 'app_data' } });
       }
       const verify = signupVerification(ctx, input);
-      const result = await authOf(ctx).signup({ ...rest, ...(appData === undefined ? {} : { app_data: appData as Record<string, unknown> }) }, callContext(ctx), verify);
-      await audit(ctx, 'user.signup', { userId: result.response.user?.id, user: result.record, webhook: 'user.signup' });
+      // The audit row and the webhook deliveries commit with the user (security matrix E3).
+      const record = userEventRecorder(ctx, 'user.signup', { webhook: 'user.signup' });
+      const result = await authOf(ctx).signup({ ...rest, ...(appData === undefined ? {} : { app_data: appData as Record<string, unknown> }) }, callContext(ctx), verify, record);
       setSessionCookies(ctx, result);
       // A phone sign-up under --enable-phone-verification gets the challenge cookie of its texted code instead of a session.
       setMfaCookie(ctx, result);
