@@ -3,8 +3,9 @@
  * model is written and evaluated per tuple during resolution.
  *
  * The CEL environment (OpenFGA's: cel-go's standard library plus
- * `ipaddress`) is in `conditions_cel.ts`, its values (and the Go parsers of
- * durations and timestamps) in `conditions_cel_values.ts`, cel-go's cost
+ * `ipaddress`) is in `conditions_cel.ts`, its values in
+ * `conditions_cel_values.ts`, durations and timestamps (with the Go parsers
+ * the conversions below use) in `conditions_cel_time.ts`, cel-go's cost
  * tracking in `conditions_cel_cost.ts`.
  *
  * Semantics follow OpenFGA (`internal/condition/condition.go`,
@@ -25,7 +26,8 @@
  */
 import { type CelProgram, compileCel } from './conditions_cel.ts';
 import { CostLimitError } from './conditions_cel_cost.ts';
-import { Duration, IPAddress, UnsignedInt, parseGoDuration, parseRfc3339 } from './conditions_cel_values.ts';
+import { durationOf, parseGoDuration, parseRfc3339 } from './conditions_cel_time.ts';
+import { IPAddress, UnsignedInt } from './conditions_cel_values.ts';
 import type { Condition, ConditionParamTypeRef } from './model.ts';
 import { FGA_VALIDATION_ERROR, fgaError, show } from './tuple.ts';
 
@@ -151,7 +153,7 @@ export function convertParameter(t: ConditionParamTypeRef, v: unknown): unknown 
     }
     case 'TYPE_NAME_DURATION': {
       const ns = typeof v === 'string' ? parseGoDuration(v) : undefined;
-      if (ns !== undefined) return new Duration(ns / 1_000_000_000n, Number(ns % 1_000_000_000n));
+      if (ns !== undefined) return durationOf(ns);
       break;
     }
     case 'TYPE_NAME_TIMESTAMP': {

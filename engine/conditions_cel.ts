@@ -14,21 +14,33 @@
  *   (`checker/types.go`, `isNullable`): timestamp, duration and opaque types
  *   such as `ipaddress`. On int, uint, double, bool, string, list and map the
  *   comparison does not compile, in cel-go and here alike;
- * - cel-go's answers where the library's differ (equality and ordering across
- *   kinds, range errors), by wrapping each node's evaluation;
+ * - cel-go's answers where the library's differ, by wrapping each node's
+ *   evaluation: equality and ordering across kinds, nanosecond durations and
+ *   timestamps with cel-go's time zones (`conditions_cel_time.ts`), map
+ *   literals keyed by their typed keys, lists indexed by a uint, strict UTF-8
+ *   in `string(bytes)`, range errors;
+ * - cel-go's types where the library's checker differs, by wrapping a node's
+ *   check: `duration + timestamp` is a timestamp, and a macro over an empty
+ *   list or map literal ranges over `dyn`;
+ * - literals the library reads otherwise (bytes, raw strings, `.5`),
+ *   rewritten before parsing (`conditions_cel_literals.ts`);
  * - the cost of an evaluation, counted as cel-go's `CostTracker` counts it
  *   (the rules are in `conditions_cel_cost.ts`), so that OpenFGA's limit
  *   (`maxConditionEvaluationCost`, default 100) stops the same expressions.
  *
- * Pinned by test/engine/conditions.test.ts,
- * test/engine/conditions_cel_spec.test.ts and
- * test/engine/conditions.property.test.ts.
+ * Pinned by test/engine/conditions.test.ts, test/engine/conditions_cel.test.ts,
+ * test/engine/conditions_cel_spec.test.ts (CEL's conformance cases),
+ * test/engine/conditions.property.test.ts and
+ * test/engine/conditions_cel.property.test.ts.
  */
-import { Environment } from '@marcbachmann/cel-js';
-import { type EvalFn, type Node, type NodeState, type States, CostLimitError, Meter, children, macroCost, macroShape, nodeCost, size } from './conditions_cel_cost.ts';
-import { Duration, IPAddress, NOT_FOUND, celEquals, checkValueRange, compareNumbers, formatDuration, formatTimestamp, isMapLike, mapEntries, mapLookup, numKind } from './conditions_cel_values.ts';
+import { Environment, evaluate as celEvaluate } from '@marcbachmann/cel-js';
+import { type Node, type NodeState, type States, CostLimitError, Meter, children, macroCost, macroShape, nodeCost, size } from './conditions_cel_cost.ts';
+import { normalizeLiterals } from './conditions_cel_literals.ts';
+import { Duration, compareTime, formatDuration, formatTimestamp, isTimestampAccessor, parseRfc3339, timeArithmetic, timestampAccessor, timestampInRange } from './conditions_cel_time.ts';
+import { IPAddress, NOT_FOUND, UnsignedInt, celEquals, checkValueRange, compareBytes, compareNumbers, isMapLike, mapEntries, mapLookup, numKind } from './conditions_cel_values.ts';
 
 const NULLABLE = ['google.protobuf.Duration', 'google.protobuf.Timestamp', 'ipaddress'] as const;
+const ORDER: Record<string, (c: -1 | 0 | 1) => boolean> = { '<': (c) => c < 0, '<=': (c) => c <= 0, '>': (c) => c > 0, '>=': (c) => c >= 0 };
 
 function baseEnvironment(): Environment {
   const env = new Environment({ homogeneousAggregateLiterals: false })
@@ -45,29 +57,47 @@ function baseEnvironment(): Environment {
     .registerFunction('timestamp(google.protobuf.Timestamp): google.protobuf.Timestamp', (t: Date) => t);
   // `!=` and the reversed operands follow from `==`. A parameter value of these types is never null
   // (OpenFGA's converters reject null), but a value may be null under dyn.
-  for (const t of NULLABLE) {
-    env
-      .registerOperator(`${t} == null`, (a: unknown) => a === null);
-  }
+  for (const t of NULLABLE) env.registerOperator(`${t} == null`, (a: unknown) => a === null);
+  // cel-go orders bytes (`Bytes.Compare`); the library does not.
+  for (const op of Object.keys(ORDER)) env.registerOperator(`bytes ${op} bytes`, (a: Uint8Array, b: Uint8Array) => ORDER[op]!(compareBytes(a, b)));
   return env;
 }
 
 const BASE_ENV = baseEnvironment();
 
-const ORDER: Record<string, (c: -1 | 0 | 1) => boolean> = { '<': (c) => c < 0, '<=': (c) => c <= 0, '>': (c) => c > 0, '>=': (c) => c >= 0 };
+/** An override's answer that leaves the node to the library. */
+const PASS = Symbol('the library answers');
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+/** cel-go's `null_type` (the library's type value for null is named `null`). */
+const NULL_TYPE = new ((celEvaluate('type(1)') as object).constructor as new (name: string) => object)('null_type');
+const INT64_BOUND_DOUBLE = 2 ** 63;
 
 /**
  * Where cel-go and the library answer differently for the same operands,
- * the answer cel-go gives; undefined to let the library answer.
+ * the answer cel-go gives; {@link PASS} to let the library answer.
  */
-function binaryOverride(op: string, l: unknown, r: unknown): boolean | undefined {
+function binaryOverride(op: string, l: unknown, r: unknown): unknown {
   switch (op) {
     case '==':
-      return celEquals(l, r);
+      return celEquals(l, r) ?? PASS;
     case '!=': {
       const e = celEquals(l, r);
-      return e === undefined ? undefined : !e;
+      return e === undefined ? PASS : !e;
     }
+    case '+':
+    case '-':
+      return timeArithmetic(op, l, r) ?? PASS;
+    case '[]':
+      // cel-go indexes lists by int or uint, and finds map keys of any numeric kind by value.
+      if (Array.isArray(l) && r instanceof UnsignedInt) {
+        if (r.value >= BigInt(l.length)) throw new RangeError(`index out of bounds: ${r.value}`);
+        return l[Number(r.value)];
+      }
+      if (l instanceof Map && !l.has(r) && numKind(r) !== undefined) {
+        const v = mapLookup([...l.entries()], r);
+        return v === NOT_FOUND ? PASS : v;
+      }
+      return PASS;
     case 'in':
       if (Array.isArray(r)) {
         let unknown = false;
@@ -76,18 +106,56 @@ function binaryOverride(op: string, l: unknown, r: unknown): boolean | undefined
           if (e === true) return true;
           if (e === undefined) unknown = true;
         }
-        return unknown ? undefined : false;
+        return unknown ? PASS : false;
       }
       if (isMapLike(r) && (numKind(l) !== undefined || typeof l === 'string' || typeof l === 'boolean')) return mapLookup(mapEntries(r), l) !== NOT_FOUND;
-      return undefined;
+      return PASS;
     default: {
+      const t = compareTime(l, r);
+      if (t !== undefined) return ORDER[op]!(t);
       const kl = numKind(l);
       const kr = numKind(r);
-      if (kl === undefined || kr === undefined || kl === kr) return undefined;
+      if (kl === undefined || kr === undefined || kl === kr) return PASS;
       const c = compareNumbers(l as number, r as number);
       return c === undefined ? false : ORDER[op]!(c);
     }
   }
+}
+
+/** Functions some of whose answers {@link callOverride} gives. */
+const CALLS = new Set(['type', 'timestamp', 'int', 'string', 'getFullYear', 'getMonth', 'getDate', 'getDayOfMonth', 'getDayOfWeek', 'getDayOfYear', 'getHours', 'getMinutes', 'getSeconds', 'getMilliseconds']);
+
+/**
+ * cel-go's answer to function `name` of `args` (the receiver first for a
+ * receiver call) where the library's differs; {@link PASS} otherwise.
+ */
+function callOverride(name: string, args: unknown[], receiver: boolean): unknown {
+  const [a, b] = args;
+  if (!receiver && args.length === 1) {
+    if (name === 'type' && a === null) return NULL_TYPE;
+    if (name === 'timestamp' && typeof a === 'string') {
+      // cel-go: time.Parse(time.RFC3339, s), nanoseconds kept, then the range check.
+      const t = parseRfc3339(a);
+      if (t === undefined) throw new RangeError(`timestamp('${a}'): not an RFC 3339 timestamp`);
+      if (!timestampInRange(t)) throw new RangeError('timestamp out of range');
+      return t;
+    }
+    if (name === 'int' && typeof a === 'number') {
+      // cel-go's doubleToInt64Checked: both bounds are out of range, -2^63 included.
+      if (!(a > -INT64_BOUND_DOUBLE && a < INT64_BOUND_DOUBLE)) throw new RangeError('int overflow');
+      return BigInt(Math.trunc(a));
+    }
+    if (name === 'string' && a instanceof Uint8Array) {
+      try {
+        return UTF8.decode(a);
+      } catch {
+        throw new TypeError('invalid UTF-8 in bytes');
+      }
+    }
+  }
+  if (receiver && name === 'getMilliseconds' && a instanceof Duration && args.length === 1) return BigInt(Math.trunc(a.nanos / 1e6));
+  if (receiver && a instanceof Date && isTimestampAccessor(name) && (args.length === 1 || (args.length === 2 && typeof b === 'string'))) return timestampAccessor(name, a, b as string | undefined);
+  return PASS;
 }
 
 /** Range checks cel-go applies to results the library lets through. */
@@ -97,7 +165,65 @@ function checkRange(n: Node, value: unknown): void {
   checkValueRange(value);
 }
 
-const BINARY = new Set(['==', '!=', '<', '<=', '>', '>=', 'in']);
+const BINARY = new Set(['==', '!=', '<', '<=', '>', '>=', 'in', '+', '-', '[]']);
+type Runner = { run: (x: Node, ctx: unknown) => unknown };
+type Handle = (...args: unknown[]) => unknown;
+type Checker = { getType(name: string): TypeDecl; dynType: TypeDecl; registry: { getListType(t: TypeDecl): TypeDecl; getMapType(k: TypeDecl, v: TypeDecl): TypeDecl } };
+type TypeDecl = { name: string };
+
+/** The library's evaluation of `n`, with cel-go's answers where they differ. */
+function evaluateNode(n: Node, ev: unknown, a: unknown, ctx: unknown): unknown {
+  const meta = n.meta;
+  if (meta.alternate !== undefined) return n.op === 'id' && n.args === 'null_type' ? NULL_TYPE : meta.alternate.evaluate(ev, meta.alternate, ctx);
+  if (meta.macro !== undefined) return meta.macro.evaluate(ev, meta.macro, ctx);
+  const runner = ev as Runner;
+  const handle = (n as unknown as { handle: Handle }).handle;
+  if (BINARY.has(n.op)) {
+    const [ln, rn] = n.args as [Node, Node];
+    const l = runner.run(ln, ctx);
+    const r = runner.run(rn, ctx);
+    const answer = binaryOverride(n.op, l, r);
+    return answer !== PASS ? answer : handle(l, r, n, ev);
+  }
+  if ((n.op === 'call' || n.op === 'rcall') && CALLS.has((n.args as [string])[0])) {
+    const receiver = n.op === 'rcall';
+    const nodes = receiver ? [(n.args as [string, Node])[1], ...(n.args as [string, Node, Node[]])[2]] : (n.args as [string, Node[]])[1];
+    const values = nodes.map((x) => runner.run(x, ctx));
+    const answer = callOverride((n.args as [string])[0], values, receiver);
+    if (answer !== PASS) return answer;
+    return receiver ? handle(values, ev, n) : handle(values, n, ev);
+  }
+  if (n.op === 'map') {
+    // The library makes a plain object (keys become strings, some names are dropped); cel-go keeps typed keys.
+    const map = new Map<unknown, unknown>();
+    for (const [k, v] of n.args as [Node, Node][]) map.set(runner.run(k, ctx), runner.run(v, ctx));
+    return map;
+  }
+  return meta.evaluate.call(n, ev, a, ctx);
+}
+
+/** Wraps the checks whose types differ from cel-go's (see the module comment). */
+function instrumentCheck(n: Node): void {
+  if (n.op === '+') {
+    const check = n.check;
+    n.check = function (this: Node, chk: unknown, ast: unknown, ctx: unknown) {
+      const type = check.call(this, chk, ast, ctx);
+      const [l, r] = n.args as [Node, Node];
+      const name = (x: Node): string | undefined => (x.checkedType as TypeDecl | undefined)?.name;
+      return name(l) === 'google.protobuf.Duration' && name(r) === 'google.protobuf.Timestamp' ? (chk as Checker).getType('google.protobuf.Timestamp') : type;
+    };
+  }
+  const shape = macroShape(n);
+  const range = shape?.receiver;
+  if (range !== undefined && (range.op === 'list' || range.op === 'map') && (range.args as unknown[]).length === 0) {
+    const check = range.check;
+    range.check = function (this: Node, chk: unknown, ast: unknown, ctx: unknown) {
+      check.call(this, chk, ast, ctx);
+      const { registry, dynType } = chk as Checker;
+      return range.op === 'list' ? registry.getListType(dynType) : registry.getMapType(dynType, dynType);
+    };
+  }
+}
 
 function instrument(root: Node, holder: { meter: Meter | undefined }): void {
   const states: States = new Map();
@@ -106,42 +232,22 @@ function instrument(root: Node, holder: { meter: Meter | undefined }): void {
     const st: NodeState = { value: undefined, evals: 0, trues: 0 };
     states.set(n, st);
     for (const c of children(n)) visit(c);
-    const binary = BINARY.has(n.op);
-    // Resolved per call: the library sets a node's evaluation when it type-checks it.
-    const inner: EvalFn = (ev, a, ctx) => {
-      const meta = n.meta;
-      if (meta.alternate !== undefined) return meta.alternate.evaluate(ev, meta.alternate, ctx);
-      if (meta.macro !== undefined) return meta.macro.evaluate(ev, meta.macro, ctx);
-      if (n.op === 'rcall' && (n.args as [string])[0] === 'getMilliseconds') {
-        // cel-go: the milliseconds component of a duration, not its total.
-        const recv = (ev as { run: (x: Node, c: unknown) => unknown }).run((n.args as [string, Node])[1], ctx);
-        if (recv instanceof Duration) return BigInt(Math.trunc(recv.nanos / 1e6));
-      }
-      if (binary) {
-        const runner = ev as { run: (x: Node, c: unknown) => unknown };
-        const [ln, rn] = n.args as [Node, Node];
-        const l = runner.run(ln, ctx);
-        const r = runner.run(rn, ctx);
-        const answer = binaryOverride(n.op, l, r);
-        if (answer !== undefined) return answer;
-        return (n as unknown as { handle: (l: unknown, r: unknown, ast: Node, ev: unknown) => unknown }).handle(l, r, n, ev);
-      }
-      return meta.evaluate.call(n, ev, a, ctx);
-    };
+    instrumentCheck(n);
     const shape = macroShape(n);
     const predicate = shape === undefined ? undefined : (states.get(shape.predicate) ?? { value: undefined, evals: 0, trues: 0 });
     const receiver = shape === undefined ? undefined : states.get(shape.receiver);
+    // The library's own evaluation is resolved per call: it sets a node's evaluation when it type-checks it.
     n.evaluate = function (this: Node, ev, a, ctx) {
       const meter = holder.meter;
       if (meter === undefined) {
-        const value = inner.call(n, ev, a, ctx);
+        const value = evaluateNode(n, ev, a, ctx);
         checkRange(n, value);
         return value;
       }
       if (meter.exceeded) throw new CostLimitError(meter.limit);
       const evalsBefore = predicate?.evals ?? 0;
       const truesBefore = predicate?.trues ?? 0;
-      const value = inner.call(n, ev, a, ctx);
+      const value = evaluateNode(n, ev, a, ctx);
       checkRange(n, value);
       st.value = value;
       st.evals++;
@@ -180,13 +286,13 @@ export function compileCel(expression: string, variables: Readonly<Record<string
   for (const [name, type] of Object.entries(variables)) env.registerVariable(name, type);
   let parsed: ReturnType<Environment['parse']>;
   try {
-    parsed = env.parse(expression);
+    parsed = env.parse(normalizeLiterals(expression));
   } catch (err) {
     throw new TypeError((err as Error).message.split('\n')[0]);
   }
   const holder: { meter: Meter | undefined } = { meter: undefined };
+  instrument(parsed.ast as unknown as Node, holder);
   if (options.check === false) {
-    instrument(parsed.ast as unknown as Node, holder);
     return {
       type: 'dyn',
       run: (vars) => ({ value: parsed(vars) as unknown, cost: 0 }),
@@ -194,7 +300,6 @@ export function compileCel(expression: string, variables: Readonly<Record<string
   }
   const checked = parsed.check() as { valid: boolean; type?: string; error?: { message: string } };
   if (!checked.valid) throw new TypeError(checked.error?.message.split('\n')[0] ?? 'invalid expression');
-  instrument(parsed.ast as unknown as Node, holder);
   return {
     type: checked.type ?? 'dyn',
     run(vars, costLimit = Infinity) {

@@ -35,6 +35,8 @@ export interface Node {
   input: string;
   meta: { alternate?: Node; macro?: { evaluate: EvalFn }; evaluate: EvalFn };
   evaluate: EvalFn;
+  /** The library's type check of the node (`ASTNode.check`), with the checker first. */
+  check: (chk: unknown, ast: unknown, ctx: unknown) => unknown;
   checkedType?: unknown;
 }
 

@@ -1,10 +1,10 @@
 /**
  * The values of OpenFGA's CEL environment as cel-go has them, on
  * `@marcbachmann/cel-js`'s representation: the `ipaddress` type (Go
- * `net/netip`), durations and timestamps (Go `time.ParseDuration`,
- * `time.Parse(time.RFC3339)`, cel-go's string forms and ranges), and
- * cel-go's equality and ordering across numeric kinds, lists and maps
- * (`common/types/compare.go`, `types.Equal`).
+ * `net/netip`), cel-go's equality and ordering across numeric kinds, bytes,
+ * lists and maps (`common/types/compare.go`, `types.Equal`), and the range
+ * checks of results. Durations and timestamps are in
+ * `conditions_cel_time.ts`.
  *
  * Pinned by test/engine/conditions_cel.test.ts,
  * test/engine/conditions_cel_spec.test.ts and
@@ -12,6 +12,7 @@
  */
 import { isIP } from 'node:net';
 import { evaluate as celEvaluate } from '@marcbachmann/cel-js';
+import { Duration, durationInRange, durationNanos, timestampInRange, timestampNanos } from './conditions_cel_time.ts';
 
 /** OpenFGA's `ipaddress` CEL type (Go `netip.Addr` semantics). */
 export class IPAddress {
@@ -88,22 +89,8 @@ function parseAddr(s: string): { bytes: Uint8Array; zone: string } | undefined {
   return { bytes, zone };
 }
 
-/** The library's value classes, reached through values it produces. */
+/** The library's unsigned integer class, reached through a value it produces. */
 export const UnsignedInt = (celEvaluate('1u') as object).constructor as new (value: bigint | number) => { readonly value: bigint };
-export const Duration = (celEvaluate('duration("1s")') as object).constructor as new (seconds: bigint, nanos: number) => { readonly seconds: bigint; readonly nanos: number };
-
-/** RFC 3339 in UTC with the fraction's trailing zeros dropped (Go's `time.RFC3339Nano`). */
-export function formatTimestamp(t: Date): string {
-  return t.toISOString().replace(/\.?0*Z$/u, (m) => (m.startsWith('.') ? `${m.replace(/0+Z$/u, '').replace(/\.$/u, '')}Z` : 'Z'));
-}
-
-/** Seconds with a decimal fraction and an `s` (cel-go's duration to string). */
-export function formatDuration(d: { seconds: bigint; nanos: number }): string {
-  const negative = d.seconds < 0n || d.nanos < 0;
-  const secs = d.seconds < 0n ? -d.seconds : d.seconds;
-  const frac = String(Math.abs(d.nanos)).padStart(9, '0').replace(/0+$/u, '');
-  return `${negative ? '-' : ''}${secs}${frac === '' ? '' : `.${frac}`}s`;
-}
 
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
@@ -111,10 +98,6 @@ const UINT64_MAX = 2n ** 64n - 1n;
 /** float64(math.MaxInt64) and float64(math.MaxUint64), as Go rounds them. */
 const INT64_MAX_DOUBLE = 2 ** 63;
 const UINT64_MAX_DOUBLE = 2 ** 64;
-/** cel-go's durations are Go `time.Duration` (int64 nanoseconds); timestamps run from 0001-01-01 to 9999-12-31. */
-const MAX_DURATION_NANOS = 2n ** 63n - 1n;
-const MIN_TIMESTAMP_MS = Date.parse('0001-01-01T00:00:00Z');
-const MAX_TIMESTAMP_MS = Date.parse('9999-12-31T23:59:59.999Z');
 
 type NumKind = 'int' | 'uint' | 'double';
 /** Which CEL numeric kind `v` is, or undefined for a value that is not a number. */
@@ -173,8 +156,8 @@ export function celEquals(a: unknown, b: unknown): boolean | undefined {
   if (typeof a === 'string' || typeof a === 'boolean') return a === b;
   if (typeof b === 'string' || typeof b === 'boolean') return false;
   if (a instanceof Uint8Array || b instanceof Uint8Array) return a instanceof Uint8Array && b instanceof Uint8Array && a.length === b.length && a.every((x, i) => x === b[i]);
-  if (a instanceof Date || b instanceof Date) return a instanceof Date && b instanceof Date && a.getTime() === b.getTime();
-  if (a instanceof Duration || b instanceof Duration) return a instanceof Duration && b instanceof Duration && a.seconds === b.seconds && a.nanos === b.nanos;
+  if (a instanceof Date || b instanceof Date) return a instanceof Date && b instanceof Date && timestampNanos(a) === timestampNanos(b);
+  if (a instanceof Duration || b instanceof Duration) return a instanceof Duration && b instanceof Duration && durationNanos(a) === durationNanos(b);
   if (a instanceof IPAddress || b instanceof IPAddress) return a instanceof IPAddress && b instanceof IPAddress && a.equals(b);
   if (Array.isArray(a) || Array.isArray(b)) {
     if (!Array.isArray(a) || !Array.isArray(b)) return isMapLike(a) || isMapLike(b) ? false : undefined;
@@ -233,67 +216,13 @@ export function mapLookup(entries: [unknown, unknown][], key: unknown): unknown 
 export function checkValueRange(value: unknown): void {
   if (typeof value === 'bigint' && (value < INT64_MIN || value > INT64_MAX)) throw new RangeError('int overflow');
   if (value instanceof UnsignedInt && (value.value < 0n || value.value > UINT64_MAX)) throw new RangeError('uint overflow');
-  if (value instanceof Duration) {
-    const nanos = value.seconds * 1_000_000_000n + BigInt(value.nanos);
-    if (nanos > MAX_DURATION_NANOS || nanos < -MAX_DURATION_NANOS - 1n) throw new RangeError('duration out of range');
-  }
-  if (value instanceof Date && (Number.isNaN(value.getTime()) || value.getTime() < MIN_TIMESTAMP_MS || value.getTime() > MAX_TIMESTAMP_MS)) throw new RangeError('timestamp out of range');
+  if (value instanceof Duration && !durationInRange(value)) throw new RangeError('duration out of range');
+  if (value instanceof Date && !timestampInRange(value)) throw new RangeError('timestamp out of range');
 }
 
-const DURATION_UNITS: Record<string, bigint> = { ns: 1n, us: 1_000n, 'µs': 1_000n, 'μs': 1_000n, ms: 1_000_000n, s: 1_000_000_000n, m: 60_000_000_000n, h: 3_600_000_000_000n };
-
-/** Go's `time.ParseDuration`: `[-+]?([0-9]*(\.[0-9]*)?[a-z]+)+` or `0`, in int64 nanoseconds. */
-export function parseGoDuration(text: string): bigint | undefined {
-  let s = text;
-  let negative = false;
-  if (s.startsWith('-') || s.startsWith('+')) {
-    negative = s.startsWith('-');
-    s = s.slice(1);
-  }
-  if (s === '0') return 0n;
-  if (s === '') return undefined;
-  let total = 0n;
-  while (s !== '') {
-    const m = /^(\d*)(?:\.(\d*))?([^\d.]+)/u.exec(s);
-    if (m === null || (m[1] === '' && (m[2] ?? '') === '')) return undefined;
-    const unit = DURATION_UNITS[m[3]!];
-    if (unit === undefined) return undefined;
-    let part = BigInt(m[1] === '' ? '0' : m[1]!) * unit;
-    const frac = m[2] ?? '';
-    if (frac !== '') {
-      // Go scales the fraction in float64 and truncates.
-      const f = Number(frac.slice(0, 18));
-      const scale = 10 ** Math.min(frac.length, 18);
-      part += BigInt(Math.trunc(f * (Number(unit) / scale)));
-    }
-    total += part;
-    if (total > 2n ** 63n) return undefined;
-    s = s.slice(m[0].length);
-  }
-  if (!negative && total > 2n ** 63n - 1n) return undefined;
-  return negative ? -total : total;
-}
-
-const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-
-/** Go's `time.Parse(time.RFC3339, s)`: `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`. */
-export function parseRfc3339(s: string): Date | undefined {
-  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|([+-])(\d{2}):(\d{2}))$/u.exec(s);
-  if (m === null) return undefined;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
-  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
-  if (month < 1 || month > 12 || day < 1 || day > (month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1]!)) return undefined;
-  if (hour > 23 || minute > 59 || second > 59) return undefined;
-  let offset = 0;
-  if (m[8] !== 'Z') {
-    const oh = Number(m[10]);
-    const om = Number(m[11]);
-    if (oh > 23 || om > 59) return undefined;
-    offset = (m[9] === '-' ? -1 : 1) * (oh * 60 + om);
-  }
-  const ms = Number((m[7] ?? '').padEnd(3, '0').slice(0, 3));
-  let t = Date.UTC(year, month - 1, day, hour, minute, second, ms);
-  // Date.UTC reads years 0 to 99 as 1900 to 1999.
-  if (year < 100) t = new Date(t).setUTCFullYear(year);
-  return new Date(t - offset * 60_000);
+/** Lexicographic order of two byte strings (cel-go `Bytes.Compare`, Go `bytes.Compare`). */
+export function compareBytes(a: Uint8Array, b: Uint8Array): -1 | 0 | 1 {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i]! < b[i]! ? -1 : 1;
+  return a.length < b.length ? -1 : a.length > b.length ? 1 : 0;
 }

@@ -176,6 +176,52 @@ test('durations and timestamps: Go duration strings, RFC 3339 with offsets, arit
   }
 });
 
+test('timestamps keep nanoseconds (context, literals, arithmetic, string), duration + timestamp compiles, accessors take cel-go time zones', async (t) => {
+  const e = await engineWith({
+    after: { params: 'a: timestamp, b: timestamp', expr: 'a > b' },
+    same: { params: 'a: timestamp, b: timestamp', expr: 'a == b' },
+    nanos: { params: 't: timestamp', expr: 'string(t) == "2024-01-01T10:00:00.000000001Z" && t - duration("1ns") == timestamp("2024-01-01T10:00:00Z")' },
+    grace: { params: 'issued: timestamp, now: timestamp, grace: duration', expr: 'grace + issued > now' },
+    local: { params: 't: timestamp, zone: string', expr: 't.getHours(zone) == 9' },
+  });
+  t.true(await allowed(e, 'after', { a: '2024-01-01T10:00:00.000000001Z', b: '2024-01-01T10:00:00Z' }));
+  t.false(await allowed(e, 'same', { a: '2024-01-01T10:00:00.000000001Z', b: '2024-01-01T10:00:00Z' }));
+  t.true(await allowed(e, 'same', { a: '2024-01-01T12:00:00.5+02:00', b: '2024-01-01T10:00:00.500000000Z' }));
+  t.true(await allowed(e, 'nanos', { t: '2024-01-01T10:00:00.000000001Z' }));
+  t.true(await allowed(e, 'grace', { issued: '2024-01-01T10:00:00Z', now: '2024-01-01T10:20:00Z', grace: '30m' }));
+  t.false(await allowed(e, 'grace', { issued: '2024-01-01T10:00:00Z', now: '2024-01-01T10:40:00Z', grace: '30m' }));
+  t.true(await allowed(e, 'local', { t: '2024-01-01T07:00:00Z', zone: '+02:00' }));
+  t.true(await allowed(e, 'local', { t: '2024-01-01T07:00:00Z', zone: '02:00' }));
+  t.true(await allowed(e, 'local', { t: '2024-01-01T14:00:00Z', zone: 'America/New_York' }));
+  t.true(await allowed(e, 'local', { t: '2024-07-01T13:00:00Z', zone: 'America/New_York' }));
+  t.false(await allowed(e, 'local', { t: '2024-01-01T09:00:00Z', zone: '+05:30' }));
+  t.is(await failure(e, 'local', { t: '2024-01-01T07:00:00Z', zone: 'Nowhere/Special' }), 'condition_evaluation_failed');
+  t.is(await failure(e, 'local', { t: '2024-01-01T07:00:00Z', zone: '+0200' }), 'condition_evaluation_failed');
+});
+
+test('literals and values as cel-go reads them: bytes (escapes, raw, ordering, strict UTF-8), .5, maps with int keys, lists indexed by uint', async (t) => {
+  // A JSON model: the expression text as written (the DSL reads fewer CEL forms than CEL has).
+  const e = await engineFromJson({
+    bytes: { params: 'x: string', expr: "b'ÿ' == b'\\303\\277' && br'\\x41' != b'\\x41' && b'a' < b'b' && bytes(x) > b'a'" },
+    utf8: { params: 'x: bool', expr: "x && string(b'\\xff') == ''" },
+    keys: { params: 'n: int', expr: "{1: 'one', 2: 'two'}.exists_one(k, k == n)" },
+    lookup: { params: 'n: int', expr: "{1: 'one', 2: 'two'}[dyn(uint(n))] == 'two'" },
+    index: { params: 'x: list<string>', expr: 'x[dyn(1u)] == "b"' },
+    frac: { params: 'x: double', expr: 'x > .5' },
+  });
+  t.true(await allowed(e, 'bytes', { x: 'b' }));
+  t.false(await allowed(e, 'bytes', { x: '' }));
+  t.is(await failure(e, 'utf8', { x: true }), 'condition_evaluation_failed');
+  t.true(await allowed(e, 'frac', { x: 0.75 }));
+  t.false(await allowed(e, 'frac', { x: 0.25 }));
+  t.true(await allowed(e, 'keys', { n: 2 }));
+  t.false(await allowed(e, 'keys', { n: 3 }));
+  t.true(await allowed(e, 'lookup', { n: 2 }));
+  t.is(await failure(e, 'lookup', { n: 3 }), 'condition_evaluation_failed');
+  t.true(await allowed(e, 'index', { x: ['a', 'b'] }));
+  t.is(await failure(e, 'index', { x: ['a'] }), 'condition_evaluation_failed');
+});
+
 test('ipaddress: equality and in_cidr follow Go netip (IPv4-mapped and zoned addresses are distinct)', async (t) => {
   const e = await engineWith({
     eq: { params: 'ip: ipaddress, other: string', expr: 'ip == ipaddress(other)' },
