@@ -9,7 +9,8 @@ import { SqlAdminSessionStore, type AdminSessionStore } from './admin_sessions.t
 import { DynamoAdminSessionStore, DynamoAuditLogStore, DynamoEmailTemplateStore, DynamoMailOutbox, DynamoWebhookStore } from './dynamo_admin_stores.ts';
 import { SqlMailOutbox } from './mail_outbox.ts';
 import { SqlEmailTemplateStore, type EmailTemplateStore } from './email_templates.ts';
-import { SqlWebhookStore, type WebhookStore } from './webhooks.ts';
+import type { WebhookStore } from './webhook_store.ts';
+import { SqlWebhookStore } from './webhook_store_sql.ts';
 import { migrateAdminStore } from './migrations.ts';
 
 /** Every admin store, on one main database. */

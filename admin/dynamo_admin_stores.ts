@@ -18,7 +18,7 @@ import type { AdminSessionStore } from './admin_sessions.ts';
 import type { Row } from './sql.ts';
 import type { EmailTemplateStore } from './email_templates.ts';
 import type { OutboxMessage } from './mail_outbox.ts';
-import type { DeliveryOutcome, DeliveryRow, WebhookStore } from './webhooks.ts';
+import type { DeliveryOutcome, DeliveryRow, WebhookStore } from './webhook_store.ts';
 
 const pad = (n: number): string => String(n).padStart(16, '0');
 

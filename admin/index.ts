@@ -10,19 +10,10 @@ export { validateEndpoint, isPrivateAddress } from './ssrf.ts';
 export type { SsrfPolicy, Resolver, ResolvedAddress, ValidatedEndpoint } from './ssrf.ts';
 export { signWebhook, verifyWebhook, computeSignature, WEBHOOK_HEADERS } from './webhook_signature.ts';
 export type { VerifyWebhookOptions } from './webhook_signature.ts';
-export { WebhookService, SqlWebhookStore, WEBHOOK_EVENTS } from './webhooks.ts';
-export type {
-  Webhook,
-  WebhookLog,
-  WebhookEvent,
-  WebhookServiceOptions,
-  WebhookStore,
-  DeliveryRow,
-  DeliveryOutcome,
-  AddWebhookInput,
-  UpdateWebhookInput,
-  TestEndpointInput,
-} from './webhooks.ts';
+export { WebhookService, WEBHOOK_EVENTS } from './webhooks.ts';
+export type { Webhook, WebhookLog, WebhookEvent, WebhookServiceOptions, AddWebhookInput, UpdateWebhookInput, TestEndpointInput } from './webhooks.ts';
+export type { WebhookStore, DeliveryRow, DeliveryOutcome } from './webhook_store.ts';
+export { SqlWebhookStore } from './webhook_store_sql.ts';
 export { AuditLog, SqlAuditLogStore } from './audit_log.ts';
 export type { AuditEntry, AuditLogRecord, AuditLogFilter, AuditLogOptions, ActorType, AuditLogStore, AuditMatch, AuditRowContent } from './audit_log.ts';
 export {
