@@ -17,7 +17,7 @@ import { resolveAuthOptions, type AuthOptions, type ResolvedAuthOptions } from '
 import { PasswordHasher, assertPasswordAcceptable } from './password.ts';
 import { SessionManager, type SessionRecord } from './sessions.ts';
 import { TOKEN_TYPES, TokenService, type TokenClaims, type TokenType } from './tokens.ts';
-import { normalizeEmail, normalizePhone, type UserFields, type UserRecord, type UserStore } from './user_store.ts';
+import { normalizeEmail, normalizePhone, type UserFields, type UserRecord, type UserStore } from './user_store_types.ts';
 import type { Sequelize } from 'sequelize';
 import { openAuthStores } from './auth_stores.ts';
 import { sqlDatabase, type MainDatabase, type StoreTransaction } from './main_database.ts';

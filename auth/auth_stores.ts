@@ -6,7 +6,8 @@
 import { DynamoMfaStore, DynamoUserStore, DynamoVerificationStore } from './dynamo_auth_stores.ts';
 import type { MainDatabase } from './main_database.ts';
 import { SqlMfaStore, type MfaStore } from './mfa_store.ts';
-import { SqlUserStore, type UserStore } from './user_store.ts';
+import { SqlUserStore } from './user_store.ts';
+import type { UserStore } from './user_store_types.ts';
 import { SqlVerificationStore, type VerificationStore } from './verification.ts';
 
 /** Every identity store, on one main database. */

@@ -25,7 +25,7 @@ import type { MemoryStore } from './memory_store.ts';
 import type { ResolvedAuthOptions } from './options.ts';
 import { EMAIL_RE, PHONE_RE, invalidArgument } from './profile.ts';
 import type { AuthCallContext, AuthResult } from './public_user.ts';
-import { normalizeEmail, normalizePhone, type UserRecord, type UserStore } from './user_store.ts';
+import { normalizeEmail, normalizePhone, type UserRecord, type UserStore } from './user_store_types.ts';
 import { inTransaction, type MainDatabase, type StoreTransaction } from './main_database.ts';
 import { VERIFICATION_TTL_SECONDS, invalidVerificationToken, type VerificationIdentifier, type VerificationStore } from './verification.ts';
 

@@ -9,7 +9,7 @@ import type { SessionManager, SessionRecord } from './sessions.ts';
 import type { TokenService } from './tokens.ts';
 import type { TokenScript } from './token_script.ts';
 import { LatchkeyError } from '../engine/errors.ts';
-import type { UserRecord } from './user_store.ts';
+import type { UserRecord } from './user_store_types.ts';
 
 /** The `amr` value (RFC 8176) of a login method: `pwd` for a password login, else the method's own name. */
 export function firstFactorAmr(loginMethod: string): string {

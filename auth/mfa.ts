@@ -36,7 +36,7 @@ import type { MfaStore } from './mfa_store.ts';
 import type { SessionManager } from './sessions.ts';
 import type { ResolvedAuthOptions } from './options.ts';
 import type { AuthResponse, SessionGrant } from './public_user.ts';
-import { normalizeEmail, normalizePhone, type UserRecord, type UserStore } from './user_store.ts';
+import { normalizeEmail, normalizePhone, type UserRecord, type UserStore } from './user_store_types.ts';
 
 /** Name of the MFA challenge cookie (spec: Cookies). */
 export const MFA_COOKIE = 'mfa';

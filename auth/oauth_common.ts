@@ -8,7 +8,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { AuthService } from './auth_service.ts';
-import type { UserRecord } from './user_store.ts';
+import type { UserRecord } from './user_store_types.ts';
 
 /** Request parameters (query or body), as received: strings, or arrays when repeated. */
 export type OAuthParams = Readonly<Record<string, unknown>>;

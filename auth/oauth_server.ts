@@ -27,7 +27,7 @@ import { AuthorizationCodes, type CodeGrant } from './oauth_codes.ts';
 import { activeUser, authenticateClient, invalidClient, invalidGrant, invalidRequest, readParams, safeEqual, type OAuthParams } from './oauth_common.ts';
 import { OidcEndpoints, type EndSessionOutcome } from './oidc_endpoints.ts';
 import type { SessionRecord } from './sessions.ts';
-import type { UserRecord } from './user_store.ts';
+import type { UserRecord } from './user_store_types.ts';
 
 export type ResponseMode = 'query' | 'fragment' | 'form_post';
 

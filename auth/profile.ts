@@ -6,7 +6,7 @@
 import { LatchkeyError } from '../engine/errors.ts';
 import type { ResolvedAuthOptions } from './options.ts';
 import { assertPasswordAcceptable, type PasswordHasher } from './password.ts';
-import { normalizeEmail, normalizePhone, type UserFields, type UserRecord } from './user_store.ts';
+import { normalizeEmail, normalizePhone, type UserFields, type UserRecord } from './user_store_types.ts';
 
 export const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 export const PHONE_RE = /^\+?[0-9]{6,20}$/;

@@ -3,7 +3,7 @@
  * the spec, the result of a call that opens a session, and the caller
  * context every method takes.
  */
-import type { UserRecord } from './user_store.ts';
+import type { UserRecord } from './user_store_types.ts';
 
 /** Name of the host-scoped session cookie. */
 export const SESSION_COOKIE = 'cookie_session';

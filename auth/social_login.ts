@@ -38,7 +38,7 @@ import { LatchkeyError } from '../engine/errors.ts';
 import type { AuthService } from './auth_service.ts';
 import type { MemoryStore } from './memory_store.ts';
 import type { AuthResult } from './public_user.ts';
-import { normalizeEmail, type UserFields, type UserRecord } from './user_store.ts';
+import { normalizeEmail, type UserFields, type UserRecord } from './user_store_types.ts';
 import {
   oidcRowFromDiscovery,
   socialProviderTable,

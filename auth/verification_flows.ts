@@ -7,7 +7,7 @@ import { LatchkeyError } from '../engine/errors.ts';
 import type { ResolvedAuthOptions } from './options.ts';
 import { assertPasswordAcceptable, type PasswordHasher } from './password.ts';
 import type { SessionManager } from './sessions.ts';
-import type { UserRecord, UserStore } from './user_store.ts';
+import type { UserRecord, UserStore } from './user_store_types.ts';
 import { inTransaction, type MainDatabase, type StoreTransaction } from './main_database.ts';
 import { INVITATION_TTL_SECONDS, invalidVerificationToken, type VerificationRecord, type VerificationStore } from './verification.ts';
 
