@@ -3,7 +3,9 @@
  * model is written and evaluated per tuple during resolution.
  *
  * The CEL environment (OpenFGA's: cel-go's standard library plus
- * `ipaddress`) is in `conditions_cel.ts`, its values in
+ * `ipaddress`) is in `conditions_cel.ts`, the functions it declares (the
+ * only ones a model version being written may use) in
+ * `conditions_cel_allowlist.ts`, its values in
  * `conditions_cel_values.ts`, durations and timestamps (with the Go parsers
  * the conversions below use) in `conditions_cel_time.ts`, cel-go's cost
  * tracking in `conditions_cel_cost.ts`.
@@ -25,6 +27,7 @@
  *   an answer.
  */
 import { type CelProgram, compileCel } from './conditions_cel.ts';
+import { UndeclaredReference } from './conditions_cel_allowlist.ts';
 import { CostLimitError } from './conditions_cel_cost.ts';
 import { durationOf, parseGoDuration, parseRfc3339 } from './conditions_cel_time.ts';
 import { IPAddress, UnsignedInt } from './conditions_cel_values.ts';
@@ -210,10 +213,14 @@ export class CompiledCondition {
 
   /**
    * Compiles and type-checks `condition`; throws `TypeError` with a
-   * client-safe message when it does not compile. `costLimit` is OpenFGA's
-   * `maxConditionEvaluationCost` (default 100).
+   * client-safe message when it does not compile (an `UndeclaredReference`,
+   * naming it, for a function, macro or namespace outside OpenFGA's CEL
+   * environment). `costLimit` is OpenFGA's `maxConditionEvaluationCost`
+   * (default 100). `stored: true` compiles a condition of a model version
+   * read back from a store: it may use every function of the CEL library, so
+   * versions written before such functions were refused keep loading.
    */
-  constructor(condition: Condition, costLimit: number = DEFAULT_CONDITION_COST_LIMIT) {
+  constructor(condition: Condition, costLimit: number = DEFAULT_CONDITION_COST_LIMIT, options: { stored?: boolean } = {}) {
     this.costLimit = costLimit;
     this.name = condition.name;
     this.parameters = condition.parameters ?? {};
@@ -230,9 +237,11 @@ export class CompiledCondition {
     const variables: Record<string, string> = {};
     for (const [param, type] of Object.entries(this.parameters)) variables[param] = celTypeName(type);
     try {
-      this.#program = compileCel(condition.expression, variables);
+      this.#program = compileCel(condition.expression, variables, { openfgaOnly: options.stored !== true });
     } catch (err) {
-      throw new TypeError(`condition '${condition.name}' does not compile: ${(err as Error).message}`);
+      const message = `condition '${condition.name}' does not compile: ${(err as Error).message}`;
+      if (err instanceof UndeclaredReference) throw new UndeclaredReference(message, err.reference);
+      throw new TypeError(message);
     }
     if (this.#program.type !== 'bool' && this.#program.type !== 'dyn') {
       throw new TypeError(`condition '${condition.name}' must produce a bool, not ${this.#program.type}`);

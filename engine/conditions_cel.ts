@@ -10,6 +10,10 @@
  * - `ipaddress`: the type, `ipaddress(string)`, `.in_cidr(string)` and
  *   equality (the values and their Go `net/netip` rules are in
  *   `conditions_cel_values.ts`);
+ * - `matches(string, string)`, cel-go's global form of `.matches()`;
+ * - on request (`openfgaOnly`, set for a model version being written), the
+ *   refusal of the library's functions that OpenFGA's environment lacks
+ *   (`conditions_cel_allowlist.ts`);
  * - `== null` / `!= null` on the types cel-go's checker calls nullable
  *   (`checker/types.go`, `isNullable`): timestamp, duration and opaque types
  *   such as `ipaddress`. On int, uint, double, bool, string, list and map the
@@ -34,6 +38,7 @@
  * test/engine/conditions_cel.property.test.ts.
  */
 import { Environment, evaluate as celEvaluate } from '@marcbachmann/cel-js';
+import { checkOpenFgaEnvironment } from './conditions_cel_allowlist.ts';
 import { type Node, type NodeState, type States, CostLimitError, Meter, children, macroCost, macroShape, nodeCost, size } from './conditions_cel_cost.ts';
 import { normalizeLiterals } from './conditions_cel_literals.ts';
 import { Duration, compareTime, formatDuration, formatTimestamp, isTimestampAccessor, parseRfc3339, timeArithmetic, timestampAccessor, timestampInRange } from './conditions_cel_time.ts';
@@ -54,13 +59,26 @@ function baseEnvironment(): Environment {
     .registerFunction('string(google.protobuf.Timestamp): string', formatTimestamp)
     .registerFunction('string(google.protobuf.Duration): string', formatDuration)
     .registerFunction('duration(google.protobuf.Duration): google.protobuf.Duration', (d: unknown) => d)
-    .registerFunction('timestamp(google.protobuf.Timestamp): google.protobuf.Timestamp', (t: Date) => t);
+    .registerFunction('timestamp(google.protobuf.Timestamp): google.protobuf.Timestamp', (t: Date) => t)
+    // cel-go's global form of `matches`; it answers as the library's `string.matches(string)`.
+    .registerFunction('matches(string, string): bool', matchesRegex);
   // `!=` and the reversed operands follow from `==`. A parameter value of these types is never null
   // (OpenFGA's converters reject null), but a value may be null under dyn.
   for (const t of NULLABLE) env.registerOperator(`${t} == null`, (a: unknown) => a === null);
   // cel-go orders bytes (`Bytes.Compare`); the library does not.
   for (const op of Object.keys(ORDER)) env.registerOperator(`bytes ${op} bytes`, (a: Uint8Array, b: Uint8Array) => ORDER[op]!(compareBytes(a, b)));
   return env;
+}
+
+/** The library's `string.matches(string)` (a JavaScript `RegExp`), for the global form. */
+function matchesRegex(text: string, pattern: string): boolean {
+  let re: RegExp;
+  try {
+    re = new RegExp(pattern);
+  } catch {
+    throw new TypeError(`Invalid regular expression: ${pattern}`);
+  }
+  return re.test(text);
 }
 
 const BASE_ENV = baseEnvironment();
@@ -279,9 +297,11 @@ export interface CelProgram {
  * declared (name to CEL type name). Throws `TypeError` with the checker's
  * message when it does not compile. `check: false` evaluates without type
  * checking (for CEL conformance cases that skip the checker) and without
- * cost tracking.
+ * cost tracking. `openfgaOnly: true` also refuses, before type checking, a
+ * function, macro or namespace the library has and OpenFGA's environment
+ * does not (`UndeclaredReference`, see `conditions_cel_allowlist.ts`).
  */
-export function compileCel(expression: string, variables: Readonly<Record<string, string>>, options: { check?: boolean } = {}): CelProgram {
+export function compileCel(expression: string, variables: Readonly<Record<string, string>>, options: { check?: boolean; openfgaOnly?: boolean } = {}): CelProgram {
   const env = BASE_ENV.clone();
   for (const [name, type] of Object.entries(variables)) env.registerVariable(name, type);
   let parsed: ReturnType<Environment['parse']>;
@@ -290,6 +310,7 @@ export function compileCel(expression: string, variables: Readonly<Record<string
   } catch (err) {
     throw new TypeError((err as Error).message.split('\n')[0]);
   }
+  if (options.openfgaOnly === true) checkOpenFgaEnvironment(parsed.ast as unknown as Node, new Set(Object.keys(variables)));
   const holder: { meter: Meter | undefined } = { meter: undefined };
   instrument(parsed.ast as unknown as Node, holder);
   if (options.check === false) {

@@ -273,10 +273,10 @@ export class CheckPath {
     return ts;
   }
 
-  /** Remembers a model version read or written. */
+  /** Remembers a model version read back from the store (validated when it was written, so its conditions keep every library function). */
   add(stored: StoredAuthorizationModel): TypeSystem {
     const { id, ...model } = stored;
-    const ts = new TypeSystem(model, id, { conditionCostLimit: this.#limits.conditionCostLimit });
+    const ts = new TypeSystem(model, id, { conditionCostLimit: this.#limits.conditionCostLimit, stored: true });
     if (this.typesystems.size > 1000) this.typesystems.clear();
     this.typesystems.set(id, ts);
     return ts;

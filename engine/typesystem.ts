@@ -9,6 +9,7 @@
  * `invalid_authorization_model` and OpenFGA's code 2056 in `details`.
  */
 import { CONDITION_LIMITS, CompiledCondition, DEFAULT_CONDITION_COST_LIMIT } from './conditions.ts';
+import { UndeclaredReference } from './conditions_cel_allowlist.ts';
 import type { LatchkeyError } from './errors.ts';
 import type { AuthorizationModel, RelationReference, Userset } from './model.ts';
 import { fgaError, isRelationName, show, isTypeName } from './tuple.ts';
@@ -72,18 +73,26 @@ export class TypeSystem {
   readonly #monotone = new Map<string, Map<string, boolean>>();
   #unsafeCycles: boolean | undefined;
   readonly #conditionCostLimit: number;
+  readonly #stored: boolean;
 
   /**
    * Validates `model` and indexes it. Throws `invalid_argument` (reason
-   * `invalid_authorization_model`) naming the first problem found.
-   * `conditionCostLimit` is the cel-go runtime cost above which a condition's
-   * evaluation is `condition_cost_exceeded` (OpenFGA's
-   * `maxConditionEvaluationCost`, default 100).
+   * `invalid_authorization_model`) naming the first problem found; for a
+   * condition that calls a function, macro or namespace outside OpenFGA's CEL
+   * environment (`substring`, `math.greatest`, `cel.bind`, …) the message is
+   * cel-go's "undeclared reference to '…'" and `details` has `condition` and
+   * `reference`. `conditionCostLimit` is the cel-go runtime cost above which a
+   * condition's evaluation is `condition_cost_exceeded` (OpenFGA's
+   * `maxConditionEvaluationCost`, default 100). `stored: true` is for a
+   * version read back from a store, which was validated when written: its
+   * conditions may use every function of the CEL library, so versions
+   * written before the others were refused keep loading and answering.
    */
-  constructor(model: AuthorizationModel, id = '', options: { conditionCostLimit?: number } = {}) {
+  constructor(model: AuthorizationModel, id = '', options: { conditionCostLimit?: number; stored?: boolean } = {}) {
     this.id = id;
     this.model = model;
     this.#conditionCostLimit = options.conditionCostLimit ?? DEFAULT_CONDITION_COST_LIMIT;
+    this.#stored = options.stored === true;
     this.#validateAndIndex();
   }
 
@@ -266,9 +275,9 @@ export class TypeSystem {
         throw modelError(`condition key '${key}' does not match its name`);
       }
       try {
-        this.#conditions.set(key, new CompiledCondition(cond, this.#conditionCostLimit));
+        this.#conditions.set(key, new CompiledCondition(cond, this.#conditionCostLimit, { stored: this.#stored }));
       } catch (err) {
-        throw modelError((err as Error).message, { condition: key });
+        throw modelError((err as Error).message, { condition: key, ...(err instanceof UndeclaredReference ? { reference: err.reference } : {}) });
       }
     }
 
