@@ -524,26 +524,37 @@ export class CheckPath {
   }
 
   async check(req: CheckInput): Promise<{ allowed: boolean }> {
-    // Warm path: no contextual tuples and the model known without a read.
-    if (req !== null && typeof req === 'object' && this.#noContextualTuples(req)) {
-      if (this.#hits !== undefined) {
-        const hit = this.#cachedAnswer(this.#hits, req);
-        if (hit !== undefined) return { allowed: hit.allowed && !hit.cycle };
-      }
-      const ts = this.#typesystemNow(req.modelId);
-      if (ts !== undefined) {
-        if (req.context !== undefined && !isPlainObject(req.context)) throw invalid('context must be an object', { reason: 'invalid_context' });
-        const valid = this.#validate(ts, req);
-        const allowed = this.#walk(ts, req, valid);
-        if (allowed !== undefined) return { allowed };
-        let r = this.#resolveOne(ts, undefined, req, false, valid)!;
-        if (r instanceof Promise) r = await r;
-        return { allowed: r.allowed && !r.cycle };
-      }
+    if (req !== null && typeof req === 'object') {
+      const warm = this.#warm(req);
+      if (warm !== undefined) return typeof warm === 'boolean' ? { allowed: warm } : { allowed: await warm };
     }
     const { ts, reader } = await this.prepare(req);
     return { allowed: await this.checkOne(ts, this.context(ts, reader, req.context, req.consistency), req) };
   }
+
+  /**
+   * The warm path of a check: no contextual tuples and the model version
+   * known without a read. Answers the cached answer, the direct walk's, or the
+   * general resolution's (a boolean when at hand, else a promise of it); or
+   * `undefined` when the request is not warm, for the usual path. Throws what
+   * validation throws.
+   */
+  #warm(req: CheckInput): boolean | Promise<boolean> | undefined {
+    if (!this.#noContextualTuples(req)) return undefined;
+    if (this.#hits !== undefined) {
+      const hit = this.#cachedAnswer(this.#hits, req);
+      if (hit !== undefined) return hit.allowed && !hit.cycle;
+    }
+    const ts = this.#typesystemNow(req.modelId);
+    if (ts === undefined) return undefined;
+    if (req.context !== undefined && !isPlainObject(req.context)) throw invalid('context must be an object', { reason: 'invalid_context' });
+    const valid = this.#validate(ts, req);
+    const allowed = this.#walk(ts, req, valid);
+    if (allowed !== undefined) return allowed;
+    const r = this.#resolveOne(ts, undefined, req, false, valid)!;
+    return r instanceof Promise ? r.then((x) => x.allowed && !x.cycle) : r.allowed && !r.cycle;
+  }
+
 
   async batchCheck(checks: CheckInput[], options: { modelId?: string } = {}): Promise<BatchCheckOutput[]> {
     if (!Array.isArray(checks) || checks.length < 1 || checks.length > this.#limits.maxChecksPerBatch) {
@@ -553,11 +564,16 @@ export class CheckPath {
       });
     }
     const groups = new Map<string, Promise<{ ts: TypeSystem; ctx: ResolutionContext }>>();
-    return mapLimit(checks, this.#limits.maxConcurrentChecks, async (c) => {
+    const one = async (c: CheckInput): Promise<BatchCheckOutput> => {
       const echo = { user: c?.user, relation: c?.relation, object: c?.object };
       try {
         const q: CheckQuery = { ...c };
         if (options.modelId !== undefined && c.modelId === undefined) q.modelId = options.modelId;
+        // A warm check (no contextual tuples, its model known) is answered as Check answers it.
+        if (c !== null && typeof c === 'object') {
+          const warm = this.#warm(q.modelId === c.modelId ? c : { ...c, modelId: q.modelId as string });
+          if (warm !== undefined) return { ...echo, allowed: typeof warm === 'boolean' ? warm : await warm };
+        }
         const gk = JSON.stringify([q.modelId ?? '', q.contextualTuples ?? [], q.context ?? {}, q.consistency ?? '']);
         let g = groups.get(gk);
         if (g === undefined) {
@@ -571,6 +587,9 @@ export class CheckPath {
         const error = err instanceof LatchkeyError ? err : new LatchkeyError('internal', 'internal server error', { cause: err });
         return { ...echo, allowed: false, error };
       }
-    });
+    };
+    // One check (the usual call from the wire) needs no worker pool.
+    if (checks.length === 1) return [await one(checks[0] as CheckInput)];
+    return mapLimit(checks, this.#limits.maxConcurrentChecks, (c) => one(c));
   }
 }
