@@ -103,36 +103,48 @@ export function undeclaredMessage(reference: string): string {
 
 /**
  * Throws {@link UndeclaredReference} for the first call, macro or name in
- * `root` that OpenFGA's CEL environment does not declare (outermost first,
- * then left to right). `variables` are the condition's parameters.
+ * `root` that OpenFGA's CEL environment does not declare, innermost first
+ * and then left to right (so `s.trim().lowerAscii()` names `trim`).
+ * `variables` are the condition's parameters.
  */
 export function checkOpenFgaEnvironment(root: Node, variables: ReadonlySet<string>): void {
   const refuse = (reference: string): never => {
     throw new UndeclaredReference(undeclaredMessage(reference), reference);
   };
-  // Iterative, with the iteration variables in scope at each node: the library nests a tree up to 250 deep.
-  const stack: { node: Node; scope: ReadonlySet<string> }[] = [{ node: root, scope: variables }];
+  const undeclared = (x: Node, scope: ReadonlySet<string>): boolean => x.op === 'id' && UNDECLARED_NAMESPACES.has(x.args as string) && !scope.has(x.args as string);
+  // Iterative post-order walk, with the iteration variables in scope at each node (the library nests a
+  // tree up to 250 deep). `receiver` marks a namespace that its call names whole (`math.greatest`).
+  type Frame = { node: Node; scope: ReadonlySet<string>; visited: boolean; receiver: boolean };
+  const stack: Frame[] = [{ node: root, scope: variables, visited: false, receiver: false }];
   while (stack.length > 0) {
-    const { node, scope } = stack.pop()!;
-    const undeclared = (x: Node): boolean => x.op === 'id' && UNDECLARED_NAMESPACES.has(x.args as string) && !scope.has(x.args as string);
-    if (node.op === 'call') {
-      const name = (node.args as [string])[0];
-      if (!OPENFGA_GLOBAL_FUNCTIONS.has(name)) refuse(name);
-    } else if (node.op === 'rcall') {
-      const [name, receiver, args] = node.args as [string, Node, Node[]];
-      // A call on a namespace (`math.greatest(…)`, `cel.bind(…)`) is named whole.
-      if (undeclared(receiver)) refuse(`${receiver.args as string}.${name}`);
-      if (!OPENFGA_MEMBER_FUNCTIONS.has(name)) refuse(name);
-      const binder = args[0];
-      if (COMPREHENSIONS.has(name) && (node.meta.macro !== undefined || node.meta.alternate !== undefined) && binder?.op === 'id') {
-        const inner = new Set(scope).add(binder.args as string);
-        for (const arg of args.slice(1).reverse()) if (isNode(arg)) stack.push({ node: arg, scope: inner });
-        stack.push({ node: receiver, scope });
-        continue;
+    const frame = stack.pop()!;
+    const { node, scope } = frame;
+    if (frame.visited) {
+      if (node.op === 'call') {
+        const name = (node.args as [string])[0];
+        if (!OPENFGA_GLOBAL_FUNCTIONS.has(name)) refuse(name);
+      } else if (node.op === 'rcall') {
+        const [name, receiver] = node.args as [string, Node];
+        if (undeclared(receiver, scope)) refuse(`${receiver.args as string}.${name}`);
+        if (!OPENFGA_MEMBER_FUNCTIONS.has(name)) refuse(name);
+      } else if (!frame.receiver && undeclared(node, scope)) {
+        refuse(node.args as string);
       }
-    } else if (undeclared(node)) {
-      refuse(node.args as string);
+      continue;
     }
-    for (const child of children(node).reverse()) stack.push({ node: child, scope });
+    stack.push({ ...frame, visited: true });
+    const push = (nodes: readonly Node[], inner: ReadonlySet<string>): void => {
+      for (const n of [...nodes].reverse()) stack.push({ node: n, scope: inner, visited: false, receiver: false });
+    };
+    if (node.op === 'rcall') {
+      const [name, receiver, args] = node.args as [string, Node, Node[]];
+      const binder = args[0];
+      const comprehension = COMPREHENSIONS.has(name) && (node.meta.macro !== undefined || node.meta.alternate !== undefined) && binder?.op === 'id';
+      // The binder names the iteration variable; it is in scope in the arguments after it.
+      push(comprehension ? args.slice(1).filter(isNode) : args.filter(isNode), comprehension ? new Set(scope).add(binder.args as string) : scope);
+      stack.push({ node: receiver, scope, visited: false, receiver: true });
+      continue;
+    }
+    push(children(node), scope);
   }
 }
