@@ -12,9 +12,14 @@ import type { Redis } from 'ioredis';
 export interface RateLimiter {
   /** Resolves to `undefined` when allowed, or the seconds to wait (`Retry-After`) when refused. */
   take(key: string): Promise<number | undefined>;
+  /**
+   * The same decision without a promise, for a limiter that keeps its counts
+   * in this process (absent when the counts live elsewhere, as in Redis).
+   */
+  takeNow?(key: string): number | undefined;
 }
 
-export const UNLIMITED: RateLimiter = { take: async () => undefined };
+export const UNLIMITED: RateLimiter = { take: async () => undefined, takeNow: () => undefined };
 
 export function createRateLimiter(options: { rps: number; burst: number; redis?: Redis; namespace?: string; now?: () => number }): RateLimiter {
   const { rps, burst } = options;
@@ -78,16 +83,21 @@ function memoryLimiter(rps: number, burst: number, burstWindow: number, now: () 
     sweepAt = t + 1000;
     for (const windows of [steady, bursts]) for (const [k, w] of windows) if (w.endsAt <= t) windows.delete(k);
   };
+  const takeNow = (key: string): number | undefined => {
+    const t = now();
+    if (t >= sweepAt) sweep(t);
+    const s = hit(steady, key, 1, t);
+    if (s.count <= rps) return undefined;
+    if (burst <= 0) return Math.max(1, Math.ceil((s.endsAt - t) / 1000));
+    const b = hit(bursts, key, burstWindow, t);
+    if (b.count <= burst) return undefined;
+    return Math.max(1, Math.ceil(Math.min(s.endsAt - t, b.endsAt - t) / 1000));
+  };
   return {
     take(key) {
-      const t = now();
-      if (t >= sweepAt) sweep(t);
-      const s = hit(steady, key, 1, t);
-      if (s.count <= rps) return ALLOWED;
-      if (burst <= 0) return Promise.resolve(Math.max(1, Math.ceil((s.endsAt - t) / 1000)));
-      const b = hit(bursts, key, burstWindow, t);
-      if (b.count <= burst) return ALLOWED;
-      return Promise.resolve(Math.max(1, Math.ceil(Math.min(s.endsAt - t, b.endsAt - t) / 1000)));
+      const wait = takeNow(key);
+      return wait === undefined ? ALLOWED : Promise.resolve(wait);
     },
+    takeNow,
   };
 }

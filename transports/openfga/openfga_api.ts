@@ -140,18 +140,28 @@ export function openfgaApi(options: OpenfgaApiOptions): OpenfgaApi {
 
   /** The bearer token of an `Authorization` header, or null. */
   const bearer = (header: string | undefined): RegExpExecArray | null => (typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/iu.exec(header) : null);
+  /**
+   * The `Authorization` header last accepted on each connection. An SDK sends
+   * the same header on every call of a keep-alive connection; comparing it
+   * with the one this connection already proved tells the caller nothing of
+   * the keys, and saves hashing it again.
+   */
+  const accepted = new WeakMap<object, string>();
   /** Whether a bearer token is one of the keys: every key compared, each in constant time. */
-  const validKey = (token: string): boolean => {
+  const validKey = (token: string, header: string, connection: object): boolean => {
+    if (accepted.get(connection) === header) return true;
     const given = digest(token);
     let ok = false;
     for (const k of keys) ok = timingSafeEqual(k, given) || ok;
+    if (ok) accepted.set(connection, header);
     return ok;
   };
 
   // Authentication before anything, body parsing included.
   router.use('/stores', (req, res, next) => {
-    const m = bearer(req.headers.authorization);
-    const ok = m !== null && validKey(m[1]!);
+    const header = req.headers.authorization;
+    const m = bearer(header);
+    const ok = m !== null && validKey(m[1]!, header as string, req.socket);
     if (ok) return next();
     const refuse = (): void =>
       m === null ? send(res, 401, { code: 'bearer_token_missing', message: 'missing bearer token' }) : send(res, 401, { code: 'unauthenticated', message: 'unauthenticated' });
@@ -167,17 +177,25 @@ export function openfgaApi(options: OpenfgaApiOptions): OpenfgaApi {
   });
   router.use('/stores', express.json({ limit: options.bodyLimit, strict: true, type: () => true }));
 
-  const storeEngine = async (root: Engine, id: string): Promise<Engine> => {
+  /**
+   * The engine of a store: at once for the default store and for a store
+   * known to exist, else a promise after reading it (`not_found` when it is
+   * not there). Throws `validation_error` for an id that is not a ULID.
+   */
+  const storeEngine = (root: Engine, id: string): Engine | Promise<Engine> => {
     if (!STORE_ID_PATTERN.test(id)) throw invalidRequest(`invalid store id '${id}': a store id is a ULID`);
     if (id !== DEFAULT_STORE_ID) {
       const until = known.get(id);
       if (until === undefined || until < Date.now()) {
-        if ((await root.readStore(id)) === undefined) {
-          known.delete(id);
-          throw new LatchkeyError('not_found', `store '${id}' not found`, { reason: 'store_not_found' });
-        }
-        if (known.size >= 10_000) known.clear();
-        known.set(id, Date.now() + KNOWN_MS);
+        return root.readStore(id).then((store) => {
+          if (store === undefined) {
+            known.delete(id);
+            throw new LatchkeyError('not_found', `store '${id}' not found`, { reason: 'store_not_found' });
+          }
+          if (known.size >= 10_000) known.clear();
+          known.set(id, Date.now() + KNOWN_MS);
+          return root.forStore(id);
+        });
       }
     }
     return root.forStore(id);
@@ -197,8 +215,14 @@ export function openfgaApi(options: OpenfgaApiOptions): OpenfgaApi {
         return Promise.resolve();
       }
       const storeId = req.params['store_id'];
-      return (perStore && storeId !== undefined ? storeEngine(root, storeId) : Promise.resolve(root))
-        .then((engine) => handler(engine, req, res))
+      let answer: Promise<Json | undefined | typeof STREAMED>;
+      try {
+        const engine = perStore && storeId !== undefined ? storeEngine(root, storeId) : root;
+        answer = engine instanceof Promise ? engine.then((e) => handler(e, req, res)) : handler(engine, req, res);
+      } catch (err) {
+        answer = Promise.reject(err);
+      }
+      return answer
         .then(
           (body) => {
             done('ok');
@@ -564,8 +588,9 @@ export function openfgaApi(options: OpenfgaApiOptions): OpenfgaApi {
     if (type !== undefined && !FAST_MEDIA_TYPE.test(type)) return false;
     const n = Number(length);
     if (!Number.isSafeInteger(n) || n < 0 || n > options.bodyLimit) return false;
-    const key = bearer(h.authorization);
-    if (key === null || !validKey(key[1]!)) return false;
+    const header = h.authorization;
+    const key = bearer(header);
+    if (key === null || !validKey(key[1]!, header as string, req.socket)) return false;
     let storeId: string;
     try {
       storeId = decodeURIComponent(m[1]!);
