@@ -26,6 +26,7 @@ import { reserveAttempt } from './attempts.ts';
 import { MfaFlows, type MfaMethod, type OtpDelivery } from './mfa.ts';
 import { VerificationFlows } from './verification_flows.ts';
 import { EmailFlows, type LinkDelivery } from './email_flows.ts';
+import { signupEventSteps, type SignupRecorder } from './signup_recorder.ts';
 import { Permissions, type PermissionEngine, type RequiredRelation } from './permissions.ts';
 import type { TokenScript } from './token_script.ts';
 import { EMAIL_RE, PHONE_RE, invalidArgument, invalidCredentials, profilePatch, type SignupInput, type UpdateProfileInput } from './profile.ts';
@@ -52,13 +53,6 @@ export interface AuthDependencies {
 const unauthenticated = (reason = 'unauthenticated', message = 'unauthorized'): LatchkeyError => new LatchkeyError('unauthenticated', message, { reason });
 const DEFAULT_SCOPE = ['openid', 'email', 'profile', 'offline_access'];
 
-/**
- * Writes a new user's sign-up event (its audit row and webhook deliveries).
- * Given `transaction`, the SQL transaction that stores the user, it writes
- * there and throws on failure (the sign-up then stores nothing); given none
- * (DynamoDB), it runs once the user is stored.
- */
-export type SignupRecorder = (user: UserRecord, transaction: StoreTransaction | undefined) => Promise<void>;
 
 /** The identity service. Build with {@link AuthService.create}. */
 export class AuthService {
@@ -240,19 +234,19 @@ export class AuthService {
     const mailed = email !== undefined && o.enableEmailVerification && verification !== undefined;
     const draft = mailed ? this.users.draft(fields) : undefined;
     const mail = draft !== undefined && verification !== undefined ? await this.email.prepareSignupVerification(draft, verification) : undefined;
-    const events = record !== undefined && this.#database.kind === 'sql' ? record : undefined;
+    const events = signupEventSteps(this.#database, record);
     const within =
-      mail === undefined || events === undefined
-        ? (mail ?? events)
+      mail === undefined || events.within === undefined
+        ? (mail ?? events.within)
         : async (stored: UserRecord, transaction: StoreTransaction): Promise<void> => {
             await mail(stored, transaction);
-            await events(stored, transaction);
+            await events.within?.(stored, transaction);
           };
     const user = await this.users.create(fields, {
       ...(draft !== undefined && mail !== undefined ? { id: draft.id } : {}),
       ...(within === undefined ? {} : { within }),
     });
-    if (record !== undefined && events === undefined) await record(user, undefined);
+    await events.after?.(user);
     if (mailed && mail === undefined) await this.email.sendSignupVerification(user, verification);
     else if (mailed) await verification.done?.(user, { created: true });
     if (email !== undefined && o.enableEmailVerification) {

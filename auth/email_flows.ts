@@ -27,6 +27,7 @@ import { EMAIL_RE, PHONE_RE, invalidArgument } from './profile.ts';
 import type { AuthCallContext, AuthResult } from './public_user.ts';
 import { normalizeEmail, normalizePhone, type UserRecord, type UserStore } from './user_store_types.ts';
 import { inTransaction, type MainDatabase, type StoreTransaction } from './main_database.ts';
+import { signupEventSteps, type SignupRecorder } from './signup_recorder.ts';
 import { VERIFICATION_TTL_SECONDS, invalidVerificationToken, type VerificationIdentifier, type VerificationStore } from './verification.ts';
 
 /** The mail events of the link flows (the email template event names). */
@@ -243,8 +244,14 @@ export class EmailFlows {
    * token stays usable then), `failed_precondition` `mfa_method_unavailable`
    * (MFA applies but no second factor can reach the user: nothing is used up
    * or changed). Of concurrent uses exactly one wins.
+   *
+   * The first verification of a magic-link account is its sign-up: `record`
+   * writes its `user.signup` event, on SQL as the last step of the
+   * transaction that uses up the token and verifies the address (a failure
+   * there changes nothing and the token stays usable), on DynamoDB right
+   * after it (security matrix E3).
    */
-  async verifyEmail(input: { token: string }, ctx: AuthCallContext = {}): Promise<VerifyEmailOutcome> {
+  async verifyEmail(input: { token: string }, ctx: AuthCallContext = {}, record?: SignupRecorder): Promise<VerifyEmailOutcome> {
     const d = this.#d;
     const request = await d.store.peek(input.token, EMAIL_LINKS);
     const identifier = request.identifier as VerifyEmailOutcome['identifier'];
@@ -266,20 +273,24 @@ export class EmailFlows {
     // Refused before anything is written: the link stays unused and the address unverified.
     d.assertMfaReachable(user);
     const firstVerification = user.email_verified_at === null || identifier === 'update_email';
-    await inTransaction(d.database, async (transaction) => {
+    const signup = signupEventSteps(d.database, firstVerification && identifier === 'magic_link_login' ? record : undefined);
+    const activated = await inTransaction(d.database, async (transaction): Promise<UserRecord | undefined> => {
       await d.store.consume(request, transaction);
       // The new address replaces the old one now that it is proven (already_exists if another account took it meanwhile).
       if (identifier === 'update_email') {
         await d.users.update(user.id, { email: request.email, email_verified_at: d.nowSeconds() }, { transaction });
-        return;
+        return undefined;
       }
-      if (!firstVerification) return;
+      if (!firstVerification) return undefined;
       // Account pre-hijacking (security matrix B8): a password set before the
       // address was proven may be someone else's; a magic link proves only the
       // mailbox, so that password stops working (forgot_password sets a new one).
       const patch = identifier === 'magic_link_login' && user.password !== null ? { email_verified_at: d.nowSeconds(), password: null } : { email_verified_at: d.nowSeconds() };
-      await d.users.update(user.id, patch, { transaction });
+      const updated = await d.users.update(user.id, patch, { transaction });
+      await signup.within?.(updated, transaction);
+      return updated;
     });
+    if (activated !== undefined) await signup.after?.(activated);
     await d.memoryStore.del(grantKey(request.id));
     if (changeOf !== undefined) await d.memoryStore.del(changeKey(request.id));
     const login = { loginMethod: identifier === 'magic_link_login' ? 'magic_link_login' : 'basic_auth', roles: grant.roles, scope: grant.scope };

@@ -19,9 +19,9 @@ export {
   type AuthResult,
   type PublicUser,
   type SessionGrant,
-  type SignupRecorder,
   type UserPrincipal,
 } from './auth_service.ts';
+export { type SignupRecorder } from './signup_recorder.ts';
 export { FGA_DISABLED_MESSAGE, LIST_PERMISSIONS_CAP, Permissions, toSubject, type CallerPrincipal, type PermissionEngine, type RequiredRelation, type WireTuple } from './permissions.ts';
 export { resolveAuthOptions, type AuthOptions, type ResolvedAuthOptions } from './options.ts';
 export { createMemoryStore, InProcessMemoryStore, RedisMemoryStore, type MemoryStore } from './memory_store.ts';

@@ -24,7 +24,9 @@
  *   replaces it. An unverified account without a password (an invitation, a
  *   pending magic link) is linked and its address marked verified;
  * - a new user is created as a password sign-up would be (sign-up enabled,
- *   default roles, protected roles refused), its address verified;
+ *   default roles, protected roles refused), its address verified, and its
+ *   `user.signup` event written with it (in its transaction on SQL, right
+ *   after it on DynamoDB: security matrix E3);
  * - revoked and deactivated users are refused; MFA applies as to a password
  *   login (the challenge is opened instead of a session).
  *
@@ -36,9 +38,11 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createRemoteJWKSet, decodeJwt, importPKCS8, jwtVerify, SignJWT, type JWTVerifyGetKey } from 'jose';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { AuthService } from './auth_service.ts';
+import type { MainDatabase } from './main_database.ts';
 import type { MemoryStore } from './memory_store.ts';
 import type { AuthResult } from './public_user.ts';
 import { normalizeEmail, type UserFields, type UserRecord } from './user_store_types.ts';
+import { signupEventSteps, type SignupRecorder } from './signup_recorder.ts';
 import {
   oidcRowFromDiscovery,
   socialProviderTable,
@@ -62,6 +66,8 @@ export interface SocialClient {
 export interface SocialLoginOptions {
   auth: AuthService;
   store: MemoryStore;
+  /** The main database the identity service stores users in (a new user's sign-up event commits with it there). */
+  database: MainDatabase;
   /** The server's public base URL; callbacks are `<base>/oauth_callback/<provider>`. */
   publicUrl: string;
   /** The configured providers (only these are served). */
@@ -260,12 +266,18 @@ export class SocialLogin {
    * `social_login_failed`), an unverified address (`permission_denied`
    * `unverified_provider_email`), sign-up disabled, a revoked or deactivated
    * user, roles not held.
+   *
+   * `signupEvent` writes the `user.signup` event of a user this login
+   * creates: on SQL as the last step of the transaction that stores the user
+   * (a failure there stores no user and fails the login), on DynamoDB right
+   * after. It is not called for an existing user.
    */
   async finish(
     provider: SocialLoginProvider,
     params: Readonly<Record<string, unknown>>,
     browserState: string | undefined,
     presentedSession: string | undefined,
+    signupEvent?: SignupRecorder,
   ): Promise<SocialLoginFinish> {
     const state = single(params['state']);
     if (state === undefined || browserState === undefined) throw invalidState();
@@ -288,7 +300,7 @@ export class SocialLogin {
       const code = single(params['code']);
       if (code === undefined) throw providerFailed(row.displayName, 'no authorization code');
       const profile = await this.#profile(row, record, code, params);
-      const { user, created, replaced } = await this.#resolveUser(row, profile, record.roles);
+      const { user, created, replaced } = await this.#resolveUser(row, profile, record.roles, signupEvent);
       out.user = user;
       out.created = created;
       out.replacedUnverified = replaced;
@@ -441,7 +453,12 @@ export class SocialLogin {
 
   // ---------------------------------------------------------------- users
 
-  async #resolveUser(row: SocialProviderRow, profile: SocialProfile, roles: readonly string[] | undefined): Promise<{ user: UserRecord; created: boolean; replaced: boolean }> {
+  async #resolveUser(
+    row: SocialProviderRow,
+    profile: SocialProfile,
+    roles: readonly string[] | undefined,
+    signupEvent: SignupRecorder | undefined,
+  ): Promise<{ user: UserRecord; created: boolean; replaced: boolean }> {
     const users = this.#o.auth.users;
     const email = normalizeEmail(profile.email);
     if (email === undefined || !profile.emailVerified) {
@@ -455,11 +472,17 @@ export class SocialLogin {
       );
     }
     const existing = await users.findByEmail(email);
-    if (existing !== undefined) return this.#link(row, existing, roles, profile);
-    return this.#resolveNew(row, email, roles, profile);
+    if (existing !== undefined) return this.#link(row, existing, roles, profile, signupEvent);
+    return this.#resolveNew(row, email, roles, profile, signupEvent);
   }
 
-  async #resolveNew(row: SocialProviderRow, email: string, roles: readonly string[] | undefined, profile: SocialProfile): Promise<{ user: UserRecord; created: boolean; replaced: boolean }> {
+  async #resolveNew(
+    row: SocialProviderRow,
+    email: string,
+    roles: readonly string[] | undefined,
+    profile: SocialProfile,
+    signupEvent: SignupRecorder | undefined,
+  ): Promise<{ user: UserRecord; created: boolean; replaced: boolean }> {
     const users = this.#o.auth.users;
     const o = this.#o.auth.options;
     if (!o.enableSignup) throw new LatchkeyError('failed_precondition', 'signup is disabled for this instance', { reason: 'signup_disabled' });
@@ -477,15 +500,19 @@ export class SocialLogin {
       nickname: clip(profile.nickname, 256),
       picture: profile.picture !== undefined && profile.picture.length <= 2048 && /^https:\/\//.test(profile.picture) ? profile.picture : null,
     };
+    const event = signupEventSteps(this.#o.database, signupEvent);
+    let user: UserRecord;
     try {
-      return { user: await users.create(fields), created: true, replaced: false };
+      user = await users.create(fields, event.within === undefined ? {} : { within: event.within });
     } catch (err) {
       // A concurrent sign-up took the address first: log in to that account instead (same rules).
       if (!(err instanceof LatchkeyError) || err.code !== 'already_exists') throw err;
       const raced = await users.findByEmail(email);
       if (raced === undefined) throw err;
-      return this.#link(row, raced, roles, profile, false);
+      return this.#link(row, raced, roles, profile, undefined, false);
     }
+    await event.after?.(user);
+    return { user, created: true, replaced: false };
   }
 
   /** Same rule as `signup`: default roles, or a subset of `--roles` without protected ones. */
@@ -499,7 +526,14 @@ export class SocialLogin {
     return [...new Set(requested)];
   }
 
-  async #link(row: SocialProviderRow, user: UserRecord, roles: readonly string[] | undefined, profile: SocialProfile, replacing = true): Promise<{ user: UserRecord; created: boolean; replaced: boolean }> {
+  async #link(
+    row: SocialProviderRow,
+    user: UserRecord,
+    roles: readonly string[] | undefined,
+    profile: SocialProfile,
+    signupEvent: SignupRecorder | undefined,
+    replacing = true,
+  ): Promise<{ user: UserRecord; created: boolean; replaced: boolean }> {
     if (user.deactivated_at !== null) throw new LatchkeyError('permission_denied', 'this account has been deactivated', { reason: 'account_deactivated' });
     if (user.revoked_timestamp !== null) throw new LatchkeyError('permission_denied', 'user access has been revoked', { reason: 'access_revoked' });
     if (user.email_verified_at === null && user.password !== null && replacing) {
@@ -513,7 +547,7 @@ export class SocialLogin {
       await auth.endAllSessions(user.id);
       await auth.mfa.deleteUserData(user.id);
       await auth.users.delete(user.id);
-      const fresh = await this.#resolveNew(row, user.email ?? '', roles, profile);
+      const fresh = await this.#resolveNew(row, user.email ?? '', roles, profile, signupEvent);
       return { ...fresh, replaced: true };
     }
     if (roles !== undefined) for (const r of roles) if (!user.roles.includes(r)) throw new LatchkeyError('permission_denied', 'unauthorized', { reason: 'invalid_roles' });

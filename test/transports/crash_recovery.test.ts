@@ -31,131 +31,29 @@
  * once it is up.
  */
 import test from 'ava';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
-import { QueryTypes, type Sequelize } from 'sequelize';
+import { QueryTypes } from 'sequelize';
 import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
 import { createTestDatabase, sqlBackends, type SqlBackend } from '../helpers/databases.ts';
-import { freePort, killOnExit } from '../helpers/instances.ts';
+import { freePort } from '../helpers/instances.ts';
 import { startSmtp } from '../admin/smtp.ts';
-import { startReceiver, type Receiver } from '../admin/receiver.ts';
+import { startReceiver } from '../admin/receiver.ts';
 import { AuditLog } from '../../admin/index.ts';
-
-const ADMIN = 'crash-admin-secret';
-const PASSWORD = 'correct horse battery staple';
-const BIN = join(import.meta.dirname, '..', '..', 'bin', 'latchkey.js');
-const DSL = 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define viewer: [user]\n';
-
-function launch(flags: string[]): ChildProcess {
-  const child = spawn(process.execPath, [BIN, 'serve', ...flags], { stdio: ['ignore', 'pipe', 'pipe'] });
-  killOnExit(child);
-  child.stdout?.resume();
-  child.stderr?.resume();
-  return child;
-}
-
-async function ready(url: string, child: ChildProcess): Promise<void> {
-  const until = Date.now() + 30_000;
-  while (Date.now() < until) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
-    const ok = await fetch(`${url}/readyz`).then(
-      (r) => r.status === 200,
-      () => false,
-    );
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('server did not become ready');
-}
-
-async function post(url: string, path: string, body: unknown, admin = false): Promise<{ status: number; body: Record<string, unknown> }> {
-  const headers: Record<string, string> = { 'content-type': 'application/json', origin: url };
-  if (admin) headers['x-service-admin-secret'] = ADMIN;
-  const res = await fetch(`${url}${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
-  const text = await res.text();
-  return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
-}
-
-async function count(sequelize: Sequelize, sql: string, replacements: unknown[] = []): Promise<number> {
-  const [row] = await sequelize.query<{ n: number | string }>(sql, { replacements, type: QueryTypes.SELECT });
-  return Number(row?.n ?? 0);
-}
-
-function serverFlags(backend: SqlBackend, dbUrl: string, port: number, smtpPort: number): string[] {
-  const url = `http://127.0.0.1:${port}`;
-  return [
-    `--database-type=${backend}`,
-    `--database-url=${dbUrl}`,
-    `--admin-secret=${ADMIN}`,
-    '--client-id=crash-client',
-    '--client-secret=crash-client-secret',
-    '--jwt-type=HS256',
-    '--jwt-secret=crash-jwt-secret-0123456789abcdef0123456789',
-    '--host=127.0.0.1',
-    `--http-port=${port}`,
-    '--grpc-port=0',
-    '--metrics-port=0',
-    '--log-level=silent',
-    '--rate-limit-rps=100000',
-    '--rate-limit-burst=100000',
-    '--enable-email-verification=true',
-    '--smtp-host=127.0.0.1',
-    `--smtp-port=${smtpPort}`,
-    '--smtp-sender-email=noreply@crash.test',
-    '--webhook-allow-private-networks=true',
-    `--url=${url}`,
-  ];
-}
-
-/** Registers a `user.signup` webhook that posts to `receiver`. */
-async function addSignupWebhook(url: string, receiver: Receiver): Promise<void> {
-  const r = await post(url, '/v1/admin/add_webhook', { event_name: 'user.signup', endpoint: receiver.url }, true);
-  if (r.status !== 200) throw new Error(`add_webhook answered ${r.status}: ${JSON.stringify(r.body)}`);
-}
-
-/** The stored `user.signup` deliveries: delivery id by the email of their user. */
-async function storedDeliveries(sequelize: Sequelize): Promise<Map<string, string[]>> {
-  const rows = await sequelize.query<{ id: string; payload: string }>("SELECT id, payload FROM webhook_deliveries WHERE event_name = 'user.signup'", { type: QueryTypes.SELECT });
-  const out = new Map<string, string[]>();
-  for (const r of rows) {
-    const email = String((JSON.parse(r.payload) as { user: { email: string } }).user.email);
-    out.set(email, [...(out.get(email) ?? []), r.id]);
-  }
-  return out;
-}
-
-/** The delivery ids (`webhook-id`) of the `user.signup` posts the receiver got, by the email of their user. */
-function receivedDeliveries(receiver: Receiver): Map<string, Set<string>> {
-  const out = new Map<string, Set<string>>();
-  for (const r of receiver.received) {
-    const body = JSON.parse(r.body) as { event_name: string; user: { email: string } };
-    if (body.event_name !== 'user.signup') continue;
-    out.set(body.user.email, (out.get(body.user.email) ?? new Set()).add(String(r.headers['webhook-id'])));
-  }
-  return out;
-}
-
-/**
- * The receiver is up again and the backoff of the deliveries it refused has run out, as after a
- * long enough outage (5 s, then 5 min, ...); so has the lease (45 s) of a delivery a killed process
- * had claimed. Simulated, not waited for.
- */
-async function deliveriesDue(sequelize: Sequelize): Promise<void> {
-  await sequelize.query("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE status = 'pending'", { replacements: [Date.now() - 1] });
-  await sequelize.query("UPDATE webhook_deliveries SET lease_until = ? WHERE status = 'delivering'", { replacements: [Date.now() - 1] });
-}
-
-/** Waits until the receiver has a `user.signup` post for each of `emails` (or 25 s have passed). */
-async function allDelivered(receiver: Receiver, emails: Iterable<string>): Promise<void> {
-  const want = [...emails];
-  const deadline = Date.now() + 25_000;
-  while (want.some((e) => !receivedDeliveries(receiver).has(e)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
-}
-
-async function exited(child: ChildProcess): Promise<void> {
-  await new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())));
-}
+import {
+  DSL,
+  PASSWORD,
+  addSignupWebhook,
+  allDelivered,
+  count,
+  deliveriesDue,
+  exited,
+  launch,
+  post,
+  ready,
+  receivedDeliveries,
+  serverFlags,
+  stallOf,
+  storedDeliveries,
+} from '../helpers/crash.ts';
 
 async function scenario(t: import('ava').ExecutionContext, backend: SqlBackend): Promise<void> {
   const db = await createTestDatabase(backend);
@@ -263,96 +161,6 @@ async function scenario(t: import('ava').ExecutionContext, backend: SqlBackend):
   t.log(`${backend}: ${signedUp.length} sign-ups and ${batches.length} batches acknowledged of ${n} tried; ${queued.size} mails and ${pending.size} webhook deliveries resumed (${claimed.length} mails claimed at the kill)`);
   child.kill('SIGTERM');
   await exited(child);
-}
-
-/** What stalls an insert into `table` (a trigger) and how to find and end the stalled statement of the killed process. */
-interface Stall {
-  install(table: string): Promise<void>;
-  remove(table: string): Promise<void>;
-  /** Resolves once the server's statement inserting into `table` is stalled (its transaction holds the user row). */
-  stalled(table: string): Promise<void>;
-  /** Ends the killed process's connection at once (the database would, once it noticed the dead client). */
-  endOrphan(): Promise<void>;
-}
-
-function stallOf(backend: SqlBackend, sequelize: Sequelize, dbUrl: string): Stall {
-  const q = (sql: string) => sequelize.query(sql);
-  const poll = async (find: () => Promise<boolean>, what: string): Promise<void> => {
-    const until = Date.now() + 20_000;
-    while (!(await find())) {
-      if (Date.now() > until) throw new Error(`never stalled: ${what}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  };
-  if (backend === 'postgres') {
-    let orphan: number | undefined;
-    return {
-      install: async (table) => {
-        await q(`CREATE OR REPLACE FUNCTION lk_stall() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(60); RETURN NEW; END $$ LANGUAGE plpgsql`);
-        await q(`CREATE TRIGGER lk_stall_${table} BEFORE INSERT ON ${table} FOR EACH ROW EXECUTE FUNCTION lk_stall()`);
-      },
-      remove: async (table) => void (await q(`DROP TRIGGER lk_stall_${table} ON ${table}`)),
-      stalled: (table) =>
-        poll(async () => {
-          const rows = await sequelize.query<{ pid: number }>(
-            `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep' AND query LIKE 'INSERT INTO ${table}%'`,
-            { type: QueryTypes.SELECT },
-          );
-          orphan = rows[0]?.pid;
-          return orphan !== undefined;
-        }, table),
-      endOrphan: async () => void (await sequelize.query('SELECT pg_terminate_backend(?)', { replacements: [orphan] })),
-    };
-  }
-  if (backend === 'mysql') {
-    let orphan: number | undefined;
-    return {
-      install: async (table) => void (await q(`CREATE TRIGGER lk_stall_${table} BEFORE INSERT ON ${table} FOR EACH ROW SET @lk_stall_${table} = SLEEP(60)`)),
-      remove: async (table) => void (await q(`DROP TRIGGER lk_stall_${table}`)),
-      stalled: (table) =>
-        poll(async () => {
-          const rows = await sequelize.query<{ id: number }>(
-            // A statement inside a trigger is the one MariaDB shows.
-            `SELECT ID AS id FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND INFO LIKE 'SET @lk_stall_${table} = SLEEP%'`,
-            { type: QueryTypes.SELECT },
-          );
-          orphan = rows[0]?.id;
-          return orphan !== undefined;
-        }, table),
-      endOrphan: async () => void (await q(`KILL ${Number(orphan)}`)),
-    };
-  }
-  // SQLite: the trigger keeps the writer busy for seconds (no sleep function); the file's write lock,
-  // taken when the sign-up transaction begins, shows that it is under way.
-  const file = dbUrl.slice('sqlite:'.length);
-  return {
-    install: async (table) =>
-      void (await q(
-        `CREATE TRIGGER lk_stall_${table} BEFORE INSERT ON ${table} BEGIN SELECT COUNT(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000000) SELECT x FROM c); END`,
-      )),
-    remove: async (table) => void (await q(`DROP TRIGGER lk_stall_${table}`)),
-    stalled: async (table) => {
-      // Held for a whole second without a break: not one of the server's millisecond writes, but the
-      // sign-up transaction in the stalled statement (its statements before it take milliseconds).
-      const probe = new DatabaseSync(file, { timeout: 0 });
-      let busySince: number | undefined;
-      try {
-        await poll(async () => {
-          try {
-            probe.exec('BEGIN IMMEDIATE');
-            probe.exec('ROLLBACK');
-            busySince = undefined;
-          } catch {
-            busySince ??= Date.now();
-          }
-          return busySince !== undefined && Date.now() - busySince >= 1000;
-        }, table);
-      } finally {
-        probe.close();
-      }
-    },
-    endOrphan: async () => undefined,
-  };
 }
 
 async function faultPoint(t: import('ava').ExecutionContext, backend: SqlBackend): Promise<void> {

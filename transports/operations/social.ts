@@ -32,11 +32,24 @@
  * `user.login_success` (webhooks `user.signup` / `user.login`), or
  * `oauth.callback_failed` with the reason; each names the provider in its
  * metadata. `oauth.unverified_account_replaced` when an unverified account
- * was taken over.
+ * was taken over. A new user's `user.signup` row and deliveries are written
+ * in the transaction that stores it (SQL; security matrix E3), the other
+ * events once the callback's outcome is known.
  */
 import { dependencyError, LatchkeyError } from '../../engine/errors.ts';
-import { SOCIAL_STATE_TTL_SECONDS, SocialLogin, sessionCookieOf, type AuthResult, type AuthService, type MemoryStore, type SocialClient, type SocialLoginProvider, type UserRecord } from '../../auth/index.ts';
-import { AdminService, checkRedirectUri, type WebhookEvent } from '../../admin/index.ts';
+import {
+  SOCIAL_STATE_TTL_SECONDS,
+  SocialLogin,
+  sessionCookieOf,
+  type AuthResult,
+  type AuthService,
+  type MemoryStore,
+  type SignupRecorder,
+  type SocialClient,
+  type SocialLoginProvider,
+  type UserRecord,
+} from '../../auth/index.ts';
+import { AdminService, checkRedirectUri, type AuditEntry, type WebhookEvent } from '../../admin/index.ts';
 import { CookieSink } from '../context.ts';
 import type { Config } from '../flags.ts';
 import type { HttpRouteRequest, HttpRouteResponse, Services } from '../services.ts';
@@ -110,6 +123,7 @@ export function plugSocialLogin(
   const social = new SocialLogin({
     auth,
     store,
+    database: services.database,
     publicUrl: issuer,
     clients,
     microsoftTenantId: c.microsoftTenantId,
@@ -123,25 +137,39 @@ export function plugSocialLogin(
   });
   registry.set(services, social);
 
+  const entryOf = (request: HttpRouteRequest, action: string, o: { user?: UserRecord | undefined; metadata: Record<string, unknown> }): AuditEntry => {
+    const userId = o.user?.id ?? '';
+    return {
+      actor_type: userId ? 'user' : 'anonymous',
+      actor_id: userId,
+      actor_email: o.user?.email ?? undefined,
+      action,
+      resource_type: 'user',
+      resource_id: userId,
+      ip_address: request.clientIp,
+      user_agent: request.userAgent,
+      metadata: { ...o.metadata, protocol: 'oauth' },
+    };
+  };
   const record = async (request: HttpRouteRequest, action: string, o: { user?: UserRecord | undefined; webhook?: WebhookEvent; metadata: Record<string, unknown> }): Promise<void> => {
     const admin = services.admin;
     if (!(admin instanceof AdminService)) return;
-    const userId = o.user?.id ?? '';
     await admin.userEvent(
-      {
-        actor_type: userId ? 'user' : 'anonymous',
-        actor_id: userId,
-        actor_email: o.user?.email ?? undefined,
-        action,
-        resource_type: 'user',
-        resource_id: userId,
-        ip_address: request.clientIp,
-        user_agent: request.userAgent,
-        metadata: { ...o.metadata, protocol: 'oauth' },
-      },
+      entryOf(request, action, o),
       o.webhook !== undefined && o.user !== undefined ? { event: o.webhook, user: o.user } : undefined,
       (err) => services.logger.error('social login event not recorded', { action, request_id: request.requestId, err }),
     );
+  };
+  // The user.signup event of a user the callback creates: in the transaction that stores it (SQL), so
+  // that a crash or an outage leaves the user with its audit row and deliveries or neither (security
+  // matrix E3); on DynamoDB right after it, as the other events.
+  const signupRecorder = (request: HttpRouteRequest, metadata: Record<string, unknown>): SignupRecorder | undefined => {
+    const admin = services.admin;
+    if (!(admin instanceof AdminService)) return undefined;
+    return async (user, transaction) => {
+      if (transaction === undefined) return record(request, 'user.signup', { user, webhook: 'user.signup', metadata });
+      await admin.userEventInTransaction(transaction, entryOf(request, 'user.signup', { user, metadata }), { event: 'user.signup', user });
+    };
   };
 
   const badRequest = (request: HttpRouteRequest, thrown: unknown, cookies?: readonly string[]): HttpRouteResponse => {
@@ -173,7 +201,8 @@ export function plugSocialLogin(
       try {
         if (request.bodyError !== undefined) throw request.bodyError;
         const params = request.method === 'POST' ? request.body : request.query;
-        const out = await social.finish(provider, params, request.cookies[SOCIAL_STATE_COOKIE], sessionCookieOf(request.cookies));
+        const metadata = { provider, login_method: provider };
+        const out = await social.finish(provider, params, request.cookies[SOCIAL_STATE_COOKIE], sessionCookieOf(request.cookies), signupRecorder(request, metadata));
         if (out.error !== undefined || out.result === undefined) {
           const err = out.error ?? new LatchkeyError('internal', 'login failed');
           const outage = dependencyError(err);
@@ -187,9 +216,7 @@ export function plugSocialLogin(
         const result = out.result;
         const user = out.user;
         sessionCookies(sink, result);
-        const metadata = { provider, login_method: provider };
         if (out.replacedUnverified) await record(request, 'oauth.unverified_account_replaced', { user, metadata });
-        if (out.created) await record(request, 'user.signup', { user, webhook: 'user.signup', metadata });
         const r = result.response;
         if (result.mfaSession !== undefined) {
           const flag = r.should_show_totp_screen ? 'should_show_totp_screen' : r.should_show_mobile_otp_screen ? 'should_show_mobile_otp_screen' : 'should_show_email_otp_screen';

@@ -11,6 +11,10 @@
  * | verify_email | `user.email_verified` (first verification), `user.signup` (first verification of a magic-link account), `user.login_success` (unless MFA challenges the login: then `verify_otp` records it), `user.login_failed` (reason `mfa_method_unavailable`) | `user.signup` (same condition), `user.login` (same) |
  * | resend_verify_email | `user.verify_email_resent` (when a mail went out) | — |
  * | forgot_password | `user.forgot_password_requested` (when a mail went out) | — |
+ *
+ * The `user.signup` of a magic-link account is written in the transaction
+ * that uses up its first link and verifies its address (SQL; security matrix
+ * E3); the other rows once the operation's outcome is known.
  */
 import { LatchkeyError } from '../../engine/errors.ts';
 import type { AuthResult, UserRecord, VerifyEmailOutcome } from '../../auth/index.ts';
@@ -18,6 +22,7 @@ import type { RequestContext } from '../context.ts';
 import { MESSAGE, s } from '../shape.ts';
 import { AUTH_RESPONSE, STR, STRINGS, audit, authOf, callContext, failureOf, row, setMfaCookie, setSessionCookies } from './auth.ts';
 import { linkBase, linkDelivery } from './link_mail.ts';
+import { userEventRecorder } from './admin.ts';
 import { defineOperation, type AnyOperation } from './types.ts';
 
 const EMAIL = s.string({ minLength: 1, maxLength: 320 });
@@ -59,8 +64,10 @@ export const VERIFICATION_OPERATIONS: readonly AnyOperation[] = [
     doc: 'Uses up a sign-up verification or magic-link token: marks the email verified and opens a session (sets the session cookies), or answers the MFA challenge when MFA applies.',
     handler: async (ctx, input) => {
       let out: VerifyEmailOutcome;
+      // The first verification of a magic-link account is its sign-up: its audit row and webhook deliveries commit with it.
+      const signup = userEventRecorder(ctx, 'user.signup', { webhook: 'user.signup', metadata: { login_method: 'magic_link_login' } });
       try {
-        out = await authOf(ctx).email.verifyEmail(input, callContext(ctx));
+        out = await authOf(ctx).email.verifyEmail(input, callContext(ctx), signup);
       } catch (err) {
         // The link proved the first factor, but no second factor can reach its user: audited like a refused login.
         const failure = failureOf(err);
@@ -72,9 +79,6 @@ export const VERIFICATION_OPERATIONS: readonly AnyOperation[] = [
       const user = out.result.record ?? out.user;
       const loginMethod = out.identifier === 'magic_link_login' ? 'magic_link_login' : 'basic_auth';
       if (out.firstVerification) await audit(ctx, 'user.email_verified', { userId: user.id, user });
-      if (out.firstVerification && out.identifier === 'magic_link_login') {
-        await audit(ctx, 'user.signup', { userId: user.id, user, webhook: 'user.signup', metadata: { login_method: loginMethod } });
-      }
       const result: AuthResult = out.result;
       if (out.mfaChallenged) {
         setMfaCookie(ctx, result);
