@@ -20,7 +20,9 @@
  * already stored compile without it, so deployments whose conditions use
  * such functions keep loading and answering (docs/engine.md, Conditions).
  *
- * Pinned by test/engine/conditions_allowlist.test.ts.
+ * Pinned by test/engine/conditions_allowlist.test.ts,
+ * test/engine/conditions_allowlist.property.test.ts and
+ * test/transports/fga_condition_allowlist.test.ts.
  */
 import { type Node, children, isNode } from './conditions_cel_cost.ts';
 
