@@ -17,8 +17,13 @@
  *   at checkpoints. A committed write survives a crash of the process, and may
  *   be lost (never half-applied) if the machine loses power or the OS crashes.
  *   sequelize would open a connection per transaction, with `synchronous =
- *   FULL` (one fsync per commit). Other dialects and in-memory SQLite: a
- *   sequelize transaction, its statements on the transaction's connection.
+ *   FULL` (one fsync per commit). In WAL mode the checkpoints run on a thread
+ *   of their own (engine/sql/sqlite_checkpointer.ts), not inside a commit on
+ *   the event loop. `temp_store = MEMORY`: a multi-row statement keeps its
+ *   statement journal (the pages it changed, to undo it alone) in memory;
+ *   SQLite had created, written and deleted a temporary file for it, on every
+ *   write. Other dialects and in-memory SQLite: a sequelize transaction, its
+ *   statements on the transaction's connection.
  *
  * Every statement here uses bound parameters on the driver connection
  * (engine/sql/raw.ts).
@@ -27,6 +32,7 @@ import { Transaction, type Sequelize } from 'sequelize';
 import { isDependencyFailure, LatchkeyError, OUTAGE_RETRY_AFTER_SECONDS } from '../errors.ts';
 import type { SqlDialect } from './migrate.ts';
 import { isBusy, rawConnection, type RawConnection } from './raw.ts';
+import { SqliteCheckpointer } from './sqlite_checkpointer.ts';
 
 /** Bytes of a SQLite file the store's reader connection maps into memory (see {@link SqlConnections.read}). */
 const READER_MMAP_BYTES = 1 << 30;
@@ -48,6 +54,8 @@ interface PoolManager {
 interface Owned {
   conn: RawConnection;
   connection: { uuid?: string };
+  /** The writer's checkpoint thread (SQLite file in WAL mode). */
+  checkpointer?: SqliteCheckpointer | undefined;
 }
 
 /**
@@ -89,9 +97,14 @@ export class SqlConnections {
 
   /** True for SQLite on a file (not in memory), where the store keeps connections of its own. */
   get sqliteFile(): boolean {
-    if (this.#dialect !== 'sqlite') return false;
+    return this.#sqliteStorage() !== undefined;
+  }
+
+  /** The SQLite file's path, or `undefined` (another dialect, or in memory). */
+  #sqliteStorage(): string | undefined {
+    if (this.#dialect !== 'sqlite') return undefined;
     const storage = (this.#sequelize as unknown as { options?: { storage?: string } }).options?.storage;
-    return storage !== undefined && storage !== '' && storage !== ':memory:';
+    return storage !== undefined && storage !== '' && storage !== ':memory:' ? storage : undefined;
   }
 
   /** A read outside any transaction (see the module doc); errors become {@link backendError}s. */
@@ -164,7 +177,19 @@ export class SqlConnections {
   rawTransaction<T>(fn: (conn: RawConnection) => Promise<T>): Promise<T> {
     return this.queued(async () => {
       if (this.sqliteFile) {
-        const conn = (await this.#writerConnection()).conn;
+        const writer = await this.#writerConnection();
+        const conn = writer.conn;
+        const checkpointer = writer.checkpointer;
+        if (checkpointer !== undefined) {
+          if (checkpointer.failed) {
+            // The thread is gone: SQLite checkpoints inside commits again, as by default.
+            writer.checkpointer = undefined;
+            await conn.run('PRAGMA wal_autocheckpoint = 1000', [], true);
+          } else if (checkpointer.beforeWrite()) {
+            // A long log: copy its last frames here, so that this transaction starts it afresh.
+            await conn.run('PRAGMA wal_checkpoint(PASSIVE)', [], true).catch(() => undefined);
+          }
+        }
         await conn.run('BEGIN IMMEDIATE', []);
         let result: T;
         try {
@@ -174,6 +199,7 @@ export class SqlConnections {
           await conn.run('ROLLBACK', []).catch(() => undefined);
           throw err;
         }
+        writer.checkpointer?.wrote();
         return result;
       }
       return this.#retryBusy(() =>
@@ -237,9 +263,16 @@ export class SqlConnections {
       connection.uuid = this.#writerKey;
       const conn = rawConnection('sqlite', connection);
       await conn.run('PRAGMA busy_timeout = 5000', []);
+      await conn.run('PRAGMA temp_store = MEMORY', []);
       const [mode] = (await conn.run<{ journal_mode: string }>('PRAGMA journal_mode', [], true)).rows;
-      if (mode?.journal_mode.toLowerCase() === 'wal') await conn.run('PRAGMA synchronous = NORMAL', []);
-      return { conn, connection };
+      const owned: Owned = { conn, connection };
+      const file = this.#sqliteStorage();
+      if (mode?.journal_mode.toLowerCase() === 'wal' && file !== undefined) {
+        await conn.run('PRAGMA synchronous = NORMAL', []);
+        await conn.run('PRAGMA wal_autocheckpoint = 0', [], true);
+        owned.checkpointer = new SqliteCheckpointer(file);
+      }
+      return owned;
     })().catch((err: unknown) => {
       this.#writer = undefined;
       throw err;
@@ -258,6 +291,7 @@ export class SqlConnections {
       if (c === undefined) continue;
       const opened = await c.catch(() => undefined);
       if (opened === undefined) continue;
+      await opened.checkpointer?.close();
       await Promise.resolve(this.#cm.releaseConnection(opened.connection)).catch(() => undefined);
     }
   }
