@@ -182,11 +182,33 @@ export const EMPTY = s.object('Empty', {});
 /** `{message}`: the payload of operations without a documented response. */
 export const MESSAGE = s.object('Response', { message: s.string() });
 
-function invalid(path: string, problem: string): LatchkeyError {
+/**
+ * Where a value sits in a request: the root's path (a string, usually empty)
+ * or a field or index under a parent. Built as a small record while walking
+ * and written out as text only for an error, so a valid request builds no
+ * path strings.
+ */
+type Path = string | { readonly parent: Path; readonly key: string | number };
+
+function pathText(path: Path): string {
+  return typeof path === 'string' ? path : join(pathText(path.parent), path.key);
+}
+
+function invalid(at: Path, problem: string): LatchkeyError {
+  const path = pathText(at);
   return new LatchkeyError('invalid_argument', `${path || 'request'}: ${problem}`, {
     reason: 'invalid_field',
     details: { field: path },
   });
+}
+
+/** The fields of each object shape as a list, made once per shape (shapes are built at start-up and never change). */
+const FIELD_LISTS = new WeakMap<object, readonly (readonly [string, Shape | OptionalShape])[]>();
+
+function fieldList(shape: ObjectShape): readonly (readonly [string, Shape | OptionalShape])[] {
+  let list = FIELD_LISTS.get(shape);
+  if (list === undefined) FIELD_LISTS.set(shape, (list = Object.entries(shape.fields)));
+  return list;
 }
 
 /** The bound of an input string whose shape sets none (characters, as `maxLength`). */
@@ -237,7 +259,7 @@ export function validate<S extends Shape>(shape: S, value: unknown, path = ''): 
   return check(shape, value, path) as Infer<S>;
 }
 
-function check(shape: Shape, value: unknown, path: string): unknown {
+function check(shape: Shape, value: unknown, path: Path): unknown {
   switch (shape.kind) {
     case 'string':
       if (typeof value !== 'string') throw invalid(path, `must be a string, got ${describe(value)}`);
@@ -275,11 +297,11 @@ function check(shape: Shape, value: unknown, path: string): unknown {
       if (entries.length > MAX_MAP_ENTRIES) throw invalid(path, `must have at most ${MAX_MAP_ENTRIES} entries`);
       for (const [k, v] of entries) {
         const keyProblem = PROTOTYPE_KEYS.has(k) ? 'is not an allowed key' : k.length > 256 ? 'key must have at most 256 characters' : stringProblem(k, false);
-        if (keyProblem !== undefined) throw invalid(join(path, k.slice(0, 64)), keyProblem);
-        if (typeof v !== 'string') throw invalid(join(path, k), `must be a string, got ${describe(v)}`);
-        if (v.length > DEFAULT_MAX_LENGTH) throw invalid(join(path, k), `must have at most ${DEFAULT_MAX_LENGTH} characters`);
+        if (keyProblem !== undefined) throw invalid({ parent: path, key: k.slice(0, 64) }, keyProblem);
+        if (typeof v !== 'string') throw invalid({ parent: path, key: k }, `must be a string, got ${describe(v)}`);
+        if (v.length > DEFAULT_MAX_LENGTH) throw invalid({ parent: path, key: k }, `must have at most ${DEFAULT_MAX_LENGTH} characters`);
         const problem = stringProblem(v, false);
-        if (problem !== undefined) throw invalid(join(path, k), problem);
+        if (problem !== undefined) throw invalid({ parent: path, key: k }, problem);
         out[k] = v;
       }
       return out;
@@ -290,24 +312,24 @@ function check(shape: Shape, value: unknown, path: string): unknown {
         throw invalid(path, `must have at least ${shape.minItems} entr${shape.minItems === 1 ? 'y' : 'ies'}`);
       if (shape.maxItems !== undefined && value.length > shape.maxItems)
         throw invalid(path, `must have at most ${shape.maxItems} entries`);
-      return value.map((item, i) => check(shape.item, item, join(path, i)));
+      return value.map((item, i) => check(shape.item, item, { parent: path, key: i }));
     }
     case 'object': {
       if (value === null || typeof value !== 'object' || Array.isArray(value))
         throw invalid(path, `must be an object, got ${describe(value)}`);
       const input = value as Record<string, unknown>;
       for (const key of Object.keys(input)) {
-        if (!Object.hasOwn(shape.fields, key)) throw invalid(join(path, key), 'is not a known field');
+        if (!Object.hasOwn(shape.fields, key)) throw invalid({ parent: path, key }, 'is not a known field');
       }
       const out: Record<string, unknown> = {};
-      for (const [key, field] of Object.entries(shape.fields)) {
+      for (const [key, field] of fieldList(shape)) {
         const v = input[key];
         if (field.kind === 'optional') {
           if (v === undefined || v === null) continue;
-          out[key] = check(field.inner, v, join(path, key));
+          out[key] = check(field.inner, v, { parent: path, key });
         } else {
-          if (v === undefined || v === null) throw invalid(join(path, key), 'is required');
-          out[key] = check(field, v, join(path, key));
+          if (v === undefined || v === null) throw invalid({ parent: path, key }, 'is required');
+          out[key] = check(field, v, { parent: path, key });
         }
       }
       return out;
@@ -319,7 +341,7 @@ const MAX_JSON_DEPTH = 32;
 /** Entries of a `map` input (e.g. webhook headers). */
 const MAX_MAP_ENTRIES = 100;
 
-function checkJson(value: unknown, path: string, depth: number): JsonValue {
+function checkJson(value: unknown, path: Path, depth: number): JsonValue {
   if (depth > MAX_JSON_DEPTH) throw invalid(path, `is nested deeper than ${MAX_JSON_DEPTH} levels`);
   if (typeof value === 'string') {
     const problem = stringProblem(value, true);
@@ -331,13 +353,13 @@ function checkJson(value: unknown, path: string, depth: number): JsonValue {
     if (!Number.isFinite(value)) throw invalid(path, 'must be a finite number');
     return value;
   }
-  if (Array.isArray(value)) return value.map((v, i) => checkJson(v, join(path, i), depth + 1));
+  if (Array.isArray(value)) return value.map((v, i) => checkJson(v, { parent: path, key: i }, depth + 1));
   if (typeof value === 'object') {
     const out: Record<string, JsonValue> = {};
     for (const [k, v] of Object.entries(value)) {
       const keyProblem = PROTOTYPE_KEYS.has(k) ? 'is not an allowed key' : stringProblem(k, false);
-      if (keyProblem !== undefined) throw invalid(join(path, k.slice(0, 64)), keyProblem);
-      out[k] = checkJson(v, join(path, k), depth + 1);
+      if (keyProblem !== undefined) throw invalid({ parent: path, key: k.slice(0, 64) }, keyProblem);
+      out[k] = checkJson(v, { parent: path, key: k }, depth + 1);
     }
     return out;
   }
@@ -357,23 +379,28 @@ export function encodeOutput(shape: Shape, value: unknown, path = ''): unknown {
       if (value === null || typeof value !== 'object') throw new Error(`output ${path || shape.name} is not an object`);
       const input = value as Record<string, unknown>;
       const out: Record<string, unknown> = {};
-      for (const [key, field] of Object.entries(shape.fields)) {
+      for (const [key, field] of fieldList(shape)) {
         const v = input[key];
         if (field.kind === 'optional') {
-          out[key] = v === undefined || v === null ? null : encodeOutput(field.inner, v, join(path, key));
+          out[key] = v === undefined || v === null ? null : encode(field.inner, v, path, key);
         } else {
           if (v === undefined || v === null) throw new Error(`output field ${join(path, key)} is missing`);
-          out[key] = encodeOutput(field, v, join(path, key));
+          out[key] = encode(field, v, path, key);
         }
       }
       return out;
     }
     case 'list':
       if (!Array.isArray(value)) throw new Error(`output ${path} is not a list`);
-      return value.map((v, i) => encodeOutput(shape.item, v, join(path, i)));
+      return value.map((v, i) => encode(shape.item, v, path, i));
     default:
       return value;
   }
+}
+
+/** {@link encodeOutput} of a field or item: its path is written out only for an object or a list, the shapes that may report it. */
+function encode(shape: Shape, value: unknown, parent: string, key: string | number): unknown {
+  return shape.kind === 'object' || shape.kind === 'list' ? encodeOutput(shape, value, join(parent, key)) : value;
 }
 
 /** Every named object and enum reachable from `shape`, each once, dependencies first. */
