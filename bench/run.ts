@@ -25,6 +25,7 @@ const SUITES: Record<string, string> = {
   openfga: './openfga_check.ts',
   auth: './auth.ts',
   cluster: './cluster.ts',
+  sql: './sql_targets.ts',
 };
 
 interface SuiteModule {

@@ -1,0 +1,182 @@
+/**
+ * The SQL store's targets of issue #20, `npm run bench -- sql` (standalone:
+ * `node bench/sql_targets.ts [--quick] [--scale 1] [--queries 500]
+ * [--backends sqlite,postgres]`):
+ *
+ * - P9, on SQLite and PostgreSQL: writes through `Engine.write` in 100-tuple
+ *   batches into a growing table, beside `SqlStore.write` in the same run
+ *   (bench/sql_writes.ts).
+ * - P6: cold 5-hop checks through `engine.check` as the server composes it
+ *   without the graph mirror (the check cache in front of the level checker,
+ *   transports/operations/permissions.ts), with the cache emptied before each
+ *   pass and every query distinct, so each check goes to the database. Run on
+ *   the database P9 loaded through the engine (the reference dataset), after
+ *   `ANALYZE` and a checkpoint on PostgreSQL. Every answer is verified against
+ *   the generator's expected answer before timing. Reported: p50/p99 over
+ *   the best of three interleaved passes, the database round trips per check
+ *   (level statements and any other store call that reaches the database), and
+ *   the reference: that many bare round trips (`SELECT 1` as a named statement
+ *   on a `pg` client of its own) timed right after each check. The target is
+ *   PostgreSQL's; SQLite is reported beside it.
+ *
+ * PostgreSQL runs when LATCHKEY_TEST_POSTGRES_URL is set (a throw-away
+ * database per side). The load average is reported: the machine is shared.
+ */
+import pg from 'pg';
+import { CheckCache, Engine, type TupleStore } from '../engine/index.ts';
+import { LevelChecker } from '../engine/sql/level_checker.ts';
+import { ReferenceDataset } from './baseline/dataset.ts';
+import { buildQueries, type CheckQuery } from './baseline/queries.ts';
+import { load, round, writesScenario, type BenchDatabase } from './sql_writes.ts';
+import { postgresUrl, type SqlBackend } from '../test/helpers/databases.ts';
+
+const log = (m: string): void => void process.stderr.write(`[sql bench ${new Date().toISOString().slice(11, 19)}] ${m}\n`);
+
+/** Store calls that are a database round trip of their own (the reads are counted as level statements). */
+const OWN_ROUND_TRIP = ['latestModelId', 'readModel', 'readLatestModel', 'revision', 'readStartingWithUsers', 'readPage'];
+
+function counting(store: TupleStore): { store: TupleStore; calls: () => number } {
+  let n = 0;
+  const proxy = new Proxy(store, {
+    get(target, prop) {
+      const v = Reflect.get(target, prop, target) as unknown;
+      if (typeof v !== 'function') return v;
+      return (...a: unknown[]) => {
+        if (OWN_ROUND_TRIP.includes(String(prop))) n++;
+        return (v as (...x: unknown[]) => unknown).apply(target, a);
+      };
+    },
+  });
+  return { store: proxy, calls: () => n };
+}
+
+function percentile(sorted: Float64Array, p: number): number {
+  return sorted.length === 0 ? 0 : (sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number);
+}
+
+function stats(us: Float64Array): { p50_us: number; p99_us: number } {
+  const s = Float64Array.from(us).sort();
+  return { p50_us: round(percentile(s, 50)), p99_us: round(percentile(s, 99)) };
+}
+
+/** P6 on the loaded database `db`. */
+async function coldChecks(db: BenchDatabase, ds: ReferenceDataset, queries: number): Promise<Record<string, unknown>> {
+  if (db.backend === 'postgres') {
+    // Steady state, as in a running deployment: planner statistics for the new tables and the load's WAL checkpointed.
+    await db.sequelize.query('ANALYZE');
+    await db.sequelize.query('CHECKPOINT').catch(() => undefined);
+  }
+  const counted = counting(db.store);
+  const cache = new CheckCache({ store: counted.store, maxEntries: 100_000, revisionPollMs: 1000 });
+  const engine = new Engine({ store: cache.store, resolver: cache.resolver(new LevelChecker()) });
+  const seen = new Set<string>();
+  const qs: CheckQuery[] = buildQueries(ds, 'deep5', queries * 2).filter((q) => {
+    const k = `${q.object}#${q.user}`;
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  }).slice(0, queries);
+  for (const q of qs) {
+    const got = (await engine.check(q)).allowed;
+    if (got !== q.expected) throw new Error(`${db.backend} deep5: wrong answer for ${q.object}#${q.relation}@${q.user}: expected ${q.expected}, got ${got}`);
+  }
+  // Round trips of one pass with the cache emptied first.
+  cache.invalidate();
+  const s0 = db.store.levelStatements;
+  const c0 = counted.calls();
+  for (const q of qs) await engine.check(q);
+  const statements = (db.store.levelStatements - s0) / qs.length;
+  const others = (counted.calls() - c0) / qs.length;
+  const roundTrips = Math.round(statements + others);
+
+  let floor: pg.Client | undefined;
+  if (db.backend === 'postgres') {
+    const cfg = (db.sequelize as unknown as { config: { database: string; username: string; password?: string | null; host: string; port: number } }).config;
+    floor = new pg.Client({ database: cfg.database, user: cfg.username, password: cfg.password ?? undefined, host: cfg.host, port: Number(cfg.port) });
+    await floor.connect();
+  }
+  try {
+    const passes: { check: Float64Array; floor: Float64Array }[] = [];
+    const loadBefore = load();
+    for (let p = 0; p < 3; p++) {
+      cache.invalidate();
+      const check = new Float64Array(qs.length);
+      const bare = new Float64Array(qs.length);
+      for (let i = 0; i < qs.length; i++) {
+        let t0 = performance.now();
+        await engine.check(qs[i]!);
+        check[i] = (performance.now() - t0) * 1000;
+        if (floor !== undefined) {
+          t0 = performance.now();
+          for (let k = 0; k < roundTrips; k++) await floor.query({ name: 'bench_floor', text: 'SELECT 1' });
+          bare[i] = (performance.now() - t0) * 1000;
+        }
+      }
+      passes.push({ check, floor: bare });
+    }
+    const loadAfter = load();
+    const byPass = passes.map((p) => ({ check: stats(p.check), floor: stats(p.floor) }));
+    const best = byPass.reduce((a, b) => (b.check.p50_us < a.check.p50_us ? b : a));
+    return {
+      api: 'engine.check (CheckCache emptied, LevelChecker), sequential',
+      queries: qs.length,
+      verified: 'every answer equal to the generator\'s before timing',
+      round_trips_per_check: { level_statements: round(statements), other_store_calls: round(others) },
+      best_pass: { check: best.check, ...(floor === undefined ? {} : { bare_round_trips: best.floor }) },
+      passes: byPass.map((p) => (floor === undefined ? p.check : { check: p.check, bare_round_trips: p.floor })),
+      loadavg_before: loadBefore,
+      loadavg_after: loadAfter,
+    };
+  } finally {
+    await floor?.end();
+  }
+}
+
+export async function run(options: { quick: boolean; scale?: number; queries?: number; backends?: SqlBackend[] }): Promise<Record<string, unknown>> {
+  const scale = options.scale ?? (options.quick ? 0.05 : 1);
+  const queries = options.queries ?? (options.quick ? 100 : 500);
+  const backends = options.backends ?? (['sqlite', ...(postgresUrl() ? ['postgres' as const] : [])] as SqlBackend[]);
+  const ds = new ReferenceDataset(scale);
+  const out: Record<string, unknown> = { scale, tuples: ds.tupleCount, node: process.version, loadavg_start: load() };
+  const targets: Record<string, string> = {};
+  for (const backend of backends) {
+    log(`${backend}: writing ${ds.tupleCount} tuples through Engine.write and SqlStore.write`);
+    const { figures, loaded } = await writesScenario(backend, ds, log);
+    try {
+      const p6 = await coldChecks(loaded, ds, queries);
+      log(`${backend} cold 5-hop: ${JSON.stringify(p6['best_pass'])}`);
+      out[backend] = { writes: figures, cold_5hop: p6 };
+      const rate = (figures['engine'] as { tuples_per_s: number }).tuples_per_s;
+      const need = backend === 'sqlite' ? 50_000 : 30_000;
+      targets[`P9 ${backend}`] = `${rate} tuples/s through Engine.write (target ${need}): ${rate >= need ? 'met' : 'missed'}`;
+      if (backend === 'postgres') {
+        const c = (p6['best_pass'] as { check: { p50_us: number; p99_us: number } }).check;
+        targets['P6 postgres'] = `p50 ${round(c.p50_us / 1000)} ms, p99 ${round(c.p99_us / 1000)} ms (target 1.5 / 5): ${c.p50_us <= 1500 && c.p99_us <= 5000 ? 'met' : 'missed'}`;
+      }
+    } finally {
+      await loaded.close();
+    }
+  }
+  out['targets'] = targets;
+  out['loadavg_end'] = load();
+  return out;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const args = process.argv.slice(2);
+  const value = (name: string): string | undefined => {
+    const i = args.indexOf(name);
+    return i >= 0 ? args[i + 1] : undefined;
+  };
+  const scale = value('--scale');
+  const queries = value('--queries');
+  const backends = value('--backends');
+  const figures = await run({
+    quick: args.includes('--quick'),
+    ...(scale === undefined ? {} : { scale: Number(scale) }),
+    ...(queries === undefined ? {} : { queries: Number(queries) }),
+    ...(backends === undefined ? {} : { backends: backends.split(',') as SqlBackend[] }),
+  });
+  process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
+  process.exit(0);
+}
