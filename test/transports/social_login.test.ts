@@ -18,6 +18,8 @@ import { TEST_ADMIN_SECRET, startTestServer, type TestServer, type TestServerOpt
 import { CookieJar, drive, freePort, landingParams, request, startFakeProvider, startOidcProvider, startOnKnownPort, type FakeProvider, type OidcProvider } from '../helpers/social.ts';
 import { startSmtp } from '../admin/smtp.ts';
 import { postgresUrl, redisUrl } from '../helpers/databases.ts';
+import { mainBackends } from '../helpers/main_databases.ts';
+import { startReceiver } from '../admin/receiver.ts';
 
 // Serial: the fakes' accounts and spoilers are shared by the tests of one server.
 const test = anyTest.serial;
@@ -423,6 +425,32 @@ test('matrix B8: a verified provider address matching an unverified password acc
   const audit = await server.call('audit_logs', { action: 'oauth.unverified_account_replaced', pagination: { limit: 10, page: 1 } }, ADMIN);
   t.is(((audit.body?.['audit_logs'] ?? []) as unknown[]).length, 1);
 });
+
+// The sign-up's event is written in the transaction that stores the user on SQL, right after it on DynamoDB: once either way.
+for (const backend of mainBackends()) {
+  test(`a social sign-up records user.signup once, with its provider, and queues its webhook once; a later login records no second sign-up (${backend})`, async (t) => {
+    const receiver = await startReceiver();
+    t.teardown(() => receiver.close());
+    const { github, server, base } = await serverWithGithub(t, { 'webhook-allow-private-networks': true }, { backend });
+    t.is((await server.call('add_webhook', { event_name: 'user.signup', endpoint: receiver.url }, ADMIN)).error, undefined);
+    github.account = { id: '41', email: 'once@example.com', email_verified: true };
+    const signIn = async () => landingParams((await drive(new CookieJar(), `${base}/oauth_login/github?redirect_uri=${encodeURIComponent(`${base}/done`)}`, (u) => u.origin === base && u.pathname === '/done')).url);
+    t.truthy((await signIn())?.get('access_token'));
+    t.truthy((await signIn())?.get('access_token'), 'the second login signs in to the same account');
+    const user = (await server.call('user', { email: 'once@example.com' }, ADMIN)).body as { id: string };
+    const audit = await server.call('audit_logs', { action: 'user.signup', pagination: { limit: 10, page: 1 } }, ADMIN);
+    const rows = (audit.body?.['audit_logs'] ?? []) as { actor_id: string; resource_id: string; metadata: string }[];
+    t.is(rows.length, 1);
+    t.like(rows[0], { actor_id: user.id, resource_id: user.id });
+    t.like(JSON.parse(rows[0]?.metadata ?? '{}'), { provider: 'github', login_method: 'github', protocol: 'oauth' });
+    const deadline = Date.now() + 20_000;
+    while (receiver.received.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 300));
+    const bodies = receiver.received.map((r) => JSON.parse(r.body) as { event_name: string; user: { id: string; email: string; signup_methods: string } });
+    t.is(bodies.length, 1);
+    t.like(bodies[0], { event_name: 'user.signup', user: { id: user.id, email: 'once@example.com', signup_methods: 'github' } });
+  });
+}
 
 test('Microsoft (multi-tenant): the issuer names the token\'s tenant; the email counts as verified only with xms_edov or a consumer account (nOAuth)', async (t) => {
   const { microsoft } = w();
