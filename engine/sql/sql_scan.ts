@@ -11,7 +11,7 @@
  *   `OFFSET`, so each page costs the same). Not one snapshot: a tuple present
  *   for the whole scan is returned once, one written or deleted meanwhile may
  *   or may not be. SQLite reads them on a pooled connection rather than the
- *   store's reader, which maps the file into memory.
+ *   store's reader, whose statements run synchronously on the calling thread.
  * - PostgreSQL: keyset pages of 50 k rows were planned as a sequential scan
  *   and a sort per page (43 s for 1 M tuples), so the scan is a cursor in one
  *   read-only repeatable-read transaction (one snapshot) on a pooled
@@ -59,9 +59,8 @@ export async function* scanTuples(dialect: SqlDialect, connections: SqlConnectio
     yield* scanPostgres(connections, store, size, checkOpen);
     return;
   }
-  // SQLite: the pages are read on a pooled connection, not the store's reader. The reader maps the file
-  // into memory for its point reads; a scan of every page through it kept the whole file (200 MiB at
-  // 1 M tuples) in the process's RSS for good.
+  // SQLite: the pages are read on a pooled connection through the driver's callback API, so that other work runs
+  // between them; the store's reader runs its statements synchronously on the calling thread.
   let pooled: Awaited<ReturnType<SqlConnections['acquireForRead']>> | undefined;
   if (dialect === 'sqlite') {
     try {
