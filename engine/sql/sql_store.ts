@@ -376,7 +376,8 @@ export class SqlStore implements TupleStore {
     try {
       if (insertOnlyPostgres(this.#dialect, this.#batch, deletes, writes)) {
         this.#open();
-        return await this.#connections.queued(() => this.#connections.withPooled((conn) => applyInsertOnlyPostgres(conn, this.storeId, this.#now(), writes)));
+        // A named statement: parsed and planned once per connection (see SqlConnections.rawTransaction).
+        return await this.#connections.queued(() => this.#connections.withPooled((conn) => applyInsertOnlyPostgres(conn, this.storeId, this.#now(), writes), { prepared: true }));
       }
       this.#open();
       return await this.#connections.rawTransaction((conn) => applyWrite(conn, this.#dialect, this.#batch, this.storeId, this.#now(), deletes, writes));
