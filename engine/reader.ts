@@ -103,6 +103,7 @@ export class TupleReader {
   readonly sync: SyncTupleSource | undefined;
   #points: Pending<UserTupleKey, TupleKey | undefined>[] = [];
   #forwards: Pending<ObjectRelationKey & { kind: 'all' | 'usersets' }, TupleKey[]>[] = [];
+  #chains: Pending<ObjectRelationKey & { depth: number }, Map<string, TupleKey[]> | undefined>[] = [];
   #scheduled = false;
   /** Number of store round trips made (for tests and metrics). */
   storeCalls = 0;
@@ -132,6 +133,11 @@ export class TupleReader {
       if (r === undefined) this.#ctxReverse.set(rk, (r = new Map()));
       r.set(id, t);
     }
+  }
+
+  /** True when {@link TupleReader.objectRelationChain} can read from the store: it offers chains and the request carries no contextual tuples. */
+  get chains(): boolean {
+    return this.#store.readTuplesetChains !== undefined && this.#ctxForward.size === 0;
   }
 
   /** True when the request carries contextual tuples (such answers must not be cached across requests). */
@@ -173,6 +179,15 @@ export class TupleReader {
       this.#store.readUserTuples(points.map((p) => p.key)).then(
         (rows) => points.forEach((p, i) => p.resolve(rows[i])),
         (err: unknown) => points.forEach((p) => p.reject(err)),
+      );
+    }
+    const chains = this.#chains;
+    this.#chains = [];
+    if (chains.length > 0) {
+      this.storeCalls++;
+      this.#store.readTuplesetChains!(chains.map((c) => ({ objectType: c.key.objectType, objectId: c.key.objectId, relation: c.key.relation })), Math.max(...chains.map((c) => c.key.depth))).then(
+        (found) => chains.forEach((c) => c.resolve(found)),
+        (err: unknown) => chains.forEach((c) => c.reject(err)),
       );
     }
     const forwards = this.#forwards;
@@ -220,6 +235,34 @@ export class TupleReader {
       if (r !== undefined) out.push(r);
     }
     if (ctx !== undefined) out.sort((a, b) => (a.tuple.user < b.tuple.user ? -1 : a.tuple.user > b.tuple.user ? 1 : 0));
+    return out;
+  }
+
+  /**
+   * Tuples on `type:id#relation` and on every object relation reached from it
+   * through plain-object users and the same relation, at most `maxDepth` hops
+   * ({@link TupleStore.readTuplesetChains}), each admitted by the model, keyed
+   * `type:id#relation`. Only where {@link TupleReader.chains} (the store
+   * does not see contextual tuples); `undefined` when the store declined this
+   * chain: the caller then reads level by level.
+   */
+  async objectRelationChain(type: string, id: string, relation: string, maxDepth: number): Promise<Map<string, ReadTuple[]> | undefined> {
+    if (!this.chains) return undefined;
+    const stored = await new Promise<Map<string, TupleKey[]> | undefined>((resolve, reject) => {
+      this.#chains.push({ key: { objectType: type, objectId: id, relation, depth: maxDepth }, resolve, reject });
+      this.#schedule();
+    });
+    if (stored === undefined) return undefined;
+    const out = new Map<string, ReadTuple[]>();
+    for (const [k, tuples] of stored) {
+      const [t, i, r] = k.split('\u0000') as [string, string, string];
+      const admitted: ReadTuple[] = [];
+      for (const tuple of tuples) {
+        const a = this.#admit(t, i, r, tuple);
+        if (a !== undefined) admitted.push(a);
+      }
+      out.set(orKey(t, i, r), admitted);
+    }
     return out;
   }
 

@@ -245,6 +245,19 @@ export interface TupleStore {
   readObjectRelations(keys: readonly ObjectRelationKey[], kind: UserKind): Promise<StoredTuple[][]>;
 
   /**
+   * Optional, for stores where each read is a round trip: forward lookups that
+   * follow a tupleset (`viewer from parent`) all the way up at once. For each
+   * key `type:id#R`: every tuple on it, then, for every user of those tuples
+   * that is a plain object `T:i`, every tuple on `T:i#R`, and so on, at most
+   * `maxDepth` hops from the key (cycles stop there). Resolves to the tuples
+   * of every object relation reached, keyed `type\0id\0R`, each list ordered
+   * by user, an object relation with no tuple as an empty list; or to
+   * `undefined` when the store cannot (or would read too much), and the
+   * caller reads level by level with {@link TupleStore.readObjectRelations}.
+   */
+  readTuplesetChains?(keys: readonly ObjectRelationKey[], maxDepth: number): Promise<Map<string, StoredTuple[]> | undefined>;
+
+  /**
    * Reverse lookup: tuples on objects of `objectType` with `relation` whose
    * user is one of `users` (full user strings; exact matches only, a wildcard
    * is matched only when `type:*` itself is listed). When `objectIds` is
@@ -315,9 +328,9 @@ export interface TupleStore {
 }
 
 /**
- * Copies the optional members of `inner` (store id, catalog, assertions) onto
- * a wrapper of it, for the layers that wrap a store (the check cache, the
- * graph mirror): assertions and other stores pass through them untouched.
+ * Copies the optional members of `inner` (store id, catalog, assertions,
+ * tupleset chains) onto a wrapper of it, for the layers that wrap a store (the
+ * check cache, the graph mirror): they pass through them untouched.
  */
 export function forwardStoreExtras(inner: TupleStore, wrapper: TupleStore): void {
   const w = wrapper as { -readonly [K in keyof TupleStore]: TupleStore[K] };
@@ -325,4 +338,5 @@ export function forwardStoreExtras(inner: TupleStore, wrapper: TupleStore): void
   if (inner.catalog !== undefined) w.catalog = inner.catalog.bind(inner);
   if (inner.writeAssertions !== undefined) w.writeAssertions = inner.writeAssertions.bind(inner);
   if (inner.readAssertions !== undefined) w.readAssertions = inner.readAssertions.bind(inner);
+  if (inner.readTuplesetChains !== undefined) w.readTuplesetChains = inner.readTuplesetChains.bind(inner);
 }

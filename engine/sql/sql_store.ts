@@ -134,6 +134,9 @@ export class SqlStore implements TupleStore {
     this.#now = shared.now;
     this.#connections = shared.connections;
     this.storeId = storeId;
+    if (this.#dialect === 'postgres' || this.#dialect === 'sqlite') {
+      this.readTuplesetChains = async (keys, maxDepth) => (keys.length === 0 ? new Map() : this.#levelRead({ kind: 'chain', keys, depth: Math.max(0, Math.floor(maxDepth)) }));
+    }
   }
 
   /**
@@ -434,15 +437,24 @@ export class SqlStore implements TupleStore {
 
   async readUserTuples(keys: readonly UserTupleKey[]): Promise<(StoredTuple | undefined)[]> {
     if (keys.length === 0) return [];
-    const found = await this.#levelRead({ kind: 'point', keys });
+    const found = (await this.#levelRead({ kind: 'point', keys }))!;
     return keys.map((k) => found.get(`${k.objectType}\u0000${k.objectId}\u0000${k.relation}\u0000${k.user}`)?.[0]);
   }
 
   async readObjectRelations(keys: readonly ObjectRelationKey[], kind: UserKind): Promise<StoredTuple[][]> {
     if (keys.length === 0) return [];
-    const found = await this.#levelRead({ kind, keys });
+    const found = (await this.#levelRead({ kind, keys }))!;
     return keys.map((k) => found.get(`${k.objectType}\u0000${k.objectId}\u0000${k.relation}`) ?? []);
   }
+
+  /**
+   * See {@link TupleStore.readTuplesetChains}. PostgreSQL and SQLite only (set
+   * by the constructor; absent on MySQL/MariaDB, where the caller reads level
+   * by level): a recursive branch of the statement that answers the other
+   * reads of the same tick (engine/sql/level_reads.ts); `undefined` when the
+   * chain passes 1,000 rows.
+   */
+  readonly readTuplesetChains?: (keys: readonly ObjectRelationKey[], maxDepth: number) => Promise<Map<string, StoredTuple[]> | undefined>;
 
   /** Number of statements that answered point and forward reads (for tests and benchmarks). */
   get levelStatements(): number {
@@ -450,12 +462,12 @@ export class SqlStore implements TupleStore {
   }
 
   /**
-   * Queues a point or forward read; the reads queued in the same tick are
-   * answered together by one statement (engine/sql/level_reads.ts). Resolves
-   * to the matching tuples by key (`type\0id\0relation[\0user]`), each group
-   * ordered by user.
+   * Queues a point, forward or chain read; the reads queued in the same tick
+   * are answered together by one statement (engine/sql/level_reads.ts).
+   * Resolves to the matching tuples by key (`type\0id\0relation[\0user]`),
+   * each group ordered by user (a chain: `undefined` when cut short).
    */
-  #levelRead(branch: Branch): Promise<Map<string, StoredTuple[]>> {
+  #levelRead(branch: Branch): Promise<Map<string, StoredTuple[]> | undefined> {
     this.#open();
     return new Promise((resolve, reject) => {
       this.#pendingReads.push({ branch, resolve, reject });
