@@ -13,11 +13,13 @@
  *   the database P9 loaded through the engine (the reference dataset), after
  *   `ANALYZE` and a checkpoint on PostgreSQL. Every answer is verified against
  *   the generator's expected answer before timing. Reported: p50/p99 over
- *   the best of three interleaved passes, the database round trips per check
- *   (level statements and any other store call that reaches the database), and
- *   the reference: that many bare round trips (`SELECT 1` as a named statement
- *   on a `pg` client of its own) timed right after each check. The target is
- *   PostgreSQL's; SQLite is reported beside it.
+ *   the best of three passes, the database round trips per check (level
+ *   statements and any other store call that reaches the database), the same
+ *   checks level by level (the level checker without tupleset chains, as
+ *   before them) and the reference: as many bare round trips as a check
+ *   makes (`SELECT 1` as a named statement on a `pg` client of its own); the
+ *   three alternate query by query. The target is PostgreSQL's; SQLite is
+ *   reported beside it.
  *
  * PostgreSQL runs when LATCHKEY_TEST_POSTGRES_URL is set (a throw-away
  * database per side). The load average is reported: the machine is shared.
@@ -69,6 +71,8 @@ async function coldChecks(db: BenchDatabase, ds: ReferenceDataset, queries: numb
   const counted = counting(db.store);
   const cache = new CheckCache({ store: counted.store, maxEntries: 100_000, revisionPollMs: 1000 });
   const engine = new Engine({ store: cache.store, resolver: cache.resolver(new LevelChecker()) });
+  const stepCache = new CheckCache({ store: db.store, maxEntries: 100_000, revisionPollMs: 1000 });
+  const stepped = new Engine({ store: stepCache.store, resolver: stepCache.resolver(new LevelChecker({ chains: false })) });
   const seen = new Set<string>();
   const qs: CheckQuery[] = buildQueries(ds, 'deep5', queries * 2).filter((q) => {
     const k = `${q.object}#${q.user}`;
@@ -77,8 +81,10 @@ async function coldChecks(db: BenchDatabase, ds: ReferenceDataset, queries: numb
     return true;
   }).slice(0, queries);
   for (const q of qs) {
-    const got = (await engine.check(q)).allowed;
-    if (got !== q.expected) throw new Error(`${db.backend} deep5: wrong answer for ${q.object}#${q.relation}@${q.user}: expected ${q.expected}, got ${got}`);
+    for (const e of [engine, stepped]) {
+      const got = (await e.check(q)).allowed;
+      if (got !== q.expected) throw new Error(`${db.backend} deep5: wrong answer for ${q.object}#${q.relation}@${q.user}: expected ${q.expected}, got ${got}`);
+    }
   }
   // Round trips of one pass with the cache emptied first.
   cache.invalidate();
@@ -88,6 +94,10 @@ async function coldChecks(db: BenchDatabase, ds: ReferenceDataset, queries: numb
   const statements = (db.store.levelStatements - s0) / qs.length;
   const others = (counted.calls() - c0) / qs.length;
   const roundTrips = Math.round(statements + others);
+  stepCache.invalidate();
+  const s1 = db.store.levelStatements;
+  for (const q of qs) await stepped.check(q);
+  const steppedStatements = (db.store.levelStatements - s1) / qs.length;
 
   let floor: pg.Client | undefined;
   if (db.backend === 'postgres') {
@@ -96,34 +106,39 @@ async function coldChecks(db: BenchDatabase, ds: ReferenceDataset, queries: numb
     await floor.connect();
   }
   try {
-    const passes: { check: Float64Array; floor: Float64Array }[] = [];
+    const passes: { check: Float64Array; stepped: Float64Array; floor: Float64Array }[] = [];
     const loadBefore = load();
     for (let p = 0; p < 3; p++) {
       cache.invalidate();
+      stepCache.invalidate();
       const check = new Float64Array(qs.length);
+      const step = new Float64Array(qs.length);
       const bare = new Float64Array(qs.length);
       for (let i = 0; i < qs.length; i++) {
         let t0 = performance.now();
         await engine.check(qs[i]!);
         check[i] = (performance.now() - t0) * 1000;
+        t0 = performance.now();
+        await stepped.check(qs[i]!);
+        step[i] = (performance.now() - t0) * 1000;
         if (floor !== undefined) {
           t0 = performance.now();
           for (let k = 0; k < roundTrips; k++) await floor.query({ name: 'bench_floor', text: 'SELECT 1' });
           bare[i] = (performance.now() - t0) * 1000;
         }
       }
-      passes.push({ check, floor: bare });
+      passes.push({ check, stepped: step, floor: bare });
     }
     const loadAfter = load();
-    const byPass = passes.map((p) => ({ check: stats(p.check), floor: stats(p.floor) }));
+    const byPass = passes.map((p) => ({ check: stats(p.check), level_by_level: stats(p.stepped), ...(floor === undefined ? {} : { bare_round_trips: stats(p.floor) }) }));
     const best = byPass.reduce((a, b) => (b.check.p50_us < a.check.p50_us ? b : a));
     return {
       api: 'engine.check (CheckCache emptied, LevelChecker), sequential',
       queries: qs.length,
-      verified: 'every answer equal to the generator\'s before timing',
-      round_trips_per_check: { level_statements: round(statements), other_store_calls: round(others) },
-      best_pass: { check: best.check, ...(floor === undefined ? {} : { bare_round_trips: best.floor }) },
-      passes: byPass.map((p) => (floor === undefined ? p.check : { check: p.check, bare_round_trips: p.floor })),
+      verified: 'every answer equal to the generator\'s before timing, with and without chains',
+      round_trips_per_check: { level_statements: round(statements), other_store_calls: round(others), level_by_level_statements: round(steppedStatements) },
+      best_pass: best,
+      passes: byPass,
       loadavg_before: loadBefore,
       loadavg_after: loadAfter,
     };
