@@ -1,6 +1,7 @@
 /**
  * SQL tuple-store benchmark (issue 5, targets P6, P8, P9) on the reference
- * dataset of performance-anchors §2.3:
+ * dataset of performance-anchors §2.3, on the store alone (issue #20's
+ * targets, through the engine: `npm run bench -- sql`, bench/sql_targets.ts):
  *
  * - P6: cold checks (no cache, no mirror) through the level checker, with
  *   the store calls per check counted; answers verified before timing.
