@@ -270,8 +270,16 @@ export class SqlConnections {
       const file = this.#sqliteStorage();
       if (mode?.journal_mode.toLowerCase() === 'wal' && file !== undefined) {
         await conn.run('PRAGMA synchronous = NORMAL', []);
-        await conn.run('PRAGMA wal_autocheckpoint = 0', [], true);
-        owned.checkpointer = new SqliteCheckpointer(file);
+        let checkpointer: SqliteCheckpointer | undefined;
+        try {
+          checkpointer = new SqliteCheckpointer(file);
+        } catch {
+          // No thread (a runtime that forbids workers): SQLite checkpoints inside commits, as by default.
+        }
+        if (checkpointer !== undefined) {
+          await conn.run('PRAGMA wal_autocheckpoint = 0', [], true);
+          owned.checkpointer = checkpointer;
+        }
       }
       return owned;
     })().catch((err: unknown) => {

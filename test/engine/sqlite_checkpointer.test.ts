@@ -72,3 +72,20 @@ test('sql sqlite: the log is started afresh while writes keep coming', async (t)
     await teardown();
   }
 });
+
+test('internal: the checkpoint thread reports a failure when it cannot open its file, and creates none', async (t) => {
+  const { SqliteCheckpointer } = await import('../../engine/sql/sqlite_checkpointer.ts');
+  const dir = mkdtempSync(join(tmpdir(), 'lk-ckpt-'));
+  const checkpointer = new SqliteCheckpointer(join(dir, 'missing.sqlite'));
+  try {
+    t.false(checkpointer.failed);
+    checkpointer.wrote();
+    for (let i = 0; i < 200 && !checkpointer.failed; i++) await new Promise((r) => setTimeout(r, 10));
+    t.true(checkpointer.failed);
+    // Opened read-write without creating: the failed thread left no empty database behind.
+    t.false(existsSync(join(dir, 'missing.sqlite')));
+  } finally {
+    await checkpointer.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
