@@ -21,6 +21,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { DEFAULT_STORE_ID, Engine, LatchkeyError, STORE_ID_PATTERN, type CheckRequest, type StoredAuthorizationModel, type TupleKey } from '../../engine/index.ts';
+import { parseJsonBody } from '../http/rest_fast.ts';
 import { invalidRequest, toOpenfga } from './openfga_errors.ts';
 import {
   assertion,
@@ -604,7 +605,7 @@ export function openfgaApi(options: OpenfgaApiOptions): OpenfgaApi {
     req.once('end', () => {
       let body: unknown;
       try {
-        body = parseJson((chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)).toString('utf8'));
+        body = parseJsonBody((chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)).toString('utf8'));
       } catch {
         return send(res, 400, { code: 'validation_error', message: 'invalid JSON body' });
       }
@@ -617,22 +618,6 @@ export function openfgaApi(options: OpenfgaApiOptions): OpenfgaApi {
   return { router, fast };
 }
 
-/** Whitespace JSON allows before a value (RFC 8259 §2). */
-const isJsonSpace = (c: number): boolean => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
-
-/**
- * Parses a body as `express.json({ strict: true })` does: empty is `{}`, a
- * leading byte order mark is dropped, the first non-space character must
- * open an object or an array; throws otherwise.
- */
-function parseJson(text: string): unknown {
-  const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
-  if (body.length === 0) return {};
-  let i = 0;
-  while (i < body.length && isJsonSpace(body.charCodeAt(i))) i++;
-  if (body[i] !== '{' && body[i] !== '[') throw new SyntaxError('a JSON body must be an object or an array');
-  return JSON.parse(body) as unknown;
-}
 
 function userKey(t: TupleKey): { objectType: string; objectId: string; relation: string; user: string } {
   const i = t.object.indexOf(':');
