@@ -124,11 +124,15 @@ test('a verified token stops working when it expires, though its signature check
   const u = await signUp(srv);
   await grantViewer(u);
   await assertServed(t, srv, u);
-  // Access tokens live 1800 s; verification tolerates 30 s of skew.
-  clock.offsetMs = 1829 * 1000;
+  // Verification tolerates 30 s of skew past the token's own `exp` (whole seconds); the clock is set from that
+  // `exp`, not from the time of sign-up, so that slow calls on a loaded machine cannot move the boundary.
+  const exp = (JSON.parse(Buffer.from(u.access.split('.')[1]!, 'base64url').toString()) as { exp: number }).exp;
+  t.true(exp * 1000 > Date.now() + 1700_000, 'access tokens live about 1800 s');
+  const at = (secondsPastExp: number): number => exp * 1000 + secondsPastExp * 1000 - Date.now();
+  clock.offsetMs = at(27);
   try {
     await assertServed(t, srv, u, 1);
-    clock.offsetMs = 1831 * 1000;
+    clock.offsetMs = at(31);
     await assertRefused(t, srv, u, 'after expiry');
   } finally {
     clock.offsetMs = 0;
