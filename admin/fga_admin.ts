@@ -5,7 +5,7 @@
  * admin page-size rules and the wire shapes.
  */
 import { LatchkeyError } from '../engine/errors.ts';
-import type { Engine, TupleCondition, TupleKey } from '../engine/index.ts';
+import { TypeSystem, type AuthorizationModel, type Engine, type TupleCondition, type TupleKey } from '../engine/index.ts';
 import { parseDsl, printModel } from '../dsl/index.ts';
 
 /** A relationship tuple as read, with its condition when it has one. */
@@ -57,12 +57,27 @@ function problemsOf(errors: ReturnType<typeof parseDsl>['errors']): DslProblem[]
 }
 
 /**
+ * The validation `Engine.writeModel` applies to a model before storing it
+ * (the `TypeSystem` of a version being written: every condition compiled in
+ * OpenFGA's CEL environment, the server's own rules); throws its
+ * `invalid_argument` (reason `invalid_authorization_model`, OpenFGA code
+ * 2056) for a model it refuses.
+ */
+function checkAsWritten(model: AuthorizationModel): void {
+  new TypeSystem(model);
+}
+
+/**
  * `fga_validate_model`: parses and validates the DSL as `fga_write_model`
  * would, without installing anything; every problem with its 1-based line
- * and column. Needs no engine (the DSL is checked on its own).
+ * and column. A model the DSL accepts but writing would refuse (a condition
+ * that calls something outside OpenFGA's CEL environment, say) has one
+ * problem whose `kind` is the write's reason (`invalid_authorization_model`)
+ * and whose `message` is the write's message, placed on the condition or
+ * relation it concerns. Needs no engine.
  */
 export function fgaValidateModel(dsl: string): { valid: boolean; errors: DslProblem[] } {
-  const parsed = parseDsl(dsl);
+  const parsed = parseDsl(dsl, { check: checkAsWritten });
   const errors = problemsOf(parsed.errors);
   return { valid: errors.length === 0 && parsed.model !== undefined, errors };
 }

@@ -13,15 +13,19 @@ import { LatchkeyError } from '../engine/errors.ts';
 import type { DslDiagnostic } from './diagnostics.ts';
 import { loadModules, parseModManifest, parseModules, type ModManifest, type ModuleFile } from './modules.ts';
 import { parseSyntax, stripComments } from './syntax.ts';
-import { validateModel } from './validator.ts';
+import { placeModelProblem, runModelCheck, validateModel, type ModelCheck } from './validator.ts';
 
 export type { DslDiagnostic } from './diagnostics.ts';
+export type { ModelCheck } from './validator.ts';
 export type { ModManifest, ModuleFile } from './modules.ts';
 export { printModel, type PrintOptions } from './printer.ts';
 export { parseModManifest, stripComments };
 
 /** Result of {@link parseDsl}: the model when the text is valid, and every diagnostic. */
 export type DslParseResult = { model: AuthorizationModel | undefined; errors: DslDiagnostic[] };
+
+/** Options of {@link parseDsl}, {@link parseModularDsl} and {@link checkModularModel}: `check` also runs a {@link ModelCheck} on a model the DSL accepts. */
+export type DslCheckOptions = { check?: ModelCheck | undefined };
 
 function invalid(errors: DslDiagnostic[]): LatchkeyError {
   const first = errors[0];
@@ -51,20 +55,27 @@ function guarded(run: () => DslParseResult): DslParseResult {
 
 /**
  * Parses and validates one DSL text (a `model` file). Never throws, on any
- * input. `model` is set only when there are no diagnostics.
+ * input. `model` is set only when there are no diagnostics. With
+ * `options.check`, a model the DSL accepts must also pass that check (see
+ * {@link ModelCheck}); its refusal is the one diagnostic.
  *
  * A `module` file parsed alone has no schema version and is reported with
  * `schema-version-required`; combine module files with
  * {@link transformModulesToModel} or {@link loadModularModel}.
  */
-export function parseDsl(text: string): DslParseResult {
+export function parseDsl(text: string, options: DslCheckOptions = {}): DslParseResult {
   return guarded(() => {
     const source = String(text);
     // Fast path: build and validate without positions; only an invalid model
     // is parsed again with positions to place its diagnostics.
     const { visited, errors } = parseSyntax(source, false);
     if (!visited || errors.length > 0) return { model: undefined, errors };
-    if (validateModel(visited.model).length === 0) return { model: visited.model, errors: [] };
+    if (validateModel(visited.model).length === 0) {
+      const problem = runModelCheck(options.check, visited.model);
+      if (problem === undefined) return { model: visited.model, errors: [] };
+      const tracked = parseSyntax(source, true).visited;
+      return { model: undefined, errors: [tracked ? placeModelProblem(tracked.model, problem, { source: tracked.source }) : placeModelProblem(visited.model, problem, { source: undefined })] };
+    }
     const tracked = parseSyntax(source, true).visited;
     return { model: undefined, errors: tracked ? validateModel(tracked.model, { source: tracked.source }) : [] };
   });
@@ -115,8 +126,8 @@ export function transformModulesToModel(files: ModuleFile[], manifest?: ModManif
   return model;
 }
 
-/** Like {@link transformModulesToModel} but never throws: returns the model or the diagnostics. */
-export function parseModularDsl(files: ModuleFile[], manifest?: ModManifest): DslParseResult {
+/** Like {@link transformModulesToModel} but never throws: returns the model or the diagnostics (`options.check` as for {@link parseDsl}). */
+export function parseModularDsl(files: ModuleFile[], manifest?: ModManifest, options: DslCheckOptions = {}): DslParseResult {
   return guarded(() => {
     let ordered = files;
     if (manifest) {
@@ -126,7 +137,7 @@ export function parseModularDsl(files: ModuleFile[], manifest?: ModManifest): Ds
         return f ? [f] : [];
       });
     }
-    return parseModules(ordered);
+    return parseModules(ordered, options.check);
   });
 }
 
@@ -144,7 +155,7 @@ export function loadModularModel(fgaModPath: string): AuthorizationModel {
   return model;
 }
 
-/** Like {@link loadModularModel} but returns diagnostics instead of throwing on invalid models. */
-export function checkModularModel(fgaModPath: string): DslParseResult {
-  return loadModules(fgaModPath);
+/** Like {@link loadModularModel} but returns diagnostics instead of throwing on invalid models (`options.check` as for {@link parseDsl}). */
+export function checkModularModel(fgaModPath: string, options: DslCheckOptions = {}): DslParseResult {
+  return loadModules(fgaModPath, options.check);
 }

@@ -12,7 +12,7 @@ import type { AuthorizationModel, Condition, TypeDefinition } from '../engine/mo
 import { LatchkeyError } from '../engine/errors.ts';
 import { diagnostic, type DslDiagnostic, type SourceSpan } from './diagnostics.ts';
 import { parseSyntax } from './syntax.ts';
-import { validateModel } from './validator.ts';
+import { placeModelProblem, runModelCheck, validateModel, type Locator, type ModelCheck } from './validator.ts';
 import { emptySourceIndex, setOwn, tokenSpan, type SourceIndex } from './visitor.ts';
 
 /** One module file: its name as listed in `fga.mod` and its text. */
@@ -88,10 +88,12 @@ export function parseModManifest(text: string): { manifest: ModManifest | undefi
 }
 
 /**
- * Combines module files into one schema 1.2 model. Never throws; returns all
- * diagnostics, each with its `file`.
+ * Combines module files into one schema 1.2 model. Never throws on model
+ * errors; returns all diagnostics, each with its `file`. A model without
+ * them must also pass `check` (see `ModelCheck`); its refusal is the one
+ * diagnostic.
  */
-export function parseModules(files: ModuleFile[]): ModularParseResult {
+export function parseModules(files: ModuleFile[], check?: ModelCheck): ModularParseResult {
   const errors: DslDiagnostic[] = [];
   const typeDefs: TypeDefinition[] = [];
   const conditions = new Map<string, Condition>();
@@ -160,17 +162,20 @@ export function parseModules(files: ModuleFile[]): ModularParseResult {
     conditions: {},
   };
   for (const [name, c] of conditions) setOwn(model.conditions as Record<string, Condition>, name, c);
-  errors.push(...validateCombined(model, sources, extensions, fileOfObject));
-  return errors.length > 0 ? { model: undefined, errors } : { model, errors };
+  const loc = combinedLocator(sources, extensions, fileOfObject, model);
+  errors.push(...validateModel(model, loc));
+  if (errors.length > 0) return { model: undefined, errors };
+  const problem = runModelCheck(check, model);
+  return problem === undefined ? { model, errors } : { model: undefined, errors: [placeModelProblem(model, problem, loc)] };
 }
 
-/** Validates the combined model with positions from every file's source index. */
-function validateCombined(
-  model: AuthorizationModel,
+/** Where diagnostics of the combined model point: positions from every file's source index, and each object's file. */
+function combinedLocator(
   sources: Map<string, SourceIndex>,
   extensions: Array<{ file: string; td: TypeDefinition; source: SourceIndex }>,
   fileOfObject: WeakMap<object, string>,
-): DslDiagnostic[] {
+  model: AuthorizationModel,
+): Locator {
   const merged = emptySourceIndex();
   // Look spans up across all files' indexes.
   const all = [...sources.values(), ...extensions.map((e) => e.source)];
@@ -197,14 +202,11 @@ function validateCombined(
     const span = sources.get(fileOfObject.get(c) ?? '')?.conditionName.get(name);
     if (span) view.conditionName.set(name, span);
   }
-  return validateModel(model, {
-    source: view,
-    fileOf: (o) => fileOfObject.get(o),
-  });
+  return { source: view, fileOf: (o) => fileOfObject.get(o) };
 }
 
-/** Reads an `fga.mod` manifest and its files from disk and combines them. Never throws on model errors. */
-export function loadModules(fgaModPath: string): ModularParseResult {
+/** Reads an `fga.mod` manifest and its files from disk and combines them (`check` as for `parseModules`). Never throws on model errors. */
+export function loadModules(fgaModPath: string, check?: ModelCheck): ModularParseResult {
   let manifestText: string;
   try {
     manifestText = readFileSync(fgaModPath, 'utf8');
@@ -224,5 +226,5 @@ export function loadModules(fgaModPath: string): ModularParseResult {
     }
   }
   if (readErrors.length > 0) return { model: undefined, errors: readErrors };
-  return parseModules(files);
+  return parseModules(files, check);
 }

@@ -20,6 +20,7 @@
  * condition and validate it normally. Pinned by test/dsl/differential.test.ts.
  */
 import type { AuthorizationModel, RelationReference, TypeDefinition, Userset } from '../engine/model.ts';
+import { LatchkeyError } from '../engine/errors.ts';
 import { diagnostic, type DslDiagnostic, type SourceSpan } from './diagnostics.ts';
 import { restrictionSpan, tokenSpan, userSetSpan, type SourceIndex } from './visitor.ts';
 
@@ -324,6 +325,57 @@ export function validateModel(model: AuthorizationModel, loc: Locator = { source
     }
   }
   return errors;
+}
+
+/**
+ * A check of the JSON model beyond the DSL's own rules, run once the DSL is
+ * valid: the one a store applies when the model is written, for example
+ * `(model) => void new TypeSystem(model)` from `@latchkey/engine`, which also
+ * compiles each condition in OpenFGA's CEL environment. It throws a
+ * `LatchkeyError` with code `invalid_argument` to refuse the model; that
+ * error becomes one diagnostic whose `kind` is the error's `reason` and
+ * whose `message` is the error's, placed on the condition
+ * (`details.condition`) or relation (`details.type`, `details.relation`) it
+ * names. Anything else it throws is reported like a failure of the parser
+ * (kind `internal`).
+ */
+export type ModelCheck = (model: AuthorizationModel) => void;
+
+/** A model's refusal by a {@link ModelCheck}. */
+export type ModelProblem = { kind: string; message: string; details: Readonly<Record<string, unknown>> | undefined };
+
+/** Runs `check` on `model`; the refusal, or `undefined` when the model passes (or there is no check). */
+export function runModelCheck(check: ModelCheck | undefined, model: AuthorizationModel): ModelProblem | undefined {
+  if (check === undefined) return undefined;
+  try {
+    check(model);
+    return undefined;
+  } catch (err) {
+    if (err instanceof LatchkeyError && err.code === 'invalid_argument') return { kind: err.reason ?? err.code, message: err.message, details: err.details };
+    throw err;
+  }
+}
+
+/**
+ * Places `problem` on the condition (`details.condition`) or the relation
+ * (`details.type` and `details.relation`) it names, in the file it belongs
+ * to; anywhere else it is reported at line 0, column 0.
+ */
+export function placeModelProblem(model: AuthorizationModel, problem: ModelProblem, loc: Locator): DslDiagnostic {
+  const details = problem.details ?? {};
+  const conditions = model.conditions ?? {};
+  const condition = typeof details['condition'] === 'string' && Object.hasOwn(conditions, details['condition']) ? details['condition'] : undefined;
+  if (condition !== undefined) {
+    const owner = conditions[condition] as object;
+    return diagnostic(problem.kind, problem.message, tokenSpan(loc.source?.conditionName.get(condition)), loc.fileOf?.(owner));
+  }
+  const type = details['type'];
+  const relation = details['relation'];
+  const td = typeof type === 'string' ? (model.type_definitions ?? []).find((d) => d.type === type) : undefined;
+  if (td !== undefined && typeof relation === 'string' && Object.hasOwn(relationsOf(td), relation)) {
+    return diagnostic(problem.kind, problem.message, tokenSpan(loc.source?.relationName.get(td)?.get(relation)), loc.fileOf?.(relationOwner(td, relation)));
+  }
+  return diagnostic(problem.kind, problem.message, undefined);
 }
 
 /** The object that decides which file a relation's diagnostics belong to (its metadata when extended). */

@@ -66,6 +66,59 @@ test('validate --format json prints one object per error and exits 1; 0 and [] w
   t.deepEqual(JSON.parse(good.stdout), []);
 });
 
+/** A model the DSL accepts whose condition `c` (line 7, column 11) has `expression` as its body. */
+function withCondition(expression: string): string {
+  return `model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define viewer: [user with c]\ncondition c(s: string) {\n  ${expression}\n}\n`;
+}
+
+test('validate refuses a condition outside OpenFGA\'s CEL environment as writing the model does: exit 1, the write\'s reason and message at the condition', async (t) => {
+  const model = withCondition('"ab".substring(1) == "b"');
+  // The DSL alone accepts it (to-json converts it) ...
+  t.is((await run(['to-json'], model)).status, 0);
+  // ... but writing it is refused with this error, so validate reports it.
+  const { Engine } = await import('../../engine/index.ts');
+  const write = await new Engine().writeModel({ dsl: model }).then(() => undefined, (e: unknown) => e as { reason?: string; message: string; details?: Record<string, unknown> });
+  t.is(write?.reason, 'invalid_authorization_model');
+  t.is(write?.details?.['openfga_code'], 2056);
+  const message = "condition 'c' does not compile: undeclared reference to 'substring': OpenFGA's conditions have CEL's standard library and ipaddress only";
+  t.is(write?.message, message);
+
+  const text = await run(['validate'], model);
+  t.is(text.status, 1);
+  t.is(text.stdout, '');
+  t.is(text.stderr, `<stdin>:7:11: error [invalid_authorization_model]: ${message}\n`);
+  const json = await run(['validate', '--format', 'json'], model);
+  t.is(json.status, 1);
+  t.deepEqual(JSON.parse(json.stdout), [{ kind: 'invalid_authorization_model', message, line: { start: 6, end: 6 }, column: { start: 10, end: 11 } }]);
+  // A condition that does not type-check is refused the same way.
+  const mistyped = await run(['validate'], withCondition('s + 1 == 2'));
+  t.is(mistyped.status, 1);
+  t.regex(mistyped.stderr, /^<stdin>:7:11: error \[invalid_authorization_model\]: condition 'c' does not compile: /);
+  // A condition within the environment validates.
+  const allowed = await run(['validate'], withCondition('s.startsWith("a") && size(s) == 2'));
+  t.is(allowed.status, 0, allowed.stderr);
+  t.is(allowed.stdout, '<stdin>: valid\n');
+});
+
+test('validate of a modular model refuses a condition outside OpenFGA\'s CEL environment in the module file that declares it', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'dsl-cli-'));
+  writeFileSync(join(dir, 'fga.mod'), "schema: '1.2'\ncontents:\n  - a.fga\n  - b.fga\n");
+  writeFileSync(join(dir, 'a.fga'), 'module a\n\ntype user\ntype doc\n  relations\n    define viewer: [user with c]\n');
+  writeFileSync(join(dir, 'b.fga'), 'module b\n\ncondition c(s: string) {\n  math.greatest(1, 2) == 2\n}\n');
+  const r = await run(['validate', join(dir, 'fga.mod'), '--format', 'json']);
+  t.is(r.status, 1);
+  t.deepEqual(JSON.parse(r.stdout), [{
+    kind: 'invalid_authorization_model',
+    message: "condition 'c' does not compile: undeclared reference to 'math.greatest': OpenFGA's conditions have CEL's standard library and ipaddress only",
+    line: { start: 2, end: 2 },
+    column: { start: 10, end: 11 },
+    file: 'b.fga',
+  }]);
+  writeFileSync(join(dir, 'b.fga'), 'module b\n\ncondition c(s: string) {\n  s == "x"\n}\n');
+  const ok = await run(['validate', join(dir, 'fga.mod')]);
+  t.is(ok.status, 0, ok.stderr);
+});
+
 test('validate reads a modular model through fga.mod', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'dsl-cli-'));
   writeFileSync(join(dir, 'fga.mod'), "schema: '1.2'\ncontents:\n  - a.fga\n");
@@ -117,6 +170,9 @@ test('through bin/latchkey.js: validate exits 1 on an invalid model and 0 on a v
   const bad = spawnSync(process.execPath, [BIN, 'dsl', 'validate', '--format', 'json'], { input: INVALID, encoding: 'utf8' });
   t.is(bad.status, 1, bad.stderr);
   t.is((JSON.parse(bad.stdout) as unknown[]).length, 1);
+  const refused = spawnSync(process.execPath, [BIN, 'dsl', 'validate'], { input: withCondition('"ab".substring(1) == "b"'), encoding: 'utf8' });
+  t.is(refused.status, 1, refused.stderr);
+  t.regex(refused.stderr, /^<stdin>:7:11: error \[invalid_authorization_model\]: condition 'c' does not compile: undeclared reference to 'substring'/);
   const out = execFileSync(process.execPath, [BIN, 'dsl', 'to-json'], { input: VALID, encoding: 'utf8' });
   t.is((JSON.parse(out) as { schema_version: string }).schema_version, '1.1');
 });

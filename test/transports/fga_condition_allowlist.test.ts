@@ -4,8 +4,10 @@
  * calls a function outside it (one of each family) 400
  * `invalid_authorization_model` with cel-go's "undeclared reference" message,
  * as OpenFGA does; the admin operation `fga_write_model` refuses it over
- * every protocol with `invalid_argument`/`invalid_authorization_model`; a
- * model using declared functions is accepted and answers; and a model
+ * every protocol with `invalid_argument`/`invalid_authorization_model`, and
+ * `fga_validate_model` reports that same reason and message (at the
+ * condition) instead of calling the model valid; a model using declared
+ * functions validates, is accepted and answers; and a model
  * version stored before the refusal (written straight into the server's
  * database) keeps answering writes and checks through the API.
  */
@@ -85,6 +87,22 @@ test('fga_write_model refuses a condition outside the environment on every proto
       t.is(r.error?.code, 'invalid_argument', `${protocol} ${expression}`);
       t.is(r.error?.reason, 'invalid_authorization_model', `${protocol} ${expression}`);
     }
+  }
+});
+
+test('fga_validate_model reports what fga_write_model refuses, with its reason and message at the condition, on every protocol; an allowed condition validates', async (t) => {
+  for (const protocol of PROTOCOLS) {
+    for (const [expression, reference] of [['"ab".substring(1) == "b"', 'substring'] as const, ...REFUSED.slice(3, 5)]) {
+      const write = await server.call('fga_write_model', { dsl: dslWith(expression) }, { protocol, headers: admin });
+      t.is(write.error?.reason, 'invalid_authorization_model', `${protocol} ${expression}`);
+      t.true(write.error?.message.includes(`undeclared reference to '${reference}'`), write.error?.message);
+      const r = await server.call('fga_validate_model', { dsl: dslWith(expression) }, { protocol, headers: admin });
+      t.is(r.error, undefined, `${protocol} ${expression}`);
+      // Line 7, column 11: the name of condition `c`.
+      t.deepEqual(r.body, { valid: false, errors: [{ line: 7, column: 11, kind: write.error?.reason, message: write.error?.message }] }, `${protocol} ${expression}`);
+    }
+    const allowed = await server.call('fga_validate_model', { dsl: ALLOWED }, { protocol, headers: admin });
+    t.deepEqual(allowed.body, { valid: true, errors: [] }, protocol);
   }
 });
 

@@ -6,7 +6,8 @@
  *   latchkey dsl validate [FILE|fga.mod] [--format json]
  *
  * Exit status: 0 success / valid, 1 invalid input, 2 usage error.
- * Imports only dsl/ and node builtins; options are parsed by hand.
+ * Imports only dsl/ and node builtins; options are parsed by hand. `validate`
+ * also loads the engine, to check the model as writing it to a store would.
  */
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
@@ -15,6 +16,7 @@ import {
   parseDsl,
   parseDslSyntax,
   printModel,
+  type DslCheckOptions,
   type DslDiagnostic,
   type DslParseResult,
 } from '../../dsl/index.ts';
@@ -39,7 +41,10 @@ Commands:
                                    (--source-info: for modular models, mark each
                                    type and extended relation with its module
                                    and file)
-  validate [FILE|fga.mod]          Check a model and list every problem found
+  validate [FILE|fga.mod]          Check a model as writing it to a store would
+                                   (the DSL's rules, then the server's: conditions
+                                   must compile in OpenFGA's CEL environment) and
+                                   list every problem found
 
 Options:
   --format text|json               validate output: human text (default) or
@@ -149,7 +154,15 @@ export async function runDslCommand(argv: string[], io: DslCommandIo): Promise<n
 
   let result: DslParseResult;
   try {
-    result = isModFile(file) ? checkModularModel(file) : noValidate ? parseDslSyntax(text) : parseDsl(text);
+    // validate: a model the DSL accepts must also pass the engine's
+    // validation of a model being written (Engine.writeModel's TypeSystem),
+    // which refuses, say, a condition calling `substring` (not in OpenFGA's CEL).
+    const options: DslCheckOptions = {};
+    if (command === 'validate') {
+      const { TypeSystem } = await import('../../engine/index.ts');
+      options.check = (model) => void new TypeSystem(model);
+    }
+    result = isModFile(file) ? checkModularModel(file, options) : noValidate ? parseDslSyntax(text) : parseDsl(text, options);
   } catch (e) {
     err(`latchkey dsl: ${(e as Error).message}\n`);
     return 1;
