@@ -1,0 +1,296 @@
+/**
+ * Sessions and tokens of the identity service: opening the session of a
+ * proven identity, refreshing and rotating it (`session`, the OAuth token
+ * endpoint's refresh), ending it (`logout`, `revoke`), resolving credentials
+ * into a principal (`authenticate`) and `validate_jwt_token` /
+ * `validate_session`. {@link AuthService} delegates to it; errors are
+ * {@link LatchkeyError}s with precise codes.
+ */
+import { LatchkeyError } from '../engine/errors.ts';
+import type { ResolvedAuthOptions } from './options.ts';
+import type { SessionManager, SessionRecord } from './sessions.ts';
+import { TOKEN_TYPES, type TokenClaims, type TokenService, type TokenType } from './tokens.ts';
+import type { UserRecord, UserStore } from './user_store_types.ts';
+import { issueTokens } from './issue_tokens.ts';
+import type { Permissions, RequiredRelation } from './permissions.ts';
+import type { TokenScript } from './token_script.ts';
+import { invalidArgument } from './profile.ts';
+import { sessionCookieOf, toPublicUser, type AuthCallContext, type AuthResponse, type AuthResult, type PublicUser, type UserPrincipal } from './public_user.ts';
+
+/** `unauthenticated` with `reason` (default `unauthenticated`) and the message every failed API authentication gives. */
+export const unauthenticated = (reason = 'unauthenticated', message = 'unauthorized'): LatchkeyError => new LatchkeyError('unauthenticated', message, { reason });
+const DEFAULT_SCOPE = ['openid', 'email', 'profile', 'offline_access'];
+
+/** The roles a login asks for, which the user must hold (`permission_denied` `invalid_roles`); none asked: all the user's roles. */
+export function requestedRoles(user: UserRecord, requested: readonly string[] | undefined): string[] {
+  if (requested === undefined || requested.length === 0) return [...user.roles];
+  for (const r of requested) if (!user.roles.includes(r)) throw new LatchkeyError('permission_denied', 'unauthorized', { reason: 'invalid_roles' });
+  return [...new Set(requested)];
+}
+
+export interface SessionFlowsDeps {
+  options: ResolvedAuthOptions;
+  users: UserStore;
+  sessions: SessionManager;
+  tokens: TokenService;
+  permissions: Permissions;
+  tokenScript: TokenScript | undefined;
+}
+
+/** What a new session is opened with. */
+export interface SessionOpening {
+  roles: string[];
+  scope: readonly string[] | undefined;
+  loginMethod: string;
+  message: string;
+  amr?: string[] | undefined;
+}
+
+export class SessionFlows {
+  readonly #d: SessionFlowsDeps;
+
+  constructor(deps: SessionFlowsDeps) {
+    this.#d = deps;
+  }
+
+  #nowSeconds(): number {
+    return Math.floor(this.#d.options.now() / 1000);
+  }
+
+  /** The user if it exists, is not deactivated and not revoked. */
+  async activeUser(userId: string): Promise<UserRecord | undefined> {
+    const user = await this.#d.users.findById(userId);
+    if (user === undefined || user.deactivated_at !== null || user.revoked_timestamp !== null) return undefined;
+    return user;
+  }
+
+  // ---------------------------------------------------------------- opening a session
+
+  /** Ends the session whose cookie the request carried, if any (a login never keeps a presented session: session fixation, B4). */
+  async endPresentedSession(ctx: AuthCallContext): Promise<void> {
+    if (ctx.sessionCookie === undefined) return;
+    const s = await this.#d.sessions.fromCookie(ctx.sessionCookie);
+    if (s !== undefined) await this.#d.sessions.end(s.sid);
+  }
+
+  /** Opens a session for `user` and issues its cookie and tokens. */
+  async open(user: UserRecord, o: SessionOpening): Promise<AuthResult> {
+    const scope = o.scope === undefined || o.scope.length === 0 ? DEFAULT_SCOPE : [...new Set(o.scope)];
+    const { session, cookieToken } = await this.#d.sessions.create({
+      user_id: user.id,
+      roles: o.roles,
+      scope,
+      login_method: o.loginMethod,
+      auth_time: this.#nowSeconds(),
+      ...(o.amr === undefined ? {} : { amr: o.amr }),
+    });
+    const response = await this.#issueTokens(user, session, o.message);
+    return { response, session: { token: cookieToken, maxAgeSeconds: this.#d.sessions.cookieTtl }, record: user };
+  }
+
+  /**
+   * Opens a session for a user whose identity another flow has proven
+   * (email verification, OTP/TOTP, magic link, OAuth): the same session,
+   * cookie and tokens as a password login. Throws `unauthenticated` for an
+   * unknown, deactivated or revoked user, `permission_denied` for roles the
+   * user does not hold.
+   */
+  async openFor(
+    userId: string,
+    o: { loginMethod: string; roles?: readonly string[] | undefined; scope?: readonly string[] | undefined; message?: string; amr?: string[] | undefined },
+    ctx: AuthCallContext = {},
+  ): Promise<AuthResult> {
+    const user = await this.activeUser(userId);
+    if (user === undefined) throw unauthenticated();
+    const roles = requestedRoles(user, o.roles);
+    await this.endPresentedSession(ctx);
+    return this.open(user, { roles, scope: o.scope, loginMethod: o.loginMethod, message: o.message ?? 'Logged in successfully', amr: o.amr });
+  }
+
+  /** Signs access + id (+ refresh with `offline_access`) tokens for a session (see {@link issueTokens}). */
+  #issueTokens(user: UserRecord, session: SessionRecord, message: string, refresh: { token: string } | 'new' = 'new'): Promise<AuthResponse> {
+    const d = this.#d;
+    return issueTokens({ tokens: d.tokens, sessions: d.sessions, options: d.options, tokenScript: d.tokenScript }, user, session, message, refresh);
+  }
+
+  // ---------------------------------------------------------------- refresh and end
+
+  /**
+   * `session`: refreshes the caller's session (from the session cookie, the
+   * bearer token's session, or a `refresh_token`), rotating the cookie and
+   * every token. With a refresh token, rotation is atomic and a replayed
+   * rotated token revokes the whole family (`unauthenticated`,
+   * reason `refresh_token_reused`). `required_relations` must all hold
+   * (`permission_denied`, reason `relation_denied`).
+   */
+  async session(input: {
+    roles?: readonly string[] | undefined;
+    scope?: readonly string[] | undefined;
+    required_relations?: readonly RequiredRelation[] | undefined;
+    refresh_token?: string | undefined;
+  }, ctx: AuthCallContext = {}): Promise<AuthResult> {
+    const sessions = this.#d.sessions;
+    let session: SessionRecord | undefined;
+    let rotated: { token: string } | undefined;
+    if (input.refresh_token !== undefined && input.refresh_token !== '') {
+      const r = await this.#rotateRefreshToken(input.refresh_token);
+      session = r.session;
+      rotated = { token: r.token };
+    } else if (ctx.sessionCookie !== undefined) {
+      session = await sessions.fromCookie(ctx.sessionCookie);
+    }
+    if (session === undefined && ctx.principal?.kind === 'user' && ctx.principal.sessionId !== undefined) {
+      session = await sessions.get(ctx.principal.sessionId);
+    }
+    if (session === undefined) throw unauthenticated();
+    const user = await this.activeUser(session.user_id);
+    if (user === undefined) {
+      await sessions.end(session.sid);
+      throw unauthenticated();
+    }
+    const roles = input.roles !== undefined && input.roles.length > 0 ? requestedRoles(user, input.roles) : session.roles.filter((r) => user.roles.includes(r));
+    await this.#d.permissions.requireRelations(user.id, input.required_relations);
+    const scope = input.scope !== undefined && input.scope.length > 0 ? [...new Set(input.scope)] : session.scope;
+    const { session: next, cookieToken } = await sessions.rotateCookie(session, { roles, scope });
+    const response = await this.#issueTokens(user, next, 'Session refreshed', rotated ?? 'new');
+    return { response, session: { token: cookieToken, maxAgeSeconds: sessions.cookieTtl } };
+  }
+
+  /**
+   * Verifies a refresh token and atomically moves its lineage to a newly
+   * signed one. Exactly one of concurrent uses wins; the others are refused
+   * (`unauthenticated`, reason `refresh_token_reused`), and a replay after the
+   * grace period ends the session, revoking the family.
+   */
+  async #rotateRefreshToken(refreshToken: string): Promise<{ session: SessionRecord; token: string }> {
+    const { tokens, sessions } = this.#d;
+    const claims = await tokens.verify(refreshToken, 'refresh_token');
+    const sid = String(claims['sid'] ?? '');
+    const session = await sessions.get(sid);
+    if (session === undefined || session.user_id !== claims.sub) throw unauthenticated('invalid_token', 'invalid token');
+    const next = await tokens.sign('refresh_token', session.user_id, { sid, scope: session.scope, roles: session.roles });
+    const outcome = await sessions.rotateRefresh(sid, String(claims.jti), next.jti);
+    if (outcome !== 'rotated') throw unauthenticated(outcome === 'unknown' ? 'invalid_token' : 'refresh_token_reused', 'invalid token');
+    return { session, token: next.token };
+  }
+
+  /**
+   * Rotates a refresh token outside a cookie session (the OAuth token
+   * endpoint): new access, id and refresh tokens, same session.
+   */
+  async refresh(refreshToken: string): Promise<AuthResponse> {
+    const { session, token } = await this.#rotateRefreshToken(refreshToken);
+    const user = await this.activeUser(session.user_id);
+    if (user === undefined) {
+      await this.#d.sessions.end(session.sid);
+      throw unauthenticated('invalid_token', 'invalid token');
+    }
+    return this.#issueTokens(user, session, 'Session refreshed', { token });
+  }
+
+  /** `logout`: ends the caller's session server-side (its cookie, tokens and refresh lineage). */
+  async logout(ctx: AuthCallContext): Promise<{ message: string }> {
+    let sid: string | undefined;
+    if (ctx.principal?.kind === 'user') sid = ctx.principal.sessionId;
+    if (sid === undefined && ctx.sessionCookie !== undefined) sid = (await this.#d.sessions.fromCookie(ctx.sessionCookie))?.sid;
+    if (sid === undefined) throw unauthenticated();
+    await this.#d.sessions.end(sid);
+    return { message: 'Logged out successfully' };
+  }
+
+  /** `revoke`: ends the session (family) of a refresh token. Unknown or invalid tokens answer the same. */
+  async revoke(input: { refresh_token: string }): Promise<{ message: string }> {
+    try {
+      const claims = await this.#d.tokens.verify(input.refresh_token, 'refresh_token');
+      const sid = String(claims['sid'] ?? '');
+      if (await this.#d.sessions.isRefreshLive(sid, String(claims.jti))) await this.#d.sessions.end(sid);
+    } catch (err) {
+      if (!(err instanceof LatchkeyError) || err.code !== 'unauthenticated') throw err;
+    }
+    // RFC 7009 §2.2: the answer does not tell whether the token was valid.
+    return { message: 'Token revoked successfully' };
+  }
+
+  // ---------------------------------------------------------------- credentials
+
+  /**
+   * Resolves user credentials into a principal: a bearer access token
+   * (signature, claims, type and a live session) or a session cookie. Returns
+   * undefined when no user credential is present; throws `unauthenticated`
+   * when one is present but invalid.
+   */
+  async authenticate(credentials: { bearer?: string | undefined; cookies?: Readonly<Record<string, string>> | undefined }): Promise<UserPrincipal | undefined> {
+    if (credentials.bearer !== undefined) {
+      let live: { claims: TokenClaims; session: SessionRecord };
+      try {
+        live = await this.#verifyLive(credentials.bearer, 'access_token');
+      } catch (err) {
+        // Conventions §3: one message for every authentication failure of an API call.
+        if (err instanceof LatchkeyError && err.code === 'unauthenticated') throw new LatchkeyError('unauthenticated', 'unauthorized', { reason: 'unauthenticated', cause: err });
+        throw err;
+      }
+      const { claims, session } = live;
+      return { kind: 'user', userId: session.user_id, subject: `user:${session.user_id}`, roles: session.roles, sessionId: session.sid, claims };
+    }
+    const cookie = sessionCookieOf(credentials.cookies);
+    if (cookie === undefined) return undefined;
+    const session = await this.#d.sessions.fromCookie(cookie);
+    if (session === undefined) throw unauthenticated();
+    return { kind: 'user', userId: session.user_id, subject: `user:${session.user_id}`, roles: session.roles, sessionId: session.sid };
+  }
+
+  /** Verifies a token and that its session is alive (and, for refresh tokens, that it is the live one). */
+  async #verifyLive(token: string, type: TokenType): Promise<{ claims: TokenClaims; session: SessionRecord }> {
+    const { tokens, sessions } = this.#d;
+    const claims = await tokens.verify(token, type);
+    const sid = claims['sid'];
+    const session = typeof sid === 'string' ? await sessions.get(sid) : undefined;
+    if (session === undefined || session.user_id !== claims.sub) throw unauthenticated('invalid_token', 'invalid token');
+    if (type === 'refresh_token' && !(await sessions.isRefreshLive(session.sid, String(claims.jti)))) throw unauthenticated('invalid_token', 'invalid token');
+    return { claims, session };
+  }
+
+  // ---------------------------------------------------------------- validation
+
+  /**
+   * `validate_jwt_token`: `{is_valid: true, claims}` or an error, never
+   * `is_valid: false`. Access and refresh tokens must belong to a live
+   * session; id tokens too (so that revoked or deactivated users' tokens die
+   * at once). Errors: `invalid_argument` (`invalid_token_type`),
+   * `unauthenticated` (`invalid_token`), `permission_denied` (`missing_role`,
+   * `relation_denied`).
+   */
+  async validateJwtToken(input: {
+    token_type: string;
+    token: string;
+    roles?: readonly string[] | undefined;
+    required_relations?: readonly RequiredRelation[] | undefined;
+  }): Promise<{ is_valid: true; claims: Record<string, unknown> }> {
+    if (!(TOKEN_TYPES as readonly string[]).includes(input.token_type)) throw invalidArgument('invalid token type', 'invalid_token_type');
+    const { claims } = await this.#verifyLive(input.token, input.token_type as TokenType);
+    if (input.roles !== undefined && input.roles.length > 0) {
+      const raw = claims[this.#d.options.jwt.roleClaim] ?? claims['roles'];
+      const have = Array.isArray(raw) ? raw.map(String) : typeof raw === 'string' ? raw.split(',') : [];
+      for (const r of input.roles) if (!have.includes(r)) throw new LatchkeyError('permission_denied', 'unauthorized', { reason: 'missing_role' });
+    }
+    await this.#d.permissions.requireRelations(claims.sub, input.required_relations);
+    return { is_valid: true, claims: { ...claims } };
+  }
+
+  /** `validate_session`: `{is_valid: true, user}` for a live session cookie value, or an error. */
+  async validateSession(input: {
+    cookie?: string | undefined;
+    roles?: readonly string[] | undefined;
+    required_relations?: readonly RequiredRelation[] | undefined;
+  }, ctx: AuthCallContext = {}): Promise<{ is_valid: true; user: PublicUser }> {
+    const cookie = input.cookie !== undefined && input.cookie !== '' ? input.cookie : ctx.sessionCookie;
+    if (cookie === undefined) throw invalidArgument('cookie is required', 'missing_cookie');
+    const session = await this.#d.sessions.fromCookie(cookie);
+    if (session === undefined) throw unauthenticated('invalid_session', 'invalid session');
+    const user = await this.activeUser(session.user_id);
+    if (user === undefined) throw unauthenticated('invalid_session', 'invalid session');
+    if (input.roles !== undefined) for (const r of input.roles) if (!session.roles.includes(r)) throw new LatchkeyError('permission_denied', 'unauthorized', { reason: 'missing_role' });
+    await this.#d.permissions.requireRelations(user.id, input.required_relations);
+    return { is_valid: true, user: toPublicUser(user) };
+  }
+}
