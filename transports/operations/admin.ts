@@ -12,7 +12,7 @@
  */
 import { LatchkeyError } from '../../engine/errors.ts';
 import { ADMIN_COOKIE, AdminService, EMAIL_TEMPLATE_EVENTS, WEBHOOK_EVENTS, type AdminCallContext, type AuditEntry, type WebhookEvent } from '../../admin/index.ts';
-import type { StoreTransaction, UserRecord } from '../../auth/index.ts';
+import type { SignupRecorder, UserRecord } from '../../auth/index.ts';
 import { redactedConfig } from '../flags.ts';
 import type { RequestContext } from '../context.ts';
 import { EMPTY, MESSAGE, s } from '../shape.ts';
@@ -73,25 +73,43 @@ export async function recordUserEvent(
 }
 
 /**
- * For a change of the identity service that records a user event as part of
- * itself (sign-up: `user.signup`): the step that, given the change's SQL
- * transaction, writes the audit row and queues the webhook `webhook` in it,
- * and throws on failure so that the change rolls back with them (security
- * matrix E3); given no transaction (DynamoDB), records after the change as
- * {@link recordUserEvent} does. Undefined when no admin service is plugged in.
+ * The {@link SignupRecorder} of a user event that a change of the identity
+ * service records as part of itself (sign-up: `user.signup`): given the
+ * change's SQL transaction, it writes the audit row `entry` and queues the
+ * webhook `webhook` in it, and throws on failure so that the change rolls
+ * back with them (security matrix E3); given no transaction (DynamoDB), it
+ * records after the change through {@link AdminService.userEvent}, which
+ * reports a failure to `onError` instead of throwing. Undefined when no
+ * admin service is plugged in.
+ */
+export function adminEventRecorder(
+  admin: unknown,
+  event: { entry: (user: UserRecord) => AuditEntry; webhook?: WebhookEvent | undefined; onError: (err: unknown) => void },
+): SignupRecorder | undefined {
+  if (!(admin instanceof AdminService)) return undefined;
+  return async (user, transaction) => {
+    const entry = event.entry(user);
+    const webhook = event.webhook === undefined ? undefined : { event: event.webhook, user };
+    if (transaction === undefined) return admin.userEvent(entry, webhook, event.onError);
+    await admin.userEventInTransaction(transaction, entry, webhook);
+  };
+}
+
+/**
+ * For the identity rows: the {@link adminEventRecorder} of the user event
+ * `action` caused by the request, audited with its IP and user agent as
+ * {@link recordUserEvent} does.
  */
 export function userEventRecorder(
   ctx: RequestContext,
   action: string,
   options: { webhook?: WebhookEvent | undefined; metadata?: Record<string, unknown> | undefined } = {},
-): ((user: UserRecord, transaction: StoreTransaction | undefined) => Promise<void>) | undefined {
-  const admin = ctx.services.admin;
-  if (!(admin instanceof AdminService)) return undefined;
-  return async (user, transaction) => {
-    const o = { ...options, user, actorId: user.id };
-    if (transaction === undefined) return recordUserEvent(ctx, action, o);
-    await admin.userEventInTransaction(transaction, userEventEntry(ctx, action, o), options.webhook ? { event: options.webhook, user } : undefined);
-  };
+): SignupRecorder | undefined {
+  return adminEventRecorder(ctx.services.admin, {
+    entry: (user) => userEventEntry(ctx, action, { ...options, user, actorId: user.id }),
+    webhook: options.webhook,
+    onError: (err) => ctx.logger.error('user event not recorded', { action, err }),
+  });
 }
 
 /** The audit entry of a user event caused by the request. */

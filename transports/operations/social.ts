@@ -51,6 +51,7 @@ import {
 } from '../../auth/index.ts';
 import { AdminService, checkRedirectUri, type AuditEntry, type WebhookEvent } from '../../admin/index.ts';
 import { CookieSink } from '../context.ts';
+import { adminEventRecorder } from './admin.ts';
 import type { Config } from '../flags.ts';
 import type { HttpRouteRequest, HttpRouteResponse, Services } from '../services.ts';
 
@@ -151,26 +152,26 @@ export function plugSocialLogin(
       metadata: { ...o.metadata, protocol: 'oauth' },
     };
   };
+  const reportFailure = (request: HttpRouteRequest, action: string) => (err: unknown): void =>
+    services.logger.error('social login event not recorded', { action, request_id: request.requestId, err });
   const record = async (request: HttpRouteRequest, action: string, o: { user?: UserRecord | undefined; webhook?: WebhookEvent; metadata: Record<string, unknown> }): Promise<void> => {
     const admin = services.admin;
     if (!(admin instanceof AdminService)) return;
     await admin.userEvent(
       entryOf(request, action, o),
       o.webhook !== undefined && o.user !== undefined ? { event: o.webhook, user: o.user } : undefined,
-      (err) => services.logger.error('social login event not recorded', { action, request_id: request.requestId, err }),
+      reportFailure(request, action),
     );
   };
   // The user.signup event of a user the callback creates: in the transaction that stores it (SQL), so
   // that a crash or an outage leaves the user with its audit row and deliveries or neither (security
   // matrix E3); on DynamoDB right after it, as the other events.
-  const signupRecorder = (request: HttpRouteRequest, metadata: Record<string, unknown>): SignupRecorder | undefined => {
-    const admin = services.admin;
-    if (!(admin instanceof AdminService)) return undefined;
-    return async (user, transaction) => {
-      if (transaction === undefined) return record(request, 'user.signup', { user, webhook: 'user.signup', metadata });
-      await admin.userEventInTransaction(transaction, entryOf(request, 'user.signup', { user, metadata }), { event: 'user.signup', user });
-    };
-  };
+  const signupRecorder = (request: HttpRouteRequest, metadata: Record<string, unknown>): SignupRecorder | undefined =>
+    adminEventRecorder(services.admin, {
+      entry: (user) => entryOf(request, 'user.signup', { user, metadata }),
+      webhook: 'user.signup',
+      onError: reportFailure(request, 'user.signup'),
+    });
 
   const badRequest = (request: HttpRouteRequest, thrown: unknown, cookies?: readonly string[]): HttpRouteResponse => {
     const err = dependencyError(thrown) ?? thrown;
