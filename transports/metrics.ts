@@ -15,6 +15,12 @@ export interface Metrics {
    * reason (a fixed set, see docs/errors.md), else its code.
    */
   securityEvent(reason: string): void;
+  /**
+   * Registers a counter without labels whose value is `read()` when the
+   * metrics are scraped: for a count kept as a plain integer where each
+   * request counts (no label lookup per request).
+   */
+  countOf(name: string, help: string, read: () => number): void;
   /** The exposition text and its content type. */
   render(): Promise<{ contentType: string; body: string }>;
 }
@@ -129,6 +135,16 @@ export function createMetrics(): Metrics {
     },
     securityEvent(reason) {
       security.labels(reason).inc();
+    },
+    countOf(name, help, read) {
+      register({
+        name,
+        help,
+        type: 'counter',
+        aggregator: 'sum',
+        get: async (): Promise<Exported> => ({ name, help, type: 'counter', values: [{ labels: {}, value: read() }], aggregator: 'sum' }),
+        reset: () => undefined,
+      });
     },
     async render() {
       return { contentType: registry.contentType, body: await registry.metrics() };

@@ -288,6 +288,7 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
       corsHeadersOf(req, res);
     };
     fastPaths.push((req, res) => api.fast(req, res, beginOpenfga));
+    metrics.countOf('latchkey_openfga_fast_path_requests_total', 'OpenFGA API requests served by its fast path, without express', () => api.stats.fastServed);
   }
 
   // REST first (the hot path): one precomputed map, path → method → row. Mounted only while gRPC is enabled (spec).
