@@ -7,6 +7,7 @@
  * transaction before it is held (PostgreSQL `pg_sleep`, MySQL/MariaDB
  * `SLEEP`, SQLite a long recursive query).
  */
+import type { ExecutionContext } from 'ava';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -123,11 +124,28 @@ export async function deliveriesDue(sequelize: Sequelize): Promise<void> {
   await sequelize.query("UPDATE webhook_deliveries SET lease_until = ? WHERE status = 'delivering'", { replacements: [Date.now() - 1] });
 }
 
-/** Waits until the receiver has a `user.signup` post for each of `emails` (or 25 s have passed). */
-export async function allDelivered(receiver: Receiver, emails: Iterable<string>): Promise<void> {
+/**
+ * Waits until the receiver has a `user.signup` post for each of `emails` (or 25 s have passed), then
+ * asserts that each arrived once, under the id it was stored with (`stored`, from {@link storedDeliveries}).
+ */
+export async function deliveredAsStored(t: ExecutionContext, receiver: Receiver, stored: Map<string, string[]>, emails: Iterable<string>): Promise<void> {
   const want = [...emails];
   const deadline = Date.now() + 25_000;
   while (want.some((e) => !receivedDeliveries(receiver).has(e)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  const arrived = receivedDeliveries(receiver);
+  for (const email of want) t.deepEqual([...(arrived.get(email) ?? [])], stored.get(email), `the user.signup delivery of ${email}`);
+}
+
+/**
+ * The receiver, down across the kills and restarts, is back: the `user.signup` deliveries stored
+ * now are made due ({@link deliveriesDue}) and the one of each of `emails` must arrive, once, under
+ * the id it was stored with.
+ */
+export async function deliveriesResume(t: ExecutionContext, sequelize: Sequelize, receiver: Receiver, emails: Iterable<string>): Promise<void> {
+  const stored = await storedDeliveries(sequelize);
+  receiver.down = false;
+  await deliveriesDue(sequelize);
+  await deliveredAsStored(t, receiver, stored, emails);
 }
 
 export async function exited(child: ChildProcess): Promise<void> {

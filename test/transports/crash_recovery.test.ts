@@ -42,14 +42,14 @@ import {
   DSL,
   PASSWORD,
   addSignupWebhook,
-  allDelivered,
   count,
+  deliveredAsStored,
   deliveriesDue,
+  deliveriesResume,
   exited,
   launch,
   post,
   ready,
-  receivedDeliveries,
   serverFlags,
   stallOf,
   storedDeliveries,
@@ -155,9 +155,7 @@ async function scenario(t: import('ava').ExecutionContext, backend: SqlBackend):
   for (const email of queued) t.is(mailsTo(email), 1, `verification mail of ${email}`);
   t.is(await count(sequelize, "SELECT COUNT(*) AS n FROM mail_outbox WHERE status = 'pending'"), 0, 'outbox drained');
   // Webhook deliveries resume: each queued before the kill arrives, under the id it was queued with.
-  await allDelivered(receiver, pending.keys());
-  const arrived = receivedDeliveries(receiver);
-  for (const [email, ids] of pending) t.deepEqual([...(arrived.get(email) ?? [])], ids, `the user.signup delivery of ${email}`);
+  await deliveredAsStored(t, receiver, pending, pending.keys());
   t.log(`${backend}: ${signedUp.length} sign-ups and ${batches.length} batches acknowledged of ${n} tried; ${queued.size} mails and ${pending.size} webhook deliveries resumed (${claimed.length} mails claimed at the kill)`);
   child.kill('SIGTERM');
   await exited(child);
@@ -238,12 +236,7 @@ async function faultPoint(t: import('ava').ExecutionContext, backend: SqlBackend
   t.is(mailsTo('first@crash.test'), 1);
   t.like(await new AuditLog({ sequelize }).verifyChain(), { ok: true }, 'the audit chain is whole');
   // The receiver is back: every sign-up's delivery, pending across the kills and restarts, arrives once.
-  const pending = await storedDeliveries(sequelize);
-  receiver.down = false;
-  await deliveriesDue(sequelize);
-  await allDelivered(receiver, signedUp);
-  const arrived = receivedDeliveries(receiver);
-  for (const email of signedUp) t.deepEqual([...(arrived.get(email) ?? [])], pending.get(email), `the user.signup delivery of ${email}`);
+  await deliveriesResume(t, sequelize, receiver, signedUp);
   child.kill('SIGTERM');
   await exited(child);
 }

@@ -28,7 +28,7 @@ import { freePort } from '../helpers/instances.ts';
 import { CookieJar, drive, landingParams, request, startOidcProvider, type OidcProvider } from '../helpers/social.ts';
 import { mailsTo, startSmtp, type Smtp } from '../admin/smtp.ts';
 import { startReceiver } from '../admin/receiver.ts';
-import { addSignupWebhook, allDelivered, count, deliveriesDue, exited, launch, post, ready, receivedDeliveries, serverFlags, stallOf, storedDeliveries } from '../helpers/crash.ts';
+import { addSignupWebhook, count, deliveriesResume, exited, launch, post, ready, serverFlags, stallOf, storedDeliveries } from '../helpers/crash.ts';
 
 type Rows = Record<string, number>;
 
@@ -201,12 +201,7 @@ async function faultPoints(t: ExecutionContext, backend: SqlBackend, flowOf: (t:
   }
   t.like(await new AuditLog({ sequelize }).verifyChain(), { ok: true }, 'the audit chain is whole');
   // The receiver is back: every sign-up's delivery, pending across the kills and restarts, arrives once.
-  const pending = await storedDeliveries(sequelize);
-  receiver.down = false;
-  await deliveriesDue(sequelize);
-  await allDelivered(receiver, signedUp);
-  const arrived = receivedDeliveries(receiver);
-  for (const email of signedUp) t.deepEqual([...(arrived.get(email) ?? [])], pending.get(email), `the user.signup delivery of ${email}`);
+  await deliveriesResume(t, sequelize, receiver, signedUp);
   w.child.kill('SIGTERM');
   await exited(w.child);
 }
