@@ -22,6 +22,13 @@ import { FGA_CODES, validateTupleForWrite } from './validation.ts';
  * without I/O and as fresh as the wrapper's own `latestModelId` would answer;
  * `undefined` when not known (the caller then awaits `latestModelId`).
  */
+/** The two results of a check, shared and frozen: a caller cannot change another's answer. */
+const ALLOWED: { readonly allowed: boolean } = Object.freeze({ allowed: true });
+const DENIED: { readonly allowed: boolean } = Object.freeze({ allowed: false });
+const answer = (allowed: boolean): { readonly allowed: boolean } => (allowed ? ALLOWED : DENIED);
+const ALLOWED_SETTLED = Promise.resolve(ALLOWED);
+const DENIED_SETTLED = Promise.resolve(DENIED);
+
 /**
  * Implemented by a store wrapper that answers from memory (the check cache,
  * the graph mirror): whether it has caught up with a store revision (a
@@ -493,12 +500,12 @@ export class CheckPath {
    * `Engine.checkSync`); throws `failed_precondition` with reason
    * `sync_unavailable` when it is not.
    */
-  checkSync(req: CheckInput): { allowed: boolean } {
+  checkSync(req: CheckInput): { readonly allowed: boolean } {
     if (req === null || typeof req !== 'object') throw invalid('check request must be an object', { reason: 'invalid_check_input' });
     const plain = this.#noContextualTuples(req);
     if (plain && this.#hits !== undefined) {
       const hit = this.#cachedAnswer(this.#hits, req);
-      if (hit !== undefined) return { allowed: hit.allowed && !hit.cycle };
+      if (hit !== undefined) return answer(hit.allowed && !hit.cycle);
     }
     if (req.context !== undefined && !isPlainObject(req.context)) throw invalid('context must be an object', { reason: 'invalid_context' });
     const ts = this.#typesystemNow(req.modelId);
@@ -512,7 +519,7 @@ export class CheckPath {
     if (plain) {
       const valid = this.#validate(ts, req);
       const allowed = this.#walk(ts, req, valid);
-      if (allowed !== undefined) return { allowed };
+      if (allowed !== undefined) return answer(allowed);
       r = this.#resolveOne(ts, undefined, req, true, valid) as ResolveCheckResult | undefined;
     } else {
       // Contextual tuples are validated before the request, as on the asynchronous path (prepare, then checkOne).
@@ -520,16 +527,32 @@ export class CheckPath {
       r = this.#resolveOne(ts, this.context(ts, prepared.reader, req.context, req.consistency), req, true) as ResolveCheckResult | undefined;
     }
     if (r === undefined) throw syncUnavailable('this check needs a read that is not synchronous here (a SQL store, a graph mirror catching up, or full consistency)');
-    return { allowed: r.allowed && !r.cycle };
+    return answer(r.allowed && !r.cycle);
   }
 
-  async check(req: CheckInput): Promise<{ allowed: boolean }> {
+  /**
+   * Check. An answer at hand without a read (a cache hit, the direct walk)
+   * is one of two settled promises shared by every call, of a frozen result:
+   * no promise, result or async frame is made for it.
+   */
+  check(req: CheckInput): Promise<{ readonly allowed: boolean }> {
     if (req !== null && typeof req === 'object') {
-      const warm = this.#warm(req);
-      if (warm !== undefined) return typeof warm === 'boolean' ? { allowed: warm } : { allowed: await warm };
+      let warm: boolean | Promise<boolean> | undefined;
+      try {
+        warm = this.#warm(req);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+      if (warm === true) return ALLOWED_SETTLED;
+      if (warm === false) return DENIED_SETTLED;
+      if (warm !== undefined) return warm.then(answer);
     }
+    return this.#checkCold(req);
+  }
+
+  async #checkCold(req: CheckInput): Promise<{ readonly allowed: boolean }> {
     const { ts, reader } = await this.prepare(req);
-    return { allowed: await this.checkOne(ts, this.context(ts, reader, req.context, req.consistency), req) };
+    return answer(await this.checkOne(ts, this.context(ts, reader, req.context, req.consistency), req));
   }
 
   /**

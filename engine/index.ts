@@ -131,9 +131,9 @@ export interface CheckRequest extends QueryOptions {
   object: string;
 }
 
-/** The answer of a Check. */
+/** The answer of a Check: frozen, and the same object for every answer alike (compare `allowed`, do not add to it). */
 export interface CheckResult {
-  allowed: boolean;
+  readonly allowed: boolean;
 }
 
 /** One answer of a BatchCheck, echoing its request. `error` is set (and `allowed` false) when that check failed. */

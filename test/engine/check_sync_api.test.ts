@@ -176,3 +176,21 @@ test('on a SQL store checkSync answers only where no read is needed: a fresh mir
   t.false((await cached.check(QUERIES[0]!)).allowed);
   t.false(cached.checkSync(QUERIES[0]!).allowed);
 });
+
+test('answers are frozen: a caller that tries to change its answer cannot change the next caller\'s, on check and checkSync, cold and cached', async (t) => {
+  const { engine, store } = await memoryEngine();
+  const cache = new CheckCache({ store, maxEntries: 100, revisionPollMs: 3_600_000 });
+  const cached = new Engine({ store: cache.store, resolver: cache.resolver() });
+  for (const e of [engine, cached]) {
+    for (const q of QUERIES.slice(0, 5)) {
+      const expected = (await engine.check(q)).allowed;
+      for (const answer of [await e.check(q), e.checkSync(q)]) {
+        t.true(Object.isFrozen(answer));
+        t.throws(() => ((answer as { allowed: boolean }).allowed = !expected), { instanceOf: TypeError });
+        t.is(answer.allowed, expected);
+      }
+      t.is((await e.check(q)).allowed, expected);
+      t.is(e.checkSync(q).allowed, expected);
+    }
+  }
+});
