@@ -77,6 +77,7 @@ const INVALID_TOKEN = (cause?: unknown): LatchkeyError =>
 
 const FORBIDDEN_HEADERS = ['jku', 'jwk', 'x5u', 'x5c'] as const;
 const VERIFIED_CACHE_SIZE = 10_000;
+const VERIFIED_KEY_LENGTH = 32;
 
 type CryptoKey = webcrypto.CryptoKey;
 type SigningKey = CryptoKey | Uint8Array;
@@ -95,14 +96,17 @@ export class TokenService {
   readonly #tolerance: number;
   readonly #now: () => number;
   /**
-   * Tokens whose signature and static claims were verified, by exact token
-   * text. A hit skips only the signature work (jose's async WebCrypto path,
-   * the cost of this function: ~10× a Map lookup plus the time checks); the
-   * time-dependent checks and the expected type are re-run on every call, and
-   * any changed byte is a different key, hence a full verification. Bounded,
+   * Tokens whose signature and static claims were verified. A hit skips only
+   * the signature work (jose's async WebCrypto path, the cost of this
+   * function: ~10× a Map lookup plus the time checks); the time-dependent
+   * checks and the expected type are re-run on every call. Keyed by the
+   * token's last 32 characters (part of its signature), as a token is a fresh
+   * string on every request and hashing all of it for the lookup cost more
+   * than the rest of a hit; an entry answers only the token it holds,
+   * compared whole, so any changed byte is a full verification. Bounded,
    * oldest entries evicted first.
    */
-  readonly #verified = new Map<string, TokenClaims>();
+  readonly #verified = new Map<string, { token: string; claims: TokenClaims }>();
 
   private constructor(init: {
     options: TokenOptions;
@@ -203,7 +207,9 @@ export class TokenService {
    */
   async verify(token: string, expectedType: TokenType): Promise<TokenClaims> {
     if (typeof token !== 'string' || token.length === 0 || token.length > 16384) throw INVALID_TOKEN();
-    const cached = this.#verified.get(token);
+    const key = token.length > VERIFIED_KEY_LENGTH ? token.slice(-VERIFIED_KEY_LENGTH) : token;
+    const entry = this.#verified.get(key);
+    const cached = entry !== undefined && entry.token === token ? entry.claims : undefined;
     if (cached !== undefined) {
       this.#checkTimes(cached);
       if (cached.token_type !== expectedType) throw INVALID_TOKEN();
@@ -238,7 +244,8 @@ export class TokenService {
       const oldest = this.#verified.keys().next();
       if (!oldest.done) this.#verified.delete(oldest.value);
     }
-    this.#verified.set(token, claims);
+    this.#verified.delete(key);
+    this.#verified.set(key, { token, claims });
     if (claims.token_type !== expectedType) throw INVALID_TOKEN();
     return claims;
   }
