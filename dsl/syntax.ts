@@ -2,10 +2,10 @@
  * Text → CST → model for one DSL file, with syntax diagnostics.
  * Never throws: lexer and parser failures become `syntax` diagnostics.
  */
-import type { IRecognitionException, IToken } from 'chevrotain';
+import { tokenMatcher, type IRecognitionException, type IToken } from 'chevrotain';
 import { diagnostic, type DslDiagnostic } from './diagnostics.ts';
 import { dslParser, parseTail, parseTokens } from './parser.ts';
-import { Condition, DefineLine, dslLexer, Extend, LParen, Newline, RParen, Type, Whitespace } from './tokens.ts';
+import { ButNot, Condition, DefineLine, dslLexer, Extend, From, FromOp, LBracket, LParen, Model, Module, Name, Newline, RBracket, Relations, RParen, Type, Whitespace, With } from './tokens.ts';
 import { visitFile, spanOf, type VisitedFile } from './visitor.ts';
 
 /**
@@ -126,12 +126,34 @@ function syntaxDiagnostic(e: IRecognitionException, tokens: IToken[], text: stri
       column: lastBreak === -1 ? (t.startColumn ?? 1) - 1 + at : at - lastBreak - 1,
       length: 'define'.length,
     };
+    // Where ANTLR matches a single token (the header's first, or `schema`
+    // after `model`) it reports a mismatch, not a failed prediction.
+    const index = tokens.indexOf(t);
+    const expected = beforeHeader(tokens, index) ? " expecting {'#', 'module', 'model'}" : tokens[index - 1]?.tokenType === Model ? " expecting 'schema'" : undefined;
+    if (expected !== undefined) return diagnostic('syntax', `mismatched input 'define'${expected}`, span);
+    // A relation left unfinished at the end of its line (no `:`, no operand
+    // after it, an unclosed `(`): ANTLR stops at the line break, which may
+    // be followed by blanks in its grammar.
+    const due = expecting(e);
+    // Inside `[...]`, which may span lines, the line break is matched and
+    // `define` is the offending token: extraneous after a type, a mismatch
+    // where a type is due.
+    if (due !== '' && due !== ' expecting <EOF>' && inRelations(tokens, index) && inBrackets(tokens, index)) {
+      const typeDue = tokens[index - 1]?.tokenType === LBracket || tokens[index - 1]?.tokenType.name === 'COMMA_WS' || tokens[index - 1]?.tokenType.name === 'COMMA';
+      return diagnostic('syntax', typeDue ? `mismatched input 'define'${due}` : `extraneous input 'define' expecting {',', WHITESPACE, ']'}`, span);
+    }
+    if (due !== '' && due !== ' expecting <EOF>' && inRelations(tokens, index)) {
+      const at = spanOf(t);
+      return diagnostic('syntax', `mismatched input '${display(breaks)}'${withBlanks(due)}`, { line: at.line, column: at.column, length: breaks.length });
+    }
     return diagnostic('syntax', `no viable alternative at input '${display(breaks)}define'`, span);
   }
   const index = tokens.indexOf(t);
   const moved = antlrOffending(tokens, index, expecting(e));
   if (moved !== undefined && moved.viable) {
     const span = spanOf(moved.token);
+    // `,` and `:` with their blanks are one token here; OpenFGA marks only the `,` or `:`.
+    if (moved.token.tokenType.name === 'COLON_WS' || moved.token.tokenType.name === 'COMMA_WS') span.length = 1;
     return diagnostic('syntax', `no viable alternative at input '${display(t.image)}${describe(moved.token)}'`, span);
   }
   if (moved !== undefined) {
@@ -153,17 +175,117 @@ function syntaxDiagnostic(e: IRecognitionException, tokens: IToken[], text: stri
   // "no viable alternative at input '<line break><token>'" (module conformance
   // case 01, syntax-error.fga); other failures as a mismatched input.
   // After `model` only `schema` can follow: a plain match in ANTLR, not a decision.
+  // Before the header, after the optional line breaks, ANTLR checks the
+  // token against the header's first tokens before predicting: a mismatch,
+  // reported as soon as the token is read (so before later bad characters).
+  // Inside a type restriction list, which may span lines, the line break is
+  // matched and the token after it is extraneous.
+  const expected = expecting(e);
   const message =
-    prev && prev.tokenType === Newline && expecting(e) !== " expecting 'schema'"
-      ? `no viable alternative at input '${display(prev.image)}${describe(t)}'`
-      : `mismatched input '${describe(t)}'${expecting(e)}`;
+    prev && prev.tokenType === Newline && beforeHeader(tokens, index)
+      ? `mismatched input '${describe(t)}' expecting {'#', 'module', 'model'}`
+      : prev && prev.tokenType === Newline && expected.includes("']'")
+        ? `extraneous input '${describe(t)}' expecting {',', WHITESPACE, ']'}`
+        : prev && prev.tokenType === Newline && expected !== " expecting 'schema'"
+          ? `no viable alternative at input '${display(prev.image)}${describe(t)}'`
+          : `mismatched input '${describe(t)}'${expected}`;
   const span = spanOf(t);
   span.length = describe(t).replace(/\\[nrt]/g, ' ').length;
   return diagnostic('syntax', message, span);
 }
 
+/** `expecting X` as OpenFGA's grammar says it where blanks may come first: `expecting {X, WHITESPACE}`. */
+function withBlanks(due: string): string {
+  const names = due.replace(/^ expecting /u, '').replace(/^\{(.*)\}$/u, '$1');
+  return ` expecting {${names}, WHITESPACE}`;
+}
+
+/** Whether `tokens[index]` is inside a `[` not closed on its relation's line. */
+function inBrackets(tokens: IToken[], index: number): boolean {
+  for (let i = index - 1; i >= 0; i--) {
+    const type = (tokens[i] as IToken).tokenType;
+    if (type === RBracket || type === DefineLine) return false;
+    if (type === LBracket) return true;
+  }
+  return false;
+}
+
+/**
+ * The operators (`OR_OP`, `AND_OP`, `BUT_NOT_OP`, `FROM_OP`, `WITH_OP`) met
+ * outside parentheses and brackets in the relation definition that
+ * `tokens[index]` continues on its `define` line; undefined off such a line.
+ */
+function operatorsSoFar(tokens: IToken[], index: number): Set<string> | undefined {
+  const ops = new Set<string>();
+  let depth = 0;
+  for (let i = index - 1; i >= 0; i--) {
+    const t = tokens[i] as IToken;
+    if (t.tokenType === DefineLine) return ops;
+    if (t.tokenType === Newline) return undefined;
+    if (t.tokenType === RParen || t.tokenType === RBracket) depth++;
+    else if (t.tokenType === LParen || t.tokenType === LBracket) depth--;
+    else if (depth === 0 && COMBINED_OPERATORS.has(t.tokenType.name)) ops.add(t.tokenType.name);
+  }
+  return undefined;
+}
+
+/** Whether ANTLR, in its loop of `op` (`OR_OP`, `AND_OP`), would take one more: no other operator so far (a tuple-to-userset is an operand). */
+function sameChain(tokens: IToken[], index: number, op: string): boolean {
+  const ops = operatorsSoFar(tokens, index);
+  return ops !== undefined && [...ops].every((o) => o === op || o === 'FROM_OP');
+}
+
+/** Whether only the first operand of the definition came so far (not a tuple-to-userset): where ANTLR enters a `but not`. */
+function firstOperandOnly(tokens: IToken[], index: number): boolean {
+  return operatorsSoFar(tokens, index)?.size === 0;
+}
+
+/**
+ * Whether `tokens[index]` lies in a type's relations: the nearest line
+ * before it that starts a declaration is `relations` or a `define` line.
+ */
+function inRelations(tokens: IToken[], index: number): boolean {
+  for (let i = index - 1; i >= 0; i--) {
+    const t = tokens[i] as IToken;
+    if (t.tokenType === DefineLine) return true;
+    if (t.tokenType !== Newline) continue;
+    const first = tokens[i + 1]?.tokenType;
+    if (first === Relations) return true;
+    if (first === Type || first === Condition || first === Extend || first === Model || first === Module) return false;
+  }
+  return false;
+}
+
+/** Whether only blanks and line breaks come before `tokens[index]` (the file's header is due). */
+function beforeHeader(tokens: IToken[], index: number): boolean {
+  for (let i = 0; i < index; i++) {
+    const type = (tokens[i] as IToken).tokenType;
+    if (type !== Newline && type !== Whitespace) return false;
+  }
+  return true;
+}
+
 const COMBINED_OPERATORS = new Set(['OR_OP', 'AND_OP', 'BUT_NOT_OP', 'FROM_OP', 'WITH_OP']);
 const BARE_OPERATORS = new Set(['OR', 'AND']);
+/** Operator keywords OpenFGA's grammar has between blanks; without the blank after them they are bare keyword tokens here. */
+const BARE_KEYWORDS = new Set(['OR', 'AND', 'BUT_NOT', 'FROM']);
+
+/**
+ * ANTLR stopped at `token` where blanks were due (after a keyword that must
+ * be followed by them): its text as ANTLR's token, a line break without the
+ * `define` that follows it here, `,` or `:` without their blanks.
+ */
+function stopAt(token: IToken): Moved {
+  const name = token.tokenType.name;
+  const length = token.tokenType === DefineLine ? token.image.lastIndexOf('define') : name === 'COLON_WS' || name === 'COMMA_WS' ? 1 : token.image.length;
+  return { token, skip: 0, length, expecting: ' expecting WHITESPACE' };
+}
+
+/** Whether blanks at `tokens[index]` follow a name that can start `name from tupleset` (one not already the end of a tuple-to-userset). */
+function startsTupleset(tokens: IToken[], index: number): boolean {
+  const name = tokens[index - 1];
+  return name !== undefined && tokenMatcher(name, Name) && tokens[index - 2]?.tokenType !== FromOp;
+}
 
 /**
  * Where OpenFGA's ANTLR parser stops when ours stops at `tokens[index]`, if
@@ -175,7 +297,14 @@ const BARE_OPERATORS = new Set(['OR', 'AND']);
  * - blanks before a bare `and`/`or` (at the end of a line): it enters the
  *   operator loop, takes the keyword and stops at the token after it;
  * - a line after `relations` that does not start with `define`: it predicts
- *   across the line break and finds no alternative at the line's first token.
+ *   across the line break and finds no alternative at the line's first token;
+ * - a keyword that must be followed by blanks (`define`, `with`, `from`,
+ *   `but not`, `and`, `or`) and is not, where ANTLR enters its rule (an
+ *   operator in parentheses; `from` after a name; `but not` after the first
+ *   operand; `and`/`or` continuing a chain of the same operator): it takes
+ *   the keyword and stops at the token after it, expecting blanks;
+ * - blanks and an operator right after `(`: it skips the optional blanks and
+ *   stops at the operator.
  * Measured over mutated and generated models in
  * test/dsl/differential_positions.test.ts.
  */
@@ -186,21 +315,40 @@ function antlrOffending(tokens: IToken[], index: number, expected: string): Move
   if (t === undefined) return undefined;
   const prev = tokens[index - 1];
   const next = tokens[index + 1];
-  if (t.tokenType === Newline && expected === " expecting 'define'" && next !== undefined) return { token: next, viable: true };
-  if (COMBINED_OPERATORS.has(t.tokenType.name) && (index === 0 || ["':'", "')'", "']'", 'IDENTIFIER', 'WHITESPACE'].some((x) => expected === ` expecting ${x}`))) {
+  if (t.tokenType === Newline && expected === " expecting 'define'" && next !== undefined) {
+    // `define` not followed by blanks: ANTLR takes the keyword and stops at what follows it.
+    const after = tokens[index + 2];
+    if (next.image === 'define' && after !== undefined) return stopAt(after);
+    return { token: next, viable: true };
+  }
+  if (COMBINED_OPERATORS.has(t.tokenType.name) && (index === 0 || prev?.tokenType === LParen || ["':'", "')'", "']'", 'IDENTIFIER', 'WHITESPACE'].some((x) => expected === ` expecting ${x}`))) {
     return { token: t, skip: /^[ \t\f]*/u.exec(t.image)?.[0].length ?? 0 };
   }
   if (t.tokenType === Whitespace) {
     const after = tokens[index + 2];
-    if (expected === ' expecting <EOF>' && next !== undefined && BARE_OPERATORS.has(next.tokenType.name) && after !== undefined) {
-      // ANTLR's line break token ends before `define`.
-      return { token: after, skip: 0, length: after.tokenType === DefineLine ? after.image.lastIndexOf('define') : after.image.length, expecting: ' expecting WHITESPACE' };
+    if (
+      expected === ' expecting <EOF>' &&
+      next !== undefined &&
+      after !== undefined &&
+      inRelations(tokens, index) &&
+      ((BARE_OPERATORS.has(next.tokenType.name) && sameChain(tokens, index, `${next.tokenType.name}_OP`)) ||
+        (next.tokenType === From && startsTupleset(tokens, index)) ||
+        (next.tokenType === ButNot && firstOperandOnly(tokens, index)))
+    ) {
+      return stopAt(after);
     }
     // Blanks before the header are optional in ANTLR's grammar.
     if (index === 0 && next !== undefined) return { token: next, skip: 0 };
   }
+  // Inside parentheses, blanks and an operator keyword without blanks after
+  // it: ANTLR takes the keyword and stops at what follows it.
+  if (expected === " expecting ')'" && BARE_KEYWORDS.has(t.tokenType.name) && prev?.tokenType === Whitespace && next !== undefined) {
+    return stopAt(next);
+  }
   // `define` must be followed by blanks: ANTLR takes the keyword and stops at what follows it.
-  if (t.image === 'define' && prev?.tokenType === Newline && next !== undefined && next.tokenType !== Newline) return { token: next, skip: 0, expecting: ' expecting WHITESPACE' };
+  if (t.image === 'define' && prev?.tokenType === Newline && next !== undefined && inRelations(tokens, index)) return stopAt(next);
+  // `with` must be followed by blanks too (`[user with c]`).
+  if (t.tokenType === With && prev?.tokenType === Whitespace && next !== undefined) return stopAt(next);
   // A line break after a trailing `or`/`and`: ANTLR is in the operator loop, waiting for blanks.
   if (t.tokenType === DefineLine && prev !== undefined && BARE_OPERATORS.has(prev.tokenType.name)) {
     return { token: t, skip: 0, length: t.image.lastIndexOf('define'), expecting: ' expecting WHITESPACE' };

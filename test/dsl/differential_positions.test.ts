@@ -113,6 +113,23 @@ const KINDS: Array<[string, string, Pos]> = [
   ['syntax: text before the header', ' from model\n  schema 1.1\n', { kind: 'syntax', line: 0, start: 1, end: 5 }],
   ['syntax: a condition without its closing brace (end of file)', MODEL('    define viewer: [user with c]\n', 'condition c(x: int) {\n  x < 1\n'), { kind: 'syntax', line: 11, start: 0, end: 5 }],
   ['syntax: a character no token starts with', MODEL('    define viewer: [us"er]\n'), { kind: 'syntax', line: 8, start: 22, end: 22 }],
+  ['syntax: text before the header, then a bad character (the header error comes first)', '\ndefine a\nmodel\n  schema 1.1\ntype u@\n', { kind: 'syntax', line: 1, start: 0, end: 6 }],
+  ['syntax: `define` after `model`', 'model\n  define schema 1.1\n', { kind: 'syntax', line: 1, start: 2, end: 8 }],
+  ['syntax: `define` without blanks after it, first relation', MODEL('    define) viewer: [user]\n'), { kind: 'syntax', line: 8, start: 10, end: 11 }],
+  ['syntax: `define` at the end of its line', MODEL('    define\n    define viewer: [user]\n'), { kind: 'syntax', line: 8, start: 10, end: 15 }],
+  ['syntax: a relation name without `:` at the end of its line', MODEL('    define viewer\n    define editor: [user]\n'), { kind: 'syntax', line: 8, start: 17, end: 22 }],
+  ['syntax: a `(` left open at the end of the line', MODEL('    define viewer: ([user]\n    define editor: [user]\n'), { kind: 'syntax', line: 8, start: 26, end: 31 }],
+  ['syntax: no operand after `:`', MODEL('    define viewer: \n    define editor: [user]\n'), { kind: 'syntax', line: 8, start: 18, end: 23 }],
+  ['syntax: `but not` without blanks after it, in parentheses', MODEL('    define viewer: ([user] but notmember)\n'), { kind: 'syntax', line: 8, start: 34, end: 40 }],
+  ['syntax: `from` without blanks after it', MODEL('    define viewer: [user] or member from: parent\n'), { kind: 'syntax', line: 8, start: 40, end: 41 }],
+  ['syntax: `from` at the end of the line', MODEL('    define viewer: member from\n'), { kind: 'syntax', line: 8, start: 30, end: 31 }],
+  ['syntax: `with` without blanks after it', MODEL('    define viewer: [user with,user]\n'), { kind: 'syntax', line: 8, start: 29, end: 30 }],
+  ['syntax: a stray name after a line break in a restriction list', MODEL('    define viewer: [user\n  x]\n'), { kind: 'syntax', line: 9, start: 2, end: 3 }],
+  ['syntax: a restriction list left open before the next relation', MODEL('    define viewer: [user,\n    define editor: [user]\n'), { kind: 'syntax', line: 9, start: 4, end: 10 }],
+  ['syntax: blanks then an operator right after `(`', MODEL('    define z: (  or a\n'), { kind: 'syntax', line: 8, start: 17, end: 19 }],
+  ['syntax: a trailing `but not` after the first operand', MODEL('    define viewer: [user] but not \n'), { kind: 'syntax', line: 8, start: 33, end: 34 }],
+  ['syntax: a trailing `or` after an intersection', MODEL('    define viewer: [user] and member or \n'), { kind: 'syntax', line: 8, start: 36, end: 37 }],
+  ['syntax: an operator after a type name', 'model\n  schema 1.1\ntype user and \n', { kind: 'syntax', line: 2, start: 9, end: 10 }],
 ];
 
 /**
@@ -121,22 +138,11 @@ const KINDS: Array<[string, string, Pos]> = [
  * input and keeps blanks as tokens of their own; our parser decides with a
  * fixed lookahead and keeps blanks inside operator tokens. Where the two stop
  * at different tokens and no local rule maps one onto the other, the case is
- * here. [name, text, reference position, our position].
+ * here. [name, text, reference position, our position]. None is known at
+ * present: the last two (blanks and an operator right after `(`, a trailing
+ * `but not` after the first operand) are matched now and are among KINDS.
  */
-const SYNTAX_DIFFERENT: Array<[string, string, Pos, Pos]> = [
-  [
-    'blanks then an operator right after `(`: ANTLR takes the blanks as optional and calls the operator extraneous; we stop at the blanks, where an operand is due (mapping blanks to the operator here made other cases worse over the corpus)',
-    MODEL('    define z: (  or a\n'),
-    { kind: 'syntax', line: 8, start: 17, end: 19 },
-    { kind: 'syntax', line: 8, start: 15, end: 17 },
-  ],
-  [
-    'a trailing `but not`: ANTLR enters the exclusion and waits for blanks at the line break, but after an intersection or a tupleset it leaves the rule at the blank before `but not`; we always stop at that blank',
-    MODEL('    define viewer: [user] but not \n'),
-    { kind: 'syntax', line: 8, start: 33, end: 34 },
-    { kind: 'syntax', line: 8, start: 25, end: 26 },
-  ],
-];
+const SYNTAX_DIFFERENT: Array<[string, string, Pos, Pos]> = [];
 
 for (const [name, text, refPos, ourPos] of SYNTAX_DIFFERENT) {
   test(`known syntax position difference: ${name}`, (t) => {
@@ -160,8 +166,12 @@ for (const [name, text, expected] of KINDS) {
   });
 }
 
-/** Agreement floors, below the measured rates (see the log). */
-const FLOORS: Record<string, number> = { syntax: 0.97, semantic: 0.98 };
+/**
+ * Agreement floors, just below the measured rates (see the log): with `CI`
+ * set, syntax 1420/1420 and semantic 458/459; over other seeds the syntax
+ * rate was 99.6 to 99.9%.
+ */
+const FLOORS: Record<string, number> = { syntax: 0.995, semantic: 0.995 };
 
 test('generated and mutated texts: the same kind and position as the reference, per error kind', (t) => {
   const texts: string[] = [];
