@@ -115,19 +115,44 @@ export function parseCookieHeader(header: string | undefined): Record<string, st
   return out;
 }
 
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+/**
+ * The token of an `Authorization: Bearer …` header, remembered for the
+ * header it came from: a client sends the same header on every request of a
+ * keep-alive connection, and comparing it with the last one costs far less
+ * than matching the whole token again. One per connection.
+ */
+export class BearerMemo {
+  #header: string | undefined;
+  #token: string | undefined;
+
+  /** The bearer token of `authorization`, or undefined when it is not of the Bearer scheme. */
+  of(authorization: string): string | undefined {
+    if (authorization === this.#header) return this.#token;
+    const token = BEARER.exec(authorization)?.[1] || undefined;
+    this.#header = authorization;
+    this.#token = token;
+    return token;
+  }
+}
+
 /** Builds the neutral credentials from raw header values (shared by every transport). */
-export function extractCredentials(headers: {
-  authorization?: string | undefined;
-  cookie?: string | undefined;
-  adminSecret?: string | undefined;
-}): Credentials {
+export function extractCredentials(
+  headers: {
+    authorization?: string | undefined;
+    cookie?: string | undefined;
+    adminSecret?: string | undefined;
+  },
+  memo?: BearerMemo,
+): Credentials {
   const creds: { bearer?: string; cookies: Record<string, string>; adminSecret?: string } = {
     cookies: parseCookieHeader(headers.cookie),
   };
   const auth = headers.authorization;
   if (auth !== undefined) {
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
-    if (m?.[1]) creds.bearer = m[1];
+    const bearer = memo === undefined ? BEARER.exec(auth)?.[1] || undefined : memo.of(auth);
+    if (bearer !== undefined) creds.bearer = bearer;
   }
   if (headers.adminSecret !== undefined) creds.adminSecret = headers.adminSecret;
   return creds;

@@ -8,7 +8,7 @@
  * express, each answered as express answers them.
  */
 import { request } from 'node:http';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import fc from 'fast-check';
 import { defineOperation, s, type AnyOperation } from '../../transports/index.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
@@ -57,17 +57,22 @@ function comparable(a: Answer): Record<string, unknown> {
 }
 
 let server: TestServer;
+/** A server with a list of allowed origins: an allowed origin is echoed with credentials and `Vary: Origin`. */
+let listed: TestServer;
+const LISTED_ORIGINS = ['http://app.example', 'https://*.example.org'];
 test.before(async () => {
   server = await startTestServer({}, { extraOperations: ECHO });
+  listed = await startTestServer({ 'allowed-origins': LISTED_ORIGINS.join(',') }, { extraOperations: ECHO });
 });
 test.after.always(async () => {
   await server?.close();
+  await listed?.close();
 });
 
 const BOM = '\uFEFF';
 
-test('the fast path answers every request as the express stack does (same status, body and headers)', async (t) => {
-  const base = server.httpUrl;
+/** Random requests to the fast path and to express: the same status, body and headers, and a request id on each. */
+async function sameAnswers(t: ExecutionContext, base: string, origins: readonly (string | undefined)[]): Promise<void> {
   const payload = fc.oneof(
     fc.record({ text: fc.string({ maxLength: 80 }), n: fc.option(fc.integer({ min: -5, max: 2000 }), { nil: undefined }), tags: fc.option(fc.array(fc.string({ maxLength: 20 }), { maxLength: 6 }), { nil: undefined }) }).map((v) => JSON.stringify(v)),
     fc.json(),
@@ -89,7 +94,7 @@ test('the fast path answers every request as the express stack does (same status
       { weight: 6, arbitrary: fc.constantFrom('application/json', 'application/json; charset=utf-8', 'Application/JSON; charset="UTF-8"') },
       { weight: 1, arbitrary: fc.constantFrom(undefined, 'application/json;charset=latin1', 'text/plain', 'application/x-www-form-urlencoded') },
     ),
-    origin: fc.oneof({ weight: 5, arbitrary: fc.constant(base) }, { weight: 2, arbitrary: fc.constantFrom(undefined, 'null', 'http://evil.example', 'not a url', 'HTTP://127.0.0.1:1') }),
+    origin: fc.oneof({ weight: 5, arbitrary: fc.constant(base) }, { weight: 3, arbitrary: fc.constantFrom(...origins) }),
     referer: fc.option(fc.constantFrom(`${base}/app`, 'http://evil.example/x', '::'), { nil: undefined }),
     authorization: fc.option(fc.constantFrom('Bearer not.a.token', 'Basic abc', 'Bearer '), { nil: undefined }),
     query: fc.constantFrom('', '?a=1', '?'),
@@ -107,9 +112,28 @@ test('the fast path answers every request as the express stack does (same status
       const slow = await send(base, r.target.method, `${r.target.path}/${r.query}`, headers, body);
       t.deepEqual(comparable(fast), comparable(slow), JSON.stringify(r));
       t.true(fast.status < 500, `${fast.status} ${fast.body}`);
+      t.regex(String(fast.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+      t.is(Number(fast.headers['content-length']), Buffer.byteLength(fast.body));
     }),
     { numRuns: process.env['CI'] !== undefined ? 300 : 100 },
   );
+}
+
+const ODD_ORIGINS = [undefined, 'null', 'http://evil.example', 'not a url', 'HTTP://127.0.0.1:1'];
+
+test('the fast path answers every request as the express stack does (same status, body and headers)', async (t) => {
+  await sameAnswers(t, server.httpUrl, ODD_ORIGINS);
+});
+
+test('with a list of allowed origins too: an allowed origin echoed with credentials and Vary, another refused, alike on both paths', async (t) => {
+  await sameAnswers(t, listed.httpUrl, [...ODD_ORIGINS, 'http://app.example', 'https://a.example.org', 'https://a.b.example.org']);
+  const body = Buffer.from('{"text":"hi"}');
+  const ok = await send(listed.httpUrl, 'POST', '/v1/test/fast_echo', { 'content-type': 'application/json', origin: 'http://app.example', 'content-length': String(body.length) }, body);
+  t.is(ok.status, 200, ok.body);
+  t.is(ok.headers['access-control-allow-origin'], 'http://app.example');
+  t.is(ok.headers['access-control-allow-credentials'], 'true');
+  t.is(ok.headers['vary'], 'Origin');
+  t.is(ok.headers['x-frame-options'], 'DENY');
 });
 
 test('a row served by the fast path keeps its guards: CSRF, media type, malformed JSON, and a well-formed call succeeds', async (t) => {

@@ -6,11 +6,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { createHandler } from 'graphql-http/lib/use/express';
 import { GraphQLError, NoSchemaIntrospectionCustomRule, parse, specifiedRules, validate, type DocumentNode, type ValidationRule } from 'graphql';
 import { dependencyError, LatchkeyError } from '../../engine/errors.ts';
-import { CookieSink, extractCredentials, type Credentials } from '../context.ts';
+import { BearerMemo, CookieSink, extractCredentials, type Credentials } from '../context.ts';
 import type { ClientIpResolver } from '../client_ip.ts';
 import type { Config } from '../flags.ts';
 import { SECURITY_EVENT_CODES, type Metrics } from '../metrics.ts';
@@ -25,7 +26,7 @@ import { PLAYGROUND_HEADERS, PLAYGROUND_HTML, playgroundAssets } from './playgro
 import { Engine } from '../../engine/index.ts';
 import { openfgaApi, type OpenfgaApi } from '../openfga/index.ts';
 import { rateLimitKey } from '../client_ip.ts';
-import { cors, corsHeaders, csrf, csrfRefusal, locals, rateLimit, SECURITY_HEADERS, sendError, sendGraphqlError, type HttpLocals, type Reject } from './guards.ts';
+import { cors, corsAnswer, corsHeaders, csrf, csrfRefusal, headersNow, locals, rateLimit, SECURITY_HEADERS, sendError, sendGraphqlError, sendJson, type HttpLocals, type Reject } from './guards.ts';
 import { restFastPath } from './rest_fast.ts';
 
 export interface HttpAppOptions {
@@ -46,6 +47,8 @@ const MAX_CACHED_QUERY = 16 * 1024;
 const MAX_QUERY_TOKENS = 10_000;
 const MAX_CACHED_DOCUMENTS = 500;
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+/** Each connection's BearerMemo (context.ts), on its socket. */
+const BEARER_MEMO = Symbol('latchkey.bearerMemo');
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\b/i;
 
 /**
@@ -72,7 +75,9 @@ class HttpCallInfo implements CallInfo {
     this.requestId = l.requestId;
     this.clientIp = l.clientIp;
     this.userAgent = h['user-agent'] ?? '';
-    this.credentials = extractCredentials({ authorization: h.authorization, cookie: h.cookie, adminSecret: Array.isArray(admin) ? admin[0] : admin });
+    const socket = req.socket as Socket & { [BEARER_MEMO]?: BearerMemo };
+    const memo = (socket[BEARER_MEMO] ??= new BearerMemo());
+    this.credentials = extractCredentials({ authorization: h.authorization, cookie: h.cookie, adminSecret: Array.isArray(admin) ? admin[0] : admin }, memo);
     this.#res = res;
   }
 
@@ -156,6 +161,7 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
     l.started = performance.now();
     l.requestId = requestId;
     l.clientIp = o.clientIp(req.socket.remoteAddress, Array.isArray(xff) ? xff.join(',') : xff);
+    if (l.deferred === true) return l;
     res.setHeader('x-request-id', requestId);
     for (const k in SECURITY_HEADERS) res.setHeader(k, SECURITY_HEADERS[k] as string);
     return l;
@@ -265,11 +271,10 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
     pipeline.run(op, info, input).then(
       (out) => {
         flush(res, cookies);
-        res.statusCode = 200;
-        res.setHeader('content-type', 'application/json; charset=utf-8');
-        res.end(JSON.stringify(out));
+        sendJson(res, l, JSON.stringify(out));
       },
       (err: LatchkeyError) => {
+        headersNow(res, l);
         flush(res, cookies);
         sendError(res, err);
       },
@@ -279,6 +284,7 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
   /** Requests served without express (each returns false, touching nothing, for any other request). */
   const fastPaths: ((req: IncomingMessage, res: ServerResponse) => boolean)[] = [];
   const corsHeadersOf = corsHeaders(config.allowedOrigins);
+  const corsAnswerOf = corsAnswer(config.allowedOrigins);
   const beginFast = (req: IncomingMessage, res: ServerResponse): HttpLocals => begin(req, res, ((res as ServerResponse & { locals?: HttpLocals }).locals = {} as HttpLocals));
   if (openfga !== undefined) {
     const api = openfga;
@@ -316,11 +322,16 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
       fastPaths.push(restFastPath({
         routes,
         bodyLimit: config.httpBodyLimit,
-        begin: beginFast,
-        cors: corsHeadersOf,
+        // The request id, security and CORS headers are written with the answer (guards.ts sendJson, headersNow).
+        begin: (req, res) => {
+          const l = begin(req, res, ((res as ServerResponse & { locals?: HttpLocals }).locals = { deferred: true } as HttpLocals));
+          l.cors = corsAnswerOf(req);
+          return l;
+        },
         csrf: csrfRefusal(config.allowedOrigins),
         rateLimiter: o.rateLimiter,
         reject: (res, l, err) => {
+          headersNow(res, l);
           sendError(res, err);
           count('rest', l, err);
         },

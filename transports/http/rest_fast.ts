@@ -5,7 +5,9 @@
  * `app.ts`: request id, client IP and security headers, CORS headers, the
  * per-IP rate limit, the CSRF origin check, the JSON body (limit, media type,
  * strict parse), then the pipeline. Each guard is the very function the
- * express middleware calls (guards.ts), so the two paths cannot drift.
+ * express middleware calls (guards.ts), so the two paths cannot drift. The
+ * request id, security and CORS headers are written with the answer in one
+ * `writeHead` (guards.ts `sendJson`, `headersNow`).
  *
  * Why: express 5 alone (its router, the request/response prototype swap,
  * body-parser and raw-body) costs about as much CPU per request as the whole
@@ -36,10 +38,12 @@ export interface RestFastPathOptions {
   routes: ReadonlyMap<string, ReadonlyMap<string, AnyOperation>>;
   /** `--http-body-limit`, bytes. */
   bodyLimit: number;
-  /** Request id, client IP, start time and security headers (the first express middleware). */
+  /**
+   * Request id, client IP, start time, and the security and CORS headers (the
+   * first express middlewares), which may be deferred to the answer
+   * (guards.ts `HttpLocals.deferred`).
+   */
   begin(req: IncomingMessage, res: ServerResponse): HttpLocals;
-  /** CORS response headers (guards.ts `corsHeaders`). */
-  cors(req: IncomingMessage, res: ServerResponse): void;
   /** The CSRF refusal or undefined (guards.ts `csrfRefusal`). */
   csrf(req: IncomingMessage, path: string): LatchkeyError | undefined;
   rateLimiter: RateLimiter;
@@ -99,7 +103,6 @@ export function restFastPath(o: RestFastPathOptions): (req: IncomingMessage, res
     }
 
     const locals = o.begin(req, res);
-    o.cors(req, res);
     const limiter = o.rateLimiter;
     if (limiter.takeNow !== undefined) {
       // Counts kept in this process: decided at once, without a promise.
