@@ -3,8 +3,8 @@
  * identity service needs (check_permissions, list_permissions and the
  * `required_relations` of session and validation operations).
  */
-import type { Engine, TupleKey } from '../engine/index.ts';
-import { checkContext, type PermissionEngine, type WireTuple } from './permissions.ts';
+import type { CheckRequest, Engine, TupleKey } from '../engine/index.ts';
+import { checkContext, type PermissionCheck, type PermissionEngine, type WireTuple } from './permissions.ts';
 
 /**
  * Wraps an engine. A check the engine cannot answer (invalid object, unknown
@@ -16,20 +16,14 @@ import { checkContext, type PermissionEngine, type WireTuple } from './permissio
 export function engineAsPermissionEngine(engine: Engine): PermissionEngine {
   return {
     async batchCheck(requests) {
+      // One check (check_permissions' usual call, required_relations of one): Check answers it as the batch would,
+      // with its error thrown as the batch's item error is, and a warm answer costs no batch bookkeeping.
+      if (requests.length === 1) return [(await engine.check(engineRequest(requests[0]!))).allowed];
       const out: boolean[] = [];
       // The engine's batch cap is 100 by default; larger inputs (never from the wire) are chunked.
       for (let i = 0; i < requests.length; i += 100) {
         const chunk = requests.slice(i, i + 100);
-        const results = await engine.batchCheck(
-          chunk.map((r) => ({
-            user: r.user,
-            relation: r.relation,
-            object: r.object,
-            ...(r.contextualTuples !== undefined && r.contextualTuples.length > 0 ? { contextualTuples: r.contextualTuples.map(plain) } : {}),
-            ...(r.context === undefined ? {} : { context: r.context }),
-            ...(r.atLeastRevision === undefined ? {} : { atLeastRevision: r.atLeastRevision }),
-          })),
-        );
+        const results = await engine.batchCheck(chunk.map(engineRequest));
         for (const r of results) {
           if (r.error !== undefined) throw r.error;
           out.push(r.allowed === true);
@@ -48,6 +42,15 @@ export function engineAsPermissionEngine(engine: Engine): PermissionEngine {
       return out;
     },
   };
+}
+
+/** The engine's form of a permission check. */
+function engineRequest(r: PermissionCheck): CheckRequest {
+  const q: CheckRequest = { user: r.user, relation: r.relation, object: r.object };
+  if (r.contextualTuples !== undefined && r.contextualTuples.length > 0) q.contextualTuples = r.contextualTuples.map(plain);
+  if (r.context !== undefined) q.context = r.context;
+  if (r.atLeastRevision !== undefined) q.atLeastRevision = r.atLeastRevision;
+  return q;
 }
 
 function plain(t: WireTuple): TupleKey {

@@ -36,9 +36,19 @@ export function checkContext(context: unknown): Record<string, unknown> | undefi
 }
 
 /** What the identity service needs from the FGA engine (adapted by the composition root). */
+/** One check of a {@link PermissionEngine} batch. */
+export interface PermissionCheck {
+  user: string;
+  relation: string;
+  object: string;
+  contextualTuples?: readonly WireTuple[];
+  context?: Record<string, unknown>;
+  atLeastRevision?: number;
+}
+
 export interface PermissionEngine {
   /** One answer per request, in order. Contextual tuples are never persisted. */
-  batchCheck(requests: ReadonlyArray<{ user: string; relation: string; object: string; contextualTuples?: readonly WireTuple[]; context?: Record<string, unknown>; atLeastRevision?: number }>): Promise<boolean[]>;
+  batchCheck(requests: ReadonlyArray<PermissionCheck>): Promise<boolean[]>;
   /** Objects of `type` on which `user` holds `relation`, at most `limit`, with `truncated` when more exist. */
   listObjects(request: { user: string; relation: string; type: string; limit: number; context?: Record<string, unknown>; atLeastRevision?: number }): Promise<{ objects: string[]; truncated: boolean }>;
   /** Relations per object type of the current model (empty when no model is written). */
