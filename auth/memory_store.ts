@@ -20,6 +20,8 @@ import { LatchkeyError } from '../engine/errors.ts';
 export interface MemoryStore {
   /** The value under `key`, or undefined when absent or expired. */
   get(key: string): Promise<string | undefined>;
+  /** `get` answered at once, by a store kept in this process (absent on stores behind a network). */
+  getNow?(key: string): string | undefined;
   /** Sets `key` to `value` for `ttlSeconds` (> 0). */
   set(key: string, value: string, ttlSeconds: number): Promise<void>;
   /** Sets `key` only when absent; true when this call set it. */
@@ -92,6 +94,10 @@ export class InProcessMemoryStore implements MemoryStore {
   }
 
   async get(key: string): Promise<string | undefined> {
+    return this.getNow(key);
+  }
+
+  getNow(key: string): string | undefined {
     const e = this.#live(key);
     return typeof e?.value === 'string' ? e.value : undefined;
   }

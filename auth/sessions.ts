@@ -103,11 +103,22 @@ export class SessionManager {
     const raw = await this.#store.get(`sess:${sid}`);
     if (raw === undefined) return undefined;
     const session = this.#parse(raw);
-    // A session created before its user's sessions were all ended (revocation, deactivation)
-    // is dead even if it slipped past the sweep in a race with a concurrent login.
-    const notBefore = await this.endedAllAt(session.user_id);
-    if (notBefore !== undefined && session.created_ms <= notBefore) return undefined;
-    return session;
+    return alive(session, await this.#store.get(`user_nbf:${session.user_id}`));
+  }
+
+  /**
+   * {@link get} without a promise, when the store is kept in this process:
+   * the live session, null when there is none, or undefined when the store
+   * must be asked asynchronously (use `get`).
+   */
+  getNow(sid: string): SessionRecord | null | undefined {
+    const store = this.#store;
+    if (store.getNow === undefined) return undefined;
+    if (typeof sid !== 'string' || sid.length === 0 || sid.length > 64) return null;
+    const raw = store.getNow(`sess:${sid}`);
+    if (raw === undefined) return null;
+    const session = this.#parse(raw);
+    return alive(session, store.getNow(`user_nbf:${session.user_id}`)) ?? null;
   }
 
   /**
@@ -228,4 +239,13 @@ export class SessionManager {
     }
     return n;
   }
+}
+
+/**
+ * `session`, or undefined when it was created before its user's sessions
+ * were all ended (`notBeforeRaw`, stored by `endAll`): such a session is dead
+ * even if it slipped past the sweep in a race with a concurrent login.
+ */
+function alive(session: SessionRecord, notBeforeRaw: string | undefined): SessionRecord | undefined {
+  return notBeforeRaw !== undefined && session.created_ms <= Number(notBeforeRaw) ? undefined : session;
 }

@@ -78,6 +78,8 @@ const INVALID_TOKEN = (cause?: unknown): LatchkeyError =>
 const FORBIDDEN_HEADERS = ['jku', 'jwk', 'x5u', 'x5c'] as const;
 const VERIFIED_CACHE_SIZE = 10_000;
 const VERIFIED_KEY_LENGTH = 32;
+/** A token's key in the verified-token cache: its last characters (see `TokenService.#verified`). */
+const verifiedKey = (token: string): string => (token.length > VERIFIED_KEY_LENGTH ? token.slice(-VERIFIED_KEY_LENGTH) : token);
 
 type CryptoKey = webcrypto.CryptoKey;
 type SigningKey = CryptoKey | Uint8Array;
@@ -201,13 +203,26 @@ export class TokenService {
   }
 
   /**
+   * The claims of `token` without a promise when it was verified before and
+   * is valid now as `expectedType` (its times checked again); undefined
+   * otherwise, when {@link verify} decides (and says why it refuses).
+   */
+  verifiedNow(token: string, expectedType: TokenType): TokenClaims | undefined {
+    if (typeof token !== 'string' || token.length === 0 || token.length > 16384) return undefined;
+    const entry = this.#verified.get(verifiedKey(token));
+    if (entry === undefined || entry.token !== token) return undefined;
+    const claims = entry.claims;
+    return claims.token_type === expectedType && this.#timesHold(claims) ? claims : undefined;
+  }
+
+  /**
    * Verifies `token` and returns its claims. Throws `unauthenticated` (reason
    * `invalid_token`, message `invalid token`) for every failure, whatever the
    * cause, so a caller learns nothing about which check failed.
    */
   async verify(token: string, expectedType: TokenType): Promise<TokenClaims> {
     if (typeof token !== 'string' || token.length === 0 || token.length > 16384) throw INVALID_TOKEN();
-    const key = token.length > VERIFIED_KEY_LENGTH ? token.slice(-VERIFIED_KEY_LENGTH) : token;
+    const key = verifiedKey(token);
     const entry = this.#verified.get(key);
     const cached = entry !== undefined && entry.token === token ? entry.claims : undefined;
     if (cached !== undefined) {
@@ -252,11 +267,15 @@ export class TokenService {
 
   /** `exp`, `nbf` and `iat` against the clock, with the tolerance (jose checked them too on a miss). */
   #checkTimes(claims: TokenClaims): void {
+    if (!this.#timesHold(claims)) throw INVALID_TOKEN();
+  }
+
+  #timesHold(claims: TokenClaims): boolean {
     const now = this.nowSeconds();
-    if (typeof claims.exp !== 'number' || claims.exp + this.#tolerance <= now) throw INVALID_TOKEN();
-    if (typeof claims.nbf === 'number' && claims.nbf > now + this.#tolerance) throw INVALID_TOKEN();
+    if (typeof claims.exp !== 'number' || claims.exp + this.#tolerance <= now) return false;
+    if (typeof claims.nbf === 'number' && claims.nbf > now + this.#tolerance) return false;
     // A token "issued" in the future beyond the tolerance is as suspect as an expired one.
-    if (typeof claims.iat !== 'number' || claims.iat > now + this.#tolerance) throw INVALID_TOKEN();
+    return typeof claims.iat === 'number' && claims.iat <= now + this.#tolerance;
   }
 
   /** `at_hash` of an access token (OpenID Connect Core §3.1.3.6). */
