@@ -26,7 +26,7 @@ import { PLAYGROUND_HEADERS, PLAYGROUND_HTML, playgroundAssets } from './playgro
 import { Engine } from '../../engine/index.ts';
 import { openfgaApi, type OpenfgaApi } from '../openfga/index.ts';
 import { rateLimitKey } from '../client_ip.ts';
-import { cors, corsAnswer, corsHeaders, csrf, csrfRefusal, headersNow, locals, rateLimit, SECURITY_HEADERS, sendError, sendGraphqlError, sendJson, type HttpLocals, type Reject } from './guards.ts';
+import { cors, corsAnswer, csrf, csrfRefusal, headersNow, locals, rateLimit, SECURITY_HEADERS, sendError, sendGraphqlError, sendJson, type HttpLocals, type Reject } from './guards.ts';
 import { restFastPath } from './rest_fast.ts';
 
 export interface HttpAppOptions {
@@ -283,16 +283,17 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
 
   /** Requests served without express (each returns false, touching nothing, for any other request). */
   const fastPaths: ((req: IncomingMessage, res: ServerResponse) => boolean)[] = [];
-  const corsHeadersOf = corsHeaders(config.allowedOrigins);
   const corsAnswerOf = corsAnswer(config.allowedOrigins);
-  const beginFast = (req: IncomingMessage, res: ServerResponse): HttpLocals => begin(req, res, ((res as ServerResponse & { locals?: HttpLocals }).locals = {} as HttpLocals));
+  // The fast paths write the request id, security and CORS headers with the answer (guards.ts sendJson, headersNow).
+  const beginDeferred = (req: IncomingMessage, res: ServerResponse): HttpLocals => {
+    const l = begin(req, res, ((res as ServerResponse & { locals?: HttpLocals }).locals = { deferred: true } as HttpLocals));
+    l.cors = corsAnswerOf(req);
+    return l;
+  };
   if (openfga !== undefined) {
     const api = openfga;
     // OpenFGA's POST endpoints under a store (openfga_api.ts): the guards express runs before the router, then the router's own handler.
-    const beginOpenfga = (req: IncomingMessage, res: ServerResponse): void => {
-      beginFast(req, res);
-      corsHeadersOf(req, res);
-    };
+    const beginOpenfga = (req: IncomingMessage, res: ServerResponse): void => void beginDeferred(req, res);
     fastPaths.push((req, res) => api.fast(req, res, beginOpenfga));
     metrics.countOf('latchkey_openfga_fast_path_requests_total', 'OpenFGA API requests served by its fast path, without express', () => api.stats.fastServed);
   }
@@ -322,12 +323,7 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
       fastPaths.push(restFastPath({
         routes,
         bodyLimit: config.httpBodyLimit,
-        // The request id, security and CORS headers are written with the answer (guards.ts sendJson, headersNow).
-        begin: (req, res) => {
-          const l = begin(req, res, ((res as ServerResponse & { locals?: HttpLocals }).locals = { deferred: true } as HttpLocals));
-          l.cors = corsAnswerOf(req);
-          return l;
-        },
+        begin: beginDeferred,
         csrf: csrfRefusal(config.allowedOrigins),
         rateLimiter: o.rateLimiter,
         reject: (res, l, err) => {

@@ -22,6 +22,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { DEFAULT_STORE_ID, Engine, LatchkeyError, STORE_ID_PATTERN, type CheckRequest, type StoredAuthorizationModel, type TupleKey } from '../../engine/index.ts';
 import { parseJsonBody } from '../http/rest_fast.ts';
+import { headersNow, sendJson, type HttpLocals } from '../http/guards.ts';
 import { invalidRequest, toOpenfga } from './openfga_errors.ts';
 import {
   assertion,
@@ -125,6 +126,14 @@ const STORE_ACTION = /^\/stores\/([^/?#]+)\/([a-z-]+)$/;
  * with no `Content-Encoding`, and no media type or JSON in UTF-8. The handler,
  * the metrics and the answers are the router's own (one `serve` function).
  */
+/** The HTTP adapter's locals of a response (express's `res.locals`; set by the fast path too). */
+const localsOf = (res: ServerResponse): HttpLocals | undefined => (res as ServerResponse & { locals?: HttpLocals }).locals;
+/** Writes the headers the fast path deferred, before an answer that is not `sendJson`'s. */
+const headersNowOf = (res: ServerResponse): void => {
+  const l = localsOf(res);
+  if (l !== undefined) headersNow(res, l);
+};
+
 export function openfgaApi(options: OpenfgaApiOptions): OpenfgaApi {
   if (options.presharedKeys.length === 0) throw new Error('the OpenFGA API needs at least one preshared key');
   const keys = options.presharedKeys.map(digest);
@@ -136,6 +145,10 @@ export function openfgaApi(options: OpenfgaApiOptions): OpenfgaApi {
 
   const send = (res: ServerResponse, status: number, body: unknown): void => {
     if (res.headersSent) return;
+    const l = localsOf(res);
+    // The fast path defers the request id, security and CORS headers to the answer (http/guards.ts).
+    if (status === 200 && l?.deferred === true) return sendJson(res, l, JSON.stringify(body));
+    headersNowOf(res);
     res.statusCode = status;
     res.setHeader('content-type', 'application/json; charset=utf-8');
     res.end(JSON.stringify(body));
@@ -231,6 +244,7 @@ export function openfgaApi(options: OpenfgaApiOptions): OpenfgaApi {
             done('ok');
             if (body === STREAMED) return;
             if (status === 204) {
+              headersNowOf(res);
               res.statusCode = 204;
               res.end();
               return;
@@ -512,6 +526,7 @@ export function openfgaApi(options: OpenfgaApiOptions): OpenfgaApi {
 
   route('post', '/stores/:store_id/streamed-list-objects', 'streamed_list_objects', 200, async (engine, req, res) => {
     const objects = await listObjects(engine, obj(req.body, 'body'));
+    headersNowOf(res);
     res.statusCode = 200;
     res.setHeader('content-type', 'application/json');
     for (const o of objects) res.write(streamLine(o));
@@ -593,8 +608,11 @@ export function openfgaApi(options: OpenfgaApiOptions): OpenfgaApi {
     const n = Number(length);
     if (!Number.isSafeInteger(n) || n < 0 || n > options.bodyLimit) return false;
     const header = h.authorization;
-    const key = bearer(header);
-    if (key === null || !validKey(key[1]!, header as string, req.socket)) return false;
+    // The header this connection already proved needs no parsing either.
+    if (typeof header !== 'string' || accepted.get(req.socket) !== header) {
+      const key = bearer(header);
+      if (key === null || !validKey(key[1]!, header as string, req.socket)) return false;
+    }
     let storeId: string;
     try {
       storeId = decodeURIComponent(m[1]!);
