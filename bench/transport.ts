@@ -241,6 +241,46 @@ async function startBaselines(): Promise<{ grpc: string; http: string; stop(): v
 }
 
 /** The round with the most requests per second, plus every round's rate. */
+/** A row and its reference timed in alternating short slices (see {@link paired}). */
+export interface Paired {
+  /** The row's requests per second over all its slices. */
+  row_rps: number;
+  /** The reference's requests per second over all its slices. */
+  reference_rps: number;
+  /** `row_rps / reference_rps`. */
+  ratio: number;
+  /** Slices of each side, and the seconds of each. */
+  slices: number;
+  slice_seconds: number;
+}
+
+/**
+ * The ratio of a row to its reference measured in alternating slices of
+ * `sliceSeconds`, in the order row, reference, reference, row, repeated
+ * `groups` times: a drift of the machine's speed over the run (seen here to
+ * move a round's rate by 2x within a minute) falls on both sides alike, where
+ * rounds of several seconds each compare rates taken at different moments.
+ * Each side's rate is its requests over its slices' wall time together.
+ */
+export async function paired(row: (seconds: number) => Promise<{ total: number }>, reference: (seconds: number) => Promise<{ total: number }>, groups = 4, sliceSeconds = 1): Promise<Paired> {
+  const sum = { row: { n: 0, s: 0 }, reference: { n: 0, s: 0 } };
+  const slice = async (side: 'row' | 'reference'): Promise<void> => {
+    const t0 = performance.now();
+    const f = await (side === 'row' ? row : reference)(sliceSeconds);
+    sum[side].s += (performance.now() - t0) / 1000;
+    sum[side].n += f.total;
+  };
+  for (let g = 0; g < groups; g++) {
+    await slice('row');
+    await slice('reference');
+    await slice('reference');
+    await slice('row');
+  }
+  const rowRps = sum.row.n / sum.row.s;
+  const refRps = sum.reference.n / sum.reference.s;
+  return { row_rps: Math.round(rowRps), reference_rps: Math.round(refRps), ratio: Math.round((rowRps / refRps) * 100) / 100, slices: 2 * groups, slice_seconds: sliceSeconds };
+}
+
 export function best(rounds: Figures[]): Figures & { rounds_rps: number[] } {
   const top = rounds.reduce((a, b) => (b.requests_per_second > a.requests_per_second ? b : a));
   return { ...top, rounds_rps: rounds.map((r) => r.requests_per_second) };
