@@ -117,6 +117,11 @@ export function parseCookieHeader(header: string | undefined): Record<string, st
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
+/** The token of an `Authorization: Bearer …` header, or undefined when it is not of the Bearer scheme. */
+export function bearerToken(authorization: string): string | undefined {
+  return BEARER.exec(authorization)?.[1] || undefined;
+}
+
 /**
  * The token of an `Authorization: Bearer …` header, remembered for the
  * header it came from: a client sends the same header on every request of a
@@ -130,7 +135,7 @@ export class BearerMemo {
   /** The bearer token of `authorization`, or undefined when it is not of the Bearer scheme. */
   of(authorization: string): string | undefined {
     if (authorization === this.#header) return this.#token;
-    const token = BEARER.exec(authorization)?.[1] || undefined;
+    const token = bearerToken(authorization);
     this.#header = authorization;
     this.#token = token;
     return token;
@@ -151,7 +156,7 @@ export function extractCredentials(
   };
   const auth = headers.authorization;
   if (auth !== undefined) {
-    const bearer = memo === undefined ? BEARER.exec(auth)?.[1] || undefined : memo.of(auth);
+    const bearer = memo === undefined ? bearerToken(auth) : memo.of(auth);
     if (bearer !== undefined) creds.bearer = bearer;
   }
   if (headers.adminSecret !== undefined) creds.adminSecret = headers.adminSecret;
