@@ -5,12 +5,13 @@
  * with the cache on; checks of a relation with an exclusion and
  * list_permissions (ListObjects) are answered from the mirror, without a
  * tuple read on the SQL store; and the flags turn the cache and the mirror
- * off.
+ * off. A stopped server has closed the FGA store: nothing opens its SQLite
+ * file afterwards.
  */
 import test from 'ava';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { sqliteSequelize } from '../../engine/sql/index.ts';
 import type { Engine } from '../../engine/index.ts';
 import { engineHooks } from '../../transports/operations/engine_hooks.ts';
@@ -152,3 +153,28 @@ for (const backend of sqlBackends()) {
     }
   });
 }
+
+test('a stopped server leaves its SQLite files alone: the FGA store and its checkpoint thread are closed with it', async (t) => {
+  const srv = await startTestServer();
+  const file = srv.database.url.slice('sqlite:'.length);
+  const dir = dirname(file);
+  let stopped = false;
+  try {
+    await scenario(srv, t);
+    // A write's commit wakes the checkpoint thread a few milliseconds later; the server stops right after it.
+    t.is((await srv.call('fga_write_tuples', { tuples: [{ user: 'user:late', relation: 'member', object: 'group:late' }] }, { protocol: 'rest', headers: admin })).error, undefined);
+    await srv.server.close();
+    stopped = true;
+    // Once stopped, every connection to the file is closed: SQLite has folded the log into the file and
+    // removed it, and no thread opens the file again (one did, creating -wal and -shm, while its store was left open).
+    const seen = new Set<string>();
+    for (let i = 0; i < 20; i++) {
+      seen.add((await readdir(dir)).sort().join(','));
+      await new Promise((r) => setTimeout(r, 15));
+    }
+    t.deepEqual([...seen], [basename(file)]);
+  } finally {
+    if (stopped) await srv.database.drop();
+    else await srv.close();
+  }
+});

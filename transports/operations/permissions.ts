@@ -126,6 +126,9 @@ export async function plugFgaEngine(services: Services): Promise<void> {
   if (sequelize === undefined) return;
   try {
     const store = await SqlStore.open({ sequelize });
+    // Closed before its connection (closers run last-pushed first): queued writes finish, and on SQLite the store's
+    // checkpoint thread stops, so nothing touches the file once the server has stopped.
+    services.closers.push(() => store.close());
     const observers: Observer[] = [];
     const engine = await composeEngine(store, true, c, observers);
     // PostgreSQL: every committed write notifies its revision, and the cache and mirror catch up at once
