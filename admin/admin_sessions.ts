@@ -238,6 +238,15 @@ export class AdminSessions {
    * - else `undefined` (not admin credentials, or an invalid cookie: the
    *   caller decides; admin rows then answer `unauthenticated`).
    */
+  /**
+   * Whether `credentials` hold anything {@link authenticate} would look at (the
+   * admin secret, unless the header is disabled, or an admin cookie): when they
+   * do not, it answers `undefined`, and the caller may skip it.
+   */
+  presents(credentials: { adminSecret?: string | undefined; cookies: Readonly<Record<string, string>> }, headerDisabled: boolean): boolean {
+    return (!headerDisabled && credentials.adminSecret !== undefined) || credentials.cookies[ADMIN_COOKIE] !== undefined;
+  }
+
   async authenticate(
     credentials: { adminSecret?: string | undefined; cookies: Readonly<Record<string, string>> },
     ip: string,

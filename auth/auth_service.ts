@@ -403,6 +403,11 @@ export class AuthService {
     return this.#session.authenticate(credentials);
   }
 
+  /** {@link authenticate}'s principal when it is known without a promise, else `undefined` (see `SessionFlows.authenticateNow`). */
+  authenticateNow(credentials: Parameters<SessionFlows['authenticateNow']>[0]): ReturnType<SessionFlows['authenticateNow']> {
+    return this.#session.authenticateNow(credentials);
+  }
+
   /** `validate_jwt_token` (see {@link SessionFlows.validateJwtToken}). */
   validateJwtToken(input: Parameters<SessionFlows['validateJwtToken']>[0]): ReturnType<SessionFlows['validateJwtToken']> {
     return this.#session.validateJwtToken(input);

@@ -222,11 +222,19 @@ export class SessionFlows {
    * (`#liveNow`); anything else, every refusal included, takes the full path.
    */
   authenticate(credentials: { bearer?: string | undefined; cookies?: Readonly<Record<string, string>> | undefined }): Promise<UserPrincipal | undefined> {
-    if (credentials.bearer !== undefined) {
-      const live = this.#liveNow(credentials.bearer);
-      if (live !== undefined) return Promise.resolve(bearerPrincipal(live));
-    }
-    return this.#authenticate(credentials);
+    const now = this.authenticateNow(credentials);
+    return now !== undefined ? Promise.resolve(now) : this.#authenticate(credentials);
+  }
+
+  /**
+   * {@link authenticate}'s principal when it is known at once (a bearer token
+   * verified before, its session alive in an in-process store), without a
+   * promise; `undefined` when `authenticate` must be asked.
+   */
+  authenticateNow(credentials: { bearer?: string | undefined }): UserPrincipal | undefined {
+    if (credentials.bearer === undefined) return undefined;
+    const live = this.#liveNow(credentials.bearer);
+    return live === undefined ? undefined : bearerPrincipal(live);
   }
 
   async #authenticate(credentials: { bearer?: string | undefined; cookies?: Readonly<Record<string, string>> | undefined }): Promise<UserPrincipal | undefined> {
@@ -319,6 +327,19 @@ export class SessionFlows {
 }
 
 /** The principal of a live bearer access token. */
+/**
+ * The principal of a verified token and its live session, one frozen object
+ * per (session record, claims) pair while both are the cached ones: a caller
+ * that keeps presenting the same token gets the same principal, whose subject
+ * string is then the same object on every call (a check keyed by it reuses
+ * its hash instead of building and hashing a new string).
+ */
+const PRINCIPALS = new WeakMap<SessionRecord, { claims: TokenClaims; principal: UserPrincipal }>();
+
 function bearerPrincipal({ claims, session }: { claims: TokenClaims; session: SessionRecord }): UserPrincipal {
-  return { kind: 'user', userId: session.user_id, subject: `user:${session.user_id}`, roles: session.roles, sessionId: session.sid, claims };
+  const known = PRINCIPALS.get(session);
+  if (known !== undefined && known.claims === claims) return known.principal;
+  const principal: UserPrincipal = Object.freeze({ kind: 'user', userId: session.user_id, subject: `user:${session.user_id}`, roles: session.roles, sessionId: session.sid, claims });
+  PRINCIPALS.set(session, { claims, principal });
+  return principal;
 }

@@ -66,6 +66,32 @@ export interface SessionManagerOptions {
 /** How many parsed session records {@link SessionManager} keeps (about 3 MB at 300 bytes a record). */
 const PARSED_RECORDS = 10_000;
 
+/**
+ * The store key `prefix + id` of the ids read on every authenticated call
+ * (a session's id, its user's id), kept once built: the id is the same string
+ * on each call (from a cached token's claims or a cached record), so finding
+ * its key reuses the id's hash, where a key built anew was a new string to
+ * flatten and hash on every lookup. Bounded; emptied when full.
+ */
+class KeyMemo {
+  readonly #keys = new Map<string, string>();
+  readonly #prefix: string;
+
+  constructor(prefix: string) {
+    this.#prefix = prefix;
+  }
+
+  of(id: string): string {
+    let key = this.#keys.get(id);
+    if (key === undefined) {
+      if (this.#keys.size >= PARSED_RECORDS) this.#keys.clear();
+      key = `${this.#prefix}${id}`;
+      this.#keys.set(id, key);
+    }
+    return key;
+  }
+}
+
 const hashToken = (token: string): string => createHash('sha256').update(token, 'utf8').digest('base64url');
 const newId = (bytes: number): string => randomBytes(bytes).toString('base64url');
 
@@ -77,6 +103,8 @@ export class SessionManager {
   readonly #grace: number;
   readonly #now: () => number;
   readonly #parsed = new Map<string, SessionRecord>();
+  readonly #sessKey = new KeyMemo('sess:');
+  readonly #nbfKey = new KeyMemo('user_nbf:');
 
   constructor(options: SessionManagerOptions) {
     this.#store = options.store;
@@ -100,10 +128,10 @@ export class SessionManager {
   /** The live session with this id, or undefined. */
   async get(sid: string): Promise<SessionRecord | undefined> {
     if (typeof sid !== 'string' || sid.length === 0 || sid.length > 64) return undefined;
-    const raw = await this.#store.get(`sess:${sid}`);
+    const raw = await this.#store.get(this.#sessKey.of(sid));
     if (raw === undefined) return undefined;
     const session = this.#parse(raw);
-    return alive(session, await this.#store.get(`user_nbf:${session.user_id}`));
+    return alive(session, await this.#store.get(this.#nbfKey.of(session.user_id)));
   }
 
   /**
@@ -115,10 +143,10 @@ export class SessionManager {
     const store = this.#store;
     if (store.getNow === undefined) return undefined;
     if (typeof sid !== 'string' || sid.length === 0 || sid.length > 64) return null;
-    const raw = store.getNow(`sess:${sid}`);
+    const raw = store.getNow(this.#sessKey.of(sid));
     if (raw === undefined) return null;
     const session = this.#parse(raw);
-    return alive(session, store.getNow(`user_nbf:${session.user_id}`)) ?? null;
+    return alive(session, store.getNow(this.#nbfKey.of(session.user_id))) ?? null;
   }
 
   /**

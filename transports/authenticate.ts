@@ -20,10 +20,12 @@ export interface AuthenticationInfo {
 
 /**
  * One link of the chain: returns a principal when it recognises the
- * credentials, `undefined` when they are not its kind, and throws
- * `unauthenticated` when they are its kind but invalid.
+ * credentials, `undefined` when they are not its kind, and throws (or
+ * rejects with) `unauthenticated` when they are its kind but invalid. A link
+ * that can decide at once answers without a promise (the chain then takes no
+ * promise hop for it); one that must wait answers with a promise.
  */
-export type Authenticator = (credentials: Credentials, info: AuthenticationInfo) => Promise<Principal | undefined>;
+export type Authenticator = (credentials: Credentials, info: AuthenticationInfo) => Principal | undefined | Promise<Principal | undefined>;
 
 /** The one message of every authentication failure, whatever the cause (no enumeration). */
 export const UNAUTHORIZED_MESSAGE = 'unauthorized';
@@ -42,7 +44,7 @@ const digest = (s: string): Buffer => createHash('sha256').update(s, 'utf8').dig
 export function adminSecretAuthenticator(adminSecret: string, disabled: boolean): Authenticator {
   const expected = digest(adminSecret);
   const superAdmin: Principal = Object.freeze({ kind: 'super_admin', via: 'admin_secret_header' });
-  return async (credentials) => {
+  return (credentials) => {
     if (disabled || credentials.adminSecret === undefined) return undefined;
     if (timingSafeEqual(digest(credentials.adminSecret), expected)) return superAdmin;
     throw unauthenticated();
@@ -61,27 +63,55 @@ export function hasCredentials(c: Credentials): boolean {
  * - `public`: credentials are optional; invalid ones are ignored (anonymous).
  * - `user`: a user or a super-admin, else `unauthenticated`.
  * - `super_admin`: a super-admin, else `unauthenticated`.
+ *
+ * Answers without a promise when every link asked answered without one (a
+ * refusal is then thrown); otherwise with a promise from the first link that
+ * had to wait (a refusal is then a rejection). Either way the links are asked
+ * in order and the first principal wins.
  */
-export async function resolvePrincipal(
+export function resolvePrincipal(
   chain: readonly Authenticator[],
+  auth: OperationAuth,
+  credentials: Credentials,
+  info: AuthenticationInfo,
+): Principal | Promise<Principal> {
+  if (!hasCredentials(credentials)) return admit(auth, ANONYMOUS);
+  for (let i = 0; i < chain.length; i++) {
+    let p: Principal | undefined | Promise<Principal | undefined>;
+    try {
+      p = (chain[i] as Authenticator)(credentials, info);
+    } catch (err) {
+      if (auth !== 'public') throw err;
+      return admit(auth, ANONYMOUS);
+    }
+    if (p instanceof Promise) return resolveRest(chain, i, p, auth, credentials, info);
+    if (p) return admit(auth, p);
+  }
+  return admit(auth, ANONYMOUS);
+}
+
+/** {@link resolvePrincipal} from link `i`, whose answer is the promise `pending`, on. */
+async function resolveRest(
+  chain: readonly Authenticator[],
+  i: number,
+  pending: Promise<Principal | undefined>,
   auth: OperationAuth,
   credentials: Credentials,
   info: AuthenticationInfo,
 ): Promise<Principal> {
   let principal: Principal = ANONYMOUS;
-  if (hasCredentials(credentials)) {
-    try {
-      for (const link of chain) {
-        const p = await link(credentials, info);
-        if (p) {
-          principal = p;
-          break;
-        }
-      }
-    } catch (err) {
-      if (auth !== 'public') throw err;
-    }
+  try {
+    let p = await pending;
+    while (!p && ++i < chain.length) p = await (chain[i] as Authenticator)(credentials, info);
+    if (p) principal = p;
+  } catch (err) {
+    if (auth !== 'public') throw err;
   }
+  return admit(auth, principal);
+}
+
+/** The principal of a call of a row with the given `auth`, or the `unauthenticated` refusal. */
+function admit(auth: OperationAuth, principal: Principal): Principal {
   if (auth === 'user' && principal.kind === 'anonymous') throw unauthenticated();
   if (auth === 'super_admin' && principal.kind !== 'super_admin') throw unauthenticated();
   return principal;

@@ -47,19 +47,31 @@ type Exported = { name: string; help: string; type: string; values: ExportedValu
  * Histogram and Counter produce (`le` first, then the labels). Why not
  * prom-client's own: its `observe` hashes the label object on every call,
  * which cost 6-9 µs per request on the server path (docs/performance.md,
- * Server path); here a request is one Map lookup by a precomputed key and
- * a bucket scan. The counter is the histogram's count (every request is
+ * Server path); here a request is three Map lookups by its label strings
+ * and a bucket scan. The counter is the histogram's count (every request is
  * observed exactly once), so it needs no bookkeeping of its own.
  */
 class RequestSeries {
-  readonly #series = new Map<string, Series>();
+  /** In order of first observation, for the export. */
+  readonly #series: Series[] = [];
+  /**
+   * op → transport → code → series. The labels are the same few string
+   * objects on every call (a row's name, a protocol, an error code), whose
+   * hashes V8 keeps: three lookups cost less than hashing a key built anew
+   * on each request.
+   */
+  readonly #index = new Map<string, Map<string, Map<string, Series>>>();
 
   observe(op: string, transport: string, code: string, seconds: number): void {
-    const key = `${op}\u0000${transport}\u0000${code}`;
-    let s = this.#series.get(key);
+    let byTransport = this.#index.get(op);
+    if (byTransport === undefined) this.#index.set(op, (byTransport = new Map()));
+    let byCode = byTransport.get(transport);
+    if (byCode === undefined) byTransport.set(transport, (byCode = new Map()));
+    let s = byCode.get(code);
     if (s === undefined) {
       s = { labels: { op, transport, code }, buckets: new Float64Array(REQUEST_BUCKETS.length), sum: 0, count: 0 };
-      this.#series.set(key, s);
+      byCode.set(code, s);
+      this.#series.push(s);
     }
     if (!Number.isFinite(seconds)) return;
     let i = 0;
@@ -75,7 +87,7 @@ class RequestSeries {
     // `exemplar` as prom-client sets it (null on buckets, undefined on sum and count), so that JSON exports match too.
     const row = (le: Record<string, string | number>, value: number, metricName: string, labels: Series['labels'], exemplar: null | undefined): ExportedValue =>
       splay ? { labels: { ...labels, ...le }, value, metricName, exemplar } : { labels: le, sharedLabels: labels, value, metricName, exemplar };
-    for (const s of this.#series.values()) {
+    for (const s of this.#series) {
       let acc = 0;
       REQUEST_BUCKETS.forEach((le, i) => {
         acc += s.buckets[i] as number;
@@ -91,7 +103,7 @@ class RequestSeries {
   }
 
   counter(name: string, help: string): Exported {
-    return { name, help, type: 'counter', values: [...this.#series.values()].map((s) => ({ labels: { ...s.labels }, value: s.count })), aggregator: 'sum' };
+    return { name, help, type: 'counter', values: this.#series.map((s) => ({ labels: { ...s.labels }, value: s.count })), aggregator: 'sum' };
   }
 }
 

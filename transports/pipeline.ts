@@ -94,10 +94,11 @@ export function createPipeline(services: Services, metrics: Metrics): Pipeline {
       const started = performance.now();
       let code = 'ok';
       try {
-        const principal =
+        let principal =
           op.auth === 'public' && !hasCredentials(info.credentials)
             ? ANONYMOUS
-            : await resolvePrincipal(services.authenticators, op.auth, info.credentials, info);
+            : resolvePrincipal(services.authenticators, op.auth, info.credentials, info);
+        if (principal instanceof Promise) principal = await principal;
         const input = validate(op.input, rawInput ?? {});
         const output = await op.handler(new CallContext(info, principal, services, op.name), input);
         return encodeOutput(op.output, output);

@@ -74,7 +74,8 @@ export function originMatcher(allowed: readonly string[]): (origin: string) => b
       patterns.push(new RegExp(`^${re}$`, 'i'));
     } else exact.add(norm.toLowerCase());
   }
-  return (origin) => exact.has(origin.toLowerCase()) || patterns.some((p) => p.test(origin));
+  // The entries are in lower case: an origin already in lower case (as browsers send it) is looked up as it is.
+  return (origin) => exact.has(origin) || exact.has(origin.toLowerCase()) || patterns.some((p) => p.test(origin));
 }
 
 const NOSNIFF = 'nosniff';
@@ -215,7 +216,7 @@ const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  * OAuth endpoints authenticate the client (or, at /userinfo, the bearer token) themselves, never by cookie, and are called by servers without an Origin;
  * `/authorize` is a top-level navigation from the client's site (a POST there is a GET's equal).
  */
-const CSRF_EXEMPT = [/^\/oauth\/(token|revoke|introspect)$/, /^\/userinfo$/, /^\/oauth_callback\//, /^\/authorize$/];
+const CSRF_EXEMPT = /^\/(?:oauth\/(?:token|revoke|introspect)$|userinfo$|oauth_callback\/|authorize$)/;
 
 function refererOrigin(referer: string | undefined): string | undefined {
   if (!referer) return undefined;
@@ -251,14 +252,14 @@ export function csrfRefusal(allowedOrigins: readonly string[]): (req: IncomingMe
   const wildcard = allowedOrigins.includes('*');
   const allowed = originMatcher(allowedOrigins.filter((o) => o !== '*'));
   const refuse = (message: string): LatchkeyError => new LatchkeyError('permission_denied', message, { reason: 'csrf_origin' });
-  // The host of each Origin seen (null: not a URL). Parsing a URL cost about as much as the rest of the
-  // check; browsers of a deployment send few distinct origins. Bounded, oldest dropped first.
+  // The host of each Origin seen, in lower case (null: not a URL). Parsing a URL cost about as much as the rest
+  // of the check; browsers of a deployment send few distinct origins. Bounded, oldest dropped first.
   const hosts = new Map<string, string | null>();
   const hostOf = (origin: string): string | null => {
     let host = hosts.get(origin);
     if (host === undefined) {
       try {
-        host = new URL(origin).host;
+        host = new URL(origin).host.toLowerCase();
       } catch {
         host = null;
       }
@@ -268,13 +269,14 @@ export function csrfRefusal(allowedOrigins: readonly string[]): (req: IncomingMe
     return host;
   };
   return (req, path) => {
-    if (!STATE_CHANGING.has(req.method ?? '') || CSRF_EXEMPT.some((re) => re.test(path))) return undefined;
+    if (!STATE_CHANGING.has(req.method ?? '') || CSRF_EXEMPT.test(path)) return undefined;
     const origin = req.headers.origin ?? refererOrigin(req.headers.referer);
     if (!origin || origin === 'null') return refuse('missing Origin or Referer header');
     if (wildcard) {
       const host = hostOf(origin);
       if (host === null) return refuse('malformed Origin header');
-      if (host.toLowerCase() !== (req.headers.host ?? '').toLowerCase() && !allowed(origin)) return refuse('cross-origin request refused');
+      const own = req.headers.host ?? '';
+      if (host !== own && host !== own.toLowerCase() && !allowed(origin)) return refuse('cross-origin request refused');
     } else if (!allowed(origin)) {
       return refuse('origin not allowed');
     }

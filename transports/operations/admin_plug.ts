@@ -8,6 +8,7 @@ import type { Engine } from '../../engine/index.ts';
 import { AdminService, DynamoMailOutbox, SqlMailOutbox, type AdminFailureCounter, type FgaUserTuples, type IdentityPort } from '../../admin/index.ts';
 import { MailQueue, createSmtpMailer } from '../../auth/index.ts';
 import type { Authenticator } from '../authenticate.ts';
+import type { Principal } from '../context.ts';
 import type { Services } from '../services.ts';
 import { engineHooks } from './engine_hooks.ts';
 import { createRedisFailureCounter } from '../admin_failures.ts';
@@ -116,11 +117,14 @@ export async function plugAdmin(services: Services): Promise<AdminService> {
     failureCounter: adminFailureCounter(services),
   });
   services.admin = service;
-  const authenticator: Authenticator = async (credentials, info) => {
-    const via = await service.sessions.authenticate(credentials, info.clientIp, c.disableAdminHeaderAuth);
-    if (via === 'header') return { kind: 'super_admin', via: 'admin_secret_header' };
-    if (via === 'cookie') return { kind: 'super_admin', via: 'admin_cookie' };
-    return undefined;
+  const authenticator: Authenticator = (credentials, info) => {
+    // No admin secret or admin cookie (a user's call): not this link's kind, answered without a promise.
+    if (!service.sessions.presents(credentials, c.disableAdminHeaderAuth)) return undefined;
+    return service.sessions.authenticate(credentials, info.clientIp, c.disableAdminHeaderAuth).then((via): Principal | undefined => {
+      if (via === 'header') return { kind: 'super_admin', via: 'admin_secret_header' };
+      if (via === 'cookie') return { kind: 'super_admin', via: 'admin_cookie' };
+      return undefined;
+    });
   };
   // First in the chain: the header check here is the rate-limited one.
   services.authenticators.unshift(authenticator);

@@ -540,11 +540,9 @@ export async function plugAuth(services: Services): Promise<AuthService> {
     { database: services.database, memoryStore, engine: permissionEngine, otpDelivery: otpDeliveryOf(services), tokenScript },
   );
   services.auth = auth;
-  const authenticator: Authenticator = async (credentials) => {
-    const p = await auth.authenticate({ bearer: credentials.bearer, cookies: credentials.cookies });
-    if (p === undefined) return undefined;
-    return { kind: 'user', userId: p.userId, subject: p.subject, roles: p.roles, ...(p.sessionId === undefined ? {} : { sessionId: p.sessionId }), ...(p.claims === undefined ? {} : { claims: p.claims }) };
-  };
+  // The user principal as the auth service resolves it (the same fields; frozen, shared between calls of one token),
+  // without a promise when it is known at once.
+  const authenticator: Authenticator = (credentials) => auth.authenticateNow(credentials) ?? auth.authenticate(credentials);
   services.authenticators.push(authenticator);
   services.closers.push(() => memoryStore.close());
   // Closers run last-in first-out: the email flows' background work finishes before the memory store closes.
