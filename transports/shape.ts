@@ -8,6 +8,7 @@
  * inferred with {@link Infer}.
  */
 import { LatchkeyError } from '../engine/errors.ts';
+import { FAIL, compiledEncoder, compiledValidator, type ValidationRules } from './shape_compiled.ts';
 
 /** Any JSON value (the `json` kind, e.g. an FGA condition `context`). */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
@@ -256,8 +257,28 @@ function join(path: string, key: string | number): string {
  * Unknown fields are rejected so that a typo never silently changes meaning.
  */
 export function validate<S extends Shape>(shape: S, value: unknown, path = ''): Infer<S> {
+  // The shape's compiled form answers a value it accepts; anything else takes the walk, which names the problem.
+  const fast = compiledValidator(shape, RULES)(value);
+  return (fast !== FAIL ? fast : check(shape, value, path)) as Infer<S>;
+}
+
+/** {@link validate} by the walk alone (the reference the compiled forms are tested against). */
+export function validateByWalk<S extends Shape>(shape: S, value: unknown, path = ''): Infer<S> {
   return check(shape, value, path) as Infer<S>;
 }
+
+/** What the compiled validators share with the walk (shape_compiled.ts). */
+const RULES: ValidationRules = {
+  stringOk: (value, text) => stringProblem(value, text) === undefined,
+  defaultMaxLength: DEFAULT_MAX_LENGTH,
+  walk(shape, value) {
+    try {
+      return check(shape, value, '');
+    } catch {
+      return FAIL;
+    }
+  },
+};
 
 function check(shape: Shape, value: unknown, path: Path): unknown {
   switch (shape.kind) {
@@ -374,6 +395,13 @@ function checkJson(value: unknown, path: Path, depth: number): JsonValue {
  * the client as `internal`).
  */
 export function encodeOutput(shape: Shape, value: unknown, path = ''): unknown {
+  // The shape's compiled form answers a well-formed result; anything else takes the walk, which names the problem.
+  const fast = compiledEncoder(shape)(value);
+  return fast !== FAIL ? fast : encodeByWalk(shape, value, path);
+}
+
+/** {@link encodeOutput} by the walk alone (the reference the compiled forms are tested against). */
+export function encodeByWalk(shape: Shape, value: unknown, path = ''): unknown {
   switch (shape.kind) {
     case 'object': {
       if (value === null || typeof value !== 'object') throw new Error(`output ${path || shape.name} is not an object`);
@@ -400,7 +428,7 @@ export function encodeOutput(shape: Shape, value: unknown, path = ''): unknown {
 
 /** {@link encodeOutput} of a field or item: its path is written out only for an object or a list, the shapes that may report it. */
 function encode(shape: Shape, value: unknown, parent: string, key: string | number): unknown {
-  return shape.kind === 'object' || shape.kind === 'list' ? encodeOutput(shape, value, join(parent, key)) : value;
+  return shape.kind === 'object' || shape.kind === 'list' ? encodeByWalk(shape, value, join(parent, key)) : value;
 }
 
 /** Every named object and enum reachable from `shape`, each once, dependencies first. */
