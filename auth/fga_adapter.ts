@@ -15,9 +15,14 @@ import { checkContext, type PermissionCheck, type PermissionEngine, type WireTup
  */
 export function engineAsPermissionEngine(engine: Engine): PermissionEngine {
   return {
+    // Check answers one check as the batch would, its error thrown as the batch's item error is; an answer at hand
+    // (a cache hit, a fresh mirror) comes without a promise.
+    check(request) {
+      const r = engine.checkAtHand(engineRequest(request));
+      return r instanceof Promise ? r.then(allowedOf) : r.allowed;
+    },
     async batchCheck(requests) {
-      // One check (check_permissions' usual call, required_relations of one): Check answers it as the batch would,
-      // with its error thrown as the batch's item error is, and a warm answer costs no batch bookkeeping.
+      // One check (required_relations of one): answered by Check, without the batch's bookkeeping.
       if (requests.length === 1) return [(await engine.check(engineRequest(requests[0]!))).allowed];
       const out: boolean[] = [];
       // The engine's batch cap is 100 by default; larger inputs (never from the wire) are chunked.
@@ -43,6 +48,8 @@ export function engineAsPermissionEngine(engine: Engine): PermissionEngine {
     },
   };
 }
+
+const allowedOf = (r: { readonly allowed: boolean }): boolean => r.allowed;
 
 /** The engine's form of a permission check. */
 function engineRequest(r: PermissionCheck): CheckRequest {

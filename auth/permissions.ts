@@ -49,6 +49,8 @@ export interface PermissionCheck {
 export interface PermissionEngine {
   /** One answer per request, in order. Contextual tuples are never persisted. */
   batchCheck(requests: ReadonlyArray<PermissionCheck>): Promise<boolean[]>;
+  /** One check's answer: the answer itself when it is at hand, else a promise of it (errors alike: thrown or rejected). */
+  check(request: PermissionCheck): boolean | Promise<boolean>;
   /** Objects of `type` on which `user` holds `relation`, at most `limit`, with `truncated` when more exist. */
   listObjects(request: { user: string; relation: string; type: string; limit: number; context?: Record<string, unknown>; atLeastRevision?: number }): Promise<{ objects: string[]; truncated: boolean }>;
   /** Relations per object type of the current model (empty when no model is written). */
@@ -68,6 +70,11 @@ export function toSubject(user: string): string {
 /** The caller as permission calls see it. */
 export type CallerPrincipal = { readonly kind: 'user'; readonly subject: string } | { readonly kind: 'super_admin' } | { readonly kind: 'anonymous' };
 
+
+/** What `check_permissions` answers: each check with its relation and object echoed. */
+export interface CheckAnswer {
+  results: Array<{ relation: string; object: string; allowed: boolean }>;
+}
 
 /** Permission checks for callers, over a {@link PermissionEngine} (or none, when FGA is off). */
 export class Permissions {
@@ -120,27 +127,35 @@ export class Permissions {
    * `failed_precondition` without FGA, 400 `invalid_argument` for the count,
    * 403 `permission_denied` for a foreign `user`.
    */
-  async check(input: {
+  check(input: {
     checks: ReadonlyArray<{ relation: string; object: string; contextual_tuples?: readonly WireTuple[] | undefined; context?: unknown }>;
     user?: string | undefined;
     consistency_token?: string | undefined;
-  }, principal: CallerPrincipal | undefined): Promise<{ results: Array<{ relation: string; object: string; allowed: boolean }> }> {
-    const subject = this.#subjectFor(principal, input.user);
-    const engine = this.#fga();
-    const checks = input.checks;
-    if (!Array.isArray(checks) || checks.length < 1 || checks.length > 100) throw invalidArgument('checks must have between 1 and 100 entries', 'invalid_checks_count');
-    const fresh = tokenOf(input.consistency_token);
-    const answers = await engine.batchCheck(
-      checks.map((c) => ({
+  }, principal: CallerPrincipal | undefined): CheckAnswer | Promise<CheckAnswer> {
+    try {
+      const subject = this.#subjectFor(principal, input.user);
+      const engine = this.#fga();
+      const checks = input.checks;
+      if (!Array.isArray(checks) || checks.length < 1 || checks.length > 100) throw invalidArgument('checks must have between 1 and 100 entries', 'invalid_checks_count');
+      const fresh = tokenOf(input.consistency_token);
+      const requests = checks.map((c) => ({
         user: subject,
         relation: c.relation,
         object: c.object,
         ...(c.contextual_tuples !== undefined && c.contextual_tuples.length > 0 ? { contextualTuples: c.contextual_tuples } : {}),
         ...contextOf(c.context),
         ...fresh,
-      })),
-    );
-    return { results: checks.map((c, i) => ({ relation: c.relation, object: c.object, allowed: answers[i] === true })) };
+      }));
+      const results = (answers: readonly boolean[]): CheckAnswer => ({ results: checks.map((c, i) => ({ relation: c.relation, object: c.object, allowed: answers[i] === true })) });
+      if (requests.length === 1) {
+        // One check (the usual call): answered without a promise when the engine has its answer at hand.
+        const one = engine.check(requests[0]!);
+        return typeof one === 'boolean' ? results([one]) : one.then((a) => results([a]));
+      }
+      return engine.batchCheck(requests).then(results);
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
   /**

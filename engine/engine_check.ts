@@ -550,6 +550,21 @@ export class CheckPath {
     return this.#checkCold(req);
   }
 
+  /**
+   * {@link check}, with the answer itself rather than a promise when it is at
+   * hand (where `check` answers with a settled promise); an error of the
+   * input is then thrown rather than rejected.
+   */
+  checkAtHand(req: CheckInput): { readonly allowed: boolean } | Promise<{ readonly allowed: boolean }> {
+    if (req !== null && typeof req === 'object') {
+      const warm = this.#warm(req);
+      if (warm === true) return ALLOWED;
+      if (warm === false) return DENIED;
+      if (warm !== undefined) return warm.then(answer);
+    }
+    return this.#checkCold(req);
+  }
+
   async #checkCold(req: CheckInput): Promise<{ readonly allowed: boolean }> {
     const { ts, reader } = await this.prepare(req);
     return answer(await this.checkOne(ts, this.context(ts, reader, req.context, req.consistency), req));

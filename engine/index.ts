@@ -603,6 +603,18 @@ export class Engine {
   }
 
   /**
+   * {@link check}, answered with the result itself instead of a promise when
+   * it is at hand without a read (a cache hit, the memory store, a fresh
+   * graph mirror); otherwise the promise `check` returns. The same answers
+   * and errors as `check`, but an error found before any read is thrown
+   * rather than rejected. For callers that want no promise hop for an answer
+   * at hand and can still await one.
+   */
+  checkAtHand(req: CheckRequest): CheckResult | Promise<CheckResult> {
+    return this.#check.checkAtHand(this.#fresher(req));
+  }
+
+  /**
    * `req` itself, or, when it carries a consistency token that a memory
    * layer (cache, mirror) has not caught up to, `req` with
    * `higher_consistency`, so that it reads the store (the layers start

@@ -100,7 +100,8 @@ export function createPipeline(services: Services, metrics: Metrics): Pipeline {
             : resolvePrincipal(services.authenticators, op.auth, info.credentials, info);
         if (principal instanceof Promise) principal = await principal;
         const input = validate(op.input, rawInput ?? {});
-        const output = await op.handler(new CallContext(info, principal, services, op.name), input);
+        let output = op.handler(new CallContext(info, principal, services, op.name), input);
+        if (output instanceof Promise) output = await output;
         return encodeOutput(op.output, output);
       } catch (err) {
         let pub = toPublicError(err);

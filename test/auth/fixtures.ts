@@ -97,11 +97,14 @@ export class DirectTupleEngine implements PermissionEngine {
   }
 
   async batchCheck(requests: ReadonlyArray<{ user: string; relation: string; object: string; contextualTuples?: readonly WireTuple[] }>): Promise<boolean[]> {
-    return requests.map((r) => {
-      this.checks++;
-      const key = `${r.object}#${r.relation}@${r.user}`;
-      return this.tuples.has(key) || (r.contextualTuples ?? []).some((t) => `${t.object}#${t.relation}@${t.user}` === key);
-    });
+    return requests.map((r) => this.check(r));
+  }
+
+  /** Answered at once, as an engine answers a check it has at hand. */
+  check(r: { user: string; relation: string; object: string; contextualTuples?: readonly WireTuple[] }): boolean {
+    this.checks++;
+    const key = `${r.object}#${r.relation}@${r.user}`;
+    return this.tuples.has(key) || (r.contextualTuples ?? []).some((t) => `${t.object}#${t.relation}@${t.user}` === key);
   }
 
   async listObjects(request: { user: string; relation: string; type: string; limit: number }): Promise<{ objects: string[]; truncated: boolean }> {
@@ -121,7 +124,7 @@ export class DirectTupleEngine implements PermissionEngine {
 }
 
 /** `{code, reason}` of a rejection, for assertions. */
-export async function errorOf(p: Promise<unknown>): Promise<{ code?: string; reason?: string; message?: string; details?: Record<string, unknown> }> {
+export async function errorOf(p: unknown): Promise<{ code?: string; reason?: string; message?: string; details?: Record<string, unknown> }> {
   try {
     await p;
   } catch (err) {

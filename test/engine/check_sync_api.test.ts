@@ -4,7 +4,8 @@
  * errors, and `sync_unavailable` where a read or a model load is needed.
  * That it answers exactly as `check` on random models is the property "the
  * synchronous and asynchronous evaluators answer alike" in
- * engine.property.test.ts.
+ * engine.property.test.ts. `Engine.checkAtHand`: the answer of `check`, itself
+ * where it is at hand and a promise where a read is needed.
  */
 import test from 'ava';
 import { CheckCache, Engine, GraphMirror, LatchkeyError, MemoryStore } from '../../engine/index.ts';
@@ -193,4 +194,44 @@ test('answers are frozen: a caller that tries to change its answer cannot change
       t.is(e.checkSync(q).allowed, expected);
     }
   }
+});
+
+/** The outcome of `checkAtHand`: its answer (awaited when it is a promise) or its error, and whether a promise came back. */
+async function atHand(engine: Engine, q: Parameters<Engine['check']>[0]): Promise<{ outcome: string; promise: boolean }> {
+  let r: ReturnType<Engine['checkAtHand']>;
+  try {
+    r = engine.checkAtHand(q);
+  } catch (err) {
+    return { outcome: described(err), promise: false };
+  }
+  if (!(r instanceof Promise)) return { outcome: String(r.allowed), promise: false };
+  return { outcome: await outcomeOf(() => r as Promise<{ allowed: boolean }>), promise: true };
+}
+
+test('checkAtHand answers as check does, with the answer itself where check has it at hand, a promise where a read is needed', async (t) => {
+  const { engine } = await memoryEngine();
+  const bad = [
+    { user: 'user:anne', relation: 'viewer', object: 'doc:*' },
+    { user: 'user:anne', relation: 'owner', object: 'doc:a' },
+    { user: 'robot:x', relation: 'viewer', object: 'doc:a' },
+    { user: 'user:anne', relation: 'viewer', object: 'doc:a', modelId: 'not-a-ulid' },
+    { user: 'user:anne', relation: 'viewer', object: 'doc:a', atLeastRevision: -1 },
+  ];
+  for (const q of [...QUERIES, ...bad]) t.is((await atHand(engine, q)).outcome, await outcomeOf(() => engine.check(q)), JSON.stringify(q));
+  // The memory store has direct answers at hand once the model is loaded.
+  t.deepEqual(await atHand(engine, QUERIES[0]!), { outcome: 'true', promise: false });
+
+  const opened = await openSqlStore('sqlite');
+  t.teardown(() => opened.teardown());
+  const cache = new CheckCache({ store: opened.store, revisionPollMs: 60_000 });
+  const cached = new Engine({ store: cache.store, resolver: cache.resolver() });
+  await cached.writeModel({ dsl: MODEL });
+  await cached.write({ writes: TUPLES });
+  await cached.loadModel();
+  t.deepEqual(await atHand(cached, QUERIES[0]!), { outcome: 'true', promise: true }, 'a miss reads the database');
+  t.deepEqual(await atHand(cached, QUERIES[0]!), { outcome: 'true', promise: false }, 'a hit is the answer itself');
+  await cached.write({ deletes: [{ object: 'group:eng', relation: 'member', user: 'user:anne' }] });
+  t.deepEqual(await atHand(cached, QUERIES[0]!), { outcome: 'false', promise: true }, 'a revoke is seen by the next check');
+  t.deepEqual(await atHand(cached, QUERIES[0]!), { outcome: 'false', promise: false });
+  for (const q of QUERIES) t.is((await atHand(cached, q)).outcome, await outcomeOf(() => cached.check(q)), `cached ${JSON.stringify(q)}`);
 });

@@ -8,7 +8,7 @@ import type { Engine } from '../../engine/index.ts';
 import { AdminService, DynamoMailOutbox, SqlMailOutbox, type AdminFailureCounter, type FgaUserTuples, type IdentityPort } from '../../admin/index.ts';
 import { MailQueue, createSmtpMailer } from '../../auth/index.ts';
 import type { Authenticator } from '../authenticate.ts';
-import type { Principal } from '../context.ts';
+import { epochMsOf, type Principal } from '../context.ts';
 import type { Services } from '../services.ts';
 import { engineHooks } from './engine_hooks.ts';
 import { createRedisFailureCounter } from '../admin_failures.ts';
@@ -91,7 +91,7 @@ export async function plugAdmin(services: Services): Promise<AdminService> {
     mail = new MailQueue({
       mailer,
       store: services.database.kind === 'sql' ? new SqlMailOutbox(services.database.sequelize) : new DynamoMailOutbox(services.database.dynamo),
-      clock: () => services.clock.now().getTime(),
+      clock: epochMsOf(services.clock),
       onError: (err, info) => services.logger.warn('mail not sent', { mail_id: info.id, attempt: info.attempt, final: info.final, err }),
     });
     services.closers.push(async () => {
@@ -112,7 +112,7 @@ export async function plugAdmin(services: Services): Promise<AdminService> {
     defaultRoles: c.defaultRoles,
     allowedOrigins: c.allowedOrigins,
     organization: { name: c.organizationName ?? 'Latchkey', logo: c.organizationLogo ?? '' },
-    clock: () => services.clock.now().getTime(),
+    clock: epochMsOf(services.clock),
     webhooks: { onError: (err) => services.logger.error('webhook worker error', { err }) },
     failureCounter: adminFailureCounter(services),
   });

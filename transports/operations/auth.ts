@@ -32,7 +32,7 @@ import {
   type UserRecord,
 } from '../../auth/index.ts';
 import type { Authenticator } from '../authenticate.ts';
-import type { CookieOptions, CookieSink, RequestContext } from '../context.ts';
+import { epochMsOf, type CookieOptions, type CookieSink, type RequestContext } from '../context.ts';
 import type { Config } from '../flags.ts';
 import type { Services } from '../services.ts';
 import { EMPTY, MESSAGE, s } from '../shape.ts';
@@ -163,10 +163,14 @@ export function authOf(ctx: RequestContext): AuthService {
 }
 
 /** The call context the identity service needs, from the request context. */
+const SUPER_ADMIN = Object.freeze({ kind: 'super_admin' } as const);
+const ANONYMOUS_CALLER = Object.freeze({ kind: 'anonymous' } as const);
+
 export function callContext(ctx: RequestContext): AuthCallContext {
   const p = ctx.principal;
   return {
-    principal: p.kind === 'user' ? { ...p, kind: 'user' } : p.kind === 'super_admin' ? { kind: 'super_admin' } : { kind: 'anonymous' },
+    // A user principal is passed as it is (the same fields; principals are never changed once resolved).
+    principal: p.kind === 'user' ? p : p.kind === 'super_admin' ? SUPER_ADMIN : ANONYMOUS_CALLER,
     sessionCookie: sessionCookieOf(ctx.credentials.cookies),
     bearer: ctx.credentials.bearer,
     mfaCookie: ctx.credentials.cookies?.[MFA_COOKIE],
@@ -535,7 +539,7 @@ export async function plugAuth(services: Services): Promise<AuthService> {
       enforceMfa: c.enableMfa && c.enforceMfa,
       mfaSecret: c.clientSecret ?? '',
       totpIssuer: c.organizationName ?? 'Latchkey',
-      now: () => services.clock.now().getTime(),
+      now: epochMsOf(services.clock),
     },
     { database: services.database, memoryStore, engine: permissionEngine, otpDelivery: otpDeliveryOf(services), tokenScript },
   );

@@ -50,7 +50,7 @@ import {
   type UserRecord,
 } from '../../auth/index.ts';
 import { AdminService, checkRedirectUri, type AuditEntry, type WebhookEvent } from '../../admin/index.ts';
-import { CookieSink } from '../context.ts';
+import { CookieSink, epochMsOf } from '../context.ts';
 import { adminEventRecorder } from './admin.ts';
 import type { Config } from '../flags.ts';
 import type { HttpRouteRequest, HttpRouteResponse, Services } from '../services.ts';
@@ -134,7 +134,7 @@ export function plugSocialLogin(
     // The same redirect rule as /authorize and the email links.
     checkRedirectUri: (uri) => checkRedirectUri(uri, c.allowedOrigins, issuer),
     defaultRedirectUri: c.enableLoginPage ? `${issuer}/app` : issuer,
-    now: () => services.clock.now().getTime(),
+    now: epochMsOf(services.clock),
   });
   registry.set(services, social);
 

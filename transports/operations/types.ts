@@ -40,8 +40,13 @@ export interface Operation<I extends ObjectShape = ObjectShape, O extends Object
   readonly protocols: readonly Protocol[];
   /** One line for the docs. */
   readonly doc: string;
-  /** The domain function. Receives validated input; returns the response object. */
-  readonly handler: (ctx: RequestContext, input: Infer<I>) => Promise<Output<O>>;
+  /**
+   * The domain function. Receives validated input; returns the response
+   * object, or a promise of it (a handler with its answer at hand may return
+   * it as it is: the pipeline then takes no promise hop for it). Errors may
+   * be thrown or rejected alike.
+   */
+  readonly handler: (ctx: RequestContext, input: Infer<I>) => Output<O> | Promise<Output<O>>;
 }
 
 /** Any row of the table (handlers erased to the common type). */
