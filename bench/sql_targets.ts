@@ -22,7 +22,13 @@
  *   reported beside it.
  *
  * PostgreSQL runs when LATCHKEY_TEST_POSTGRES_URL is set (a throw-away
- * database per side). The load average is reported: the machine is shared.
+ * database per side); point it at another server (a tuned one, say) to
+ * measure that server. Each backend's figures carry the settings they ran
+ * under (`settings`): on PostgreSQL the server's `shared_buffers`,
+ * `max_wal_size`, `checkpoint_timeout`, `wal_compression`,
+ * `full_page_writes`, `synchronous_commit` and version; on SQLite the file's
+ * `page_size`, `journal_mode` and the library's version. The load average is
+ * reported: the machine is shared.
  */
 import pg from 'pg';
 import { CheckCache, Engine, type TupleStore } from '../engine/index.ts';
@@ -59,6 +65,26 @@ function percentile(sorted: Float64Array, p: number): number {
 function stats(us: Float64Array): { p50_us: number; p99_us: number } {
   const s = Float64Array.from(us).sort();
   return { p50_us: round(percentile(s, 50)), p99_us: round(percentile(s, 99)) };
+}
+
+/** PostgreSQL server settings that bear on writes, as the server reports them. */
+const PG_SETTINGS = ['shared_buffers', 'max_wal_size', 'checkpoint_timeout', 'wal_compression', 'full_page_writes', 'synchronous_commit', 'server_version'];
+
+/** The settings the figures of `db` ran under (see the module doc). */
+async function settingsOf(db: BenchDatabase): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  if (db.backend === 'postgres') {
+    for (const name of PG_SETTINGS) {
+      const [rows] = await db.sequelize.query('SELECT current_setting(?) AS v', { replacements: [name] });
+      out[name] = String((rows as { v: unknown }[])[0]?.v);
+    }
+  } else if (db.backend === 'sqlite') {
+    for (const [name, sql] of [['page_size', 'PRAGMA page_size'], ['journal_mode', 'PRAGMA journal_mode'], ['sqlite_version', 'SELECT sqlite_version() AS v']] as const) {
+      const [rows] = await db.sequelize.query(sql);
+      out[name] = String(Object.values((rows as Record<string, unknown>[])[0] ?? {})[0]);
+    }
+  }
+  return out;
 }
 
 /** P6 on the loaded database `db`. */
@@ -158,9 +184,10 @@ export async function run(options: { quick: boolean; scale?: number; queries?: n
     log(`${backend}: writing ${ds.tupleCount} tuples through Engine.write and SqlStore.write`);
     const { figures, loaded } = await writesScenario(backend, ds, log);
     try {
+      const settings = await settingsOf(loaded);
       const p6 = await coldChecks(loaded, ds, queries);
       log(`${backend} cold 5-hop: ${JSON.stringify(p6['best_pass'])}`);
-      out[backend] = { writes: figures, cold_5hop: p6 };
+      out[backend] = { settings, writes: figures, cold_5hop: p6 };
       const rate = (figures['engine'] as { tuples_per_s: number }).tuples_per_s;
       const need = backend === 'sqlite' ? 50_000 : 30_000;
       targets[`P9 ${backend}`] = `${rate} tuples/s through Engine.write (target ${need}): ${rate >= need ? 'met' : 'missed'}`;
