@@ -51,7 +51,7 @@ import type { StoredAuthorizationModel } from './model.ts';
 import { forwardStoreExtras, type TupleKey, type TupleStore } from './store.ts';
 import { type TypeSystem, rewriteChildren } from './typesystem.ts';
 import { formatUser } from './tuple.ts';
-import type { FreshnessHint, LatestModelHint, TopLevelHits } from './engine_check.ts';
+import type { FreshnessHint, LatestModelHint, TopLevelHits, TopLevelKey } from './engine_check.ts';
 import { type SyncTupleSource, syncSource } from './reader.ts';
 
 export { GraphMirror, type GraphMirrorOptions, type GraphMirrorStats } from './cache_graph.ts';
@@ -179,6 +179,23 @@ export function tupleClassesRead(ts: TypeSystem, type: string, relation: string)
   return out;
 }
 
+/**
+ * The key of a top-level check as the engine keeps it (TopLevelHits), with
+ * the LRU value it last found and the cache generation it was found in: the
+ * next lookup of the same check takes the value from here while its stamp is
+ * the relation's current one and the generation has not moved, without the
+ * LRU's hashing, comparing and reordering.
+ */
+class HitKey implements TopLevelKey {
+  readonly text: string;
+  value = -1;
+  generation = 0;
+
+  constructor(text: string) {
+    this.text = text;
+  }
+}
+
 const MAX_MODELS = 64;
 /** Options of every LRU lookup, shared (lru-cache otherwise allocates an empty object per get). */
 const GET_OPTIONS: LRUCache.GetOptions<string, number, unknown> = {};
@@ -249,7 +266,7 @@ export class CheckCache {
       resolveCheckSync: (req, ctx) => this.#resolveSync(inner, req, ctx),
       latestModelIdSeen: () => this.#latestModelId?.value,
       // The same key as the resolvers build for a request without condition context.
-      topLevelKey: (ts, object, relation, user) => `${ts.id}\n${object}#${relation}@${user}`,
+      topLevelKey: (ts, object, relation, user) => new HitKey(`${ts.id}\n${object}#${relation}@${user}`),
       topLevelHit: (ts, latest, objectType, relation, key, consistency, maxDepth) => this.#topLevelHit(ts, latest, objectType, relation, key, consistency, maxDepth),
     };
     return chain;
@@ -264,7 +281,7 @@ export class CheckCache {
    * reading decides both freshness conditions, before the lookup, as
    * `knownLatestModelId` and `#fresh` would each decide them.
    */
-  #topLevelHit(ts: TypeSystem, latest: boolean, objectType: string, relation: string, key: string, consistency: Consistency | undefined, maxDepth: number): ResolveCheckResult | undefined {
+  #topLevelHit(ts: TypeSystem, latest: boolean, objectType: string, relation: string, key: TopLevelKey, consistency: Consistency | undefined, maxDepth: number): ResolveCheckResult | undefined {
     const lru = this.#lru;
     if (lru === undefined || consistency === 'higher_consistency') return undefined;
     const now = this.#now();
@@ -276,7 +293,18 @@ export class CheckCache {
     const deps = this.#depsOf(ts);
     const ci = deps.classOf.get(objectType)?.get(relation);
     if (ci === undefined) return undefined;
-    return this.#lookup(lru, key, deps.gens[ci]!, 0, maxDepth);
+    const stamp = deps.gens[ci]!;
+    if (!(key instanceof HitKey)) return this.#lookup(lru, key.text, stamp, 0, maxDepth);
+    // The answer this key last found, while no write has moved its relation on and the cache was not emptied: the
+    // same value the LRU would give (a newer value there has a newer stamp, and emptying moves the generation on).
+    let v = key.generation === this.#generation ? key.value : -1;
+    if (v < 0 || Math.floor(v / 256) !== stamp) {
+      v = lru.get(key.text, GET_OPTIONS) ?? -1;
+      if (v < 0) return undefined;
+      key.value = v;
+      key.generation = this.#generation;
+    }
+    return this.#answer(v, stamp, 0, maxDepth);
   }
 
   /** A hit, or a miss the inner resolver answers synchronously (then stored); `undefined` otherwise. */
@@ -463,7 +491,12 @@ export class CheckCache {
   /** An entry stored at the relation's current generation (a stored entry was filled in the current cache generation). */
   #lookup(lru: LRUCache<string, number>, key: string, stamp: number, depth: number, maxDepth: number): ResolveCheckResult | undefined {
     const v = lru.get(key, GET_OPTIONS);
-    if (v === undefined || Math.floor(v / 256) !== stamp) return undefined;
+    return v === undefined ? undefined : this.#answer(v, stamp, depth, maxDepth);
+  }
+
+  /** The answer an LRU value holds, if it is of the relation's current stamp and within the depth limit. */
+  #answer(v: number, stamp: number, depth: number, maxDepth: number): ResolveCheckResult | undefined {
+    if (Math.floor(v / 256) !== stamp) return undefined;
     const height = (v % 256) >> 1;
     if (depth + height >= maxDepth) return undefined;
     this.#stats.hits++;

@@ -55,9 +55,10 @@ export interface TopLevelHits {
   /**
    * The key of the top-level check `object#relation@user` under `ts` without
    * condition context (`user` in `formatUser` form); the engine remembers it
-   * per request strings.
+   * per request strings and hands it back to `topLevelHit`, so the chain may
+   * keep on it what speeds up the next lookup of the same check.
    */
-  topLevelKey(ts: TypeSystem, object: string, relation: string, user: string): string;
+  topLevelKey(ts: TypeSystem, object: string, relation: string, user: string): TopLevelKey;
   /**
    * The answer to the check `key` (of type `objectType`) that the chain
    * would give at once, or `undefined`. `latest`: the request named no model
@@ -65,13 +66,18 @@ export interface TopLevelHits {
    * only if that id is as fresh as `latestModelId` would answer it (decided
    * on the same clock reading as the answer's own freshness).
    */
-  topLevelHit(ts: TypeSystem, latest: boolean, objectType: string, relation: string, key: string, consistency: Consistency | undefined, maxDepth: number): ResolveCheckResult | undefined;
+  topLevelHit(ts: TypeSystem, latest: boolean, objectType: string, relation: string, key: TopLevelKey, consistency: Consistency | undefined, maxDepth: number): ResolveCheckResult | undefined;
+}
+
+/** A key made by {@link TopLevelHits.topLevelKey} (the chain that made it may keep more on it). */
+export interface TopLevelKey {
+  readonly text: string;
 }
 
 /** A valid top-level check under a model version: its object type and cache key. */
 interface ValidCheck {
   objectType: string;
-  key: string;
+  key: TopLevelKey;
 }
 
 /** The limits the check path reads (a subset of the engine's). */

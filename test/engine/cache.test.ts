@@ -96,6 +96,9 @@ test('another process\'s write is observed once the poll delay has passed, and n
   t.false((await engineB.check({ ...anneOnDoc, consistency: 'higher_consistency' })).allowed);
   clock += 2;
   t.false((await engineB.check(anneOnDoc)).allowed);
+  // Asked again, now from B's cache: the answer found before the poll is gone for good.
+  t.false((await engineB.check(anneOnDoc)).allowed);
+  t.false((await engineB.check(anneOnDoc)).allowed);
   t.true(b.stats().revisionReads >= 2);
 });
 
