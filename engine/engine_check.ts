@@ -14,6 +14,7 @@ import type { TupleKey, TupleStore } from './store.ts';
 import { TypeSystem } from './typesystem.ts';
 import { TupleReader } from './reader.ts';
 import { type CheckResolver, type Consistency, LocalChecker, type ResolutionContext, type ResolveCheckResult, Scope } from './check.ts';
+import { TopContext, mapLimit } from './check_context.ts';
 import { type ParsedObject, type ParsedUser, fgaError, parseObject, show, tryParseUser } from './tuple.ts';
 import { FGA_CODES, validateTupleForWrite } from './validation.ts';
 
@@ -140,20 +141,6 @@ export function plainTuple(t: TupleKey): TupleKey {
   return out;
 }
 
-/** Runs `fn` over `items` with at most `limit` in flight, preserving order. */
-export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array<R>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!, i);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
-}
-
 /** A parsed user string with its canonical form (the cache key part). */
 interface CheckUser {
   user: ParsedUser;
@@ -180,53 +167,6 @@ function checkUserOf(s: unknown): CheckUser | undefined {
 
 function isPlainObject(v: unknown): boolean {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
-/**
- * The resolution context of a single check: its memo, path memo and visited
- * set are made on first use (a cache hit or an index walk never uses them),
- * and it counts its own dispatches.
- */
-class TopContext implements ResolutionContext {
-  readonly ts: TypeSystem;
-  readonly reader: TupleReader;
-  readonly context: Record<string, unknown> | undefined;
-  readonly maxDepth: number;
-  readonly maxDispatches: number;
-  readonly resolver: CheckResolver;
-  readonly monotone: boolean;
-  consistency?: Consistency;
-  noReuse?: boolean;
-  dispatches = 0;
-  #memo: Map<string, ResolveCheckResult> | undefined;
-  #pathMemo: Map<string, { hits: readonly string[]; height: number }[]> | undefined;
-  #visited: Map<string, number> | undefined;
-
-  constructor(ts: TypeSystem, reader: TupleReader, context: Record<string, unknown> | undefined, limits: CheckLimits, resolver: CheckResolver, monotone: boolean) {
-    this.ts = ts;
-    this.reader = reader;
-    this.context = context;
-    this.maxDepth = limits.maxResolutionDepth;
-    this.maxDispatches = limits.maxDispatchesPerCheck;
-    this.resolver = resolver;
-    this.monotone = monotone;
-  }
-
-  get memo(): Map<string, ResolveCheckResult> {
-    return (this.#memo ??= new Map());
-  }
-
-  get pathMemo(): Map<string, { hits: readonly string[]; height: number }[]> {
-    return (this.#pathMemo ??= new Map());
-  }
-
-  get visited(): Map<string, number> | undefined {
-    return this.monotone ? (this.#visited ??= new Map()) : undefined;
-  }
-
-  get stats(): { dispatches: number } {
-    return this;
-  }
 }
 
 /** Check, BatchCheck and the preparation the query operations share. */
