@@ -24,15 +24,15 @@ import type { AuthorizationModel, StoredAuthorizationModel } from './model.ts';
 import { MemoryStore } from './memory_store.ts';
 import { DEFAULT_STORE_ID, STORE_ID_PATTERN, type Assertion, type ReadFilter, type StoreCatalog, type StoreRecord, type TupleKey, type TupleStore, type TupleChange } from './store.ts';
 import { TypeSystem } from './typesystem.ts';
-import { DEFAULT_CONDITION_COST_LIMIT } from './conditions.ts';
 import type { TupleReader } from './reader.ts';
 import { type CheckResolver, type Consistency, type ResolutionContext, type ResolveCheckResult, LocalChecker, Scope } from './check.ts';
 import { type ParsedUser, parseObject, show, tryParseObject, tryParseUser } from './tuple.ts';
 import { FGA_CODES, validateTupleForWrite } from './validation.ts';
 import { CheckPath, type FreshnessHint, type Prepared, invalid, plainTuple } from './engine_check.ts';
+import { OPTION_RANGES, type BatchCheckResult, type CheckRequest, type CheckResult, type EngineOptions, type ExpandRequest, type ExpandResult, type Limits, type ListObjectsRequest, type ListObjectsResult, type ListUsersRequest, type ListUsersResult, type ModelInput, type QueryOptions, type ReadRequest, type ReadResult, type WriteRequest } from './engine_types.ts';
 import { listObjectIds } from './list_objects.ts';
 import { type UserFilter, listUsers } from './list_users.ts';
-import { type ExpandNode, expandRewrite } from './expand.ts';
+import { expandRewrite } from './expand.ts';
 
 // The whole error vocabulary (the class, codes, their HTTP/gRPC statuses, the public/internal split).
 export * from './errors.ts';
@@ -46,173 +46,8 @@ export { LocalChecker, problemKey } from './check.ts';
 export type { ExpandNode, ExpandLeaf } from './expand.ts';
 export type { UserFilter } from './list_users.ts';
 export { FGA_CODES } from './validation.ts';
+export type * from './engine_types.ts';
 export { CheckCache, GraphMirror, LevelChecker, type CheckCacheOptions, type CheckCacheStats, type GraphMirrorOptions, type GraphMirrorStats, type LevelCheckerStats } from './cache.ts';
-
-/** Settings of an {@link Engine}; every key is optional. Unknown keys are rejected. */
-export interface EngineOptions {
-  /** Where models and tuples live. Default: a new {@link MemoryStore}. */
-  store?: TupleStore;
-  /** Dispatch depth limit of Check (OpenFGA `ResolveNodeLimit`). Default 25, 1..100. */
-  maxResolutionDepth?: number;
-  /** Writes plus deletes per {@link Engine.write} call. Default 100, 1..10000. */
-  maxTuplesPerWrite?: number;
-  /** Checks per {@link Engine.batchCheck} call. Default 100, 1..1000. */
-  maxChecksPerBatch?: number;
-  /** Contextual tuples per request. Default 100, 0..1000. */
-  maxContextualTuples?: number;
-  /** Results of {@link Engine.listObjects}. Default 1000, 1..100000. */
-  listObjectsMaxResults?: number;
-  /** Results of {@link Engine.listUsers}. Default 1000, 1..100000. */
-  listUsersMaxResults?: number;
-  /** Checks resolved at once inside batchCheck, listObjects and listUsers. Default 50, 1..1000. */
-  maxConcurrentChecks?: number;
-  /** Default page size of {@link Engine.read}. Default 50, 1..100. */
-  defaultPageSize?: number;
-  /**
-   * Sub-problems one Check may resolve before failing with
-   * `resolution_too_complex`: bounds the time of adversarial graphs (dense
-   * cycles) that the depth limit alone does not. Default 10000, 100..10000000.
-   */
-  maxDispatchesPerCheck?: number;
-  /**
-   * The evaluation cost (cel-go's runtime cost, as OpenFGA counts it) above
-   * which a condition's evaluation stops with `invalid_argument`, reason
-   * `condition_cost_exceeded` (OpenFGA 2000), never an answer. OpenFGA's
-   * `maxConditionEvaluationCost`. Default 100, 1..10000000.
-   */
-  conditionCostLimit?: number;
-  /**
-   * Head of the resolver chain (for example a cache wrapping a
-   * {@link LocalChecker}). Default: a plain {@link LocalChecker}.
-   */
-  resolver?: CheckResolver;
-}
-
-const OPTION_RANGES = {
-  maxResolutionDepth: [1, 100, 25],
-  maxTuplesPerWrite: [1, 10_000, 100],
-  maxChecksPerBatch: [1, 1000, 100],
-  maxContextualTuples: [0, 1000, 100],
-  listObjectsMaxResults: [1, 100_000, 1000],
-  listUsersMaxResults: [1, 100_000, 1000],
-  maxConcurrentChecks: [1, 1000, 50],
-  defaultPageSize: [1, 100, 50],
-  maxDispatchesPerCheck: [100, 10_000_000, 10_000],
-  conditionCostLimit: [1, 10_000_000, DEFAULT_CONDITION_COST_LIMIT],
-} as const;
-
-type Limits = { -readonly [K in keyof typeof OPTION_RANGES]: number };
-
-/** Fields shared by the query requests. */
-export interface QueryOptions {
-  /** Tuples considered for this request only, never written. Validated like writes (OpenFGA 2027). */
-  contextualTuples?: TupleKey[];
-  /** Request context for conditions; a tuple's own context wins on key clashes. */
-  context?: Record<string, unknown>;
-  /** Model version id; the latest version when omitted. */
-  modelId?: string;
-  /** `higher_consistency` bypasses every answer cache (OpenFGA's consistency preference); default `minimize_latency`. */
-  consistency?: Consistency;
-  /**
-   * A consistency token: the store revision a write returned
-   * ({@link Engine.write}). The answer reflects at least that revision: it
-   * comes from a cache or the graph mirror only when they have caught up to
-   * it, otherwise from the store (as `higher_consistency`), like SpiceDB's
-   * `at_least_as_fresh` ZedToken. `invalid_argument` (reason
-   * `invalid_consistency_token`) unless a non-negative integer.
-   */
-  atLeastRevision?: number;
-}
-
-/** Does `user` hold `relation` on `object`? */
-export interface CheckRequest extends QueryOptions {
-  user: string;
-  relation: string;
-  object: string;
-}
-
-/** The answer of a Check: frozen, and the same object for every answer alike (compare `allowed`, do not add to it). */
-export interface CheckResult {
-  readonly allowed: boolean;
-}
-
-/** One answer of a BatchCheck, echoing its request. `error` is set (and `allowed` false) when that check failed. */
-export interface BatchCheckResult {
-  user: string;
-  relation: string;
-  object: string;
-  allowed: boolean;
-  error?: LatchkeyError;
-}
-
-/** Which objects of `type` does `user` hold `relation` on? */
-export interface ListObjectsRequest extends QueryOptions {
-  user: string;
-  relation: string;
-  type: string;
-}
-
-/** Objects as `type:id`, sorted; `truncated` when more than the cap exist. */
-export interface ListObjectsResult {
-  objects: string[];
-  truncated: boolean;
-}
-
-/** Which users matching the filter hold `relation` on `object`? */
-export interface ListUsersRequest extends QueryOptions {
-  object: string;
-  relation: string;
-  /** Exactly one filter: `{ type: 'user' }` or `{ type: 'group', relation: 'member' }`. */
-  userFilters: UserFilter[];
-}
-
-/** Users as `type:id`, `type:*` or `type:id#relation`, sorted. */
-export interface ListUsersResult {
-  users: string[];
-  truncated: boolean;
-}
-
-/** Expand `relation` on `object` one level. */
-export interface ExpandRequest {
-  object: string;
-  relation: string;
-  contextualTuples?: TupleKey[];
-  modelId?: string;
-}
-
-/** OpenFGA's `UsersetTree`. */
-export interface ExpandResult {
-  tree: { root: ExpandNode };
-}
-
-/** Input of {@link Engine.writeModel}: OpenFGA JSON, or DSL text. */
-export type ModelInput = AuthorizationModel | { dsl: string };
-
-/** Input of {@link Engine.write}. */
-export interface WriteRequest {
-  writes?: TupleKey[];
-  deletes?: TupleKey[];
-  /** Model version the writes are validated against; the latest when omitted. */
-  modelId?: string;
-}
-
-/** Filter of {@link Engine.read}: `object` is `type:id` or `type:` (every object of the type). */
-export interface ReadRequest {
-  user?: string;
-  relation?: string;
-  object?: string;
-}
-
-/** One page of tuples; `continuationToken` is `''` on the last page. */
-export interface ReadResult {
-  tuples: TupleKey[];
-  continuationToken: string;
-  /**
-   * With `writtenAt: true` only: for each tuple, the time its write was
-   * committed (milliseconds since the epoch; 0 when the store does not say).
-   */
-  writtenAt?: number[];
-}
 
 /**
  * The FGA engine. One instance serves one store (the default store of its
