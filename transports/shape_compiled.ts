@@ -118,9 +118,19 @@ function objectValidator(shape: ObjectShape, rules: ValidationRules): Compiled {
     const store = `y = f[${i}](x); if (y === FAIL) return FAIL; o[${literal(k)}] = y;`;
     return f.kind === 'optional' ? `${read} if (x !== undefined && x !== null) { ${store} }` : `${read} if (x === undefined || x === null) return FAIL; ${store}`;
   });
-  const source = `return function validate(v) {
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) return FAIL;
-  ${fields.length === 0 ? 'for (const k in v) return FAIL;' : `for (const k in v) { switch (k) { ${cases} break; default: return FAIL; } }`}
+  const keys = fields.length === 0 ? 'for (const k in v) return FAIL;' : `for (const k in v) { switch (k) { ${cases} break; default: return FAIL; } }`;
+  return generated('validate', [`if (v === null || typeof v !== 'object' || Array.isArray(v)) return FAIL;`, keys], lines, inner);
+}
+
+/**
+ * A function `name(v)` made from source: the `checks` (each may return
+ * FAIL), then a fresh object `o` filled by `lines` (with `x` and `y` to work
+ * in, the field forms as `f`), returned. Only shape field names, as JSON
+ * string literals, are ever written into the source.
+ */
+function generated(name: string, checks: readonly string[], lines: readonly string[], inner: readonly Compiled[]): Compiled {
+  const source = `return function ${name}(v) {
+  ${checks.join('\n  ')}
   const o = {};
   let x, y;
   ${lines.join('\n  ')}
@@ -163,12 +173,5 @@ function encoderOf(shape: Shape): Compiled {
     const absent = f.kind === 'optional' ? `o[${literal(k)}] = null;` : 'return FAIL;';
     return `${read} if (x === undefined || x === null) ${absent} else { ${store} }`;
   });
-  const source = `return function encode(v) {
-  if (v === null || typeof v !== 'object') return FAIL;
-  const o = {};
-  let x, y;
-  ${lines.join('\n  ')}
-  return o;
-};`;
-  return new Function('FAIL', 'f', source)(FAIL, inner) as Compiled;
+  return generated('encode', [`if (v === null || typeof v !== 'object') return FAIL;`], lines, inner);
 }
