@@ -21,6 +21,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { DEFAULT_STORE_ID, Engine, LatchkeyError, STORE_ID_PATTERN, type CheckRequest, type StoredAuthorizationModel, type TupleKey } from '../../engine/index.ts';
+import { bearerToken } from '../context.ts';
 import { parseJsonBody } from '../http/rest_fast.ts';
 import { headersNow, sendJson, type HttpLocals } from '../http/guards.ts';
 import { invalidRequest, toOpenfga } from './openfga_errors.ts';
@@ -154,8 +155,8 @@ export function openfgaApi(options: OpenfgaApiOptions): OpenfgaApi {
     res.end(JSON.stringify(body));
   };
 
-  /** The bearer token of an `Authorization` header, or null. */
-  const bearer = (header: string | undefined): RegExpExecArray | null => (typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/iu.exec(header) : null);
+  /** The bearer token of an `Authorization` header (the parse every transport uses), or undefined. */
+  const bearer = (header: string | undefined): string | undefined => (typeof header === 'string' ? bearerToken(header) : undefined);
   /**
    * The `Authorization` header last accepted on each connection. An SDK sends
    * the same header on every call of a keep-alive connection; comparing it
@@ -176,11 +177,11 @@ export function openfgaApi(options: OpenfgaApiOptions): OpenfgaApi {
   // Authentication before anything, body parsing included.
   router.use('/stores', (req, res, next) => {
     const header = req.headers.authorization;
-    const m = bearer(header);
-    const ok = m !== null && validKey(m[1]!, header as string, req.socket);
+    const token = bearer(header);
+    const ok = token !== undefined && validKey(token, header as string, req.socket);
     if (ok) return next();
     const refuse = (): void =>
-      m === null ? send(res, 401, { code: 'bearer_token_missing', message: 'missing bearer token' }) : send(res, 401, { code: 'unauthenticated', message: 'unauthenticated' });
+      token === undefined ? send(res, 401, { code: 'bearer_token_missing', message: 'missing bearer token' }) : send(res, 401, { code: 'unauthenticated', message: 'unauthenticated' });
     if (options.limitFailure === undefined) return refuse();
     options.limitFailure(req, res).then(
       (wait) => {
@@ -611,7 +612,7 @@ export function openfgaApi(options: OpenfgaApiOptions): OpenfgaApi {
     // The header this connection already proved needs no parsing either.
     if (typeof header !== 'string' || accepted.get(req.socket) !== header) {
       const key = bearer(header);
-      if (key === null || !validKey(key[1]!, header as string, req.socket)) return false;
+      if (key === undefined || !validKey(key, header as string, req.socket)) return false;
     }
     let storeId: string;
     try {
