@@ -12,6 +12,7 @@ import { SyncReadRefused, syncSource } from '../../engine/reader.ts';
 import { GraphMirror } from '../../engine/cache_graph.ts';
 import { ReferenceDataset, REFERENCE_MODEL_DSL } from '../../bench/baseline/dataset.ts';
 import { buildQueries, QUERY_SETS } from '../../bench/baseline/queries.ts';
+import { GRAPH_MODEL, graphUniverse, outcome } from './graph_universe.ts';
 
 test('mirror answers the reference query sets correctly', async (t) => {
   const ds = new ReferenceDataset(0.02);
@@ -30,54 +31,9 @@ test('mirror answers the reference query sets correctly', async (t) => {
   t.is(mirror.stats().deferred, 0);
 });
 
-const MODEL = `model
-  schema 1.1
-type user
-type group
-  relations
-    define member: [user, user:*, group#member, user with big]
-type doc
-  relations
-    define parent: [doc]
-    define blocked: [user]
-    define editor: [user, group#member]
-    define viewer: [user, user:*, group#member] or editor or viewer from parent
-    define can_read: viewer but not blocked
-condition big(x: int) {
-  x > 5
-}
-`;
-const users = ['user:u0', 'user:u1'];
-const groups = ['group:g0', 'group:g1'];
-const docs = ['doc:d0', 'doc:d1'];
-const UNIVERSE: TupleKey[] = [];
-for (const g of groups) {
-  for (const u of [...users, 'user:*']) UNIVERSE.push({ object: g, relation: 'member', user: u });
-  for (const h of groups) UNIVERSE.push({ object: g, relation: 'member', user: `${h}#member` });
-}
-UNIVERSE.push({ object: 'group:g1', relation: 'member', user: 'user:u0', condition: { name: 'big' } });
-for (const d of docs) {
-  for (const p of docs) UNIVERSE.push({ object: d, relation: 'parent', user: p });
-  for (const u of users) {
-    UNIVERSE.push({ object: d, relation: 'editor', user: u });
-    UNIVERSE.push({ object: d, relation: 'viewer', user: u });
-    UNIVERSE.push({ object: d, relation: 'blocked', user: u });
-  }
-  UNIVERSE.push({ object: d, relation: 'viewer', user: 'user:*' });
-  for (const g of groups) {
-    UNIVERSE.push({ object: d, relation: 'viewer', user: `${g}#member` });
-    UNIVERSE.push({ object: d, relation: 'editor', user: `${g}#member` });
-  }
-}
+const { users, groups, docs, tuples: UNIVERSE } = graphUniverse(2, (g) => g === 'group:g1');
+const MODEL = GRAPH_MODEL;
 const key = (t: TupleKey): string => `${t.object}#${t.relation}@${t.user}`;
-
-async function outcome(engine: Engine, q: { object: string; relation: string; user: string; context?: Record<string, unknown> }): Promise<string> {
-  try {
-    return String((await engine.check(q)).allowed);
-  } catch (err) {
-    return err instanceof LatchkeyError ? `error ${err.code}/${err.reason ?? ''}` : `non-latchkey ${String(err)}`;
-  }
-}
 
 test('mirror fast path equals the evaluator under random writes and checks (property)', async (t) => {
   const op = fc.oneof(

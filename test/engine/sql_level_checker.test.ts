@@ -8,10 +8,11 @@
  */
 import test from 'ava';
 import fc from 'fast-check';
-import { Engine, LatchkeyError, MemoryStore, type TupleKey, type TupleStore } from '../../engine/index.ts';
+import { Engine, MemoryStore, type TupleKey, type TupleStore } from '../../engine/index.ts';
 import { LevelChecker } from '../../engine/sql/level_checker.ts';
 import { ReferenceDataset, REFERENCE_MODEL_DSL } from '../../bench/baseline/dataset.ts';
 import { buildQueries, QUERY_SETS } from '../../bench/baseline/queries.ts';
+import { GRAPH_MODEL, graphUniverse, outcome } from './graph_universe.ts';
 import { openSqlStore } from './sql_helpers.ts';
 import { sqlBackends } from '../helpers/databases.ts';
 
@@ -71,53 +72,8 @@ test('level checker on SQLite: correct answers, one store call per read kind per
   }
 });
 
-const MODEL = `model
-  schema 1.1
-type user
-type group
-  relations
-    define member: [user, user:*, group#member, user with big]
-type doc
-  relations
-    define parent: [doc]
-    define blocked: [user]
-    define editor: [user, group#member]
-    define viewer: [user, user:*, group#member] or editor or viewer from parent
-    define can_read: viewer but not blocked
-condition big(x: int) {
-  x > 5
-}
-`;
-const users = ['user:u0', 'user:u1', 'user:u2'];
-const groups = ['group:g0', 'group:g1', 'group:g2'];
-const docs = ['doc:d0', 'doc:d1', 'doc:d2'];
-const UNIVERSE: TupleKey[] = [];
-for (const g of groups) {
-  for (const u of [...users, 'user:*']) UNIVERSE.push({ object: g, relation: 'member', user: u });
-  UNIVERSE.push({ object: g, relation: 'member', user: 'user:u0', condition: { name: 'big' } });
-  for (const h of groups) UNIVERSE.push({ object: g, relation: 'member', user: `${h}#member` });
-}
-for (const d of docs) {
-  for (const p of docs) UNIVERSE.push({ object: d, relation: 'parent', user: p });
-  for (const u of users) {
-    UNIVERSE.push({ object: d, relation: 'editor', user: u });
-    UNIVERSE.push({ object: d, relation: 'viewer', user: u });
-    UNIVERSE.push({ object: d, relation: 'blocked', user: u });
-  }
-  UNIVERSE.push({ object: d, relation: 'viewer', user: 'user:*' });
-  for (const g of groups) {
-    UNIVERSE.push({ object: d, relation: 'viewer', user: `${g}#member` });
-    UNIVERSE.push({ object: d, relation: 'editor', user: `${g}#member` });
-  }
-}
-
-async function outcome(engine: Engine, q: { object: string; relation: string; user: string; context?: Record<string, unknown> }): Promise<string> {
-  try {
-    return String((await engine.check(q)).allowed);
-  } catch (err) {
-    return err instanceof LatchkeyError ? `error ${err.code}/${err.reason ?? ''}` : `non-latchkey ${String(err)}`;
-  }
-}
+const { users, groups, docs, tuples: UNIVERSE } = graphUniverse(3, () => true);
+const MODEL = GRAPH_MODEL;
 
 test('level checker equals the evaluator on random graphs (property)', async (t) => {
   await t.notThrowsAsync(
