@@ -149,7 +149,7 @@ export async function run(options: RunOptions = {}): Promise<Record<string, unkn
     const s = await auth.signup({ email: 'inproc@example.com', password: PASSWORD });
     const access = s.response.access_token!;
     if (!(await auth.validateJwtToken({ token_type: 'access_token', token: access })).is_valid) throw new Error('in-process validation self-check failed');
-    out['service_validate_jwt_token_per_second'] = await throughput(seconds / 2, 16, () => auth.validateJwtToken({ token_type: 'access_token', token: access }));
+    out['service_validate_jwt_token_per_second'] = await throughput(seconds / 2, 16, async () => auth.validateJwtToken({ token_type: 'access_token', token: access }));
   } finally {
     await sequelize.close();
     await store.close();

@@ -403,6 +403,16 @@ test('validate_jwt_token: claims for each token type, roles, bad type; validate_
     t.is(vs.user.id, uid);
     t.is((await errorOf(f.auth.validateSession({ cookie: 'nope' }))).code, 'unauthenticated');
     t.is((await errorOf(f.auth.validateSession({}))).code, 'invalid_argument');
+    // An access token verified before, its session alive in process: the same answer, without a promise;
+    // a missing role is still refused (as a rejection), and once the session ends the full path refuses it.
+    const now = f.auth.validateJwtToken({ token_type: 'access_token', token: s.response.access_token! });
+    t.false(now instanceof Promise);
+    t.deepEqual(now, await f.auth.validateJwtToken({ token_type: 'access_token', token: s.response.access_token!, required_relations: [{ relation: 'viewer', object: 'document:1' }] }));
+    const refused = f.auth.validateJwtToken({ token_type: 'access_token', token: s.response.access_token!, roles: ['admin'] });
+    t.true(refused instanceof Promise);
+    t.is((await errorOf(refused)).reason, 'missing_role');
+    await f.auth.logout({ sessionCookie: s.session!.token });
+    t.is((await errorOf(f.auth.validateJwtToken({ token_type: 'access_token', token: s.response.access_token! }))).reason, 'invalid_token');
   } finally {
     await f.close();
   }
