@@ -310,22 +310,19 @@ export class SessionFlows {
   async #validateJwtToken(input: ValidateJwtTokenInput): Promise<ValidJwtToken> {
     if (!(TOKEN_TYPES as readonly string[]).includes(input.token_type)) throw invalidArgument('invalid token type', 'invalid_token_type');
     const { claims } = await this.#verifyLive(input.token, input.token_type as TokenType);
-    this.#hasRoles(claims, input.roles);
+    const valid = this.#valid(claims, input.roles);
     await this.#d.permissions.requireRelations(claims.sub, input.required_relations);
-    return { is_valid: true, claims: { ...claims } };
+    return valid;
   }
 
   /** The answer for a live token's claims that hold every role asked for (else `permission_denied`, `missing_role`). */
   #valid(claims: TokenClaims, roles: readonly string[] | undefined): ValidJwtToken {
-    this.#hasRoles(claims, roles);
+    if (roles !== undefined && roles.length > 0) {
+      const raw = claims[this.#d.options.jwt.roleClaim] ?? claims['roles'];
+      const have = Array.isArray(raw) ? raw.map(String) : typeof raw === 'string' ? raw.split(',') : [];
+      for (const r of roles) if (!have.includes(r)) throw new LatchkeyError('permission_denied', 'unauthorized', { reason: 'missing_role' });
+    }
     return { is_valid: true, claims: { ...claims } };
-  }
-
-  #hasRoles(claims: TokenClaims, roles: readonly string[] | undefined): void {
-    if (roles === undefined || roles.length === 0) return;
-    const raw = claims[this.#d.options.jwt.roleClaim] ?? claims['roles'];
-    const have = Array.isArray(raw) ? raw.map(String) : typeof raw === 'string' ? raw.split(',') : [];
-    for (const r of roles) if (!have.includes(r)) throw new LatchkeyError('permission_denied', 'unauthorized', { reason: 'missing_role' });
   }
 
   /** `validate_session`: `{is_valid: true, user}` for a live session cookie value, or an error. */
@@ -346,7 +343,6 @@ export class SessionFlows {
   }
 }
 
-/** The principal of a live bearer access token. */
 /** The input of `validate_jwt_token`. */
 export interface ValidateJwtTokenInput {
   token_type: string;

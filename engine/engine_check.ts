@@ -482,18 +482,13 @@ export class CheckPath {
    * no promise, result or async frame is made for it.
    */
   check(req: CheckInput): Promise<{ readonly allowed: boolean }> {
-    if (req !== null && typeof req === 'object') {
-      let warm: boolean | Promise<boolean> | undefined;
-      try {
-        warm = this.#warm(req);
-      } catch (err) {
-        return Promise.reject(err);
-      }
-      if (warm === true) return ALLOWED_SETTLED;
-      if (warm === false) return DENIED_SETTLED;
-      if (warm !== undefined) return warm.then(answer);
+    let r: { readonly allowed: boolean } | Promise<{ readonly allowed: boolean }>;
+    try {
+      r = this.checkAtHand(req);
+    } catch (err) {
+      return Promise.reject(err);
     }
-    return this.#checkCold(req);
+    return r === ALLOWED ? ALLOWED_SETTLED : r === DENIED ? DENIED_SETTLED : (r as Promise<{ readonly allowed: boolean }>);
   }
 
   /**
