@@ -1,7 +1,7 @@
 /**
  * The admin service: every super-admin operation of the spec, each audited,
  * with the webhook events the operations cause. The transports call it
- * through the rows of `transports/operations/admin.ts`; the identity service
+ * through the rows of `server/handlers/admin.ts`; the identity service
  * calls {@link AdminService.userEvent} for the user events it causes
  * (sign-up, login, deactivation, ...).
  *

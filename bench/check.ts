@@ -343,7 +343,7 @@ async function sqlBench(backend: SqlBackend, ds: ReferenceDataset, qsets: QueryS
     gc();
     const mirrorHeapMiB = (process.memoryUsage().heapUsed - beforeMirror) / 2 ** 20;
     const rssWithMirror = memoryMiB().rss_mib;
-    // As the server composes it (transports/operations/permissions.ts): the synchronous evaluator over the
+    // As the server composes it (server/handlers/permissions.ts): the synchronous evaluator over the
     // mirror while it is fresh, the level checker on the database for full consistency.
     const mirrored = new Engine({ store: mirror.store, resolver: mirror.resolver(new LocalChecker(), new LevelChecker({ inner: new LocalChecker({ sync: false }) })) });
     for (const set of QUERY_SETS) await verify(`${backend} mirror ${set}`, (qsets[set] as CheckQuery[]).slice(0, 200), async (q) => (await mirrored.check(q)).allowed);

@@ -45,7 +45,7 @@ import { join, resolve } from 'node:path';
 import type { Options } from 'autocannon';
 import * as grpc from '@grpc/grpc-js';
 import type { PackageDefinition } from '@grpc/proto-loader';
-import { OPERATIONS, generateProto, loadPackageDefinition } from '../transports/index.ts';
+import { OPERATIONS, generateProto, loadPackageDefinition } from '../cmd/index.ts';
 import { best, grpcLoad, http, paired, startServerProcess, type Figures, type GrpcCall } from './transport.ts';
 
 const ADMIN_SECRET = 'bench-admin-secret';

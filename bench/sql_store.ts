@@ -55,7 +55,7 @@ async function open(): Promise<{ sequelize: Sequelize; store: SqlStore; drop: ()
   }
   const sequelize = openSequelize(url, { logging: false, ...(backend === 'sqlite' ? { pool: { max: 1, min: 0 } } : { pool: { max: 8, min: 1 } }) });
   if (backend === 'sqlite') {
-    // As transports/database.ts sets the process connection.
+    // As server/compose/database.ts sets the process connection.
     await sequelize.query('PRAGMA journal_mode = WAL');
     await sequelize.query('PRAGMA busy_timeout = 5000');
   }

@@ -8,7 +8,7 @@
  *   (bench/sql_writes.ts).
  * - P6: cold 5-hop checks through `engine.check` as the server composes it
  *   without the graph mirror (the check cache in front of the level checker,
- *   transports/operations/permissions.ts), with the cache emptied before each
+ *   server/handlers/permissions.ts), with the cache emptied before each
  *   pass and every query distinct, so each check goes to the database. Run on
  *   the database P9 loaded through the engine (the reference dataset), after
  *   `ANALYZE` and a checkpoint on PostgreSQL. Every answer is verified against

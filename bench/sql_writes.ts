@@ -23,7 +23,7 @@ import { createTestDatabase, type SqlBackend } from '../test/helpers/databases.t
 export const round = (x: number, d = 2): number => Math.round(x * 10 ** d) / 10 ** d;
 export const load = (): number[] => loadavg().map((x) => round(x));
 
-/** A SqlStore on a fresh database, opened as the server opens its connection (transports/database.ts). */
+/** A SqlStore on a fresh database, opened as the server opens its connection (server/compose/database.ts). */
 export interface BenchDatabase {
   backend: SqlBackend;
   sequelize: Sequelize;

@@ -19,7 +19,7 @@ import autocannon, { type Options, type Result } from 'autocannon';
 import http2 from 'node:http2';
 import express from 'express';
 import * as grpc from '@grpc/grpc-js';
-import { OPERATIONS, generateProto, graphqlDocument, loadPackageDefinition } from '../transports/index.ts';
+import { OPERATIONS, generateProto, graphqlDocument, loadPackageDefinition } from '../cmd/index.ts';
 
 const CONNECTIONS = 50;
 

@@ -5,7 +5,7 @@
  * - `@latchkey/engine`: `engine/` and `dsl/` (the FGA engine, its stores, the
  *   modeling language); SQL storage at `@latchkey/engine/sql` with sequelize
  *   and the drivers as optional peers.
- * - `@latchkey/client`: the user and admin clients (`transports/client/` and
+ * - `@latchkey/client`: the user and admin clients (`client/` and
  *   the few files it shares with the server); gRPC at `@latchkey/client/grpc`
  *   with grpc-js and proto-loader as optional peers.
  * - `latchkey`: the server and the `latchkey` command, depending on the two.
@@ -76,9 +76,9 @@ export const PACKAGES: PackageSpec[] = [
     name: '@latchkey/client',
     description: 'User and admin clients for a Latchkey server, asynchronous and synchronous, over GraphQL, REST or gRPC',
     keywords: ['authentication', 'authorization', 'client', 'graphql', 'grpc'],
-    exports: { '.': 'transports/client/index', './grpc': 'transports/client/grpc_call' },
-    extraEntries: ['transports/client/sync_worker'],
-    assets: ['transports/grpc/latchkey.proto'],
+    exports: { '.': 'client/index', './grpc': 'client/grpc_call' },
+    extraEntries: ['client/sync_worker'],
+    assets: ['api/latchkey.proto'],
     optionalPeers: ['@grpc/grpc-js', '@grpc/proto-loader'],
   },
   {
@@ -86,15 +86,15 @@ export const PACKAGES: PackageSpec[] = [
     name: 'latchkey',
     description: 'Identity, session and fine-grained authorization server with an embeddable OpenFGA-compatible engine',
     keywords: ['authentication', 'authorization', 'identity', 'oauth', 'openid-connect', 'fga', 'openfga', 'server'],
-    exports: { '.': 'transports/index', './engine': 'engine', './engine/sql': 'engine_sql', './dsl': 'dsl', './client': 'client' },
-    extraEntries: ['transports/cli', 'transports/cli/dsl_command', 'transports/cli/fga_command'],
-    assets: ['transports/grpc/latchkey.proto', 'transports/dashboard/page.html', 'transports/dashboard/page.css', 'transports/dashboard/page.js'],
+    exports: { '.': 'cmd/index', './engine': 'engine', './engine/sql': 'engine_sql', './dsl': 'dsl', './client': 'client' },
+    extraEntries: ['cmd/cli', 'cmd/dsl_command', 'cmd/fga_command'],
+    assets: ['api/latchkey.proto', 'transports/web/dashboard/page.html', 'transports/web/dashboard/page.css', 'transports/web/dashboard/page.js'],
     external: ENGINE_EXTERNAL,
     // Loaded by name, not imported: the database drivers (by sequelize) and the playground's browser builds (served as files).
     extraDependencies: ['pg', 'mysql2', 'graphiql', 'react', 'react-dom'],
     bin: { latchkey: 'bin/latchkey.js' },
     generated: {
-      'bin/latchkey.js': "#!/usr/bin/env node\n// The `latchkey` command.\nimport { main } from '../transports/cli.js';\n\nconst status = await main(process.argv.slice(2));\nprocess.exit(status);\n",
+      'bin/latchkey.js': "#!/usr/bin/env node\n// The `latchkey` command.\nimport { main } from '../cmd/cli.js';\n\nconst status = await main(process.argv.slice(2));\nprocess.exit(status);\n",
       // The subpaths of earlier single-package releases, kept as re-exports.
       'engine.js': reexport('@latchkey/engine'),
       'engine.d.ts': reexport('@latchkey/engine'),

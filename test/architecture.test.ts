@@ -12,6 +12,9 @@
  * - In `engine`, sequelize is confined to the SQL adapter.
  * - The AWS SDK is confined to `auth/dynamodb.ts`.
  * - Domain folders never import `transports`.
+ * - No import circles: the file graph has no strongly connected component of
+ *   more than one file (conventions §1: what two files both need lives in a
+ *   third that imports neither).
  */
 import test from 'ava';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -20,38 +23,44 @@ import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
 import { REPO_ROOT } from './helpers/shared.ts';
 
-type Folder = 'engine' | 'dsl' | 'auth' | 'admin' | 'transports' | 'bin';
+type Folder = 'engine' | 'dsl' | 'auth' | 'admin' | 'api' | 'server' | 'transports' | 'client' | 'cmd' | 'bin';
 
+/**
+ * Who may import whom. The direction is `cmd → transports → server → admin →
+ * auth → engine`, with `api` (the wire contract) and `dsl` as leaves and
+ * `client → api`; an edge may skip layers downwards, never run upwards.
+ */
 const FOLDERS: Record<Folder, { folders: Folder[]; packages: string[] }> = {
   engine: { folders: ['dsl'], packages: ['lru-cache', '@marcbachmann/cel-js', 'sequelize', 'ulid'] },
   dsl: { folders: ['engine'], packages: ['chevrotain'] },
   auth: { folders: ['engine'], packages: ['jose', 'bcrypt', 'otplib', 'qrcode-generator', 'nodemailer', 'sequelize', 'ioredis', 'ulid', '@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb'] },
   admin: { folders: ['engine', 'dsl', 'auth'], packages: ['sequelize', 'ulid'] },
-  transports: {
-    folders: ['engine', 'dsl', 'auth', 'admin'],
-    packages: [
-      'express',
-      'graphql',
-      'graphql-http',
-      '@grpc/grpc-js',
-      '@grpc/proto-loader',
-      '@grpc/reflection',
-      'grpc-health-check',
-      'minimist',
-      'prom-client',
-      // The composition root opens the one database connection and the shared Redis client.
-      'sequelize',
-      'ioredis',
-      'rate-limiter-flexible',
-      // The `fga` command reads OpenFGA store files (YAML).
-      'yaml',
-    ],
+  // The contract: shapes, rows, the gRPC codec; only the error class from below.
+  api: { folders: ['engine'], packages: [] },
+  server: {
+    folders: ['api', 'admin', 'auth', 'engine', 'dsl'],
+    // The composition root opens the one database connection and the shared Redis client; the rate limiter shares Redis.
+    packages: ['sequelize', 'ioredis', 'rate-limiter-flexible', 'prom-client', 'minimist'],
   },
-  bin: { folders: ['transports'], packages: [] },
+  transports: {
+    folders: ['server', 'api', 'engine'],
+    packages: ['express', 'graphql', 'graphql-http', '@grpc/grpc-js', '@grpc/proto-loader', '@grpc/reflection', 'grpc-health-check', 'prom-client'],
+  },
+  // The published client: the contract and the error class, and gRPC's libraries (optional peers).
+  client: { folders: ['api', 'engine'], packages: ['@grpc/grpc-js', '@grpc/proto-loader'] },
+  cmd: {
+    folders: ['engine', 'dsl', 'auth', 'admin', 'api', 'server', 'transports', 'client'],
+    // The `fga` command reads OpenFGA store files (YAML).
+    packages: ['minimist', 'yaml'],
+  },
+  bin: { folders: ['cmd'], packages: [] },
 };
 
 /** Files any layer may import directly besides `<folder>/index.ts`. */
-const SHARED_ENTRY_POINTS = new Set(['engine/errors.ts', 'engine/model.ts', 'engine/sql/migrate.ts', 'engine/sql/index.ts', 'transports/cli.ts']);
+const SHARED_ENTRY_POINTS = new Set(['engine/errors.ts', 'engine/model.ts', 'engine/sql/migrate.ts', 'engine/sql/index.ts', 'cmd/cli.ts']);
+
+/** Folders whose files only the error class may be imported from (besides their own). */
+const ERRORS_ONLY: Partial<Record<Folder, Folder[]>> = { api: ['engine'], client: ['engine'] };
 
 const BUILTINS = new Set(builtinModules);
 
@@ -128,6 +137,10 @@ function violations(): string[] {
             out.push(`${from} → ${target}: enter ${targetFolder} through ${targetFolder}/index.ts`);
             continue;
           }
+          if (ERRORS_ONLY[folder]?.includes(targetFolder) && target !== 'engine/errors.ts') {
+            out.push(`${from} → ${target}: ${folder} may take only the error class from ${targetFolder}`);
+            continue;
+          }
           if (folder === 'dsl' && targetFolder === 'engine' && !typeOnly && target !== 'engine/errors.ts') {
             out.push(`${from} → ${target}: dsl may take only types from engine`);
           }
@@ -151,6 +164,72 @@ function violations(): string[] {
   return out;
 }
 
+/** Every source file's relative imports, resolved to repository paths (type-only imports included: they tie files together too). */
+function importGraph(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const folder of Object.keys(FOLDERS) as Folder[]) {
+    for (const file of files(join(REPO_ROOT, folder))) {
+      const from = relative(REPO_ROOT, file);
+      const targets = imports(file)
+        .filter((e) => e.specifier.startsWith('.'))
+        .map((e) => relative(REPO_ROOT, resolve(dirname(file), e.specifier)));
+      graph.set(from, [...new Set(targets)]);
+    }
+  }
+  return graph;
+}
+
+/**
+ * The import circles of `graph`: its strongly connected components of more
+ * than one file (Tarjan's algorithm, iterative so that deep chains cannot
+ * overflow the stack), each sorted, largest first.
+ */
+export function circles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const onStack = new Set<string>();
+  const stack: string[] = [];
+  const out: string[][] = [];
+  for (const root of graph.keys()) {
+    if (index.has(root)) continue;
+    const work: { node: string; edge: number }[] = [{ node: root, edge: 0 }];
+    index.set(root, next);
+    low.set(root, next++);
+    stack.push(root);
+    onStack.add(root);
+    while (work.length > 0) {
+      const frame = work[work.length - 1]!;
+      const edges = (graph.get(frame.node) ?? []).filter((n) => graph.has(n));
+      if (frame.edge < edges.length) {
+        const to = edges[frame.edge++]!;
+        if (!index.has(to)) {
+          index.set(to, next);
+          low.set(to, next++);
+          stack.push(to);
+          onStack.add(to);
+          work.push({ node: to, edge: 0 });
+        } else if (onStack.has(to)) low.set(frame.node, Math.min(low.get(frame.node)!, index.get(to)!));
+        continue;
+      }
+      work.pop();
+      const parent = work[work.length - 1];
+      if (parent !== undefined) low.set(parent.node, Math.min(low.get(parent.node)!, low.get(frame.node)!));
+      if (low.get(frame.node) === index.get(frame.node)) {
+        const component: string[] = [];
+        let member: string;
+        do {
+          member = stack.pop()!;
+          onStack.delete(member);
+          component.push(member);
+        } while (member !== frame.node);
+        if (component.length > 1) out.push(component.sort());
+      }
+    }
+  }
+  return out.sort((a, b) => b.length - a.length);
+}
+
 test('every import edge is allowed by the layering table (conventions §1)', (t) => {
   t.deepEqual(violations(), []);
 });
@@ -167,4 +246,21 @@ test('the checker sees through comments and catches a forbidden edge (self-test)
   t.deepEqual(edges("// import x from 'express'\nimport type { A } from '../engine/model.ts';"), [{ specifier: '../engine/model.ts', typeOnly: true }]);
   t.is(packageName('@grpc/grpc-js/build/x'), '@grpc/grpc-js');
   t.is(packageName('graphql-http/lib/use/express'), 'graphql-http');
+});
+
+test('no two source files import each other, directly or through others (no import circles)', (t) => {
+  t.deepEqual(circles(importGraph()), []);
+});
+
+test('the circle finder finds circles and only circles (self-test)', (t) => {
+  const g = (edges: Record<string, string[]>): Map<string, string[]> => new Map(Object.entries(edges));
+  t.deepEqual(circles(g({ a: ['b'], b: ['c'], c: [] })), []);
+  t.deepEqual(circles(g({ a: ['b'], b: ['a'], c: ['a'] })), [['a', 'b']]);
+  t.deepEqual(circles(g({ a: ['b'], b: ['c'], c: ['a'], d: ['e'], e: ['d'], f: ['f'] })), [['a', 'b', 'c'], ['d', 'e']]);
+  // A long chain closing on itself, deeper than a recursive walk would survive.
+  const chain = new Map<string, string[]>();
+  for (let i = 0; i < 20_000; i++) chain.set(`n${i}`, [`n${(i + 1) % 20_000}`]);
+  t.is(circles(chain)[0]?.length, 20_000);
+  // The real checker over the real tree: the edge it must see is there.
+  t.true(importGraph().get('server/pipeline.ts')?.includes('api/shape.ts') ?? false);
 });

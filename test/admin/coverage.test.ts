@@ -7,7 +7,7 @@
  */
 import test from 'ava';
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type CallResult, type TestServer } from '../helpers/server.ts';
-import { DEPRECATED_MESSAGES, OPERATIONS, type Protocol } from '../../transports/index.ts';
+import { DEPRECATED_MESSAGES, OPERATIONS, type Protocol } from '../../cmd/index.ts';
 import { startReceiver } from './receiver.ts';
 import { startSmtp } from './smtp.ts';
 

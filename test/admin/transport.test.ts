@@ -7,7 +7,7 @@
 import test from 'ava';
 import * as grpc from '@grpc/grpc-js';
 import { PROTOCOLS, TEST_ADMIN_SECRET, TEST_CLIENT_SECRET, TEST_JWT_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
-import { OPERATIONS, type Protocol } from '../../transports/index.ts';
+import { OPERATIONS, type Protocol } from '../../cmd/index.ts';
 import { AdminService, verifyWebhook } from '../../admin/index.ts';
 import { Engine, MemoryStore } from '../../engine/index.ts';
 import { startReceiver } from './receiver.ts';

@@ -6,7 +6,7 @@
  * before any byte is sent.
  */
 import test from 'ava';
-import { LatchkeyAdminClient, LatchkeyClient, LatchkeyError, PROTOCOL_SUPPORT, type ClientProtocol } from '../../transports/client/index.ts';
+import { LatchkeyAdminClient, LatchkeyClient, LatchkeyError, PROTOCOL_SUPPORT, type ClientProtocol } from '../../client/index.ts';
 import { PROTOCOLS, TEST_ADMIN_SECRET, TEST_CLIENT_ID, startTestServer, type TestServer } from '../helpers/server.ts';
 import { PROTOCOL_DEPENDENT, runScenario } from './scenario.ts';
 import { closedPort, countingProxy } from './proxy.ts';

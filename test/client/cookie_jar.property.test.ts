@@ -5,7 +5,7 @@
  */
 import test from 'ava';
 import fc from 'fast-check';
-import { CookieJar } from '../../transports/client/cookie_jar.ts';
+import { CookieJar } from '../../client/cookie_jar.ts';
 
 const cookieName = fc.stringMatching(/^[A-Za-z0-9_-]{1,12}$/);
 const cookieValue = fc.stringMatching(/^[A-Za-z0-9._~%-]{1,24}$/);

@@ -25,7 +25,7 @@ registerHooks({
 });
 
 const [url = '', grpcEndpoint = '', protocol = 'graphql'] = process.argv.slice(2);
-const { LatchkeyClient } = await import('../../transports/client/index.ts');
+const { LatchkeyClient } = await import('../../client/index.ts');
 const client = new LatchkeyClient({ client_id: 'probe', service_url: url, grpc_endpoint: grpcEndpoint, protocol: protocol as 'graphql' });
 const meta = await client.meta();
 await client.close();

@@ -3,9 +3,9 @@
  * and the default gRPC endpoint, and the cookie jar.
  */
 import test from 'ava';
-import { resolveAdminOptions, resolveClientOptions } from '../../transports/client/options.ts';
-import { CookieJar } from '../../transports/client/cookie_jar.ts';
-import { LatchkeyAdminClient, LatchkeyClient, LatchkeyError } from '../../transports/client/index.ts';
+import { resolveAdminOptions, resolveClientOptions } from '../../client/options.ts';
+import { CookieJar } from '../../client/cookie_jar.ts';
+import { LatchkeyAdminClient, LatchkeyClient, LatchkeyError } from '../../client/index.ts';
 
 function refusal(t: import('ava').ExecutionContext, fn: () => unknown, option: string): void {
   const err = t.throws(fn, { instanceOf: LatchkeyError });

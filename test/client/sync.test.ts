@@ -13,7 +13,7 @@ import {
   LatchkeySyncAdminClient,
   LatchkeySyncClient,
   type ClientProtocol,
-} from '../../transports/client/index.ts';
+} from '../../client/index.ts';
 import { PROTOCOLS, TEST_ADMIN_SECRET, TEST_CLIENT_ID, startTestServer, type TestServer } from '../helpers/server.ts';
 import { runScenario } from './scenario.ts';
 import { countingProxy } from './proxy.ts';

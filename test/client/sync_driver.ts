@@ -4,7 +4,7 @@
  * tests' server runs on the main thread.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { LatchkeySyncAdminClient, LatchkeySyncClient, type ClientProtocol } from '../../transports/client/index.ts';
+import { LatchkeySyncAdminClient, LatchkeySyncClient, type ClientProtocol } from '../../client/index.ts';
 import { runScenario } from './scenario.ts';
 
 const { protocol, httpUrl, grpcAddress, tag, clientId, adminSecret } = workerData as {

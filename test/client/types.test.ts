@@ -4,7 +4,7 @@
  * (the `@ts-expect-error` lines fail when the error they expect is gone).
  */
 import test from 'ava';
-import { LatchkeyAdminClient, LatchkeyClient, LatchkeySyncClient, type ResponseOf, type ClientOperation } from '../../transports/client/index.ts';
+import { LatchkeyAdminClient, LatchkeyClient, LatchkeySyncClient, type ResponseOf, type ClientOperation } from '../../client/index.ts';
 
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
 function assertType<T extends true>(): T | undefined {

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { LatchkeyAdminClient, LatchkeyClient, LatchkeyError, type ClientProtocol } from '../../transports/client/index.ts';
+import { LatchkeyAdminClient, LatchkeyClient, LatchkeyError, type ClientProtocol } from '../../client/index.ts';
 import { PROTOCOLS, TEST_ADMIN_SECRET, TEST_CLIENT_ID, startTestServer } from '../helpers/server.ts';
 import { closedPort, countingProxy } from './proxy.ts';
 
@@ -151,7 +151,7 @@ for (const protocol of PROTOCOLS) {
       t.is(loaded.packages.includes('@grpc/grpc-js'), protocol === 'grpc');
       t.is(loaded.packages.includes('@grpc/proto-loader'), protocol === 'grpc');
       for (const pkg of ['express', 'graphql', 'sequelize', 'jose', 'bcrypt', 'minimist']) t.false(loaded.packages.includes(pkg), pkg);
-      const server_side = loaded.files.filter((f) => /(^|\/)(auth|admin|dsl)\//.test(f) || /transports\/(operations|http|graphql)\//.test(f) || /transports\/grpc\/(server|proto)\.ts$/.test(f));
+      const server_side = loaded.files.filter((f) => /(^|\/)(auth|admin|dsl|server|transports|cmd)\//.test(f) || /(^|\/)api\/proto\.ts$/.test(f));
       t.deepEqual(server_side, []);
     } finally {
       await server.close();

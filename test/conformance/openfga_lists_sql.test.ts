@@ -125,7 +125,7 @@ async function runTest(engine: Engine, yt: YamlTest, contextual: boolean, counts
   return failures;
 }
 
-/** The server's stack on a SQL store (transports/operations/permissions.ts `composeEngine`). */
+/** The server's stack on a SQL store (server/handlers/permissions.ts `composeEngine`). */
 async function mirrorStack(store: TupleStore): Promise<Engine> {
   const mirror = await GraphMirror.load({ store });
   const cache = new CheckCache({ store: mirror.store });

@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { runDslCommand } from '../../transports/cli/dsl_command.ts';
+import { runDslCommand } from '../../cmd/dsl_command.ts';
 import { REPO_ROOT } from '../helpers/shared.ts';
 
 const VALID = 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define viewer: [user]\n';

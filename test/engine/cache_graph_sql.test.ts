@@ -51,7 +51,7 @@ for (const d of docs) {
 }
 const key = (t: TupleKey): string => `${t.object}#${t.relation}@${t.user}`;
 
-/** The server's stack over `store` (transports/operations/permissions.ts `composeEngine`), with or without the check cache. */
+/** The server's stack over `store` (server/handlers/permissions.ts `composeEngine`), with or without the check cache. */
 async function serverStack(store: TupleStore, options: { pollMs: number; cache: boolean }): Promise<{ engine: Engine; mirror: GraphMirror }> {
   const mirror = await GraphMirror.load({ store, revisionPollMs: options.pollMs });
   const resolver = mirror.resolver(new LocalChecker(), new LevelChecker({ inner: new LocalChecker({ sync: false }) }));

@@ -5,7 +5,7 @@
  */
 import type { ExecutionContext } from 'ava';
 import { createHash, randomBytes } from 'node:crypto';
-import { parseFlags, startServer, type Clock } from '../../transports/index.ts';
+import { parseFlags, startServer, type Clock } from '../../cmd/index.ts';
 import type { SqlBackend } from './databases.ts';
 import { TEST_ADMIN_SECRET, TEST_CLIENT_ID, TEST_CLIENT_SECRET, TEST_JWT_SECRET, startTestServer, type TestServer } from './server.ts';
 

@@ -25,7 +25,7 @@ import {
   type Clock,
   type Protocol,
   type RunningServer,
-} from '../../transports/index.ts';
+} from '../../cmd/index.ts';
 import { createTestDatabase } from './databases.ts';
 import { createTestDynamo } from './dynamodb.ts';
 import type { MainBackend } from './main_databases.ts';

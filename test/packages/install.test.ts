@@ -248,7 +248,7 @@ test.serial('the tarballs hold compiled code, declarations, README, LICENSE and 
     t.true(compiled.length > 0);
     t.deepEqual(compiled.filter((f) => !files.includes(`${f}.map`) || !files.includes(f.replace(/\.js$/, '.d.ts'))), [], `${spec.name}: maps and declarations`);
     for (const bin of Object.values(manifest.bin ?? {})) t.true(files.includes(bin.replace(/^\.\//, '')), `${spec.name} bin ${bin}`);
-    if (spec.name !== '@latchkey/engine') t.true(files.includes('transports/grpc/latchkey.proto'), `${spec.name}: the proto`);
+    if (spec.name !== '@latchkey/engine') t.true(files.includes('api/latchkey.proto'), `${spec.name}: the proto`);
   }
 });
 

@@ -27,7 +27,7 @@ for (const backend of sqlBackends()) {
     const url = first.database.url;
     await first.server.close();
     try {
-      const { parseFlags, startServer } = await import('../../transports/index.ts');
+      const { parseFlags, startServer } = await import('../../cmd/index.ts');
       const parsed = parseFlags([
         `--database-type=${backend}`,
         `--database-url=${url}`,

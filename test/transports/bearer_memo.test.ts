@@ -5,7 +5,7 @@
  */
 import test from 'ava';
 import fc from 'fast-check';
-import { BearerMemo, bearerToken, extractCredentials } from '../../transports/context.ts';
+import { BearerMemo, bearerToken, extractCredentials } from '../../server/context.ts';
 
 test('the memo answers every header as the parse does, whatever came before on the connection', (t) => {
   const header = fc.oneof(

@@ -4,7 +4,7 @@
  * untrusted hop, IPv4-mapped addresses normalised, IPv6 keyed by /64.
  */
 import test from 'ava';
-import { createClientIpResolver, rateLimitKey } from '../../transports/client_ip.ts';
+import { createClientIpResolver, rateLimitKey } from '../../server/client_ip.ts';
 
 test('internal client_ip: the socket address wins without trusted proxies', (t) => {
   const resolve = createClientIpResolver([]);

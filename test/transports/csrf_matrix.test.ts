@@ -18,7 +18,7 @@
  * answer without any `Origin`.
  */
 import test from 'ava';
-import { OPERATIONS, graphqlDocument } from '../../transports/index.ts';
+import { OPERATIONS, graphqlDocument } from '../../cmd/index.ts';
 import { TEST_ADMIN_SECRET, TEST_CLIENT_ID, TEST_CLIENT_SECRET, startTestServer } from '../helpers/server.ts';
 
 const APP = 'https://app.example.com';

@@ -22,7 +22,7 @@ import type { Browser, Page } from 'playwright-core';
 import { TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
 import { startReceiver, type Receiver } from '../admin/receiver.ts';
 import { mailTo, startSmtp } from '../admin/smtp.ts';
-import type { Clock } from '../../transports/index.ts';
+import type { Clock } from '../../cmd/index.ts';
 import { screenshot } from '../helpers/screenshots.ts';
 import { seriousViolations } from '../helpers/accessibility.ts';
 import { launchChromium, watchPage } from '../helpers/loopback.ts';

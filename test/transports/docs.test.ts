@@ -7,8 +7,8 @@ import test from 'ava';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ERROR_STATUS } from '../../engine/errors.ts';
-import { OPERATIONS, graphqlName } from '../../transports/index.ts';
-import { collectReasons, generatedFiles } from '../../transports/docs_gen.ts';
+import { OPERATIONS, graphqlName } from '../../cmd/index.ts';
+import { collectReasons, generatedFiles } from '../../cmd/docs_gen.ts';
 import { REPO_ROOT } from '../helpers/shared.ts';
 
 for (const [file, expected] of Object.entries(generatedFiles(REPO_ROOT))) {
@@ -41,7 +41,7 @@ test('api.md documents every operation', (t) => {
 
 test('the committed .proto loads with @grpc/proto-loader and declares both services', async (t) => {
   const loader = await import('@grpc/proto-loader');
-  const def = loader.loadSync(join(REPO_ROOT, 'transports/grpc/latchkey.proto'), { keepCase: true });
+  const def = loader.loadSync(join(REPO_ROOT, 'api/latchkey.proto'), { keepCase: true });
   t.truthy(def['latchkey.v1.Latchkey']);
   t.truthy(def['latchkey.v1.LatchkeyAdmin']);
   t.truthy(def['latchkey.v1.Meta']);

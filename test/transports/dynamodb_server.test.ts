@@ -6,8 +6,8 @@
  * store lives in DynamoDB), and an unreachable endpoint refused at startup.
  */
 import test from 'ava';
-import { parseFlags } from '../../transports/flags.ts';
-import { startServer } from '../../transports/server.ts';
+import { parseFlags } from '../../server/flags.ts';
+import { startServer } from '../../cmd/server.ts';
 import { TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
 import { createTestDatabase } from '../helpers/databases.ts';
 import type { LatchkeyError } from '../../engine/errors.ts';

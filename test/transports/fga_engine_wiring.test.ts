@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { sqliteSequelize } from '../../engine/sql/index.ts';
 import type { Engine } from '../../engine/index.ts';
-import { engineHooks } from '../../transports/operations/engine_hooks.ts';
+import { engineHooks } from '../../server/compose/engine_hooks.ts';
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
 import { sqlBackends } from '../helpers/databases.ts';
 

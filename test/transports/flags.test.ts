@@ -5,7 +5,7 @@
 import test from 'ava';
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
-import { ADMIN_SECRET_FATAL, FLAGS, helpText, parseFlags } from '../../transports/index.ts';
+import { ADMIN_SECRET_FATAL, FLAGS, helpText, parseFlags } from '../../cmd/index.ts';
 import { REPO_ROOT } from '../helpers/shared.ts';
 import { createTestDatabase } from '../helpers/databases.ts';
 

@@ -4,7 +4,7 @@
  * auth disabled, introspection off, gRPC (and so REST) disabled.
  */
 import test from 'ava';
-import { EMPTY, MESSAGE, defineOperation, s, type AnyOperation } from '../../transports/index.ts';
+import { EMPTY, MESSAGE, defineOperation, s, type AnyOperation } from '../../cmd/index.ts';
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer } from '../helpers/server.ts';
 import { redisUrl } from '../helpers/databases.ts';
 

@@ -15,7 +15,7 @@
  */
 import test from 'ava';
 import fc from 'fast-check';
-import { OPERATIONS, validate, type Shape } from '../../transports/index.ts';
+import { OPERATIONS, validate, type Shape } from '../../cmd/index.ts';
 import { LatchkeyError } from '../../engine/errors.ts';
 import { sqlBackends, type SqlBackend } from '../helpers/databases.ts';
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type CallResult, type TestServer } from '../helpers/server.ts';
@@ -252,7 +252,7 @@ test('an email stored before NFC normalisation is migrated at startup and found 
   await seq.query("DELETE FROM latchkey_migrations WHERE component = 'auth' AND id = '0003_email_nfc'");
   await seq.close();
 
-  const { parseFlags, startServer } = await import('../../transports/index.ts');
+  const { parseFlags, startServer } = await import('../../cmd/index.ts');
   const parsed = parseFlags([
     '--database-type=sqlite',
     `--database-url=${url}`,

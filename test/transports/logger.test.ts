@@ -4,7 +4,7 @@
  * depth, errors serialised without losing their cause.
  */
 import test from 'ava';
-import { createLogger } from '../../transports/logger.ts';
+import { createLogger } from '../../server/logger.ts';
 
 test('internal logger: lines below the level are dropped; others are one JSON object each', (t) => {
   const lines: string[] = [];

@@ -1,5 +1,5 @@
 /**
- * The request metrics (transports/metrics.ts) keep their own series instead of
+ * The request metrics (server/metrics.ts) keep their own series instead of
  * prom-client's Histogram and Counter; the exposition must not change. For
  * random observations, the text of our registry's request metrics equals the
  * text prom-client's own Histogram and Counter give for the same observations,
@@ -8,7 +8,7 @@
 import test from 'ava';
 import fc from 'fast-check';
 import { Counter, Histogram, Registry } from 'prom-client';
-import { createMetrics } from '../../transports/metrics.ts';
+import { createMetrics } from '../../server/metrics.ts';
 
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 const NAMES = ['latchkey_transport_requests_total', 'latchkey_transport_request_duration_seconds'];

@@ -8,7 +8,7 @@
  * store) when their URLs are set. Time moves through the server's injected clock.
  */
 import test from 'ava';
-import { LatchkeyClient } from '../../transports/client/index.ts';
+import { LatchkeyClient } from '../../client/index.ts';
 import { mysqlUrl, postgresUrl, redisUrl, type SqlBackend } from '../helpers/databases.ts';
 import { TEST_ADMIN_SECRET, TEST_CLIENT_ID, TEST_CLIENT_SECRET } from '../helpers/server.ts';
 import { CALLBACK, ISSUER, authorize, codeFor, exchange, expectOAuthError, pkce, postForm, signIn, start, tokenValid, type Setup } from '../helpers/oauth.ts';

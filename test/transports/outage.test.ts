@@ -16,7 +16,7 @@
 import test from 'ava';
 import pg from 'pg';
 import mysql from 'mysql2/promise';
-import { parseFlags, startServer, type RunningServer } from '../../transports/index.ts';
+import { parseFlags, startServer, type RunningServer } from '../../cmd/index.ts';
 import { startMariadbInstance, startPostgresInstance, startRedisInstance, type Instance } from '../helpers/instances.ts';
 
 const ADMIN = 'outage-admin-secret';

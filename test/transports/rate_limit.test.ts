@@ -1,5 +1,5 @@
 /**
- * The in-process rate limiter (internal: transports/rate_limit.ts), on an
+ * The in-process rate limiter (internal: server/rate_limit.ts), on an
  * injected clock: the steady allowance per second, the burst allowance over
  * its own window, the wait it answers, windows that end, and keys kept apart.
  * The server-level behaviour (429 with Retry-After on every protocol) is in
@@ -7,7 +7,7 @@
  */
 import test from 'ava';
 import fc from 'fast-check';
-import { createRateLimiter } from '../../transports/rate_limit.ts';
+import { createRateLimiter } from '../../server/rate_limit.ts';
 
 function clock(start = 1_000_000): { now: () => number; advance(ms: number): void } {
   let t = start;

@@ -11,7 +11,7 @@
  * without them is refused by the schema before authentication.
  */
 import test from 'ava';
-import { OPERATIONS, type Shape } from '../../transports/index.ts';
+import { OPERATIONS, type Shape } from '../../cmd/index.ts';
 import { TEST_ADMIN_SECRET, startTestServer, type CallResult, type TestServer } from '../helpers/server.ts';
 
 let server: TestServer;

@@ -8,9 +8,9 @@
  */
 import test from 'ava';
 import fc from 'fast-check';
-import { resolvePrincipal, type AuthenticationInfo, type Authenticator } from '../../transports/authenticate.ts';
-import { ANONYMOUS, type Credentials, type Principal } from '../../transports/context.ts';
-import type { OperationAuth } from '../../transports/operations/types.ts';
+import { resolvePrincipal, type AuthenticationInfo, type Authenticator } from '../../server/authenticate.ts';
+import { ANONYMOUS, type Credentials, type Principal } from '../../server/context.ts';
+import type { OperationAuth } from '../../api/operations/types.ts';
 
 type Answer = 'none' | 'user' | 'admin' | 'refuse';
 interface Link {

@@ -10,7 +10,7 @@
 import { request } from 'node:http';
 import test, { type ExecutionContext } from 'ava';
 import fc from 'fast-check';
-import { defineOperation, s, type AnyOperation } from '../../transports/index.ts';
+import { defineOperation, s, type AnyOperation } from '../../cmd/index.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 const ECHO: AnyOperation[] = [

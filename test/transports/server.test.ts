@@ -6,7 +6,7 @@
  */
 import test from 'ava';
 import { LatchkeyError } from '../../engine/errors.ts';
-import { DEPRECATED_MESSAGES, EMPTY, MESSAGE, defineOperation, metaFromConfig, s, type AnyOperation } from '../../transports/index.ts';
+import { DEPRECATED_MESSAGES, EMPTY, MESSAGE, defineOperation, metaFromConfig, s, type AnyOperation } from '../../cmd/index.ts';
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
 
 const ECHO_INPUT = s.object('EchoRequest', {
@@ -565,7 +565,7 @@ test('ctx.signal aborts when the client goes away (REST) or the deadline passes 
     fetch(`${server.httpUrl}/v1/test/wait_abort`, { method: 'POST', headers: origin(), body: '{"tag":"rest"}', signal: AbortSignal.timeout(1000) }),
   );
   const grpc = await import('@grpc/grpc-js');
-  const { generateProto, loadPackageDefinition, OPERATIONS } = await import('../../transports/index.ts');
+  const { generateProto, loadPackageDefinition, OPERATIONS } = await import('../../cmd/index.ts');
   const ops = [...OPERATIONS, ...TEST_OPS];
   const pkg = grpc.loadPackageDefinition(loadPackageDefinition(generateProto(ops))) as unknown as {
     latchkey: { v1: { Latchkey: new (a: string, c: unknown) => { TestWaitAbort(r: object, m: unknown, o: object, cb: (e: { code: number } | null) => void): void; close(): void } } };

@@ -9,7 +9,7 @@
  * honoured by the other at once.
  */
 import anyTest, { type ExecutionContext } from 'ava';
-import type { Clock } from '../../transports/index.ts';
+import type { Clock } from '../../cmd/index.ts';
 import { TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
 import { redisUrl } from '../helpers/databases.ts';
 

@@ -5,7 +5,7 @@
  */
 import test from 'ava';
 import fc from 'fast-check';
-import { encodeOutput, fromWire, s, toWire, validate, type JsonValue } from '../../transports/index.ts';
+import { encodeOutput, fromWire, s, toWire, validate, type JsonValue } from '../../cmd/index.ts';
 
 const numRuns = process.env.CI ? 1000 : 100;
 

@@ -1,5 +1,5 @@
 /**
- * The compiled forms of a shape (transports/shape_compiled.ts) answer exactly
+ * The compiled forms of a shape (api/shape_compiled.ts) answer exactly
  * as the walk of shape.ts: over random shapes (every kind, nested objects and
  * lists, optional fields, bounds) and random values (values made to fit the
  * shape, the same with one part broken, and arbitrary JSON with prototype
@@ -11,8 +11,8 @@
  */
 import test from 'ava';
 import fc from 'fast-check';
-import { DEFAULT_MAX_LENGTH, encodeByWalk, encodeOutput, s, stringProblem, validate, validateByWalk, type Shape } from '../../transports/shape.ts';
-import { FAIL, compiledEncoder, compiledValidator, type ValidationRules } from '../../transports/shape_compiled.ts';
+import { DEFAULT_MAX_LENGTH, encodeByWalk, encodeOutput, s, stringProblem, validate, validateByWalk, type Shape } from '../../api/shape.ts';
+import { FAIL, compiledEncoder, compiledValidator, type ValidationRules } from '../../api/shape_compiled.ts';
 
 /** The rules shape.ts gives the compiled validators. */
 const RULES: ValidationRules = {

@@ -13,7 +13,7 @@
  */
 import anyTest, { type ExecutionContext } from 'ava';
 import { exportJWK, exportPKCS8, generateKeyPair } from 'jose';
-import { parseFlags, socialLoginOf } from '../../transports/index.ts';
+import { parseFlags, socialLoginOf } from '../../cmd/index.ts';
 import { TEST_ADMIN_SECRET, startTestServer, type TestServer, type TestServerOptions } from '../helpers/server.ts';
 import { CookieJar, drive, freePort, landingParams, request, startFakeProvider, startOidcProvider, startOnKnownPort, type FakeProvider, type OidcProvider } from '../helpers/social.ts';
 import { startSmtp } from '../admin/smtp.ts';

@@ -13,7 +13,7 @@
 import anyTest from 'ava';
 import { exportJWK, exportPKCS8, generateKeyPair } from 'jose';
 import type { Browser } from 'playwright-core';
-import { socialLoginOf } from '../../transports/index.ts';
+import { socialLoginOf } from '../../cmd/index.ts';
 import { launchChromium } from '../helpers/loopback.ts';
 import { CookieJar, drive, landingParams, startFakeProvider, startOnKnownPort, type FakeKind, type FakeProvider } from '../helpers/social.ts';
 import type { TestServer } from '../helpers/server.ts';

@@ -9,7 +9,7 @@
 import test from 'ava';
 import type { Browser } from 'playwright-core';
 import { launchChromium } from '../helpers/loopback.ts';
-import { socialLoginOf } from '../../transports/index.ts';
+import { socialLoginOf } from '../../cmd/index.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { freePort, startOidcProvider, type OidcProvider } from '../helpers/social.ts';
 import type { TestServer } from '../helpers/server.ts';

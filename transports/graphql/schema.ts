@@ -31,9 +31,9 @@ import {
   type ValueNode,
 } from 'graphql';
 import type { LatchkeyError } from '../../engine/errors.ts';
-import type { CallInfo, Pipeline } from '../pipeline.ts';
-import { graphqlArg, graphqlName, type AnyOperation } from '../operations/types.ts';
-import type { EnumShape, GraphqlNote, ObjectShape, OptionalShape, Shape } from '../shape.ts';
+import type { CallInfo, Pipeline } from '../../server/pipeline.ts';
+import { graphqlArg, graphqlName, type AnyOperation } from '../../api/operations/types.ts';
+import type { EnumShape, GraphqlNote, ObjectShape, OptionalShape, Shape } from '../../api/shape.ts';
 
 /** What each GraphQL request carries into the resolvers. */
 export type GraphqlContext = {

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { join } from 'node:path';
-import { runFgaCommand } from '../../../transports/cli/fga_command.ts';
+import { runFgaCommand } from '../../../cmd/fga_command.ts';
 import { CONFORMANCE_DIR, REPO_ROOT } from '../../helpers/shared.ts';
 
 const CORPUS = join(REPO_ROOT, 'test', 'corpus', 'fga');

@@ -1,0 +1,106 @@
+/**
+ * The row type of the operations table. Each API operation is declared once,
+ * as one {@link Operation}; the REST routes, the GraphQL schema, the gRPC
+ * services, the `.proto`, input validation and `docs/api.md` are all derived
+ * from the rows.
+ */
+import type { Infer, ObjectShape, Output } from '../shape.ts';
+import type { Protocol, RequestContext } from '../../server/context.ts';
+
+/** Who may call an operation. `user` rows also accept a super-admin. */
+export type OperationAuth = 'public' | 'user' | 'super_admin';
+
+export interface Operation<I extends ObjectShape = ObjectShape, O extends ObjectShape = ObjectShape> {
+  /** The spec's snake_case wire name, e.g. `check_permissions`. Unique. */
+  readonly name: string;
+  readonly kind: 'query' | 'mutation';
+  readonly auth: OperationAuth;
+  /**
+   * An administrative operation: its GraphQL field is `_<name>` and it lives on
+   * the `LatchkeyAdmin` gRPC service.
+   */
+  readonly admin: boolean;
+  /** Request fields (a flat object). Use `EMPTY` for none. */
+  readonly input: I;
+  /** Response object, returned bare on every protocol. */
+  readonly output: O;
+  /** REST route; required when `protocols` has `rest`. Paths start with `/v1/`. */
+  readonly rest?: { readonly method: 'GET' | 'POST'; readonly path: string };
+  /** gRPC method (PascalCase); required when `protocols` has `grpc`. */
+  readonly grpc?: { readonly method: string };
+  /** GraphQL field name; defaults to `name`, or `_<name>` for admin rows. */
+  readonly graphql?: string;
+  /**
+   * The GraphQL argument that carries the request fields: `params` and
+   * non-null (`params: SignUpRequest!`) unless said otherwise, as in
+   * Authorizer's schema (`_revoke_access(param: …)`, `session(params: …)`).
+   */
+  readonly graphqlArg?: { readonly name?: string; readonly nullable?: boolean };
+  /** The protocols that serve this operation. */
+  readonly protocols: readonly Protocol[];
+  /** One line for the docs. */
+  readonly doc: string;
+  /**
+   * The domain function. Receives validated input; returns the response
+   * object, or a promise of it (a handler with its answer at hand may return
+   * it as it is: the pipeline then takes no promise hop for it). Errors may
+   * be thrown or rejected alike.
+   */
+  readonly handler: (ctx: RequestContext, input: Infer<I>) => Output<O> | Promise<Output<O>>;
+}
+
+/** Any row of the table (handlers erased to the common type). */
+export type AnyOperation = Operation<ObjectShape, ObjectShape>;
+
+export const ALL_PROTOCOLS: readonly Protocol[] = Object.freeze(['graphql', 'rest', 'grpc'] as const);
+
+/** Declares a row; the handler's input and output types are inferred from the shapes. */
+export function defineOperation<const I extends ObjectShape, const O extends ObjectShape>(op: Operation<I, O>): AnyOperation {
+  return Object.freeze(op) as unknown as AnyOperation;
+}
+
+/** The GraphQL field name of a row. */
+export function graphqlName(op: AnyOperation): string {
+  return op.graphql ?? (op.admin ? `_${op.name}` : op.name);
+}
+
+/** The GraphQL argument of a row that has request fields: its name and whether it may be omitted. */
+export function graphqlArg(op: AnyOperation): { name: string; nullable: boolean } {
+  return { name: op.graphqlArg?.name ?? 'params', nullable: op.graphqlArg?.nullable ?? false };
+}
+
+/** The gRPC service of a row (`Latchkey` or `LatchkeyAdmin`). */
+export function grpcService(op: AnyOperation): 'Latchkey' | 'LatchkeyAdmin' {
+  return op.admin ? 'LatchkeyAdmin' : 'Latchkey';
+}
+
+/**
+ * Checks the table's invariants: unique names, REST routes, GraphQL fields and
+ * gRPC methods; routes and methods present exactly for the protocols served.
+ * Throws on the first violation (a programming error caught by the tests).
+ */
+export function checkTable(ops: readonly AnyOperation[]): readonly AnyOperation[] {
+  const seen = new Set<string>();
+  const claim = (key: string): void => {
+    if (seen.has(key)) throw new Error(`operations table: duplicate ${key}`);
+    seen.add(key);
+  };
+  for (const op of ops) {
+    if (!/^[a-z][a-z0-9_]*$/.test(op.name)) throw new Error(`operations table: ${op.name} is not snake_case`);
+    claim(`name ${op.name}`);
+    if (op.protocols.includes('graphql')) claim(`graphql ${graphqlName(op)}`);
+    if (op.protocols.includes('rest')) {
+      if (!op.rest) throw new Error(`operations table: ${op.name} serves rest but has no route`);
+      if (!op.rest.path.startsWith('/v1/')) throw new Error(`operations table: ${op.name} path must start with /v1/`);
+      claim(`rest ${op.rest.method} ${op.rest.path}`);
+      if (op.rest.method === 'GET' && Object.keys(op.input.fields).length > 0)
+        throw new Error(`operations table: GET ${op.rest.path} cannot take a request body`);
+    } else if (op.rest) throw new Error(`operations table: ${op.name} has a route but does not serve rest`);
+    if (op.protocols.includes('grpc')) {
+      if (!op.grpc) throw new Error(`operations table: ${op.name} serves grpc but has no method`);
+      if (!/^[A-Z][A-Za-z0-9]*$/.test(op.grpc.method)) throw new Error(`operations table: ${op.grpc.method} is not PascalCase`);
+      claim(`grpc ${grpcService(op)}.${op.grpc.method}`);
+    } else if (op.grpc) throw new Error(`operations table: ${op.name} has a gRPC method but does not serve grpc`);
+  }
+  return Object.freeze([...ops]);
+}

@@ -1,0 +1,135 @@
+/**
+ * The plug that builds the admin service in the composition root: the mail
+ * queue, the FGA hooks of delete_user, the wrong-secret counter and the
+ * admin authenticator.
+ */
+import type { Transaction } from 'sequelize';
+import type { Engine } from '../../engine/index.ts';
+import { AdminService, DynamoMailOutbox, SqlMailOutbox, type AdminFailureCounter, type FgaUserTuples, type IdentityPort } from '../../admin/index.ts';
+import { MailQueue, createSmtpMailer } from '../../auth/index.ts';
+import type { Authenticator } from '../authenticate.ts';
+import { epochMsOf, type Principal } from '../context.ts';
+import type { Services } from './services.ts';
+import { engineHooks } from './engine_hooks.ts';
+import { createRedisFailureCounter } from './admin_failures.ts';
+import { Redis } from 'ioredis';
+
+export function asEngine(v: unknown): Engine | undefined {
+  const looks = (x: unknown): x is Engine =>
+    typeof x === 'object' && x !== null && ['readModel', 'writeModel', 'write', 'read', 'listUsers', 'expand', 'reset'].every((m) => typeof (x as Record<string, unknown>)[m] === 'function');
+  if (looks(v)) return v;
+  const inner = (v as { engine?: unknown } | undefined)?.engine;
+  return looks(inner) ? inner : undefined;
+}
+
+function asIdentity(v: unknown): IdentityPort | undefined {
+  const x = v as Partial<IdentityPort> | undefined;
+  return x && typeof x === 'object' && x.users && typeof x.endAllSessions === 'function' ? (x as IdentityPort) : undefined;
+}
+
+/**
+ * How delete_user reaches the FGA tuples: inside its own transaction when the
+ * FGA store is a SQL store on the main connection, then a refresh of the
+ * in-process mirror and cache; otherwise (memory store, another database) the
+ * admin service deletes through the engine after the commit.
+ */
+function fgaUserTuplesOf(services: Services): FgaUserTuples | undefined {
+  const engine = asEngine(services.engine);
+  const hooks = engine === undefined ? undefined : engineHooks(engine);
+  if (hooks === undefined) return undefined;
+  // SqlStore.sequelize and SqlStore.deleteTuplesOfUsers, read structurally so a store without them falls back to the engine path.
+  const store = hooks.sqlStore as unknown as
+    | { readonly sequelize?: unknown; deleteTuplesOfUsers?: (users: readonly string[], options: { transaction: Transaction }) => Promise<number> }
+    | undefined;
+  const remove = store?.deleteTuplesOfUsers;
+  const shared = store !== undefined && store.sequelize === services.sequelize && typeof remove === 'function';
+  return {
+    deleteInTransaction: shared ? (users, transaction) => remove.call(store, users, { transaction }) : undefined,
+    refresh: () => hooks.refresh(),
+  };
+}
+
+/**
+ * With `--redis-url`, wrong admin secrets are counted in Redis so that every
+ * instance shares one budget per IP; otherwise in process.
+ */
+function adminFailureCounter(services: Services): AdminFailureCounter | undefined {
+  const url = services.config.redisUrl;
+  if (!url) return undefined;
+  const redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+  redis.on('error', (err: Error) => services.logger.warn('redis error (admin secret limiter)', { err: err.message }));
+  services.closers.push(async () => {
+    redis.disconnect();
+  });
+  return createRedisFailureCounter({ redis, namespace: services.config.clientId ?? '' });
+}
+
+/**
+ * Builds the admin service into `services.admin` (after the engine and the
+ * identity service are plugged in), the persisted mail queue when
+ * `--smtp-host` is set (exposed as `services.admin.mail` for every mail the
+ * server sends),
+ * and the admin authenticator: the header secret (rate limited per IP,
+ * ignored under `--disable-admin-header-auth`) and the `service-admin`
+ * session cookie. Starts the webhook delivery worker; registers its stop.
+ */
+export async function plugAdmin(services: Services): Promise<AdminService> {
+  const c = services.config;
+  let mail: MailQueue | undefined;
+  if (c.smtpHost) {
+    const mailer = createSmtpMailer({
+      host: c.smtpHost,
+      port: c.smtpPort,
+      username: c.smtpUsername,
+      password: c.smtpPassword,
+      senderEmail: c.smtpSenderEmail ?? '',
+      senderName: c.smtpSenderName,
+      localName: c.smtpLocalName,
+      skipTlsVerification: c.skipTlsVerification,
+    });
+    // Mails wait in the admin store's outbox table (created by the admin migrations below) until sent.
+    mail = new MailQueue({
+      mailer,
+      store: services.database.kind === 'sql' ? new SqlMailOutbox(services.database.sequelize) : new DynamoMailOutbox(services.database.dynamo),
+      clock: epochMsOf(services.clock),
+      onError: (err, info) => services.logger.warn('mail not sent', { mail_id: info.id, attempt: info.attempt, final: info.final, err }),
+    });
+    services.closers.push(async () => {
+      await mail?.close();
+      mailer.close();
+    });
+  }
+  const service = await AdminService.create({
+    database: services.database,
+    adminSecret: c.adminSecret ?? '',
+    signingSecret: c.clientSecret ?? '',
+    allowPrivateWebhooks: c.webhookAllowPrivateNetworks,
+    identity: asIdentity(services.auth),
+    engine: () => asEngine(services.engine),
+    fgaUserTuples: () => fgaUserTuplesOf(services),
+    mail,
+    allowedRoles: c.roles,
+    defaultRoles: c.defaultRoles,
+    allowedOrigins: c.allowedOrigins,
+    organization: { name: c.organizationName ?? 'Latchkey', logo: c.organizationLogo ?? '' },
+    clock: epochMsOf(services.clock),
+    webhooks: { onError: (err) => services.logger.error('webhook worker error', { err }) },
+    failureCounter: adminFailureCounter(services),
+  });
+  services.admin = service;
+  const authenticator: Authenticator = (credentials, info) => {
+    // No admin secret or admin cookie (a user's call): not this link's kind, answered without a promise.
+    if (!service.sessions.presents(credentials, c.disableAdminHeaderAuth)) return undefined;
+    return service.sessions.authenticate(credentials, info.clientIp, c.disableAdminHeaderAuth).then((via): Principal | undefined => {
+      if (via === 'header') return { kind: 'super_admin', via: 'admin_secret_header' };
+      if (via === 'cookie') return { kind: 'super_admin', via: 'admin_cookie' };
+      return undefined;
+    });
+  };
+  // First in the chain: the header check here is the rate-limited one.
+  services.authenticators.unshift(authenticator);
+  service.start();
+  mail?.start();
+  services.closers.push(() => service.close());
+  return service;
+}

@@ -1,0 +1,201 @@
+/**
+ * The request context every operation handler receives, the caller's
+ * principal, the neutral credentials shape the transports extract, and the
+ * response-cookie sink.
+ */
+import type { Logger } from './logger.ts';
+import type { Services } from './compose/services.ts';
+
+/** The wire protocols that serve operations. */
+export type Protocol = 'graphql' | 'rest' | 'grpc';
+
+/** Who is calling. Resolved once per request by `authenticate` (see `authenticate.ts`). */
+export type Principal =
+  | { readonly kind: 'anonymous' }
+  | {
+      readonly kind: 'user';
+      readonly userId: string;
+      /** The FGA subject, always `user:<userId>`. */
+      readonly subject: string;
+      readonly roles: readonly string[];
+      readonly sessionId?: string;
+      /** Decoded access-token claims, when the caller used a token. */
+      readonly claims?: Readonly<Record<string, unknown>>;
+    }
+  | {
+      readonly kind: 'super_admin';
+      /** How the super-admin proved itself. */
+      readonly via: 'admin_secret_header' | 'admin_cookie';
+    };
+
+export const ANONYMOUS: Principal = Object.freeze({ kind: 'anonymous' });
+
+/**
+ * Credentials as the transports found them, in one neutral shape:
+ * REST/GraphQL read them from headers, gRPC from metadata of the same names.
+ */
+export interface Credentials {
+  /** The token of `Authorization: Bearer <token>`. */
+  readonly bearer?: string;
+  /** Request cookies by name (from the `cookie` header / metadata). */
+  readonly cookies: Readonly<Record<string, string>>;
+  /** The `x-service-admin-secret` header / metadata value. */
+  readonly adminSecret?: string;
+}
+
+/** Attributes of a cookie a handler sets. `path` defaults to `/`, `httpOnly` to true. */
+export interface CookieOptions {
+  maxAgeSeconds?: number;
+  expires?: Date;
+  domain?: string;
+  path?: string;
+  httpOnly?: boolean;
+  secure?: boolean;
+  sameSite?: 'Strict' | 'Lax' | 'None';
+}
+
+/**
+ * Collects the cookies a handler sets or clears. REST and GraphQL turn them into
+ * real `Set-Cookie` headers; gRPC returns them as `set-cookie` metadata.
+ */
+export class CookieSink {
+  readonly #headers: string[] = [];
+
+  /** Sets a cookie on the response. */
+  set(name: string, value: string, options: CookieOptions = {}): void {
+    this.#headers.push(serializeCookie(name, value, options));
+  }
+
+  /** Clears a cookie (empty value, `Max-Age=0`, same path/domain as when set). */
+  clear(name: string, options: Omit<CookieOptions, 'maxAgeSeconds' | 'expires'> = {}): void {
+    this.#headers.push(serializeCookie(name, '', { ...options, maxAgeSeconds: 0, expires: new Date(0) }));
+  }
+
+  /** The `Set-Cookie` header values collected so far. */
+  headers(): readonly string[] {
+    return this.#headers;
+  }
+}
+
+const COOKIE_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const COOKIE_VALUE = /^[!#-+\--:<-[\]-~]*$/;
+
+/** Serialises one `Set-Cookie` header value (RFC 6265). */
+export function serializeCookie(name: string, value: string, o: CookieOptions = {}): string {
+  if (!COOKIE_NAME.test(name)) throw new Error(`invalid cookie name ${name}`);
+  if (!COOKIE_VALUE.test(value)) throw new Error(`invalid cookie value for ${name}`);
+  let out = `${name}=${value}`;
+  if (o.maxAgeSeconds !== undefined) out += `; Max-Age=${Math.floor(o.maxAgeSeconds)}`;
+  if (o.expires !== undefined) out += `; Expires=${o.expires.toUTCString()}`;
+  if (o.domain !== undefined) out += `; Domain=${o.domain}`;
+  out += `; Path=${o.path ?? '/'}`;
+  if (o.httpOnly ?? true) out += '; HttpOnly';
+  if (o.secure) out += '; Secure';
+  if (o.sameSite !== undefined) out += `; SameSite=${o.sameSite}`;
+  return out;
+}
+
+/** Parses a `Cookie` request header into a name → value map (first occurrence wins). */
+export function parseCookieHeader(header: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!header) return out;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq < 0) continue;
+    const name = part.slice(0, eq).trim();
+    if (!name || Object.hasOwn(out, name)) continue;
+    let value = part.slice(eq + 1).trim();
+    if (value.startsWith('"') && value.endsWith('"') && value.length >= 2) value = value.slice(1, -1);
+    try {
+      out[name] = decodeURIComponent(value);
+    } catch {
+      out[name] = value;
+    }
+  }
+  return out;
+}
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+/** The token of an `Authorization: Bearer …` header, or undefined when it is not of the Bearer scheme. */
+export function bearerToken(authorization: string): string | undefined {
+  return BEARER.exec(authorization)?.[1] || undefined;
+}
+
+/**
+ * The token of an `Authorization: Bearer …` header, remembered for the
+ * header it came from: a client sends the same header on every request of a
+ * keep-alive connection, and comparing it with the last one costs far less
+ * than matching the whole token again. One per connection.
+ */
+export class BearerMemo {
+  #header: string | undefined;
+  #token: string | undefined;
+
+  /** The bearer token of `authorization`, or undefined when it is not of the Bearer scheme. */
+  of(authorization: string): string | undefined {
+    if (authorization === this.#header) return this.#token;
+    const token = bearerToken(authorization);
+    this.#header = authorization;
+    this.#token = token;
+    return token;
+  }
+}
+
+/** Builds the neutral credentials from raw header values (shared by every transport). */
+export function extractCredentials(
+  headers: {
+    authorization?: string | undefined;
+    cookie?: string | undefined;
+    adminSecret?: string | undefined;
+  },
+  memo?: BearerMemo,
+): Credentials {
+  const creds: { bearer?: string; cookies: Record<string, string>; adminSecret?: string } = {
+    cookies: parseCookieHeader(headers.cookie),
+  };
+  const auth = headers.authorization;
+  if (auth !== undefined) {
+    const bearer = memo === undefined ? bearerToken(auth) : memo.of(auth);
+    if (bearer !== undefined) creds.bearer = bearer;
+  }
+  if (headers.adminSecret !== undefined) creds.adminSecret = headers.adminSecret;
+  return creds;
+}
+
+/** A source of time, injected so that tests never sleep. */
+export interface Clock {
+  now(): Date;
+}
+
+export const SYSTEM_CLOCK: Clock = Object.freeze({ now: () => new Date() });
+
+/**
+ * Milliseconds since the epoch by `clock`, as a function: `Date.now` itself
+ * for the system clock (read on every authenticated call, where building a
+ * `Date` to read its time was a measurable part of the cost).
+ */
+export function epochMsOf(clock: Clock): () => number {
+  return clock === SYSTEM_CLOCK ? Date.now : () => clock.now().getTime();
+}
+
+/** What every handler receives besides its validated input. */
+export interface RequestContext {
+  /** Unique per request; echoed as `x-request-id` and in every log line of the request. */
+  readonly requestId: string;
+  readonly principal: Principal;
+  readonly credentials: Credentials;
+  /** The client's IP (socket address, or `X-Forwarded-For` from a trusted proxy). */
+  readonly clientIp: string;
+  readonly userAgent: string;
+  readonly protocol: Protocol;
+  /** Aborted when the request's deadline passes or the client goes away. */
+  readonly signal: AbortSignal;
+  readonly clock: Clock;
+  /** A logger bound to this request (carries the request id). */
+  readonly logger: Logger;
+  /** Response cookies. */
+  readonly cookies: CookieSink;
+  /** The composition root's services (config, database, domain services). */
+  readonly services: Services;
+}

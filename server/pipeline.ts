@@ -1,0 +1,137 @@
+/**
+ * The one call path every transport uses: authenticate, authorise, validate,
+ * run the handler, encode the result, record metrics. Transports only decode
+ * the request into {@link CallInfo} + raw input and encode what comes back.
+ */
+import { LatchkeyError, OUTAGE_RETRY_AFTER_SECONDS, toPublicError } from '../engine/errors.ts';
+import { pingMainDatabase } from './compose/database.ts';
+import { hasCredentials, resolvePrincipal } from './authenticate.ts';
+import { ANONYMOUS } from './context.ts';
+import type { Clock, CookieSink, Credentials, Principal, Protocol, RequestContext } from './context.ts';
+import { outageSummary, type Logger } from './logger.ts';
+import { SECURITY_EVENT_CODES, type Metrics } from './metrics.ts';
+import type { AnyOperation } from '../api/operations/types.ts';
+import type { Services } from './compose/services.ts';
+import { encodeOutput, validate } from '../api/shape.ts';
+
+/** What a transport knows about a request. */
+export interface CallInfo {
+  readonly protocol: Protocol;
+  readonly requestId: string;
+  readonly clientIp: string;
+  readonly userAgent: string;
+  readonly credentials: Credentials;
+  readonly signal: AbortSignal;
+  readonly cookies: CookieSink;
+}
+
+export interface Pipeline {
+  /**
+   * Runs `op` with the raw (decoded, not yet validated) input. Resolves to the
+   * normalised output; rejects only with a client-safe {@link LatchkeyError}
+   * (anything else is logged with the request id and becomes `internal`).
+   */
+  run(op: AnyOperation, info: CallInfo, rawInput: unknown): Promise<unknown>;
+}
+
+function outage(err: unknown): LatchkeyError {
+  return new LatchkeyError('unavailable', 'the database is unavailable; retry later', {
+    reason: 'storage_unavailable',
+    details: { retry_after_seconds: OUTAGE_RETRY_AFTER_SECONDS },
+    cause: err,
+  });
+}
+
+/**
+ * The request context of one call. A class rather than an object literal
+ * with getters: V8 builds such literals on a slow path, which showed in the
+ * server path's profile (docs/performance.md, Server path).
+ */
+class CallContext implements RequestContext {
+  readonly requestId: string;
+  readonly principal: Principal;
+  readonly credentials: Credentials;
+  readonly clientIp: string;
+  readonly userAgent: string;
+  readonly protocol: Protocol;
+  readonly clock: Clock;
+  readonly cookies: CookieSink;
+  readonly services: Services;
+  readonly #info: CallInfo;
+  readonly #op: string;
+  #logger: Logger | undefined;
+
+  constructor(info: CallInfo, principal: Principal, services: Services, op: string) {
+    this.requestId = info.requestId;
+    this.principal = principal;
+    this.credentials = info.credentials;
+    this.clientIp = info.clientIp;
+    this.userAgent = info.userAgent;
+    this.protocol = info.protocol;
+    this.clock = services.clock;
+    this.cookies = info.cookies;
+    this.services = services;
+    this.#info = info;
+    this.#op = op;
+  }
+
+  get signal(): AbortSignal {
+    return this.#info.signal;
+  }
+
+  /** Built on first use: most requests never log. */
+  get logger(): Logger {
+    this.#logger ??= this.services.logger.child({ request_id: this.requestId, op: this.#op });
+    return this.#logger;
+  }
+}
+
+export function createPipeline(services: Services, metrics: Metrics): Pipeline {
+  const { logger } = services;
+  const debug = logger.enabled('debug');
+  return {
+    async run(op, info, rawInput) {
+      const started = performance.now();
+      let code = 'ok';
+      try {
+        let principal =
+          op.auth === 'public' && !hasCredentials(info.credentials)
+            ? ANONYMOUS
+            : resolvePrincipal(services.authenticators, op.auth, info.credentials, info);
+        if (principal instanceof Promise) principal = await principal;
+        const input = validate(op.input, rawInput ?? {});
+        let output = op.handler(new CallContext(info, principal, services, op.name), input);
+        if (output instanceof Promise) output = await output;
+        return encodeOutput(op.output, output);
+      } catch (err) {
+        let pub = toPublicError(err);
+        // A failure no driver code explains ("connection terminated", "client is not
+        // queryable") while the database does not answer is the outage, not a bug.
+        if (pub.code === 'internal' && services.database !== undefined && !(await pingMainDatabase(services.database, 1000))) pub = outage(err);
+        code = pub.code;
+        if (SECURITY_EVENT_CODES.has(pub.code)) metrics.securityEvent(pub.reason ?? pub.code);
+        if (pub.code === 'unavailable') {
+          // An expected outage: one line naming the dependency's error, no stack (the
+          // request is answered 503 with a retry hint; readiness reports it too).
+          if (pub !== err) logger.warn('dependency unavailable', { request_id: info.requestId, op: op.name, transport: info.protocol, reason: pub.reason, cause: outageSummary(err) });
+        } else if (!(err instanceof LatchkeyError)) {
+          logger.error('unexpected error', { request_id: info.requestId, op: op.name, transport: info.protocol, err });
+        }
+        throw pub;
+      } finally {
+        const seconds = (performance.now() - started) / 1000;
+        metrics.observe(op.name, info.protocol, code, seconds);
+        if (debug) {
+          logger.debug('request', {
+            request_id: info.requestId,
+            op: op.name,
+            transport: info.protocol,
+            code,
+            ms: Math.round(seconds * 1e6) / 1e3,
+            client_ip: info.clientIp,
+          });
+        }
+      }
+    },
+  };
+}

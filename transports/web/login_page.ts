@@ -1,0 +1,417 @@
+/**
+ * The built-in login page at `GET /app` (`--enable-login-page`, default on):
+ * where `/authorize` sends a browser without a session, with the whole
+ * authorization request as the query. The page signs the user in by email
+ * or phone number and password through `POST /v1/login` (and
+ * `POST /v1/verify_otp` when the login answers an MFA challenge: a TOTP code,
+ * with the key, its QR code and recovery codes shown at enrolment, or an
+ * email or SMS code, which `POST /v1/resend_otp` sends again), then goes to
+ * `/authorize?<the same query>` so the request resumes and the client
+ * receives its answer. Without an authorization request in the query (no
+ * `client_id`) it shows "Signed in". It also creates accounts
+ * (`POST /v1/signup`, when sign-up is on), mails sign-in links
+ * (`POST /v1/magic_link_login`, when magic links are on) and reset links
+ * (`POST /v1/forgot_password`), and shows a link to `/oauth_login/<provider>`
+ * for each social provider `GET /v1/meta` says is enabled, coming back to the
+ * authorization request (or to the page). The organization's name and logo
+ * (`--organization-name`, `--organization-logo`) head the page.
+ *
+ * It opens the email links (server/link_mail.ts `linkBase`):
+ * `/app?token=…` (sign-up verification, magic link) posts
+ * `POST /v1/verify_email` and signs in (through the code step when MFA
+ * applies); `/app?token=…&type=invite_member` (an invitation) and
+ * `/app/reset-password?token=…` ask for the new password twice and post
+ * `POST /v1/reset_password`, then offer the sign-in form.
+ *
+ * One static document per configuration: nothing of the request is written
+ * into it (the script reads `location.search` itself and writes only through
+ * `textContent`). Its inline style and script are allowed by their SHA-256 in
+ * a strict Content-Security-Policy (no other script, no inline handlers, no
+ * framing, no native form submission, Trusted Types required for DOM sinks,
+ * images inline or from the logo's origin only).
+ */
+import { createHash } from 'node:crypto';
+import type { HttpRouteResponse, Services } from '../../server/compose/services.ts';
+
+const STYLE = `
+:root{color-scheme:light dark;font-family:system-ui,sans-serif}
+body{margin:0;min-height:100vh;display:grid;place-items:center;background:Canvas;color:CanvasText}
+main{width:min(22rem,90vw);padding:2rem;border:1px solid GrayText;border-radius:.5rem}
+h1{font-size:1.4rem;margin:0 0 1rem}
+label{display:block;margin:.75rem 0 .25rem}
+input{box-sizing:border-box;width:100%;padding:.5rem;font:inherit}
+button{margin-top:1rem;padding:.5rem 1rem;font:inherit;cursor:pointer}
+.link{background:none;border:none;padding:0;color:LinkText;text-decoration:underline}
+[hidden]{display:none!important}
+#error{color:#c62828;margin-top:1rem}
+#notice{margin-top:1rem}
+#enrol code{word-break:break-all}
+#enrol img{display:block;margin:.5rem 0}
+#logo{display:block;margin:0 auto .5rem;max-width:100%}
+#org{text-align:center;font-weight:600;margin:0 0 1rem}
+#social{display:grid;gap:.5rem;margin-top:1rem}
+.social{display:block;padding:.5rem;border:1px solid GrayText;border-radius:.3rem;text-align:center;color:inherit;text-decoration:none}
+`;
+
+const SCRIPT = `
+'use strict';
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const query = location.search;
+  const params = new URLSearchParams(query);
+  const resetPath = /\\/app\\/reset-password\\/?$/.test(location.pathname);
+  const base = location.pathname.replace(/\\/app(\\/reset-password)?\\/?$/, '/');
+  const token = params.get('token');
+  const invitation = params.get('type') === 'invite_member';
+  const forms = ['login', 'signup', 'mfa', 'reset'];
+  let challenge = null;
+  let viaLink = false;
+  // Who the code step is for: {email} or {phone_number}, from the form that led there.
+  let who = null;
+  const show = (id, text) => { const el = $(id); el.textContent = text; el.hidden = text === ''; };
+  const clear = () => { show('error', ''); show('notice', ''); };
+  const busy = (on) => { for (const b of document.querySelectorAll('button')) b.disabled = on; };
+  const only = (id) => { for (const f of forms) $(f).hidden = f !== id; };
+  // An identifier with an @ is an email address; anything else is taken for a phone number.
+  const identify = (value) => { const v = value.trim(); return v.includes('@') ? { email: v } : { phone_number: v }; };
+  async function call(op, input, method) {
+    let res;
+    try {
+      res = await fetch(base + 'v1/' + op, method === 'GET'
+        ? { credentials: 'same-origin', headers: { accept: 'application/json' } }
+        : { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(input) });
+    } catch {
+      throw new Error('The server could not be reached. Try again.');
+    }
+    let body = {};
+    try { body = await res.json(); } catch { body = {}; }
+    if (!res.ok) throw new Error(typeof body.message === 'string' && body.message ? body.message : 'Request failed (' + res.status + ')');
+    return body;
+  }
+  function done() {
+    if (params.has('client_id')) { location.assign(base + 'authorize' + query); return; }
+    only('');
+    $('title').textContent = 'Signed in';
+    show('signed-in', 'Signed in');
+  }
+  function startChallenge(body) {
+    const email = body.should_show_email_otp_screen;
+    if (body.should_show_totp_screen) challenge = { is_totp: true, prompt: 'Enter the code from your authenticator app.' };
+    else if (email) challenge = { is_totp: false, prompt: 'Enter the code sent to your email.' };
+    else if (body.should_show_mobile_otp_screen) challenge = { is_totp: false, prompt: 'Enter the code sent to your phone.' };
+    else return false;
+    only('mfa');
+    $('title').textContent = 'Verify it is you';
+    show('mfa-prompt', challenge.prompt);
+    $('resend').hidden = challenge.is_totp;
+    // After a link the login form was not filled: the code step names the account itself.
+    $('mfa-who').hidden = !viaLink;
+    $('mfa-email').required = viaLink;
+    if (typeof body.authenticator_secret === 'string') {
+      $('enrol').hidden = false;
+      $('enrol-secret').textContent = body.authenticator_secret;
+      $('enrol-uri').textContent = typeof body.authenticator_uri === 'string' ? body.authenticator_uri : '';
+      const codes = Array.isArray(body.authenticator_recovery_codes) ? body.authenticator_recovery_codes : [];
+      $('enrol-codes').textContent = codes.join(' ');
+      const img = body.authenticator_scanner_image;
+      if (typeof img === 'string' && img.startsWith('data:image/')) { $('enrol-qr').src = img; $('enrol-qr').hidden = false; }
+    }
+    (viaLink ? $('mfa-email') : $('otp')).focus();
+    return true;
+  }
+  const codeFor = () => (viaLink ? { email: $('mfa-email').value.trim() } : who || {});
+  $('login').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    clear(); busy(true);
+    try {
+      who = identify($('email').value);
+      const body = await call('login', { ...who, password: $('password').value });
+      if (!startChallenge(body)) done();
+    } catch (err) { show('error', err.message); }
+    finally { busy(false); }
+  });
+  $('mfa').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    clear(); busy(true);
+    try {
+      await call('verify_otp', { ...codeFor(), otp: $('otp').value.trim(), is_totp: challenge.is_totp });
+      done();
+    } catch (err) { show('error', err.message); }
+    finally { busy(false); }
+  });
+  $('resend').addEventListener('click', async () => {
+    clear(); busy(true);
+    try {
+      const body = await call('resend_otp', codeFor());
+      show('notice', typeof body.message === 'string' && body.message ? body.message : 'A new code is on its way.');
+      $('otp').value = '';
+      $('otp').focus();
+    } catch (err) { show('error', err.message); }
+    finally { busy(false); }
+  });
+  const emailFirst = () => {
+    const email = $('email').value.trim();
+    if (!email.includes('@')) { show('error', 'Enter your email first.'); $('email').focus(); return ''; }
+    return email;
+  };
+  $('forgot').addEventListener('click', async () => {
+    clear();
+    const email = emailFirst();
+    if (!email) return;
+    busy(true);
+    try {
+      const body = await call('forgot_password', { email });
+      show('notice', typeof body.message === 'string' ? body.message : 'Check your email.');
+    } catch (err) { show('error', err.message); }
+    finally { busy(false); }
+  });
+  $('magic').addEventListener('click', async () => {
+    clear();
+    const email = emailFirst();
+    if (!email) return;
+    busy(true);
+    try {
+      // Without a redirect_uri the mailed link opens the server's own /app (linkBase), this page.
+      const input = { email };
+      if (params.has('state')) input.state = params.get('state');
+      const body = await call('magic_link_login', input);
+      show('notice', typeof body.message === 'string' ? body.message : 'Check your email for a sign-in link.');
+    } catch (err) { show('error', err.message); }
+    finally { busy(false); }
+  });
+  function signInForm() {
+    $('title').textContent = 'Sign in';
+    only('login');
+  }
+  function signUpForm() {
+    clear();
+    $('title').textContent = 'Create an account';
+    only('signup');
+    $('su-id').focus();
+  }
+  $('to-signup').addEventListener('click', signUpForm);
+  $('to-login').addEventListener('click', () => { clear(); signInForm(); $('email').focus(); });
+  $('signup').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    clear();
+    if ($('su-password').value !== $('su-confirm').value) { show('error', 'The two passwords differ.'); $('su-confirm').focus(); return; }
+    busy(true);
+    try {
+      who = identify($('su-id').value);
+      const input = { ...who, password: $('su-password').value, confirm_password: $('su-confirm').value };
+      const given = $('su-given').value.trim();
+      if (given) input.given_name = given;
+      const body = await call('signup', input);
+      if (startChallenge(body)) return;
+      if (body.access_token || body.user) { done(); return; }
+      signInForm();
+      show('notice', typeof body.message === 'string' && body.message ? body.message : 'Check your email to verify your address.');
+    } catch (err) { show('error', err.message); }
+    finally { busy(false); }
+  });
+  $('reset').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    clear();
+    const password = $('new-password').value;
+    const confirmPassword = $('confirm-password').value;
+    if (password !== confirmPassword) { show('error', 'The two passwords differ.'); $('confirm-password').focus(); return; }
+    busy(true);
+    try {
+      const body = await call('reset_password', { token, password, confirm_password: confirmPassword });
+      $('new-password').value = '';
+      $('confirm-password').value = '';
+      history.replaceState(null, '', location.pathname);
+      signInForm();
+      show('notice', invitation ? 'Your password is set. Sign in with it.' : (typeof body.message === 'string' && body.message ? body.message : 'Password changed.') + ' Sign in with the new password.');
+      $('email').focus();
+    } catch (err) { show('error', err.message); }
+    finally { busy(false); }
+  });
+  async function openLink() {
+    // The token is used up by this call: it leaves the address bar and the history.
+    history.replaceState(null, '', location.pathname);
+    viaLink = true;
+    show('notice', 'Checking your link…');
+    try {
+      const body = await call('verify_email', { token });
+      show('notice', '');
+      if (!startChallenge(body)) done();
+    } catch (err) {
+      viaLink = false;
+      show('notice', '');
+      show('error', err.message);
+      signInForm();
+    }
+  }
+  const PROVIDERS = { google: 'Google', facebook: 'Facebook', github: 'GitHub', linkedin: 'LinkedIn', apple: 'Apple', discord: 'Discord', twitter: 'X', microsoft: 'Microsoft', twitch: 'Twitch', roblox: 'Roblox' };
+  async function features() {
+    let meta;
+    try { meta = await call('meta', undefined, 'GET'); } catch { return; }
+    $('to-signup-p').hidden = meta.is_sign_up_enabled === false;
+    $('magic').hidden = meta.is_magic_link_login_enabled !== true;
+    if (meta.is_mobile_basic_authentication_enabled !== true) for (const id of ['email-label', 'su-id-label']) $(id).textContent = 'Email';
+    // A provider's sign-in comes back to the authorization request being resumed, else to this page.
+    const back = params.has('client_id') ? location.origin + base + 'authorize' + query : location.origin + location.pathname;
+    const list = $('social');
+    for (const [key, on] of Object.entries(meta)) {
+      const m = /^is_([a-z0-9]+)_login_enabled$/.exec(key);
+      if (!m || on !== true || m[1] === 'magic') continue;
+      const a = document.createElement('a');
+      a.className = 'social';
+      a.href = base + 'oauth_login/' + m[1] + '?redirect_uri=' + encodeURIComponent(back);
+      a.textContent = 'Continue with ' + (PROVIDERS[m[1]] || m[1]);
+      list.append(a);
+    }
+    list.hidden = list.childElementCount === 0;
+  }
+  void features();
+  if (resetPath || (token && invitation)) {
+    $('title').textContent = invitation ? 'Accept the invitation' : 'Set a new password';
+    if (invitation) show('notice', 'Choose a password for your account.');
+    if (token) { only('reset'); $('new-password').focus(); }
+    else { show('error', 'This password reset link is incomplete: open the whole link from the email, or ask for a new one.'); signInForm(); }
+  } else if (token && !params.has('client_id')) {
+    void openLink();
+  } else if (new URLSearchParams(location.hash.slice(1)).has('access_token')) {
+    // Back from a social provider with this page as the redirect URI: the session cookie is set.
+    done();
+  } else {
+    signInForm();
+  }
+})();
+`;
+
+const HTML_HEAD = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="same-origin">
+<title>Sign in</title>
+<style>${STYLE}</style>
+</head>
+<body>
+<main>
+`;
+
+const HTML_BODY = `<h1 id="title">Sign in</h1>
+<noscript>This page needs JavaScript.</noscript>
+<form id="login" method="post" autocomplete="on" hidden>
+<label id="email-label" for="email">Email or phone</label>
+<input id="email" name="email" type="text" inputmode="email" autocomplete="username" required>
+<label for="password">Password</label>
+<input id="password" name="password" type="password" autocomplete="current-password" required>
+<button id="submit" type="submit">Sign in</button>
+<p><button id="forgot" class="link" type="button">Forgot password?</button></p>
+<p><button id="magic" class="link" type="button" hidden>Email me a sign-in link</button></p>
+<p id="to-signup-p"><button id="to-signup" class="link" type="button">Create an account</button></p>
+<nav id="social" aria-label="Other ways to sign in" hidden></nav>
+</form>
+<form id="signup" method="post" autocomplete="on" hidden>
+<label id="su-id-label" for="su-id">Email or phone</label>
+<input id="su-id" name="username" type="text" inputmode="email" autocomplete="username" required>
+<label for="su-given">Name (optional)</label>
+<input id="su-given" name="given-name" autocomplete="given-name">
+<label for="su-password">Password</label>
+<input id="su-password" name="new-password" type="password" autocomplete="new-password" required>
+<label for="su-confirm">Confirm the password</label>
+<input id="su-confirm" name="confirm-password" type="password" autocomplete="new-password" required>
+<button id="signup-submit" type="submit">Create account</button>
+<p><button id="to-login" class="link" type="button">I have an account: sign in</button></p>
+</form>
+<form id="mfa" method="post" hidden>
+<p id="mfa-prompt"></p>
+<div id="enrol" hidden>
+<p>Add this key to your authenticator app:</p>
+<img id="enrol-qr" alt="QR code of the key" hidden>
+<p><code id="enrol-secret"></code></p>
+<p><code id="enrol-uri"></code></p>
+<p>Recovery codes (shown once, keep them safe): <code id="enrol-codes"></code></p>
+</div>
+<div id="mfa-who" hidden>
+<label for="mfa-email">Email</label>
+<input id="mfa-email" name="email" type="email" autocomplete="username">
+</div>
+<label for="otp">Code</label>
+<input id="otp" name="otp" inputmode="numeric" autocomplete="one-time-code" maxlength="16" required>
+<button id="verify" type="submit">Verify</button>
+<p><button id="resend" class="link" type="button" hidden>Send a new code</button></p>
+</form>
+<form id="reset" method="post" hidden>
+<label for="new-password">New password</label>
+<input id="new-password" name="new-password" type="password" autocomplete="new-password" required>
+<label for="confirm-password">Confirm the new password</label>
+<input id="confirm-password" name="confirm-password" type="password" autocomplete="new-password" required>
+<button id="reset-submit" type="submit">Set password</button>
+</form>
+<p id="signed-in" role="status" hidden></p>
+<p id="notice" role="status" hidden></p>
+<p id="error" role="alert" hidden></p>
+</main>
+<script>${SCRIPT}</script>
+</body>
+</html>
+`;
+
+const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** The page for a configuration: the organization's name (`--organization-name`) and logo (`--organization-logo`, an http(s) URL) above the forms. */
+function pageHtml(name: string, logo: string): string {
+  const brand = [
+    logo ? `<img id="logo" src="${escapeHtml(logo)}" alt="${escapeHtml(name)} logo" height="48">` : '',
+    name ? `<p id="org">${escapeHtml(name)}</p>` : '',
+  ].join('\n');
+  return HTML_HEAD + (brand.trim() ? `${brand.trim()}\n` : '') + HTML_BODY;
+}
+
+/** The origin of an http(s) logo URL, allowed as an image source; undefined for anything else. */
+function logoOrigin(logo: string): string | undefined {
+  try {
+    const url = new URL(logo);
+    return url.protocol === 'https:' || url.protocol === 'http:' ? url.origin : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const hash = (text: string): string => `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;
+
+/** The page's policy: only its own inline style and script (by hash), fetches to its own origin, images inline or from the logo's origin, no framing, no native form posts. */
+export function loginPageCsp(logo = ''): string {
+  const origin = logoOrigin(logo);
+  return [
+    "default-src 'none'",
+    `script-src ${hash(SCRIPT)}`,
+    `style-src ${hash(STYLE)}`,
+    `img-src data:${origin ? ` ${origin}` : ''}`,
+    "connect-src 'self'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+    "require-trusted-types-for 'script'",
+    'trusted-types',
+  ].join('; ');
+}
+
+/** The policy of the page without a logo. */
+export const LOGIN_PAGE_CSP = loginPageCsp();
+
+/** Serves the login page at `/app` (and `/app/`, and `/app/reset-password` for reset links) when `--enable-login-page` is on. Called by `plugOAuth`. */
+export function plugLoginPage(services: Services): void {
+  const c = services.config;
+  if (!c.enableLoginPage) return;
+  // Only an http(s) logo is shown (the policy allows its origin); the name is text.
+  const logo = logoOrigin(c.organizationLogo ?? '') ? (c.organizationLogo ?? '') : '';
+  const page: HttpRouteResponse = {
+    html: pageHtml(c.organizationName ?? '', logo),
+    headers: {
+      'content-security-policy': loginPageCsp(logo),
+      'cache-control': 'no-store',
+      pragma: 'no-cache',
+      'x-frame-options': 'DENY',
+      'referrer-policy': 'same-origin',
+    },
+  };
+  const handler = async (): Promise<HttpRouteResponse> => page;
+  (services.httpRoutes ??= []).push({ path: '/app', handler }, { path: '/app/', handler }, { path: '/app/reset-password', handler });
+}

@@ -1,0 +1,203 @@
+/**
+ * The OAuth 2.0 / OpenID Connect endpoints on the HTTP port, outside `/v1`
+ * and outside the operations table (spec, "Other HTTP endpoints"):
+ * `GET|POST /authorize`, `POST /oauth/token`, `POST /oauth/revoke`,
+ * `GET|POST /userinfo`, `POST /oauth/introspect` and `GET|POST /logout`. The
+ * logic is the identity service's {@link OAuthServer}; this file turns its
+ * answers into HTTP.
+ *
+ * Wire rules: token and revoke bodies are forms (RFC 6749 §4.1.3, RFC 7009
+ * §2.1) or JSON; errors are `{error, error_description}` (RFC 6749 §5.2) with
+ * 400, or 401 plus `WWW-Authenticate` for `invalid_client`; token answers
+ * carry `Cache-Control: no-store` (§5.1). Token, revoke and introspect are
+ * CSRF-exempt (the client authenticates itself), as is `/authorize` (a
+ * top-level navigation); `/logout` is not (its POST is the confirmation
+ * form of its own page), so relying parties send users there with GET.
+ * `/userinfo` answers bearer-token errors with `WWW-Authenticate: Bearer`
+ * (RFC 6750 §3). Every path is rate limited like every other.
+ */
+import { dependencyError, ERROR_STATUS, LatchkeyError } from '../../engine/errors.ts';
+import { OAuthServer, sessionCookieOf, type AuthService, type MemoryStore, type OAuthEventSink } from '../../auth/index.ts';
+import { AdminService, checkRedirectUri } from '../../admin/index.ts';
+import { CookieSink } from '../../server/context.ts';
+import type { HttpRouteRequest, HttpRouteResponse, Services } from '../../server/compose/services.ts';
+import { plugLoginPage } from './login_page.ts';
+
+/** The RFC 6749 / OpenID Connect error codes the provider sends as `error`. */
+const OAUTH_ERRORS = new Set([
+  'invalid_request',
+  'invalid_client',
+  'invalid_grant',
+  'invalid_scope',
+  'unauthorized_client',
+  'unsupported_grant_type',
+  'unsupported_response_type',
+  'login_required',
+  'invalid_token',
+  'insufficient_scope',
+]);
+
+const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
+
+/**
+ * `{error, error_description}` for an error: our OAuth reasons as they are;
+ * a store outage as `temporarily_unavailable`; anything unexpected as
+ * `server_error` with a generic description (the cause is logged).
+ */
+function errorResponse(services: Services, request: HttpRouteRequest, thrown: unknown): HttpRouteResponse {
+  const outage = dependencyError(thrown);
+  const err = outage ?? thrown;
+  if (outage !== undefined && outage !== thrown) services.logger.warn('dependency unavailable', { request_id: request.requestId, reason: outage.reason });
+  if (!(err instanceof LatchkeyError) || err.code === 'internal' || err.code === 'unknown' || err.code === 'data_loss') {
+    services.logger.error('unexpected oauth error', { request_id: request.requestId, err });
+    return { status: 500, body: { error: 'server_error', error_description: 'internal server error' }, headers: NO_STORE };
+  }
+  const status = ERROR_STATUS[err.code].http;
+  const error =
+    err.reason !== undefined && OAUTH_ERRORS.has(err.reason) ? err.reason : err.code === 'unavailable' ? 'temporarily_unavailable' : 'invalid_request';
+  const headers: Record<string, string> = { ...NO_STORE };
+  const wait = err.details?.['retry_after_seconds'];
+  if (err.code === 'unavailable' && typeof wait === 'number') headers['retry-after'] = String(wait);
+  if (error === 'invalid_token' || error === 'insufficient_scope') {
+    headers['www-authenticate'] = `Bearer error="${error}", error_description="${err.message.replace(/["\\]/g, '')}"`;
+  } else if (status === 401) headers['www-authenticate'] = 'Basic realm="oauth", charset="UTF-8"';
+  return { status, body: { error, error_description: err.message }, headers };
+}
+
+/** Headers of the `/logout` pages: nothing but their own form, no framing, no caching. */
+const LOGOUT_PAGE_HEADERS = {
+  'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  ...NO_STORE,
+};
+
+function logoutPage(title: string, body: string): string {
+  return `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${escapeHtml(title)}</title><style>body{font-family:system-ui,sans-serif;max-width:28rem;margin:4rem auto;padding:0 1rem}button{font-size:1rem;padding:.5rem 1rem}</style></head><body><h1>${escapeHtml(title)}</h1>${body}</body></html>`;
+}
+
+/** The bearer token of a `/userinfo` request: the Authorization header (RFC 6750 §2.1) or, on POST, the form field (§2.2). */
+function bearerOf(request: HttpRouteRequest): string | undefined {
+  const header = request.authorization === undefined ? undefined : /^Bearer\s+([A-Za-z0-9\-._~+/]+=*)\s*$/i.exec(request.authorization);
+  if (header) return header[1];
+  const field = request.method === 'POST' ? request.body['access_token'] : undefined;
+  return typeof field === 'string' && request.authorization === undefined ? field : undefined;
+}
+
+/**
+ * The audit sink of one request: OAuth events become audit rows (actor: the
+ * token's user) through the admin service, when it is plugged in. Never throws.
+ */
+function auditSink(services: Services, request: HttpRouteRequest): OAuthEventSink {
+  return async (event) => {
+    const admin = services.admin;
+    if (!(admin instanceof AdminService)) return;
+    const userId = event.userId ?? '';
+    await admin.userEvent(
+      {
+        actor_type: userId ? 'user' : 'anonymous',
+        actor_id: userId,
+        action: event.action,
+        resource_type: 'user',
+        resource_id: userId,
+        ip_address: request.clientIp,
+        user_agent: request.userAgent,
+        metadata: { ...event.metadata, protocol: 'oauth' },
+      },
+      undefined,
+      (err) => services.logger.error('oauth event not recorded', { action: event.action, request_id: request.requestId, err }),
+    );
+  };
+}
+
+const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** The OAuth 2.0 Form Post Response Mode page: a form that submits itself to the client. */
+function formPostPage(action: string, fields: Record<string, string>): string {
+  const inputs = Object.entries(fields)
+    .map(([k, v]) => `<input type="hidden" name="${escapeHtml(k)}" value="${escapeHtml(v)}">`)
+    .join('');
+  return `<!DOCTYPE html><html><head><meta charset="utf-8"><title>Submit</title></head><body onload="document.forms[0].submit()"><form method="post" action="${escapeHtml(action)}">${inputs}<noscript><button type="submit">Continue</button></noscript></form></body></html>`;
+}
+
+/**
+ * Builds the OAuth provider on the identity service and its memory store and
+ * adds its three endpoints to `services.httpRoutes`. Called by `plugAuth`.
+ */
+export function plugOAuth(services: Services, auth: AuthService, store: MemoryStore, issuer: string, clearSessionCookies: (sink: CookieSink) => void): OAuthServer {
+  const c = services.config;
+  const oauth = new OAuthServer({
+    auth,
+    store,
+    clientSecret: c.clientSecret ?? '',
+    // The same rule as every other redirect of the server (email links): under `--allowed-origins=*`
+    // only the server's own origin, also without `--url` (else any site could receive codes and tokens).
+    checkRedirectUri: (uri) => checkRedirectUri(uri, c.allowedOrigins, issuer),
+    loginUrl: c.enableLoginPage ? `${issuer}/app` : undefined,
+    defaultResponseType: c.defaultAuthorizeResponseType,
+    defaultResponseMode: c.defaultAuthorizeResponseMode,
+    allowPkcePlain: c.enablePkcePlain,
+  });
+  const authorize = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
+    try {
+      if (request.bodyError !== undefined) throw new LatchkeyError(request.bodyError.code, request.bodyError.message, { reason: 'invalid_request' });
+      const out = await oauth.authorize(request.method === 'POST' ? request.body : request.query, sessionCookieOf(request.cookies), auditSink(services, request));
+      if (out.kind === 'redirect') return { status: 302, headers: { location: out.location } };
+      if (out.kind === 'form_post') return { html: formPostPage(out.action, out.fields) };
+      return errorResponse(services, request, out.error);
+    } catch (err) {
+      return errorResponse(services, request, err);
+    }
+  };
+  const endpoint =
+    (handle: (params: Readonly<Record<string, unknown>>, authorization: string | undefined, onEvent: OAuthEventSink) => Promise<unknown>) =>
+    async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
+      try {
+        if (request.bodyError !== undefined) throw new LatchkeyError(request.bodyError.code, request.bodyError.message, { reason: 'invalid_request' });
+        return { body: await handle(request.body, request.authorization, auditSink(services, request)), headers: NO_STORE };
+      } catch (err) {
+        return errorResponse(services, request, err);
+      }
+    };
+  const userinfo = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
+    try {
+      if (request.bodyError !== undefined) throw new LatchkeyError(request.bodyError.code, request.bodyError.message, { reason: 'invalid_request' });
+      return { body: await oauth.userinfo(bearerOf(request)), headers: NO_STORE };
+    } catch (err) {
+      return errorResponse(services, request, err);
+    }
+  };
+  const logout = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
+    try {
+      if (request.bodyError !== undefined) throw new LatchkeyError(request.bodyError.code, request.bodyError.message, { reason: 'invalid_request' });
+      const params = request.method === 'POST' ? request.body : request.query;
+      const out = await oauth.endSession(params, sessionCookieOf(request.cookies), request.method === 'POST' && params['confirm'] === 'yes');
+      if (out.kind === 'confirm') {
+        const fields = Object.entries({ ...out.params, confirm: 'yes' })
+          .map(([k, v]) => `<input type="hidden" name="${escapeHtml(k)}" value="${escapeHtml(v)}">`)
+          .join('');
+        return {
+          html: logoutPage('Sign out', `<p>Do you want to sign out?</p><form method="post" action="/logout">${fields}<button type="submit">Sign out</button></form>`),
+          headers: LOGOUT_PAGE_HEADERS,
+        };
+      }
+      if (out.userId !== undefined) await auditSink(services, request)({ action: 'user.logout', userId: out.userId, metadata: { endpoint: 'end_session' } });
+      const sink = new CookieSink();
+      clearSessionCookies(sink);
+      if (out.redirect !== undefined) return { status: 302, headers: { location: out.redirect, ...NO_STORE }, cookies: sink.headers() };
+      return { html: logoutPage('Signed out', '<p>You are signed out.</p>'), headers: LOGOUT_PAGE_HEADERS, cookies: sink.headers() };
+    } catch (err) {
+      return errorResponse(services, request, err);
+    }
+  };
+  (services.httpRoutes ??= []).push(
+    { path: '/authorize', methods: ['GET', 'POST'], handler: authorize },
+    { path: '/oauth/token', methods: ['POST'], handler: endpoint((p, a, e) => oauth.token(p, a, e)) },
+    { path: '/oauth/revoke', methods: ['POST'], handler: endpoint((p, a, e) => oauth.revoke(p, a, e)) },
+    { path: '/oauth/introspect', methods: ['POST'], handler: endpoint((p, a) => oauth.introspect(p, a)) },
+    { path: '/userinfo', methods: ['GET', 'POST'], handler: userinfo },
+    { path: '/logout', methods: ['GET', 'POST'], handler: logout },
+  );
+  plugLoginPage(services);
+  return oauth;
+}
