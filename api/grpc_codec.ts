@@ -2,12 +2,22 @@
  * Converts between the JSON form of a shape's value and its protobuf-js object
  * form as @grpc/proto-loader reads and writes it (options in {@link LOADER_OPTIONS}).
  */
-import type { Options } from '@grpc/proto-loader';
 import { ERROR_STATUS, type ErrorCode } from '../engine/errors.ts';
 import type { JsonValue, ObjectShape, OptionalShape, Shape } from './shape.ts';
 
-/** proto-loader options used by the server and by clients. */
-export const LOADER_OPTIONS: Options = {
+/**
+ * proto-loader options used by the server and by clients (a plain object that
+ * proto-loader's `Options` accepts, so the contract needs no gRPC library).
+ */
+export const LOADER_OPTIONS: {
+  readonly keepCase: true;
+  readonly longs: NumberConstructor;
+  readonly enums: StringConstructor;
+  readonly defaults: false;
+  readonly arrays: false;
+  readonly objects: false;
+  readonly oneofs: true;
+} = {
   keepCase: true,
   longs: Number,
   enums: String,

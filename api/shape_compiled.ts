@@ -21,7 +21,7 @@
  * The generated source holds only the shapes' own field names, each written
  * as a JSON string literal; no request data ever reaches it.
  */
-import type { ObjectShape, OptionalShape, Shape } from './shape.ts';
+import type { ObjectShape, OptionalShape, Shape } from './shape_types.ts';
 
 /** Returned by a compiled form for a value it does not answer: the walk must. */
 export const FAIL: unique symbol = Symbol('shape: use the walk');

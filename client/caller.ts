@@ -4,12 +4,12 @@
  * call only.
  */
 import { LatchkeyError } from '../engine/errors.ts';
-import { validate, type ObjectShape } from '../api/shape.ts';
+import { validate, type ObjectShape } from '../api/index.ts';
 import { CookieJar } from './cookie_jar.ts';
 import { callGraphql, callRest, postOAuthForm, type Session } from './http_call.ts';
 import type { GrpcCaller } from './grpc_call.ts';
 import type { ResolvedOptions } from './options.ts';
-import { CLIENT_OPERATIONS } from './operations.ts';
+import { OPERATIONS as CLIENT_OPERATIONS } from '../api/index.ts';
 import { camelCase, type ClientOperation, type ClientProtocol } from './types.ts';
 
 /**

@@ -10,7 +10,7 @@
  */
 import { LatchkeyError } from '../engine/errors.ts';
 import { Caller } from './caller.ts';
-import { CLIENT_OPERATIONS } from './operations.ts';
+import { OPERATIONS as CLIENT_OPERATIONS } from '../api/index.ts';
 import { resolveAdminOptions, resolveClientOptions } from './options.ts';
 import {
   camelCase,

@@ -11,8 +11,8 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { fileURLToPath } from 'node:url';
 import { LatchkeyError } from '../engine/errors.ts';
-import { LOADER_OPTIONS, fromWire, toWire } from '../api/grpc_codec.ts';
-import type { ObjectShape } from '../api/shape.ts';
+import { grpcService, LOADER_OPTIONS, fromWire, toWire } from '../api/index.ts';
+import type { ObjectShape } from '../api/index.ts';
 import { CALL_TIMEOUT_MS, type Session } from './http_call.ts';
 import type { ResolvedOptions } from './options.ts';
 import type { ClientOperation } from './types.ts';
@@ -70,10 +70,11 @@ export class GrpcCaller {
 
   /** Calls `op` with `input`; cookies from the answer's metadata go into the session's jar. */
   async call(session: Session, op: ClientOperation, input: object): Promise<unknown> {
-    if (!('grpc' in op)) throw new LatchkeyError('unimplemented', `${op.name} has no gRPC method`);
-    const client = await this.#client(op.grpc.service);
+    if (op.grpc === undefined) throw new LatchkeyError('unimplemented', `${op.name} has no gRPC method`);
+    const service = grpcService(op);
+    const client = await this.#client(service);
     const fn = (client as unknown as Record<string, UnaryMethod | undefined>)[op.grpc.method];
-    if (!fn) throw new LatchkeyError('unimplemented', `${op.grpc.service}/${op.grpc.method} is not in ${PROTO_FILE}`);
+    if (!fn) throw new LatchkeyError('unimplemented', `${service}/${op.grpc.method} is not in ${PROTO_FILE}`);
     const md = new grpc.Metadata();
     for (const [k, v] of Object.entries(this.#options.headers)) if (k !== 'origin') md.set(k, v);
     if (session.accessToken !== undefined) md.set('authorization', `Bearer ${session.accessToken}`);

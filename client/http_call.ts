@@ -12,6 +12,15 @@ import { LatchkeyError } from '../engine/errors.ts';
 import type { CookieJar } from './cookie_jar.ts';
 import type { ResolvedOptions } from './options.ts';
 import type { ClientOperation } from './types.ts';
+import { graphqlDocument, graphqlName, type AnyOperation } from '../api/index.ts';
+
+/** Each row's GraphQL document, built from the contract once per row. */
+const DOCUMENTS = new WeakMap<AnyOperation, string>();
+function documentOf(op: AnyOperation): string {
+  let doc = DOCUMENTS.get(op);
+  if (doc === undefined) DOCUMENTS.set(op, (doc = graphqlDocument(op)));
+  return doc;
+}
 import { codeOfHttpStatus, transportError, wireError } from './wire_error.ts';
 
 /** How long one call may take before it fails with `deadline_exceeded`. */
@@ -57,7 +66,7 @@ function envelopeError(status: number, json: unknown): LatchkeyError {
 
 /** Calls `op` over REST. */
 export async function callRest(options: ResolvedOptions, session: Session, op: ClientOperation, input: object): Promise<unknown> {
-  if (!('rest' in op)) throw new LatchkeyError('unimplemented', `${op.name} has no REST route`);
+  if (op.rest === undefined) throw new LatchkeyError('unimplemented', `${op.name} has no REST route`);
   const headers = requestHeaders(options, session);
   const init: RequestInit = { method: op.rest.method, headers };
   if (op.rest.method !== 'GET') {
@@ -71,10 +80,10 @@ export async function callRest(options: ResolvedOptions, session: Session, op: C
 
 /** Calls `op` over GraphQL (`POST /graphql`, the row's generated document). */
 export async function callGraphql(options: ResolvedOptions, session: Session, op: ClientOperation, input: object): Promise<unknown> {
-  if (!('document' in op)) throw new LatchkeyError('unimplemented', `${op.name} has no GraphQL field`);
+  if (!op.protocols.includes('graphql')) throw new LatchkeyError('unimplemented', `${op.name} has no GraphQL field`);
   const headers = { ...requestHeaders(options, session), 'content-type': 'application/json' };
   const hasParams = Object.keys(op.input.fields).length > 0;
-  const body = JSON.stringify({ query: op.document, ...(hasParams ? { variables: { params: input } } : {}) });
+  const body = JSON.stringify({ query: documentOf(op), ...(hasParams ? { variables: { params: input } } : {}) });
   const r = await send(`${options.serviceUrl}/graphql`, { method: 'POST', headers, body }, session);
   const json = (r.json ?? {}) as { data?: Record<string, unknown> | null; errors?: { message?: unknown; extensions?: Record<string, unknown> }[] };
   const first = Array.isArray(json.errors) ? json.errors[0] : undefined;
@@ -83,7 +92,7 @@ export async function callGraphql(options: ResolvedOptions, session: Session, op
     // Errors the GraphQL layer raises itself (a malformed document or variable) carry no code.
     throw wireError(ext.code, first.message, ext.reason, ext.details, r.status === 200 ? 'invalid_argument' : codeOfHttpStatus(r.status));
   }
-  const value = json.data?.[op.graphql];
+  const value = json.data?.[graphqlName(op)];
   if (r.status !== 200 || value === null || value === undefined) throw envelopeError(r.status === 200 ? 502 : r.status, r.json);
   return value;
 }

@@ -10,7 +10,7 @@ export { LatchkeyClient, LatchkeyAdminClient } from './client.ts';
 export { LatchkeySyncClient, LatchkeySyncAdminClient } from './sync_client.ts';
 export { PROTOCOL_SUPPORT } from './caller.ts';
 export { DEFAULT_GRPC_PORT } from './options.ts';
-export { CLIENT_OPERATIONS } from './operations.ts';
+export { OPERATIONS as CLIENT_OPERATIONS } from '../api/index.ts';
 export { LatchkeyError, type ErrorCode } from '../engine/errors.ts';
 export type {
   AdminClientOptions,

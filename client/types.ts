@@ -5,8 +5,7 @@
  * `fgaGetModel`), taking the request fields and resolving to the response
  * object, both typed from the row's shapes.
  */
-import type { Infer, JsonValue } from '../api/shape.ts';
-import { CLIENT_OPERATIONS } from './operations.ts';
+import type { Infer, JsonValue, OperationRow } from '../api/index.ts';
 
 /** The wire protocol a client speaks. */
 export type ClientProtocol = 'graphql' | 'rest' | 'grpc';
@@ -38,7 +37,8 @@ export interface AdminClientOptions {
 }
 
 /** One row of the clients' copy of the operations table. */
-export type ClientOperation = (typeof CLIENT_OPERATIONS)[number];
+/** An operation as the clients call it: a row of the contract (`api/`), which loads no server code. */
+export type ClientOperation = OperationRow;
 
 /** `fga_get_model` → `fgaGetModel`. */
 export type CamelCase<S extends string> = S extends `${infer H}_${infer T}` ? `${H}${Capitalize<CamelCase<T>>}` : S;

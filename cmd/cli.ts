@@ -4,9 +4,9 @@
  * installs signal handlers or exits.
  */
 import { LatchkeyError } from '../engine/errors.ts';
-import { helpText, parseFlags } from '../server/flags.ts';
+import { helpText, parseFlags } from '../server/index.ts';
 import type { RunningServer } from './server.ts';
-import { VERSION } from '../server/version.ts';
+import { VERSION } from '../server/index.ts';
 
 /** Where a command writes; injectable for tests. */
 export interface CliIo {

@@ -2,19 +2,17 @@
  * `npm run docs`: regenerates the generated documents from their single
  * sources: `docs/flags.md` (flags table), `docs/api.md` (operations table),
  * `docs/errors.md` (error table and the reasons thrown in the sources) and
- * `api/latchkey.proto` and the clients' copy of the table,
- * `client/operations.ts`. Tests fail when a committed copy is stale.
+ * `api/latchkey.proto`. Tests fail when a committed copy is stale.
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { ERROR_STATUS, type ErrorCode } from '../engine/errors.ts';
-import { flagsMarkdown } from '../server/flags.ts';
-import { OPERATIONS } from '../api/operations/index.ts';
-import { graphqlArg, graphqlName, grpcService, type AnyOperation } from '../api/operations/types.ts';
-import { inputTypeName } from '../transports/graphql/schema.ts';
-import { generateProto } from '../api/proto.ts';
-import { clientOperationsSource } from '../client/operations_source.ts';
-import { namedTypes, typeLabel, type ObjectShape, type Shape } from '../api/shape.ts';
+import { flagsMarkdown } from '../server/index.ts';
+import { OPERATIONS } from '../api/index.ts';
+import { graphqlArg, graphqlName, grpcService, type AnyOperation } from '../api/index.ts';
+import { inputTypeName } from '../api/index.ts';
+import { generateProto } from '../api/index.ts';
+import { namedTypes, typeLabel, type ObjectShape, type Shape } from '../api/index.ts';
 
 export const REPO_ROOT = resolve(import.meta.dirname, '..');
 
@@ -178,7 +176,6 @@ export function generatedFiles(root = REPO_ROOT): Record<string, string> {
     'docs/api.md': apiMarkdown(),
     'docs/errors.md': errorsMarkdown(root),
     'api/latchkey.proto': generateProto(OPERATIONS),
-    'client/operations.ts': clientOperationsSource(OPERATIONS),
   };
 }
 

@@ -9,27 +9,27 @@ import type { Duplex } from 'node:stream';
 import { LatchkeyError } from '../engine/errors.ts';
 import { AdminService } from '../admin/index.ts';
 import { Redis } from 'ioredis';
-import type { Config } from '../server/flags.ts';
-import { redactedConfig } from '../server/flags.ts';
-import { createLogger, type LogSink, type Logger } from '../server/logger.ts';
-import type { Clock } from '../server/context.ts';
-import { closeMainDatabase, openMainDatabase } from '../server/compose/database.ts';
-import { closeServices, createServices, type Services } from '../server/compose/services.ts';
-import { createMetrics, type Metrics } from '../server/metrics.ts';
-import { createPipeline } from '../server/pipeline.ts';
-import { createRateLimiter } from '../server/rate_limit.ts';
-import { createClientIpResolver } from '../server/client_ip.ts';
-import { createHttpApp } from '../transports/http/app.ts';
-import { bindGrpc, createGrpcServer, shutdownGrpc } from '../transports/grpc/server.ts';
-import { OPERATIONS } from '../api/operations/index.ts';
-import { checkTable, type AnyOperation } from '../api/operations/types.ts';
+import type { Config } from '../server/index.ts';
+import { redactedConfig } from '../server/index.ts';
+import { createLogger, type LogSink, type Logger } from '../server/index.ts';
+import type { Clock } from '../server/index.ts';
+import { closeMainDatabase, openMainDatabase } from '../server/index.ts';
+import { closeServices, createServices, type Services } from '../server/index.ts';
+import { createMetrics, type Metrics } from '../server/index.ts';
+import { HANDLERS, createPipeline, type AnyHandler, type ServedOperation } from '../server/index.ts';
+import { createRateLimiter } from '../server/index.ts';
+import { createClientIpResolver } from '../server/index.ts';
+import { createHttpApp } from '../transports/index.ts';
+import { bindGrpc, createGrpcServer, shutdownGrpc } from '../transports/index.ts';
+import { OPERATIONS } from '../api/index.ts';
+import { checkTable, type AnyOperation } from '../api/index.ts';
 
 export interface StartOptions {
   /** Where log lines go (default stdout). */
   logSink?: LogSink;
   clock?: Clock;
   /** Extra rows served besides the table (tests use this to exercise the plumbing). */
-  extraOperations?: readonly AnyOperation[];
+  extraOperations?: readonly ServedOperation[];
 }
 
 export interface RunningServer {
@@ -135,7 +135,7 @@ async function pingRedis(redis: Redis, timeoutMs = 1000): Promise<boolean> {
 
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   const logger = createLogger(config.logLevel, options.logSink);
-  const operations = options.extraOperations ? checkTable([...OPERATIONS, ...options.extraOperations]) : OPERATIONS;
+  const operations: readonly AnyOperation[] = options.extraOperations ? checkTable<AnyOperation>([...OPERATIONS, ...options.extraOperations]) : OPERATIONS;
   const database = await openMainDatabase(config);
   const cleanups: (() => Promise<void>)[] = [() => closeMainDatabase(database)];
   const cleanup = async (): Promise<void> => {
@@ -152,7 +152,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       cleanups.push(async () => void r.disconnect());
     }
     const metrics = createMetrics();
-    const pipeline = createPipeline(services, metrics);
+    const extra = new Map<string, AnyHandler>((options.extraOperations ?? []).map((op) => [op.name, op.handler as AnyHandler]));
+    const pipeline = createPipeline(services, metrics, HANDLERS, extra);
     const rateLimiter = createRateLimiter({ rps: config.rateLimitRps, burst: config.rateLimitBurst, namespace: config.clientId ?? '', ...(redis ? { redis } : {}) });
     const clientIp = createClientIpResolver(config.trustedProxies);
     let draining = false;

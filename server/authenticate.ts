@@ -8,24 +8,11 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { LatchkeyError } from '../engine/errors.ts';
-import { ANONYMOUS, type Credentials, type Principal } from './context.ts';
-import type { OperationAuth } from '../api/operations/types.ts';
+import { ANONYMOUS, type AuthenticationInfo, type Authenticator, type Credentials, type Principal } from './context.ts';
+import type { OperationAuth } from '../api/index.ts';
 
-/** What an authenticator may know about the request besides its credentials. */
-export interface AuthenticationInfo {
-  readonly requestId: string;
-  readonly clientIp: string;
-  readonly userAgent: string;
-}
+export type { AuthenticationInfo, Authenticator };
 
-/**
- * One link of the chain: returns a principal when it recognises the
- * credentials, `undefined` when they are not its kind, and throws (or
- * rejects with) `unauthenticated` when they are its kind but invalid. A link
- * that can decide at once answers without a promise (the chain then takes no
- * promise hop for it); one that must wait answers with a promise.
- */
-export type Authenticator = (credentials: Credentials, info: AuthenticationInfo) => Principal | undefined | Promise<Principal | undefined>;
 
 /** The one message of every authentication failure, whatever the cause (no enumeration). */
 export const UNAUTHORIZED_MESSAGE = 'unauthorized';

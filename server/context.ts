@@ -1,13 +1,22 @@
 /**
  * The request context every operation handler receives, the caller's
- * principal, the neutral credentials shape the transports extract, and the
- * response-cookie sink.
+ * principal, the neutral credentials shape the transports extract, the
+ * response-cookie sink, the services the composition root builds, and the
+ * shape of an HTTP endpoint outside the operations table. It imports no
+ * other file of the server that imports it back: what both the composition
+ * root and the handlers need lives here.
  */
+import type { Sequelize } from 'sequelize';
+import type { AdminService } from '../admin/index.ts';
+import type { AuthService, MainDatabase, MemoryStore } from '../auth/index.ts';
+import type { LatchkeyError } from '../engine/errors.ts';
+import type { Engine } from '../engine/index.ts';
+import type { SqlStore } from '../engine/sql/index.ts';
+import type { Protocol } from '../api/index.ts';
+import type { Config } from './flags.ts';
 import type { Logger } from './logger.ts';
-import type { Services } from './compose/services.ts';
 
-/** The wire protocols that serve operations. */
-export type Protocol = 'graphql' | 'rest' | 'grpc';
+export type { Protocol };
 
 /** Who is calling. Resolved once per request by `authenticate` (see `authenticate.ts`). */
 export type Principal =
@@ -199,3 +208,107 @@ export interface RequestContext {
   /** The composition root's services (config, database, domain services). */
   readonly services: Services;
 }
+
+/**
+ * What a caller that changed the FGA tables outside the engine (delete_user,
+ * in its own transaction) needs: the SQL store, when there is one, and a
+ * refresh that makes the in-process mirror and answer cache current.
+ */
+export interface EngineHooks {
+  /** The SQL store under the engine (undefined for the memory store). */
+  readonly sqlStore?: SqlStore;
+  /**
+   * Brings the graph mirror up to the store's revision and empties the
+   * answer cache, so no answer older than the call is served afterwards.
+   */
+  refresh(): Promise<void>;
+}
+
+/**
+ * Everything a handler reaches through `ctx.services`: the frozen
+ * configuration, the main database, and the domain services the composition
+ * root (`server/compose/`) built, each with its own type.
+ */
+export interface Services {
+  readonly config: Config;
+  /** The main database: the one SQL connection or the DynamoDB client (every identity and admin store receives it). */
+  readonly database: MainDatabase;
+  /** The one SQL connection when the main database is SQL (every SQL store receives it); undefined on DynamoDB. */
+  readonly sequelize: Sequelize | undefined;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  readonly version: string;
+  /**
+   * Credential → principal chain, tried in order (see `authenticate.ts`). The
+   * admin-secret header check is first; auth and admin append theirs.
+   */
+  readonly authenticators: Authenticator[];
+  /** The FGA engine; undefined when FGA is off (every permission operation then answers `failed_precondition`). */
+  engine?: Engine;
+  /** What callers that change the FGA tables outside the engine need (delete_user); set with `engine` by the composition root. */
+  engineHooks?: EngineHooks;
+  /** Identity, sessions and tokens. */
+  auth?: AuthService;
+  /** Where sessions, codes and OAuth state live (Redis, DynamoDB or this process); set with `auth`. */
+  memoryStore?: MemoryStore;
+  /** Super-admin operations, the mail queue and webhooks. */
+  admin?: AdminService;
+  /** Run at shutdown, last-registered first, before the database closes. */
+  readonly closers: (() => Promise<void>)[];
+}
+
+/**
+ * An endpoint served on the HTTP port outside the operations table: a GET
+ * document, or a GET/POST endpoint whose POST body is a form
+ * (`application/x-www-form-urlencoded`) or JSON. Guards (CORS, rate limit,
+ * CSRF) apply as to every path.
+ */
+export interface HttpRoute {
+  readonly path: string;
+  /** Default `['GET']`. */
+  readonly methods?: readonly ('GET' | 'POST')[];
+  readonly handler: (request: HttpRouteRequest) => Promise<HttpRouteResponse>;
+}
+
+/** What an {@link HttpRoute} handler sees of the request. */
+export interface HttpRouteRequest {
+  readonly method: string;
+  /** Query parameters: a string, or an array when repeated. */
+  readonly query: Readonly<Record<string, unknown>>;
+  /** The parsed form or JSON body (empty for GET or when there is none). */
+  readonly body: Readonly<Record<string, unknown>>;
+  /** Set when the body could not be read (malformed, too large, other media type); `body` is then empty. */
+  readonly bodyError?: LatchkeyError | undefined;
+  readonly authorization?: string | undefined;
+  readonly cookies: Readonly<Record<string, string>>;
+  readonly requestId: string;
+  readonly clientIp: string;
+  readonly userAgent: string;
+}
+
+/** The answer of an {@link HttpRoute}: JSON `body`, an `html` page, or neither (e.g. a redirect). */
+export interface HttpRouteResponse {
+  /** Default 200. */
+  readonly status?: number;
+  readonly body?: unknown;
+  readonly html?: string;
+  readonly headers?: Readonly<Record<string, string>>;
+  /** `Set-Cookie` header values, each sent as its own header. */
+  readonly cookies?: readonly string[];
+}
+
+/** What an authenticator may know about the request besides its credentials. */
+export interface AuthenticationInfo {
+  readonly requestId: string;
+  readonly clientIp: string;
+  readonly userAgent: string;
+}
+
+/**
+ * One link of the chain: returns a principal when it recognises the
+ * credentials, `undefined` when they are not its kind, and throws (or
+ * rejects with) `unauthenticated` when they are its kind but invalid. A link
+ * that can decide at once answers without a promise (the chain then takes no
+ * promise hop for it); one that must wait answers with a promise.
+ */
+export type Authenticator = (credentials: Credentials, info: AuthenticationInfo) => Principal | undefined | Promise<Principal | undefined>;

@@ -535,3 +535,12 @@ export function ipBytes(addr: string): Uint8Array | undefined {
   }
   return out;
 }
+
+
+/** The issuer of tokens: `--url` when given, else the local HTTP address. */
+export function issuerOf(c: Config): string {
+  const url = c.url;
+  if (url) return url.replace(/\/+$/, '');
+  const host = c.host === '0.0.0.0' || c.host === '::' ? 'localhost' : c.host;
+  return `http://${host}:${c.httpPort}`;
+}

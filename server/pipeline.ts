@@ -10,9 +10,9 @@ import { ANONYMOUS } from './context.ts';
 import type { Clock, CookieSink, Credentials, Principal, Protocol, RequestContext } from './context.ts';
 import { outageSummary, type Logger } from './logger.ts';
 import { SECURITY_EVENT_CODES, type Metrics } from './metrics.ts';
-import type { AnyOperation } from '../api/operations/types.ts';
-import type { Services } from './compose/services.ts';
-import { encodeOutput, validate } from '../api/shape.ts';
+import { encodeOutput, validate, type AnyOperation } from '../api/index.ts';
+import type { Services } from './context.ts';
+import { handlerOf, type AnyHandler, type Handlers } from './handlers/types.ts';
 
 /** What a transport knows about a request. */
 export interface CallInfo {
@@ -86,9 +86,24 @@ class CallContext implements RequestContext {
   }
 }
 
-export function createPipeline(services: Services, metrics: Metrics): Pipeline {
+/**
+ * The pipeline over `handlers` (the record of every row's handler, bound by
+ * the row's name). A row without a handler answers `unimplemented`; the
+ * handlers' type makes that a type error, so it cannot happen in the server.
+ */
+export function createPipeline(services: Services, metrics: Metrics, handlers: Handlers, extra?: ReadonlyMap<string, AnyHandler>): Pipeline {
   const { logger } = services;
   const debug = logger.enabled('debug');
+  const bound = new Map<string, AnyHandler>();
+  const handlerFor = (op: AnyOperation): AnyHandler => {
+    let handler = bound.get(op.name);
+    if (handler === undefined) {
+      handler = handlerOf(handlers, op.name) ?? extra?.get(op.name);
+      if (handler === undefined) throw new LatchkeyError('unimplemented', `operation ${op.name} has no handler`);
+      bound.set(op.name, handler);
+    }
+    return handler;
+  };
   return {
     async run(op, info, rawInput) {
       const started = performance.now();
@@ -100,7 +115,7 @@ export function createPipeline(services: Services, metrics: Metrics): Pipeline {
             : resolvePrincipal(services.authenticators, op.auth, info.credentials, info);
         if (principal instanceof Promise) principal = await principal;
         const input = validate(op.input, rawInput ?? {});
-        let output = op.handler(new CallContext(info, principal, services, op.name), input);
+        let output = handlerFor(op)(new CallContext(info, principal, services, op.name), input);
         if (output instanceof Promise) output = await output;
         return encodeOutput(op.output, output);
       } catch (err) {

@@ -3,9 +3,11 @@
  * contract: User, VerificationRequest, Webhook, WebhookLog, EmailTemplate,
  * AuditLog, FGA tuples and models, admin meta, pagination).
  */
-import { MAX_PAGE_LIMIT } from '../../admin/index.ts';
 import { s } from '../shape.ts';
-import { META } from '../../server/handlers/meta.ts';
+import { META } from './meta.ts';
+
+/** The largest page a listing answers (the admin service refuses larger ones with the same bound; server/handlers/admin.ts holds the two equal). */
+export const MAX_PAGE_LIMIT = 100;
 
 export const PAGINATION_INPUT = s.object('PaginationInput', {
   page: s.optional(s.int({ min: 1, doc: 'Page number, from 1 (default 1)' })),

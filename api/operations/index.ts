@@ -2,18 +2,32 @@
  * The operations table: every API operation, declared once.
  *
  * Each area keeps its rows in its own file. To add an area: create the file
- * exporting a list of rows, import it here and spread it into `OPERATIONS`.
- * No transport needs an edit.
+ * exporting a list of rows, import it here and add it to `OPERATIONS`, then
+ * give every new row its handler in `server/handlers/` (the handlers' record
+ * is typed over the row names, so a row without a handler fails the type
+ * check). No transport needs an edit.
  */
-import { checkTable, type AnyOperation } from './types.ts';
-import { META_OPERATIONS } from '../../server/handlers/meta.ts';
-import { ADMIN_OPERATIONS } from '../../server/handlers/admin.ts';
-import { AUTH_OPERATIONS } from '../../server/handlers/auth.ts';
-import { MFA_OPERATIONS } from '../../server/handlers/mfa.ts';
-import { PERMISSION_OPERATIONS } from '../../server/handlers/permissions.ts';
-import { VERIFICATION_OPERATIONS } from '../../server/handlers/verification.ts';
+import { checkTable } from './types.ts';
+import { META_OPERATIONS } from './meta.ts';
+import { ADMIN_OPERATIONS } from './admin.ts';
+import { AUTH_OPERATIONS } from './auth.ts';
+import { MFA_OPERATIONS } from './mfa.ts';
+import { PERMISSION_OPERATIONS } from './permissions.ts';
+import { VERIFICATION_OPERATIONS } from './verification.ts';
 
-export const OPERATIONS: readonly AnyOperation[] = checkTable([
+/** Any row of the table, with its own name and shapes. */
+export type OperationRow =
+  | (typeof META_OPERATIONS)[number]
+  | (typeof AUTH_OPERATIONS)[number]
+  | (typeof MFA_OPERATIONS)[number]
+  | (typeof VERIFICATION_OPERATIONS)[number]
+  | (typeof PERMISSION_OPERATIONS)[number]
+  | (typeof ADMIN_OPERATIONS)[number];
+
+/** The wire names of every operation. */
+export type OperationName = OperationRow['name'];
+
+export const OPERATIONS: readonly OperationRow[] = checkTable<OperationRow>([
   ...META_OPERATIONS,
   ...AUTH_OPERATIONS,
   ...MFA_OPERATIONS,
@@ -22,6 +36,9 @@ export const OPERATIONS: readonly AnyOperation[] = checkTable([
   ...ADMIN_OPERATIONS,
 ]);
 
-export { ALL_PROTOCOLS, defineOperation, graphqlName, grpcService, checkTable } from './types.ts';
-export type { AnyOperation, Operation, OperationAuth } from './types.ts';
-export { META, metaFromConfig, DEPRECATED_MESSAGES } from '../../server/handlers/meta.ts';
+export { META_OPERATIONS, AUTH_OPERATIONS, MFA_OPERATIONS, VERIFICATION_OPERATIONS, PERMISSION_OPERATIONS, ADMIN_OPERATIONS };
+export { ALL_PROTOCOLS, defineOperation, graphqlName, graphqlArg, grpcService, checkTable } from './types.ts';
+export type { AnyOperation, Operation, OperationAuth, Protocol } from './types.ts';
+export { META } from './meta.ts';
+export { AUTH_RESPONSE, REQUIRED_RELATION } from './auth.ts';
+export * from './admin_shapes.ts';

@@ -1,25 +1,29 @@
 /**
  * The row type of the operations table. Each API operation is declared once,
  * as one {@link Operation}; the REST routes, the GraphQL schema, the gRPC
- * services, the `.proto`, input validation and `docs/api.md` are all derived
- * from the rows.
+ * services, the `.proto`, input validation, the clients' methods and
+ * `docs/api.md` are all derived from the rows. A row is the contract only:
+ * the function that answers it lives in `server/handlers/`, bound by the
+ * row's name, so the client and the docs load no server code.
  */
-import type { Infer, ObjectShape, Output } from '../shape.ts';
-import type { Protocol, RequestContext } from '../../server/context.ts';
+import type { ObjectShape } from '../shape.ts';
+
+/** The wire protocols that serve operations. */
+export type Protocol = 'graphql' | 'rest' | 'grpc';
 
 /** Who may call an operation. `user` rows also accept a super-admin. */
 export type OperationAuth = 'public' | 'user' | 'super_admin';
 
-export interface Operation<I extends ObjectShape = ObjectShape, O extends ObjectShape = ObjectShape> {
+export interface Operation<N extends string = string, I extends ObjectShape = ObjectShape, O extends ObjectShape = ObjectShape, A extends boolean = boolean> {
   /** The spec's snake_case wire name, e.g. `check_permissions`. Unique. */
-  readonly name: string;
+  readonly name: N;
   readonly kind: 'query' | 'mutation';
   readonly auth: OperationAuth;
   /**
    * An administrative operation: its GraphQL field is `_<name>` and it lives on
    * the `LatchkeyAdmin` gRPC service.
    */
-  readonly admin: boolean;
+  readonly admin: A;
   /** Request fields (a flat object). Use `EMPTY` for none. */
   readonly input: I;
   /** Response object, returned bare on every protocol. */
@@ -40,23 +44,16 @@ export interface Operation<I extends ObjectShape = ObjectShape, O extends Object
   readonly protocols: readonly Protocol[];
   /** One line for the docs. */
   readonly doc: string;
-  /**
-   * The domain function. Receives validated input; returns the response
-   * object, or a promise of it (a handler with its answer at hand may return
-   * it as it is: the pipeline then takes no promise hop for it). Errors may
-   * be thrown or rejected alike.
-   */
-  readonly handler: (ctx: RequestContext, input: Infer<I>) => Output<O> | Promise<Output<O>>;
 }
 
-/** Any row of the table (handlers erased to the common type). */
-export type AnyOperation = Operation<ObjectShape, ObjectShape>;
+/** Any row of the table (its name and shapes erased to the common type). */
+export type AnyOperation = Operation<string, ObjectShape, ObjectShape>;
 
 export const ALL_PROTOCOLS: readonly Protocol[] = Object.freeze(['graphql', 'rest', 'grpc'] as const);
 
-/** Declares a row; the handler's input and output types are inferred from the shapes. */
-export function defineOperation<const I extends ObjectShape, const O extends ObjectShape>(op: Operation<I, O>): AnyOperation {
-  return Object.freeze(op) as unknown as AnyOperation;
+/** Declares a row, keeping its name and shapes in its type (the handler's input and output types come from them). */
+export function defineOperation<const N extends string, const I extends ObjectShape, const O extends ObjectShape, const A extends boolean>(op: Operation<N, I, O, A>): Operation<N, I, O, A> {
+  return Object.freeze(op);
 }
 
 /** The GraphQL field name of a row. */
@@ -79,7 +76,7 @@ export function grpcService(op: AnyOperation): 'Latchkey' | 'LatchkeyAdmin' {
  * gRPC methods; routes and methods present exactly for the protocols served.
  * Throws on the first violation (a programming error caught by the tests).
  */
-export function checkTable(ops: readonly AnyOperation[]): readonly AnyOperation[] {
+export function checkTable<T extends AnyOperation>(ops: readonly T[]): readonly T[] {
   const seen = new Set<string>();
   const claim = (key: string): void => {
     if (seen.has(key)) throw new Error(`operations table: duplicate ${key}`);

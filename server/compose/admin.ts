@@ -4,28 +4,11 @@
  * admin authenticator.
  */
 import type { Transaction } from 'sequelize';
-import type { Engine } from '../../engine/index.ts';
-import { AdminService, DynamoMailOutbox, SqlMailOutbox, type AdminFailureCounter, type FgaUserTuples, type IdentityPort } from '../../admin/index.ts';
+import { AdminService, DynamoMailOutbox, SqlMailOutbox, type AdminFailureCounter, type FgaUserTuples } from '../../admin/index.ts';
 import { MailQueue, createSmtpMailer } from '../../auth/index.ts';
-import type { Authenticator } from '../authenticate.ts';
-import { epochMsOf, type Principal } from '../context.ts';
-import type { Services } from './services.ts';
-import { engineHooks } from './engine_hooks.ts';
+import { epochMsOf, type Authenticator, type Principal, type Services } from '../context.ts';
 import { createRedisFailureCounter } from './admin_failures.ts';
 import { Redis } from 'ioredis';
-
-export function asEngine(v: unknown): Engine | undefined {
-  const looks = (x: unknown): x is Engine =>
-    typeof x === 'object' && x !== null && ['readModel', 'writeModel', 'write', 'read', 'listUsers', 'expand', 'reset'].every((m) => typeof (x as Record<string, unknown>)[m] === 'function');
-  if (looks(v)) return v;
-  const inner = (v as { engine?: unknown } | undefined)?.engine;
-  return looks(inner) ? inner : undefined;
-}
-
-function asIdentity(v: unknown): IdentityPort | undefined {
-  const x = v as Partial<IdentityPort> | undefined;
-  return x && typeof x === 'object' && x.users && typeof x.endAllSessions === 'function' ? (x as IdentityPort) : undefined;
-}
 
 /**
  * How delete_user reaches the FGA tuples: inside its own transaction when the
@@ -34,8 +17,7 @@ function asIdentity(v: unknown): IdentityPort | undefined {
  * admin service deletes through the engine after the commit.
  */
 function fgaUserTuplesOf(services: Services): FgaUserTuples | undefined {
-  const engine = asEngine(services.engine);
-  const hooks = engine === undefined ? undefined : engineHooks(engine);
+  const hooks = services.engine === undefined ? undefined : services.engineHooks;
   if (hooks === undefined) return undefined;
   // SqlStore.sequelize and SqlStore.deleteTuplesOfUsers, read structurally so a store without them falls back to the engine path.
   const store = hooks.sqlStore as unknown as
@@ -104,8 +86,8 @@ export async function plugAdmin(services: Services): Promise<AdminService> {
     adminSecret: c.adminSecret ?? '',
     signingSecret: c.clientSecret ?? '',
     allowPrivateWebhooks: c.webhookAllowPrivateNetworks,
-    identity: asIdentity(services.auth),
-    engine: () => asEngine(services.engine),
+    identity: services.auth,
+    engine: () => services.engine,
     fgaUserTuples: () => fgaUserTuplesOf(services),
     mail,
     allowedRoles: c.roles,

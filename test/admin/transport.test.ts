@@ -7,7 +7,7 @@
 import test from 'ava';
 import * as grpc from '@grpc/grpc-js';
 import { PROTOCOLS, TEST_ADMIN_SECRET, TEST_CLIENT_SECRET, TEST_JWT_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
-import { OPERATIONS, type Protocol } from '../../cmd/index.ts';
+import { OPERATIONS, type AnyOperation, type Protocol } from '../../cmd/index.ts';
 import { AdminService, verifyWebhook } from '../../admin/index.ts';
 import { Engine, MemoryStore } from '../../engine/index.ts';
 import { startReceiver } from './receiver.ts';
@@ -26,7 +26,7 @@ async function auditCount(server: TestServer, action: string): Promise<number> {
 }
 
 test('the admin rows follow the spec client table: five methods on REST and gRPC only, _env on GraphQL only, the rest on all three', (t) => {
-  const byName = new Map(OPERATIONS.map((op) => [op.name, op]));
+  const byName = new Map<string, AnyOperation>(OPERATIONS.map((op) => [op.name, op]));
   const all = ['admin_login', 'users', 'user', 'update_user', 'delete_user', 'verification_requests', 'revoke_access', 'enable_access', 'invite_members', 'add_webhook', 'update_webhook', 'delete_webhook', 'get_webhook', 'webhooks', 'webhook_logs', 'test_endpoint', 'add_email_template', 'update_email_template', 'delete_email_template', 'email_templates', 'audit_logs', 'fga_write_model', 'fga_write_tuples', 'fga_delete_tuples', 'fga_read_tuples', 'fga_list_users', 'fga_expand'];
   for (const name of all) t.deepEqual([...(byName.get(name)?.protocols ?? [])].sort(), ['graphql', 'grpc', 'rest'], name);
   for (const name of ['admin_logout', 'admin_session', 'admin_meta', 'fga_get_model', 'fga_reset']) t.deepEqual([...(byName.get(name)?.protocols ?? [])].sort(), ['grpc', 'rest'], name);

@@ -22,6 +22,7 @@ import {
   startServer,
   toWire,
   type AnyOperation,
+  type ServedOperation,
   type Clock,
   type Protocol,
   type RunningServer,
@@ -98,7 +99,7 @@ export interface TestServer {
 export interface TestServerOptions {
   backend?: MainBackend;
   /** Extra rows served besides the table (for plumbing tests). */
-  extraOperations?: readonly AnyOperation[];
+  extraOperations?: readonly ServedOperation[];
   /** Collects the server's log lines (default: discarded unless `--log-level` is given). */
   logSink?: (line: string) => void;
   /** The server's clock (default: the system clock); tests move time with it instead of sleeping. */

@@ -13,8 +13,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { sqliteSequelize } from '../../engine/sql/index.ts';
-import type { Engine } from '../../engine/index.ts';
-import { engineHooks } from '../../server/compose/engine_hooks.ts';
+
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
 import { sqlBackends } from '../helpers/databases.ts';
 
@@ -106,7 +105,7 @@ const EXCLUSION_DSL =
 
 /** Counts the tuple reads that reach the SQL store under the server's engine. */
 function countSqlReads(srv: TestServer): () => number {
-  const store = engineHooks(srv.server.services.engine as Engine)!.sqlStore!;
+  const store = srv.server.services.engineHooks!.sqlStore!;
   let reads = 0;
   for (const m of ['readUserTuples', 'readObjectRelations', 'readStartingWithUsers'] as const) {
     const original = store[m].bind(store) as (...a: unknown[]) => Promise<never>;

@@ -4,12 +4,12 @@
  * auth disabled, introspection off, gRPC (and so REST) disabled.
  */
 import test from 'ava';
-import { EMPTY, MESSAGE, defineOperation, s, type AnyOperation } from '../../cmd/index.ts';
+import { EMPTY, MESSAGE, defineServedOperation, s, type ServedOperation } from '../../cmd/index.ts';
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer } from '../helpers/server.ts';
 import { redisUrl } from '../helpers/databases.ts';
 
-const WHO: AnyOperation[] = [
-  defineOperation({
+const WHO: ServedOperation[] = [
+  defineServedOperation({
     name: 'test_who',
     kind: 'query',
     auth: 'public',
@@ -22,7 +22,7 @@ const WHO: AnyOperation[] = [
     doc: 'Test: who is calling.',
     handler: async (ctx) => ({ client_ip: ctx.clientIp, principal: ctx.principal.kind }),
   }),
-  defineOperation({
+  defineServedOperation({
     name: 'test_admin_ping',
     kind: 'query',
     auth: 'super_admin',
@@ -171,7 +171,7 @@ test('--enable-grpc=false: no gRPC listener and REST is not mounted; GraphQL sti
 });
 
 test('close() lets in-flight requests finish on every protocol, then stops accepting', async (t) => {
-  const slow: AnyOperation = defineOperation({
+  const slow: ServedOperation = defineServedOperation({
     name: 'test_slow',
     kind: 'query',
     auth: 'public',

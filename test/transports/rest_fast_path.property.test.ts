@@ -10,11 +10,11 @@
 import { request } from 'node:http';
 import test, { type ExecutionContext } from 'ava';
 import fc from 'fast-check';
-import { defineOperation, s, type AnyOperation } from '../../cmd/index.ts';
+import { defineServedOperation, s, type ServedOperation } from '../../cmd/index.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
-const ECHO: AnyOperation[] = [
-  defineOperation({
+const ECHO: ServedOperation[] = [
+  defineServedOperation({
     name: 'test_fast_echo',
     kind: 'mutation',
     auth: 'public',

@@ -6,7 +6,7 @@
  */
 import test from 'ava';
 import { LatchkeyError } from '../../engine/errors.ts';
-import { DEPRECATED_MESSAGES, EMPTY, MESSAGE, defineOperation, metaFromConfig, s, type AnyOperation } from '../../cmd/index.ts';
+import { DEPRECATED_MESSAGES, EMPTY, MESSAGE, defineServedOperation, metaFromConfig, s, type ServedOperation } from '../../cmd/index.ts';
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
 
 const ECHO_INPUT = s.object('EchoRequest', {
@@ -33,8 +33,8 @@ const ALL = ['graphql', 'rest', 'grpc'] as const;
 /** A GraphQL-over-HTTP error response: how /graphql refuses a request. */
 type GraphqlErrorBody = { errors: { message: string; extensions: { code: string; reason?: string } }[] };
 
-const TEST_OPS: AnyOperation[] = [
-  defineOperation({
+const TEST_OPS: ServedOperation[] = [
+  defineServedOperation({
     name: 'test_echo',
     kind: 'mutation',
     auth: 'public',
@@ -57,7 +57,7 @@ const TEST_OPS: AnyOperation[] = [
       secret_field_never_sent: 'leak',
     }),
   }),
-  defineOperation({
+  defineServedOperation({
     name: 'test_cookie',
     kind: 'mutation',
     auth: 'public',
@@ -73,7 +73,7 @@ const TEST_OPS: AnyOperation[] = [
       return { message: 'cookie set' };
     },
   }),
-  defineOperation({
+  defineServedOperation({
     name: 'test_cookie_fail',
     kind: 'mutation',
     auth: 'public',
@@ -89,7 +89,7 @@ const TEST_OPS: AnyOperation[] = [
       throw new LatchkeyError('unauthenticated', 'unauthorized');
     },
   }),
-  defineOperation({
+  defineServedOperation({
     name: 'test_admin_only',
     kind: 'query',
     auth: 'super_admin',
@@ -102,7 +102,7 @@ const TEST_OPS: AnyOperation[] = [
     doc: 'Test: super-admin only.',
     handler: async (ctx) => ({ message: `hello ${ctx.principal.kind}` }),
   }),
-  defineOperation({
+  defineServedOperation({
     name: 'test_user_only',
     kind: 'query',
     auth: 'user',
@@ -115,7 +115,7 @@ const TEST_OPS: AnyOperation[] = [
     doc: 'Test: user only.',
     handler: async () => ({ message: 'hello user' }),
   }),
-  defineOperation({
+  defineServedOperation({
     name: 'test_crash',
     kind: 'query',
     auth: 'public',
@@ -130,7 +130,7 @@ const TEST_OPS: AnyOperation[] = [
       throw new TypeError('secret internal detail at /srv/app.ts:42');
     },
   }),
-  defineOperation({
+  defineServedOperation({
     name: 'test_not_found',
     kind: 'query',
     auth: 'public',
@@ -149,7 +149,7 @@ const TEST_OPS: AnyOperation[] = [
 
 const aborted = new Set<string>();
 TEST_OPS.push(
-  defineOperation({
+  defineServedOperation({
     name: 'test_wait_abort',
     kind: 'query',
     auth: 'public',

@@ -31,9 +31,9 @@ import {
   type ValueNode,
 } from 'graphql';
 import type { LatchkeyError } from '../../engine/errors.ts';
-import type { CallInfo, Pipeline } from '../../server/pipeline.ts';
-import { graphqlArg, graphqlName, type AnyOperation } from '../../api/operations/types.ts';
-import type { EnumShape, GraphqlNote, ObjectShape, OptionalShape, Shape } from '../../api/shape.ts';
+import type { CallInfo, Pipeline } from '../../server/index.ts';
+import { graphqlArg, graphqlName, inputTypeName, outputTypeName, type AnyOperation } from '../../api/index.ts';
+import type { EnumShape, GraphqlNote, ObjectShape, OptionalShape, Shape } from '../../api/index.ts';
 
 /** What each GraphQL request carries into the resolvers. */
 export type GraphqlContext = {
@@ -97,17 +97,6 @@ const INT64_SCALAR = new GraphQLScalarType({
 });
 
 const ENUM_VALUE = /^[_A-Za-z][_0-9A-Za-z]*$/;
-
-/** The name of an input object type for `shape`. */
-export function inputTypeName(shape: ObjectShape): string {
-  if (shape.graphql?.name !== undefined) return shape.graphql.name;
-  return /(Request|Input)$/.test(shape.name) ? shape.name : `${shape.name}Input`;
-}
-
-/** The name of an output object type for `shape`. */
-export function outputTypeName(shape: ObjectShape): string {
-  return shape.graphql?.name ?? shape.name;
-}
 
 /** Whether field `key` of an object is non-null in GraphQL: the shape's required-ness, unless its note says otherwise. */
 function nonNullField(note: GraphqlNote | undefined, key: string, field: Shape | OptionalShape): boolean {
@@ -335,24 +324,4 @@ export function buildSchema(operations: readonly AnyOperation[], pipeline: Pipel
   });
 }
 
-/** A selection set covering every field of an output shape (for clients and tests). */
-export function selectionSet(shape: ObjectShape, depth = 0): string {
-  if (depth > 8) throw new Error(`output shape ${shape.name} nests too deeply`);
-  const parts: string[] = [];
-  for (const [k, f] of Object.entries(shape.fields)) {
-    let inner: Shape = f.kind === 'optional' ? f.inner : f;
-    while (inner.kind === 'list') inner = inner.item;
-    parts.push(inner.kind === 'object' ? `${k} ${selectionSet(inner, depth + 1)}` : k);
-  }
-  return `{ ${parts.join(' ')} }`;
-}
-
-/** The GraphQL document that calls `op` with `$params` and selects its whole output. */
-export function graphqlDocument(op: AnyOperation): string {
-  const name = graphqlName(op);
-  const hasParams = Object.keys(op.input.fields).length > 0;
-  const arg = graphqlArg(op);
-  const varType = `${inputTypeName(op.input)}${arg.nullable ? '' : '!'}`;
-  const head = hasParams ? `${op.kind}(${'$'}params: ${varType})` : op.kind;
-  return `${head} { ${name}${hasParams ? `(${arg.name}: ${'$'}params)` : ''} ${selectionSet(op.output)} }`;
-}
+export { graphqlDocument, inputTypeName, outputTypeName, selectionSet } from '../../api/index.ts';

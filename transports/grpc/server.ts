@@ -15,14 +15,14 @@ import * as protoLoader from '@grpc/proto-loader';
 import { HealthImplementation } from 'grpc-health-check';
 import { ReflectionService } from '@grpc/reflection';
 import { ERROR_STATUS, LatchkeyError } from '../../engine/errors.ts';
-import { CookieSink, extractCredentials } from '../../server/context.ts';
-import { rateLimitKey, type ClientIpResolver } from '../../server/client_ip.ts';
-import type { Pipeline } from '../../server/pipeline.ts';
-import type { RateLimiter } from '../../server/rate_limit.ts';
-import type { Metrics } from '../../server/metrics.ts';
-import { grpcService, type AnyOperation } from '../../api/operations/types.ts';
-import { generateProto, PROTO_PACKAGE } from '../../api/proto.ts';
-import { fromWire, LOADER_OPTIONS, toWire } from '../../api/grpc_codec.ts';
+import { CookieSink, extractCredentials } from '../../server/index.ts';
+import { rateLimitKey, type ClientIpResolver } from '../../server/index.ts';
+import type { Pipeline } from '../../server/index.ts';
+import type { RateLimiter } from '../../server/index.ts';
+import type { Metrics } from '../../server/index.ts';
+import { grpcService, type AnyOperation } from '../../api/index.ts';
+import { generateProto, PROTO_PACKAGE } from '../../api/index.ts';
+import { fromWire, LOADER_OPTIONS, toWire } from '../../api/index.ts';
 
 /** Loads the generated `.proto` text as a package definition. */
 export function loadPackageDefinition(protoText: string): protoLoader.PackageDefinition {

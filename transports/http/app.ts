@@ -4,6 +4,7 @@
  * from the operations table. Every error leaves as `{code, message}` with the
  * status from the error table.
  */
+import { webRoutes } from '../web/routes.ts';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -11,21 +12,21 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { createHandler } from 'graphql-http/lib/use/express';
 import { GraphQLError, NoSchemaIntrospectionCustomRule, parse, specifiedRules, validate, type DocumentNode, type ValidationRule } from 'graphql';
 import { dependencyError, LatchkeyError } from '../../engine/errors.ts';
-import { BearerMemo, CookieSink, extractCredentials, type Credentials } from '../../server/context.ts';
-import type { ClientIpResolver } from '../../server/client_ip.ts';
-import type { Config } from '../../server/flags.ts';
-import { SECURITY_EVENT_CODES, type Metrics } from '../../server/metrics.ts';
-import type { CallInfo, Pipeline } from '../../server/pipeline.ts';
-import type { RateLimiter } from '../../server/rate_limit.ts';
-import type { AnyOperation } from '../../api/operations/types.ts';
-import { pingMainDatabase } from '../../server/compose/database.ts';
-import type { Services } from '../../server/compose/services.ts';
+import { BearerMemo, CookieSink, extractCredentials, type Credentials } from '../../server/index.ts';
+import type { ClientIpResolver } from '../../server/index.ts';
+import type { Config } from '../../server/index.ts';
+import { SECURITY_EVENT_CODES, type Metrics } from '../../server/index.ts';
+import type { CallInfo, Pipeline } from '../../server/index.ts';
+import type { RateLimiter } from '../../server/index.ts';
+import type { AnyOperation } from '../../api/index.ts';
+import { pingMainDatabase } from '../../server/index.ts';
+import type { Services } from '../../server/index.ts';
 import { buildSchema, type GraphqlContext } from '../graphql/schema.ts';
 import { limitsRule } from '../graphql/limits.ts';
 import { PLAYGROUND_HEADERS, PLAYGROUND_HTML, playgroundAssets } from './playground.ts';
 import { Engine } from '../../engine/index.ts';
 import { openfgaApi, type OpenfgaApi } from '../openfga/index.ts';
-import { rateLimitKey } from '../../server/client_ip.ts';
+import { rateLimitKey } from '../../server/index.ts';
 import { cors, corsAnswer, csrf, csrfRefusal, headersNow, locals, rateLimit, SECURITY_HEADERS, sendError, sendGraphqlError, sendJson, type HttpLocals, type Reject } from './guards.ts';
 import { restFastPath } from './rest_fast.ts';
 
@@ -203,8 +204,10 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
   app.use(rateLimit(o.rateLimiter, reject));
   app.use(csrf(config.allowedOrigins, reject));
   // Endpoints below /v1 other than the rows' would be served by express before the rows; the fast path (below) is off then.
-  const routesUnderV1 = (o.services.httpRoutes ?? []).some((r) => r.path.toLowerCase().startsWith('/v1') || /[:*(]/.test(r.path));
-  // Endpoints of domain services (services.httpRoutes): discovery and JWKS documents, the OAuth endpoints.
+  // Every endpoint outside the operations table, mounted here and nowhere else (transports/web/routes.ts).
+  const httpRoutes = webRoutes(o.services);
+  const routesUnderV1 = httpRoutes.some((r) => r.path.toLowerCase().startsWith('/v1') || /[:*(]/.test(r.path));
+  // Discovery and JWKS documents, the OAuth endpoints, social login, the login page and the dashboard.
   // Their POST bodies are forms (RFC 6749 §4.1.3) or JSON; a body in another media type is refused.
   const formParser = express.urlencoded({ extended: false, limit: config.httpBodyLimit, parameterLimit: 100 });
   const jsonParser = express.json({ limit: config.httpBodyLimit, strict: true, type: (req) => JSON_TYPE.test(req.headers['content-type'] ?? '') });
@@ -219,7 +222,7 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
         done();
       });
     });
-  for (const route of o.services.httpRoutes ?? []) {
+  for (const route of httpRoutes) {
     const serve = (req: Request, res: Response, next: NextFunction, bodyError?: LatchkeyError): void => {
       const body = bodyError === undefined && req.body !== null && typeof req.body === 'object' ? (req.body as Record<string, unknown>) : {};
       const cookies = extractCredentials({ cookie: req.headers.cookie }).cookies;

@@ -5,8 +5,8 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import { ERROR_STATUS, LatchkeyError } from '../../engine/errors.ts';
-import type { RateLimiter } from '../../server/rate_limit.ts';
-import { rateLimitKey } from '../../server/client_ip.ts';
+import type { RateLimiter } from '../../server/index.ts';
+import { rateLimitKey } from '../../server/index.ts';
 
 /** Per-request state the HTTP adapter keeps on `res.locals`. */
 export interface HttpLocals {

@@ -28,9 +28,9 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LatchkeyError } from '../../engine/errors.ts';
-import { rateLimitKey } from '../../server/client_ip.ts';
-import type { RateLimiter } from '../../server/rate_limit.ts';
-import type { AnyOperation } from '../../api/operations/types.ts';
+import { rateLimitKey } from '../../server/index.ts';
+import type { RateLimiter } from '../../server/index.ts';
+import type { AnyOperation } from '../../api/index.ts';
 import { rateLimited, type HttpLocals } from './guards.ts';
 
 export interface RestFastPathOptions {

@@ -21,7 +21,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { DEFAULT_STORE_ID, Engine, LatchkeyError, STORE_ID_PATTERN, type CheckRequest, type StoredAuthorizationModel, type TupleKey } from '../../engine/index.ts';
-import { bearerToken } from '../../server/context.ts';
+import { bearerToken } from '../../server/index.ts';
 import { parseJsonBody } from '../http/rest_fast.ts';
 import { headersNow, sendJson, type HttpLocals } from '../http/guards.ts';
 import { invalidRequest, toOpenfga } from './openfga_errors.ts';

@@ -31,7 +31,7 @@
  * images inline or from the logo's origin only).
  */
 import { createHash } from 'node:crypto';
-import type { HttpRouteResponse, Services } from '../../server/compose/services.ts';
+import type { HttpRoute, HttpRouteResponse, Services } from '../../server/index.ts';
 
 const STYLE = `
 :root{color-scheme:light dark;font-family:system-ui,sans-serif}
@@ -396,10 +396,10 @@ export function loginPageCsp(logo = ''): string {
 /** The policy of the page without a logo. */
 export const LOGIN_PAGE_CSP = loginPageCsp();
 
-/** Serves the login page at `/app` (and `/app/`, and `/app/reset-password` for reset links) when `--enable-login-page` is on. Called by `plugOAuth`. */
-export function plugLoginPage(services: Services): void {
+/** The login page at `/app` (and `/app/`, and `/app/reset-password` for reset links) when `--enable-login-page` is on. */
+export function loginPageRoutes(services: Services): HttpRoute[] {
   const c = services.config;
-  if (!c.enableLoginPage) return;
+  if (!c.enableLoginPage) return [];
   // Only an http(s) logo is shown (the policy allows its origin); the name is text.
   const logo = logoOrigin(c.organizationLogo ?? '') ? (c.organizationLogo ?? '') : '';
   const page: HttpRouteResponse = {
@@ -413,5 +413,5 @@ export function plugLoginPage(services: Services): void {
     },
   };
   const handler = async (): Promise<HttpRouteResponse> => page;
-  (services.httpRoutes ??= []).push({ path: '/app', handler }, { path: '/app/', handler }, { path: '/app/reset-password', handler });
+  return [{ path: '/app', handler }, { path: '/app/', handler }, { path: '/app/reset-password', handler }];
 }

@@ -19,9 +19,7 @@
 import { dependencyError, ERROR_STATUS, LatchkeyError } from '../../engine/errors.ts';
 import { OAuthServer, sessionCookieOf, type AuthService, type MemoryStore, type OAuthEventSink } from '../../auth/index.ts';
 import { AdminService, checkRedirectUri } from '../../admin/index.ts';
-import { CookieSink } from '../../server/context.ts';
-import type { HttpRouteRequest, HttpRouteResponse, Services } from '../../server/compose/services.ts';
-import { plugLoginPage } from './login_page.ts';
+import { CookieSink, clearSessionCookiesOn, type HttpRoute, type HttpRouteRequest, type HttpRouteResponse, type Services } from '../../server/index.ts';
 
 /** The RFC 6749 / OpenID Connect error codes the provider sends as `error`. */
 const OAUTH_ERRORS = new Set([
@@ -121,10 +119,12 @@ function formPostPage(action: string, fields: Record<string, string>): string {
 }
 
 /**
- * Builds the OAuth provider on the identity service and its memory store and
- * adds its three endpoints to `services.httpRoutes`. Called by `plugAuth`.
+ * The OAuth provider on the identity service and its memory store, and its
+ * endpoints: `/authorize`, `/oauth/token`, `/oauth/revoke`,
+ * `/oauth/introspect`, `/userinfo` and `/logout`.
  */
-export function plugOAuth(services: Services, auth: AuthService, store: MemoryStore, issuer: string, clearSessionCookies: (sink: CookieSink) => void): OAuthServer {
+export function oauthRoutes(services: Services, auth: AuthService, store: MemoryStore, issuer: string): HttpRoute[] {
+  const clearSessionCookies = (sink: CookieSink): void => clearSessionCookiesOn(sink, services.config);
   const c = services.config;
   const oauth = new OAuthServer({
     auth,
@@ -190,14 +190,12 @@ export function plugOAuth(services: Services, auth: AuthService, store: MemorySt
       return errorResponse(services, request, err);
     }
   };
-  (services.httpRoutes ??= []).push(
+  return [
     { path: '/authorize', methods: ['GET', 'POST'], handler: authorize },
     { path: '/oauth/token', methods: ['POST'], handler: endpoint((p, a, e) => oauth.token(p, a, e)) },
     { path: '/oauth/revoke', methods: ['POST'], handler: endpoint((p, a, e) => oauth.revoke(p, a, e)) },
     { path: '/oauth/introspect', methods: ['POST'], handler: endpoint((p, a) => oauth.introspect(p, a)) },
     { path: '/userinfo', methods: ['GET', 'POST'], handler: userinfo },
     { path: '/logout', methods: ['GET', 'POST'], handler: logout },
-  );
-  plugLoginPage(services);
-  return oauth;
+  ];
 }

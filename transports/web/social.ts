@@ -50,10 +50,7 @@ import {
   type UserRecord,
 } from '../../auth/index.ts';
 import { AdminService, checkRedirectUri, type AuditEntry, type WebhookEvent } from '../../admin/index.ts';
-import { CookieSink, epochMsOf } from '../../server/context.ts';
-import { adminEventRecorder } from '../../server/handlers/admin.ts';
-import type { Config } from '../../server/flags.ts';
-import type { HttpRouteRequest, HttpRouteResponse, Services } from '../../server/compose/services.ts';
+import { CookieSink, adminEventRecorder, epochMsOf, setSessionCookiesOn, type Config, type HttpRoute, type HttpRouteRequest, type HttpRouteResponse, type Services } from '../../server/index.ts';
 
 /** The cookie binding a started social login to the browser. */
 export const SOCIAL_STATE_COOKIE = 'service-oauth-state';
@@ -111,16 +108,11 @@ function withFragment(uri: string, params: Record<string, string | undefined>): 
  * callback endpoints of every configured provider to `services.httpRoutes`.
  * Called by `plugAuth`, next to the OAuth provider endpoints.
  */
-export function plugSocialLogin(
-  services: Services,
-  auth: AuthService,
-  store: MemoryStore,
-  issuer: string,
-  sessionCookies: (sink: CookieSink, result: AuthResult) => void,
-): SocialLogin | undefined {
+export function socialRoutes(services: Services, auth: AuthService, store: MemoryStore, issuer: string): HttpRoute[] {
   const c = services.config;
+  const sessionCookies = (sink: CookieSink, result: AuthResult): void => setSessionCookiesOn(sink, c, result);
   const clients = socialClientsOf(c);
-  if (Object.keys(clients).length === 0) return undefined;
+  if (Object.keys(clients).length === 0) return [];
   const social = new SocialLogin({
     auth,
     store,
@@ -183,7 +175,7 @@ export function plugSocialLogin(
     return { status, body: { error: err.code === 'unavailable' ? 'temporarily_unavailable' : 'invalid_request', error_description: err.message }, headers: NO_STORE, ...(cookies ? { cookies } : {}) };
   };
 
-  const routes = (services.httpRoutes ??= []);
+  const routes: HttpRoute[] = [];
   for (const provider of social.providers) {
     const login = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
       try {
@@ -239,5 +231,5 @@ export function plugSocialLogin(
     };
     routes.push({ path: `/oauth_login/${provider}`, methods: ['GET'], handler: login }, { path: `/oauth_callback/${provider}`, methods: ['GET', 'POST'], handler: callback });
   }
-  return social;
+  return routes;
 }

@@ -21,7 +21,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { DEFAULT_EMAIL_TEMPLATES } from '../../../admin/index.ts';
-import type { HttpRouteResponse, Services } from '../../../server/compose/services.ts';
+import type { HttpRoute, HttpRouteResponse, Services } from '../../../server/index.ts';
 
 const read = (name: string): string => readFileSync(new URL(name, import.meta.url), 'utf8');
 
@@ -60,10 +60,10 @@ export const DASHBOARD_CSP = [
   'trusted-types dashboard-preview',
 ].join('; ');
 
-/** Serves the dashboard at `/dashboard` (and `/dashboard/`) when `--enable-dashboard` is on. */
-export function plugDashboard(services: Services): void {
+/** The dashboard at `/dashboard` (and `/dashboard/`) when `--enable-dashboard` is on. */
+export function dashboardRoutes(services: Services): HttpRoute[] {
   const c = services.config;
-  if (!c.enableDashboard) return;
+  if (!c.enableDashboard) return [];
   const page: HttpRouteResponse = {
     html: pageHtml({ name: c.organizationName ?? 'Latchkey', logo: c.organizationLogo ?? '' }),
     headers: {
@@ -76,5 +76,5 @@ export function plugDashboard(services: Services): void {
     },
   };
   const handler = async (): Promise<HttpRouteResponse> => page;
-  (services.httpRoutes ??= []).push({ path: '/dashboard', handler }, { path: '/dashboard/', handler });
+  return [{ path: '/dashboard', handler }, { path: '/dashboard/', handler }];
 }

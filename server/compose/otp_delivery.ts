@@ -5,10 +5,10 @@
  * (`--sms-*` flags). A channel that is not configured is left out, so the
  * login never offers it.
  */
-import { LatchkeyError } from '../engine/errors.ts';
-import { AdminService } from '../admin/index.ts';
-import { createSmsSender, type OtpDelivery } from '../auth/index.ts';
-import type { Services } from './compose/services.ts';
+import { LatchkeyError } from '../../engine/errors.ts';
+import { AdminService } from '../../admin/index.ts';
+import { createSmsSender, type OtpDelivery } from '../../auth/index.ts';
+import type { Services } from '../context.ts';
 
 /** The delivery channels of the configured server (the admin service is looked up when a code is sent). */
 export function otpDeliveryOf(services: Services): OtpDelivery {

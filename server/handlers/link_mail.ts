@@ -5,11 +5,12 @@
  * template of the event (or the built-in default) and queues the mail in the
  * persisted outbox.
  */
-import { LatchkeyError } from '../engine/errors.ts';
-import { AdminService, checkRedirectUri } from '../admin/index.ts';
-import type { LinkDelivery } from '../auth/index.ts';
-import type { RequestContext } from './context.ts';
-import { authOf, issuerOf } from './handlers/auth.ts';
+import { LatchkeyError } from '../../engine/errors.ts';
+import { checkRedirectUri } from '../../admin/index.ts';
+import type { LinkDelivery } from '../../auth/index.ts';
+import type { RequestContext } from '../context.ts';
+import { issuerOf } from '../flags.ts';
+import { authOf } from './services_of.ts';
 
 /**
  * The page a link opens. A `redirect_uri` must be an http(s) URL on one of
@@ -35,8 +36,8 @@ export function linkBase(ctx: RequestContext, redirectUri: string | undefined, k
  */
 export function linkDelivery(ctx: RequestContext, base: string, state: string | undefined, done?: LinkDelivery['done']): LinkDelivery {
   const admin = ctx.services.admin;
-  const mail = admin instanceof AdminService ? admin.mail : undefined;
-  if (!(admin instanceof AdminService) || mail === undefined) {
+  const mail = admin?.mail;
+  if (admin === undefined || mail === undefined) {
     throw new LatchkeyError('failed_precondition', 'email sending is not configured', { reason: 'mail_disabled' });
   }
   return {

@@ -1,0 +1,76 @@
+/**
+ * The permission operations (spec: POST /v1/check_permissions, POST
+ * /v1/list_permissions): the caller's own relationship checks through the FGA
+ * engine, over GraphQL, REST and gRPC alike.
+ */
+import { s } from '../shape.ts';
+import { TUPLE_CONDITION_INPUT } from './admin_shapes.ts';
+import { ALL_PROTOCOLS, defineOperation } from './types.ts';
+
+const CONTEXTUAL_TUPLE = s.object('ContextualTupleInput', {
+  user: s.string({ minLength: 1, maxLength: 512, doc: '`type:id` or `type:id#relation`' }),
+  relation: s.string({ minLength: 1, maxLength: 64 }),
+  object: s.string({ minLength: 1, maxLength: 256, doc: '`type:id`' }),
+  condition: s.optional(TUPLE_CONDITION_INPUT),
+}, { graphql: { name: 'FgaTupleInput' } });
+
+/** The request context of conditions (OpenFGA's `context`). */
+const CONTEXT = s.optional(s.json({ doc: "Values of condition parameters for this request (a JSON object); a tuple's stored values win on a clash" }));
+
+const CHECK_INPUT = s.object('PermissionCheckInput', {
+  relation: s.string({ minLength: 1, maxLength: 64 }),
+  object: s.string({ minLength: 1, maxLength: 256, doc: '`type:id`' }),
+  contextual_tuples: s.optional(s.list(CONTEXTUAL_TUPLE, { maxItems: 100, doc: 'Tuples for this one check; never persisted' })),
+  context: CONTEXT,
+});
+
+const CHECK_RESULT = s.object('PermissionCheckResult', { relation: s.string(), object: s.string(), allowed: s.bool() });
+
+const CONSISTENCY_TOKEN = s.optional(
+  s.string({ maxLength: 20, doc: 'The consistency_token an FGA write returned: the answer reflects at least that write (from a cache only once it has caught up, else from the database)' }),
+);
+
+const SUBJECT = s.optional(
+  s.string({ maxLength: 512, doc: 'Explicit subject (`type:id`, or a bare id for `user:<id>`): only the caller itself, or anyone for a super-admin' }),
+);
+
+export const PERMISSION_OPERATIONS = [
+  defineOperation({
+    name: 'check_permissions',
+    admin: false,
+    kind: 'query',
+    auth: 'user',
+    rest: { method: 'POST', path: '/v1/check_permissions' },
+    grpc: { method: 'CheckPermissions' },
+    protocols: ALL_PROTOCOLS,
+    input: s.object('CheckPermissionsRequest', {
+      checks: s.list(CHECK_INPUT, { minItems: 1, maxItems: 100, doc: '1 to 100 checks, answered in order' }),
+      user: SUBJECT,
+      consistency_token: CONSISTENCY_TOKEN,
+    }, { graphql: { name: 'CheckPermissionsInput' } }),
+    output: s.object('CheckPermissionsResponse', { results: s.list(CHECK_RESULT) }),
+    doc: 'Checks relations of the caller (or, for a super-admin, of `user`) on objects; results in request order.',
+  }),
+  defineOperation({
+    name: 'list_permissions',
+    admin: false,
+    kind: 'query',
+    auth: 'user',
+    rest: { method: 'POST', path: '/v1/list_permissions' },
+    grpc: { method: 'ListPermissions' },
+    protocols: ALL_PROTOCOLS,
+    input: s.object('ListPermissionsRequest', {
+      relation: s.optional(s.string({ maxLength: 64 })),
+      object_type: s.optional(s.string({ maxLength: 64 })),
+      user: SUBJECT,
+      context: CONTEXT,
+      consistency_token: CONSISTENCY_TOKEN,
+    }, { graphql: { name: 'ListPermissionsInput' } }),
+    output: s.object('ListPermissionsResponse', {
+      objects: s.list(s.string()),
+      permissions: s.list(s.object('Permission', { object: s.string(), relation: s.string() })),
+      truncated: s.bool({ doc: 'True when the result was capped at 1000 entries and more exist' }),
+    }),
+    doc: 'Every (object, relation) the subject holds, narrowed by relation and object_type; capped at 1000 with truncated.',
+  }),
+] as const;

@@ -1,0 +1,25 @@
+/**
+ * Every operation's handler, in one record typed over the rows' names
+ * (`Handlers`): the pipeline finds a row's handler here by its name. The
+ * composition root never imports this file; the process entry hands the
+ * record to the pipeline.
+ */
+import type { Handlers } from './types.ts';
+import { META_HANDLERS } from './meta.ts';
+import { AUTH_HANDLERS } from './auth.ts';
+import { MFA_HANDLERS } from './mfa.ts';
+import { VERIFICATION_HANDLERS } from './verification.ts';
+import { PERMISSION_HANDLERS } from './permissions.ts';
+import { ADMIN_HANDLERS } from './admin.ts';
+
+export const HANDLERS: Handlers = Object.freeze({
+  ...META_HANDLERS,
+  ...AUTH_HANDLERS,
+  ...MFA_HANDLERS,
+  ...VERIFICATION_HANDLERS,
+  ...PERMISSION_HANDLERS,
+  ...ADMIN_HANDLERS,
+});
+
+export type { AnyHandler, Handler, Handlers, HandlersOf, ServedOperation } from './types.ts';
+export { handlerOf, defineServedOperation } from './types.ts';

@@ -1,0 +1,36 @@
+/**
+ * Every HTTP endpoint outside the operations table, in one list the HTTP
+ * adapter mounts: OpenID discovery and the JWKS, the OAuth provider, the
+ * sign-in page `/app`, social login, and the dashboard. Each is built from the
+ * services the composition root made; none exists when its service or flag
+ * is off.
+ */
+import type { AuthService } from '../../auth/index.ts';
+import { issuerOf, type Config, type HttpRoute, type Services } from '../../server/index.ts';
+import { dashboardRoutes } from './dashboard/dashboard.ts';
+import { loginPageRoutes } from './login_page.ts';
+import { oauthRoutes } from './oauth.ts';
+import { socialRoutes } from './social.ts';
+
+/** OpenID discovery (both well-known names) and the JWKS, so other services can verify our tokens (cacheable for 5 minutes). */
+function discoveryRoutes(auth: AuthService, c: Config): HttpRoute[] {
+  const cache = { 'cache-control': 'public, max-age=300' };
+  const discovery = async () => ({ body: auth.tokens.openidConfiguration(issuerOf(c), { roleClaim: auth.options.jwt.roleClaim, pkcePlain: c.enablePkcePlain }), headers: cache });
+  return [
+    { path: '/.well-known/openid-configuration', handler: discovery },
+    { path: '/.well-known/oauth-authorization-server', handler: discovery },
+    { path: '/.well-known/jwks.json', handler: async () => ({ body: auth.tokens.jwks(), headers: cache }) },
+  ];
+}
+
+/** The endpoints outside the operations table, for the HTTP adapter to mount (built once per server). */
+export function webRoutes(services: Services): HttpRoute[] {
+  const routes: HttpRoute[] = [];
+  const { auth, memoryStore, config } = services;
+  if (auth !== undefined && memoryStore !== undefined) {
+    const issuer = issuerOf(config);
+    routes.push(...discoveryRoutes(auth, config), ...oauthRoutes(services, auth, memoryStore, issuer), ...loginPageRoutes(services), ...socialRoutes(services, auth, memoryStore, issuer));
+  }
+  routes.push(...dashboardRoutes(services));
+  return routes;
+}
