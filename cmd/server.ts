@@ -7,7 +7,6 @@ import { createServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { LatchkeyError } from '../engine/errors.ts';
-import { AdminService } from '../admin/index.ts';
 import { Redis } from 'ioredis';
 import type { Config } from '../server/index.ts';
 import { redactedConfig } from '../server/index.ts';
@@ -225,7 +224,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
             grpcHandle.health.setStatus('', 'NOT_SERVING');
           }
           // The mail worker finishes the mails it is sending and claims no more (security matrix F5).
-          if (services.admin instanceof AdminService) services.admin.mail?.stop?.();
+          services.admin?.mail?.stop?.();
           if (options.drainMs) await new Promise((r) => setTimeout(r, options.drainMs));
           await Promise.all([closeHttp(http, timeout), grpcHandle ? shutdownGrpc(grpcHandle.server, timeout) : Promise.resolve()]);
           await closeHttp(metricsServer, 1000);

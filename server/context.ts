@@ -8,7 +8,7 @@
  */
 import type { Sequelize } from 'sequelize';
 import type { AdminService } from '../admin/index.ts';
-import type { AuthService, MainDatabase, MemoryStore } from '../auth/index.ts';
+import type { AuthService, MainDatabase, MemoryStore, OAuthServer, SocialLogin } from '../auth/index.ts';
 import type { LatchkeyError } from '../engine/errors.ts';
 import type { Engine } from '../engine/index.ts';
 import type { SqlStore } from '../engine/sql/index.ts';
@@ -251,6 +251,10 @@ export interface Services {
   auth?: AuthService;
   /** Where sessions, codes and OAuth state live (Redis, DynamoDB or this process); set with `auth`. */
   memoryStore?: MemoryStore;
+  /** The OAuth 2.0 / OpenID provider on the identity service; set with `auth`. */
+  oauth?: OAuthServer;
+  /** Social login, when a provider is configured; set with `auth`. */
+  social?: SocialLogin;
   /** Super-admin operations, the mail queue and webhooks. */
   admin?: AdminService;
   /** Run at shutdown, last-registered first, before the database closes. */

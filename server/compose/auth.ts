@@ -10,13 +10,19 @@ import {
   AuthService,
   TokenScript,
   DynamoMemoryStore,
+  OAuthServer,
+  SocialLogin,
   createMemoryStore,
   engineAsPermissionEngine,
   type JwtAlgorithm,
+  type MemoryStore,
   type PermissionEngine,
+  type SocialClient,
+  type SocialLoginProvider,
 } from '../../auth/index.ts';
+import { checkRedirectUri } from '../../admin/index.ts';
 import { epochMsOf, type Authenticator, type Services } from '../context.ts';
-import { issuerOf } from '../flags.ts';
+import { issuerOf, type Config } from '../flags.ts';
 import { otpDeliveryOf } from './otp_delivery.ts';
 
 /**
@@ -86,5 +92,65 @@ export async function plugAuth(services: Services): Promise<AuthService> {
   services.closers.push(() => memoryStore.close());
   // Closers run last-in first-out: the email flows' background work finishes before the memory store closes.
   services.closers.push(() => auth.email.settled());
+  const issuer = issuerOf(c);
+  services.oauth = oauthServer(c, auth, memoryStore, issuer);
+  const social = socialLogin(services, auth, memoryStore, issuer);
+  if (social !== undefined) services.social = social;
   return auth;
+}
+
+/** The OAuth 2.0 / OpenID provider on the identity service and its memory store (its endpoints: transports/web/oauth.ts). */
+function oauthServer(c: Config, auth: AuthService, store: MemoryStore, issuer: string): OAuthServer {
+  return new OAuthServer({
+    auth,
+    store,
+    clientSecret: c.clientSecret ?? '',
+    // The same rule as every other redirect of the server (email links): under `--allowed-origins=*`
+    // only the server's own origin, also without `--url` (else any site could receive codes and tokens).
+    checkRedirectUri: (uri) => checkRedirectUri(uri, c.allowedOrigins, issuer),
+    loginUrl: c.enableLoginPage ? `${issuer}/app` : undefined,
+    defaultResponseType: c.defaultAuthorizeResponseType,
+    defaultResponseMode: c.defaultAuthorizeResponseMode,
+    allowPkcePlain: c.enablePkcePlain,
+  });
+}
+
+const PROVIDER_FLAGS: readonly Exclude<SocialLoginProvider, 'oidc'>[] = ['google', 'facebook', 'github', 'linkedin', 'apple', 'discord', 'twitter', 'microsoft', 'twitch', 'roblox'];
+
+/** The configured providers' credentials from the flags: a provider is on exactly when its id and secret are set (as Meta says). */
+export function socialClientsOf(c: Config): Partial<Record<SocialLoginProvider, SocialClient>> {
+  const cfg = c as unknown as Record<string, unknown>;
+  const out: Partial<Record<SocialLoginProvider, SocialClient>> = {};
+  for (const p of PROVIDER_FLAGS) {
+    const id = cfg[`${p}ClientId`];
+    const secret = cfg[`${p}ClientSecret`];
+    const scopes = cfg[`${p}Scopes`];
+    if (typeof id === 'string' && id !== '' && typeof secret === 'string' && secret !== '') {
+      out[p] = { clientId: id, clientSecret: secret, scopes: Array.isArray(scopes) ? (scopes as string[]) : [] };
+    }
+  }
+  if (c.oidcIssuer && c.oidcClientId && c.oidcClientSecret) out.oidc = { clientId: c.oidcClientId, clientSecret: c.oidcClientSecret, scopes: c.oidcScopes };
+  return out;
+}
+
+/** Social login on the identity service, when any provider is configured (its endpoints: transports/web/social.ts). */
+function socialLogin(services: Services, auth: AuthService, store: MemoryStore, issuer: string): SocialLogin | undefined {
+  const c = services.config;
+  const clients = socialClientsOf(c);
+  if (Object.keys(clients).length === 0) return undefined;
+  return new SocialLogin({
+    auth,
+    store,
+    database: services.database,
+    publicUrl: issuer,
+    clients,
+    microsoftTenantId: c.microsoftTenantId,
+    appleTeamId: c.appleTeamId,
+    appleKeyId: c.appleKeyId,
+    ...(c.oidcIssuer ? { oidc: { issuer: c.oidcIssuer, displayName: c.oidcDisplayName } } : {}),
+    // The same redirect rule as /authorize and the email links.
+    checkRedirectUri: (uri) => checkRedirectUri(uri, c.allowedOrigins, issuer),
+    defaultRedirectUri: c.enableLoginPage ? `${issuer}/app` : issuer,
+    now: epochMsOf(services.clock),
+  });
 }

@@ -6,7 +6,6 @@
  * login never offers it.
  */
 import { LatchkeyError } from '../../engine/errors.ts';
-import { AdminService } from '../../admin/index.ts';
 import { createSmsSender, type OtpDelivery } from '../../auth/index.ts';
 import type { Services } from '../context.ts';
 
@@ -17,8 +16,8 @@ export function otpDeliveryOf(services: Services): OtpDelivery {
   if (c.smtpHost) {
     delivery.email = async (user, code) => {
       const admin = services.admin;
-      const mail = admin instanceof AdminService ? admin.mail : undefined;
-      if (!(admin instanceof AdminService) || mail === undefined || user.email === null) {
+      const mail = admin?.mail;
+      if (admin === undefined || mail === undefined || user.email === null) {
         throw new LatchkeyError('failed_precondition', 'email sending is not configured', { reason: 'mail_disabled' });
       }
       const rendered = await admin.renderEmail('verify_otp', user, { otp: code });

@@ -46,7 +46,7 @@ export async function recordUserEvent(
   options: { user?: UserRecord | undefined; actorId?: string | undefined; webhook?: WebhookEvent | undefined; metadata?: Record<string, unknown> | undefined } = {},
 ): Promise<void> {
   const admin = ctx.services.admin;
-  if (!(admin instanceof AdminService)) return;
+  if (admin === undefined) return;
   await admin.userEvent(
     userEventEntry(ctx, action, options),
     options.webhook && options.user ? { event: options.webhook, user: options.user } : undefined,

@@ -26,11 +26,8 @@ function discoveryRoutes(auth: AuthService, c: Config): HttpRoute[] {
 /** The endpoints outside the operations table, for the HTTP adapter to mount (built once per server). */
 export function webRoutes(services: Services): HttpRoute[] {
   const routes: HttpRoute[] = [];
-  const { auth, memoryStore, config } = services;
-  if (auth !== undefined && memoryStore !== undefined) {
-    const issuer = issuerOf(config);
-    routes.push(...discoveryRoutes(auth, config), ...oauthRoutes(services, auth, memoryStore, issuer), ...loginPageRoutes(services), ...socialRoutes(services, auth, memoryStore, issuer));
-  }
+  const { auth, config } = services;
+  if (auth !== undefined) routes.push(...discoveryRoutes(auth, config), ...oauthRoutes(services), ...loginPageRoutes(services), ...socialRoutes(services));
   routes.push(...dashboardRoutes(services));
   return routes;
 }

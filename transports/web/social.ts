@@ -42,44 +42,20 @@ import {
   SocialLogin,
   sessionCookieOf,
   type AuthResult,
-  type AuthService,
-  type MemoryStore,
   type SignupRecorder,
-  type SocialClient,
-  type SocialLoginProvider,
   type UserRecord,
 } from '../../auth/index.ts';
-import { AdminService, checkRedirectUri, type AuditEntry, type WebhookEvent } from '../../admin/index.ts';
-import { CookieSink, adminEventRecorder, epochMsOf, setSessionCookiesOn, type Config, type HttpRoute, type HttpRouteRequest, type HttpRouteResponse, type Services } from '../../server/index.ts';
+import type { AuditEntry, WebhookEvent } from '../../admin/index.ts';
+import { CookieSink, adminEventRecorder, setSessionCookiesOn, type Config, type HttpRoute, type HttpRouteRequest, type HttpRouteResponse, type Services } from '../../server/index.ts';
 
 /** The cookie binding a started social login to the browser. */
 export const SOCIAL_STATE_COOKIE = 'service-oauth-state';
 const STATE_COOKIE_PATH = '/oauth_callback/';
 const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
 
-const PROVIDER_FLAGS: readonly Exclude<SocialLoginProvider, 'oidc'>[] = ['google', 'facebook', 'github', 'linkedin', 'apple', 'discord', 'twitter', 'microsoft', 'twitch', 'roblox'];
-
-const registry = new WeakMap<Services, SocialLogin>();
-
 /** The social login of a running server's services (tests point its providers at fakes through it). */
 export function socialLoginOf(services: Services): SocialLogin | undefined {
-  return registry.get(services);
-}
-
-/** The configured providers' credentials from the flags: a provider is on exactly when its id and secret are set (as Meta says). */
-export function socialClientsOf(c: Config): Partial<Record<SocialLoginProvider, SocialClient>> {
-  const cfg = c as unknown as Record<string, unknown>;
-  const out: Partial<Record<SocialLoginProvider, SocialClient>> = {};
-  for (const p of PROVIDER_FLAGS) {
-    const id = cfg[`${p}ClientId`];
-    const secret = cfg[`${p}ClientSecret`];
-    const scopes = cfg[`${p}Scopes`];
-    if (typeof id === 'string' && id !== '' && typeof secret === 'string' && secret !== '') {
-      out[p] = { clientId: id, clientSecret: secret, scopes: Array.isArray(scopes) ? (scopes as string[]) : [] };
-    }
-  }
-  if (c.oidcIssuer && c.oidcClientId && c.oidcClientSecret) out.oidc = { clientId: c.oidcClientId, clientSecret: c.oidcClientSecret, scopes: c.oidcScopes };
-  return out;
+  return services.social;
 }
 
 function stateCookieOptions(c: Config) {
@@ -103,32 +79,12 @@ function withFragment(uri: string, params: Record<string, string | undefined>): 
   return url.toString();
 }
 
-/**
- * Builds the social login on the identity service and adds the login and
- * callback endpoints of every configured provider to `services.httpRoutes`.
- * Called by `plugAuth`, next to the OAuth provider endpoints.
- */
-export function socialRoutes(services: Services, auth: AuthService, store: MemoryStore, issuer: string): HttpRoute[] {
+/** The login and callback endpoints of every configured provider of the social login (`services.social`). */
+export function socialRoutes(services: Services): HttpRoute[] {
   const c = services.config;
   const sessionCookies = (sink: CookieSink, result: AuthResult): void => setSessionCookiesOn(sink, c, result);
-  const clients = socialClientsOf(c);
-  if (Object.keys(clients).length === 0) return [];
-  const social = new SocialLogin({
-    auth,
-    store,
-    database: services.database,
-    publicUrl: issuer,
-    clients,
-    microsoftTenantId: c.microsoftTenantId,
-    appleTeamId: c.appleTeamId,
-    appleKeyId: c.appleKeyId,
-    ...(c.oidcIssuer ? { oidc: { issuer: c.oidcIssuer, displayName: c.oidcDisplayName } } : {}),
-    // The same redirect rule as /authorize and the email links.
-    checkRedirectUri: (uri) => checkRedirectUri(uri, c.allowedOrigins, issuer),
-    defaultRedirectUri: c.enableLoginPage ? `${issuer}/app` : issuer,
-    now: epochMsOf(services.clock),
-  });
-  registry.set(services, social);
+  const social = services.social;
+  if (social === undefined) return [];
 
   const entryOf = (request: HttpRouteRequest, action: string, o: { user?: UserRecord | undefined; metadata: Record<string, unknown> }): AuditEntry => {
     const userId = o.user?.id ?? '';
@@ -148,7 +104,7 @@ export function socialRoutes(services: Services, auth: AuthService, store: Memor
     services.logger.error('social login event not recorded', { action, request_id: request.requestId, err });
   const record = async (request: HttpRouteRequest, action: string, o: { user?: UserRecord | undefined; webhook?: WebhookEvent; metadata: Record<string, unknown> }): Promise<void> => {
     const admin = services.admin;
-    if (!(admin instanceof AdminService)) return;
+    if (admin === undefined) return;
     await admin.userEvent(
       entryOf(request, action, o),
       o.webhook !== undefined && o.user !== undefined ? { event: o.webhook, user: o.user } : undefined,
