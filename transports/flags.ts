@@ -94,7 +94,7 @@ export const FLAGS = {
   })),
   ...group('Database', () => ({
     'database-type': str({ doc: 'Main database: sqlite, postgres, mysql, mariadb or dynamodb (required)' }),
-    'database-url': str({ doc: 'Database URL (postgres://…, mysql://…, or sqlite:<file>); or use the host/port/name flags. DynamoDB: the endpoint (default: AWS in --cloud-region)', secret: true }),
+    'database-url': str({ doc: 'Database URL (postgres://…, mysql://…, mariadb://…, or sqlite:<file>); or use the host/port/name flags. DynamoDB: the endpoint (default: AWS in --cloud-region)', secret: true }),
     'database-name': str({ doc: 'Database name (SQLite: the file path)' }),
     'database-username': str({ doc: 'Database user' }),
     'database-password': str({ doc: 'Database password', secret: true }),
@@ -121,8 +121,8 @@ export const FLAGS = {
     'redis-url': str({ doc: 'Redis URL for sessions and the shared rate limiter (default: in-process memory)', secret: true }),
   })),
   ...group('FGA', () => ({
-    'fga-store': oneOf(['sqlite', 'postgres', 'mysql', 'memory'], { doc: 'FGA tuple store (default: the main SQL database)' }),
-    'fga-store-url': str({ doc: 'URL of a separate FGA store', secret: true }),
+    'fga-store': oneOf(['sqlite', 'postgres', 'mysql', 'mariadb', 'memory'], { doc: 'FGA tuple store (default: the main SQL database)' }),
+    'fga-store-url': str({ doc: 'URL of a separate FGA store (postgres://…, mysql://…, mariadb://… or sqlite:<file>)', secret: true }),
     'fga-cache-size': int({ doc: 'Check answers cached per process (LRU); 0 disables the check cache', default: 100_000, min: 0, max: 10_000_000 }),
     'fga-cache-revision-poll': duration({
       doc: 'Longest delay before this process sees an FGA write made by another process on the same database; 0 disables the check cache',
