@@ -285,7 +285,7 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
     auth: 'public',
     input: SIGNUP_INPUT,
     output: AUTH_RESPONSE,
-    doc: 'Creates a user (email or phone with password) and opens a session; sets the session cookies. With email verification it mails a link instead; with phone verification it texts a code for verify_otp and sets the mfa cookie.',
+    doc: 'Creates a user (email or phone with password) and opens a session; sets the session cookies. With email verification it mails a link instead; with phone verification it texts a code for verify_otp and sets the mfa cookie; when MFA applies (--enforce-mfa) it answers the MFA challenge as login does, with the mfa cookie and no tokens.',
     handler: async (ctx, input) => {
       const { app_data, ...rest } = input;
       const appData = app_data === undefined || app_data === null ? undefined : (app_data as unknown);
@@ -297,7 +297,7 @@ export const AUTH_OPERATIONS: readonly AnyOperation[] = [
       const record = userEventRecorder(ctx, 'user.signup', { webhook: 'user.signup' });
       const result = await authOf(ctx).signup({ ...rest, ...(appData === undefined ? {} : { app_data: appData as Record<string, unknown> }) }, callContext(ctx), verify, record);
       setSessionCookies(ctx, result);
-      // A phone sign-up under --enable-phone-verification gets the challenge cookie of its texted code instead of a session.
+      // A phone sign-up under --enable-phone-verification, or any sign-up under --enforce-mfa, gets the challenge cookie instead of a session.
       setMfaCookie(ctx, result);
       return result.response as never;
     },
