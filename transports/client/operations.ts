@@ -439,6 +439,15 @@ const S_Permission = {
     relation: { kind: 'string' },
   },
 } as const;
+const S_UndecidedPermission = {
+  kind: 'object',
+  name: 'UndecidedPermission',
+  fields: {
+    object: { kind: 'string' },
+    relation: { kind: 'string' },
+    missing_parameters: { kind: 'list', item: { kind: 'string' } },
+  },
+} as const;
 const S_ListPermissionsResponse = {
   kind: 'object',
   name: 'ListPermissionsResponse',
@@ -446,6 +455,7 @@ const S_ListPermissionsResponse = {
     objects: { kind: 'list', item: { kind: 'string' } },
     permissions: { kind: 'list', item: S_Permission },
     truncated: { kind: 'bool' },
+    undecided_permissions: { kind: 'list', item: S_UndecidedPermission },
   },
 } as const;
 const S_AdminLoginRequest = {
@@ -1279,7 +1289,7 @@ export const CLIENT_OPERATIONS = [
     protocols: ['graphql', 'rest', 'grpc'],
     rest: { method: 'POST', path: '/v1/list_permissions' },
     grpc: { service: 'Latchkey', method: 'ListPermissions' },
-    document: 'query($params: ListPermissionsInput!) { list_permissions(params: $params) { objects permissions { object relation } truncated } }',
+    document: 'query($params: ListPermissionsInput!) { list_permissions(params: $params) { objects permissions { object relation } truncated undecided_permissions { object relation missing_parameters } } }',
     input: S_ListPermissionsRequest,
     output: S_ListPermissionsResponse,
   },
