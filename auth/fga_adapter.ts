@@ -37,8 +37,15 @@ export function engineAsPermissionEngine(engine: Engine): PermissionEngine {
       return out;
     },
     async listObjects(request) {
-      const res = await engine.listObjects({ user: request.user, relation: request.relation, type: request.type, ...(request.context === undefined ? {} : { context: request.context }), ...(request.atLeastRevision === undefined ? {} : { atLeastRevision: request.atLeastRevision }) });
-      return { objects: res.objects.slice(0, request.limit), truncated: res.truncated || res.objects.length > request.limit };
+      const res = await engine.listObjects({
+        user: request.user,
+        relation: request.relation,
+        type: request.type,
+        reportUndecided: true,
+        ...(request.context === undefined ? {} : { context: request.context }),
+        ...(request.atLeastRevision === undefined ? {} : { atLeastRevision: request.atLeastRevision }),
+      });
+      return { objects: res.objects.slice(0, request.limit), truncated: res.truncated || res.objects.length > request.limit, undecided: res.undecided ?? [] };
     },
     async relationsByType() {
       const model = await engine.readModel();

@@ -68,6 +68,12 @@ export class LoginFlows {
    * first attempt committed (docs/security.md, "Retrying after an outage or a
    * crash"). A delivery without `prepare` gets the mail after the user is stored.
    *
+   * When MFA applies to the new user (`--enforce-mfa`) a sign-up that would
+   * open a session answers the second-factor challenge instead, as `login`
+   * does: no tokens and no session until `verify_otp`; `failed_precondition`
+   * (`mfa_method_unavailable`) before anything is stored when no enabled
+   * second factor can reach the user.
+   *
    * `record` writes the sign-up's audit row and webhook deliveries: on SQL as
    * the last step of that same transaction (a failure there fails the
    * sign-up and stores nothing), on DynamoDB, which has no transactions,
@@ -116,6 +122,10 @@ export class LoginFlows {
       email_verified_at: email !== undefined && !o.enableEmailVerification ? now : null,
       phone_number_verified_at: phone !== undefined && !o.enablePhoneVerification ? now : null,
     };
+    // A sign-up that opens a session at once must pass MFA as a login does: refused before anything is stored
+    // when a second factor applies but none can reach the user (as login refuses with mfa_method_unavailable).
+    const opensSession = !(email !== undefined && o.enableEmailVerification) && !verifyPhone;
+    if (opensSession) mfa.methodFor(users.draft(fields));
     const mailed = email !== undefined && o.enableEmailVerification && verification !== undefined;
     const draft = mailed ? users.draft(fields) : undefined;
     const mail = draft !== undefined && verification !== undefined ? await this.#d.email.prepareSignupVerification(draft, verification) : undefined;
@@ -142,8 +152,15 @@ export class LoginFlows {
       const { response, grant } = await mfa.phoneVerification(user, { roles, scope: input.scope, loginMethod: 'mobile_basic_auth' });
       return { response: { ...response, user: toPublicUser(user) }, mfaSession: grant, record: user };
     }
+    const loginMethod = fields.signup_methods ?? 'basic_auth';
+    const method = mfa.methodFor(user);
+    if (method !== undefined) {
+      // --enforce-mfa: no tokens before the second factor, as at login; verify_otp opens the session.
+      const { response, grant } = await mfa.challenge(user, method, { roles, scope: input.scope, loginMethod });
+      return { response: { ...response, user: toPublicUser(user) }, mfaSession: grant, record: user };
+    }
     await this.#d.sessions.endPresentedSession(ctx);
-    return this.#d.sessions.open(user, { roles, scope: input.scope, loginMethod: fields.signup_methods ?? 'basic_auth', message: 'Signed up successfully.' });
+    return this.#d.sessions.open(user, { roles, scope: input.scope, loginMethod, message: 'Signed up successfully.' });
   }
 
   /**

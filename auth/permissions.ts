@@ -51,8 +51,15 @@ export interface PermissionEngine {
   batchCheck(requests: ReadonlyArray<PermissionCheck>): Promise<boolean[]>;
   /** One check's answer: the answer itself when it is at hand, else a promise of it (errors alike: thrown or rejected). */
   check(request: PermissionCheck): boolean | Promise<boolean>;
-  /** Objects of `type` on which `user` holds `relation`, at most `limit`, with `truncated` when more exist. */
-  listObjects(request: { user: string; relation: string; type: string; limit: number; context?: Record<string, unknown>; atLeastRevision?: number }): Promise<{ objects: string[]; truncated: boolean }>;
+  /**
+   * Objects of `type` on which `user` holds `relation`, at most `limit`, with `truncated` when more exist;
+   * `undecided`: the objects whose condition lacked parameters in `context` (never in `objects`).
+   */
+  listObjects(request: { user: string; relation: string; type: string; limit: number; context?: Record<string, unknown>; atLeastRevision?: number }): Promise<{
+    objects: string[];
+    truncated: boolean;
+    undecided: ReadonlyArray<{ object: string; missingParameters: readonly string[] }>;
+  }>;
   /** Relations per object type of the current model (empty when no model is written). */
   relationsByType(): Promise<ReadonlyMap<string, readonly string[]>>;
 }
@@ -161,10 +168,19 @@ export class Permissions {
   /**
    * `list_permissions`: every (object, relation) the subject holds, narrowed
    * by `relation` and/or `object_type`, capped at 1000 with `truncated`.
+   *
+   * A grant behind a condition that lacks parameters in `context` (none
+   * given, or not all) is neither listed nor an error: it goes to
+   * `undecided_permissions` with the parameters it lacked, so that a subject
+   * with one conditional tuple still gets its unconditional grants. A grant
+   * is listed only when Check allows it (priority 1: a condition that was not
+   * satisfied never lists its grant). Other condition errors (a context value
+   * of the wrong type) fail the call with `invalid_argument`.
    */
   async list(input: { relation?: string | undefined; object_type?: string | undefined; user?: string | undefined; context?: unknown; consistency_token?: string | undefined }, principal: CallerPrincipal | undefined): Promise<{
     objects: string[];
     permissions: Array<{ object: string; relation: string }>;
+    undecided_permissions: Array<{ object: string; relation: string; missing_parameters: string[] }>;
     truncated: boolean;
   }> {
     const subject = this.#subjectFor(principal, input.user);
@@ -180,6 +196,7 @@ export class Permissions {
     }
     if (objectType !== undefined && !relationsByType.has(objectType)) throw invalidArgument(`type ${objectType} not found`, 'type_not_found');
     const permissions: Array<{ object: string; relation: string }> = [];
+    const undecided: Array<{ object: string; relation: string; missing_parameters: string[] }> = [];
     const objects = new Set<string>();
     let truncated = false;
     for (const [type, r] of pairs) {
@@ -193,12 +210,19 @@ export class Permissions {
         permissions.push({ object, relation: r });
         objects.add(object);
       }
+      for (const u of res.undecided) {
+        if (undecided.length >= LIST_PERMISSIONS_CAP) {
+          truncated = true;
+          break;
+        }
+        undecided.push({ object: u.object, relation: r, missing_parameters: [...u.missingParameters] });
+      }
       if (res.truncated || res.objects.length > room) {
         truncated = true;
         break;
       }
     }
-    return { objects: [...objects], permissions, truncated };
+    return { objects: [...objects], permissions, undecided_permissions: undecided, truncated };
   }
 }
 

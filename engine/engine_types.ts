@@ -112,12 +112,29 @@ export interface ListObjectsRequest extends QueryOptions {
   user: string;
   relation: string;
   type: string;
+  /**
+   * When true, an object whose Check fails only because a condition lacks parameters in `context`
+   * (reason `missing_condition_parameters`) is reported in {@link ListObjectsResult.undecided} instead
+   * of failing the whole call; it is never in `objects`. Off (OpenFGA's behaviour), that error fails
+   * the call when fewer than the cap were found.
+   */
+  reportUndecided?: boolean;
+}
+
+/** An object ListObjects could not decide: a condition on the way lacked these parameters. */
+export interface UndecidedObject {
+  /** `type:id`. */
+  object: string;
+  /** The parameters the deciding condition lacked (those of the first such condition Check met). */
+  missingParameters: string[];
 }
 
 /** Objects as `type:id`, sorted; `truncated` when more than the cap exist. */
 export interface ListObjectsResult {
   objects: string[];
   truncated: boolean;
+  /** With `reportUndecided`: the objects whose conditions lacked parameters, sorted by object. */
+  undecided?: UndecidedObject[];
 }
 
 /** Which users matching the filter hold `relation` on `object`? */

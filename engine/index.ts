@@ -29,7 +29,7 @@ import { type CheckResolver, type Consistency, type ResolutionContext, type Reso
 import { type ParsedUser, parseObject, show, tryParseObject, tryParseUser } from './tuple.ts';
 import { FGA_CODES, validateTupleForWrite } from './validation.ts';
 import { CheckPath, type FreshnessHint, type Prepared, invalid, plainTuple } from './engine_check.ts';
-import { OPTION_RANGES, type BatchCheckResult, type CheckRequest, type CheckResult, type EngineOptions, type ExpandRequest, type ExpandResult, type Limits, type ListObjectsRequest, type ListObjectsResult, type ListUsersRequest, type ListUsersResult, type ModelInput, type QueryOptions, type ReadRequest, type ReadResult, type WriteRequest } from './engine_types.ts';
+import { OPTION_RANGES, type BatchCheckResult, type CheckRequest, type CheckResult, type EngineOptions, type ExpandRequest, type ExpandResult, type Limits, type ListObjectsRequest, type ListObjectsResult, type ListUsersRequest, type UndecidedObject, type ListUsersResult, type ModelInput, type QueryOptions, type ReadRequest, type ReadResult, type WriteRequest } from './engine_types.ts';
 import { listObjectIds } from './list_objects.ts';
 import { type UserFilter, listUsers } from './list_users.ts';
 import { expandRewrite } from './expand.ts';
@@ -509,7 +509,8 @@ export class Engine {
    * (reason `type_not_found`, OpenFGA 2021), unknown relation
    * (`relation_not_found`, 2022), invalid user (2000), invalid contextual
    * tuple (2027), condition errors when fewer than the cap were found (2000),
-   * depth (2002).
+   * depth (2002). With `reportUndecided`, an object whose Check fails only for
+   * a condition's missing parameters is returned in `undecided` instead.
    */
   async listObjects(req: ListObjectsRequest): Promise<ListObjectsResult> {
     if (req === null || typeof req !== 'object') throw invalid('list objects request must be an object', { reason: 'invalid_list_objects_input' });
@@ -524,6 +525,7 @@ export class Engine {
     }
     const user = this.#parseCheckUser(ts, req.user, FGA_CODES.validation_error);
     const ctx = this.#context(ts, reader, req.context, req.consistency);
+    const undecided: UndecidedObject[] | undefined = req.reportUndecided === true ? [] : undefined;
     const { ids, truncated } = await listObjectIds(ts, reader, user, req.type, req.relation, {
       context: req.context,
       maxDepth: this.#limits.maxResolutionDepth,
@@ -536,8 +538,22 @@ export class Engine {
         );
         return r.allowed && !r.cycle;
       },
+      // Only a missing parameter leaves an object undecided; any other error (a bad context value, the depth) still fails.
+      ...(undecided === undefined
+        ? {}
+        : {
+            absorb: (id: string, err: unknown): boolean => {
+              if (!(err instanceof LatchkeyError) || err.reason !== 'missing_condition_parameters') return false;
+              const missing = (err.details as { missing?: unknown } | undefined)?.missing;
+              undecided.push({ object: `${req.type}:${id}`, missingParameters: Array.isArray(missing) ? missing.map(String) : [] });
+              return true;
+            },
+          }),
     });
-    return { objects: ids.map((id) => `${req.type}:${id}`), truncated };
+    const objects = ids.map((id) => `${req.type}:${id}`);
+    if (undecided === undefined) return { objects, truncated };
+    undecided.sort((a, b) => (a.object < b.object ? -1 : a.object > b.object ? 1 : 0));
+    return { objects, truncated, undecided };
   }
 
   /**

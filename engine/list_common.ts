@@ -31,12 +31,13 @@ export function conditionOutcome(ts: TypeSystem, t: TupleKey, context: Record<st
  * Confirms `candidates` with `check`, at most `concurrency` at a time, and
  * stops starting new checks once more than `max` results are known
  * (`known` of them already, found without a check). Returns the confirmed
- * candidates (unsorted) and the first error a check raised.
+ * candidates (unsorted) and the first error a check raised that `absorb`
+ * (when given) did not take.
  */
 export async function confirmCandidates<T>(
   candidates: readonly T[],
   check: (candidate: T) => Promise<boolean>,
-  options: { concurrency: number; max: number; known: number },
+  options: { concurrency: number; max: number; known: number; absorb?: ((candidate: T, err: unknown) => boolean) | undefined },
 ): Promise<{ confirmed: T[]; error: unknown }> {
   const confirmed: T[] = [];
   let error: unknown;
@@ -47,7 +48,7 @@ export async function confirmCandidates<T>(
       try {
         if (await check(c)) confirmed.push(c);
       } catch (err) {
-        error ??= err;
+        if (options.absorb?.(c, err) !== true) error ??= err;
       }
     }
   };

@@ -148,6 +148,8 @@ export interface ListObjectsOptions {
   concurrency: number;
   /** Check of one object id (true when allowed); throws Check's errors. */
   check: (id: string) => Promise<boolean>;
+  /** Takes a confirming Check's error for `id` instead of failing the call when it returns true (`id` is then not listed). */
+  absorb?: (id: string, err: unknown) => boolean;
 }
 
 /** The result: object ids (sorted, at most `maxResults`) and whether more exist. */
@@ -298,7 +300,7 @@ export async function listObjectIds(
   }
   const exactSet = new Set(exactIds);
   const toCheck = [...candidates].filter((id) => !exactSet.has(id));
-  const { confirmed, error } = await confirmCandidates(toCheck, options.check, { concurrency: options.concurrency, max, known: exactIds.length });
+  const { confirmed, error } = await confirmCandidates(toCheck, options.check, { concurrency: options.concurrency, max, known: exactIds.length, absorb: options.absorb });
   const found = exactIds.concat(confirmed);
   if (error !== undefined && found.length < max) throw error;
   found.sort();

@@ -7,9 +7,14 @@
  * deep-frozen {@link Config}; or every problem at once, one message each.
  * `docs/flags.md` and `--help` are generated from the same table.
  *
+ * Every secret flag `--x` has a twin `--x-file <path>` that reads the value
+ * from a file (Docker and Kubernetes secrets), so that it never shows in the
+ * process list; see {@link FILE_SUFFIX}.
+ *
  * To add a flag: add a row to {@link FLAGS}; its camelCase key appears on
  * `Config` with the right type.
  */
+import { readFileSync } from 'node:fs';
 import minimist from 'minimist';
 import { bool, duration, group, int, list, oneOf, str, type AnyRow, type FlagRow } from './flag_rows.ts';
 
@@ -94,7 +99,7 @@ export const FLAGS = {
   })),
   ...group('Database', () => ({
     'database-type': str({ doc: 'Main database: sqlite, postgres, mysql, mariadb or dynamodb (required)' }),
-    'database-url': str({ doc: 'Database URL (postgres://…, mysql://…, or sqlite:<file>); or use the host/port/name flags. DynamoDB: the endpoint (default: AWS in --cloud-region)', secret: true }),
+    'database-url': str({ doc: 'Database URL (postgres://…, mysql://…, mariadb://…, or sqlite:<file>); or use the host/port/name flags. DynamoDB: the endpoint (default: AWS in --cloud-region)', secret: true }),
     'database-name': str({ doc: 'Database name (SQLite: the file path)' }),
     'database-username': str({ doc: 'Database user' }),
     'database-password': str({ doc: 'Database password', secret: true }),
@@ -121,8 +126,8 @@ export const FLAGS = {
     'redis-url': str({ doc: 'Redis URL for sessions and the shared rate limiter (default: in-process memory)', secret: true }),
   })),
   ...group('FGA', () => ({
-    'fga-store': oneOf(['sqlite', 'postgres', 'mysql', 'memory'], { doc: 'FGA tuple store (default: the main SQL database)' }),
-    'fga-store-url': str({ doc: 'URL of a separate FGA store', secret: true }),
+    'fga-store': oneOf(['sqlite', 'postgres', 'mysql', 'mariadb', 'memory'], { doc: 'FGA tuple store (default: the main SQL database)' }),
+    'fga-store-url': str({ doc: 'URL of a separate FGA store (postgres://…, mysql://…, mariadb://… or sqlite:<file>)', secret: true }),
     'fga-cache-size': int({ doc: 'Check answers cached per process (LRU); 0 disables the check cache', default: 100_000, min: 0, max: 10_000_000 }),
     'fga-cache-revision-poll': duration({
       doc: 'Longest delay before this process sees an FGA write made by another process on the same database; 0 disables the check cache',
@@ -287,9 +292,11 @@ function deepFreeze<T>(o: T): T {
  */
 export function parseFlags(argv: readonly string[]): ParseResult {
   const rows = FLAGS as unknown as Record<string, AnyRow>;
-  const parsed = minimist([...argv], { string: Object.keys(rows), boolean: [], stopEarly: false });
+  const twins = fileTwins(rows);
+  const parsed = minimist([...argv], { string: [...Object.keys(rows), ...twins.keys()], boolean: [], stopEarly: false });
   const problems: string[] = [];
   const raw: Record<string, string[]> = {};
+  const files: Record<string, string[]> = {};
 
   for (const [key, value] of Object.entries(parsed)) {
     if (key === '_') continue;
@@ -302,15 +309,36 @@ export function parseFlags(argv: readonly string[]): ParseResult {
       problems.push(`--${key} is deprecated, use --${replacement}`);
       continue;
     }
+    const values = (Array.isArray(value) ? value : [value]).map((v) => (typeof v === 'boolean' ? String(v) : String(v)));
+    const secret = twins.get(key);
+    if (secret !== undefined) {
+      files[secret] = values;
+      continue;
+    }
     if (!Object.hasOwn(rows, key)) {
       // minimist also records `--no-x` as x=false and dotted keys as objects.
       problems.push(`unknown flag --${key}`);
       continue;
     }
-    const values = (Array.isArray(value) ? value : [value]).map((v) => (typeof v === 'boolean' ? String(v) : String(v)));
     raw[key] = values;
   }
   for (const extra of parsed._) problems.push(`unexpected argument "${String(extra)}"`);
+  // The process entry's one file read besides argv (conventions §4): each secret's file twin, read here so
+  // that its value is validated like the flag's own and its problems are listed with the others.
+  for (const [name, paths] of Object.entries(files)) {
+    const twin = `${name}${FILE_SUFFIX}`;
+    if (raw[name] !== undefined) {
+      problems.push(`--${name} and --${twin} are both given; use one`);
+      continue;
+    }
+    if (paths.length > 1) {
+      problems.push(`--${twin} is given more than once`);
+      continue;
+    }
+    const read = readSecretFile(twin, paths[0] ?? '');
+    if (read.ok) raw[name] = [read.value];
+    else problems.push(read.problem);
+  }
 
   const out: Record<string, unknown> = {};
   for (const [name, r] of Object.entries(rows)) {
@@ -424,6 +452,33 @@ function crossChecks(c: Record<string, unknown>, raw: Record<string, string[]>, 
     problems.push('--enforce-mfa needs a usable second factor: --enable-totp-login, --enable-email-otp with --smtp-host, or --enable-sms-otp with the --sms-* vendor flags');
 }
 
+/**
+ * The suffix of a secret flag's file twin: `--jwt-private-key-file /run/secrets/jwt.pem` reads
+ * `--jwt-private-key` from that file. Giving both the flag and its twin is refused; so is a file that
+ * cannot be read, listed with every other problem. Trailing line breaks (`\n`, `\r\n`) are removed,
+ * as `echo` and most editors end a file with one; any other whitespace is part of the value.
+ */
+export const FILE_SUFFIX = '-file';
+
+/** The file twins' names (`jwt-secret-file`) → their secret flag (`jwt-secret`). */
+function fileTwins(rows: Record<string, AnyRow>): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const [name, r] of Object.entries(rows)) if (r.secret) out.set(`${name}${FILE_SUFFIX}`, name);
+  return out;
+}
+
+/** A file twin's value: the file's text without trailing line breaks, or the problem reading it. */
+function readSecretFile(twin: string, path: string): { ok: true; value: string } | { ok: false; problem: string } {
+  if (path === '') return { ok: false, problem: `--${twin} needs a file path` };
+  try {
+    return { ok: true, value: readFileSync(path, 'utf8').replace(/[\r\n]+$/, '') };
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'it is a directory' : (code ?? (err as Error).message);
+    return { ok: false, problem: `--${twin}: cannot read "${path}" (${why})` };
+  }
+}
+
 /** The config as loggable JSON: secret values replaced by `[redacted]`. */
 export function redactedConfig(config: Config): Record<string, unknown> {
   const out: Record<string, unknown> = {};
@@ -432,6 +487,10 @@ export function redactedConfig(config: Config): Record<string, unknown> {
     out[name] = r.secret && v !== undefined && v !== '' ? '[redacted]' : v;
   }
   return out;
+}
+
+function fileTwinDoc(name: string): string {
+  return `Reads --${name} from this file, trailing line breaks removed (not with --${name})`;
 }
 
 function showDefault(r: AnyRow): string {
@@ -463,6 +522,7 @@ export function helpText(): string {
     }
     const def = showDefault(r);
     lines.push(`  --${name} <${typeName(r).replaceAll(' \\| ', '|')}>${def ? ` (default ${def})` : ''}`, `      ${r.doc}`);
+    if (r.secret) lines.push(`  --${name}${FILE_SUFFIX} <path>`, `      ${fileTwinDoc(name)}`);
   }
   return `${lines.join('\n')}\n`;
 }
@@ -479,6 +539,12 @@ export function flagsMarkdown(): string {
     'are written `500ms`, `30s`, `5m`, `1h`; lists are comma-separated. Startup lists every problem',
     'at once and exits with status 1. Secret values are never logged.',
     '',
+    `Every secret flag \`--<name>\` has a twin \`--<name>${FILE_SUFFIX} <path>\` that reads the value from a file`,
+    '(Docker and Kubernetes secrets), so that the secret does not show in the process list (`ps`). The',
+    'file is read once at startup; trailing line breaks (`\\n`, `\\r\\n`) are removed and any other',
+    'whitespace is kept. Giving both `--<name>` and its twin is refused, and so is a file that cannot be',
+    'read; either is listed with every other problem.',
+    '',
   ];
   let g = '';
   for (const [name, r] of Object.entries(FLAGS as unknown as Record<string, AnyRow>)) {
@@ -489,6 +555,7 @@ export function flagsMarkdown(): string {
     }
     const def = showDefault(r);
     out.push(`| \`--${name}\` | ${typeName(r)} | ${def ? `\`${def}\`` : ''} | ${r.doc}${r.secret ? ' (secret)' : ''} |`);
+    if (r.secret) out.push(`| \`--${name}${FILE_SUFFIX}\` | path |  | ${fileTwinDoc(name)} |`);
   }
   return `${out.join('\n')}\n`;
 }

@@ -129,7 +129,7 @@ export const AUTH_OPERATIONS = [
     auth: 'public',
     input: SIGNUP_INPUT,
     output: AUTH_RESPONSE,
-    doc: 'Creates a user (email or phone with password) and opens a session; sets the session cookies. With email verification it mails a link instead; with phone verification it texts a code for verify_otp and sets the mfa cookie.',
+    doc: 'Creates a user (email or phone with password) and opens a session; sets the session cookies. With email verification it mails a link instead; with phone verification it texts a code for verify_otp and sets the mfa cookie; when MFA applies (--enforce-mfa) it answers the MFA challenge as login does, with the mfa cookie and no tokens.',
   }),
   defineOperation({
     ...row('login', 'POST', 'Login'),

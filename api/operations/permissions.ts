@@ -70,7 +70,16 @@ export const PERMISSION_OPERATIONS = [
       objects: s.list(s.string()),
       permissions: s.list(s.object('Permission', { object: s.string(), relation: s.string() })),
       truncated: s.bool({ doc: 'True when the result was capped at 1000 entries and more exist' }),
+      // After truncated: protobuf field numbers follow this order, and the existing fields keep theirs.
+      undecided_permissions: s.list(
+        s.object('UndecidedPermission', {
+          object: s.string(),
+          relation: s.string(),
+          missing_parameters: s.list(s.string(), { doc: 'Condition parameters that context lacked' }),
+        }),
+        { doc: 'Grants behind a condition that lacked parameters in context (or no context was given): neither allowed nor listed in permissions; call again with those parameters in context to decide them' },
+      ),
     }),
-    doc: 'Every (object, relation) the subject holds, narrowed by relation and object_type; capped at 1000 with truncated.',
+    doc: 'Every (object, relation) the subject holds, narrowed by relation and object_type; capped at 1000 with truncated. A grant whose condition lacks parameters in context is not listed but reported in undecided_permissions.',
   }),
 ] as const;

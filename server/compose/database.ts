@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { Sequelize, type Options } from 'sequelize';
 import { LatchkeyError } from '../../engine/errors.ts';
-import { sqliteSequelize } from '../../engine/sql/index.ts';
+import { openSequelize, sqliteSequelize } from '../../engine/sql/index.ts';
 import type { Config } from '../flags.ts';
 import { DynamoDatabase, dynamoDatabase, sqlDatabase, type MainDatabase } from '../../auth/index.ts';
 
@@ -104,7 +104,8 @@ export async function openDatabase(config: Config): Promise<Sequelize> {
       dialect === 'postgres' ? { connectionTimeoutMillis: 5000, ...(ssl ? { ssl } : {}) } : { connectTimeout: 5000, ...(ssl ? { ssl } : {}) };
     const options: Options = { ...common, dialect, dialectOptions };
     if (config.databaseUrl) {
-      sequelize = new Sequelize(config.databaseUrl, options);
+      // The URL's scheme picks the dialect; a mariadb:// URL opens on mysql2 (openSequelize).
+      sequelize = openSequelize(config.databaseUrl, options);
     } else {
       sequelize = new Sequelize({
         ...options,

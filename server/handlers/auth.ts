@@ -91,7 +91,7 @@ export const AUTH_HANDLERS: HandlersOf<typeof AUTH_OPERATIONS> = {
     const record = userEventRecorder(ctx, 'user.signup', { webhook: 'user.signup' });
     const result = await authOf(ctx).signup({ ...rest, ...(appData === undefined ? {} : { app_data: appData as Record<string, unknown> }) }, callContext(ctx), verify, record);
     setSessionCookies(ctx, result);
-    // A phone sign-up under --enable-phone-verification gets the challenge cookie of its texted code instead of a session.
+    // A phone sign-up under --enable-phone-verification, or any sign-up under --enforce-mfa, gets the challenge cookie instead of a session.
     setMfaCookie(ctx, result);
     return result.response as never;
   },

@@ -107,7 +107,7 @@ export class DirectTupleEngine implements PermissionEngine {
     return this.tuples.has(key) || (r.contextualTuples ?? []).some((t) => `${t.object}#${t.relation}@${t.user}` === key);
   }
 
-  async listObjects(request: { user: string; relation: string; type: string; limit: number }): Promise<{ objects: string[]; truncated: boolean }> {
+  async listObjects(request: { user: string; relation: string; type: string; limit: number }): Promise<{ objects: string[]; truncated: boolean; undecided: [] }> {
     const out: string[] = [];
     for (const t of this.tuples) {
       const [objRel, user] = t.split('@') as [string, string];
@@ -115,7 +115,7 @@ export class DirectTupleEngine implements PermissionEngine {
       if (user === request.user && relation === request.relation && object.startsWith(`${request.type}:`)) out.push(object);
     }
     out.sort();
-    return { objects: out.slice(0, request.limit), truncated: out.length > request.limit };
+    return { objects: out.slice(0, request.limit), truncated: out.length > request.limit, undecided: [] };
   }
 
   async relationsByType(): Promise<ReadonlyMap<string, readonly string[]>> {

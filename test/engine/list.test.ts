@@ -81,6 +81,31 @@ test('a condition that is false prunes the walk; one that cannot be evaluated ma
   t.true(counter.topLevel > 0);
 });
 
+test('reportUndecided: an object whose Check lacks a condition parameter is reported, not listed, and the call succeeds', async (t) => {
+  const { e } = await setup();
+  const r = await e.listObjects({ user: 'user:anne', relation: 'viewer', type: 'doc', reportUndecided: true });
+  t.deepEqual(r, { objects: ['doc:0', 'doc:1', 'doc:2', 'doc:3', 'doc:4', 'doc:5', 'doc:9'], truncated: false, undecided: [{ object: 'doc:7', missingParameters: ['hour'] }] });
+  const decided = await e.listObjects({ user: 'user:anne', relation: 'viewer', type: 'doc', context: { hour: 20 }, reportUndecided: true });
+  t.deepEqual(decided.undecided, [], 'a condition that evaluated is decided');
+  t.false(decided.objects.includes('doc:7'));
+  const wrongType = await t.throwsAsync(e.listObjects({ user: 'user:anne', relation: 'viewer', type: 'doc', context: { hour: 'ten' }, reportUndecided: true }));
+  t.true(wrongType instanceof LatchkeyError && wrongType.code === 'invalid_argument', 'other condition errors still fail the call');
+
+  // Behind an exclusion: a subtracted grant whose condition cannot be decided leaves the object undecided, never listed.
+  const x = new Engine();
+  await x.writeModel({ dsl: 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define blocked: [user with in_hours]\n    define viewer: [user]\n    define safe: viewer but not blocked\ncondition in_hours(hour: int) {\n  hour >= 9 && hour < 17\n}\n' });
+  await x.write({
+    writes: [
+      { user: 'user:anne', relation: 'viewer', object: 'doc:a' },
+      { user: 'user:anne', relation: 'viewer', object: 'doc:b' },
+      { user: 'user:anne', relation: 'blocked', object: 'doc:b', condition: { name: 'in_hours' } },
+    ],
+  });
+  t.deepEqual(await x.listObjects({ user: 'user:anne', relation: 'safe', type: 'doc', reportUndecided: true }), { objects: ['doc:a'], truncated: false, undecided: [{ object: 'doc:b', missingParameters: ['hour'] }] });
+  t.deepEqual((await x.listObjects({ user: 'user:anne', relation: 'safe', type: 'doc', context: { hour: 10 }, reportUndecided: true })).objects, ['doc:a'], 'blocked in hours');
+  t.deepEqual((await x.listObjects({ user: 'user:anne', relation: 'safe', type: 'doc', context: { hour: 20 }, reportUndecided: true })).objects, ['doc:a', 'doc:b']);
+});
+
 test('only candidates behind an exclusion or an intersection are checked', async (t) => {
   const { e, counter } = await setup();
   const safe = await e.listObjects({ user: 'user:anne', relation: 'safe', type: 'doc', context: { hour: 20 } });

@@ -98,6 +98,8 @@ export interface TestServer {
 
 export interface TestServerOptions {
   backend?: MainBackend;
+  /** An existing main database (`createServerDatabase`) instead of a fresh one; the caller drops it, `close()` does not. */
+  database?: ServerDatabase;
   /** Extra rows served besides the table (for plumbing tests). */
   extraOperations?: readonly ServedOperation[];
   /** Collects the server's log lines (default: discarded unless `--log-level` is given). */
@@ -128,7 +130,9 @@ export async function startTestServer(
   flags: Record<string, string | boolean | number> = {},
   options: TestServerOptions = {},
 ): Promise<TestServer> {
-  const database = await createServerDatabase(options.backend ?? 'sqlite');
+  const shared = options.database;
+  const database = shared ?? (await createServerDatabase(options.backend ?? 'sqlite'));
+  const drop = (): Promise<void> => (shared === undefined ? database.drop() : Promise.resolve());
   const defaults: Record<string, string | boolean | number> = {
     ...database.flags,
     'admin-secret': TEST_ADMIN_SECRET,
@@ -147,7 +151,7 @@ export async function startTestServer(
   };
   const parsed = parseFlags(flagArgs({ ...defaults, ...flags }));
   if (!parsed.ok) {
-    await database.drop();
+    await drop();
     throw new Error(`test server flags refused:\n${parsed.problems.join('\n')}`);
   }
   let server: RunningServer;
@@ -158,7 +162,7 @@ export async function startTestServer(
       ...(options.clock ? { clock: options.clock } : {}),
     });
   } catch (err) {
-    await database.drop();
+    await drop();
     throw err;
   }
   const operations = options.extraOperations ? [...OPERATIONS, ...options.extraOperations] : [...OPERATIONS];
@@ -313,7 +317,7 @@ export async function startTestServer(
       try {
         await server.close();
       } finally {
-        await database.drop();
+        await drop();
       }
     },
   };

@@ -3,7 +3,9 @@
  * alike: `fga_write_tuples` writes a tuple's condition and stored context and
  * `fga_read_tuples` returns them; `check_permissions` takes a `context` per
  * check and contextual tuples with conditions; `list_permissions` takes a
- * `context`.
+ * `context`, and without one (or without a condition's parameters) lists the
+ * unconditional grants and reports the conditional ones in
+ * `undecided_permissions`, never listing a grant whose condition failed.
  */
 import test from 'ava';
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
@@ -14,7 +16,7 @@ const MODEL = `model
 type user
 type doc
   relations
-    define viewer: [user with in_hours]
+    define viewer: [user, user with in_hours]
 condition in_hours(hour: int, start: int) {
   hour >= start && hour < 18
 }
@@ -88,5 +90,40 @@ for (const protocol of PROTOCOLS) {
     const deleted = await srv.call('fga_delete_tuples', { tuples: [{ user: subject, relation: 'viewer', object }] }, { protocol, headers: ADMIN });
     t.is(deleted.error, undefined);
     t.deepEqual((await srv.call('fga_read_tuples', { object }, { protocol, headers: ADMIN })).body?.['tuples'], []);
+  });
+}
+
+for (const protocol of PROTOCOLS) {
+  test(`${protocol}: list_permissions without a condition's parameters lists the other grants and reports the undecided ones`, async (t) => {
+    const signup = await srv.call('signup', { email: `undecided-${protocol}@example.com`, password: 'a long enough passphrase' }, { protocol });
+    t.is(signup.error, undefined);
+    const bearer = { authorization: `Bearer ${signup.body!['access_token'] as string}` };
+    const subject = `user:${(signup.body!['user'] as { id: string }).id}`;
+    const plain = `doc:${protocol}-plain`;
+    const conditional = `doc:${protocol}-conditional`;
+    const written = await srv.call(
+      'fga_write_tuples',
+      { tuples: [{ user: subject, relation: 'viewer', object: plain }, { user: subject, relation: 'viewer', object: conditional, condition: { name: 'in_hours', context: { start: 9 } } }] },
+      { protocol, headers: ADMIN },
+    );
+    t.is(written.error, undefined);
+
+    for (const input of [{}, { relation: 'viewer', object_type: 'doc' }, { context: {} }, { context: { start: 1 } }]) {
+      const listed = await srv.call('list_permissions', input, { protocol, headers: bearer });
+      t.is(listed.error, undefined, JSON.stringify(input));
+      t.deepEqual(listed.body?.['permissions'], [{ object: plain, relation: 'viewer' }], `${JSON.stringify(input)}: only the unconditional grant is listed`);
+      t.deepEqual(listed.body?.['objects'], [plain]);
+      t.deepEqual(listed.body?.['undecided_permissions'], [{ object: conditional, relation: 'viewer', missing_parameters: ['hour'] }], `${JSON.stringify(input)}: the conditional grant is reported`);
+      t.false(listed.body?.['truncated'] as boolean);
+    }
+
+    const inHours = await srv.call('list_permissions', { context: { hour: 10 } }, { protocol, headers: bearer });
+    t.deepEqual(inHours.body?.['permissions'], [{ object: conditional, relation: 'viewer' }, { object: plain, relation: 'viewer' }]);
+    t.deepEqual(inHours.body?.['undecided_permissions'], []);
+    const late = await srv.call('list_permissions', { context: { hour: 19 } }, { protocol, headers: bearer });
+    t.deepEqual(late.body?.['permissions'], [{ object: plain, relation: 'viewer' }], 'a grant whose condition is false is not listed');
+    t.deepEqual(late.body?.['undecided_permissions'], [], 'nor reported: it was decided');
+    const wrongType = await srv.call('list_permissions', { context: { hour: 'ten' } }, { protocol, headers: bearer });
+    t.is(wrongType.error?.code, 'invalid_argument', 'a context value of the wrong type is still an error');
   });
 }

@@ -4,10 +4,15 @@
  */
 import test from 'ava';
 import { spawn } from 'node:child_process';
-import { resolve } from 'node:path';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { jwtVerify } from 'jose';
 import { ADMIN_SECRET_FATAL, FLAGS, helpText, parseFlags } from '../../cmd/index.ts';
 import { REPO_ROOT } from '../helpers/shared.ts';
 import { createTestDatabase } from '../helpers/databases.ts';
+import { startTestServer } from '../helpers/server.ts';
 
 const BIN = resolve(REPO_ROOT, 'bin', 'latchkey.js');
 
@@ -184,6 +189,80 @@ test('--help text lists every flag with its default', (t) => {
   t.true(help.includes('--allowed-origins <list> (default *)'));
 });
 
+test('every secret flag has a --<name>-file twin that reads the value from a file, trailing line breaks removed', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'lk-flag-files-'));
+  try {
+    const secret = join(dir, 'admin-secret');
+    await writeFile(secret, '  s3cret with spaces \n');
+    const crlf = join(dir, 'jwt-secret');
+    await writeFile(crlf, 'jwt\r\n\r\n');
+    const keys = join(dir, 'preshared-keys');
+    await writeFile(keys, 'key-one-12345,key-two-12345\n');
+    const r = parseFlags([
+      ...without('admin-secret', without('jwt-secret')),
+      `--admin-secret-file=${secret}`,
+      `--jwt-secret-file=${crlf}`,
+      `--openfga-preshared-keys-file=${keys}`,
+    ]);
+    if (!r.ok) return t.fail(r.problems.join('\n'));
+    t.is(r.config.adminSecret, '  s3cret with spaces ', 'only the trailing line break is removed');
+    t.is(r.config.jwtSecret, 'jwt');
+    t.deepEqual(r.config.openfgaPresharedKeys, ['key-one-12345', 'key-two-12345'], 'the file text is parsed as the flag is');
+    const help = helpText();
+    for (const [name, row] of Object.entries(FLAGS)) {
+      if (row.secret) t.true(help.includes(`--${name}-file <path>`), name);
+      else t.false(help.includes(`--${name}-file `), name);
+    }
+    t.deepEqual(problems([...VALID, '--client-id-file=/etc/hostname']), ['unknown flag --client-id-file'], 'a flag that is not secret has no twin');
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('a secret flag given with its file twin, or a file twin that cannot be read, is refused with the other problems', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'lk-flag-files-'));
+  try {
+    const file = join(dir, 'jwt-secret');
+    await writeFile(file, 'x\n');
+    const both = problems([...VALID, `--jwt-secret-file=${file}`]);
+    t.true(both.includes('--jwt-secret and --jwt-secret-file are both given; use one'), both.join('\n'));
+    const missing = join(dir, 'absent');
+    const p = problems([...without('client-id', without('admin-secret')), `--admin-secret-file=${missing}`, `--database-password-file=${dir}`]);
+    t.true(p.includes(`--admin-secret-file: cannot read "${missing}" (no such file)`), p.join('\n'));
+    t.true(p.includes(`--database-password-file: cannot read "${dir}" (it is a directory)`), p.join('\n'));
+    t.true(p.includes('--client-id is required'), 'listed together with the other problems');
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('--jwt-private-key-file: the server signs with a PEM private key read from a file', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'lk-flag-files-'));
+  const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const privatePem = privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
+  const publicPem = publicKey.export({ type: 'spki', format: 'pem' }) as string;
+  const keyFile = join(dir, 'jwt.pem');
+  await writeFile(keyFile, privatePem);
+  try {
+    const r = parseFlags([...without('jwt-type', without('jwt-secret')), '--jwt-type=RS256', `--jwt-private-key-file=${keyFile}`, `--jwt-public-key=${publicPem}`]);
+    if (!r.ok) return t.fail(r.problems.join('\n'));
+    t.is(r.config.jwtPrivateKey, privatePem.replace(/\n+$/, ''));
+    const server = await startTestServer({ 'jwt-type': 'RS256', 'jwt-secret': '', 'jwt-private-key-file': keyFile, 'jwt-public-key': publicPem, 'enable-email-verification': false });
+    try {
+      const s = await server.call('signup', { email: `key-file-${Date.now()}@example.com`, password: 'correct horse battery' }, { protocol: 'rest' });
+      t.is(s.error, undefined);
+      const token = s.body!['access_token'] as string;
+      const { payload, protectedHeader } = await jwtVerify(token, publicKey);
+      t.is(protectedHeader.alg, 'RS256');
+      t.truthy(payload.sub);
+    } finally {
+      await server.close();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
 test('every spec flag-reference flag exists', (t) => {
   const spec = [
     'env', 'http-port', 'host', 'metrics-port', 'metrics-host', 'log-level', 'grpc-port',
@@ -262,6 +341,13 @@ test('the bin: an unreachable database refuses startup with a clear message', as
   ]);
   t.is(r.code, 1);
   t.regex(r.stderr, /^FATAL: cannot connect to the postgres database at 127\.0\.0\.1:1\/none/);
+});
+
+test('the bin: an unreadable secret file refuses startup with a clear line among the other problems', async (t) => {
+  const r = await run(['serve', '--admin-secret-file=/nonexistent/latchkey-admin-secret', '--client-id=c']);
+  t.is(r.code, 1);
+  t.true(r.stderr.includes('FATAL: --admin-secret-file: cannot read "/nonexistent/latchkey-admin-secret" (no such file)'), r.stderr);
+  t.true(r.stderr.includes('--client-secret is required'));
 });
 
 test('the bin: unknown subcommands and missing subcommand modules are reported', async (t) => {

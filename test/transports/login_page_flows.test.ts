@@ -2,7 +2,9 @@
  * The login page's other flows in Chromium against the real server and the
  * real SMTP test server on loopback: an invitation link (from the admin's
  * invite_members) opened at /app sets a password the page then signs in
- * with; sign-up by email and by phone, then sign-in by phone; a magic link
+ * with; sign-up by email and by phone, then sign-in by phone; sign-up with
+ * email verification on (check your inbox, nobody signed in, the mailed link
+ * signs in) and with --enforce-mfa (the code step first); a magic link
  * asked for on the page, mailed and opened; an email code resent from the
  * code step (the first code no longer works, the new one does); TOTP
  * enrolment at the first challenge (QR code, key, otpauth URI, recovery
@@ -153,6 +155,56 @@ test('sign-up by email signs in; sign-up by phone, then sign-in by phone', async
   t.deepEqual([...problems, ...second.problems, ...third.problems], []);
 });
 
+test('sign-up with email verification on: the page says to check the inbox and signs nobody in; the mailed link then signs in', async (t) => {
+  const { smtp, flags } = await smtpFor(t);
+  const server = await start(t, { ...flags, 'enable-email-verification': true });
+  const { page, problems } = await pageFor(t);
+  await page.goto(`${server.httpUrl}/app`);
+  await page.click('#to-signup');
+  const email = fresh();
+  await page.fill('#su-id', email);
+  await page.fill('#su-password', PASSWORD);
+  await page.fill('#su-confirm', PASSWORD);
+  await page.click('#signup-submit');
+  t.regex(await shown(page, 'notice'), /^Check your inbox: we sent a link to .+\. Open it to verify your address and sign in\.$/);
+  t.true((await page.textContent('#notice'))!.includes(email), 'the notice names the address');
+  t.true(await page.isHidden('#signed-in'), 'not shown as signed in');
+  t.is(await page.textContent('#title'), 'Sign in');
+  t.true(await page.isVisible('#login'), 'the sign-in form, for after the link');
+  t.is(await page.inputValue('#email'), email);
+  t.deepEqual((await page.context().cookies()).filter((c) => c.name.startsWith('cookie_session')), [], 'no session');
+
+  const [mail] = await mailsTo(smtp, email, 1);
+  const token = /\/app\?token=([A-Za-z0-9_-]+)/.exec(mail!)?.[1];
+  t.truthy(token, 'the mail links to /app with a token');
+  await page.goto(`${server.httpUrl}/app?token=${token}`);
+  await signedIn(page);
+  t.deepEqual(problems, []);
+});
+
+test('sign-up with --enforce-mfa: the page asks for the second factor before signing in', async (t) => {
+  const { smtp, flags } = await smtpFor(t);
+  const server = await start(t, { ...flags, 'enable-mfa': true, 'enforce-mfa': true, 'enable-email-otp': true });
+  const { page, problems } = await pageFor(t);
+  await page.goto(`${server.httpUrl}/app`);
+  await page.click('#to-signup');
+  const email = fresh();
+  await page.fill('#su-id', email);
+  await page.fill('#su-password', PASSWORD);
+  await page.fill('#su-confirm', PASSWORD);
+  await page.click('#signup-submit');
+  t.regex(await shown(page, 'mfa-prompt'), /email/);
+  t.true(await page.isHidden('#signed-in'));
+  t.deepEqual((await page.context().cookies()).filter((c) => c.name.startsWith('cookie_session')), [], 'no session before the second factor');
+  const code = /code is <strong>([0-9]{6})<\/strong>/.exec((await mailsTo(smtp, email, 1))[0]!)?.[1] ?? '';
+  t.regex(code, /^[0-9]{6}$/);
+  await page.fill('#otp', code);
+  await page.click('#verify');
+  await signedIn(page);
+  t.is((await page.context().cookies()).filter((c) => c.name === 'cookie_session').length, 1);
+  t.deepEqual(problems, []);
+});
+
 test('a magic link asked for on the page is mailed and signs in; an email code is resent from the code step', async (t) => {
   const { smtp, flags } = await smtpFor(t);
   const server = await start(t, { ...flags, 'enable-magic-link-login': true });
@@ -186,10 +238,11 @@ test('a magic link asked for on the page is mailed and signs in; an email code i
   await third.page.click('#submit');
   await third.page.locator('#otp').waitFor();
   const codeOf = (m: string): string => /code is <strong>([0-9]{6})<\/strong>/.exec(m)?.[1] ?? '';
-  const first = codeOf((await mailsTo(smtp2, mfaEmail, 1))[0]!);
+  // The first mail is the sign-up's own challenge (--enforce-mfa), the second the login's.
+  const first = codeOf((await mailsTo(smtp2, mfaEmail, 2))[1]!);
   await third.page.click('#resend');
   await shown(third.page, 'notice');
-  const second = codeOf((await mailsTo(smtp2, mfaEmail, 2))[1]!);
+  const second = codeOf((await mailsTo(smtp2, mfaEmail, 3))[2]!);
   t.regex(second, /^[0-9]{6}$/);
   if (first !== second) {
     await third.page.fill('#otp', first);

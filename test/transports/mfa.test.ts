@@ -2,7 +2,8 @@
  * Multi-factor login end to end on the real server, over GraphQL, REST and
  * gRPC: email OTP through a real SMTP server on loopback, SMS OTP through a
  * local HTTP server acting as the SMS vendor, TOTP codes computed here from
- * the enrolment secret. No tokens before the second factor; wrong, reused and
+ * the enrolment secret. No tokens before the second factor, from a login or
+ * (with --enforce-mfa) a sign-up; wrong, reused and
  * resent-away codes refused; lockout after 5 failures; recovery codes once;
  * delete_user removes the user's MFA rows. SQLite always, PostgreSQL and
  * MySQL when configured. (Code expiry needs a clock: test/auth/mfa.test.ts.)
@@ -61,7 +62,15 @@ for (const backend of sqlBackends()) {
       for (const protocol of PROTOCOLS) {
         const email = `otp-${protocol}-${backend}@example.com`;
         const call = (op: string, input: Record<string, unknown>, mfa?: string) => srv.call(op, input, { protocol, ...(mfa === undefined ? {} : { cookies: { mfa } }) });
-        t.is((await call('signup', { email, password: PASSWORD })).error, undefined);
+        // --enforce-mfa: the sign-up answers the challenge as a login does, and verify_otp opens its session.
+        const signup = await call('signup', { email, password: PASSWORD });
+        t.is(signup.error, undefined, protocol);
+        t.true(signup.body?.['should_show_email_otp_screen'] as boolean, `${protocol}: the sign-up is challenged`);
+        for (const field of ['access_token', 'id_token', 'refresh_token']) t.falsy(signup.body?.[field], `${protocol}: no ${field} from the sign-up before the second factor`);
+        t.false(cookiesOf(signup).has('cookie_session'), `${protocol}: no session from the sign-up before the second factor`);
+        const signedUp = await call('verify_otp', { email, otp: codeIn((await mailsTo(smtp, email, 1))[0]!) }, mfaOf(signup));
+        t.is(signedUp.error, undefined, protocol);
+        t.truthy(signedUp.body?.['access_token'], `${protocol}: the sign-up's session after the second factor`);
 
         const login = await call('login', { email, password: PASSWORD });
         t.is(login.error, undefined, protocol);
@@ -69,7 +78,7 @@ for (const backend of sqlBackends()) {
         for (const field of ['access_token', 'id_token', 'refresh_token', 'user']) t.falsy(login.body?.[field], `${protocol}: no ${field} before the second factor`);
         t.false(cookiesOf(login).has('cookie_session'));
         const m1 = mfaOf(login);
-        const [mail1] = await mailsTo(smtp, email, 1);
+        const mail1 = (await mailsTo(smtp, email, 2))[1];
         const code1 = codeIn(mail1!);
         t.regex(code1, /^[0-9]{6}$/);
 
@@ -81,7 +90,7 @@ for (const backend of sqlBackends()) {
         const resent = await call('resend_otp', { email }, m1);
         t.is(resent.error, undefined, protocol);
         const m2 = mfaOf(resent);
-        const code2 = codeIn((await mailsTo(smtp, email, 2))[1]!);
+        const code2 = codeIn((await mailsTo(smtp, email, 3))[2]!);
         t.is((await call('verify_otp', { email, otp: code2 }, m1)).error?.reason, 'invalid_mfa_session', `${protocol}: the old cookie stops working`);
         if (code1 !== code2) t.is((await call('verify_otp', { email, otp: code1 }, m2)).error?.reason, 'invalid_otp', `${protocol}: the old code stops working`);
 
@@ -98,7 +107,7 @@ for (const backend of sqlBackends()) {
         // A used code does not work for the next login; after 5 failures even the right code is refused.
         const next = await call('login', { email, password: PASSWORD });
         const m3 = mfaOf(next);
-        const code3 = codeIn((await mailsTo(smtp, email, 3))[2]!);
+        const code3 = codeIn((await mailsTo(smtp, email, 4))[3]!);
         const stale = code2 === code3 ? other(code3) : code2;
         t.is((await call('verify_otp', { email, otp: stale }, m3)).error?.reason, 'invalid_otp');
         for (let i = 0; i < 4; i++) t.is((await call('verify_otp', { email, otp: other(code3) }, m3)).error?.reason, 'invalid_otp');
@@ -133,7 +142,9 @@ for (const backend of sqlBackends()) {
     try {
       for (const [i, protocol] of PROTOCOLS.entries()) {
         const phone = `+1555010${i}${backend.length}00`;
-        t.is((await srv.call('signup', { phone_number: phone, password: PASSWORD }, { protocol })).error, undefined);
+        const signup = await srv.call('signup', { phone_number: phone, password: PASSWORD }, { protocol });
+        t.true(signup.body?.['should_show_mobile_otp_screen'] as boolean, `${protocol}: the sign-up is challenged`);
+        t.falsy(signup.body?.['access_token'], `${protocol}: no tokens from the sign-up before the second factor`);
         const login = await srv.call('login', { phone_number: phone, password: PASSWORD }, { protocol });
         t.true(login.body?.['should_show_mobile_otp_screen'] as boolean, protocol);
         t.falsy(login.body?.['access_token']);
@@ -165,6 +176,8 @@ for (const backend of sqlBackends()) {
       for (const protocol of PROTOCOLS) {
         const email = `totp-${protocol}-${backend}@example.com`;
         const signup = await srv.call('signup', { email, password: PASSWORD }, { protocol });
+        t.true(signup.body?.['should_show_totp_screen'] as boolean, `${protocol}: the sign-up is challenged`);
+        t.falsy(signup.body?.['access_token'], `${protocol}: no tokens from the sign-up before the second factor`);
         const userId = String((signup.body?.['user'] as Record<string, unknown>)['id']);
         const login = async () => {
           const r = await srv.call('login', { email, password: PASSWORD }, { protocol });

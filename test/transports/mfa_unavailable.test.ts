@@ -4,11 +4,13 @@
  * login (password, or a magic link through verify_email) is refused with
  * `failed_precondition` `mfa_method_unavailable`: no tokens, no session or
  * challenge cookie, an audit row, and for a link nothing used up; and
- * update_profile cannot turn MFA on for a user no second factor reaches. Over
+ * update_profile cannot turn MFA on for a user no second factor reaches; a
+ * sign-up that no second factor would reach is refused before anything is
+ * stored. Over
  * GraphQL, REST and gRPC; SQLite always, PostgreSQL and MySQL when configured.
  */
 import anyTest from 'ava';
-import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type CallResult, type TestServer } from '../helpers/server.ts';
+import { PROTOCOLS, TEST_ADMIN_SECRET, createServerDatabase, startTestServer, type CallResult, type TestServer } from '../helpers/server.ts';
 import { sqlBackends } from '../helpers/databases.ts';
 import { mailsTo, startSmtp } from '../admin/smtp.ts';
 
@@ -33,6 +35,19 @@ function assertRefused(t: { is: (a: unknown, b: unknown, m?: string) => void; fa
 for (const backend of sqlBackends()) {
   test(`enforced MFA with email codes only: a phone-only user's password login is refused and audited, an email user is challenged (${backend})`, async (t) => {
     const smtp = await startSmtp();
+    const database = await createServerDatabase(backend);
+    // Phone-only users from before MFA was enforced: under --enforce-mfa their sign-up is refused (below).
+    const before = await startTestServer({ 'enable-email-verification': false, 'enable-mobile-basic-authentication': true }, { database });
+    const userIds: string[] = [];
+    try {
+      for (const [i, protocol] of PROTOCOLS.entries()) {
+        const signup = await before.call('signup', { phone_number: `+1555000333${i}`, password: PASSWORD }, { protocol });
+        t.is(signup.error, undefined, protocol);
+        userIds.push(String((signup.body?.['user'] as Record<string, unknown>)['id']));
+      }
+    } finally {
+      await before.close();
+    }
     const srv = await startTestServer(
       {
         'enable-mfa': true,
@@ -44,14 +59,16 @@ for (const backend of sqlBackends()) {
         'smtp-port': smtp.port,
         'smtp-sender-email': 'noreply@example.com',
       },
-      { backend },
+      { database },
     );
     try {
       for (const [i, protocol] of PROTOCOLS.entries()) {
+        const refused = await srv.call('signup', { phone_number: `+1555000444${i}`, password: PASSWORD }, { protocol });
+        assertRefused(t, refused, `${protocol}: a phone-only sign-up`);
+        t.is((await srv.call('login', { phone_number: `+1555000444${i}`, password: PASSWORD }, { protocol })).error?.code, 'unauthenticated', `${protocol}: the refused sign-up stored nothing`);
+
         const phone = `+1555000333${i}`;
-        const signup = await srv.call('signup', { phone_number: phone, password: PASSWORD }, { protocol });
-        t.is(signup.error, undefined, protocol);
-        const userId = String((signup.body?.['user'] as Record<string, unknown>)['id']);
+        const userId = userIds[i]!;
         const login = await srv.call('login', { phone_number: phone, password: PASSWORD }, { protocol });
         assertRefused(t, login, protocol);
         t.deepEqual(await failedLogins(srv, userId), ['mfa_method_unavailable'], `${protocol}: audited with the reason`);
@@ -59,14 +76,16 @@ for (const backend of sqlBackends()) {
         t.is((await srv.call('login', { phone_number: phone, password: 'wrong horse battery' }, { protocol })).error?.code, 'unauthenticated');
 
         const email = `reachable-${protocol}-${backend}@example.com`;
-        await srv.call('signup', { email, password: PASSWORD }, { protocol });
+        const signedUp = await srv.call('signup', { email, password: PASSWORD }, { protocol });
+        t.true(signedUp.body?.['should_show_email_otp_screen'] as boolean, `${protocol}: a reachable user's sign-up gets the challenge`);
         const challenged = await srv.call('login', { email, password: PASSWORD }, { protocol });
         t.is(challenged.error, undefined, protocol);
         t.true(challenged.body?.['should_show_email_otp_screen'] as boolean, `${protocol}: a reachable user gets the challenge`);
-        await mailsTo(smtp, email, 1);
+        await mailsTo(smtp, email, 2);
       }
     } finally {
       await srv.close();
+      await database.drop();
       await smtp.close();
     }
   });

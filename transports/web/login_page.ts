@@ -203,9 +203,11 @@ const SCRIPT = `
       if (given) input.given_name = given;
       const body = await call('signup', input);
       if (startChallenge(body)) return;
-      if (body.access_token || body.user) { done(); return; }
+      // Only tokens mean a session: with email verification on, the answer names the user but signs nobody in.
+      if (body.access_token) { done(); return; }
       signInForm();
-      show('notice', typeof body.message === 'string' && body.message ? body.message : 'Check your email to verify your address.');
+      if (who.email) $('email').value = who.email;
+      show('notice', who.email ? 'Check your inbox: we sent a link to ' + who.email + '. Open it to verify your address and sign in.' : (typeof body.message === 'string' && body.message ? body.message : 'Check your messages to verify your account.'));
     } catch (err) { show('error', err.message); }
     finally { busy(false); }
   });
