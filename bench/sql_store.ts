@@ -26,7 +26,7 @@ import { buildQueries, type CheckQuery, type QuerySetName } from './baseline/que
 import { timeAsync } from './check_timing.ts';
 import { Engine, type TupleKey, type TupleStore } from '../engine/index.ts';
 import { SqlStore } from '../engine/sql/sql_store.ts';
-import { LevelChecker } from '../engine/sql/level_checker.ts';
+import { LevelChecker } from '../engine/check/level_checker.ts';
 import { createTestDatabase, type SqlBackend } from '../test/helpers/databases.ts';
 
 const args = process.argv.slice(2);

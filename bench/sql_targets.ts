@@ -32,7 +32,7 @@
  */
 import pg from 'pg';
 import { CheckCache, Engine, type TupleStore } from '../engine/index.ts';
-import { LevelChecker } from '../engine/sql/level_checker.ts';
+import { LevelChecker } from '../engine/check/level_checker.ts';
 import { ReferenceDataset } from './baseline/dataset.ts';
 import { buildQueries, type CheckQuery } from './baseline/queries.ts';
 import { load, round, writesScenario, type BenchDatabase } from './sql_writes.ts';

@@ -25,10 +25,10 @@ import { MemoryStore } from './memory_store.ts';
 import { DEFAULT_STORE_ID, STORE_ID_PATTERN, type Assertion, type ReadFilter, type StoreCatalog, type StoreRecord, type TupleKey, type TupleStore, type TupleChange } from './store.ts';
 import { TypeSystem } from './typesystem.ts';
 import type { TupleReader } from './reader.ts';
-import { type CheckResolver, type Consistency, type ResolutionContext, type ResolveCheckResult, LocalChecker, Scope } from './check.ts';
+import { type CheckResolver, type Consistency, type ResolutionContext, type ResolveCheckResult, LocalChecker, Scope } from './check/local_checker.ts';
 import { type ParsedUser, parseObject, show, tryParseObject, tryParseUser } from './tuple.ts';
 import { FGA_CODES, validateTupleForWrite } from './validation.ts';
-import { CheckPath, type FreshnessHint, type Prepared, invalid, plainTuple } from './engine_check.ts';
+import { CheckPath, type FreshnessHint, type Prepared, invalid, plainTuple } from './check/check_path.ts';
 import { OPTION_RANGES, type BatchCheckResult, type CheckRequest, type CheckResult, type EngineOptions, type ExpandRequest, type ExpandResult, type Limits, type ListObjectsRequest, type ListObjectsResult, type ListUsersRequest, type ListUsersResult, type ModelInput, type QueryOptions, type ReadRequest, type ReadResult, type WriteRequest } from './engine_types.ts';
 import { listObjectIds } from './list_objects.ts';
 import { type UserFilter, listUsers } from './list_users.ts';
@@ -41,13 +41,15 @@ export type * from './store.ts';
 export { DEFAULT_STORE_ID, STORE_ID_PATTERN } from './store.ts';
 export { MemoryStore, type MemoryStoreStats } from './memory_store.ts';
 export { TypeSystem } from './typesystem.ts';
-export type { CheckResolver, Consistency, ResolveCheckRequest, ResolveCheckResult, ResolutionContext } from './check.ts';
-export { LocalChecker, problemKey } from './check.ts';
+export type { CheckResolver, Consistency, ResolveCheckRequest, ResolveCheckResult, ResolutionContext } from './check/local_checker.ts';
+export { LocalChecker, problemKey } from './check/local_checker.ts';
 export type { ExpandNode, ExpandLeaf } from './expand.ts';
 export type { UserFilter } from './list_users.ts';
 export { FGA_CODES } from './validation.ts';
 export type * from './engine_types.ts';
-export { CheckCache, GraphMirror, LevelChecker, type CheckCacheOptions, type CheckCacheStats, type GraphMirrorOptions, type GraphMirrorStats, type LevelCheckerStats } from './cache.ts';
+export { CheckCache, type CheckCacheOptions, type CheckCacheStats } from './check/check_cache.ts';
+export { GraphMirror, type GraphMirrorOptions, type GraphMirrorStats } from './check/graph_mirror.ts';
+export { LevelChecker, type LevelCheckerStats } from './check/level_checker.ts';
 
 /**
  * The FGA engine. One instance serves one store (the default store of its

@@ -8,15 +8,15 @@
  * users, shares one tuple reader per model version, and reaches the head of
  * the resolver chain with a single promise in between (docs/engine.md).
  */
-import { LatchkeyError } from './errors.ts';
-import type { StoredAuthorizationModel } from './model.ts';
-import type { TupleKey, TupleStore } from './store.ts';
-import { TypeSystem } from './typesystem.ts';
-import { TupleReader } from './reader.ts';
-import { type CheckResolver, type Consistency, LocalChecker, type ResolutionContext, type ResolveCheckResult, Scope } from './check.ts';
-import { TopContext, mapLimit } from './check_context.ts';
-import { type ParsedObject, type ParsedUser, fgaError, parseObject, show, tryParseUser } from './tuple.ts';
-import { FGA_CODES, validateTupleForWrite } from './validation.ts';
+import { LatchkeyError } from '../errors.ts';
+import type { StoredAuthorizationModel } from '../model.ts';
+import type { TupleKey, TupleStore } from '../store.ts';
+import { TypeSystem } from '../typesystem.ts';
+import { TupleReader } from '../reader.ts';
+import { type CheckResolver, type Consistency, LocalChecker, type ResolutionContext, type ResolveCheckResult, Scope } from './local_checker.ts';
+import { TopContext, mapLimit } from './top_context.ts';
+import { type ParsedObject, type ParsedUser, fgaError, parseObject, show, tryParseUser } from '../tuple.ts';
+import { FGA_CODES, validateTupleForWrite } from '../validation.ts';
 
 /**
  * Optional for stores and store wrappers: the latest model id when it is known

@@ -1,11 +1,11 @@
 /**
  * The resolution context of one top-level check, and the bounded worker pool
- * a batch check runs its checks in (both used by engine_check.ts).
+ * a batch check runs its checks in (both used by check_path.ts).
  */
-import type { CheckResolver, Consistency, ResolutionContext, ResolveCheckResult } from './check.ts';
-import type { CheckLimits } from './engine_check.ts';
-import type { TupleReader } from './reader.ts';
-import type { TypeSystem } from './typesystem.ts';
+import type { CheckResolver, Consistency, ResolutionContext, ResolveCheckResult } from './local_checker.ts';
+import type { CheckLimits } from './check_path.ts';
+import type { TupleReader } from '../reader.ts';
+import type { TypeSystem } from '../typesystem.ts';
 
 /** Runs `fn` over `items` with at most `limit` in flight, preserving order. */
 export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {

@@ -45,17 +45,14 @@
  * a revision that skipped, a reset) empties the whole cache, as before.
  */
 import { LRUCache } from 'lru-cache';
-import { LatchkeyError } from './errors.ts';
-import { LocalChecker, type CheckResolver, type Consistency, type PathNode, type ResolutionContext, type ResolveCheckRequest, type ResolveCheckResult } from './check.ts';
-import type { StoredAuthorizationModel } from './model.ts';
-import { forwardStoreExtras, type TupleKey, type TupleStore } from './store.ts';
-import { type TypeSystem, rewriteChildren } from './typesystem.ts';
-import { formatUser } from './tuple.ts';
-import type { FreshnessHint, LatestModelHint, TopLevelHits, TopLevelKey } from './engine_check.ts';
-import { type SyncTupleSource, syncSource } from './reader.ts';
-
-export { GraphMirror, type GraphMirrorOptions, type GraphMirrorStats } from './cache_graph.ts';
-export { LevelChecker, type LevelCheckerStats } from './sql/level_checker.ts';
+import { LatchkeyError } from '../errors.ts';
+import { LocalChecker, type CheckResolver, type Consistency, type PathNode, type ResolutionContext, type ResolveCheckRequest, type ResolveCheckResult } from './local_checker.ts';
+import type { StoredAuthorizationModel } from '../model.ts';
+import { forwardStoreExtras, type TupleKey, type TupleStore } from '../store.ts';
+import { type TypeSystem, rewriteChildren } from '../typesystem.ts';
+import { formatUser } from '../tuple.ts';
+import type { FreshnessHint, LatestModelHint, TopLevelHits, TopLevelKey } from './check_path.ts';
+import { type SyncTupleSource, syncSource } from '../reader.ts';
 
 /** Options of a {@link CheckCache}; unknown keys are rejected. */
 export interface CheckCacheOptions {

@@ -33,14 +33,14 @@
  * is kept with the ancestors it met and reused wherever they are all on the
  * path again: cycles only turn answers to false, so that answer stands.
  */
-import { LatchkeyError } from './errors.ts';
-import type { TupleReader } from './reader.ts';
-import type { ParsedUser } from './tuple.ts';
-import { fgaError, formatUser } from './tuple.ts';
-import type { TypeSystem } from './typesystem.ts';
-import type { Userset } from './model.ts';
-import { FGA_CODES } from './validation.ts';
-import { resolveSync } from './check_sync.ts';
+import { LatchkeyError } from '../errors.ts';
+import type { TupleReader } from '../reader.ts';
+import type { ParsedUser } from '../tuple.ts';
+import { fgaError, formatUser } from '../tuple.ts';
+import type { TypeSystem } from '../typesystem.ts';
+import type { Userset } from '../model.ts';
+import { FGA_CODES } from '../validation.ts';
+import { resolveSync } from './resolve_sync.ts';
 
 /** One sub-problem: `objectType:objectId#relation@user`. */
 export interface ResolveCheckRequest {
@@ -362,7 +362,7 @@ export class LocalChecker implements CheckResolver {
   readonly #sync: boolean;
 
   /**
-   * @param options.sync resolve with the synchronous evaluator (engine/check_sync.ts)
+   * @param options.sync resolve with the synchronous evaluator (engine/check/resolve_sync.ts)
    *   whenever the store offers synchronous reads (default true); false always
    *   takes the asynchronous path (for comparisons and tests).
    */

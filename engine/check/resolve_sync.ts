@@ -1,6 +1,6 @@
 /**
  * The synchronous evaluator: the same resolution as {@link LocalChecker}'s
- * asynchronous one (engine/check.ts), for stores that answer reads
+ * asynchronous one (engine/check/local_checker.ts), for stores that answer reads
  * synchronously (the memory store, see `SyncTupleSource` in engine/reader.ts).
  *
  * One check is one synchronous call: no promise and no microtask per
@@ -19,18 +19,18 @@
  *
  * A top-level check of a monotone relation by a plain user, without
  * contextual tuples, is handed to the store's `reachSync` when it has one (the
- * memory store walks its graph index over numbers, see engine/graph_index.ts).
+ * memory store walks its graph index over numbers, see engine/graph/graph_index.ts).
  *
  * Nested sub-problems are resolved here, not dispatched back to the head of
  * the resolver chain: a cache wrapping the evaluator sees top-level requests
  * only, which is where its hits come from.
  */
-import { LatchkeyError } from './errors.ts';
-import { budgetExceeded, depthExceeded, memoise, problemKey, type PathNode, type ResolutionContext, type ResolveCheckRequest, type ResolveCheckResult } from './check.ts';
-import type { Userset } from './model.ts';
-import type { TupleKey } from './store.ts';
-import { type ParsedUser, fgaError } from './tuple.ts';
-import { FGA_CODES } from './validation.ts';
+import { LatchkeyError } from '../errors.ts';
+import { budgetExceeded, depthExceeded, memoise, problemKey, type PathNode, type ResolutionContext, type ResolveCheckRequest, type ResolveCheckResult } from './local_checker.ts';
+import type { Userset } from '../model.ts';
+import type { TupleKey } from '../store.ts';
+import { type ParsedUser, fgaError } from '../tuple.ts';
+import { FGA_CODES } from '../validation.ts';
 
 type R = ResolveCheckResult;
 type Hits = ReadonlySet<string> | null;
