@@ -46,7 +46,9 @@
  */
 import { LRUCache } from 'lru-cache';
 import { LatchkeyError } from '../errors.ts';
-import { LocalChecker, type CheckResolver, type Consistency, type PathNode, type ResolutionContext, type ResolveCheckRequest, type ResolveCheckResult } from './local_checker.ts';
+import type { CheckResolver, Consistency, ResolutionContext, ResolveCheckRequest, ResolveCheckResult } from './check_resolver.ts';
+import { LocalChecker } from './local_checker.ts';
+import { onPath } from './rules.ts';
 import type { StoredAuthorizationModel } from '../model.ts';
 import { forwardStoreExtras, type TupleKey, type TupleStore } from '../store.ts';
 import { type TypeSystem, rewriteChildren } from '../typesystem.ts';
@@ -90,11 +92,6 @@ const HEIGHT_SLOTS = 128;
 const RESULTS: readonly ResolveCheckResult[] = Array.from({ length: 2 * HEIGHT_SLOTS }, (_, i) =>
   Object.freeze({ allowed: i >= HEIGHT_SLOTS, cycle: false, height: i % HEIGHT_SLOTS, hits: NONE }),
 );
-
-function onPath(path: PathNode | undefined, key: string): boolean {
-  for (let p = path; p !== undefined; p = p.parent) if (p.key === key) return true;
-  return false;
-}
 
 function option(options: object, key: string, min: number, max: number, def: number): number {
   const v = (options as Record<string, unknown>)[key];

@@ -30,7 +30,8 @@
  * - **Full consistency.** A resolution asking for `higher_consistency` goes
  *   to the `direct` resolver, whose reads go to the store.
  */
-import { LocalChecker, type CheckResolver } from './local_checker.ts';
+import type { CheckResolver } from './check_resolver.ts';
+import { LocalChecker } from './local_checker.ts';
 import { GraphIndex, type GraphNode, type ReachLimits } from '../graph/graph_index.ts';
 import { LatchkeyError } from '../errors.ts';
 import { type SyncTupleSource, SyncReadRefused } from '../reader.ts';

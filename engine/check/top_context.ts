@@ -2,7 +2,7 @@
  * The resolution context of one top-level check, and the bounded worker pool
  * a batch check runs its checks in (both used by check_path.ts).
  */
-import type { CheckResolver, Consistency, ResolutionContext, ResolveCheckResult } from './local_checker.ts';
+import type { CheckResolver, Consistency, ResolutionContext, ResolveCheckResult } from './check_resolver.ts';
 import type { CheckLimits } from './check_path.ts';
 import type { TupleReader } from '../reader.ts';
 import type { TypeSystem } from '../typesystem.ts';

@@ -27,7 +27,7 @@
  * heavy churn of distinct ids grows by one string per id ever seen).
  */
 import { LatchkeyError } from '../errors.ts';
-import { budgetExceeded, depthExceeded } from '../check/local_checker.ts';
+import { budgetExceeded, depthExceeded } from '../check/rules.ts';
 import type { TupleCondition, TupleKey } from '../store.ts';
 import type { TypeSystem } from '../typesystem.ts';
 import { buildNodes, groupByUser, runHas, runIndex, StagedTuples } from './staged_tuples.ts';
