@@ -34,6 +34,9 @@ import { OPTION_RANGES, type BatchCheckResult, type CheckRequest, type CheckResu
 import { listObjectIds } from './list_objects.ts';
 import { type UserFilter, listUsers } from './list_users.ts';
 import { expandRewrite } from './expand.ts';
+import { type BuildEngineOptions, type RevisionObserver, buildChain } from './check/build_chain.ts';
+import type { CheckCache } from './check/check_cache.ts';
+import type { GraphMirror } from './check/graph_mirror.ts';
 
 // The whole error vocabulary (the class, codes, their HTTP/gRPC statuses, the public/internal split).
 export * from './errors.ts';
@@ -52,6 +55,7 @@ export type * from './engine_types.ts';
 export { CheckCache, type CheckCacheOptions, type CheckCacheStats } from './check/check_cache.ts';
 export { GraphMirror, type GraphMirrorOptions, type GraphMirrorStats } from './check/graph_mirror.ts';
 export { LevelChecker, type LevelCheckerStats } from './check/level_checker.ts';
+export type { BuildEngineOptions, RevisionObserver } from './check/build_chain.ts';
 
 /**
  * The FGA engine. One instance serves one store (the default store of its
@@ -595,6 +599,70 @@ export class Engine {
     if (rw === undefined) throw invalid(`relation '${object.type}#${req.relation}' not found`, { reason: 'relation_not_found', code: FGA_CODES.relation_not_found });
     return { tree: { root: await expandRewrite(reader, object.type, object.id, req.relation, rw) } };
   }
+}
+
+/** An engine as {@link buildEngine} assembled it, with the layers a caller may need to reach. */
+export interface BuiltEngine {
+  engine: Engine;
+  /** The outermost store (the engine's): every write must go through it, so that the cache and the mirror see it. */
+  store: TupleStore;
+  /** The answer cache, unless left out (`cacheSize` or `revisionPollMs` 0). */
+  cache: CheckCache | undefined;
+  /** The graph mirror, when loaded (a store without synchronous reads and `mirror` not false). */
+  mirror: GraphMirror | undefined;
+  /** The layers that must hear of other processes' writes (mirror, then cache); empty when there is neither. */
+  observers: readonly RevisionObserver[];
+  /** Tells every observer of a committed revision (undefined: writes may have been missed). For `RevisionListener`'s `onRevision`. */
+  observeRevision(revision?: number): void;
+  /** Tells every observer that another process wrote a model. For `RevisionListener`'s `onModel`. */
+  observeModel(): void;
+  /**
+   * For a caller that changed the tables outside the engine (in its own
+   * transaction): brings the mirror up to the store's revision (reading the
+   * outer store's revision makes the mirror replay the changelog) and empties
+   * the answer cache, so no answer older than the call is served afterwards.
+   */
+  refresh(): Promise<void>;
+}
+
+/**
+ * Builds an engine with the resolver chain the Latchkey server runs: on a
+ * store without synchronous reads (`SqlStore`), the level-at-a-time checker
+ * and, with `mirror` (default true), the graph mirror, whose synchronous
+ * evaluator answers while it is fresh (full-consistency checks go to the
+ * level checker); on a store with synchronous reads (`MemoryStore`), the
+ * synchronous evaluator; and the answer cache in front (`cacheSize`,
+ * default 100,000, and `revisionPollMs`, default 1,000; either at 0 leaves
+ * it out). The engine's own limits (`conditionCostLimit`, …) pass through.
+ *
+ * Options are validated before anything is loaded: unknown keys and bad
+ * values are `invalid_argument` with reason `invalid_option`, naming the key
+ * (`details.option`). Loading the mirror reads every tuple of the store, and
+ * fails as the store's reads fail.
+ */
+export async function buildEngine(options: BuildEngineOptions = {}): Promise<BuiltEngine> {
+  const chain = await buildChain(options);
+  const { store, cache, observers } = chain;
+  return {
+    engine: new Engine({ ...chain.engineOptions, store, resolver: chain.resolver }),
+    store,
+    cache,
+    mirror: chain.mirror,
+    observers,
+    observeRevision(revision?: number): void {
+      for (const o of observers) o.observeRevision(revision);
+    },
+    observeModel(): void {
+      for (const o of observers) o.observeModel();
+    },
+    async refresh(): Promise<void> {
+      try {
+        await store.revision();
+      } finally {
+        cache?.invalidate();
+      }
+    },
+  };
 }
 
 const nextModelId = monotonicFactory();

@@ -9,7 +9,7 @@
  * nor asked by a super-admin, 400 `failed_precondition` ("fga is not enabled
  * on this server") without an FGA store.
  */
-import { CheckCache, Engine, GraphMirror, LevelChecker, LocalChecker, MemoryStore, type CheckResolver, type TupleStore } from '../../engine/index.ts';
+import { buildEngine, MemoryStore, type Engine, type TupleStore } from '../../engine/index.ts';
 import { openSequelize, RevisionListener, SqlStore } from '../../engine/sql/index.ts';
 import type { Services } from '../services.ts';
 import { ENGINE_HOOKS, withHooks } from './engine_hooks.ts';
@@ -182,22 +182,14 @@ interface Observer {
 }
 
 async function composeEngine(store: TupleStore, sql: boolean, c: Services['config'], observers: Observer[] = []): Promise<Engine> {
-  let base: TupleStore = store;
-  // SqlStore answers a level's reads with one statement whatever their kinds, so reading usersets apart from the
-  // other forward lookups costs no round trip and skips every plain user on the path (5x less CPU on SQLite).
-  // A memory store (and the mirror) reads synchronously, so the plain evaluator answers without a promise per sub-problem.
-  let resolver: CheckResolver = sql ? new LevelChecker() : new LocalChecker();
-  if (sql && c.fgaMirror) {
-    const mirror = await GraphMirror.load({ store, revisionPollMs: c.fgaCacheRevisionPoll });
-    base = mirror.store;
-    observers.push(mirror);
-    // Reads of the level checker go to the database; its exact evaluator must not take the mirror's synchronous reads.
-    resolver = mirror.resolver(new LocalChecker(), new LevelChecker({ inner: new LocalChecker({ sync: false }) }));
-  }
-  if (c.fgaCacheSize > 0 && c.fgaCacheRevisionPoll > 0) {
-    const cache = new CheckCache({ store: base, maxEntries: c.fgaCacheSize, revisionPollMs: c.fgaCacheRevisionPoll });
-    observers.push(cache);
-    return withHooks(new Engine({ store: cache.store, resolver: cache.resolver(resolver), conditionCostLimit: c.fgaConditionCostLimit }), cache.store, cache);
-  }
-  return withHooks(new Engine({ store: base, resolver, conditionCostLimit: c.fgaConditionCostLimit }), base, undefined);
+  // The chain is the engine's own (buildEngine, docs/engine.md): a library user gets the same one.
+  const built = await buildEngine({
+    store,
+    mirror: sql && c.fgaMirror,
+    cacheSize: c.fgaCacheSize,
+    revisionPollMs: c.fgaCacheRevisionPoll,
+    conditionCostLimit: c.fgaConditionCostLimit,
+  });
+  observers.push(...built.observers);
+  return withHooks(built.engine, built.store, built.cache);
 }
