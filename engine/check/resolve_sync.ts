@@ -18,10 +18,6 @@
  * "the synchronous and asynchronous evaluators answer alike" in
  * test/engine/engine.property.test.ts).
  *
- * A top-level check of a monotone relation by a plain user, without
- * contextual tuples, is handed to the store's `reachSync` when it has one (the
- * memory store walks its graph index over numbers, see engine/graph/graph_index.ts).
- *
  * Nested sub-problems are resolved here, not dispatched back to the head of
  * the resolver chain: a cache wrapping the evaluator sees top-level requests
  * only, which is where its hits come from.
@@ -30,10 +26,8 @@ import type { Userset } from '../model.ts';
 import type { ParsedUser } from '../tuple.ts';
 import { type PathNode, type ResolutionContext, type ResolveCheckRequest, type ResolveCheckResult, problemKey } from './check_resolver.ts';
 import {
-  CANCELLED,
   Combination,
   FALSE,
-  NONE,
   RULES,
   THIS_USERSETS,
   THIS_WILDCARD,
@@ -49,34 +43,8 @@ import {
 } from './rules.ts';
 
 type R = ResolveCheckResult;
-/**
- * Answers of a whole top-level check, by depth limit: height is the most a
- * resolution may use, so a cache above serves them to top-level requests only.
- */
-const TOP: R[][] = [];
-
-export function topAnswer(allowed: boolean, maxDepth: number): R {
-  let pair = TOP[maxDepth];
-  if (pair === undefined) {
-    const height = Math.max(0, maxDepth - 1);
-    pair = TOP[maxDepth] = [Object.freeze({ allowed: false, cycle: false, height, hits: NONE }), Object.freeze({ allowed: true, cycle: false, height, hits: NONE })];
-  }
-  return pair[allowed ? 1 : 0]!;
-}
-
 /** Resolves `req` synchronously; `ctx.reader.sync` must be set. Throws what the asynchronous evaluator rejects with. */
 export function resolveSync(req: ResolveCheckRequest, ctx: ResolutionContext): R {
-  if (req.scope.isCancelled()) return CANCELLED;
-  // A top-level check of a monotone relation by a plain user is reachability: the store may walk its index directly.
-  const user = req.user;
-  const monotone = ctx.monotone ?? ctx.visited !== undefined;
-  if (monotone && req.depth === 0 && req.path === undefined && user.kind === 'object' && !ctx.reader.hasContextualTuples) {
-    const source = ctx.reader.sync!;
-    if (source.reachSync !== undefined) {
-      const allowed = source.reachSync(ctx.ts, req.objectType, req.objectId, req.relation, user.type, user.id, ctx, req.object, req.userText);
-      if (allowed !== undefined) return topAnswer(allowed, ctx.maxDepth);
-    }
-  }
   return resolve(req.objectType, req.objectId, req.relation, req.user, req.depth, req.path, ctx);
 }
 
