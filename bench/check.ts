@@ -26,10 +26,8 @@ import { buildQueries, QUERY_SETS, type CheckQuery, type QuerySetName } from './
 import { NaiveEvaluator } from './baseline/naive.ts';
 import { gc, memoryMiB, timeAsync, timeSync, type Timing } from './check_timing.ts';
 import { scenarios } from './scenarios/registry.ts';
-import { CheckCache, Engine, LocalChecker, MemoryStore, type TupleKey, type TupleStore } from '../engine/index.ts';
+import { CheckCache, Engine, GraphMirror, LevelChecker, LocalChecker, MemoryStore, type TupleKey, type TupleStore } from '../engine/index.ts';
 import { SqlStore } from '../engine/sql/sql_store.ts';
-import { LevelChecker } from '../engine/sql/level_checker.ts';
-import { GraphMirror } from '../engine/cache_graph.ts';
 import { createTestDatabase, mysqlUrl, postgresUrl, type SqlBackend } from '../test/helpers/databases.ts';
 
 export type Backend = 'memory' | SqlBackend;

@@ -24,9 +24,8 @@ import { openSequelize } from '../engine/sql/sqlite_sequelize.ts';
 import { ReferenceDataset, REFERENCE_MODEL_DSL, writeDataset } from './baseline/dataset.ts';
 import { buildQueries, type CheckQuery, type QuerySetName } from './baseline/queries.ts';
 import { timeAsync } from './check_timing.ts';
-import { Engine, type TupleKey, type TupleStore } from '../engine/index.ts';
+import { Engine, LevelChecker, type TupleKey, type TupleStore } from '../engine/index.ts';
 import { SqlStore } from '../engine/sql/sql_store.ts';
-import { LevelChecker } from '../engine/sql/level_checker.ts';
 import { createTestDatabase, type SqlBackend } from '../test/helpers/databases.ts';
 
 const args = process.argv.slice(2);

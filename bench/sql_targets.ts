@@ -31,8 +31,7 @@
  * reported: the machine is shared.
  */
 import pg from 'pg';
-import { CheckCache, Engine, type TupleStore } from '../engine/index.ts';
-import { LevelChecker } from '../engine/sql/level_checker.ts';
+import { CheckCache, Engine, LevelChecker, type TupleStore } from '../engine/index.ts';
 import { ReferenceDataset } from './baseline/dataset.ts';
 import { buildQueries, type CheckQuery } from './baseline/queries.ts';
 import { load, round, writesScenario, type BenchDatabase } from './sql_writes.ts';

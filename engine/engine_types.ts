@@ -2,9 +2,9 @@
  * The options, requests and results of the {@link Engine} API (re-exported by
  * index.ts, whose class documents each call).
  */
-import type { CheckResolver, Consistency } from './check.ts';
+import type { CheckResolver, Consistency } from './check/check_resolver.ts';
 import type { LatchkeyError } from './errors.ts';
-import { DEFAULT_CONDITION_COST_LIMIT } from './conditions.ts';
+import { DEFAULT_CONDITION_COST_LIMIT } from './conditions/compiled_condition.ts';
 import type { ExpandNode } from './expand.ts';
 import type { UserFilter } from './list_users.ts';
 import type { AuthorizationModel } from './model.ts';

@@ -25,14 +25,18 @@ import { MemoryStore } from './memory_store.ts';
 import { DEFAULT_STORE_ID, STORE_ID_PATTERN, type Assertion, type ReadFilter, type StoreCatalog, type StoreRecord, type TupleKey, type TupleStore, type TupleChange } from './store.ts';
 import { TypeSystem } from './typesystem.ts';
 import type { TupleReader } from './reader.ts';
-import { type CheckResolver, type Consistency, type ResolutionContext, type ResolveCheckResult, LocalChecker, Scope } from './check.ts';
+import { type CheckResolver, type Consistency, type ResolutionContext, type ResolveCheckResult, Scope } from './check/check_resolver.ts';
+import { LocalChecker } from './check/local_checker.ts';
 import { type ParsedUser, parseObject, show, tryParseObject, tryParseUser } from './tuple.ts';
 import { FGA_CODES, validateTupleForWrite } from './validation.ts';
-import { CheckPath, type FreshnessHint, type Prepared, invalid, plainTuple } from './engine_check.ts';
+import { CheckPath, type FreshnessHint, type Prepared, invalid, plainTuple } from './check/check_path.ts';
 import { OPTION_RANGES, type BatchCheckResult, type CheckRequest, type CheckResult, type EngineOptions, type ExpandRequest, type ExpandResult, type Limits, type ListObjectsRequest, type ListObjectsResult, type ListUsersRequest, type UndecidedObject, type ListUsersResult, type ModelInput, type QueryOptions, type ReadRequest, type ReadResult, type WriteRequest } from './engine_types.ts';
 import { listObjectIds } from './list_objects.ts';
 import { type UserFilter, listUsers } from './list_users.ts';
 import { expandRewrite } from './expand.ts';
+import { type BuildEngineOptions, type RevisionObserver, buildChain } from './check/build_chain.ts';
+import type { CheckCache } from './check/check_cache.ts';
+import type { GraphMirror } from './check/graph_mirror.ts';
 
 // The whole error vocabulary (the class, codes, their HTTP/gRPC statuses, the public/internal split).
 export * from './errors.ts';
@@ -41,13 +45,17 @@ export type * from './store.ts';
 export { DEFAULT_STORE_ID, STORE_ID_PATTERN } from './store.ts';
 export { MemoryStore, type MemoryStoreStats } from './memory_store.ts';
 export { TypeSystem } from './typesystem.ts';
-export type { CheckResolver, Consistency, ResolveCheckRequest, ResolveCheckResult, ResolutionContext } from './check.ts';
-export { LocalChecker, problemKey } from './check.ts';
+export type { CheckResolver, Consistency, ResolveCheckRequest, ResolveCheckResult, ResolutionContext } from './check/check_resolver.ts';
+export { problemKey } from './check/check_resolver.ts';
+export { LocalChecker } from './check/local_checker.ts';
 export type { ExpandNode, ExpandLeaf } from './expand.ts';
 export type { UserFilter } from './list_users.ts';
 export { FGA_CODES } from './validation.ts';
 export type * from './engine_types.ts';
-export { CheckCache, GraphMirror, LevelChecker, type CheckCacheOptions, type CheckCacheStats, type GraphMirrorOptions, type GraphMirrorStats, type LevelCheckerStats } from './cache.ts';
+export { CheckCache, type CheckCacheOptions, type CheckCacheStats } from './check/check_cache.ts';
+export { GraphMirror, type GraphMirrorOptions, type GraphMirrorStats } from './check/graph_mirror.ts';
+export { LevelChecker, type LevelCheckerStats } from './check/level_checker.ts';
+export type { BuildEngineOptions, RevisionObserver } from './check/build_chain.ts';
 
 /**
  * The FGA engine. One instance serves one store (the default store of its
@@ -607,6 +615,70 @@ export class Engine {
     if (rw === undefined) throw invalid(`relation '${object.type}#${req.relation}' not found`, { reason: 'relation_not_found', code: FGA_CODES.relation_not_found });
     return { tree: { root: await expandRewrite(reader, object.type, object.id, req.relation, rw) } };
   }
+}
+
+/** An engine as {@link buildEngine} assembled it, with the layers a caller may need to reach. */
+export interface BuiltEngine {
+  engine: Engine;
+  /** The outermost store (the engine's): every write must go through it, so that the cache and the mirror see it. */
+  store: TupleStore;
+  /** The answer cache, unless left out (`cacheSize` or `revisionPollMs` 0). */
+  cache: CheckCache | undefined;
+  /** The graph mirror, when loaded (a store without synchronous reads and `mirror` not false). */
+  mirror: GraphMirror | undefined;
+  /** The layers that must hear of other processes' writes (mirror, then cache); empty when there is neither. */
+  observers: readonly RevisionObserver[];
+  /** Tells every observer of a committed revision (undefined: writes may have been missed). For `RevisionListener`'s `onRevision`. */
+  observeRevision(revision?: number): void;
+  /** Tells every observer that another process wrote a model. For `RevisionListener`'s `onModel`. */
+  observeModel(): void;
+  /**
+   * For a caller that changed the tables outside the engine (in its own
+   * transaction): brings the mirror up to the store's revision (reading the
+   * outer store's revision makes the mirror replay the changelog) and empties
+   * the answer cache, so no answer older than the call is served afterwards.
+   */
+  refresh(): Promise<void>;
+}
+
+/**
+ * Builds an engine with the resolver chain the Latchkey server runs: on a
+ * store without synchronous reads (`SqlStore`), the level-at-a-time checker
+ * and, with `mirror` (default true), the graph mirror, whose synchronous
+ * evaluator answers while it is fresh (full-consistency checks go to the
+ * level checker); on a store with synchronous reads (`MemoryStore`), the
+ * synchronous evaluator; and the answer cache in front (`cacheSize`,
+ * default 100,000, and `revisionPollMs`, default 1,000; either at 0 leaves
+ * it out). The engine's own limits (`conditionCostLimit`, …) pass through.
+ *
+ * Options are validated before anything is loaded: unknown keys and bad
+ * values are `invalid_argument` with reason `invalid_option`, naming the key
+ * (`details.option`). Loading the mirror reads every tuple of the store, and
+ * fails as the store's reads fail.
+ */
+export async function buildEngine(options: BuildEngineOptions = {}): Promise<BuiltEngine> {
+  const chain = await buildChain(options);
+  const { store, cache, observers } = chain;
+  return {
+    engine: new Engine({ ...chain.engineOptions, store, resolver: chain.resolver }),
+    store,
+    cache,
+    mirror: chain.mirror,
+    observers,
+    observeRevision(revision?: number): void {
+      for (const o of observers) o.observeRevision(revision);
+    },
+    observeModel(): void {
+      for (const o of observers) o.observeModel();
+    },
+    async refresh(): Promise<void> {
+      try {
+        await store.revision();
+      } finally {
+        cache?.invalidate();
+      }
+    },
+  };
 }
 
 const nextModelId = monotonicFactory();

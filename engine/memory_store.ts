@@ -4,7 +4,7 @@
  * when it exits.
  *
  * Every read is an index lookup, never a scan. The tuples live in a compact
- * graph index (engine/graph_index.ts): interned strings, numeric node keys
+ * graph index (engine/graph/graph_index.ts): interned strings, numeric node keys
  * `object#relation` with plain and userset users apart, and a reverse index
  * user → objects. The changelog is kept in typed arrays. Check reads it
  * synchronously (`SyncTupleSource`, engine/reader.ts), and a top-level check
@@ -12,8 +12,8 @@
  */
 import { LatchkeyError } from './errors.ts';
 import type { StoredAuthorizationModel } from './model.ts';
-import { GraphIndex, REL_SLOTS, type GraphNode } from './graph_index.ts';
-import type { ReachLimits } from './graph_index.ts';
+import { GraphIndex, REL_SLOTS, type GraphNode } from './graph/graph_index.ts';
+import type { ReachLimits } from './graph/graph_index.ts';
 import type { TypeSystem } from './typesystem.ts';
 import { DEFAULT_STORE_ID } from './store.ts';
 import type {
@@ -269,7 +269,7 @@ export class MemoryStore implements TupleStore {
     return last === undefined ? undefined : structuredClone(last);
   }
 
-  /** The latest model id, synchronously (`LatestModelHint` in engine/engine_check.ts). */
+  /** The latest model id, synchronously (`LatestModelHint` in engine/check/check_path.ts). */
   knownLatestModelId(): string | undefined {
     return this.#closed ? undefined : this.#models.at(-1)?.id;
   }

@@ -8,8 +8,8 @@
  * docs/engine.md. Every failure is `invalid_argument` with reason
  * `invalid_authorization_model` and OpenFGA's code 2056 in `details`.
  */
-import { CONDITION_LIMITS, CompiledCondition, DEFAULT_CONDITION_COST_LIMIT } from './conditions.ts';
-import { UndeclaredReference } from './conditions_cel_allowlist.ts';
+import { CONDITION_LIMITS, CompiledCondition, DEFAULT_CONDITION_COST_LIMIT } from './conditions/compiled_condition.ts';
+import { UndeclaredReference } from './conditions/cel_allowlist.ts';
 import type { LatchkeyError } from './errors.ts';
 import type { AuthorizationModel, RelationReference, Userset } from './model.ts';
 import { fgaError, isRelationName, show, isTypeName } from './tuple.ts';

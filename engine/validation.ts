@@ -7,7 +7,7 @@
  */
 import type { LatchkeyError } from './errors.ts';
 import type { TupleKey } from './store.ts';
-import { CONDITION_LIMITS } from './conditions.ts';
+import { CONDITION_LIMITS } from './conditions/compiled_condition.ts';
 import { type ParsedObject, type ParsedUser, fgaError, show, tryParseObject, tryParseUser } from './tuple.ts';
 import type { TypeSystem } from './typesystem.ts';
 

@@ -1,5 +1,5 @@
 /**
- * The graph mirror and its check fast path (engine/cache_graph.ts): correct on
+ * The graph mirror and its check fast path (engine/check/graph_mirror.ts): correct on
  * the reference dataset, equal to the evaluator under random writes and
  * checks (differential property, conditions and non-monotone relations
  * included), current after local writes at once and after other processes'
@@ -9,7 +9,7 @@ import test from 'ava';
 import fc from 'fast-check';
 import { Engine, LatchkeyError, LocalChecker, MemoryStore, type TupleKey, type TupleStore } from '../../engine/index.ts';
 import { SyncReadRefused, syncSource } from '../../engine/reader.ts';
-import { GraphMirror } from '../../engine/cache_graph.ts';
+import { GraphMirror } from '../../engine/check/graph_mirror.ts';
 import { ReferenceDataset, REFERENCE_MODEL_DSL } from '../../bench/baseline/dataset.ts';
 import { buildQueries, QUERY_SETS } from '../../bench/baseline/queries.ts';
 import { GRAPH_MODEL, graphUniverse, outcome } from './graph_universe.ts';
@@ -102,7 +102,7 @@ const denied = (x: string): boolean => x === 'false' || x.startsWith('error ');
 const agree = (a: string, b: string): boolean => a === b || (a === DEPTH_ERROR && denied(b)) || (b === DEPTH_ERROR && denied(a));
 
 test('synchronous evaluator and index walk equal the asynchronous evaluator, conditions included (property)', async (t) => {
-  // The memory store answers reads synchronously (engine/check_sync.ts, GraphIndex.reach);
+  // The memory store answers reads synchronously (engine/check/resolve_sync.ts, GraphIndex.reach);
   // LocalChecker({ sync: false }) resolves the same store through promises.
   const op = fc.oneof(
     fc.record({ kind: fc.constant('toggle' as const), i: fc.nat({ max: UNIVERSE.length - 1 }) }),

@@ -10,7 +10,7 @@
 import test from 'ava';
 import fc from 'fast-check';
 import type { Sequelize } from 'sequelize';
-import { CheckCache, Engine, GraphMirror, LatchkeyError, LevelChecker, LocalChecker, type TupleKey, type TupleStore } from '../../engine/index.ts';
+import { buildEngine, Engine, LatchkeyError, type GraphMirror, type TupleKey, type TupleStore } from '../../engine/index.ts';
 import { SqlStore } from '../../engine/sql/sql_store.ts';
 import { createTestDatabase, sqlBackends } from '../helpers/databases.ts';
 import { connect } from './sql_helpers.ts';
@@ -51,13 +51,10 @@ for (const d of docs) {
 }
 const key = (t: TupleKey): string => `${t.object}#${t.relation}@${t.user}`;
 
-/** The server's stack over `store` (server/handlers/permissions.ts `composeEngine`), with or without the check cache. */
+/** The server's stack over `store` (`buildEngine`, as server/compose/engine.ts builds it), with or without the check cache. */
 async function serverStack(store: TupleStore, options: { pollMs: number; cache: boolean }): Promise<{ engine: Engine; mirror: GraphMirror }> {
-  const mirror = await GraphMirror.load({ store, revisionPollMs: options.pollMs });
-  const resolver = mirror.resolver(new LocalChecker(), new LevelChecker({ inner: new LocalChecker({ sync: false }) }));
-  if (!options.cache) return { engine: new Engine({ store: mirror.store, resolver }), mirror };
-  const cache = new CheckCache({ store: mirror.store, revisionPollMs: options.pollMs });
-  return { engine: new Engine({ store: cache.store, resolver: cache.resolver(resolver) }), mirror };
+  const built = await buildEngine({ store, revisionPollMs: options.pollMs, ...(options.cache ? {} : { cacheSize: 0 }) });
+  return { engine: built.engine, mirror: built.mirror! };
 }
 
 async function outcome(f: () => Promise<unknown>): Promise<string> {

@@ -7,7 +7,7 @@
  */
 import test from 'ava';
 import fc from 'fast-check';
-import { CompiledCondition } from '../../engine/conditions.ts';
+import { CompiledCondition } from '../../engine/conditions/compiled_condition.ts';
 import { LatchkeyError } from '../../engine/index.ts';
 import type { ConditionParamTypeRef } from '../../engine/model.ts';
 

@@ -9,8 +9,8 @@
  */
 import test from 'ava';
 import fc from 'fast-check';
-import { compileCel } from '../../engine/conditions_cel.ts';
-import { durationNanos, durationOf, formatTimestamp, parseRfc3339, timestampNanos, timestampOf } from '../../engine/conditions_cel_time.ts';
+import { compileCel } from '../../engine/conditions/cel.ts';
+import { durationNanos, durationOf, formatTimestamp, parseRfc3339, timestampNanos, timestampOf } from '../../engine/conditions/cel_time.ts';
 
 const NS = 1_000_000_000n;
 /** cel-go's timestamp range, in nanoseconds. */

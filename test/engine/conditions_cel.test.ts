@@ -5,7 +5,7 @@
  */
 import test from 'ava';
 import { Engine, type EngineOptions, LatchkeyError } from '../../engine/index.ts';
-import { compileCel } from '../../engine/conditions_cel.ts';
+import { compileCel } from '../../engine/conditions/cel.ts';
 
 function reason(err: unknown): string | undefined {
   return err instanceof LatchkeyError ? err.reason : `not a LatchkeyError: ${String(err)}`;

@@ -15,9 +15,9 @@
 import test from 'ava';
 import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { compileCel } from '../../engine/conditions_cel.ts';
-import { Duration, durationNanos, timestampNanos, timestampOf } from '../../engine/conditions_cel_time.ts';
-import { UnsignedInt } from '../../engine/conditions_cel_values.ts';
+import { compileCel } from '../../engine/conditions/cel.ts';
+import { Duration, durationNanos, timestampNanos, timestampOf } from '../../engine/conditions/cel_time.ts';
+import { UnsignedInt } from '../../engine/conditions/cel_values.ts';
 import { field, parseTextProto, scalar, sub, subs, textString, type TextMessage, type TextValue } from './textproto.ts';
 
 const DIR = fileURLToPath(new URL('../../../shared/conformance/cel-spec/', import.meta.url));

@@ -430,7 +430,7 @@ test('sharing sub-problem answers across checks never changes an answer', async 
 
 test('the synchronous and asynchronous evaluators answer alike', async (t) => {
   // The memory store answers reads synchronously, so the engine resolves a
-  // check in one synchronous call (engine/check_sync.ts); LocalChecker with
+  // check in one synchronous call (engine/check/resolve_sync.ts); LocalChecker with
   // `sync: false` resolves the same store through promises, as for SQL stores.
   // Same model, tuples, contextual tuples and depth limit: same answer or the
   // same error code. `blocked` may hold group usersets (cycles reach `but not`)
@@ -508,7 +508,7 @@ test('the synchronous and asynchronous evaluators answer alike', async (t) => {
 
 test('a cached engine answers as an uncached one under random writes and deletes (random models)', async (t) => {
   // The cache invalidates only the relations a written tuple can affect, computed from the model
-  // (engine/cache.ts, tupleClassesRead): on random models with usersets, tuple-to-userset chains,
+  // (engine/check/check_cache.ts, tupleClassesRead): on random models with usersets, tuple-to-userset chains,
   // intersections and exclusions, every answer after every write must equal a fresh evaluation.
   const arb = specArb.chain((spec) => {
     const candidates = candidateTuples(spec).concat(

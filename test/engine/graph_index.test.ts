@@ -1,5 +1,5 @@
 /**
- * The graph index (engine/graph_index.ts), loaded tuple by tuple or in bulk
+ * The graph index (engine/graph/graph_index.ts), loaded tuple by tuple or in bulk
  * (`bulk: true`, then `finishBulk`, as the graph mirror loads): its forward
  * reads (a node's tuples, a tuple's revision) and reverse reads list exactly
  * the tuples present, with their conditions, through any later writes and
@@ -8,7 +8,7 @@
  */
 import test from 'ava';
 import fc from 'fast-check';
-import { GraphIndex } from '../../engine/graph_index.ts';
+import { GraphIndex } from '../../engine/graph/graph_index.ts';
 import { LatchkeyError, type TupleKey } from '../../engine/index.ts';
 
 const OBJECTS = ['doc:a', 'doc:b', 'doc:c', 'folder:x', 'folder:y'];

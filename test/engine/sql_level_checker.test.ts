@@ -1,5 +1,5 @@
 /**
- * The level-batched check fast path (engine/sql/level_checker.ts): same
+ * The level-batched check fast path (engine/check/level_checker.ts): same
  * answers as the evaluator alone, on the reference dataset (memory store and
  * SQLite, against the generator's expected answers) and on random graphs with
  * conditions, wildcards, cycles and non-monotone relations (differential
@@ -9,7 +9,7 @@
 import test from 'ava';
 import fc from 'fast-check';
 import { Engine, MemoryStore, type TupleKey, type TupleStore } from '../../engine/index.ts';
-import { LevelChecker } from '../../engine/sql/level_checker.ts';
+import { LevelChecker } from '../../engine/check/level_checker.ts';
 import { ReferenceDataset, REFERENCE_MODEL_DSL } from '../../bench/baseline/dataset.ts';
 import { buildQueries, QUERY_SETS } from '../../bench/baseline/queries.ts';
 import { GRAPH_MODEL, graphUniverse, outcome } from './graph_universe.ts';

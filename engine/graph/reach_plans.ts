@@ -1,15 +1,15 @@
 /**
- * What the graph index's walk (`GraphIndex.reach`, engine/graph_index.ts)
+ * What the graph index's walk (`GraphIndex.reach`, engine/graph/graph_index.ts)
  * reads from the model, per model version: a plan per type and relation
  * number (its direct part, computed relations and tuple-to-usersets, or null
  * when the rewrite is not a plain union), and whether the type restrictions
  * admit a tuple, answered per user form (type, kind, userset relation)
  * without building strings.
  */
-import type { Userset } from './model.ts';
-import type { ParsedUser } from './tuple.ts';
-import type { TypeSystem } from './typesystem.ts';
-import { tupleReadable } from './validation.ts';
+import type { Userset } from '../model.ts';
+import type { ParsedUser } from '../tuple.ts';
+import type { TypeSystem } from '../typesystem.ts';
+import { tupleReadable } from '../validation.ts';
 
 /** Kinds of an interned string used as a user. */
 export const OBJECT = 0;

@@ -24,7 +24,7 @@
  * test/engine/conditions_allowlist.property.test.ts and
  * test/transports/fga_condition_allowlist.test.ts.
  */
-import { type Node, children, isNode } from './conditions_cel_cost.ts';
+import { type Node, children, isNode } from './cel_cost.ts';
 
 /**
  * Global functions of cel-go's standard library (type conversions, `size`,

@@ -3,7 +3,7 @@
  * `CostTracker`; constants from `common/cost.go`), computed over
  * `@marcbachmann/cel-js`'s syntax tree so that OpenFGA's limit
  * (`maxConditionEvaluationCost`, default 100) stops the same expressions.
- * The evaluator (`conditions_cel.ts`) records each node's value and calls
+ * The evaluator (`cel.ts`) records each node's value and calls
  * {@link nodeCost} or {@link macroCost} after it.
  *
  * Pinned by test/engine/conditions_cel.test.ts (costs and the limit).

@@ -1,11 +1,21 @@
 /**
  * The resolution context of one top-level check, and the bounded worker pool
- * a batch check runs its checks in (both used by engine_check.ts).
+ * a batch check runs its checks in (both used by check_path.ts).
  */
-import type { CheckResolver, Consistency, ResolutionContext, ResolveCheckResult } from './check.ts';
-import type { CheckLimits } from './engine_check.ts';
-import type { TupleReader } from './reader.ts';
-import type { TypeSystem } from './typesystem.ts';
+import type { CheckResolver, Consistency, ResolutionContext, ResolveCheckResult } from './check_resolver.ts';
+import type { TupleReader } from '../reader.ts';
+import type { TypeSystem } from '../typesystem.ts';
+
+/** The limits the check path reads (a subset of the engine's). */
+export interface CheckLimits {
+  maxResolutionDepth: number;
+  maxChecksPerBatch: number;
+  maxContextualTuples: number;
+  maxConcurrentChecks: number;
+  maxDispatchesPerCheck: number;
+  /** cel-go runtime cost above which a condition's evaluation fails (see {@link TypeSystem}). */
+  conditionCostLimit: number;
+}
 
 /** Runs `fn` over `items` with at most `limit` in flight, preserving order. */
 export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {

@@ -45,17 +45,16 @@
  * a revision that skipped, a reset) empties the whole cache, as before.
  */
 import { LRUCache } from 'lru-cache';
-import { LatchkeyError } from './errors.ts';
-import { LocalChecker, type CheckResolver, type Consistency, type PathNode, type ResolutionContext, type ResolveCheckRequest, type ResolveCheckResult } from './check.ts';
-import type { StoredAuthorizationModel } from './model.ts';
-import { forwardStoreExtras, type TupleKey, type TupleStore } from './store.ts';
-import { type TypeSystem, rewriteChildren } from './typesystem.ts';
-import { formatUser } from './tuple.ts';
-import type { FreshnessHint, LatestModelHint, TopLevelHits, TopLevelKey } from './engine_check.ts';
-import { type SyncTupleSource, syncSource } from './reader.ts';
-
-export { GraphMirror, type GraphMirrorOptions, type GraphMirrorStats } from './cache_graph.ts';
-export { LevelChecker, type LevelCheckerStats } from './sql/level_checker.ts';
+import { LatchkeyError } from '../errors.ts';
+import type { CheckResolver, Consistency, ResolutionContext, ResolveCheckRequest, ResolveCheckResult } from './check_resolver.ts';
+import { LocalChecker } from './local_checker.ts';
+import { onPath } from './rules.ts';
+import type { StoredAuthorizationModel } from '../model.ts';
+import { forwardStoreExtras, type TupleKey, type TupleStore } from '../store.ts';
+import { type TypeSystem, rewriteChildren } from '../typesystem.ts';
+import { formatUser } from '../tuple.ts';
+import type { FreshnessHint, LatestModelHint, TopLevelHits, TopLevelKey } from './check_path.ts';
+import { type SyncTupleSource, syncSource } from '../reader.ts';
 
 /** Options of a {@link CheckCache}; unknown keys are rejected. */
 export interface CheckCacheOptions {
@@ -93,11 +92,6 @@ const HEIGHT_SLOTS = 128;
 const RESULTS: readonly ResolveCheckResult[] = Array.from({ length: 2 * HEIGHT_SLOTS }, (_, i) =>
   Object.freeze({ allowed: i >= HEIGHT_SLOTS, cycle: false, height: i % HEIGHT_SLOTS, hits: NONE }),
 );
-
-function onPath(path: PathNode | undefined, key: string): boolean {
-  for (let p = path; p !== undefined; p = p.parent) if (p.key === key) return true;
-  return false;
-}
 
 function option(options: object, key: string, min: number, max: number, def: number): number {
   const v = (options as Record<string, unknown>)[key];

@@ -10,7 +10,7 @@
  * ```
  *
  * - **Compact.** The tuples live in the memory store's graph index
- *   (engine/graph_index.ts, with its reverse index): interned strings,
+ *   (engine/graph/graph_index.ts, with its reverse index): interned strings,
  *   numeric node keys `object#relation`, plain and userset users apart (the
  *   split index of performance-anchors §2.3).
  * - **Synchronous reads.** {@link GraphMirror.store} offers the memory
@@ -30,13 +30,14 @@
  * - **Full consistency.** A resolution asking for `higher_consistency` goes
  *   to the `direct` resolver, whose reads go to the store.
  */
-import { LocalChecker, type CheckResolver } from './check.ts';
-import { GraphIndex, type GraphNode, type ReachLimits } from './graph_index.ts';
-import { LatchkeyError } from './errors.ts';
-import { type SyncTupleSource, SyncReadRefused } from './reader.ts';
-import { forwardStoreExtras, type TupleCondition, type TupleKey, type TupleStore } from './store.ts';
-import type { TypeSystem } from './typesystem.ts';
-import type { FreshnessHint, LatestModelHint } from './engine_check.ts';
+import type { CheckResolver } from './check_resolver.ts';
+import { LocalChecker } from './local_checker.ts';
+import { GraphIndex, type GraphNode, type ReachLimits } from '../graph/graph_index.ts';
+import { LatchkeyError } from '../errors.ts';
+import { type SyncTupleSource, SyncReadRefused } from '../reader.ts';
+import { forwardStoreExtras, type TupleCondition, type TupleKey, type TupleStore } from '../store.ts';
+import type { TypeSystem } from '../typesystem.ts';
+import type { FreshnessHint, LatestModelHint } from './check_path.ts';
 
 /** Options of {@link GraphMirror.load}; unknown keys are rejected. */
 export interface GraphMirrorOptions {

@@ -15,7 +15,7 @@
  *   relation first so every map key stays a small integer.
  * - **Bulk.** An index made with `bulk: true` (the graph mirror's load) stages
  *   its tuples as numbers and {@link GraphIndex.finishBulk} builds both
- *   directions at once as sorted runs of `Int32Array`s (engine/graph_bulk.ts:
+ *   directions at once as sorted runs of `Int32Array`s (engine/graph/staged_tuples.ts:
  *   outside the JS heap, no object per tuple). A later write to a node or a
  *   user's reverse entry first copies its run into a `Map` or `Set`.
  * - **Reach.** {@link GraphIndex.reach} answers a top-level check of a
@@ -26,12 +26,12 @@
  * Interned strings are kept when their last tuple is deleted (a store with
  * heavy churn of distinct ids grows by one string per id ever seen).
  */
-import { LatchkeyError } from './errors.ts';
-import { budgetExceeded, depthExceeded } from './check.ts';
-import type { TupleCondition, TupleKey } from './store.ts';
-import type { TypeSystem } from './typesystem.ts';
-import { buildNodes, groupByUser, runHas, runIndex, StagedTuples } from './graph_bulk.ts';
-import { OBJECT, ReachPlans, USERSET, WILDCARD, type Admitted, type Plan } from './graph_plans.ts';
+import { LatchkeyError } from '../errors.ts';
+import { budgetExceeded, depthExceeded } from '../check/rules.ts';
+import type { TupleCondition, TupleKey } from '../store.ts';
+import type { TypeSystem } from '../typesystem.ts';
+import { buildNodes, groupByUser, runHas, runIndex, StagedTuples } from './staged_tuples.ts';
+import { OBJECT, ReachPlans, USERSET, WILDCARD, type Admitted, type Plan } from './reach_plans.ts';
 
 /** Most distinct relation names an index numbers. */
 export const REL_SLOTS = 4096;

@@ -8,15 +8,16 @@
  * users, shares one tuple reader per model version, and reaches the head of
  * the resolver chain with a single promise in between (docs/engine.md).
  */
-import { LatchkeyError } from './errors.ts';
-import type { StoredAuthorizationModel } from './model.ts';
-import type { TupleKey, TupleStore } from './store.ts';
-import { TypeSystem } from './typesystem.ts';
-import { TupleReader } from './reader.ts';
-import { type CheckResolver, type Consistency, LocalChecker, type ResolutionContext, type ResolveCheckResult, Scope } from './check.ts';
-import { TopContext, mapLimit } from './check_context.ts';
-import { type ParsedObject, type ParsedUser, fgaError, parseObject, show, tryParseUser } from './tuple.ts';
-import { FGA_CODES, validateTupleForWrite } from './validation.ts';
+import { LatchkeyError } from '../errors.ts';
+import type { StoredAuthorizationModel } from '../model.ts';
+import type { TupleKey, TupleStore } from '../store.ts';
+import { TypeSystem } from '../typesystem.ts';
+import { TupleReader } from '../reader.ts';
+import { type CheckResolver, type Consistency, type ResolutionContext, type ResolveCheckResult, Scope } from './check_resolver.ts';
+import { LocalChecker } from './local_checker.ts';
+import { type CheckLimits, TopContext, mapLimit } from './top_context.ts';
+import { type ParsedObject, type ParsedUser, fgaError, parseObject, show, tryParseUser } from '../tuple.ts';
+import { FGA_CODES, validateTupleForWrite } from '../validation.ts';
 
 /**
  * Optional for stores and store wrappers: the latest model id when it is known
@@ -81,16 +82,6 @@ interface ValidCheck {
   key: TopLevelKey;
 }
 
-/** The limits the check path reads (a subset of the engine's). */
-export interface CheckLimits {
-  maxResolutionDepth: number;
-  maxChecksPerBatch: number;
-  maxContextualTuples: number;
-  maxConcurrentChecks: number;
-  maxDispatchesPerCheck: number;
-  /** cel-go runtime cost above which a condition's evaluation fails (see {@link TypeSystem}). */
-  conditionCostLimit: number;
-}
 
 /** Fields of a query request that the preparation reads. */
 export interface CheckQuery {
@@ -343,7 +334,7 @@ export class CheckPath {
    * A top-level check without contextual tuples, condition context or a
    * consistency preference, of a monotone relation by a plain user, with the
    * plain synchronous evaluator as resolver: what that evaluator does first
-   * (`resolveSync`: the store's own walk over its index), without building
+   * (`LocalChecker.resolveCheckSync`: the store's own walk over its index), without building
    * its request and context. `valid` is the request as `#validate`
    * returned it; the caller validates once and hands the same result to the
    * general path (`#resolveOne`) when this one declines. Throws what

@@ -4,7 +4,7 @@
  * `net/netip`), cel-go's equality and ordering across numeric kinds, bytes,
  * lists and maps (`common/types/compare.go`, `types.Equal`), and the range
  * checks of results. Durations and timestamps are in
- * `conditions_cel_time.ts`.
+ * `cel_time.ts`.
  *
  * Pinned by test/engine/conditions_cel.test.ts,
  * test/engine/conditions_cel_spec.test.ts and
@@ -12,7 +12,7 @@
  */
 import { isIP } from 'node:net';
 import { evaluate as celEvaluate } from '@marcbachmann/cel-js';
-import { Duration, durationInRange, durationNanos, timestampInRange, timestampNanos } from './conditions_cel_time.ts';
+import { Duration, durationInRange, durationNanos, timestampInRange, timestampNanos } from './cel_time.ts';
 
 /** OpenFGA's `ipaddress` CEL type (Go `netip.Addr` semantics). */
 export class IPAddress {

@@ -29,7 +29,8 @@
  * with no positive answer found. Answers carry `height = maxDepth - 1`, so a
  * cache above serves them to top-level requests only.
  */
-import { LocalChecker, type CheckResolver, type ResolutionContext, type ResolveCheckRequest, type ResolveCheckResult } from '../check.ts';
+import type { CheckResolver, ResolutionContext, ResolveCheckRequest, ResolveCheckResult } from './check_resolver.ts';
+import { LocalChecker } from './local_checker.ts';
 import type { Userset } from '../model.ts';
 import type { ReadTuple } from '../reader.ts';
 import type { ParsedUser } from '../tuple.ts';

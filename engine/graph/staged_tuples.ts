@@ -1,5 +1,5 @@
 /**
- * The pieces of a bulk load of the graph index (engine/graph_index.ts) that
+ * The pieces of a bulk load of the graph index (engine/graph/graph_index.ts) that
  * work on numbers only: tuples staged as numbers in growable `Int32Array`s,
  * sorted unique runs in one array, and the reverse index's grouping.
  *
@@ -10,7 +10,7 @@
  * Typed arrays live outside the JS heap and are returned to the system when
  * dropped.
  */
-import type { TupleCondition } from './store.ts';
+import type { TupleCondition } from '../store.ts';
 
 /** Tuples as (object, relation, user) numbers, in the order added; conditions apart by position. */
 export class StagedTuples {
@@ -40,7 +40,7 @@ function grown(a: Int32Array<ArrayBuffer>): Int32Array<ArrayBuffer> {
   return b;
 }
 
-/** The fields of a graph node that a bulk build fills (`GraphNode`, engine/graph_index.ts). */
+/** The fields of a graph node that a bulk build fills (`GraphNode`, engine/graph/graph_index.ts). */
 interface BulkNode {
   conds: Map<number, TupleCondition> | undefined;
   from: number;

@@ -3,12 +3,12 @@
  * model is written and evaluated per tuple during resolution.
  *
  * The CEL environment (OpenFGA's: cel-go's standard library plus
- * `ipaddress`) is in `conditions_cel.ts`, the functions it declares (the
+ * `ipaddress`) is in `cel.ts`, the functions it declares (the
  * only ones a model version being written may use) in
- * `conditions_cel_allowlist.ts`, its values in
- * `conditions_cel_values.ts`, durations and timestamps (with the Go parsers
- * the conversions below use) in `conditions_cel_time.ts`, cel-go's cost
- * tracking in `conditions_cel_cost.ts`.
+ * `cel_allowlist.ts`, its values in
+ * `cel_values.ts`, durations and timestamps (with the Go parsers
+ * the conversions below use) in `cel_time.ts`, cel-go's cost
+ * tracking in `cel_cost.ts`.
  *
  * Semantics follow OpenFGA (`internal/condition/condition.go`,
  * `internal/condition/types/*`):
@@ -26,15 +26,15 @@
  *   100 by default (OpenFGA's `maxConditionEvaluationCost`), is an error, never
  *   an answer.
  */
-import { type CelProgram, compileCel } from './conditions_cel.ts';
-import { UndeclaredReference } from './conditions_cel_allowlist.ts';
-import { CostLimitError } from './conditions_cel_cost.ts';
-import { durationOf, parseGoDuration, parseRfc3339 } from './conditions_cel_time.ts';
-import { IPAddress, UnsignedInt } from './conditions_cel_values.ts';
-import type { Condition, ConditionParamTypeRef } from './model.ts';
-import { FGA_VALIDATION_ERROR, fgaError, show } from './tuple.ts';
+import { type CelProgram, compileCel } from './cel.ts';
+import { UndeclaredReference } from './cel_allowlist.ts';
+import { CostLimitError } from './cel_cost.ts';
+import { durationOf, parseGoDuration, parseRfc3339 } from './cel_time.ts';
+import { IPAddress, UnsignedInt } from './cel_values.ts';
+import type { Condition, ConditionParamTypeRef } from '../model.ts';
+import { FGA_VALIDATION_ERROR, fgaError, show } from '../tuple.ts';
 
-export { IPAddress } from './conditions_cel_values.ts';
+export { IPAddress } from './cel_values.ts';
 
 /** OpenFGA's default `maxConditionEvaluationCost`. */
 export const DEFAULT_CONDITION_COST_LIMIT = 100;

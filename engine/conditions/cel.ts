@@ -9,27 +9,27 @@
  *
  * - `ipaddress`: the type, `ipaddress(string)`, `.in_cidr(string)` and
  *   equality (the values and their Go `net/netip` rules are in
- *   `conditions_cel_values.ts`);
+ *   `cel_values.ts`);
  * - `matches(string, string)`, cel-go's global form of `.matches()`;
  * - on request (`openfgaOnly`, set for a model version being written), the
  *   refusal of the library's functions that OpenFGA's environment lacks
- *   (`conditions_cel_allowlist.ts`);
+ *   (`cel_allowlist.ts`);
  * - `== null` / `!= null` on the types cel-go's checker calls nullable
  *   (`checker/types.go`, `isNullable`): timestamp, duration and opaque types
  *   such as `ipaddress`. On int, uint, double, bool, string, list and map the
  *   comparison does not compile, in cel-go and here alike;
  * - cel-go's answers where the library's differ, by wrapping each node's
  *   evaluation: equality and ordering across kinds, nanosecond durations and
- *   timestamps with cel-go's time zones (`conditions_cel_time.ts`), map
+ *   timestamps with cel-go's time zones (`cel_time.ts`), map
  *   literals keyed by their typed keys, lists indexed by a uint, strict UTF-8
  *   in `string(bytes)`, range errors;
  * - cel-go's types where the library's checker differs, by wrapping a node's
  *   check: `duration + timestamp` is a timestamp, and a macro over an empty
  *   list or map literal ranges over `dyn`;
  * - literals the library reads otherwise (bytes, raw strings, `.5`),
- *   rewritten before parsing (`conditions_cel_literals.ts`);
+ *   rewritten before parsing (`cel_literals.ts`);
  * - the cost of an evaluation, counted as cel-go's `CostTracker` counts it
- *   (the rules are in `conditions_cel_cost.ts`), so that OpenFGA's limit
+ *   (the rules are in `cel_cost.ts`), so that OpenFGA's limit
  *   (`maxConditionEvaluationCost`, default 100) stops the same expressions.
  *
  * Pinned by test/engine/conditions.test.ts, test/engine/conditions_cel.test.ts,
@@ -38,11 +38,11 @@
  * test/engine/conditions_cel.property.test.ts.
  */
 import { Environment, evaluate as celEvaluate } from '@marcbachmann/cel-js';
-import { checkOpenFgaEnvironment } from './conditions_cel_allowlist.ts';
-import { type Node, type NodeState, type States, CostLimitError, Meter, children, macroCost, macroShape, nodeCost, size } from './conditions_cel_cost.ts';
-import { normalizeLiterals } from './conditions_cel_literals.ts';
-import { Duration, compareTime, formatDuration, formatTimestamp, isTimestampAccessor, parseRfc3339, timeArithmetic, timestampAccessor, timestampInRange } from './conditions_cel_time.ts';
-import { IPAddress, NOT_FOUND, UnsignedInt, celEquals, checkValueRange, compareBytes, compareNumbers, isMapLike, mapEntries, mapLookup, numKind } from './conditions_cel_values.ts';
+import { checkOpenFgaEnvironment } from './cel_allowlist.ts';
+import { type Node, type NodeState, type States, CostLimitError, Meter, children, macroCost, macroShape, nodeCost, size } from './cel_cost.ts';
+import { normalizeLiterals } from './cel_literals.ts';
+import { Duration, compareTime, formatDuration, formatTimestamp, isTimestampAccessor, parseRfc3339, timeArithmetic, timestampAccessor, timestampInRange } from './cel_time.ts';
+import { IPAddress, NOT_FOUND, UnsignedInt, celEquals, checkValueRange, compareBytes, compareNumbers, isMapLike, mapEntries, mapLookup, numKind } from './cel_values.ts';
 
 const NULLABLE = ['google.protobuf.Duration', 'google.protobuf.Timestamp', 'ipaddress'] as const;
 const ORDER: Record<string, (c: -1 | 0 | 1) => boolean> = { '<': (c) => c < 0, '<=': (c) => c <= 0, '>': (c) => c > 0, '>=': (c) => c >= 0 };
@@ -299,7 +299,7 @@ export interface CelProgram {
  * checking (for CEL conformance cases that skip the checker) and without
  * cost tracking. `openfgaOnly: true` also refuses, before type checking, a
  * function, macro or namespace the library has and OpenFGA's environment
- * does not (`UndeclaredReference`, see `conditions_cel_allowlist.ts`).
+ * does not (`UndeclaredReference`, see `cel_allowlist.ts`).
  */
 export function compileCel(expression: string, variables: Readonly<Record<string, string>>, options: { check?: boolean; openfgaOnly?: boolean } = {}): CelProgram {
   const env = BASE_ENV.clone();
