@@ -4,6 +4,7 @@
  */
 import test from 'ava';
 import { sqlBackends } from '../helpers/databases.ts';
+import { needs } from '../helpers/needs.ts';
 import { PROTOCOLS, startTestServer } from '../helpers/server.ts';
 
 for (const backend of sqlBackends()) {
@@ -68,7 +69,7 @@ if (sqlBackends().includes('mysql')) {
   });
 }
 
-test('postgres: individual host/port/name/user flags build the connection', async (t) => {
+needs(test, 'postgres')('postgres: individual host/port/name/user flags build the connection', async (t) => {
   const url = process.env.LATCHKEY_TEST_POSTGRES_URL;
   if (!url || !sqlBackends().includes('postgres')) {
     t.pass('PostgreSQL not configured');

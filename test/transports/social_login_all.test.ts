@@ -15,10 +15,11 @@ import { exportJWK, exportPKCS8, generateKeyPair } from 'jose';
 import type { Browser } from 'playwright-core';
 import { socialLoginOf } from '../../transports/index.ts';
 import { launchChromium } from '../helpers/loopback.ts';
+import { needs } from '../helpers/needs.ts';
 import { CookieJar, drive, landingParams, startFakeProvider, startOnKnownPort, type FakeKind, type FakeProvider } from '../helpers/social.ts';
 import type { TestServer } from '../helpers/server.ts';
 
-const test = anyTest.serial;
+const test = needs(anyTest.serial, 'chromium');
 const WAIT = 30_000;
 const TENANT = '11111111-2222-3333-4444-555555555555';
 
