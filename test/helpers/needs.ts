@@ -32,8 +32,8 @@ const runs = (cmd: string, arg: string) => (): boolean => spawnSync(cmd, [arg], 
 const NEEDS = {
   shared: {
     present: () => existsSync(SHARED_DIR),
-    missing: '../shared is missing',
-    how: "put the project's shared material beside this checkout as ../shared (conformance/: OpenFGA's and CEL's conformance data; reference/security-matrix.md)",
+    missing: '../shared is missing (OpenFGA and CEL conformance data, the security matrix)',
+    how: "check out the project's shared material beside this repository as ../shared (README.md, Tests)",
   },
   postgres: {
     present: envSet('LATCHKEY_TEST_POSTGRES_URL'),
