@@ -11,6 +11,7 @@ import test from 'ava';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT, SHARED_DIR } from './helpers/shared.ts';
+import { needs } from './helpers/needs.ts';
 
 /** Rows per section of the matrix ("Total: 39 scenarios (A7, B8, C6, D5, E3, F6, G4)"). */
 const SECTIONS: Readonly<Record<string, number>> = { A: 7, B: 8, C: 6, D: 5, E: 3, F: 6, G: 4 };
@@ -38,7 +39,7 @@ function table(): Map<string, Row> {
   return rows;
 }
 
-test('the rows are those of the matrix (../shared/reference/security-matrix.md, section 6)', (t) => {
+needs(test, 'shared')('the rows are those of the matrix (../shared/reference/security-matrix.md, section 6)', (t) => {
   const matrix = readFileSync(join(SHARED_DIR, 'reference', 'security-matrix.md'), 'utf8');
   const ids = [...matrix.matchAll(/^\| ([A-G][1-9]) \|/gm)].map((m) => m[1]!);
   t.deepEqual(ids, ROWS);

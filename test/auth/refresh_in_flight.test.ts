@@ -17,6 +17,7 @@
 import test from 'ava';
 import { decodeJwt } from 'jose';
 import { redisUrl } from '../helpers/databases.ts';
+import { needs } from '../helpers/needs.ts';
 import { TEST_ADMIN_SECRET, TEST_CLIENT_ID, TEST_CLIENT_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
 import { mailTo, startSmtp, type Smtp } from '../admin/smtp.ts';
 import type { AuthService } from '../../auth/index.ts';
@@ -146,7 +147,7 @@ test('B6: logout, password reset, revoke, deactivate and delete with a refresh i
   await run(t, {});
 });
 
-test('B6: the same on Redis sessions (--redis-url)', async (t) => {
+needs(test, 'redis')('B6: the same on Redis sessions (--redis-url)', async (t) => {
   const url = redisUrl();
   if (url === undefined) {
     t.pass('LATCHKEY_TEST_REDIS_URL not set');

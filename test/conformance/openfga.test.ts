@@ -20,6 +20,7 @@ import { parse } from 'yaml';
 import { Engine, LatchkeyError, type TupleKey } from '../../engine/index.ts';
 import { transformDslToModel } from '../../dsl/index.ts';
 import { CONFORMANCE_DIR } from '../helpers/shared.ts';
+import { loadOrSkip } from '../helpers/needs.ts';
 
 interface YamlTuple {
   object: string;
@@ -172,7 +173,7 @@ async function runTest(yt: YamlTest, contextual: boolean): Promise<string[]> {
   return failures;
 }
 
-for (const file of ['consolidated_1_1_tests.yaml', 'abac_tests.yaml']) {
+for (const file of loadOrSkip(test, 'consolidated_1_1_tests.yaml and abac_tests.yaml: every OpenFGA conformance test', 'shared', () => ['consolidated_1_1_tests.yaml', 'abac_tests.yaml'], [])) {
   const suite = parse(readFileSync(join(CONFORMANCE_DIR, 'openfga', file), 'utf8')) as { tests: YamlTest[] };
   const seen = new Map<string, number>();
   for (const yt of suite.tests) {

@@ -20,6 +20,7 @@ import { parse } from 'yaml';
 import { CredentialsMethod, FgaApiError, OpenFgaClient, type TupleKey } from '@openfga/sdk';
 import { transformDslToModel } from '../../dsl/index.ts';
 import { CONFORMANCE_DIR } from '../helpers/shared.ts';
+import { loadOrSkip } from '../helpers/needs.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import type { SqlBackend } from '../helpers/databases.ts';
 
@@ -213,8 +214,9 @@ async function runTest(s: TestServer, yt: YamlTest, contextual: boolean): Promis
   return failures;
 }
 
+const FILES = loadOrSkip(test, 'http: consolidated_1_1_tests.yaml and abac_tests.yaml, every OpenFGA conformance test', 'shared', () => ['consolidated_1_1_tests.yaml', 'abac_tests.yaml'], []);
 for (const backend of backends()) {
-  for (const file of ['consolidated_1_1_tests.yaml', 'abac_tests.yaml']) {
+  for (const file of FILES) {
     const suite = parse(readFileSync(join(CONFORMANCE_DIR, 'openfga', file), 'utf8')) as { tests: YamlTest[] };
     const seen = new Map<string, number>();
     for (const yt of suite.tests) {

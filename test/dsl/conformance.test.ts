@@ -11,11 +11,13 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { parseDslSyntax, parseModularDsl, printModel } from '../../dsl/index.ts';
 import type { AuthorizationModel } from '../../engine/model.ts';
 import { CONFORMANCE_DIR } from '../helpers/shared.ts';
+import { loadOrSkip } from '../helpers/needs.ts';
 import { normalize, reference } from './oracle.ts';
 
 const LANG = `${CONFORMANCE_DIR}/openfga-language`;
+const [TRANSFORMER, MODULES] = loadOrSkip(test, 'transformer and transformer-module: the language conformance pairs', 'shared', () => [readdirSync(`${LANG}/transformer`).sort(), readdirSync(`${LANG}/transformer-module`).sort()], [[], []]);
 
-for (const name of readdirSync(`${LANG}/transformer`).sort()) {
+for (const name of TRANSFORMER) {
   const dir = `${LANG}/transformer/${name}`;
   const fga = readFileSync(`${dir}/authorization-model.fga`, 'utf8');
   const json = JSON.parse(readFileSync(`${dir}/authorization-model.json`, 'utf8')) as AuthorizationModel;
@@ -35,7 +37,7 @@ for (const name of readdirSync(`${LANG}/transformer`).sort()) {
   });
 }
 
-for (const name of readdirSync(`${LANG}/transformer-module`).sort()) {
+for (const name of MODULES) {
   const dir = `${LANG}/transformer-module/${name}`;
   if (!existsSync(`${dir}/module`)) continue;
   const files = readdirSync(`${dir}/module`)

@@ -22,6 +22,7 @@ import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { parseDsl, parseModularDsl, validateDsl } from '../../dsl/index.ts';
 import { CONFORMANCE_DIR } from '../helpers/shared.ts';
+import { needs } from '../helpers/needs.ts';
 import { fcParams, genModelText, genModuleFiles } from './generators.ts';
 import { disagreement, extendsRelationlessType, hasConditionalTupleset, normalize, oracle, reference } from './oracle.ts';
 
@@ -35,7 +36,7 @@ function yamlModels(file: string): Array<{ name: string; model: string }> {
 }
 
 for (const file of ['consolidated_1_1_tests.yaml', 'abac_tests.yaml']) {
-  test(`every model in ${file} gets the reference's verdict and JSON`, (t) => {
+  needs(test, 'shared')(`every model in ${file} gets the reference's verdict and JSON`, (t) => {
     const models = yamlModels(file);
     t.true(models.length > 20);
     for (const { name, model } of models) t.is(disagreement(model), undefined, name);

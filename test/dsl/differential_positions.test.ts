@@ -29,6 +29,7 @@ import fc from 'fast-check';
 import { readFileSync, readdirSync } from 'node:fs';
 import { parseDsl } from '../../dsl/index.ts';
 import { CONFORMANCE_DIR } from '../helpers/shared.ts';
+import { needs } from '../helpers/needs.ts';
 import { definitionSoup, fileSoup, genModelText, mutate } from './generators.ts';
 import { reference } from './oracle.ts';
 
@@ -173,7 +174,7 @@ for (const [name, text, expected] of KINDS) {
  */
 const FLOORS: Record<string, number> = { syntax: 0.995, semantic: 0.995 };
 
-test('generated and mutated texts: the same kind and position as the reference, per error kind', (t) => {
+needs(test, 'shared')('generated and mutated texts: the same kind and position as the reference, per error kind', (t) => {
   const texts: string[] = [];
   const corpus = readdirSync(`${CONFORMANCE_DIR}/openfga-language/transformer`).map((d) => readFileSync(`${CONFORMANCE_DIR}/openfga-language/transformer/${d}/authorization-model.fga`, 'utf8'));
   const runs = process.env['CI'] ? 600 : 150;

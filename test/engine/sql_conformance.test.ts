@@ -9,7 +9,7 @@
  * One database per backend is reused: between YAML tests its tables are
  * emptied.
  */
-import test from 'ava';
+import anyTest from 'ava';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
@@ -18,6 +18,7 @@ import { CheckCache, Engine, GraphMirror, LatchkeyError, LevelChecker, LocalChec
 import { SqlStore } from '../../engine/sql/index.ts';
 import { transformDslToModel } from '../../dsl/index.ts';
 import { CONFORMANCE_DIR } from '../helpers/shared.ts';
+import { missing, needs } from '../helpers/needs.ts';
 import { createTestDatabase, sqlBackends } from '../helpers/databases.ts';
 import { connect } from './sql_helpers.ts';
 
@@ -57,8 +58,10 @@ function codeOf(err: unknown): string {
   return `non-latchkey ${String(err)}`;
 }
 
+// Every test here runs the suites of ../shared/conformance.
+const test = needs(anyTest, 'shared');
 const TESTS: YamlTest[] = [];
-for (const file of ['consolidated_1_1_tests.yaml', 'abac_tests.yaml']) {
+for (const file of missing('shared') === undefined ? ['consolidated_1_1_tests.yaml', 'abac_tests.yaml'] : []) {
   TESTS.push(...(parse(readFileSync(join(CONFORMANCE_DIR, 'openfga', file), 'utf8')) as { tests: YamlTest[] }).tests);
 }
 

@@ -4,6 +4,7 @@
  */
 import { createServer } from 'node:net';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { CHROMIUM_PATH } from './needs.ts';
 
 /**
  * A port free on 127.0.0.1 at the time of the call, for a server whose public
@@ -30,7 +31,7 @@ export function freePort(): Promise<number> {
  */
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({
-    executablePath: '/usr/bin/chromium',
+    executablePath: CHROMIUM_PATH,
     headless: true,
     timeout: 60_000,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],

@@ -28,6 +28,7 @@ import { buildPackages, packPackages, PACKAGES, PACKAGES_OUT } from '../../packa
 import { createTestDatabase, type TestDatabase } from '../helpers/databases.ts';
 import { freePort } from '../helpers/loopback.ts';
 import { REPO_ROOT } from '../helpers/shared.ts';
+import { needs } from '../helpers/needs.ts';
 
 const NODE22_PACKAGE = `node-${process.platform}-${process.arch}@22`;
 const ADMIN_SECRET = 'install-test-admin-secret';
@@ -341,7 +342,8 @@ for (const [doc, footprint] of [
   ['storage.md', { forbidden: [...SERVER_ONLY, ...GRPC], only: undefined }],
   ['clients.md', { forbidden: [...SERVER_ONLY, ...SQL, '@latchkey/engine', 'latchkey'], only: ['@latchkey/client'] }],
 ] as const) {
-  test.serial(`docs/${doc}: installed as the doc says, every example runs on Node 24 and 22 and prints what the doc says`, async (t) => {
+  // docs/storage.md's examples run on PostgreSQL.
+  needs(test, ...(doc === 'storage.md' ? (['postgres'] as const) : [])).serial(`docs/${doc}: installed as the doc says, every example runs on Node 24 and 22 and prints what the doc says`, async (t) => {
     t.timeout(600_000);
     const { installs, examples } = docBlocks(doc);
     t.true(installs.length > 0, 'the doc has an npm install line');

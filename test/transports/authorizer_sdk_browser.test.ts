@@ -20,10 +20,11 @@ import { createServer as createHttpServer, type Server } from 'node:http';
 import { dirname, join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { freePort, launchChromium } from '../helpers/loopback.ts';
+import { needs } from '../helpers/needs.ts';
 import { TEST_CLIENT_ID, startTestServer, type TestServer } from '../helpers/server.ts';
 
 // Serial: one browser, and every login costs a bcrypt compare on a shared machine.
-const test = anyTest.serial;
+const test = needs(anyTest.serial, 'chromium');
 const PASSWORD = 'Correct-Horse-7-Battery';
 const WAIT = 30_000;
 

@@ -4,6 +4,7 @@
  */
 import test from 'ava';
 import { sqlBackends } from '../helpers/databases.ts';
+import { needs } from '../helpers/needs.ts';
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer } from '../helpers/server.ts';
 
 const FGA_DSL = 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define viewer: [user]\n';
@@ -107,7 +108,7 @@ if (sqlBackends().includes('mysql')) {
   });
 }
 
-test('postgres: individual host/port/name/user flags build the connection', async (t) => {
+needs(test, 'postgres')('postgres: individual host/port/name/user flags build the connection', async (t) => {
   const url = process.env.LATCHKEY_TEST_POSTGRES_URL;
   if (!url || !sqlBackends().includes('postgres')) {
     t.pass('PostgreSQL not configured');

@@ -26,8 +26,9 @@ import type { Clock } from '../../cmd/index.ts';
 import { screenshot } from '../helpers/screenshots.ts';
 import { seriousViolations } from '../helpers/accessibility.ts';
 import { launchChromium, watchPage } from '../helpers/loopback.ts';
+import { needs } from '../helpers/needs.ts';
 
-const test = anyTest.serial;
+const test = needs(anyTest.serial, 'chromium');
 
 /** A screen the test has reached: its picture for docs/ui.md (when asked for) and no serious or critical accessibility violation. */
 async function screen(t: ExecutionContext, page: Page, name: string): Promise<void> {

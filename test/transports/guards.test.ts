@@ -7,6 +7,7 @@ import test from 'ava';
 import { EMPTY, MESSAGE, defineServedOperation, s, type ServedOperation } from '../../cmd/index.ts';
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer } from '../helpers/server.ts';
 import { redisUrl } from '../helpers/databases.ts';
+import { needs } from '../helpers/needs.ts';
 
 const WHO: ServedOperation[] = [
   defineServedOperation({
@@ -65,7 +66,7 @@ test('rate limit: over the allowance gives 429 resource_exhausted with Retry-Aft
   }
 });
 
-test('rate limit with --redis-url: counters live in Redis and still give 429', async (t) => {
+needs(test, 'redis')('rate limit with --redis-url: counters live in Redis and still give 429', async (t) => {
   const url = redisUrl();
   if (!url) {
     t.pass('LATCHKEY_TEST_REDIS_URL not set');

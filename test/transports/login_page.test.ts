@@ -13,13 +13,14 @@ import anyTest, { type ExecutionContext } from 'ava';
 import { randomBytes } from 'node:crypto';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { freePort, launchChromium, watchPage } from '../helpers/loopback.ts';
+import { needs } from '../helpers/needs.ts';
 import { TEST_CLIENT_ID, startTestServer, type TestServer } from '../helpers/server.ts';
 import { postgresUrl, type SqlBackend } from '../helpers/databases.ts';
 import { TestClock, pkce } from '../helpers/oauth.ts';
 import { mailTo, mailsTo, startSmtp, type Smtp } from '../admin/smtp.ts';
 
 // Serial: one browser, and every login costs a bcrypt compare on a shared machine.
-const test = anyTest.serial;
+const test = needs(anyTest.serial, 'chromium');
 const PASSWORD = 'Correct-Horse-7-Battery';
 const WAIT = 30_000;
 

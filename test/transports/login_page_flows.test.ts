@@ -22,13 +22,14 @@ import { randomBytes } from 'node:crypto';
 import { generate } from 'otplib';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium, watchPage } from '../helpers/loopback.ts';
+import { needs } from '../helpers/needs.ts';
 import { TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
 import { mailsTo, startSmtp, type Smtp } from '../admin/smtp.ts';
 import { lastCodeTo, smsFlags, startSmsVendor } from '../helpers/sms_vendor.ts';
 import { screenshot } from '../helpers/screenshots.ts';
 import { seriousViolations } from '../helpers/accessibility.ts';
 
-const test = anyTest.serial;
+const test = needs(anyTest.serial, 'chromium');
 
 /** A screen the test has reached: its picture for docs/ui.md (when asked for) and no serious or critical accessibility violation. */
 async function screen(t: ExecutionContext, page: Page, name: string): Promise<void> {

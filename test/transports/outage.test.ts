@@ -18,6 +18,7 @@ import pg from 'pg';
 import mysql from 'mysql2/promise';
 import { parseFlags, startServer, type RunningServer } from '../../cmd/index.ts';
 import { startMariadbInstance, startPostgresInstance, startRedisInstance, type Instance } from '../helpers/instances.ts';
+import { needs } from '../helpers/needs.ts';
 
 const ADMIN = 'outage-admin-secret';
 const PASSWORD = 'correct horse battery staple';
@@ -187,7 +188,7 @@ async function sqlScenario(t: import('ava').ExecutionContext, instance: Instance
   t.log(`${OUTAGE_MS / 1000} s outage: signups acknowledged ${acknowledgedUsers.length}, tuples ${written.size} written / ${deleted.size} deleted, 503s during ${seen.during503}, slowest answer ${Math.round(seen.slowest)} ms`);
 }
 
-test('F1 PostgreSQL stopped and restarted under traffic: 503 unavailable, /readyz 503, automatic recovery, nothing lost', async (t) => {
+needs(test, 'postgres-server')('F1 PostgreSQL stopped and restarted under traffic: 503 unavailable, /readyz 503, automatic recovery, nothing lost', async (t) => {
   const instance = await startPostgresInstance();
   t.teardown(() => instance.destroy());
   const admin = new pg.Client({ connectionString: instance.url });
@@ -207,7 +208,7 @@ test('F1 PostgreSQL stopped and restarted under traffic: 503 unavailable, /ready
   });
 });
 
-test('F1 MariaDB stopped and restarted under traffic: 503 unavailable, /readyz 503, automatic recovery, nothing lost', async (t) => {
+needs(test, 'mariadb-server')('F1 MariaDB stopped and restarted under traffic: 503 unavailable, /readyz 503, automatic recovery, nothing lost', async (t) => {
   const instance = await startMariadbInstance();
   t.teardown(() => instance.destroy());
   const admin = await mysql.createConnection(instance.url);
@@ -225,7 +226,7 @@ test('F1 MariaDB stopped and restarted under traffic: 503 unavailable, /readyz 5
   });
 });
 
-test('F2 Redis stopped and restarted: logins answer 503 unavailable, sessions fail closed, /readyz 503, recovery by itself', async (t) => {
+needs(test, 'redis-server')('F2 Redis stopped and restarted: logins answer 503 unavailable, sessions fail closed, /readyz 503, recovery by itself', async (t) => {
   const redis = await startRedisInstance();
   t.teardown(() => redis.destroy());
   const lines: string[] = [];

@@ -7,12 +7,13 @@
 import test from 'ava';
 import { seriousViolations } from '../helpers/accessibility.ts';
 import { launchChromium } from '../helpers/loopback.ts';
+import { needs } from '../helpers/needs.ts';
 import { screenshot } from '../helpers/screenshots.ts';
 import { TEST_ADMIN_SECRET, startTestServer } from '../helpers/server.ts';
 
 const WAIT = 30_000;
 
-test('GraphiQL at /playground: loads from the server alone, runs queries with the headers editor, and reports no CSP violation', async (t) => {
+needs(test, 'chromium')('GraphiQL at /playground: loads from the server alone, runs queries with the headers editor, and reports no CSP violation', async (t) => {
   const server = await startTestServer();
   t.teardown(() => server.close());
   const browser = await launchChromium();

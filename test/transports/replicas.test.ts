@@ -14,6 +14,7 @@
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
 import { createTestDatabase, redisUrl } from '../helpers/databases.ts';
+import { needs } from '../helpers/needs.ts';
 import { freePort } from '../helpers/instances.ts';
 import { CLUSTER_ADMIN_SECRET, startReplicas, stopReplicas, type Replica } from '../helpers/cluster.ts';
 
@@ -44,7 +45,7 @@ let publicUrl = '';
 const postgres = process.env['LATCHKEY_TEST_POSTGRES_URL'];
 const redis = redisUrl();
 
-test('three replicas on one PostgreSQL and Redis: sessions, revoke_access, tuple deletes, consistency tokens and the login lockout are shared', async (t) => {
+needs(test, 'postgres', 'redis')('three replicas on one PostgreSQL and Redis: sessions, revoke_access, tuple deletes, consistency tokens and the login lockout are shared', async (t) => {
   t.timeout(90_000);
   t.truthy(postgres, 'LATCHKEY_TEST_POSTGRES_URL is required');
   t.truthy(redis, 'LATCHKEY_TEST_REDIS_URL is required');

@@ -17,6 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { QueryTypes } from 'sequelize';
 import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
 import { createTestDatabase, redisUrl } from '../helpers/databases.ts';
+import { needs } from '../helpers/needs.ts';
 import { freePort } from '../helpers/instances.ts';
 import { CLUSTER_ADMIN_SECRET, haproxyInstalled, jsonRequest, startHaproxy, startReplicas, stopReplicas } from '../helpers/cluster.ts';
 
@@ -41,7 +42,7 @@ interface Outcome {
   servedBy: string;
 }
 
-test('a replica killed under load behind haproxy: no acknowledged write is lost, and haproxy stops routing to it', async (t) => {
+needs(test, 'postgres', 'redis', 'haproxy')('a replica killed under load behind haproxy: no acknowledged write is lost, and haproxy stops routing to it', async (t) => {
   t.timeout(90_000);
   t.truthy(postgres, 'LATCHKEY_TEST_POSTGRES_URL is required');
   t.truthy(redis, 'LATCHKEY_TEST_REDIS_URL is required');

@@ -16,6 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { QueryTypes } from 'sequelize';
 import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
 import { createTestDatabase, redisUrl } from '../helpers/databases.ts';
+import { needs } from '../helpers/needs.ts';
 import { freePort } from '../helpers/instances.ts';
 import { CLUSTER_ADMIN_SECRET, jsonRequest, startReplicas, stopReplicas } from '../helpers/cluster.ts';
 import { startReceiver } from '../admin/receiver.ts';
@@ -31,7 +32,7 @@ const SPREAD = 45;
 const postgres = process.env['LATCHKEY_TEST_POSTGRES_URL'];
 const redis = redisUrl();
 
-test('three replicas: each webhook and each mail is delivered exactly once, and the HTTP rate limit counts across replicas', async (t) => {
+needs(test, 'postgres', 'redis')('three replicas: each webhook and each mail is delivered exactly once, and the HTTP rate limit counts across replicas', async (t) => {
   t.timeout(90_000);
   t.truthy(postgres, 'LATCHKEY_TEST_POSTGRES_URL is required');
   t.truthy(redis, 'LATCHKEY_TEST_REDIS_URL is required');

@@ -12,6 +12,7 @@ import anyTest, { type ExecutionContext } from 'ava';
 import type { Clock } from '../../cmd/index.ts';
 import { TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
 import { redisUrl } from '../helpers/databases.ts';
+import { needs } from '../helpers/needs.ts';
 
 // Serial: every sign-up costs a bcrypt hash; one at a time keeps calls inside the client's deadline on a shared machine.
 const test = anyTest.serial;
@@ -139,7 +140,7 @@ test('a verified token stops working when it expires, though its signature check
   }
 });
 
-test('two servers sharing Redis sessions: an ending on one is refused by the other on its next call', async (t) => {
+needs(test, 'redis')('two servers sharing Redis sessions: an ending on one is refused by the other on its next call', async (t) => {
   const url = redisUrl();
   if (url === undefined) {
     t.pass('LATCHKEY_TEST_REDIS_URL not set');

@@ -9,6 +9,7 @@
 import test from 'ava';
 import type { Browser } from 'playwright-core';
 import { launchChromium } from '../helpers/loopback.ts';
+import { needs } from '../helpers/needs.ts';
 import { socialLoginOf } from '../../cmd/index.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { freePort, startOidcProvider, type OidcProvider } from '../helpers/social.ts';
@@ -17,7 +18,7 @@ import type { TestServer } from '../helpers/server.ts';
 const WAIT = 30_000;
 
 
-test('Google through oidc-provider in Chromium: redirect → provider → callback → back on the app, signed in', async (t) => {
+needs(test, 'chromium')('Google through oidc-provider in Chromium: redirect → provider → callback → back on the app, signed in', async (t) => {
   // The provider registers the callback of the server's port: both start again on a port taken meanwhile.
   let google: OidcProvider | undefined;
   let server: TestServer | undefined;

@@ -2,6 +2,7 @@ import test from 'ava';
 import { join } from 'node:path';
 import { runFgaCommand } from '../../../cmd/fga_command.ts';
 import { CONFORMANCE_DIR, REPO_ROOT } from '../../helpers/shared.ts';
+import { needs } from '../../helpers/needs.ts';
 
 const CORPUS = join(REPO_ROOT, 'test', 'corpus', 'fga');
 
@@ -80,7 +81,7 @@ test('fga: usage errors exit 2', async (t) => {
   t.regex(help.stdout, /latchkey fga/);
 });
 
-test('fga test: a file that is not a store test file says so, without a 0 passed, 0 failed summary', async (t) => {
+needs(test, 'shared')('fga test: a file that is not a store test file says so, without a 0 passed, 0 failed summary', async (t) => {
   const misspelled = await run('test', join(CORPUS, 'no_assertions.fga.yaml'));
   t.is(misspelled.status, 1);
   t.regex(misspelled.stderr, /no_assertions\.fga\.yaml: not a store test file: test 'misspelled key' has no check, list_objects, list_users \(its keys: name, checks\)/);
