@@ -39,6 +39,12 @@ const RELATION_RE = new RegExp(RELATION_RULE);
 export type Locator = {
   source: SourceIndex | undefined;
   fileOf?: (obj: object) => string | undefined;
+  /**
+   * The text's lines (split at `\n`), for one model file: duplicates are
+   * placed as OpenFGA's language validator places them, by searching these
+   * lines (see {@link duplicateSpan}).
+   */
+  lines?: string[];
 };
 
 type Relations = Record<string, Userset>;
@@ -230,10 +236,12 @@ export function validateModel(model: AuthorizationModel, loc: Locator = { source
 
   // 4. duplicates
   if (errors.length === 0) {
+    const lines = loc.lines;
     const seenTypes = new Set<string>();
     for (const td of typeDefs) {
       if (seenTypes.has(td.type)) {
-        push('duplicated-error', `the type \`${td.type}\` is a duplicate.`, tokenSpan(src?.typeName.get(td)), td);
+        const span = lines ? duplicateSpan(lines, typeLine(lines, td.type, 0), td.type) : tokenSpan(src?.typeName.get(td));
+        push('duplicated-error', `the type \`${td.type}\` is a duplicate.`, span, td);
       }
       seenTypes.add(td.type);
       const meta = td.metadata?.relations;
@@ -244,7 +252,9 @@ export function validateModel(model: AuthorizationModel, loc: Locator = { source
         for (const r of meta[rel]?.directly_related_user_types ?? []) {
           const key = restrictionKey(r);
           if (seen.has(key)) {
-            push('duplicated-error', `the type restriction \`${key}\` is a duplicate in the relation \`${rel}\`.`, restrictionSpan(src, r), owner);
+            // OpenFGA looks for the relation after the line of the restriction's type, not of the relation's own type.
+            const span = lines ? duplicateSpan(lines, relationLine(lines, rel, typeLine(lines, r.type, 0)), key) : restrictionSpan(src, r);
+            push('duplicated-error', `the type restriction \`${key}\` is a duplicate in the relation \`${rel}\`.`, span, owner);
           }
           seen.add(key);
         }
@@ -252,17 +262,19 @@ export function validateModel(model: AuthorizationModel, loc: Locator = { source
         if (!def) continue;
         const children = 'union' in def ? def.union.child : 'intersection' in def ? def.intersection.child : [];
         const names = new Set<string | undefined>();
+        const partialSpan = (n: string, c: Userset): SourceSpan | undefined =>
+          lines ? duplicateSpan(lines, relationLine(lines, rel, typeLine(lines, td.type, 0)), n) : userSetSpan(src, c);
         for (const c of children) {
           const n = leafName(c);
           if (n && names.has(n)) {
-            push('duplicated-error', `the partial relation definition \`${n}\` is a duplicate in the relation \`${rel}\`.`, userSetSpan(src, c), owner);
+            push('duplicated-error', `the partial relation definition \`${n}\` is a duplicate in the relation \`${rel}\`.`, partialSpan(n, c), owner);
           }
           names.add(n);
         }
         if ('difference' in def) {
           const b = leafName(def.difference.base);
           if (b && b === leafName(def.difference.subtract)) {
-            push('duplicated-error', `the partial relation definition \`${b}\` is a duplicate in the relation \`${rel}\`.`, userSetSpan(src, def.difference.subtract), owner);
+            push('duplicated-error', `the partial relation definition \`${b}\` is a duplicate in the relation \`${rel}\`.`, partialSpan(b, def.difference.subtract), owner);
           }
         }
       }
@@ -376,6 +388,51 @@ export function placeModelProblem(model: AuthorizationModel, problem: ModelProbl
     return diagnostic(problem.kind, problem.message, tokenSpan(loc.source?.relationName.get(td)?.get(relation)), loc.fileOf?.(relationOwner(td, relation)));
   }
   return diagnostic(problem.kind, problem.message, undefined);
+}
+
+/**
+ * OpenFGA's language validator places duplicates by searching the text
+ * (openfga/language `validate-dsl.ts` `getTypeLineNumber`,
+ * `getRelationLineNumber`; `util/exceptions.ts` `constructValidationError`),
+ * and its test data (`dsl-semantic-validation-cases.yaml`) pins the result:
+ * a duplicated type at its first definition, a duplicated restriction or
+ * operand at the first occurrence of its text on the relation's line. The
+ * search is reproduced as it is, quirks included: the first line from
+ * `from` that is `type <name>` (a trailing ` # comment` allowed); the first
+ * line from there that is `define <name>` before a `:`; on it, the first
+ * match of `\b<text>\b` built as a regular expression (so `user:*` matches
+ * `user`), column 0 when none matches. A line that is not found gives the
+ * diagnostic no better place (line 0, column 0).
+ */
+function duplicateSpan(lines: string[], line: number, text: string): SourceSpan | undefined {
+  if (line < 0) return undefined;
+  let column = -1;
+  try {
+    column = (lines[line] ?? '').search(new RegExp(`\\b${text}\\b`));
+  } catch {
+    // A name that is not a valid pattern: OpenFGA's search would throw; mark the line's start.
+  }
+  return { line, column: column < 0 ? 0 : column, length: text.length };
+}
+
+/** OpenFGA's `getTypeLineNumber` (see {@link duplicateSpan}). */
+function typeLine(lines: string[], type: string, from: number): number {
+  const prefix = `type ${type}`;
+  for (let i = Math.max(from, 0); i < lines.length; i++) {
+    const trimmed = (lines[i] as string).trim();
+    if (trimmed.startsWith(prefix) && /^(\s+#.*)?$/.test(trimmed.slice(prefix.length))) return i;
+  }
+  return -1;
+}
+
+/** OpenFGA's `getRelationLineNumber` (see {@link duplicateSpan}); a `from` below 0 searches from the top. */
+function relationLine(lines: string[], relation: string, from: number): number {
+  const prefix = `define ${relation}`;
+  for (let i = Math.max(from, 0); i < lines.length; i++) {
+    const normalized = (lines[i] as string).trim().replace(/ {2,}/g, ' ');
+    if (normalized.startsWith(prefix) && /^\s*:/.test(normalized.slice(prefix.length))) return i;
+  }
+  return -1;
 }
 
 /** The object that decides which file a relation's diagnostics belong to (its metadata when extended). */
