@@ -283,12 +283,26 @@ export function validateModel(model: AuthorizationModel, loc: Locator = { source
 
   // 5. entry points
   if (errors.length === 0) {
-    for (const td of typeDefs) {
+    const budget = { steps: 0 };
+    entries: for (const td of typeDefs) {
       const current = relationsOf(typeMap.get(td.type));
       for (const rel of Object.keys(relationsOf(td))) {
         const def = current[rel];
         if (!def) continue;
-        const { hasEntry, loop } = entryPoint(typeMap, td.type, rel, def, undefined);
+        let found: Entry;
+        try {
+          found = entryPoint(typeMap, td.type, rel, def, undefined, budget);
+        } catch (err) {
+          if (!(err instanceof TooComplex)) throw err;
+          push(
+            'model-too-complex',
+            `the entry points of the model take more than ${MAX_ENTRY_POINT_STEPS} steps to check (at \`${rel}\` of \`${td.type}\`).`,
+            relSpan(td, rel),
+            relationOwner(td, rel),
+          );
+          break entries;
+        }
+        const { hasEntry, loop } = found;
         if (!hasEntry) {
           push(
             'relation-no-entry-point',
@@ -443,6 +457,18 @@ function relationOwner(td: TypeDefinition, rel: string): object {
 }
 
 type Entry = { hasEntry: boolean; loop: boolean };
+
+/**
+ * Steps of the entry-point walk over one model. Not an OpenFGA rule: the
+ * walk follows every path with a visited set, exponential in the worst case
+ * (ten types whose relations all name each other, none with a way in, took
+ * 50 s; the language validator hangs alike). Real models take a few
+ * thousand steps at most (a 600-line model, 1,700).
+ */
+export const MAX_ENTRY_POINT_STEPS = 100_000;
+
+/** Thrown when the entry-point walk runs past {@link MAX_ENTRY_POINT_STEPS}. */
+class TooComplex extends Error {}
 const NO: Entry = { hasEntry: false, loop: false };
 const YES: Entry = { hasEntry: true, loop: false };
 const LOOP: Entry = { hasEntry: false, loop: true };
@@ -472,7 +498,9 @@ function entryPoint(
   relation: string,
   rewrite: Userset,
   visitedIn: Visited,
+  budget: { steps: number },
 ): Entry {
+  if (++budget.steps > MAX_ENTRY_POINT_STEPS) throw new TooComplex();
   const td = types.get(type);
   const relations = relationsOf(td);
   if (!Object.hasOwn(relations, relation)) return NO;
@@ -485,7 +513,7 @@ function entryPoint(
       const next = Object.hasOwn(target, r.relation) ? target[r.relation] : undefined;
       if (!next) return NO;
       if (seen(visited, next)) continue;
-      if (entryPoint(types, r.type, r.relation, next, visited).hasEntry) return YES;
+      if (entryPoint(types, r.type, r.relation, next, visited, budget).hasEntry) return YES;
     }
     return NO;
   }
@@ -494,7 +522,7 @@ function entryPoint(
     if (!name || !Object.hasOwn(relations, name)) return NO;
     const next = relations[name] as Userset;
     if (seen(visited, next)) return LOOP;
-    return entryPoint(types, type, name, next, visited);
+    return entryPoint(types, type, name, next, visited, budget);
   }
   if ('tupleToUserset' in rewrite) {
     const ts = rewrite.tupleToUserset.tupleset.relation;
@@ -506,14 +534,14 @@ function entryPoint(
       if (!Object.hasOwn(target, name)) continue;
       const next = target[name] as Userset;
       if (seen(visited, next)) continue;
-      if (entryPoint(types, r.type, name, next, visited).hasEntry) return YES;
+      if (entryPoint(types, r.type, name, next, visited, budget).hasEntry) return YES;
     }
     return NO;
   }
   if ('union' in rewrite) {
     let loop = false;
     for (const c of rewrite.union.child) {
-      const e = entryPoint(types, type, relation, c, visited);
+      const e = entryPoint(types, type, relation, c, visited, budget);
       if (e.hasEntry) return YES;
       loop ||= e.loop;
     }
@@ -521,15 +549,15 @@ function entryPoint(
   }
   if ('intersection' in rewrite) {
     for (const c of rewrite.intersection.child) {
-      const e = entryPoint(types, type, relation, c, visited);
+      const e = entryPoint(types, type, relation, c, visited, budget);
       if (!e.hasEntry) return e.loop ? LOOP : NO;
     }
     return YES;
   }
   if ('difference' in rewrite) {
-    const base = entryPoint(types, type, relation, rewrite.difference.base, visitedIn);
+    const base = entryPoint(types, type, relation, rewrite.difference.base, visitedIn, budget);
     if (!base.hasEntry) return base.loop ? LOOP : NO;
-    const sub = entryPoint(types, type, relation, rewrite.difference.subtract, visitedIn);
+    const sub = entryPoint(types, type, relation, rewrite.difference.subtract, visitedIn, budget);
     if (!sub.hasEntry) return sub.loop ? LOOP : NO;
     return YES;
   }

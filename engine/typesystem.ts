@@ -23,10 +23,12 @@ export const MODEL_LIMITS = {
   /**
    * Steps of OpenFGA's entry-point walk over one model. Not an OpenFGA limit:
    * the walk follows every path with a visited set, which is exponential in
-   * the worst case (a hundred types whose relations all name each other and
-   * none has a way in); real models take well under a thousand steps.
+   * the worst case (types whose relations all name each other and none has a
+   * way in: thirty such types reach the bound in about 2 s). The largest
+   * model of OpenFGA's conformance data takes about 400 steps, a 600-line
+   * model 1,700.
    */
-  maxEntrypointSteps: 1_000_000,
+  maxEntrypointSteps: 100_000,
 } as const;
 
 function modelError(message: string, extra: Record<string, unknown> = {}): LatchkeyError {
