@@ -4,9 +4,12 @@
  * every request that uses that version.
  *
  * Validation follows OpenFGA's server rules (`pkg/typesystem/typesystem.go`,
- * `NewAndValidate`) plus the language validator's entry-point rule; see
+ * `NewAndValidate`), its entry-point walk and cycle rule included; see
  * docs/engine.md. Every failure is `invalid_argument` with reason
- * `invalid_authorization_model` and OpenFGA's code 2056 in `details`.
+ * `invalid_authorization_model` and OpenFGA's code 2056 in `details`; a
+ * refusal of one relation also has `details.type`, `details.relation` and
+ * `details.cause`. Pinned by test/dsl/validation.property.test.ts, which
+ * compares it with a transcription of the server's rules.
  */
 import { CONDITION_LIMITS, CompiledCondition, DEFAULT_CONDITION_COST_LIMIT } from './conditions.ts';
 import { UndeclaredReference } from './conditions_cel_allowlist.ts';
@@ -36,10 +39,11 @@ function modelError(message: string, extra: Record<string, unknown> = {}): Latch
 }
 
 /**
- * A refusal of one relation, with OpenFGA's cause (`InvalidRelationError`) in
- * `details.cause`: `invalid_userset_rewrite` (a relation naming itself), `no_entrypoints`, `no_entrypoints_loop`,
- * `cycle`. The message is OpenFGA's. `details.type` and `details.relation`
- * let the DSL tools place it on the relation's name.
+ * A refusal of one relation, with OpenFGA's cause (`InvalidRelationError`)
+ * in `details.cause`: `invalid_userset_rewrite` (a relation naming itself),
+ * `no_entrypoints`, `no_entrypoints_loop`, `cycle`. The message is OpenFGA's.
+ * `details.type` and `details.relation` let the DSL tools place it on the
+ * relation's name.
  */
 function relationError(type: string, relation: string, cause: string, what: string): LatchkeyError {
   return modelError(`the definition of relation '${relation}' in object type '${type}' is invalid: ${what}`, { type, relation, cause });
