@@ -77,7 +77,7 @@ export function parseDsl(text: string, options: DslCheckOptions = {}): DslParseR
       return { model: undefined, errors: [tracked ? placeModelProblem(tracked.model, problem, { source: tracked.source }) : placeModelProblem(visited.model, problem, { source: undefined })] };
     }
     const tracked = parseSyntax(source, true).visited;
-    return { model: undefined, errors: tracked ? validateModel(tracked.model, { source: tracked.source }) : [] };
+    return { model: undefined, errors: tracked ? validateModel(tracked.model, { source: tracked.source, lines: source.split('\n') }) : [] };
   });
 }
 

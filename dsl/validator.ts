@@ -39,6 +39,12 @@ const RELATION_RE = new RegExp(RELATION_RULE);
 export type Locator = {
   source: SourceIndex | undefined;
   fileOf?: (obj: object) => string | undefined;
+  /**
+   * The text's lines (split at `\n`), for one model file: duplicates are
+   * placed as OpenFGA's language validator places them, by searching these
+   * lines (see {@link duplicateSpan}).
+   */
+  lines?: string[];
 };
 
 type Relations = Record<string, Userset>;
@@ -230,10 +236,12 @@ export function validateModel(model: AuthorizationModel, loc: Locator = { source
 
   // 4. duplicates
   if (errors.length === 0) {
+    const lines = loc.lines;
     const seenTypes = new Set<string>();
     for (const td of typeDefs) {
       if (seenTypes.has(td.type)) {
-        push('duplicated-error', `the type \`${td.type}\` is a duplicate.`, tokenSpan(src?.typeName.get(td)), td);
+        const span = lines ? duplicateSpan(lines, typeLine(lines, td.type, 0), td.type) : tokenSpan(src?.typeName.get(td));
+        push('duplicated-error', `the type \`${td.type}\` is a duplicate.`, span, td);
       }
       seenTypes.add(td.type);
       const meta = td.metadata?.relations;
@@ -244,7 +252,9 @@ export function validateModel(model: AuthorizationModel, loc: Locator = { source
         for (const r of meta[rel]?.directly_related_user_types ?? []) {
           const key = restrictionKey(r);
           if (seen.has(key)) {
-            push('duplicated-error', `the type restriction \`${key}\` is a duplicate in the relation \`${rel}\`.`, restrictionSpan(src, r), owner);
+            // OpenFGA looks for the relation after the line of the restriction's type, not of the relation's own type.
+            const span = lines ? duplicateSpan(lines, relationLine(lines, rel, typeLine(lines, r.type, 0)), key) : restrictionSpan(src, r);
+            push('duplicated-error', `the type restriction \`${key}\` is a duplicate in the relation \`${rel}\`.`, span, owner);
           }
           seen.add(key);
         }
@@ -252,17 +262,19 @@ export function validateModel(model: AuthorizationModel, loc: Locator = { source
         if (!def) continue;
         const children = 'union' in def ? def.union.child : 'intersection' in def ? def.intersection.child : [];
         const names = new Set<string | undefined>();
+        const partialSpan = (n: string, c: Userset): SourceSpan | undefined =>
+          lines ? duplicateSpan(lines, relationLine(lines, rel, typeLine(lines, td.type, 0)), n) : userSetSpan(src, c);
         for (const c of children) {
           const n = leafName(c);
           if (n && names.has(n)) {
-            push('duplicated-error', `the partial relation definition \`${n}\` is a duplicate in the relation \`${rel}\`.`, userSetSpan(src, c), owner);
+            push('duplicated-error', `the partial relation definition \`${n}\` is a duplicate in the relation \`${rel}\`.`, partialSpan(n, c), owner);
           }
           names.add(n);
         }
         if ('difference' in def) {
           const b = leafName(def.difference.base);
           if (b && b === leafName(def.difference.subtract)) {
-            push('duplicated-error', `the partial relation definition \`${b}\` is a duplicate in the relation \`${rel}\`.`, userSetSpan(src, def.difference.subtract), owner);
+            push('duplicated-error', `the partial relation definition \`${b}\` is a duplicate in the relation \`${rel}\`.`, partialSpan(b, def.difference.subtract), owner);
           }
         }
       }
@@ -271,12 +283,26 @@ export function validateModel(model: AuthorizationModel, loc: Locator = { source
 
   // 5. entry points
   if (errors.length === 0) {
-    for (const td of typeDefs) {
+    const budget = { steps: 0 };
+    entries: for (const td of typeDefs) {
       const current = relationsOf(typeMap.get(td.type));
       for (const rel of Object.keys(relationsOf(td))) {
         const def = current[rel];
         if (!def) continue;
-        const { hasEntry, loop } = entryPoint(typeMap, td.type, rel, def, undefined);
+        let found: Entry;
+        try {
+          found = entryPoint(typeMap, td.type, rel, def, undefined, budget);
+        } catch (err) {
+          if (!(err instanceof TooComplex)) throw err;
+          push(
+            'model-too-complex',
+            `the entry points of the model take more than ${MAX_ENTRY_POINT_STEPS} steps to check (at \`${rel}\` of \`${td.type}\`).`,
+            relSpan(td, rel),
+            relationOwner(td, rel),
+          );
+          break entries;
+        }
+        const { hasEntry, loop } = found;
         if (!hasEntry) {
           push(
             'relation-no-entry-point',
@@ -378,6 +404,51 @@ export function placeModelProblem(model: AuthorizationModel, problem: ModelProbl
   return diagnostic(problem.kind, problem.message, undefined);
 }
 
+/**
+ * OpenFGA's language validator places duplicates by searching the text
+ * (openfga/language `validate-dsl.ts` `getTypeLineNumber`,
+ * `getRelationLineNumber`; `util/exceptions.ts` `constructValidationError`),
+ * and its test data (`dsl-semantic-validation-cases.yaml`) pins the result:
+ * a duplicated type at its first definition, a duplicated restriction or
+ * operand at the first occurrence of its text on the relation's line. The
+ * search is reproduced as it is, quirks included: the first line from
+ * `from` that is `type <name>` (a trailing ` # comment` allowed); the first
+ * line from there that is `define <name>` before a `:`; on it, the first
+ * match of `\b<text>\b` built as a regular expression (so `user:*` matches
+ * `user`), column 0 when none matches. A line that is not found gives the
+ * diagnostic no better place (line 0, column 0).
+ */
+function duplicateSpan(lines: string[], line: number, text: string): SourceSpan | undefined {
+  if (line < 0) return undefined;
+  let column = -1;
+  try {
+    column = (lines[line] ?? '').search(new RegExp(`\\b${text}\\b`));
+  } catch {
+    // A name that is not a valid pattern: OpenFGA's search would throw; mark the line's start.
+  }
+  return { line, column: column < 0 ? 0 : column, length: text.length };
+}
+
+/** OpenFGA's `getTypeLineNumber` (see {@link duplicateSpan}). */
+function typeLine(lines: string[], type: string, from: number): number {
+  const prefix = `type ${type}`;
+  for (let i = Math.max(from, 0); i < lines.length; i++) {
+    const trimmed = (lines[i] as string).trim();
+    if (trimmed.startsWith(prefix) && /^(\s+#.*)?$/.test(trimmed.slice(prefix.length))) return i;
+  }
+  return -1;
+}
+
+/** OpenFGA's `getRelationLineNumber` (see {@link duplicateSpan}); a `from` below 0 searches from the top. */
+function relationLine(lines: string[], relation: string, from: number): number {
+  const prefix = `define ${relation}`;
+  for (let i = Math.max(from, 0); i < lines.length; i++) {
+    const normalized = (lines[i] as string).trim().replace(/ {2,}/g, ' ');
+    if (normalized.startsWith(prefix) && /^\s*:/.test(normalized.slice(prefix.length))) return i;
+  }
+  return -1;
+}
+
 /** The object that decides which file a relation's diagnostics belong to (its metadata when extended). */
 function relationOwner(td: TypeDefinition, rel: string): object {
   const meta = td.metadata?.relations;
@@ -386,6 +457,18 @@ function relationOwner(td: TypeDefinition, rel: string): object {
 }
 
 type Entry = { hasEntry: boolean; loop: boolean };
+
+/**
+ * Steps of the entry-point walk over one model. Not an OpenFGA rule: the
+ * walk follows every path with a visited set, exponential in the worst case
+ * (ten types whose relations all name each other, none with a way in, took
+ * 50 s; the language validator hangs alike). Real models take a few
+ * thousand steps at most (a 600-line model, 1,700).
+ */
+export const MAX_ENTRY_POINT_STEPS = 100_000;
+
+/** Thrown when the entry-point walk runs past {@link MAX_ENTRY_POINT_STEPS}. */
+class TooComplex extends Error {}
 const NO: Entry = { hasEntry: false, loop: false };
 const YES: Entry = { hasEntry: true, loop: false };
 const LOOP: Entry = { hasEntry: false, loop: true };
@@ -415,7 +498,9 @@ function entryPoint(
   relation: string,
   rewrite: Userset,
   visitedIn: Visited,
+  budget: { steps: number },
 ): Entry {
+  if (++budget.steps > MAX_ENTRY_POINT_STEPS) throw new TooComplex();
   const td = types.get(type);
   const relations = relationsOf(td);
   if (!Object.hasOwn(relations, relation)) return NO;
@@ -428,7 +513,7 @@ function entryPoint(
       const next = Object.hasOwn(target, r.relation) ? target[r.relation] : undefined;
       if (!next) return NO;
       if (seen(visited, next)) continue;
-      if (entryPoint(types, r.type, r.relation, next, visited).hasEntry) return YES;
+      if (entryPoint(types, r.type, r.relation, next, visited, budget).hasEntry) return YES;
     }
     return NO;
   }
@@ -437,7 +522,7 @@ function entryPoint(
     if (!name || !Object.hasOwn(relations, name)) return NO;
     const next = relations[name] as Userset;
     if (seen(visited, next)) return LOOP;
-    return entryPoint(types, type, name, next, visited);
+    return entryPoint(types, type, name, next, visited, budget);
   }
   if ('tupleToUserset' in rewrite) {
     const ts = rewrite.tupleToUserset.tupleset.relation;
@@ -449,14 +534,14 @@ function entryPoint(
       if (!Object.hasOwn(target, name)) continue;
       const next = target[name] as Userset;
       if (seen(visited, next)) continue;
-      if (entryPoint(types, r.type, name, next, visited).hasEntry) return YES;
+      if (entryPoint(types, r.type, name, next, visited, budget).hasEntry) return YES;
     }
     return NO;
   }
   if ('union' in rewrite) {
     let loop = false;
     for (const c of rewrite.union.child) {
-      const e = entryPoint(types, type, relation, c, visited);
+      const e = entryPoint(types, type, relation, c, visited, budget);
       if (e.hasEntry) return YES;
       loop ||= e.loop;
     }
@@ -464,15 +549,15 @@ function entryPoint(
   }
   if ('intersection' in rewrite) {
     for (const c of rewrite.intersection.child) {
-      const e = entryPoint(types, type, relation, c, visited);
+      const e = entryPoint(types, type, relation, c, visited, budget);
       if (!e.hasEntry) return e.loop ? LOOP : NO;
     }
     return YES;
   }
   if ('difference' in rewrite) {
-    const base = entryPoint(types, type, relation, rewrite.difference.base, visitedIn);
+    const base = entryPoint(types, type, relation, rewrite.difference.base, visitedIn, budget);
     if (!base.hasEntry) return base.loop ? LOOP : NO;
-    const sub = entryPoint(types, type, relation, rewrite.difference.subtract, visitedIn);
+    const sub = entryPoint(types, type, relation, rewrite.difference.subtract, visitedIn, budget);
     if (!sub.hasEntry) return sub.loop ? LOOP : NO;
     return YES;
   }

@@ -4,9 +4,12 @@
  * every request that uses that version.
  *
  * Validation follows OpenFGA's server rules (`pkg/typesystem/typesystem.go`,
- * `NewAndValidate`) plus the language validator's entry-point rule; see
+ * `NewAndValidate`), its entry-point walk and cycle rule included; see
  * docs/engine.md. Every failure is `invalid_argument` with reason
- * `invalid_authorization_model` and OpenFGA's code 2056 in `details`.
+ * `invalid_authorization_model` and OpenFGA's code 2056 in `details`; a
+ * refusal of one relation also has `details.type`, `details.relation` and
+ * `details.cause`. Pinned by test/dsl/validation.property.test.ts, which
+ * compares it with a transcription of the server's rules.
  */
 import { CONDITION_LIMITS, CompiledCondition, DEFAULT_CONDITION_COST_LIMIT } from './conditions/compiled_condition.ts';
 import { UndeclaredReference } from './conditions/cel_allowlist.ts';
@@ -20,10 +23,140 @@ export const MODEL_LIMITS = {
   maxSizeBytes: 256 * 1024,
   /** Nesting of rewrite operators inside one relation. Not an OpenFGA limit: it bounds recursion over rewrites. */
   maxRewriteDepth: 64,
+  /**
+   * Steps of OpenFGA's entry-point walk over one model. Not an OpenFGA limit:
+   * the walk follows every path with a visited set, which is exponential in
+   * the worst case (types whose relations all name each other and none has a
+   * way in: thirty such types reach the bound in about 2 s). The largest
+   * model of OpenFGA's conformance data takes about 400 steps, a 600-line
+   * model 1,700.
+   */
+  maxEntrypointSteps: 100_000,
 } as const;
 
 function modelError(message: string, extra: Record<string, unknown> = {}): LatchkeyError {
   return fgaError(message, { reason: 'invalid_authorization_model', code: 2056, details: extra });
+}
+
+/**
+ * A refusal of one relation, with OpenFGA's cause (`InvalidRelationError`)
+ * in `details.cause`: `invalid_userset_rewrite` (a relation naming itself),
+ * `no_entrypoints`, `no_entrypoints_loop`, `cycle`. The message is OpenFGA's.
+ * `details.type` and `details.relation` let the DSL tools place it on the
+ * relation's name.
+ */
+function relationError(type: string, relation: string, cause: string, what: string): LatchkeyError {
+  return modelError(`the definition of relation '${relation}' in object type '${type}' is invalid: ${what}`, { type, relation, cause });
+}
+
+/** Go's `sort.Strings` order (bytes of UTF-8, which is code-point order). */
+function byCodePoint(a: string, b: string): number {
+  const x = [...a].map((c) => c.codePointAt(0)!);
+  const y = [...b].map((c) => c.codePointAt(0)!);
+  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
+  return x.length - y.length;
+}
+
+/**
+ * For one type's relations, those from which a cycle of computed usersets
+ * (followed under union, intersection and exclusion; `this` and
+ * tuple-to-usersets end a path) can be reached: the relations on a cycle
+ * (strongly connected components with more than one relation, or a relation
+ * naming itself) and every relation with a path to one.
+ */
+function computedCycleReach(rels: Map<string, Userset>): Set<string> {
+  const edges = new Map<string, string[]>();
+  for (const [name, rw] of rels) {
+    const out: string[] = [];
+    const stack = [rw];
+    while (stack.length > 0) {
+      const n = stack.pop()!;
+      if ('computedUserset' in n) {
+        if (typeof n.computedUserset.relation === 'string' && rels.has(n.computedUserset.relation)) out.push(n.computedUserset.relation);
+      } else stack.push(...rewriteChildren(n));
+    }
+    edges.set(name, out);
+  }
+  // Tarjan's strongly connected components, iteratively.
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const onStack = new Set<string>();
+  const sccStack: string[] = [];
+  const onCycle = new Set<string>();
+  let counter = 0;
+  for (const root of rels.keys()) {
+    if (index.has(root)) continue;
+    const work: { node: string; next: number }[] = [{ node: root, next: 0 }];
+    index.set(root, counter);
+    low.set(root, counter++);
+    sccStack.push(root);
+    onStack.add(root);
+    while (work.length > 0) {
+      const top = work.at(-1)!;
+      const outs = edges.get(top.node)!;
+      if (top.next < outs.length) {
+        const n = outs[top.next++]!;
+        if (!index.has(n)) {
+          index.set(n, counter);
+          low.set(n, counter++);
+          sccStack.push(n);
+          onStack.add(n);
+          work.push({ node: n, next: 0 });
+        } else if (onStack.has(n)) low.set(top.node, Math.min(low.get(top.node)!, index.get(n)!));
+        continue;
+      }
+      work.pop();
+      const parent = work.at(-1);
+      if (parent !== undefined) low.set(parent.node, Math.min(low.get(parent.node)!, low.get(top.node)!));
+      if (low.get(top.node) === index.get(top.node)) {
+        const component: string[] = [];
+        let n: string;
+        do {
+          n = sccStack.pop()!;
+          onStack.delete(n);
+          component.push(n);
+        } while (n !== top.node);
+        if (component.length > 1 || edges.get(top.node)!.includes(top.node)) for (const c of component) onCycle.add(c);
+      }
+    }
+  }
+  // Every relation with a path to a relation on a cycle.
+  const reach = new Set(onCycle);
+  let changed = true;
+  while (changed) {
+    changed = false;
+    for (const [name, outs] of edges) {
+      if (!reach.has(name) && outs.some((o) => reach.has(o))) {
+        reach.add(name);
+        changed = true;
+      }
+    }
+  }
+  return reach;
+}
+
+/**
+ * The shape of one rewrite (well-formed nodes, operators with their operands,
+ * nesting at most {@link MODEL_LIMITS.maxRewriteDepth}), checked for every
+ * relation before the entry-point walk, which follows rewrites of relations
+ * not yet validated.
+ */
+function checkShape(where: string, rw: Userset): void {
+  const stack: { node: Userset; depth: number }[] = [{ node: rw, depth: 1 }];
+  while (stack.length > 0) {
+    const { node, depth } = stack.pop()!;
+    if (depth > MODEL_LIMITS.maxRewriteDepth) throw modelError(`the rewrite of '${where}' is nested too deeply`);
+    const kind = rewriteKind(node);
+    if (kind === 'union' || kind === 'intersection') {
+      const child = (node as { union?: { child?: Userset[] }; intersection?: { child?: Userset[] } })[kind]?.child;
+      if (!Array.isArray(child) || child.length < 2) throw modelError(`${kind} in '${where}' needs at least two operands`);
+      for (const c of child) stack.push({ node: c, depth: depth + 1 });
+    } else if (kind === 'difference') {
+      const d = (node as { difference?: { base?: Userset; subtract?: Userset } }).difference;
+      if (d?.base === undefined || d.subtract === undefined) throw modelError(`invalid difference in '${where}'`);
+      stack.push({ node: d.base, depth: depth + 1 }, { node: d.subtract, depth: depth + 1 });
+    } else if (kind === undefined) throw modelError(`invalid rewrite in '${where}'`);
+  }
 }
 
 /** Which rewrite kind a userset node is. */
@@ -72,6 +205,8 @@ export class TypeSystem {
   /** isMonotone answers by type, then relation (no key string built per call: Check asks on every request). */
   readonly #monotone = new Map<string, Map<string, boolean>>();
   #unsafeCycles: boolean | undefined;
+  /** Per type, the relations from which a cycle of computed usersets can be reached (OpenFGA's ErrCycle). */
+  readonly #cycleReach = new Map<string, Set<string>>();
   readonly #conditionCostLimit: number;
   readonly #stored: boolean;
 
@@ -301,12 +436,35 @@ export class TypeSystem {
       }
     }
 
-    for (const [type, rels] of this.#relations) {
-      for (const [name, rw] of rels) this.#validateRelation(type, name, rw);
+    // OpenFGA's order (`NewAndValidate`, `validateRelation`): types, then
+    // relations, each in sorted order; per relation its rewrite and
+    // restrictions, then its entry points, then computed-userset cycles. The
+    // first relation that fails names the error, so a model with several
+    // problems is refused for the same one OpenFGA names.
+    for (const [type, rels] of this.#relations) for (const [name, rw] of rels) checkShape(`${type}#${name}`, rw);
+    const budget = { calls: 0 };
+    let stored: Set<string> | undefined;
+    for (const type of [...this.#relations.keys()].sort(byCodePoint)) {
+      const rels = this.#relations.get(type)!;
+      for (const name of [...rels.keys()].sort(byCodePoint)) {
+        const rw = rels.get(name)!;
+        this.#validateRelation(type, name, rw);
+        let entry: boolean;
+        let loop: boolean;
+        try {
+          [entry, loop] = this.#hasEntrypoints(type, name, rw, new Map(), budget);
+        } catch (err) {
+          if (!(err instanceof RangeError)) throw err;
+          throw modelError(`the model is too complex to validate: the entry-point check of '${type}#${name}' nests too deeply`, { type, relation: name, cause: 'too_complex' });
+        }
+        // A version read back from a store was accepted by the least-fixpoint
+        // entry-point rule of earlier releases; it keeps loading when that
+        // rule finds an entry the walk prunes away (availability).
+        if (!entry && this.#stored) entry = (stored ??= this.#entryFixpoint()).has(`${type}#${name}`);
+        if (!entry) throw relationError(type, name, loop ? 'no_entrypoints_loop' : 'no_entrypoints', loop ? 'potential loop' : 'no entrypoints defined');
+        if (this.#reachesComputedCycle(type, name)) throw relationError(type, name, 'cycle', 'an authorization model cannot contain a cycle');
+      }
     }
-    for (const [type, rels] of this.#relations) this.#detectComputedCycles(type, rels);
-    this.#checkEntryPoints();
-
   }
 
   #validateRelation(type: string, relation: string, rw: Userset): void {
@@ -329,7 +487,8 @@ export class TypeSystem {
           if (typeof target !== 'string' || !this.#relations.get(type)!.has(target)) {
             throw modelError(`relation '${show(target)}' referenced in '${where}' is not defined on type '${type}'`);
           }
-          if (target === relation && node === rw) throw modelError(`relation '${where}' cannot be defined as itself`);
+          // OpenFGA's `isUsersetRewriteValid` refuses the relation's own name anywhere in its rewrite (`define a: [user] or a` too).
+          if (target === relation) throw relationError(type, relation, 'invalid_userset_rewrite', 'invalid userset rewrite definition');
           break;
         }
         case 'ttu': {
@@ -389,50 +548,128 @@ export class TypeSystem {
     }
   }
 
-  /** OpenFGA's ErrCycle: a cycle made purely of computed usersets within one type. */
-  #detectComputedCycles(type: string, rels: Map<string, Userset>): void {
-    const edges = new Map<string, string[]>();
-    for (const [name, rw] of rels) {
-      const out: string[] = [];
-      const stack = [rw];
-      while (stack.length > 0) {
-        const n = stack.pop()!;
-        if ('computedUserset' in n && typeof n.computedUserset.relation === 'string') out.push(n.computedUserset.relation);
-        stack.push(...rewriteChildren(n));
-      }
-      edges.set(name, out);
+  /**
+   * OpenFGA's `HasCycle` (ErrCycle): whether `type#relation` can reach,
+   * through computed usersets inside its type (under any operator, but not
+   * through `this` or tuple-to-usersets), a relation that lies on a cycle of
+   * computed usersets. OpenFGA walks every path with a visited set; a walk
+   * finds a repeated relation exactly when some relation it can reach is on a
+   * cycle, which is what is computed here, once per type, without the walk's
+   * exponential cost. A cycle through unions is refused even when each of its
+   * relations has an entry point (`define x: [user] or y`, `define y: [user] or x`;
+   * openfga/openfga `TestHasCycle` union_1 to union_4, and
+   * `write_authzmodel_test.go` `fail_if_cycle`).
+   */
+  #reachesComputedCycle(type: string, relation: string): boolean {
+    let byRelation = this.#cycleReach.get(type);
+    if (byRelation === undefined) {
+      byRelation = computedCycleReach(this.#relations.get(type)!);
+      this.#cycleReach.set(type, byRelation);
     }
-    const state = new Map<string, 1 | 2>();
-    for (const start of rels.keys()) {
-      if (state.has(start)) continue;
-      const stack: { node: string; next: number }[] = [{ node: start, next: 0 }];
-      state.set(start, 1);
-      while (stack.length > 0) {
-        const top = stack.at(-1)!;
-        const outs = edges.get(top.node) ?? [];
-        if (top.next >= outs.length) {
-          state.set(top.node, 2);
-          stack.pop();
-          continue;
-        }
-        const n = outs[top.next++]!;
-        const s = state.get(n);
-        if (s === 1) throw modelError(`the relations of type '${type}' form a cycle through '${n}'`);
-        if (s === undefined) {
-          state.set(n, 1);
-          stack.push({ node: n, next: 0 });
-        }
-      }
-    }
+    return byRelation.has(relation);
   }
 
   /**
-   * Every relation must be satisfiable by some tuples (the language
-   * validator's `relation-no-entry-point`). Computed as a least fixpoint:
-   * a relation has an entry when its rewrite can be satisfied using only
-   * relations already known to have one.
+   * OpenFGA's `hasEntrypoints` (`pkg/typesystem/typesystem.go`), transcribed
+   * rule for rule: whether some path through `rewrite` (of `type#relation`)
+   * ends at a concrete type or a wildcard, and whether a path that found none
+   * came back to a relation already visited (`[entry, loop]`). It is a walk
+   * with a visited set rather than a fixpoint, and its answers differ from a
+   * fixpoint's where a visited relation prunes the only way in; OpenFGA
+   * refuses those relations, so the walk is kept as it is, including this
+   * detail of its Go maps: `visited` is copied per call one level deep, so the
+   * set of one type, once made, is shared by every call below and the marks
+   * made there stay after they return. Operators pass the caller's set (not
+   * the copy) to their operands. `budget` bounds the walk over the whole
+   * model (OpenFGA's is unbounded): past it the model is refused.
    */
-  #checkEntryPoints(): void {
+  #hasEntrypoints(
+    type: string,
+    relation: string,
+    rewrite: Userset,
+    visitedIn: Map<string, Map<string, boolean>>,
+    budget: { calls: number },
+  ): [boolean, boolean] {
+    if (++budget.calls > MODEL_LIMITS.maxEntrypointSteps) {
+      throw modelError(`the model is too complex to validate: the entry-point check of '${type}#${relation}' took more than ${MODEL_LIMITS.maxEntrypointSteps} steps`, { type, relation, cause: 'too_complex' });
+    }
+    const visited = new Map(visitedIn);
+    const own = visited.get(type);
+    if (own !== undefined) own.set(relation, false);
+    else visited.set(type, new Map([[relation, false]]));
+    const lookup = (t: string, r: string): Userset => {
+      const rw = this.rewrite(t, r);
+      if (rw === undefined) throw modelError(`undefined type definition for '${t}#${r}'`, { type, relation });
+      return rw;
+    };
+    if ('this' in rewrite) {
+      for (const ref of this.restrictions(type, relation)) {
+        if (ref.relation === undefined || ref.wildcard !== undefined) {
+          visited.get(type)!.set(relation, true);
+          return [true, false];
+        }
+        const next = lookup(ref.type, ref.relation);
+        if (visited.get(ref.type)?.has(ref.relation) === true) continue;
+        if (this.#hasEntrypoints(ref.type, ref.relation, next, visited, budget)[0]) return [true, false];
+      }
+      return [false, false];
+    }
+    if ('computedUserset' in rewrite) {
+      const name = rewrite.computedUserset.relation ?? '';
+      const next = lookup(type, name);
+      const known = visited.get(type)?.get(name);
+      if (known !== undefined) return [known, true];
+      return this.#hasEntrypoints(type, name, next, visited, budget);
+    }
+    if ('tupleToUserset' in rewrite) {
+      const tupleset = rewrite.tupleToUserset.tupleset.relation ?? '';
+      const name = rewrite.tupleToUserset.computedUserset.relation ?? '';
+      lookup(type, tupleset);
+      for (const ref of this.restrictions(type, tupleset)) {
+        const next = this.rewrite(ref.type, name);
+        if (next === undefined) continue;
+        const known = visited.get(ref.type)?.get(name);
+        if (known !== undefined) {
+          if (known) return [true, false];
+          continue;
+        }
+        if (this.#hasEntrypoints(ref.type, name, next, visited, budget)[0]) return [true, false];
+      }
+      return [false, false];
+    }
+    if ('union' in rewrite) {
+      let loop = false;
+      for (const child of rewrite.union.child) {
+        const [entry, childLoop] = this.#hasEntrypoints(type, relation, child, visitedIn, budget);
+        if (entry) return [true, false];
+        loop ||= childLoop;
+      }
+      return [false, loop];
+    }
+    if ('intersection' in rewrite) {
+      for (const child of rewrite.intersection.child) {
+        const [entry, childLoop] = this.#hasEntrypoints(type, relation, child, visitedIn, budget);
+        if (!entry) return [false, childLoop];
+      }
+      return [true, false];
+    }
+    if ('difference' in rewrite) {
+      for (const side of [rewrite.difference.base, rewrite.difference.subtract]) {
+        const [entry, loop] = this.#hasEntrypoints(type, relation, side, visitedIn, budget);
+        if (!entry) return [false, loop];
+      }
+      return [true, false];
+    }
+    throw modelError(`invalid rewrite in '${type}#${relation}'`, { type, relation });
+  }
+
+  /**
+   * The relations that some tuples can satisfy, as a least fixpoint: a
+   * relation is in once its rewrite can be satisfied using only relations
+   * already in. This was the entry-point rule before OpenFGA's walk
+   * (`#hasEntrypoints`) replaced it; it only keeps stored versions loading.
+   */
+  #entryFixpoint(): Set<string> {
     const has = new Set<string>();
     const evalRw = (type: string, relation: string, rw: Userset): boolean => {
       if ('this' in rw) {
@@ -461,12 +698,6 @@ export class TypeSystem {
         }
       }
     }
-    for (const [type, rels] of this.#relations) {
-      for (const name of rels.keys()) {
-        if (!has.has(`${type}#${name}`)) {
-          throw modelError(`relation '${type}#${name}' has no entry point (it can never be satisfied)`, { type, relation: name });
-        }
-      }
-    }
+    return has;
   }
 }

@@ -199,3 +199,52 @@ export function genModuleFiles(g: Gen): Array<{ name: string; contents: string }
     return { name: `f${i}.fga`, contents: text };
   });
 }
+
+/**
+ * A model whose relations name each other freely, so most of them have
+ * cycles: through computed usersets under union, intersection and exclusion,
+ * through userset restrictions (`[doc#a]`) and through tuple-to-usersets
+ * (`a from parent`). `user` is the only concrete type; `doc` and `folder`
+ * each have a tupleset `parent` and two to four of the relations a–d. About
+ * half the relations start with a restriction, so many cycles have a way in.
+ */
+export function genCyclicModel(g: Gen): string {
+  const objectTypes = chance(g, 50) ? ['doc'] : ['doc', 'folder'];
+  const rels = new Map(objectTypes.map((t) => [t, subset(g, ['a', 'b', 'c', 'd'], 2, 4)]));
+  const ref = (type: string): string => pick(g, rels.get(type)!);
+  const operand = (type: string, depth: number): string => {
+    const k = g(fc.integer, { min: 0, max: 9 });
+    if (k < 6) return ref(type);
+    if (k < 8) return `${pick(g, rels.get(pick(g, objectTypes))!)} from parent`;
+    if (depth > 0) return `(${expression(type, depth - 1, false)})`;
+    return ref(type);
+  };
+  const restriction = (): string => {
+    const k = g(fc.integer, { min: 0, max: 9 });
+    if (k < 4) return 'user';
+    if (k < 5) return 'user:*';
+    const t = pick(g, objectTypes);
+    return `${t}#${pick(g, rels.get(t)!)}`;
+  };
+  const expression = (type: string, depth: number, top: boolean): string => {
+    const first = top && chance(g, 70) ? `[${[...new Set(Array.from({ length: g(fc.integer, { min: 1, max: 2 }) }, restriction))].join(', ')}]` : operand(type, depth);
+    const op = g(fc.integer, { min: 0, max: 9 });
+    if (op < 2) return first;
+    // Distinct operands, so few models trip the duplicate rule.
+    const operands = [first];
+    const n = op < 8 ? g(fc.integer, { min: 1, max: 2 }) : 1;
+    for (let i = 0; i < 4 && operands.length <= n; i++) {
+      const o = operand(type, depth);
+      if (!operands.includes(o)) operands.push(o);
+    }
+    if (operands.length === 1) return first;
+    if (op >= 8) return `${operands[0]} but not ${operands[1]}`;
+    return operands.join(op < 6 ? ' or ' : ' and ');
+  };
+  let text = 'model\n  schema 1.1\ntype user\n';
+  for (const type of objectTypes) {
+    text += `type ${type}\n  relations\n    define parent: [${subset(g, objectTypes, 1, 2).join(', ')}]\n`;
+    for (const r of rels.get(type)!) text += `    define ${r}: ${expression(type, 1, true)}\n`;
+  }
+  return text;
+}

@@ -116,3 +116,119 @@ export function disagreement(text: string): string | undefined {
   return undefined;
 }
 
+
+/** OpenFGA's server refusal of a relation: its type, relation and cause (`InvalidRelationError`). */
+export type ServerRefusal = { type: string; relation: string; cause: 'invalid_userset_rewrite' | 'no_entrypoints' | 'no_entrypoints_loop' | 'cycle' };
+
+type Rw = Record<string, unknown>;
+
+/**
+ * The relation rules that OpenFGA's server adds to the language validator's
+ * when a model is written (openfga/openfga `pkg/typesystem/typesystem.go`,
+ * `NewAndValidate` → `validateRelation`), for a model the language validator
+ * accepts: over types and then relations in sorted order, the first relation
+ * that names itself in its rewrite (`isUsersetRewriteValid`), has no entry
+ * point (`hasEntrypoints`: "no entrypoints defined", or "potential loop") or
+ * reaches a cycle of computed usersets (`HasCycle`). Transcribed statement by
+ * statement from the Go source, Go's maps included: `maps.Clone` copies one
+ * level, so the visited set of one type is shared by the calls below the one
+ * that made it. `HasCycle` is the path walk itself (exponential; test models
+ * are small). Independent of engine/typesystem.ts by design.
+ */
+export function serverRefusal(model: AuthorizationModel): ServerRefusal | undefined {
+  const relations = new Map<string, Record<string, Rw>>();
+  const restrictions = (type: string, relation: string): Array<{ type: string; relation?: string; wildcard?: unknown }> =>
+    (model.type_definitions ?? []).find((td) => td.type === type)?.metadata?.relations?.[relation]?.directly_related_user_types ?? [];
+  for (const td of model.type_definitions ?? []) relations.set(td.type, (td.relations ?? {}) as unknown as Record<string, Rw>);
+  const get = (type: string, relation: string): Rw | undefined => {
+    const rels = relations.get(type);
+    return rels !== undefined && Object.hasOwn(rels, relation) ? rels[relation] : undefined;
+  };
+  const children = (rw: Rw): Rw[] => {
+    if (rw['union']) return (rw['union'] as { child: Rw[] }).child;
+    if (rw['intersection']) return (rw['intersection'] as { child: Rw[] }).child;
+    if (rw['difference']) return [(rw['difference'] as { base: Rw }).base, (rw['difference'] as { subtract: Rw }).subtract];
+    return [];
+  };
+  const computed = (rw: Rw): string | undefined => (rw['computedUserset'] as { relation?: string } | undefined)?.relation;
+
+  const namesItself = (relation: string, rw: Rw): boolean => computed(rw) === relation || children(rw).some((c) => namesItself(relation, c));
+
+  type Visited = Map<string, Map<string, boolean>>;
+  const hasEntrypoints = (typeName: string, relationName: string, rewrite: Rw, visitedRelations: Visited): [boolean, boolean] => {
+    const v: Visited = new Map(visitedRelations);
+    const val = v.get(typeName);
+    if (val !== undefined) val.set(relationName, false);
+    else v.set(typeName, new Map([[relationName, false]]));
+    if (rewrite['this']) {
+      for (const assignable of restrictions(typeName, relationName)) {
+        if (assignable.relation === undefined || assignable.wildcard !== undefined) {
+          v.get(typeName)!.set(relationName, true);
+          return [true, false];
+        }
+        const next = get(assignable.type, assignable.relation)!;
+        if (v.get(assignable.type)?.has(assignable.relation)) continue;
+        if (hasEntrypoints(assignable.type, assignable.relation, next, v)[0]) return [true, false];
+      }
+      return [false, false];
+    }
+    const cu = computed(rewrite);
+    if (cu !== undefined) {
+      const known = v.get(typeName)?.get(cu);
+      if (known !== undefined) return [known, true];
+      return hasEntrypoints(typeName, cu, get(typeName, cu)!, v);
+    }
+    const ttu = rewrite['tupleToUserset'] as { tupleset: { relation: string }; computedUserset: { relation: string } } | undefined;
+    if (ttu !== undefined) {
+      for (const assignable of restrictions(typeName, ttu.tupleset.relation)) {
+        const next = get(assignable.type, ttu.computedUserset.relation);
+        if (next === undefined) continue;
+        const known = v.get(assignable.type)?.get(ttu.computedUserset.relation);
+        if (known !== undefined) {
+          if (known) return [true, false];
+          continue;
+        }
+        if (hasEntrypoints(assignable.type, ttu.computedUserset.relation, next, v)[0]) return [true, false];
+      }
+      return [false, false];
+    }
+    if (rewrite['union']) {
+      let loop = false;
+      for (const child of children(rewrite)) {
+        const [has, childLoop] = hasEntrypoints(typeName, relationName, child, visitedRelations);
+        if (has) return [true, false];
+        loop = loop || childLoop;
+      }
+      return [false, loop];
+    }
+    for (const child of children(rewrite)) {
+      // intersection: every child; difference: base, then subtract
+      const [has, childLoop] = hasEntrypoints(typeName, relationName, child, visitedRelations);
+      if (!has) return [false, childLoop];
+    }
+    return [true, false];
+  };
+
+  const hasCycle = (objectType: string, relationName: string, rewrite: Rw, visited: Set<string>): boolean => {
+    visited.add(`${objectType}#${relationName}`);
+    const visitedCopy = new Set(visited);
+    if (rewrite['this'] || rewrite['tupleToUserset']) return false;
+    const cu = computed(rewrite);
+    if (cu !== undefined) {
+      if (visited.has(`${objectType}#${cu}`)) return true;
+      return hasCycle(objectType, cu, get(objectType, cu)!, visitedCopy);
+    }
+    return children(rewrite).some((c) => hasCycle(objectType, relationName, c, visitedCopy));
+  };
+
+  for (const type of [...relations.keys()].sort()) {
+    for (const relation of Object.keys(relations.get(type)!).sort()) {
+      const rw = get(type, relation)!;
+      if (namesItself(relation, rw)) return { type, relation, cause: 'invalid_userset_rewrite' };
+      const [has, loop] = hasEntrypoints(type, relation, rw, new Map());
+      if (!has) return { type, relation, cause: loop ? 'no_entrypoints_loop' : 'no_entrypoints' };
+      if (hasCycle(type, relation, rw, new Set())) return { type, relation, cause: 'cycle' };
+    }
+  }
+  return undefined;
+}

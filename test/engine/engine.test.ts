@@ -126,6 +126,18 @@ test('invalid models are refused with invalid_authorization_model', async (t) =>
   t.is(await e.readModel(), undefined);
 });
 
+test("writeModel refuses a cycle through unions as OpenFGA's server does, naming the relation and the cause", async (t) => {
+  const e = new Engine();
+  const dsl = 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define admin: [user]\n    define a2: admin or a1\n    define a1: admin or a2\n';
+  const err = await t.throwsAsync(e.writeModel({ dsl }));
+  t.is(code(err), 'invalid_argument/invalid_authorization_model');
+  t.like((err as LatchkeyError).details, { openfga_code: 2056, type: 'doc', relation: 'a1', cause: 'cycle' });
+  t.is(err?.message, "the definition of relation 'a1' in object type 'doc' is invalid: an authorization model cannot contain a cycle");
+  // Through tuples the same shape is no cycle.
+  await e.writeModel({ dsl: 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define admin: [user]\n    define a1: [doc#a2] or admin\n    define a2: [doc#a1] or admin\n' });
+  t.truthy(await e.readModel());
+});
+
 test('write is atomic: one invalid tuple writes nothing', async (t) => {
   const e = await engineWithModel();
   const err = await t.throwsAsync(
