@@ -18,6 +18,7 @@
  * `email_flows.ts` and `verification_flows.ts`. Profile changes, account
  * deactivation, password reset and the admin hooks are here.
  */
+import { auditRefusals, LOGIN_REFUSED, RESEND_REFUSED, SECOND_FACTOR_REFUSED } from './audit_port.ts';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { MemoryStore } from './memory_store.ts';
 import { resolveAuthOptions, type AuthOptions, type ResolvedAuthOptions } from './options.ts';
@@ -180,17 +181,17 @@ export class AuthService {
 
   /** `login` with email or phone and password (see {@link LoginFlows.login}). */
   login(...args: Parameters<LoginFlows['login']>): ReturnType<LoginFlows['login']> {
-    return this.#login.login(...args);
+    return auditRefusals(args[1]?.audit, LOGIN_REFUSED, () => this.#login.login(...args));
   }
 
   /** `verify_otp` (see {@link LoginFlows.verifyOtp}). */
   verifyOtp(...args: Parameters<LoginFlows['verifyOtp']>): ReturnType<LoginFlows['verifyOtp']> {
-    return this.#login.verifyOtp(...args);
+    return auditRefusals(args[1]?.audit, SECOND_FACTOR_REFUSED, () => this.#login.verifyOtp(...args));
   }
 
   /** `resend_otp` (see {@link LoginFlows.resendOtp}). */
   resendOtp(...args: Parameters<LoginFlows['resendOtp']>): ReturnType<LoginFlows['resendOtp']> {
-    return this.#login.resendOtp(...args);
+    return auditRefusals(args[1]?.audit, RESEND_REFUSED, () => this.#login.resendOtp(...args));
   }
 
   // ---------------------------------------------------------------- sessions

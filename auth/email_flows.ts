@@ -20,6 +20,7 @@
  * disabled flow or a bad address is reported before the link's target or the
  * mail setup is looked at.
  */
+import { auditRefusals, LINK_LOGIN_REFUSED } from './audit_port.ts';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { MemoryStore } from './memory_store.ts';
 import type { ResolvedAuthOptions } from './options.ts';
@@ -251,7 +252,11 @@ export class EmailFlows {
    * there changes nothing and the token stays usable), on DynamoDB right
    * after it (security matrix E3).
    */
-  async verifyEmail(input: { token: string }, ctx: AuthCallContext = {}, record?: SignupRecorder): Promise<VerifyEmailOutcome> {
+  verifyEmail(input: { token: string }, ctx: AuthCallContext = {}, record?: SignupRecorder): Promise<VerifyEmailOutcome> {
+    return auditRefusals(ctx.audit, LINK_LOGIN_REFUSED, () => this.#verifyEmail(input, ctx, record));
+  }
+
+  async #verifyEmail(input: { token: string }, ctx: AuthCallContext, record: SignupRecorder | undefined): Promise<VerifyEmailOutcome> {
     const d = this.#d;
     const request = await d.store.peek(input.token, EMAIL_LINKS);
     const identifier = request.identifier as VerifyEmailOutcome['identifier'];

@@ -82,3 +82,4 @@ export { SOCIAL_LOGIN_PROVIDERS, socialProviderTable, type ProviderEndpoints, ty
 export { DynamoDatabase, isConditionFailed, type DynamoCondition, type DynamoIndex, type DynamoItem, type DynamoOptions, type DynamoQuery, type DynamoTableDefinition } from './dynamodb.ts';
 export { DynamoMemoryStore } from './dynamo_memory_store.ts';
 export { DynamoTransaction, dynamoDatabase, inTransaction, sqlDatabase, sqlTransaction, type MainDatabase, type StoreTransaction } from './main_database.ts';
+export type { AuditEvent, AuditPort } from './audit_port.ts';

@@ -3,6 +3,7 @@
  * the spec, the result of a call that opens a session, and the caller
  * context every method takes.
  */
+import type { AuditPort } from './audit_port.ts';
 import type { UserRecord } from './user_store_types.ts';
 
 /** Name of the host-scoped session cookie. */
@@ -91,6 +92,8 @@ export interface AuthCallContext {
   bearer?: string | undefined;
   /** The MFA challenge cookie (`mfa`) the request carried. */
   mfaCookie?: string | undefined;
+  /** Where the flows of this call report their refusals (the admin service's audit log, bound to the request). */
+  audit?: AuditPort | undefined;
 }
 
 /** The public User of a stored user. */

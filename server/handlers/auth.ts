@@ -13,16 +13,15 @@
  * falls back to Lax).
  */
 import { LatchkeyError } from '../../engine/errors.ts';
-import type { AuthResult, UserRecord } from '../../auth/index.ts';
-import type { WebhookEvent } from '../../admin/index.ts';
+import type { AuthResult } from '../../auth/index.ts';
 import { AUTH_OPERATIONS } from '../../api/index.ts';
 import type { RequestContext } from '../context.ts';
 import { clearMfaCookieOn, clearSessionCookiesOn, setMfaCookieOn, setSessionPairOn } from '../session_cookies.ts';
 import { linkBase, linkDelivery, signupVerification } from './link_mail.ts';
-import { recordUserEvent, userEventRecorder } from './admin.ts';
-import { authOf, callContext } from './services_of.ts';
+import { userEventRecorder } from './admin.ts';
+import { audit, auditedCallContext, authOf, callContext } from './services_of.ts';
 
-export { authOf, callContext };
+export { audit, authOf, callContext };
 import type { HandlersOf } from './types.ts';
 
 // ------------------------------------------------------------------ helpers
@@ -47,38 +46,6 @@ export function clearSessionCookies(ctx: RequestContext): void {
   clearSessionCookiesOn(ctx.cookies, ctx.services.config);
 }
 
-/**
- * Audits a user event (and queues its webhook) through the admin service.
- * Never throws: a failure is logged by the admin helper.
- */
-export async function audit(
-  ctx: RequestContext,
-  action: string,
-  o: { userId?: string | undefined; user?: UserRecord | undefined; webhook?: WebhookEvent; metadata?: Record<string, unknown> } = {},
-): Promise<void> {
-  try {
-    const user = o.user ?? (o.userId ? await authOf(ctx).users.findById(o.userId) : undefined);
-    await recordUserEvent(ctx, action, {
-      user,
-      actorId: o.userId,
-      ...(o.webhook === undefined ? {} : { webhook: o.webhook }),
-      ...(o.metadata === undefined ? {} : { metadata: o.metadata }),
-    });
-  } catch (err) {
-    ctx.logger.error('user event not recorded', { action, err });
-  }
-}
-
-/** The internal reason and user of a refused login (carried in the error's never-serialized cause). */
-export function failureOf(err: unknown): { reason: string; userId?: string } | undefined {
-  if (!(err instanceof LatchkeyError)) return undefined;
-  const cause = err.cause as { internal_reason?: unknown; user_id?: unknown } | undefined;
-  const reason = typeof cause?.internal_reason === 'string' ? cause.internal_reason : err.reason ?? err.code;
-  return typeof cause?.user_id === 'string' ? { reason, userId: cause.user_id } : { reason };
-}
-
-
-
 export const AUTH_HANDLERS: HandlersOf<typeof AUTH_OPERATIONS> = {
   signup: async (ctx, input) => {
     const { app_data, ...rest } = input;
@@ -96,19 +63,8 @@ export const AUTH_HANDLERS: HandlersOf<typeof AUTH_OPERATIONS> = {
     return result.response as never;
   },
   login: async (ctx, input) => {
-    let result: AuthResult;
-    try {
-      result = await authOf(ctx).login(input, callContext(ctx));
-    } catch (err) {
-      const failure = failureOf(err);
-      // A1: the precise reason is audited, never returned. Of the refusals by configuration, only the
-      // one about this user (MFA applies but no second factor reaches them) is a security event.
-      const audited = err instanceof LatchkeyError && err.code !== 'invalid_argument' && (err.code !== 'failed_precondition' || err.reason === 'mfa_method_unavailable');
-      if (failure !== undefined && audited) {
-        await audit(ctx, 'user.login_failed', { userId: failure.userId, metadata: { reason: failure.reason } });
-      }
-      throw err;
-    }
+    // A1: the identity service audits a refusal with its precise reason (auth/audit_port.ts); the client never sees it.
+    const result = await authOf(ctx).login(input, auditedCallContext(ctx));
     if (result.response.user !== undefined) await audit(ctx, 'user.login_success', { userId: result.response.user.id, user: result.record, webhook: 'user.login' });
     setSessionCookies(ctx, result);
     setMfaCookie(ctx, result);

@@ -4,29 +4,17 @@
  * cookie that `login` set when MFA applied; gRPC clients send it as `cookie`
  * metadata and receive it as `set-cookie` metadata, like the session cookies.
  */
-import { LatchkeyError } from '../../engine/errors.ts';
-import { audit, authOf, callContext, clearMfaCookie, failureOf, setMfaCookie, setSessionCookies } from './auth.ts';
+import { audit, authOf, clearMfaCookie, setMfaCookie, setSessionCookies } from './auth.ts';
+import { auditedCallContext } from './services_of.ts';
 import { MFA_OPERATIONS } from '../../api/index.ts';
 import type { HandlersOf } from './types.ts';
 
 
 
-/** Audits a refused second factor with its internal reason (never returned to the client). */
-async function auditFailure(ctx: Parameters<typeof audit>[0], err: unknown, action: string): Promise<void> {
-  const failure = failureOf(err);
-  if (failure === undefined || !(err instanceof LatchkeyError) || (err.code !== 'unauthenticated' && err.code !== 'resource_exhausted')) return;
-  await audit(ctx, action, { userId: failure.userId, metadata: { reason: failure.reason, mfa: true } });
-}
-
 export const MFA_HANDLERS: HandlersOf<typeof MFA_OPERATIONS> = {
   verify_otp: async (ctx, input) => {
-    let result: Awaited<ReturnType<ReturnType<typeof authOf>['verifyOtp']>>;
-    try {
-      result = await authOf(ctx).verifyOtp(input, callContext(ctx));
-    } catch (err) {
-      await auditFailure(ctx, err, 'user.login_failed');
-      throw err;
-    }
+    // A refused code is audited by the identity service with its precise reason (auth/audit_port.ts).
+    const result = await authOf(ctx).verifyOtp(input, auditedCallContext(ctx));
     const userId = result.response.user?.id ?? result.record?.id;
     if (result.verifiedPhone) await audit(ctx, 'user.phone_verified', { userId, user: result.record });
     if (result.mfaSession !== undefined) {
@@ -46,13 +34,7 @@ export const MFA_HANDLERS: HandlersOf<typeof MFA_OPERATIONS> = {
     return result.response as never;
   },
   resend_otp: async (ctx, input) => {
-    let result: Awaited<ReturnType<ReturnType<typeof authOf>['resendOtp']>>;
-    try {
-      result = await authOf(ctx).resendOtp(input, callContext(ctx));
-    } catch (err) {
-      await auditFailure(ctx, err, 'user.otp_resend_failed');
-      throw err;
-    }
+    const result = await authOf(ctx).resendOtp(input, auditedCallContext(ctx));
     await audit(ctx, 'user.otp_resent', { userId: result.record?.id, user: result.record });
     setMfaCookie(ctx, result);
     return { message: result.response.message };

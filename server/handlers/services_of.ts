@@ -3,8 +3,10 @@
  * answers `unavailable` when the composition root did not build it.
  */
 import { LatchkeyError } from '../../engine/errors.ts';
-import { MFA_COOKIE, sessionCookieOf, type AuthCallContext, type AuthService } from '../../auth/index.ts';
+import { MFA_COOKIE, sessionCookieOf, type AuditPort, type AuthCallContext, type AuthService, type UserRecord } from '../../auth/index.ts';
+import type { WebhookEvent } from '../../admin/index.ts';
 import type { RequestContext } from '../context.ts';
+import { recordUserEvent } from './admin.ts';
 
 /** The identity service of the composition root; `unavailable` when it was not plugged in. */
 export function authOf(ctx: RequestContext): AuthService {
@@ -28,3 +30,37 @@ export function callContext(ctx: RequestContext): AuthCallContext {
   };
 }
 
+/**
+ * The call context of a flow that reports its refusals: the identity
+ * service audits them through this port, into the admin service's audit log,
+ * with the request's address and agent.
+ */
+export function auditedCallContext(ctx: RequestContext): AuthCallContext {
+  return { ...callContext(ctx), audit: auditPortOf(ctx) };
+}
+
+function auditPortOf(ctx: RequestContext): AuditPort {
+  return (event) => audit(ctx, event.action, { userId: event.userId, metadata: { ...event.metadata } });
+}
+
+/**
+ * Audits a user event (and queues its webhook) through the admin service.
+ * Never throws: a failure is logged by the admin helper.
+ */
+export async function audit(
+  ctx: RequestContext,
+  action: string,
+  o: { userId?: string | undefined; user?: UserRecord | undefined; webhook?: WebhookEvent; metadata?: Record<string, unknown> } = {},
+): Promise<void> {
+  try {
+    const user = o.user ?? (o.userId ? await authOf(ctx).users.findById(o.userId) : undefined);
+    await recordUserEvent(ctx, action, {
+      user,
+      actorId: o.userId,
+      ...(o.webhook === undefined ? {} : { webhook: o.webhook }),
+      ...(o.metadata === undefined ? {} : { metadata: o.metadata }),
+    });
+  } catch (err) {
+    ctx.logger.error('user event not recorded', { action, err });
+  }
+}

@@ -16,10 +16,10 @@
  * that uses up its first link and verifies its address (SQL; security matrix
  * E3); the other rows once the operation's outcome is known.
  */
-import { LatchkeyError } from '../../engine/errors.ts';
-import type { AuthResult, UserRecord, VerifyEmailOutcome } from '../../auth/index.ts';
+import type { AuthResult, UserRecord } from '../../auth/index.ts';
 import type { RequestContext } from '../context.ts';
-import { audit, authOf, callContext, failureOf, setMfaCookie, setSessionCookies } from './auth.ts';
+import { audit, authOf, setMfaCookie, setSessionCookies } from './auth.ts';
+import { auditedCallContext } from './services_of.ts';
 import { linkBase, linkDelivery } from './link_mail.ts';
 import { userEventRecorder } from './admin.ts';
 import { VERIFICATION_OPERATIONS } from '../../api/index.ts';
@@ -38,19 +38,10 @@ export const VERIFICATION_HANDLERS: HandlersOf<typeof VERIFICATION_OPERATIONS> =
     return authOf(ctx).email.magicLinkLogin(input, delivery);
   },
   verify_email: async (ctx, input) => {
-    let out: VerifyEmailOutcome;
     // The first verification of a magic-link account is its sign-up: its audit row and webhook deliveries commit with it.
     const signup = userEventRecorder(ctx, 'user.signup', { webhook: 'user.signup', metadata: { login_method: 'magic_link_login' } });
-    try {
-      out = await authOf(ctx).email.verifyEmail(input, callContext(ctx), signup);
-    } catch (err) {
-      // The link proved the first factor, but no second factor can reach its user: audited like a refused login.
-      const failure = failureOf(err);
-      if (err instanceof LatchkeyError && err.reason === 'mfa_method_unavailable' && failure !== undefined) {
-        await audit(ctx, 'user.login_failed', { userId: failure.userId, metadata: { reason: failure.reason } });
-      }
-      throw err;
-    }
+    // A link that proved the first factor when no second factor can reach its user is audited like a refused login (auth/audit_port.ts).
+    const out = await authOf(ctx).email.verifyEmail(input, auditedCallContext(ctx), signup);
     const user = out.result.record ?? out.user;
     const loginMethod = out.identifier === 'magic_link_login' ? 'magic_link_login' : 'basic_auth';
     if (out.firstVerification) await audit(ctx, 'user.email_verified', { userId: user.id, user });
