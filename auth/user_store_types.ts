@@ -45,10 +45,29 @@ export type UserFields = Partial<Omit<UserRecord, 'id' | 'created_at' | 'updated
  * characters) and the other default-ignorable code points (variation
  * selectors, combining grapheme joiner, Hangul fillers). Two addresses that
  * differ only by them render identically in the dashboard, the audit log and
- * mails.
+ * mails. One use shows and is kept ({@link isVisibleJoin}): a zero-width
+ * joiner inside an emoji sequence (`🧑‍💻`, one glyph where `🧑💻` is two).
+ * A variation selector is not kept even after a pictograph: `❤️` and `❤`
+ * differ only in presentation.
  */
 const INVISIBLE = /[\p{Cf}\p{Default_Ignorable_Code_Point}]/u;
-const INVISIBLE_ALL = /[\p{Cf}\p{Default_Ignorable_Code_Point}]/gu;
+const PICTOGRAPH = /\p{Extended_Pictographic}/u;
+/** What may stand before the joiner of an emoji ZWJ sequence: a pictograph or a skin tone. */
+const JOINS_AFTER = /[\p{Extended_Pictographic}\p{Emoji_Modifier}]/u;
+
+/** Whether the invisible character at `i` of `cps` is one that shows (see {@link INVISIBLE}). */
+function isVisibleJoin(cps: readonly string[], i: number): boolean {
+  const c = cps[i]!;
+  const before = cps[i - 1];
+  return before !== undefined && c === '\u200D' && JOINS_AFTER.test(before) && cps[i + 1] !== undefined && PICTOGRAPH.test(cps[i + 1]!);
+}
+
+/** `s` without its invisible characters (those that show kept). */
+function withoutInvisible(s: string): string {
+  if (!INVISIBLE.test(s)) return s;
+  const cps = [...s];
+  return cps.filter((c, i) => !INVISIBLE.test(c) || isVisibleJoin(cps, i)).join('');
+}
 
 /** The refusal of an email address that holds an invisible character. */
 const invisibleInEmail = (): LatchkeyError => new LatchkeyError('invalid_argument', 'invalid email address', { reason: 'invalid_email' });
@@ -81,7 +100,7 @@ export function emailKey(email: string | null | undefined): string | undefined {
   if (email === null || email === undefined) return undefined;
   let e = email.trim();
   for (let i = 0; i < 4; i++) {
-    const next = e.replace(INVISIBLE_ALL, '').normalize('NFKC').toLowerCase().normalize('NFKC').trim();
+    const next = withoutInvisible(e).normalize('NFKC').toLowerCase().normalize('NFKC').trim();
     if (next === e) break;
     e = next;
   }
@@ -102,7 +121,8 @@ export function emailKey(email: string | null | undefined): string | undefined {
  */
 export function normalizeEmail(email: string | null | undefined): string | undefined {
   if (email === null || email === undefined) return undefined;
-  if (INVISIBLE.test(email.trim())) throw invisibleInEmail();
+  const trimmed = email.trim();
+  if (withoutInvisible(trimmed) !== trimmed) throw invisibleInEmail();
   return emailKey(email);
 }
 
