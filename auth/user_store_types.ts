@@ -76,8 +76,8 @@ const invisibleInEmail = (): LatchkeyError => new LatchkeyError('invalid_argumen
  * The comparison key of an email address, total over any string: trimmed,
  * stripped of invisible characters ({@link INVISIBLE}), NFKC-normalised and
  * lower-cased, repeated until stable (lower-casing can leave a string that
- * NFKC changes again, and removing an invisible character between two others
- * can let them compose). Undefined for empty input.
+ * NFKC changes again, and NFKC can leave a space at either end).
+ * Undefined for empty input.
  *
  * NFKC + lower-case rather than the PRECIS UsernameCaseMapped profile
  * (RFC 8265, on the RFC 8264 framework): PRECIS's width mapping is a subset of
@@ -88,8 +88,8 @@ const invisibleInEmail = (): LatchkeyError => new LatchkeyError('invalid_argumen
  * local parts) would start to be refused depending on the table's version.
  * NFKC and case mapping come with the runtime, and the invisible characters
  * PRECIS would disallow are refused here as well ({@link normalizeEmail}).
- * Lower-casing is Unicode's `toLowerCase`, as RFC 7613's case mapping rule
- * and the addresses stored so far.
+ * Lower-casing is Unicode's `toLowerCase`, as in RFC 8265's case mapping rule
+ * and in the addresses stored so far.
  *
  * Stored values go through this function (migrations, releasing the old
  * address of an update); what a caller sends goes through
