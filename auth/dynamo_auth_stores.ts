@@ -7,7 +7,7 @@
  * | table | pk | sk | holds |
  * |---|---|---|---|
  * | `users` | user id | `-` | the user (the SQL columns as attributes) |
- * | `user_identifiers` | `email#<address>` or `phone#<number>` | `-` | the claim: which user holds the address |
+ * | `user_identifiers` | `email#<address>` or `phone#<number>`; `migration#0005_email_key` | `-` | the claim: which user holds the address; the stored emails were rewritten to their key |
  * | `verification_requests` | `req#<token digest>`, `id#<id>`, `kind#<identifier>#<email>` | `-` | the request; pointers to it by id and by (identifier, email) |
  * | `otps` | user id | `-` | the user's one pending code |
  * | `authenticators` | user id | method | the user's TOTP enrolment |
