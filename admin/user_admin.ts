@@ -22,8 +22,10 @@ const MAX_INVITES = 50;
 export function userUpdateFields(current: UserRecord, input: UpdateUserInput, allowedRoles: readonly string[], nowSeconds: number): UserFields {
   const fields: UserFields = {};
   if (input.email !== undefined) {
-    if (!EMAIL_RE.test(input.email.trim())) throw new LatchkeyError('invalid_argument', 'invalid email address', { reason: 'invalid_email' });
-    fields.email = input.email;
+    // Checked in the form it is stored in (a fullwidth `＠` is an `@`); an invisible character is refused there.
+    const email = normalizeEmail(input.email) ?? '';
+    if (email.length > 320 || !EMAIL_RE.test(email)) throw new LatchkeyError('invalid_argument', 'invalid email address', { reason: 'invalid_email' });
+    fields.email = email;
   }
   if (input.email_verified !== undefined) fields.email_verified_at = input.email_verified ? (current.email_verified_at ?? nowSeconds) : null;
   if (input.phone_number !== undefined) fields.phone_number = input.phone_number === '' ? null : input.phone_number;

@@ -7,7 +7,7 @@
  * | table | pk | sk | holds |
  * |---|---|---|---|
  * | `users` | user id | `-` | the user (the SQL columns as attributes) |
- * | `user_identifiers` | `email#<address>` or `phone#<number>` | `-` | the claim: which user holds the address |
+ * | `user_identifiers` | `email#<address>` or `phone#<number>`; `migration#0005_email_key` | `-` | the claim: which user holds the address; the stored emails were rewritten to their key |
  * | `verification_requests` | `req#<token digest>`, `id#<id>`, `kind#<identifier>#<email>` | `-` | the request; pointers to it by id and by (identifier, email) |
  * | `otps` | user id | `-` | the user's one pending code |
  * | `authenticators` | user id | method | the user's TOTP enrolment |
@@ -21,7 +21,7 @@ import type { DynamoDatabase, DynamoItem } from './dynamodb.ts';
 import { DynamoTransaction, type StoreTransaction } from './main_database.ts';
 import type { AuthenticatorRow, MfaStore, OtpRow } from './mfa_store.ts';
 import { COLUMN_NAMES, rowToRecord, toColumn } from './user_store.ts';
-import { USER_EXISTS_MESSAGE, normalizeEmail, normalizePhone, type UserFields, type UserPage, type UserRecord, type UserStore } from './user_store_types.ts';
+import { USER_EXISTS_MESSAGE, emailKey, normalizeEmail, normalizePhone, type UserFields, type UserPage, type UserRecord, type UserStore } from './user_store_types.ts';
 import {
   digest,
   expiredVerificationToken,
@@ -42,6 +42,8 @@ const STALE_PENDING_SECONDS = 60;
 
 const exists = (): LatchkeyError => new LatchkeyError('already_exists', USER_EXISTS_MESSAGE, { reason: 'user_already_exists' });
 const claimKey = (kind: 'email' | 'phone', value: string): string => `${kind}#${value}`;
+/** The marker item (in `user_identifiers`) of the stored emails' rewrite to their key: `#rekeyEmails` has run. */
+const EMAIL_KEY_MARK = 'migration#0005_email_key';
 
 function toItem(record: Record<string, unknown>): DynamoItem {
   const item: DynamoItem = {};
@@ -75,6 +77,42 @@ export class DynamoUserStore implements UserStore {
 
   async init(): Promise<void> {
     await Promise.all([this.#db.ensureTable({ name: 'users' }), this.#db.ensureTable({ name: 'user_identifiers' })]);
+    await this.#rekeyEmails();
+  }
+
+  /**
+   * The SQL stores' migrations 0003 and 0005 (auth/user_store.ts,
+   * `rekeyEmails`) on DynamoDB, once per database (a marker item in
+   * `user_identifiers` records that it ran): every stored email that
+   * {@link emailKey} changes is rewritten to its key and claimed under it,
+   * in creation order. Of two users whose addresses now have one key, the
+   * one already holding the key's claim keeps it, or else the first created;
+   * the other keeps its stored address and everything else, without a claim
+   * on the key. Every write is conditional, so two processes starting
+   * together cannot hand one key to two users.
+   */
+  async #rekeyEmails(): Promise<void> {
+    if ((await this.#db.get('user_identifiers', EMAIL_KEY_MARK, '-')) !== undefined) return;
+    const items = await this.#db.scan('users', { expression: 'attribute_not_exists(#p)', names: { '#p': 'pending' } });
+    items.sort((a, b) => Number(a['created_at']) - Number(b['created_at']) || (String(a['id']) < String(b['id']) ? -1 : 1));
+    for (const item of items) {
+      const id = String(item['id']);
+      const stored = typeof item['email'] === 'string' ? item['email'] : undefined;
+      const key = emailKey(stored);
+      if (stored === undefined || key === undefined || key === stored || key.length > 320) continue;
+      const claim = { pk: claimKey('email', key), sk: '-', kind: 'email', value: key, user_id: id, created_at: this.#now() };
+      const held = await this.#db.get('user_identifiers', claim.pk, '-');
+      if (held !== undefined && String(held['user_id']) !== id) {
+        const owner = await this.#db.get('users', String(held['user_id']), '-');
+        if (owner !== undefined && owner['email'] === key) continue;
+        if (!(await this.#db.put('user_identifiers', claim, { expression: 'user_id = :old', values: { ':old': String(held['user_id']) } }))) continue;
+      } else if (!(await this.#db.put('user_identifiers', claim, { expression: 'attribute_not_exists(pk) OR user_id = :me', values: { ':me': id } }))) {
+        continue;
+      }
+      await this.#db.update('users', id, '-', { set: { email: key } }, { expression: 'attribute_exists(pk)' });
+      await this.#release('email', stored, id);
+    }
+    await this.#db.put('user_identifiers', { pk: EMAIL_KEY_MARK, sk: '-', created_at: this.#now() });
   }
 
   async #item(id: string): Promise<DynamoItem | undefined> {
@@ -205,14 +243,14 @@ export class DynamoUserStore implements UserStore {
     const released: Array<['email' | 'phone', string]> = [];
     const claimed: Array<['email' | 'phone', string]> = [];
     try {
-      for (const [kind, attribute, normalize] of [
-        ['email', 'email', normalizeEmail],
-        ['phone', 'phone_number', normalizePhone],
+      for (const [kind, attribute, normalize, stored] of [
+        ['email', 'email', normalizeEmail, emailKey],
+        ['phone', 'phone_number', normalizePhone, normalizePhone],
       ] as const) {
         if (!(attribute in fields)) continue;
         const next = normalize(fields[attribute]);
         patch[attribute] = next ?? null;
-        const old = normalize(current[attribute]);
+        const old = stored(current[attribute]);
         if (next === old) continue;
         if (next !== undefined) {
           await this.#claim(kind, next, id);
@@ -239,7 +277,7 @@ export class DynamoUserStore implements UserStore {
   async delete(id: string): Promise<boolean> {
     const old = await this.#db.delete('users', id, '-');
     if (old === undefined) return false;
-    const email = normalizeEmail(old['email'] as string | null);
+    const email = emailKey(old['email'] as string | null);
     const phone = normalizePhone(old['phone_number'] as string | null);
     if (email !== undefined) await this.#release('email', email, id);
     if (phone !== undefined) await this.#release('phone', phone, id);

@@ -15,6 +15,16 @@ export type OAuthParams = Readonly<Record<string, unknown>>;
 
 const MAX_PARAM = 4096;
 
+/**
+ * Characters no parameter may hold: C0 controls (tab, CR and LF included),
+ * DEL, C1 controls and the Unicode line/paragraph separators; the same set as
+ * every other one-line field of the API (`LINE_FORBIDDEN` of the operations'
+ * shapes). A URL parser drops tab, CR and LF from `redirect_uri` (WHATWG URL,
+ * "basic URL parser"), so a code issued for the URI as written would travel
+ * to another one: such a request is refused, never cleaned up.
+ */
+const PARAM_FORBIDDEN = /[\u0000-\u001F\u007F-\u009F\u2028\u2029]/u;
+
 export const invalidRequest = (message: string): LatchkeyError => new LatchkeyError('invalid_argument', message, { reason: 'invalid_request' });
 export const invalidGrant = (message: string, cause?: unknown): LatchkeyError => new LatchkeyError('invalid_argument', message, { reason: 'invalid_grant', cause });
 export const invalidClient = (message = 'client authentication failed'): LatchkeyError => new LatchkeyError('unauthenticated', message, { reason: 'invalid_client' });
@@ -28,15 +38,20 @@ export function safeEqual(a: string, b: string): boolean {
 
 /**
  * The parameters as single strings. RFC 6749 §3.1: a parameter must not be
- * repeated, and one sent without a value is treated as omitted.
+ * repeated, and one sent without a value is treated as omitted. A name or
+ * value holding a control character or a lone surrogate is `invalid_request`
+ * (the name is left out of the message when it is the bad one).
  */
 export function readParams(params: OAuthParams): Map<string, string> {
   const out = new Map<string, string>();
   for (const [k, v] of Object.entries(params)) {
+    if (PARAM_FORBIDDEN.test(k) || !k.isWellFormed()) throw invalidRequest('a parameter name holds a control character');
     if (Array.isArray(v)) throw invalidRequest(`parameter ${k} is repeated`);
     if (v === undefined || v === null || v === '') continue;
     if (typeof v !== 'string') throw invalidRequest(`parameter ${k} must be a string`);
     if (v.length > MAX_PARAM) throw invalidRequest(`parameter ${k} is too long`);
+    if (PARAM_FORBIDDEN.test(v)) throw invalidRequest(`parameter ${k} must not contain control characters`);
+    if (!v.isWellFormed()) throw invalidRequest(`parameter ${k} must be valid Unicode`);
     out.set(k, v);
   }
   return out;

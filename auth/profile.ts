@@ -6,7 +6,7 @@
 import { LatchkeyError } from '../engine/errors.ts';
 import type { ResolvedAuthOptions } from './options.ts';
 import { assertPasswordAcceptable, type PasswordHasher } from './password.ts';
-import { normalizeEmail, normalizePhone, type UserFields, type UserRecord } from './user_store_types.ts';
+import { emailKey, normalizeEmail, normalizePhone, type UserFields, type UserRecord } from './user_store_types.ts';
 
 export const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 export const PHONE_RE = /^\+?[0-9]{6,20}$/;
@@ -81,7 +81,7 @@ export async function profilePatch(
       patch.is_multi_factor_auth_enabled = input.is_multi_factor_auth_enabled;
     }
     let passwordChanged = false;
-    const changesEmail = input.email !== undefined && normalizeEmail(input.email) !== normalizeEmail(user.email);
+    const changesEmail = input.email !== undefined && normalizeEmail(input.email) !== emailKey(user.email);
     const changesPhone = input.phone_number !== undefined && normalizePhone(input.phone_number) !== normalizePhone(user.phone_number);
     const changesPassword = input.new_password !== undefined && input.new_password !== '';
     // ASVS v5 7.5.1: re-authenticate before changing a password, an email or a phone number

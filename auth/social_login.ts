@@ -41,7 +41,7 @@ import type { AuthService } from './auth_service.ts';
 import type { MainDatabase } from './main_database.ts';
 import type { MemoryStore } from './memory_store.ts';
 import type { AuthResult } from './public_user.ts';
-import { normalizeEmail, type UserFields, type UserRecord } from './user_store_types.ts';
+import { emailKey, type UserFields, type UserRecord } from './user_store_types.ts';
 import { signupEventSteps, type SignupRecorder } from './signup_recorder.ts';
 import {
   oidcRowFromDiscovery,
@@ -460,8 +460,14 @@ export class SocialLogin {
     signupEvent: SignupRecorder | undefined,
   ): Promise<{ user: UserRecord; created: boolean; replaced: boolean }> {
     const users = this.#o.auth.users;
-    const email = normalizeEmail(profile.email);
-    if (email === undefined || !profile.emailVerified) {
+    // The provider verified the address as it spells it. A spelling that the key folds beyond case and
+    // canonical equivalence (fullwidth `ｋａｔｅ@…`, an invisible character) may be another mailbox to the
+    // provider and its mail server, so it proves nothing about the address on record: it counts as
+    // unverified, links no account and makes none.
+    const raw = profile.email?.trim();
+    const email = emailKey(raw);
+    const spelledAsStored = raw !== undefined && raw.normalize('NFC').toLowerCase().normalize('NFC') === email;
+    if (email === undefined || !profile.emailVerified || !spelledAsStored) {
       const taken = email === undefined ? undefined : await users.findByEmail(email);
       throw new LatchkeyError(
         'permission_denied',

@@ -25,7 +25,7 @@ import { runMigrations, type Migration, type MigrationContext, type SqlDialect }
 import { isDeadlock } from './sql_conflicts.ts';
 import { tableOptions, utf8mb4Migration } from './sql_charset.ts';
 import type { StoreTransaction } from './main_database.ts';
-import { USER_EXISTS_MESSAGE, normalizeEmail, normalizePhone, type UserFields, type UserPage, type UserRecord, type UserStore } from './user_store_types.ts';
+import { USER_EXISTS_MESSAGE, emailKey, normalizeEmail, normalizePhone, type UserFields, type UserPage, type UserRecord, type UserStore } from './user_store_types.ts';
 
 /** How long a write waits for an SQLite file another process holds, its turn in this process's queue included. */
 const SQLITE_LOCK_WAIT_MS = 5000;
@@ -203,7 +203,7 @@ export const AUTH_MIGRATIONS: readonly Migration[] = [
       const seen = new Set<string>();
       for (const r of rows) {
         for (const [kind, value] of [
-          ['email', normalizeEmail(r.email)],
+          ['email', nfcEmail(r.email)],
           ['phone', normalizePhone(r.phone_number)],
         ] as const) {
           if (value === undefined || seen.has(`${kind}:${value}`)) continue;
@@ -218,37 +218,67 @@ export const AUTH_MIGRATIONS: readonly Migration[] = [
   },
   {
     // Emails stored before NFC normalisation: rewritten in the normalised form,
-    // with their claims. When two rows normalise to one address, the first
-    // holder (by creation) keeps the claim; the other row keeps its address
-    // but no claim, as the v1 backfill does (0002), and is matched by neither.
+    // with their claims (rekeyEmails).
     id: '0003_email_nfc',
-    async up(ctx) {
-      const { sequelize, transaction } = ctx;
-      const rows = await sequelize.query<{ id: string; email: string }>('SELECT id, email FROM users WHERE email IS NOT NULL ORDER BY created_at, id', {
-        transaction,
-        type: QueryTypes.SELECT,
-      });
-      for (const r of rows) {
-        const normal = normalizeEmail(r.email);
-        if (normal === undefined || normal === r.email) continue;
-        const holder = await sequelize.query<{ user_id: string }>("SELECT user_id FROM user_identifiers WHERE kind = 'email' AND value = ?", {
-          replacements: [normal],
-          transaction,
-          type: QueryTypes.SELECT,
-        });
-        if (holder.length > 0 && holder[0]!.user_id !== r.id) continue;
-        await sequelize.query("DELETE FROM user_identifiers WHERE kind = 'email' AND user_id = ?", { replacements: [r.id], transaction });
-        await sequelize.query('INSERT INTO user_identifiers (kind, value, user_id, created_at) VALUES (?, ?, ?, ?)', {
-          replacements: ['email', normal, r.id, Math.floor(Date.now() / 1000)],
-          transaction,
-        });
-        await sequelize.query('UPDATE users SET email = ? WHERE id = ?', { replacements: [normal, r.id], transaction });
-      }
-    },
+    up: (ctx) => rekeyEmails(ctx, nfcEmail),
   },
   // MySQL/MariaDB: utf8mb4 with a byte-wise collation, as on the other backends (auth/sql_charset.ts).
   utf8mb4Migration('0004_utf8mb4', ['users', 'user_identifiers']),
+  {
+    // Emails stored before width and invisible-character normalisation
+    // (`ｋａｔｅ@…`, `ka\u200bte@…`): rewritten to their emailKey, with their
+    // claims (rekeyEmails). After 0004, so that MySQL compares claims byte for byte.
+    id: '0005_email_key',
+    up: (ctx) => rekeyEmails(ctx, emailKey),
+  },
 ];
+
+/**
+ * The normalisation of 0002 and 0003 (trim, NFC, lower-case), kept as they
+ * ran: a released migration keeps its meaning; 0005 brings their rows to
+ * {@link emailKey}.
+ */
+function nfcEmail(email: string | null | undefined): string | undefined {
+  if (email === null || email === undefined) return undefined;
+  const e = email.trim().normalize('NFC').toLowerCase().normalize('NFC');
+  return e.length === 0 ? undefined : e;
+}
+
+/**
+ * Rewrites every stored email that `key` changes to its key, with its claim,
+ * in creation order. Two rows whose addresses now have one key (`kate@…` and
+ * `ｋａｔｅ@…`) are never merged and neither is dropped: the row that already
+ * holds the key's claim keeps it (the account that address has been reaching
+ * goes on being reached by it), or else the first created row takes it. The
+ * other row keeps its stored address, its password and everything else, but
+ * no claim on the key: no login, reset or link by email reaches it, sign-up
+ * with any spelling of the address is `already_exists`, and a super-admin
+ * sees it in the user list, to give it another address or delete it. A key
+ * longer than the column (NFKC can lengthen a string) leaves its row as it is.
+ */
+async function rekeyEmails(ctx: MigrationContext, key: (email: string) => string | undefined): Promise<void> {
+  const { sequelize, transaction } = ctx;
+  const rows = await sequelize.query<{ id: string; email: string }>('SELECT id, email FROM users WHERE email IS NOT NULL ORDER BY created_at, id', {
+    transaction,
+    type: QueryTypes.SELECT,
+  });
+  for (const r of rows) {
+    const normal = key(r.email);
+    if (normal === undefined || normal === r.email || normal.length > 320) continue;
+    const holder = await sequelize.query<{ user_id: string }>("SELECT user_id FROM user_identifiers WHERE kind = 'email' AND value = ?", {
+      replacements: [normal],
+      transaction,
+      type: QueryTypes.SELECT,
+    });
+    if (holder.length > 0 && holder[0]!.user_id !== r.id) continue;
+    await sequelize.query("DELETE FROM user_identifiers WHERE kind = 'email' AND user_id = ?", { replacements: [r.id], transaction });
+    await sequelize.query('INSERT INTO user_identifiers (kind, value, user_id, created_at) VALUES (?, ?, ?, ?)', {
+      replacements: ['email', normal, r.id, Math.floor(Date.now() / 1000)],
+      transaction,
+    });
+    await sequelize.query('UPDATE users SET email = ? WHERE id = ?', { replacements: [normal, r.id], transaction });
+  }
+}
 
 function toBool(v: unknown): boolean | null {
   if (v === null || v === undefined) return null;
@@ -516,7 +546,7 @@ export class SqlUserStore implements UserStore {
       if ('email' in fields) {
         const email = normalizeEmail(fields.email);
         patch['email'] = email ?? null;
-        const old = normalizeEmail(current.email);
+        const old = emailKey(current.email);
         if (email !== old) {
           if (old !== undefined)
             await this.#sequelize.query("DELETE FROM user_identifiers WHERE kind = 'email' AND value = ? AND user_id = ?", { replacements: [old, id], transaction });

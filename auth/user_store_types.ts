@@ -5,6 +5,7 @@
  * addresses and phone numbers are normalised before they are stored,
  * claimed or looked up.
  */
+import { LatchkeyError } from '../engine/errors.ts';
 import type { StoreTransaction } from './main_database.ts';
 
 /** The message the spec gives for a taken email or phone number (Errors, rule 1). */
@@ -39,15 +40,90 @@ export interface UserRecord {
 export type UserFields = Partial<Omit<UserRecord, 'id' | 'created_at' | 'updated_at'>>;
 
 /**
- * Trimmed, Unicode-normalised (NFC) and lower-cased email; undefined for
- * empty input. NFC comes before case folding (and again after it, which
- * lower-casing can undo), so that an address typed with a precomposed `Ä` and
- * one typed as `A` + combining diaeresis are one address, one account.
+ * Characters that do not show: format controls (General Category Cf: zero-width
+ * space, joiners, word joiner, soft hyphen, bidi controls, BOM, tag
+ * characters) and the other default-ignorable code points (variation
+ * selectors, combining grapheme joiner, Hangul fillers). Two addresses that
+ * differ only by them render identically in the dashboard, the audit log and
+ * mails. One use shows and is kept ({@link isVisibleJoin}): a zero-width
+ * joiner inside an emoji sequence (`🧑‍💻`, one glyph where `🧑💻` is two).
+ * A variation selector is not kept even after a pictograph: `❤️` and `❤`
+ * differ only in presentation.
+ */
+const INVISIBLE = /[\p{Cf}\p{Default_Ignorable_Code_Point}]/u;
+const PICTOGRAPH = /\p{Extended_Pictographic}/u;
+/** What may stand before the joiner of an emoji ZWJ sequence: a pictograph or a skin tone. */
+const JOINS_AFTER = /[\p{Extended_Pictographic}\p{Emoji_Modifier}]/u;
+
+/** Whether the invisible character at `i` of `cps` is one that shows (see {@link INVISIBLE}). */
+function isVisibleJoin(cps: readonly string[], i: number): boolean {
+  const c = cps[i]!;
+  const before = cps[i - 1];
+  return before !== undefined && c === '\u200D' && JOINS_AFTER.test(before) && cps[i + 1] !== undefined && PICTOGRAPH.test(cps[i + 1]!);
+}
+
+/** `s` without its invisible characters (those that show kept). */
+function withoutInvisible(s: string): string {
+  if (!INVISIBLE.test(s)) return s;
+  const cps = [...s];
+  return cps.filter((c, i) => !INVISIBLE.test(c) || isVisibleJoin(cps, i)).join('');
+}
+
+/** The refusal of an email address that holds an invisible character. */
+const invisibleInEmail = (): LatchkeyError => new LatchkeyError('invalid_argument', 'invalid email address', { reason: 'invalid_email' });
+
+/**
+ * The comparison key of an email address, total over any string: trimmed,
+ * stripped of invisible characters ({@link INVISIBLE}), NFKC-normalised and
+ * lower-cased, repeated until stable (lower-casing can leave a string that
+ * NFKC changes again, and NFKC can leave a space at either end).
+ * Undefined for empty input.
+ *
+ * NFKC + lower-case rather than the PRECIS UsernameCaseMapped profile
+ * (RFC 8265, on the RFC 8264 framework): PRECIS's width mapping is a subset of
+ * NFKC's compatibility mapping (fullwidth and halfwidth forms, but not
+ * ligatures, superscripts or circled letters, which look alike as well), and
+ * its disallowed-code-point tables depend on a Unicode derived-property
+ * table that the runtime does not carry, so addresses accepted today (RFC 6531
+ * local parts) would start to be refused depending on the table's version.
+ * NFKC and case mapping come with the runtime, and the invisible characters
+ * PRECIS would disallow are refused here as well ({@link normalizeEmail}).
+ * Lower-casing is Unicode's `toLowerCase`, as in RFC 8265's case mapping rule
+ * and in the addresses stored so far.
+ *
+ * Stored values go through this function (migrations, releasing the old
+ * address of an update); what a caller sends goes through
+ * {@link normalizeEmail}, which refuses invisible characters instead of
+ * dropping them.
+ */
+export function emailKey(email: string | null | undefined): string | undefined {
+  if (email === null || email === undefined) return undefined;
+  let e = email.trim();
+  for (let i = 0; i < 4; i++) {
+    const next = withoutInvisible(e).normalize('NFKC').toLowerCase().normalize('NFKC').trim();
+    if (next === e) break;
+    e = next;
+  }
+  return e.length === 0 ? undefined : e;
+}
+
+/**
+ * An email address as it is stored, claimed and looked up: its
+ * {@link emailKey}. Undefined for empty input. Throws `invalid_argument`
+ * (reason `invalid_email`) when the address holds an invisible character
+ * ({@link INVISIBLE}): `ka\u200bte@example.com` is refused, not taken for
+ * `kate@example.com` (nor stored as a second account that looks like it), so
+ * that nobody is signed in, mailed or linked under an address other than the
+ * one they typed. Fullwidth and other compatibility forms
+ * (`ｋａｔｅ@ｅｘａｍｐｌｅ.com`) are the same address as their plain form,
+ * and an address typed with a precomposed `Ä` and one typed as `A` +
+ * combining diaeresis are one address, one account.
  */
 export function normalizeEmail(email: string | null | undefined): string | undefined {
   if (email === null || email === undefined) return undefined;
-  const e = email.trim().normalize('NFC').toLowerCase().normalize('NFC');
-  return e.length === 0 ? undefined : e;
+  const trimmed = email.trim();
+  if (withoutInvisible(trimmed) !== trimmed) throw invisibleInEmail();
+  return emailKey(email);
 }
 
 /** Phone number without spaces, dashes, dots or parentheses; undefined for empty input. */
@@ -68,7 +144,7 @@ export interface UserStore {
   /** Creates or upgrades the schema. Idempotent. */
   init(): Promise<void>;
   findById(id: string): Promise<UserRecord | undefined>;
-  /** The user holding this email (case and surrounding whitespace ignored), or undefined. */
+  /** The user holding this email (compared by {@link emailKey}), or undefined. Throws as {@link normalizeEmail}. */
   findByEmail(email: string): Promise<UserRecord | undefined>;
   findByPhone(phone: string): Promise<UserRecord | undefined>;
   /** The record {@link create} would store for `fields`, without storing anything. */

@@ -282,6 +282,26 @@ test('GitHub: an unverified address matching an existing account is refused with
   t.true(rows.some((x) => JSON.parse(x.metadata).reason === 'unverified_provider_email' && JSON.parse(x.metadata).provider === 'github'));
 });
 
+test('GitHub: a verified fullwidth or invisible-character spelling of an address links no account and makes none', async (t) => {
+  const { github, server } = w();
+  await server.call('signup', { email: 'lookalike@example.com', password: PASSWORD }, { protocol: 'rest' });
+  const fullwidth = `${[...'lookalike'].map((c) => String.fromCodePoint(c.charCodeAt(0) + 0xfee0)).join('')}@example.com`;
+  for (const [id, email] of [
+    ['901', fullwidth],
+    ['902', 'look\u200balike@example.com'],
+    ['903', 'ne\u200bw-lookalike@example.com'],
+  ] as const) {
+    github.account = { id, email, email_verified: true };
+    const r = await login('github');
+    t.is(r.params?.get('error'), 'access_denied', email);
+    t.is(r.params?.get('access_token'), null);
+    t.is(r.jar.get(w().base, 'cookie_session'), undefined);
+  }
+  const user = await server.call('user', { email: 'lookalike@example.com' }, ADMIN);
+  t.is((user.body as { signup_methods?: string } | undefined)?.signup_methods, 'basic_auth');
+  t.is((await server.call('user', { email: 'new-lookalike@example.com' }, ADMIN)).error?.code, 'not_found');
+});
+
 test('GitHub: a verified address of an existing account links it (sign-up method added), same user', async (t) => {
   const { github, server } = w();
   await server.call('signup', { email: 'linked@example.com', password: PASSWORD }, { protocol: 'rest' });
