@@ -9,7 +9,7 @@ const base = JSON.parse(readFileSync(new URL('./package.json', import.meta.url),
 // matrix's 60 s phases here (three phases and the set-up take about three and a half minutes).
 export default {
   ...base,
-  files: ['test/transports/load_smoke.test.ts', 'test/auth/enumeration.test.ts'],
+  files: ['test/features/load/load_smoke.test.ts', 'test/auth/enumeration.test.ts'],
   concurrency: 1,
   serial: true,
   timeout: '10m',

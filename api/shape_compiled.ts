@@ -15,7 +15,7 @@
  * order), and for anything else they return {@link FAIL}, and the caller runs
  * the walk, which then throws its precise error naming the field. A value the
  * compiled form turns down needlessly is only slower, never answered
- * differently. `test/transports/shape_compiled.property.test.ts` holds both
+ * differently. `test/api/shape_compiled.property.test.ts` holds both
  * forms equal over random shapes and values, valid and invalid.
  *
  * The generated source holds only the shapes' own field names, each written

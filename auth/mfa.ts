@@ -158,7 +158,7 @@ export class MfaFlows {
    * where only email codes are on, or email codes without mail), it throws
    * `failed_precondition` `mfa_method_unavailable` rather than let the first
    * factor alone log in. TOTP reaches everyone (enrolment happens at the
-   * first challenge). Pinned by test/transports/mfa_unavailable.test.ts.
+   * first challenge). Pinned by test/features/mfa/mfa_unavailable.test.ts.
    */
   methodFor(user: UserRecord): MfaMethod | undefined {
     const o = this.#d.options;

@@ -22,7 +22,7 @@
  *
  * Pinned by test/engine/conditions_allowlist.test.ts,
  * test/engine/conditions_allowlist.property.test.ts and
- * test/transports/fga_condition_allowlist.test.ts.
+ * test/features/fga/fga_condition_allowlist.test.ts.
  */
 import { type Node, children, isNode } from './cel_cost.ts';
 

@@ -143,7 +143,7 @@ export async function openDatabase(config: Config): Promise<Sequelize> {
  * error read in the same packet as the handshake's end (the server shutting
  * down just as the connection opens: PostgreSQL 57P01) is then emitted with
  * no listener, which would crash the process (seen in
- * test/transports/outage.test.ts). The listener marks the connection invalid,
+ * test/features/resilience/outage.test.ts). The listener marks the connection invalid,
  * so that the pool discards it (sequelize's `validate`); the failure itself
  * reaches the statement that uses it.
  */

@@ -7,7 +7,7 @@
  * names; input object types take the shape name, plus `Input` unless it ends
  * in `Request`/`Input`; a shape's `graphql` note overrides the type name and
  * field nullability, so that the schema speaks Authorizer 2.3.0's names
- * (test/transports/authorizer_schema.test.ts compares the two). A required
+ * (test/features/authorizer_compat/authorizer_schema.test.ts compares the two). A required
  * field is non-null on input as on output. Errors carry `extensions.code`
  * (and `reason`) with the same snake_case code REST returns.
  */
