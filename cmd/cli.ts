@@ -22,7 +22,7 @@ export const PROCESS_IO: CliIo = {
 type SubcommandModule = Record<string, unknown>;
 
 async function runSubcommand(name: 'dsl' | 'fga', argv: string[], io: CliIo): Promise<number> {
-  const file = name === 'dsl' ? './cli/dsl_command.ts' : './cli/fga_command.ts';
+  const file = name === 'dsl' ? './dsl_command.ts' : './fga_command.ts';
   const fn = name === 'dsl' ? 'runDslCommand' : 'runFgaCommand';
   let mod: SubcommandModule;
   try {
