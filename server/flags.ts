@@ -605,7 +605,7 @@ export function ipBytes(addr: string): Uint8Array | undefined {
 
 
 /** The issuer of tokens: `--url` when given, else the local HTTP address. */
-export function issuerOf(c: Config): string {
+export function issuerOf(c: Pick<Config, 'url' | 'host' | 'httpPort'>): string {
   const url = c.url;
   if (url) return url.replace(/\/+$/, '');
   const host = c.host === '0.0.0.0' || c.host === '::' ? 'localhost' : c.host;

@@ -24,14 +24,27 @@ import type { Services } from '../../server/index.ts';
 import { buildSchema, type GraphqlContext } from '../graphql/schema.ts';
 import { limitsRule } from '../graphql/limits.ts';
 import { PLAYGROUND_HEADERS, PLAYGROUND_HTML, playgroundAssets } from './playground.ts';
-import { Engine } from '../../engine/index.ts';
 import { openfgaApi, type OpenfgaApi } from '../openfga/index.ts';
 import { rateLimitKey } from '../../server/index.ts';
 import { cors, corsAnswer, csrf, csrfRefusal, headersNow, locals, rateLimit, SECURITY_HEADERS, sendError, sendGraphqlError, sendJson, type HttpLocals, type Reject } from './guards.ts';
 import { restFastPath } from './rest_fast.ts';
 
+/** The flags the HTTP adapter reads (the rest of the configuration is the services'). */
+export type HttpAppConfig = Pick<
+  Config,
+  | 'allowedOrigins'
+  | 'enableGraphqlIntrospection'
+  | 'enableGrpc'
+  | 'enablePlayground'
+  | 'graphqlMaxAliases'
+  | 'graphqlMaxComplexity'
+  | 'graphqlMaxDepth'
+  | 'httpBodyLimit'
+  | 'openfgaPresharedKeys'
+>;
+
 export interface HttpAppOptions {
-  config: Config;
+  config: HttpAppConfig;
   services: Services;
   operations: readonly AnyOperation[];
   pipeline: Pipeline;
@@ -192,7 +205,7 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
   let openfga: OpenfgaApi | undefined;
   if (config.openfgaPresharedKeys.length > 0) {
     openfga = openfgaApi({
-        engine: () => (o.services.engine instanceof Engine ? o.services.engine : undefined),
+        engine: () => (o.services.engine),
         presharedKeys: config.openfgaPresharedKeys,
         bodyLimit: config.httpBodyLimit,
         logError: (message, fields) => o.services.logger.error(message, fields),

@@ -31,7 +31,10 @@
  * images inline or from the logo's origin only).
  */
 import { createHash } from 'node:crypto';
-import type { HttpRoute, HttpRouteResponse, Services } from '../../server/index.ts';
+import type { Config, HttpRoute, HttpRouteResponse } from '../../server/index.ts';
+
+/** The flags the login page reads. */
+export type LoginPageConfig = Pick<Config, 'enableLoginPage' | 'organizationName' | 'organizationLogo'>;
 
 const STYLE = `
 :root{color-scheme:light dark;font-family:system-ui,sans-serif}
@@ -399,8 +402,7 @@ export function loginPageCsp(logo = ''): string {
 export const LOGIN_PAGE_CSP = loginPageCsp();
 
 /** The login page at `/app` (and `/app/`, and `/app/reset-password` for reset links) when `--enable-login-page` is on. */
-export function loginPageRoutes(services: Services): HttpRoute[] {
-  const c = services.config;
+export function loginPageRoutes(c: LoginPageConfig): HttpRoute[] {
   if (!c.enableLoginPage) return [];
   // Only an http(s) logo is shown (the policy allows its origin); the name is text.
   const logo = logoOrigin(c.organizationLogo ?? '') ? (c.organizationLogo ?? '') : '';

@@ -13,7 +13,7 @@ import { oauthRoutes } from './oauth.ts';
 import { socialRoutes } from './social.ts';
 
 /** OpenID discovery (both well-known names) and the JWKS, so other services can verify our tokens (cacheable for 5 minutes). */
-function discoveryRoutes(auth: AuthService, c: Config): HttpRoute[] {
+function discoveryRoutes(auth: AuthService, c: Pick<Config, 'url' | 'host' | 'httpPort' | 'enablePkcePlain'>): HttpRoute[] {
   const cache = { 'cache-control': 'public, max-age=300' };
   const discovery = async () => ({ body: auth.tokens.openidConfiguration(issuerOf(c), { roleClaim: auth.options.jwt.roleClaim, pkcePlain: c.enablePkcePlain }), headers: cache });
   return [
@@ -27,7 +27,7 @@ function discoveryRoutes(auth: AuthService, c: Config): HttpRoute[] {
 export function webRoutes(services: Services): HttpRoute[] {
   const routes: HttpRoute[] = [];
   const { auth, config } = services;
-  if (auth !== undefined) routes.push(...discoveryRoutes(auth, config), ...oauthRoutes(services), ...loginPageRoutes(services), ...socialRoutes(services));
-  routes.push(...dashboardRoutes(services));
+  if (auth !== undefined) routes.push(...discoveryRoutes(auth, config), ...oauthRoutes(services), ...loginPageRoutes(config), ...socialRoutes(services));
+  routes.push(...dashboardRoutes(config));
   return routes;
 }

@@ -21,7 +21,10 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { DEFAULT_EMAIL_TEMPLATES } from '../../../admin/index.ts';
-import type { HttpRoute, HttpRouteResponse, Services } from '../../../server/index.ts';
+import type { Config, HttpRoute, HttpRouteResponse } from '../../../server/index.ts';
+
+/** The flags the dashboard page reads. */
+export type DashboardConfig = Pick<Config, 'enableDashboard' | 'organizationName' | 'organizationLogo'>;
 
 const read = (name: string): string => readFileSync(new URL(name, import.meta.url), 'utf8');
 
@@ -61,8 +64,7 @@ export const DASHBOARD_CSP = [
 ].join('; ');
 
 /** The dashboard at `/dashboard` (and `/dashboard/`) when `--enable-dashboard` is on. */
-export function dashboardRoutes(services: Services): HttpRoute[] {
-  const c = services.config;
+export function dashboardRoutes(c: DashboardConfig): HttpRoute[] {
   if (!c.enableDashboard) return [];
   const page: HttpRouteResponse = {
     html: pageHtml({ name: c.organizationName ?? 'Latchkey', logo: c.organizationLogo ?? '' }),
