@@ -3,7 +3,6 @@
  * queue, the FGA hooks of delete_user, the wrong-secret counter and the
  * admin authenticator.
  */
-import type { Transaction } from 'sequelize';
 import { AdminService, DynamoMailOutbox, SqlMailOutbox, type AdminFailureCounter, type FgaUserTuples } from '../../admin/index.ts';
 import { MailQueue, createSmtpMailer } from '../../auth/index.ts';
 import { epochMsOf, type Authenticator, type Principal, type Services } from '../context.ts';
@@ -19,14 +18,11 @@ import { Redis } from 'ioredis';
 function fgaUserTuplesOf(services: Services): FgaUserTuples | undefined {
   const hooks = services.engine === undefined ? undefined : services.engineHooks;
   if (hooks === undefined) return undefined;
-  // SqlStore.sequelize and SqlStore.deleteTuplesOfUsers, read structurally so a store without them falls back to the engine path.
-  const store = hooks.sqlStore as unknown as
-    | { readonly sequelize?: unknown; deleteTuplesOfUsers?: (users: readonly string[], options: { transaction: Transaction }) => Promise<number> }
-    | undefined;
-  const remove = store?.deleteTuplesOfUsers;
-  const shared = store !== undefined && store.sequelize === services.sequelize && typeof remove === 'function';
+  // In delete_user's own transaction only when the FGA tables live on the main connection.
+  const store = hooks.sqlStore;
+  const shared = store !== undefined && store.sequelize === services.sequelize;
   return {
-    deleteInTransaction: shared ? (users, transaction) => remove.call(store, users, { transaction }) : undefined,
+    deleteInTransaction: shared ? (users, transaction) => store.deleteTuplesOfUsers(users, { transaction }) : undefined,
     refresh: () => hooks.refresh(),
   };
 }

@@ -65,10 +65,10 @@ export async function recordUserEvent(
  * admin service is plugged in.
  */
 export function adminEventRecorder(
-  admin: unknown,
+  admin: AdminService | undefined,
   event: { entry: (user: UserRecord) => AuditEntry; webhook?: WebhookEvent | undefined; onError: (err: unknown) => void },
 ): SignupRecorder | undefined {
-  if (!(admin instanceof AdminService)) return undefined;
+  if (admin === undefined) return undefined;
   return async (user, transaction) => {
     const entry = event.entry(user);
     const webhook = event.webhook === undefined ? undefined : { event: event.webhook, user };
