@@ -16,7 +16,7 @@
  * authorization request (or to the page). The organization's name and logo
  * (`--organization-name`, `--organization-logo`) head the page.
  *
- * It opens the email links (server/link_mail.ts `linkBase`):
+ * It opens the email links (server/handlers/link_mail.ts `linkBase`):
  * `/app?token=…` (sign-up verification, magic link) posts
  * `POST /v1/verify_email` and signs in (through the code step when MFA
  * applies); `/app?token=…&type=invite_member` (an invitation) and
