@@ -6,7 +6,7 @@
 import { s } from '../shape.ts';
 import { META } from './meta.ts';
 
-/** The largest page a listing answers (the admin service refuses larger ones with the same bound; server/handlers/admin.ts holds the two equal). */
+/** The largest page a listing answers; the admin service refuses larger ones with its own bound, and test/api/pagination_bound.test.ts holds the two equal. */
 export const MAX_PAGE_LIMIT = 100;
 
 export const PAGINATION_INPUT = s.object('PaginationInput', {
