@@ -13,6 +13,7 @@ import type { CookieJar } from './cookie_jar.ts';
 import type { ResolvedOptions } from './options.ts';
 import type { ClientOperation } from './types.ts';
 import { graphqlDocument, graphqlName, type AnyOperation } from '../api/index.ts';
+import { codeOfHttpStatus, transportError, wireError } from './wire_error.ts';
 
 /** Each row's GraphQL document, built from the contract once per row. */
 const DOCUMENTS = new WeakMap<AnyOperation, string>();
@@ -21,7 +22,6 @@ function documentOf(op: AnyOperation): string {
   if (doc === undefined) DOCUMENTS.set(op, (doc = graphqlDocument(op)));
   return doc;
 }
-import { codeOfHttpStatus, transportError, wireError } from './wire_error.ts';
 
 /** How long one call may take before it fails with `deadline_exceeded`. */
 export const CALL_TIMEOUT_MS = 30_000;
