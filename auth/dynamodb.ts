@@ -15,27 +15,21 @@
  * commit point), and whose later writes are idempotent. This keeps one code
  * path for DynamoDB and the DynamoDB-API implementations that lack
  * transactions (dynalite, which the tests run on).
+ *
+ * The SDK is loaded when the first connection is opened, so a server on
+ * another database never holds it in memory.
  */
-import {
-  CreateTableCommand,
-  DescribeTableCommand,
-  DynamoDBClient,
-  ListTablesCommand,
-  type DynamoDBClientConfig,
-  type GlobalSecondaryIndex,
-} from '@aws-sdk/client-dynamodb';
-import {
-  DeleteCommand,
-  DynamoDBDocumentClient,
-  GetCommand,
-  PutCommand,
-  QueryCommand,
-  ScanCommand,
-  UpdateCommand,
-  type QueryCommandInput,
-  type ScanCommandInput,
-} from '@aws-sdk/lib-dynamodb';
+import { createRequire } from 'node:module';
+import type { DynamoDBClient, DynamoDBClientConfig, GlobalSecondaryIndex } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient, QueryCommandInput, ScanCommandInput } from '@aws-sdk/lib-dynamodb';
 import { LatchkeyError } from '../engine/errors.ts';
+
+type Sdk = { db: typeof import('@aws-sdk/client-dynamodb'); doc: typeof import('@aws-sdk/lib-dynamodb') };
+let loadedSdk: Sdk | undefined;
+const sdk = (): Sdk => {
+  const require = createRequire(import.meta.url);
+  return (loadedSdk ??= { db: require('@aws-sdk/client-dynamodb') as Sdk['db'], doc: require('@aws-sdk/lib-dynamodb') as Sdk['doc'] });
+};
 
 /** One stored item (attribute name → value). */
 export type DynamoItem = Record<string, unknown>;
@@ -120,7 +114,7 @@ export class DynamoDatabase {
 
   private constructor(client: DynamoDBClient, prefix: string) {
     this.#client = client;
-    this.#doc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
+    this.#doc = sdk().doc.DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
     this.#prefix = prefix;
   }
 
@@ -145,7 +139,7 @@ export class DynamoDatabase {
       config.endpoint = options.endpoint;
     }
     if (options.accessKeyId && options.secretAccessKey) config.credentials = { accessKeyId: options.accessKeyId, secretAccessKey: options.secretAccessKey };
-    return new DynamoDatabase(new DynamoDBClient(config), prefix);
+    return new DynamoDatabase(new (sdk().db.DynamoDBClient)(config), prefix);
   }
 
   /** The full name of an entity's table. */
@@ -156,7 +150,7 @@ export class DynamoDatabase {
   /** True when the service answers a trivial request within `timeoutMs`. */
   async ping(timeoutMs = 2000): Promise<boolean> {
     try {
-      await this.#client.send(new ListTablesCommand({ Limit: 1 }), { abortSignal: AbortSignal.timeout(timeoutMs) });
+      await this.#client.send(new (sdk().db.ListTablesCommand)({ Limit: 1 }), { abortSignal: AbortSignal.timeout(timeoutMs) });
       return true;
     } catch {
       return false;
@@ -199,7 +193,7 @@ export class DynamoDatabase {
       }
       try {
         await this.#client.send(
-          new CreateTableCommand({
+          new (sdk().db.CreateTableCommand)({
             TableName: name,
             BillingMode: 'PAY_PER_REQUEST',
             AttributeDefinitions: [...attributes].map(([AttributeName, AttributeType]) => ({ AttributeName, AttributeType })),
@@ -224,7 +218,7 @@ export class DynamoDatabase {
 
   async #status(name: string): Promise<string | undefined> {
     try {
-      const out = await this.#client.send(new DescribeTableCommand({ TableName: name }));
+      const out = await this.#client.send(new (sdk().db.DescribeTableCommand)({ TableName: name }));
       const table = out.Table;
       if (!table) return undefined;
       const indexesActive = (table.GlobalSecondaryIndexes ?? []).every((i) => i.IndexStatus === undefined || i.IndexStatus === 'ACTIVE');
@@ -237,7 +231,7 @@ export class DynamoDatabase {
 
   /** One item by key (strongly consistent), or undefined. */
   async get(entity: string, pk: string, sk: string): Promise<DynamoItem | undefined> {
-    const out = await this.#doc.send(new GetCommand({ TableName: this.tableName(entity), Key: { pk, sk }, ConsistentRead: true }));
+    const out = await this.#doc.send(new (sdk().doc.GetCommand)({ TableName: this.tableName(entity), Key: { pk, sk }, ConsistentRead: true }));
     return out.Item;
   }
 
@@ -245,7 +239,7 @@ export class DynamoDatabase {
   async put(entity: string, item: DynamoItem, condition?: DynamoCondition): Promise<boolean> {
     try {
       await this.#doc.send(
-        new PutCommand({
+        new (sdk().doc.PutCommand)({
           TableName: this.tableName(entity),
           Item: item,
           ...(condition
@@ -266,7 +260,7 @@ export class DynamoDatabase {
 
   /** Writes an item whole and returns the item it replaced, if any. */
   async replace(entity: string, item: DynamoItem): Promise<DynamoItem | undefined> {
-    const out = await this.#doc.send(new PutCommand({ TableName: this.tableName(entity), Item: item, ReturnValues: 'ALL_OLD' }));
+    const out = await this.#doc.send(new (sdk().doc.PutCommand)({ TableName: this.tableName(entity), Item: item, ReturnValues: 'ALL_OLD' }));
     return out.Attributes;
   }
 
@@ -331,7 +325,7 @@ export class DynamoDatabase {
       const allNames = mergeNames(names, condition?.names);
       const allValues = mergeValues(values, condition?.values);
       const out = await this.#doc.send(
-        new UpdateCommand({
+        new (sdk().doc.UpdateCommand)({
           TableName: this.tableName(entity),
           Key: { pk, sk },
           UpdateExpression: parts.join(' '),
@@ -355,7 +349,7 @@ export class DynamoDatabase {
   async delete(entity: string, pk: string, sk: string, condition?: DynamoCondition): Promise<DynamoItem | undefined> {
     try {
       const out = await this.#doc.send(
-        new DeleteCommand({
+        new (sdk().doc.DeleteCommand)({
           TableName: this.tableName(entity),
           Key: { pk, sk },
           ReturnValues: 'ALL_OLD',
@@ -396,7 +390,7 @@ export class DynamoDatabase {
     };
     const out: DynamoItem[] = [];
     for (let start: DynamoItem | undefined; ; ) {
-      const page = await this.#doc.send(new QueryCommand({ ...input, ...(start ? { ExclusiveStartKey: start } : {}), ...(q.limit !== undefined && !q.filter ? { Limit: q.limit - out.length } : {}) }));
+      const page = await this.#doc.send(new (sdk().doc.QueryCommand)({ ...input, ...(start ? { ExclusiveStartKey: start } : {}), ...(q.limit !== undefined && !q.filter ? { Limit: q.limit - out.length } : {}) }));
       out.push(...(page.Items ?? []));
       if (q.limit !== undefined && out.length >= q.limit) return out.slice(0, q.limit);
       start = page.LastEvaluatedKey;
@@ -419,7 +413,7 @@ export class DynamoDatabase {
     };
     const out: DynamoItem[] = [];
     for (let start: DynamoItem | undefined; ; ) {
-      const page = await this.#doc.send(new ScanCommand({ ...input, ...(start ? { ExclusiveStartKey: start } : {}) }));
+      const page = await this.#doc.send(new (sdk().doc.ScanCommand)({ ...input, ...(start ? { ExclusiveStartKey: start } : {}) }));
       out.push(...(page.Items ?? []));
       start = page.LastEvaluatedKey;
       if (!start) return out;

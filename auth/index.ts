@@ -24,7 +24,7 @@ export {
 export { type SignupRecorder } from './signup_recorder.ts';
 export { FGA_DISABLED_MESSAGE, LIST_PERMISSIONS_CAP, Permissions, toSubject, type CallerPrincipal, type PermissionEngine, type RequiredRelation, type WireTuple } from './permissions.ts';
 export { resolveAuthOptions, type AuthOptions, type ResolvedAuthOptions } from './options.ts';
-export { createMemoryStore, InProcessMemoryStore, RedisMemoryStore, type MemoryStore } from './memory_store.ts';
+export { createMemoryStore, InProcessMemoryStore, openRedis, RedisMemoryStore, type MemoryStore } from './memory_store.ts';
 export { SessionManager, type SessionRecord, type RotationOutcome } from './sessions.ts';
 export { TokenService, JWT_ALGORITHMS, TOKEN_TYPES, type JwtAlgorithm, type TokenClaims, type TokenOptions, type TokenType } from './tokens.ts';
 export { PasswordHasher, assertPasswordAcceptable, BCRYPT_MAX_BYTES } from './password.ts';

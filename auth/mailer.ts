@@ -3,7 +3,8 @@
  * the `--smtp-*` flags by the composition root; every mail the server sends
  * goes through a {@link Mailer}, normally behind the retrying mail queue.
  */
-import nodemailer from 'nodemailer';
+import { createRequire } from 'node:module';
+import type * as Nodemailer from 'nodemailer';
 import { LatchkeyError } from '../engine/errors.ts';
 
 /** SMTP settings, from the `--smtp-*` flags. */
@@ -49,6 +50,8 @@ export function createSmtpMailer(options: SmtpOptions): Mailer {
   if (!options.host) throw new LatchkeyError('invalid_argument', 'smtp host is required', { reason: 'invalid_smtp_options' });
   if (!options.senderEmail) throw new LatchkeyError('invalid_argument', 'smtp sender email is required', { reason: 'invalid_smtp_options' });
   const timeout = options.timeoutMs ?? 10_000;
+  // Loaded here, on first use: a server with no SMTP settings never holds the library.
+  const nodemailer = createRequire(import.meta.url)('nodemailer') as typeof Nodemailer;
   const transport = nodemailer.createTransport({
     host: options.host,
     port: options.port,

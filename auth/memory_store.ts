@@ -13,8 +13,19 @@
  * surfaces as `unavailable`, which callers turn into a refusal, never into an
  * accepted token (conventions §0: correct authorization beats availability).
  */
-import { Redis } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis, RedisOptions } from 'ioredis';
 import { LatchkeyError } from '../engine/errors.ts';
+
+/**
+ * A Redis client: the one place the process creates one. The client library
+ * is loaded on the first call, so a server without `--redis-url` never holds
+ * it in memory.
+ */
+export function openRedis(url: string, options: Pick<RedisOptions, 'keyPrefix' | 'enableOfflineQueue' | 'maxRetriesPerRequest' | 'lazyConnect'>): Redis {
+  const { Redis: Client } = createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
+  return new Client(url, options);
+}
 
 /** The operations the identity half needs; every one is atomic. */
 export interface MemoryStore {
@@ -181,7 +192,7 @@ export class RedisMemoryStore implements MemoryStore {
 
   constructor(options: RedisMemoryStoreOptions) {
     // One retry per request: while Redis is down, calls fail quickly (closed) instead of hanging.
-    this.#redis = new Redis(options.url, {
+    this.#redis = openRedis(options.url, {
       keyPrefix: options.keyPrefix ?? 'latchkey:',
       enableOfflineQueue: true,
       maxRetriesPerRequest: 1,

@@ -7,7 +7,8 @@ import { createServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { LatchkeyError } from '../engine/errors.ts';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { openRedis } from '../auth/index.ts';
 import type { Config } from '../server/index.ts';
 import { redactedConfig } from '../server/index.ts';
 import { createLogger, type LogSink, type Logger } from '../server/index.ts';
@@ -145,7 +146,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     cleanups.push(() => closeServices(services));
     let redis: Redis | undefined;
     if (config.redisUrl) {
-      redis = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false });
+      redis = openRedis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false });
       redis.on('error', (err) => logger.warn('redis error', { err: err.message }));
       const r = redis;
       cleanups.push(async () => void r.disconnect());

@@ -4,10 +4,9 @@
  * admin authenticator.
  */
 import { AdminService, DynamoMailOutbox, SqlMailOutbox, type AdminFailureCounter, type FgaUserTuples } from '../../admin/index.ts';
-import { MailQueue, createSmtpMailer } from '../../auth/index.ts';
+import { MailQueue, createSmtpMailer, openRedis } from '../../auth/index.ts';
 import { epochMsOf, type Authenticator, type Principal, type Services } from '../context.ts';
 import { createRedisFailureCounter } from './admin_failures.ts';
-import { Redis } from 'ioredis';
 
 /**
  * How delete_user reaches the FGA tuples: inside its own transaction when the
@@ -34,7 +33,7 @@ function fgaUserTuplesOf(services: Services): FgaUserTuples | undefined {
 function adminFailureCounter(services: Services): AdminFailureCounter | undefined {
   const url = services.config.redisUrl;
   if (!url) return undefined;
-  const redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+  const redis = openRedis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
   redis.on('error', (err: Error) => services.logger.warn('redis error (admin secret limiter)', { err: err.message }));
   services.closers.push(async () => {
     redis.disconnect();

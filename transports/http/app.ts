@@ -362,18 +362,18 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
   }
 
   if (config.enablePlayground) {
-    const assets = playgroundAssets();
+    const asset = playgroundAssets();
     app.get('/playground', (_req, res) => {
       for (const [k, v] of Object.entries(PLAYGROUND_HEADERS)) res.setHeader(k, v);
       res.setHeader('content-type', 'text/html; charset=utf-8');
       res.end(PLAYGROUND_HTML);
     });
     app.get('/playground/:file', (req, res, next) => {
-      const asset = assets.get(req.params.file);
-      if (asset === undefined) return next();
-      res.setHeader('content-type', `${asset.type}; charset=utf-8`);
+      const file = asset(req.params.file);
+      if (file === undefined) return next();
+      res.setHeader('content-type', `${file.type}; charset=utf-8`);
       res.setHeader('cache-control', 'public, max-age=3600');
-      res.end(asset.body);
+      res.end(file.body);
     });
   }
 

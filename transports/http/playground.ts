@@ -86,14 +86,22 @@ export const PLAYGROUND_HEADERS: Readonly<Record<string, string>> = {
 };
 
 /**
- * The playground's files, read once from the installed packages: path under
- * `/playground/` → body and media type. Throws at startup when a package is
- * missing, rather than serving a broken page.
+ * The playground's files, read from the installed packages on the first
+ * request for one of them (GraphiQL's and React's builds are several
+ * megabytes, held only once the playground is used): path under
+ * `/playground/` → body and media type. The packages are located at once, so
+ * a missing one stops the server at startup rather than serving a broken page.
  */
-export function playgroundAssets(): ReadonlyMap<string, { body: string; type: string }> {
-  const out = new Map<string, { body: string; type: string }>();
-  for (const [name, a] of Object.entries(ASSET_FILES)) out.set(name, { body: readFileSync(fileOf(a.pkg, a.file), 'utf8'), type: a.type });
-  out.set('start.js', { body: START_JS, type: 'text/javascript' });
-  out.set('contrast.css', { body: CONTRAST_CSS, type: 'text/css' });
-  return out;
+export function playgroundAssets(): (name: string) => { body: string; type: string } | undefined {
+  const paths = Object.entries(ASSET_FILES).map(([name, a]) => [name, fileOf(a.pkg, a.file), a.type] as const);
+  let loaded: Map<string, { body: string; type: string }> | undefined;
+  return (name) => {
+    if (loaded === undefined) {
+      loaded = new Map();
+      for (const [n, path, type] of paths) loaded.set(n, { body: readFileSync(path, 'utf8'), type });
+      loaded.set('start.js', { body: START_JS, type: 'text/javascript' });
+      loaded.set('contrast.css', { body: CONTRAST_CSS, type: 'text/css' });
+    }
+    return loaded.get(name);
+  };
 }
