@@ -467,7 +467,7 @@ export class AdminService {
   }
 
   /** Checks DSL without installing it. Not audited: the dashboard calls it as the model is typed, and it reads and changes nothing. */
-  fgaValidateModel(dsl: string): { valid: boolean; errors: DslProblem[] } {
+  fgaValidateModel(dsl: string): Promise<{ valid: boolean; errors: DslProblem[] }> {
     return fgaValidateModel(dsl);
   }
 

@@ -6,7 +6,9 @@
  */
 import { LatchkeyError } from '../engine/errors.ts';
 import { TypeSystem, type AuthorizationModel, type Engine, type TupleCondition, type TupleKey } from '../engine/index.ts';
-import { parseDsl, printModel } from '../dsl/index.ts';
+
+/** The DSL parser and printer, loaded on the first model operation (the grammar is the largest part of a server's startup). */
+const dslModule = (): Promise<typeof import('../dsl/index.ts')> => import('../dsl/index.ts');
 
 /** A relationship tuple as read, with its condition when it has one. */
 export interface FgaTuple {
@@ -41,6 +43,7 @@ export async function fgaGetModel(engine: Engine): Promise<{ id: string; dsl: st
   const model = await engine.readModel();
   if (!model) return { id: '', dsl: '' };
   const { id, ...rest } = model;
+  const { printModel } = await dslModule();
   return { id, dsl: printModel(rest) };
 }
 
@@ -52,7 +55,7 @@ export interface DslProblem {
   message: string;
 }
 
-function problemsOf(errors: ReturnType<typeof parseDsl>['errors']): DslProblem[] {
+function problemsOf(errors: ReturnType<typeof import('../dsl/index.ts').parseDsl>['errors']): DslProblem[] {
   return errors.map((e) => ({ line: e.line.start + 1, column: e.column.start + 1, kind: e.kind, message: e.message }));
 }
 
@@ -76,7 +79,8 @@ function checkAsWritten(model: AuthorizationModel): void {
  * and whose `message` is the write's message, placed on the condition or
  * relation it concerns. Needs no engine.
  */
-export function fgaValidateModel(dsl: string): { valid: boolean; errors: DslProblem[] } {
+export async function fgaValidateModel(dsl: string): Promise<{ valid: boolean; errors: DslProblem[] }> {
+  const { parseDsl } = await dslModule();
   const parsed = parseDsl(dsl, { check: checkAsWritten });
   const errors = problemsOf(parsed.errors);
   return { valid: errors.length === 0 && parsed.model !== undefined, errors };
@@ -103,6 +107,7 @@ export async function fgaListModels(
   engine: Engine,
   input: { page_size?: number | undefined; continuation_token?: string | undefined },
 ): Promise<{ models: Array<{ id: string; dsl: string; created_at: number }>; continuation_token: string }> {
+  const { printModel } = await dslModule();
   const page = await engine.listModels({ pageSize: input.page_size ?? FGA_MODELS_PAGE_SIZE, ...(input.continuation_token ? { continuationToken: input.continuation_token } : {}) });
   return {
     models: page.models.map(({ id, ...rest }) => ({ id, dsl: printModel(rest), created_at: ulidSeconds(id) })),
@@ -117,6 +122,7 @@ export async function fgaListModels(
  * `details.errors` lists every problem with `line` and `column` (1-based).
  */
 export async function fgaWriteModel(engine: Engine, dsl: string): Promise<{ id: string; dsl: string }> {
+  const { parseDsl, printModel } = await dslModule();
   const parsed = parseDsl(dsl);
   if (parsed.errors.length > 0 || !parsed.model) {
     const errors = problemsOf(parsed.errors);
