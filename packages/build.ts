@@ -94,7 +94,7 @@ export const PACKAGES: PackageSpec[] = [
     extraDependencies: ['pg', 'mysql2', 'graphiql', 'react', 'react-dom'],
     bin: { latchkey: 'bin/latchkey.js' },
     generated: {
-      'bin/latchkey.js': "#!/usr/bin/env node\n// The `latchkey` command.\nimport { main } from '../cmd/cli.js';\n\nconst status = await main(process.argv.slice(2));\nprocess.exit(status);\n",
+      'bin/latchkey.js': "#!/usr/bin/env node\n// The `latchkey` command. The compile cache keeps compiled modules between runs (see the repository's bin/latchkey.js).\nimport { enableCompileCache } from 'node:module';\n\nenableCompileCache?.();\nconst { main } = await import('../cmd/cli.js');\nconst status = await main(process.argv.slice(2));\nprocess.exit(status);\n",
       // The subpaths of earlier single-package releases, kept as re-exports.
       'engine.js': reexport('@latchkey/engine'),
       'engine.d.ts': reexport('@latchkey/engine'),
