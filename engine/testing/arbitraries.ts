@@ -106,21 +106,27 @@ export function storesOf(universe: Universe, options: StoreOptions = {}, slotFil
   if (!Number.isInteger(maxTuples) || maxTuples < 1 || maxTuples > 1000) throw badOption('maxTuples must be an integer from 1 to 1000', 'maxTuples');
   const bias = options.linkBias ?? 0.6;
   if (typeof bias !== 'number' || !(bias >= 0 && bias <= 1)) throw badOption('linkBias must be from 0 to 1', 'linkBias');
-  const slots = slotFilter === undefined ? universe.slots : universe.slots.filter(slotFilter);
+  const all = slotFilter === undefined ? universe.slots : universe.slots.filter(slotFilter);
   const context = contextOf(universe.requestParameters);
-  if (slots.length === 0) return context.map((c) => ({ tuples: [], context: c }));
-  const pickFrom = (list: readonly Slot[]): fc.Arbitrary<Slot> => fc.integer({ min: 0, max: list.length - 1 }).map((i) => list[i]!);
-  const links = slots.filter((s) => s.link);
-  const chains = slots.filter((s) => s.chain);
-  const weight = (w: number): number => Math.round(w * 100);
-  const choices: { weight: number; arbitrary: fc.Arbitrary<Slot> }[] = [{ weight: Math.max(1, weight(1 - bias)), arbitrary: pickFrom(slots) }];
-  if (links.length > 0 && bias > 0) choices.push({ weight: Math.max(1, weight(bias / 2)), arbitrary: pickFrom(links) });
-  if (chains.length > 0 && bias > 0) choices.push({ weight: Math.max(1, weight(bias / 2)), arbitrary: pickFrom(chains) });
-  const slot = fc.oneof(...choices);
-  const tuples = fc.uniqueArray(
-    slot.chain((s) => tupleOf(s, universe)),
-    { maxLength: Math.min(maxTuples, slots.length), selector: (t) => `${t.object}#${t.relation}@${t.user}` },
-  );
+  if (all.length === 0) return context.map((c) => ({ tuples: [], context: c }));
+  const tuplesOf = (slots: readonly Slot[]): fc.Arbitrary<TupleKey[]> => {
+    const pickFrom = (list: readonly Slot[]): fc.Arbitrary<Slot> => fc.integer({ min: 0, max: list.length - 1 }).map((i) => list[i]!);
+    const links = slots.filter((s) => s.link);
+    const chains = slots.filter((s) => s.chain);
+    const weight = (w: number): number => Math.round(w * 100);
+    const choices: { weight: number; arbitrary: fc.Arbitrary<Slot> }[] = [{ weight: Math.max(1, weight(1 - bias)), arbitrary: pickFrom(slots) }];
+    if (links.length > 0 && bias > 0) choices.push({ weight: Math.max(1, weight(bias / 2)), arbitrary: pickFrom(links) });
+    if (chains.length > 0 && bias > 0) choices.push({ weight: Math.max(1, weight(bias / 2)), arbitrary: pickFrom(chains) });
+    return fc.uniqueArray(
+      fc.oneof(...choices).chain((s) => tupleOf(s, universe)),
+      { maxLength: Math.min(maxTuples, slots.length), selector: (t) => `${t.object}#${t.relation}@${t.user}` },
+    );
+  };
+  // A third of the stores focus on the first two ids of each type, so that tuples meet on the same
+  // users and objects (an owner who is also blocked) far more often than across the whole universe.
+  const maxRank = Math.max(...all.map((s) => s.rank));
+  const focused = all.filter((s) => s.rank <= 1);
+  const tuples = maxRank <= 1 || focused.length === 0 ? tuplesOf(all) : fc.oneof({ weight: 2, arbitrary: tuplesOf(all) }, { weight: 1, arbitrary: tuplesOf(focused) });
   return fc.record({ tuples, context });
 }
 

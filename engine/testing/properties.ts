@@ -56,9 +56,13 @@ export type ModelProperty =
   /**
    * `relation` never reaches across an attribute of the ids: wherever both
    * the user's id and the object's id match `pattern`, their first capture
-   * group (or the whole match) is the same, as a tenant prefix is.
+   * group (or the whole match) is the same, as a tenant prefix is. The
+   * generated tuples themselves stay within the attribute (as writes
+   * checked by the application do), except those of the `crossing`
+   * relations, which may link any two ids (a partner organization, a shared
+   * folder).
    */
-  | { kind: 'bounded'; relation: RelationName; pattern: string | RegExp }
+  | { kind: 'bounded'; relation: RelationName; pattern: string | RegExp; crossing?: readonly RelationName[] }
   /** Anything else, as a function of a generated store. */
   | { kind: 'predicate'; predicate: (probe: ModelProbe) => PredicateOutcome | Promise<PredicateOutcome> };
 
@@ -300,19 +304,36 @@ function compile(model: AuthorizationModel, property: ModelProperty, options: Pr
       if (!objects.some((o) => attribute(pattern, o) !== undefined) || !universe.users.some((u) => attribute(pattern, u) !== undefined)) {
         throw badProperty(`bounded: no generated user or object id matches ${String(pattern)}; give ids that do (the 'ids' option)`);
       }
-      return onStore(async (ask) => {
-        for (const object of objects) {
-          const own = attribute(pattern, object);
-          if (own === undefined) continue;
-          for (const user of universe.users) {
-            const theirs = attribute(pattern, user);
-            if (theirs === undefined || theirs === own) continue;
-            const has = await ask(user, r.relation, object);
-            if (has !== false) return failing(user, r.relation, object, false, has, `${user} (${theirs}) has ${r.relation} on ${object} (${own})`);
+      const crossing = new Set((property.crossing ?? []).map((c) => {
+        const x = relationOf(model, c, 'bounded');
+        return `${x.type}#${x.relation}`;
+      }));
+      const within = (slot: Slot): boolean => {
+        if (crossing.has(`${slot.object.slice(0, slot.object.indexOf(':'))}#${slot.relation}`)) return true;
+        const a = attribute(pattern, slot.object);
+        const b = attribute(pattern, slot.user);
+        return a === undefined || b === undefined || a === b;
+      };
+      return {
+        arbitrary: storesOf(universe, options, within),
+        async evaluate(input) {
+          const store = input as GeneratedStore;
+          const ask = asker(await engineFor(model, store.tuples, limits), store.context);
+          for (const object of objects) {
+            const own = attribute(pattern, object);
+            if (own === undefined) continue;
+            for (const user of universe.users) {
+              const theirs = attribute(pattern, user);
+              if (theirs === undefined || theirs === own) continue;
+              const has = await ask(user, r.relation, object);
+              if (has !== false) {
+                return { model, tuples: store.tuples, context: store.context, ...failing(user, r.relation, object, false, has, `${user} (${theirs}) has ${r.relation} on ${object} (${own})`) };
+              }
+            }
           }
-        }
-        return undefined;
-      });
+          return undefined;
+        },
+      };
     }
     case 'predicate': {
       if (typeof property.predicate !== 'function') throw badProperty('predicate: give a function');
@@ -339,9 +360,8 @@ function compile(model: AuthorizationModel, property: ModelProperty, options: Pr
         if (outcome === false) return { reason: 'the predicate returned false' };
         if (typeof outcome === 'string') return { reason: outcome };
         if (outcome !== null && typeof outcome === 'object') {
-          const i = outcome.object.indexOf(':');
           const actual = await ask(outcome.user, outcome.relation, outcome.object);
-          return failing(outcome.user, outcome.relation, outcome.object, outcome.expected, actual, outcome.reason ?? `check ${outcome.user} ${outcome.relation} ${outcome.object.slice(0, i)}… expected ${outcome.expected}`);
+          return failing(outcome.user, outcome.relation, outcome.object, outcome.expected, actual, outcome.reason ?? `the predicate expects ${outcome.user} ${outcome.relation} ${outcome.object} to be ${outcome.expected}`);
         }
         return { reason: `the predicate returned ${String(outcome)}` };
       });

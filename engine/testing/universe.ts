@@ -33,6 +33,8 @@ export interface Slot {
   link: boolean;
   /** True when the link goes from id i to id i+1 (or the last back to the first) of the same type: the chains and cycles. */
   chain: boolean;
+  /** The greater of the object's and the user's position in their types' id lists (0 for a wildcard): stores focused on the first ids draw only slots below their focus. */
+  rank: number;
 }
 
 /** The universe of a model. */
@@ -102,18 +104,18 @@ export function buildUniverse(model: AuthorizationModel, options: UniverseOption
         if (r.relation === undefined && !tuplesets.has(`${td.type}#${relation}`)) userTypes.add(r.type);
         objectIds.forEach((id, i) => {
           const object = `${td.type}:${id}`;
-          const push = (user: string, link: boolean, chain: boolean): void => {
-            slots.push({ object, relation, user, link, chain, ...(condition === undefined ? {} : { condition }) });
+          const push = (user: string, link: boolean, chain: boolean, rank: number): void => {
+            slots.push({ object, relation, user, link, chain, rank, ...(condition === undefined ? {} : { condition }) });
           };
           if (r.wildcard !== undefined) {
-            push(`${r.type}:*`, false, false);
+            push(`${r.type}:*`, false, false, i);
             return;
           }
           const linksObjects = r.relation !== undefined || hasRelations.has(r.type);
           targetIds.forEach((target, j) => {
             const user = r.relation === undefined ? `${r.type}:${target}` : `${r.type}:${target}#${r.relation}`;
             const chain = r.type === td.type && targetIds.length > 1 && j === (i + 1) % targetIds.length;
-            push(user, linksObjects, chain);
+            push(user, linksObjects, chain, Math.max(i, j));
           });
         });
       }
