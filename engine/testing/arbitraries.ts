@@ -117,10 +117,37 @@ export function storesOf(universe: Universe, options: StoreOptions = {}, slotFil
     const choices: { weight: number; arbitrary: fc.Arbitrary<Slot> }[] = [{ weight: Math.max(1, weight(1 - bias)), arbitrary: pickFrom(slots) }];
     if (links.length > 0 && bias > 0) choices.push({ weight: Math.max(1, weight(bias / 2)), arbitrary: pickFrom(links) });
     if (chains.length > 0 && bias > 0) choices.push({ weight: Math.max(1, weight(bias / 2)), arbitrary: pickFrom(chains) });
-    return fc.uniqueArray(
-      fc.oneof(...choices).chain((s) => tupleOf(s, universe)),
-      { maxLength: Math.min(maxTuples, slots.length), selector: (t) => `${t.object}#${t.relation}@${t.user}` },
-    );
+    // Some draws are pairs of tuples between one user and one object under two relations (an owner
+    // who is also blocked): the combinations exclusions and intersections turn on.
+    const byPair = new Map<string, Slot[]>();
+    for (const s of slots) byPair.set(`${s.object}|${s.user}`, [...(byPair.get(`${s.object}|${s.user}`) ?? []), s]);
+    const pairs = [...byPair.values()].filter((g) => g.length >= 2);
+    const single = fc.oneof(...choices).chain((s) => tupleOf(s, universe).map((t) => [t]));
+    const element =
+      pairs.length === 0
+        ? single
+        : fc.oneof(
+            { weight: 3, arbitrary: single },
+            {
+              weight: 1,
+              arbitrary: fc
+                .integer({ min: 0, max: pairs.length - 1 })
+                .chain((i) => fc.shuffledSubarray(pairs[i]!, { minLength: 2, maxLength: 2 }))
+                .chain(([a, b]) => fc.tuple(tupleOf(a!, universe), tupleOf(b!, universe))),
+            },
+          );
+    const cap = Math.min(maxTuples, slots.length);
+    return fc.array(element, { maxLength: cap }).map((groups) => {
+      const seen = new Set<string>();
+      const out: TupleKey[] = [];
+      for (const t of groups.flat()) {
+        const k = `${t.object}#${t.relation}@${t.user}`;
+        if (seen.has(k) || out.length >= cap) continue;
+        seen.add(k);
+        out.push(t);
+      }
+      return out;
+    });
   };
   // A third of the stores focus on the first two ids of each type, so that tuples meet on the same
   // users and objects (an owner who is also blocked) far more often than across the whole universe.

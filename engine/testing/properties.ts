@@ -411,6 +411,15 @@ function compileTwoModels(model: AuthorizationModel, other: AuthorizationModel, 
   };
 }
 
+/** The tuple lists of a property's input: one store's, or a store's and the tuples added to it. */
+function tupleLists(input: unknown): TupleKey[][] {
+  return Array.isArray(input) ? (input as GeneratedStore[]).map((s) => s.tuples) : [(input as GeneratedStore).tuples];
+}
+
+function withLists(input: unknown, lists: TupleKey[][]): unknown {
+  return Array.isArray(input) ? (input as GeneratedStore[]).map((s, i) => ({ ...s, tuples: lists[i]! })) : { ...(input as GeneratedStore), tuples: lists[0]! };
+}
+
 /**
  * Checks `property` of `model` on `numRuns` generated stores; on failure,
  * shrinks the store to the fewest tuples that still fail and returns it as
@@ -430,12 +439,33 @@ export async function checkModelProperty(model: AuthorizationModel, property: Mo
     params,
   );
   if (!details.failed || details.counterexample === null) return { ok: !details.failed, numRuns: details.numRuns, seed: details.seed, numShrinks: details.numShrinks };
-  const found = await compiled.evaluate(details.counterexample[0]).catch((err: unknown) => ({
+  const evaluate = (input: unknown): Promise<Counterexample | undefined> => compiled.evaluate(input);
+  let input: unknown = details.counterexample[0];
+  let found = await evaluate(input).catch((err: unknown): Counterexample => ({
     model,
     tuples: [],
     context: {},
     reason: `the property failed with an error: ${err instanceof Error ? err.message : String(err)}`,
   }));
+  // fast-check shrinks by the generator's structure (a pair of tuples drawn together stays together);
+  // dropping one tuple at a time until none can go makes the store 1-minimal: every tuple left is needed.
+  let extraShrinks = 0;
+  for (let progress = found !== undefined; progress; ) {
+    progress = false;
+    const lists = tupleLists(input);
+    search: for (const [li, list] of lists.entries()) {
+      for (let ti = 0; ti < list.length; ti++) {
+        const candidate = withLists(input, lists.map((l, j) => (j === li ? l.filter((_, k) => k !== ti) : l)));
+        const smaller = await evaluate(candidate).catch(() => undefined);
+        if (smaller === undefined) continue;
+        input = candidate;
+        found = smaller;
+        extraShrinks++;
+        progress = true;
+        break search;
+      }
+    }
+  }
   const counterexample: Counterexample = found ?? {
     model,
     tuples: [],
@@ -447,7 +477,7 @@ export async function checkModelProperty(model: AuthorizationModel, property: Mo
     numRuns: details.numRuns,
     seed: details.seed,
     ...(details.counterexamplePath === null ? {} : { path: details.counterexamplePath }),
-    numShrinks: details.numShrinks,
+    numShrinks: details.numShrinks + extraShrinks,
     counterexample,
   };
 }
