@@ -40,6 +40,7 @@ export {
   type RelationName,
 } from './properties.ts';
 export { describeFailure, storeTestCase } from './store_case.ts';
+export { NaiveEvaluator } from './naive.ts';
 export { diffModels, type ModelImpact, type RelationImpact } from './diff.ts';
 
 /** A model given as OpenFGA JSON or as DSL text (parsed, `invalid_argument` with the DSL's diagnostics when invalid). */
