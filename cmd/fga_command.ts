@@ -3,6 +3,7 @@
  *
  *   latchkey fga test FILE.fga.yaml [FILE…]   run the tests of OpenFGA CLI store files
  *   latchkey fga diff OLD NEW [--tuples FILE]  the answers a model change gains and loses
+ *   latchkey fga bench FILE.fga.yaml          the engine's speed on the file's model (cmd/fga_bench.ts)
  *
  * A store file (the format of the OpenFGA CLI's `fga model test`) holds:
  * - `name`;
@@ -38,6 +39,7 @@ import { pathToFileURL } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { Engine, LatchkeyError, type AuthorizationModel, type TupleKey } from '../engine/index.ts';
 import { loadModularModel, transformDslToModel } from '../dsl/index.ts';
+import { runBench, type BenchOptions } from './fga_bench.ts';
 import { checkModelProperty, describeFailure, diffModels, type ModelProperty, type PropertyRunOptions, type StoreOptions } from '../engine/testing/index.ts';
 
 type Out = { write(text: string): unknown } | ((text: string) => void);
@@ -66,6 +68,19 @@ Commands:
       --runs N                   generated stores (default 200; 0: none)
       --seed N                   the seed of the generated stores
       --examples N               examples printed per change (default 3)
+  bench FILE.fga.yaml            Time Check (cold and warm), BatchCheck,
+                                 ListObjects and ListUsers on the file's model,
+                                 after verifying a sample of answers against
+                                 the naive evaluation
+      --scale N                  N copies of the file's tuples (default 1)
+      --generate N               N generated tuples instead
+      --ids-per-type N           ids per type of generated tuples
+      --queries N                check queries (default 1000)
+      --store URL                sqlite:PATH, postgres://... or mysql://...
+                                 (default: the memory store)
+      --against OTHER            a second model, side by side
+      --json FILE                write the figures as JSON
+      --seed N                   the workload's seed (default 1)
 
 Exit status: 0 all assertions and properties passed (diff: no guarded
 relation changed), 1 an assertion or property failed, a guarded relation
@@ -737,6 +752,44 @@ async function runDiff(argv: string[], out: (s: string) => void, err: (s: string
   return 0;
 }
 
+// ------------------------------------------------------------------ bench
+
+async function benchCommand(argv: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
+  const parsed = parseArgs(argv, ['scale', 'generate', 'ids-per-type', 'queries', 'store', 'against', 'json', 'seed']);
+  if (typeof parsed === 'string' || parsed.positional.length !== 1) {
+    err(`latchkey fga bench: ${typeof parsed === 'string' ? parsed : 'give one store file (FILE.fga.yaml)'}\n\n${HELP}`);
+    return 2;
+  }
+  const options: BenchOptions = {};
+  const numbers: [string, 'scale' | 'generate' | 'idsPerType' | 'queries' | 'seed', number][] = [['scale', 'scale', 1], ['generate', 'generate', 1], ['ids-per-type', 'idsPerType', 1], ['queries', 'queries', 1], ['seed', 'seed', 0]];
+  for (const [flag, key, min] of numbers) {
+    const v = parsed.flags[flag];
+    if (v === undefined) continue;
+    const n = Number(v);
+    if (!Number.isSafeInteger(n) || n < min) {
+      err(`latchkey fga bench: --${flag} must be an integer of at least ${min}\n`);
+      return 2;
+    }
+    options[key] = n;
+  }
+  if (parsed.flags['store'] !== undefined) options.store = parsed.flags['store'];
+  if (parsed.flags['json'] !== undefined) options.json = resolve(parsed.flags['json']);
+  const file = resolve(parsed.positional[0]!);
+  let at = file;
+  try {
+    const main = loadModelOrStore(file);
+    let against: { name: string; model: AuthorizationModel } | undefined;
+    if (parsed.flags['against'] !== undefined) {
+      at = resolve(parsed.flags['against']);
+      against = { name: basename(at), model: loadModelOrStore(at).model };
+    }
+    return await runBench({ name: basename(file), model: main.model }, main.tuples ?? [], against, options, out, err);
+  } catch (e) {
+    err(`${at}: ${e instanceof StoreFileError ? e.message : describeError(e)}\n`);
+    return 1;
+  }
+}
+
 /**
  * Runs `latchkey fga <argv…>`; resolves to the exit status (0 ok, 1 failed
  * or invalid, 2 usage).
@@ -750,6 +803,7 @@ export async function runFgaCommand(argv: string[], io: FgaCommandIo): Promise<n
     return command === undefined ? 2 : 0;
   }
   if (command === 'diff') return runDiff(rest, out, err);
+  if (command === 'bench') return benchCommand(rest, out, err);
   if (command !== 'test') {
     err(`latchkey fga: unknown command '${command}'\n\n${HELP}`);
     return 2;

@@ -67,6 +67,14 @@ export function parameterValue(type: ConditionParamTypeRef): fc.Arbitrary<unknow
   }
 }
 
+/**
+ * `count` contexts with a value for each of `parameters` (name → type),
+ * drawn with `seed`: for workloads built outside a property (benchmarks).
+ */
+export function sampleContexts(parameters: ReadonlyMap<string, ConditionParamTypeRef> | Record<string, ConditionParamTypeRef>, count: number, seed: number): Record<string, unknown>[] {
+  return fc.sample(contextOf(parameters), { numRuns: count, seed });
+}
+
 /** Values for each named parameter. */
 function contextOf(parameters: ReadonlyMap<string, ConditionParamTypeRef> | Record<string, ConditionParamTypeRef>): fc.Arbitrary<Record<string, unknown>> {
   const entries = parameters instanceof Map ? [...parameters] : Object.entries(parameters);

@@ -26,7 +26,7 @@ import { checkModelProperty, type ModelProperty, type PropertyResult, type Prope
 import { describeFailure } from './store_case.ts';
 
 export { buildUniverse, objectsOf, type IdsOption, type Slot, type Universe, type UniverseOptions } from './universe.ts';
-export { parameterValue, storeArbitrary, storesOf, tupleSetArbitrary, type GeneratedStore, type StoreOptions } from './arbitraries.ts';
+export { parameterValue, sampleContexts, storeArbitrary, storesOf, tupleSetArbitrary, type GeneratedStore, type StoreOptions } from './arbitraries.ts';
 export {
   checkModelProperty,
   engineFor,
