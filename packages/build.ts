@@ -4,7 +4,8 @@
  *
  * - `@latchkey/engine`: `engine/` and `dsl/` (the FGA engine, its stores, the
  *   modeling language); SQL storage at `@latchkey/engine/sql` with sequelize
- *   and the drivers as optional peers.
+ *   and the drivers as optional peers; property tests of a model at
+ *   `@latchkey/engine/testing` with fast-check as an optional peer.
  * - `@latchkey/client`: the user and admin clients (`client/` and
  *   the few files it shares with the server); gRPC at `@latchkey/client/grpc`
  *   with grpc-js and proto-loader as optional peers.
@@ -57,6 +58,7 @@ const ENGINE_EXTERNAL: Record<string, string> = {
   'engine/errors': '@latchkey/engine',
   'engine/sql/index': '@latchkey/engine/sql',
   'engine/sql/migrate': '@latchkey/engine/sql',
+  'engine/testing/index': '@latchkey/engine/testing',
   'dsl/index': '@latchkey/engine/dsl',
 };
 
@@ -68,8 +70,9 @@ export const PACKAGES: PackageSpec[] = [
     name: '@latchkey/engine',
     description: "An embeddable, OpenFGA-compatible fine-grained authorization engine: OpenFGA's modeling language, tuple stores (memory, SQLite, PostgreSQL, MySQL), Check, BatchCheck, ListObjects, ListUsers, Expand and conditions",
     keywords: ['authorization', 'fga', 'openfga', 'rebac', 'zanzibar', 'permissions'],
-    exports: { '.': 'engine/index', './sql': 'engine/sql/index', './dsl': 'dsl/index' },
-    optionalPeers: ['sequelize', 'pg', 'mysql2'],
+    exports: { '.': 'engine/index', './sql': 'engine/sql/index', './dsl': 'dsl/index', './testing': 'engine/testing/index' },
+    // fast-check only for `./testing`: a peer, so a project's properties and ours share one fast-check.
+    optionalPeers: ['sequelize', 'pg', 'mysql2', 'fast-check'],
   },
   {
     dir: 'client',
@@ -86,12 +89,13 @@ export const PACKAGES: PackageSpec[] = [
     name: 'latchkey',
     description: 'Identity, session and fine-grained authorization server with an embeddable OpenFGA-compatible engine',
     keywords: ['authentication', 'authorization', 'identity', 'oauth', 'openid-connect', 'fga', 'openfga', 'server'],
-    exports: { '.': 'cmd/index', './engine': 'engine', './engine/sql': 'engine_sql', './dsl': 'dsl', './client': 'client' },
+    exports: { '.': 'cmd/index', './engine': 'engine', './engine/sql': 'engine_sql', './engine/testing': 'engine_testing', './dsl': 'dsl', './client': 'client' },
     extraEntries: ['cmd/cli', 'cmd/dsl_command', 'cmd/fga_command'],
     assets: ['api/latchkey.proto', 'transports/web/dashboard/page.html', 'transports/web/dashboard/page.css', 'transports/web/dashboard/page.js'],
     external: ENGINE_EXTERNAL,
-    // Loaded by name, not imported: the database drivers (by sequelize) and the playground's browser builds (served as files).
-    extraDependencies: ['pg', 'mysql2', 'graphiql', 'react', 'react-dom'],
+    // Loaded by name, not imported: the database drivers (by sequelize) and the playground's browser builds (served as files);
+    // fast-check, the engine's optional peer that `latchkey fga test` properties and `fga diff` need through `@latchkey/engine/testing`.
+    extraDependencies: ['pg', 'mysql2', 'graphiql', 'react', 'react-dom', 'fast-check'],
     bin: { latchkey: 'bin/latchkey.js' },
     generated: {
       'bin/latchkey.js': "#!/usr/bin/env node\n// The `latchkey` command. The compile cache keeps compiled modules between runs (see the repository's bin/latchkey.js).\nimport { enableCompileCache } from 'node:module';\n\nenableCompileCache?.();\nconst { main } = await import('../cmd/cli.js');\nconst status = await main(process.argv.slice(2));\nprocess.exit(status);\n",
@@ -100,6 +104,8 @@ export const PACKAGES: PackageSpec[] = [
       'engine.d.ts': reexport('@latchkey/engine'),
       'engine_sql.js': reexport('@latchkey/engine/sql'),
       'engine_sql.d.ts': reexport('@latchkey/engine/sql'),
+      'engine_testing.js': reexport('@latchkey/engine/testing'),
+      'engine_testing.d.ts': reexport('@latchkey/engine/testing'),
       'dsl.js': reexport('@latchkey/engine/dsl'),
       'dsl.d.ts': reexport('@latchkey/engine/dsl'),
       'client.js': reexport('@latchkey/client'),

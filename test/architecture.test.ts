@@ -9,7 +9,8 @@
  *   every layer uses (the error class, the model types, the migrations runner)
  *   and the process entry the bin runs are the named exceptions.
  * - `dsl` may take only types from `engine` (besides the error class).
- * - In `engine`, sequelize is confined to the SQL adapter.
+ * - In `engine`, sequelize is confined to the SQL adapter, fast-check to
+ *   the testing entry point (`engine/testing/`).
  * - The AWS SDK is confined to `auth/dynamodb.ts`.
  * - Domain folders never import `transports`.
  * - No import circles: the file graph has no strongly connected component of
@@ -31,7 +32,7 @@ type Folder = 'engine' | 'dsl' | 'auth' | 'admin' | 'api' | 'server' | 'transpor
  * `client → api`; an edge may skip layers downwards, never run upwards.
  */
 const FOLDERS: Record<Folder, { folders: Folder[]; packages: string[] }> = {
-  engine: { folders: ['dsl'], packages: ['lru-cache', '@marcbachmann/cel-js', 'sequelize', 'ulid'] },
+  engine: { folders: ['dsl'], packages: ['lru-cache', '@marcbachmann/cel-js', 'sequelize', 'ulid', 'fast-check'] },
   dsl: { folders: ['engine'], packages: ['chevrotain'] },
   auth: { folders: ['engine'], packages: ['jose', 'bcrypt', 'otplib', 'qrcode-generator', 'nodemailer', 'sequelize', 'ioredis', 'ulid', '@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb'] },
   admin: { folders: ['engine', 'dsl', 'auth'], packages: ['sequelize', 'ulid'] },
@@ -59,7 +60,7 @@ const FOLDERS: Record<Folder, { folders: Folder[]; packages: string[] }> = {
 };
 
 /** Files any layer may import directly besides `<folder>/index.ts`. */
-const SHARED_ENTRY_POINTS = new Set(['engine/errors.ts', 'engine/model.ts', 'engine/sql/migrate.ts', 'engine/sql/index.ts', 'cmd/cli.ts']);
+const SHARED_ENTRY_POINTS = new Set(['engine/errors.ts', 'engine/model.ts', 'engine/sql/migrate.ts', 'engine/sql/index.ts', 'engine/testing/index.ts', 'cmd/cli.ts']);
 
 /** Folders whose files only the error class may be imported from (besides their own). */
 const ERRORS_ONLY: Partial<Record<Folder, Folder[]>> = { api: ['engine'], client: ['engine'] };
@@ -156,6 +157,9 @@ function violations(): string[] {
         }
         if (folder === 'engine' && pkg === 'sequelize' && !/(^|\/)sql|sql[_.]/.test(from.slice('engine/'.length))) {
           out.push(`${from} → sequelize: only the engine's SQL adapter may use sequelize`);
+        }
+        if (folder === 'engine' && pkg === 'fast-check' && !from.startsWith('engine/testing/')) {
+          out.push(`${from} → fast-check: only the engine's testing entry point may use fast-check`);
         }
         if (pkg.startsWith('@aws-sdk/') && from !== 'auth/dynamodb.ts') {
           out.push(`${from} → ${pkg}: only auth/dynamodb.ts may use the AWS SDK`);

@@ -6,11 +6,15 @@
  * Node.js 24 and on Node.js 22:
  *
  * - every TypeScript/JavaScript example of docs/engine.md, docs/storage.md,
- *   docs/dsl.md and docs/clients.md runs as written, in a project made by the
- *   doc's own `npm install` lines, printing what the doc says it prints, and
- *   type-checks against the published declarations;
+ *   docs/dsl.md, docs/clients.md and docs/testing-models.md runs as
+ *   written, in a project made by the doc's own `npm install` lines, printing
+ *   what the doc says it prints, and type-checks against the published
+ *   declarations (testing-models.md's include a node:test file using
+ *   `@latchkey/engine/testing` with fast-check installed beside it);
  * - `npx latchkey --version`, `npx latchkey dsl validate` and
- *   `npx latchkey fga test` work from the installed server package;
+ *   `npx latchkey fga test` (assertions and a property) work from the
+ *   installed server package, and `latchkey/engine/testing` re-exports the
+ *   testing entry point;
  * - the installed server starts and answers `meta` over GraphQL, REST and gRPC
  *   (through the installed client), and the client examples run against it.
  *
@@ -269,7 +273,8 @@ test.serial('the installed server: npx latchkey --version, dsl validate, fga tes
       'name: docs', 'model_file: ./model.fga', 'tuples:', '  - user: user:anne', '    relation: owner', '    object: doc:1', 'tests:', '  - name: owners view',
       '    check:', '      - user: user:anne', '        object: doc:1', '        assertions:', '          viewer: true', '          owner: true',
       '      - user: user:bob', '        object: doc:1', '        assertions:', '          viewer: false',
-      '    list_objects:', '      - user: user:anne', '        type: doc', '        assertions:', '          viewer: [doc:1]', '',
+      '    list_objects:', '      - user: user:anne', '        type: doc', '        assertions:', '          viewer: [doc:1]',
+      'properties:', '  - name: owners view', '    implies: [doc#owner, doc#viewer]', '    seed: 1', '    runs: 50', '',
     ].join('\n'),
   );
   const version = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
@@ -298,7 +303,14 @@ test.serial('the installed server: npx latchkey --version, dsl validate, fga tes
     const broken = run('npx', ['--no-install', 'latchkey', 'dsl', 'validate', 'broken.fga'], dir, env);
     t.is(broken.status, 1, `Node ${node.major}: an invalid model exits 1`);
     t.regex(broken.stdout + broken.stderr, /broken\.fga:5:\d+: error/);
-    t.regex(mustRun('npx', ['--no-install', 'latchkey', 'fga', 'test', 'store.fga.yaml'], dir, env), /4 passed, 0 failed/, `Node ${node.major}: fga test`);
+    const fgaTest = mustRun('npx', ['--no-install', 'latchkey', 'fga', 'test', 'store.fga.yaml'], dir, env);
+    t.regex(fgaTest, /5 passed, 0 failed/, `Node ${node.major}: fga test`);
+    t.regex(fgaTest, /^ok {3}property 'owners view': held on 50 generated stores \(seed 1\)$/m, `Node ${node.major}: fga test property`);
+    t.is(
+      mustRun(node.bin, ['--input-type=module', '-e', "const m = await import('latchkey/engine/testing'); console.log(typeof m.assertModelProperty, typeof m.storeArbitrary)"], dir, env).trim(),
+      'function function',
+      `Node ${node.major}: latchkey/engine/testing`,
+    );
 
     const server = await startInstalledServer(dir, node);
     try {
@@ -341,6 +353,9 @@ for (const [doc, footprint] of [
   ['dsl.md', { forbidden: [...SERVER_ONLY, ...GRPC, ...SQL], only: undefined }],
   ['storage.md', { forbidden: [...SERVER_ONLY, ...GRPC], only: undefined }],
   ['clients.md', { forbidden: [...SERVER_ONLY, ...SQL, '@latchkey/engine', 'latchkey'], only: ['@latchkey/client'] }],
+  // The engine with fast-check beside it (the doc's second install line) for `@latchkey/engine/testing`; vitest and jest are not
+  // installed here (they are not in the repository's lockfile), so the runner the examples use is node:test.
+  ['testing-models.md', { forbidden: [...SERVER_ONLY, ...GRPC, ...SQL], only: undefined }],
 ] as const) {
   // docs/storage.md's examples run on PostgreSQL.
   needs(test, ...(doc === 'storage.md' ? (['postgres'] as const) : [])).serial(`docs/${doc}: installed as the doc says, every example runs on Node 24 and 22 and prints what the doc says`, async (t) => {

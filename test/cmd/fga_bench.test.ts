@@ -1,0 +1,109 @@
+/**
+ * `latchkey fga bench`: on a sample store file's tuples scaled up and on
+ * generated tuples, on the memory store, SQLite and (with its URL)
+ * PostgreSQL, two models side by side: answers verified against the naive
+ * evaluation before timing, every operation timed, the JSON written.
+ * Small sizes: this is the command's test, not a measurement.
+ */
+import test from 'ava';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runFgaCommand } from '../../cmd/fga_command.ts';
+import { createTestDatabase } from '../helpers/databases.ts';
+import { needs } from '../helpers/needs.ts';
+import { REPO_ROOT } from '../helpers/shared.ts';
+
+const SAMPLE = join(REPO_ROOT, 'test', 'corpus', 'fga', 'bench', 'sample.fga.yaml');
+const REFACTORED = join(REPO_ROOT, 'test', 'corpus', 'fga', 'properties', 'docs_refactored.fga');
+const OPERATIONS = ['check_cold', 'check_warm', 'batch_check_50', 'list_objects', 'list_users'];
+
+async function run(...argv: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const status = await runFgaCommand(argv, { stdout: (s) => (stdout += s), stderr: (s) => (stderr += s) });
+  return { status, stdout, stderr };
+}
+
+interface Figures {
+  seed: number;
+  tuples: number;
+  queries: number;
+  runs: { model: string; store: string; tuples: number; verified: { sampled: number; compared: number }; operations: Record<string, { n: number; ops_per_s: number; p50_ms: number; p95_ms: number; p99_ms: number }> }[];
+}
+
+let dir = '';
+test.before(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'lk-bench-'));
+});
+test.after.always(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function checkFigures(t: import('ava').ExecutionContext, f: Figures, store: string): void {
+  for (const r of f.runs) {
+    t.is(r.store, store);
+    t.true(r.verified.compared > 0, 'some answers were verified against the naive evaluation');
+    t.deepEqual(Object.keys(r.operations), OPERATIONS);
+    for (const op of OPERATIONS) {
+      const o = r.operations[op]!;
+      t.true(o.n > 0 && o.ops_per_s > 0, `${op}: ${JSON.stringify(o)}`);
+      t.true(o.p50_ms <= o.p95_ms && o.p95_ms <= o.p99_ms, `${op}: percentiles in order`);
+    }
+  }
+}
+
+test('the file\'s tuples scaled up, two models side by side, on the memory store, with JSON', async (t) => {
+  const json = join(dir, 'scaled.json');
+  const r = await run('bench', SAMPLE, '--scale', '40', '--queries', '200', '--against', REFACTORED, '--json', json);
+  t.is(r.stderr, '');
+  t.is(r.status, 0);
+  t.regex(r.stdout, /^600 tuples \(the file's × 40\), 200 check queries$/m);
+  t.regex(r.stdout, /sample\.fga\.yaml: memory store, 600 tuples loaded .*; \d+ of 200 sampled answers verified against the naive evaluation/);
+  t.regex(r.stdout, /^operation +sample\.fga\.yaml ops\/s +p50 ms +p95 ms +p99 ms +docs_refactored\.fga ops\/s/m);
+  const f = JSON.parse(await readFile(json, 'utf8')) as Figures;
+  t.is(f.tuples, 600);
+  t.deepEqual(f.runs.map((x) => x.model), ['sample.fga.yaml', 'docs_refactored.fga']);
+  checkFigures(t, f, 'memory');
+});
+
+test('generated tuples on SQLite', async (t) => {
+  const json = join(dir, 'sqlite.json');
+  const r = await run('bench', SAMPLE, '--generate', '1500', '--queries', '100', '--store', `sqlite:${join(dir, 'bench.sqlite')}`, '--json', json, '--seed', '4');
+  t.is(r.stderr, '');
+  t.is(r.status, 0);
+  const f = JSON.parse(await readFile(json, 'utf8')) as Figures;
+  t.is(f.tuples, 1500);
+  t.is(f.seed, 4);
+  checkFigures(t, f, 'sqlite');
+});
+
+needs(test, 'postgres')('generated tuples on PostgreSQL, in a store of their own that is deleted afterwards', async (t) => {
+  const db = await createTestDatabase('postgres', 'lk_bench');
+  try {
+    const json = join(dir, 'pg.json');
+    const r = await run('bench', SAMPLE, '--generate', '800', '--queries', '60', '--store', db.url, '--json', json);
+    t.is(r.stderr, '');
+    t.is(r.status, 0);
+    checkFigures(t, JSON.parse(await readFile(json, 'utf8')) as Figures, 'postgres');
+  } finally {
+    await db.drop();
+  }
+});
+
+test('the same seed gives the same workload', async (t) => {
+  const a = await run('bench', SAMPLE, '--generate', '500', '--queries', '50', '--seed', '9');
+  const b = await run('bench', SAMPLE, '--generate', '500', '--queries', '50', '--seed', '9');
+  const head = (s: string): string => s.split('\n')[0]!;
+  t.is(head(a.stdout), head(b.stdout));
+  t.regex(a.stdout, /\d+ of 50 sampled answers verified/);
+});
+
+test('usage errors exit 2; a file without tuples and without --generate exits 1', async (t) => {
+  t.is((await run('bench')).status, 2);
+  t.is((await run('bench', SAMPLE, '--scale', '0')).status, 2);
+  t.is((await run('bench', SAMPLE, '--nope', '1')).status, 2);
+  const empty = await run('bench', join(REPO_ROOT, 'test', 'corpus', 'fga', 'properties', 'planted.fga.yaml'));
+  t.is(empty.status, 1);
+  t.regex(empty.stderr, /no tuples to benchmark on/);
+});
