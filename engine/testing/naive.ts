@@ -12,7 +12,8 @@
  * that holds has a derivation in which no `object#relation` repeats on a
  * path). It does not decide everything: an answer that meets a conditional
  * tuple (it evaluates no CEL), a cycle cut inside the subtracted side of a
- * `but not` (where the cut is no longer safe), or more than 100,000 steps is
+ * `but not` (where the cut is no longer safe), a path of more than 100
+ * `object#relation` steps or more than 100,000 steps in all is
  * `undefined`, and such queries are left out of a comparison rather than
  * guessed.
  */
@@ -54,7 +55,7 @@ export class NaiveEvaluator {
   }
 
   #check(user: string, relation: string, object: string, active: Set<string>): boolean | undefined {
-    if (++this.#steps > 100_000) throw TOO_MANY_STEPS;
+    if (++this.#steps > 100_000 || active.size > 100) throw TOO_MANY_STEPS;
     const key = `${object}#${relation}`;
     if (active.has(key)) {
       this.#cuts++;
