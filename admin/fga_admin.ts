@@ -213,17 +213,3 @@ export async function fgaExpand(engine: Engine, input: { relation: string; objec
   return { tree: JSON.stringify(result.tree) };
 }
 
-/**
- * Every tuple whose user is exactly `subject` (e.g. `user:<id>`), read
- * page by page. Used to remove a deleted user's grants.
- */
-export async function tuplesOfUser(engine: Engine, subject: string): Promise<FgaTuple[]> {
-  const out: FgaTuple[] = [];
-  let token = '';
-  do {
-    const page = await engine.read({ user: subject }, { pageSize: FGA_READ_PAGE_SIZE, ...(token ? { continuationToken: token } : {}) });
-    for (const t of page.tuples) out.push({ user: t.user, relation: t.relation, object: t.object });
-    token = page.continuationToken;
-  } while (token);
-  return out;
-}

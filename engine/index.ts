@@ -393,6 +393,74 @@ export class Engine {
   }
 
   /**
+   * Deletes every stored tuple matching `filter`, in bounded writes: each
+   * batch of at most `batch` tuples (default 1,000, 1..10,000) is one write
+   * (one revision, a `delete` change per tuple), so checks keep being
+   * answered between batches and a failure leaves whole batches done. The
+   * filter needs `user`, `object` (`type:id`) or `objectType`; `relation`
+   * narrows any of them. `onProgress` hears the running total after each
+   * batch. A batch that loses a race with another writer (a tuple already
+   * gone) is read again. Returns the tuples deleted, the batches written and
+   * the last revision (0 when nothing matched). Tuples written while it runs
+   * that match are deleted too, up to `maxBatches` (default 1,000,000).
+   * Expired tuples not yet collected are left to collection.
+   */
+  async deleteTuplesByFilter(
+    filter: { user?: string; relation?: string; object?: string; objectType?: string },
+    options: { batch?: number; maxBatches?: number; onProgress?: (progress: { deleted: number; batches: number; revision: number }) => void } = {},
+  ): Promise<{ deleted: number; batches: number; revision: number }> {
+    if (filter === null || typeof filter !== 'object') throw invalid('the filter must be an object', { reason: 'invalid_filter' });
+    for (const key of ['user', 'relation', 'object', 'objectType'] as const) {
+      if (filter[key] !== undefined && (typeof filter[key] !== 'string' || filter[key] === '')) throw invalid(`filter '${key}' must be a non-empty string`, { reason: 'invalid_filter' });
+    }
+    const batch = options.batch ?? 1000;
+    const maxBatches = options.maxBatches ?? 1_000_000;
+    if (!Number.isInteger(batch) || batch < 1 || batch > 10_000) throw invalid('batch must be an integer from 1 to 10000', { reason: 'invalid_batch_size' });
+    if (!Number.isInteger(maxBatches) || maxBatches < 1) throw invalid('maxBatches must be a positive integer', { reason: 'invalid_batch_size' });
+    const f: ReadFilter = {};
+    if (filter.object !== undefined) {
+      const o = tryParseObject(filter.object);
+      if (o === undefined) throw invalid(`invalid object filter '${filter.object}': expected 'type:id'`, { reason: 'invalid_object' });
+      if (filter.objectType !== undefined && filter.objectType !== o.type) throw invalid(`object '${filter.object}' is not of type '${filter.objectType}'`, { reason: 'invalid_filter' });
+      f.objectType = o.type;
+      f.objectId = o.id;
+    } else if (filter.objectType !== undefined) {
+      if (filter.objectType.includes(':')) throw invalid(`invalid object type '${filter.objectType}'`, { reason: 'invalid_filter' });
+      f.objectType = filter.objectType;
+    }
+    if (filter.user !== undefined) {
+      if (tryParseUser(filter.user) === undefined) throw invalid(`invalid user filter '${filter.user}'`, { reason: 'invalid_user' });
+      f.user = filter.user;
+    }
+    if (filter.relation !== undefined) f.relation = filter.relation;
+    if (f.user === undefined && f.objectType === undefined) {
+      throw invalid('give a user, an object or an object type to delete by (a relation alone, or nothing, would reach across every type)', { reason: 'invalid_filter' });
+    }
+    let deleted = 0;
+    let batches = 0;
+    let revision = 0;
+    let races = 0;
+    while (batches < maxBatches) {
+      const page = await this.#store.readPage(f, { pageSize: batch });
+      if (page.items.length === 0) break;
+      try {
+        revision = await this.#store.write(page.items.map((t) => ({ object: t.object, relation: t.relation, user: t.user })), []);
+      } catch (err) {
+        // Another writer deleted one of them first: read the batch again (a bounded number of times in a row).
+        if (err instanceof LatchkeyError && err.reason === 'tuple_not_found' && races++ < 100) continue;
+        throw err;
+      }
+      races = 0;
+      deleted += page.items.length;
+      batches++;
+      options.onProgress?.({ deleted, batches, revision });
+      // Other work (checks) runs between batches, also on a store whose calls never wait for I/O (memory).
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    return { deleted, batches, revision };
+  }
+
+  /**
    * Deletes tuples whose `expires_at` has passed, in writes of at most
    * `batch` (default 1,000, 1..10,000) tuples each, until none is left or
    * `maxBatches` (default 100) writes were made. Each batch is one revision
