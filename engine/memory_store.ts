@@ -369,8 +369,8 @@ export class MemoryStore implements TupleStore {
   }
 
   /** See `ExpiryFloor` (engine/check/check_cache.ts). */
-  expiryFloor(): number {
-    return this.#index.expiryFloor();
+  get expiryFloorCell(): { readonly value: number } {
+    return this.#index.floor;
   }
 
   refreshExpiryFloor(now: number): number {

@@ -92,8 +92,8 @@ export interface CheckCacheOptions {
  * (the memory store, the graph mirror): see {@link CheckCache} on expiry.
  */
 export interface ExpiryFloor {
-  /** The earliest `expires_at` (ms) of a tuple added since the last {@link ExpiryFloor.refreshExpiryFloor}, or held then and unexpired; `Infinity` when none. */
-  expiryFloor(): number;
+  /** Its `value`: the earliest `expires_at` (ms) of a tuple added since the last {@link ExpiryFloor.refreshExpiryFloor}, or held then and unexpired; `Infinity` when none. */
+  readonly expiryFloorCell: { readonly value: number };
   /** Recomputes the floor from the tuples held that expire after `now`, and returns it. */
   refreshExpiryFloor(now: number): number;
 }
@@ -248,6 +248,8 @@ export class CheckCache {
   #horizon = Infinity;
   /** The inner store's expiry floor, when it has synchronous reads. */
   readonly #floor: ExpiryFloor | undefined;
+  /** Its cell, read on every lookup. */
+  readonly #floorCell: { readonly value: number } | undefined;
 
   constructor(options: CheckCacheOptions) {
     if (options === null || typeof options !== 'object') {
@@ -270,7 +272,8 @@ export class CheckCache {
     }
     this.#clock = options.clock ?? Date.now;
     const floor = store as Partial<ExpiryFloor>;
-    this.#floor = typeof floor.expiryFloor === 'function' && typeof floor.refreshExpiryFloor === 'function' ? (store as unknown as ExpiryFloor) : undefined;
+    this.#floor = typeof floor.expiryFloorCell === 'object' && typeof floor.refreshExpiryFloor === 'function' ? (store as unknown as ExpiryFloor) : undefined;
+    this.#floorCell = this.#floor?.expiryFloorCell;
     this.#inner = store;
     this.#lru = maxEntries > 0 && this.#pollMs > 0 ? new LRUCache<string, number>({ max: maxEntries }) : undefined;
     this.#store = this.#wrapStore(store);
@@ -469,12 +472,10 @@ export class CheckCache {
    * the next expiry. Runs before every lookup.
    */
   #expiryGate(): void {
-    const floor = this.#floor;
-    if (floor !== undefined) {
-      const f = floor.expiryFloor();
-      if (f < this.#horizon) this.#horizon = f;
-    }
+    const cell = this.#floorCell;
+    if (cell !== undefined && cell.value < this.#horizon) this.#horizon = cell.value;
     if (this.#horizon === Infinity) return;
+    const floor = this.#floor;
     const now = this.#clock();
     if (now < this.#horizon) return;
     this.invalidate();
@@ -681,7 +682,7 @@ export class CheckCache {
     if (this.#floor !== undefined) {
       const floor = this.#floor;
       const w = wrapped as unknown as ExpiryFloor;
-      w.expiryFloor = () => floor.expiryFloor();
+      (w as { expiryFloorCell: { readonly value: number } }).expiryFloorCell = floor.expiryFloorCell;
       w.refreshExpiryFloor = (now) => floor.refreshExpiryFloor(now);
     }
     // Synchronous reads pass through like the others, so the evaluator behind the cache keeps its synchronous path.

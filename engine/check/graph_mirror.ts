@@ -77,6 +77,8 @@ export class GraphMirror {
   /** The tuples, in the memory store's compact index. */
   #index: GraphIndex;
   readonly #clock: () => number;
+  /** The expiry floor shared by every index this mirror builds (`ExpiryFloor`, engine/check/check_cache.ts). */
+  readonly #floor = { value: Infinity };
   #revision = 0;
   #confirmedAt = -Infinity;
   #sync: Promise<void> = Promise.resolve();
@@ -101,7 +103,7 @@ export class GraphMirror {
 
   private constructor(store: TupleStore, pollMs: number, now: () => number, pageSize: number, clock: () => number) {
     this.#clock = clock;
-    this.#index = new GraphIndex({ now: clock });
+    this.#index = new GraphIndex({ now: clock, floor: this.#floor });
     this.#inner = store;
     this.#pollMs = pollMs;
     this.#now = now;
@@ -143,7 +145,7 @@ export class GraphMirror {
       const store = this.#inner;
       const started = this.#now();
       // Staged as numbers and built once the scan is done, compactly (see GraphIndex.finishBulk).
-      const index = new GraphIndex({ bulk: true, now: this.#clock });
+      const index = new GraphIndex({ bulk: true, now: this.#clock, floor: this.#floor });
       // Changes after this revision are replayed after the scan, in order; replaying one the scan already saw is harmless.
       const revision = await store.revision();
       if (typeof store.scanTuples === 'function') {
@@ -465,8 +467,8 @@ export class GraphMirror {
     };
     forwardStoreExtras(store, wrapped);
     // What the answer cache above needs of expiring tuples (`ExpiryFloor`, engine/check/check_cache.ts).
-    const floor = wrapped as unknown as { expiryFloor(): number; refreshExpiryFloor(now: number): number };
-    floor.expiryFloor = () => mirror.#index.expiryFloor();
+    const floor = wrapped as unknown as { expiryFloorCell: { readonly value: number }; refreshExpiryFloor(now: number): number };
+    floor.expiryFloorCell = mirror.#floor;
     floor.refreshExpiryFloor = (now) => mirror.#index.refreshExpiryFloor(now);
     return wrapped;
   }

@@ -116,8 +116,12 @@ export class GraphIndex {
   readonly #exp = new Map<number, Map<number, number>>();
   /** Number of tuples in {@link GraphIndex.#exp}. */
   #expiring = 0;
-  /** The expiry floor (`ExpiryFloor` in engine/check/check_cache.ts): lowered by every expiring tuple added, raised only by a refresh. */
-  #floor = Infinity;
+  /**
+   * The expiry floor (`ExpiryFloor` in engine/check/check_cache.ts): lowered by every expiring tuple added,
+   * raised only by a refresh. A cell, so that an answer cache reads it as a property and an owner that
+   * replaces its index (the graph mirror's reload) keeps handing out the same one.
+   */
+  readonly floor: { value: number };
   /** Wall clock (ms) that decides expiry. */
   readonly #clock: () => number;
 
@@ -132,8 +136,9 @@ export class GraphIndex {
    * when built) until {@link GraphIndex.finishBulk}; nothing can be read
    * before.
    */
-  constructor(options: { reverse?: boolean; bulk?: boolean; now?: () => number } = {}) {
+  constructor(options: { reverse?: boolean; bulk?: boolean; now?: () => number; floor?: { value: number } } = {}) {
     this.#clock = options.now ?? Date.now;
+    this.floor = options.floor ?? { value: Infinity };
     this.#reverse = options.reverse === false ? undefined : [];
     this.#staged = options.bulk === true ? new StagedTuples() : undefined;
   }
@@ -462,17 +467,12 @@ export class GraphIndex {
     if (m === undefined) this.#exp.set(k, (m = new Map()));
     if (!m.has(u)) this.#expiring++;
     m.set(u, ms);
-    if (ms < this.#floor) this.#floor = ms;
+    if (ms < this.floor.value) this.floor.value = ms;
   }
 
-  /** The earliest expiry added since the last {@link GraphIndex.refreshExpiryFloor}, or held then; `Infinity` when none. */
-  expiryFloor(): number {
-    return this.#floor;
-  }
-
-  /** Recomputes {@link GraphIndex.expiryFloor} from the tuples held that expire after `now`. */
+  /** Recomputes {@link GraphIndex.floor} from the tuples held that expire after `now`. */
   refreshExpiryFloor(now: number): number {
-    return (this.#floor = this.#expiring === 0 ? Infinity : this.nextExpiry(now) ?? Infinity);
+    return (this.floor.value = this.#expiring === 0 ? Infinity : this.nextExpiry(now) ?? Infinity);
   }
 
   #clearExpiry(o: number, r: number, u: number): void {
