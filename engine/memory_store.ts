@@ -454,9 +454,10 @@ export class MemoryStore implements TupleStore {
     const prefix = query.objectType.length + 1;
     const only = query.objectIds === undefined ? undefined : new Set(query.objectIds);
     let u = 0;
-    const now = index.expiring > 0 ? this.#now() : 0;
+    const expiring = index.expiring > 0;
+    const now = expiring ? this.#now() : 0;
     const emit = (o: number): void => {
-      if (now !== 0 && index.expired(o, r, u, now)) return;
+      if (expiring && index.expired(o, r, u, now)) return;
       const n = index.nodeAt(o, r)!;
       out.push(index.tuple(o, r, n, u, index.revisionIn(n, u)!));
     };
