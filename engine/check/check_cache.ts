@@ -52,7 +52,10 @@
  * expiring tuple written through the cache. At the horizon (wall clock,
  * option `clock`) the cache is emptied before any lookup, and the horizon
  * moves to the next expiry. With no expiring tuple the horizon is infinite
- * and a lookup pays one comparison.
+ * and a lookup pays one comparison. A synchronous store's floor is raised
+ * by the cache that empties at it: give such a store one cache (as
+ * `buildEngine` does); caches over the same SQL store learn expiries from
+ * their own reads and are unaffected.
  */
 import { LRUCache } from 'lru-cache';
 import { LatchkeyError } from '../errors.ts';
