@@ -489,6 +489,27 @@ export class AdminService {
     }, { count: tuples.length, tuples: tuples.slice(0, 20) });
   }
 
+  async fgaDeleteTuplesByFilter(
+    ctx: AdminCallContext,
+    input: { user?: string | undefined; relation?: string | undefined; object?: string | undefined; object_type?: string | undefined },
+  ): Promise<{ message: string; deleted: number; batches: number; consistency_token: string }> {
+    const filter = { ...(input.user ? { user: input.user } : {}), ...(input.relation ? { relation: input.relation } : {}), ...(input.object ? { object: input.object } : {}), ...(input.object_type ? { object_type: input.object_type } : {}) };
+    // The audit entry records how far it got, also when a later batch fails (every finished batch stays deleted).
+    const progress = { filter, deleted: 0, batches: 0 };
+    return this.#run(ctx, 'admin.fga_tuples_deleted_by_filter', { type: 'fga_tuple' }, async () => {
+      const r = await requireEngine(this.#engine).deleteTuplesByFilter(
+        { ...(input.user ? { user: input.user } : {}), ...(input.relation ? { relation: input.relation } : {}), ...(input.object ? { object: input.object } : {}), ...(input.object_type ? { objectType: input.object_type } : {}) },
+        {
+          onProgress: (p) => {
+            progress.deleted = p.deleted;
+            progress.batches = p.batches;
+          },
+        },
+      );
+      return { message: `${r.deleted} tuples deleted`, deleted: r.deleted, batches: r.batches, consistency_token: String(r.revision) };
+    }, progress);
+  }
+
   async fgaReadTuples(ctx: AdminCallContext, input: Parameters<typeof fgaReadTuples>[1]): Promise<{ tuples: FgaTuple[]; continuation_token: string }> {
     return this.#run(ctx, 'admin.fga_tuples_read', { type: 'fga_tuple' }, () => fgaReadTuples(requireEngine(this.#engine), input));
   }

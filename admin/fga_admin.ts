@@ -16,6 +16,8 @@ export interface FgaTuple {
   relation: string;
   object: string;
   condition?: TupleCondition;
+  /** When the tuple stops granting (RFC 3339, UTC); absent when it never does. */
+  expires_at?: string;
 }
 
 /** A relationship tuple to write or delete (a deleted tuple's condition is ignored). */
@@ -24,6 +26,8 @@ export interface FgaTupleInput {
   relation: string;
   object: string;
   condition?: { name: string; context?: unknown } | undefined;
+  /** RFC 3339 timestamp, in the future, at which the written tuple stops granting (ignored on deletes). */
+  expires_at?: string | undefined;
 }
 
 /** The message of every FGA operation while FGA is not enabled (spec, Errors). */
@@ -151,6 +155,7 @@ function checkTuples(tuples: readonly FgaTupleInput[], withConditions: boolean):
       }
       out.condition = c.context === undefined || c.context === null ? { name: c.name } : { name: c.name, context: c.context as Record<string, unknown> };
     }
+    if (withConditions && t.expires_at !== undefined && t.expires_at !== null) out.expires_at = t.expires_at;
     return out;
   });
 }
@@ -159,6 +164,7 @@ function checkTuples(tuples: readonly FgaTupleInput[], withConditions: boolean):
 function wireTuple(t: TupleKey): FgaTuple {
   const out: FgaTuple = { user: t.user, relation: t.relation, object: t.object };
   if (t.condition !== undefined) out.condition = t.condition.context === undefined ? { name: t.condition.name } : { name: t.condition.name, context: t.condition.context };
+  if (t.expires_at !== undefined) out.expires_at = t.expires_at;
   return out;
 }
 
@@ -213,17 +219,3 @@ export async function fgaExpand(engine: Engine, input: { relation: string; objec
   return { tree: JSON.stringify(result.tree) };
 }
 
-/**
- * Every tuple whose user is exactly `subject` (e.g. `user:<id>`), read
- * page by page. Used to remove a deleted user's grants.
- */
-export async function tuplesOfUser(engine: Engine, subject: string): Promise<FgaTuple[]> {
-  const out: FgaTuple[] = [];
-  let token = '';
-  do {
-    const page = await engine.read({ user: subject }, { pageSize: FGA_READ_PAGE_SIZE, ...(token ? { continuationToken: token } : {}) });
-    for (const t of page.tuples) out.push({ user: t.user, relation: t.relation, object: t.object });
-    token = page.continuationToken;
-  } while (token);
-  return out;
-}

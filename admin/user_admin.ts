@@ -10,7 +10,6 @@ import type { Engine } from '../engine/index.ts';
 import { fgaSubjectsOfUser, inTransaction as runInTransaction, normalizeEmail, type MainDatabase, type UserFields, type UserRecord } from '../auth/index.ts';
 import type { EmailTemplates } from './email_templates.ts';
 import type { WebhookService } from './webhooks.ts';
-import { tuplesOfUser } from './fga_admin.ts';
 import { EMAIL_RE, eventUser, type FgaUserTuples, type IdentityPort, type MailSink, type UpdateUserInput } from './admin_types.ts';
 
 const MAX_INVITES = 50;
@@ -72,7 +71,7 @@ const ENGINE_RETRY_MS = [100, 400, 1600];
  * four times; if that still fails the call fails with `unavailable` (reason
  * `fga_cleanup_failed`): the user is gone and can no longer sign in, and the
  * leftover tuples name a user id that is never reused, so they grant nothing
- * to anyone; an operator removes them with `fga_delete_tuples`.
+ * to anyone; an operator removes them with `fga_delete_tuples_by_filter`.
  */
 export async function deleteUserEverywhere(d: DeleteUserDeps, user: UserRecord): Promise<void> {
   const subjects = fgaSubjectsOfUser(user.id);
@@ -97,17 +96,14 @@ async function deleteThroughEngine(engine: Engine, subjects: readonly string[], 
   for (let attempt = 0; attempt <= ENGINE_RETRY_MS.length; attempt++) {
     if (attempt > 0) await sleep(ENGINE_RETRY_MS[attempt - 1]!);
     try {
-      for (const subject of subjects) {
-        // Re-read on every attempt: a partial earlier attempt left only the rest.
-        const tuples = await tuplesOfUser(engine, subject);
-        for (let i = 0; i < tuples.length; i += 100) await engine.write({ deletes: tuples.slice(i, i + 100) });
-      }
+      // Bounded batches by filter: a partial earlier attempt left only the rest.
+      for (const subject of subjects) await engine.deleteTuplesByFilter({ user: subject });
       return;
     } catch (err) {
       last = err;
     }
   }
-  throw new LatchkeyError('unavailable', 'the user was deleted, but its FGA tuples could not be removed; delete them with fga_delete_tuples', {
+  throw new LatchkeyError('unavailable', 'the user was deleted, but its FGA tuples could not be removed; delete them with fga_delete_tuples_by_filter', {
     reason: 'fga_cleanup_failed',
     cause: last,
   });

@@ -13,6 +13,13 @@ import type { TupleKey, TupleStore } from './store.ts';
 export interface EngineOptions {
   /** Where models and tuples live. Default: a new {@link MemoryStore}. */
   store?: TupleStore;
+  /**
+   * Wall clock in milliseconds (default `Date.now`) that decides whether an
+   * `expires_at` is in the future at write time and which tuples
+   * {@link Engine.collectExpired} deletes. Stores and caches take their own
+   * `now` option; tests give them all the same clock.
+   */
+  now?: () => number;
   /** Dispatch depth limit of Check (OpenFGA `ResolveNodeLimit`). Default 25, 1..100. */
   maxResolutionDepth?: number;
   /** Writes plus deletes per {@link Engine.write} call. Default 100, 1..10000. */

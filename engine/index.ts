@@ -29,6 +29,7 @@ import { type CheckResolver, type Consistency, type ResolutionContext, type Reso
 import { LocalChecker } from './check/local_checker.ts';
 import { type ParsedUser, parseObject, show, tryParseObject, tryParseUser } from './tuple.ts';
 import { FGA_CODES, validateTupleForWrite } from './validation.ts';
+import { validateExpiry } from './expiry.ts';
 import { CheckPath, type FreshnessHint, type Prepared, invalid, plainTuple } from './check/check_path.ts';
 import { OPTION_RANGES, type BatchCheckResult, type CheckRequest, type CheckResult, type EngineOptions, type ExpandRequest, type ExpandResult, type Limits, type ListObjectsRequest, type ListObjectsResult, type ListUsersRequest, type UndecidedObject, type ListUsersResult, type ModelInput, type QueryOptions, type ReadRequest, type ReadResult, type WriteRequest } from './engine_types.ts';
 import { listObjectIds } from './list_objects.ts';
@@ -51,6 +52,7 @@ export { LocalChecker } from './check/local_checker.ts';
 export type { ExpandNode, ExpandLeaf } from './expand.ts';
 export type { UserFilter } from './list_users.ts';
 export { FGA_CODES } from './validation.ts';
+export { formatExpiry, parseRfc3339 } from './expiry.ts';
 export type * from './engine_types.ts';
 export { CheckCache, type CheckCacheOptions, type CheckCacheStats } from './check/check_cache.ts';
 export { GraphMirror, type GraphMirrorOptions, type GraphMirrorStats } from './check/graph_mirror.ts';
@@ -68,6 +70,8 @@ export class Engine {
   readonly #limits: Limits;
   readonly #resolver: CheckResolver;
   readonly #check: CheckPath;
+  /** Wall clock (ms) deciding expiry at write time and for collection. */
+  readonly #now: () => number;
   /** Engines of other stores made by {@link Engine.forStore} without a resolver, by store id. */
   readonly #views = new Map<string, Engine>();
 
@@ -81,7 +85,7 @@ export class Engine {
     }
     const limits = {} as Limits;
     for (const key of Object.keys(options)) {
-      if (key !== 'store' && key !== 'resolver' && !(key in OPTION_RANGES)) {
+      if (key !== 'store' && key !== 'resolver' && key !== 'now' && !(key in OPTION_RANGES)) {
         throw new LatchkeyError('invalid_argument', `unknown engine option '${key}'`, { reason: 'invalid_option', details: { option: key } });
       }
     }
@@ -106,6 +110,10 @@ export class Engine {
     if (typeof resolver !== 'object' || typeof (resolver as CheckResolver).resolveCheck !== 'function') {
       throw new LatchkeyError('invalid_argument', "engine option 'resolver' must implement CheckResolver", { reason: 'invalid_option', details: { option: 'resolver' } });
     }
+    if (options.now !== undefined && typeof options.now !== 'function') {
+      throw new LatchkeyError('invalid_argument', "engine option 'now' must be a function returning milliseconds", { reason: 'invalid_option', details: { option: 'now' } });
+    }
+    this.#now = options.now ?? Date.now;
     this.#store = store;
     this.#limits = limits;
     this.#resolver = resolver;
@@ -328,12 +336,15 @@ export class Engine {
     const ts = writes.length > 0 ? await this.#typesystem(req.modelId) : undefined;
     const seen = new Set<string>();
     const key = (t: TupleKey): string => `${t.object}\u0000${t.relation}\u0000${t.user}`;
+    const now = this.#now();
     const cleanWrites = writes.map((t) => {
       validateTupleForWrite(ts!, t, FGA_CODES.validation_error);
       const k = key(t);
       if (seen.has(k)) throw invalid(`duplicate tuple '${t.object}#${t.relation}@${t.user}' in one write`, { reason: 'duplicate_tuple', code: 2004 });
       seen.add(k);
-      return plainTuple(t);
+      const clean = plainTuple(t);
+      if (t.expires_at !== undefined) clean.expires_at = validateExpiry(t.expires_at, now, `tuple '${t.object}#${t.relation}@${t.user}'`)!;
+      return clean;
     });
     const cleanDeletes = deletes.map((t) => {
       if (t === null || typeof t !== 'object' || tryParseObject(t.object) === undefined || tryParseUser(t.user) === undefined || typeof t.relation !== 'string' || t.relation === '') {
@@ -379,6 +390,98 @@ export class Engine {
     const result: ReadResult = { tuples: page.items.map(plainTuple), continuationToken: page.continuationToken ?? '' };
     if (options.writtenAt === true) result.writtenAt = page.items.map((t) => t.writtenAt ?? 0);
     return result;
+  }
+
+  /**
+   * Deletes every stored tuple matching `filter`, in bounded writes: each
+   * batch of at most `batch` tuples (default 1,000, 1..10,000) is one write
+   * (one revision, a `delete` change per tuple), so checks keep being
+   * answered between batches and a failure leaves whole batches done. The
+   * filter needs `user`, `object` (`type:id`) or `objectType`; `relation`
+   * narrows any of them. `onProgress` hears the running total after each
+   * batch. A batch that loses a race with another writer (a tuple already
+   * gone) is read again. Returns the tuples deleted, the batches written and
+   * the last revision (0 when nothing matched). Tuples written while it runs
+   * that match are deleted too, up to `maxBatches` (default 1,000,000).
+   * Expired tuples not yet collected are left to collection.
+   */
+  async deleteTuplesByFilter(
+    filter: { user?: string; relation?: string; object?: string; objectType?: string },
+    options: { batch?: number; maxBatches?: number; onProgress?: (progress: { deleted: number; batches: number; revision: number }) => void } = {},
+  ): Promise<{ deleted: number; batches: number; revision: number }> {
+    if (filter === null || typeof filter !== 'object') throw invalid('the filter must be an object', { reason: 'invalid_filter' });
+    for (const key of ['user', 'relation', 'object', 'objectType'] as const) {
+      if (filter[key] !== undefined && (typeof filter[key] !== 'string' || filter[key] === '')) throw invalid(`filter '${key}' must be a non-empty string`, { reason: 'invalid_filter' });
+    }
+    const batch = options.batch ?? 1000;
+    const maxBatches = options.maxBatches ?? 1_000_000;
+    if (!Number.isInteger(batch) || batch < 1 || batch > 10_000) throw invalid('batch must be an integer from 1 to 10000', { reason: 'invalid_batch_size' });
+    if (!Number.isInteger(maxBatches) || maxBatches < 1) throw invalid('maxBatches must be a positive integer', { reason: 'invalid_batch_size' });
+    const f: ReadFilter = {};
+    if (filter.object !== undefined) {
+      const o = tryParseObject(filter.object);
+      if (o === undefined) throw invalid(`invalid object filter '${filter.object}': expected 'type:id'`, { reason: 'invalid_object' });
+      if (filter.objectType !== undefined && filter.objectType !== o.type) throw invalid(`object '${filter.object}' is not of type '${filter.objectType}'`, { reason: 'invalid_filter' });
+      f.objectType = o.type;
+      f.objectId = o.id;
+    } else if (filter.objectType !== undefined) {
+      if (filter.objectType.includes(':')) throw invalid(`invalid object type '${filter.objectType}'`, { reason: 'invalid_filter' });
+      f.objectType = filter.objectType;
+    }
+    if (filter.user !== undefined) {
+      if (tryParseUser(filter.user) === undefined) throw invalid(`invalid user filter '${filter.user}'`, { reason: 'invalid_user' });
+      f.user = filter.user;
+    }
+    if (filter.relation !== undefined) f.relation = filter.relation;
+    if (f.user === undefined && f.objectType === undefined) {
+      throw invalid('give a user, an object or an object type to delete by (a relation alone, or nothing, would reach across every type)', { reason: 'invalid_filter' });
+    }
+    let deleted = 0;
+    let batches = 0;
+    let revision = 0;
+    let races = 0;
+    while (batches < maxBatches) {
+      const page = await this.#store.readPage(f, { pageSize: batch });
+      if (page.items.length === 0) break;
+      try {
+        revision = await this.#store.write(page.items.map((t) => ({ object: t.object, relation: t.relation, user: t.user })), []);
+      } catch (err) {
+        // Another writer deleted one of them first: read the batch again (a bounded number of times in a row).
+        if (err instanceof LatchkeyError && err.reason === 'tuple_not_found' && races++ < 100) continue;
+        throw err;
+      }
+      races = 0;
+      deleted += page.items.length;
+      batches++;
+      options.onProgress?.({ deleted, batches, revision });
+      // Other work (checks) runs between batches, also on a store whose calls never wait for I/O (memory).
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    return { deleted, batches, revision };
+  }
+
+  /**
+   * Deletes tuples whose `expires_at` has passed, in writes of at most
+   * `batch` (default 1,000, 1..10,000) tuples each, until none is left or
+   * `maxBatches` (default 100) writes were made. Each batch is one revision
+   * whose changes are `delete`s. Expired tuples already grant nothing before
+   * this runs; collection only frees their space and tells change feeds.
+   * Returns how many were deleted; 0 on a store without expiry support.
+   */
+  async collectExpired(options: { batch?: number; maxBatches?: number } = {}): Promise<number> {
+    const batch = options.batch ?? 1000;
+    const maxBatches = options.maxBatches ?? 100;
+    if (!Number.isInteger(batch) || batch < 1 || batch > 10_000) throw invalid('batch must be an integer from 1 to 10000', { reason: 'invalid_batch_size' });
+    if (!Number.isInteger(maxBatches) || maxBatches < 1) throw invalid('maxBatches must be a positive integer', { reason: 'invalid_batch_size' });
+    const store = this.#store;
+    if (store.deleteExpired === undefined) return 0;
+    let total = 0;
+    for (let i = 0; i < maxBatches; i++) {
+      const n = await store.deleteExpired(this.#now(), batch);
+      total += n;
+      if (n < batch) break;
+    }
+    return total;
   }
 
   /** Changes after `afterRevision` (oldest first), for change feeds and cache invalidation. */

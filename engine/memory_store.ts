@@ -74,6 +74,8 @@ class ChangeLog {
   op = new Uint8Array(1024);
   /** Conditions of written tuples, by change index. */
   conds = new Map<number, TupleCondition>();
+  /** `expires_at` of written tuples that expire, by change index. */
+  expiry = new Map<number, string>();
   /** Commit time by revision. */
   times: number[] = [0];
 
@@ -114,6 +116,7 @@ class ChangeLog {
   clear(): void {
     this.length = 0;
     this.conds.clear();
+    this.expiry.clear();
     this.times = [0];
   }
 }
@@ -208,7 +211,7 @@ export class MemoryStore implements TupleStore {
   readonly #assertions = new Map<string, Assertion[]>();
   readonly #catalog: MemoryCatalog;
   readonly storeId: string;
-  readonly #index = new GraphIndex();
+  readonly #index: GraphIndex;
   readonly #log = new ChangeLog();
   #revision = 0;
   /** Node keys in (object, relation) order, for paginated reads; rebuilt after a write. */
@@ -216,9 +219,10 @@ export class MemoryStore implements TupleStore {
   #closed = false;
   #now: () => number;
 
-  /** @param options.now clock for changelog timestamps (defaults to `Date.now`). */
+  /** @param options.now clock for changelog timestamps and tuple expiry (defaults to `Date.now`). */
   constructor(options: { now?: () => number } = {}) {
     this.#now = options.now ?? Date.now;
+    this.#index = new GraphIndex({ now: this.#now });
     const shared = (options as { [SHARED]?: { catalog: MemoryCatalog; storeId: string } })[SHARED];
     this.storeId = shared?.storeId ?? DEFAULT_STORE_ID;
     this.#catalog = shared?.catalog ?? new MemoryCatalog(this, this.#now, (id) => new MemoryStore({ now: this.#now, [SHARED]: { catalog: this.#catalog, storeId: id } } as { now: () => number }));
@@ -303,9 +307,13 @@ export class MemoryStore implements TupleStore {
       deleted.add(id);
     }
     const written = new Set<string>();
+    // A written tuple may replace one that has expired but was not collected yet: that one is deleted first.
+    const replaced: TupleKey[] = [];
+    const now = this.#index.expiring > 0 ? this.#now() : 0;
     for (const t of writes) {
       const id = tupleId(t);
-      if ((this.#index.revisionOf(t.object, t.relation, t.user) !== undefined && !deleted.has(id)) || written.has(id)) {
+      if (this.#index.expiring > 0 && !deleted.has(id) && this.#expiredNow(t, now)) replaced.push(t);
+      else if ((this.#index.revisionOf(t.object, t.relation, t.user) !== undefined && !deleted.has(id)) || written.has(id)) {
         throw new LatchkeyError('already_exists', `cannot write a tuple which already exists: ${t.object}#${t.relation}@${t.user}`, {
           reason: 'tuple_exists',
           details: { tuple: keyOnly(t) },
@@ -316,7 +324,7 @@ export class MemoryStore implements TupleStore {
     const revision = this.#revision + 1;
     this.#log.times[revision] = this.#now();
     const index = this.#index;
-    for (const t of deletes) {
+    for (const t of [...deletes, ...replaced]) {
       index.delete(t);
       this.#log.push(revision, index.id(t.object)!, index.relId(t.relation)!, index.id(t.user)!, DELETE, undefined);
     }
@@ -324,14 +332,54 @@ export class MemoryStore implements TupleStore {
       const stored: TupleKey = { object: t.object, relation: t.relation, user: t.user };
       const c = copyCondition(t.condition);
       if (c !== undefined) stored.condition = c;
+      if (t.expires_at !== undefined) stored.expires_at = t.expires_at;
       index.add(stored, revision);
       this.#log.push(revision, index.id(t.object)!, index.relId(t.relation)!, index.id(t.user)!, WRITE, c);
+      if (t.expires_at !== undefined) this.#log.expiry.set(this.#log.length - 1, t.expires_at);
     }
     // Written users wait in per-node maps; once there are as many as in the sorted runs, they join the runs
     // (one pass over the tuples each time the map-held count doubles: amortised constant per tuple written).
     if (index.mapHeld >= COMPACT_MIN && index.mapHeld * 2 >= index.size) index.compact();
     this.#revision = revision;
     return revision;
+  }
+
+  /** True when tuple `t` is held and has expired at `now`. */
+  #expiredNow(t: TupleKey, now: number): boolean {
+    const index = this.#index;
+    const at = index.lookup(t.object, t.relation);
+    const u = index.id(t.user);
+    return at !== undefined && u !== undefined && index.revisionIn(at.n, u) !== undefined && index.expired(at.o, at.r, u, now);
+  }
+
+  async deleteExpired(now: number, limit: number): Promise<number> {
+    this.#open();
+    if (this.#index.expiring === 0) return 0;
+    const keys = this.#index.expiredKeys(now, limit);
+    if (keys.length === 0) return 0;
+    const revision = this.#revision + 1;
+    this.#log.times[revision] = this.#now();
+    const index = this.#index;
+    for (const t of keys) {
+      this.#log.push(revision, index.id(t.object)!, index.relId(t.relation)!, index.id(t.user)!, DELETE, undefined);
+      index.delete(t);
+    }
+    this.#revision = revision;
+    return keys.length;
+  }
+
+  /** See `ExpiryFloor` (engine/check/check_cache.ts). */
+  get expiryFloorCell(): { readonly value: number } {
+    return this.#index.floor;
+  }
+
+  refreshExpiryFloor(now: number): number {
+    return this.#index.refreshExpiryFloor(now);
+  }
+
+  async nextExpiry(now: number): Promise<number | undefined> {
+    this.#open();
+    return this.#index.expiring === 0 ? undefined : this.#index.nextExpiry(now);
   }
 
   /** The tuples of a node, materialised (only userset users when `kind` is `usersets`). */
@@ -353,7 +401,8 @@ export class MemoryStore implements TupleStore {
     const u = this.#index.id(user);
     if (u === undefined) return undefined;
     const rev = this.#index.revisionIn(at.n, u);
-    return rev === undefined ? undefined : this.#index.tuple(at.o, at.r, at.n, u, rev);
+    if (rev === undefined || (this.#index.expiring > 0 && this.#index.expired(at.o, at.r, u, this.#now()))) return undefined;
+    return this.#index.tuple(at.o, at.r, at.n, u, rev);
   }
 
   /** Synchronous forward read, unordered. */
@@ -405,7 +454,10 @@ export class MemoryStore implements TupleStore {
     const prefix = query.objectType.length + 1;
     const only = query.objectIds === undefined ? undefined : new Set(query.objectIds);
     let u = 0;
+    const expiring = index.expiring > 0;
+    const now = expiring ? this.#now() : 0;
     const emit = (o: number): void => {
+      if (expiring && index.expired(o, r, u, now)) return;
       const n = index.nodeAt(o, r)!;
       out.push(index.tuple(o, r, n, u, index.revisionIn(n, u)!));
     };
@@ -549,6 +601,8 @@ export class MemoryStore implements TupleStore {
       const tuple: TupleKey = { object: index.str(o), relation: index.relName(log.rel[i]!), user: index.str(log.user[i]!) };
       const c = log.conds.get(i);
       if (c !== undefined) tuple.condition = copyCondition(c)!;
+      const e = log.expiry.get(i);
+      if (e !== undefined) tuple.expires_at = e;
       const revision = log.rev[i]!;
       out.push({ revision, operation: log.op[i] === DELETE ? 'delete' : 'write', tuple, timestamp: log.times[revision]! });
     }
@@ -597,6 +651,7 @@ export class MemoryStore implements TupleStore {
 function keyOnly(t: TupleKey): TupleKey {
   const out: TupleKey = { object: t.object, relation: t.relation, user: t.user };
   if (t.condition !== undefined) out.condition = t.condition;
+  if (t.expires_at !== undefined) out.expires_at = t.expires_at;
   return out;
 }
 
@@ -604,5 +659,6 @@ function copyStored(t: StoredTuple): StoredTuple {
   const out: StoredTuple = { object: t.object, relation: t.relation, user: t.user, revision: t.revision };
   const c = copyCondition(t.condition);
   if (c !== undefined) out.condition = c;
+  if (t.expires_at !== undefined) out.expires_at = t.expires_at;
   return out;
 }

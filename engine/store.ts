@@ -130,6 +130,14 @@ export interface TupleKey {
   relation: string;
   user: string;
   condition?: TupleCondition;
+  /**
+   * When the tuple stops granting: an RFC 3339 timestamp, stored in its
+   * canonical UTC form (`2030-01-02T03:04:05.000Z`, engine/expiry.ts). Like
+   * the condition it is payload, not identity. From that instant every read
+   * of every store leaves the tuple out; collection deletes it later
+   * ({@link TupleStore.deleteExpired}). Absent: the tuple never expires.
+   */
+  expires_at?: string;
 }
 
 /** A tuple as stored, with the revision of the write that created it. */
@@ -291,7 +299,9 @@ export interface TupleStore {
    * appears exactly once; one written or deleted during the scan may or may
    * not. To keep a copy current, read {@link TupleStore.revision} before the
    * scan and replay {@link TupleStore.readChanges} after that revision,
-   * tolerating changes already seen.
+   * tolerating changes already seen. Tuples with an `expires_at` come with
+   * it, and may include ones that expired but were not collected yet: the
+   * copy decides expiry itself.
    */
   scanTuples?(options?: { batchSize?: number }): AsyncIterable<StoredTuple[]>;
 
@@ -310,6 +320,22 @@ export interface TupleStore {
 
   /** Releases resources (connections, timers). The store is unusable afterwards. */
   close(): Promise<void>;
+
+  /**
+   * Optional (memory and SQL stores have it): deletes up to `limit` tuples
+   * whose `expires_at` is at or before `now` (ms), as one write: the revision
+   * moves by one and each deleted tuple gets a `delete` change. Returns how
+   * many were deleted; with none, nothing is written and the revision stays.
+   * Safe to run from several processes at once.
+   */
+  deleteExpired?(now: number, limit: number): Promise<number>;
+
+  /**
+   * Optional: the earliest `expires_at` (ms) of a stored tuple that expires
+   * after `now`, or `undefined` when none does. Answer caches use it as the
+   * absolute end of every answer they hold.
+   */
+  nextExpiry?(now: number): Promise<number | undefined>;
 
   /** The id of the store this object is a view of ({@link DEFAULT_STORE_ID} when omitted). */
   readonly storeId?: string;
@@ -339,4 +365,6 @@ export function forwardStoreExtras(inner: TupleStore, wrapper: TupleStore): void
   if (inner.writeAssertions !== undefined) w.writeAssertions = inner.writeAssertions.bind(inner);
   if (inner.readAssertions !== undefined) w.readAssertions = inner.readAssertions.bind(inner);
   if (inner.readTuplesetChains !== undefined) w.readTuplesetChains = inner.readTuplesetChains.bind(inner);
+  if (inner.nextExpiry !== undefined) w.nextExpiry = inner.nextExpiry.bind(inner);
+  if (inner.deleteExpired !== undefined) w.deleteExpired = inner.deleteExpired.bind(inner);
 }

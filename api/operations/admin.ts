@@ -334,6 +334,23 @@ export const ADMIN_OPERATIONS = [
     doc: 'Deletes up to 100 tuples, all or nothing.',
   }),
   defineOperation({
+    ...admin('fga_delete_tuples_by_filter', 'POST', '/v1/admin/fga/tuples/delete_by_filter', 'FgaDeleteTuplesByFilter'),
+    kind: 'mutation',
+    input: s.object('FgaDeleteTuplesByFilterRequest', {
+      user: s.optional(s.string({ minLength: 1, maxLength: 512, doc: 'Every tuple of this exact user (`type:id`, `type:*` or `type:id#relation`)' })),
+      relation: s.optional(s.string({ minLength: 1, maxLength: 64, doc: 'Only tuples of this relation (with one of the other filters)' })),
+      object: s.optional(s.string({ minLength: 1, maxLength: 256, doc: 'Every tuple on this object (`type:id`)' })),
+      object_type: s.optional(s.string({ minLength: 1, maxLength: 128, doc: 'Every tuple on an object of this type' })),
+    }, { graphql: { name: 'FgaDeleteTuplesByFilterInput' } }),
+    output: s.object('FgaDeleteTuplesByFilterResponse', {
+      message: s.string(),
+      deleted: s.int({ doc: 'Tuples deleted' }),
+      batches: s.int({ doc: 'Writes made, each of at most 1,000 tuples and one revision' }),
+      consistency_token: s.string({ doc: 'The revision of the last batch ("0" when nothing matched); pass it as consistency_token to read at least this deletion' }),
+    }),
+    doc: 'Deletes every tuple matching the filters (all given must match; a user, an object or an object type is required), in bounded writes of at most 1,000 tuples so checks keep being answered; audited with the count.',
+  }),
+  defineOperation({
     ...admin('fga_read_tuples', 'POST', '/v1/admin/fga/tuples/read', 'FgaReadTuples'),
     kind: 'query',
     input: s.object('FgaReadTuplesRequest', {

@@ -121,17 +121,21 @@ export const TUPLE_CONDITION_INPUT = s.object('TupleConditionInput', {
   context: s.optional(s.json({ doc: 'Parameter values stored with the tuple (a JSON object); they win over a request context on a clash' })),
 });
 export const TUPLE_CONDITION = s.object('TupleCondition', { name: s.string(), context: s.optional(s.json({ doc: 'Stored parameter values (a JSON object)' })) });
+/** A tuple's `expires_at` as written (one GraphQL input type, `FgaTupleInput`, serves written and contextual tuples). */
+export const TUPLE_EXPIRES_AT_INPUT = s.optional(s.string({ maxLength: 40, doc: 'RFC 3339 timestamp, in the future, from which a written tuple grants nothing (ignored on deletes; refused on contextual tuples, which hold for one request)' }));
 export const FGA_TUPLE = s.object('FgaTuple', {
   user: s.string(),
   relation: s.string(),
   object: s.string(),
   condition: s.optional(TUPLE_CONDITION),
+  expires_at: s.optional(s.string({ doc: 'When the tuple stops granting (RFC 3339, UTC); absent when it never expires' })),
 });
 export const FGA_TUPLE_INPUT = s.object('FgaTupleInput', {
   user: s.string({ minLength: 1 }),
   relation: s.string({ minLength: 1 }),
   object: s.string({ minLength: 1 }),
   condition: s.optional(TUPLE_CONDITION_INPUT),
+  expires_at: TUPLE_EXPIRES_AT_INPUT,
 });
 export const FGA_MODEL = s.object('FgaModel', { id: s.string(), dsl: s.string() });
 

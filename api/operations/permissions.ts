@@ -4,7 +4,7 @@
  * engine, over GraphQL, REST and gRPC alike.
  */
 import { s } from '../shape.ts';
-import { TUPLE_CONDITION_INPUT } from './admin_shapes.ts';
+import { TUPLE_CONDITION_INPUT, TUPLE_EXPIRES_AT_INPUT } from './admin_shapes.ts';
 import { ALL_PROTOCOLS, defineOperation } from './types.ts';
 
 const CONTEXTUAL_TUPLE = s.object('ContextualTupleInput', {
@@ -12,6 +12,7 @@ const CONTEXTUAL_TUPLE = s.object('ContextualTupleInput', {
   relation: s.string({ minLength: 1, maxLength: 64 }),
   object: s.string({ minLength: 1, maxLength: 256, doc: '`type:id`' }),
   condition: s.optional(TUPLE_CONDITION_INPUT),
+  expires_at: TUPLE_EXPIRES_AT_INPUT,
 }, { graphql: { name: 'FgaTupleInput' } });
 
 /** The request context of conditions (OpenFGA's `context`). */

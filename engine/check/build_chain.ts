@@ -100,9 +100,14 @@ function invalidOption(key: string, message: string): LatchkeyError {
  */
 export async function buildChain(options: BuildEngineOptions = {}): Promise<EngineChain> {
   if (options === null || typeof options !== 'object') throw invalidOption('', 'buildEngine options must be an object');
-  const engineOptions: Record<string, number> = {};
+  const engineOptions: Record<string, number> & { now?: () => number } = {};
+  const clock = options.now;
+  if (clock !== undefined) {
+    if (typeof clock !== 'function') throw invalidOption('now', "engine option 'now' must be a function returning milliseconds");
+    engineOptions.now = clock;
+  }
   for (const key of Object.keys(options)) {
-    if (key === 'store' || key === 'mirror' || key in CHAIN_OPTIONS) continue;
+    if (key === 'store' || key === 'mirror' || key === 'now' || key in CHAIN_OPTIONS) continue;
     if (!(key in OPTION_RANGES)) throw invalidOption(key, `unknown engine option '${key}'`);
     const [min, max] = OPTION_RANGES[key as keyof typeof OPTION_RANGES];
     const v = (options as Record<string, unknown>)[key];
@@ -136,7 +141,7 @@ export async function buildChain(options: BuildEngineOptions = {}): Promise<Engi
   const roundTrips = syncSource(store) === undefined;
   let resolver: CheckResolver = roundTrips ? new LevelChecker() : new LocalChecker();
   if (roundTrips && mirrorOption) {
-    mirror = await GraphMirror.load({ store, revisionPollMs });
+    mirror = await GraphMirror.load(clock === undefined ? { store, revisionPollMs } : { store, revisionPollMs, clock });
     outer = mirror.store;
     observers.push(mirror);
     // Reads of the level checker go to the database; its exact evaluator must not take the mirror's synchronous reads.
@@ -144,7 +149,7 @@ export async function buildChain(options: BuildEngineOptions = {}): Promise<Engi
   }
   let cache: CheckCache | undefined;
   if (cacheSize > 0 && revisionPollMs > 0) {
-    cache = new CheckCache({ store: outer, maxEntries: cacheSize, revisionPollMs });
+    cache = new CheckCache(clock === undefined ? { store: outer, maxEntries: cacheSize, revisionPollMs } : { store: outer, maxEntries: cacheSize, revisionPollMs, clock });
     outer = cache.store;
     observers.push(cache);
     resolver = cache.resolver(resolver);

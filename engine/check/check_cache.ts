@@ -43,6 +43,19 @@
  * those relations, in every model version the cache holds answers for, before
  * it returns. A change the cache cannot attribute (another process's write,
  * a revision that skipped, a reset) empties the whole cache, as before.
+ *
+ * Expiring tuples (`expires_at`): every answer the cache holds ends, absolutely
+ * and never slid, at the *horizon*: the earliest expiry of any tuple an
+ * answer may have read. It is lowered by every expiring tuple an
+ * asynchronous read returns through {@link CheckCache.store}, by every one a
+ * synchronous store holds or is given ({@link ExpiryFloor}), and by every
+ * expiring tuple written through the cache. At the horizon (wall clock,
+ * option `clock`) the cache is emptied before any lookup, and the horizon
+ * moves to the next expiry. With no expiring tuple the horizon is infinite
+ * and a lookup pays one comparison. A synchronous store's floor is raised
+ * by the cache that empties at it: give such a store one cache (as
+ * `buildEngine` does); caches over the same SQL store learn expiries from
+ * their own reads and are unaffected.
  */
 import { LRUCache } from 'lru-cache';
 import { LatchkeyError } from '../errors.ts';
@@ -70,6 +83,22 @@ export interface CheckCacheOptions {
   revisionPollMs?: number;
   /** Clock (milliseconds), for tests. Default `performance.now`-based monotonic clock. */
   now?: () => number;
+  /**
+   * Wall clock (milliseconds since the epoch) against which tuple expiry is
+   * decided; the store's own clock. Default `Date.now`.
+   */
+  clock?: () => number;
+}
+
+/**
+ * What a store with synchronous reads tells about its expiring tuples
+ * (the memory store, the graph mirror): see {@link CheckCache} on expiry.
+ */
+export interface ExpiryFloor {
+  /** Its `value`: the earliest `expires_at` (ms) of a tuple added since the last {@link ExpiryFloor.refreshExpiryFloor}, or held then and unexpired; `Infinity` when none. */
+  readonly expiryFloorCell: { readonly value: number };
+  /** Recomputes the floor from the tuples held that expire after `now`, and returns it. */
+  refreshExpiryFloor(now: number): number;
 }
 
 /** Counters of a {@link CheckCache}. */
@@ -216,13 +245,21 @@ export class CheckCache {
   #refresh: Promise<void> | undefined;
   #latestModelId: { value: string | undefined; generation: number; at: number } | undefined;
   readonly #stats = { hits: 0, misses: 0, bypasses: 0, revisionReads: 0, invalidations: 0 };
+  /** Wall clock deciding expiry. */
+  readonly #clock: () => number;
+  /** Absolute end (wall ms) of every answer held: the earliest expiry of a tuple an answer may depend on. */
+  #horizon = Infinity;
+  /** The inner store's expiry floor, when it has synchronous reads. */
+  readonly #floor: ExpiryFloor | undefined;
+  /** Its cell, read on every lookup. */
+  readonly #floorCell: { readonly value: number } | undefined;
 
   constructor(options: CheckCacheOptions) {
     if (options === null || typeof options !== 'object') {
       throw new LatchkeyError('invalid_argument', 'cache options must be an object', { reason: 'invalid_option' });
     }
     for (const key of Object.keys(options)) {
-      if (!['store', 'maxEntries', 'revisionPollMs', 'now'].includes(key)) {
+      if (!['store', 'maxEntries', 'revisionPollMs', 'now', 'clock'].includes(key)) {
         throw new LatchkeyError('invalid_argument', `unknown cache option '${key}'`, { reason: 'invalid_option', details: { option: key } });
       }
     }
@@ -233,6 +270,13 @@ export class CheckCache {
     const maxEntries = option(options, 'maxEntries', 0, 10_000_000, 100_000);
     this.#pollMs = option(options, 'revisionPollMs', 0, 3_600_000, 1000);
     this.#now = options.now ?? (() => performance.now());
+    if (options.clock !== undefined && typeof options.clock !== 'function') {
+      throw new LatchkeyError('invalid_argument', "cache option 'clock' must be a function", { reason: 'invalid_option', details: { option: 'clock' } });
+    }
+    this.#clock = options.clock ?? Date.now;
+    const floor = store as Partial<ExpiryFloor>;
+    this.#floor = typeof floor.expiryFloorCell === 'object' && typeof floor.refreshExpiryFloor === 'function' ? (store as unknown as ExpiryFloor) : undefined;
+    this.#floorCell = this.#floor?.expiryFloorCell;
     this.#inner = store;
     this.#lru = maxEntries > 0 && this.#pollMs > 0 ? new LRUCache<string, number>({ max: maxEntries }) : undefined;
     this.#store = this.#wrapStore(store);
@@ -278,6 +322,7 @@ export class CheckCache {
   #topLevelHit(ts: TypeSystem, latest: boolean, objectType: string, relation: string, key: TopLevelKey, consistency: Consistency | undefined, maxDepth: number): ResolveCheckResult | undefined {
     const lru = this.#lru;
     if (lru === undefined || consistency === 'higher_consistency') return undefined;
+    this.#expiryGate();
     const now = this.#now();
     if (now - this.#confirmedAt > this.#pollMs) return undefined;
     if (latest) {
@@ -424,8 +469,34 @@ export class CheckCache {
     return below === undefined || below.call(this.#inner, revision);
   }
 
+  /**
+   * Empties the cache when the wall clock has reached the horizon (the
+   * earliest expiry an answer held may depend on), then moves the horizon to
+   * the next expiry. Runs before every lookup.
+   */
+  #expiryGate(): void {
+    const cell = this.#floorCell;
+    if (cell !== undefined && cell.value < this.#horizon) this.#horizon = cell.value;
+    if (this.#horizon === Infinity) return;
+    const floor = this.#floor;
+    const now = this.#clock();
+    if (now < this.#horizon) return;
+    this.invalidate();
+    this.#horizon = floor === undefined ? Infinity : floor.refreshExpiryFloor(now);
+  }
+
+  /** Lowers the horizon to the earliest expiry among `tuples` (those an answer may have read or a write added). */
+  #seeExpiries(tuples: readonly (TupleKey | undefined)[]): void {
+    for (const t of tuples) {
+      if (t?.expires_at === undefined) continue;
+      const e = Date.parse(t.expires_at);
+      if (e < this.#horizon) this.#horizon = e;
+    }
+  }
+
   /** Resolves once the cache's view of the store revision is at most `revisionPollMs` old. */
   #fresh(): Promise<void> | undefined {
+    this.#expiryGate();
     if (this.#now() - this.#confirmedAt <= this.#pollMs) return undefined;
     if (this.#refresh !== undefined) return this.#refresh;
     const p: Promise<void> = (async () => {
@@ -547,6 +618,7 @@ export class CheckCache {
         cache.#writes++;
         const before = cache.#revision;
         try {
+          cache.#seeExpiries(writes);
           const revision = await store.write(deletes, writes);
           // The revision after the one this cache knew: the write is the only change, attributed to its tuples.
           // Anything else (another process wrote in between) empties the cache.
@@ -559,9 +631,22 @@ export class CheckCache {
           cache.#invalidateTuples(writes);
         }
       },
-      readUserTuples: (keys) => store.readUserTuples(keys),
-      readObjectRelations: (keys, kind) => store.readObjectRelations(keys, kind),
-      readStartingWithUsers: (query) => store.readStartingWithUsers(query),
+      // Every expiring tuple an answer may read lowers the horizon before the answer can be stored.
+      readUserTuples: async (keys) => {
+        const rows = await store.readUserTuples(keys);
+        cache.#seeExpiries(rows);
+        return rows;
+      },
+      readObjectRelations: async (keys, kind) => {
+        const rows = await store.readObjectRelations(keys, kind);
+        for (const r of rows) cache.#seeExpiries(r);
+        return rows;
+      },
+      readStartingWithUsers: async (query) => {
+        const rows = await store.readStartingWithUsers(query);
+        cache.#seeExpiries(rows);
+        return rows;
+      },
       readPage: (filter, options) => store.readPage(filter, options),
       readChanges: (options) => store.readChanges(options),
       caughtUp: (revision: number) => cache.caughtUp(revision),
@@ -577,6 +662,32 @@ export class CheckCache {
       close: () => store.close(),
     };
     forwardStoreExtras(store, wrapped);
+    if (store.readTuplesetChains !== undefined) {
+      const chains = store.readTuplesetChains.bind(store);
+      wrapped.readTuplesetChains = async (keys, maxDepth) => {
+        const found = await chains(keys, maxDepth);
+        if (found !== undefined) for (const r of found.values()) cache.#seeExpiries(r);
+        return found;
+      };
+    }
+    if (store.deleteExpired !== undefined) {
+      const collect = store.deleteExpired.bind(store);
+      wrapped.deleteExpired = async (now, limit) => {
+        cache.#writes++;
+        try {
+          return await collect(now, limit);
+        } finally {
+          // Expired tuples already granted nothing; emptying keeps the revision bookkeeping simple.
+          cache.invalidate();
+        }
+      };
+    }
+    if (this.#floor !== undefined) {
+      const floor = this.#floor;
+      const w = wrapped as unknown as ExpiryFloor;
+      (w as { expiryFloorCell: { readonly value: number } }).expiryFloorCell = floor.expiryFloorCell;
+      w.refreshExpiryFloor = (now) => floor.refreshExpiryFloor(now);
+    }
     // Synchronous reads pass through like the others, so the evaluator behind the cache keeps its synchronous path.
     const sync = syncSource(store);
     if (sync !== undefined) {

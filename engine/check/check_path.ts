@@ -129,6 +129,7 @@ export function plainTuple(t: TupleKey): TupleKey {
   if (t.condition !== undefined) {
     out.condition = t.condition.context === undefined ? { name: t.condition.name } : { name: t.condition.name, context: t.condition.context };
   }
+  if (t.expires_at !== undefined) out.expires_at = t.expires_at;
   return out;
 }
 
@@ -254,7 +255,13 @@ export class CheckPath {
       throw invalid(`at most ${this.#limits.maxContextualTuples} contextual tuples are allowed`, { reason: 'too_many_contextual_tuples' });
     }
     if (ctx.length === 0) return { ts, reader: this.#reader(ts) };
-    const clean = ctx.map((t) => plainTuple(validateTupleForWrite(ts, t, contextualCode).tuple));
+    const clean = ctx.map((t) => {
+      const valid = plainTuple(validateTupleForWrite(ts, t, contextualCode).tuple);
+      if (valid.expires_at !== undefined) {
+        throw invalid(`contextual tuple '${valid.object}#${valid.relation}@${valid.user}' cannot carry expires_at: it holds for this request only`, { reason: 'invalid_expires_at', code: contextualCode });
+      }
+      return valid;
+    });
     return { ts, reader: new TupleReader(this.#store, ts, clean) };
   }
 

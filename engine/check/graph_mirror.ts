@@ -48,6 +48,8 @@ export interface GraphMirrorOptions {
   pageSize?: number;
   /** Clock (ms), for tests. */
   now?: () => number;
+  /** Wall clock (ms since the epoch) deciding tuple expiry, the store's own. Default `Date.now`. */
+  clock?: () => number;
 }
 
 /** Size and state of a {@link GraphMirror}. */
@@ -73,7 +75,10 @@ export class GraphMirror {
   readonly #pollMs: number;
   readonly #now: () => number;
   /** The tuples, in the memory store's compact index. */
-  #index = new GraphIndex();
+  #index: GraphIndex;
+  readonly #clock: () => number;
+  /** The expiry floor shared by every index this mirror builds (`ExpiryFloor`, engine/check/check_cache.ts). */
+  readonly #floor = { value: Infinity };
   #revision = 0;
   #confirmedAt = -Infinity;
   #sync: Promise<void> = Promise.resolve();
@@ -96,7 +101,9 @@ export class GraphMirror {
   };
   readonly #store: TupleStore;
 
-  private constructor(store: TupleStore, pollMs: number, now: () => number, pageSize: number) {
+  private constructor(store: TupleStore, pollMs: number, now: () => number, pageSize: number, clock: () => number) {
+    this.#clock = clock;
+    this.#index = new GraphIndex({ now: clock, floor: this.#floor });
     this.#inner = store;
     this.#pollMs = pollMs;
     this.#now = now;
@@ -107,7 +114,7 @@ export class GraphMirror {
   /** Loads every tuple of `options.store` into a new mirror. */
   static async load(options: GraphMirrorOptions): Promise<GraphMirror> {
     for (const key of Object.keys(options)) {
-      if (!['store', 'revisionPollMs', 'pageSize', 'now'].includes(key)) {
+      if (!['store', 'revisionPollMs', 'pageSize', 'now', 'clock'].includes(key)) {
         throw new LatchkeyError('invalid_argument', `unknown graph mirror option '${key}'`, { reason: 'invalid_option', details: { option: key } });
       }
     }
@@ -120,7 +127,10 @@ export class GraphMirror {
       throw new LatchkeyError('invalid_argument', 'graph mirror option pageSize must be an integer from 1 to 100000', { reason: 'invalid_option', details: { option: 'pageSize' } });
     }
     const now = options.now ?? (() => performance.now());
-    const m = new GraphMirror(options.store, poll, now, pageSize);
+    if (options.clock !== undefined && typeof options.clock !== 'function') {
+      throw new LatchkeyError('invalid_argument', 'graph mirror option clock must be a function', { reason: 'invalid_option', details: { option: 'clock' } });
+    }
+    const m = new GraphMirror(options.store, poll, now, pageSize, options.clock ?? Date.now);
     const t0 = performance.now();
     await m.#reload();
     m.#loadMs = performance.now() - t0;
@@ -135,7 +145,7 @@ export class GraphMirror {
       const store = this.#inner;
       const started = this.#now();
       // Staged as numbers and built once the scan is done, compactly (see GraphIndex.finishBulk).
-      const index = new GraphIndex({ bulk: true });
+      const index = new GraphIndex({ bulk: true, now: this.#clock, floor: this.#floor });
       // Changes after this revision are replayed after the scan, in order; replaying one the scan already saw is harmless.
       const revision = await store.revision();
       if (typeof store.scanTuples === 'function') {
@@ -264,7 +274,8 @@ export class GraphMirror {
         const u = index.id(user);
         if (u === undefined) return undefined;
         const rev = index.revisionIn(at.n, u);
-        return rev === undefined ? undefined : index.tuple(at.o, at.r, at.n, u, rev);
+        if (rev === undefined || (index.expiring > 0 && index.expired(at.o, at.r, u, index.now()))) return undefined;
+        return index.tuple(at.o, at.r, at.n, u, rev);
       },
       readObjectRelationSync: (objectType, objectId, relation, kind) => {
         const index = this.#usable();
@@ -286,6 +297,8 @@ export class GraphMirror {
   // ---------------------------------------------------------------- index
 
   #add(t: TupleKey): void {
+    // A write may replace a tuple that expired but was not collected (its payload, expiry included, changes).
+    if (this.#index.expiring > 0 || t.expires_at !== undefined) this.#index.delete(t);
     this.#index.add(t, 0);
   }
 
@@ -453,6 +466,10 @@ export class GraphMirror {
       close: () => store.close(),
     };
     forwardStoreExtras(store, wrapped);
+    // What the answer cache above needs of expiring tuples (`ExpiryFloor`, engine/check/check_cache.ts).
+    const floor = wrapped as unknown as { expiryFloorCell: { readonly value: number }; refreshExpiryFloor(now: number): number };
+    floor.expiryFloorCell = mirror.#floor;
+    floor.refreshExpiryFloor = (now) => mirror.#index.refreshExpiryFloor(now);
     return wrapped;
   }
 }

@@ -108,6 +108,22 @@ export class GraphIndex {
   #error: unknown = undefined;
   /** Number of tuples. */
   size = 0;
+  /**
+   * Expiring tuples: node key `object * REL_SLOTS + relation` → user →
+   * `expires_at` in ms. Apart from the nodes so that bulk runs, thawing and
+   * compaction never see it; empty (and never read) while no tuple expires.
+   */
+  readonly #exp = new Map<number, Map<number, number>>();
+  /** Number of tuples in {@link GraphIndex.#exp}. */
+  #expiring = 0;
+  /**
+   * The expiry floor (`ExpiryFloor` in engine/check/check_cache.ts): lowered by every expiring tuple added,
+   * raised only by a refresh. A cell, so that an answer cache reads it as a property and an owner that
+   * replaces its index (the graph mirror's reload) keeps handing out the same one.
+   */
+  readonly floor: { value: number };
+  /** Wall clock (ms) that decides expiry. */
+  readonly #clock: () => number;
 
   /** Number of interned strings. */
   get strings(): number {
@@ -120,7 +136,9 @@ export class GraphIndex {
    * when built) until {@link GraphIndex.finishBulk}; nothing can be read
    * before.
    */
-  constructor(options: { reverse?: boolean; bulk?: boolean } = {}) {
+  constructor(options: { reverse?: boolean; bulk?: boolean; now?: () => number; floor?: { value: number } } = {}) {
+    this.#clock = options.now ?? Date.now;
+    this.floor = options.floor ?? { value: Infinity };
     this.#reverse = options.reverse === false ? undefined : [];
     this.#staged = options.bulk === true ? new StagedTuples() : undefined;
   }
@@ -258,6 +276,25 @@ export class GraphIndex {
 
   /** Appends the tuples of node `object#relation` (only userset users when `kind` is `usersets`), materialised. */
   nodeTuples(object: number, relation: number, n: GraphNode, kind: 'all' | 'usersets', out: (TupleKey & { revision: number })[]): void {
+    if (this.#expiring > 0) {
+      const exp = this.#exp.get(object * REL_SLOTS + relation);
+      if (exp !== undefined) {
+        const from = out.length;
+        this.#nodeTuplesAll(object, relation, n, kind, out);
+        const now = this.#clock();
+        let w = from;
+        for (let i = from; i < out.length; i++) {
+          const e = exp.get(this.#ids.get(out[i]!.user)!);
+          if (e === undefined || e > now) out[w++] = out[i]!;
+        }
+        out.length = w;
+        return;
+      }
+    }
+    this.#nodeTuplesAll(object, relation, n, kind, out);
+  }
+
+  #nodeTuplesAll(object: number, relation: number, n: GraphNode, kind: 'all' | 'usersets', out: (TupleKey & { revision: number })[]): void {
     const bulk = this.#bulk;
     for (let i = kind === 'all' ? n.from : n.mid; i < n.to; i++) out.push(this.tuple(object, relation, n, bulk[i]!, this.#runRevision(i)));
     if (kind === 'all' && n.users !== undefined) for (const [u, rev] of n.users) out.push(this.tuple(object, relation, n, u, rev));
@@ -337,6 +374,7 @@ export class GraphIndex {
     const u = this.intern(t.user);
     const staged = this.#staged;
     if (staged !== undefined) {
+      if (t.expires_at !== undefined) this.#setExpiry(o, r, u, t.expires_at);
       if (staged.length === 0) this.#bulkRevision = revision;
       else if (revision !== this.#bulkRevision) throw new LatchkeyError('internal', 'a bulk load adds every tuple at one revision', { reason: 'index_bulk_revision' });
       staged.push(o, r, u, t.condition);
@@ -353,6 +391,7 @@ export class GraphIndex {
     if (m.has(u)) return false;
     m.set(u, revision);
     this.#mapHeld++;
+    if (t.expires_at !== undefined) this.#setExpiry(o, r, u, t.expires_at);
     if (t.condition !== undefined) (n.conds ??= new Map()).set(u, t.condition);
     if (this.#reverse !== undefined) {
       this.#reverseObjects(r, u, true)!.add(o);
@@ -376,6 +415,7 @@ export class GraphIndex {
     const m = this.#kind[u] === USERSET ? n.usersets : n.users;
     if (m === undefined || !m.delete(u)) return false;
     this.#mapHeld--;
+    if (this.#expiring > 0) this.#clearExpiry(o, r, u);
     if (m.size === 0) {
       if (m === n.users) n.users = undefined;
       else n.usersets = undefined;
@@ -410,6 +450,73 @@ export class GraphIndex {
     const out: TupleKey & { revision: number } = { object: this.#strings[object]!, relation: this.#relNames[relation]!, user: this.#strings[user]!, revision };
     const c = n.conds?.get(user);
     if (c !== undefined) out.condition = c;
+    if (this.#expiring > 0) {
+      const e = this.#exp.get(object * REL_SLOTS + relation)?.get(user);
+      if (e !== undefined) out.expires_at = new Date(e).toISOString();
+    }
+    return out;
+  }
+
+  // ---------------------------------------------------------------- expiry
+
+  #setExpiry(o: number, r: number, u: number, expiresAt: string): void {
+    const ms = Date.parse(expiresAt);
+    if (!Number.isFinite(ms)) throw new LatchkeyError('internal', `unreadable expires_at '${expiresAt}'`, { reason: 'invalid_expires_at' });
+    const k = o * REL_SLOTS + r;
+    let m = this.#exp.get(k);
+    if (m === undefined) this.#exp.set(k, (m = new Map()));
+    if (!m.has(u)) this.#expiring++;
+    m.set(u, ms);
+    if (ms < this.floor.value) this.floor.value = ms;
+  }
+
+  /** Recomputes {@link GraphIndex.floor} from the tuples held that expire after `now`. */
+  refreshExpiryFloor(now: number): number {
+    return (this.floor.value = this.#expiring === 0 ? Infinity : this.nextExpiry(now) ?? Infinity);
+  }
+
+  #clearExpiry(o: number, r: number, u: number): void {
+    const k = o * REL_SLOTS + r;
+    const m = this.#exp.get(k);
+    if (m === undefined || !m.delete(u)) return;
+    this.#expiring--;
+    if (m.size === 0) this.#exp.delete(k);
+  }
+
+  /** Number of tuples with an `expires_at` (expired or not) held. */
+  get expiring(): number {
+    return this.#expiring;
+  }
+
+  /** True when tuple `o#r@u` has expired at `now` (it is then absent from every read). */
+  expired(o: number, r: number, u: number, now: number): boolean {
+    if (this.#expiring === 0) return false;
+    const e = this.#exp.get(o * REL_SLOTS + r)?.get(u);
+    return e !== undefined && e <= now;
+  }
+
+  /** The clock deciding expiry (ms). */
+  now(): number {
+    return this.#clock();
+  }
+
+  /** The earliest expiry after `now` among the held tuples, or `undefined`. */
+  nextExpiry(now: number): number | undefined {
+    let next: number | undefined;
+    for (const m of this.#exp.values()) for (const e of m.values()) if (e > now && (next === undefined || e < next)) next = e;
+    return next;
+  }
+
+  /** Up to `limit` held tuples expired at `now`, as keys. */
+  expiredKeys(now: number, limit: number): TupleKey[] {
+    const out: TupleKey[] = [];
+    for (const [k, m] of this.#exp) {
+      for (const [u, e] of m) {
+        if (e > now) continue;
+        out.push({ object: this.#strings[Math.floor(k / REL_SLOTS)]!, relation: this.#relNames[k % REL_SLOTS]!, user: this.#strings[u]! });
+        if (out.length >= limit) return out;
+      }
+    }
     return out;
   }
 
@@ -482,6 +589,7 @@ export class GraphIndex {
     const conds = this.#reverseConds[r];
     const types = this.#type;
     const local = this.#localIds;
+    const now = this.#expiring > 0 ? this.#clock() : 0;
     for (let i = 0; i < users.length; i++) {
       const u = this.#ids.get(users[i]!);
       if (u === undefined) continue;
@@ -490,6 +598,7 @@ export class GraphIndex {
       const c = conds?.get(u);
       for (const o of objs) {
         if (types[o] !== type) continue;
+        if (this.#expiring > 0 && this.expired(o, r, u, now)) continue;
         let id = local[o];
         if (id === undefined) {
           const s = this.#strings[o]!;
@@ -554,6 +663,8 @@ export class GraphIndex {
    */
   reach(ts: TypeSystem, objectType: string, objectId: string, relation: string, userType: string, userId: string, limits: ReachLimits, object?: string, user?: string): boolean | undefined {
     this.#checkBuilt();
+    // Expiring tuples are read through the filtered reads: the walk leaves them to the evaluator.
+    if (this.#expiring > 0) return undefined;
     // An object no tuple names is walked as number -1: its nodes are empty, its computed relations still count.
     const start = this.#ids.get(object ?? `${objectType}:${objectId}`) ?? -1;
     const startRel = this.#rels.get(relation) ?? this.rel(relation);

@@ -19,6 +19,9 @@
  *   `(store, revision, seq)`, written in the same transaction as the change.
  * - `fga_model`: one row per model version (ULID id, JSON), append-only.
  * - `fga_assertion`: the assertions of a model version (JSON).
+ * - `expires_at` (since migration 0005, on `fga_tuple` and `fga_changelog`):
+ *   when an expiring tuple stops granting, in ms since the epoch; NULL when
+ *   it never expires.
  *
  * Identifiers compare byte-exact on every backend (openfga/openfga#3169:
  * MySQL's default collations made `user:Alice` and `user:alice` one user):
@@ -230,6 +233,19 @@ export const FGA_MIGRATIONS: readonly Migration[] = [
           PRIMARY KEY (store, model_id)
         )${plainSuffix}`,
       );
+    },
+  },
+  {
+    // Expiring tuples: `expires_at` (ms since the epoch, NULL for a tuple that never expires) on the tuple and on
+    // its changelog row. Reads leave out rows whose expiry has passed; collection finds them through the expiry
+    // index (partial where the backend has partial indexes, so tuples that never expire cost it nothing).
+    id: '0005_tuple_expiry',
+    async up(ctx) {
+      const d = ctx.dialect;
+      await exec(ctx, 'ALTER TABLE fga_tuple ADD COLUMN expires_at BIGINT NULL');
+      await exec(ctx, 'ALTER TABLE fga_changelog ADD COLUMN expires_at BIGINT NULL');
+      if (d === 'postgres' || d === 'sqlite') await exec(ctx, 'CREATE INDEX fga_tuple_expiry ON fga_tuple (store, expires_at) WHERE expires_at IS NOT NULL');
+      else await exec(ctx, 'CREATE INDEX fga_tuple_expiry ON fga_tuple (store, expires_at)');
     },
   },
 ];

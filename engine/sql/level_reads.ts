@@ -13,13 +13,13 @@
  */
 import type { ObjectRelationKey, StoredTuple, UserKind, UserTupleKey } from '../store.ts';
 import type { SqlDialect } from './migrate.ts';
-import { byUser, chunks, condition } from './sql_rows.ts';
+import { byUser, chunks, condition, expiryText, live } from './sql_rows.ts';
 
 /** The names of the columns a level statement selects, in order (the tag `q`, then {@link ROW_COLUMNS}). */
-export const LEVEL_COLUMNS = ['q', 'object_type', 'object_id', 'relation', '_user', 'condition_name', 'condition_context', 'revision'] as const;
+export const LEVEL_COLUMNS = ['q', 'object_type', 'object_id', 'relation', '_user', 'condition_name', 'condition_context', 'revision', 'expires_at'] as const;
 
 /** The columns every branch returns after its tag `q`. */
-export const ROW_COLUMNS = 't.object_type, t.object_id, t.relation, t._user, t.condition_name, t.condition_context, t.revision';
+export const ROW_COLUMNS = 't.object_type, t.object_id, t.relation, t._user, t.condition_name, t.condition_context, t.revision, t.expires_at';
 
 const PK = ['object_type', 'object_id', 'relation', '_user'] as const;
 const OR_KEY = ['object_type', 'object_id', 'relation'] as const;
@@ -65,7 +65,7 @@ function chainWith(dialect: SqlDialect, n: number): string {
 }
 
 function chainText(): string {
-  return `SELECT * FROM (SELECT 3 AS q, n.object_type, n.object_id, n.relation, t._user, t.condition_name, t.condition_context, t.revision FROM (SELECT DISTINCT object_type, object_id, relation FROM c) n LEFT JOIN fga_tuple t ON t.store = ? AND t.object_type = n.object_type AND t.object_id = n.object_id AND t.relation = n.relation LIMIT ${CHAIN_ROWS}) ch`;
+  return `SELECT * FROM (SELECT 3 AS q, n.object_type, n.object_id, n.relation, t._user, t.condition_name, t.condition_context, t.revision, t.expires_at FROM (SELECT DISTINCT object_type, object_id, relation FROM c) n LEFT JOIN fga_tuple t ON t.store = ? AND t.object_type = n.object_type AND t.object_id = n.object_id AND t.relation = n.relation LIMIT ${CHAIN_ROWS}) ch`;
 }
 
 function tupleList(n: number, width: number): string {
@@ -185,7 +185,10 @@ export async function answerLevel(
   store: string,
   pending: readonly LevelRead[],
   query: (sql: string, params: (string | number)[]) => Promise<unknown[][]>,
+  clock: () => number = Date.now,
 ): Promise<number> {
+  // Read once, at the first expiring row: rows whose expiry has passed by then are left out.
+  let now: number | undefined;
   const kinds: (Branch['kind'] | undefined)[] = [undefined, undefined, undefined, undefined];
   const keys: (UserTupleKey | ObjectRelationKey)[][] = [[], [], [], []];
   let depth = 0;
@@ -223,14 +226,15 @@ export async function answerLevel(
         const m = found[tag]!;
         const k = tag === 0 ? `${type}\u0000${id}\u0000${relation}\u0000${user}` : `${type}\u0000${id}\u0000${relation}`;
         if (tag === 3) chainRows++;
-        if (user === null) {
-          // A chain's object relation with no tuple: known to be empty.
-          if (!m.has(k)) m.set(k, []);
+        // A chain's object relation with no tuple (or none unexpired): known to be empty.
+        if (user === null || (r[8] !== null && r[8] !== undefined && !live(r[8] as number | string, now ??= clock()))) {
+          if (tag === 3 && !m.has(k)) m.set(k, []);
           continue;
         }
         const t: StoredTuple = { object: `${type}:${id}`, relation, user, revision: Number(r[7]) };
         const c = condition(r[5] as string | null, r[6] as string | null);
         if (c !== undefined) t.condition = c;
+        if (r[8] !== null && r[8] !== undefined) t.expires_at = expiryText(r[8] as number | string)!;
         const list = m.get(k);
         if (list === undefined) m.set(k, [t]);
         else list.push(t);

@@ -13,9 +13,20 @@ export interface TupleRow {
   condition_name: string | null;
   condition_context: string | null;
   revision: number | string;
+  expires_at: number | string | null;
 }
 
-export const TUPLE_COLUMNS = 'object_type, object_id, relation, _user, condition_name, condition_context, revision';
+export const TUPLE_COLUMNS = 'object_type, object_id, relation, _user, condition_name, condition_context, revision, expires_at';
+
+/** True when a row's `expires_at` (ms, or NULL) has not passed at `now`: the row is read. */
+export function live(expiresAt: number | string | null | undefined, now: number): boolean {
+  return expiresAt === null || expiresAt === undefined || Number(expiresAt) > now;
+}
+
+/** The canonical `expires_at` of a row's value, or `undefined` for NULL. */
+export function expiryText(expiresAt: number | string | null | undefined): string | undefined {
+  return expiresAt === null || expiresAt === undefined ? undefined : new Date(Number(expiresAt)).toISOString();
+}
 export const PK = ['object_type', 'object_id', 'relation', '_user'] as const;
 
 /** The stored condition of a row, or `undefined`. */
@@ -28,6 +39,7 @@ export function toStored(r: TupleRow): StoredTuple {
   const t: StoredTuple = { object: `${r.object_type}:${r.object_id}`, relation: r.relation, user: r._user, revision: Number(r.revision) };
   const c = condition(r.condition_name, r.condition_context);
   if (c !== undefined) t.condition = c;
+  if (r.expires_at !== null && r.expires_at !== undefined) t.expires_at = expiryText(r.expires_at)!;
   return t;
 }
 

@@ -20,13 +20,14 @@
 import type { StoredTuple } from '../store.ts';
 import type { SqlDialect } from './migrate.ts';
 import { backendError, type SqlConnections } from './connections.ts';
-import { after, condition, PK, toStored, TUPLE_COLUMNS, type TupleRow } from './sql_rows.ts';
+import { after, condition, expiryText, PK, toStored, TUPLE_COLUMNS, type TupleRow } from './sql_rows.ts';
 
 interface KeyRow {
   k: string;
   condition_name: string | null;
   condition_context: string | null;
   revision: number | string;
+  expires_at: number | string | null;
 }
 
 /** Rows with the concatenated key to tuples, or `undefined` when one does not split. */
@@ -41,10 +42,12 @@ function fromKeyRows(rows: readonly KeyRow[]): StoredTuple[] | undefined {
     if (b < 0 || k.indexOf('\t', b + 1) >= 0 || k.lastIndexOf(':', a) < 0) return undefined;
     const t: StoredTuple = { object: k.slice(0, a), relation: k.slice(a + 1, b), user: k.slice(b + 1), revision: Number(r.revision) };
     if (r.condition_name !== null && r.condition_name !== '') t.condition = condition(r.condition_name, r.condition_context)!;
+    if (r.expires_at !== null && r.expires_at !== undefined) t.expires_at = expiryText(r.expires_at)!;
     out[i] = t;
   }
   return out;
 }
+
 
 function keyColumn(dialect: SqlDialect): string {
   const tab = dialect === 'postgres' ? 'chr(9)' : 'char(9)';
@@ -86,7 +89,7 @@ export async function* scanTuples(dialect: SqlDialect, connections: SqlConnectio
       const cond = last === undefined ? undefined : after(dialect, PK, last);
       const where = cond === undefined ? ' WHERE store = ?' : ` WHERE store = ? AND ${cond.sql}`;
       const params = [store, ...(cond?.params ?? []), size];
-      const rows = await read<KeyRow>(`SELECT ${key} AS k, condition_name, condition_context, revision FROM fga_tuple${where} ${order} LIMIT ?`, params);
+      const rows = await read<KeyRow>(`SELECT ${key} AS k, condition_name, condition_context, revision, expires_at FROM fga_tuple${where} ${order} LIMIT ?`, params);
       if (rows.length === 0) return;
       const out = fromKeyRows(rows) ?? (await read<TupleRow>(`SELECT ${TUPLE_COLUMNS} FROM fga_tuple${where} ${order} LIMIT ?`, params)).map(toStored);
       yield out;

@@ -39,9 +39,9 @@ import { runMigrations, type SqlDialect } from './migrate.ts';
 import { FGA_MIGRATIONS } from './fga_migrations.ts';
 import { rawConnection } from './raw.ts';
 import { backendError, SqlConnections } from './connections.ts';
-import { chunks, condition, PK, toStored, TUPLE_COLUMNS, type TupleRow } from './sql_rows.ts';
+import { chunks, condition, expiryText, live, PK, toStored, TUPLE_COLUMNS, type TupleRow } from './sql_rows.ts';
 import { scanTuples } from './sql_scan.ts';
-import { applyInsertOnlyPostgres, applyWrite, changeNotifySql, deleteUsersTuples, insertOnlyPostgres, WriteViolation } from './sql_writer.ts';
+import { applyInsertOnlyPostgres, applyWrite, changeNotifySql, deleteExpiredTuples, deleteUsersTuples, insertOnlyPostgres, NothingExpired, WriteViolation } from './sql_writer.ts';
 import { answerLevel, LEVEL_COLUMNS, type Branch, type LevelRead } from './level_reads.ts';
 
 /** Options of {@link SqlStore.open}. */
@@ -52,7 +52,7 @@ export interface SqlStoreOptions {
   migrate?: boolean;
   /** Keys per statement in batched reads and writes (default 500, 1..5000). */
   batchSize?: number;
-  /** Clock for changelog timestamps (default `Date.now`). */
+  /** Clock for changelog timestamps and tuple expiry (default `Date.now`). */
   now?: () => number;
 }
 
@@ -372,6 +372,52 @@ export class SqlStore implements TupleStore {
   }
 
   async write(deletes: readonly TupleKey[], writes: readonly TupleKey[]): Promise<number> {
+    try {
+      return await this.#write(deletes, writes);
+    } catch (err) {
+      // A written tuple may clash with one that expired but was not collected yet: collect those, then write.
+      if (!(err instanceof LatchkeyError) || err.reason !== 'tuple_exists' || writes.length === 0) throw err;
+      const deleted = new Set(deletes.map((t) => `${t.object}\u0000${t.relation}\u0000${t.user}`));
+      const clashing = writes.filter((t) => !deleted.has(`${t.object}\u0000${t.relation}\u0000${t.user}`));
+      if (clashing.length === 0 || (await this.#collect(this.#now(), clashing.length, clashing)) === 0) throw err;
+      return await this.#write(deletes, writes);
+    }
+  }
+
+  /**
+   * Deletes up to `limit` tuples whose `expires_at` has passed at `now` (only
+   * among `only`, when given), as one write; 0 (and no write) when none has.
+   */
+  async #collect(now: number, limit: number, only?: readonly TupleKey[]): Promise<number> {
+    this.#open();
+    if (only === undefined) {
+      // A cheap probe first, so that an idle collector never bumps the revision.
+      const probe = await this.#select<{ one: number }>('SELECT 1 AS one FROM fga_tuple WHERE store = ? AND expires_at IS NOT NULL AND expires_at <= ? LIMIT 1', [this.storeId, now]);
+      if (probe.length === 0) return 0;
+    }
+    try {
+      return await this.#connections.rawTransaction((conn) => deleteExpiredTuples(conn, this.#dialect, this.#batch, this.storeId, now, limit, only));
+    } catch (err) {
+      if (err instanceof NothingExpired) return 0;
+      if (err instanceof WriteViolation && err.kind === 'no_store') throw storeNotFound(this.storeId);
+      throw backendError(err);
+    }
+  }
+
+  async deleteExpired(now: number, limit: number): Promise<number> {
+    if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) {
+      throw new LatchkeyError('invalid_argument', 'limit must be an integer from 1 to 10000', { reason: 'invalid_batch_size' });
+    }
+    return this.#collect(now, limit);
+  }
+
+  async nextExpiry(now: number): Promise<number | undefined> {
+    const rows = await this.#select<{ e: number | string | null }>('SELECT MIN(expires_at) AS e FROM fga_tuple WHERE store = ? AND expires_at > ?', [this.storeId, now]);
+    const e = rows[0]?.e;
+    return e === null || e === undefined ? undefined : Number(e);
+  }
+
+  async #write(deletes: readonly TupleKey[], writes: readonly TupleKey[]): Promise<number> {
     const key = (t: TupleKey): string => `${t.object}\u0000${t.relation}\u0000${t.user}`;
     // Preconditions are checked by the statements themselves (rows deleted, unique violations), which saves two
     // round trips per write; the offending tuple is looked up only to word the error, after the rollback.
@@ -483,6 +529,7 @@ export class SqlStore implements TupleStore {
       direct
         ? this.#connections.readArrays(sql, params, LEVEL_COLUMNS)
         : this.#select<Record<string, unknown>>(sql, params).then((rows) => rows.map((r) => LEVEL_COLUMNS.map((c) => r[c]))),
+      this.#now,
     );
   }
 
@@ -499,7 +546,8 @@ export class SqlStore implements TupleStore {
         params.push(...query.objectIds);
       }
       const rows = await this.#select<TupleRow>(`${sql} ORDER BY object_id, _user`, params);
-      for (const r of rows) out.push(toStored(r));
+      let now: number | undefined;
+      for (const r of rows) if (r.expires_at === null || live(r.expires_at, (now ??= this.#now()))) out.push(toStored(r));
     }
     if (users.length > this.#batch) {
       out.sort((a, b) => (a.object < b.object ? -1 : a.object > b.object ? 1 : a.user < b.user ? -1 : a.user > b.user ? 1 : 0));
@@ -531,6 +579,8 @@ export class SqlStore implements TupleStore {
       where.push('(object_type, object_id, relation, _user) > (?, ?, ?, ?)');
       params.push(...after);
     }
+    where.push('(expires_at IS NULL OR expires_at > ?)');
+    params.push(this.#now());
     params.push(options.pageSize + 1);
     const rows = await this.#select<TupleRow & { inserted_at: number | string }>(
       `SELECT ${TUPLE_COLUMNS}, inserted_at FROM fga_tuple WHERE ${where.join(' AND ')} ORDER BY store, object_type, object_id, relation, _user LIMIT ?`,
@@ -567,7 +617,7 @@ export class SqlStore implements TupleStore {
 
   async readChanges(options: { afterRevision: number; limit: number; objectType?: string }): Promise<TupleChange[]> {
     const params: unknown[] = [this.storeId, options.afterRevision];
-    let sql = 'SELECT revision, operation, object_type, object_id, relation, _user, condition_name, condition_context, inserted_at FROM fga_changelog WHERE store = ? AND revision > ?';
+    let sql = 'SELECT revision, operation, object_type, object_id, relation, _user, condition_name, condition_context, inserted_at, expires_at FROM fga_changelog WHERE store = ? AND revision > ?';
     if (options.objectType !== undefined) {
       sql += ' AND object_type = ?';
       params.push(options.objectType);
@@ -578,6 +628,8 @@ export class SqlStore implements TupleStore {
       const tuple: TupleKey = { object: `${r.object_type}:${r.object_id}`, relation: r.relation, user: r._user };
       const c = condition(r.condition_name, r.condition_context);
       if (c !== undefined) tuple.condition = c;
+      const e = expiryText(r.expires_at);
+      if (e !== undefined) tuple.expires_at = e;
       return { revision: Number(r.revision), operation: r.operation === 'd' ? 'delete' : 'write', tuple, timestamp: Number(r.inserted_at) };
     });
   }

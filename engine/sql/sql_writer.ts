@@ -54,10 +54,21 @@ export function changeNotifySql(dialect: SqlDialect, change: 'model' | 'store_de
 }
 
 const PK = ['object_type', 'object_id', 'relation', '_user'] as const;
-const TUPLE_INSERT = 'INSERT INTO fga_tuple (store, object_type, object_id, relation, _user, user_kind, condition_name, condition_context, revision, inserted_at) VALUES ';
-const CHANGE_INSERT = 'INSERT INTO fga_changelog (store, revision, seq, operation, object_type, object_id, relation, _user, condition_name, condition_context, inserted_at) VALUES ';
-const TUPLE_ROW = '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
-const CHANGE_ROW = '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+const TUPLE_INSERT = 'INSERT INTO fga_tuple (store, object_type, object_id, relation, _user, user_kind, condition_name, condition_context, revision, inserted_at, expires_at) VALUES ';
+const CHANGE_INSERT = 'INSERT INTO fga_changelog (store, revision, seq, operation, object_type, object_id, relation, _user, condition_name, condition_context, inserted_at, expires_at) VALUES ';
+const TUPLE_ROW = '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+const CHANGE_ROW = '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+
+/** The `expires_at` column value of a tuple: ms since the epoch, or NULL. */
+function expiryColumn(t: TupleKey): number | null {
+  return t.expires_at === undefined ? null : Date.parse(t.expires_at);
+}
+
+/** True when some tuple expires (the PostgreSQL column-array statements leave `expires_at` NULL, so they do not apply). */
+function anyExpiry(writes: readonly TupleKey[]): boolean {
+  for (const t of writes) if (t.expires_at !== undefined) return true;
+  return false;
+}
 
 /** PostgreSQL: tuples and their changelog rows from column arrays, in one statement. */
 const PG_INSERT = `WITH v AS (
@@ -92,7 +103,7 @@ SELECT revision, pg_notify('${REVISION_CHANNEL}', revision::text || ' ' || id) F
 
 /** True when {@link applyInsertOnlyPostgres} can do the write: no deletes, one chunk of writes. */
 export function insertOnlyPostgres(dialect: SqlDialect, batch: number, deletes: readonly TupleKey[], writes: readonly TupleKey[]): boolean {
-  return dialect === 'postgres' && deletes.length === 0 && writes.length > 0 && writes.length <= Math.max(1, Math.floor(batch / 2));
+  return dialect === 'postgres' && deletes.length === 0 && writes.length > 0 && writes.length <= Math.max(1, Math.floor(batch / 2)) && !anyExpiry(writes);
 }
 
 /**
@@ -204,14 +215,15 @@ export async function applyWrite(
   const changeParams = (op: 'd' | 'w', t: TupleKey, seq: number, out: unknown[]): void => {
     const [type, id] = splitObject(t.object);
     const c = op === 'w' ? t.condition : undefined;
-    out.push(store, revision, seq, op, type, id, t.relation, t.user, c?.name ?? null, c?.context === undefined ? null : JSON.stringify(c.context), now);
+    out.push(store, revision, seq, op, type, id, t.relation, t.user, c?.name ?? null, c?.context === undefined ? null : JSON.stringify(c.context), now, op === 'w' ? expiryColumn(t) : null);
   };
   const tupleParams = (t: TupleKey, out: unknown[]): void => {
     const [type, id] = splitObject(t.object);
     out.push(store, type, id, t.relation, t.user, userKind(t.user), t.condition?.name ?? null,
-      t.condition?.context === undefined ? null : JSON.stringify(t.condition.context), revision, now);
+      t.condition?.context === undefined ? null : JSON.stringify(t.condition.context), revision, now, expiryColumn(t));
   };
-  // 10 or 11 parameters per row (21 for the two statements' rows together): stay under every backend's limit.
+  const columnArrays = dialect === 'postgres' && !anyExpiry(writes);
+  // 11 or 12 parameters per row (23 for the two statements' rows together): stay under every backend's limit.
   const rowBatch = Math.max(1, Math.floor(batch / 2));
   let seq = 0;
   for (const part of chunks(deletes, rowBatch)) {
@@ -227,11 +239,11 @@ export async function applyWrite(
       changeParams('w', t, seq++, cp);
     }
     try {
-      if (dialect === 'postgres') {
+      if (columnArrays) {
         // Column arrays through unnest: 12 parameters whatever the row count, so PostgreSQL parses and plans a
         // small statement (a 100-row VALUES list has 1,900 parameters to type and bind).
         const cols: (string | null)[][] = [[], [], [], [], [], [], []];
-        for (let i = 0; i < tp.length; i += 10) for (let c = 0; c < 7; c++) cols[c]!.push(tp[i + 1 + c] as string | null);
+        for (let i = 0; i < tp.length; i += 11) for (let c = 0; c < 7; c++) cols[c]!.push(tp[i + 1 + c] as string | null);
         await conn.run(PG_INSERT, [...cols, store, revision, now, store, revision, seq - part.length, now]);
       } else {
         await conn.run(TUPLE_INSERT + rows(part.length, TUPLE_ROW), tp);
@@ -264,4 +276,48 @@ export async function deleteUsersTuples(conn: RawConnection, dialect: SqlDialect
     removed += (await conn.run(`DELETE FROM fga_tuple WHERE store = ? AND _user IN (${inList})`, [store, ...part])).changes;
   }
   return removed;
+}
+
+/**
+ * Deletes up to `limit` tuples of `store` whose `expires_at` is at or before
+ * `now`, with one revision bump and one `delete` changelog row each, inside
+ * the caller's transaction; returns how many. When none is found nothing is
+ * written and `0` is returned: the caller then rolls back the revision bump
+ * by throwing {@link NothingExpired}.
+ */
+export async function deleteExpiredTuples(conn: RawConnection, dialect: SqlDialect, batch: number, store: string, now: number, limit: number, only?: readonly TupleKey[]): Promise<number> {
+  const revision = await bumpRevision(conn, dialect, store);
+  // The revision row is locked: another collector waits here, then finds what this one left.
+  let sql = 'SELECT object_type, object_id, relation, _user FROM fga_tuple WHERE store = ? AND expires_at IS NOT NULL AND expires_at <= ?';
+  const params: unknown[] = [store, now];
+  if (only !== undefined) {
+    const list = rows(only.length, '(?, ?, ?, ?)');
+    sql += dialect === 'mysql' || dialect === 'mariadb' ? ` AND (${PK.join(', ')}) IN (${list})` : ` AND (${PK.join(', ')}) IN (VALUES ${list})`;
+    for (const t of only) params.push(...splitObject(t.object), t.relation, t.user);
+  }
+  params.push(limit);
+  const found = (await conn.run<{ object_type: string; object_id: string; relation: string; _user: string }>(`${sql} ORDER BY expires_at LIMIT ?`, params, true)).rows;
+  if (found.length === 0) throw new NothingExpired();
+  const keys: TupleKey[] = found.map((r) => ({ object: `${r.object_type}:${r.object_id}`, relation: r.relation, user: r._user }));
+  let seq = 0;
+  for (const part of chunks(keys, Math.max(1, Math.floor(batch / 2)))) {
+    const cp: unknown[] = [];
+    for (const t of part) {
+      const [type, id] = splitObject(t.object);
+      cp.push(store, revision, seq++, 'd', type, id, t.relation, t.user, null, null, now, null);
+    }
+    await conn.run(CHANGE_INSERT + rows(part.length, CHANGE_ROW), cp);
+    const dp: string[] = [];
+    for (const t of part) dp.push(...splitObject(t.object), t.relation, t.user);
+    dp.push(store);
+    await conn.run(deleteSql(dialect, part.length), dp);
+  }
+  return keys.length;
+}
+
+/** Thrown by {@link deleteExpiredTuples} when nothing has expired: the caller's transaction rolls back. */
+export class NothingExpired extends Error {
+  constructor() {
+    super('no expired tuple');
+  }
 }

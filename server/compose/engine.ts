@@ -20,17 +20,25 @@
  * its reads and the level-at-a-time checker for full-consistency requests;
  * the check cache in front (`--fga-cache-size`, `--fga-cache-revision-poll`;
  * either at 0 turns it off). Conditions stop at `--fga-condition-cost-limit`.
+ *
+ * Expiring tuples are decided by the server's clock, and collected (deleted,
+ * each a `delete` change) every {@link EXPIRY_COLLECT_MS} by every replica;
+ * collection is safe to run concurrently and never needed for correctness.
  */
 import { buildEngine, MemoryStore, type BuiltEngine, type TupleStore } from '../../engine/index.ts';
 import { openSequelize, RevisionListener, SqlStore } from '../../engine/sql/index.ts';
-import type { Services } from '../context.ts';
+import { epochMsOf, type Services } from '../context.ts';
+
+/** How often expired tuples are collected (ms). */
+export const EXPIRY_COLLECT_MS = 60_000;
 
 export async function plugFgaEngine(services: Services): Promise<void> {
   if (services.engine !== undefined) return;
   const c = services.config;
   if (c.fgaStore === 'memory') {
-    const built = await composeEngine(new MemoryStore(), services);
+    const built = await composeEngine(new MemoryStore({ now: epochMsOf(services.clock) }), services);
     services.engine = built.engine;
+    collectExpired(built, services);
     services.engineHooks = { refresh: () => built.refresh() };
     return;
   }
@@ -48,7 +56,7 @@ export async function plugFgaEngine(services: Services): Promise<void> {
   }
   if (sequelize === undefined) return;
   try {
-    const store = await SqlStore.open({ sequelize });
+    const store = await SqlStore.open({ sequelize, now: epochMsOf(services.clock) });
     // Closed before its connection (closers run last-pushed first): queued writes finish, and on SQLite the store's
     // checkpoint thread stops, so nothing touches the file once the server has stopped.
     services.closers.push(() => store.close());
@@ -72,6 +80,7 @@ export async function plugFgaEngine(services: Services): Promise<void> {
     }
     services.engine = built.engine;
     services.engineHooks = { sqlStore: store, refresh: () => built.refresh() };
+    collectExpired(built, services);
   } catch (err) {
     services.logger.error('FGA store could not be opened; fine-grained authorization is disabled', { err });
   }
@@ -86,5 +95,25 @@ function composeEngine(store: TupleStore, services: Services): Promise<BuiltEngi
     cacheSize: c.fgaCacheSize,
     revisionPollMs: c.fgaCacheRevisionPoll,
     conditionCostLimit: c.fgaConditionCostLimit,
+    now: epochMsOf(services.clock),
   });
+}
+
+/** Collects expired tuples in the background until shutdown; a failure is logged and retried at the next tick. */
+function collectExpired(built: BuiltEngine, services: Services): void {
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    built.engine.collectExpired().then(
+      (n) => {
+        if (n > 0) services.logger.info('expired FGA tuples collected', { count: n });
+      },
+      (err: unknown) => services.logger.warn('collecting expired FGA tuples failed; retrying at the next interval', { err }),
+    ).finally(() => {
+      running = false;
+    });
+  }, EXPIRY_COLLECT_MS);
+  timer.unref();
+  services.closers.push(async () => clearInterval(timer));
 }

@@ -195,6 +195,7 @@ export const ADMIN_HANDLERS: HandlersOf<typeof ADMIN_OPERATIONS> = {
   fga_list_models: async (ctx, input) => adminOf(ctx).fgaListModels(callCtx(ctx), input),
   fga_write_tuples: async (ctx, input) => adminOf(ctx).fgaWriteTuples(callCtx(ctx), input.tuples),
   fga_delete_tuples: async (ctx, input) => adminOf(ctx).fgaDeleteTuples(callCtx(ctx), input.tuples),
+  fga_delete_tuples_by_filter: async (ctx, input) => adminOf(ctx).fgaDeleteTuplesByFilter(callCtx(ctx), input),
   fga_read_tuples: async (ctx, input) => adminOf(ctx).fgaReadTuples(callCtx(ctx), input),
   fga_list_users: async (ctx, input) => adminOf(ctx).fgaListUsers(callCtx(ctx), input),
   fga_expand: async (ctx, input) => adminOf(ctx).fgaExpand(callCtx(ctx), input),

@@ -54,6 +54,7 @@ const STEPS: Step[] = [
   ['fga_list_users', () => ({ object: 'doc:1', relation: 'viewer', user_type: 'user' })],
   ['fga_expand', () => ({ object: 'doc:1', relation: 'viewer' })],
   ['fga_delete_tuples', () => ({ tuples: [{ user: 'user:ann', relation: 'viewer', object: 'doc:1' }] })],
+  ['fga_delete_tuples_by_filter', () => ({ object_type: 'doc', relation: 'viewer' })],
   ['fga_reset', () => ({})],
   ['admin_logout', () => ({})],
 ];

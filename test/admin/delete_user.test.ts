@@ -111,14 +111,17 @@ async function serviceWithFlakyEngine(failures: number) {
     { clientId: 'client', issuer: 'http://127.0.0.1', jwt: { type: 'HS256', secret: 'x'.repeat(32) }, bcryptCost: 4, roles: ['user'], enableStrongPassword: false },
     { sequelize, memoryStore: createMemoryStore() },
   );
-  const engine = new Engine({ store: new MemoryStore() });
-  await engine.writeModel({ dsl: DSL });
+  // The store fails its deletes `failures` times (the engine deletes a user's tuples by filter, in store writes).
+  const store = new MemoryStore();
   let left = failures;
-  const write = engine.write.bind(engine);
-  engine.write = async (req) => {
-    if ((req.deletes?.length ?? 0) > 0 && left-- > 0) throw new Error('store unavailable');
-    return write(req);
+  const storeWrite = store.write.bind(store);
+  store.write = async (deletes, writes) => {
+    if (deletes.length > 0 && left-- > 0) throw new Error('store unavailable');
+    return storeWrite(deletes, writes);
   };
+  const engine = new Engine({ store });
+  await engine.writeModel({ dsl: DSL });
+  const write = engine.write.bind(engine);
   const service = await AdminService.create({
     sequelize,
     adminSecret: 'admin-secret',

@@ -55,6 +55,8 @@ export function tupleKey(v: unknown, withCondition = true): TupleKey {
     const ctx = context(c['context'], 'condition.context');
     out.condition = ctx === undefined ? { name } : { name, context: ctx };
   }
+  // Latchkey's addition to OpenFGA's TupleKey: when the tuple stops granting (RFC 3339; validated by the engine).
+  if (withCondition && t['expires_at'] !== undefined && t['expires_at'] !== null) out.expires_at = reqString(t['expires_at'], 'expires_at');
   return out;
 }
 
@@ -74,6 +76,7 @@ export function contextualTuples(v: unknown): TupleKey[] {
 export function wireTupleKey(t: TupleKey): Json {
   const out: Json = { object: t.object, relation: t.relation, user: t.user };
   if (t.condition !== undefined) out['condition'] = { name: t.condition.name, context: t.condition.context ?? {} };
+  if (t.expires_at !== undefined) out['expires_at'] = t.expires_at;
   return out;
 }
 

@@ -45,7 +45,7 @@ for (const protocol of PROTOCOLS) {
     const written = await srv.call('fga_write_tuples', { tuples: [{ user: subject, relation: 'viewer', object, condition: { name: 'in_hours', context: { start: 9 } } }] }, { protocol, headers: ADMIN });
     t.is(written.error, undefined);
     const read = await srv.call('fga_read_tuples', { object }, { protocol, headers: ADMIN });
-    t.deepEqual(read.body?.['tuples'], [{ user: subject, relation: 'viewer', object, condition: { name: 'in_hours', context: { start: 9 } } }]);
+    t.deepEqual(read.body?.['tuples'], [{ user: subject, relation: 'viewer', object, condition: { name: 'in_hours', context: { start: 9 } }, expires_at: null }]);
 
     const checked = await srv.call(
       'check_permissions',
