@@ -9,7 +9,8 @@
  */
 import test from 'ava';
 import { sqlBackends } from '../../helpers/databases.ts';
-import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type CallResult, type TestServer } from '../../helpers/server.ts';
+import { PROTOCOLS, TEST_ADMIN_SECRET, TEST_CLIENT_ID, startTestServer, type CallResult, type TestServer } from '../../helpers/server.ts';
+import { LatchkeyAdminClient, LatchkeyClient } from '../../../client/index.ts';
 import { orgModelFragmentDsl } from '../../../auth/index.ts';
 import type { Protocol } from '../../../api/index.ts';
 
@@ -257,3 +258,25 @@ for (const backend of sqlBackends()) {
     }
   });
 }
+
+test.serial('the user and admin clients carry the organization operations on every protocol (sqlite)', async (t) => {
+  const srv = await startTestServer({}, { backend: 'sqlite' });
+  try {
+    for (const protocol of PROTOCOLS) {
+      const user = new LatchkeyClient({ client_id: TEST_CLIENT_ID, service_url: srv.httpUrl, protocol, grpc_endpoint: srv.grpcAddress });
+      const admin = new LatchkeyAdminClient({ service_url: srv.httpUrl, admin_secret: TEST_ADMIN_SECRET, protocol, grpc_endpoint: srv.grpcAddress });
+      const signup = (await user.signup({ email: `client-${protocol}@example.com`, password: PASSWORD, confirm_password: PASSWORD })) as { access_token: string; user: { id: string } };
+      user.setAccessToken(signup.access_token);
+      const org = (await user.createOrganization({ name: `Client ${protocol}` })) as { id: string; slug: string };
+      t.is(org.slug, `client-${protocol}`, protocol);
+      const mine = (await user.organizations({})) as { organizations: { id: string; role: string }[] };
+      t.deepEqual(mine.organizations.map((o) => [o.id, o.role]), [[org.id, 'owner']], protocol);
+      const members = (await admin.adminOrganizationMembers({ organization_id: org.id })) as { members: { user_id: string }[] };
+      t.deepEqual(members.members.map((m) => m.user_id), [signup.user.id], protocol);
+      const switched = (await user.switchOrganization({ organization_id: org.id })) as { access_token: string };
+      t.truthy(switched.access_token, protocol);
+    }
+  } finally {
+    await srv.close();
+  }
+});
