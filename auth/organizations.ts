@@ -177,6 +177,8 @@ export class OrganizationService {
   readonly #o: OrganizationServiceOptions;
   readonly #roles: readonly string[];
   #modelReady = false;
+  /** The relations of the model's `organization` type (a role is written only when the model defines it). */
+  #modelRoles = new Set<string>();
 
   constructor(options: OrganizationServiceOptions) {
     for (const r of options.customRoles) {
@@ -224,6 +226,8 @@ export class OrganizationService {
     const latest = await engine.readModel();
     const merged = mergeOrgFragment(latest, this.#o.customRoles);
     if (merged !== undefined) await engine.writeModel(merged);
+    const org = (merged ?? latest)?.type_definitions?.find((t) => t.type === 'organization');
+    this.#modelRoles = new Set(Object.keys(org?.relations ?? {}));
     this.#modelReady = true;
   }
 
@@ -238,8 +242,8 @@ export class OrganizationService {
 
   /** Throws `permission_denied` unless the actor holds `relation` on `organization:<orgId>` (super-admins hold every one). */
   async #require(call: OrgCall, orgId: string, relation: string): Promise<void> {
-    if (call.actor.kind === 'super_admin') return;
     if (!this.#modelReady) await this.ensureModel();
+    if (call.actor.kind === 'super_admin') return;
     const request = { user: `user:${call.actor.userId}`, relation, object: `organization:${orgId}` };
     let allowed: boolean;
     try {
@@ -264,6 +268,10 @@ export class OrganizationService {
   #role(role: string | undefined, fallback: string): string {
     const r = role === undefined || role === '' ? fallback : role;
     if (!this.#roles.includes(r)) throw invalid(`unknown organization role ${JSON.stringify(r)}; roles are ${this.#roles.join(', ')}`, 'invalid_organization_role');
+    // An operator's own organization type without this role: its tuple would mean nothing to the engine.
+    if (this.#modelReady && !this.#modelRoles.has(r)) {
+      throw new LatchkeyError('failed_precondition', `the model's organization type does not define the role ${r}`, { reason: 'role_not_in_model' });
+    }
     return r;
   }
 
@@ -629,6 +637,12 @@ export class OrganizationService {
     if (user === undefined || user.email === null || user.email === undefined || normalizeEmail(user.email) !== inv.email) {
       throw new LatchkeyError('permission_denied', 'the invitation was sent to another email address', { reason: 'invitation_email_mismatch' });
     }
+    // The address must be proven: else whoever signed up with it first would take the invitation.
+    if (user.email_verified_at === null || user.email_verified_at === undefined) {
+      throw new LatchkeyError('permission_denied', 'verify your email address before accepting the invitation', { reason: 'email_not_verified' });
+    }
+    // A custom role dropped from --organization-roles since the invitation was sent is not written.
+    this.#role(inv.role, '');
     const org = await this.#live(inv.organization_id);
     let role = inv.role;
     await this.#change(async (tx, tuples) => {

@@ -235,6 +235,28 @@ for (const backend of sqlBackends()) {
       txt.get(domain['txt_record_name'] as string)!.push([second['txt_record_value'] as string]);
       t.is((await h.call('verify_organization_domain', { organization_id: globexId, domain: `acme-${backend}.test` }, bob.bearer)).error?.reason, 'domain_taken');
 
+      // ---- auto-join by a verified domain, and the organization's sign-in rules.
+      const erin = await h.signup(`erin@acme-${backend}.test`);
+      t.is((await h.call('switch_organization', { organization_id: acmeId }, erin.bearer)).error?.reason, 'not_organization_member', 'auto-join is off by default');
+      await h.ok('update_organization', { organization_id: acmeId, settings: { auto_join_verified_domains: true } }, alice.bearer);
+      const joined = await h.call('switch_organization', { organization_id: acmeId }, erin.bearer);
+      t.is(joined.error, undefined);
+      t.true(await allowed(h, erin, 'member', `organization:${acmeId}`), 'joined with the default role, its tuple written');
+      const erinToken = joined.body!['access_token'] as string;
+      await h.ok('update_organization', { organization_id: acmeId, settings: { session_lifetime: 60 } }, alice.bearer);
+      t.is((await h.ok('validate_jwt_token', { token_type: 'access_token', token: erinToken }, {}))['is_valid'], true);
+      offsetMs += 120_000;
+      t.is((await h.call('validate_jwt_token', { token_type: 'access_token', token: erinToken }, {})).error?.reason, 'stale_organization', 'past the organization\'s session lifetime');
+      await h.ok('update_organization', { organization_id: acmeId, settings: { session_lifetime: 0 } }, alice.bearer);
+      t.is((await h.call('switch_organization', { organization_id: acmeId }, bob.bearer)).error, undefined, 'bob is a member');
+      await h.ok('update_organization', { organization_id: acmeId, settings: { required_mfa: true } }, alice.bearer);
+      t.is((await h.call('switch_organization', { organization_id: acmeId }, bob.bearer)).error?.reason, 'organization_mfa_required');
+      await h.ok('update_organization', { organization_id: acmeId, settings: { required_mfa: false, allowed_sign_in_methods: ['magic_link_login'] } }, alice.bearer);
+      t.is((await h.call('switch_organization', { organization_id: acmeId }, bob.bearer)).error?.reason, 'sign_in_method_not_allowed');
+      const settings = (await h.ok('organization', { organization_id: acmeId }, bob.bearer))['settings'] as Record<string, unknown>;
+      t.deepEqual(settings, { allowed_sign_in_methods: ['magic_link_login'], required_mfa: false, default_role: 'member', session_lifetime: 0, auto_join_verified_domains: true });
+      t.is((await h.call('update_organization', { organization_id: acmeId, settings: { default_role: 'owner' } }, alice.bearer)).error?.reason, 'invalid_organization_settings');
+
       // ---- audit and webhooks recorded with the changes.
       const audit = await h.ok('audit_logs', { action: 'organization.member_removed' }, ADMIN);
       t.true((audit['audit_logs'] as unknown[]).length >= 1);
