@@ -26,6 +26,7 @@ const SUITES: Record<string, string> = {
   auth: './auth.ts',
   cluster: './cluster.ts',
   sql: './sql_targets.ts',
+  organizations: './organizations.ts',
 };
 
 interface SuiteModule {
