@@ -275,6 +275,17 @@ for (const backend of sqlBackends()) {
       t.false(await allowed(h, bob, 'editor', 'document:plan'));
       t.is((await h.call('organization', { organization_id: acmeId }, alice.bearer)).error?.code, 'not_found');
       t.is((await h.call('create_organization', { name: 'Again', slug: 'acme-corp' }, alice.bearer)).error?.reason, 'organization_slug_taken', 'a deleted organization keeps its slug');
+
+      // ---- two owners removed at once: exactly one removal wins, the other finds the last owner.
+      const frank = await h.signup(`frank-${backend}@example.com`);
+      await h.ok('admin_add_organization_member', { organization_id: globexId, user_id: frank.id, role: 'owner' }, ADMIN);
+      const both = await Promise.all([bob, frank].map((u) => h.call('admin_remove_organization_member', { organization_id: globexId, user_id: u.id }, ADMIN)));
+      t.is(both.filter((r) => r.error === undefined).length, 1, 'one removal wins');
+      t.deepEqual(both.filter((r) => r.error !== undefined).map((r) => r.error?.reason), ['last_owner']);
+      const owners = await h.ok('admin_organization_members', { organization_id: globexId, role: 'owner' }, ADMIN);
+      t.is((owners['members'] as unknown[]).length, 1, 'one owner is left');
+      const ownerTuples = await h.ok('fga_read_tuples', { object: `organization:${globexId}`, relation: 'owner' }, ADMIN);
+      t.is((ownerTuples['tuples'] as unknown[]).length, 1, 'and one owner tuple');
     } finally {
       await srv.close();
     }
