@@ -435,6 +435,11 @@ export class OrganizationService {
     await this.#require(call, org.id, 'can_manage_members');
     const role = this.#role(input.role, org.settings.default_role);
     if (role === 'owner') await this.#require(call, org.id, 'can_manage_owners');
+    // Anyone may create an organization and so manage its members: looking users up by email would tell
+    // them which addresses have accounts. A user adds by id, or invites the address; a super-admin may do both.
+    if (call.actor.kind === 'user' && (input.user_id === undefined || input.user_id === '') && input.email !== undefined && input.email !== '') {
+      throw new LatchkeyError('permission_denied', 'add a user by user_id, or invite the email address', { reason: 'email_lookup_refused' });
+    }
     const user = await this.#userOf(input);
     const m = await this.#change(async (tx, tuples) => {
       if (!(await this.#o.store.lockOrganization(org.id, tx))) throw orgNotFound();

@@ -149,7 +149,7 @@ const MANAGEMENT = [
     kind: 'mutation',
     input: s.object('AddOrganizationMemberRequest', { organization_id: ORG_ID, user_id: STR(64), email: STR(320), role: STR(64) }),
     output: s.object('OrganizationMembership', { user_id: s.string(), role: s.string(), created_at: s.int() }),
-    doc: 'Adds a user (by id or email) with a role (default: the organization\'s default_role); writes organization:<id>#<role>@user:<id> in the same transaction (check can_manage_members; owners only by owners). Webhook member.added.',
+    doc: 'Adds a user (by id; by email only for a super-admin: users invite addresses) with a role (default: the organization\'s default_role); writes organization:<id>#<role>@user:<id> in the same transaction (check can_manage_members; owners only by owners). Webhook member.added.',
   }),
   defineOperation({
     ...user('update_organization_member', 'UpdateOrganizationMember'),

@@ -107,7 +107,9 @@ for (const backend of sqlBackends()) {
 
       // ---- members, and the API authorized by checks on the tuples.
       await h.ok('add_organization_member', { organization_id: acmeId, user_id: carol.id }, alice.bearer);
-      await h.ok('add_organization_member', { organization_id: acmeId, email: bob.email, role: 'admin' }, alice.bearer);
+      const byEmail = await h.call('add_organization_member', { organization_id: acmeId, email: bob.email, role: 'admin' }, alice.bearer);
+      t.is(byEmail.error?.reason, 'email_lookup_refused', 'a user cannot learn which addresses have accounts');
+      await h.ok('add_organization_member', { organization_id: acmeId, user_id: bob.id, role: 'admin' }, alice.bearer);
       // bob is owner of globex and admin of acme: acme's admin manages acme only.
       const cross = await h.call('organization_members', { organization_id: globexId }, carol.bearer);
       t.is(cross.error?.code, 'permission_denied', 'a member of acme reads nothing of globex');
