@@ -11,7 +11,8 @@
  * | member of team `T` | `team:T#member@user:U` |
  *
  * The API authorizes itself by engine checks on those tuples
- * ({@link ORG_PERMISSIONS}): a user acts on an organization only when the
+ * ({@link ORG_PERMISSIONS}), read from the store at the highest
+ * consistency (no cache, no mirror): a user acts on an organization only when the
  * check allows it (`permission_denied` otherwise), so an admin of one
  * organization cannot touch another's; a super-admin acts on any. The last
  * owner of an organization can never be removed or demoted.
@@ -244,7 +245,9 @@ export class OrganizationService {
   async #require(call: OrgCall, orgId: string, relation: string): Promise<void> {
     if (!this.#modelReady) await this.ensureModel();
     if (call.actor.kind === 'super_admin') return;
-    const request = { user: `user:${call.actor.userId}`, relation, object: `organization:${orgId}` };
+    // Read from the store, past every cache and the mirror: another instance may have removed this admin a moment
+    // ago, and a management call is rare enough that a correct answer is worth the round trip (conventions §0).
+    const request = { user: `user:${call.actor.userId}`, relation, object: `organization:${orgId}`, consistency: 'higher_consistency' as const };
     let allowed: boolean;
     try {
       allowed = (await this.#engine().check(request)).allowed;
