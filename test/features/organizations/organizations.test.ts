@@ -12,9 +12,11 @@ import { sqlBackends } from '../../helpers/databases.ts';
 import { PROTOCOLS, TEST_ADMIN_SECRET, TEST_CLIENT_ID, startTestServer, type CallResult, type TestServer } from '../../helpers/server.ts';
 import { LatchkeyAdminClient, LatchkeyClient } from '../../../client/index.ts';
 import { orgModelFragmentDsl } from '../../../auth/index.ts';
+import { DEFAULT_STORE_ID } from '../../../engine/index.ts';
 import type { Protocol } from '../../../api/index.ts';
 
 const PASSWORD = 'a long enough passphrase';
+const OPENFGA_KEY = 'organizations-openfga-key-0123456789';
 const ADMIN = { 'x-service-admin-secret': TEST_ADMIN_SECRET };
 
 interface User {
@@ -71,7 +73,7 @@ for (const backend of sqlBackends()) {
   };
 
   test.serial(`organizations end to end (${backend})`, async (t) => {
-    const srv = await startTestServer({ 'organization-roles': 'billing', 'organization-invitation-ttl': '1h' }, { backend, clock, resolveTxt });
+    const srv = await startTestServer({ 'organization-roles': 'billing', 'organization-invitation-ttl': '1h', 'openfga-preshared-keys': OPENFGA_KEY }, { backend, clock, resolveTxt });
     const h = new Harness(srv);
     try {
       const alice = await h.signup(`alice-${backend}@example.com`);
@@ -163,6 +165,13 @@ for (const backend of sqlBackends()) {
       t.false(await allowed(h, carol, 'viewer', 'document:plan'), 'denied in the next request after leaving the team');
       await h.ok('add_team_member', { team_id: teamId, user_id: carol.id }, bob.bearer);
       t.true(await allowed(h, carol, 'viewer', 'document:plan'));
+      // One change feed: the team changes are in the store's changes, as any tuple write is.
+      const feed = await fetch(`${srv.httpUrl}/stores/${DEFAULT_STORE_ID}/changes?type=team&page_size=100`, { headers: { authorization: `Bearer ${OPENFGA_KEY}` } });
+      const changes = ((await feed.json()) as { changes: { tuple_key: { user: string; relation: string; object: string }; operation: string }[] }).changes;
+      t.deepEqual(
+        changes.filter((c) => c.tuple_key.user === `user:${carol.id}`).map((c) => `${c.operation} ${c.tuple_key.object}#${c.tuple_key.relation}`),
+        [`TUPLE_OPERATION_WRITE team:${teamId}#member`, `TUPLE_OPERATION_DELETE team:${teamId}#member`, `TUPLE_OPERATION_WRITE team:${teamId}#member`],
+      );
       const teams = await h.ok('teams', { organization_id: acmeId }, carol.bearer);
       t.deepEqual((teams['teams'] as { name: string; member_count: number }[]).map((x) => [x.name, x.member_count]), [['Engineering', 1]]);
 
