@@ -42,6 +42,11 @@ export const WEBHOOK_EVENTS = [
   'user.deactivated',
   'user.access_revoked',
   'user.access_enabled',
+  'organization.created',
+  'member.added',
+  'member.removed',
+  'member.role_changed',
+  'invitation.accepted',
 ] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 

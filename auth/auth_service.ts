@@ -35,9 +35,13 @@ import { EmailFlows, type LinkDelivery } from './email_flows.ts';
 import { Permissions, type PermissionEngine } from './permissions.ts';
 import type { TokenScript } from './token_script.ts';
 import { invalidArgument, profilePatch, type UpdateProfileInput } from './profile.ts';
-import { toPublicUser, type AuthCallContext, type PublicUser, type UserPrincipal } from './public_user.ts';
+import { toPublicUser, type AuthCallContext, type AuthResult, type PublicUser, type UserPrincipal } from './public_user.ts';
 import { LoginFlows, signupRoles } from './login_flows.ts';
 import { SessionFlows, requestedRoles, unauthenticated } from './session_flows.ts';
+import { OrganizationService, type OrgCall, type OrgTuples, type TxtResolver } from './organizations.ts';
+import { SqlOrgStore } from './org_store.ts';
+import type { Engine } from '../engine/index.ts';
+import { resolveTxt as dnsResolveTxt } from 'node:dns/promises';
 
 export { INVALID_CREDENTIALS_MESSAGE } from './profile.ts';
 export { SESSION_COOKIE, SESSION_DOMAIN_COOKIE, sessionCookieOf, toPublicUser, type AuthCallContext, type AuthResponse, type AuthResult, type PublicUser, type SessionGrant, type UserPrincipal } from './public_user.ts';
@@ -55,6 +59,22 @@ export interface AuthDependencies {
   otpDelivery?: OtpDelivery | undefined;
   /** `--custom-access-token-script`, compiled: its claims go into every access and id token. */
   tokenScript?: TokenScript | undefined;
+  /** Organizations (SQL main databases only; see `OrganizationService`). */
+  organizations?: OrganizationDependencies | undefined;
+}
+
+/** What the organization service needs besides the identity stores. */
+export interface OrganizationDependencies {
+  /** The FGA engine (read when called, so a late-plugged engine is seen). */
+  engine: () => Engine | undefined;
+  /** The tuple writer on the main connection; undefined when the FGA store lives elsewhere. */
+  tuples: () => OrgTuples | undefined;
+  /** `--organization-roles`. */
+  customRoles: readonly string[];
+  /** `--organization-invitation-ttl`, seconds. */
+  invitationTtlSeconds: number;
+  /** DNS TXT lookups (default: the system resolver). */
+  resolveTxt?: TxtResolver | undefined;
 }
 
 /** The identity service. Build with {@link AuthService.create}. */
@@ -72,6 +92,8 @@ export class AuthService {
   readonly email: EmailFlows;
   /** The custom access token script, when configured (see {@link TokenScript}). */
   readonly tokenScript: TokenScript | undefined;
+  /** Organizations, members, teams, invitations and domains; undefined on DynamoDB (docs/organizations.md). */
+  readonly organizations: OrganizationService | undefined;
   readonly #permissions: Permissions;
   readonly #login: LoginFlows;
   readonly #session: SessionFlows;
@@ -89,7 +111,9 @@ export class AuthService {
     tokenScript: TokenScript | undefined;
     login: LoginFlows;
     session: SessionFlows;
+    organizations: OrganizationService | undefined;
   }) {
+    this.organizations = init.organizations;
     this.tokenScript = init.tokenScript;
     this.verification = init.verification;
     this.email = init.email;
@@ -138,7 +162,24 @@ export class AuthService {
     const mfa = new MfaFlows({ store: mfaStore, memory: deps.memoryStore, users, options: o, delivery: deps.otpDelivery ?? {}, nowSeconds, sessions });
     const verification = new VerificationFlows({ database, store: verifications, users, passwords, sessions, options: o, nowSeconds });
     const permissions = new Permissions(deps.engine);
-    const session = new SessionFlows({ options: o, users, sessions, tokens, permissions, tokenScript: deps.tokenScript });
+    let organizations: OrganizationService | undefined;
+    if (database.kind === 'sql' && deps.organizations !== undefined) {
+      const store = new SqlOrgStore({ sequelize: database.sequelize, nowSeconds });
+      await store.init();
+      const od = deps.organizations;
+      organizations = new OrganizationService({
+        database,
+        store,
+        users,
+        engine: od.engine,
+        tuples: od.tuples,
+        customRoles: od.customRoles,
+        invitationTtlSeconds: od.invitationTtlSeconds,
+        resolveTxt: od.resolveTxt ?? dnsResolveTxt,
+        nowSeconds,
+      });
+    }
+    const session = new SessionFlows({ options: o, users, sessions, tokens, permissions, tokenScript: deps.tokenScript, organizations });
     const email = new EmailFlows({
       database,
       store: verifications,
@@ -160,7 +201,7 @@ export class AuthService {
       },
     });
     const login = new LoginFlows({ options: o, database, users, passwords, memoryStore: deps.memoryStore, mfa, email, sessions: session });
-    return new AuthService({ options: o, users, sessions, tokens, passwords, mfa, permissions, verification, email, tokenScript: deps.tokenScript, login, session });
+    return new AuthService({ options: o, users, sessions, tokens, passwords, mfa, permissions, verification, email, tokenScript: deps.tokenScript, login, session, organizations });
   }
 
   /** True when FGA is enabled (an engine was given). */
@@ -378,6 +419,26 @@ export class AuthService {
   async deleteUserData(user: UserRecord, transaction: StoreTransaction): Promise<void> {
     await this.verification.deleteUserData(user, transaction);
     await this.mfa.deleteUserData(user.id, transaction);
+    // The memberships' tuples go with the user's own (every tuple of `user:<id>`, in this transaction).
+    await this.organizations?.deleteUserRows(user.id, transaction);
+  }
+
+  /**
+   * `switch_organization`: makes `organization_id` the active organization
+   * of the caller's session (empty: none) and issues the session's tokens
+   * again with `org_id` and `org_roles` (and `organizations` when the scope
+   * has `organizations`). The caller must be a member, or may join by a
+   * verified domain (see `OrganizationService.enter`).
+   */
+  async switchOrganization(input: { organization_id?: string | undefined; scope?: readonly string[] | undefined }, ctx: AuthCallContext, call: Omit<OrgCall, 'actor'> = {}): Promise<AuthResult> {
+    const principal = this.#requireUser(ctx);
+    const orgs = this.organizations;
+    if (orgs === undefined) throw new LatchkeyError('failed_precondition', 'organizations need a SQL main database', { reason: 'organizations_unavailable' });
+    const session = await this.#session.sessionOfCaller(ctx);
+    if (session === undefined) throw unauthenticated();
+    const orgId = input.organization_id ?? '';
+    if (orgId !== '') await orgs.enter({ ...call, actor: { kind: 'user', userId: principal.userId } }, orgId, session);
+    return this.#session.reissueWithOrganization(session, orgId, input.scope);
   }
 
   /** Ends every session and refresh token of a user at once (admin revoke, delete, password reset). */

@@ -15,6 +15,7 @@ export {
   toPublicUser,
   type AuthCallContext,
   type AuthDependencies,
+  type OrganizationDependencies,
   type AuthResponse,
   type AuthResult,
   type PublicUser,
@@ -83,3 +84,19 @@ export { DynamoDatabase, isConditionFailed, type DynamoCondition, type DynamoInd
 export { DynamoMemoryStore } from './dynamo_memory_store.ts';
 export { DynamoTransaction, dynamoDatabase, inTransaction, sqlDatabase, sqlTransaction, type MainDatabase, type StoreTransaction } from './main_database.ts';
 export type { AuditEvent, AuditPort } from './audit_port.ts';
+export {
+  OrganizationService,
+  checkSessionFits,
+  type OrgActor,
+  type OrgCall,
+  type OrgEvent,
+  type OrgTuples,
+  type OrganizationServiceOptions,
+  type OrgSettingsInput,
+  type PublicOrganization,
+  type PublicInvitation,
+  type TxtResolver,
+} from './organizations.ts';
+export { DEFAULT_ORG_SETTINGS, SqlOrgStore, type OrgSettings, type OrgRecord, type MemberRecord, type TeamRecord, type InvitationRecord, type InvitationStatus, type DomainRecord } from './org_store.ts';
+export { BUILTIN_ORG_ROLES, ORG_PERMISSIONS, mergeOrgFragment, orgModelFragment, orgModelFragmentDsl } from './org_model.ts';
+export { ORGANIZATIONS_SCOPE, type OrgMemberships } from './session_flows.ts';

@@ -23,7 +23,14 @@ export function firstFactorAmr(loginMethod: string): string {
  * adds claims to the id token only (e.g. `c_hash` in a hybrid response).
  */
 export async function issueTokens(
-  d: { tokens: TokenService; sessions: SessionManager; options: ResolvedAuthOptions; tokenScript?: TokenScript | undefined },
+  d: {
+    tokens: TokenService;
+    sessions: SessionManager;
+    options: ResolvedAuthOptions;
+    tokenScript?: TokenScript | undefined;
+    /** Claims of the session's active organization (`org_id`, `org_roles`, `organizations`), in the access and the id token. */
+    orgClaims?: Readonly<Record<string, unknown>> | undefined;
+  },
   user: UserRecord,
   session: SessionRecord,
   message: string,
@@ -38,6 +45,7 @@ export async function issueTokens(
     login_method: session.login_method,
     allowed_roles: user.roles,
     ...(nonce === undefined ? {} : { nonce }),
+    ...d.orgClaims,
   };
   const pub = toPublicUser(user);
   // --custom-access-token-script: its claims go into the access and the id token, or no token is issued.
@@ -66,6 +74,7 @@ export async function issueTokens(
     amr: session.amr ?? [firstFactorAmr(session.login_method)],
     acr: '0',
     at_hash: d.tokens.atHash(access.token),
+    ...d.orgClaims,
     ...(nonce === undefined ? {} : { nonce }),
     ...idTokenClaims,
   });

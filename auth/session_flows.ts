@@ -35,6 +35,8 @@ export interface SessionFlowsDeps {
   tokens: TokenService;
   permissions: Permissions;
   tokenScript: TokenScript | undefined;
+  /** The organization memberships behind `org_id` claims (undefined: no organizations on this server). */
+  organizations?: OrgMemberships | undefined;
 }
 
 /** What a new session is opened with. */
@@ -108,9 +110,75 @@ export class SessionFlows {
   }
 
   /** Signs access + id (+ refresh with `offline_access`) tokens for a session (see {@link issueTokens}). */
-  #issueTokens(user: UserRecord, session: SessionRecord, message: string, refresh: { token: string } | 'new' = 'new'): Promise<AuthResponse> {
+  async #issueTokens(user: UserRecord, session: SessionRecord, message: string, refresh: { token: string } | 'new' = 'new'): Promise<AuthResponse> {
     const d = this.#d;
-    return issueTokens({ tokens: d.tokens, sessions: d.sessions, options: d.options, tokenScript: d.tokenScript }, user, session, message, refresh);
+    const orgClaims = await this.#orgClaims(session);
+    return issueTokens({ tokens: d.tokens, sessions: d.sessions, options: d.options, tokenScript: d.tokenScript, orgClaims }, user, session, message, refresh);
+  }
+
+  /**
+   * The organization claims of a session's tokens: `org_id` and `org_roles`
+   * of its active organization while the user is still a member, and the
+   * `organizations` list when the scope asks for it.
+   */
+  async #orgClaims(session: SessionRecord): Promise<Record<string, unknown> | undefined> {
+    const orgs = this.#d.organizations;
+    if (orgs === undefined) return undefined;
+    const out: Record<string, unknown> = {};
+    if (session.org_id !== undefined && session.org_id !== '') {
+      const m = await orgs.rolesOf(session.org_id, session.user_id);
+      if (m !== undefined) {
+        out['org_id'] = session.org_id;
+        out['org_roles'] = m.roles;
+      }
+    }
+    if (session.scope.includes(ORGANIZATIONS_SCOPE)) out['organizations'] = await orgs.organizationsOf(session.user_id);
+    return out;
+  }
+
+  /**
+   * Refuses claims of an organization the user no longer belongs to, or with
+   * roles that are not the member's roles now, or past the organization's
+   * session lifetime (`permission_denied`, reason `stale_organization`).
+   */
+  async #checkOrganization(orgId: unknown, orgRoles: unknown, userId: string, session: SessionRecord): Promise<{ org_id: string; org_roles: string[] } | undefined> {
+    if (orgId === undefined || orgId === null || orgId === '') return undefined;
+    const orgs = this.#d.organizations;
+    if (orgs === undefined || typeof orgId !== 'string') throw staleOrganization();
+    const m = await orgs.rolesOf(orgId, userId);
+    if (m === undefined) throw staleOrganization();
+    if (orgRoles !== undefined) {
+      const claimed = Array.isArray(orgRoles) ? orgRoles.map(String).sort() : [];
+      const now = [...m.roles].sort();
+      if (claimed.length !== now.length || claimed.some((r, i) => r !== now[i])) throw staleOrganization();
+    }
+    const lifetime = m.settings.session_lifetime;
+    if (lifetime > 0 && this.#nowSeconds() - session.auth_time > lifetime) throw staleOrganization();
+    return { org_id: orgId, org_roles: m.roles };
+  }
+
+  /**
+   * Makes `orgId` the session's active organization (empty: none) and issues
+   * the session's tokens again, with a new cookie. The caller has checked
+   * that the user may enter the organization.
+   */
+  async reissueWithOrganization(session: SessionRecord, orgId: string, scope: readonly string[] | undefined): Promise<AuthResult> {
+    const user = await this.activeUser(session.user_id);
+    if (user === undefined) throw unauthenticated();
+    const patch: Partial<Pick<SessionRecord, 'scope' | 'org_id'>> = { org_id: orgId === '' ? undefined : orgId };
+    if (scope !== undefined && scope.length > 0) patch.scope = [...new Set(scope)];
+    const { session: next, cookieToken } = await this.#d.sessions.rotateCookie(session, patch);
+    const response = await this.#issueTokens(user, next, orgId === '' ? 'Left the organization' : 'Switched organization');
+    return { response, session: { token: cookieToken, maxAgeSeconds: this.#d.sessions.cookieTtl }, record: user };
+  }
+
+  /** The session of the caller: from the session cookie, else the bearer token's session. */
+  async sessionOfCaller(ctx: AuthCallContext): Promise<SessionRecord | undefined> {
+    let session: SessionRecord | undefined;
+    if (ctx.sessionCookie !== undefined) session = await this.#d.sessions.fromCookie(ctx.sessionCookie);
+    if (session === undefined && ctx.principal?.kind === 'user' && ctx.principal.sessionId !== undefined) session = await this.#d.sessions.get(ctx.principal.sessionId);
+    if (session !== undefined && ctx.principal?.kind === 'user' && session.user_id !== ctx.principal.userId) return undefined;
+    return session;
   }
 
   // ---------------------------------------------------------------- refresh and end
@@ -296,7 +364,8 @@ export class SessionFlows {
     // answered without a promise (`#liveNow`, the same checks as `#verifyLive`); anything else takes the full path.
     if (input.token_type === 'access_token' && (input.required_relations === undefined || input.required_relations.length === 0)) {
       const live = this.#liveNow(input.token);
-      if (live !== undefined) {
+      // A token with an active organization takes the full path: its membership is read each time.
+      if (live !== undefined && live.claims['org_id'] === undefined) {
         try {
           return this.#valid(live.claims, input.roles);
         } catch (err) {
@@ -309,7 +378,8 @@ export class SessionFlows {
 
   async #validateJwtToken(input: ValidateJwtTokenInput): Promise<ValidJwtToken> {
     if (!(TOKEN_TYPES as readonly string[]).includes(input.token_type)) throw invalidArgument('invalid token type', 'invalid_token_type');
-    const { claims } = await this.#verifyLive(input.token, input.token_type as TokenType);
+    const { claims, session } = await this.#verifyLive(input.token, input.token_type as TokenType);
+    await this.#checkOrganization(claims['org_id'], claims['org_roles'], claims.sub, session);
     const valid = this.#valid(claims, input.roles);
     await this.#d.permissions.requireRelations(claims.sub, input.required_relations);
     return valid;
@@ -330,7 +400,7 @@ export class SessionFlows {
     cookie?: string | undefined;
     roles?: readonly string[] | undefined;
     required_relations?: readonly RequiredRelation[] | undefined;
-  }, ctx: AuthCallContext = {}): Promise<{ is_valid: true; user: PublicUser }> {
+  }, ctx: AuthCallContext = {}): Promise<{ is_valid: true; user: PublicUser; org_id?: string; org_roles?: string[] }> {
     const cookie = input.cookie !== undefined && input.cookie !== '' ? input.cookie : ctx.sessionCookie;
     if (cookie === undefined) throw invalidArgument('cookie is required', 'missing_cookie');
     const session = await this.#d.sessions.fromCookie(cookie);
@@ -338,9 +408,25 @@ export class SessionFlows {
     const user = await this.activeUser(session.user_id);
     if (user === undefined) throw unauthenticated('invalid_session', 'invalid session');
     if (input.roles !== undefined) for (const r of input.roles) if (!session.roles.includes(r)) throw new LatchkeyError('permission_denied', 'unauthorized', { reason: 'missing_role' });
+    const org = await this.#checkOrganization(session.org_id, undefined, user.id, session);
     await this.#d.permissions.requireRelations(user.id, input.required_relations);
-    return { is_valid: true, user: toPublicUser(user) };
+    return { is_valid: true, user: toPublicUser(user), ...org };
   }
+}
+
+/** What the session flows read of organization memberships (the organization service). */
+export interface OrgMemberships {
+  /** The user's live roles in the organization, with its session lifetime (seconds, 0 for none); undefined when not a member or the organization is gone. */
+  rolesOf(orgId: string, userId: string): Promise<{ roles: string[]; settings: { session_lifetime: number } } | undefined>;
+  /** The user's organizations (the `organizations` claim). */
+  organizationsOf(userId: string): Promise<{ id: string; slug: string; name: string; roles: string[] }[]>;
+}
+
+/** The scope that asks for the `organizations` claim. */
+export const ORGANIZATIONS_SCOPE = 'organizations';
+
+function staleOrganization(): LatchkeyError {
+  return new LatchkeyError('permission_denied', 'the active organization of this session is no longer valid; switch organization again', { reason: 'stale_organization' });
 }
 
 /** The input of `validate_jwt_token`. */

@@ -38,6 +38,8 @@ export interface SessionRecord {
   cookie_hash: string;
   /** Milliseconds since the epoch when the session was created. */
   created_ms: number;
+  /** The active organization (`switch_organization`): its id goes into the session's tokens as `org_id`. */
+  org_id?: string | undefined;
 }
 
 /** Outcome of a refresh-token rotation. */
@@ -198,7 +200,7 @@ export class SessionManager {
    * `ended:<sid>` is written before an ending deletes anything, so either the
    * ending deletes this write or this call sees the marker (security matrix B6).
    */
-  async rotateCookie(session: SessionRecord, patch: Partial<Pick<SessionRecord, 'roles' | 'scope'>> = {}): Promise<{ session: SessionRecord; cookieToken: string }> {
+  async rotateCookie(session: SessionRecord, patch: Partial<Pick<SessionRecord, 'roles' | 'scope' | 'org_id'>> = {}): Promise<{ session: SessionRecord; cookieToken: string }> {
     const cookieToken = newId(32);
     const next: SessionRecord = { ...session, ...patch, cookie_hash: hashToken(cookieToken) };
     await this.#store.set(`sess:${session.sid}`, JSON.stringify(next), this.sessionTtl);

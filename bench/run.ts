@@ -27,6 +27,7 @@ const SUITES: Record<string, string> = {
   cluster: './cluster.ts',
   sql: './sql_targets.ts',
   footprint: './footprint.ts',
+  organizations: './organizations.ts',
 };
 
 interface SuiteModule {

@@ -30,6 +30,8 @@ export interface StartOptions {
   clock?: Clock;
   /** Extra rows served besides the table (tests use this to exercise the plumbing). */
   extraOperations?: readonly ServedOperation[];
+  /** DNS TXT lookups of domain verification (default: the system resolver; tests pass their own). */
+  resolveTxt?: (name: string) => Promise<string[][]>;
 }
 
 export interface RunningServer {
@@ -142,7 +144,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     for (const c of cleanups.reverse()) await c().catch(() => undefined);
   };
   try {
-    const services = await createServices({ config, database, logger, ...(options.clock ? { clock: options.clock } : {}) });
+    const services = await createServices({ config, database, logger, ...(options.clock ? { clock: options.clock } : {}), ...(options.resolveTxt ? { resolveTxt: options.resolveTxt } : {}) });
     cleanups.push(() => closeServices(services));
     let redis: Redis | undefined;
     if (config.redisUrl) {

@@ -259,6 +259,8 @@ export interface Services {
   admin?: AdminService;
   /** Run at shutdown, last-registered first, before the database closes. */
   readonly closers: (() => Promise<void>)[];
+  /** DNS TXT lookups of organization domain verification (default: the system resolver). */
+  readonly resolveTxt?: (name: string) => Promise<string[][]>;
 }
 
 /**

@@ -168,6 +168,11 @@ export const FLAGS = {
   ...group('Organization / UI', () => ({
     'organization-name': str({ doc: 'Organization name shown on pages and in emails', default: 'Latchkey' }),
     'organization-logo': str({ doc: 'URL of the organization logo', default: '' }),
+    'organization-roles': list({
+      doc: 'Custom organization roles besides owner, admin and member (docs/organizations.md): each becomes a relation of the FGA type organization',
+      default: [],
+    }),
+    'organization-invitation-ttl': duration({ doc: 'How long an organization invitation stays usable', default: 7 * 86_400_000, min: 60_000, max: 90 * 86_400_000 }),
     'enable-login-page': bool({ doc: 'Serve the built-in login page', default: true }),
     'enable-dashboard': bool({ doc: 'Serve the admin dashboard at /dashboard (signed in with the admin secret)', default: true }),
     'enable-playground': bool({ doc: 'Serve the GraphQL playground', default: true }),
@@ -443,6 +448,10 @@ function crossChecks(c: Record<string, unknown>, raw: Record<string, string[]>, 
   for (const r of c.defaultRoles as readonly string[])
     if (!roles.includes(r)) problems.push(`--default-roles: "${r}" is not one of --roles`);
   if (c.enforceMfa && !c.enableMfa) problems.push('--enforce-mfa needs --enable-mfa');
+  for (const r of c.organizationRoles as readonly string[]) {
+    if (!/^[a-z][a-z0-9_]{0,63}$/.test(r) || ['owner', 'admin', 'member', 'organization'].includes(r) || r.startsWith('can_'))
+      problems.push(`--organization-roles: "${r}" must be a lower-case relation name that is not owner, admin, member, organization or can_*`);
+  }
   if (c.smsApiUrl && !/^https?:\/\/[^/]/.test(c.smsApiUrl as string)) problems.push('--sms-api-url must be an http(s) URL');
   const smsVendor = Boolean(c.smsAccountSid && c.smsApiKey && c.smsApiSecret && c.smsSender);
   if (c.enableMfa && c.enableSmsOtp && !smsVendor)

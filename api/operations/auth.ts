@@ -115,7 +115,12 @@ const VALIDATE_SESSION_INPUT = s.object('ValidateSessionRequest', {
   required_relations: s.optional(s.list(REQUIRED_RELATION, { maxItems: 100 })),
 });
 
-const VALIDATE_SESSION_OUTPUT = s.object('ValidateSessionResponse', { is_valid: s.bool(), user: USER });
+const VALIDATE_SESSION_OUTPUT = s.object('ValidateSessionResponse', {
+  is_valid: s.bool(),
+  user: USER,
+  org_id: s.optional(s.string({ doc: 'The session\'s active organization (switch_organization)' })),
+  org_roles: s.optional(s.list(s.string(), { doc: 'The member\'s roles in the active organization' })),
+});
 
 /** The common part of an identity row: served on every protocol at `/v1/<name>`. */
 export function row<const N extends string>(name: N, method: 'GET' | 'POST', grpc: string) {

@@ -41,7 +41,7 @@ import { rawConnection } from './raw.ts';
 import { backendError, SqlConnections } from './connections.ts';
 import { chunks, condition, expiryText, live, PK, toStored, TUPLE_COLUMNS, type TupleRow } from './sql_rows.ts';
 import { scanTuples } from './sql_scan.ts';
-import { applyInsertOnlyPostgres, applyWrite, changeNotifySql, deleteExpiredTuples, deleteUsersTuples, insertOnlyPostgres, NothingExpired, WriteViolation } from './sql_writer.ts';
+import { applyInsertOnlyPostgres, applyWrite, changeNotifySql, deleteExpiredTuples, deleteObjectsTuples, deleteUsersTuples, insertOnlyPostgres, NothingExpired, WriteViolation } from './sql_writer.ts';
 import { answerLevel, LEVEL_COLUMNS, type Branch, type LevelRead } from './level_reads.ts';
 
 /** Options of {@link SqlStore.open}. */
@@ -357,16 +357,20 @@ export class SqlStore implements TupleStore {
   // ---------------------------------------------------------------- writes
 
   /** Existing keys among `keys`, as `type:id\0relation\0user`. */
-  async #existing(keys: readonly TupleKey[], tx?: Transaction): Promise<Set<string>> {
+  async #existing(keys: readonly TupleKey[], tx?: Transaction, expiring?: Set<string>): Promise<Set<string>> {
     const found = new Set<string>();
     for (const part of chunks(keys, this.#batch)) {
       const m = this.#match(PK, part.map(pkOf));
-      const rows = await this.#select<TupleRow>(
-        `SELECT t.object_type, t.object_id, t.relation, t._user FROM fga_tuple t${m.join} WHERE ${m.where === '' ? '' : `${m.where} AND `}t.store = ?`,
+      const rows = await this.#select<TupleRow & { expires_at?: unknown }>(
+        `SELECT t.object_type, t.object_id, t.relation, t._user, t.expires_at FROM fga_tuple t${m.join} WHERE ${m.where === '' ? '' : `${m.where} AND `}t.store = ?`,
         [...m.params, this.storeId],
         tx,
       );
-      for (const r of rows) found.add(`${r.object_type}:${r.object_id}\u0000${r.relation}\u0000${r._user}`);
+      for (const r of rows) {
+        const k = `${r.object_type}:${r.object_id}\u0000${r.relation}\u0000${r._user}`;
+        found.add(k);
+        if (r.expires_at !== null && r.expires_at !== undefined) expiring?.add(k);
+      }
     }
     return found;
   }
@@ -474,6 +478,69 @@ export class SqlStore implements TupleStore {
     }
     try {
       return await deleteUsersTuples(rawConnection(this.#dialect, connection), this.#dialect, this.#batch, this.storeId, this.#now(), users);
+    } catch (err) {
+      throw backendError(err);
+    }
+  }
+
+  /** The raw connection of a caller's transaction on this store's connection (else `failed_precondition`, reason `foreign_transaction`). */
+  #callerConnection(tx: Transaction | undefined): ReturnType<typeof rawConnection> {
+    this.#open();
+    if (!(tx instanceof Transaction) || (tx as unknown as { sequelize?: Sequelize }).sequelize !== this.#sequelize) {
+      throw new LatchkeyError('failed_precondition', 'the transaction does not belong to the FGA store\'s database connection', { reason: 'foreign_transaction' });
+    }
+    const connection = (tx as unknown as { connection?: unknown }).connection;
+    if (connection === undefined) {
+      throw new LatchkeyError('failed_precondition', 'the transaction has not started or has finished', { reason: 'foreign_transaction' });
+    }
+    return rawConnection(this.#dialect, connection);
+  }
+
+  /**
+   * Makes `deletes` absent and `writes` present inside the caller's
+   * transaction (same rules as {@link SqlStore.deleteTuplesOfUsers}): a
+   * delete of an absent tuple and a write of a present one are skipped, so
+   * the call states the wanted end state rather than a change; a wanted
+   * tuple that is present with an expiry is rewritten without one. One revision
+   * bump and one changelog row per tuple actually changed; nothing is
+   * written when nothing changes. A concurrent writer of the same tuple
+   * fails the call with `aborted` (reason `tuple_conflict`), and the caller's
+   * transaction must roll back. Returns the number of tuples changed.
+   */
+  async ensureTuplesInTransaction(deletes: readonly TupleKey[], writes: readonly TupleKey[], options: { transaction: Transaction }): Promise<number> {
+    const conn = this.#callerConnection(options?.transaction);
+    const key = (t: TupleKey): string => `${t.object}\u0000${t.relation}\u0000${t.user}`;
+    const expiring = new Set<string>();
+    const present = await this.#existing([...deletes, ...writes], options.transaction, expiring);
+    // A wanted tuple held with an expiry (expired but not collected yet, or about to expire) is
+    // replaced by the lasting one the caller states.
+    const renew = writes.filter((t) => expiring.has(key(t)));
+    const d = [...deletes.filter((t) => present.has(key(t))), ...renew];
+    const w = writes.filter((t) => !present.has(key(t)) || expiring.has(key(t)));
+    if (d.length === 0 && w.length === 0) return 0;
+    try {
+      await applyWrite(conn, this.#dialect, this.#batch, this.storeId, this.#now(), d, w);
+    } catch (err) {
+      if (err instanceof WriteViolation) {
+        if (err.kind === 'no_store') throw storeNotFound(this.storeId);
+        throw new LatchkeyError('aborted', 'a concurrent write changed the same tuples; try again', { reason: 'tuple_conflict' });
+      }
+      throw backendError(err);
+    }
+    return d.length + w.length;
+  }
+
+  /**
+   * Deletes, inside the caller's transaction, every tuple about one of
+   * `objects` (`type:id`) and every tuple whose user is one of them or one of
+   * their usersets (`type:id#relation`): what deleting the object leaves
+   * behind. Same transaction rules and revision bookkeeping as
+   * {@link SqlStore.deleteTuplesOfUsers}. Returns the number deleted.
+   */
+  async deleteTuplesOfObjects(objects: readonly string[], options: { transaction: Transaction }): Promise<number> {
+    const conn = this.#callerConnection(options?.transaction);
+    try {
+      return await deleteObjectsTuples(conn, this.#dialect, this.#batch, this.storeId, this.#now(), objects);
     } catch (err) {
       throw backendError(err);
     }

@@ -321,3 +321,38 @@ export class NothingExpired extends Error {
     super('no expired tuple');
   }
 }
+
+/** `s` with the LIKE wildcards and the escape character `!` escaped by `!` (for `LIKE ? ESCAPE '!'`). */
+function likePrefix(s: string): string {
+  return `${s.replace(/[!%_]/g, (c) => `!${c}`)}#%`;
+}
+
+/**
+ * Deletes every tuple about one of `objects` (`type:id`), or whose user is
+ * one of them or a userset of one of them (`type:id#relation`), with one
+ * revision bump and one changelog row per deleted tuple; returns how many
+ * were deleted.
+ */
+export async function deleteObjectsTuples(conn: RawConnection, dialect: SqlDialect, batch: number, store: string, now: number, objects: readonly string[]): Promise<number> {
+  const revision = await bumpRevision(conn, dialect, store);
+  let removed = 0;
+  // Four parameters per object in the condition below.
+  for (const part of chunks([...new Set(objects)], Math.max(1, Math.floor(batch / 4)))) {
+    const params: string[] = [];
+    const terms: string[] = [];
+    for (const o of part) {
+      const [type, id] = splitObject(o);
+      terms.push("(object_type = ? AND object_id = ?) OR _user = ? OR _user LIKE ? ESCAPE '!'");
+      params.push(type, id, o, likePrefix(o));
+    }
+    const where = `store = ? AND (${terms.join(' OR ')})`;
+    await conn.run(
+      `INSERT INTO fga_changelog (store, revision, seq, operation, object_type, object_id, relation, _user, condition_name, condition_context, inserted_at)
+       SELECT store, ?, ? + ROW_NUMBER() OVER (ORDER BY object_type, object_id, relation, _user) - 1, 'd', object_type, object_id, relation, _user, NULL, NULL, ?
+       FROM fga_tuple WHERE ${where}`,
+      [revision, removed, now, store, ...params],
+    );
+    removed += (await conn.run(`DELETE FROM fga_tuple WHERE ${where}`, [store, ...params])).changes;
+  }
+  return removed;
+}

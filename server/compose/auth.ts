@@ -14,6 +14,9 @@ import {
   SocialLogin,
   createMemoryStore,
   engineAsPermissionEngine,
+  sqlTransaction,
+  type OrganizationDependencies,
+  type OrgTuples,
   type JwtAlgorithm,
   type MemoryStore,
   type PermissionEngine,
@@ -81,7 +84,7 @@ export async function plugAuth(services: Services): Promise<AuthService> {
       totpIssuer: c.organizationName ?? 'Latchkey',
       now: epochMsOf(services.clock),
     },
-    { database: services.database, memoryStore, engine: permissionEngine, otpDelivery: otpDeliveryOf(services), tokenScript },
+    { database: services.database, memoryStore, engine: permissionEngine, otpDelivery: otpDeliveryOf(services), tokenScript, organizations: organizationsOf(services) },
   );
   services.auth = auth;
   services.memoryStore = memoryStore;
@@ -97,6 +100,36 @@ export async function plugAuth(services: Services): Promise<AuthService> {
   const social = socialLogin(services, auth, memoryStore, issuer);
   if (social !== undefined) services.social = social;
   return auth;
+}
+
+/**
+ * What the organization service needs: the engine, and the tuple writer
+ * when the FGA store is a SQL store on the main connection (its tuples then
+ * commit with the organization rows; otherwise organizations answer
+ * `failed_precondition`, docs/organizations.md).
+ */
+function organizationsOf(services: Services): OrganizationDependencies {
+  const c = services.config;
+  return {
+    engine: () => services.engine,
+    tuples: (): OrgTuples | undefined => {
+      const hooks = services.engine === undefined ? undefined : services.engineHooks;
+      const store = hooks?.sqlStore;
+      if (hooks === undefined || store === undefined || store.sequelize !== services.sequelize) return undefined;
+      return {
+        ensure: async (deletes, writes, tx) => {
+          await store.ensureTuplesInTransaction(deletes, writes, { transaction: sqlTransaction(tx)! });
+        },
+        deleteObjects: async (objects, tx) => {
+          await store.deleteTuplesOfObjects(objects, { transaction: sqlTransaction(tx)! });
+        },
+        refresh: () => hooks.refresh(),
+      };
+    },
+    customRoles: c.organizationRoles,
+    invitationTtlSeconds: Math.floor(c.organizationInvitationTtl / 1000),
+    ...(services.resolveTxt ? { resolveTxt: services.resolveTxt } : {}),
+  };
 }
 
 /** The OAuth 2.0 / OpenID provider on the identity service and its memory store (its endpoints: transports/web/oauth.ts). */

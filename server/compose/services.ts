@@ -21,6 +21,8 @@ export interface ServicesOptions {
   database: MainDatabase;
   logger: Logger;
   clock?: Clock;
+  /** DNS TXT lookups of domain verification (default: the system resolver). */
+  resolveTxt?: (name: string) => Promise<string[][]>;
 }
 
 /**
@@ -38,6 +40,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     version: VERSION,
     authenticators: [adminSecretAuthenticator(config.adminSecret ?? '', config.disableAdminHeaderAuth)],
     closers: [],
+    ...(options.resolveTxt ? { resolveTxt: options.resolveTxt } : {}),
   };
 
   // Domain services are plugged in below, in dependency order: the engine, then identity (which checks

@@ -62,6 +62,23 @@ test('every admin operation refuses missing and wrong credentials on every proto
       fga_delete_tuples: { tuples: [tuple] },
       fga_list_users: { object: 'doc:1', relation: 'viewer', user_type: 'user' },
       fga_expand: { object: 'doc:1', relation: 'viewer' },
+      admin_create_organization: { name: 'Acme' },
+      admin_organization: { organization_id: 'x' },
+      admin_update_organization: { organization_id: 'x', name: 'y' },
+      admin_delete_organization: { organization_id: 'x' },
+      admin_organization_members: { organization_id: 'x' },
+      admin_add_organization_member: { organization_id: 'x', user_id: 'x' },
+      admin_update_organization_member: { organization_id: 'x', user_id: 'x', role: 'admin' },
+      admin_remove_organization_member: { organization_id: 'x', user_id: 'x' },
+      admin_create_team: { organization_id: 'x', name: 'y' },
+      admin_teams: { organization_id: 'x' },
+      admin_add_team_member: { team_id: 'x', user_id: 'x' },
+      admin_remove_team_member: { team_id: 'x', user_id: 'x' },
+      admin_invite_organization_members: { organization_id: 'x', emails: ['a@example.com'] },
+      admin_organization_invitations: { organization_id: 'x' },
+      admin_revoke_organization_invitation: { invitation_id: 'x' },
+      admin_add_organization_domain: { organization_id: 'x', domain: 'example.com' },
+      admin_verify_organization_domain: { organization_id: 'x', domain: 'example.com' },
     };
     for (const op of adminOps) {
       for (const protocol of op.protocols) {

@@ -106,6 +106,8 @@ export interface TestServerOptions {
   logSink?: (line: string) => void;
   /** The server's clock (default: the system clock); tests move time with it instead of sleeping. */
   clock?: Clock;
+  /** DNS TXT lookups of organization domain verification (default: the system resolver). */
+  resolveTxt?: (name: string) => Promise<string[][]>;
 }
 
 function flagArgs(flags: Record<string, string | boolean | number>): string[] {
@@ -160,6 +162,7 @@ export async function startTestServer(
       ...(options.extraOperations ? { extraOperations: options.extraOperations } : {}),
       ...(options.logSink ? { logSink: options.logSink } : {}),
       ...(options.clock ? { clock: options.clock } : {}),
+      ...(options.resolveTxt ? { resolveTxt: options.resolveTxt } : {}),
     });
   } catch (err) {
     await drop();

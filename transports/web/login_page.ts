@@ -22,6 +22,11 @@
  * applies); `/app?token=…&type=invite_member` (an invitation) and
  * `/app/reset-password?token=…` ask for the new password twice and post
  * `POST /v1/reset_password`, then offer the sign-in form.
+ * `/app?organization_invitation=…` (from `invite_organization_members`)
+ * accepts the invitation once the user has signed in or up, and makes its
+ * organization the session's active one; without one, a user of several
+ * organizations is offered a button per organization that makes it active
+ * (`switch_organization`).
  *
  * One static document per configuration: nothing of the request is written
  * into it (the script reads `location.search` itself and writes only through
@@ -52,7 +57,7 @@ button{margin-top:1rem;padding:.5rem 1rem;font:inherit;cursor:pointer}
 #enrol img{display:block;margin:.5rem 0}
 #logo{display:block;margin:0 auto .5rem;max-width:100%}
 #org{text-align:center;font-weight:600;margin:0 0 1rem}
-#social{display:grid;gap:.5rem;margin-top:1rem}
+#social,#orgs{display:grid;gap:.5rem;margin-top:1rem}
 .social{display:block;padding:.5rem;border:1px solid GrayText;border-radius:.3rem;text-align:center;color:inherit;text-decoration:none}
 `;
 
@@ -91,11 +96,49 @@ const SCRIPT = `
     if (!res.ok) throw new Error(typeof body.message === 'string' && body.message ? body.message : 'Request failed (' + res.status + ')');
     return body;
   }
+  const orgInvitation = params.get('organization_invitation');
+  // After sign-in: an organization invitation from the link is accepted and its organization made active;
+  // otherwise the user's organizations are offered, one button each, to make one active.
+  async function organizationsAfterSignIn() {
+    if (orgInvitation) {
+      const accepted = await call('accept_organization_invitation', { token: orgInvitation });
+      history.replaceState(null, '', location.pathname);
+      await call('switch_organization', { organization_id: accepted.organization.id });
+      show('signed-in', 'Signed in to ' + accepted.organization.name);
+      return;
+    }
+    let list = [];
+    try {
+      const mine = await call('organizations', { pagination: { page: 1, limit: 100 } });
+      list = Array.isArray(mine.organizations) ? mine.organizations : [];
+    } catch { return; }
+    if (list.length === 0) return;
+    const box = $('orgs');
+    box.replaceChildren();
+    for (const o of list) {
+      const b = document.createElement('button');
+      b.type = 'button';
+      b.className = 'org';
+      b.textContent = o.name;
+      b.addEventListener('click', async () => {
+        clear(); busy(true);
+        try {
+          await call('switch_organization', { organization_id: o.id });
+          box.hidden = true;
+          show('signed-in', 'Signed in to ' + o.name);
+        } catch (err) { show('error', err.message); }
+        finally { busy(false); }
+      });
+      box.append(b);
+    }
+    box.hidden = false;
+  }
   function done() {
     if (params.has('client_id')) { location.assign(base + 'authorize' + query); return; }
     only('');
     $('title').textContent = 'Signed in';
     show('signed-in', 'Signed in');
+    organizationsAfterSignIn().catch((err) => show('error', err.message));
   }
   function startChallenge(body) {
     const email = body.should_show_email_otp_screen;
@@ -350,6 +393,7 @@ const HTML_BODY = `<h1 id="title">Sign in</h1>
 <button id="reset-submit" type="submit">Set password</button>
 </form>
 <p id="signed-in" role="status" hidden></p>
+<div id="orgs" role="group" aria-label="Choose an organization" hidden></div>
 <p id="notice" role="status" hidden></p>
 <p id="error" role="alert" hidden></p>
 </main>

@@ -514,6 +514,119 @@
   pager('audit', audit, () => guarded(loadAudit));
   $('audit-filter').addEventListener('submit', (ev) => { ev.preventDefault(); audit.page = 1; void guarded(loadAudit); });
 
+  // ------------------------------------------------------------ organizations
+  const orgs = { page: 1, limit: 10, total: 0, current: null };
+  async function loadOrgs() {
+    const input = { pagination: { page: orgs.page, limit: orgs.limit } };
+    const q = $('org-query').value.trim();
+    if (q) input.search = q;
+    const out = await api('admin/organizations', input);
+    orgs.total = out.pagination.total;
+    const body = $('org-rows');
+    clear(body);
+    for (const o of out.organizations) {
+      body.append(el('tr', {},
+        el('td', { text: o.name }),
+        el('td', { text: o.slug }),
+        el('td', { text: when(o.created_at) }),
+        el('td', {}, el('button', { type: 'button', text: 'Open', 'aria-label': 'Open ' + o.name, onclick: () => guarded(() => openOrg(o)) }))));
+    }
+    if (out.organizations.length === 0) body.append(el('tr', {}, el('td', { colspan: 4, class: 'muted', text: 'No organizations.' })));
+    showPage('orgs', orgs);
+  }
+  async function openOrg(o) {
+    orgs.current = o;
+    $('org-detail-name').textContent = o.name;
+    $('org-detail-id').textContent = o.id;
+    $('org-domain-record').textContent = '';
+    $('org-detail').hidden = false;
+    await loadOrgDetail();
+  }
+  async function loadOrgDetail() {
+    const o = orgs.current;
+    if (!o) return;
+    const members = await api('admin/organization_members', { organization_id: o.id, pagination: { page: 1, limit: 100 } });
+    const mbody = $('org-member-rows');
+    clear(mbody);
+    for (const m of members.members) {
+      mbody.append(el('tr', {},
+        el('td', { text: m.email || '' }),
+        el('td', { text: m.user_id }),
+        el('td', { text: m.role }),
+        el('td', {}, el('button', { type: 'button', text: 'Remove', 'aria-label': 'Remove ' + (m.email || m.user_id), onclick: () => guarded(async () => {
+          await api('admin/remove_organization_member', { organization_id: o.id, user_id: m.user_id });
+          toast('Member removed.');
+          await loadOrgDetail();
+        }) }))));
+    }
+    if (members.members.length === 0) mbody.append(el('tr', {}, el('td', { colspan: 4, class: 'muted', text: 'No members.' })));
+    const invitations = await api('admin/organization_invitations', { organization_id: o.id, pagination: { page: 1, limit: 100 } });
+    const ibody = $('org-invitation-rows');
+    clear(ibody);
+    for (const i of invitations.invitations) {
+      ibody.append(el('tr', {},
+        el('td', { text: i.email }),
+        el('td', { text: i.role }),
+        el('td', {}, badge(i.status, i.status === 'accepted' ? 'ok' : i.status === 'pending' ? '' : 'bad')),
+        el('td', { text: when(i.expires_at) }),
+        el('td', {}, i.status === 'pending' ? el('button', { type: 'button', text: 'Revoke', 'aria-label': 'Revoke the invitation of ' + i.email, onclick: () => guarded(async () => {
+          await api('admin/revoke_organization_invitation', { invitation_id: i.id });
+          await loadOrgDetail();
+        }) }) : '')));
+    }
+    if (invitations.invitations.length === 0) ibody.append(el('tr', {}, el('td', { colspan: 5, class: 'muted', text: 'No invitations.' })));
+  }
+  loaders.orgs = loadOrgs;
+  pager('orgs', orgs, () => guarded(loadOrgs));
+  $('org-search').addEventListener('submit', (ev) => { ev.preventDefault(); orgs.page = 1; void guarded(loadOrgs); });
+  $('org-create').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    void guarded(async () => {
+      const input = { name: $('org-name').value.trim() };
+      const slug = $('org-slug').value.trim();
+      if (slug) input.slug = slug;
+      const o = await api('admin/create_organization', input);
+      $('org-name').value = '';
+      $('org-slug').value = '';
+      toast('Organization created.');
+      await loadOrgs();
+      await openOrg(o);
+    }, $('org-create'));
+  });
+  $('org-invite').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    void guarded(async () => {
+      const emails = $('org-invite-emails').value.split(/[\s,]+/).map((e) => e.trim()).filter(Boolean);
+      const input = { organization_id: orgs.current.id, emails };
+      const role = $('org-invite-role').value.trim();
+      if (role) input.role = role;
+      await api('admin/invite_organization_members', input);
+      $('org-invite-emails').value = '';
+      toast('Invitations created (mailed when a mail server is set up).');
+      await loadOrgDetail();
+    }, $('org-invite'));
+  });
+  const showRecord = (d) => {
+    $('org-domain-record').textContent = d.verified ? d.domain + ' is verified.' : 'Publish TXT ' + d.txt_record_name + ' = ' + d.txt_record_value + ', then Verify.';
+  };
+  $('org-domain').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    void guarded(async () => showRecord(await api('admin/add_organization_domain', { organization_id: orgs.current.id, domain: $('org-domain-name').value.trim() })), $('org-domain'));
+  });
+  $('org-domain-verify').addEventListener('click', () => guarded(async () => showRecord(await api('admin/verify_organization_domain', { organization_id: orgs.current.id, domain: $('org-domain-name').value.trim() })), $('org-domain')));
+  $('org-delete').addEventListener('click', async () => {
+    const o = orgs.current;
+    if (!o || !(await confirmDialog('Delete the organization ' + o.name + '? Its members, teams and every grant to it go.', 'Delete'))) return;
+    await guarded(async () => {
+      await api('admin/delete_organization', { organization_id: o.id });
+      $('org-detail').hidden = true;
+      orgs.current = null;
+      toast('Organization deleted.');
+      await loadOrgs();
+    });
+  });
+  $('org-close').addEventListener('click', () => { $('org-detail').hidden = true; orgs.current = null; });
+
   // ------------------------------------------------------------ authorization
   const dsl = $('dsl');
   let dslErrors = [];
