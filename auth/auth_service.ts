@@ -18,7 +18,9 @@
  * `email_flows.ts` and `verification_flows.ts`. Profile changes, account
  * deactivation, password reset and the admin hooks are here.
  */
-import { auditRefusals, LOGIN_REFUSED, RESEND_REFUSED, SECOND_FACTOR_REFUSED } from './audit_port.ts';
+import { auditRefusals, LOGIN_REFUSED, PASSKEY_LOGIN_REFUSED, PASSKEY_SECOND_FACTOR_REFUSED, RESEND_REFUSED, SECOND_FACTOR_REFUSED } from './audit_port.ts';
+import { PasskeyFlows } from './passkey_flows.ts';
+import { RelyingParty } from './webauthn.ts';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { MemoryStore } from './memory_store.ts';
 import { resolveAuthOptions, type AuthOptions, type ResolvedAuthOptions } from './options.ts';
@@ -72,6 +74,8 @@ export class AuthService {
   readonly email: EmailFlows;
   /** The custom access token script, when configured (see {@link TokenScript}). */
   readonly tokenScript: TokenScript | undefined;
+  /** Passkeys: sign-up, sign-in, second factor, management. */
+  readonly passkeys: PasskeyFlows;
   readonly #permissions: Permissions;
   readonly #login: LoginFlows;
   readonly #session: SessionFlows;
@@ -89,7 +93,9 @@ export class AuthService {
     tokenScript: TokenScript | undefined;
     login: LoginFlows;
     session: SessionFlows;
+    passkeys: PasskeyFlows;
   }) {
+    this.passkeys = init.passkeys;
     this.tokenScript = init.tokenScript;
     this.verification = init.verification;
     this.email = init.email;
@@ -125,7 +131,7 @@ export class AuthService {
     const nowSeconds = () => Math.floor(o.now() / 1000);
     const database = deps.database ?? (deps.sequelize ? sqlDatabase(deps.sequelize) : undefined);
     if (database === undefined) throw new LatchkeyError('invalid_argument', 'the identity service needs a database', { reason: 'invalid_option' });
-    const { users, verifications, mfa: mfaStore } = await openAuthStores(database, nowSeconds);
+    const { users, verifications, mfa: mfaStore, passkeys: passkeyStore } = await openAuthStores(database, nowSeconds);
     const passwords = new PasswordHasher({ cost: o.bcryptCost });
     await passwords.warmUp();
     const sessions = new SessionManager({
@@ -159,8 +165,20 @@ export class AuthService {
         return { response, mfaSession: grant, record: user };
       },
     });
-    const login = new LoginFlows({ options: o, database, users, passwords, memoryStore: deps.memoryStore, mfa, email, sessions: session });
-    return new AuthService({ options: o, users, sessions, tokens, passwords, mfa, permissions, verification, email, tokenScript: deps.tokenScript, login, session });
+    const passkeys = new PasskeyFlows({
+      rp: o.webauthn === undefined ? undefined : new RelyingParty(o.webauthn),
+      store: passkeyStore,
+      memory: deps.memoryStore,
+      users,
+      database,
+      options: o,
+      sessions: session,
+      email,
+      signupRoles: (requested) => signupRoles(o, requested),
+      endedAllAt: (userId) => sessions.endedAllAt(userId),
+    });
+    const login = new LoginFlows({ options: o, database, users, passwords, memoryStore: deps.memoryStore, mfa, email, sessions: session, passkeys });
+    return new AuthService({ options: o, users, sessions, tokens, passwords, mfa, permissions, verification, email, tokenScript: deps.tokenScript, login, session, passkeys });
   }
 
   /** True when FGA is enabled (an engine was given). */
@@ -187,6 +205,16 @@ export class AuthService {
   /** `verify_otp` (see {@link LoginFlows.verifyOtp}). */
   verifyOtp(...args: Parameters<LoginFlows['verifyOtp']>): ReturnType<LoginFlows['verifyOtp']> {
     return auditRefusals(args[1]?.audit, SECOND_FACTOR_REFUSED, () => this.#login.verifyOtp(...args));
+  }
+
+  /** `passkey_login` (see {@link PasskeyFlows.login}); refusals are audited like a refused login. */
+  passkeyLogin(...args: Parameters<PasskeyFlows['login']>): ReturnType<PasskeyFlows['login']> {
+    return auditRefusals(args[1]?.audit, PASSKEY_LOGIN_REFUSED, () => this.passkeys.login(...args));
+  }
+
+  /** `verify_passkey` (see {@link PasskeyFlows.verifyMfa}); refusals are audited like a refused second factor. */
+  verifyPasskey(...args: Parameters<PasskeyFlows['verifyMfa']>): ReturnType<PasskeyFlows['verifyMfa']> {
+    return auditRefusals(args[1]?.audit, PASSKEY_SECOND_FACTOR_REFUSED, () => this.passkeys.verifyMfa(...args));
   }
 
   /** `resend_otp` (see {@link LoginFlows.resendOtp}). */
@@ -299,6 +327,7 @@ export class AuthService {
     await this.users.update(user.id, { deactivated_at: this.#nowSeconds() });
     await this.sessions.endAllForUser(user.id);
     await this.mfa.deleteUserData(user.id);
+    await this.passkeys.deleteUserData(user.id);
     return { message: 'Account deactivated successfully' };
   }
 
@@ -378,6 +407,7 @@ export class AuthService {
   async deleteUserData(user: UserRecord, transaction: StoreTransaction): Promise<void> {
     await this.verification.deleteUserData(user, transaction);
     await this.mfa.deleteUserData(user.id, transaction);
+    await this.passkeys.deleteUserData(user.id, transaction);
   }
 
   /** Ends every session and refresh token of a user at once (admin revoke, delete, password reset). */

@@ -83,3 +83,6 @@ export { DynamoDatabase, isConditionFailed, type DynamoCondition, type DynamoInd
 export { DynamoMemoryStore } from './dynamo_memory_store.ts';
 export { DynamoTransaction, dynamoDatabase, inTransaction, sqlDatabase, sqlTransaction, type MainDatabase, type StoreTransaction } from './main_database.ts';
 export type { AuditEvent, AuditPort } from './audit_port.ts';
+export { RelyingParty, CEREMONY_TIMEOUT_MS, type RelyingPartyOptions } from './webauthn.ts';
+export { PasskeyFlows, PASSKEY_LOGIN_METHOD, toPublicPasskey, type CeremonyStart, type PublicPasskey } from './passkey_flows.ts';
+export { PASSKEY_MIGRATIONS, SqlPasskeyStore, DynamoPasskeyStore, credentialKey, type PasskeyRecord, type PasskeyStore } from './passkey_store.ts';

@@ -62,6 +62,8 @@ test('every admin operation refuses missing and wrong credentials on every proto
       fga_delete_tuples: { tuples: [tuple] },
       fga_list_users: { object: 'doc:1', relation: 'viewer', user_type: 'user' },
       fga_expand: { object: 'doc:1', relation: 'viewer' },
+      user_passkeys: { user_id: 'x' },
+      revoke_user_passkey: { user_id: 'x', id: 'y' },
     };
     for (const op of adminOps) {
       for (const protocol of op.protocols) {
