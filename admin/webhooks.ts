@@ -42,6 +42,8 @@ export const WEBHOOK_EVENTS = [
   'user.deactivated',
   'user.access_revoked',
   'user.access_enabled',
+  'user.passkey_registered',
+  'user.passkey_revoked',
 ] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 

@@ -350,7 +350,7 @@ export class PasskeyFlows {
     const { passkey, userVerified } = await this.#assert(input.credential, ceremony, named);
     const user = await this.#d.users.findById(passkey.user_id);
     if (user === undefined || user.deactivated_at !== null) throw invalidCredentials('account_deactivated', passkey.user_id);
-    if (user.email !== null && user.email_verified_at === null && this.#d.options.enableEmailVerification && user.password === null) {
+    if (user.email !== null && user.email_verified_at === null && this.#d.options.enableEmailVerification) {
       throw invalidCredentials('unverified_identifier', user.id);
     }
     if (user.revoked_timestamp !== null) throw new LatchkeyError('permission_denied', 'user access has been revoked', { reason: 'access_revoked', cause: { internal_reason: 'access_revoked', user_id: user.id } });

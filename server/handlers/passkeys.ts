@@ -2,8 +2,9 @@
  * The passkey operations (api/operations/passkeys.ts): ceremonies for
  * sign-up, sign-in, the second factor and adding a passkey; a user's own
  * list, rename and delete; an admin's list and revoke. Registrations,
- * sign-ins and removals go to the audit log (and the sign-up and sign-in to
- * the `user.signup` and `user.login` webhooks); a refused sign-in is audited
+ * sign-ins and removals go to the audit log and to the webhooks
+ * (`user.passkey_registered`, `user.login`, `user.passkey_revoked`, and
+ * `user.signup` for a passkey sign-up); a refused sign-in is audited
  * by the identity service with its precise reason (a signature counter that
  * went backwards among them).
  */
@@ -35,7 +36,7 @@ export const PASSKEY_HANDLERS: HandlersOf<typeof PASSKEY_OPERATIONS> = {
     const record = userEventRecorder(ctx, 'user.signup', { webhook: 'user.signup', metadata: { passkey: true } });
     const result = await auth.passkeys.signup(input, callContext(ctx), verify, record);
     if (result.passkey !== undefined && result.record !== undefined) {
-      await audit(ctx, 'passkey.registered', { userId: result.record.id, user: result.record, metadata: passkeyMetadata(result.passkey) });
+      await audit(ctx, 'passkey.registered', { userId: result.record.id, user: result.record, webhook: 'user.passkey_registered', metadata: passkeyMetadata(result.passkey) });
     }
     if (result.session !== undefined) await audit(ctx, 'user.login_success', { userId: result.record?.id, user: result.record, webhook: 'user.login', metadata: { passkey: true } });
     setSessionCookies(ctx, result);
@@ -58,14 +59,14 @@ export const PASSKEY_HANDLERS: HandlersOf<typeof PASSKEY_OPERATIONS> = {
   passkey_registration_options: async (ctx) => (await authOf(ctx).passkeys.registrationOptions(callContext(ctx))) as never,
   add_passkey: async (ctx, input) => {
     const passkey = await authOf(ctx).passkeys.register(input, callContext(ctx));
-    await audit(ctx, 'passkey.registered', { userId: passkey.user_id, metadata: passkeyMetadata(passkey) });
+    await audit(ctx, 'passkey.registered', { userId: passkey.user_id, webhook: 'user.passkey_registered', metadata: passkeyMetadata(passkey) });
     return toPublicPasskey(passkey) as never;
   },
   passkeys: async (ctx) => ({ passkeys: (await authOf(ctx).passkeys.list(callContext(ctx))).map(toPublicPasskey) }) as never,
   rename_passkey: async (ctx, input) => toPublicPasskey(await authOf(ctx).passkeys.rename(input, callContext(ctx))) as never,
   delete_passkey: async (ctx, input) => {
     const removed = await authOf(ctx).passkeys.remove(input, callContext(ctx));
-    await audit(ctx, 'passkey.deleted', { userId: callerId(ctx), metadata: passkeyMetadata(removed) });
+    await audit(ctx, 'passkey.deleted', { userId: callerId(ctx), webhook: 'user.passkey_revoked', metadata: passkeyMetadata(removed) });
     return { message: 'Passkey deleted successfully' };
   },
   user_passkeys: async (ctx, input) => {
@@ -78,7 +79,7 @@ export const PASSKEY_HANDLERS: HandlersOf<typeof PASSKEY_OPERATIONS> = {
     const user = await auth.users.findById(input.user_id);
     if (user === undefined) throw new LatchkeyError('not_found', 'user not found', { reason: 'user_not_found' });
     const removed = await auth.passkeys.revoke(input.user_id, input.id);
-    await audit(ctx, 'passkey.revoked', { user, metadata: { ...passkeyMetadata(removed), by: 'admin' } });
+    await audit(ctx, 'passkey.revoked', { user, webhook: 'user.passkey_revoked', metadata: { ...passkeyMetadata(removed), by: 'admin' } });
     return { message: 'Passkey revoked successfully' };
   },
 };
