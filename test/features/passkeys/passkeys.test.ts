@@ -17,6 +17,7 @@ import { sqlBackends, type SqlBackend } from '../../helpers/databases.ts';
 import { TestClock } from '../../helpers/oauth.ts';
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type CallResult, type TestServer } from '../../helpers/server.ts';
 import { SoftwareAuthenticator, type Json, type Spoil } from '../../helpers/software_authenticator.ts';
+import { mailsTo, startSmtp } from '../../admin/smtp.ts';
 
 const test = anyTest.serial;
 const ORIGIN = 'https://app.example.com';
@@ -283,6 +284,47 @@ for (const backend of sqlBackends()) {
       t.is((await passkeyLogin(srv, only)).error?.reason, 'passkey_unknown_credential');
       t.is(await auditTotal(srv, 'passkey.revoked'), 1);
       t.is(await auditTotal(srv, 'passkey.deleted'), 1);
+    } finally {
+      await srv.close();
+    }
+  });
+
+  test(`with email verification, a passkey sign-up mails the link and opens no session; the passkey signs in once the address is verified (${backend})`, async (t) => {
+    const smtp = await startSmtp();
+    const srv = await start(backend, { 'enable-email-verification': true, 'smtp-host': '127.0.0.1', 'smtp-port': smtp.port, 'smtp-sender-email': 'noreply@example.com' });
+    try {
+      const auth = new SoftwareAuthenticator({ origin: ORIGIN, rpId: RP_ID });
+      const email = `verify-${backend}@example.com`;
+      const signup = await passkeySignup(srv, auth, email);
+      t.is(signup.error, undefined);
+      t.falsy(signup.body?.['access_token'], 'no session before the address is verified');
+      t.false(cookiesOf(signup).has('cookie_session'));
+      t.is(await passkeyRows(srv), 1, 'the passkey is stored with the account');
+      const early = await passkeyLogin(srv, auth);
+      t.is(early.error?.code, 'unauthenticated', 'an unverified address does not sign in');
+      const [mail] = await mailsTo(smtp, email, 1);
+      const token = /token=([A-Za-z0-9_-]+)/.exec(mail!)?.[1];
+      t.truthy(token, 'the mail holds the verification link');
+      const verified = await srv.call('verify_email', { token: token! }, { protocol: 'rest' });
+      t.is(verified.error, undefined);
+      t.truthy(verified.body?.['access_token'], 'the link signs in');
+      t.is((await passkeyLogin(srv, auth)).error, undefined, 'then the passkey signs in');
+    } finally {
+      await srv.close();
+      await smtp.close();
+    }
+  });
+
+  test(`--webauthn-attestation=direct asks for attestation and refuses an answer without one (${backend})`, async (t) => {
+    const srv = await start(backend, { 'webauthn-attestation': 'direct' });
+    try {
+      const options = (await srv.call('passkey_signup_options', { email: 'att@example.com' }, { protocol: 'rest' })).body!['options'] as Json;
+      t.is(options['attestation'], 'direct');
+      const r = await passkeySignup(srv, new SoftwareAuthenticator({ origin: ORIGIN, rpId: RP_ID }), 'att-none@example.com');
+      t.is(r.error?.code, 'unauthenticated');
+      t.is(r.error?.reason, 'passkey_attestation_required');
+      t.is(await passkeyRows(srv), 0);
+      t.is(await userRows(srv), 0);
     } finally {
       await srv.close();
     }
