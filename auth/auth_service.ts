@@ -280,6 +280,8 @@ export class AuthService {
     const { patch, passwordChanged, pendingEmail } = await profilePatch(user, input, this.options, this.passwords, this.#nowSeconds());
     if (Object.keys(patch).length === 0 && pendingEmail === undefined) throw invalidArgument('please enter at least one field to update', 'nothing_to_update');
     if ('is_multi_factor_auth_enabled' in patch || 'email' in patch || 'phone_number' in patch) this.#assertMfaReachableAfter(user, patch);
+    // A passkey holder's address changes only after a fresh passkey step-up of this session (a stolen session is not enough).
+    if ('email' in patch || 'phone_number' in patch || pendingEmail !== undefined) await this.passkeys.requireStepUp(user, principal.sessionId);
     let delivery: LinkDelivery | undefined;
     if (pendingEmail !== undefined) {
       // Checked before anything is written: a taken address, or no way to mail the link, changes nothing.
@@ -324,6 +326,8 @@ export class AuthService {
   /** `deactivate_account`: soft delete; login and every token and session are refused afterwards. */
   async deactivateAccount(ctx: AuthCallContext): Promise<{ message: string }> {
     const user = await this.#currentUser(ctx);
+    // A passkey holder confirms with a passkey first (passkey_step_up; `permission_denied` `step_up_required`).
+    await this.passkeys.requireStepUp(user, this.#requireUser(ctx).sessionId);
     await this.users.update(user.id, { deactivated_at: this.#nowSeconds() });
     await this.sessions.endAllForUser(user.id);
     await this.mfa.deleteUserData(user.id);

@@ -35,7 +35,7 @@ import { requestedRoles, unauthenticated, type SessionFlows } from './session_fl
 export const PASSKEY_LOGIN_METHOD = 'passkey';
 
 /** What a ceremony is for. */
-type CeremonyKind = 'signup' | 'login' | 'register' | 'mfa';
+type CeremonyKind = 'signup' | 'login' | 'register' | 'mfa' | 'step_up';
 
 /** What a ceremony remembers. */
 interface Ceremony {
@@ -94,6 +94,8 @@ export function toPublicPasskey(p: PasskeyRecord): PublicPasskey {
 
 const sha256 = (s: string): string => createHash('sha256').update(s, 'utf8').digest('base64url');
 const DEFAULT_NAME = 'Passkey';
+/** How long a step-up stays good for one sensitive operation of its session, seconds. */
+export const STEP_UP_TTL_SECONDS = 300;
 
 export interface PasskeyFlowsDeps {
   /** The relying party; undefined when passkeys are off (`--enable-passkeys=false`). */
@@ -498,6 +500,52 @@ export class PasskeyFlows {
     const others = user.signup_methods.split(',').filter((m) => m !== '' && m !== PASSKEY_LOGIN_METHOD && m !== 'basic_auth' && m !== 'mobile_basic_auth' && m !== 'magic_link_login');
     if (others.length > 0) return true;
     return this.#d.options.enableMagicLinkLogin && user.email !== null && user.email_verified_at !== null;
+  }
+
+  // ---------------------------------------------------------------- step-up
+
+  /** `passkey_step_up_options`: opens a ceremony in which the caller proves again, with one of their passkeys, that the session is theirs. */
+  async stepUpOptions(ctx: AuthCallContext): Promise<CeremonyStart> {
+    const rp = this.#rp();
+    const { user, sessionId } = await this.#caller(ctx);
+    const mine = await this.#d.store.listByUser(user.id);
+    if (mine.length === 0) throw notFound();
+    const { token, challenge } = await this.#open({ kind: 'step_up', user_id: user.id, session_id: sessionId });
+    return { ceremony_id: token, options: await rp.authenticationOptions({ challenge, allow: mine.map((p) => this.#stored(p)) }) };
+  }
+
+  /**
+   * `passkey_step_up`: verifies the caller's passkey for a step-up ceremony
+   * of the same session; the next sensitive operation of that session within
+   * {@link STEP_UP_TTL_SECONDS} may then run (once). Errors: those of the
+   * ceremony and of `RelyingParty.verifyAuthentication`.
+   */
+  async stepUp(input: { ceremony_id: string; credential: unknown }, ctx: AuthCallContext): Promise<PasskeyRecord> {
+    this.#rp();
+    const { user, sessionId } = await this.#caller(ctx);
+    const ceremony = await this.#take(input.ceremony_id, 'step_up');
+    if (ceremony.user_id !== user.id || ceremony.session_id !== sessionId || sessionId === undefined) {
+      throw ceremonyRefused('passkey_challenge_invalid', 'this passkey ceremony belongs to another session', user.id);
+    }
+    const { passkey } = await this.#assert(input.credential, ceremony, user.id);
+    await this.#d.memory.set(`stepup:${sha256(sessionId)}`, user.id, STEP_UP_TTL_SECONDS);
+    return passkey;
+  }
+
+  /**
+   * Refuses a sensitive operation (deactivating the account, changing its
+   * email or phone number) of a user who has a passkey, unless this session
+   * proved one within {@link STEP_UP_TTL_SECONDS} (`passkey_step_up`); the
+   * proof is used up. `permission_denied` (`step_up_required`). Users
+   * without a passkey, or with passkeys off, are not asked.
+   */
+  async requireStepUp(user: UserRecord, sessionId: string | undefined): Promise<void> {
+    if (this.#d.rp === undefined) return;
+    if ((await this.#d.store.listByUser(user.id)).length === 0) return;
+    const refused = new LatchkeyError('permission_denied', 'confirm it is you with one of your passkeys first (passkey_step_up)', { reason: 'step_up_required' });
+    if (sessionId === undefined) throw refused;
+    const key = `stepup:${sha256(sessionId)}`;
+    if ((await this.#d.memory.get(key)) !== user.id || (await this.#d.memory.del(key)) !== 1) throw refused;
   }
 
   // ---------------------------------------------------------------- administration

@@ -137,6 +137,22 @@ export const PASSKEY_OPERATIONS = [
     doc: 'Deletes one of the caller\'s passkeys; the last way to sign in to the account is refused (failed_precondition, last_sign_in_method).',
   }),
   defineOperation({
+    ...row('passkey_step_up_options', 'PasskeyStepUpOptions'),
+    kind: 'mutation',
+    auth: 'user',
+    input: EMPTY,
+    output: CEREMONY,
+    doc: 'Starts a step-up: the caller confirms with one of their passkeys before a sensitive operation (deactivate_account, changing the email or phone number); not_found without a passkey.',
+  }),
+  defineOperation({
+    ...row('passkey_step_up', 'PasskeyStepUp'),
+    kind: 'mutation',
+    auth: 'user',
+    input: s.object('PasskeyStepUpRequest', { ceremony_id: CEREMONY_ID, credential: CREDENTIAL }, { graphql: { scalars: { credential: 'Map' } } }),
+    output: MESSAGE,
+    doc: 'Verifies the step-up of the same session; its next sensitive operation within 5 minutes may run (once). Without it a passkey holder\'s deactivate_account and email or phone change are refused (permission_denied, step_up_required).',
+  }),
+  defineOperation({
     ...adminRow('user_passkeys', 'UserPasskeys'),
     kind: 'query',
     input: s.object('UserPasskeysRequest', { user_id: s.string({ minLength: 1, maxLength: 64 }) }),

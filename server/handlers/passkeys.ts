@@ -69,6 +69,12 @@ export const PASSKEY_HANDLERS: HandlersOf<typeof PASSKEY_OPERATIONS> = {
     await audit(ctx, 'passkey.deleted', { userId: callerId(ctx), webhook: 'user.passkey_revoked', metadata: passkeyMetadata(removed) });
     return { message: 'Passkey deleted successfully' };
   },
+  passkey_step_up_options: async (ctx) => (await authOf(ctx).passkeys.stepUpOptions(callContext(ctx))) as never,
+  passkey_step_up: async (ctx, input) => {
+    const passkey = await authOf(ctx).passkeys.stepUp(input, callContext(ctx));
+    await audit(ctx, 'passkey.step_up', { userId: passkey.user_id, metadata: { passkey_id: passkey.id } });
+    return { message: 'Confirmed with your passkey. The next sensitive change of this session within 5 minutes may go ahead.' };
+  },
   user_passkeys: async (ctx, input) => {
     const auth = authOf(ctx);
     if ((await auth.users.findById(input.user_id)) === undefined) throw new LatchkeyError('not_found', 'user not found', { reason: 'user_not_found' });

@@ -330,6 +330,37 @@ for (const backend of sqlBackends()) {
     }
   });
 
+  test(`step-up: a passkey holder's email change and account deletion need a fresh passkey proof of the same session, used once (${backend})`, async (t) => {
+    const srv = await start(backend);
+    try {
+      const auth = new SoftwareAuthenticator({ origin: ORIGIN, rpId: RP_ID });
+      const signup = await passkeySignup(srv, auth, `stepup-${backend}@example.com`);
+      const headers = bearer(signup);
+      const other = bearer(await passkeyLogin(srv, auth));
+      const stepUp = async (h: Record<string, string>, from = h): Promise<CallResult> => {
+        const begun = await srv.call('passkey_step_up_options', {}, { protocol: 'rest', headers: from });
+        t.is(begun.error, undefined);
+        return srv.call('passkey_step_up', { ceremony_id: begun.body!['ceremony_id'], credential: auth.get(begun.body!['options'] as Json) }, { protocol: 'rest', headers: h });
+      };
+      const change = (email: string) => srv.call('update_profile', { email }, { protocol: 'rest', headers });
+      const refused = await change(`changed-${backend}@example.com`);
+      t.is(refused.error?.code, 'permission_denied');
+      t.is(refused.error?.reason, 'step_up_required');
+      t.is((await srv.call('deactivate_account', {}, { protocol: 'rest', headers })).error?.reason, 'step_up_required');
+      t.is((await stepUp(headers, other)).error?.reason, 'passkey_challenge_invalid', 'a step-up opened by another session does not count');
+      t.is((await stepUp(other)).error, undefined);
+      t.is((await change(`changed-${backend}@example.com`)).error?.reason, 'step_up_required', 'another session\'s step-up does not count');
+      t.is((await stepUp(headers)).error, undefined);
+      t.is((await change(`changed-${backend}@example.com`)).error, undefined, 'the step-up lets the change through');
+      t.is((await change(`again-${backend}@example.com`)).error?.reason, 'step_up_required', 'once');
+      t.is((await stepUp(headers)).error, undefined);
+      t.is((await srv.call('deactivate_account', {}, { protocol: 'rest', headers })).error, undefined);
+      t.is(await passkeyRows(srv), 0, 'the deactivated account\'s passkeys are gone');
+    } finally {
+      await srv.close();
+    }
+  });
+
   test(`passkeys off: the ceremonies are refused and Meta says so (${backend})`, async (t) => {
     const srv = await startTestServer({ 'enable-email-verification': false }, { backend });
     try {
