@@ -5,7 +5,8 @@
  * passkey and no password, a sign-out, a usernameless sign-in from the
  * passkey button, a sign-in from the email field's autofill (conditional
  * mediation), a password user adding a passkey after signing in, and a
- * passkey as the second factor of a password login. Each ends signed in
+ * passkey as the second factor of a password login; the dashboard listing a
+ * user's passkeys and revoking one. Each sign-in flow ends signed in
  * with a session the server validates. The page is served at
  * `http://localhost:<port>` (`--url`), whose host is the relying party ID (a
  * WebAuthn RP ID is a domain, never an IP address). No CSP or Trusted Types
@@ -200,4 +201,46 @@ test('a password user signs in, adds a passkey, then signs in with it; with MFA 
   await b.page.goto(`${b.base}/app?again=1`);
   await signedIn(t, server, b, 'after a passkey sign-in (user verified: MFA satisfied)');
   t.deepEqual(b.problems, []);
+});
+
+test('the dashboard lists a user\'s passkeys and revokes one; the revoked passkey no longer signs in', async (t) => {
+  const server = await start(t);
+  const b = await browse(t, server);
+  const email = fresh();
+  await b.page.goto(`${b.base}/app`);
+  await b.page.click('#to-signup');
+  await b.page.fill('#su-id', email);
+  await b.page.click('#passkey-signup');
+  await signedIn(t, server, b, 'after the passkey sign-up');
+  const { credentials } = await b.cdp.send('WebAuthn.getCredentials', { authenticatorId: b.authenticatorId });
+
+  const admin = await browser!.newContext();
+  t.teardown(() => admin.close());
+  admin.setDefaultTimeout(WAIT);
+  const page = await admin.newPage();
+  const problems = watchPage(page);
+  await page.goto(`${b.base}/dashboard#users`);
+  await page.getByLabel('Admin secret').fill('test-admin-secret');
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: `Open ${email}` }).click();
+  const row = page.locator('#edit-passkeys li.passkey-row');
+  await row.first().waitFor();
+  t.is(await row.count(), 1);
+  t.regex((await row.first().textContent()) ?? '', /Passkey · added/);
+  await screen(t, page, 'dashboard-user-passkeys');
+  await page.getByRole('button', { name: 'Revoke passkey Passkey' }).click();
+  await page.locator('#confirm-ok').click();
+  await page.locator('#edit-passkeys li', { hasText: 'No passkeys.' }).waitFor();
+  const logs = await server.call('audit_logs', { action: 'passkey.revoked' }, { protocol: 'rest', headers: { 'x-service-admin-secret': 'test-admin-secret' } });
+  t.is((logs.body!['pagination'] as { total: number }).total, 1);
+  t.deepEqual(problems, []);
+
+  // The user's browser still holds the passkey; the server refuses it now.
+  await signOut(b);
+  await b.cdp.send('WebAuthn.clearCredentials', { authenticatorId: b.authenticatorId });
+  await b.page.goto(`${b.base}/app?revoked=1`);
+  await b.page.locator('#passkey-login').waitFor({ state: 'visible' });
+  await b.cdp.send('WebAuthn.addCredential', { authenticatorId: b.authenticatorId, credential: credentials[0]! });
+  await b.page.click('#passkey-login');
+  t.regex(await shown(b.page, 'error'), /not registered/);
 });
