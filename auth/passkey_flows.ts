@@ -189,7 +189,12 @@ export class PasskeyFlows {
    * Errors: `unauthenticated` `passkey_unknown_credential` and those of
    * `RelyingParty.verifyAuthentication`.
    */
-  async #assert(credential: unknown, ceremony: Ceremony, userId: string | undefined): Promise<{ passkey: PasskeyRecord; userVerified: boolean }> {
+  async #assert(
+    credential: unknown,
+    ceremony: Ceremony,
+    userId: string | undefined,
+    beforeUse?: (passkey: PasskeyRecord, userVerified: boolean) => Promise<void>,
+  ): Promise<{ passkey: PasskeyRecord; userVerified: boolean }> {
     const rp = this.#rp();
     const ids = rp.assertionIds(credential);
     const passkey = await this.#d.store.findByCredentialId(ids.credentialId);
@@ -199,6 +204,8 @@ export class PasskeyFlows {
       throw ceremonyRefused('passkey_unknown_credential', 'this passkey is not registered here', passkey.user_id);
     }
     const verified = await rp.verifyAuthentication(credential, ceremony.challenge, this.#stored(passkey), passkey.user_id);
+    // What else refuses the sign-in (the account's state) refuses it before the counter moves: a refusal changes nothing.
+    await beforeUse?.(passkey, verified.userVerified);
     const at = Math.floor(this.#now() / 1000);
     // A concurrent sign-in with the same counter value got there first: one of the two is a copy.
     if (!(await this.#d.store.recordUse(passkey.id, passkey.sign_count, { signCount: verified.newSignCount, backedUp: verified.backedUp, at }))) {
@@ -349,16 +356,21 @@ export class PasskeyFlows {
     const ceremony = await this.#take(input.ceremony_id, 'login');
     // A sign-in that named an address answers with a passkey of that account only (of none, for an unknown address).
     const named = ceremony.named === true ? (ceremony.user_id ?? '') : undefined;
-    const { passkey, userVerified } = await this.#assert(input.credential, ceremony, named);
-    const user = await this.#d.users.findById(passkey.user_id);
-    if (user === undefined || user.deactivated_at !== null) throw invalidCredentials('account_deactivated', passkey.user_id);
-    if (user.email !== null && user.email_verified_at === null && this.#d.options.enableEmailVerification) {
-      throw invalidCredentials('unverified_identifier', user.id);
-    }
-    if (user.revoked_timestamp !== null) throw new LatchkeyError('permission_denied', 'user access has been revoked', { reason: 'access_revoked', cause: { internal_reason: 'access_revoked', user_id: user.id } });
-    if (this.#mfaApplies(user) && !userVerified) {
-      throw ceremonyRefused('passkey_user_verification_required', 'a second factor is required: the authenticator must verify the user (PIN or biometric)', user.id);
-    }
+    let found: UserRecord | undefined;
+    const { userVerified } = await this.#assert(input.credential, ceremony, named, async (passkey, verified) => {
+      const user = await this.#d.users.findById(passkey.user_id);
+      if (user === undefined || user.deactivated_at !== null) throw invalidCredentials('account_deactivated', passkey.user_id);
+      if (user.email !== null && user.email_verified_at === null && this.#d.options.enableEmailVerification) {
+        throw invalidCredentials('unverified_identifier', user.id);
+      }
+      if (user.revoked_timestamp !== null) throw new LatchkeyError('permission_denied', 'user access has been revoked', { reason: 'access_revoked', cause: { internal_reason: 'access_revoked', user_id: user.id } });
+      if (this.#mfaApplies(user) && !verified) {
+        throw ceremonyRefused('passkey_user_verification_required', 'a second factor is required: the authenticator must verify the user (PIN or biometric)', user.id);
+      }
+      found = user;
+    });
+    const user = found;
+    if (user === undefined) throw unauthenticated();
     await this.#d.sessions.endPresentedSession(ctx);
     return this.#d.sessions.open(user, { roles: requestedRoles(user, input.roles), scope: input.scope, loginMethod: PASSKEY_LOGIN_METHOD, message: 'Logged in successfully', amr: this.#amr(userVerified) });
   }

@@ -192,6 +192,15 @@ for (const backend of sqlBackends()) {
       const expired = await srv.call('passkey_login', { ceremony_id: late.body!['ceremony_id'], credential: auth.get(late.body!['options'] as Json) }, { protocol: 'rest' });
       t.is(expired.error?.reason, 'passkey_challenge_expired');
 
+      // A revoked account: the right passkey is refused, and its counter does not move.
+      const userId = String(((await srv.call('users', { pagination: { page: 1, limit: 10 } }, { protocol: 'rest', headers: admin })).body!['users'] as Json[]).find((u) => u['email'] === email)!['id']);
+      t.is((await srv.call('revoke_access', { user_id: userId }, { protocol: 'rest', headers: admin })).error, undefined);
+      const counted = await count(srv, 'SELECT sign_count AS n FROM passkeys WHERE user_id = ?', [userId]);
+      const revoked = await passkeyLogin(srv, auth);
+      t.is(revoked.error?.code, 'permission_denied');
+      t.is(revoked.error?.reason, 'access_revoked');
+      t.is(await count(srv, 'SELECT sign_count AS n FROM passkeys WHERE user_id = ?', [userId]), counted, 'a refused sign-in leaves the counter');
+
       // The counter regression is in the audit log with its reason.
       const logs = await srv.call('audit_logs', { action: 'user.login_failed' }, { protocol: 'rest', headers: admin });
       const entries = JSON.stringify(logs.body);
