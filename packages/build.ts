@@ -90,8 +90,9 @@ export const PACKAGES: PackageSpec[] = [
     extraEntries: ['cmd/cli', 'cmd/dsl_command', 'cmd/fga_command'],
     assets: ['api/latchkey.proto', 'transports/web/dashboard/page.html', 'transports/web/dashboard/page.css', 'transports/web/dashboard/page.js'],
     external: ENGINE_EXTERNAL,
-    // Loaded by name, not imported: the database drivers (by sequelize) and the playground's browser builds (served as files).
-    extraDependencies: ['pg', 'mysql2', 'graphiql', 'react', 'react-dom'],
+    // Loaded by name, not imported: the database drivers (by sequelize), the playground's browser builds (served as files)
+    // and the WebAuthn browser build (inlined in /app).
+    extraDependencies: ['pg', 'mysql2', 'graphiql', 'react', 'react-dom', '@simplewebauthn/browser'],
     bin: { latchkey: 'bin/latchkey.js' },
     generated: {
       'bin/latchkey.js': "#!/usr/bin/env node\n// The `latchkey` command.\nimport { main } from '../cmd/cli.js';\n\nconst status = await main(process.argv.slice(2));\nprocess.exit(status);\n",
