@@ -8,16 +8,18 @@
  * when required) with its error code and nothing stored; a passkey as the
  * second factor of a password login; adding, listing, renaming and deleting
  * one's passkeys (the last sign-in method kept); an admin's list and revoke;
- * the audit log. SQLite always, PostgreSQL and MySQL when configured.
+ * the audit log; the user and admin clients. SQLite always, PostgreSQL and
+ * MySQL when configured.
  */
 import anyTest from 'ava';
 import { QueryTypes } from 'sequelize';
 import { openSequelize } from '../../../engine/sql/sqlite_sequelize.ts';
 import { sqlBackends, type SqlBackend } from '../../helpers/databases.ts';
 import { TestClock } from '../../helpers/oauth.ts';
-import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type CallResult, type TestServer } from '../../helpers/server.ts';
+import { PROTOCOLS, TEST_ADMIN_SECRET, TEST_CLIENT_ID, startTestServer, type CallResult, type TestServer } from '../../helpers/server.ts';
 import { SoftwareAuthenticator, type Json, type Spoil } from '../../helpers/software_authenticator.ts';
 import { mailsTo, startSmtp } from '../../admin/smtp.ts';
+import { LatchkeyAdminClient, LatchkeyClient } from '../../../client/index.ts';
 
 const test = anyTest.serial;
 const ORIGIN = 'https://app.example.com';
@@ -382,3 +384,27 @@ for (const backend of sqlBackends()) {
     }
   });
 }
+
+test('the user and admin clients drive the passkey operations on every protocol', async (t) => {
+  const srv = await start('sqlite');
+  try {
+    for (const protocol of PROTOCOLS) {
+      const client = new LatchkeyClient({ client_id: TEST_CLIENT_ID, service_url: srv.httpUrl, protocol, grpc_endpoint: srv.grpcAddress });
+      const admin = new LatchkeyAdminClient({ service_url: srv.httpUrl, admin_secret: TEST_ADMIN_SECRET, protocol, grpc_endpoint: srv.grpcAddress });
+      const auth = new SoftwareAuthenticator({ origin: ORIGIN, rpId: RP_ID });
+      const email = `client-${protocol}@example.com`;
+      const begun = await client.passkeySignupOptions({ email });
+      const signedUp = await client.passkeySignup({ ceremony_id: begun.ceremony_id, credential: auth.create(begun.options as Json) as never, name: 'Client' });
+      t.truthy(signedUp.access_token, protocol);
+      const mine = await client.passkeys();
+      t.deepEqual(mine.passkeys.map((p) => p.name), ['Client'], `${protocol}: the client's session lists its passkey`);
+      const login = await client.passkeyLoginOptions({});
+      const signedIn = await client.passkeyLogin({ ceremony_id: login.ceremony_id, credential: auth.get(login.options as Json) as never });
+      t.is(signedIn.user?.email, email, protocol);
+      const listed = await admin.userPasskeys({ user_id: String(signedIn.user?.id) });
+      t.is(listed.passkeys.length, 1, `${protocol}: the admin client lists it`);
+    }
+  } finally {
+    await srv.close();
+  }
+});
