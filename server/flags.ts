@@ -454,6 +454,8 @@ function crossChecks(c: Record<string, unknown>, raw: Record<string, string[]>, 
   if (c.enablePasskeys) {
     const rp = relyingPartyOf(c as unknown as Config);
     if (!/^[a-z0-9.-]+$/i.test(rp.rpId)) problems.push(`--webauthn-rp-id must be a host name, got "${rp.rpId}"`);
+    // WebAuthn §5.1.4.1: an RP ID is a domain; browsers refuse an IP address (so would every ceremony).
+    else if (/^[0-9.]+$/.test(rp.rpId)) problems.push(`--webauthn-rp-id must be a domain name, not an IP address ("${rp.rpId}"): set --url to the server's public URL, or --webauthn-rp-id`);
     for (const origin of rp.origins) {
       let url: URL | undefined;
       try {

@@ -164,6 +164,7 @@ test('passkeys: the relying party comes from --url by default; origins outside t
   t.true(on(['--url=http://auth.example.com']).some((p) => p.includes('must be https')));
   t.true(on(['--webauthn-rp-id=exa mple.com', '--webauthn-origins=https://example.com']).some((p) => p.startsWith('--webauthn-rp-id must be a host name')));
   t.true(problems([...VALID, '--enable-passkeys', '--webauthn-attestation=indirect']).some((p) => p.startsWith('--webauthn-attestation')));
+  t.true(on(['--url=http://127.0.0.1:8080']).some((p) => p.startsWith('--webauthn-rp-id must be a domain name, not an IP address')), 'an RP ID is never an IP address');
   // Passkeys off: the relying party is not checked.
   t.deepEqual(problems([...VALID, '--webauthn-origins=https://evil.net', '--webauthn-rp-id=example.com']), []);
 });
