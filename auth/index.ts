@@ -100,3 +100,6 @@ export {
 export { DEFAULT_ORG_SETTINGS, SqlOrgStore, type OrgSettings, type OrgRecord, type MemberRecord, type TeamRecord, type InvitationRecord, type InvitationStatus, type DomainRecord } from './org_store.ts';
 export { BUILTIN_ORG_ROLES, ORG_PERMISSIONS, mergeOrgFragment, orgModelFragment, orgModelFragmentDsl } from './org_model.ts';
 export { ORGANIZATIONS_SCOPE, type OrgMemberships } from './session_flows.ts';
+export { RelyingParty, CEREMONY_TIMEOUT_MS, type RelyingPartyOptions } from './webauthn.ts';
+export { PasskeyFlows, PASSKEY_LOGIN_METHOD, toPublicPasskey, type CeremonyStart, type PublicPasskey } from './passkey_flows.ts';
+export { PASSKEY_MIGRATIONS, SqlPasskeyStore, DynamoPasskeyStore, credentialKey, type PasskeyRecord, type PasskeyStore } from './passkey_store.ts';

@@ -54,6 +54,10 @@ export interface AuthResponse {
   authenticator_scanner_image?: string;
   /** TOTP enrolment: single-use recovery codes, shown this once. */
   authenticator_recovery_codes?: string[];
+  /** Login answered with a passkey challenge (second factor) instead of tokens. */
+  should_show_passkey_screen?: boolean;
+  /** The passkey challenge's options for `navigator.credentials.get()` (with `should_show_passkey_screen`). */
+  passkey_options?: Record<string, unknown>;
 }
 
 /** A new session cookie the wire layer must set (token shown once). */

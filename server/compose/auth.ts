@@ -25,7 +25,7 @@ import {
 } from '../../auth/index.ts';
 import { checkRedirectUri } from '../../admin/index.ts';
 import { epochMsOf, type Authenticator, type Services } from '../context.ts';
-import { issuerOf, type Config } from '../flags.ts';
+import { issuerOf, relyingPartyOf, type Config } from '../flags.ts';
 import { otpDeliveryOf } from './otp_delivery.ts';
 
 /**
@@ -82,6 +82,7 @@ export async function plugAuth(services: Services): Promise<AuthService> {
       enforceMfa: c.enableMfa && c.enforceMfa,
       mfaSecret: c.clientSecret ?? '',
       totpIssuer: c.organizationName ?? 'Latchkey',
+      webauthn: c.enablePasskeys ? relyingPartyOf(c) : undefined,
       now: epochMsOf(services.clock),
     },
     { database: services.database, memoryStore, engine: permissionEngine, otpDelivery: otpDeliveryOf(services), tokenScript, organizations: organizationsOf(services) },

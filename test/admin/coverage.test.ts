@@ -11,6 +11,7 @@ import { DEPRECATED_MESSAGES, OPERATIONS, type Protocol } from '../../cmd/index.
 import { ORGANIZATION_OPERATIONS } from '../../api/index.ts';
 import { startReceiver } from './receiver.ts';
 import { startSmtp } from './smtp.ts';
+import { SoftwareAuthenticator, type Json } from '../helpers/software_authenticator.ts';
 
 const origin = 'https://app.example.com';
 const headers = { 'x-service-admin-secret': TEST_ADMIN_SECRET, origin };
@@ -66,6 +67,8 @@ const STEPS: Step[] = [
   }],
   ['admin_verify_organization_domain', (s) => ({ organization_id: s['org'] ?? 'none', domain: `${s['p']}.example.com` })],
   ['admin_delete_organization', (s) => ({ organization_id: s['org'] ?? 'none' })],
+  ['user_passkeys', (s) => ({ user_id: s['user']! })],
+  ['revoke_user_passkey', (s) => ({ user_id: s['passkey_user']!, id: s['passkey']! })],
   ['add_webhook', (s) => ({ event_name: 'user.deleted', endpoint: s['receiver']! })],
   ['webhooks', () => ({})],
   ['get_webhook', (s) => ({ id: s['webhook']! })],
@@ -99,6 +102,15 @@ async function remember(srv: TestServer, protocol: Protocol, op: string, s: Stat
     const list = (await call('webhooks')).body!['webhooks'] as Array<{ id: string; endpoint: string }>;
     s['webhook'] = list.find((w) => w.endpoint === s['receiver'])!.id;
   }
+  if (op === 'user_passkeys') {
+    // A user with a passkey (signed up with a software authenticator), for revoke_user_passkey.
+    const auth = new SoftwareAuthenticator({ origin, rpId: 'example.com' });
+    const begun = await srv.call('passkey_signup_options', { email: `${s['p']}-pk@example.com` }, { protocol, headers: { origin } });
+    const signup = await srv.call('passkey_signup', { ceremony_id: begun.body!['ceremony_id'], credential: auth.create(begun.body!['options'] as Json) }, { protocol, headers: { origin } });
+    s['passkey_user'] = String((signup.body!['user'] as { id: string }).id);
+    const list = (await call('user_passkeys', { user_id: s['passkey_user'] })).body!['passkeys'] as Array<{ id: string }>;
+    s['passkey'] = list[0]!.id;
+  }
   if (op === 'add_email_template') {
     const list = (await call('email_templates')).body!['email_templates'] as Array<{ id: string }>;
     s['template'] = list[0]!.id;
@@ -116,6 +128,9 @@ for (const backend of ['sqlite', 'dynamodb'] as const) {
       'smtp-host': '127.0.0.1',
       'smtp-port': smtp.port,
       'smtp-sender-email': 'noreply@example.com',
+      'enable-passkeys': true,
+      'webauthn-rp-id': 'example.com',
+      'webauthn-origins': origin,
       ...(backend === 'dynamodb' ? { 'fga-store': 'memory' } : {}),
     }, { backend, resolveTxt });
     const driven = new Set<string>();

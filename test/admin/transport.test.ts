@@ -79,6 +79,8 @@ test('every admin operation refuses missing and wrong credentials on every proto
       admin_revoke_organization_invitation: { invitation_id: 'x' },
       admin_add_organization_domain: { organization_id: 'x', domain: 'example.com' },
       admin_verify_organization_domain: { organization_id: 'x', domain: 'example.com' },
+      user_passkeys: { user_id: 'x' },
+      revoke_user_passkey: { user_id: 'x', id: 'y' },
     };
     for (const op of adminOps) {
       for (const protocol of op.protocols) {
