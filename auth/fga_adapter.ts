@@ -47,6 +47,15 @@ export function engineAsPermissionEngine(engine: Engine): PermissionEngine {
       });
       return { objects: res.objects.slice(0, request.limit), truncated: res.truncated || res.objects.length > request.limit, undecided: res.undecided ?? [] };
     },
+    async listRelations(request) {
+      const res = await engine.listRelations({
+        user: request.user,
+        object: request.object,
+        ...(request.context === undefined ? {} : { context: request.context }),
+        ...(request.atLeastRevision === undefined ? {} : { atLeastRevision: request.atLeastRevision }),
+      });
+      return res;
+    },
     async relationsByType() {
       const model = await engine.readModel();
       const out = new Map<string, string[]>();

@@ -60,6 +60,11 @@ export interface PermissionEngine {
     truncated: boolean;
     undecided: ReadonlyArray<{ object: string; missingParameters: readonly string[] }>;
   }>;
+  /** The relations `user` holds on `object`; `undecided`: those whose condition lacked parameters in `context` (never in `relations`). */
+  listRelations(request: { user: string; object: string; context?: Record<string, unknown>; atLeastRevision?: number }): Promise<{
+    relations: string[];
+    undecided: ReadonlyArray<{ relation: string; missingParameters: readonly string[] }>;
+  }>;
   /** Relations per object type of the current model (empty when no model is written). */
   relationsByType(): Promise<ReadonlyMap<string, readonly string[]>>;
 }
@@ -163,6 +168,22 @@ export class Permissions {
     } catch (err) {
       return Promise.reject(err);
     }
+  }
+
+  /**
+   * `list_relations`: every relation of `object`'s type that the subject
+   * holds on `object`, in the model's order. `user` follows
+   * `check_permissions`' trust rules. A relation behind a condition whose
+   * parameters `context` lacks is not listed (it is not proven); any other
+   * engine error fails the call. Errors: 401 without credentials, 403 for a
+   * foreign `user`, 400 `failed_precondition` without FGA, 400
+   * `invalid_argument` for a malformed object or an unknown type.
+   */
+  async relations(input: { object: string; user?: string | undefined; context?: unknown; consistency_token?: string | undefined }, principal: CallerPrincipal | undefined): Promise<{ relations: string[] }> {
+    const subject = this.#subjectFor(principal, input.user);
+    const engine = this.#fga();
+    const res = await engine.listRelations({ user: subject, object: input.object, ...contextOf(input.context), ...tokenOf(input.consistency_token) });
+    return { relations: [...res.relations] };
   }
 
   /**

@@ -137,6 +137,21 @@ export interface ListObjectsResult {
   undecided?: UndecidedObject[];
 }
 
+/** Which relations of `object`'s type does `user` hold on `object`? */
+export interface ListRelationsRequest extends QueryOptions {
+  user: string;
+  /** `type:id`. */
+  object: string;
+  /** Only these relations of the type (each must exist); every relation of the type when omitted. */
+  relations?: string[];
+}
+
+/** The relations held, in the model's order; `undecided`: those whose condition lacked parameters in `context` (never in `relations`). */
+export interface ListRelationsResult {
+  relations: string[];
+  undecided: Array<{ relation: string; missingParameters: string[] }>;
+}
+
 /** Which users matching the filter hold `relation` on `object`? */
 export interface ListUsersRequest extends QueryOptions {
   object: string;

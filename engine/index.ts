@@ -30,7 +30,7 @@ import { LocalChecker } from './check/local_checker.ts';
 import { type ParsedUser, parseObject, show, tryParseObject, tryParseUser } from './tuple.ts';
 import { FGA_CODES, validateTupleForWrite } from './validation.ts';
 import { CheckPath, type FreshnessHint, type Prepared, invalid, plainTuple } from './check/check_path.ts';
-import { OPTION_RANGES, type BatchCheckResult, type CheckRequest, type CheckResult, type EngineOptions, type ExpandRequest, type ExpandResult, type Limits, type ListObjectsRequest, type ListObjectsResult, type ListUsersRequest, type UndecidedObject, type ListUsersResult, type ModelInput, type QueryOptions, type ReadRequest, type ReadResult, type WriteRequest } from './engine_types.ts';
+import { OPTION_RANGES, type BatchCheckResult, type CheckRequest, type CheckResult, type EngineOptions, type ExpandRequest, type ExpandResult, type Limits, type ListObjectsRequest, type ListObjectsResult, type ListRelationsRequest, type ListRelationsResult, type ListUsersRequest, type UndecidedObject, type ListUsersResult, type ModelInput, type QueryOptions, type ReadRequest, type ReadResult, type WriteRequest } from './engine_types.ts';
 import { listObjectIds } from './list_objects.ts';
 import { type UserFilter, listUsers } from './list_users.ts';
 import { expandRewrite } from './expand.ts';
@@ -562,6 +562,59 @@ export class Engine {
     if (undecided === undefined) return { objects, truncated };
     undecided.sort((a, b) => (a.object < b.object ? -1 : a.object > b.object ? 1 : 0));
     return { objects, truncated, undecided };
+  }
+
+  /**
+   * ListRelations: the relations of `object`'s type that `user` holds on
+   * `object`, in the model's order: one Check per relation, batched (so the
+   * checks share sub-problem results). A relation whose Check fails only for
+   * a condition's missing parameters is not held; it is reported in
+   * `undecided`. Any other Check error fails the call (never a partial
+   * answer). Errors: invalid object or user (2000), unknown type
+   * (`type_not_found`, 2021), an unknown relation in `relations`
+   * (`relation_not_found`, 2022), and Check's own.
+   */
+  async listRelations(req: ListRelationsRequest): Promise<ListRelationsResult> {
+    if (req === null || typeof req !== 'object') throw invalid('list relations request must be an object', { reason: 'invalid_list_relations_input' });
+    const ts = await this.#typesystem(req.modelId);
+    const object = parseObject(req.object);
+    if (!ts.hasType(object.type)) throw invalid(`type '${object.type}' not found`, { reason: 'type_not_found', code: FGA_CODES.type_not_found });
+    const all = [...ts.relationsOf(object.type).keys()];
+    let wanted = all;
+    if (req.relations !== undefined) {
+      if (!Array.isArray(req.relations)) throw invalid('relations must be a list', { reason: 'invalid_list_relations_input' });
+      for (const r of req.relations) {
+        if (typeof r !== 'string' || ts.rewrite(object.type, r) === undefined) {
+          throw invalid(`relation '${object.type}#${show(r)}' not found`, { reason: 'relation_not_found', code: FGA_CODES.relation_not_found });
+        }
+      }
+      const asked = new Set(req.relations);
+      wanted = all.filter((r) => asked.has(r));
+    }
+    const base: QueryOptions = {};
+    if (req.contextualTuples !== undefined) base.contextualTuples = req.contextualTuples;
+    if (req.context !== undefined) base.context = req.context;
+    if (req.consistency !== undefined) base.consistency = req.consistency;
+    if (req.atLeastRevision !== undefined) base.atLeastRevision = req.atLeastRevision;
+    const relations: string[] = [];
+    const undecided: ListRelationsResult['undecided'] = [];
+    const step = this.#limits.maxChecksPerBatch;
+    for (let i = 0; i < wanted.length; i += step) {
+      const chunk = wanted.slice(i, i + step);
+      const results = await this.batchCheck(chunk.map((relation) => ({ ...base, user: req.user, relation, object: req.object })), { modelId: ts.id });
+      for (const [j, r] of results.entries()) {
+        const relation = chunk[j]!;
+        if (r.error === undefined) {
+          if (r.allowed) relations.push(relation);
+        } else if (r.error.reason === 'missing_condition_parameters') {
+          const missing = (r.error.details as { missing?: unknown } | undefined)?.missing;
+          undecided.push({ relation, missingParameters: Array.isArray(missing) ? missing.map(String) : [] });
+        } else {
+          throw r.error;
+        }
+      }
+    }
+    return { relations, undecided };
   }
 
   /**

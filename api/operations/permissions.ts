@@ -82,4 +82,23 @@ export const PERMISSION_OPERATIONS = [
     }),
     doc: 'Every (object, relation) the subject holds, narrowed by relation and object_type; capped at 1000 with truncated. A grant whose condition lacks parameters in context is not listed but reported in undecided_permissions.',
   }),
+  defineOperation({
+    name: 'list_relations',
+    admin: false,
+    kind: 'query',
+    auth: 'user',
+    rest: { method: 'POST', path: '/v1/list_relations' },
+    grpc: { method: 'ListRelations' },
+    protocols: ALL_PROTOCOLS,
+    input: s.object('ListRelationsRequest', {
+      object: s.string({ minLength: 1, maxLength: 256, doc: '`type:id`' }),
+      user: SUBJECT,
+      context: CONTEXT,
+      consistency_token: CONSISTENCY_TOKEN,
+    }, { graphql: { name: 'ListRelationsInput' } }),
+    output: s.object('ListRelationsResponse', {
+      relations: s.list(s.string(), { doc: "The relations of the object's type the subject holds on it, in the model's order" }),
+    }),
+    doc: "Every relation the caller (or, for a super-admin, `user`) holds on `object` (\"what may I do here\"). A relation behind a condition whose parameters `context` lacks is not listed.",
+  }),
 ] as const;

@@ -118,6 +118,11 @@ export class DirectTupleEngine implements PermissionEngine {
     return { objects: out.slice(0, request.limit), truncated: out.length > request.limit, undecided: [] };
   }
 
+  async listRelations(request: { user: string; object: string }): Promise<{ relations: string[]; undecided: [] }> {
+    const type = request.object.slice(0, request.object.indexOf(':'));
+    return { relations: (this.types.get(type) ?? []).filter((relation) => this.check({ user: request.user, relation, object: request.object })), undecided: [] };
+  }
+
   async relationsByType(): Promise<ReadonlyMap<string, readonly string[]>> {
     return this.types;
   }
