@@ -13,9 +13,11 @@
  *   with its check cache and graph mirror, so writes made here are seen by
  *   those checks at once. Other stores are answered without a cache, so no
  *   cached answer can cross stores.
- * - **Not served.** The AuthZEN endpoints (`/stores/{id}/access/v1/…`,
- *   `/.well-known/authzen-configuration/…`) answer 404 `undefined_endpoint`,
- *   as OpenFGA does with its experimental flag off.
+ * - **AuthZEN.** `/stores/{id}/access/v1/…` and
+ *   `/.well-known/authzen-configuration/…` are the AuthZEN API's
+ *   (transports/authzen), mounted before this router; what reaches this
+ *   router under those prefixes answers 404 `undefined_endpoint`, as OpenFGA
+ *   does for a path it does not have.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
