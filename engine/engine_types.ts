@@ -137,6 +137,37 @@ export interface ListObjectsResult {
   undecided?: UndecidedObject[];
 }
 
+/** Where a paged listing starts: the page size, and the token of the page before (none for the first page). */
+export interface ListPageOptions {
+  /** 1 to 1000 results (default 100). */
+  pageSize?: number;
+  /** The `continuationToken` of the page before; empty or omitted for the first page. */
+  continuationToken?: string;
+  /** For a first page: the store revision to read at (default: the current one); ignored with a token, which pins its own. */
+  atRevision?: number;
+}
+
+/**
+ * One page of a paged listing. Every page of a walk answers at the revision
+ * the first page read (`revision`), with the model version it used; the
+ * pages of a walk, joined, are exactly the answer at that revision, sorted,
+ * each result once. `continuationToken` is empty on the last page.
+ */
+export interface ListObjectsPage {
+  objects: string[];
+  continuationToken: string;
+  revision: number;
+  /** With `reportUndecided`, on the first page only: the objects whose conditions lacked parameters. */
+  undecided?: UndecidedObject[];
+}
+
+/** One page of ListUsers (see {@link ListObjectsPage}). */
+export interface ListUsersPage {
+  users: string[];
+  continuationToken: string;
+  revision: number;
+}
+
 /** Which relations of `object`'s type does `user` hold on `object`? */
 export interface ListRelationsRequest extends QueryOptions {
   user: string;

@@ -30,8 +30,10 @@ import { LocalChecker } from './check/local_checker.ts';
 import { type ParsedUser, parseObject, show, tryParseObject, tryParseUser } from './tuple.ts';
 import { FGA_CODES, validateTupleForWrite } from './validation.ts';
 import { CheckPath, type FreshnessHint, type Prepared, invalid, plainTuple } from './check/check_path.ts';
-import { OPTION_RANGES, type BatchCheckResult, type CheckRequest, type CheckResult, type EngineOptions, type ExpandRequest, type ExpandResult, type Limits, type ListObjectsRequest, type ListObjectsResult, type ListRelationsRequest, type ListRelationsResult, type ListUsersRequest, type UndecidedObject, type ListUsersResult, type ModelInput, type QueryOptions, type ReadRequest, type ReadResult, type WriteRequest } from './engine_types.ts';
+import { OPTION_RANGES, type BatchCheckResult, type CheckRequest, type CheckResult, type EngineOptions, type ExpandRequest, type ExpandResult, type Limits, type ListObjectsRequest, type ListObjectsResult, type ListObjectsPage, type ListPageOptions, type ListUsersPage, type ListRelationsRequest, type ListRelationsResult, type ListUsersRequest, type UndecidedObject, type ListUsersResult, type ModelInput, type QueryOptions, type ReadRequest, type ReadResult, type WriteRequest } from './engine_types.ts';
 import { listObjectIds } from './list_objects.ts';
+import { SnapshotStore } from './snapshot_store.ts';
+import { byCodeUnits, decodeListPosition, encodeListPosition, indexAfter, listPageSize, questionDigest } from './list_pages.ts';
 import { type UserFilter, listUsers } from './list_users.ts';
 import { expandRewrite } from './expand.ts';
 import { type BuildEngineOptions, type RevisionObserver, buildChain } from './check/build_chain.ts';
@@ -70,6 +72,8 @@ export class Engine {
   readonly #check: CheckPath;
   /** Engines of other stores made by {@link Engine.forStore} without a resolver, by store id. */
   readonly #views = new Map<string, Engine>();
+  /** Complete answers of paged listings, by store, model, revision and question: immutable, since a revision's data is. */
+  readonly #walks = new Map<string, { items: string[]; undecided: UndecidedObject[] | undefined }>();
 
   /**
    * Validates `options` (unknown keys and out-of-range values are
@@ -562,6 +566,94 @@ export class Engine {
     if (undecided === undefined) return { objects, truncated };
     undecided.sort((a, b) => (a.object < b.object ? -1 : a.object > b.object ? 1 : 0));
     return { objects, truncated, undecided };
+  }
+
+  /**
+   * ListObjects in pages: the answer of {@link listObjects} at one store
+   * revision, cut into sorted pages. The first page pins the current revision
+   * (or `atRevision`) and the model version; every later page, given the
+   * token of the page before, continues right after the last object
+   * returned, at that revision, whatever was written since: no object twice,
+   * none missed. Not capped by `listObjectsMaxResults` (up to 100,000
+   * results; beyond, `failed_precondition`, reason `listing_too_large`).
+   * Errors: ListObjects', and `invalid_argument` (reason
+   * `invalid_continuation_token`) for a token of another question;
+   * `failed_precondition` (reason `continuation_token_expired`) when the
+   * store changed too much since the first page to rebuild that revision.
+   */
+  async listObjectsPage(req: ListObjectsRequest, page: ListPageOptions = {}): Promise<ListObjectsPage> {
+    if (req === null || typeof req !== 'object') throw invalid('list objects request must be an object', { reason: 'invalid_list_objects_input' });
+    const question = ['objects', req.user, req.relation, req.type, req.context ?? null, req.contextualTuples ?? null, req.reportUndecided === true];
+    const out = await this.#page(question, req.modelId, page, (view, modelId) =>
+      view.listObjects({ ...req, modelId, consistency: 'higher_consistency' }).then((r) => ({ items: r.objects, truncated: r.truncated, undecided: r.undecided })),
+    );
+    const result: ListObjectsPage = { objects: out.items, continuationToken: out.continuationToken, revision: out.revision };
+    if (req.reportUndecided === true) result.undecided = out.undecided ?? [];
+    return result;
+  }
+
+  /** ListUsers in pages, as {@link listObjectsPage} pages ListObjects (`listUsersMaxResults` aside). */
+  async listUsersPage(req: ListUsersRequest, page: ListPageOptions = {}): Promise<ListUsersPage> {
+    if (req === null || typeof req !== 'object') throw invalid('list users request must be an object', { reason: 'invalid_list_users_input' });
+    const question = ['users', req.object, req.relation, req.userFilters ?? null, req.context ?? null, req.contextualTuples ?? null];
+    const out = await this.#page(question, req.modelId, page, (view, modelId) =>
+      view.listUsers({ ...req, modelId, consistency: 'higher_consistency' }).then((r) => ({ items: r.users, truncated: r.truncated, undecided: undefined })),
+    );
+    return { users: out.items, continuationToken: out.continuationToken, revision: out.revision };
+  }
+
+  /**
+   * One page of a walk: the complete answer at the walk's revision (from
+   * the walk cache, or computed by an uncapped engine over a
+   * {@link SnapshotStore} at that revision with the plain evaluator, so that
+   * no cache or mirror of the current data answers), then the page after the
+   * token's position.
+   */
+  async #page(
+    question: unknown[],
+    modelId: string | undefined,
+    page: ListPageOptions,
+    run: (view: Engine, modelId: string) => Promise<{ items: string[]; truncated: boolean; undecided: UndecidedObject[] | undefined }>,
+  ): Promise<{ items: string[]; continuationToken: string; revision: number; undecided: UndecidedObject[] | undefined }> {
+    if (page === null || typeof page !== 'object') throw invalid('page options must be an object', { reason: 'invalid_page_size' });
+    const size = listPageSize(page.pageSize);
+    const digest = questionDigest(question);
+    const token = page.continuationToken === undefined || page.continuationToken === '' ? undefined : decodeListPosition(page.continuationToken, digest);
+    let revision: number;
+    let model: string;
+    if (token !== undefined) {
+      revision = token.r;
+      model = token.m;
+    } else {
+      if (page.atRevision !== undefined && (!Number.isSafeInteger(page.atRevision) || page.atRevision < 0)) throw invalid('atRevision must be a store revision', { reason: 'invalid_consistency_token' });
+      revision = page.atRevision ?? (await this.#store.revision());
+      model = (await this.#typesystem(modelId)).id;
+    }
+    const key = `${this.storeId}\u0000${model}\u0000${revision}\u0000${digest}`;
+    let walk = this.#walks.get(key);
+    if (walk === undefined) {
+      for (let attempt = 0; attempt < 3 && walk === undefined; attempt++) {
+        const snapshot = await SnapshotStore.at(this.#store, revision);
+        const view = new Engine({ ...this.#limits, listObjectsMaxResults: 100_000, listUsersMaxResults: 100_000, store: snapshot, resolver: new LocalChecker() });
+        const r = await run(view, model);
+        // A delete committed while the snapshot was read may have hidden a tuple of the revision: read again.
+        if (!(await snapshot.settled())) continue;
+        if (r.truncated) throw new LatchkeyError('failed_precondition', 'the answer has more than 100,000 results; narrow the question', { reason: 'listing_too_large' });
+        walk = { items: [...r.items].sort(byCodeUnits), undecided: r.undecided };
+      }
+      if (walk === undefined) throw new LatchkeyError('aborted', 'the store changed during the listing; retry', { reason: 'listing_conflict' });
+      if (this.#walks.size >= 16) this.#walks.delete(this.#walks.keys().next().value as string);
+      this.#walks.set(key, walk);
+    }
+    const start = token === undefined ? 0 : indexAfter(walk.items, token.a);
+    const items = walk.items.slice(start, start + size);
+    const more = start + items.length < walk.items.length;
+    return {
+      items,
+      continuationToken: more ? encodeListPosition({ r: revision, m: model, q: digest, a: items[items.length - 1]! }) : '',
+      revision,
+      undecided: token === undefined ? walk.undecided : [],
+    };
   }
 
   /**
