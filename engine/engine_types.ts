@@ -157,6 +157,8 @@ export interface ListObjectsPage {
   objects: string[];
   continuationToken: string;
   revision: number;
+  /** How many results the whole walk has. */
+  total: number;
   /** With `reportUndecided`, on the first page only: the objects whose conditions lacked parameters. */
   undecided?: UndecidedObject[];
 }
@@ -166,6 +168,8 @@ export interface ListUsersPage {
   users: string[];
   continuationToken: string;
   revision: number;
+  /** How many results the whole walk has. */
+  total: number;
 }
 
 /** Which relations of `object`'s type does `user` hold on `object`? */

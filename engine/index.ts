@@ -587,7 +587,7 @@ export class Engine {
     const out = await this.#page(question, req.modelId, page, (view, modelId) =>
       view.listObjects({ ...req, modelId, consistency: 'higher_consistency' }).then((r) => ({ items: r.objects, truncated: r.truncated, undecided: r.undecided })),
     );
-    const result: ListObjectsPage = { objects: out.items, continuationToken: out.continuationToken, revision: out.revision };
+    const result: ListObjectsPage = { objects: out.items, continuationToken: out.continuationToken, revision: out.revision, total: out.total };
     if (req.reportUndecided === true) result.undecided = out.undecided ?? [];
     return result;
   }
@@ -599,7 +599,7 @@ export class Engine {
     const out = await this.#page(question, req.modelId, page, (view, modelId) =>
       view.listUsers({ ...req, modelId, consistency: 'higher_consistency' }).then((r) => ({ items: r.users, truncated: r.truncated, undecided: undefined })),
     );
-    return { users: out.items, continuationToken: out.continuationToken, revision: out.revision };
+    return { users: out.items, continuationToken: out.continuationToken, revision: out.revision, total: out.total };
   }
 
   /**
@@ -614,7 +614,7 @@ export class Engine {
     modelId: string | undefined,
     page: ListPageOptions,
     run: (view: Engine, modelId: string) => Promise<{ items: string[]; truncated: boolean; undecided: UndecidedObject[] | undefined }>,
-  ): Promise<{ items: string[]; continuationToken: string; revision: number; undecided: UndecidedObject[] | undefined }> {
+  ): Promise<{ items: string[]; continuationToken: string; revision: number; total: number; undecided: UndecidedObject[] | undefined }> {
     if (page === null || typeof page !== 'object') throw invalid('page options must be an object', { reason: 'invalid_page_size' });
     const size = listPageSize(page.pageSize);
     const digest = questionDigest(question);
@@ -652,6 +652,7 @@ export class Engine {
       items,
       continuationToken: more ? encodeListPosition({ r: revision, m: model, q: digest, a: items[items.length - 1]! }) : '',
       revision,
+      total: walk.items.length,
       undecided: token === undefined ? walk.undecided : [],
     };
   }

@@ -350,11 +350,10 @@ async function evaluationsEndpoint(engine: Engine, body: Json): Promise<Json> {
 const byCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
- * One page of a complete, sorted answer: the results after the token's
- * position, at most `page.limit`, with `next_token` (empty on the last page),
- * `count` and `total`. The token names the last result returned, so a
- * result is never returned twice in one walk, whatever is written between
- * pages.
+ * One page of a complete, sorted answer (the action search's, a few
+ * relations): the results after the token's position, at most
+ * `page.limit`, with `next_token` (empty on the last page), `count` and
+ * `total`.
  */
 function pageOf<T>(all: readonly string[], page: PageRequest, digest: string, wire: (s: string) => T): Json {
   let start = 0;
@@ -379,11 +378,22 @@ function pageOf<T>(all: readonly string[], page: PageRequest, digest: string, wi
   };
 }
 
-/** A listing the engine capped is refused rather than served short (a page must never hide a result). */
-function complete(truncated: boolean): void {
-  if (truncated) {
-    throw new LatchkeyError('failed_precondition', 'the answer has more results than this server lists in one walk (the engine\'s list limit); narrow the search', { reason: 'listing_too_large' });
-  }
+/**
+ * One page of an engine listing as a search page: the engine's continuation
+ * token (which pins the walk's revision, so the pages of one walk answer at
+ * one revision with no result twice and none missed) inside the search's
+ * own token, bound to the search.
+ */
+function enginePage(items: readonly string[], next: string, total: number, digest: string): Json {
+  return { results: items.map(entityOf), page: { next_token: next === '' ? '' : encodePosition({ q: digest, c: next }), count: items.length, total } };
+}
+
+/** The engine token inside a search's page token (none for the first page). */
+function engineToken(page: PageRequest, digest: string): string {
+  if (page.token === undefined) return '';
+  const c = decodePosition(page.token, digest).c;
+  if (c === undefined) throw badRequest('page.token is not a token of this search', 'invalid_page_token');
+  return c;
 }
 
 /** The parts of a search that identify it, for the page token's digest. */
@@ -391,30 +401,34 @@ function searchKey(kind: string, parts: { subject?: Entity; resource?: Entity; a
   return queryDigest([kind, parts.subject?.type, parts.subject?.id, parts.resource?.type, parts.resource?.id, parts.action?.name, parts.context ?? null]);
 }
 
-/** `POST …/search/subject` (section 8.4): ListUsers of `subject.type` (its id ignored) holding `action` on `resource`. */
+/** `POST …/search/subject` (section 8.4): ListUsers of `subject.type` (its id ignored) holding `action` on `resource`, in the engine's pages. */
 async function subjectSearch(engine: Engine, body: Json): Promise<Json> {
   const subject = entity(body['subject'], 'subject', false);
   const act = action(body['action']);
   const resource = entity(body['resource'], 'resource', true);
   const page = pageRequest(body['page']);
   const context = fgaContext({ subject, resource, action: act, context: requestContext(body['context']) });
-  const res = await engine.listUsers({ object: fgaRef(resource), relation: act.name, userFilters: [{ type: subject.type }], ...(context === undefined ? {} : { context }) });
-  complete(res.truncated);
-  const all = [...res.users].sort(byCodeUnits);
-  return pageOf(all, page, searchKey('subject', { subject: { type: subject.type }, resource, action: act, context }), entityOf);
+  const digest = searchKey('subject', { subject: { type: subject.type }, resource, action: act, context });
+  const res = await engine.listUsersPage(
+    { object: fgaRef(resource), relation: act.name, userFilters: [{ type: subject.type }], ...(context === undefined ? {} : { context }) },
+    { pageSize: page.limit, continuationToken: engineToken(page, digest) },
+  );
+  return enginePage(res.users, res.continuationToken, res.total, digest);
 }
 
-/** `POST …/search/resource` (section 8.5): ListObjects of `resource.type` (its id ignored) on which `subject` holds `action`. */
+/** `POST …/search/resource` (section 8.5): ListObjects of `resource.type` (its id ignored) on which `subject` holds `action`, in the engine's pages. */
 async function resourceSearch(engine: Engine, body: Json): Promise<Json> {
   const subject = entity(body['subject'], 'subject', true);
   const act = action(body['action']);
   const resource = entity(body['resource'], 'resource', false);
   const page = pageRequest(body['page']);
   const context = fgaContext({ subject, resource, action: act, context: requestContext(body['context']) });
-  const res = await engine.listObjects({ user: fgaRef(subject), relation: act.name, type: resource.type, ...(context === undefined ? {} : { context }) });
-  complete(res.truncated);
-  const all = [...res.objects].sort(byCodeUnits);
-  return pageOf(all, page, searchKey('resource', { subject, resource: { type: resource.type }, action: act, context }), entityOf);
+  const digest = searchKey('resource', { subject, resource: { type: resource.type }, action: act, context });
+  const res = await engine.listObjectsPage(
+    { user: fgaRef(subject), relation: act.name, type: resource.type, ...(context === undefined ? {} : { context }) },
+    { pageSize: page.limit, continuationToken: engineToken(page, digest) },
+  );
+  return enginePage(res.objects, res.continuationToken, res.total, digest);
 }
 
 /**
