@@ -145,6 +145,13 @@ export interface ListPageOptions {
   continuationToken?: string;
   /** For a first page: the store revision to read at (default: the current one); ignored with a token, which pins its own. */
   atRevision?: number;
+  /**
+   * Milliseconds the page may take (1 to 600,000; none: no limit). A walk not
+   * computed by then is answered with no results, `deadlineExceeded`, and a
+   * token that resumes at the same place; the walk goes on computing, so the
+   * next page from this engine finds it ready.
+   */
+  deadlineMs?: number;
 }
 
 /**
@@ -157,8 +164,10 @@ export interface ListObjectsPage {
   objects: string[];
   continuationToken: string;
   revision: number;
-  /** How many results the whole walk has. */
-  total: number;
+  /** How many results the whole walk has (unknown when the page stopped for its deadline). */
+  total?: number;
+  /** True when the page stopped for its deadline before the walk was computed: no results, and the token to resume. */
+  deadlineExceeded?: true;
   /** With `reportUndecided`, on the first page only: the objects whose conditions lacked parameters. */
   undecided?: UndecidedObject[];
 }
@@ -168,8 +177,10 @@ export interface ListUsersPage {
   users: string[];
   continuationToken: string;
   revision: number;
-  /** How many results the whole walk has. */
-  total: number;
+  /** How many results the whole walk has (unknown when the page stopped for its deadline). */
+  total?: number;
+  /** True when the page stopped for its deadline before the walk was computed: no results, and the token to resume. */
+  deadlineExceeded?: true;
 }
 
 /** Which relations of `object`'s type does `user` hold on `object`? */

@@ -74,6 +74,8 @@ export class Engine {
   readonly #views = new Map<string, Engine>();
   /** Complete answers of paged listings, by store, model, revision and question: immutable, since a revision's data is. */
   readonly #walks = new Map<string, { items: string[]; undecided: UndecidedObject[] | undefined }>();
+  /** Walks being computed, by the same key: a page that stopped for its deadline, and the next one, share one computation. */
+  readonly #computing = new Map<string, Promise<{ items: string[]; undecided: UndecidedObject[] | undefined }>>();
 
   /**
    * Validates `options` (unknown keys and out-of-range values are
@@ -587,7 +589,9 @@ export class Engine {
     const out = await this.#page(question, req.modelId, page, (view, modelId) =>
       view.listObjects({ ...req, modelId, consistency: 'higher_consistency' }).then((r) => ({ items: r.objects, truncated: r.truncated, undecided: r.undecided })),
     );
-    const result: ListObjectsPage = { objects: out.items, continuationToken: out.continuationToken, revision: out.revision, total: out.total };
+    const result: ListObjectsPage = { objects: out.items, continuationToken: out.continuationToken, revision: out.revision };
+    if (out.total !== undefined) result.total = out.total;
+    if (out.deadlineExceeded) result.deadlineExceeded = true;
     if (req.reportUndecided === true) result.undecided = out.undecided ?? [];
     return result;
   }
@@ -599,7 +603,10 @@ export class Engine {
     const out = await this.#page(question, req.modelId, page, (view, modelId) =>
       view.listUsers({ ...req, modelId, consistency: 'higher_consistency' }).then((r) => ({ items: r.users, truncated: r.truncated, undecided: undefined })),
     );
-    return { users: out.items, continuationToken: out.continuationToken, revision: out.revision, total: out.total };
+    const result: ListUsersPage = { users: out.items, continuationToken: out.continuationToken, revision: out.revision };
+    if (out.total !== undefined) result.total = out.total;
+    if (out.deadlineExceeded) result.deadlineExceeded = true;
+    return result;
   }
 
   /**
@@ -614,9 +621,11 @@ export class Engine {
     modelId: string | undefined,
     page: ListPageOptions,
     run: (view: Engine, modelId: string) => Promise<{ items: string[]; truncated: boolean; undecided: UndecidedObject[] | undefined }>,
-  ): Promise<{ items: string[]; continuationToken: string; revision: number; total: number; undecided: UndecidedObject[] | undefined }> {
+  ): Promise<{ items: string[]; continuationToken: string; revision: number; total?: number; deadlineExceeded?: boolean; undecided: UndecidedObject[] | undefined }> {
     if (page === null || typeof page !== 'object') throw invalid('page options must be an object', { reason: 'invalid_page_size' });
     const size = listPageSize(page.pageSize);
+    const deadline = page.deadlineMs;
+    if (deadline !== undefined && (!Number.isInteger(deadline) || deadline < 1 || deadline > 600_000)) throw invalid('deadlineMs must be an integer from 1 to 600000', { reason: 'invalid_option' });
     const digest = questionDigest(question);
     const token = page.continuationToken === undefined || page.continuationToken === '' ? undefined : decodeListPosition(page.continuationToken, digest);
     let revision: number;
@@ -632,18 +641,39 @@ export class Engine {
     const key = `${this.storeId}\u0000${model}\u0000${revision}\u0000${digest}`;
     let walk = this.#walks.get(key);
     if (walk === undefined) {
-      for (let attempt = 0; attempt < 3 && walk === undefined; attempt++) {
-        const snapshot = await SnapshotStore.at(this.#store, revision);
-        const view = new Engine({ ...this.#limits, listObjectsMaxResults: 100_000, listUsersMaxResults: 100_000, store: snapshot, resolver: new LocalChecker() });
-        const r = await run(view, model);
-        // A delete committed while the snapshot was read may have hidden a tuple of the revision: read again.
-        if (!(await snapshot.settled())) continue;
-        if (r.truncated) throw new LatchkeyError('failed_precondition', 'the answer has more than 100,000 results; narrow the question', { reason: 'listing_too_large' });
-        walk = { items: [...r.items].sort(byCodeUnits), undecided: r.undecided };
+      let computing = this.#computing.get(key);
+      if (computing === undefined) {
+        computing = this.#walk(revision, model, run);
+        this.#computing.set(key, computing);
+        computing.then(
+          (w) => {
+            this.#computing.delete(key);
+            if (this.#walks.size >= 16) this.#walks.delete(this.#walks.keys().next().value as string);
+            this.#walks.set(key, w);
+          },
+          () => this.#computing.delete(key),
+        );
       }
-      if (walk === undefined) throw new LatchkeyError('aborted', 'the store changed during the listing; retry', { reason: 'listing_conflict' });
-      if (this.#walks.size >= 16) this.#walks.delete(this.#walks.keys().next().value as string);
-      this.#walks.set(key, walk);
+      if (deadline === undefined) walk = await computing;
+      else {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const late = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, deadline, undefined)));
+        try {
+          walk = await Promise.race([computing, late]);
+        } finally {
+          clearTimeout(timer);
+        }
+        if (walk === undefined) {
+          // Stopped for the deadline: nothing returned, the token resumes at the same place (the computation goes on).
+          return {
+            items: [],
+            continuationToken: encodeListPosition({ r: revision, m: model, q: digest, a: token?.a ?? '' }),
+            revision,
+            deadlineExceeded: true,
+            undecided: [],
+          };
+        }
+      }
     }
     const start = token === undefined ? 0 : indexAfter(walk.items, token.a);
     const items = walk.items.slice(start, start + size);
@@ -655,6 +685,24 @@ export class Engine {
       total: walk.items.length,
       undecided: token === undefined ? walk.undecided : [],
     };
+  }
+
+  /** The complete answer of a walk at `revision` (see {@link #page}). */
+  async #walk(
+    revision: number,
+    model: string,
+    run: (view: Engine, modelId: string) => Promise<{ items: string[]; truncated: boolean; undecided: UndecidedObject[] | undefined }>,
+  ): Promise<{ items: string[]; undecided: UndecidedObject[] | undefined }> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const snapshot = await SnapshotStore.at(this.#store, revision);
+      const view = new Engine({ ...this.#limits, listObjectsMaxResults: 100_000, listUsersMaxResults: 100_000, store: snapshot, resolver: new LocalChecker() });
+      const r = await run(view, model);
+      // A delete committed while the snapshot was read may have hidden a tuple of the revision: read again.
+      if (!(await snapshot.settled())) continue;
+      if (r.truncated) throw new LatchkeyError('failed_precondition', 'the answer has more than 100,000 results; narrow the question', { reason: 'listing_too_large' });
+      return { items: [...r.items].sort(byCodeUnits), undecided: r.undecided };
+    }
+    throw new LatchkeyError('aborted', 'the store changed during the listing; retry', { reason: 'listing_conflict' });
   }
 
   /**

@@ -8,11 +8,12 @@
  * comes from another engine on the same store, as from another server
  * process. Tokens of another question, forged tokens, bad page sizes and
  * expired revisions are refused with their codes. On the memory store and
- * SQLite.
+ * SQLite; the deadline on PostgreSQL.
  */
 import test from 'ava';
 import { Engine, MemoryStore, type TupleStore } from '../../engine/index.ts';
 import { disposableSqlStore } from './sql_helpers.ts';
+import { needs } from '../helpers/needs.ts';
 
 const MODEL = `model
   schema 1.1
@@ -90,3 +91,38 @@ for (const [backend, open] of [['memory', async () => new MemoryStore()], ['sqli
     }
   });
 }
+
+// On PostgreSQL, whose reads wait on the network: SQLite's driver answers within the same turn of the event loop, before any timer.
+needs(test, 'postgres')('postgres: a page that stops for its deadline says so, returns nothing, and its token resumes at the same place', async (t) => {
+  const store = await disposableSqlStore('postgres');
+  try {
+    const e = new Engine({ store });
+    await e.writeModel({ dsl: MODEL });
+    for (let i = 0; i < 3000; i += 100) {
+      await e.write({ writes: Array.from({ length: 100 }, (_, j) => ({ user: 'user:anne', relation: 'viewer', object: `doc:${String(i + j).padStart(4, '0')}` })) });
+    }
+    const q = { user: 'user:anne', relation: 'viewer', type: 'doc', context: CONTEXT };
+    const first = await e.listObjectsPage(q, { pageSize: 1000, deadlineMs: 1 });
+    t.true(first.deadlineExceeded);
+    t.deepEqual(first.objects, []);
+    t.is(first.total, undefined);
+    t.not(first.continuationToken, '');
+    // The token resumes where the stopped page was: at the start of the walk, at its revision.
+    const got: string[] = [];
+    let token = first.continuationToken;
+    while (token !== '') {
+      const p = await e.listObjectsPage(q, { pageSize: 1000, continuationToken: token });
+      t.is(p.revision, first.revision);
+      t.is(p.deadlineExceeded, undefined);
+      t.is(p.total, 3000);
+      got.push(...p.objects);
+      token = p.continuationToken;
+    }
+    t.is(got.length, 3000);
+    t.is(new Set(got).size, 3000);
+    const bad = await t.throwsAsync(e.listObjectsPage(q, { deadlineMs: 0 }));
+    t.is((bad as { reason?: string }).reason, 'invalid_option');
+  } finally {
+    await store.close();
+  }
+});

@@ -346,6 +346,13 @@ async function evaluationsEndpoint(engine: Engine, body: Json): Promise<Json> {
 
 // ---------------------------------------------------------------- search
 
+/**
+ * How long a subject or resource search page may take to compute its walk;
+ * past it the page answers no results, `page.properties.deadline_exceeded`
+ * and the token to resume (the walk goes on computing for the next call).
+ */
+const SEARCH_DEADLINE_MS = 10_000;
+
 /** Code-unit order, the engine's order of listings. */
 const byCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -384,8 +391,12 @@ function pageOf<T>(all: readonly string[], page: PageRequest, digest: string, wi
  * one revision with no result twice and none missed) inside the search's
  * own token, bound to the search.
  */
-function enginePage(items: readonly string[], next: string, total: number, digest: string): Json {
-  return { results: items.map(entityOf), page: { next_token: next === '' ? '' : encodePosition({ q: digest, c: next }), count: items.length, total } };
+function enginePage(res: { items: readonly string[]; next: string; total?: number | undefined; deadlineExceeded?: true | undefined }, digest: string): Json {
+  const page: Json = { next_token: res.next === '' ? '' : encodePosition({ q: digest, c: res.next }), count: res.items.length };
+  if (res.total !== undefined) page['total'] = res.total;
+  // Stopped for the deadline before the walk was computed: no results, and the token that resumes there.
+  if (res.deadlineExceeded === true) page['properties'] = { deadline_exceeded: true };
+  return { results: res.items.map(entityOf), page };
 }
 
 /** The engine token inside a search's page token (none for the first page). */
@@ -411,9 +422,9 @@ async function subjectSearch(engine: Engine, body: Json): Promise<Json> {
   const digest = searchKey('subject', { subject: { type: subject.type }, resource, action: act, context });
   const res = await engine.listUsersPage(
     { object: fgaRef(resource), relation: act.name, userFilters: [{ type: subject.type }], ...(context === undefined ? {} : { context }) },
-    { pageSize: page.limit, continuationToken: engineToken(page, digest) },
+    { pageSize: page.limit, continuationToken: engineToken(page, digest), deadlineMs: SEARCH_DEADLINE_MS },
   );
-  return enginePage(res.users, res.continuationToken, res.total, digest);
+  return enginePage({ items: res.users, next: res.continuationToken, total: res.total, deadlineExceeded: res.deadlineExceeded }, digest);
 }
 
 /** `POST …/search/resource` (section 8.5): ListObjects of `resource.type` (its id ignored) on which `subject` holds `action`, in the engine's pages. */
@@ -426,9 +437,9 @@ async function resourceSearch(engine: Engine, body: Json): Promise<Json> {
   const digest = searchKey('resource', { subject, resource: { type: resource.type }, action: act, context });
   const res = await engine.listObjectsPage(
     { user: fgaRef(subject), relation: act.name, type: resource.type, ...(context === undefined ? {} : { context }) },
-    { pageSize: page.limit, continuationToken: engineToken(page, digest) },
+    { pageSize: page.limit, continuationToken: engineToken(page, digest), deadlineMs: SEARCH_DEADLINE_MS },
   );
-  return enginePage(res.objects, res.continuationToken, res.total, digest);
+  return enginePage({ items: res.objects, next: res.continuationToken, total: res.total, deadlineExceeded: res.deadlineExceeded }, digest);
 }
 
 /**
