@@ -101,13 +101,12 @@ export class SnapshotStore implements TupleStore {
         }
       }
     }
-    for (const [k, c] of unknown) {
+    for (const k of unknown.keys()) {
       const w = lastWrite.get(k);
       // The changelog must hold the write that made a tuple existing at the revision; without it the view would guess.
       if (w === undefined) throw tokenExpired('the changelog no longer holds a tuple this listing needs; start the listing again');
-      const t: StoredTuple = { object: c.tuple.object, relation: c.tuple.relation, user: c.tuple.user, revision: w.revision };
-      if (w.tuple.condition !== undefined) t.condition = w.tuple.condition;
-      this.#restored.set(k, t);
+      // The write's tuple whole (its condition, and whatever else a write records), as the store held it.
+      this.#restored.set(k, { ...w.tuple, revision: w.revision });
     }
   }
 
