@@ -519,6 +519,11 @@ export class AuthService {
     return this.#permissions.check(input, ctx.principal);
   }
 
+  /** `list_relations` (see {@link Permissions.relations}). */
+  listRelations(input: Parameters<Permissions['relations']>[0], ctx: AuthCallContext): ReturnType<Permissions['relations']> {
+    return this.#permissions.relations(input, ctx.principal);
+  }
+
   /** `list_permissions` (see {@link Permissions.list}). */
   listPermissions(input: Parameters<Permissions['list']>[0], ctx: AuthCallContext): ReturnType<Permissions['list']> {
     return this.#permissions.list(input, ctx.principal);

@@ -47,6 +47,22 @@ export function engineAsPermissionEngine(engine: Engine): PermissionEngine {
       });
       return { objects: res.objects.slice(0, request.limit), truncated: res.truncated || res.objects.length > request.limit, undecided: res.undecided ?? [] };
     },
+    async listRelations(request) {
+      const res = await engine.listRelations({
+        user: request.user,
+        object: request.object,
+        ...(request.context === undefined ? {} : { context: request.context }),
+        ...(request.atLeastRevision === undefined ? {} : { atLeastRevision: request.atLeastRevision }),
+      });
+      return res;
+    },
+    async listObjectsPage(request) {
+      const res = await engine.listObjectsPage(
+        { user: request.user, relation: request.relation, type: request.type, reportUndecided: true, ...(request.context === undefined ? {} : { context: request.context }) },
+        { pageSize: request.pageSize, continuationToken: request.continuationToken, ...(request.atRevision === undefined ? {} : { atRevision: request.atRevision }) },
+      );
+      return { objects: res.objects, continuationToken: res.continuationToken, revision: res.revision, undecided: res.undecided ?? [] };
+    },
     async relationsByType() {
       const model = await engine.readModel();
       const out = new Map<string, string[]>();

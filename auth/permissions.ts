@@ -4,6 +4,7 @@
  * `validate_jwt_token`/`validate_session` (spec, POST /v1/check_permissions).
  * Without an engine every call fails with 400 `failed_precondition`.
  */
+import { createHash } from 'node:crypto';
 import { LatchkeyError } from '../engine/errors.ts';
 
 const invalidArgument = (message: string, reason: string): LatchkeyError => new LatchkeyError('invalid_argument', message, { reason });
@@ -59,6 +60,26 @@ export interface PermissionEngine {
     objects: string[];
     truncated: boolean;
     undecided: ReadonlyArray<{ object: string; missingParameters: readonly string[] }>;
+  }>;
+  /**
+   * One page of objects of `type` on which `user` holds `relation`, sorted,
+   * pinned to the revision of the walk's first page (`atRevision` for a first
+   * page, else the current one); `continuationToken` continues the walk
+   * (empty on its last page). `undecided` on a walk's first page only.
+   */
+  listObjectsPage(request: {
+    user: string;
+    relation: string;
+    type: string;
+    pageSize: number;
+    continuationToken: string;
+    atRevision?: number;
+    context?: Record<string, unknown>;
+  }): Promise<{ objects: string[]; continuationToken: string; revision: number; undecided: ReadonlyArray<{ object: string; missingParameters: readonly string[] }> }>;
+  /** The relations `user` holds on `object`; `undecided`: those whose condition lacked parameters in `context` (never in `relations`). */
+  listRelations(request: { user: string; object: string; context?: Record<string, unknown>; atLeastRevision?: number }): Promise<{
+    relations: string[];
+    undecided: ReadonlyArray<{ relation: string; missingParameters: readonly string[] }>;
   }>;
   /** Relations per object type of the current model (empty when no model is written). */
   relationsByType(): Promise<ReadonlyMap<string, readonly string[]>>;
@@ -166,6 +187,22 @@ export class Permissions {
   }
 
   /**
+   * `list_relations`: every relation of `object`'s type that the subject
+   * holds on `object`, in the model's order. `user` follows
+   * `check_permissions`' trust rules. A relation behind a condition whose
+   * parameters `context` lacks is not listed (it is not proven); any other
+   * engine error fails the call. Errors: 401 without credentials, 403 for a
+   * foreign `user`, 400 `failed_precondition` without FGA, 400
+   * `invalid_argument` for a malformed object or an unknown type.
+   */
+  async relations(input: { object: string; user?: string | undefined; context?: unknown; consistency_token?: string | undefined }, principal: CallerPrincipal | undefined): Promise<{ relations: string[] }> {
+    const subject = this.#subjectFor(principal, input.user);
+    const engine = this.#fga();
+    const res = await engine.listRelations({ user: subject, object: input.object, ...contextOf(input.context), ...tokenOf(input.consistency_token) });
+    return { relations: [...res.relations] };
+  }
+
+  /**
    * `list_permissions`: every (object, relation) the subject holds, narrowed
    * by `relation` and/or `object_type`, capped at 1000 with `truncated`.
    *
@@ -177,17 +214,19 @@ export class Permissions {
    * satisfied never lists its grant). Other condition errors (a context value
    * of the wrong type) fail the call with `invalid_argument`.
    */
-  async list(input: { relation?: string | undefined; object_type?: string | undefined; user?: string | undefined; context?: unknown; consistency_token?: string | undefined }, principal: CallerPrincipal | undefined): Promise<{
-    objects: string[];
-    permissions: Array<{ object: string; relation: string }>;
-    undecided_permissions: Array<{ object: string; relation: string; missing_parameters: string[] }>;
-    truncated: boolean;
-  }> {
+  async list(input: {
+    relation?: string | undefined;
+    object_type?: string | undefined;
+    user?: string | undefined;
+    context?: unknown;
+    consistency_token?: string | undefined;
+    page_size?: number | undefined;
+    continuation_token?: string | undefined;
+  }, principal: CallerPrincipal | undefined): Promise<ListAnswer> {
     const subject = this.#subjectFor(principal, input.user);
     const engine = this.#fga();
     const relation = input.relation === '' ? undefined : input.relation;
     const objectType = input.object_type === '' ? undefined : input.object_type;
-    const context = { ...contextOf(input.context), ...tokenOf(input.consistency_token) };
     const relationsByType = await engine.relationsByType();
     const pairs: Array<[type: string, relation: string]> = [];
     for (const [type, relations] of relationsByType) {
@@ -195,6 +234,81 @@ export class Permissions {
       for (const r of relations) if (relation === undefined || r === relation) pairs.push([type, r]);
     }
     if (objectType !== undefined && !relationsByType.has(objectType)) throw invalidArgument(`type ${objectType} not found`, 'type_not_found');
+    const paged = (input.page_size !== undefined && input.page_size !== 0) || (input.continuation_token !== undefined && input.continuation_token !== '');
+    if (paged) return this.#listPage(engine, subject, pairs, input);
+    const capped = await this.#listCapped(engine, subject, pairs, input);
+    if (!capped.truncated) return capped;
+    // Capped: the same first page of a walk, with a token to continue it; a walk too large to take falls back to the capped answer.
+    try {
+      return await this.#listPage(engine, subject, pairs, { ...input, page_size: LIST_PERMISSIONS_CAP });
+    } catch (err) {
+      if (err instanceof LatchkeyError && err.reason === 'listing_too_large') return capped;
+      throw err;
+    }
+  }
+
+  /**
+   * A page of `list_permissions`: the pairs (type, relation) in the model's
+   * order, each pair's objects in the engine's revision-pinned pages, every
+   * pair read at the revision of the walk's first page. The token holds the
+   * pair, the engine's token within it, the revision and a digest of the
+   * question (a model change that alters the pairs expires it).
+   */
+  async #listPage(
+    engine: PermissionEngine,
+    subject: string,
+    pairs: ReadonlyArray<[type: string, relation: string]>,
+    input: { context?: unknown; consistency_token?: string | undefined; page_size?: number | undefined; continuation_token?: string | undefined },
+  ): Promise<ListAnswer> {
+    const size = input.page_size === undefined || input.page_size === 0 ? LIST_PERMISSIONS_CAP : input.page_size;
+    if (!Number.isInteger(size) || size < 1 || size > LIST_PERMISSIONS_CAP) throw invalidArgument(`page_size must be from 1 to ${LIST_PERMISSIONS_CAP}`, 'invalid_page_size');
+    const context = contextOf(input.context);
+    tokenOf(input.consistency_token);
+    const digest = createHash('sha256').update(JSON.stringify([subject, pairs, context.context ?? null])).digest('base64url').slice(0, 16);
+    let at = decodeListToken(input.continuation_token, digest);
+    const permissions: Array<{ object: string; relation: string }> = [];
+    const undecided: Array<{ object: string; relation: string; missing_parameters: string[] }> = [];
+    const objects = new Set<string>();
+    let { pair, inner, revision } = at ?? { pair: 0, inner: '', revision: undefined as number | undefined };
+    let room = size;
+    while (pair < pairs.length && room > 0) {
+      const [type, r] = pairs[pair]!;
+      const res = await engine.listObjectsPage({
+        user: subject,
+        relation: r,
+        type,
+        pageSize: room,
+        continuationToken: inner,
+        ...(inner === '' && revision !== undefined ? { atRevision: revision } : {}),
+        ...context,
+      });
+      revision ??= res.revision;
+      for (const object of res.objects) {
+        permissions.push({ object, relation: r });
+        objects.add(object);
+      }
+      for (const u of res.undecided) undecided.push({ object: u.object, relation: r, missing_parameters: [...u.missingParameters] });
+      room -= res.objects.length;
+      if (res.continuationToken !== '') {
+        inner = res.continuationToken;
+        break;
+      }
+      pair++;
+      inner = '';
+    }
+    at = pair < pairs.length && revision !== undefined ? { pair, inner, revision } : undefined;
+    const token = at === undefined ? '' : encodeListToken(at, digest);
+    return { objects: [...objects], permissions, undecided_permissions: undecided, truncated: token !== '', continuation_token: token };
+  }
+
+  /** The capped `list_permissions` of old (no page asked for): at most {@link LIST_PERMISSIONS_CAP} entries, `truncated` when more exist. */
+  async #listCapped(
+    engine: PermissionEngine,
+    subject: string,
+    pairs: ReadonlyArray<[type: string, relation: string]>,
+    input: { context?: unknown; consistency_token?: string | undefined },
+  ): Promise<ListAnswer> {
+    const context = { ...contextOf(input.context), ...tokenOf(input.consistency_token) };
     const permissions: Array<{ object: string; relation: string }> = [];
     const undecided: Array<{ object: string; relation: string; missing_parameters: string[] }> = [];
     const objects = new Set<string>();
@@ -222,8 +336,44 @@ export class Permissions {
         break;
       }
     }
-    return { objects: [...objects], permissions, undecided_permissions: undecided, truncated };
+    return { objects: [...objects], permissions, undecided_permissions: undecided, truncated, continuation_token: '' };
   }
+}
+
+/** What `list_permissions` answers. */
+export interface ListAnswer {
+  objects: string[];
+  permissions: Array<{ object: string; relation: string }>;
+  undecided_permissions: Array<{ object: string; relation: string; missing_parameters: string[] }>;
+  truncated: boolean;
+  /** Continues the walk (empty when this page is its last). */
+  continuation_token: string;
+}
+
+interface ListToken {
+  pair: number;
+  inner: string;
+  revision: number;
+}
+
+function encodeListToken(t: ListToken, digest: string): string {
+  return Buffer.from(JSON.stringify([t.pair, t.inner, t.revision, digest]), 'utf8').toString('base64url');
+}
+
+/** The position a `list_permissions` token names; `invalid_argument` (reason `invalid_continuation_token`) for a token of another question. */
+function decodeListToken(token: string | undefined, digest: string): ListToken | undefined {
+  if (token === undefined || token === '') return undefined;
+  const bad = (): LatchkeyError => invalidArgument('continuation_token must be the continuation_token of the page before, with the same request', 'invalid_continuation_token');
+  let v: unknown;
+  try {
+    v = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+  } catch {
+    throw bad();
+  }
+  if (!Array.isArray(v) || v.length !== 4) throw bad();
+  const [pair, inner, revision, d] = v as unknown[];
+  if (typeof pair !== 'number' || !Number.isInteger(pair) || pair < 0 || typeof inner !== 'string' || typeof revision !== 'number' || !Number.isSafeInteger(revision) || d !== digest) throw bad();
+  return { pair, inner, revision };
 }
 
 /**

@@ -340,7 +340,15 @@ for (const protocol of PROTOCOLS) {
         const page = (await call('fga_read_tuples', { object: 'doc:1', page_size: 1 })).body as { tuples: unknown[]; continuation_token: string };
         t.is(page.tuples.length, 1);
         t.not(page.continuation_token, '');
-        t.deepEqual((await call('fga_list_users', { object: 'doc:1', relation: 'viewer', user_type: 'user' })).body, { users: ['user:a', 'user:b'] });
+        const listed = (await call('fga_list_users', { object: 'doc:1', relation: 'viewer', user_type: 'user' })).body;
+        t.deepEqual(listed?.['users'], ['user:a', 'user:b']);
+        t.is(listed?.['continuation_token'] ?? '', '');
+        // In pages: one user at a time, the token continuing the walk.
+        const p1 = (await call('fga_list_users', { object: 'doc:1', relation: 'viewer', user_type: 'user', page_size: 1 })).body;
+        t.deepEqual(p1?.['users'], ['user:a']);
+        const p2 = (await call('fga_list_users', { object: 'doc:1', relation: 'viewer', user_type: 'user', page_size: 1, continuation_token: p1?.['continuation_token'] })).body;
+        t.deepEqual(p2?.['users'], ['user:b']);
+        t.is(p2?.['continuation_token'] ?? '', '');
         t.is(typeof (await call('fga_expand', { object: 'doc:1', relation: 'viewer' })).body?.['tree'], 'string');
         if (protocol !== 'graphql') {
           t.is((await call('fga_get_model')).body?.['id'], written.id);
