@@ -38,6 +38,7 @@ export async function issueTokens(
     login_method: session.login_method,
     allowed_roles: user.roles,
     ...(nonce === undefined ? {} : { nonce }),
+    ...(session.client_id === undefined ? {} : { client_id: session.client_id }),
   };
   const pub = toPublicUser(user);
   // --custom-access-token-script: its claims go into the access and the id token, or no token is issued.
@@ -67,6 +68,7 @@ export async function issueTokens(
     acr: '0',
     at_hash: d.tokens.atHash(access.token),
     ...(nonce === undefined ? {} : { nonce }),
+    ...(session.client_id === undefined ? {} : { azp: session.client_id }),
     ...idTokenClaims,
   });
   const response: AuthResponse = {
@@ -79,7 +81,7 @@ export async function issueTokens(
   if (refresh !== 'new') {
     response.refresh_token = refresh.token;
   } else if (session.scope.includes('offline_access')) {
-    const next = await d.tokens.sign('refresh_token', user.id, { sid: session.sid, scope: session.scope, roles: session.roles });
+    const next = await d.tokens.sign('refresh_token', user.id, { sid: session.sid, scope: session.scope, roles: session.roles, ...(session.client_id === undefined ? {} : { client_id: session.client_id }) });
     await d.sessions.setRefresh(session.sid, next.jti);
     response.refresh_token = next.token;
   }

@@ -24,7 +24,9 @@ import type { AuthService } from './auth_service.ts';
 import { issueTokens } from './issue_tokens.ts';
 import type { MemoryStore } from './memory_store.ts';
 import { AuthorizationCodes, type CodeGrant } from './oauth_codes.ts';
-import { activeUser, authenticateClient, invalidClient, invalidGrant, invalidRequest, readParams, safeEqual, type OAuthParams } from './oauth_common.ts';
+import { activeUser, invalidClient, invalidGrant, invalidRequest, readParams, safeEqual, type OAuthParams } from './oauth_common.ts';
+import { ClientRegistry, GRANT_CLIENT_CREDENTIALS, serviceAccountSubject, type ResolvedClient } from './client_registry.ts';
+import { UnavailableClientStore } from './client_store.ts';
 import { OidcEndpoints, type EndSessionOutcome } from './oidc_endpoints.ts';
 import type { SessionRecord } from './sessions.ts';
 import type { UserRecord } from './user_store_types.ts';
@@ -37,6 +39,8 @@ export interface OAuthServerOptions {
   store: MemoryStore;
   /** `--client-secret`. */
   clientSecret: string;
+  /** The client registry (the `--client-id` client first); default: the `--client-id` client alone. */
+  registry?: ClientRegistry | undefined;
   /** The server's redirect rule (`--allowed-origins`); throws for a URI that may not be redirected to. */
   checkRedirectUri: (uri: string) => URL;
   /** The login page a browser without a session is sent to; undefined: answer `login_required`. */
@@ -99,11 +103,23 @@ export class OAuthServer {
   readonly #auth: AuthService;
   readonly #o: OAuthServerOptions;
   readonly #oidc: OidcEndpoints;
+  readonly registry: ClientRegistry;
 
   constructor(options: OAuthServerOptions) {
     this.#o = options;
     this.#auth = options.auth;
-    this.#oidc = new OidcEndpoints({ auth: options.auth, clientSecret: options.clientSecret, checkRedirectUri: options.checkRedirectUri });
+    this.registry =
+      options.registry ??
+      new ClientRegistry({
+        store: new UnavailableClientStore(),
+        memory: options.store,
+        nowSeconds: () => Math.floor(options.auth.options.now() / 1000),
+        issuer: options.auth.options.issuer,
+        flagClient: { clientId: options.auth.options.clientId, clientSecret: options.clientSecret },
+        roles: options.auth.options.roles,
+        supportedScopes: SUPPORTED_SCOPES,
+      });
+    this.#oidc = new OidcEndpoints({ auth: options.auth, clientSecret: options.clientSecret, checkRedirectUri: options.checkRedirectUri, registry: this.registry });
     this.codes = new AuthorizationCodes({
       store: options.store,
       ...(options.codeTtlSeconds === undefined ? {} : { ttlSeconds: options.codeTtlSeconds }),
@@ -131,14 +147,25 @@ export class OAuthServer {
     }
     const clientId = p.get('client_id');
     if (clientId === undefined) return { kind: 'error', error: invalidRequest('client_id is required') };
-    if (!safeEqual(clientId, this.#auth.options.clientId)) return { kind: 'error', error: new LatchkeyError('invalid_argument', 'unknown client_id', { reason: 'invalid_client' }) };
+    let client: ResolvedClient | undefined;
+    try {
+      client = await this.registry.find(clientId);
+    } catch (err) {
+      return { kind: 'error', error: err as LatchkeyError };
+    }
+    if (client === undefined || client.record.disabled || client.record.kind !== 'interactive' || !client.record.grant_types.includes('authorization_code')) {
+      return { kind: 'error', error: new LatchkeyError('invalid_argument', 'unknown client_id', { reason: 'invalid_client' }) };
+    }
     const redirectUri = p.get('redirect_uri');
     if (redirectUri === undefined) return { kind: 'error', error: invalidRequest('redirect_uri is required') };
-    try {
-      this.#o.checkRedirectUri(redirectUri);
-    } catch {
-      return { kind: 'error', error: invalidRequest('redirect_uri is not allowed') };
-    }
+    if (client.fromFlags) {
+      try {
+        this.#o.checkRedirectUri(redirectUri);
+      } catch {
+        return { kind: 'error', error: invalidRequest('redirect_uri is not allowed') };
+      }
+    } else if (!this.registry.redirectAllowed(client.record, redirectUri)) return { kind: 'error', error: invalidRequest('redirect_uri is not registered for this client') };
+    const registered = client.fromFlags ? undefined : client.record;
 
     const types = new Set((p.get('response_type') ?? this.#o.defaultResponseType ?? 'token').split(' ').filter(Boolean));
     const implicit = !types.has('code');
@@ -159,9 +186,14 @@ export class OAuthServer {
     // OAuth 2.0 Multiple Response Type Encoding Practices §5: tokens never travel in a query string.
     if (frontTokens && mode === 'query') return fail('invalid_request', 'response_mode query is not allowed for token responses', 'fragment');
 
-    const scope = p.has('scope') ? [...new Set((p.get('scope') ?? '').split(' ').filter(Boolean))] : DEFAULT_SCOPE;
+    // A registered client speaks OAuth 2.1: the code flow only, with S256 PKCE.
+    if (registered !== undefined && (types.size !== 1 || !types.has('code'))) return fail('unsupported_response_type', 'a registered client may use response_type code only');
+    if (registered !== undefined && (p.get('code_challenge') === undefined || p.get('code_challenge_method') !== 'S256')) return fail('invalid_request', 'a registered client must send code_challenge with code_challenge_method S256');
+    const scope = p.has('scope') ? [...new Set((p.get('scope') ?? '').split(' ').filter(Boolean))] : DEFAULT_SCOPE.filter((s) => registered === undefined || registered.scopes.includes(s));
     const unknownScope = scope.find((s) => !(SUPPORTED_SCOPES as readonly string[]).includes(s));
     if (unknownScope !== undefined) return fail('invalid_scope', `unsupported scope ${unknownScope}`);
+    const notAllowed = registered === undefined ? undefined : scope.find((s) => !registered.scopes.includes(s));
+    if (notAllowed !== undefined) return fail('invalid_scope', `scope ${notAllowed} is not allowed for this client`);
     if (scope.length === 0) return fail('invalid_scope', 'scope is empty');
     const nonce = p.get('nonce');
     if (nonce !== undefined && nonce.length > 512) return fail('invalid_request', 'nonce is too long');
@@ -248,9 +280,10 @@ export class OAuthServer {
   }
 
   // The grant's session says how its user authenticated (login method, auth_time, and the amr of a second factor).
-  #childSession(user: UserRecord, from: Pick<SessionRecord, 'login_method' | 'auth_time' | 'amr'>, roles: string[], scope: string[]): Promise<SessionRecord> {
+  #childSession(user: UserRecord, from: Pick<SessionRecord, 'login_method' | 'auth_time' | 'amr'>, roles: string[], scope: string[], clientId?: string): Promise<SessionRecord> {
     const amr = from.amr === undefined ? {} : { amr: from.amr };
-    return this.#auth.sessions.create({ user_id: user.id, roles, scope, login_method: from.login_method, auth_time: from.auth_time, ...amr }).then((c) => c.session);
+    const client = clientId === undefined ? {} : { client_id: clientId };
+    return this.#auth.sessions.create({ user_id: user.id, roles, scope, login_method: from.login_method, auth_time: from.auth_time, ...amr, ...client }).then((c) => c.session);
   }
 
   #reply(redirectUri: string, mode: ResponseMode, fields: Record<string, string>): AuthorizeOutcome {
@@ -271,20 +304,19 @@ export class OAuthServer {
    */
   async token(params: OAuthParams, authorization: string | undefined, onEvent: OAuthEventSink = NO_EVENTS): Promise<OAuthTokenResponse> {
     const p = readParams(params);
-    const client = this.#client(p, authorization);
+    const { client, method } = await this.registry.authenticate(p, authorization);
+    const withSecret = method !== 'none';
     const grantType = p.get('grant_type') ?? 'authorization_code';
-    if (grantType === 'authorization_code') return this.#codeGrant(p, client.withSecret, onEvent);
-    if (grantType === 'refresh_token') return this.#refreshGrant(p, onEvent);
-    if (grantType === 'client_credentials') return this.#clientGrant(p, client.withSecret, onEvent);
-    throw new LatchkeyError('invalid_argument', `grant_type ${grantType} is not supported`, { reason: 'unsupported_grant_type' });
+    const known = grantType === 'authorization_code' || grantType === 'refresh_token' || grantType === GRANT_CLIENT_CREDENTIALS;
+    if (!known) throw new LatchkeyError('invalid_argument', `grant_type ${grantType} is not supported`, { reason: 'unsupported_grant_type' });
+    if (!client.record.grant_types.includes(grantType)) throw new LatchkeyError('invalid_argument', `this client may not use the ${grantType} grant`, { reason: 'unauthorized_client' });
+    const audited: OAuthEventSink = (event) => onEvent({ ...event, metadata: { ...event.metadata, client_id: client.record.client_id, client_auth_method: method } });
+    if (grantType === 'authorization_code') return this.#codeGrant(p, client, withSecret, audited);
+    if (grantType === 'refresh_token') return this.#refreshGrant(p, client, audited);
+    return this.#clientGrant(p, client, withSecret, audited);
   }
 
-  /** Client authentication (RFC 6749 §2.3.1): see {@link authenticateClient}. */
-  #client(p: Map<string, string>, authorization: string | undefined): { withSecret: boolean } {
-    return authenticateClient(p, authorization, this.#auth.options.clientId, this.#o.clientSecret);
-  }
-
-  async #codeGrant(p: Map<string, string>, withSecret: boolean, onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {
+  async #codeGrant(p: Map<string, string>, client: ResolvedClient, withSecret: boolean, onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {
     const code = p.get('code');
     if (code === undefined) throw invalidRequest('code is required');
     const redirectUri = p.get('redirect_uri');
@@ -297,7 +329,7 @@ export class OAuthServer {
     if (r.kind === 'unknown') throw invalidGrant('invalid authorization code');
     const g = r.grant;
     if (g.expires_ms <= this.#now()) throw invalidGrant('authorization code expired');
-    if (!safeEqual(g.client_id, this.#auth.options.clientId)) throw invalidGrant('authorization code was issued to another client');
+    if (!safeEqual(g.client_id, client.record.client_id)) throw invalidGrant('authorization code was issued to another client');
     // RFC 6749 §4.1.3: the same redirect_uri as in the authorization request, compared exactly.
     if (g.redirect_uri !== redirectUri) throw invalidGrant('redirect_uri does not match the authorization request');
     const verifier = p.get('code_verifier');
@@ -317,7 +349,7 @@ export class OAuthServer {
     const user = await this.#activeUser(g.user_id);
     if (user === undefined) throw invalidGrant('invalid authorization code');
     const roles = g.roles.filter((role) => user.roles.includes(role));
-    const session = await this.#childSession(user, g, roles, g.scope);
+    const session = await this.#childSession(user, g, roles, g.scope, client.fromFlags ? undefined : client.record.client_id);
     if (!(await this.codes.bindSession(r.hash, session.sid))) {
       await this.#auth.sessions.end(session.sid);
       await onEvent({ action: 'token.code_reuse', userId: user.id });
@@ -337,8 +369,9 @@ export class OAuthServer {
    * `--access-token-expires-in` and cannot be revoked before. No scope is
    * defined for a client, so a requested one is `invalid_scope`.
    */
-  async #clientGrant(p: Map<string, string>, withSecret: boolean, onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {
+  async #clientGrant(p: Map<string, string>, client: ResolvedClient, withSecret: boolean, onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {
     if (!withSecret) throw invalidClient('client_credentials requires the client secret');
+    if (!client.fromFlags) return this.#serviceAccountGrant(p, client.record, onEvent);
     const requested = (p.get('scope') ?? '').split(' ').filter(Boolean);
     if (requested.length > 0) throw new LatchkeyError('invalid_argument', 'client_credentials grants no scope', { reason: 'invalid_scope' });
     const clientId = this.#auth.options.clientId;
@@ -347,7 +380,30 @@ export class OAuthServer {
     return { access_token: access.token, token_type: 'Bearer', expires_in: this.#auth.options.accessTokenTtl, scope: '' };
   }
 
-  async #refreshGrant(p: Map<string, string>, onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {
+  /**
+   * `client_credentials` of a registered service account: an access token
+   * whose subject is the service account (`sub` its client id, FGA subject
+   * `service_account:<client_id>`), with the roles it holds and the scopes
+   * it asked for among those it was given (all of them when it asks for
+   * none), living the client's `access_token_ttl` or the server's default.
+   */
+  async #serviceAccountGrant(p: Map<string, string>, r: ResolvedClient['record'], onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {
+    const requested = [...new Set((p.get('scope') ?? '').split(' ').filter(Boolean))];
+    const wider = requested.find((s) => !r.scopes.includes(s));
+    if (wider !== undefined) throw new LatchkeyError('invalid_argument', `scope ${wider} is not allowed for this client`, { reason: 'invalid_scope' });
+    const scope = requested.length > 0 ? requested : r.scopes;
+    const ttl = r.access_token_ttl ?? this.#auth.options.accessTokenTtl;
+    const access = await this.#auth.tokens.sign(
+      'access_token',
+      r.client_id,
+      { client_id: r.client_id, gty: GRANT_CLIENT_CREDENTIALS, scope, roles: r.roles, fga_subject: serviceAccountSubject(r.client_id) },
+      ttl,
+    );
+    await onEvent({ action: 'token.issued', metadata: { grant_type: GRANT_CLIENT_CREDENTIALS, subject: serviceAccountSubject(r.client_id) } });
+    return { access_token: access.token, token_type: 'Bearer', expires_in: ttl, scope: scope.join(' ') };
+  }
+
+  async #refreshGrant(p: Map<string, string>, client: ResolvedClient, onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {
     const refreshToken = p.get('refresh_token');
     if (refreshToken === undefined) throw invalidRequest('refresh_token is required');
     let scope: string[];
@@ -356,6 +412,9 @@ export class OAuthServer {
       const claims = await this.#auth.tokens.verify(refreshToken, 'refresh_token');
       scope = Array.isArray(claims['scope']) ? claims['scope'].map(String) : [];
       userId = claims.sub;
+      // A refresh token issued to a registered client is redeemed by that client only.
+      const owner = typeof claims['client_id'] === 'string' ? claims['client_id'] : this.#auth.options.clientId;
+      if (!safeEqual(owner, client.record.client_id)) throw invalidGrant('the refresh token was issued to another client');
     } catch (err) {
       throw invalidGrant('invalid refresh token', err);
     }
@@ -385,7 +444,7 @@ export class OAuthServer {
    */
   async revoke(params: OAuthParams, authorization: string | undefined, onEvent: OAuthEventSink = NO_EVENTS): Promise<{ message: string }> {
     const p = readParams(params);
-    this.#client(p, authorization);
+    await this.registry.authenticate(p, authorization);
     const token = p.get('token') ?? p.get('refresh_token');
     if (token === undefined) throw invalidRequest('token is required');
     const order = p.get('token_type_hint') === 'access_token' ? (['access_token', 'refresh_token'] as const) : (['refresh_token', 'access_token'] as const);

@@ -75,7 +75,7 @@ export function toSubject(user: string): string {
 }
 
 /** The caller as permission calls see it. */
-export type CallerPrincipal = { readonly kind: 'user'; readonly subject: string } | { readonly kind: 'super_admin' } | { readonly kind: 'anonymous' };
+export type CallerPrincipal = { readonly kind: 'user' | 'service_account'; readonly subject: string } | { readonly kind: 'super_admin' } | { readonly kind: 'anonymous' };
 
 
 /** What `check_permissions` answers: each check with its relation and object echoed. */

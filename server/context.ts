@@ -32,6 +32,15 @@ export type Principal =
       readonly claims?: Readonly<Record<string, unknown>>;
     }
   | {
+      /** A registered service account: by its client_credentials access token or an API key. */
+      readonly kind: 'service_account';
+      readonly clientId: string;
+      /** The FGA subject, always `service_account:<clientId>`. */
+      readonly subject: string;
+      readonly roles: readonly string[];
+      readonly claims?: Readonly<Record<string, unknown>>;
+    }
+  | {
       readonly kind: 'super_admin';
       /** How the super-admin proved itself. */
       readonly via: 'admin_secret_header' | 'admin_cookie';
@@ -50,6 +59,8 @@ export interface Credentials {
   readonly cookies: Readonly<Record<string, string>>;
   /** The `x-service-admin-secret` header / metadata value. */
   readonly adminSecret?: string;
+  /** The `x-api-key` header / metadata value. */
+  readonly apiKey?: string;
 }
 
 /** Attributes of a cookie a handler sets. `path` defaults to `/`, `httpOnly` to true. */
@@ -157,10 +168,11 @@ export function extractCredentials(
     authorization?: string | undefined;
     cookie?: string | undefined;
     adminSecret?: string | undefined;
+    apiKey?: string | undefined;
   },
   memo?: BearerMemo,
 ): Credentials {
-  const creds: { bearer?: string; cookies: Record<string, string>; adminSecret?: string } = {
+  const creds: { bearer?: string; cookies: Record<string, string>; adminSecret?: string; apiKey?: string } = {
     cookies: parseCookieHeader(headers.cookie),
   };
   const auth = headers.authorization;
@@ -169,6 +181,7 @@ export function extractCredentials(
     if (bearer !== undefined) creds.bearer = bearer;
   }
   if (headers.adminSecret !== undefined) creds.adminSecret = headers.adminSecret;
+  if (headers.apiKey !== undefined && headers.apiKey !== '') creds.apiKey = headers.apiKey;
   return creds;
 }
 

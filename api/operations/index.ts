@@ -14,6 +14,7 @@ import { AUTH_OPERATIONS } from './auth.ts';
 import { MFA_OPERATIONS } from './mfa.ts';
 import { PERMISSION_OPERATIONS } from './permissions.ts';
 import { VERIFICATION_OPERATIONS } from './verification.ts';
+import { REGISTRY_OPERATIONS } from './clients.ts';
 
 /** Any row of the table, with its own name and shapes. */
 export type OperationRow =
@@ -22,7 +23,8 @@ export type OperationRow =
   | (typeof MFA_OPERATIONS)[number]
   | (typeof VERIFICATION_OPERATIONS)[number]
   | (typeof PERMISSION_OPERATIONS)[number]
-  | (typeof ADMIN_OPERATIONS)[number];
+  | (typeof ADMIN_OPERATIONS)[number]
+  | (typeof REGISTRY_OPERATIONS)[number];
 
 /** The wire names of every operation. */
 export type OperationName = OperationRow['name'];
@@ -34,9 +36,11 @@ export const OPERATIONS: readonly OperationRow[] = checkTable<OperationRow>([
   ...VERIFICATION_OPERATIONS,
   ...PERMISSION_OPERATIONS,
   ...ADMIN_OPERATIONS,
+  ...REGISTRY_OPERATIONS,
 ]);
 
-export { META_OPERATIONS, AUTH_OPERATIONS, MFA_OPERATIONS, VERIFICATION_OPERATIONS, PERMISSION_OPERATIONS, ADMIN_OPERATIONS };
+export { META_OPERATIONS, AUTH_OPERATIONS, MFA_OPERATIONS, VERIFICATION_OPERATIONS, PERMISSION_OPERATIONS, ADMIN_OPERATIONS, REGISTRY_OPERATIONS };
+export { CLIENT, API_KEY } from './clients.ts';
 export { ALL_PROTOCOLS, defineOperation, graphqlName, graphqlArg, grpcService, checkTable } from './types.ts';
 export type { AnyOperation, Operation, OperationAuth, Protocol } from './types.ts';
 export { META } from './meta.ts';

@@ -11,6 +11,7 @@ import { MFA_HANDLERS } from './mfa.ts';
 import { VERIFICATION_HANDLERS } from './verification.ts';
 import { PERMISSION_HANDLERS } from './permissions.ts';
 import { ADMIN_HANDLERS } from './admin.ts';
+import { REGISTRY_HANDLERS } from './clients.ts';
 
 export const HANDLERS: Handlers = Object.freeze({
   ...META_HANDLERS,
@@ -19,6 +20,7 @@ export const HANDLERS: Handlers = Object.freeze({
   ...VERIFICATION_HANDLERS,
   ...PERMISSION_HANDLERS,
   ...ADMIN_HANDLERS,
+  ...REGISTRY_HANDLERS,
 });
 
 export type { AnyHandler, Handler, Handlers, HandlersOf, ServedOperation } from './types.ts';

@@ -91,7 +91,8 @@ class HttpCallInfo implements CallInfo {
     this.userAgent = h['user-agent'] ?? '';
     const socket = req.socket as Socket & { [BEARER_MEMO]?: BearerMemo };
     const memo = (socket[BEARER_MEMO] ??= new BearerMemo());
-    this.credentials = extractCredentials({ authorization: h.authorization, cookie: h.cookie, adminSecret: Array.isArray(admin) ? admin[0] : admin }, memo);
+    const apiKey = h['x-api-key'];
+    this.credentials = extractCredentials({ authorization: h.authorization, cookie: h.cookie, adminSecret: Array.isArray(admin) ? admin[0] : admin, apiKey: Array.isArray(apiKey) ? apiKey[0] : apiKey }, memo);
     this.#res = res;
   }
 

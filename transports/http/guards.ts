@@ -145,7 +145,7 @@ export function sendJson(res: ServerResponse, l: HttpLocals, body: string): void
  * read from its source) and its admin header, and those of OpenFGA's JS SDK.
  */
 const ALLOW_HEADERS =
-  'content-type, authorization, x-service-admin-secret, x-requested-with, x-request-id, x-authorizer-url, x-authorizer-client-id, x-authorizer-admin-secret, x-openfga-client-method, x-openfga-client-bulk-request-id';
+  'content-type, authorization, x-api-key, x-service-admin-secret, x-requested-with, x-request-id, x-authorizer-url, x-authorizer-client-id, x-authorizer-admin-secret, x-openfga-client-method, x-openfga-client-bulk-request-id';
 
 const OPENFGA_PATH = /^\/stores(\/|$)/;
 

@@ -54,7 +54,7 @@ function errorResponse(services: Services, request: HttpRouteRequest, thrown: un
     err.reason !== undefined && OAUTH_ERRORS.has(err.reason) ? err.reason : err.code === 'unavailable' ? 'temporarily_unavailable' : 'invalid_request';
   const headers: Record<string, string> = { ...NO_STORE };
   const wait = err.details?.['retry_after_seconds'];
-  if (err.code === 'unavailable' && typeof wait === 'number') headers['retry-after'] = String(wait);
+  if ((err.code === 'unavailable' || err.code === 'resource_exhausted') && typeof wait === 'number') headers['retry-after'] = String(wait);
   if (error === 'invalid_token' || error === 'insufficient_scope') {
     headers['www-authenticate'] = `Bearer error="${error}", error_description="${err.message.replace(/["\\]/g, '')}"`;
   } else if (status === 401) headers['www-authenticate'] = 'Basic realm="oauth", charset="UTF-8"';

@@ -1,0 +1,196 @@
+/**
+ * The client registry and service accounts, on every main SQL database: the
+ * six admin operations on GraphQL, REST and gRPC; client_credentials through
+ * `openid-client` with `client_secret_basic`, `client_secret_post` and
+ * `private_key_jwt` (a replayed assertion refused); secrets shown once and
+ * rotated with an overlap; the service account as a principal that holds
+ * roles and FGA tuples, so `check_permissions` answers for it; failures
+ * rate-limited per client; every grant audited; the `--client-id` client
+ * first and unchanged.
+ */
+import test from 'ava';
+import * as client from 'openid-client';
+import { SignJWT, exportJWK, generateKeyPair } from 'jose';
+import { freePort } from '../../helpers/loopback.ts';
+import { sqlBackends } from '../../helpers/databases.ts';
+import { TEST_ADMIN_SECRET, TEST_CLIENT_ID, TEST_CLIENT_SECRET, startTestServer, type TestServer } from '../../helpers/server.ts';
+
+const ADMIN = { 'x-service-admin-secret': TEST_ADMIN_SECRET };
+const DSL = 'model\n  schema 1.1\ntype user\ntype service_account\ntype doc\n  relations\n    define viewer: [user, service_account]\n';
+
+async function provider(backend: 'sqlite' | 'postgres' | 'mysql'): Promise<{ server: TestServer; issuer: string }> {
+  for (let attempt = 0; ; attempt++) {
+    const port = await freePort();
+    const issuer = `http://127.0.0.1:${port}`;
+    try {
+      const server = await startTestServer({ url: issuer, 'http-port': port, roles: 'user,admin,billing', 'enable-email-verification': false }, { backend });
+      return { server, issuer };
+    } catch (err) {
+      if (attempt >= 2) throw err;
+    }
+  }
+}
+
+async function ok(server: TestServer, op: string, input: Record<string, unknown>, protocol: 'rest' | 'graphql' | 'grpc' = 'rest', headers: Record<string, string> = ADMIN): Promise<Record<string, unknown>> {
+  const r = await server.call(op, input, { protocol, headers });
+  if (r.error !== undefined || r.body === undefined) throw new Error(`${op} over ${protocol}: ${JSON.stringify(r.error)}`);
+  return r.body;
+}
+
+async function tokenCall(issuer: string, form: Record<string, string>, basic?: [string, string]): Promise<{ status: number; body: Record<string, unknown> }> {
+  const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
+  if (basic) headers['authorization'] = `Basic ${Buffer.from(`${encodeURIComponent(basic[0])}:${encodeURIComponent(basic[1])}`).toString('base64')}`;
+  const res = await fetch(`${issuer}/oauth/token`, { method: 'POST', headers, body: new URLSearchParams(form) });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+const discover = (issuer: string, id: string, auth: client.ClientAuth, metadata: Partial<client.ClientMetadata> = {}): Promise<client.Configuration> =>
+  client.discovery(new URL(issuer), id, metadata, auth, { execute: [client.allowInsecureRequests] });
+
+for (const backend of sqlBackends()) {
+  test.serial(`${backend}: the registry on three protocols; client_credentials with a secret (basic, post) through openid-client; rotation with an overlap; the service account checks permissions`, async (t) => {
+    const { server, issuer } = await provider(backend);
+    t.teardown(() => server.close());
+
+    // The --client-id client is the first client, and the registry refuses to change it.
+    const listed = await ok(server, 'clients', {}, 'graphql');
+    const first = (listed['clients'] as Array<Record<string, unknown>>)[0];
+    t.is(first?.['client_id'], TEST_CLIENT_ID);
+    t.is(first?.['configured_by_flags'], true);
+    t.is((await server.call('delete_client', { client_id: TEST_CLIENT_ID }, { protocol: 'rest', headers: ADMIN })).error?.reason, 'client_configured_by_flags');
+    t.is((await server.call('add_client', { client_id: 'x' }, { protocol: 'rest' })).error?.code, 'unauthenticated', 'a super-admin operation');
+
+    // add over REST: the secret is answered once; get over gRPC never shows it.
+    const added = await ok(server, 'add_client', { client_id: 'billing-bot', kind: 'service_account', client_name: 'Billing', roles: ['billing'], scopes: ['invoices:read', 'invoices:write'] }, 'rest');
+    const secret = added['client_secret'] as string;
+    t.regex(secret, /^[A-Za-z0-9_-]{43}$/);
+    const got = await ok(server, 'client', { client_id: 'billing-bot' }, 'grpc');
+    t.is(got['subject'], 'service_account:billing-bot');
+    t.is(got['token_endpoint_auth_method'], 'client_secret_basic');
+    t.false(JSON.stringify(got).includes(secret));
+    t.is((await server.call('add_client', { client_id: 'billing-bot', kind: 'service_account' }, { protocol: 'graphql', headers: ADMIN })).error?.code, 'already_exists');
+    const badRole = await server.call('add_client', { client_id: 'x-bot', kind: 'service_account', roles: ['root'] }, { protocol: 'rest', headers: ADMIN });
+    t.is(badRole.error?.reason, 'invalid_roles');
+    const noSecretForSa = await server.call('add_client', { client_id: 'y-bot', kind: 'service_account', token_endpoint_auth_method: 'none' }, { protocol: 'rest', headers: ADMIN });
+    t.is(noSecretForSa.error?.code, 'invalid_argument');
+
+    // client_credentials through openid-client with client_secret_basic.
+    const config = await discover(issuer, 'billing-bot', client.ClientSecretBasic(secret));
+    const tokens = await client.clientCredentialsGrant(config, { scope: 'invoices:read' });
+    t.is(tokens.token_type, 'bearer');
+    t.is(tokens.scope, 'invoices:read');
+    const claims = JSON.parse(Buffer.from(tokens.access_token.split('.')[1] ?? '', 'base64url').toString()) as Record<string, unknown>;
+    t.is(claims['sub'], 'billing-bot');
+    t.is(claims['fga_subject'], 'service_account:billing-bot');
+    t.deepEqual(claims['roles'], ['billing']);
+    const wider = await tokenCall(issuer, { grant_type: 'client_credentials', scope: 'invoices:delete' }, ['billing-bot', secret]);
+    t.is(wider.body['error'], 'invalid_scope');
+    const post = await tokenCall(issuer, { grant_type: 'client_credentials', client_id: 'billing-bot', client_secret: secret });
+    t.is(post.status, 401, 'a client registered for client_secret_basic may not send the secret in the body');
+    t.is(post.body['error'], 'invalid_client');
+    const code = await tokenCall(issuer, { grant_type: 'authorization_code', code: 'x', redirect_uri: 'https://a.example/cb' }, ['billing-bot', secret]);
+    t.is(code.body['error'], 'unauthorized_client');
+
+    // Introspection by the service account itself shows the subject.
+    const intro = await client.tokenIntrospection(config, tokens.access_token);
+    t.true(intro.active);
+    t.is(intro['fga_subject'], 'service_account:billing-bot');
+
+    // The service account is a principal: its FGA tuples answer check_permissions called with its token, on every protocol.
+    await ok(server, 'fga_write_model', { dsl: DSL });
+    await ok(server, 'fga_write_tuples', { tuples: [{ user: 'service_account:billing-bot', relation: 'viewer', object: 'doc:ledger' }] });
+    for (const protocol of ['graphql', 'rest', 'grpc'] as const) {
+      const check = await ok(server, 'check_permissions', { checks: [{ relation: 'viewer', object: 'doc:ledger' }, { relation: 'viewer', object: 'doc:other' }] }, protocol, { authorization: `Bearer ${tokens.access_token}` });
+      t.deepEqual((check['results'] as Array<{ allowed: boolean }>).map((r) => r.allowed), [true, false], protocol);
+      const profile = await server.call('profile', {}, { protocol, headers: { authorization: `Bearer ${tokens.access_token}` } });
+      t.is(profile.error?.code, 'unauthenticated', `${protocol}: a service account has no user profile`);
+    }
+    const other = await server.call('check_permissions', { user: 'user:someone', checks: [{ relation: 'viewer', object: 'doc:ledger' }] }, { protocol: 'rest', headers: { authorization: `Bearer ${tokens.access_token}` } });
+    t.is(other.error?.reason, 'subject_not_permitted');
+
+    // Rotation: the new secret works at once, the old one during the overlap only.
+    const rotated = await ok(server, 'rotate_client_secret', { client_id: 'billing-bot', overlap_seconds: 3600 }, 'graphql');
+    const next = rotated['client_secret'] as string;
+    t.not(next, secret);
+    t.is((await tokenCall(issuer, { grant_type: 'client_credentials' }, ['billing-bot', next])).status, 200);
+    t.is((await tokenCall(issuer, { grant_type: 'client_credentials' }, ['billing-bot', secret])).status, 200, 'the previous secret during the overlap');
+    const third = await ok(server, 'rotate_client_secret', { client_id: 'billing-bot', overlap_seconds: 0 }, 'grpc');
+    t.is((await tokenCall(issuer, { grant_type: 'client_credentials' }, ['billing-bot', next])).status, 401, 'no overlap: the previous secret stops at once');
+
+    // update over gRPC: switch to client_secret_post; disabled clients are refused and their tokens stop.
+    const updated = await ok(server, 'update_client', { client_id: 'billing-bot', token_endpoint_auth_method: 'client_secret_post', client_name: 'Billing v2' }, 'grpc');
+    t.is(updated['token_endpoint_auth_method'], 'client_secret_post');
+    const postConfig = await discover(issuer, 'billing-bot', client.ClientSecretPost(third['client_secret'] as string));
+    t.truthy((await client.clientCredentialsGrant(postConfig)).access_token, 'client_secret_post through openid-client');
+    const method = await server.call('update_client', { client_id: 'billing-bot', token_endpoint_auth_method: 'private_key_jwt' }, { protocol: 'rest', headers: ADMIN });
+    t.is(method.error?.code, 'invalid_argument');
+    await ok(server, 'update_client', { client_id: 'billing-bot', disabled: true }, 'rest');
+    const afterDisable = await server.call('check_permissions', { checks: [{ relation: 'viewer', object: 'doc:ledger' }] }, { protocol: 'rest', headers: { authorization: `Bearer ${tokens.access_token}` } });
+    t.is(afterDisable.error?.code, 'unauthenticated', 'a disabled service account\'s token is refused');
+
+    // Audit: every grant is recorded with its client.
+    const logs = await ok(server, 'audit_logs', { pagination: { limit: 100 } }, 'rest');
+    const issued = (logs['audit_logs'] as Array<{ action: string; metadata: Record<string, unknown> | string | null }>).filter((l) => l.action === 'token.issued');
+    t.true(issued.some((l) => JSON.stringify(l.metadata).includes('billing-bot')));
+
+    // delete over GraphQL.
+    t.deepEqual(await ok(server, 'delete_client', { client_id: 'billing-bot' }, 'graphql'), { message: 'client deleted' });
+    t.is((await server.call('client', { client_id: 'billing-bot' }, { protocol: 'rest', headers: ADMIN })).error?.reason, 'client_not_found');
+  });
+
+  test.serial(`${backend}: private_key_jwt through openid-client; a replayed or foreign-signed assertion is refused; failures are rate-limited per client`, async (t) => {
+    const { server, issuer } = await provider(backend);
+    t.teardown(() => server.close());
+    const { publicKey, privateKey } = await generateKeyPair('ES256', { extractable: true });
+    const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' };
+    const added = await ok(server, 'add_client', { client_id: 'agent-7', kind: 'service_account', token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [jwk] } }, 'graphql');
+    t.is(added['client_secret'] ?? null, null, 'no secret for a key-authenticated client');
+    const withPrivate = await server.call('add_client', { client_id: 'leaky', kind: 'service_account', jwks: { keys: [{ ...(await exportJWK(privateKey)), kid: 'p' }] } }, { protocol: 'rest', headers: ADMIN });
+    t.is(withPrivate.error?.code, 'invalid_argument', 'a private key is refused in jwks');
+
+    const config = await discover(issuer, 'agent-7', client.PrivateKeyJwt({ key: privateKey, kid: 'k1' }));
+    const tokens = await client.clientCredentialsGrant(config);
+    t.truthy(tokens.access_token);
+
+    const now = Math.floor(Date.now() / 1000);
+    const assertion = await new SignJWT({ jti: 'fixed-jti' })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .setIssuer('agent-7')
+      .setSubject('agent-7')
+      .setAudience(`${issuer}/oauth/token`)
+      .setIssuedAt(now)
+      .setExpirationTime(now + 60)
+      .sign(privateKey);
+    const form = { grant_type: 'client_credentials', client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer', client_assertion: assertion };
+    t.is((await tokenCall(issuer, form)).status, 200);
+    const replay = await tokenCall(issuer, form);
+    t.is(replay.status, 401);
+    t.is(replay.body['error'], 'invalid_client', 'a replayed assertion (same jti) is refused');
+
+    const other = await generateKeyPair('ES256');
+    const forged = await new SignJWT({ jti: 'other-jti' }).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setIssuer('agent-7').setSubject('agent-7').setAudience(issuer).setIssuedAt(now).setExpirationTime(now + 60).sign(other.privateKey);
+    t.is((await tokenCall(issuer, { ...form, client_assertion: forged })).body['error'], 'invalid_client');
+    const longLived = await new SignJWT({ jti: 'long' }).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setIssuer('agent-7').setSubject('agent-7').setAudience(issuer).setIssuedAt(now).setExpirationTime(now + 3600).sign(privateKey);
+    t.is((await tokenCall(issuer, { ...form, client_assertion: longLived })).body['error'], 'invalid_client', 'an assertion living more than ten minutes is refused');
+
+    // Per-client failure budget: past it, even the right credential waits for the window to end.
+    const sa = await ok(server, 'add_client', { client_id: 'guessed', kind: 'service_account' }, 'rest');
+    for (let i = 0; i < 20; i++) await tokenCall(issuer, { grant_type: 'client_credentials' }, ['guessed', `wrong-${i}`]);
+    const limited = await tokenCall(issuer, { grant_type: 'client_credentials' }, ['guessed', sa['client_secret'] as string]);
+    t.is(limited.status, 429);
+    t.is(limited.body['error'], 'invalid_request');
+    t.is((await tokenCall(issuer, { grant_type: 'client_credentials' }, [TEST_CLIENT_ID, TEST_CLIENT_SECRET])).status, 200, 'other clients are not affected');
+  });
+}
+
+test('the --client-id client is unchanged: its client_credentials token is about itself and its secret works in either place', async (t) => {
+  const { server, issuer } = await provider('sqlite');
+  t.teardown(() => server.close());
+  const basic = await tokenCall(issuer, { grant_type: 'client_credentials' }, [TEST_CLIENT_ID, TEST_CLIENT_SECRET]);
+  t.is(basic.status, 200);
+  const post = await tokenCall(issuer, { grant_type: 'client_credentials', client_id: TEST_CLIENT_ID, client_secret: TEST_CLIENT_SECRET });
+  t.is(post.status, 200);
+  const claims = JSON.parse(Buffer.from(String(post.body['access_token']).split('.')[1] ?? '', 'base64url').toString()) as Record<string, unknown>;
+  t.is(claims['sub'], TEST_CLIENT_ID);
+  t.is(claims['fga_subject'], undefined);
+});
