@@ -19,7 +19,9 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createLocalJWKSet, createRemoteJWKSet, importJWK, jwtVerify, type JWK, type JWTVerifyGetKey } from 'jose';
 import { LatchkeyError } from '../engine/errors.ts';
-import type { ApiKeyRecord, ApplicationType, ClientAuthMethod, ClientKind, ClientRecord, ClientStore } from './client_store.ts';
+import { CLIENT_ASSERTION_ALGORITHMS, type ApiKeyRecord, type ApplicationType, type ClientAuthMethod, type ClientKind, type ClientRecord, type ClientStore } from './client_store.ts';
+
+export { CLIENT_ASSERTION_ALGORITHMS };
 import type { MemoryStore } from './memory_store.ts';
 import { invalidClient, invalidRequest, safeEqual } from './oauth_common.ts';
 
@@ -32,8 +34,6 @@ const JWT_BEARER_ASSERTION = 'urn:ietf:params:oauth:client-assertion-type:jwt-be
 const INTERACTIVE_GRANTS = [GRANT_CODE, GRANT_REFRESH, GRANT_TOKEN_EXCHANGE] as const;
 const SERVICE_GRANTS = [GRANT_CLIENT_CREDENTIALS, GRANT_TOKEN_EXCHANGE] as const;
 export const CLIENT_AUTH_METHODS: readonly ClientAuthMethod[] = ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'];
-/** Asymmetric algorithms only: a client's assertion is signed with a key the server never holds. */
-export const CLIENT_ASSERTION_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
 
 const CLIENT_ID = /^[A-Za-z0-9._~-]{3,128}$/;
 const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]{1,128}$/;

@@ -74,6 +74,9 @@ export const CLIENT_MIGRATIONS: readonly Migration[] = [
   },
 ];
 
+/** The algorithms of client assertions (`private_key_jwt`): asymmetric only, so a client's key is never held by the server. */
+export const CLIENT_ASSERTION_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
+
 export type ClientKind = 'interactive' | 'service_account';
 export type ApplicationType = 'web' | 'native' | 'spa';
 export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt' | 'none';

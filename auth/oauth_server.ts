@@ -25,7 +25,8 @@ import { issueTokens } from './issue_tokens.ts';
 import type { MemoryStore } from './memory_store.ts';
 import { AuthorizationCodes, type CodeGrant } from './oauth_codes.ts';
 import { activeUser, invalidClient, invalidGrant, invalidRequest, readParams, safeEqual, type OAuthParams } from './oauth_common.ts';
-import { ClientRegistry, GRANT_CLIENT_CREDENTIALS, serviceAccountSubject, type ResolvedClient } from './client_registry.ts';
+import { ClientRegistry, GRANT_CLIENT_CREDENTIALS, GRANT_TOKEN_EXCHANGE, serviceAccountSubject, type ResolvedClient } from './client_registry.ts';
+import { MAX_ACTORS } from './permissions.ts';
 import { UnavailableClientStore } from './client_store.ts';
 import { OidcEndpoints, type EndSessionOutcome } from './oidc_endpoints.ts';
 import type { SessionRecord } from './sessions.ts';
@@ -91,7 +92,13 @@ export interface OAuthTokenResponse {
   scope: string;
   id_token?: string;
   refresh_token?: string;
+  /** RFC 8693 §2.2.1: the type of a token issued by token exchange. */
+  issued_token_type?: string;
 }
+
+/** RFC 8693 §3: the token type identifier of an access token (the only type exchanged and issued here). */
+export const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
+const JWT_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:jwt';
 
 export const SUPPORTED_SCOPES = ['openid', 'email', 'profile', 'phone', 'offline_access'] as const;
 const DEFAULT_SCOPE = ['openid', 'email', 'profile'];
@@ -307,13 +314,112 @@ export class OAuthServer {
     const { client, method } = await this.registry.authenticate(p, authorization);
     const withSecret = method !== 'none';
     const grantType = p.get('grant_type') ?? 'authorization_code';
-    const known = grantType === 'authorization_code' || grantType === 'refresh_token' || grantType === GRANT_CLIENT_CREDENTIALS;
+    const known = grantType === 'authorization_code' || grantType === 'refresh_token' || grantType === GRANT_CLIENT_CREDENTIALS || grantType === GRANT_TOKEN_EXCHANGE;
     if (!known) throw new LatchkeyError('invalid_argument', `grant_type ${grantType} is not supported`, { reason: 'unsupported_grant_type' });
     if (!client.record.grant_types.includes(grantType)) throw new LatchkeyError('invalid_argument', `this client may not use the ${grantType} grant`, { reason: 'unauthorized_client' });
     const audited: OAuthEventSink = (event) => onEvent({ ...event, metadata: { ...event.metadata, client_id: client.record.client_id, client_auth_method: method } });
     if (grantType === 'authorization_code') return this.#codeGrant(p, client, withSecret, audited);
     if (grantType === 'refresh_token') return this.#refreshGrant(p, client, audited);
+    if (grantType === GRANT_TOKEN_EXCHANGE) return this.#exchangeGrant(p, client, withSecret, audited);
     return this.#clientGrant(p, client, withSecret, audited);
+  }
+
+  /**
+   * Token exchange (RFC 8693). The subject token is a live user access token
+   * of this server (its session alive, its user active), possibly itself
+   * exchanged. Without `actor_token` it is impersonation: a token for the
+   * same user, its actor chain unchanged. With `actor_token` it is
+   * delegation: the actor token must be the requesting service account's own
+   * client_credentials token, and the new token's `act` names it, with the
+   * subject token's own `act` nested inside (§4.1), at most five deep. Scope
+   * and audience are only narrowed: the scope within the subject token's, the
+   * audience (`audience` or `resource`, RFC 8707) within the subject token's
+   * extra audiences, or, for a token that has none, within the client's
+   * registered audiences (`invalid_target` otherwise). The new token never
+   * outlives the subject token, and dies with its session. A check made with
+   * a delegated token is allowed only when the user and every actor are
+   * (see `Permissions`).
+   */
+  async #exchangeGrant(p: Map<string, string>, client: ResolvedClient, withSecret: boolean, onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {
+    if (!withSecret) throw invalidClient('token exchange requires client authentication');
+    const subjectToken = p.get('subject_token');
+    if (subjectToken === undefined) throw invalidRequest('subject_token is required');
+    const subjectType = p.get('subject_token_type');
+    if (subjectType !== ACCESS_TOKEN_TYPE && subjectType !== JWT_TOKEN_TYPE) throw invalidRequest(`subject_token_type must be ${ACCESS_TOKEN_TYPE}`);
+    const requestedType = p.get('requested_token_type');
+    if (requestedType !== undefined && requestedType !== ACCESS_TOKEN_TYPE) throw invalidRequest(`requested_token_type must be ${ACCESS_TOKEN_TYPE}`);
+    let claims: Record<string, unknown>;
+    try {
+      claims = await this.#auth.tokens.verify(subjectToken, 'access_token');
+    } catch (err) {
+      throw invalidGrant('subject_token is not a valid access token', err);
+    }
+    const sid = claims['sid'];
+    const session = typeof sid === 'string' ? await this.#auth.sessions.get(sid) : undefined;
+    if (session === undefined || session.user_id !== claims['sub']) throw invalidGrant('subject_token is not a live user access token');
+    const user = await this.#activeUser(session.user_id);
+    if (user === undefined) throw invalidGrant('subject_token is not a live user access token');
+
+    let act = claims['act'] as Record<string, unknown> | undefined;
+    const actorToken = p.get('actor_token');
+    const actorType = p.get('actor_token_type');
+    if (actorToken === undefined && actorType !== undefined) throw invalidRequest('actor_token_type without actor_token');
+    if (actorToken !== undefined) {
+      if (actorType !== ACCESS_TOKEN_TYPE && actorType !== JWT_TOKEN_TYPE) throw invalidRequest(`actor_token_type must be ${ACCESS_TOKEN_TYPE}`);
+      let actor: Record<string, unknown>;
+      try {
+        actor = await this.#auth.tokens.verify(actorToken, 'access_token');
+      } catch (err) {
+        throw invalidGrant('actor_token is not a valid access token', err);
+      }
+      if (client.fromFlags || client.record.kind !== 'service_account' || actor['gty'] !== GRANT_CLIENT_CREDENTIALS || actor['sub'] !== client.record.client_id) {
+        throw invalidGrant("actor_token must be the requesting service account's own client_credentials token");
+      }
+      act = { sub: client.record.client_id, fga_subject: serviceAccountSubject(client.record.client_id), ...(act === undefined ? {} : { act }) };
+      let depth = 0;
+      for (let a: unknown = act; a !== undefined && a !== null; a = (a as Record<string, unknown>)['act']) depth++;
+      if (depth > MAX_ACTORS) throw invalidRequest(`a delegation chain names at most ${MAX_ACTORS} actors`);
+    }
+
+    const subjectScope = Array.isArray(claims['scope']) ? claims['scope'].map(String) : [];
+    const requested = [...new Set((p.get('scope') ?? '').split(' ').filter(Boolean))];
+    const wider = requested.find((s) => !subjectScope.includes(s));
+    if (wider !== undefined) throw new LatchkeyError('invalid_argument', `scope ${wider} is not in the subject token's scope`, { reason: 'invalid_scope' });
+    const scope = requested.length > 0 ? requested : subjectScope;
+
+    const audiences = Array.isArray(claims['aud']) ? claims['aud'].map(String) : [String(claims['aud'])];
+    const subjectAudiences = audiences.filter((a) => a !== this.#auth.options.clientId);
+    const audienceParam = p.get('audience');
+    const resource = p.get('resource');
+    if (audienceParam !== undefined && resource !== undefined && audienceParam !== resource) throw invalidRequest('audience and resource name different targets');
+    const target = audienceParam ?? resource;
+    let audience = subjectAudiences;
+    if (target !== undefined) {
+      const allowed = subjectAudiences.length > 0 ? subjectAudiences : client.record.audiences;
+      if (!allowed.includes(target)) throw new LatchkeyError('invalid_argument', `audience ${target} is not allowed`, { reason: 'invalid_target' });
+      audience = [target];
+    }
+
+    const now = Math.floor(this.#now() / 1000);
+    const remaining = Number(claims['exp']) - now;
+    const ttl = Math.max(1, Math.min(remaining, client.record.access_token_ttl ?? this.#auth.options.accessTokenTtl));
+    const access = await this.#auth.tokens.sign(
+      'access_token',
+      user.id,
+      {
+        sid: session.sid,
+        roles: claims['roles'],
+        scope,
+        login_method: claims['login_method'],
+        client_id: client.record.client_id,
+        gty: GRANT_TOKEN_EXCHANGE,
+        ...(act === undefined ? {} : { act }),
+      },
+      ttl,
+      audience,
+    );
+    await onEvent({ action: 'token.issued', userId: user.id, metadata: { grant_type: GRANT_TOKEN_EXCHANGE, delegation: actorToken !== undefined, ...(act === undefined ? {} : { act }) } });
+    return { access_token: access.token, issued_token_type: ACCESS_TOKEN_TYPE, token_type: 'Bearer', expires_in: ttl, scope: scope.join(' ') };
   }
 
   async #codeGrant(p: Map<string, string>, client: ResolvedClient, withSecret: boolean, onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {

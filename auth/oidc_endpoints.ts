@@ -141,6 +141,9 @@ export class OidcEndpoints {
       if (scope !== undefined) out['scope'] = scope;
       if (claims['nbf'] !== undefined) out['nbf'] = claims['nbf'];
       if (claims['sid'] !== undefined) out['sid'] = claims['sid'];
+      // RFC 8693 §4.1 and §4.4: who acts for the subject, and which client may use the token.
+      if (claims['act'] !== undefined) out['act'] = claims['act'];
+      if (claims['gty'] !== undefined) out['gty'] = claims['gty'];
       const username = user.email ?? user.phone_number;
       if (username !== null) out['username'] = username;
       return out;

@@ -285,7 +285,7 @@ export function csrfRefusal(allowedOrigins: readonly string[]): (req: IncomingMe
 }
 
 /** Paths never rate limited: health and discovery. */
-const RATE_EXEMPT = new Set(['/', '/healthz', '/readyz', '/health', '/.well-known/openid-configuration', '/.well-known/jwks.json']);
+const RATE_EXEMPT = new Set(['/', '/healthz', '/readyz', '/health', '/.well-known/openid-configuration', '/.well-known/jwks.json', '/.well-known/oauth-protected-resource']);
 
 /** Per-client-IP rate limit: 429 `resource_exhausted` with `Retry-After`. */
 export function rateLimit(limiter: RateLimiter, reject: Reject = plainReject) {

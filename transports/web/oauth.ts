@@ -32,6 +32,7 @@ const OAUTH_ERRORS = new Set([
   'login_required',
   'invalid_token',
   'insufficient_scope',
+  'invalid_target',
 ]);
 
 const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };

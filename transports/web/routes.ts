@@ -20,6 +20,7 @@ function discoveryRoutes(auth: AuthService, c: Pick<Config, 'url' | 'host' | 'ht
     { path: '/.well-known/openid-configuration', handler: discovery },
     { path: '/.well-known/oauth-authorization-server', handler: discovery },
     { path: '/.well-known/jwks.json', handler: async () => ({ body: auth.tokens.jwks(), headers: cache }) },
+    { path: '/.well-known/oauth-protected-resource', handler: async () => ({ body: auth.tokens.protectedResourceMetadata(issuerOf(c)), headers: cache }) },
   ];
 }
 

@@ -194,3 +194,25 @@ test('the --client-id client is unchanged: its client_credentials token is about
   t.is(claims['sub'], TEST_CLIENT_ID);
   t.is(claims['fga_subject'], undefined);
 });
+
+test('discovery lists exactly what is supported; /.well-known/oauth-protected-resource (RFC 9728) names this server as its authorization server', async (t) => {
+  const { server, issuer } = await provider('sqlite');
+  t.teardown(() => server.close());
+  for (const path of ['/.well-known/openid-configuration', '/.well-known/oauth-authorization-server']) {
+    const doc = (await (await fetch(`${issuer}${path}`)).json()) as Record<string, unknown>;
+    t.deepEqual(doc['token_endpoint_auth_methods_supported'], ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none']);
+    t.true((doc['token_endpoint_auth_signing_alg_values_supported'] as string[]).includes('ES256'));
+    t.false((doc['token_endpoint_auth_signing_alg_values_supported'] as string[]).some((a) => a.startsWith('HS')), 'no shared-secret assertions');
+    t.true((doc['grant_types_supported'] as string[]).includes('urn:ietf:params:oauth:grant-type:token-exchange'));
+    for (const absent of ['pushed_authorization_request_endpoint', 'device_authorization_endpoint', 'registration_endpoint', 'dpop_signing_alg_values_supported', 'backchannel_logout_supported']) {
+      t.false(absent in doc, `${path}: ${absent} is not advertised (not supported)`);
+    }
+  }
+  const res = await fetch(`${issuer}/.well-known/oauth-protected-resource`);
+  t.is(res.status, 200);
+  const meta = (await res.json()) as Record<string, unknown>;
+  t.is(meta['resource'], issuer);
+  t.deepEqual(meta['authorization_servers'], [issuer]);
+  t.deepEqual(meta['bearer_methods_supported'], ['header']);
+  t.is(meta['jwks_uri'], `${issuer}/.well-known/jwks.json`);
+});
