@@ -70,7 +70,8 @@ export async function issueTokens(
     ...(nonce === undefined ? {} : { nonce }),
     ...(session.client_id === undefined ? {} : { azp: session.client_id }),
     ...idTokenClaims,
-  });
+    // OpenID Connect Core §2: a registered client is an audience of its id token (azp names it as the party it was issued to).
+  }, undefined, session.client_id === undefined ? [] : [session.client_id]);
   const response: AuthResponse = {
     message,
     access_token: access.token,

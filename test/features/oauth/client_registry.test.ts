@@ -216,3 +216,61 @@ test('discovery lists exactly what is supported; /.well-known/oauth-protected-re
   t.deepEqual(meta['bearer_methods_supported'], ['header']);
   t.is(meta['jwks_uri'], `${issuer}/.well-known/jwks.json`);
 });
+
+test('a registered interactive client: the code flow with PKCE through openid-client, exact redirect URIs, a public native client on any loopback port, scopes within the registration', async (t) => {
+  const { server, issuer } = await provider('sqlite');
+  t.teardown(() => server.close());
+  const signup = await server.call('signup', { email: 'rp-user@example.com', password: 'Correct-Horse-7-Battery', given_name: 'Ada' }, { protocol: 'rest' });
+  const set = signup.setCookies.find((c) => c.startsWith('cookie_session=')) ?? '';
+  const cookie = set.slice('cookie_session='.length, set.indexOf(';'));
+  const userId = (signup.body?.['user'] as { id: string }).id;
+  const browse = async (url: URL): Promise<Response> => fetch(url, { headers: { cookie: `cookie_session=${cookie}` }, redirect: 'manual' });
+
+  // A confidential web application.
+  const web = await ok(server, 'add_client', { client_id: 'web-app', redirect_uris: ['https://app.example/cb'], scopes: ['openid', 'email', 'offline_access'] }, 'rest');
+  const config = await discover(issuer, 'web-app', client.ClientSecretBasic(web['client_secret'] as string));
+  const verifier = client.randomPKCECodeVerifier();
+  const params = { redirect_uri: 'https://app.example/cb', scope: 'openid email offline_access', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state: 's1' };
+  const res = await browse(client.buildAuthorizationUrl(config, params));
+  t.is(res.status, 302);
+  const tokens = await client.authorizationCodeGrant(config, new URL(res.headers.get('location') ?? ''), { pkceCodeVerifier: verifier, expectedState: 's1' });
+  t.is(tokens.claims()?.sub, userId);
+  t.is(tokens.claims()?.azp, 'web-app');
+  const intro = await client.tokenIntrospection(config, tokens.access_token);
+  t.is(intro.client_id, 'web-app');
+  const refreshed = await client.refreshTokenGrant(config, tokens.refresh_token!);
+  t.truthy(refreshed.access_token);
+  // Another client cannot redeem web-app's refresh token.
+  const other = await ok(server, 'add_client', { client_id: 'web-two', redirect_uris: ['https://two.example/cb'] }, 'rest');
+  const stolen = await tokenCall(issuer, { grant_type: 'refresh_token', refresh_token: refreshed.refresh_token! }, ['web-two', other['client_secret'] as string]);
+  t.is(stolen.body['error'], 'invalid_grant');
+
+  // Exact redirect URIs: another path, a query or a prefix is refused before anything reaches the client.
+  for (const uri of ['https://app.example/cb/', 'https://app.example/cb?x=1', 'https://app.example/c', 'https://evil.example/cb']) {
+    const r = await browse(client.buildAuthorizationUrl(config, { ...params, redirect_uri: uri }));
+    t.is(r.status, 400, uri);
+  }
+  // Registered clients use the code flow with S256 PKCE, within their scopes.
+  const implicit = await browse(client.buildAuthorizationUrl(config, { ...params, response_type: 'token' }));
+  t.regex(implicit.headers.get('location') ?? '', /error=unsupported_response_type/);
+  const { code_challenge: _c, code_challenge_method: _m, ...noPkce } = params;
+  t.regex((await browse(client.buildAuthorizationUrl(config, noPkce))).headers.get('location') ?? '', /error=invalid_request/);
+  t.regex((await browse(client.buildAuthorizationUrl(config, { ...params, scope: 'openid phone' }))).headers.get('location') ?? '', /error=invalid_scope/);
+
+  // A public native client: no secret, PKCE, any port on the loopback address (RFC 8252 §7.3).
+  const native = await ok(server, 'add_client', { client_id: 'cli-tool', application_type: 'native', redirect_uris: ['http://127.0.0.1/callback'] }, 'grpc');
+  t.is(native['client_secret'] ?? null, null);
+  const cli = await discover(issuer, 'cli-tool', client.None());
+  const v2 = client.randomPKCECodeVerifier();
+  const loopback = 'http://127.0.0.1:49152/callback';
+  const r2 = await browse(client.buildAuthorizationUrl(cli, { redirect_uri: loopback, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(v2), code_challenge_method: 'S256' }));
+  t.is(r2.status, 302);
+  const cliTokens = await client.authorizationCodeGrant(cli, new URL(r2.headers.get('location') ?? ''), { pkceCodeVerifier: v2 });
+  t.is(cliTokens.claims()?.sub, userId);
+  const wrongPath = await browse(client.buildAuthorizationUrl(cli, { redirect_uri: 'http://127.0.0.1:49152/other', scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(v2), code_challenge_method: 'S256' }));
+  t.is(wrongPath.status, 400);
+  const badWeb = await server.call('add_client', { client_id: 'spa-bad', application_type: 'spa', token_endpoint_auth_method: 'client_secret_basic', redirect_uris: ['https://spa.example/cb'] }, { protocol: 'rest', headers: ADMIN });
+  t.is(badWeb.error?.code, 'invalid_argument', 'a single-page application cannot keep a secret');
+  const httpWeb = await server.call('add_client', { client_id: 'plain-http', redirect_uris: ['http://app.example/cb'] }, { protocol: 'rest', headers: ADMIN });
+  t.is(httpWeb.error?.reason, 'invalid_redirect_uri');
+});
