@@ -69,6 +69,7 @@ export interface PublicClient {
   jwks: Record<string, unknown> | null;
   jwks_uri: string | null;
   disabled: boolean;
+  require_pushed_authorization_requests: boolean;
   configured_by_flags: boolean;
   /** The FGA subject of a service account (`service_account:<client_id>`), else null. */
   subject: string | null;
@@ -94,6 +95,7 @@ export interface ClientInput {
   jwks?: unknown;
   jwks_uri?: string | null | undefined;
   disabled?: boolean | undefined;
+  require_pushed_authorization_requests?: boolean | undefined;
 }
 
 /** An API key's wire view (never its secret). */
@@ -185,6 +187,7 @@ export class ClientRegistry {
       previous_secret_digest: null,
       previous_secret_expires_at: null,
       disabled: false,
+      require_pushed_authorization_requests: false,
       created_at: 0,
       updated_at: 0,
     };
@@ -217,6 +220,7 @@ export class ClientRegistry {
       jwks: r.jwks,
       jwks_uri: r.jwks_uri,
       disabled: r.disabled,
+      require_pushed_authorization_requests: r.require_pushed_authorization_requests,
       configured_by_flags: c.fromFlags,
       subject: r.kind === 'service_account' ? serviceAccountSubject(r.client_id) : null,
       previous_secret_expires_at: r.previous_secret_expires_at !== null && r.previous_secret_expires_at > this.#o.nowSeconds() ? r.previous_secret_expires_at : null,
@@ -258,6 +262,7 @@ export class ClientRegistry {
       previous_secret_digest: null,
       previous_secret_expires_at: null,
       disabled: input.disabled ?? false,
+      require_pushed_authorization_requests: input.require_pushed_authorization_requests ?? false,
       created_at: now,
       updated_at: now,
     };
@@ -321,6 +326,7 @@ export class ClientRegistry {
     if (input.jwks !== undefined) next.jwks = input.jwks as Record<string, unknown> | null;
     if (input.jwks_uri !== undefined) next.jwks_uri = input.jwks_uri;
     if (input.disabled !== undefined) next.disabled = input.disabled;
+    if (input.require_pushed_authorization_requests !== undefined) next.require_pushed_authorization_requests = input.require_pushed_authorization_requests;
     await this.#validate(next);
     if (!(await this.#o.store.updateClient(next))) throw notFound();
     return this.view({ record: next, fromFlags: false });

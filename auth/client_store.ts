@@ -72,6 +72,12 @@ export const CLIENT_MIGRATIONS: readonly Migration[] = [
       await sequelize.query('CREATE INDEX api_keys_principal ON api_keys (principal)', { transaction });
     },
   },
+  {
+    id: '0003_require_par',
+    async up({ sequelize, transaction }) {
+      await sequelize.query('ALTER TABLE oauth_clients ADD COLUMN require_pushed_authorization_requests BOOLEAN NOT NULL DEFAULT FALSE', { transaction });
+    },
+  },
 ];
 
 /** The algorithms of client assertions (`private_key_jwt`): asymmetric only, so a client's key is never held by the server. */
@@ -101,6 +107,8 @@ export interface ClientRecord {
   previous_secret_digest: string | null;
   previous_secret_expires_at: number | null;
   disabled: boolean;
+  /** RFC 9126 §6: `/authorize` accepts this client's requests only through a pushed request. */
+  require_pushed_authorization_requests: boolean;
   created_at: number;
   updated_at: number;
 }
@@ -170,6 +178,7 @@ function clientOf(r: Record<string, unknown>): ClientRecord {
     previous_secret_digest: strOrNull(r['previous_secret_digest']),
     previous_secret_expires_at: numOrNull(r['previous_secret_expires_at']),
     disabled: r['disabled'] === true || r['disabled'] === 1 || r['disabled'] === '1',
+    require_pushed_authorization_requests: r['require_pushed_authorization_requests'] === true || r['require_pushed_authorization_requests'] === 1 || r['require_pushed_authorization_requests'] === '1',
     created_at: num(r['created_at']),
     updated_at: num(r['updated_at']),
   };
@@ -209,6 +218,7 @@ const CLIENT_COLUMNS = [
   'previous_secret_digest',
   'previous_secret_expires_at',
   'disabled',
+  'require_pushed_authorization_requests',
   'created_at',
   'updated_at',
 ] as const;
@@ -216,7 +226,7 @@ const CLIENT_COLUMNS = [
 function clientValues(c: ClientRecord): unknown[] {
   return CLIENT_COLUMNS.map((k) => {
     const v = c[k];
-    if (k === 'disabled') return v === true;
+    if (k === 'disabled' || k === 'require_pushed_authorization_requests') return v === true;
     if (Array.isArray(v) || (k === 'jwks' && v !== null)) return JSON.stringify(v);
     return v;
   });

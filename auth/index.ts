@@ -87,6 +87,7 @@ export {
 } from './client_registry.ts';
 export { CLIENT_MIGRATIONS, SqlClientStore, UnavailableClientStore, type ApiKeyRecord, type ClientRecord, type ClientStore } from './client_store.ts';
 export type { ServiceAccountPrincipal } from './public_user.ts';
+export { DPOP_ALGORITHMS, DpopVerifier, accessTokenHash, invalidDpopProof } from './dpop.ts';
 export type { EndSessionOutcome } from './oidc_endpoints.ts';
 export { AuthorizationCodes, type CodeGrant, type Redemption } from './oauth_codes.ts';
 export { createSmtpMailer, type Mailer, type MailMessage, type SmtpOptions } from './mailer.ts';

@@ -18,7 +18,7 @@
  * lineage, rotation and replay detection are those of every other session,
  * and revoking or replaying one grant ends that grant's tokens and nothing else.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { AuthService } from './auth_service.ts';
 import { issueTokens } from './issue_tokens.ts';
@@ -27,6 +27,7 @@ import { AuthorizationCodes, type CodeGrant } from './oauth_codes.ts';
 import { activeUser, invalidClient, invalidGrant, invalidRequest, readParams, safeEqual, type OAuthParams } from './oauth_common.ts';
 import { ClientRegistry, GRANT_CLIENT_CREDENTIALS, GRANT_TOKEN_EXCHANGE, serviceAccountSubject, type ResolvedClient } from './client_registry.ts';
 import { MAX_ACTORS } from './permissions.ts';
+import { DpopVerifier } from './dpop.ts';
 import { UnavailableClientStore } from './client_store.ts';
 import { OidcEndpoints, type EndSessionOutcome } from './oidc_endpoints.ts';
 import type { SessionRecord } from './sessions.ts';
@@ -87,7 +88,8 @@ export type AuthorizeOutcome =
 /** The body of a successful `/oauth/token` answer. */
 export interface OAuthTokenResponse {
   access_token: string;
-  token_type: 'Bearer';
+  /** `DPoP` for a token bound to a DPoP key (RFC 9449 §5). */
+  token_type: 'Bearer' | 'DPoP';
   expires_in: number;
   scope: string;
   id_token?: string;
@@ -103,6 +105,8 @@ const JWT_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:jwt';
 export const SUPPORTED_SCOPES = ['openid', 'email', 'profile', 'phone', 'offline_access'] as const;
 const DEFAULT_SCOPE = ['openid', 'email', 'profile'];
 const PKCE_VALUE = /^[A-Za-z0-9._~-]{43,128}$/;
+/** Lifetime of a pushed authorization request (RFC 9126 §2.2: short). */
+const PAR_TTL_SECONDS = 60;
 
 /** The OAuth provider. */
 export class OAuthServer {
@@ -111,10 +115,13 @@ export class OAuthServer {
   readonly #o: OAuthServerOptions;
   readonly #oidc: OidcEndpoints;
   readonly registry: ClientRegistry;
+  /** Checks DPoP proofs (the token endpoint's and, through the composition root, the API's). */
+  readonly dpop: DpopVerifier;
 
   constructor(options: OAuthServerOptions) {
     this.#o = options;
     this.#auth = options.auth;
+    this.dpop = new DpopVerifier({ memory: options.store, nowSeconds: () => Math.floor(options.auth.options.now() / 1000) });
     this.registry =
       options.registry ??
       new ClientRegistry({
@@ -154,6 +161,19 @@ export class OAuthServer {
     }
     const clientId = p.get('client_id');
     if (clientId === undefined) return { kind: 'error', error: invalidRequest('client_id is required') };
+    // RFC 9126 §4: a pushed request replaces the parameters; only client_id and request_uri travel in the URL.
+    const requestUri = p.get('request_uri');
+    const original = p;
+    if (requestUri !== undefined) {
+      let pushed: Map<string, string> | undefined;
+      try {
+        pushed = await this.#pushedRequest(requestUri);
+      } catch (err) {
+        return { kind: 'error', error: err as LatchkeyError };
+      }
+      if (pushed === undefined || pushed.get('client_id') !== clientId) return { kind: 'error', error: invalidRequest('request_uri is unknown, expired or not this client\'s') };
+      p = pushed;
+    }
     let client: ResolvedClient | undefined;
     try {
       client = await this.registry.find(clientId);
@@ -173,6 +193,9 @@ export class OAuthServer {
       }
     } else if (!this.registry.redirectAllowed(client.record, redirectUri)) return { kind: 'error', error: invalidRequest('redirect_uri is not registered for this client') };
     const registered = client.fromFlags ? undefined : client.record;
+    if (requestUri === undefined && registered?.require_pushed_authorization_requests === true) {
+      return { kind: 'error', error: invalidRequest('this client must push its authorization requests to /oauth/par') };
+    }
 
     const types = new Set((p.get('response_type') ?? this.#o.defaultResponseType ?? 'token').split(' ').filter(Boolean));
     const implicit = !types.has('code');
@@ -235,7 +258,7 @@ export class OAuthServer {
       if (prompt.has('none') || this.#o.loginUrl === undefined) return fail('login_required', 'the user is not signed in');
       // The login page gets the whole request, so that it can come back here once the user has signed in.
       const login = new URL(this.#o.loginUrl);
-      for (const [k, v] of p) login.searchParams.set(k, v);
+      for (const [k, v] of original) login.searchParams.set(k, v);
       return { kind: 'redirect', location: login.href };
     }
     const { session, user } = signedIn;
@@ -301,6 +324,48 @@ export class OAuthServer {
     return { kind: 'redirect', location: url.href };
   }
 
+  // ---------------------------------------------------------------- /oauth/par
+
+  /**
+   * `/oauth/par` (RFC 9126): the client, authenticated as at the token
+   * endpoint (a public client by its client_id), pushes the parameters of
+   * an authorization request; they are checked for the client and its
+   * redirect URI, kept for 60 seconds, and named by the answered
+   * `request_uri`, which `/authorize` then takes with the client_id. The
+   * request URI may be used again within its lifetime (a user agent that
+   * reloads, or comes back from the login page), by its client only.
+   * Errors: `invalid_client`, `invalid_request`, `unauthorized_client`.
+   */
+  async pushAuthorizationRequest(params: OAuthParams, authorization: string | undefined): Promise<{ request_uri: string; expires_in: number }> {
+    const p = readParams(params);
+    if (p.has('request_uri')) throw invalidRequest('request_uri cannot be pushed');
+    const { client } = await this.registry.authenticate(p, authorization);
+    const r = client.record;
+    if (r.kind !== 'interactive' || !r.grant_types.includes('authorization_code')) throw new LatchkeyError('invalid_argument', 'this client may not use the authorization_code grant', { reason: 'unauthorized_client' });
+    const redirectUri = p.get('redirect_uri');
+    if (redirectUri === undefined) throw invalidRequest('redirect_uri is required');
+    if (client.fromFlags) {
+      try {
+        this.#o.checkRedirectUri(redirectUri);
+      } catch {
+        throw invalidRequest('redirect_uri is not allowed');
+      }
+    } else if (!this.registry.redirectAllowed(r, redirectUri)) throw invalidRequest('redirect_uri is not registered for this client');
+    const kept: Record<string, string> = {};
+    for (const [k, v] of p) if (k !== 'client_secret' && k !== 'client_assertion' && k !== 'client_assertion_type') kept[k] = v;
+    kept['client_id'] = r.client_id;
+    const uri = `urn:ietf:params:oauth:request_uri:${randomBytes(32).toString('base64url')}`;
+    await this.#o.store.set(`par:${createHash('sha256').update(uri).digest('base64url')}`, JSON.stringify(kept), PAR_TTL_SECONDS);
+    return { request_uri: uri, expires_in: PAR_TTL_SECONDS };
+  }
+
+  async #pushedRequest(uri: string): Promise<Map<string, string> | undefined> {
+    if (!uri.startsWith('urn:ietf:params:oauth:request_uri:') || uri.length > 200) return undefined;
+    const raw = await this.#o.store.get(`par:${createHash('sha256').update(uri).digest('base64url')}`);
+    if (raw === undefined) return undefined;
+    return new Map(Object.entries(JSON.parse(raw) as Record<string, string>));
+  }
+
   // ---------------------------------------------------------------- /oauth/token
 
   /**
@@ -309,8 +374,10 @@ export class OAuthServer {
    * `invalid_client` (401), `invalid_request`, `invalid_grant`,
    * `invalid_scope`, `unsupported_grant_type` (400).
    */
-  async token(params: OAuthParams, authorization: string | undefined, onEvent: OAuthEventSink = NO_EVENTS): Promise<OAuthTokenResponse> {
+  async token(params: OAuthParams, authorization: string | undefined, onEvent: OAuthEventSink = NO_EVENTS, dpopProof?: string): Promise<OAuthTokenResponse> {
     const p = readParams(params);
+    // RFC 9449 §5: a DPoP proof binds the access token to the proof's key (client_credentials here).
+    const dpop = dpopProof === undefined ? undefined : await this.dpop.verify(dpopProof, 'POST', `${this.#auth.options.issuer}/oauth/token`);
     const { client, method } = await this.registry.authenticate(p, authorization);
     const withSecret = method !== 'none';
     const grantType = p.get('grant_type') ?? 'authorization_code';
@@ -320,8 +387,9 @@ export class OAuthServer {
     const audited: OAuthEventSink = (event) => onEvent({ ...event, metadata: { ...event.metadata, client_id: client.record.client_id, client_auth_method: method } });
     if (grantType === 'authorization_code') return this.#codeGrant(p, client, withSecret, audited);
     if (grantType === 'refresh_token') return this.#refreshGrant(p, client, audited);
+    if (dpop !== undefined && grantType !== GRANT_CLIENT_CREDENTIALS) throw invalidRequest('DPoP-bound tokens are issued by the client_credentials grant only');
     if (grantType === GRANT_TOKEN_EXCHANGE) return this.#exchangeGrant(p, client, withSecret, audited);
-    return this.#clientGrant(p, client, withSecret, audited);
+    return this.#clientGrant(p, client, withSecret, audited, dpop?.jkt);
   }
 
   /**
@@ -475,9 +543,10 @@ export class OAuthServer {
    * `--access-token-expires-in` and cannot be revoked before. No scope is
    * defined for a client, so a requested one is `invalid_scope`.
    */
-  async #clientGrant(p: Map<string, string>, client: ResolvedClient, withSecret: boolean, onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {
+  async #clientGrant(p: Map<string, string>, client: ResolvedClient, withSecret: boolean, onEvent: OAuthEventSink, jkt?: string): Promise<OAuthTokenResponse> {
     if (!withSecret) throw invalidClient('client_credentials requires the client secret');
-    if (!client.fromFlags) return this.#serviceAccountGrant(p, client.record, onEvent);
+    if (!client.fromFlags) return this.#serviceAccountGrant(p, client.record, onEvent, jkt);
+    if (jkt !== undefined) throw invalidRequest('DPoP-bound tokens are issued to registered service accounts only');
     const requested = (p.get('scope') ?? '').split(' ').filter(Boolean);
     if (requested.length > 0) throw new LatchkeyError('invalid_argument', 'client_credentials grants no scope', { reason: 'invalid_scope' });
     const clientId = this.#auth.options.clientId;
@@ -493,7 +562,7 @@ export class OAuthServer {
    * it asked for among those it was given (all of them when it asks for
    * none), living the client's `access_token_ttl` or the server's default.
    */
-  async #serviceAccountGrant(p: Map<string, string>, r: ResolvedClient['record'], onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {
+  async #serviceAccountGrant(p: Map<string, string>, r: ResolvedClient['record'], onEvent: OAuthEventSink, jkt?: string): Promise<OAuthTokenResponse> {
     const requested = [...new Set((p.get('scope') ?? '').split(' ').filter(Boolean))];
     const wider = requested.find((s) => !r.scopes.includes(s));
     if (wider !== undefined) throw new LatchkeyError('invalid_argument', `scope ${wider} is not allowed for this client`, { reason: 'invalid_scope' });
@@ -502,11 +571,11 @@ export class OAuthServer {
     const access = await this.#auth.tokens.sign(
       'access_token',
       r.client_id,
-      { client_id: r.client_id, gty: GRANT_CLIENT_CREDENTIALS, scope, roles: r.roles, fga_subject: serviceAccountSubject(r.client_id) },
+      { client_id: r.client_id, gty: GRANT_CLIENT_CREDENTIALS, scope, roles: r.roles, fga_subject: serviceAccountSubject(r.client_id), ...(jkt === undefined ? {} : { cnf: { jkt } }) },
       ttl,
     );
-    await onEvent({ action: 'token.issued', metadata: { grant_type: GRANT_CLIENT_CREDENTIALS, subject: serviceAccountSubject(r.client_id) } });
-    return { access_token: access.token, token_type: 'Bearer', expires_in: ttl, scope: scope.join(' ') };
+    await onEvent({ action: 'token.issued', metadata: { grant_type: GRANT_CLIENT_CREDENTIALS, subject: serviceAccountSubject(r.client_id), dpop: jkt !== undefined } });
+    return { access_token: access.token, token_type: jkt === undefined ? 'Bearer' : 'DPoP', expires_in: ttl, scope: scope.join(' ') };
   }
 
   async #refreshGrant(p: Map<string, string>, client: ResolvedClient, onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {

@@ -154,6 +154,8 @@ export class OidcEndpoints {
       const out: Record<string, unknown> = { active: true, token_type: 'Bearer', client_id: machine['sub'], sub: machine['sub'], iss: machine['iss'], aud: machine['aud'], exp: machine['exp'], iat: machine['iat'], jti: machine['jti'], scope };
       if (typeof machine['fga_subject'] === 'string') out['fga_subject'] = machine['fga_subject'];
       if (Array.isArray(machine['roles'])) out['roles'] = machine['roles'];
+      // RFC 9449 §6.2: the key a DPoP-bound token is bound to.
+      if (machine['cnf'] !== undefined) out['cnf'] = machine['cnf'];
       return out;
     }
     return { active: false };

@@ -24,6 +24,7 @@ import {
 } from 'jose';
 import { LatchkeyError } from '../engine/errors.ts';
 import { CLIENT_ASSERTION_ALGORITHMS } from './client_store.ts';
+import { DPOP_ALGORITHMS } from './dpop.ts';
 
 /** The signing algorithms of `--jwt-type`. */
 export const JWT_ALGORITHMS = [
@@ -319,6 +320,8 @@ export class TokenService {
       token_endpoint: `${base}/oauth/token`,
       userinfo_endpoint: `${base}/userinfo`,
       revocation_endpoint: `${base}/oauth/revoke`,
+      pushed_authorization_request_endpoint: `${base}/oauth/par`,
+      require_pushed_authorization_requests: false,
       introspection_endpoint: `${base}/oauth/introspect`,
       end_session_endpoint: `${base}/logout`,
       jwks_uri: `${base}/.well-known/jwks.json`,
@@ -337,6 +340,8 @@ export class TokenService {
       // Only what /authorize accepts: plain only with --enable-pkce-plain.
       code_challenge_methods_supported: options.pkcePlain === true ? ['S256', 'plain'] : ['S256'],
       authorization_response_iss_parameter_supported: true,
+      // RFC 9449 §5.1: DPoP proofs at the token endpoint (binding client_credentials tokens).
+      dpop_signing_alg_values_supported: [...DPOP_ALGORITHMS],
       scopes_supported: ['openid', 'email', 'profile', 'phone', 'offline_access'],
       claims_supported: [
         'iss',

@@ -9,6 +9,7 @@
 import {
   AuthService,
   ClientRegistry,
+  DpopVerifier,
   SqlClientStore,
   SUPPORTED_SCOPES,
   UnavailableClientStore,
@@ -26,7 +27,7 @@ import {
   serviceAccountSubject,
 } from '../../auth/index.ts';
 import { checkRedirectUri } from '../../admin/index.ts';
-import { epochMsOf, type Authenticator, type Principal, type Services } from '../context.ts';
+import { epochMsOf, type Authenticator, type Credentials, type Principal, type Services } from '../context.ts';
 import { LatchkeyError } from '../../engine/errors.ts';
 import { issuerOf, type Config } from '../flags.ts';
 import { otpDeliveryOf } from './otp_delivery.ts';
@@ -105,12 +106,14 @@ export async function plugAuth(services: Services): Promise<AuthService> {
     roles: auth.options.roles,
     supportedScopes: SUPPORTED_SCOPES,
   });
-  const machine = machinePrincipals(auth, registry);
+  const machine = machinePrincipals(auth, registry, new DpopVerifier({ memory: memoryStore, nowSeconds: () => Math.floor(auth.options.now() / 1000) }), issuer);
   // API keys first (their shape is recognised without a promise); then user tokens and cookies; a bearer token the
   // user link refuses is tried as a service account's client_credentials token before the refusal stands.
   const authenticator: Authenticator = (credentials) => {
     const key = credentials.apiKey ?? (credentials.bearer !== undefined && ClientRegistry.looksLikeApiKey(credentials.bearer) ? credentials.bearer : undefined);
     if (key !== undefined) return machine.apiKey(key);
+    // `Authorization: DPoP`: only a DPoP-bound token, with its proof (RFC 9449 §7.1).
+    if (credentials.dpop !== undefined && credentials.bearer !== undefined) return machine.boundToken(credentials.bearer, credentials.dpop);
     const now = auth.authenticateNow(credentials);
     if (now !== undefined) return now;
     const bearer = credentials.bearer;
@@ -189,7 +192,12 @@ function socialLogin(services: Services, auth: AuthService, store: MemoryStore, 
  * and a registered service account's client_credentials access token. Both
  * refuse with the one `unauthorized` of every failed authentication.
  */
-function machinePrincipals(auth: AuthService, registry: ClientRegistry): { apiKey(key: string): Promise<Principal>; serviceToken(token: string): Promise<Principal | undefined> } {
+function machinePrincipals(
+  auth: AuthService,
+  registry: ClientRegistry,
+  dpop: DpopVerifier,
+  issuer: string,
+): { apiKey(key: string): Promise<Principal>; serviceToken(token: string): Promise<Principal | undefined>; boundToken(token: string, proof: NonNullable<Credentials['dpop']>): Promise<Principal> } {
   const refused = (): LatchkeyError => new LatchkeyError('unauthenticated', 'unauthorized', { reason: 'unauthenticated' });
   const serviceAccount = async (clientId: string, claims: Readonly<Record<string, unknown>>): Promise<Principal | undefined> => {
     const client = await registry.find(clientId);
@@ -218,7 +226,29 @@ function machinePrincipals(auth: AuthService, registry: ClientRegistry): { apiKe
         return undefined;
       }
       if (claims['gty'] !== 'client_credentials' || typeof claims['sub'] !== 'string') return undefined;
+      // A DPoP-bound token is never accepted as a bearer token (RFC 9449 §7.1).
+      if (claims['cnf'] !== undefined) return undefined;
       return serviceAccount(claims['sub'], claims);
+    },
+    async boundToken(token, proof) {
+      let claims: Readonly<Record<string, unknown>>;
+      try {
+        claims = await auth.tokens.verify(token, 'access_token');
+      } catch {
+        throw refused();
+      }
+      const jkt = (claims['cnf'] as { jkt?: unknown } | undefined)?.jkt;
+      if (typeof jkt !== 'string' || proof.proof === undefined || claims['gty'] !== 'client_credentials' || typeof claims['sub'] !== 'string') throw refused();
+      let proven: { jkt: string };
+      try {
+        proven = await dpop.verify(proof.proof, proof.method, `${issuer}${proof.path}`, token);
+      } catch {
+        throw refused();
+      }
+      if (proven.jkt !== jkt) throw refused();
+      const p = await serviceAccount(claims['sub'], claims);
+      if (p === undefined) throw refused();
+      return p;
     },
   };
 }

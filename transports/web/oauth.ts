@@ -17,7 +17,7 @@
  * (RFC 6750 §3). Every path is rate limited like every other.
  */
 import { dependencyError, ERROR_STATUS, LatchkeyError } from '../../engine/errors.ts';
-import { sessionCookieOf, type OAuthEventSink } from '../../auth/index.ts';
+import { DPOP_ALGORITHMS, sessionCookieOf, type OAuthEventSink } from '../../auth/index.ts';
 import { CookieSink, clearSessionCookiesOn, type HttpRoute, type HttpRouteRequest, type HttpRouteResponse, type Services } from '../../server/index.ts';
 
 /** The RFC 6749 / OpenID Connect error codes the provider sends as `error`. */
@@ -33,6 +33,7 @@ const OAUTH_ERRORS = new Set([
   'invalid_token',
   'insufficient_scope',
   'invalid_target',
+  'invalid_dpop_proof',
 ]);
 
 const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
@@ -56,7 +57,9 @@ function errorResponse(services: Services, request: HttpRouteRequest, thrown: un
   const headers: Record<string, string> = { ...NO_STORE };
   const wait = err.details?.['retry_after_seconds'];
   if ((err.code === 'unavailable' || err.code === 'resource_exhausted') && typeof wait === 'number') headers['retry-after'] = String(wait);
-  if (error === 'invalid_token' || error === 'insufficient_scope') {
+  if (error === 'invalid_dpop_proof') {
+    headers['www-authenticate'] = `DPoP error="invalid_dpop_proof", algs="${DPOP_ALGORITHMS.join(' ')}"`;
+  } else if (error === 'invalid_token' || error === 'insufficient_scope') {
     headers['www-authenticate'] = `Bearer error="${error}", error_description="${err.message.replace(/["\\]/g, '')}"`;
   } else if (status === 401) headers['www-authenticate'] = 'Basic realm="oauth", charset="UTF-8"';
   return { status, body: { error, error_description: err.message }, headers };
@@ -138,15 +141,24 @@ export function oauthRoutes(services: Services): HttpRoute[] {
     }
   };
   const endpoint =
-    (handle: (params: Readonly<Record<string, unknown>>, authorization: string | undefined, onEvent: OAuthEventSink) => Promise<unknown>) =>
+    (handle: (params: Readonly<Record<string, unknown>>, authorization: string | undefined, onEvent: OAuthEventSink, dpop: string | undefined) => Promise<unknown>) =>
     async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
       try {
         if (request.bodyError !== undefined) throw new LatchkeyError(request.bodyError.code, request.bodyError.message, { reason: 'invalid_request' });
-        return { body: await handle(request.body, request.authorization, auditSink(services, request)), headers: NO_STORE };
+        return { body: await handle(request.body, request.authorization, auditSink(services, request), request.dpop), headers: NO_STORE };
       } catch (err) {
         return errorResponse(services, request, err);
       }
     };
+  // RFC 9126 §2.2: 201 with the request_uri.
+  const par = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
+    try {
+      if (request.bodyError !== undefined) throw new LatchkeyError(request.bodyError.code, request.bodyError.message, { reason: 'invalid_request' });
+      return { status: 201, body: await oauth.pushAuthorizationRequest(request.body, request.authorization), headers: NO_STORE };
+    } catch (err) {
+      return errorResponse(services, request, err);
+    }
+  };
   const userinfo = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
     try {
       if (request.bodyError !== undefined) throw new LatchkeyError(request.bodyError.code, request.bodyError.message, { reason: 'invalid_request' });
@@ -180,8 +192,9 @@ export function oauthRoutes(services: Services): HttpRoute[] {
   };
   return [
     { path: '/authorize', methods: ['GET', 'POST'], handler: authorize },
-    { path: '/oauth/token', methods: ['POST'], handler: endpoint((p, a, e) => oauth.token(p, a, e)) },
+    { path: '/oauth/token', methods: ['POST'], handler: endpoint((p, a, e, d) => oauth.token(p, a, e, d)) },
     { path: '/oauth/revoke', methods: ['POST'], handler: endpoint((p, a, e) => oauth.revoke(p, a, e)) },
+    { path: '/oauth/par', methods: ['POST'], handler: par },
     { path: '/oauth/introspect', methods: ['POST'], handler: endpoint((p, a) => oauth.introspect(p, a)) },
     { path: '/userinfo', methods: ['GET', 'POST'], handler: userinfo },
     { path: '/logout', methods: ['GET', 'POST'], handler: logout },

@@ -204,7 +204,9 @@ test('discovery lists exactly what is supported; /.well-known/oauth-protected-re
     t.true((doc['token_endpoint_auth_signing_alg_values_supported'] as string[]).includes('ES256'));
     t.false((doc['token_endpoint_auth_signing_alg_values_supported'] as string[]).some((a) => a.startsWith('HS')), 'no shared-secret assertions');
     t.true((doc['grant_types_supported'] as string[]).includes('urn:ietf:params:oauth:grant-type:token-exchange'));
-    for (const absent of ['pushed_authorization_request_endpoint', 'device_authorization_endpoint', 'registration_endpoint', 'dpop_signing_alg_values_supported', 'backchannel_logout_supported']) {
+    t.deepEqual(doc['dpop_signing_alg_values_supported'], ['RS256', 'PS256', 'ES256', 'ES384', 'ES512', 'EdDSA']);
+    t.is(doc['pushed_authorization_request_endpoint'], `${issuer}/oauth/par`);
+    for (const absent of ['device_authorization_endpoint', 'registration_endpoint', 'backchannel_logout_supported']) {
       t.false(absent in doc, `${path}: ${absent} is not advertised (not supported)`);
     }
   }
@@ -273,4 +275,48 @@ test('a registered interactive client: the code flow with PKCE through openid-cl
   t.is(badWeb.error?.code, 'invalid_argument', 'a single-page application cannot keep a secret');
   const httpWeb = await server.call('add_client', { client_id: 'plain-http', redirect_uris: ['http://app.example/cb'] }, { protocol: 'rest', headers: ADMIN });
   t.is(httpWeb.error?.reason, 'invalid_redirect_uri');
+});
+
+test('PAR (RFC 9126) through openid-client: push, then authorize with the request_uri; a client that requires PAR is refused without it', async (t) => {
+  const { server, issuer } = await provider('sqlite');
+  t.teardown(() => server.close());
+  const signup = await server.call('signup', { email: 'par-user@example.com', password: 'Correct-Horse-7-Battery' }, { protocol: 'rest' });
+  const set = signup.setCookies.find((c) => c.startsWith('cookie_session=')) ?? '';
+  const cookie = set.slice('cookie_session='.length, set.indexOf(';'));
+  const browse = (url: URL): Promise<Response> => fetch(url, { headers: { cookie: `cookie_session=${cookie}` }, redirect: 'manual' });
+  const added = await ok(server, 'add_client', { client_id: 'par-app', redirect_uris: ['https://par.example/cb'], require_pushed_authorization_requests: true }, 'rest');
+  t.is((added['client'] as Record<string, unknown>)['require_pushed_authorization_requests'], true);
+  const config = await discover(issuer, 'par-app', client.ClientSecretBasic(added['client_secret'] as string));
+  const verifier = client.randomPKCECodeVerifier();
+  const params = { redirect_uri: 'https://par.example/cb', scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state: 'p1' };
+
+  // Without PAR: refused before anything reaches the client.
+  t.is((await browse(client.buildAuthorizationUrl(config, params))).status, 400);
+  // With PAR: only client_id and request_uri travel in the URL.
+  const url = await client.buildAuthorizationUrlWithPAR(config, params);
+  t.deepEqual([...url.searchParams.keys()].sort(), ['client_id', 'request_uri']);
+  const res = await browse(url);
+  t.is(res.status, 302);
+  const tokens = await client.authorizationCodeGrant(config, new URL(res.headers.get('location') ?? ''), { pkceCodeVerifier: verifier, expectedState: 'p1' });
+  t.truthy(tokens.access_token);
+
+  // Another client cannot use the request_uri; a made-up one is refused; the push itself needs the client's credential.
+  const other = await ok(server, 'add_client', { client_id: 'par-other', redirect_uris: ['https://other.example/cb'] }, 'rest');
+  t.truthy(other['client_secret']);
+  const stolen = new URL(`${issuer}/authorize`);
+  stolen.searchParams.set('client_id', 'par-other');
+  stolen.searchParams.set('request_uri', url.searchParams.get('request_uri') ?? '');
+  t.is((await browse(stolen)).status, 400);
+  const madeUp = new URL(url);
+  madeUp.searchParams.set('request_uri', 'urn:ietf:params:oauth:request_uri:nothing');
+  t.is((await browse(madeUp)).status, 400);
+  const unauthenticated = await fetch(`${issuer}/oauth/par`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ client_id: 'par-app', redirect_uri: 'https://par.example/cb', response_type: 'code' }) });
+  t.is(unauthenticated.status, 401);
+  const wrongRedirect = await fetch(`${issuer}/oauth/par`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`par-app:${added['client_secret'] as string}`).toString('base64')}` },
+    body: new URLSearchParams({ redirect_uri: 'https://evil.example/cb', response_type: 'code' }),
+  });
+  t.is(wrongRedirect.status, 400);
+  t.is(((await wrongRedirect.json()) as { error: string }).error, 'invalid_request');
 });
