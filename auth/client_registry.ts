@@ -23,6 +23,7 @@ import { CLIENT_ASSERTION_ALGORITHMS, type ApiKeyRecord, type ApplicationType, t
 
 export { CLIENT_ASSERTION_ALGORITHMS };
 import type { MemoryStore } from './memory_store.ts';
+import { GRANT_DEVICE_CODE } from './device_flow.ts';
 import { invalidClient, invalidRequest, safeEqual } from './oauth_common.ts';
 
 export const GRANT_CODE = 'authorization_code';
@@ -31,7 +32,7 @@ export const GRANT_CLIENT_CREDENTIALS = 'client_credentials';
 export const GRANT_TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const JWT_BEARER_ASSERTION = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 
-const INTERACTIVE_GRANTS = [GRANT_CODE, GRANT_REFRESH, GRANT_TOKEN_EXCHANGE] as const;
+const INTERACTIVE_GRANTS = [GRANT_CODE, GRANT_REFRESH, GRANT_TOKEN_EXCHANGE, GRANT_DEVICE_CODE] as const;
 const SERVICE_GRANTS = [GRANT_CLIENT_CREDENTIALS, GRANT_TOKEN_EXCHANGE] as const;
 export const CLIENT_AUTH_METHODS: readonly ClientAuthMethod[] = ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'];
 
@@ -373,7 +374,7 @@ export class ClientRegistry {
       if (r.redirect_uris.length > 0) throw bad('a service account has no redirect_uris');
     } else {
       if (r.roles.length > 0) throw bad('roles are held by service accounts only; an interactive client acts for its users');
-      if (r.grant_types.includes(GRANT_CODE) && r.redirect_uris.length === 0) throw bad('redirect_uris must not be empty for the authorization_code grant');
+      if (r.grant_types.includes(GRANT_CODE) && r.redirect_uris.length === 0 && !r.grant_types.includes(GRANT_DEVICE_CODE)) throw bad('redirect_uris must not be empty for the authorization_code grant');
       if (r.application_type !== 'web' && r.token_endpoint_auth_method !== 'none' && r.token_endpoint_auth_method !== 'private_key_jwt') {
         throw bad(`a ${r.application_type} application cannot keep a secret: use token_endpoint_auth_method none (with PKCE)`);
       }

@@ -28,6 +28,7 @@ import { activeUser, invalidClient, invalidGrant, invalidRequest, readParams, sa
 import { ClientRegistry, GRANT_CLIENT_CREDENTIALS, GRANT_TOKEN_EXCHANGE, serviceAccountSubject, type ResolvedClient } from './client_registry.ts';
 import { MAX_ACTORS } from './permissions.ts';
 import { DpopVerifier } from './dpop.ts';
+import { DeviceCodes, GRANT_DEVICE_CODE } from './device_flow.ts';
 import { UnavailableClientStore } from './client_store.ts';
 import { OidcEndpoints, type EndSessionOutcome } from './oidc_endpoints.ts';
 import type { SessionRecord } from './sessions.ts';
@@ -66,7 +67,7 @@ export interface OAuthServerOptions {
  * revoked, or a spent code or rotated refresh token presented again.
  */
 export interface OAuthEvent {
-  action: 'token.issued' | 'token.refreshed' | 'token.revoked' | 'token.code_reuse' | 'token.refresh_token_reuse' | 'user.logout';
+  action: 'token.issued' | 'token.refreshed' | 'token.revoked' | 'token.code_reuse' | 'token.refresh_token_reuse' | 'user.logout' | 'device.approved' | 'device.denied';
   userId?: string | undefined;
   metadata?: Record<string, unknown>;
 }
@@ -117,10 +118,13 @@ export class OAuthServer {
   readonly registry: ClientRegistry;
   /** Checks DPoP proofs (the token endpoint's and, through the composition root, the API's). */
   readonly dpop: DpopVerifier;
+  /** Device codes of the device authorization grant (RFC 8628). */
+  readonly devices: DeviceCodes;
 
   constructor(options: OAuthServerOptions) {
     this.#o = options;
     this.#auth = options.auth;
+    this.devices = new DeviceCodes(options.store);
     this.dpop = new DpopVerifier({ memory: options.store, nowSeconds: () => Math.floor(options.auth.options.now() / 1000) });
     this.registry =
       options.registry ??
@@ -324,6 +328,66 @@ export class OAuthServer {
     return { kind: 'redirect', location: url.href };
   }
 
+  // ---------------------------------------------------------------- /oauth/device_authorization
+
+  /**
+   * `/oauth/device_authorization` (RFC 8628 §3.1): a client registered for
+   * the device grant (authenticated as at the token endpoint, or a public
+   * client by its client_id) gets a device code, a user code to show, and
+   * where the user enters it (`/app/device`). Errors: `invalid_client`,
+   * `unauthorized_client`, `invalid_scope`.
+   */
+  async deviceAuthorization(params: OAuthParams, authorization: string | undefined): Promise<Record<string, unknown>> {
+    const p = readParams(params);
+    const { client } = await this.registry.authenticate(p, authorization);
+    const r = client.record;
+    if (r.kind !== 'interactive' || !r.grant_types.includes(GRANT_DEVICE_CODE)) throw new LatchkeyError('invalid_argument', 'this client may not use the device authorization grant', { reason: 'unauthorized_client' });
+    const requested = p.has('scope') ? [...new Set((p.get('scope') ?? '').split(' ').filter(Boolean))] : DEFAULT_SCOPE.filter((s) => r.scopes.includes(s));
+    const notAllowed = requested.find((s) => !r.scopes.includes(s) || !(SUPPORTED_SCOPES as readonly string[]).includes(s));
+    if (notAllowed !== undefined) throw new LatchkeyError('invalid_argument', `scope ${notAllowed} is not allowed for this client`, { reason: 'invalid_scope' });
+    const out = await this.devices.issue(r.client_id, requested, this.#now());
+    const page = `${this.#auth.options.issuer}/app/device`;
+    return { ...out, verification_uri: page, verification_uri_complete: `${page}?user_code=${encodeURIComponent(out.user_code)}` };
+  }
+
+  /**
+   * The user's decision on `/app/device`: approves (or denies) the pending
+   * request of `userCode` for the user of the browser session. Undefined
+   * when there is no live session; `{done: false}` for an unknown, expired
+   * or already decided code.
+   */
+  async decideDevice(userCode: string, approve: boolean, sessionCookie: string | undefined): Promise<{ done: boolean; userId: string; clientId?: string } | undefined> {
+    const signedIn = await this.#browserSession(sessionCookie);
+    if (signedIn === undefined) return undefined;
+    const { session, user } = signedIn;
+    const decision = approve
+      ? { approved: true as const, user_id: user.id, roles: session.roles.filter((x) => user.roles.includes(x)), login_method: session.login_method, auth_time: session.auth_time, ...(session.amr === undefined ? {} : { amr: session.amr }) }
+      : { approved: false as const };
+    const out = await this.devices.decide(userCode, decision, this.#now());
+    return out === undefined ? { done: false, userId: user.id } : { done: true, userId: user.id, clientId: out.client_id };
+  }
+
+  /** RFC 8628 §3.4, §3.5: the device's poll; tokens once the user approved. */
+  async #deviceGrant(p: Map<string, string>, client: ResolvedClient, onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {
+    const deviceCode = p.get('device_code');
+    if (deviceCode === undefined) throw invalidRequest('device_code is required');
+    const polled = await this.devices.poll(deviceCode, client.record.client_id, this.#now());
+    const refuse = (reason: string, message: string): LatchkeyError => new LatchkeyError('invalid_argument', message, { reason });
+    if (polled.kind === 'pending') throw refuse('authorization_pending', 'the user has not yet approved the request');
+    if (polled.kind === 'slow_down') throw refuse('slow_down', `poll at most every ${this.devices.intervalSeconds} seconds`);
+    if (polled.kind === 'denied') throw refuse('access_denied', 'the user denied the request');
+    if (polled.kind === 'wrong_client') throw invalidGrant('the device code was issued to another client');
+    if (polled.kind !== 'approved') throw refuse('expired_token', 'the device code is unknown, expired or already used');
+    const g = polled.request;
+    const user = g.user_id === undefined ? undefined : await this.#activeUser(g.user_id);
+    if (user === undefined) throw invalidGrant('the approving user is no longer active');
+    const roles = (g.roles ?? []).filter((x) => user.roles.includes(x));
+    const session = await this.#childSession(user, { login_method: g.login_method ?? 'device', auth_time: g.auth_time ?? 0, ...(g.amr === undefined ? {} : { amr: g.amr }) }, roles, g.scope, client.fromFlags ? undefined : client.record.client_id);
+    const out = await issueTokens(this.#auth, user, session, '', 'new');
+    await onEvent({ action: 'token.issued', userId: user.id, metadata: { grant_type: GRANT_DEVICE_CODE } });
+    return tokenResponse(out, g.scope);
+  }
+
   // ---------------------------------------------------------------- /oauth/par
 
   /**
@@ -381,7 +445,7 @@ export class OAuthServer {
     const { client, method } = await this.registry.authenticate(p, authorization);
     const withSecret = method !== 'none';
     const grantType = p.get('grant_type') ?? 'authorization_code';
-    const known = grantType === 'authorization_code' || grantType === 'refresh_token' || grantType === GRANT_CLIENT_CREDENTIALS || grantType === GRANT_TOKEN_EXCHANGE;
+    const known = grantType === 'authorization_code' || grantType === 'refresh_token' || grantType === GRANT_CLIENT_CREDENTIALS || grantType === GRANT_TOKEN_EXCHANGE || grantType === GRANT_DEVICE_CODE;
     if (!known) throw new LatchkeyError('invalid_argument', `grant_type ${grantType} is not supported`, { reason: 'unsupported_grant_type' });
     if (!client.record.grant_types.includes(grantType)) throw new LatchkeyError('invalid_argument', `this client may not use the ${grantType} grant`, { reason: 'unauthorized_client' });
     const audited: OAuthEventSink = (event) => onEvent({ ...event, metadata: { ...event.metadata, client_id: client.record.client_id, client_auth_method: method } });
@@ -389,6 +453,7 @@ export class OAuthServer {
     if (grantType === 'refresh_token') return this.#refreshGrant(p, client, audited);
     if (dpop !== undefined && grantType !== GRANT_CLIENT_CREDENTIALS) throw invalidRequest('DPoP-bound tokens are issued by the client_credentials grant only');
     if (grantType === GRANT_TOKEN_EXCHANGE) return this.#exchangeGrant(p, client, withSecret, audited);
+    if (grantType === GRANT_DEVICE_CODE) return this.#deviceGrant(p, client, audited);
     return this.#clientGrant(p, client, withSecret, audited, dpop?.jkt);
   }
 

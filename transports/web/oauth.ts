@@ -34,6 +34,10 @@ const OAUTH_ERRORS = new Set([
   'insufficient_scope',
   'invalid_target',
   'invalid_dpop_proof',
+  'authorization_pending',
+  'slow_down',
+  'access_denied',
+  'expired_token',
 ]);
 
 const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
@@ -150,6 +154,30 @@ export function oauthRoutes(services: Services): HttpRoute[] {
         return errorResponse(services, request, err);
       }
     };
+  // RFC 8628 §3.3: where the user enters the code shown on the device, signed in, and approves or denies.
+  const device = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
+    try {
+      const params = request.method === 'POST' ? request.body : request.query;
+      const code = typeof params['user_code'] === 'string' ? params['user_code'].slice(0, 32) : '';
+      const form = (message: string): HttpRouteResponse => ({
+        html: logoutPage(
+          'Connect a device',
+          `${message}<form method="post" action="/app/device"><label>Code shown on the device <input name="user_code" value="${escapeHtml(code)}" autocomplete="off" autocapitalize="characters" required></label><p><button type="submit" name="decision" value="approve">Approve</button> <button type="submit" name="decision" value="deny">Deny</button></p></form>`,
+        ),
+        headers: LOGOUT_PAGE_HEADERS,
+      });
+      if (request.method !== 'POST') return form('<p>Enter the code your device shows, then approve it to let the device act for you.</p>');
+      if (request.bodyError !== undefined) return form('<p>The form could not be read.</p>');
+      const decision = params['decision'];
+      const out = await oauth.decideDevice(code, decision === 'approve', sessionCookieOf(request.cookies));
+      if (out === undefined) return form('<p>Sign in first (<a href="/app">sign in</a>), then come back to this page.</p>');
+      if (!out.done) return form('<p>This code is unknown, expired or already used.</p>');
+      await auditSink(services, request)({ action: decision === 'approve' ? 'device.approved' : 'device.denied', userId: out.userId, metadata: { client_id: out.clientId } });
+      return { html: logoutPage(decision === 'approve' ? 'Device connected' : 'Device refused', `<p>${decision === 'approve' ? 'You can return to your device.' : 'The device was not connected.'}</p>`), headers: LOGOUT_PAGE_HEADERS };
+    } catch (err) {
+      return errorResponse(services, request, err);
+    }
+  };
   // RFC 9126 §2.2: 201 with the request_uri.
   const par = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
     try {
@@ -195,6 +223,8 @@ export function oauthRoutes(services: Services): HttpRoute[] {
     { path: '/oauth/token', methods: ['POST'], handler: endpoint((p, a, e, d) => oauth.token(p, a, e, d)) },
     { path: '/oauth/revoke', methods: ['POST'], handler: endpoint((p, a, e) => oauth.revoke(p, a, e)) },
     { path: '/oauth/par', methods: ['POST'], handler: par },
+    { path: '/oauth/device_authorization', methods: ['POST'], handler: endpoint((p, a) => oauth.deviceAuthorization(p, a)) },
+    { path: '/app/device', methods: ['GET', 'POST'], handler: device },
     { path: '/oauth/introspect', methods: ['POST'], handler: endpoint((p, a) => oauth.introspect(p, a)) },
     { path: '/userinfo', methods: ['GET', 'POST'], handler: userinfo },
     { path: '/logout', methods: ['GET', 'POST'], handler: logout },

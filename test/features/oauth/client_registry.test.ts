@@ -206,7 +206,8 @@ test('discovery lists exactly what is supported; /.well-known/oauth-protected-re
     t.true((doc['grant_types_supported'] as string[]).includes('urn:ietf:params:oauth:grant-type:token-exchange'));
     t.deepEqual(doc['dpop_signing_alg_values_supported'], ['RS256', 'PS256', 'ES256', 'ES384', 'ES512', 'EdDSA']);
     t.is(doc['pushed_authorization_request_endpoint'], `${issuer}/oauth/par`);
-    for (const absent of ['device_authorization_endpoint', 'registration_endpoint', 'backchannel_logout_supported']) {
+    t.is(doc['device_authorization_endpoint'], `${issuer}/oauth/device_authorization`);
+    for (const absent of ['registration_endpoint', 'backchannel_logout_supported']) {
       t.false(absent in doc, `${path}: ${absent} is not advertised (not supported)`);
     }
   }
@@ -319,4 +320,46 @@ test('PAR (RFC 9126) through openid-client: push, then authorize with the reques
   });
   t.is(wrongRedirect.status, 400);
   t.is(((await wrongRedirect.json()) as { error: string }).error, 'invalid_request');
+});
+
+test('the device authorization grant (RFC 8628) through openid-client: the user approves on /app/device; pending, slow_down, denied and single use', async (t) => {
+  const { server, issuer } = await provider('sqlite');
+  t.teardown(() => server.close());
+  const signup = await server.call('signup', { email: 'tv-user@example.com', password: 'Correct-Horse-7-Battery' }, { protocol: 'rest' });
+  const set = signup.setCookies.find((c) => c.startsWith('cookie_session=')) ?? '';
+  const cookie = set.slice('cookie_session='.length, set.indexOf(';'));
+  const userId = (signup.body?.['user'] as { id: string }).id;
+  await ok(server, 'add_client', { client_id: 'tv-app', application_type: 'native', grant_types: ['urn:ietf:params:oauth:grant-type:device_code', 'refresh_token'], scopes: ['openid', 'offline_access'] }, 'rest');
+  const config = await discover(issuer, 'tv-app', client.None());
+  t.is(config.serverMetadata().device_authorization_endpoint, `${issuer}/oauth/device_authorization`);
+
+  const decide = (userCode: string, decision: string, withCookie = true): Promise<Response> =>
+    fetch(`${issuer}/app/device`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: issuer, ...(withCookie ? { cookie: `cookie_session=${cookie}` } : {}) },
+      body: new URLSearchParams({ user_code: userCode, decision }),
+    });
+  const poll = (deviceCode: string): Promise<{ status: number; body: Record<string, unknown> }> =>
+    tokenCall(issuer, { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: deviceCode, client_id: 'tv-app' });
+
+  const response = await client.initiateDeviceAuthorization(config, { scope: 'openid offline_access' });
+  t.regex(response.user_code, /^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/);
+  t.is(response.verification_uri, `${issuer}/app/device`);
+  t.is((await poll(response.device_code)).body['error'], 'authorization_pending');
+  t.is((await poll(response.device_code)).body['error'], 'slow_down', 'polled again within the interval');
+  const page = await fetch(`${issuer}/app/device?user_code=${response.user_code}`);
+  t.regex(await page.text(), new RegExp(response.user_code));
+  t.regex(await (await decide(response.user_code, 'approve', false)).text(), /Sign in first/);
+  t.regex(await (await decide(response.user_code, 'approve')).text(), /Device connected/);
+  t.regex(await (await decide(response.user_code, 'approve')).text(), /unknown, expired or already used/, 'a code is approved once');
+  const tokens = await client.pollDeviceAuthorizationGrant(config, response);
+  t.is(tokens.claims()?.sub, userId);
+  t.truthy(tokens.refresh_token);
+  t.is((await poll(response.device_code)).body['error'], 'expired_token', 'a device code is redeemed once');
+
+  const denied = await client.initiateDeviceAuthorization(config, { scope: 'openid' });
+  t.regex(await (await decide(denied.user_code.toLowerCase().replace('-', ' '), 'deny')).text(), /Device refused/);
+  t.is((await poll(denied.device_code)).body['error'], 'access_denied');
+  const refused = await fetch(`${issuer}/oauth/device_authorization`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ client_id: TEST_CLIENT_ID }) });
+  t.is(((await refused.json()) as { error: string }).error, 'unauthorized_client', 'the --client-id client is not registered for the device grant');
 });
