@@ -25,7 +25,7 @@ import { issueTokens } from './issue_tokens.ts';
 import type { MemoryStore } from './memory_store.ts';
 import { AuthorizationCodes, type CodeGrant } from './oauth_codes.ts';
 import { activeUser, invalidClient, invalidGrant, invalidRequest, readParams, safeEqual, type OAuthParams } from './oauth_common.ts';
-import { ClientRegistry, GRANT_CLIENT_CREDENTIALS, GRANT_TOKEN_EXCHANGE, serviceAccountSubject, type ResolvedClient } from './client_registry.ts';
+import { ClientRegistry, GRANT_CLIENT_CREDENTIALS, GRANT_TOKEN_EXCHANGE, serviceAccountSubject, type ClientInput, type ResolvedClient } from './client_registry.ts';
 import { MAX_ACTORS } from './permissions.ts';
 import { DpopVerifier } from './dpop.ts';
 import { DeviceCodes, GRANT_DEVICE_CODE } from './device_flow.ts';
@@ -42,6 +42,8 @@ export interface OAuthServerOptions {
   store: MemoryStore;
   /** `--client-secret`. */
   clientSecret: string;
+  /** `--oauth-registration-access-token`: dynamic client registration (RFC 7591) is on, behind this initial access token. */
+  registrationAccessToken?: string | undefined;
   /** The client registry (the `--client-id` client first); default: the `--client-id` client alone. */
   registry?: ClientRegistry | undefined;
   /** The server's redirect rule (`--allowed-origins`); throws for a URI that may not be redirected to. */
@@ -67,7 +69,7 @@ export interface OAuthServerOptions {
  * revoked, or a spent code or rotated refresh token presented again.
  */
 export interface OAuthEvent {
-  action: 'token.issued' | 'token.refreshed' | 'token.revoked' | 'token.code_reuse' | 'token.refresh_token_reuse' | 'user.logout' | 'device.approved' | 'device.denied';
+  action: 'token.issued' | 'token.refreshed' | 'token.revoked' | 'token.code_reuse' | 'token.refresh_token_reuse' | 'user.logout' | 'device.approved' | 'device.denied' | 'client.registered';
   userId?: string | undefined;
   metadata?: Record<string, unknown>;
 }
@@ -386,6 +388,71 @@ export class OAuthServer {
     const out = await issueTokens(this.#auth, user, session, '', 'new');
     await onEvent({ action: 'token.issued', userId: user.id, metadata: { grant_type: GRANT_DEVICE_CODE } });
     return tokenResponse(out, g.scope);
+  }
+
+  // ---------------------------------------------------------------- /oauth/register
+
+  /** True when dynamic client registration is on (`--oauth-registration-access-token`). */
+  get registrationEnabled(): boolean {
+    return (this.#o.registrationAccessToken ?? '') !== '';
+  }
+
+  /**
+   * `POST /oauth/register` (RFC 7591): registers a client from its metadata
+   * for a caller holding the initial access token (§3, `Authorization:
+   * Bearer`). The client id is chosen here; a service account is registered
+   * when `grant_types` asks for client_credentials; roles cannot be given
+   * (the admin API does that). Answers the client's metadata with
+   * `client_id_issued_at`, and a secret-authenticated client's
+   * `client_secret` (shown once, never expiring). Errors: `invalid_token`
+   * (401), `invalid_client_metadata`, `invalid_redirect_uri` (400).
+   */
+  async register(body: Readonly<Record<string, unknown>>, authorization: string | undefined): Promise<Record<string, unknown>> {
+    const expected = this.#o.registrationAccessToken ?? '';
+    const presented = authorization === undefined ? undefined : /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1];
+    if (expected === '' || presented === undefined || !safeEqual(presented, expected)) throw new LatchkeyError('unauthenticated', 'a valid initial access token is required', { reason: 'invalid_token' });
+    const meta = (name: string): unknown => body[name];
+    const strings = (name: string): string[] | undefined => {
+      const v = meta(name);
+      if (v === undefined || v === null) return undefined;
+      if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) throw new LatchkeyError('invalid_argument', `${name} must be an array of strings`, { reason: 'invalid_client_metadata' });
+      return v as string[];
+    };
+    const text = (name: string): string | undefined => {
+      const v = meta(name);
+      if (v === undefined || v === null) return undefined;
+      if (typeof v !== 'string') throw new LatchkeyError('invalid_argument', `${name} must be a string`, { reason: 'invalid_client_metadata' });
+      return v;
+    };
+    const grantTypes = strings('grant_types');
+    const scope = text('scope');
+    const jwks = meta('jwks');
+    if (jwks !== undefined && (jwks === null || typeof jwks !== 'object' || Array.isArray(jwks))) throw new LatchkeyError('invalid_argument', 'jwks must be a JWK Set', { reason: 'invalid_client_metadata' });
+    const input: ClientInput = {
+      kind: grantTypes?.includes(GRANT_CLIENT_CREDENTIALS) ? 'service_account' : 'interactive',
+      client_name: text('client_name'),
+      application_type: text('application_type'),
+      token_endpoint_auth_method: text('token_endpoint_auth_method'),
+      redirect_uris: strings('redirect_uris'),
+      grant_types: grantTypes,
+      scopes: scope === undefined ? undefined : scope.split(' ').filter(Boolean),
+      jwks: jwks ?? undefined,
+      jwks_uri: text('jwks_uri'),
+    };
+    const { client, client_secret } = await this.registry.add(input);
+    return {
+      client_id: client.client_id,
+      ...(client_secret === null ? {} : { client_secret, client_secret_expires_at: 0 }),
+      client_id_issued_at: client.created_at,
+      client_name: client.client_name,
+      application_type: client.application_type,
+      token_endpoint_auth_method: client.token_endpoint_auth_method,
+      redirect_uris: client.redirect_uris,
+      grant_types: client.grant_types,
+      scope: client.scopes.join(' '),
+      ...(client.jwks === null ? {} : { jwks: client.jwks }),
+      ...(client.jwks_uri === null ? {} : { jwks_uri: client.jwks_uri }),
+    };
   }
 
   // ---------------------------------------------------------------- /oauth/par

@@ -312,7 +312,7 @@ export class TokenService {
   }
 
   /** The OpenID discovery document for a server at `baseUrl` (no trailing slash). */
-  openidConfiguration(baseUrl: string, options: { roleClaim?: string; pkcePlain?: boolean } = {}): Record<string, unknown> {
+  openidConfiguration(baseUrl: string, options: { roleClaim?: string; pkcePlain?: boolean; registration?: boolean } = {}): Record<string, unknown> {
     const base = baseUrl.replace(/\/+$/, '');
     return {
       issuer: this.issuer,
@@ -322,6 +322,8 @@ export class TokenService {
       revocation_endpoint: `${base}/oauth/revoke`,
       pushed_authorization_request_endpoint: `${base}/oauth/par`,
       device_authorization_endpoint: `${base}/oauth/device_authorization`,
+      // RFC 7591: only when dynamic registration is on (--oauth-registration-access-token).
+      ...(options.registration === true ? { registration_endpoint: `${base}/oauth/register` } : {}),
       require_pushed_authorization_requests: false,
       introspection_endpoint: `${base}/oauth/introspect`,
       end_session_endpoint: `${base}/logout`,

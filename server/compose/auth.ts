@@ -144,6 +144,7 @@ function oauthServer(c: Config, auth: AuthService, store: MemoryStore, issuer: s
     defaultResponseType: c.defaultAuthorizeResponseType,
     defaultResponseMode: c.defaultAuthorizeResponseMode,
     allowPkcePlain: c.enablePkcePlain,
+    registrationAccessToken: c.oauthRegistrationAccessToken,
   });
 }
 

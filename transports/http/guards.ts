@@ -216,7 +216,7 @@ const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  * OAuth endpoints authenticate the client (or, at /userinfo, the bearer token) themselves, never by cookie, and are called by servers without an Origin;
  * `/authorize` is a top-level navigation from the client's site (a POST there is a GET's equal).
  */
-const CSRF_EXEMPT = /^\/(?:oauth\/(?:token|revoke|introspect|par|device_authorization)$|userinfo$|oauth_callback\/|authorize$)/;
+const CSRF_EXEMPT = /^\/(?:oauth\/(?:token|revoke|introspect|par|device_authorization|register)$|userinfo$|oauth_callback\/|authorize$)/;
 
 function refererOrigin(referer: string | undefined): string | undefined {
   if (!referer) return undefined;

@@ -38,6 +38,8 @@ const OAUTH_ERRORS = new Set([
   'slow_down',
   'access_denied',
   'expired_token',
+  'invalid_client_metadata',
+  'invalid_redirect_uri',
 ]);
 
 const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
@@ -178,6 +180,17 @@ export function oauthRoutes(services: Services): HttpRoute[] {
       return errorResponse(services, request, err);
     }
   };
+  // RFC 7591 §3.2.1: 201 with the client's metadata.
+  const register = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
+    try {
+      if (request.bodyError !== undefined) throw new LatchkeyError(request.bodyError.code, request.bodyError.message, { reason: 'invalid_client_metadata' });
+      const body = await oauth.register(request.body, request.authorization);
+      await auditSink(services, request)({ action: 'client.registered', metadata: { client_id: body['client_id'] } });
+      return { status: 201, body, headers: NO_STORE };
+    } catch (err) {
+      return errorResponse(services, request, err);
+    }
+  };
   // RFC 9126 §2.2: 201 with the request_uri.
   const par = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
     try {
@@ -223,6 +236,7 @@ export function oauthRoutes(services: Services): HttpRoute[] {
     { path: '/oauth/token', methods: ['POST'], handler: endpoint((p, a, e, d) => oauth.token(p, a, e, d)) },
     { path: '/oauth/revoke', methods: ['POST'], handler: endpoint((p, a, e) => oauth.revoke(p, a, e)) },
     { path: '/oauth/par', methods: ['POST'], handler: par },
+    ...(oauth.registrationEnabled ? [{ path: '/oauth/register', methods: ['POST' as const], handler: register }] : []),
     { path: '/oauth/device_authorization', methods: ['POST'], handler: endpoint((p, a) => oauth.deviceAuthorization(p, a)) },
     { path: '/app/device', methods: ['GET', 'POST'], handler: device },
     { path: '/oauth/introspect', methods: ['POST'], handler: endpoint((p, a) => oauth.introspect(p, a)) },

@@ -363,3 +363,34 @@ test('the device authorization grant (RFC 8628) through openid-client: the user 
   const refused = await fetch(`${issuer}/oauth/device_authorization`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ client_id: TEST_CLIENT_ID }) });
   t.is(((await refused.json()) as { error: string }).error, 'unauthorized_client', 'the --client-id client is not registered for the device grant');
 });
+
+test('dynamic client registration (RFC 7591): off by default; with --oauth-registration-access-token, refused without the token, and a registered client works through openid-client', async (t) => {
+  const off = await provider('sqlite');
+  t.teardown(() => off.server.close());
+  t.is((await fetch(`${off.issuer}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status, 404);
+  t.false('registration_endpoint' in ((await (await fetch(`${off.issuer}/.well-known/openid-configuration`)).json()) as Record<string, unknown>));
+
+  const port = await freePort();
+  const issuer = `http://127.0.0.1:${port}`;
+  const server = await startTestServer({ url: issuer, 'http-port': port, 'oauth-registration-access-token': 'initial-token-0123456789' });
+  t.teardown(() => server.close());
+  const doc = (await (await fetch(`${issuer}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
+  t.is(doc['registration_endpoint'], `${issuer}/oauth/register`);
+  const register = (body: unknown, token?: string): Promise<Response> =>
+    fetch(`${issuer}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json', ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) }, body: JSON.stringify(body) });
+  const metadata = { client_name: 'Reporting', grant_types: ['client_credentials'], token_endpoint_auth_method: 'client_secret_basic' };
+  t.is((await register(metadata)).status, 401, 'without the initial access token');
+  t.is((await register(metadata, 'wrong-token')).status, 401, 'with a wrong one');
+  const res = await register(metadata, 'initial-token-0123456789');
+  t.is(res.status, 201);
+  const created = (await res.json()) as Record<string, unknown>;
+  t.is(created['client_secret_expires_at'], 0);
+  t.deepEqual(created['grant_types'], ['client_credentials']);
+  const config = await discover(issuer, String(created['client_id']), client.ClientSecretBasic(String(created['client_secret'])));
+  t.truthy((await client.clientCredentialsGrant(config)).access_token);
+  const bad = await register({ redirect_uris: ['http://evil.example/cb'] }, 'initial-token-0123456789');
+  t.is(bad.status, 400);
+  t.is(((await bad.json()) as { error: string }).error, 'invalid_redirect_uri');
+  const roles = await register({ grant_types: ['client_credentials'], roles: ['admin'] }, 'initial-token-0123456789');
+  t.deepEqual(((await roles.json()) as Record<string, unknown>)['roles'], undefined, 'roles cannot be given through registration');
+});
