@@ -425,6 +425,9 @@ export class OAuthServer {
       return v;
     };
     const grantTypes = strings('grant_types');
+    // The server fetches jwks_uri: through open registration only a public https URL, never a loopback one.
+    const jwksUri = text('jwks_uri');
+    if (jwksUri !== undefined && !/^https:\/\//i.test(jwksUri)) throw new LatchkeyError('invalid_argument', 'jwks_uri must be an https URL', { reason: 'invalid_client_metadata' });
     const scope = text('scope');
     const jwks = meta('jwks');
     if (jwks !== undefined && (jwks === null || typeof jwks !== 'object' || Array.isArray(jwks))) throw new LatchkeyError('invalid_argument', 'jwks must be a JWK Set', { reason: 'invalid_client_metadata' });
@@ -437,7 +440,7 @@ export class OAuthServer {
       grant_types: grantTypes,
       scopes: scope === undefined ? undefined : scope.split(' ').filter(Boolean),
       jwks: jwks ?? undefined,
-      jwks_uri: text('jwks_uri'),
+      jwks_uri: jwksUri,
     };
     const { client, client_secret } = await this.registry.add(input);
     return {

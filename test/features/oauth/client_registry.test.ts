@@ -391,6 +391,8 @@ test('dynamic client registration (RFC 7591): off by default; with --oauth-regis
   const bad = await register({ redirect_uris: ['http://evil.example/cb'] }, 'initial-token-0123456789');
   t.is(bad.status, 400);
   t.is(((await bad.json()) as { error: string }).error, 'invalid_redirect_uri');
+  const loopback = await register({ grant_types: ['client_credentials'], token_endpoint_auth_method: 'private_key_jwt', jwks_uri: 'http://127.0.0.1:9/keys' }, 'initial-token-0123456789');
+  t.is(((await loopback.json()) as { error: string }).error, 'invalid_client_metadata', 'open registration never makes the server fetch a loopback URL');
   const roles = await register({ grant_types: ['client_credentials'], roles: ['admin'] }, 'initial-token-0123456789');
   t.deepEqual(((await roles.json()) as Record<string, unknown>)['roles'], undefined, 'roles cannot be given through registration');
 });
