@@ -96,7 +96,32 @@ export function toSubject(user: string): string {
 }
 
 /** The caller as permission calls see it. */
-export type CallerPrincipal = { readonly kind: 'user'; readonly subject: string } | { readonly kind: 'super_admin' } | { readonly kind: 'anonymous' };
+export type CallerPrincipal =
+  | { readonly kind: 'user' | 'service_account'; readonly subject: string; readonly claims?: Readonly<Record<string, unknown>> | undefined }
+  | { readonly kind: 'super_admin' }
+  | { readonly kind: 'anonymous' };
+
+/** The most actors a delegation chain may name (RFC 8693 `act` nested). */
+export const MAX_ACTORS = 5;
+
+/**
+ * The FGA subjects of the actors of a delegated token (RFC 8693 §4.1, the
+ * `act` claim, the current actor first, prior ones nested): each actor's
+ * `fga_subject`, else `user:<sub>`. Empty for a token without `act`.
+ */
+export function actorSubjects(claims: Readonly<Record<string, unknown>> | undefined): string[] {
+  const out: string[] = [];
+  let act = claims?.['act'];
+  while (act !== undefined && act !== null) {
+    if (typeof act !== 'object' || out.length >= MAX_ACTORS) throw new LatchkeyError('unauthenticated', 'unauthorized', { reason: 'unauthenticated' });
+    const a = act as Record<string, unknown>;
+    const subject = typeof a['fga_subject'] === 'string' ? a['fga_subject'] : typeof a['sub'] === 'string' ? toSubject(a['sub']) : undefined;
+    if (subject === undefined) throw new LatchkeyError('unauthenticated', 'unauthorized', { reason: 'unauthenticated' });
+    out.push(subject);
+    act = a['act'];
+  }
+  return out;
+}
 
 
 /** What `check_permissions` answers: each check with its relation and object echoed. */
@@ -166,6 +191,8 @@ export class Permissions {
       const checks = input.checks;
       if (!Array.isArray(checks) || checks.length < 1 || checks.length > 100) throw invalidArgument('checks must have between 1 and 100 entries', 'invalid_checks_count');
       const fresh = tokenOf(input.consistency_token);
+      const actors = principal !== undefined && principal.kind !== 'super_admin' && principal.kind !== 'anonymous' ? actorSubjects(principal.claims) : [];
+      if (actors.length > 0) return this.#delegatedCheck(engine, subject, actors, checks, fresh);
       const requests = checks.map((c) => ({
         user: subject,
         relation: c.relation,
@@ -203,6 +230,32 @@ export class Permissions {
   }
 
   /**
+   * A check made with a delegated token (RFC 8693 `act`): allowed only when
+   * the user and every actor of the chain are each allowed (priority 1: an
+   * agent never has more authority than the user it acts for, nor than its
+   * own). Contextual tuples are refused here: the caller would be vouching
+   * for relationships of the very parties whose authority is intersected.
+   */
+  async #delegatedCheck(
+    engine: PermissionEngine,
+    subject: string,
+    actors: readonly string[],
+    checks: ReadonlyArray<{ relation: string; object: string; contextual_tuples?: readonly WireTuple[] | undefined; context?: unknown }>,
+    fresh: { atLeastRevision?: number },
+  ): Promise<CheckAnswer> {
+    if (checks.some((c) => c.contextual_tuples !== undefined && c.contextual_tuples.length > 0)) {
+      throw new LatchkeyError('permission_denied', 'contextual tuples are not accepted with a delegated token', { reason: 'delegated_contextual_tuples' });
+    }
+    const parties = [subject, ...actors];
+    const requests = checks.flatMap((c) => parties.map((user) => ({ user, relation: c.relation, object: c.object, ...contextOf(c.context), ...fresh })));
+    const answers: boolean[] = [];
+    for (let i = 0; i < requests.length; i += 100) answers.push(...(await engine.batchCheck(requests.slice(i, i + 100))));
+    return {
+      results: checks.map((c, i) => ({ relation: c.relation, object: c.object, allowed: parties.every((_, j) => answers[i * parties.length + j] === true) })),
+    };
+  }
+
+  /**
    * `list_permissions`: every (object, relation) the subject holds, narrowed
    * by `relation` and/or `object_type`, capped at 1000 with `truncated`.
    *
@@ -223,6 +276,20 @@ export class Permissions {
     page_size?: number | undefined;
     continuation_token?: string | undefined;
   }, principal: CallerPrincipal | undefined): Promise<ListAnswer> {
+    const answer = await this.#listOf(input, principal);
+    const actors = principal !== undefined && principal.kind !== 'super_admin' && principal.kind !== 'anonymous' ? actorSubjects(principal.claims) : [];
+    if (actors.length === 0 || answer.permissions.length === 0) return actors.length === 0 ? answer : { ...answer, undecided_permissions: [] };
+    // A delegated token lists what the user and every actor all hold (and nothing undecided: it is not checked for the actors).
+    const engine = this.#fga();
+    const context = { ...contextOf(input.context), ...tokenOf(input.consistency_token) };
+    const held: boolean[] = [];
+    const requests = answer.permissions.flatMap((g) => actors.map((user) => ({ user, relation: g.relation, object: g.object, ...context })));
+    for (let i = 0; i < requests.length; i += 100) held.push(...(await engine.batchCheck(requests.slice(i, i + 100))));
+    const kept = answer.permissions.filter((_, i) => actors.every((_a, j) => held[i * actors.length + j] === true));
+    return { ...answer, objects: [...new Set(kept.map((g) => g.object))], permissions: kept, undecided_permissions: [] };
+  }
+
+  async #listOf(input: Parameters<Permissions['list']>[0], principal: CallerPrincipal | undefined): Promise<ListAnswer> {
     const subject = this.#subjectFor(principal, input.user);
     const engine = this.#fga();
     const relation = input.relation === '' ? undefined : input.relation;

@@ -160,6 +160,10 @@ export const FLAGS = {
       doc: 'Response mode of /authorize when the request names none',
       default: 'query',
     }),
+    'oauth-registration-access-token': str({
+      doc: 'Turns on dynamic client registration (RFC 7591) at POST /oauth/register, for callers presenting this initial access token as a bearer token; unset (the default): registration is off',
+      secret: true,
+    }),
     'enable-pkce-plain': bool({
       doc: 'For legacy clients only: accept PKCE code_challenge_method=plain and take an absent method as plain (RFC 7636); off, /authorize accepts S256 only (OAuth 2.1, ASVS 10.4.6)',
       default: false,

@@ -13,6 +13,7 @@ import { VERIFICATION_HANDLERS } from './verification.ts';
 import { PERMISSION_HANDLERS } from './permissions.ts';
 import { ADMIN_HANDLERS } from './admin.ts';
 import { ORGANIZATION_HANDLERS } from './organizations.ts';
+import { REGISTRY_HANDLERS } from './clients.ts';
 
 export const HANDLERS: Handlers = Object.freeze({
   ...META_HANDLERS,
@@ -23,6 +24,7 @@ export const HANDLERS: Handlers = Object.freeze({
   ...PERMISSION_HANDLERS,
   ...ADMIN_HANDLERS,
   ...ORGANIZATION_HANDLERS,
+  ...REGISTRY_HANDLERS,
 });
 
 export type { AnyHandler, Handler, Handlers, HandlersOf, ServedOperation } from './types.ts';

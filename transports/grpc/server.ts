@@ -106,6 +106,7 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
           authorization: first(md, 'authorization'),
           cookie: cookieValues.length > 0 ? cookieValues.join('; ') : undefined,
           adminSecret: first(md, 'x-service-admin-secret') ?? first(md, 'x-authorizer-admin-secret'),
+          apiKey: first(md, 'x-api-key'),
         }),
         get signal(): AbortSignal {
           if (!controller) {

@@ -96,7 +96,9 @@ class HttpCallInfo implements CallInfo {
     this.userAgent = h['user-agent'] ?? '';
     const socket = req.socket as Socket & { [BEARER_MEMO]?: BearerMemo };
     const memo = (socket[BEARER_MEMO] ??= new BearerMemo());
-    this.credentials = extractCredentials({ authorization: h.authorization, cookie: h.cookie, adminSecret: Array.isArray(admin) ? admin[0] : admin }, memo);
+    const apiKey = h['x-api-key'];
+    const dpop = { proof: typeof h['dpop'] === 'string' ? h['dpop'] : undefined, method: req.method ?? 'GET', path: (req.url ?? '/').split('?')[0] ?? '/' };
+    this.credentials = extractCredentials({ authorization: h.authorization, cookie: h.cookie, adminSecret: Array.isArray(admin) ? admin[0] : admin, apiKey: Array.isArray(apiKey) ? apiKey[0] : apiKey, dpop }, memo);
     this.#res = res;
   }
 
@@ -266,6 +268,7 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
         body,
         bodyError,
         authorization: req.headers.authorization,
+        dpop: typeof req.headers['dpop'] === 'string' ? req.headers['dpop'] : undefined,
         cookies,
         requestId: l.requestId,
         clientIp: l.clientIp,
