@@ -8,7 +8,7 @@
 import test from 'ava';
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type CallResult, type TestServer } from '../helpers/server.ts';
 import { DEPRECATED_MESSAGES, OPERATIONS, type Protocol } from '../../cmd/index.ts';
-import { ORGANIZATION_OPERATIONS } from '../../api/index.ts';
+import { ORGANIZATION_OPERATIONS, REGISTRY_OPERATIONS } from '../../api/index.ts';
 import { startReceiver } from './receiver.ts';
 import { startSmtp } from './smtp.ts';
 import { SoftwareAuthenticator, type Json } from '../helpers/software_authenticator.ts';
@@ -67,6 +67,20 @@ const STEPS: Step[] = [
   }],
   ['admin_verify_organization_domain', (s) => ({ organization_id: s['org'] ?? 'none', domain: `${s['p']}.example.com` })],
   ['admin_delete_organization', (s) => ({ organization_id: s['org'] ?? 'none' })],
+  // The client registry: a service account, its API key, then the client deleted.
+  ['add_client', (s) => ({ client_id: `svc-${s['p']}`, kind: 'service_account', client_name: 'Billing bot' }), (b, s) => {
+    s['client'] = (b['client'] as { client_id: string }).client_id;
+  }],
+  ['clients', () => ({ pagination: { page: 1, limit: 10 } })],
+  ['client', (s) => ({ client_id: s['client'] ?? 'none' })],
+  ['update_client', (s) => ({ client_id: s['client'] ?? 'none', client_name: 'Billing robot' })],
+  ['rotate_client_secret', (s) => ({ client_id: s['client'] ?? 'none', overlap_seconds: 0 })],
+  ['admin_create_api_key', (s) => ({ principal: `service_account:${s['client'] ?? 'none'}`, name: 'ci' }), (b, s) => {
+    s['api_key'] = (b['key'] as { id: string }).id;
+  }],
+  ['admin_api_keys', (s) => ({ principal: `service_account:${s['client'] ?? 'none'}` })],
+  ['admin_revoke_api_key', (s) => ({ id: s['api_key'] ?? 'none' })],
+  ['delete_client', (s) => ({ client_id: s['client'] ?? 'none' })],
   ['user_passkeys', (s) => ({ user_id: s['user']! })],
   ['revoke_user_passkey', (s) => ({ user_id: s['passkey_user']!, id: s['passkey']! })],
   ['add_webhook', (s) => ({ event_name: 'user.deleted', endpoint: s['receiver']! })],
@@ -145,6 +159,13 @@ for (const backend of ['sqlite', 'dynamodb'] as const) {
           // Organizations live on SQL main databases only (docs/organizations.md, "DynamoDB").
           if (backend === 'dynamodb' && ORGANIZATION_OPERATIONS.some((o) => o.name === op)) {
             t.is(r.error?.reason, 'organizations_unavailable', `${op} over ${protocol}`);
+            driven.add(`${op}/${protocol}`);
+            continue;
+          }
+          // So does the client registry (docs/oauth.md): what needs it is refused, the lists show the --client-id client.
+          if (backend === 'dynamodb' && REGISTRY_OPERATIONS.some((o) => o.name === op) && r.error !== undefined) {
+            // (What names the service account that could not be added there finds no such client.)
+            t.regex(String(r.error.reason), /^(client_registry_unavailable|client_not_found|principal_not_found|api_key_not_found)$/, `${op} over ${protocol}`);
             driven.add(`${op}/${protocol}`);
             continue;
           }

@@ -81,6 +81,13 @@ test('every admin operation refuses missing and wrong credentials on every proto
       admin_verify_organization_domain: { organization_id: 'x', domain: 'example.com' },
       user_passkeys: { user_id: 'x' },
       revoke_user_passkey: { user_id: 'x', id: 'y' },
+      client: { client_id: 'x' },
+      update_client: { client_id: 'x' },
+      delete_client: { client_id: 'x' },
+      rotate_client_secret: { client_id: 'x' },
+      admin_create_api_key: { principal: 'user:x', name: 'k' },
+      admin_api_keys: { principal: 'user:x' },
+      admin_revoke_api_key: { id: 'x' },
     };
     for (const op of adminOps) {
       for (const protocol of op.protocols) {
