@@ -143,13 +143,15 @@ export class Permissions {
   }
 
   /** Fails with `permission_denied` unless the user holds every relation (AND; fail closed). */
-  async requireRelations(userId: string, relations: readonly RequiredRelation[] | undefined): Promise<void> {
+  async requireRelations(userId: string, relations: readonly RequiredRelation[] | undefined, actors: readonly string[] = []): Promise<void> {
     if (relations === undefined || relations.length === 0) return;
     if (relations.length > 100) throw invalidArgument('at most 100 required relations', 'too_many_relations');
     const engine = this.#fga();
-    const answers = await engine.batchCheck(relations.map((r) => ({ user: `user:${userId}`, relation: r.relation, object: r.object })));
-    // Fail closed: every relation must be allowed (AND).
-    if (answers.length !== relations.length || answers.some((a) => a !== true)) {
+    // A delegated token (`act`) holds a relation only when the user and every actor of its chain hold it.
+    const parties = [`user:${userId}`, ...actors];
+    const answers = await engine.batchCheck(relations.flatMap((r) => parties.map((user) => ({ user, relation: r.relation, object: r.object }))));
+    // Fail closed: every relation must be allowed (AND), for every party.
+    if (answers.length !== relations.length * parties.length || answers.some((a) => a !== true)) {
       throw new LatchkeyError('permission_denied', 'required relation not satisfied', { reason: 'relation_denied' });
     }
   }

@@ -89,6 +89,10 @@ for (const backend of sqlBackends()) {
     await ok(server, 'fga_delete_tuples', { tuples: [agentTuple] });
     t.false(await allowed(delegated.access_token), 'the agent lost the relation: denied');
     t.true(await allowed(userToken), 'the user alone still holds it');
+    // validate_jwt_token's required_relations hold for a delegated token only when every party holds them.
+    const required = { token_type: 'access_token', required_relations: [{ relation: 'viewer', object: 'doc:plan' }] };
+    t.like((await server.call('validate_jwt_token', { ...required, token: delegated.access_token }, { protocol: 'rest' })).error, { code: 'permission_denied', reason: 'relation_denied' }, 'the agent lacks it: the delegated token fails the relation');
+    t.is((await server.call('validate_jwt_token', { ...required, token: userToken }, { protocol: 'rest' })).error, undefined, 'the user holds it: the user token passes');
 
     // list_permissions with the delegated token: the intersection.
     await ok(server, 'fga_write_tuples', { tuples: [agentTuple, { user: `user:${userId}`, relation: 'viewer', object: 'doc:memo' }] });
