@@ -93,6 +93,13 @@ for (const backend of sqlBackends()) {
     const required = { token_type: 'access_token', required_relations: [{ relation: 'viewer', object: 'doc:plan' }] };
     t.like((await server.call('validate_jwt_token', { ...required, token: delegated.access_token }, { protocol: 'rest' })).error, { code: 'permission_denied', reason: 'relation_denied' }, 'the agent lacks it: the delegated token fails the relation');
     t.is((await server.call('validate_jwt_token', { ...required, token: userToken }, { protocol: 'rest' })).error, undefined, 'the user holds it: the user token passes');
+    // Beyond the intersected checks and reading the profile, a delegated token does not act as the user.
+    for (const protocol of ['rest', 'graphql', 'grpc'] as const) {
+      const auth = { authorization: `Bearer ${delegated.access_token}` };
+      t.is((await server.call('profile', {}, { protocol, headers: auth })).error, undefined, `${protocol}: profile is read`);
+      t.like((await server.call('update_profile', { given_name: 'Mallory' }, { protocol, headers: auth })).error, { code: 'permission_denied', reason: 'delegated_token_refused' }, `${protocol}: update_profile refused`);
+      t.like((await server.call('deactivate_account', {}, { protocol, headers: auth })).error, { code: 'permission_denied', reason: 'delegated_token_refused' }, `${protocol}: deactivate_account refused`);
+    }
 
     // list_permissions with the delegated token: the intersection.
     await ok(server, 'fga_write_tuples', { tuples: [agentTuple, { user: `user:${userId}`, relation: 'viewer', object: 'doc:memo' }] });
