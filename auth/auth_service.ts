@@ -40,6 +40,7 @@ import { LoginFlows, signupRoles } from './login_flows.ts';
 import { SessionFlows, requestedRoles, unauthenticated } from './session_flows.ts';
 import { OrganizationService, type OrgCall, type OrgTuples, type TxtResolver } from './organizations.ts';
 import { SqlOrgStore } from './org_store.ts';
+import { SqlScimStore } from './scim_store.ts';
 import type { Engine } from '../engine/index.ts';
 import { resolveTxt as dnsResolveTxt } from 'node:dns/promises';
 
@@ -166,10 +167,13 @@ export class AuthService {
     if (database.kind === 'sql' && deps.organizations !== undefined) {
       const store = new SqlOrgStore({ sequelize: database.sequelize, nowSeconds });
       await store.init();
+      const scim = new SqlScimStore({ sequelize: database.sequelize });
+      await scim.init();
       const od = deps.organizations;
       organizations = new OrganizationService({
         database,
         store,
+        scim,
         users,
         engine: od.engine,
         tuples: od.tuples,

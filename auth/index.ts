@@ -95,8 +95,10 @@ export {
   type OrgSettingsInput,
   type PublicOrganization,
   type PublicInvitation,
+  type PublicScimToken,
   type TxtResolver,
 } from './organizations.ts';
+export { SqlScimStore, type ScimTokenRecord } from './scim_store.ts';
 export { DEFAULT_ORG_SETTINGS, SqlOrgStore, type OrgSettings, type OrgRecord, type MemberRecord, type TeamRecord, type InvitationRecord, type InvitationStatus, type DomainRecord } from './org_store.ts';
 export { BUILTIN_ORG_ROLES, ORG_PERMISSIONS, mergeOrgFragment, orgModelFragment, orgModelFragmentDsl } from './org_model.ts';
 export { ORGANIZATIONS_SCOPE, type OrgMemberships } from './session_flows.ts';

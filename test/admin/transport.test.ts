@@ -79,6 +79,9 @@ test('every admin operation refuses missing and wrong credentials on every proto
       admin_revoke_organization_invitation: { invitation_id: 'x' },
       admin_add_organization_domain: { organization_id: 'x', domain: 'example.com' },
       admin_verify_organization_domain: { organization_id: 'x', domain: 'example.com' },
+      admin_create_scim_token: { organization_id: 'x' },
+      admin_scim_tokens: { organization_id: 'x' },
+      admin_revoke_scim_token: { token_id: 'x' },
     };
     for (const op of adminOps) {
       for (const protocol of op.protocols) {
