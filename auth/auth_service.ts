@@ -41,6 +41,7 @@ import { SessionFlows, requestedRoles, unauthenticated } from './session_flows.t
 import { OrganizationService, type OrgCall, type OrgTuples, type TxtResolver } from './organizations.ts';
 import { SqlOrgStore } from './org_store.ts';
 import { SqlScimStore } from './scim_store.ts';
+import { ScimService } from './scim.ts';
 import type { Engine } from '../engine/index.ts';
 import { resolveTxt as dnsResolveTxt } from 'node:dns/promises';
 
@@ -95,6 +96,8 @@ export class AuthService {
   readonly tokenScript: TokenScript | undefined;
   /** Organizations, members, teams, invitations and domains; undefined on DynamoDB (docs/organizations.md). */
   readonly organizations: OrganizationService | undefined;
+  /** The SCIM 2.0 service provider of each organization (docs/scim.md); undefined with organizations. */
+  readonly scim: ScimService | undefined;
   readonly #permissions: Permissions;
   readonly #login: LoginFlows;
   readonly #session: SessionFlows;
@@ -115,6 +118,18 @@ export class AuthService {
     organizations: OrganizationService | undefined;
   }) {
     this.organizations = init.organizations;
+    this.scim =
+      init.organizations === undefined
+        ? undefined
+        : new ScimService({
+            organizations: init.organizations,
+            orgStore: init.organizations.store,
+            scim: init.organizations.scimStore,
+            users: init.users,
+            deleteUserData: (user, tx) => this.deleteUserData(user, tx),
+            endAllSessions: (userId) => this.sessions.endAllForUser(userId),
+            nowSeconds: () => Math.floor(init.options.now() / 1000),
+          });
     this.tokenScript = init.tokenScript;
     this.verification = init.verification;
     this.email = init.email;

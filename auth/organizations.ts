@@ -905,9 +905,36 @@ export class OrganizationService {
     return (await this.#o.store.membershipsOf(userId)).map((m) => ({ id: m.organization_id, slug: m.slug, name: m.name, roles: [m.role] }));
   }
 
-  /** Removes a user's memberships and team memberships inside `tx` (user deletion; its tuples go with the user's own). */
+  /** Removes a user's memberships, team memberships and SCIM rows inside `tx` (user deletion; its tuples go with the user's own). */
   async deleteUserRows(userId: string, tx: StoreTransaction): Promise<void> {
     await this.#o.store.deleteUserRows(userId, tx);
+    await this.#o.scim.deleteUserRows(userId, tx);
+  }
+
+  /** The SCIM token store. */
+  get scimStore(): SqlScimStore {
+    return this.#o.scim;
+  }
+
+  /**
+   * For the SCIM service (auth/scim.ts): runs `fn` in one transaction on the
+   * main database with the tuple writer, then brings the engine's caches up
+   * to it; `organizations_unavailable` when the FGA store is elsewhere.
+   */
+  async changeInTransaction<T>(fn: (tx: StoreTransaction, tuples: OrgTuples) => Promise<T>): Promise<T> {
+    return this.#change(fn);
+  }
+
+  /** The tuple writer, with the model fragment installed (for changes made inside another store's transaction). */
+  async preparedTuples(): Promise<OrgTuples> {
+    const tuples = this.#tuples();
+    if (!this.#modelReady) await this.ensureModel();
+    return tuples;
+  }
+
+  /** The role a member added without one gets in `org` (checked against the roles and the model). */
+  defaultRole(org: OrgRecord): string {
+    return this.#role(org.settings.default_role, 'member');
   }
 }
 

@@ -42,7 +42,65 @@ const SCIM_MIGRATIONS: Migration[] = [
       await q('CREATE INDEX scim_tokens_org ON scim_tokens (organization_id, created_at)');
     },
   },
+  {
+    id: '0002_create_scim_resources',
+    async up({ sequelize, transaction, dialect }) {
+      const q = (sql: string) => sequelize.query(sql, { transaction });
+      const opts = tableOptions(dialect);
+      // A user provisioned (or linked) by an organization's directory: its SCIM attributes and its state there.
+      await q(`CREATE TABLE scim_users (
+        organization_id VARCHAR(36) NOT NULL,
+        user_id VARCHAR(36) NOT NULL,
+        user_name VARCHAR(320) NOT NULL,
+        external_id VARCHAR(256) NULL,
+        active SMALLINT NOT NULL,
+        attributes TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        PRIMARY KEY (organization_id, user_id))${opts}`);
+      await q('CREATE UNIQUE INDEX scim_users_name ON scim_users (organization_id, user_name)');
+      await q('CREATE INDEX scim_users_user ON scim_users (user_id)');
+      // A team's SCIM side: its externalId and when the directory last changed it.
+      await q(`CREATE TABLE scim_groups (
+        team_id VARCHAR(36) NOT NULL PRIMARY KEY,
+        organization_id VARCHAR(36) NOT NULL,
+        external_id VARCHAR(256) NULL,
+        updated_at BIGINT NOT NULL)${opts}`);
+    },
+  },
 ];
+
+/** A user as the organization's directory sees it. */
+export interface ScimUserRow {
+  organization_id: string;
+  user_id: string;
+  /** Lower-cased (unique within the organization). */
+  user_name: string;
+  external_id: string | null;
+  active: boolean;
+  attributes: Record<string, unknown>;
+  created_at: number;
+  updated_at: number;
+}
+
+function scimUserOf(r: Record<string, unknown>): ScimUserRow {
+  let attributes: Record<string, unknown> = {};
+  try {
+    attributes = JSON.parse(String(r['attributes'])) as Record<string, unknown>;
+  } catch {
+    attributes = {};
+  }
+  return {
+    organization_id: String(r['organization_id']),
+    user_id: String(r['user_id']),
+    user_name: String(r['user_name']),
+    external_id: r['external_id'] == null ? null : String(r['external_id']),
+    active: Number(r['active']) === 1,
+    attributes,
+    created_at: Number(r['created_at']),
+    updated_at: Number(r['updated_at']),
+  };
+}
 
 const tx = (t: StoreTransaction | undefined): Transaction | undefined => t as Transaction | undefined;
 
@@ -116,6 +174,67 @@ export class SqlScimStore {
   /** Revokes every token of an organization inside `t` (its deletion). */
   async revokeOrganizationTokens(organizationId: string, now: number, t: StoreTransaction): Promise<void> {
     await this.#db.query('UPDATE scim_tokens SET revoked_at = ? WHERE organization_id = ? AND revoked_at IS NULL', { replacements: [now, organizationId], transaction: tx(t)! });
+  }
+
+  // ---------------------------------------------------------------- SCIM users and groups
+
+  async scimUser(organizationId: string, userId: string, t?: StoreTransaction): Promise<ScimUserRow | undefined> {
+    const [row] = await this.#select('SELECT * FROM scim_users WHERE organization_id = ? AND user_id = ?', [organizationId, userId], t);
+    return row === undefined ? undefined : scimUserOf(row);
+  }
+
+  async scimUserByName(organizationId: string, userName: string, t?: StoreTransaction): Promise<ScimUserRow | undefined> {
+    const [row] = await this.#select('SELECT * FROM scim_users WHERE organization_id = ? AND user_name = ?', [organizationId, userName], t);
+    return row === undefined ? undefined : scimUserOf(row);
+  }
+
+  /** Every SCIM user of an organization, oldest first, up to `limit`. */
+  async scimUsers(organizationId: string, limit: number): Promise<ScimUserRow[]> {
+    return (await this.#select('SELECT * FROM scim_users WHERE organization_id = ? ORDER BY created_at, user_id LIMIT ?', [organizationId, limit])).map(scimUserOf);
+  }
+
+  async countScimUsers(organizationId: string): Promise<number> {
+    const [row] = await this.#select('SELECT COUNT(*) AS n FROM scim_users WHERE organization_id = ?', [organizationId]);
+    return Number(row?.['n'] ?? 0);
+  }
+
+  /** Inserts or replaces a SCIM user row inside `t`. */
+  async putScimUser(r: ScimUserRow, t: StoreTransaction): Promise<void> {
+    const transaction = tx(t)!;
+    await this.#db.query('DELETE FROM scim_users WHERE organization_id = ? AND user_id = ?', { replacements: [r.organization_id, r.user_id], transaction });
+    await this.#db.query(
+      'INSERT INTO scim_users (organization_id, user_id, user_name, external_id, active, attributes, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      { replacements: [r.organization_id, r.user_id, r.user_name, r.external_id, r.active ? 1 : 0, JSON.stringify(r.attributes), r.created_at, r.updated_at], transaction },
+    );
+  }
+
+  async deleteScimUser(organizationId: string, userId: string, t: StoreTransaction): Promise<void> {
+    await this.#db.query('DELETE FROM scim_users WHERE organization_id = ? AND user_id = ?', { replacements: [organizationId, userId], transaction: tx(t)! });
+  }
+
+  /** Removes a user's SCIM rows in every organization (the user's deletion). */
+  async deleteUserRows(userId: string, t: StoreTransaction): Promise<void> {
+    await this.#db.query('DELETE FROM scim_users WHERE user_id = ?', { replacements: [userId], transaction: tx(t)! });
+  }
+
+  async scimGroup(teamId: string, t?: StoreTransaction): Promise<{ external_id: string | null; updated_at: number } | undefined> {
+    const [row] = await this.#select('SELECT * FROM scim_groups WHERE team_id = ?', [teamId], t);
+    return row === undefined ? undefined : { external_id: row['external_id'] == null ? null : String(row['external_id']), updated_at: Number(row['updated_at']) };
+  }
+
+  async scimGroups(organizationId: string): Promise<Map<string, { external_id: string | null; updated_at: number }>> {
+    const rows = await this.#select('SELECT * FROM scim_groups WHERE organization_id = ?', [organizationId]);
+    return new Map(rows.map((r) => [String(r['team_id']), { external_id: r['external_id'] == null ? null : String(r['external_id']), updated_at: Number(r['updated_at']) }]));
+  }
+
+  async putScimGroup(r: { team_id: string; organization_id: string; external_id: string | null; updated_at: number }, t: StoreTransaction): Promise<void> {
+    const transaction = tx(t)!;
+    await this.#db.query('DELETE FROM scim_groups WHERE team_id = ?', { replacements: [r.team_id], transaction });
+    await this.#db.query('INSERT INTO scim_groups (team_id, organization_id, external_id, updated_at) VALUES (?, ?, ?, ?)', { replacements: [r.team_id, r.organization_id, r.external_id, r.updated_at], transaction });
+  }
+
+  async deleteScimGroup(teamId: string, t: StoreTransaction): Promise<void> {
+    await this.#db.query('DELETE FROM scim_groups WHERE team_id = ?', { replacements: [teamId], transaction: tx(t)! });
   }
 
   /** Notes a use (at most once a minute per token, so that a busy directory does not write on every request). */
