@@ -105,6 +105,9 @@ type Doc = Record<string, unknown>;
 const USER_CASE_EXACT = new Set(['id', 'externalid']);
 const caseExact = (p: string) => USER_CASE_EXACT.has(p) || p === 'members.value' || p === 'groups.value';
 
+/** A core attribute's name (RFC 7643 §2.1 ATTRNAME); an extension other than the enterprise one is refused. */
+const ATTRIBUTE_NAME = /^[A-Za-z][A-Za-z0-9_$-]{0,63}$/;
+
 /** The attributes a client may not write (answered by the server). */
 const READ_ONLY = new Set(['id', 'meta', 'groups', 'schemas', 'password']);
 
@@ -536,12 +539,12 @@ export class ScimService {
       if (filter !== undefined && (await this.#o.scim.countScimUsers(call.org.id)) > SCAN_LIMIT) {
         throw bad(`this organization has more than ${SCAN_LIMIT} users: filter by userName, id or externalId eq`, 'tooMany');
       }
-      rows = await this.#o.scim.scimUsers(call.org.id, filter === undefined ? start - 1 + count : SCAN_LIMIT);
       if (filter === undefined) {
+        // No filter: one page read from the database, however far it starts.
         const total = await this.#o.scim.countScimUsers(call.org.id);
-        const pageRows = rows.slice(start - 1, start - 1 + count);
-        return this.#userList(call, query, pageRows, total, start);
+        return this.#userList(call, query, count === 0 ? [] : await this.#o.scim.scimUsers(call.org.id, count, start - 1), total, start);
       }
+      rows = await this.#o.scim.scimUsers(call.org.id, SCAN_LIMIT);
     }
     const teams = await this.#o.orgStore.teamsWithMembers(call.org.id);
     const resources: Doc[] = [];
@@ -606,6 +609,7 @@ export class ScimService {
     const attributes: Doc = {};
     for (const [k, v] of Object.entries(doc)) {
       if (READ_ONLY.has(k.toLowerCase()) || k.toLowerCase() === 'externalid' || k.toLowerCase() === 'active') continue;
+      if (k.toLowerCase() !== SCIM_ENTERPRISE.toLowerCase() && (!ATTRIBUTE_NAME.test(k) || k === 'constructor' || k === 'prototype')) throw bad(`unknown attribute ${JSON.stringify(k)}`, 'invalidSyntax');
       attributes[k.toLowerCase() === SCIM_ENTERPRISE.toLowerCase() ? SCIM_ENTERPRISE : canonical(k)] = v;
     }
     attributes['userName'] = userName.trim();

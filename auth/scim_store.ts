@@ -188,9 +188,9 @@ export class SqlScimStore {
     return row === undefined ? undefined : scimUserOf(row);
   }
 
-  /** Every SCIM user of an organization, oldest first, up to `limit`. */
-  async scimUsers(organizationId: string, limit: number): Promise<ScimUserRow[]> {
-    return (await this.#select('SELECT * FROM scim_users WHERE organization_id = ? ORDER BY created_at, user_id LIMIT ?', [organizationId, limit])).map(scimUserOf);
+  /** An organization's SCIM users, oldest first, `limit` of them from `offset`. */
+  async scimUsers(organizationId: string, limit: number, offset = 0): Promise<ScimUserRow[]> {
+    return (await this.#select('SELECT * FROM scim_users WHERE organization_id = ? ORDER BY created_at, user_id LIMIT ? OFFSET ?', [organizationId, limit, offset])).map(scimUserOf);
   }
 
   async countScimUsers(organizationId: string): Promise<number> {

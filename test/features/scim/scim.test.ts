@@ -253,7 +253,25 @@ for (const backend of sqlBackends()) {
       t.is(anonymous.status, 401);
       t.like(await anonymous.json(), { schemas: [ERROR], status: '401' });
 
-      // ---- A token of another organization sees none of this one; a revoked token is refused at once.
+      // Attribute names outside the grammar are refused, not stored.
+      const proto = await scim('PUT', `/Users/${bobId}`, JSON.parse(`{"schemas":["${USER}"],"userName":"bob@${domain}","__proto__":{"x":1}}`));
+      t.like(proto.body, { status: '400', scimType: 'invalidSyntax' });
+      // A page far past the end is empty, with the true total.
+      t.like((await scim('GET', '/Users?startIndex=1000000&count=10')).body, { totalResults: 1, startIndex: 1000000, itemsPerPage: 0 });
+
+      // ---- A token of another organization sees none of this one.
+      const otherOwner = await call('signup', { email: `owner2@owner2-${backend}.example.com`, password: PASSWORD }, {});
+      const owner2 = { authorization: `Bearer ${otherOwner.body!['access_token'] as string}` };
+      const org2 = await ok('create_organization', { name: 'Globex' }, owner2);
+      const token2 = await ok('create_scim_token', { organization_id: org2['id'] }, owner2);
+      const scim2 = scimClient(srv, token2['token'] as string);
+      t.is((await scim2('GET', `/Users/${bobId}`)).status, 404);
+      t.is((await scim2('PATCH', `/Users/${bobId}`, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'active', value: false }] })).status, 404);
+      t.is((await scim2('GET', '/Users')).body['totalResults'], 0);
+      t.like((await scim2('POST', '/Users', { schemas: [USER], userName: `bob@${domain}` })).body, { status: '400', scimType: 'invalidValue' }, 'another organization cannot claim an address of this one');
+      t.is((await scim('GET', `/Users/${bobId}`)).body['active'], true, 'nothing changed');
+
+      // ---- A revoked token is refused at once.
       await ok('revoke_scim_token', { token_id: tokenBody['id'] }, owner);
       const revoked = await scim('GET', '/Users');
       t.is(revoked.status, 401);
