@@ -6,7 +6,8 @@
  * 32 random bytes, so a fast hash is enough (nothing to guess a dictionary
  * word from), and a check costs one indexed read.
  */
-import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
+import { QueryTypes, UniqueConstraintError, type Sequelize, type Transaction } from 'sequelize';
+import { LatchkeyError } from '../engine/errors.ts';
 import { runMigrations, type Migration } from '../engine/sql/migrate.ts';
 import { tableOptions } from './sql_charset.ts';
 import type { StoreTransaction } from './main_database.ts';
@@ -202,10 +203,16 @@ export class SqlScimStore {
   async putScimUser(r: ScimUserRow, t: StoreTransaction): Promise<void> {
     const transaction = tx(t)!;
     await this.#db.query('DELETE FROM scim_users WHERE organization_id = ? AND user_id = ?', { replacements: [r.organization_id, r.user_id], transaction });
-    await this.#db.query(
-      'INSERT INTO scim_users (organization_id, user_id, user_name, external_id, active, attributes, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-      { replacements: [r.organization_id, r.user_id, r.user_name, r.external_id, r.active ? 1 : 0, JSON.stringify(r.attributes), r.created_at, r.updated_at], transaction },
-    );
+    try {
+      await this.#db.query(
+        'INSERT INTO scim_users (organization_id, user_id, user_name, external_id, active, attributes, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+        { replacements: [r.organization_id, r.user_id, r.user_name, r.external_id, r.active ? 1 : 0, JSON.stringify(r.attributes), r.created_at, r.updated_at], transaction },
+      );
+    } catch (err) {
+      // Two requests creating one userName at once: the unique index lets one through.
+      if (err instanceof UniqueConstraintError) throw new LatchkeyError('already_exists', 'a user with this userName exists in the organization', { reason: 'scim_user_name_taken' });
+      throw err;
+    }
   }
 
   async deleteScimUser(organizationId: string, userId: string, t: StoreTransaction): Promise<void> {

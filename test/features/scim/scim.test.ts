@@ -9,7 +9,7 @@
  */
 import test from 'ava';
 import { sqlBackends } from '../../helpers/databases.ts';
-import { TEST_ADMIN_SECRET, startTestServer, type CallResult, type TestServer } from '../../helpers/server.ts';
+import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type CallResult, type TestServer } from '../../helpers/server.ts';
 import { orgModelFragmentDsl } from '../../../auth/index.ts';
 
 const PASSWORD = 'a long enough passphrase';
@@ -109,6 +109,11 @@ for (const backend of sqlBackends()) {
       const again = await scim('POST', '/Users', { schemas: [USER], userName: `ANN@${domain}` });
       t.is(again.status, 409);
       t.like(again.body, { schemas: [ERROR], status: '409', scimType: 'uniqueness' });
+      // Two directories' requests for one new userName at once: one 201, one 409, never a 500 or two accounts.
+      const racing = await Promise.all([0, 1].map(() => scim('POST', '/Users', { schemas: [USER], userName: `cid@${domain}` })));
+      t.deepEqual(racing.map((r) => r.status).sort(), [201, 409], JSON.stringify(racing.map((r) => r.body)));
+      const cid = racing.find((r) => r.status === 201)!.body['id'] as string;
+      t.is((await scim('DELETE', `/Users/${cid}`)).status, 204);
       // An address outside the organization's verified domains is refused (no account of another is claimed).
       const foreign = await scim('POST', '/Users', { schemas: [USER], userName: 'someone@gmail.com' });
       t.like(foreign.body, { status: '400', scimType: 'invalidValue' });
@@ -197,15 +202,24 @@ for (const backend of sqlBackends()) {
       const listed = await scim('GET', `/Groups?filter=${encodeURIComponent('displayName eq "eng"')}&excludedAttributes=members`);
       t.like(listed.body, { totalResults: 1 });
       t.is((listed.body['Resources'] as Record<string, unknown>[])[0]!['members'], undefined);
+      // A group whose member is not a User of the organization: refused, and no team is left behind.
+      const half = await scim('POST', '/Groups', { schemas: [GROUP], displayName: 'Half', members: [{ value: annId }, { value: 'not-a-user' }] });
+      t.like(half.body, { status: '400', scimType: 'invalidValue' });
+      t.false(((await ok('teams', { organization_id: orgId }, owner))['teams'] as { name: string }[]).some((x) => x.name === 'Half'), 'no partial write');
       // A member that is not a User of the organization: refused, nothing written.
       const stranger = await scim('PATCH', `/Groups/${groupId}`, { schemas: [PATCH], Operations: [{ op: 'add', path: 'members', value: [{ value: 'not-a-user' }] }] });
       t.like(stranger.body, { status: '400', scimType: 'invalidValue' });
+      t.deepEqual(((await scim('GET', `/Groups/${groupId}`)).body['members'] as { value: string }[]).map((m) => m.value), [bobId], 'the refused PATCH changed nothing');
 
       // ---- Entra ID deactivates Bob: {"op":"Replace","path":"active","value":"False"}.
       const off = await scim('PATCH', `/Users/${bobId}`, { schemas: [PATCH], Operations: [{ op: 'Replace', path: 'active', value: 'False' }] });
       t.is(off.status, 200, JSON.stringify(off.body));
       t.is(off.body['active'], false);
-      t.is((await call('validate_session', { cookie: bobCookie }, {})).error?.code, 'unauthenticated', 'the session is gone');
+      for (const protocol of PROTOCOLS) {
+        t.is((await srv.call('validate_session', { cookie: bobCookie }, { protocol })).error?.code, 'unauthenticated', `the session is gone (${protocol})`);
+        const checked = await srv.call('check_permissions', { checks: [{ relation: 'viewer', object: 'document:roadmap' }] }, { protocol, headers: bobBearer });
+        t.is(checked.error?.code, 'unauthenticated', `the access token is refused (${protocol})`);
+      }
       t.is((await call('session', { refresh_token: bobRefresh }, {})).error?.code, 'unauthenticated', 'the refresh token is gone');
       const check = await bobCan(bobBearer);
       t.true(typeof check === 'object' && (check as { code: string }).code === 'unauthenticated', 'the access token is refused');

@@ -72,3 +72,29 @@ for (const backend of sqlBackends()) {
     }
   });
 }
+
+test.serial('SCIM requests are limited per token: one token out of its budget does not slow another (sqlite)', async (t) => {
+  const srv = await startTestServer({ 'rate-limit-rps': 1, 'rate-limit-burst': 10 }, { backend: 'sqlite' });
+  try {
+    const owner = await signup(srv, 'owner-limits@example.com');
+    const org = (await srv.call('create_organization', { name: 'Limits' }, { protocol: 'rest', headers: owner.bearer })).body!;
+    const a = (await srv.call('create_scim_token', { organization_id: org['id'] }, { protocol: 'rest', headers: owner.bearer })).body!['token'] as string;
+    const b = (await srv.call('create_scim_token', { organization_id: org['id'] }, { protocol: 'rest', headers: owner.bearer })).body!['token'] as string;
+    const get = (token: string) => fetch(`${srv.httpUrl}/scim/v2/ServiceProviderConfig`, { headers: { authorization: `Bearer ${token}` } });
+    const statuses: number[] = [];
+    let limited: Response | undefined;
+    for (let i = 0; i < 40 && limited === undefined; i++) {
+      const r = await get(a);
+      statuses.push(r.status);
+      if (r.status === 429) limited = r;
+      else await r.arrayBuffer();
+    }
+    t.truthy(limited, `token a was limited (${statuses.join(',')})`);
+    t.truthy(limited!.headers.get('retry-after'));
+    t.like(await limited!.json(), { schemas: ['urn:ietf:params:scim:api:messages:2.0:Error'], status: '429' });
+    const other = await get(b);
+    t.is(other.status, 200, 'another token has its own budget');
+  } finally {
+    await srv.close();
+  }
+});
