@@ -500,7 +500,9 @@ export class ScimService {
       ...(row.external_id === null ? {} : { externalId: row.external_id }),
       ...row.attributes,
       userName: (row.attributes['userName'] as string | undefined) ?? row.user_name,
-      active: row.active && user !== undefined && user.revoked_timestamp === null,
+      // The directory's own state: an access revoked by a super-admin is not the directory's deactivation, and
+      // answering it as one would make the directory's next PATCH deprovision the person.
+      active: row.active && user !== undefined,
       ...(groups.length > 0 ? { groups } : {}),
     };
     return withMeta(resource, 'User', row.created_at, row.updated_at, `${call.baseUrl}/Users/${row.user_id}`);
@@ -784,13 +786,9 @@ export class ScimService {
 
   // ---------------------------------------------------------------- groups
 
+  /** A Group resource; its members carry `value`, `$ref` and `type` (no `display`: one read per member would not scale). */
   async #groupResource(call: ScimCall, team: TeamRecord, members: string[], side: { external_id: string | null; updated_at: number } | undefined): Promise<Doc> {
-    const out: Doc[] = [];
-    for (const uid of members) {
-      const r = await this.#o.scim.scimUser(call.org.id, uid);
-      const display = (r?.attributes['displayName'] as string | undefined) ?? (r?.attributes['userName'] as string | undefined);
-      out.push({ value: uid, $ref: `${call.baseUrl}/Users/${uid}`, type: 'User', ...(display === undefined ? {} : { display }) });
-    }
+    const out: Doc[] = members.map((uid) => ({ value: uid, $ref: `${call.baseUrl}/Users/${uid}`, type: 'User' }));
     const resource: Doc = {
       schemas: [SCIM_GROUP],
       id: team.id,
@@ -821,12 +819,11 @@ export class ScimService {
     if (teams.length > SCAN_LIMIT) throw bad(`this organization has more than ${SCAN_LIMIT} groups`, 'tooMany');
     const excluded = listParam(query, 'excludedAttributes');
     const attributes = listParam(query, 'attributes');
-    const withoutMembers = excluded.some((a) => a.toLowerCase() === 'members') || (attributes.length > 0 && !attributes.some((a) => a.toLowerCase().startsWith('members')));
     const byName = equalityOf(filter, 'displayName');
     const resources: Doc[] = [];
     for (const t of teams) {
       if (byName !== undefined && t.name.toLowerCase() !== byName.toLowerCase()) continue;
-      const res = await this.#groupResource(call, t, withoutMembers && !filterNamesMembers(filter) ? [] : t.members, sides.get(t.id));
+      const res = await this.#groupResource(call, t, t.members, sides.get(t.id));
       if (filter === undefined || matches(filter, res, SCIM_GROUP, caseExact)) resources.push(res);
     }
     const page = resources.slice(start - 1, start - 1 + count);
@@ -939,19 +936,6 @@ export class ScimService {
       await this.#event(call, tx, { action: 'organization.team_deleted', resourceType: 'team', resourceId: team.id, data: { organization_id: call.org.id, team_id: team.id, name: team.name, via: 'scim' } });
     });
     return { status: 204 };
-  }
-}
-
-function filterNamesMembers(f: Filter | undefined): boolean {
-  if (f === undefined) return false;
-  switch (f.kind) {
-    case 'and':
-    case 'or':
-      return filterNamesMembers(f.left) || filterNamesMembers(f.right);
-    case 'not':
-      return filterNamesMembers(f.filter);
-    default:
-      return f.path.name.toLowerCase() === 'members';
   }
 }
 

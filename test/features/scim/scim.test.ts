@@ -241,6 +241,13 @@ for (const backend of sqlBackends()) {
       t.false(await bobCan({ authorization: `Bearer ${again2.body!['access_token'] as string}` }), 'the old team grant is not');
       t.is(((await scim('GET', `/Groups/${groupId}`)).body['members'] as unknown[]).length, 0);
 
+      // A super-admin's revoke_access is not the directory's deactivation: the directory's next PATCH keeps the membership.
+      await ok('revoke_access', { user_id: bobId }, ADMIN);
+      const afterRevoke = await scim('PATCH', `/Users/${bobId}`, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'title', value: 'Lead' }] });
+      t.like(afterRevoke.body, { active: true, title: 'Lead' });
+      t.true(((await ok('organization_members', { organization_id: orgId }, owner))['members'] as { user_id: string }[]).some((m) => m.user_id === bobId));
+      await ok('enable_access', { user_id: bobId }, ADMIN);
+
       // ---- PUT replaces; DELETE removes the account, its tuples and sessions.
       const put = await scim('PUT', `/Users/${annId}`, { schemas: [USER], userName: `ann@${domain}`, name: { givenName: 'Annie' }, active: true });
       t.is(put.status, 200);
