@@ -11,6 +11,7 @@ import test from 'ava';
 import { sqlBackends } from '../../helpers/databases.ts';
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type CallResult, type TestServer } from '../../helpers/server.ts';
 import { orgModelFragmentDsl } from '../../../auth/index.ts';
+import { startReceiver } from '../../admin/receiver.ts';
 
 const PASSWORD = 'a long enough passphrase';
 const ADMIN = { 'x-service-admin-secret': TEST_ADMIN_SECRET };
@@ -52,13 +53,24 @@ for (const backend of sqlBackends()) {
   const resolveTxt = async (name: string): Promise<string[][]> => txt.get(name) ?? [];
 
   test.serial(`SCIM: Okta and Entra ID provisioning, groups as teams, deactivation everywhere (${backend})`, async (t) => {
-    const srv = await startTestServer({}, { backend, resolveTxt });
+    const srv = await startTestServer({ 'webhook-allow-private-networks': true }, { backend, resolveTxt });
+    const receiver = await startReceiver();
     try {
       const call = (op: string, input: Record<string, unknown>, headers: Record<string, string>) => srv.call(op, input, { protocol: 'rest', headers });
       const ok = async (op: string, input: Record<string, unknown>, headers: Record<string, string>) => {
         const r = await call(op, input, headers);
         if (r.error !== undefined) throw new Error(`${op}: ${JSON.stringify(r.error)}`);
         return r.body!;
+      };
+      for (const event_name of ['member.added', 'member.removed']) await ok('add_webhook', { event_name, endpoint: `${receiver.url}/${event_name}` }, ADMIN);
+      /** The webhook events received so far about `userId` (deliveries are asynchronous: waited for up to 10 s). */
+      const hooks = async (path: string, userId: string): Promise<Record<string, unknown>[]> => {
+        for (let i = 0; i < 100; i++) {
+          const found = receiver.received.filter((r) => r.path.endsWith(path)).map((r) => JSON.parse(r.body) as Record<string, unknown>).filter((b) => JSON.stringify(b).includes(userId));
+          if (found.length > 0) return found;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        return [];
       };
       const domain = `acme-${backend}.example.com`;
       const ownerSignup = await call('signup', { email: `owner@owner-${backend}.example.com`, password: PASSWORD }, {});
@@ -228,7 +240,10 @@ for (const backend of sqlBackends()) {
       const tuples = await ok('fga_read_tuples', { user: `user:${bobId}`, page_size: 50 }, ADMIN);
       t.deepEqual(tuples['tuples'], [], 'no tuple names Bob any more');
       t.false(((await ok('organization_members', { organization_id: orgId }, owner))['members'] as { user_id: string }[]).some((m) => m.user_id === bobId));
-      // The audit log and the webhook event names.
+      // The webhooks: member.added when Bob was provisioned, member.removed when deactivated, each marked as SCIM's.
+      t.like((await hooks('/member.added', bobId))[0], { event_name: 'member.added', user_id: bobId, organization_id: orgId, role: 'member', via: 'scim' });
+      t.like((await hooks('/member.removed', bobId))[0], { event_name: 'member.removed', user_id: bobId, organization_id: orgId, via: 'scim' });
+      // The audit log.
       const audit = await ok('audit_logs', { action: 'organization.scim_user_deactivated' }, ADMIN);
       t.is((audit['pagination'] as { total: number }).total, 1);
       t.is((await ok('audit_logs', { action: 'organization.member_removed' }, ADMIN))['pagination'] !== undefined, true);
@@ -299,6 +314,7 @@ for (const backend of sqlBackends()) {
       t.like(revoked.body, { schemas: [ERROR], status: '401' });
     } finally {
       await srv.close();
+      await receiver.close();
     }
   });
 }
