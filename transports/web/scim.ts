@@ -7,7 +7,7 @@
  * never a cookie, so the browser CSRF rule does not concern this path; it is
  * mounted before that guard (transports/http/app.ts).
  */
-import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import express, { type Request, type Response, type Router } from 'express';
 import type { AuthService, OrgEvent, StoreTransaction } from '../../auth/index.ts';
 import { ScimError } from '../../auth/index.ts';
 import { bearerToken, issuerOf, rateLimitKey, type Config, type RateLimiter, type Services } from '../../server/index.ts';
@@ -49,7 +49,7 @@ export function scimRouter(o: ScimRouterOptions): Router | undefined {
   const router = express.Router({ caseSensitive: false, strict: false });
   const json = express.json({ limit: o.config.httpBodyLimit, strict: true, type: (req) => SCIM_TYPE.test(req.headers['content-type'] ?? '') });
 
-  router.use(SCIM_BASE, (req: Request, res: Response, next: NextFunction) => {
+  router.use(SCIM_BASE, (req: Request, res: Response) => {
     void (async () => {
       const clientIp = (res.locals as { clientIp?: string }).clientIp ?? '';
       const token = typeof req.headers.authorization === 'string' ? bearerToken(req.headers.authorization) : undefined;
@@ -113,7 +113,6 @@ export function scimRouter(o: ScimRouterOptions): Router | undefined {
       o.services.logger.error('scim request failed', { err, request_id: (res.locals as { requestId?: string }).requestId });
       const status = (err as { code?: string }).code === 'unavailable' ? 503 : 500;
       sendScimError(res, new ScimError(status, status === 503 ? 'the service is unavailable; retry' : 'internal error'));
-      void next;
     });
   });
   return router;

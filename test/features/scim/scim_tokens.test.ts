@@ -64,9 +64,22 @@ for (const backend of sqlBackends()) {
       t.is(((await call('admin_scim_tokens', { organization_id: other['id'] }, ADMIN)).body!['tokens'] as unknown[]).length, 1);
       t.is((await call('admin_revoke_scim_token', { token_id: adminMade.body!['id'] }, ADMIN)).error, undefined);
 
+      // Deleting an organization revokes its tokens: the next SCIM request is refused.
+      const doomed = (await call('create_organization', { name: 'Doomed' }, owner.bearer)).body!;
+      const doomedToken = (await call('create_scim_token', { organization_id: doomed['id'] }, owner.bearer)).body!['token'] as string;
+      const scimGet = (token: string) => fetch(`${srv.httpUrl}/scim/v2/Users`, { headers: { authorization: `Bearer ${token}` } });
+      t.is((await scimGet(doomedToken)).status, 200);
+      t.is((await call('delete_organization', { organization_id: doomed['id'] }, owner.bearer)).error, undefined);
+      t.is((await scimGet(doomedToken)).status, 401);
+      // A token's last use is noted.
+      const used = ((await call('scim_tokens', { organization_id: org['id'] }, owner.bearer)).body!['tokens'] as Record<string, unknown>[])[0]!;
+      t.is(used['last_used_at'] ?? undefined, undefined, 'the revoked token was never used');
+      t.is((await scimGet(token)).status, 401, 'the revoked token is refused');
+      t.is((await scimGet(`${token.slice(0, -1)}x`)).status, 401, 'a token altered by one character is refused');
+
       // The audit log names each change.
       const audit = (await call('audit_logs', { action: 'organization.scim_token_created' }, ADMIN)).body!;
-      t.is((audit['pagination'] as { total: number }).total, 2);
+      t.is((audit['pagination'] as { total: number }).total, 3, 'the Okta token, the deleted organization\'s and the super-admin\'s');
     } finally {
       await srv.close();
     }
