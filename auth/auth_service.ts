@@ -42,6 +42,8 @@ import { LoginFlows, signupRoles } from './login_flows.ts';
 import { SessionFlows, requestedRoles, unauthenticated } from './session_flows.ts';
 import { OrganizationService, type OrgCall, type OrgTuples, type TxtResolver } from './organizations.ts';
 import { SqlOrgStore } from './org_store.ts';
+import { SqlScimStore } from './scim_store.ts';
+import { ScimService } from './scim.ts';
 import type { Engine } from '../engine/index.ts';
 import { resolveTxt as dnsResolveTxt } from 'node:dns/promises';
 
@@ -98,6 +100,8 @@ export class AuthService {
   readonly organizations: OrganizationService | undefined;
   /** Passkeys: sign-up, sign-in, second factor, management. */
   readonly passkeys: PasskeyFlows;
+  /** The SCIM 2.0 service provider of each organization (docs/scim.md); undefined with organizations. */
+  readonly scim: ScimService | undefined;
   readonly #permissions: Permissions;
   readonly #login: LoginFlows;
   readonly #session: SessionFlows;
@@ -120,6 +124,18 @@ export class AuthService {
   }) {
     this.organizations = init.organizations;
     this.passkeys = init.passkeys;
+    this.scim =
+      init.organizations === undefined
+        ? undefined
+        : new ScimService({
+            organizations: init.organizations,
+            orgStore: init.organizations.store,
+            scim: init.organizations.scimStore,
+            users: init.users,
+            deleteUserData: (user, tx) => this.deleteUserData(user, tx),
+            endAllSessions: (userId) => this.sessions.endAllForUser(userId),
+            nowSeconds: () => Math.floor(init.options.now() / 1000),
+          });
     this.tokenScript = init.tokenScript;
     this.verification = init.verification;
     this.email = init.email;
@@ -172,10 +188,13 @@ export class AuthService {
     if (database.kind === 'sql' && deps.organizations !== undefined) {
       const store = new SqlOrgStore({ sequelize: database.sequelize, nowSeconds });
       await store.init();
+      const scim = new SqlScimStore({ sequelize: database.sequelize });
+      await scim.init();
       const od = deps.organizations;
       organizations = new OrganizationService({
         database,
         store,
+        scim,
         users,
         engine: od.engine,
         tuples: od.tuples,

@@ -66,6 +66,11 @@ const STEPS: Step[] = [
     TXT.set(b['txt_record_name'] as string, [[b['txt_record_value'] as string]]);
   }],
   ['admin_verify_organization_domain', (s) => ({ organization_id: s['org'] ?? 'none', domain: `${s['p']}.example.com` })],
+  ['admin_create_scim_token', (s) => ({ organization_id: s['org'] ?? 'none', description: 'Directory' }), (b, s) => {
+    s['scim_token'] = b['id'] as string;
+  }],
+  ['admin_scim_tokens', (s) => ({ organization_id: s['org'] ?? 'none' })],
+  ['admin_revoke_scim_token', (s) => ({ token_id: s['scim_token'] ?? 'none' })],
   ['admin_delete_organization', (s) => ({ organization_id: s['org'] ?? 'none' })],
   // The client registry: a service account, its API key, then the client deleted.
   ['add_client', (s) => ({ client_id: `svc-${s['p']}`, kind: 'service_account', client_name: 'Billing bot' }), (b, s) => {

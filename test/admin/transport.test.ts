@@ -88,6 +88,9 @@ test('every admin operation refuses missing and wrong credentials on every proto
       admin_create_api_key: { principal: 'user:x', name: 'k' },
       admin_api_keys: { principal: 'user:x' },
       admin_revoke_api_key: { id: 'x' },
+      admin_create_scim_token: { organization_id: 'x' },
+      admin_scim_tokens: { organization_id: 'x' },
+      admin_revoke_scim_token: { token_id: 'x' },
     };
     for (const op of adminOps) {
       for (const protocol of op.protocols) {
