@@ -485,6 +485,11 @@ export class AuthService {
     return this.#permissions.check(input, ctx.principal);
   }
 
+  /** `explain_permission` (see {@link Permissions.explain}). */
+  explainPermission(input: Parameters<Permissions['explain']>[0], ctx: AuthCallContext): ReturnType<Permissions['explain']> {
+    return this.#permissions.explain(input, ctx.principal);
+  }
+
   /** `list_permissions` (see {@link Permissions.list}). */
   listPermissions(input: Parameters<Permissions['list']>[0], ctx: AuthCallContext): ReturnType<Permissions['list']> {
     return this.#permissions.list(input, ctx.principal);

@@ -39,7 +39,7 @@ import { problemKey, type PathNode, type ResolutionContext } from './check/check
 export type ExplainOutcome = 'allowed' | 'denied' | 'error' | 'undecided';
 
 /**
- * Why a node concluded what it did:
+ * Why a node concluded what it did (its `because` field):
  * - `self`: a userset always holds itself (`group:x#member` is a member of `group:x`);
  * - `tuple`: the tuple exists and its condition (if any) holds;
  * - `no_tuple`: the tuple named is not stored (nor contextual, nor unexpired);
@@ -97,7 +97,7 @@ export interface ExplainCondition {
 export interface ExplainNode {
   kind: 'relation' | 'direct' | 'computed_userset' | 'tuple_to_userset' | 'union' | 'intersection' | 'exclusion' | 'tuple';
   outcome: ExplainOutcome;
-  reason?: ExplainReason;
+  because?: ExplainReason;
   /** Set when a denial holds on this resolution path only: a cycle was cut below (OpenFGA's cycle flag). */
   cycle?: true;
   object?: string;
@@ -151,11 +151,11 @@ class Walk {
     const key = problemKey(objectType, objectId, relation, user);
     if (depth >= this.#c.maxDepth) return failed(node, depthExceeded(), 'depth_limit');
     for (let p = parent; p !== undefined; p = p.parent) {
-      if (p.key === key) return { node: { ...node, reason: 'cycle', cycle: true }, allowed: false, cycle: true };
+      if (p.key === key) return { node: { ...node, because: 'cycle', cycle: true }, allowed: false, cycle: true };
     }
     if (++this.#dispatches > this.#c.maxDispatches) throw budgetExceeded();
     if (user.kind === 'userset' && user.type === objectType && user.id === objectId && user.relation === relation) {
-      return { node: { ...node, outcome: 'allowed', reason: 'self' }, allowed: true, cycle: false };
+      return { node: { ...node, outcome: 'allowed', because: 'self' }, allowed: true, cycle: false };
     }
     const rw = this.#c.ts.rewrite(objectType, relation);
     if (rw === undefined) return failed(node, new LatchkeyError('invalid_argument', `relation '${objectType}#${relation}' not found`, { reason: 'relation_not_found' }));
@@ -178,7 +178,7 @@ class Walk {
       const evs: Ev[] = [];
       for (let i = 0; i < ops.length; i++) {
         const e = operand(await this.rewrite(ops[i]!, objectType, objectId, relation, user, depth, path), i);
-        if (e.allowed) return { node: { kind: 'union', outcome: 'allowed', reason: 'operand_allowed', children: [e.node] }, allowed: true, cycle: false };
+        if (e.allowed) return { node: { kind: 'union', outcome: 'allowed', because: 'operand_allowed', children: [e.node] }, allowed: true, cycle: false };
         evs.push(e);
       }
       return anyOf({ kind: 'union', outcome: 'denied' }, evs);
@@ -191,29 +191,29 @@ class Walk {
         evs.push(e);
         // A false or a cycle decides the intersection, over any error.
         if (e.error === undefined && (!e.allowed || e.cycle)) {
-          return { node: { kind: 'intersection', outcome: 'denied', reason: 'operand_denied', ...cycleMark(e.cycle), children: evs.map((x) => x.node) }, allowed: false, cycle: e.cycle };
+          return { node: { kind: 'intersection', outcome: 'denied', because: 'operand_denied', ...cycleMark(e.cycle), children: evs.map((x) => x.node) }, allowed: false, cycle: e.cycle };
         }
       }
       const err = evs.find((x) => x.error !== undefined);
       if (err !== undefined) return failed({ kind: 'intersection', outcome: 'error', children: evs.map((x) => x.node) }, err.error);
-      return { node: { kind: 'intersection', outcome: 'allowed', reason: 'all_operands_allowed', children: evs.map((x) => x.node) }, allowed: true, cycle: false };
+      return { node: { kind: 'intersection', outcome: 'allowed', because: 'all_operands_allowed', children: evs.map((x) => x.node) }, allowed: true, cycle: false };
     }
     if ('difference' in rw) {
       const base = await this.rewrite(rw.difference.base, objectType, objectId, relation, user, depth, path);
       base.node = { ...base.node, role: 'base' };
       if (base.error === undefined && (!base.allowed || base.cycle)) {
-        return { node: { kind: 'exclusion', outcome: 'denied', reason: 'base_denied', ...cycleMark(base.cycle), children: [base.node] }, allowed: false, cycle: base.cycle };
+        return { node: { kind: 'exclusion', outcome: 'denied', because: 'base_denied', ...cycleMark(base.cycle), children: [base.node] }, allowed: false, cycle: base.cycle };
       }
       const sub = await this.rewrite(rw.difference.subtract, objectType, objectId, relation, user, depth, path);
       sub.node = { ...sub.node, role: 'subtract' };
       const children = [base.node, sub.node];
       if (sub.error === undefined && (sub.allowed || sub.cycle)) {
-        return { node: { kind: 'exclusion', outcome: 'denied', reason: 'subtract_allowed', ...cycleMark(sub.cycle), children }, allowed: false, cycle: sub.cycle };
+        return { node: { kind: 'exclusion', outcome: 'denied', because: 'subtract_allowed', ...cycleMark(sub.cycle), children }, allowed: false, cycle: sub.cycle };
       }
       // Then the base's error, then the subtracted branch's (rules.ts: errors by operand).
       if (base.error !== undefined) return failed({ kind: 'exclusion', outcome: 'error', children }, base.error);
       if (sub.error !== undefined) return failed({ kind: 'exclusion', outcome: 'error', children }, sub.error);
-      return { node: { kind: 'exclusion', outcome: 'allowed', reason: 'base_allowed_subtract_denied', children }, allowed: true, cycle: false };
+      return { node: { kind: 'exclusion', outcome: 'allowed', because: 'base_allowed_subtract_denied', children }, allowed: true, cycle: false };
     }
     throw new LatchkeyError('internal', 'unknown rewrite', { reason: 'unknown_rewrite' });
   }
@@ -222,7 +222,7 @@ class Walk {
     const bits = thisOperands(this.#c.ts.restrictions(objectType, relation), user);
     const object = `${objectType}:${objectId}`;
     const evs: Ev[] = [];
-    const allowed = (e: Ev): Ev => ({ node: { kind: 'direct', outcome: 'allowed', reason: 'tuple', children: [e.node] }, allowed: true, cycle: false });
+    const allowed = (e: Ev): Ev => ({ node: { kind: 'direct', outcome: 'allowed', because: 'tuple', children: [e.node] }, allowed: true, cycle: false });
     // 1. The exact tuple; 2. the wildcard `type:*` when the model admits it for the user's type.
     const wanted = [formatUser(user)];
     if ((bits & THIS_WILDCARD) !== 0) wanted.push(`${user.type}:*`);
@@ -265,27 +265,27 @@ class Walk {
         continue;
       }
       const r = lift(e.node, await this.relation(p.type, p.id, target, user, depth + 1, path));
-      if (r.allowed) return { node: { ...node, outcome: 'allowed', reason: 'operand_allowed', children: [r.node] }, allowed: true, cycle: false };
+      if (r.allowed) return { node: { ...node, outcome: 'allowed', because: 'operand_allowed', children: [r.node] }, allowed: true, cycle: false };
       evs.push(r);
     }
-    if (evs.length === 0) return { node: { ...node, reason: 'no_tuple' }, allowed: false, cycle: false };
+    if (evs.length === 0) return { node: { ...node, because: 'no_tuple' }, allowed: false, cycle: false };
     return anyOf(node, evs);
   }
 
   /** A tuple that was read: allowed when its condition holds (the dispatch below it, if any, is the caller's). */
   tuple(t: TupleKey): Ev {
-    const node: ExplainNode = { kind: 'tuple', outcome: 'allowed', reason: 'tuple', tuple: { object: t.object, relation: t.relation, user: t.user } };
+    const node: ExplainNode = { kind: 'tuple', outcome: 'allowed', because: 'tuple', tuple: { object: t.object, relation: t.relation, user: t.user } };
     const c = t.condition;
     if (c === undefined || c.name === '') return { node, allowed: true, cycle: false };
     const compiled = this.#c.ts.condition(c.name);
-    if (compiled === undefined) return { node: { ...node, outcome: 'denied', reason: 'condition_not_in_model', condition: { name: c.name, result: 'not_in_model' } }, allowed: false, cycle: false };
+    if (compiled === undefined) return { node: { ...node, outcome: 'denied', because: 'condition_not_in_model', condition: { name: c.name, result: 'not_in_model' } }, allowed: false, cycle: false };
     const merged: Record<string, unknown> = { ...(this.#c.context ?? {}), ...(c.context ?? {}) };
     const used: Record<string, unknown> = {};
     for (const p of Object.keys(compiled.parameters)) if (p in merged) used[p] = merged[p];
     const condition: ExplainCondition = { name: c.name, result: 'true', context: used };
     try {
       if (compiled.evaluate(c.context, this.#c.context)) return { node: { ...node, condition }, allowed: true, cycle: false };
-      return { node: { ...node, outcome: 'denied', reason: 'condition_false', condition: { ...condition, result: 'false' } }, allowed: false, cycle: false };
+      return { node: { ...node, outcome: 'denied', because: 'condition_false', condition: { ...condition, result: 'false' } }, allowed: false, cycle: false };
     } catch (err) {
       if (err instanceof LatchkeyError && err.reason === 'missing_condition_parameters') {
         const missing = (err.details as { missing?: unknown } | undefined)?.missing;
@@ -298,7 +298,7 @@ class Walk {
 }
 
 function absent(object: string, relation: string, user: string): Ev {
-  return { node: { kind: 'tuple', outcome: 'denied', reason: 'no_tuple', tuple: { object, relation, user } }, allowed: false, cycle: false };
+  return { node: { kind: 'tuple', outcome: 'denied', because: 'no_tuple', tuple: { object, relation, user } }, allowed: false, cycle: false };
 }
 
 function cycleMark(cycle: boolean): { cycle?: true } {
@@ -314,12 +314,12 @@ function operand(e: Ev, i: number): Ev {
 function lift(node: ExplainNode, r: Ev): Ev {
   const out: ExplainNode = { ...node, outcome: r.node.outcome, children: [r.node] };
   if (r.error !== undefined) {
-    delete out.reason;
+    delete out.because;
     out.error = publicError(r.error);
     return { node: out, allowed: false, cycle: false, error: r.error };
   }
-  if (node.kind === 'tuple') out.reason = r.allowed ? 'tuple' : r.node.reason === 'cycle' ? 'cycle' : 'no_branch_allowed';
-  else if (r.node.reason !== undefined) out.reason = r.node.reason;
+  if (node.kind === 'tuple') out.because = r.allowed ? 'tuple' : r.node.because === 'cycle' ? 'cycle' : 'no_branch_allowed';
+  else if (r.node.because !== undefined) out.because = r.node.because;
   if (r.cycle) out.cycle = true;
   return { node: out, allowed: r.allowed, cycle: r.cycle };
 }
@@ -330,13 +330,13 @@ function anyOf(node: ExplainNode, evs: Ev[]): Ev {
   const err = evs.find((e) => e.error !== undefined);
   if (err !== undefined) return failed({ ...node, children }, err.error);
   const cycle = evs.some((e) => e.cycle);
-  return { node: { ...node, outcome: 'denied', reason: evs.length === 0 ? 'no_tuple' : 'no_branch_allowed', ...cycleMark(cycle), children }, allowed: false, cycle };
+  return { node: { ...node, outcome: 'denied', because: evs.length === 0 ? 'no_tuple' : 'no_branch_allowed', ...cycleMark(cycle), children }, allowed: false, cycle };
 }
 
 function failed(node: ExplainNode, err: unknown, reason?: ExplainReason): Ev {
   const out: ExplainNode = { ...node, outcome: 'error', error: publicError(err) };
-  if (reason !== undefined) out.reason = reason;
-  else if (err instanceof LatchkeyError && err.reason === 'resolution_too_complex') out.reason = 'depth_limit';
+  if (reason !== undefined) out.because = reason;
+  else if (err instanceof LatchkeyError && err.reason === 'resolution_too_complex') out.because = 'depth_limit';
   return { node: out, allowed: false, cycle: false, error: err };
 }
 
@@ -363,6 +363,6 @@ export async function explainCheck(c: ExplainContext, objectType: string, object
       ? r.error instanceof LatchkeyError && r.error.code === check.error.code && r.error.reason === check.error.reason
       : r.error === undefined && (r.allowed && !r.cycle) === check.allowed;
   // Check and this walk differ (a cycle cut or the depth limit met in another order): Check's answer stands, the tree is undecided.
-  if (!same) out.tree = { ...r.node, outcome: 'undecided', reason: 'evaluation_order' };
+  if (!same) out.tree = { ...r.node, outcome: 'undecided', because: 'evaluation_order' };
   return out;
 }

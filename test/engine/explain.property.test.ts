@@ -45,7 +45,7 @@ function rewriteOf(model: AuthorizationModel, object: string, relation: string):
  */
 function replay(node: ExplainNode, model: AuthorizationModel, has: Set<string>, facts: Set<string>): string | undefined {
   if (node.kind !== 'relation' || node.outcome !== 'allowed') return `not an allowed relation node: ${JSON.stringify(node)}`;
-  if (node.reason === 'self') return node.user === `${node.object}#${node.relation}` ? undefined : 'self on another userset';
+  if (node.because === 'self') return node.user === `${node.object}#${node.relation}` ? undefined : 'self on another userset';
   const rw = rewriteOf(model, node.object!, node.relation!);
   if (rw === undefined || node.children?.length !== 1) return `relation ${node.object}#${node.relation} has no rewrite or no one child`;
   return step(node.children[0]!, rw, node.object!, node.relation!, node.user!, model, has, facts);
@@ -113,7 +113,7 @@ function isBlocked(has: Set<string>, object: string, user: string): boolean {
 
 /** Every node of a denial that says it failed really does: absent tuples are absent, denied sub-problems are not facts. */
 function denialSound(n: ExplainNode, has: Set<string>, facts: Set<string>): string | undefined {
-  if (n.kind === 'tuple' && n.reason === 'no_tuple' && has.has(`${n.tuple!.object}#${n.tuple!.relation}@${n.tuple!.user}`)) return `tuple ${JSON.stringify(n.tuple)} said absent`;
+  if (n.kind === 'tuple' && n.because === 'no_tuple' && has.has(`${n.tuple!.object}#${n.tuple!.relation}@${n.tuple!.user}`)) return `tuple ${JSON.stringify(n.tuple)} said absent`;
   if (n.kind === 'relation' && n.outcome === 'denied' && n.cycle === undefined && USERS.includes(n.user!)) {
     const k = `${n.object}#${n.relation}@${n.user}`;
     if (n.relation === 'blocked' ? isBlocked(has, n.object!, n.user!) : facts.has(k)) return `${k} said denied but holds`;

@@ -81,9 +81,9 @@ test('a denial lists each branch tried and why it failed', async (t) => {
   t.is(r.tree.outcome, 'denied');
   const union = r.tree.children![0]!;
   t.is(union.kind, 'union');
-  t.is(union.reason, 'no_branch_allowed');
+  t.is(union.because, 'no_branch_allowed');
   t.deepEqual(
-    union.children!.map((c) => [c.kind, c.reason]),
+    union.children!.map((c) => [c.kind, c.because]),
     [
       ['direct', 'no_branch_allowed'],
       ['computed_userset', 'no_branch_allowed'],
@@ -92,7 +92,7 @@ test('a denial lists each branch tried and why it failed', async (t) => {
   );
   const exact = union.children![0]!.children![0]!;
   t.deepEqual(exact.tuple, { object: 'doc:1', relation: 'viewer', user: 'user:anne' });
-  t.is(exact.reason, 'no_tuple');
+  t.is(exact.because, 'no_tuple');
 });
 
 test('conditions: the result and context used, false, and the missing parameters by name', async (t) => {
@@ -106,7 +106,7 @@ test('conditions: the result and context used, false, and the missing parameters
   const no = await e.explain({ user: 'user:anne', relation: 'timed', object: 'doc:1', context: { hour: 20 } });
   t.false(no.allowed);
   const falseNode = nodes(no.tree).find((n) => n.kind === 'tuple' && n.condition !== undefined)!;
-  t.is(falseNode.reason, 'condition_false');
+  t.is(falseNode.because, 'condition_false');
   t.is(falseNode.condition!.result, 'false');
 
   // Check fails with missing_condition_parameters; Explain returns that error with the tree showing where.
@@ -114,7 +114,7 @@ test('conditions: the result and context used, false, and the missing parameters
   const missing = await e.explain({ user: 'user:anne', relation: 'timed', object: 'doc:1' });
   t.false(missing.allowed);
   t.is(missing.error?.reason, 'missing_condition_parameters');
-  const m = nodes(missing.tree).find((n) => n.reason === 'missing_condition_parameters' && n.kind === 'tuple')!;
+  const m = nodes(missing.tree).find((n) => n.because === 'missing_condition_parameters' && n.kind === 'tuple')!;
   t.deepEqual(m.condition!.missing_parameters, ['hour']);
   t.is(m.outcome, 'error');
   t.is(missing.tree.outcome, 'error');
@@ -127,7 +127,7 @@ test('exclusion: the witness shows the subtracted branch denied; a denial names 
   t.true(yes.allowed);
   const ex = yes.tree.children![0]!;
   t.is(ex.kind, 'exclusion');
-  t.is(ex.reason, 'base_allowed_subtract_denied');
+  t.is(ex.because, 'base_allowed_subtract_denied');
   t.deepEqual(
     ex.children!.map((c) => [c.role, c.outcome]),
     [
@@ -139,7 +139,7 @@ test('exclusion: the witness shows the subtracted branch denied; a denial names 
   const no = await e.explain({ user: 'user:anne', relation: 'reader', object: 'doc:1' });
   t.false(no.allowed);
   const ex2 = no.tree.children![0]!;
-  t.is(ex2.reason, 'subtract_allowed');
+  t.is(ex2.because, 'subtract_allowed');
   t.deepEqual(tuples(ex2.children![1]!), ['doc:1#blocked@user:anne']);
 });
 
@@ -150,7 +150,7 @@ test('intersection: every operand in the witness; a denial names the operand den
   t.false(no.allowed);
   const and = no.tree.children![0]!;
   t.is(and.kind, 'intersection');
-  t.is(and.reason, 'operand_denied');
+  t.is(and.because, 'operand_denied');
   t.deepEqual(
     and.children!.map((c) => [c.operand, c.outcome]),
     [
@@ -161,7 +161,7 @@ test('intersection: every operand in the witness; a denial names the operand den
   await e.write({ writes: [{ user: 'user:anne', relation: 'approved', object: 'doc:1' }] });
   const yes = await e.explain({ user: 'user:anne', relation: 'editor', object: 'doc:1' });
   t.true(yes.allowed);
-  t.is(yes.tree.children![0]!.reason, 'all_operands_allowed');
+  t.is(yes.tree.children![0]!.because, 'all_operands_allowed');
   t.deepEqual(tuples(yes.tree), ['doc:1#owner@user:anne', 'doc:1#approved@user:anne']);
 });
 
@@ -177,7 +177,7 @@ test('contextual tuples count and are shown; an expired tuple grants nothing', a
   const after = await e.explain({ user: 'user:anne', relation: 'viewer', object: 'doc:1' });
   t.false(after.allowed);
   t.false((await e.check({ user: 'user:anne', relation: 'viewer', object: 'doc:1' })).allowed);
-  t.true(nodes(after.tree).some((n) => n.kind === 'tuple' && n.reason === 'no_tuple' && n.tuple!.relation === 'owner'));
+  t.true(nodes(after.tree).some((n) => n.kind === 'tuple' && n.because === 'no_tuple' && n.tuple!.relation === 'owner'));
 });
 
 test('a cycle is cut and marked; the depth limit is the error Check gives', async (t) => {
@@ -190,7 +190,7 @@ test('a cycle is cut and marked; the depth limit is the error Check gives', asyn
   });
   const r = await e.explain({ user: 'user:anne', relation: 'member', object: 'group:a' });
   t.false(r.allowed);
-  t.true(nodes(r.tree).some((n) => n.kind === 'relation' && n.reason === 'cycle' && n.cycle === true));
+  t.true(nodes(r.tree).some((n) => n.kind === 'relation' && n.because === 'cycle' && n.cycle === true));
 
   const writes: TupleKey[] = [{ user: 'user:a', relation: 'member', object: 'group:0' }];
   for (let i = 1; i < 40; i++) writes.push({ user: `group:${i - 1}#member`, relation: 'member', object: `group:${i}` });
