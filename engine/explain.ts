@@ -195,7 +195,7 @@ class Walk {
         }
       }
       const err = evs.find((x) => x.error !== undefined);
-      if (err !== undefined) return failed({ kind: 'intersection', outcome: 'error', children: evs.map((x) => x.node) }, err.error);
+      if (err !== undefined) return carried({ kind: 'intersection', outcome: 'error', children: evs.map((x) => x.node) }, err.error);
       return { node: { kind: 'intersection', outcome: 'allowed', because: 'all_operands_allowed', children: evs.map((x) => x.node) }, allowed: true, cycle: false };
     }
     if ('difference' in rw) {
@@ -211,8 +211,8 @@ class Walk {
         return { node: { kind: 'exclusion', outcome: 'denied', because: 'subtract_allowed', ...cycleMark(sub.cycle), children }, allowed: false, cycle: sub.cycle };
       }
       // Then the base's error, then the subtracted branch's (rules.ts: errors by operand).
-      if (base.error !== undefined) return failed({ kind: 'exclusion', outcome: 'error', children }, base.error);
-      if (sub.error !== undefined) return failed({ kind: 'exclusion', outcome: 'error', children }, sub.error);
+      if (base.error !== undefined) return carried({ kind: 'exclusion', outcome: 'error', children }, base.error);
+      if (sub.error !== undefined) return carried({ kind: 'exclusion', outcome: 'error', children }, sub.error);
       return { node: { kind: 'exclusion', outcome: 'allowed', because: 'base_allowed_subtract_denied', children }, allowed: true, cycle: false };
     }
     throw new LatchkeyError('internal', 'unknown rewrite', { reason: 'unknown_rewrite' });
@@ -314,8 +314,8 @@ function operand(e: Ev, i: number): Ev {
 function lift(node: ExplainNode, r: Ev): Ev {
   const out: ExplainNode = { ...node, outcome: r.node.outcome, children: [r.node] };
   if (r.error !== undefined) {
+    // The error itself is shown once, on the node where it arose (and in the result's `error`).
     delete out.because;
-    out.error = publicError(r.error);
     return { node: out, allowed: false, cycle: false, error: r.error };
   }
   if (node.kind === 'tuple') out.because = r.allowed ? 'tuple' : r.node.because === 'cycle' ? 'cycle' : 'no_branch_allowed';
@@ -328,7 +328,7 @@ function lift(node: ExplainNode, r: Ev): Ev {
 function anyOf(node: ExplainNode, evs: Ev[]): Ev {
   const children = evs.map((e) => e.node);
   const err = evs.find((e) => e.error !== undefined);
-  if (err !== undefined) return failed({ ...node, children }, err.error);
+  if (err !== undefined) return carried({ ...node, children }, err.error);
   const cycle = evs.some((e) => e.cycle);
   return { node: { ...node, outcome: 'denied', because: evs.length === 0 ? 'no_tuple' : 'no_branch_allowed', ...cycleMark(cycle), children }, allowed: false, cycle };
 }
@@ -338,6 +338,11 @@ function failed(node: ExplainNode, err: unknown, reason?: ExplainReason): Ev {
   if (reason !== undefined) out.because = reason;
   else if (err instanceof LatchkeyError && err.reason === 'resolution_too_complex') out.because = 'depth_limit';
   return { node: out, allowed: false, cycle: false, error: err };
+}
+
+/** An operator that fails with an operand's error: the error is shown on the operand's node where it arose. */
+function carried(node: ExplainNode, err: unknown): Ev {
+  return { node: { ...node, outcome: 'error' }, allowed: false, cycle: false, error: err };
 }
 
 function publicError(err: unknown): { code: string; reason?: string; message: string } {
