@@ -139,9 +139,19 @@ interface Ev {
   error?: unknown;
 }
 
+/**
+ * Tuples an explanation may show per sub-problem it may resolve: the
+ * dispatch budget bounds the sub-problems, this bounds the tuples read
+ * without a dispatch below them (a wide fan-out of tuples whose conditions
+ * fail), so that the tree's size stays bounded too (40,000 tuples with the
+ * default budget of 10,000).
+ */
+const TUPLES_PER_DISPATCH = 4;
+
 class Walk {
   readonly #c: ExplainContext;
   #dispatches = 0;
+  #tuples = 0;
   constructor(c: ExplainContext) {
     this.#c = c;
   }
@@ -274,6 +284,7 @@ class Walk {
 
   /** A tuple that was read: allowed when its condition holds (the dispatch below it, if any, is the caller's). */
   tuple(t: TupleKey): Ev {
+    if (++this.#tuples > this.#c.maxDispatches * TUPLES_PER_DISPATCH) throw budgetExceeded();
     const node: ExplainNode = { kind: 'tuple', outcome: 'allowed', because: 'tuple', tuple: { object: t.object, relation: t.relation, user: t.user } };
     const c = t.condition;
     if (c === undefined || c.name === '') return { node, allowed: true, cycle: false };

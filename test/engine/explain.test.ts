@@ -23,6 +23,7 @@ type doc
     define blocked: [user]
     define approved: [user]
     define timed: [user with in_hours]
+    define gated: [group#member with in_hours]
     define viewer: [user, group#member] or owner or viewer from parent
     define editor: viewer and approved
     define reader: viewer but not blocked
@@ -228,4 +229,25 @@ test('invalid input is refused as Check refuses it', async (t) => {
     t.is(x?.code, c?.code);
     t.is(x?.reason, c?.reason);
   }
+});
+
+test('a wide fan-out of tuples whose conditions fail ends an explanation with resolution_too_complex past four tuples per sub-problem allowed; within it, every tuple is shown', async (t) => {
+  const writes: TupleKey[] = Array.from({ length: 401 }, (_, i) => ({ user: `group:g${i}#member`, relation: 'gated', object: 'doc:wide', condition: { name: 'in_hours', context: { start: 9 } } }));
+  const req = { user: 'user:a', relation: 'gated', object: 'doc:wide', context: { hour: 20 } };
+  const tight = new Engine({ maxDispatchesPerCheck: 100 });
+  await tight.writeModel({ dsl: DSL });
+  for (let i = 0; i < writes.length; i += 100) await tight.write({ writes: writes.slice(i, i + 100) });
+  // Check reads the 401 tuples and dispatches none (every condition is false).
+  t.false((await tight.check(req)).allowed);
+  const err = await t.throwsAsync(tight.explain(req), { instanceOf: LatchkeyError });
+  t.is(err?.code, 'failed_precondition');
+  t.is(err?.reason, 'resolution_too_complex');
+  const roomy = new Engine({ maxDispatchesPerCheck: 101 });
+  await roomy.writeModel({ dsl: DSL });
+  for (let i = 0; i < writes.length; i += 100) await roomy.write({ writes: writes.slice(i, i + 100) });
+  const r = await roomy.explain(req);
+  t.false(r.allowed);
+  const shown = nodes(r.tree).filter((n) => n.kind === 'tuple' && n.tuple!.relation === 'gated' && n.tuple!.user.startsWith('group:'));
+  t.is(shown.length, 401);
+  t.true(shown.every((n) => n.because === 'condition_false' && n.condition?.result === 'false'));
 });
