@@ -5,7 +5,7 @@
  * contextual and expiring tuples, cycles, and the depth limit.
  */
 import test from 'ava';
-import { Engine, LatchkeyError, MemoryStore, type ExplainNode, type TupleKey } from '../../engine/index.ts';
+import { Engine, LatchkeyError, MemoryStore, TypeSystem, type ExplainNode, type TupleKey } from '../../engine/index.ts';
 
 const DSL = `model
   schema 1.1
@@ -250,4 +250,27 @@ test('a wide fan-out of tuples whose conditions fail ends an explanation with re
   const shown = nodes(r.tree).filter((n) => n.kind === 'tuple' && n.tuple!.relation === 'gated' && n.tuple!.user.startsWith('group:'));
   t.is(shown.length, 401);
   t.true(shown.every((n) => n.because === 'condition_false' && n.condition?.result === 'false'));
+});
+
+test('explainCheck (internal): where its own walk differs from Check\'s outcome, the tree is undecided and the answer is Check\'s', async (t) => {
+  const { explainCheck } = await import('../../engine/explain.ts');
+  const { TupleReader } = await import('../../engine/reader.ts');
+  const { parseUser } = await import('../../engine/tuple.ts');
+  const e = await engine();
+  const model = (await e.readModel())!;
+  const ts = new TypeSystem(model);
+  const store = new MemoryStore();
+  await store.write([], [{ user: 'user:anne', relation: 'owner', object: 'doc:1' }]);
+  const ctx = { ts, reader: new TupleReader(store, ts), context: undefined, maxDepth: 25, maxDispatches: 10_000 };
+  const agree = await explainCheck(ctx, 'doc', '1', 'viewer', parseUser('user:anne'), { allowed: true });
+  t.true(agree.allowed);
+  t.is(agree.tree.outcome, 'allowed');
+  // Told Check denied what the walk allows: Check's answer stands, the tree says undecided.
+  const differ = await explainCheck(ctx, 'doc', '1', 'viewer', parseUser('user:anne'), { allowed: false });
+  t.false(differ.allowed);
+  t.is(differ.tree.outcome, 'undecided');
+  t.is(differ.tree.because, 'evaluation_order');
+  const other = await explainCheck(ctx, 'doc', '1', 'viewer', parseUser('user:bob'), { allowed: true });
+  t.true(other.allowed);
+  t.is(other.tree.outcome, 'undecided');
 });
