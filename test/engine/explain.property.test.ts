@@ -10,7 +10,7 @@
  */
 import test from 'ava';
 import fc from 'fast-check';
-import { Engine, type AuthorizationModel, type ExplainNode, type TupleKey, type Userset } from '../../engine/index.ts';
+import { Engine, type AuthorizationModel, type ExplainNode, type LatchkeyError, type TupleKey, type Userset } from '../../engine/index.ts';
 import { QUERIES, USERS, buildModel, reference, scenarioArb, type Spec } from './random_models.ts';
 
 const RUNS = process.env['CI'] ? 100 : 25;
@@ -212,4 +212,96 @@ test('Explain on models whose subtracted relations reach through groups (cycles 
   );
   t.log(`${models} models, ${undecided} explanations undecided`);
   t.true(models > 0, 'some random models were valid');
+});
+
+const CONDITION_MODEL = `model
+  schema 1.1
+type user
+type group
+  relations
+    define member: [user, user with gt5, group#member, group#member with gt5]
+type folder
+  relations
+    define viewer: [user with gt5, group#member]
+type doc
+  relations
+    define parent: [folder, folder with gt5]
+    define viewer: [user, user with gt5, group#member with gt5] or viewer from parent
+condition gt5(x: int) {
+  x > 5
+}
+`;
+
+const conditionTupleArb = fc.record({
+  object: fc.constantFrom('group:g0', 'group:g1', 'folder:f0', 'doc:d0'),
+  user: fc.constantFrom('user:u0', 'user:u1', 'group:g0#member', 'group:g1#member', 'folder:f0'),
+  conditioned: fc.boolean(),
+  x: fc.option(fc.integer({ min: 0, max: 10 }), { nil: undefined }),
+});
+
+test('Explain with conditions: the answer (or the condition error) is Check\'s, and every condition shown evaluated as its context says', async (t) => {
+  let explained = 0;
+  let conditions = 0;
+  const fail = (message: string): never => {
+    t.log(message);
+    throw new Error(message);
+  };
+  await fc.assert(
+    fc.asyncProperty(fc.array(conditionTupleArb, { maxLength: 12 }), fc.option(fc.integer({ min: 0, max: 10 }), { nil: undefined }), async (raw, requestX) => {
+      const engine = new Engine();
+      await engine.writeModel({ dsl: CONDITION_MODEL });
+      const seen = new Set<string>();
+      const tuples: TupleKey[] = [];
+      for (const r of raw) {
+        const parentLink = r.user.startsWith('folder:');
+        if (parentLink && !r.object.startsWith('doc:')) continue;
+        const relation = parentLink ? 'parent' : r.object.startsWith('group:') ? 'member' : 'viewer';
+        const k = `${r.object}#${relation}@${r.user}`;
+        if (seen.has(k)) continue;
+        const tuple: TupleKey = { object: r.object, relation, user: r.user };
+        if (r.conditioned) tuple.condition = r.x === undefined ? { name: 'gt5' } : { name: 'gt5', context: { x: r.x } };
+        try {
+          await engine.write({ writes: [tuple] });
+        } catch {
+          continue; // not admitted by the model (a type restriction without or with the condition)
+        }
+        seen.add(k);
+        tuples.push(tuple);
+      }
+      const context = requestX === undefined ? undefined : { x: requestX };
+      for (const object of ['doc:d0', 'folder:f0', 'group:g0', 'group:g1']) {
+        for (const user of ['user:u0', 'user:u1']) {
+          const req = { user, relation: object.startsWith('group:') ? 'member' : 'viewer', object, ...(context === undefined ? {} : { context }) };
+          let expected: { allowed: boolean; reason?: string };
+          try {
+            expected = { allowed: (await engine.check(req)).allowed };
+          } catch (err) {
+            expected = { allowed: false, reason: (err as LatchkeyError).reason ?? 'none' };
+          }
+          const ex = await engine.explain(req);
+          explained++;
+          const name = `${req.object}#${req.relation}@${user} ${JSON.stringify(context)} ${JSON.stringify(tuples)}`;
+          if (ex.allowed !== expected.allowed || ex.error?.reason !== expected.reason) fail(`${name}: explain ${ex.allowed}/${ex.error?.reason}, check ${expected.allowed}/${expected.reason}`);
+          if (ex.tree.outcome === 'undecided') fail(`${name}: undecided`);
+          const stack = [ex.tree];
+          while (stack.length > 0) {
+            const n = stack.pop()!;
+            stack.push(...(n.children ?? []));
+            if (n.kind !== 'tuple' || n.condition === undefined) continue;
+            conditions++;
+            const stored = tuples.find((x) => x.object === n.tuple!.object && x.relation === n.tuple!.relation && x.user === n.tuple!.user);
+            if (stored === undefined) fail(`${name}: ${JSON.stringify(n.tuple)} is not stored`);
+            const x = (stored!.condition?.context as { x?: number } | undefined)?.x ?? requestX;
+            const want = x === undefined ? 'missing_parameters' : x > 5 ? 'true' : 'false';
+            if (n.condition.result !== want) fail(`${name}: ${JSON.stringify(n)} should be ${want}`);
+            if (want === 'missing_parameters' && JSON.stringify(n.condition.missing_parameters) !== '["x"]') fail(`${name}: missing parameters ${JSON.stringify(n.condition.missing_parameters)}`);
+            if (x !== undefined && n.condition.context?.['x'] !== x) fail(`${name}: context ${JSON.stringify(n.condition.context)}`);
+          }
+        }
+      }
+    }),
+    params(),
+  );
+  t.log(`${explained} explanations, ${conditions} conditions shown`);
+  t.true(conditions > 0);
 });
