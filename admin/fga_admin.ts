@@ -201,16 +201,30 @@ export async function fgaReadTuples(
   };
 }
 
-/** `fga_list_users`: `user_type` is `type` or `type#relation` (a userset filter). */
-export async function fgaListUsers(engine: Engine, input: { object: string; relation: string; user_type: string }): Promise<{ users: string[] }> {
+/**
+ * `fga_list_users`: `user_type` is `type` or `type#relation` (a userset
+ * filter). With `page_size` or `continuation_token`, one page of the
+ * engine's revision-pinned walk; without, the whole answer, or, beyond the
+ * engine's list limit, its first 1000 users and the token that continues
+ * them (`continuation_token` is empty when the answer is complete).
+ */
+export async function fgaListUsers(
+  engine: Engine,
+  input: { object: string; relation: string; user_type: string; page_size?: number | undefined; continuation_token?: string | undefined },
+): Promise<{ users: string[]; continuation_token: string }> {
   const [type, relation] = input.user_type.split('#', 2);
   if (!type) throw new LatchkeyError('invalid_argument', 'user_type must not be empty', { reason: 'invalid_user_type' });
-  const result = await engine.listUsers({
-    object: input.object,
-    relation: input.relation,
-    userFilters: [relation ? { type, relation } : { type }],
+  const req = { object: input.object, relation: input.relation, userFilters: [relation ? { type, relation } : { type }] };
+  const paged = (input.page_size !== undefined && input.page_size !== 0) || (input.continuation_token !== undefined && input.continuation_token !== '');
+  if (!paged) {
+    const result = await engine.listUsers(req);
+    if (!result.truncated) return { users: result.users, continuation_token: '' };
+  }
+  const page = await engine.listUsersPage(req, {
+    pageSize: input.page_size === undefined || input.page_size === 0 ? 1000 : input.page_size,
+    ...(input.continuation_token === undefined ? {} : { continuationToken: input.continuation_token }),
   });
-  return { users: result.users };
+  return { users: page.users, continuation_token: page.continuationToken };
 }
 
 /** The input of `fga_explain`. */

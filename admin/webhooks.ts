@@ -47,6 +47,8 @@ export const WEBHOOK_EVENTS = [
   'member.removed',
   'member.role_changed',
   'invitation.accepted',
+  'user.passkey_registered',
+  'user.passkey_revoked',
 ] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 

@@ -81,3 +81,22 @@ export const LINK_LOGIN_REFUSED: RefusalRule = {
   action: 'user.login_failed',
   audited: (err) => err.reason === 'mfa_method_unavailable',
 };
+
+/**
+ * A refused passkey sign-in: every refusal about the answer, the credential
+ * or the account (a signature counter that went backwards among them, the
+ * sign of a cloned authenticator); malformed requests and disabled passkeys
+ * are not security events.
+ */
+export const PASSKEY_LOGIN_REFUSED: RefusalRule = {
+  action: 'user.login_failed',
+  audited: (err) => err.code !== 'invalid_argument' && err.code !== 'failed_precondition',
+  metadata: { passkey: true },
+};
+
+/** A refused passkey as the second factor of a login. */
+export const PASSKEY_SECOND_FACTOR_REFUSED: RefusalRule = {
+  action: 'user.login_failed',
+  audited: (err) => err.code === 'unauthenticated' || err.code === 'permission_denied',
+  metadata: { mfa: true, passkey: true },
+};

@@ -18,7 +18,9 @@
  * `email_flows.ts` and `verification_flows.ts`. Profile changes, account
  * deactivation, password reset and the admin hooks are here.
  */
-import { auditRefusals, LOGIN_REFUSED, RESEND_REFUSED, SECOND_FACTOR_REFUSED } from './audit_port.ts';
+import { auditRefusals, LOGIN_REFUSED, PASSKEY_LOGIN_REFUSED, PASSKEY_SECOND_FACTOR_REFUSED, RESEND_REFUSED, SECOND_FACTOR_REFUSED } from './audit_port.ts';
+import { PasskeyFlows } from './passkey_flows.ts';
+import { RelyingParty } from './webauthn.ts';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { MemoryStore } from './memory_store.ts';
 import { resolveAuthOptions, type AuthOptions, type ResolvedAuthOptions } from './options.ts';
@@ -94,6 +96,8 @@ export class AuthService {
   readonly tokenScript: TokenScript | undefined;
   /** Organizations, members, teams, invitations and domains; undefined on DynamoDB (docs/organizations.md). */
   readonly organizations: OrganizationService | undefined;
+  /** Passkeys: sign-up, sign-in, second factor, management. */
+  readonly passkeys: PasskeyFlows;
   readonly #permissions: Permissions;
   readonly #login: LoginFlows;
   readonly #session: SessionFlows;
@@ -112,8 +116,10 @@ export class AuthService {
     login: LoginFlows;
     session: SessionFlows;
     organizations: OrganizationService | undefined;
+    passkeys: PasskeyFlows;
   }) {
     this.organizations = init.organizations;
+    this.passkeys = init.passkeys;
     this.tokenScript = init.tokenScript;
     this.verification = init.verification;
     this.email = init.email;
@@ -149,7 +155,7 @@ export class AuthService {
     const nowSeconds = () => Math.floor(o.now() / 1000);
     const database = deps.database ?? (deps.sequelize ? sqlDatabase(deps.sequelize) : undefined);
     if (database === undefined) throw new LatchkeyError('invalid_argument', 'the identity service needs a database', { reason: 'invalid_option' });
-    const { users, verifications, mfa: mfaStore } = await openAuthStores(database, nowSeconds);
+    const { users, verifications, mfa: mfaStore, passkeys: passkeyStore } = await openAuthStores(database, nowSeconds);
     const passwords = new PasswordHasher({ cost: o.bcryptCost });
     await passwords.warmUp();
     const sessions = new SessionManager({
@@ -200,8 +206,20 @@ export class AuthService {
         return { response, mfaSession: grant, record: user };
       },
     });
-    const login = new LoginFlows({ options: o, database, users, passwords, memoryStore: deps.memoryStore, mfa, email, sessions: session });
-    return new AuthService({ options: o, users, sessions, tokens, passwords, mfa, permissions, verification, email, tokenScript: deps.tokenScript, login, session, organizations });
+    const passkeys = new PasskeyFlows({
+      rp: o.webauthn === undefined ? undefined : new RelyingParty(o.webauthn),
+      store: passkeyStore,
+      memory: deps.memoryStore,
+      users,
+      database,
+      options: o,
+      sessions: session,
+      email,
+      signupRoles: (requested) => signupRoles(o, requested),
+      endedAllAt: (userId) => sessions.endedAllAt(userId),
+    });
+    const login = new LoginFlows({ options: o, database, users, passwords, memoryStore: deps.memoryStore, mfa, email, sessions: session, passkeys });
+    return new AuthService({ options: o, users, sessions, tokens, passwords, mfa, permissions, verification, email, tokenScript: deps.tokenScript, login, session, organizations, passkeys });
   }
 
   /** True when FGA is enabled (an engine was given). */
@@ -228,6 +246,16 @@ export class AuthService {
   /** `verify_otp` (see {@link LoginFlows.verifyOtp}). */
   verifyOtp(...args: Parameters<LoginFlows['verifyOtp']>): ReturnType<LoginFlows['verifyOtp']> {
     return auditRefusals(args[1]?.audit, SECOND_FACTOR_REFUSED, () => this.#login.verifyOtp(...args));
+  }
+
+  /** `passkey_login` (see {@link PasskeyFlows.login}); refusals are audited like a refused login. */
+  passkeyLogin(...args: Parameters<PasskeyFlows['login']>): ReturnType<PasskeyFlows['login']> {
+    return auditRefusals(args[1]?.audit, PASSKEY_LOGIN_REFUSED, () => this.passkeys.login(...args));
+  }
+
+  /** `verify_passkey` (see {@link PasskeyFlows.verifyMfa}); refusals are audited like a refused second factor. */
+  verifyPasskey(...args: Parameters<PasskeyFlows['verifyMfa']>): ReturnType<PasskeyFlows['verifyMfa']> {
+    return auditRefusals(args[1]?.audit, PASSKEY_SECOND_FACTOR_REFUSED, () => this.passkeys.verifyMfa(...args));
   }
 
   /** `resend_otp` (see {@link LoginFlows.resendOtp}). */
@@ -293,6 +321,8 @@ export class AuthService {
     const { patch, passwordChanged, pendingEmail } = await profilePatch(user, input, this.options, this.passwords, this.#nowSeconds());
     if (Object.keys(patch).length === 0 && pendingEmail === undefined) throw invalidArgument('please enter at least one field to update', 'nothing_to_update');
     if ('is_multi_factor_auth_enabled' in patch || 'email' in patch || 'phone_number' in patch) this.#assertMfaReachableAfter(user, patch);
+    // A passkey holder's address changes only after a fresh passkey step-up of this session (a stolen session is not enough).
+    if ('email' in patch || 'phone_number' in patch || pendingEmail !== undefined) await this.passkeys.requireStepUp(user, principal.sessionId);
     let delivery: LinkDelivery | undefined;
     if (pendingEmail !== undefined) {
       // Checked before anything is written: a taken address, or no way to mail the link, changes nothing.
@@ -337,9 +367,12 @@ export class AuthService {
   /** `deactivate_account`: soft delete; login and every token and session are refused afterwards. */
   async deactivateAccount(ctx: AuthCallContext): Promise<{ message: string }> {
     const user = await this.#currentUser(ctx);
+    // A passkey holder confirms with a passkey first (passkey_step_up; `permission_denied` `step_up_required`).
+    await this.passkeys.requireStepUp(user, this.#requireUser(ctx).sessionId);
     await this.users.update(user.id, { deactivated_at: this.#nowSeconds() });
     await this.sessions.endAllForUser(user.id);
     await this.mfa.deleteUserData(user.id);
+    await this.passkeys.deleteUserData(user.id);
     return { message: 'Account deactivated successfully' };
   }
 
@@ -421,6 +454,7 @@ export class AuthService {
     await this.mfa.deleteUserData(user.id, transaction);
     // The memberships' tuples go with the user's own (every tuple of `user:<id>`, in this transaction).
     await this.organizations?.deleteUserRows(user.id, transaction);
+    await this.passkeys.deleteUserData(user.id, transaction);
   }
 
   /**
@@ -488,6 +522,11 @@ export class AuthService {
   /** `explain_permission` (see {@link Permissions.explain}). */
   explainPermission(input: Parameters<Permissions['explain']>[0], ctx: AuthCallContext): ReturnType<Permissions['explain']> {
     return this.#permissions.explain(input, ctx.principal);
+  }
+
+  /** `list_relations` (see {@link Permissions.relations}). */
+  listRelations(input: Parameters<Permissions['relations']>[0], ctx: AuthCallContext): ReturnType<Permissions['relations']> {
+    return this.#permissions.relations(input, ctx.principal);
   }
 
   /** `list_permissions` (see {@link Permissions.list}). */

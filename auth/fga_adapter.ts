@@ -51,6 +51,22 @@ export function engineAsPermissionEngine(engine: Engine): PermissionEngine {
       const r = await engine.explain(engineRequest(request));
       return r.error === undefined ? { allowed: r.allowed, tree: r.tree } : { allowed: r.allowed, tree: r.tree, error: r.error };
     },
+    async listRelations(request) {
+      const res = await engine.listRelations({
+        user: request.user,
+        object: request.object,
+        ...(request.context === undefined ? {} : { context: request.context }),
+        ...(request.atLeastRevision === undefined ? {} : { atLeastRevision: request.atLeastRevision }),
+      });
+      return res;
+    },
+    async listObjectsPage(request) {
+      const res = await engine.listObjectsPage(
+        { user: request.user, relation: request.relation, type: request.type, reportUndecided: true, ...(request.context === undefined ? {} : { context: request.context }) },
+        { pageSize: request.pageSize, continuationToken: request.continuationToken, ...(request.atRevision === undefined ? {} : { atRevision: request.atRevision }) },
+      );
+      return { objects: res.objects, continuationToken: res.continuationToken, revision: res.revision, undecided: res.undecided ?? [] };
+    },
     async relationsByType() {
       const model = await engine.readModel();
       const out = new Map<string, string[]>();

@@ -73,6 +73,22 @@ export {
 } from './email_flows.ts';
 export { OAuthServer, SUPPORTED_SCOPES, type AuthorizeOutcome, type OAuthEvent, type OAuthEventSink, type OAuthServerOptions, type OAuthTokenResponse, type ResponseMode } from './oauth_server.ts';
 export { readParams, type OAuthParams } from './oauth_common.ts';
+export {
+  ClientRegistry,
+  CLIENT_AUTH_METHODS,
+  CLIENT_ASSERTION_ALGORITHMS,
+  GRANT_CLIENT_CREDENTIALS,
+  GRANT_TOKEN_EXCHANGE,
+  serviceAccountSubject,
+  type ApiKeyPrincipal,
+  type ClientInput,
+  type PublicApiKey,
+  type PublicClient,
+  type ResolvedClient,
+} from './client_registry.ts';
+export { CLIENT_MIGRATIONS, SqlClientStore, UnavailableClientStore, type ApiKeyRecord, type ClientRecord, type ClientStore } from './client_store.ts';
+export type { ServiceAccountPrincipal } from './public_user.ts';
+export { DPOP_ALGORITHMS, DpopVerifier, accessTokenHash, invalidDpopProof } from './dpop.ts';
 export type { EndSessionOutcome } from './oidc_endpoints.ts';
 export { AuthorizationCodes, type CodeGrant, type Redemption } from './oauth_codes.ts';
 export { createSmtpMailer, type Mailer, type MailMessage, type SmtpOptions } from './mailer.ts';
@@ -100,3 +116,6 @@ export {
 export { DEFAULT_ORG_SETTINGS, SqlOrgStore, type OrgSettings, type OrgRecord, type MemberRecord, type TeamRecord, type InvitationRecord, type InvitationStatus, type DomainRecord } from './org_store.ts';
 export { BUILTIN_ORG_ROLES, ORG_PERMISSIONS, mergeOrgFragment, orgModelFragment, orgModelFragmentDsl } from './org_model.ts';
 export { ORGANIZATIONS_SCOPE, type OrgMemberships } from './session_flows.ts';
+export { RelyingParty, CEREMONY_TIMEOUT_MS, type RelyingPartyOptions } from './webauthn.ts';
+export { PasskeyFlows, PASSKEY_LOGIN_METHOD, toPublicPasskey, type CeremonyStart, type PublicPasskey } from './passkey_flows.ts';
+export { PASSKEY_MIGRATIONS, SqlPasskeyStore, DynamoPasskeyStore, credentialKey, type PasskeyRecord, type PasskeyStore } from './passkey_store.ts';

@@ -46,6 +46,7 @@ export async function issueTokens(
     allowed_roles: user.roles,
     ...(nonce === undefined ? {} : { nonce }),
     ...d.orgClaims,
+    ...(session.client_id === undefined ? {} : { client_id: session.client_id }),
   };
   const pub = toPublicUser(user);
   // --custom-access-token-script: its claims go into the access and the id token, or no token is issued.
@@ -76,8 +77,10 @@ export async function issueTokens(
     at_hash: d.tokens.atHash(access.token),
     ...d.orgClaims,
     ...(nonce === undefined ? {} : { nonce }),
+    ...(session.client_id === undefined ? {} : { azp: session.client_id }),
     ...idTokenClaims,
-  });
+    // OpenID Connect Core §2: a registered client is an audience of its id token (azp names it as the party it was issued to).
+  }, undefined, session.client_id === undefined ? [] : [session.client_id]);
   const response: AuthResponse = {
     message,
     access_token: access.token,
@@ -88,7 +91,7 @@ export async function issueTokens(
   if (refresh !== 'new') {
     response.refresh_token = refresh.token;
   } else if (session.scope.includes('offline_access')) {
-    const next = await d.tokens.sign('refresh_token', user.id, { sid: session.sid, scope: session.scope, roles: session.roles });
+    const next = await d.tokens.sign('refresh_token', user.id, { sid: session.sid, scope: session.scope, roles: session.roles, ...(session.client_id === undefined ? {} : { client_id: session.client_id }) });
     await d.sessions.setRefresh(session.sid, next.jti);
     response.refresh_token = next.token;
   }

@@ -15,6 +15,7 @@ import { firstFactorAmr } from './issue_tokens.ts';
 import { reserveAttempt } from './attempts.ts';
 import type { MfaFlows, MfaMethod } from './mfa.ts';
 import type { EmailFlows, LinkDelivery } from './email_flows.ts';
+import type { PasskeyFlows } from './passkey_flows.ts';
 import { signupEventSteps, type SignupRecorder } from './signup_recorder.ts';
 import { EMAIL_RE, PHONE_RE, invalidArgument, invalidCredentials, type SignupInput } from './profile.ts';
 import { toPublicUser, type AuthCallContext, type AuthResult } from './public_user.ts';
@@ -45,6 +46,7 @@ export interface LoginFlowsDeps {
   mfa: MfaFlows;
   email: EmailFlows;
   sessions: SessionFlows;
+  passkeys: PasskeyFlows;
 }
 
 export class LoginFlows {
@@ -212,6 +214,11 @@ export class LoginFlows {
     if (phoneToVerify) {
       const { response, grant } = await mfa.phoneVerification(user, { roles, scope: input.scope, loginMethod });
       return { response, mfaSession: grant, record: user };
+    }
+    if (o.enforceMfa || (o.enableMfa && user.is_multi_factor_auth_enabled === true)) {
+      // A user with a passkey proves the second factor with it (verify_passkey), before the other methods.
+      const passkey = await this.#d.passkeys.mfaChallenge(user, { roles, scope: input.scope, loginMethod });
+      if (passkey !== undefined) return { response: passkey.response, mfaSession: passkey.grant, record: user };
     }
     const method = mfa.methodFor(user);
     if (method !== undefined) {

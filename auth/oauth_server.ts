@@ -18,13 +18,18 @@
  * lineage, rotation and replay detection are those of every other session,
  * and revoking or replaying one grant ends that grant's tokens and nothing else.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { AuthService } from './auth_service.ts';
 import { issueTokens } from './issue_tokens.ts';
 import type { MemoryStore } from './memory_store.ts';
 import { AuthorizationCodes, type CodeGrant } from './oauth_codes.ts';
-import { activeUser, authenticateClient, invalidClient, invalidGrant, invalidRequest, readParams, safeEqual, type OAuthParams } from './oauth_common.ts';
+import { activeUser, invalidClient, invalidGrant, invalidRequest, readParams, safeEqual, type OAuthParams } from './oauth_common.ts';
+import { ClientRegistry, GRANT_CLIENT_CREDENTIALS, GRANT_TOKEN_EXCHANGE, serviceAccountSubject, type ClientInput, type ResolvedClient } from './client_registry.ts';
+import { MAX_ACTORS } from './permissions.ts';
+import { DpopVerifier } from './dpop.ts';
+import { DeviceCodes, GRANT_DEVICE_CODE } from './device_flow.ts';
+import { UnavailableClientStore } from './client_store.ts';
 import { OidcEndpoints, type EndSessionOutcome } from './oidc_endpoints.ts';
 import type { SessionRecord } from './sessions.ts';
 import type { UserRecord } from './user_store_types.ts';
@@ -37,6 +42,10 @@ export interface OAuthServerOptions {
   store: MemoryStore;
   /** `--client-secret`. */
   clientSecret: string;
+  /** `--oauth-registration-access-token`: dynamic client registration (RFC 7591) is on, behind this initial access token. */
+  registrationAccessToken?: string | undefined;
+  /** The client registry (the `--client-id` client first); default: the `--client-id` client alone. */
+  registry?: ClientRegistry | undefined;
   /** The server's redirect rule (`--allowed-origins`); throws for a URI that may not be redirected to. */
   checkRedirectUri: (uri: string) => URL;
   /** The login page a browser without a session is sent to; undefined: answer `login_required`. */
@@ -60,7 +69,7 @@ export interface OAuthServerOptions {
  * revoked, or a spent code or rotated refresh token presented again.
  */
 export interface OAuthEvent {
-  action: 'token.issued' | 'token.refreshed' | 'token.revoked' | 'token.code_reuse' | 'token.refresh_token_reuse' | 'user.logout';
+  action: 'token.issued' | 'token.refreshed' | 'token.revoked' | 'token.code_reuse' | 'token.refresh_token_reuse' | 'user.logout' | 'device.approved' | 'device.denied' | 'client.registered';
   userId?: string | undefined;
   metadata?: Record<string, unknown>;
 }
@@ -82,16 +91,25 @@ export type AuthorizeOutcome =
 /** The body of a successful `/oauth/token` answer. */
 export interface OAuthTokenResponse {
   access_token: string;
-  token_type: 'Bearer';
+  /** `DPoP` for a token bound to a DPoP key (RFC 9449 §5). */
+  token_type: 'Bearer' | 'DPoP';
   expires_in: number;
   scope: string;
   id_token?: string;
   refresh_token?: string;
+  /** RFC 8693 §2.2.1: the type of a token issued by token exchange. */
+  issued_token_type?: string;
 }
+
+/** RFC 8693 §3: the token type identifier of an access token (the only type exchanged and issued here). */
+export const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
+const JWT_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:jwt';
 
 export const SUPPORTED_SCOPES = ['openid', 'email', 'profile', 'phone', 'offline_access'] as const;
 const DEFAULT_SCOPE = ['openid', 'email', 'profile'];
 const PKCE_VALUE = /^[A-Za-z0-9._~-]{43,128}$/;
+/** Lifetime of a pushed authorization request (RFC 9126 §2.2: short). */
+const PAR_TTL_SECONDS = 60;
 
 /** The OAuth provider. */
 export class OAuthServer {
@@ -99,11 +117,29 @@ export class OAuthServer {
   readonly #auth: AuthService;
   readonly #o: OAuthServerOptions;
   readonly #oidc: OidcEndpoints;
+  readonly registry: ClientRegistry;
+  /** Checks DPoP proofs (the token endpoint's and, through the composition root, the API's). */
+  readonly dpop: DpopVerifier;
+  /** Device codes of the device authorization grant (RFC 8628). */
+  readonly devices: DeviceCodes;
 
   constructor(options: OAuthServerOptions) {
     this.#o = options;
     this.#auth = options.auth;
-    this.#oidc = new OidcEndpoints({ auth: options.auth, clientSecret: options.clientSecret, checkRedirectUri: options.checkRedirectUri });
+    this.devices = new DeviceCodes(options.store);
+    this.dpop = new DpopVerifier({ memory: options.store, nowSeconds: () => Math.floor(options.auth.options.now() / 1000) });
+    this.registry =
+      options.registry ??
+      new ClientRegistry({
+        store: new UnavailableClientStore(),
+        memory: options.store,
+        nowSeconds: () => Math.floor(options.auth.options.now() / 1000),
+        issuer: options.auth.options.issuer,
+        flagClient: { clientId: options.auth.options.clientId, clientSecret: options.clientSecret },
+        roles: options.auth.options.roles,
+        supportedScopes: SUPPORTED_SCOPES,
+      });
+    this.#oidc = new OidcEndpoints({ auth: options.auth, clientSecret: options.clientSecret, checkRedirectUri: options.checkRedirectUri, registry: this.registry });
     this.codes = new AuthorizationCodes({
       store: options.store,
       ...(options.codeTtlSeconds === undefined ? {} : { ttlSeconds: options.codeTtlSeconds }),
@@ -131,13 +167,40 @@ export class OAuthServer {
     }
     const clientId = p.get('client_id');
     if (clientId === undefined) return { kind: 'error', error: invalidRequest('client_id is required') };
-    if (!safeEqual(clientId, this.#auth.options.clientId)) return { kind: 'error', error: new LatchkeyError('invalid_argument', 'unknown client_id', { reason: 'invalid_client' }) };
+    // RFC 9126 §4: a pushed request replaces the parameters; only client_id and request_uri travel in the URL.
+    const requestUri = p.get('request_uri');
+    const original = p;
+    if (requestUri !== undefined) {
+      let pushed: Map<string, string> | undefined;
+      try {
+        pushed = await this.#pushedRequest(requestUri);
+      } catch (err) {
+        return { kind: 'error', error: err as LatchkeyError };
+      }
+      if (pushed === undefined || pushed.get('client_id') !== clientId) return { kind: 'error', error: invalidRequest('request_uri is unknown, expired or not this client\'s') };
+      p = pushed;
+    }
+    let client: ResolvedClient | undefined;
+    try {
+      client = await this.registry.find(clientId);
+    } catch (err) {
+      return { kind: 'error', error: err as LatchkeyError };
+    }
+    if (client === undefined || client.record.disabled || client.record.kind !== 'interactive' || !client.record.grant_types.includes('authorization_code')) {
+      return { kind: 'error', error: new LatchkeyError('invalid_argument', 'unknown client_id', { reason: 'invalid_client' }) };
+    }
     const redirectUri = p.get('redirect_uri');
     if (redirectUri === undefined) return { kind: 'error', error: invalidRequest('redirect_uri is required') };
-    try {
-      this.#o.checkRedirectUri(redirectUri);
-    } catch {
-      return { kind: 'error', error: invalidRequest('redirect_uri is not allowed') };
+    if (client.fromFlags) {
+      try {
+        this.#o.checkRedirectUri(redirectUri);
+      } catch {
+        return { kind: 'error', error: invalidRequest('redirect_uri is not allowed') };
+      }
+    } else if (!this.registry.redirectAllowed(client.record, redirectUri)) return { kind: 'error', error: invalidRequest('redirect_uri is not registered for this client') };
+    const registered = client.fromFlags ? undefined : client.record;
+    if (requestUri === undefined && registered?.require_pushed_authorization_requests === true) {
+      return { kind: 'error', error: invalidRequest('this client must push its authorization requests to /oauth/par') };
     }
 
     const types = new Set((p.get('response_type') ?? this.#o.defaultResponseType ?? 'token').split(' ').filter(Boolean));
@@ -159,9 +222,14 @@ export class OAuthServer {
     // OAuth 2.0 Multiple Response Type Encoding Practices §5: tokens never travel in a query string.
     if (frontTokens && mode === 'query') return fail('invalid_request', 'response_mode query is not allowed for token responses', 'fragment');
 
-    const scope = p.has('scope') ? [...new Set((p.get('scope') ?? '').split(' ').filter(Boolean))] : DEFAULT_SCOPE;
+    // A registered client speaks OAuth 2.1: the code flow only, with S256 PKCE.
+    if (registered !== undefined && (types.size !== 1 || !types.has('code'))) return fail('unsupported_response_type', 'a registered client may use response_type code only');
+    if (registered !== undefined && (p.get('code_challenge') === undefined || p.get('code_challenge_method') !== 'S256')) return fail('invalid_request', 'a registered client must send code_challenge with code_challenge_method S256');
+    const scope = p.has('scope') ? [...new Set((p.get('scope') ?? '').split(' ').filter(Boolean))] : DEFAULT_SCOPE.filter((s) => registered === undefined || registered.scopes.includes(s));
     const unknownScope = scope.find((s) => !(SUPPORTED_SCOPES as readonly string[]).includes(s));
     if (unknownScope !== undefined) return fail('invalid_scope', `unsupported scope ${unknownScope}`);
+    const notAllowed = registered === undefined ? undefined : scope.find((s) => !registered.scopes.includes(s));
+    if (notAllowed !== undefined) return fail('invalid_scope', `scope ${notAllowed} is not allowed for this client`);
     if (scope.length === 0) return fail('invalid_scope', 'scope is empty');
     const nonce = p.get('nonce');
     if (nonce !== undefined && nonce.length > 512) return fail('invalid_request', 'nonce is too long');
@@ -196,7 +264,7 @@ export class OAuthServer {
       if (prompt.has('none') || this.#o.loginUrl === undefined) return fail('login_required', 'the user is not signed in');
       // The login page gets the whole request, so that it can come back here once the user has signed in.
       const login = new URL(this.#o.loginUrl);
-      for (const [k, v] of p) login.searchParams.set(k, v);
+      for (const [k, v] of original) login.searchParams.set(k, v);
       return { kind: 'redirect', location: login.href };
     }
     const { session, user } = signedIn;
@@ -248,9 +316,10 @@ export class OAuthServer {
   }
 
   // The grant's session says how its user authenticated (login method, auth_time, and the amr of a second factor).
-  #childSession(user: UserRecord, from: Pick<SessionRecord, 'login_method' | 'auth_time' | 'amr'>, roles: string[], scope: string[]): Promise<SessionRecord> {
+  #childSession(user: UserRecord, from: Pick<SessionRecord, 'login_method' | 'auth_time' | 'amr'>, roles: string[], scope: string[], clientId?: string): Promise<SessionRecord> {
     const amr = from.amr === undefined ? {} : { amr: from.amr };
-    return this.#auth.sessions.create({ user_id: user.id, roles, scope, login_method: from.login_method, auth_time: from.auth_time, ...amr }).then((c) => c.session);
+    const client = clientId === undefined ? {} : { client_id: clientId };
+    return this.#auth.sessions.create({ user_id: user.id, roles, scope, login_method: from.login_method, auth_time: from.auth_time, ...amr, ...client }).then((c) => c.session);
   }
 
   #reply(redirectUri: string, mode: ResponseMode, fields: Record<string, string>): AuthorizeOutcome {
@@ -261,6 +330,176 @@ export class OAuthServer {
     return { kind: 'redirect', location: url.href };
   }
 
+  // ---------------------------------------------------------------- /oauth/device_authorization
+
+  /**
+   * `/oauth/device_authorization` (RFC 8628 §3.1): a client registered for
+   * the device grant (authenticated as at the token endpoint, or a public
+   * client by its client_id) gets a device code, a user code to show, and
+   * where the user enters it (`/app/device`). Errors: `invalid_client`,
+   * `unauthorized_client`, `invalid_scope`.
+   */
+  async deviceAuthorization(params: OAuthParams, authorization: string | undefined): Promise<Record<string, unknown>> {
+    const p = readParams(params);
+    const { client } = await this.registry.authenticate(p, authorization);
+    const r = client.record;
+    if (r.kind !== 'interactive' || !r.grant_types.includes(GRANT_DEVICE_CODE)) throw new LatchkeyError('invalid_argument', 'this client may not use the device authorization grant', { reason: 'unauthorized_client' });
+    const requested = p.has('scope') ? [...new Set((p.get('scope') ?? '').split(' ').filter(Boolean))] : DEFAULT_SCOPE.filter((s) => r.scopes.includes(s));
+    const notAllowed = requested.find((s) => !r.scopes.includes(s) || !(SUPPORTED_SCOPES as readonly string[]).includes(s));
+    if (notAllowed !== undefined) throw new LatchkeyError('invalid_argument', `scope ${notAllowed} is not allowed for this client`, { reason: 'invalid_scope' });
+    const out = await this.devices.issue(r.client_id, requested, this.#now());
+    const page = `${this.#auth.options.issuer}/app/device`;
+    return { ...out, verification_uri: page, verification_uri_complete: `${page}?user_code=${encodeURIComponent(out.user_code)}` };
+  }
+
+  /**
+   * The user's decision on `/app/device`: approves (or denies) the pending
+   * request of `userCode` for the user of the browser session. Undefined
+   * when there is no live session; `{done: false}` for an unknown, expired
+   * or already decided code.
+   */
+  async decideDevice(userCode: string, approve: boolean, sessionCookie: string | undefined): Promise<{ done: boolean; userId: string; clientId?: string } | undefined> {
+    const signedIn = await this.#browserSession(sessionCookie);
+    if (signedIn === undefined) return undefined;
+    const { session, user } = signedIn;
+    const decision = approve
+      ? { approved: true as const, user_id: user.id, roles: session.roles.filter((x) => user.roles.includes(x)), login_method: session.login_method, auth_time: session.auth_time, ...(session.amr === undefined ? {} : { amr: session.amr }) }
+      : { approved: false as const };
+    const out = await this.devices.decide(userCode, decision, this.#now());
+    return out === undefined ? { done: false, userId: user.id } : { done: true, userId: user.id, clientId: out.client_id };
+  }
+
+  /** RFC 8628 §3.4, §3.5: the device's poll; tokens once the user approved. */
+  async #deviceGrant(p: Map<string, string>, client: ResolvedClient, onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {
+    const deviceCode = p.get('device_code');
+    if (deviceCode === undefined) throw invalidRequest('device_code is required');
+    const polled = await this.devices.poll(deviceCode, client.record.client_id, this.#now());
+    const refuse = (reason: string, message: string): LatchkeyError => new LatchkeyError('invalid_argument', message, { reason });
+    if (polled.kind === 'pending') throw refuse('authorization_pending', 'the user has not yet approved the request');
+    if (polled.kind === 'slow_down') throw refuse('slow_down', `poll at most every ${this.devices.intervalSeconds} seconds`);
+    if (polled.kind === 'denied') throw refuse('access_denied', 'the user denied the request');
+    if (polled.kind === 'wrong_client') throw invalidGrant('the device code was issued to another client');
+    if (polled.kind !== 'approved') throw refuse('expired_token', 'the device code is unknown, expired or already used');
+    const g = polled.request;
+    const user = g.user_id === undefined ? undefined : await this.#activeUser(g.user_id);
+    if (user === undefined) throw invalidGrant('the approving user is no longer active');
+    const roles = (g.roles ?? []).filter((x) => user.roles.includes(x));
+    const session = await this.#childSession(user, { login_method: g.login_method ?? 'device', auth_time: g.auth_time ?? 0, ...(g.amr === undefined ? {} : { amr: g.amr }) }, roles, g.scope, client.fromFlags ? undefined : client.record.client_id);
+    const out = await issueTokens(this.#auth, user, session, '', 'new');
+    await onEvent({ action: 'token.issued', userId: user.id, metadata: { grant_type: GRANT_DEVICE_CODE } });
+    return tokenResponse(out, g.scope);
+  }
+
+  // ---------------------------------------------------------------- /oauth/register
+
+  /** True when dynamic client registration is on (`--oauth-registration-access-token`). */
+  get registrationEnabled(): boolean {
+    return (this.#o.registrationAccessToken ?? '') !== '';
+  }
+
+  /**
+   * `POST /oauth/register` (RFC 7591): registers a client from its metadata
+   * for a caller holding the initial access token (§3, `Authorization:
+   * Bearer`). The client id is chosen here; a service account is registered
+   * when `grant_types` asks for client_credentials; roles cannot be given
+   * (the admin API does that). Answers the client's metadata with
+   * `client_id_issued_at`, and a secret-authenticated client's
+   * `client_secret` (shown once, never expiring). Errors: `invalid_token`
+   * (401), `invalid_client_metadata`, `invalid_redirect_uri` (400).
+   */
+  async register(body: Readonly<Record<string, unknown>>, authorization: string | undefined): Promise<Record<string, unknown>> {
+    const expected = this.#o.registrationAccessToken ?? '';
+    const presented = authorization === undefined ? undefined : /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1];
+    if (expected === '' || presented === undefined || !safeEqual(presented, expected)) throw new LatchkeyError('unauthenticated', 'a valid initial access token is required', { reason: 'invalid_token' });
+    const meta = (name: string): unknown => body[name];
+    const strings = (name: string): string[] | undefined => {
+      const v = meta(name);
+      if (v === undefined || v === null) return undefined;
+      if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) throw new LatchkeyError('invalid_argument', `${name} must be an array of strings`, { reason: 'invalid_client_metadata' });
+      return v as string[];
+    };
+    const text = (name: string): string | undefined => {
+      const v = meta(name);
+      if (v === undefined || v === null) return undefined;
+      if (typeof v !== 'string') throw new LatchkeyError('invalid_argument', `${name} must be a string`, { reason: 'invalid_client_metadata' });
+      return v;
+    };
+    const grantTypes = strings('grant_types');
+    // The server fetches jwks_uri: through open registration only a public https URL, never a loopback one.
+    const jwksUri = text('jwks_uri');
+    if (jwksUri !== undefined && !/^https:\/\//i.test(jwksUri)) throw new LatchkeyError('invalid_argument', 'jwks_uri must be an https URL', { reason: 'invalid_client_metadata' });
+    const scope = text('scope');
+    const jwks = meta('jwks');
+    if (jwks !== undefined && (jwks === null || typeof jwks !== 'object' || Array.isArray(jwks))) throw new LatchkeyError('invalid_argument', 'jwks must be a JWK Set', { reason: 'invalid_client_metadata' });
+    const input: ClientInput = {
+      kind: grantTypes?.includes(GRANT_CLIENT_CREDENTIALS) ? 'service_account' : 'interactive',
+      client_name: text('client_name'),
+      application_type: text('application_type'),
+      token_endpoint_auth_method: text('token_endpoint_auth_method'),
+      redirect_uris: strings('redirect_uris'),
+      grant_types: grantTypes,
+      scopes: scope === undefined ? undefined : scope.split(' ').filter(Boolean),
+      jwks: jwks ?? undefined,
+      jwks_uri: jwksUri,
+    };
+    const { client, client_secret } = await this.registry.add(input);
+    return {
+      client_id: client.client_id,
+      ...(client_secret === null ? {} : { client_secret, client_secret_expires_at: 0 }),
+      client_id_issued_at: client.created_at,
+      client_name: client.client_name,
+      application_type: client.application_type,
+      token_endpoint_auth_method: client.token_endpoint_auth_method,
+      redirect_uris: client.redirect_uris,
+      grant_types: client.grant_types,
+      scope: client.scopes.join(' '),
+      ...(client.jwks === null ? {} : { jwks: client.jwks }),
+      ...(client.jwks_uri === null ? {} : { jwks_uri: client.jwks_uri }),
+    };
+  }
+
+  // ---------------------------------------------------------------- /oauth/par
+
+  /**
+   * `/oauth/par` (RFC 9126): the client, authenticated as at the token
+   * endpoint (a public client by its client_id), pushes the parameters of
+   * an authorization request; they are checked for the client and its
+   * redirect URI, kept for 60 seconds, and named by the answered
+   * `request_uri`, which `/authorize` then takes with the client_id. The
+   * request URI may be used again within its lifetime (a user agent that
+   * reloads, or comes back from the login page), by its client only.
+   * Errors: `invalid_client`, `invalid_request`, `unauthorized_client`.
+   */
+  async pushAuthorizationRequest(params: OAuthParams, authorization: string | undefined): Promise<{ request_uri: string; expires_in: number }> {
+    const p = readParams(params);
+    if (p.has('request_uri')) throw invalidRequest('request_uri cannot be pushed');
+    const { client } = await this.registry.authenticate(p, authorization);
+    const r = client.record;
+    if (r.kind !== 'interactive' || !r.grant_types.includes('authorization_code')) throw new LatchkeyError('invalid_argument', 'this client may not use the authorization_code grant', { reason: 'unauthorized_client' });
+    const redirectUri = p.get('redirect_uri');
+    if (redirectUri === undefined) throw invalidRequest('redirect_uri is required');
+    if (client.fromFlags) {
+      try {
+        this.#o.checkRedirectUri(redirectUri);
+      } catch {
+        throw invalidRequest('redirect_uri is not allowed');
+      }
+    } else if (!this.registry.redirectAllowed(r, redirectUri)) throw invalidRequest('redirect_uri is not registered for this client');
+    const kept: Record<string, string> = {};
+    for (const [k, v] of p) if (k !== 'client_secret' && k !== 'client_assertion' && k !== 'client_assertion_type') kept[k] = v;
+    kept['client_id'] = r.client_id;
+    const uri = `urn:ietf:params:oauth:request_uri:${randomBytes(32).toString('base64url')}`;
+    await this.#o.store.set(`par:${createHash('sha256').update(uri).digest('base64url')}`, JSON.stringify(kept), PAR_TTL_SECONDS);
+    return { request_uri: uri, expires_in: PAR_TTL_SECONDS };
+  }
+
+  async #pushedRequest(uri: string): Promise<Map<string, string> | undefined> {
+    if (!uri.startsWith('urn:ietf:params:oauth:request_uri:') || uri.length > 200) return undefined;
+    const raw = await this.#o.store.get(`par:${createHash('sha256').update(uri).digest('base64url')}`);
+    if (raw === undefined) return undefined;
+    return new Map(Object.entries(JSON.parse(raw) as Record<string, string>));
+  }
+
   // ---------------------------------------------------------------- /oauth/token
 
   /**
@@ -269,22 +508,124 @@ export class OAuthServer {
    * `invalid_client` (401), `invalid_request`, `invalid_grant`,
    * `invalid_scope`, `unsupported_grant_type` (400).
    */
-  async token(params: OAuthParams, authorization: string | undefined, onEvent: OAuthEventSink = NO_EVENTS): Promise<OAuthTokenResponse> {
+  async token(params: OAuthParams, authorization: string | undefined, onEvent: OAuthEventSink = NO_EVENTS, dpopProof?: string): Promise<OAuthTokenResponse> {
     const p = readParams(params);
-    const client = this.#client(p, authorization);
+    // RFC 9449 §5: a DPoP proof binds the access token to the proof's key (client_credentials here).
+    const dpop = dpopProof === undefined ? undefined : await this.dpop.verify(dpopProof, 'POST', `${this.#auth.options.issuer}/oauth/token`);
+    const { client, method } = await this.registry.authenticate(p, authorization);
+    const withSecret = method !== 'none';
     const grantType = p.get('grant_type') ?? 'authorization_code';
-    if (grantType === 'authorization_code') return this.#codeGrant(p, client.withSecret, onEvent);
-    if (grantType === 'refresh_token') return this.#refreshGrant(p, onEvent);
-    if (grantType === 'client_credentials') return this.#clientGrant(p, client.withSecret, onEvent);
-    throw new LatchkeyError('invalid_argument', `grant_type ${grantType} is not supported`, { reason: 'unsupported_grant_type' });
+    const known = grantType === 'authorization_code' || grantType === 'refresh_token' || grantType === GRANT_CLIENT_CREDENTIALS || grantType === GRANT_TOKEN_EXCHANGE || grantType === GRANT_DEVICE_CODE;
+    if (!known) throw new LatchkeyError('invalid_argument', `grant_type ${grantType} is not supported`, { reason: 'unsupported_grant_type' });
+    if (!client.record.grant_types.includes(grantType)) throw new LatchkeyError('invalid_argument', `this client may not use the ${grantType} grant`, { reason: 'unauthorized_client' });
+    const audited: OAuthEventSink = (event) => onEvent({ ...event, metadata: { ...event.metadata, client_id: client.record.client_id, client_auth_method: method } });
+    if (grantType === 'authorization_code') return this.#codeGrant(p, client, withSecret, audited);
+    if (grantType === 'refresh_token') return this.#refreshGrant(p, client, audited);
+    if (dpop !== undefined && grantType !== GRANT_CLIENT_CREDENTIALS) throw invalidRequest('DPoP-bound tokens are issued by the client_credentials grant only');
+    if (grantType === GRANT_TOKEN_EXCHANGE) return this.#exchangeGrant(p, client, withSecret, audited);
+    if (grantType === GRANT_DEVICE_CODE) return this.#deviceGrant(p, client, audited);
+    return this.#clientGrant(p, client, withSecret, audited, dpop?.jkt);
   }
 
-  /** Client authentication (RFC 6749 §2.3.1): see {@link authenticateClient}. */
-  #client(p: Map<string, string>, authorization: string | undefined): { withSecret: boolean } {
-    return authenticateClient(p, authorization, this.#auth.options.clientId, this.#o.clientSecret);
+  /**
+   * Token exchange (RFC 8693). The subject token is a live user access token
+   * of this server (its session alive, its user active), possibly itself
+   * exchanged. Without `actor_token` it is impersonation: a token for the
+   * same user, its actor chain unchanged. With `actor_token` it is
+   * delegation: the actor token must be the requesting service account's own
+   * client_credentials token, and the new token's `act` names it, with the
+   * subject token's own `act` nested inside (§4.1), at most five deep. Scope
+   * and audience are only narrowed: the scope within the subject token's, the
+   * audience (`audience` or `resource`, RFC 8707) within the subject token's
+   * extra audiences, or, for a token that has none, within the client's
+   * registered audiences (`invalid_target` otherwise). The new token never
+   * outlives the subject token, and dies with its session. A check made with
+   * a delegated token is allowed only when the user and every actor are
+   * (see `Permissions`).
+   */
+  async #exchangeGrant(p: Map<string, string>, client: ResolvedClient, withSecret: boolean, onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {
+    if (!withSecret) throw invalidClient('token exchange requires client authentication');
+    const subjectToken = p.get('subject_token');
+    if (subjectToken === undefined) throw invalidRequest('subject_token is required');
+    const subjectType = p.get('subject_token_type');
+    if (subjectType !== ACCESS_TOKEN_TYPE && subjectType !== JWT_TOKEN_TYPE) throw invalidRequest(`subject_token_type must be ${ACCESS_TOKEN_TYPE}`);
+    const requestedType = p.get('requested_token_type');
+    if (requestedType !== undefined && requestedType !== ACCESS_TOKEN_TYPE) throw invalidRequest(`requested_token_type must be ${ACCESS_TOKEN_TYPE}`);
+    let claims: Record<string, unknown>;
+    try {
+      claims = await this.#auth.tokens.verify(subjectToken, 'access_token');
+    } catch (err) {
+      throw invalidGrant('subject_token is not a valid access token', err);
+    }
+    const sid = claims['sid'];
+    const session = typeof sid === 'string' ? await this.#auth.sessions.get(sid) : undefined;
+    if (session === undefined || session.user_id !== claims['sub']) throw invalidGrant('subject_token is not a live user access token');
+    const user = await this.#activeUser(session.user_id);
+    if (user === undefined) throw invalidGrant('subject_token is not a live user access token');
+
+    let act = claims['act'] as Record<string, unknown> | undefined;
+    const actorToken = p.get('actor_token');
+    const actorType = p.get('actor_token_type');
+    if (actorToken === undefined && actorType !== undefined) throw invalidRequest('actor_token_type without actor_token');
+    if (actorToken !== undefined) {
+      if (actorType !== ACCESS_TOKEN_TYPE && actorType !== JWT_TOKEN_TYPE) throw invalidRequest(`actor_token_type must be ${ACCESS_TOKEN_TYPE}`);
+      let actor: Record<string, unknown>;
+      try {
+        actor = await this.#auth.tokens.verify(actorToken, 'access_token');
+      } catch (err) {
+        throw invalidGrant('actor_token is not a valid access token', err);
+      }
+      if (client.fromFlags || client.record.kind !== 'service_account' || actor['gty'] !== GRANT_CLIENT_CREDENTIALS || actor['sub'] !== client.record.client_id) {
+        throw invalidGrant("actor_token must be the requesting service account's own client_credentials token");
+      }
+      act = { sub: client.record.client_id, fga_subject: serviceAccountSubject(client.record.client_id), ...(act === undefined ? {} : { act }) };
+      let depth = 0;
+      for (let a: unknown = act; a !== undefined && a !== null; a = (a as Record<string, unknown>)['act']) depth++;
+      if (depth > MAX_ACTORS) throw invalidRequest(`a delegation chain names at most ${MAX_ACTORS} actors`);
+    }
+
+    const subjectScope = Array.isArray(claims['scope']) ? claims['scope'].map(String) : [];
+    const requested = [...new Set((p.get('scope') ?? '').split(' ').filter(Boolean))];
+    const wider = requested.find((s) => !subjectScope.includes(s));
+    if (wider !== undefined) throw new LatchkeyError('invalid_argument', `scope ${wider} is not in the subject token's scope`, { reason: 'invalid_scope' });
+    const scope = requested.length > 0 ? requested : subjectScope;
+
+    const audiences = Array.isArray(claims['aud']) ? claims['aud'].map(String) : [String(claims['aud'])];
+    const subjectAudiences = audiences.filter((a) => a !== this.#auth.options.clientId);
+    const audienceParam = p.get('audience');
+    const resource = p.get('resource');
+    if (audienceParam !== undefined && resource !== undefined && audienceParam !== resource) throw invalidRequest('audience and resource name different targets');
+    const target = audienceParam ?? resource;
+    let audience = subjectAudiences;
+    if (target !== undefined) {
+      const allowed = subjectAudiences.length > 0 ? subjectAudiences : client.record.audiences;
+      if (!allowed.includes(target)) throw new LatchkeyError('invalid_argument', `audience ${target} is not allowed`, { reason: 'invalid_target' });
+      audience = [target];
+    }
+
+    const now = Math.floor(this.#now() / 1000);
+    const remaining = Number(claims['exp']) - now;
+    const ttl = Math.max(1, Math.min(remaining, client.record.access_token_ttl ?? this.#auth.options.accessTokenTtl));
+    const access = await this.#auth.tokens.sign(
+      'access_token',
+      user.id,
+      {
+        sid: session.sid,
+        roles: claims['roles'],
+        scope,
+        login_method: claims['login_method'],
+        client_id: client.record.client_id,
+        gty: GRANT_TOKEN_EXCHANGE,
+        ...(act === undefined ? {} : { act }),
+      },
+      ttl,
+      audience,
+    );
+    await onEvent({ action: 'token.issued', userId: user.id, metadata: { grant_type: GRANT_TOKEN_EXCHANGE, delegation: actorToken !== undefined, ...(act === undefined ? {} : { act }) } });
+    return { access_token: access.token, issued_token_type: ACCESS_TOKEN_TYPE, token_type: 'Bearer', expires_in: ttl, scope: scope.join(' ') };
   }
 
-  async #codeGrant(p: Map<string, string>, withSecret: boolean, onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {
+  async #codeGrant(p: Map<string, string>, client: ResolvedClient, withSecret: boolean, onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {
     const code = p.get('code');
     if (code === undefined) throw invalidRequest('code is required');
     const redirectUri = p.get('redirect_uri');
@@ -297,7 +638,7 @@ export class OAuthServer {
     if (r.kind === 'unknown') throw invalidGrant('invalid authorization code');
     const g = r.grant;
     if (g.expires_ms <= this.#now()) throw invalidGrant('authorization code expired');
-    if (!safeEqual(g.client_id, this.#auth.options.clientId)) throw invalidGrant('authorization code was issued to another client');
+    if (!safeEqual(g.client_id, client.record.client_id)) throw invalidGrant('authorization code was issued to another client');
     // RFC 6749 §4.1.3: the same redirect_uri as in the authorization request, compared exactly.
     if (g.redirect_uri !== redirectUri) throw invalidGrant('redirect_uri does not match the authorization request');
     const verifier = p.get('code_verifier');
@@ -317,7 +658,7 @@ export class OAuthServer {
     const user = await this.#activeUser(g.user_id);
     if (user === undefined) throw invalidGrant('invalid authorization code');
     const roles = g.roles.filter((role) => user.roles.includes(role));
-    const session = await this.#childSession(user, g, roles, g.scope);
+    const session = await this.#childSession(user, g, roles, g.scope, client.fromFlags ? undefined : client.record.client_id);
     if (!(await this.codes.bindSession(r.hash, session.sid))) {
       await this.#auth.sessions.end(session.sid);
       await onEvent({ action: 'token.code_reuse', userId: user.id });
@@ -337,8 +678,10 @@ export class OAuthServer {
    * `--access-token-expires-in` and cannot be revoked before. No scope is
    * defined for a client, so a requested one is `invalid_scope`.
    */
-  async #clientGrant(p: Map<string, string>, withSecret: boolean, onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {
+  async #clientGrant(p: Map<string, string>, client: ResolvedClient, withSecret: boolean, onEvent: OAuthEventSink, jkt?: string): Promise<OAuthTokenResponse> {
     if (!withSecret) throw invalidClient('client_credentials requires the client secret');
+    if (!client.fromFlags) return this.#serviceAccountGrant(p, client.record, onEvent, jkt);
+    if (jkt !== undefined) throw invalidRequest('DPoP-bound tokens are issued to registered service accounts only');
     const requested = (p.get('scope') ?? '').split(' ').filter(Boolean);
     if (requested.length > 0) throw new LatchkeyError('invalid_argument', 'client_credentials grants no scope', { reason: 'invalid_scope' });
     const clientId = this.#auth.options.clientId;
@@ -347,7 +690,30 @@ export class OAuthServer {
     return { access_token: access.token, token_type: 'Bearer', expires_in: this.#auth.options.accessTokenTtl, scope: '' };
   }
 
-  async #refreshGrant(p: Map<string, string>, onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {
+  /**
+   * `client_credentials` of a registered service account: an access token
+   * whose subject is the service account (`sub` its client id, FGA subject
+   * `service_account:<client_id>`), with the roles it holds and the scopes
+   * it asked for among those it was given (all of them when it asks for
+   * none), living the client's `access_token_ttl` or the server's default.
+   */
+  async #serviceAccountGrant(p: Map<string, string>, r: ResolvedClient['record'], onEvent: OAuthEventSink, jkt?: string): Promise<OAuthTokenResponse> {
+    const requested = [...new Set((p.get('scope') ?? '').split(' ').filter(Boolean))];
+    const wider = requested.find((s) => !r.scopes.includes(s));
+    if (wider !== undefined) throw new LatchkeyError('invalid_argument', `scope ${wider} is not allowed for this client`, { reason: 'invalid_scope' });
+    const scope = requested.length > 0 ? requested : r.scopes;
+    const ttl = r.access_token_ttl ?? this.#auth.options.accessTokenTtl;
+    const access = await this.#auth.tokens.sign(
+      'access_token',
+      r.client_id,
+      { client_id: r.client_id, gty: GRANT_CLIENT_CREDENTIALS, scope, roles: r.roles, fga_subject: serviceAccountSubject(r.client_id), ...(jkt === undefined ? {} : { cnf: { jkt } }) },
+      ttl,
+    );
+    await onEvent({ action: 'token.issued', metadata: { grant_type: GRANT_CLIENT_CREDENTIALS, subject: serviceAccountSubject(r.client_id), dpop: jkt !== undefined } });
+    return { access_token: access.token, token_type: jkt === undefined ? 'Bearer' : 'DPoP', expires_in: ttl, scope: scope.join(' ') };
+  }
+
+  async #refreshGrant(p: Map<string, string>, client: ResolvedClient, onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {
     const refreshToken = p.get('refresh_token');
     if (refreshToken === undefined) throw invalidRequest('refresh_token is required');
     let scope: string[];
@@ -356,6 +722,9 @@ export class OAuthServer {
       const claims = await this.#auth.tokens.verify(refreshToken, 'refresh_token');
       scope = Array.isArray(claims['scope']) ? claims['scope'].map(String) : [];
       userId = claims.sub;
+      // A refresh token issued to a registered client is redeemed by that client only.
+      const owner = typeof claims['client_id'] === 'string' ? claims['client_id'] : this.#auth.options.clientId;
+      if (!safeEqual(owner, client.record.client_id)) throw invalidGrant('the refresh token was issued to another client');
     } catch (err) {
       throw invalidGrant('invalid refresh token', err);
     }
@@ -385,7 +754,7 @@ export class OAuthServer {
    */
   async revoke(params: OAuthParams, authorization: string | undefined, onEvent: OAuthEventSink = NO_EVENTS): Promise<{ message: string }> {
     const p = readParams(params);
-    this.#client(p, authorization);
+    await this.registry.authenticate(p, authorization);
     const token = p.get('token') ?? p.get('refresh_token');
     if (token === undefined) throw invalidRequest('token is required');
     const order = p.get('token_type_hint') === 'access_token' ? (['access_token', 'refresh_token'] as const) : (['refresh_token', 'access_token'] as const);

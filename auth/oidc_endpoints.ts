@@ -12,12 +12,15 @@
  */
 import { LatchkeyError } from '../engine/errors.ts';
 import type { AuthService } from './auth_service.ts';
-import { activeUser, authenticateClient, invalidClient, invalidRequest, invalidToken, readParams, safeEqual, type OAuthParams } from './oauth_common.ts';
+import { activeUser, invalidClient, invalidRequest, invalidToken, readParams, safeEqual, type OAuthParams } from './oauth_common.ts';
+import type { ClientRegistry } from './client_registry.ts';
 
 export interface OidcEndpointsOptions {
   auth: AuthService;
   /** `--client-secret`. */
   clientSecret: string;
+  /** The client registry: any client that authenticates with a credential may introspect. */
+  registry: ClientRegistry;
   /** The server's redirect rule (`--allowed-origins`); throws for a URI that may not be redirected to. */
   checkRedirectUri: (uri: string) => URL;
 }
@@ -108,8 +111,8 @@ export class OidcEndpoints {
    */
   async introspect(params: OAuthParams, authorization: string | undefined): Promise<Record<string, unknown>> {
     const p = readParams(params);
-    const client = authenticateClient(p, authorization, this.#auth.options.clientId, this.#o.clientSecret);
-    if (!client.withSecret) throw invalidClient('introspection requires the client secret');
+    const client = await this.#o.registry.authenticate(p, authorization);
+    if (client.method === 'none') throw invalidClient('introspection requires the client secret');
     const token = p.get('token');
     if (token === undefined) throw invalidRequest('token is required');
     const order = p.get('token_type_hint') === 'refresh_token' ? (['refresh_token', 'access_token'] as const) : (['access_token', 'refresh_token'] as const);
@@ -127,7 +130,7 @@ export class OidcEndpoints {
       const out: Record<string, unknown> = {
         active: true,
         token_type: type === 'access_token' ? 'Bearer' : 'refresh_token',
-        client_id: this.#auth.options.clientId,
+        client_id: typeof claims['client_id'] === 'string' ? claims['client_id'] : this.#auth.options.clientId,
         sub: claims['sub'],
         iss: claims['iss'],
         aud: claims['aud'],
@@ -138,13 +141,22 @@ export class OidcEndpoints {
       if (scope !== undefined) out['scope'] = scope;
       if (claims['nbf'] !== undefined) out['nbf'] = claims['nbf'];
       if (claims['sid'] !== undefined) out['sid'] = claims['sid'];
+      // RFC 8693 §4.1 and §4.4: who acts for the subject, and which client may use the token.
+      if (claims['act'] !== undefined) out['act'] = claims['act'];
+      if (claims['gty'] !== undefined) out['gty'] = claims['gty'];
       const username = user.email ?? user.phone_number;
       if (username !== null) out['username'] = username;
       return out;
     }
     const machine = await this.#clientToken(token);
     if (machine !== undefined) {
-      return { active: true, token_type: 'Bearer', client_id: machine['sub'], sub: machine['sub'], iss: machine['iss'], aud: machine['aud'], exp: machine['exp'], iat: machine['iat'], jti: machine['jti'], scope: '' };
+      const scope = Array.isArray(machine['scope']) ? machine['scope'].map(String).join(' ') : '';
+      const out: Record<string, unknown> = { active: true, token_type: 'Bearer', client_id: machine['sub'], sub: machine['sub'], iss: machine['iss'], aud: machine['aud'], exp: machine['exp'], iat: machine['iat'], jti: machine['jti'], scope };
+      if (typeof machine['fga_subject'] === 'string') out['fga_subject'] = machine['fga_subject'];
+      if (Array.isArray(machine['roles'])) out['roles'] = machine['roles'];
+      // RFC 9449 §6.2: the key a DPoP-bound token is bound to.
+      if (machine['cnf'] !== undefined) out['cnf'] = machine['cnf'];
+      return out;
     }
     return { active: false };
   }
@@ -158,7 +170,11 @@ export class OidcEndpoints {
       if (err instanceof LatchkeyError && err.code === 'unauthenticated') return undefined;
       throw err;
     }
-    return claims['gty'] === 'client_credentials' && claims['sub'] === this.#auth.options.clientId ? claims : undefined;
+    if (claims['gty'] !== 'client_credentials') return undefined;
+    if (claims['sub'] === this.#auth.options.clientId) return claims;
+    // A registered service account's token is active while its client is registered and enabled.
+    const client = await this.#o.registry.find(String(claims['sub']));
+    return client !== undefined && !client.fromFlags && !client.record.disabled && client.record.kind === 'service_account' ? claims : undefined;
   }
 
   // ---------------------------------------------------------------- /logout

@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { JwtAlgorithm } from './tokens.ts';
+import type { RelyingPartyOptions } from './webauthn.ts';
 
 /** Feature switches and policies of the identity service. */
 export interface AuthOptions {
@@ -64,6 +65,8 @@ export interface AuthOptions {
   mfaSecret?: string;
   /** Issuer shown by authenticator apps for TOTP enrolments (`--organization-name`). Default `Latchkey`. */
   totpIssuer?: string;
+  /** Passkeys (WebAuthn): the relying party's settings, or undefined when passkeys are off. Default off. */
+  webauthn?: RelyingPartyOptions | undefined;
   /** Milliseconds since the epoch; injected by tests. Default `Date.now`. */
   now?: () => number;
 }
@@ -104,6 +107,7 @@ const KNOWN = new Set([
   'refreshReuseGraceSeconds',
   'mfaSecret',
   'totpIssuer',
+  'webauthn',
   'now',
 ]);
 
@@ -150,6 +154,7 @@ export function resolveAuthOptions(options: AuthOptions): ResolvedAuthOptions {
     refreshReuseGraceSeconds: options.refreshReuseGraceSeconds ?? 10,
     mfaSecret: options.mfaSecret || randomBytes(32).toString('base64url'),
     totpIssuer: options.totpIssuer || 'Latchkey',
+    webauthn: options.webauthn,
     now: options.now ?? Date.now,
   };
 }

@@ -4,6 +4,7 @@
  * `validate_jwt_token`/`validate_session` (spec, POST /v1/check_permissions).
  * Without an engine every call fails with 400 `failed_precondition`.
  */
+import { createHash } from 'node:crypto';
 import { LatchkeyError } from '../engine/errors.ts';
 
 const invalidArgument = (message: string, reason: string): LatchkeyError => new LatchkeyError('invalid_argument', message, { reason });
@@ -60,6 +61,26 @@ export interface PermissionEngine {
     truncated: boolean;
     undecided: ReadonlyArray<{ object: string; missingParameters: readonly string[] }>;
   }>;
+  /**
+   * One page of objects of `type` on which `user` holds `relation`, sorted,
+   * pinned to the revision of the walk's first page (`atRevision` for a first
+   * page, else the current one); `continuationToken` continues the walk
+   * (empty on its last page). `undecided` on a walk's first page only.
+   */
+  listObjectsPage(request: {
+    user: string;
+    relation: string;
+    type: string;
+    pageSize: number;
+    continuationToken: string;
+    atRevision?: number;
+    context?: Record<string, unknown>;
+  }): Promise<{ objects: string[]; continuationToken: string; revision: number; undecided: ReadonlyArray<{ object: string; missingParameters: readonly string[] }> }>;
+  /** The relations `user` holds on `object`; `undecided`: those whose condition lacked parameters in `context` (never in `relations`). */
+  listRelations(request: { user: string; object: string; context?: Record<string, unknown>; atLeastRevision?: number }): Promise<{
+    relations: string[];
+    undecided: ReadonlyArray<{ relation: string; missingParameters: readonly string[] }>;
+  }>;
   /** Relations per object type of the current model (empty when no model is written). */
   relationsByType(): Promise<ReadonlyMap<string, readonly string[]>>;
   /**
@@ -89,7 +110,32 @@ export function toSubject(user: string): string {
 }
 
 /** The caller as permission calls see it. */
-export type CallerPrincipal = { readonly kind: 'user'; readonly subject: string } | { readonly kind: 'super_admin' } | { readonly kind: 'anonymous' };
+export type CallerPrincipal =
+  | { readonly kind: 'user' | 'service_account'; readonly subject: string; readonly claims?: Readonly<Record<string, unknown>> | undefined }
+  | { readonly kind: 'super_admin' }
+  | { readonly kind: 'anonymous' };
+
+/** The most actors a delegation chain may name (RFC 8693 `act` nested). */
+export const MAX_ACTORS = 5;
+
+/**
+ * The FGA subjects of the actors of a delegated token (RFC 8693 §4.1, the
+ * `act` claim, the current actor first, prior ones nested): each actor's
+ * `fga_subject`, else `user:<sub>`. Empty for a token without `act`.
+ */
+export function actorSubjects(claims: Readonly<Record<string, unknown>> | undefined): string[] {
+  const out: string[] = [];
+  let act = claims?.['act'];
+  while (act !== undefined && act !== null) {
+    if (typeof act !== 'object' || out.length >= MAX_ACTORS) throw new LatchkeyError('unauthenticated', 'unauthorized', { reason: 'unauthenticated' });
+    const a = act as Record<string, unknown>;
+    const subject = typeof a['fga_subject'] === 'string' ? a['fga_subject'] : typeof a['sub'] === 'string' ? toSubject(a['sub']) : undefined;
+    if (subject === undefined) throw new LatchkeyError('unauthenticated', 'unauthorized', { reason: 'unauthenticated' });
+    out.push(subject);
+    act = a['act'];
+  }
+  return out;
+}
 
 
 /** What `check_permissions` answers: each check with its relation and object echoed. */
@@ -111,13 +157,15 @@ export class Permissions {
   }
 
   /** Fails with `permission_denied` unless the user holds every relation (AND; fail closed). */
-  async requireRelations(userId: string, relations: readonly RequiredRelation[] | undefined): Promise<void> {
+  async requireRelations(userId: string, relations: readonly RequiredRelation[] | undefined, actors: readonly string[] = []): Promise<void> {
     if (relations === undefined || relations.length === 0) return;
     if (relations.length > 100) throw invalidArgument('at most 100 required relations', 'too_many_relations');
     const engine = this.#fga();
-    const answers = await engine.batchCheck(relations.map((r) => ({ user: `user:${userId}`, relation: r.relation, object: r.object })));
-    // Fail closed: every relation must be allowed (AND).
-    if (answers.length !== relations.length || answers.some((a) => a !== true)) {
+    // A delegated token (`act`) holds a relation only when the user and every actor of its chain hold it.
+    const parties = [`user:${userId}`, ...actors];
+    const answers = await engine.batchCheck(relations.flatMap((r) => parties.map((user) => ({ user, relation: r.relation, object: r.object }))));
+    // Fail closed: every relation must be allowed (AND), for every party.
+    if (answers.length !== relations.length * parties.length || answers.some((a) => a !== true)) {
       throw new LatchkeyError('permission_denied', 'required relation not satisfied', { reason: 'relation_denied' });
     }
   }
@@ -159,6 +207,8 @@ export class Permissions {
       const checks = input.checks;
       if (!Array.isArray(checks) || checks.length < 1 || checks.length > 100) throw invalidArgument('checks must have between 1 and 100 entries', 'invalid_checks_count');
       const fresh = tokenOf(input.consistency_token);
+      const actors = principal !== undefined && principal.kind !== 'super_admin' && principal.kind !== 'anonymous' ? actorSubjects(principal.claims) : [];
+      if (actors.length > 0) return this.#delegatedCheck(engine, subject, actors, checks, fresh);
       const requests = checks.map((c) => ({
         user: subject,
         relation: c.relation,
@@ -183,7 +233,8 @@ export class Permissions {
    * `explain_permission`: why the subject (the caller's, or `user` under the
    * same trust rules as {@link check}) holds or lacks `relation` on `object`:
    * Check's answer, with a witness tree when allowed and the tree of failed
-   * branches when denied. Errors as {@link check}'s, and
+   * branches when denied. Errors as {@link check}'s, `permission_denied`
+   * (reason `delegated_explain`) with a delegated token, and
    * `failed_precondition` (reason `resolution_too_complex`) past the
    * resolution limits.
    */
@@ -196,6 +247,11 @@ export class Permissions {
     consistency_token?: string | undefined;
   }, principal: CallerPrincipal | undefined): Promise<ExplainAnswer & { relation: string; object: string }> {
     const subject = this.#subjectFor(principal, input.user);
+    // A delegated token's check intersects the user's authority with every actor's (#delegatedCheck); one
+    // explanation of the user alone could show an allow that check_permissions denies, so none is given (priority 1).
+    if (principal !== undefined && principal.kind !== 'super_admin' && principal.kind !== 'anonymous' && actorSubjects(principal.claims).length > 0) {
+      throw new LatchkeyError('permission_denied', 'explain_permission is not available with a delegated token', { reason: 'delegated_explain' });
+    }
     const engine = this.#fga();
     if (engine.explain === undefined) throw new LatchkeyError('unimplemented', 'explain is not available on this server', { reason: 'explain_unavailable' });
     const r = await engine.explain({
@@ -210,6 +266,48 @@ export class Permissions {
   }
 
   /**
+   * `list_relations`: every relation of `object`'s type that the subject
+   * holds on `object`, in the model's order. `user` follows
+   * `check_permissions`' trust rules. A relation behind a condition whose
+   * parameters `context` lacks is not listed (it is not proven); any other
+   * engine error fails the call. Errors: 401 without credentials, 403 for a
+   * foreign `user`, 400 `failed_precondition` without FGA, 400
+   * `invalid_argument` for a malformed object or an unknown type.
+   */
+  async relations(input: { object: string; user?: string | undefined; context?: unknown; consistency_token?: string | undefined }, principal: CallerPrincipal | undefined): Promise<{ relations: string[] }> {
+    const subject = this.#subjectFor(principal, input.user);
+    const engine = this.#fga();
+    const res = await engine.listRelations({ user: subject, object: input.object, ...contextOf(input.context), ...tokenOf(input.consistency_token) });
+    return { relations: [...res.relations] };
+  }
+
+  /**
+   * A check made with a delegated token (RFC 8693 `act`): allowed only when
+   * the user and every actor of the chain are each allowed (priority 1: an
+   * agent never has more authority than the user it acts for, nor than its
+   * own). Contextual tuples are refused here: the caller would be vouching
+   * for relationships of the very parties whose authority is intersected.
+   */
+  async #delegatedCheck(
+    engine: PermissionEngine,
+    subject: string,
+    actors: readonly string[],
+    checks: ReadonlyArray<{ relation: string; object: string; contextual_tuples?: readonly WireTuple[] | undefined; context?: unknown }>,
+    fresh: { atLeastRevision?: number },
+  ): Promise<CheckAnswer> {
+    if (checks.some((c) => c.contextual_tuples !== undefined && c.contextual_tuples.length > 0)) {
+      throw new LatchkeyError('permission_denied', 'contextual tuples are not accepted with a delegated token', { reason: 'delegated_contextual_tuples' });
+    }
+    const parties = [subject, ...actors];
+    const requests = checks.flatMap((c) => parties.map((user) => ({ user, relation: c.relation, object: c.object, ...contextOf(c.context), ...fresh })));
+    const answers: boolean[] = [];
+    for (let i = 0; i < requests.length; i += 100) answers.push(...(await engine.batchCheck(requests.slice(i, i + 100))));
+    return {
+      results: checks.map((c, i) => ({ relation: c.relation, object: c.object, allowed: parties.every((_, j) => answers[i * parties.length + j] === true) })),
+    };
+  }
+
+  /**
    * `list_permissions`: every (object, relation) the subject holds, narrowed
    * by `relation` and/or `object_type`, capped at 1000 with `truncated`.
    *
@@ -221,17 +319,33 @@ export class Permissions {
    * satisfied never lists its grant). Other condition errors (a context value
    * of the wrong type) fail the call with `invalid_argument`.
    */
-  async list(input: { relation?: string | undefined; object_type?: string | undefined; user?: string | undefined; context?: unknown; consistency_token?: string | undefined }, principal: CallerPrincipal | undefined): Promise<{
-    objects: string[];
-    permissions: Array<{ object: string; relation: string }>;
-    undecided_permissions: Array<{ object: string; relation: string; missing_parameters: string[] }>;
-    truncated: boolean;
-  }> {
+  async list(input: {
+    relation?: string | undefined;
+    object_type?: string | undefined;
+    user?: string | undefined;
+    context?: unknown;
+    consistency_token?: string | undefined;
+    page_size?: number | undefined;
+    continuation_token?: string | undefined;
+  }, principal: CallerPrincipal | undefined): Promise<ListAnswer> {
+    const answer = await this.#listOf(input, principal);
+    const actors = principal !== undefined && principal.kind !== 'super_admin' && principal.kind !== 'anonymous' ? actorSubjects(principal.claims) : [];
+    if (actors.length === 0 || answer.permissions.length === 0) return actors.length === 0 ? answer : { ...answer, undecided_permissions: [] };
+    // A delegated token lists what the user and every actor all hold (and nothing undecided: it is not checked for the actors).
+    const engine = this.#fga();
+    const context = { ...contextOf(input.context), ...tokenOf(input.consistency_token) };
+    const held: boolean[] = [];
+    const requests = answer.permissions.flatMap((g) => actors.map((user) => ({ user, relation: g.relation, object: g.object, ...context })));
+    for (let i = 0; i < requests.length; i += 100) held.push(...(await engine.batchCheck(requests.slice(i, i + 100))));
+    const kept = answer.permissions.filter((_, i) => actors.every((_a, j) => held[i * actors.length + j] === true));
+    return { ...answer, objects: [...new Set(kept.map((g) => g.object))], permissions: kept, undecided_permissions: [] };
+  }
+
+  async #listOf(input: Parameters<Permissions['list']>[0], principal: CallerPrincipal | undefined): Promise<ListAnswer> {
     const subject = this.#subjectFor(principal, input.user);
     const engine = this.#fga();
     const relation = input.relation === '' ? undefined : input.relation;
     const objectType = input.object_type === '' ? undefined : input.object_type;
-    const context = { ...contextOf(input.context), ...tokenOf(input.consistency_token) };
     const relationsByType = await engine.relationsByType();
     const pairs: Array<[type: string, relation: string]> = [];
     for (const [type, relations] of relationsByType) {
@@ -239,6 +353,81 @@ export class Permissions {
       for (const r of relations) if (relation === undefined || r === relation) pairs.push([type, r]);
     }
     if (objectType !== undefined && !relationsByType.has(objectType)) throw invalidArgument(`type ${objectType} not found`, 'type_not_found');
+    const paged = (input.page_size !== undefined && input.page_size !== 0) || (input.continuation_token !== undefined && input.continuation_token !== '');
+    if (paged) return this.#listPage(engine, subject, pairs, input);
+    const capped = await this.#listCapped(engine, subject, pairs, input);
+    if (!capped.truncated) return capped;
+    // Capped: the same first page of a walk, with a token to continue it; a walk too large to take falls back to the capped answer.
+    try {
+      return await this.#listPage(engine, subject, pairs, { ...input, page_size: LIST_PERMISSIONS_CAP });
+    } catch (err) {
+      if (err instanceof LatchkeyError && err.reason === 'listing_too_large') return capped;
+      throw err;
+    }
+  }
+
+  /**
+   * A page of `list_permissions`: the pairs (type, relation) in the model's
+   * order, each pair's objects in the engine's revision-pinned pages, every
+   * pair read at the revision of the walk's first page. The token holds the
+   * pair, the engine's token within it, the revision and a digest of the
+   * question (a model change that alters the pairs expires it).
+   */
+  async #listPage(
+    engine: PermissionEngine,
+    subject: string,
+    pairs: ReadonlyArray<[type: string, relation: string]>,
+    input: { context?: unknown; consistency_token?: string | undefined; page_size?: number | undefined; continuation_token?: string | undefined },
+  ): Promise<ListAnswer> {
+    const size = input.page_size === undefined || input.page_size === 0 ? LIST_PERMISSIONS_CAP : input.page_size;
+    if (!Number.isInteger(size) || size < 1 || size > LIST_PERMISSIONS_CAP) throw invalidArgument(`page_size must be from 1 to ${LIST_PERMISSIONS_CAP}`, 'invalid_page_size');
+    const context = contextOf(input.context);
+    tokenOf(input.consistency_token);
+    const digest = createHash('sha256').update(JSON.stringify([subject, pairs, context.context ?? null])).digest('base64url').slice(0, 16);
+    let at = decodeListToken(input.continuation_token, digest);
+    const permissions: Array<{ object: string; relation: string }> = [];
+    const undecided: Array<{ object: string; relation: string; missing_parameters: string[] }> = [];
+    const objects = new Set<string>();
+    let { pair, inner, revision } = at ?? { pair: 0, inner: '', revision: undefined as number | undefined };
+    let room = size;
+    while (pair < pairs.length && room > 0) {
+      const [type, r] = pairs[pair]!;
+      const res = await engine.listObjectsPage({
+        user: subject,
+        relation: r,
+        type,
+        pageSize: room,
+        continuationToken: inner,
+        ...(inner === '' && revision !== undefined ? { atRevision: revision } : {}),
+        ...context,
+      });
+      revision ??= res.revision;
+      for (const object of res.objects) {
+        permissions.push({ object, relation: r });
+        objects.add(object);
+      }
+      for (const u of res.undecided) undecided.push({ object: u.object, relation: r, missing_parameters: [...u.missingParameters] });
+      room -= res.objects.length;
+      if (res.continuationToken !== '') {
+        inner = res.continuationToken;
+        break;
+      }
+      pair++;
+      inner = '';
+    }
+    at = pair < pairs.length && revision !== undefined ? { pair, inner, revision } : undefined;
+    const token = at === undefined ? '' : encodeListToken(at, digest);
+    return { objects: [...objects], permissions, undecided_permissions: undecided, truncated: token !== '', continuation_token: token };
+  }
+
+  /** The capped `list_permissions` of old (no page asked for): at most {@link LIST_PERMISSIONS_CAP} entries, `truncated` when more exist. */
+  async #listCapped(
+    engine: PermissionEngine,
+    subject: string,
+    pairs: ReadonlyArray<[type: string, relation: string]>,
+    input: { context?: unknown; consistency_token?: string | undefined },
+  ): Promise<ListAnswer> {
+    const context = { ...contextOf(input.context), ...tokenOf(input.consistency_token) };
     const permissions: Array<{ object: string; relation: string }> = [];
     const undecided: Array<{ object: string; relation: string; missing_parameters: string[] }> = [];
     const objects = new Set<string>();
@@ -266,8 +455,44 @@ export class Permissions {
         break;
       }
     }
-    return { objects: [...objects], permissions, undecided_permissions: undecided, truncated };
+    return { objects: [...objects], permissions, undecided_permissions: undecided, truncated, continuation_token: '' };
   }
+}
+
+/** What `list_permissions` answers. */
+export interface ListAnswer {
+  objects: string[];
+  permissions: Array<{ object: string; relation: string }>;
+  undecided_permissions: Array<{ object: string; relation: string; missing_parameters: string[] }>;
+  truncated: boolean;
+  /** Continues the walk (empty when this page is its last). */
+  continuation_token: string;
+}
+
+interface ListToken {
+  pair: number;
+  inner: string;
+  revision: number;
+}
+
+function encodeListToken(t: ListToken, digest: string): string {
+  return Buffer.from(JSON.stringify([t.pair, t.inner, t.revision, digest]), 'utf8').toString('base64url');
+}
+
+/** The position a `list_permissions` token names; `invalid_argument` (reason `invalid_continuation_token`) for a token of another question. */
+function decodeListToken(token: string | undefined, digest: string): ListToken | undefined {
+  if (token === undefined || token === '') return undefined;
+  const bad = (): LatchkeyError => invalidArgument('continuation_token must be the continuation_token of the page before, with the same request', 'invalid_continuation_token');
+  let v: unknown;
+  try {
+    v = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+  } catch {
+    throw bad();
+  }
+  if (!Array.isArray(v) || v.length !== 4) throw bad();
+  const [pair, inner, revision, d] = v as unknown[];
+  if (typeof pair !== 'number' || !Number.isInteger(pair) || pair < 0 || typeof inner !== 'string' || typeof revision !== 'number' || !Number.isSafeInteger(revision) || d !== digest) throw bad();
+  return { pair, inner, revision };
 }
 
 /**

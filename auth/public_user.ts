@@ -54,6 +54,10 @@ export interface AuthResponse {
   authenticator_scanner_image?: string;
   /** TOTP enrolment: single-use recovery codes, shown this once. */
   authenticator_recovery_codes?: string[];
+  /** Login answered with a passkey challenge (second factor) instead of tokens. */
+  should_show_passkey_screen?: boolean;
+  /** The passkey challenge's options for `navigator.credentials.get()` (with `should_show_passkey_screen`). */
+  passkey_options?: Record<string, unknown>;
 }
 
 /** A new session cookie the wire layer must set (token shown once). */
@@ -82,10 +86,20 @@ export interface UserPrincipal {
   readonly claims?: Readonly<Record<string, unknown>>;
 }
 
+/** A registered service account calling with its client_credentials token or an API key. */
+export interface ServiceAccountPrincipal {
+  readonly kind: 'service_account';
+  readonly clientId: string;
+  /** `service_account:<clientId>`. */
+  readonly subject: string;
+  readonly roles: readonly string[];
+  readonly claims?: Readonly<Record<string, unknown>>;
+}
+
 /** Who calls: the resolved principal plus raw credentials (for cookie-based operations). */
 export interface AuthCallContext {
-  /** A user principal, or a super-admin marker for admin-trusted calls. */
-  principal?: UserPrincipal | { readonly kind: 'super_admin' } | { readonly kind: 'anonymous' };
+  /** A user or service-account principal, or a super-admin marker for admin-trusted calls. */
+  principal?: UserPrincipal | ServiceAccountPrincipal | { readonly kind: 'super_admin' } | { readonly kind: 'anonymous' };
   /** The session cookie the request carried (host cookie first, then domain cookie). */
   sessionCookie?: string | undefined;
   /** The bearer token the request carried. */

@@ -34,6 +34,8 @@ export interface SessionRecord {
   auth_time: number;
   /** Authentication method references (RFC 8176) when a second factor was proven, e.g. `['pwd', 'otp', 'mfa']`. */
   amr?: string[];
+  /** The registered OAuth client the session's tokens were issued to (absent: the `--client-id` client or a first-party login). */
+  client_id?: string;
   /** Hash of the current cookie token. */
   cookie_hash: string;
   /** Milliseconds since the epoch when the session was created. */

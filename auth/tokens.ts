@@ -23,6 +23,8 @@ import {
   type JWTPayload,
 } from 'jose';
 import { LatchkeyError } from '../engine/errors.ts';
+import { CLIENT_ASSERTION_ALGORITHMS } from './client_store.ts';
+import { DPOP_ALGORITHMS } from './dpop.ts';
 
 /** The signing algorithms of `--jwt-type`. */
 export const JWT_ALGORITHMS = [
@@ -185,7 +187,7 @@ export class TokenService {
    * `iss`, `aud`, `sub`, `iat`, `exp`, `jti` and `token_type` are set here and
    * override same-named extra claims.
    */
-  async sign(type: TokenType, sub: string, claims: Record<string, unknown>, ttlSeconds?: number): Promise<{ token: string; expiresAt: number; jti: string }> {
+  async sign(type: TokenType, sub: string, claims: Record<string, unknown>, ttlSeconds?: number, extraAudience: readonly string[] = []): Promise<{ token: string; expiresAt: number; jti: string }> {
     const iat = this.nowSeconds();
     const ttl = ttlSeconds ?? (type === 'refresh_token' ? this.refreshTokenTtl : this.accessTokenTtl);
     const exp = iat + ttl;
@@ -193,7 +195,8 @@ export class TokenService {
     const token = await new SignJWT({ ...claims, token_type: type })
       .setProtectedHeader({ alg: this.algorithm, kid: this.kid, typ: 'JWT' })
       .setIssuer(this.issuer)
-      .setAudience(this.audience)
+      // Extra audiences (RFC 8707 resource indicators) come after this server's own, which every token keeps.
+      .setAudience(extraAudience.length === 0 ? this.audience : [this.audience, ...extraAudience])
       .setSubject(sub)
       .setIssuedAt(iat)
       .setExpirationTime(exp)
@@ -290,8 +293,26 @@ export class TokenService {
     return { keys: this.#publicJwk === undefined ? [] : [{ ...this.#publicJwk }] };
   }
 
+  /**
+   * The protected-resource metadata of the server's own API (RFC 9728 §3):
+   * its resource identifier, the authorization server that issues its tokens
+   * (itself), the keys that verify them and how they are presented (the
+   * `Authorization` header: bearer access tokens and API keys).
+   */
+  protectedResourceMetadata(baseUrl: string): Record<string, unknown> {
+    const base = baseUrl.replace(/\/+$/, '');
+    return {
+      resource: base,
+      authorization_servers: [this.issuer],
+      jwks_uri: `${base}/.well-known/jwks.json`,
+      bearer_methods_supported: ['header'],
+      resource_signing_alg_values_supported: [this.algorithm],
+      resource_name: 'Latchkey API',
+    };
+  }
+
   /** The OpenID discovery document for a server at `baseUrl` (no trailing slash). */
-  openidConfiguration(baseUrl: string, options: { roleClaim?: string; pkcePlain?: boolean } = {}): Record<string, unknown> {
+  openidConfiguration(baseUrl: string, options: { roleClaim?: string; pkcePlain?: boolean; registration?: boolean } = {}): Record<string, unknown> {
     const base = baseUrl.replace(/\/+$/, '');
     return {
       issuer: this.issuer,
@@ -299,20 +320,31 @@ export class TokenService {
       token_endpoint: `${base}/oauth/token`,
       userinfo_endpoint: `${base}/userinfo`,
       revocation_endpoint: `${base}/oauth/revoke`,
+      pushed_authorization_request_endpoint: `${base}/oauth/par`,
+      device_authorization_endpoint: `${base}/oauth/device_authorization`,
+      // RFC 7591: only when dynamic registration is on (--oauth-registration-access-token).
+      ...(options.registration === true ? { registration_endpoint: `${base}/oauth/register` } : {}),
+      require_pushed_authorization_requests: false,
       introspection_endpoint: `${base}/oauth/introspect`,
       end_session_endpoint: `${base}/logout`,
       jwks_uri: `${base}/.well-known/jwks.json`,
       response_types_supported: ['code', 'token', 'id_token', 'id_token token', 'code id_token', 'code token', 'code id_token token'],
       response_modes_supported: ['query', 'fragment', 'form_post'],
-      grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials', 'implicit'],
+      grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials', 'implicit', 'urn:ietf:params:oauth:grant-type:token-exchange', 'urn:ietf:params:oauth:grant-type:device_code'],
       subject_types_supported: ['public'],
       id_token_signing_alg_values_supported: [this.algorithm],
-      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
-      revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
-      introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
+      // RFC 7523 client assertions: asymmetric algorithms only (the client's key is never shared with the server).
+      token_endpoint_auth_signing_alg_values_supported: [...CLIENT_ASSERTION_ALGORITHMS],
+      revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
+      revocation_endpoint_auth_signing_alg_values_supported: [...CLIENT_ASSERTION_ALGORITHMS],
+      introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt'],
+      introspection_endpoint_auth_signing_alg_values_supported: [...CLIENT_ASSERTION_ALGORITHMS],
       // Only what /authorize accepts: plain only with --enable-pkce-plain.
       code_challenge_methods_supported: options.pkcePlain === true ? ['S256', 'plain'] : ['S256'],
       authorization_response_iss_parameter_supported: true,
+      // RFC 9449 §5.1: DPoP proofs at the token endpoint (binding client_credentials tokens).
+      dpop_signing_alg_values_supported: [...DPOP_ALGORITHMS],
       scopes_supported: ['openid', 'email', 'profile', 'phone', 'offline_access'],
       claims_supported: [
         'iss',

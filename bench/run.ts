@@ -24,6 +24,7 @@ const SUITES: Record<string, string> = {
   server_path: './server_path.ts',
   openfga: './openfga_check.ts',
   auth: './auth.ts',
+  client_credentials: './client_credentials.ts',
   cluster: './cluster.ts',
   sql: './sql_targets.ts',
   footprint: './footprint.ts',

@@ -144,6 +144,67 @@ export interface ListObjectsResult {
   undecided?: UndecidedObject[];
 }
 
+/** Where a paged listing starts: the page size, and the token of the page before (none for the first page). */
+export interface ListPageOptions {
+  /** 1 to 1000 results (default 100). */
+  pageSize?: number;
+  /** The `continuationToken` of the page before; empty or omitted for the first page. */
+  continuationToken?: string;
+  /** For a first page: the store revision to read at (default: the current one); ignored with a token, which pins its own. */
+  atRevision?: number;
+  /**
+   * Milliseconds the page may take (1 to 600,000; none: no limit). A walk not
+   * computed by then is answered with no results, `deadlineExceeded`, and a
+   * token that resumes at the same place; the walk goes on computing, so the
+   * next page from this engine finds it ready.
+   */
+  deadlineMs?: number;
+}
+
+/**
+ * One page of a paged listing. Every page of a walk answers at the revision
+ * the first page read (`revision`), with the model version it used; the
+ * pages of a walk, joined, are exactly the answer at that revision, sorted,
+ * each result once. `continuationToken` is empty on the last page.
+ */
+export interface ListObjectsPage {
+  objects: string[];
+  continuationToken: string;
+  revision: number;
+  /** How many results the whole walk has (unknown when the page stopped for its deadline). */
+  total?: number;
+  /** True when the page stopped for its deadline before the walk was computed: no results, and the token to resume. */
+  deadlineExceeded?: true;
+  /** With `reportUndecided`, on the first page only: the objects whose conditions lacked parameters. */
+  undecided?: UndecidedObject[];
+}
+
+/** One page of ListUsers (see {@link ListObjectsPage}). */
+export interface ListUsersPage {
+  users: string[];
+  continuationToken: string;
+  revision: number;
+  /** How many results the whole walk has (unknown when the page stopped for its deadline). */
+  total?: number;
+  /** True when the page stopped for its deadline before the walk was computed: no results, and the token to resume. */
+  deadlineExceeded?: true;
+}
+
+/** Which relations of `object`'s type does `user` hold on `object`? */
+export interface ListRelationsRequest extends QueryOptions {
+  user: string;
+  /** `type:id`. */
+  object: string;
+  /** Only these relations of the type (each must exist); every relation of the type when omitted. */
+  relations?: string[];
+}
+
+/** The relations held, in the model's order; `undecided`: those whose condition lacked parameters in `context` (never in `relations`). */
+export interface ListRelationsResult {
+  relations: string[];
+  undecided: Array<{ relation: string; missingParameters: string[] }>;
+}
+
 /** Which users matching the filter hold `relation` on `object`? */
 export interface ListUsersRequest extends QueryOptions {
   object: string;

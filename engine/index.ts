@@ -31,8 +31,10 @@ import { type ParsedUser, parseObject, show, tryParseObject, tryParseUser } from
 import { FGA_CODES, validateTupleForWrite } from './validation.ts';
 import { validateExpiry } from './expiry.ts';
 import { CheckPath, type FreshnessHint, type Prepared, invalid, plainTuple } from './check/check_path.ts';
-import { OPTION_RANGES, type BatchCheckResult, type CheckRequest, type CheckResult, type EngineOptions, type ExpandRequest, type ExpandResult, type Limits, type ListObjectsRequest, type ListObjectsResult, type ListUsersRequest, type UndecidedObject, type ListUsersResult, type ModelInput, type QueryOptions, type ReadRequest, type ReadResult, type WriteRequest } from './engine_types.ts';
+import { OPTION_RANGES, type BatchCheckResult, type CheckRequest, type CheckResult, type EngineOptions, type ExpandRequest, type ExpandResult, type Limits, type ListObjectsRequest, type ListObjectsResult, type ListObjectsPage, type ListPageOptions, type ListUsersPage, type ListRelationsRequest, type ListRelationsResult, type ListUsersRequest, type UndecidedObject, type ListUsersResult, type ModelInput, type QueryOptions, type ReadRequest, type ReadResult, type WriteRequest } from './engine_types.ts';
 import { listObjectIds } from './list_objects.ts';
+import { SnapshotStore } from './snapshot_store.ts';
+import { byCodeUnits, decodeListPosition, encodeListPosition, indexAfter, listPageSize, questionDigest } from './list_pages.ts';
 import { type UserFilter, listUsers } from './list_users.ts';
 import { expandRewrite } from './expand.ts';
 import { type CheckOutcome, type ExplainResult, explainCheck } from './explain.ts';
@@ -76,6 +78,10 @@ export class Engine {
   readonly #now: () => number;
   /** Engines of other stores made by {@link Engine.forStore} without a resolver, by store id. */
   readonly #views = new Map<string, Engine>();
+  /** Complete answers of paged listings, by store, model, revision and question: immutable, since a revision's data is. */
+  readonly #walks = new Map<string, { items: string[]; undecided: UndecidedObject[] | undefined }>();
+  /** Walks being computed, by the same key: a page that stopped for its deadline, and the next one, share one computation. */
+  readonly #computing = new Map<string, Promise<{ items: string[]; undecided: UndecidedObject[] | undefined }>>();
 
   /**
    * Validates `options` (unknown keys and out-of-range values are
@@ -667,6 +673,194 @@ export class Engine {
     if (undecided === undefined) return { objects, truncated };
     undecided.sort((a, b) => (a.object < b.object ? -1 : a.object > b.object ? 1 : 0));
     return { objects, truncated, undecided };
+  }
+
+  /**
+   * ListObjects in pages: the answer of {@link listObjects} at one store
+   * revision, cut into sorted pages. The first page pins the current revision
+   * (or `atRevision`) and the model version; every later page, given the
+   * token of the page before, continues right after the last object
+   * returned, at that revision, whatever was written since: no object twice,
+   * none missed. Not capped by `listObjectsMaxResults` (up to 100,000
+   * results; beyond, `failed_precondition`, reason `listing_too_large`).
+   * Errors: ListObjects', and `invalid_argument` (reason
+   * `invalid_continuation_token`) for a token of another question;
+   * `failed_precondition` (reason `continuation_token_expired`) when the
+   * store changed too much since the first page to rebuild that revision.
+   */
+  async listObjectsPage(req: ListObjectsRequest, page: ListPageOptions = {}): Promise<ListObjectsPage> {
+    if (req === null || typeof req !== 'object') throw invalid('list objects request must be an object', { reason: 'invalid_list_objects_input' });
+    const question = ['objects', req.user, req.relation, req.type, req.context ?? null, req.contextualTuples ?? null, req.reportUndecided === true];
+    const out = await this.#page(question, req.modelId, page, (view, modelId) =>
+      view.listObjects({ ...req, modelId, consistency: 'higher_consistency' }).then((r) => ({ items: r.objects, truncated: r.truncated, undecided: r.undecided })),
+    );
+    const result: ListObjectsPage = { objects: out.items, continuationToken: out.continuationToken, revision: out.revision };
+    if (out.total !== undefined) result.total = out.total;
+    if (out.deadlineExceeded) result.deadlineExceeded = true;
+    if (req.reportUndecided === true) result.undecided = out.undecided ?? [];
+    return result;
+  }
+
+  /** ListUsers in pages, as {@link listObjectsPage} pages ListObjects (`listUsersMaxResults` aside). */
+  async listUsersPage(req: ListUsersRequest, page: ListPageOptions = {}): Promise<ListUsersPage> {
+    if (req === null || typeof req !== 'object') throw invalid('list users request must be an object', { reason: 'invalid_list_users_input' });
+    const question = ['users', req.object, req.relation, req.userFilters ?? null, req.context ?? null, req.contextualTuples ?? null];
+    const out = await this.#page(question, req.modelId, page, (view, modelId) =>
+      view.listUsers({ ...req, modelId, consistency: 'higher_consistency' }).then((r) => ({ items: r.users, truncated: r.truncated, undecided: undefined })),
+    );
+    const result: ListUsersPage = { users: out.items, continuationToken: out.continuationToken, revision: out.revision };
+    if (out.total !== undefined) result.total = out.total;
+    if (out.deadlineExceeded) result.deadlineExceeded = true;
+    return result;
+  }
+
+  /**
+   * One page of a walk: the complete answer at the walk's revision (from
+   * the walk cache, or computed by an uncapped engine over a
+   * {@link SnapshotStore} at that revision with the plain evaluator, so that
+   * no cache or mirror of the current data answers), then the page after the
+   * token's position.
+   */
+  async #page(
+    question: unknown[],
+    modelId: string | undefined,
+    page: ListPageOptions,
+    run: (view: Engine, modelId: string) => Promise<{ items: string[]; truncated: boolean; undecided: UndecidedObject[] | undefined }>,
+  ): Promise<{ items: string[]; continuationToken: string; revision: number; total?: number; deadlineExceeded?: boolean; undecided: UndecidedObject[] | undefined }> {
+    if (page === null || typeof page !== 'object') throw invalid('page options must be an object', { reason: 'invalid_page_size' });
+    const size = listPageSize(page.pageSize);
+    const deadline = page.deadlineMs;
+    if (deadline !== undefined && (!Number.isInteger(deadline) || deadline < 1 || deadline > 600_000)) throw invalid('deadlineMs must be an integer from 1 to 600000', { reason: 'invalid_option' });
+    const digest = questionDigest(question);
+    const token = page.continuationToken === undefined || page.continuationToken === '' ? undefined : decodeListPosition(page.continuationToken, digest);
+    let revision: number;
+    let model: string;
+    if (token !== undefined) {
+      revision = token.r;
+      model = token.m;
+    } else {
+      if (page.atRevision !== undefined && (!Number.isSafeInteger(page.atRevision) || page.atRevision < 0)) throw invalid('atRevision must be a store revision', { reason: 'invalid_consistency_token' });
+      revision = page.atRevision ?? (await this.#store.revision());
+      model = (await this.#typesystem(modelId)).id;
+    }
+    const key = `${this.storeId}\u0000${model}\u0000${revision}\u0000${digest}`;
+    let walk = this.#walks.get(key);
+    if (walk === undefined) {
+      let computing = this.#computing.get(key);
+      if (computing === undefined) {
+        computing = this.#walk(revision, model, run);
+        this.#computing.set(key, computing);
+        computing.then(
+          (w) => {
+            this.#computing.delete(key);
+            if (this.#walks.size >= 16) this.#walks.delete(this.#walks.keys().next().value as string);
+            this.#walks.set(key, w);
+          },
+          () => this.#computing.delete(key),
+        );
+      }
+      if (deadline === undefined) walk = await computing;
+      else {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const late = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, deadline, undefined)));
+        try {
+          walk = await Promise.race([computing, late]);
+        } finally {
+          clearTimeout(timer);
+        }
+        if (walk === undefined) {
+          // Stopped for the deadline: nothing returned, the token resumes at the same place (the computation goes on).
+          return {
+            items: [],
+            continuationToken: encodeListPosition({ r: revision, m: model, q: digest, a: token?.a ?? '' }),
+            revision,
+            deadlineExceeded: true,
+            undecided: [],
+          };
+        }
+      }
+    }
+    const start = token === undefined ? 0 : indexAfter(walk.items, token.a);
+    const items = walk.items.slice(start, start + size);
+    const more = start + items.length < walk.items.length;
+    return {
+      items,
+      continuationToken: more ? encodeListPosition({ r: revision, m: model, q: digest, a: items[items.length - 1]! }) : '',
+      revision,
+      total: walk.items.length,
+      undecided: token === undefined ? walk.undecided : [],
+    };
+  }
+
+  /** The complete answer of a walk at `revision` (see {@link #page}). */
+  async #walk(
+    revision: number,
+    model: string,
+    run: (view: Engine, modelId: string) => Promise<{ items: string[]; truncated: boolean; undecided: UndecidedObject[] | undefined }>,
+  ): Promise<{ items: string[]; undecided: UndecidedObject[] | undefined }> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const snapshot = await SnapshotStore.at(this.#store, revision, this.#now);
+      const view = new Engine({ ...this.#limits, listObjectsMaxResults: 100_000, listUsersMaxResults: 100_000, store: snapshot, resolver: new LocalChecker(), now: this.#now });
+      const r = await run(view, model);
+      // A delete committed while the snapshot was read may have hidden a tuple of the revision: read again.
+      if (!(await snapshot.settled())) continue;
+      if (r.truncated) throw new LatchkeyError('failed_precondition', 'the answer has more than 100,000 results; narrow the question', { reason: 'listing_too_large' });
+      return { items: [...r.items].sort(byCodeUnits), undecided: r.undecided };
+    }
+    throw new LatchkeyError('aborted', 'the store changed during the listing; retry', { reason: 'listing_conflict' });
+  }
+
+  /**
+   * ListRelations: the relations of `object`'s type that `user` holds on
+   * `object`, in the model's order: one Check per relation, batched (so the
+   * checks share sub-problem results). A relation whose Check fails only for
+   * a condition's missing parameters is not held; it is reported in
+   * `undecided`. Any other Check error fails the call (never a partial
+   * answer). Errors: invalid object or user (2000), unknown type
+   * (`type_not_found`, 2021), an unknown relation in `relations`
+   * (`relation_not_found`, 2022), and Check's own.
+   */
+  async listRelations(req: ListRelationsRequest): Promise<ListRelationsResult> {
+    if (req === null || typeof req !== 'object') throw invalid('list relations request must be an object', { reason: 'invalid_list_relations_input' });
+    const ts = await this.#typesystem(req.modelId);
+    const object = parseObject(req.object);
+    if (!ts.hasType(object.type)) throw invalid(`type '${object.type}' not found`, { reason: 'type_not_found', code: FGA_CODES.type_not_found });
+    const all = [...ts.relationsOf(object.type).keys()];
+    let wanted = all;
+    if (req.relations !== undefined) {
+      if (!Array.isArray(req.relations)) throw invalid('relations must be a list', { reason: 'invalid_list_relations_input' });
+      for (const r of req.relations) {
+        if (typeof r !== 'string' || ts.rewrite(object.type, r) === undefined) {
+          throw invalid(`relation '${object.type}#${show(r)}' not found`, { reason: 'relation_not_found', code: FGA_CODES.relation_not_found });
+        }
+      }
+      const asked = new Set(req.relations);
+      wanted = all.filter((r) => asked.has(r));
+    }
+    const base: QueryOptions = {};
+    if (req.contextualTuples !== undefined) base.contextualTuples = req.contextualTuples;
+    if (req.context !== undefined) base.context = req.context;
+    if (req.consistency !== undefined) base.consistency = req.consistency;
+    if (req.atLeastRevision !== undefined) base.atLeastRevision = req.atLeastRevision;
+    const relations: string[] = [];
+    const undecided: ListRelationsResult['undecided'] = [];
+    const step = this.#limits.maxChecksPerBatch;
+    for (let i = 0; i < wanted.length; i += step) {
+      const chunk = wanted.slice(i, i + step);
+      const results = await this.batchCheck(chunk.map((relation) => ({ ...base, user: req.user, relation, object: req.object })), { modelId: ts.id });
+      for (const [j, r] of results.entries()) {
+        const relation = chunk[j]!;
+        if (r.error === undefined) {
+          if (r.allowed) relations.push(relation);
+        } else if (r.error.reason === 'missing_condition_parameters') {
+          const missing = (r.error.details as { missing?: unknown } | undefined)?.missing;
+          undecided.push({ relation, missingParameters: Array.isArray(missing) ? missing.map(String) : [] });
+        } else {
+          throw r.error;
+        }
+      }
+    }
+    return { relations, undecided };
   }
 
   /**

@@ -93,9 +93,10 @@ export const PACKAGES: PackageSpec[] = [
     extraEntries: ['cmd/cli', 'cmd/dsl_command', 'cmd/fga_command'],
     assets: ['api/latchkey.proto', 'transports/web/dashboard/page.html', 'transports/web/dashboard/page.css', 'transports/web/dashboard/page.js'],
     external: ENGINE_EXTERNAL,
-    // Loaded by name, not imported: the database drivers (by sequelize) and the playground's browser builds (served as files);
-    // fast-check, the engine's optional peer that `latchkey fga test` properties and `fga diff` need through `@latchkey/engine/testing`.
-    extraDependencies: ['pg', 'mysql2', 'graphiql', 'react', 'react-dom', 'fast-check'],
+    // Loaded by name, not imported: the database drivers (by sequelize), the playground's browser builds (served as files)
+    // and the WebAuthn browser build (inlined in /app); fast-check, the engine's optional peer that `latchkey fga test`
+    // properties and `fga diff` need through `@latchkey/engine/testing`.
+    extraDependencies: ['pg', 'mysql2', 'graphiql', 'react', 'react-dom', '@simplewebauthn/browser', 'fast-check'],
     bin: { latchkey: 'bin/latchkey.js' },
     generated: {
       'bin/latchkey.js': "#!/usr/bin/env node\n// The `latchkey` command. The compile cache keeps compiled modules between runs (see the repository's bin/latchkey.js).\nimport { enableCompileCache } from 'node:module';\n\nenableCompileCache?.();\nconst { main } = await import('../cmd/cli.js');\nconst status = await main(process.argv.slice(2));\nprocess.exit(status);\n",

@@ -40,7 +40,7 @@ export function adminSecretAuthenticator(adminSecret: string, disabled: boolean)
 
 /** True when the request carries any credential (bearer token, cookie or admin secret). */
 export function hasCredentials(c: Credentials): boolean {
-  if (c.bearer !== undefined || c.adminSecret !== undefined) return true;
+  if (c.bearer !== undefined || c.adminSecret !== undefined || c.apiKey !== undefined) return true;
   for (const _ in c.cookies) return true;
   return false;
 }

@@ -32,6 +32,15 @@ export type Principal =
       readonly claims?: Readonly<Record<string, unknown>>;
     }
   | {
+      /** A registered service account: by its client_credentials access token or an API key. */
+      readonly kind: 'service_account';
+      readonly clientId: string;
+      /** The FGA subject, always `service_account:<clientId>`. */
+      readonly subject: string;
+      readonly roles: readonly string[];
+      readonly claims?: Readonly<Record<string, unknown>>;
+    }
+  | {
       readonly kind: 'super_admin';
       /** How the super-admin proved itself. */
       readonly via: 'admin_secret_header' | 'admin_cookie';
@@ -50,6 +59,14 @@ export interface Credentials {
   readonly cookies: Readonly<Record<string, string>>;
   /** The `x-service-admin-secret` header / metadata value. */
   readonly adminSecret?: string;
+  /** The `x-api-key` header / metadata value. */
+  readonly apiKey?: string;
+  /**
+   * Set when the token came as `Authorization: DPoP <token>` (RFC 9449 §7.1):
+   * the `DPoP` proof header, and the request's method and path, which the
+   * proof must name. Absent for `Bearer` and on gRPC.
+   */
+  readonly dpop?: { readonly proof: string | undefined; readonly method: string; readonly path: string };
 }
 
 /** Attributes of a cookie a handler sets. `path` defaults to `/`, `httpOnly` to true. */
@@ -125,6 +142,7 @@ export function parseCookieHeader(header: string | undefined): Record<string, st
 }
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
+const DPOP_SCHEME = /^DPoP\s+(\S+)\s*$/i;
 
 /** The token of an `Authorization: Bearer …` header, or undefined when it is not of the Bearer scheme. */
 export function bearerToken(authorization: string): string | undefined {
@@ -157,18 +175,29 @@ export function extractCredentials(
     authorization?: string | undefined;
     cookie?: string | undefined;
     adminSecret?: string | undefined;
+    apiKey?: string | undefined;
+    /** The `DPoP` header, method and path of an HTTP request. */
+    dpop?: { proof: string | undefined; method: string; path: string } | undefined;
   },
   memo?: BearerMemo,
 ): Credentials {
-  const creds: { bearer?: string; cookies: Record<string, string>; adminSecret?: string } = {
+  const creds: { bearer?: string; cookies: Record<string, string>; adminSecret?: string; apiKey?: string; dpop?: NonNullable<Credentials['dpop']> } = {
     cookies: parseCookieHeader(headers.cookie),
   };
   const auth = headers.authorization;
   if (auth !== undefined) {
     const bearer = memo === undefined ? bearerToken(auth) : memo.of(auth);
     if (bearer !== undefined) creds.bearer = bearer;
+    else if (headers.dpop !== undefined) {
+      const bound = DPOP_SCHEME.exec(auth)?.[1];
+      if (bound !== undefined) {
+        creds.bearer = bound;
+        creds.dpop = headers.dpop;
+      }
+    }
   }
   if (headers.adminSecret !== undefined) creds.adminSecret = headers.adminSecret;
+  if (headers.apiKey !== undefined && headers.apiKey !== '') creds.apiKey = headers.apiKey;
   return creds;
 }
 
@@ -286,6 +315,8 @@ export interface HttpRouteRequest {
   /** Set when the body could not be read (malformed, too large, other media type); `body` is then empty. */
   readonly bodyError?: LatchkeyError | undefined;
   readonly authorization?: string | undefined;
+  /** The `DPoP` header (RFC 9449): a proof of possession of the key a token is bound to. */
+  readonly dpop?: string | undefined;
   readonly cookies: Readonly<Record<string, string>>;
   readonly requestId: string;
   readonly clientIp: string;

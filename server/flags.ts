@@ -160,6 +160,10 @@ export const FLAGS = {
       doc: 'Response mode of /authorize when the request names none',
       default: 'query',
     }),
+    'oauth-registration-access-token': str({
+      doc: 'Turns on dynamic client registration (RFC 7591) at POST /oauth/register, for callers presenting this initial access token as a bearer token; unset (the default): registration is off',
+      secret: true,
+    }),
     'enable-pkce-plain': bool({
       doc: 'For legacy clients only: accept PKCE code_challenge_method=plain and take an absent method as plain (RFC 7636); off, /authorize accepts S256 only (OAuth 2.1, ASVS 10.4.6)',
       default: false,
@@ -201,6 +205,14 @@ export const FLAGS = {
     'bcrypt-cost': int({ doc: 'bcrypt cost (log2 rounds) of password hashes', default: 10, min: 10, max: 15 }),
     'access-token-expires-in': int({ doc: 'Lifetime of access and id tokens, in seconds', default: 1800, min: 60, max: 86_400 }),
     'refresh-token-expires-in': int({ doc: 'Lifetime of refresh tokens and sessions, in seconds', default: 2_592_000, min: 300, max: 31_536_000 }),
+  })),
+  ...group('Passkeys (WebAuthn)', () => ({
+    'enable-passkeys': bool({ doc: 'Allow passkeys: sign-up without a password, sign-in (usernameless or with an email), a passkey as the second factor, adding passkeys to an account', default: false }),
+    'webauthn-rp-id': str({ doc: 'Relying party ID: the domain passkeys are scoped to, equal to or a parent of every origin\'s host (default: the host of --url)', default: '' }),
+    'webauthn-rp-name': str({ doc: 'Relying party name shown by authenticators when a passkey is made (default: --organization-name)', default: '' }),
+    'webauthn-origins': list({ doc: 'Origins a passkey ceremony may come from, exact (scheme, host, port) (default: the origin of --url)', default: [] }),
+    'webauthn-attestation': oneOf(['none', 'direct'], { doc: 'Attestation asked of authenticators: none, or direct (an attestation statement is required and verified)', default: 'none' }),
+    'webauthn-require-user-verification': bool({ doc: 'Refuse a passkey answer whose authenticator did not verify the user (PIN or biometric); off, user verification is preferred', default: false }),
   })),
   ...group('Cookies', () => ({
     'app-cookie-secure': bool({ doc: 'Mark the app session cookies Secure', default: true }),
@@ -452,6 +464,29 @@ function crossChecks(c: Record<string, unknown>, raw: Record<string, string[]>, 
     if (!/^[a-z][a-z0-9_]{0,63}$/.test(r) || ['owner', 'admin', 'member', 'organization'].includes(r) || r.startsWith('can_'))
       problems.push(`--organization-roles: "${r}" must be a lower-case relation name that is not owner, admin, member, organization or can_*`);
   }
+  if (c.enablePasskeys) {
+    const rp = relyingPartyOf(c as unknown as Config);
+    if (!/^[a-z0-9.-]+$/i.test(rp.rpId)) problems.push(`--webauthn-rp-id must be a host name, got "${rp.rpId}"`);
+    // WebAuthn §5.1.4.1: an RP ID is a domain; browsers refuse an IP address (so would every ceremony).
+    else if (/^[0-9.]+$/.test(rp.rpId)) problems.push(`--webauthn-rp-id must be a domain name, not an IP address ("${rp.rpId}"): set --url to the server's public URL, or --webauthn-rp-id`);
+    for (const origin of rp.origins) {
+      let url: URL | undefined;
+      try {
+        url = new URL(origin);
+      } catch {
+        url = undefined;
+      }
+      if (url === undefined || url.origin !== origin) {
+        problems.push(`--webauthn-origins: "${origin}" is not an origin (scheme://host[:port])`);
+        continue;
+      }
+      // WebAuthn §5.1.4.1: the RP ID is the origin's host or a registrable suffix of it; a secure context (https, or localhost).
+      if (url.hostname !== rp.rpId && !url.hostname.endsWith(`.${rp.rpId}`)) problems.push(`--webauthn-origins: "${origin}" is not within --webauthn-rp-id ${rp.rpId}`);
+      if (url.protocol !== 'https:' && !(url.protocol === 'http:' && (url.hostname === 'localhost' || url.hostname.endsWith('.localhost')))) {
+        problems.push(`--webauthn-origins: "${origin}" must be https (or http on localhost)`);
+      }
+    }
+  }
   if (c.smsApiUrl && !/^https?:\/\/[^/]/.test(c.smsApiUrl as string)) problems.push('--sms-api-url must be an http(s) URL');
   const smsVendor = Boolean(c.smsAccountSid && c.smsApiKey && c.smsApiSecret && c.smsSender);
   if (c.enableMfa && c.enableSmsOtp && !smsVendor)
@@ -619,4 +654,27 @@ export function issuerOf(c: Pick<Config, 'url' | 'host' | 'httpPort'>): string {
   if (url) return url.replace(/\/+$/, '');
   const host = c.host === '0.0.0.0' || c.host === '::' ? 'localhost' : c.host;
   return `http://${host}:${c.httpPort}`;
+}
+
+/**
+ * The passkeys relying party from the flags: `--webauthn-rp-id` (default: the
+ * host of the server URL), `--webauthn-rp-name` (default:
+ * `--organization-name`), `--webauthn-origins` (default: the server URL's
+ * origin), attestation and user verification.
+ */
+export function relyingPartyOf(c: Pick<Config, 'url' | 'host' | 'httpPort' | 'organizationName' | 'webauthnRpId' | 'webauthnRpName' | 'webauthnOrigins' | 'webauthnAttestation' | 'webauthnRequireUserVerification'>): {
+  rpId: string;
+  rpName: string;
+  origins: string[];
+  attestation: 'none' | 'direct';
+  requireUserVerification: boolean;
+} {
+  const base = new URL(issuerOf(c));
+  return {
+    rpId: c.webauthnRpId || base.hostname,
+    rpName: c.webauthnRpName || c.organizationName || 'Latchkey',
+    origins: c.webauthnOrigins.length > 0 ? [...c.webauthnOrigins] : [base.origin],
+    attestation: c.webauthnAttestation,
+    requireUserVerification: c.webauthnRequireUserVerification,
+  };
 }

@@ -371,9 +371,14 @@ export const ADMIN_OPERATIONS = [
       object: s.string({ minLength: 1 }),
       relation: s.string({ minLength: 1 }),
       user_type: s.string({ minLength: 1 }),
+      page_size: s.optional(s.int({ min: 1, max: 1000, doc: 'Users per page (1 to 1000): every page of a walk answers at the revision of its first page, with no user twice and none missed' })),
+      continuation_token: s.optional(s.string({ maxLength: 4096, doc: 'The continuation_token of the page before' })),
     }, { graphql: { name: 'FgaListUsersInput' } }),
-    output: s.object('FgaListUsersResponse', { users: s.list(s.string()) }),
-    doc: 'Users of a type holding a relation on an object (admin-only: it reveals the access graph).',
+    output: s.object('FgaListUsersResponse', {
+      users: s.list(s.string()),
+      continuation_token: s.string({ doc: 'Continues the listing from where this page stopped (empty when it is complete)' }),
+    }, { graphql: { nullable: ['continuation_token'] } }),
+    doc: 'Users of a type holding a relation on an object (admin-only: it reveals the access graph), in pages with page_size and continuation_token; without page_size the whole answer, or its first 1000 users and a token beyond the list limit.',
   }),
   defineOperation({
     ...admin('fga_expand', 'POST', '/v1/admin/fga/expand', 'FgaExpand'),

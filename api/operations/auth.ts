@@ -27,8 +27,10 @@ export const AUTH_RESPONSE = s.object(
     authenticator_uri: s.optional(s.string({ doc: 'TOTP enrolment: the otpauth:// URI of the secret (what a QR code encodes)' })),
     authenticator_recovery_codes: s.optional(s.list(s.string(), { doc: 'TOTP enrolment: single-use recovery codes, shown this once' })),
     authenticator_scanner_image: s.optional(s.string({ doc: 'TOTP enrolment: the QR code of authenticator_uri as a base64 data URL (GIF)' })),
+    should_show_passkey_screen: s.optional(s.bool({ doc: 'Login answered with a passkey challenge (second factor, verify_passkey) instead of tokens' })),
+    passkey_options: s.optional(s.json({ doc: 'With should_show_passkey_screen: the options for navigator.credentials.get()' })),
   },
-  { doc: 'The result of signup, login and session', graphql: { nullableItems: ['authenticator_recovery_codes'] } },
+  { doc: 'The result of signup, login and session', graphql: { nullableItems: ['authenticator_recovery_codes'], scalars: { passkey_options: 'Map' } } },
 );
 
 /** `{relation, object}` pairs that must all hold for the caller (checked through FGA). */

@@ -15,16 +15,20 @@ import { MFA_OPERATIONS } from './mfa.ts';
 import { PERMISSION_OPERATIONS } from './permissions.ts';
 import { VERIFICATION_OPERATIONS } from './verification.ts';
 import { ORGANIZATION_OPERATIONS } from './organizations.ts';
+import { PASSKEY_OPERATIONS } from './passkeys.ts';
+import { REGISTRY_OPERATIONS } from './clients.ts';
 
 /** Any row of the table, with its own name and shapes. */
 export type OperationRow =
   | (typeof META_OPERATIONS)[number]
   | (typeof AUTH_OPERATIONS)[number]
   | (typeof MFA_OPERATIONS)[number]
+  | (typeof PASSKEY_OPERATIONS)[number]
   | (typeof VERIFICATION_OPERATIONS)[number]
   | (typeof PERMISSION_OPERATIONS)[number]
   | (typeof ADMIN_OPERATIONS)[number]
-  | (typeof ORGANIZATION_OPERATIONS)[number];
+  | (typeof ORGANIZATION_OPERATIONS)[number]
+  | (typeof REGISTRY_OPERATIONS)[number];
 
 /** The wire names of every operation. */
 export type OperationName = OperationRow['name'];
@@ -33,15 +37,19 @@ export const OPERATIONS: readonly OperationRow[] = checkTable<OperationRow>([
   ...META_OPERATIONS,
   ...AUTH_OPERATIONS,
   ...MFA_OPERATIONS,
+  ...PASSKEY_OPERATIONS,
   ...VERIFICATION_OPERATIONS,
   ...PERMISSION_OPERATIONS,
   ...ADMIN_OPERATIONS,
   ...ORGANIZATION_OPERATIONS,
+  ...REGISTRY_OPERATIONS,
 ]);
 
-export { META_OPERATIONS, AUTH_OPERATIONS, MFA_OPERATIONS, VERIFICATION_OPERATIONS, PERMISSION_OPERATIONS, ADMIN_OPERATIONS, ORGANIZATION_OPERATIONS };
+export { META_OPERATIONS, AUTH_OPERATIONS, MFA_OPERATIONS, PASSKEY_OPERATIONS, VERIFICATION_OPERATIONS, PERMISSION_OPERATIONS, ADMIN_OPERATIONS, ORGANIZATION_OPERATIONS, REGISTRY_OPERATIONS };
+export { CLIENT, API_KEY } from './clients.ts';
 export { ALL_PROTOCOLS, defineOperation, graphqlName, graphqlArg, grpcService, checkTable } from './types.ts';
 export type { AnyOperation, Operation, OperationAuth, Protocol } from './types.ts';
 export { META } from './meta.ts';
 export { AUTH_RESPONSE, REQUIRED_RELATION } from './auth.ts';
+export { PASSKEY } from './passkeys.ts';
 export * from './admin_shapes.ts';

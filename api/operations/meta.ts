@@ -33,6 +33,7 @@ export const META = s.object(
     is_email_otp_mfa_enabled: s.bool(),
     is_sms_otp_mfa_enabled: s.bool(),
     is_mfa_enforced: s.bool(),
+    is_passkey_enabled: s.bool({ doc: 'Passkeys (WebAuthn) sign-up, sign-in and second factor (--enable-passkeys)' }),
   },
   { doc: 'Server feature flags and provider availability' },
 );

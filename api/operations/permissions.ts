@@ -98,11 +98,13 @@ export const PERMISSION_OPERATIONS = [
       user: SUBJECT,
       context: CONTEXT,
       consistency_token: CONSISTENCY_TOKEN,
+      page_size: s.optional(s.int({ min: 1, max: 1000, doc: 'Entries per page (1 to 1000): every page of a walk answers at the revision of its first page, with no entry twice and none missed' })),
+      continuation_token: s.optional(s.string({ maxLength: 4096, doc: 'The continuation_token of the page before' })),
     }, { graphql: { name: 'ListPermissionsInput' } }),
     output: s.object('ListPermissionsResponse', {
       objects: s.list(s.string()),
       permissions: s.list(s.object('Permission', { object: s.string(), relation: s.string() })),
-      truncated: s.bool({ doc: 'True when the result was capped at 1000 entries and more exist' }),
+      truncated: s.bool({ doc: 'True when more entries exist than this page holds (kept for clients that predate continuation_token)' }),
       // After truncated: protobuf field numbers follow this order, and the existing fields keep theirs.
       undecided_permissions: s.list(
         s.object('UndecidedPermission', {
@@ -112,7 +114,27 @@ export const PERMISSION_OPERATIONS = [
         }),
         { doc: 'Grants behind a condition that lacked parameters in context (or no context was given): neither allowed nor listed in permissions; call again with those parameters in context to decide them' },
       ),
+      continuation_token: s.string({ doc: 'Continues the listing from where this page stopped (empty when it is complete); truncated is true exactly when it is not empty' }),
+    }, { graphql: { nullable: ['continuation_token'] } }),
+    doc: 'Every (object, relation) the subject holds, narrowed by relation and object_type, in pages (page_size, continuation_token; 1000 entries without page_size) that answer at the revision of the first page. A grant whose condition lacks parameters in context is not listed but reported in undecided_permissions.',
+  }),
+  defineOperation({
+    name: 'list_relations',
+    admin: false,
+    kind: 'query',
+    auth: 'user',
+    rest: { method: 'POST', path: '/v1/list_relations' },
+    grpc: { method: 'ListRelations' },
+    protocols: ALL_PROTOCOLS,
+    input: s.object('ListRelationsRequest', {
+      object: s.string({ minLength: 1, maxLength: 256, doc: '`type:id`' }),
+      user: SUBJECT,
+      context: CONTEXT,
+      consistency_token: CONSISTENCY_TOKEN,
+    }, { graphql: { name: 'ListRelationsInput' } }),
+    output: s.object('ListRelationsResponse', {
+      relations: s.list(s.string(), { doc: "The relations of the object's type the subject holds on it, in the model's order" }),
     }),
-    doc: 'Every (object, relation) the subject holds, narrowed by relation and object_type; capped at 1000 with truncated. A grant whose condition lacks parameters in context is not listed but reported in undecided_permissions.',
+    doc: "Every relation the caller (or, for a super-admin, `user`) holds on `object` (\"what may I do here\"). A relation behind a condition whose parameters `context` lacks is not listed.",
   }),
 ] as const;

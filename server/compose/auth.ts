@@ -8,6 +8,11 @@
  */
 import {
   AuthService,
+  ClientRegistry,
+  DpopVerifier,
+  SqlClientStore,
+  SUPPORTED_SCOPES,
+  UnavailableClientStore,
   TokenScript,
   DynamoMemoryStore,
   OAuthServer,
@@ -22,10 +27,12 @@ import {
   type PermissionEngine,
   type SocialClient,
   type SocialLoginProvider,
+  serviceAccountSubject,
 } from '../../auth/index.ts';
 import { checkRedirectUri } from '../../admin/index.ts';
-import { epochMsOf, type Authenticator, type Services } from '../context.ts';
-import { issuerOf, type Config } from '../flags.ts';
+import { epochMsOf, type Authenticator, type Credentials, type Principal, type Services } from '../context.ts';
+import { LatchkeyError } from '../../engine/errors.ts';
+import { issuerOf, relyingPartyOf, type Config } from '../flags.ts';
 import { otpDeliveryOf } from './otp_delivery.ts';
 
 /**
@@ -82,6 +89,7 @@ export async function plugAuth(services: Services): Promise<AuthService> {
       enforceMfa: c.enableMfa && c.enforceMfa,
       mfaSecret: c.clientSecret ?? '',
       totpIssuer: c.organizationName ?? 'Latchkey',
+      webauthn: c.enablePasskeys ? relyingPartyOf(c) : undefined,
       now: epochMsOf(services.clock),
     },
     { database: services.database, memoryStore, engine: permissionEngine, otpDelivery: otpDeliveryOf(services), tokenScript, organizations: organizationsOf(services) },
@@ -90,13 +98,37 @@ export async function plugAuth(services: Services): Promise<AuthService> {
   services.memoryStore = memoryStore;
   // The user principal as the auth service resolves it (the same fields; frozen, shared between calls of one token),
   // without a promise when it is known at once.
-  const authenticator: Authenticator = (credentials) => auth.authenticateNow(credentials) ?? auth.authenticate(credentials);
+  const issuer = issuerOf(c);
+  const clientStore = db.kind === 'sql' ? new SqlClientStore({ sequelize: db.sequelize }) : new UnavailableClientStore();
+  await clientStore.init();
+  const registry = new ClientRegistry({
+    store: clientStore,
+    memory: memoryStore,
+    nowSeconds: () => Math.floor(auth.options.now() / 1000),
+    issuer,
+    flagClient: { clientId: c.clientId ?? '', clientSecret: c.clientSecret ?? '' },
+    roles: auth.options.roles,
+    supportedScopes: SUPPORTED_SCOPES,
+  });
+  const machine = machinePrincipals(auth, registry, new DpopVerifier({ memory: memoryStore, nowSeconds: () => Math.floor(auth.options.now() / 1000) }), issuer);
+  // API keys first (their shape is recognised without a promise); then user tokens and cookies; a bearer token the
+  // user link refuses is tried as a service account's client_credentials token before the refusal stands.
+  const authenticator: Authenticator = (credentials) => {
+    const key = credentials.apiKey ?? (credentials.bearer !== undefined && ClientRegistry.looksLikeApiKey(credentials.bearer) ? credentials.bearer : undefined);
+    if (key !== undefined) return machine.apiKey(key);
+    // `Authorization: DPoP`: only a DPoP-bound token, with its proof (RFC 9449 §7.1).
+    if (credentials.dpop !== undefined && credentials.bearer !== undefined) return machine.boundToken(credentials.bearer, credentials.dpop);
+    const now = auth.authenticateNow(credentials);
+    if (now !== undefined) return now;
+    const bearer = credentials.bearer;
+    const user = auth.authenticate(credentials);
+    return bearer === undefined ? user : user.catch(async (err: unknown) => (await machine.serviceToken(bearer)) ?? Promise.reject(err));
+  };
   services.authenticators.push(authenticator);
   services.closers.push(() => memoryStore.close());
   // Closers run last-in first-out: the email flows' background work finishes before the memory store closes.
   services.closers.push(() => auth.email.settled());
-  const issuer = issuerOf(c);
-  services.oauth = oauthServer(c, auth, memoryStore, issuer);
+  services.oauth = oauthServer(c, auth, memoryStore, issuer, registry);
   const social = socialLogin(services, auth, memoryStore, issuer);
   if (social !== undefined) services.social = social;
   return auth;
@@ -133,10 +165,11 @@ function organizationsOf(services: Services): OrganizationDependencies {
 }
 
 /** The OAuth 2.0 / OpenID provider on the identity service and its memory store (its endpoints: transports/web/oauth.ts). */
-function oauthServer(c: Config, auth: AuthService, store: MemoryStore, issuer: string): OAuthServer {
+function oauthServer(c: Config, auth: AuthService, store: MemoryStore, issuer: string, registry: ClientRegistry): OAuthServer {
   return new OAuthServer({
     auth,
     store,
+    registry,
     clientSecret: c.clientSecret ?? '',
     // The same rule as every other redirect of the server (email links): under `--allowed-origins=*`
     // only the server's own origin, also without `--url` (else any site could receive codes and tokens).
@@ -145,6 +178,7 @@ function oauthServer(c: Config, auth: AuthService, store: MemoryStore, issuer: s
     defaultResponseType: c.defaultAuthorizeResponseType,
     defaultResponseMode: c.defaultAuthorizeResponseMode,
     allowPkcePlain: c.enablePkcePlain,
+    registrationAccessToken: c.oauthRegistrationAccessToken,
   });
 }
 
@@ -186,4 +220,70 @@ function socialLogin(services: Services, auth: AuthService, store: MemoryStore, 
     defaultRedirectUri: c.enableLoginPage ? `${issuer}/app` : issuer,
     now: epochMsOf(services.clock),
   });
+}
+
+/**
+ * The principals of machines: an API key (of a user or a service account)
+ * and a registered service account's client_credentials access token. Both
+ * refuse with the one `unauthorized` of every failed authentication.
+ */
+function machinePrincipals(
+  auth: AuthService,
+  registry: ClientRegistry,
+  dpop: DpopVerifier,
+  issuer: string,
+): { apiKey(key: string): Promise<Principal>; serviceToken(token: string): Promise<Principal | undefined>; boundToken(token: string, proof: NonNullable<Credentials['dpop']>): Promise<Principal> } {
+  const refused = (): LatchkeyError => new LatchkeyError('unauthenticated', 'unauthorized', { reason: 'unauthenticated' });
+  const serviceAccount = async (clientId: string, claims: Readonly<Record<string, unknown>>): Promise<Principal | undefined> => {
+    const client = await registry.find(clientId);
+    if (client === undefined || client.fromFlags || client.record.disabled || client.record.kind !== 'service_account') return undefined;
+    return Object.freeze({ kind: 'service_account', clientId, subject: serviceAccountSubject(clientId), roles: [...client.record.roles], claims });
+  };
+  return {
+    async apiKey(key) {
+      const found = await registry.resolveApiKey(key);
+      if (found === undefined) throw refused();
+      const claims = Object.freeze({ scope: found.key.scopes, api_key_id: found.key.id, ...(found.key.organization_id === null ? {} : { organization_id: found.key.organization_id }) });
+      if (found.kind === 'service_account') {
+        const p = await serviceAccount(found.id, claims);
+        if (p === undefined) throw refused();
+        return p;
+      }
+      const user = await auth.users.findById(found.id);
+      if (user === undefined || user.deactivated_at !== null || user.revoked_timestamp !== null) throw refused();
+      return Object.freeze({ kind: 'user', userId: user.id, subject: `user:${user.id}`, roles: [...user.roles], claims });
+    },
+    async serviceToken(token) {
+      let claims: Readonly<Record<string, unknown>>;
+      try {
+        claims = await auth.tokens.verify(token, 'access_token');
+      } catch {
+        return undefined;
+      }
+      if (claims['gty'] !== 'client_credentials' || typeof claims['sub'] !== 'string') return undefined;
+      // A DPoP-bound token is never accepted as a bearer token (RFC 9449 §7.1).
+      if (claims['cnf'] !== undefined) return undefined;
+      return serviceAccount(claims['sub'], claims);
+    },
+    async boundToken(token, proof) {
+      let claims: Readonly<Record<string, unknown>>;
+      try {
+        claims = await auth.tokens.verify(token, 'access_token');
+      } catch {
+        throw refused();
+      }
+      const jkt = (claims['cnf'] as { jkt?: unknown } | undefined)?.jkt;
+      if (typeof jkt !== 'string' || proof.proof === undefined || claims['gty'] !== 'client_credentials' || typeof claims['sub'] !== 'string') throw refused();
+      let proven: { jkt: string };
+      try {
+        proven = await dpop.verify(proof.proof, proof.method, `${issuer}${proof.path}`, token);
+      } catch {
+        throw refused();
+      }
+      if (proven.jkt !== jkt) throw refused();
+      const p = await serviceAccount(claims['sub'], claims);
+      if (p === undefined) throw refused();
+      return p;
+    },
+  };
 }

@@ -8,19 +8,23 @@ import type { Handlers } from './types.ts';
 import { META_HANDLERS } from './meta.ts';
 import { AUTH_HANDLERS } from './auth.ts';
 import { MFA_HANDLERS } from './mfa.ts';
+import { PASSKEY_HANDLERS } from './passkeys.ts';
 import { VERIFICATION_HANDLERS } from './verification.ts';
 import { PERMISSION_HANDLERS } from './permissions.ts';
 import { ADMIN_HANDLERS } from './admin.ts';
 import { ORGANIZATION_HANDLERS } from './organizations.ts';
+import { REGISTRY_HANDLERS } from './clients.ts';
 
 export const HANDLERS: Handlers = Object.freeze({
   ...META_HANDLERS,
   ...AUTH_HANDLERS,
   ...MFA_HANDLERS,
+  ...PASSKEY_HANDLERS,
   ...VERIFICATION_HANDLERS,
   ...PERMISSION_HANDLERS,
   ...ADMIN_HANDLERS,
   ...ORGANIZATION_HANDLERS,
+  ...REGISTRY_HANDLERS,
 });
 
 export type { AnyHandler, Handler, Handlers, HandlersOf, ServedOperation } from './types.ts';

@@ -50,6 +50,7 @@ function buildMeta(c: Config): Infer<typeof META> {
     is_email_otp_mfa_enabled: c.enableMfa && c.enableEmailOtp && mail,
     is_sms_otp_mfa_enabled: c.enableMfa && c.enableSmsOtp,
     is_mfa_enforced: c.enableMfa && c.enforceMfa,
+    is_passkey_enabled: c.enablePasskeys,
   };
 }
 

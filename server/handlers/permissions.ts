@@ -19,4 +19,5 @@ export const PERMISSION_HANDLERS: HandlersOf<typeof PERMISSION_OPERATIONS> = {
   check_permissions: (ctx, input) => authOf(ctx).checkPermissions(input, callContext(ctx)),
   explain_permission: async (ctx, input) => authOf(ctx).explainPermission(input, callContext(ctx)),
   list_permissions: async (ctx, input) => authOf(ctx).listPermissions(input, callContext(ctx)),
+  list_relations: async (ctx, input) => authOf(ctx).listRelations(input, callContext(ctx)),
 };

@@ -23,7 +23,7 @@ export function callContext(ctx: RequestContext): AuthCallContext {
   const p = ctx.principal;
   return {
     // A user principal is passed as it is (the same fields; principals are never changed once resolved).
-    principal: p.kind === 'user' ? p : p.kind === 'super_admin' ? SUPER_ADMIN : ANONYMOUS_CALLER,
+    principal: p.kind === 'user' || p.kind === 'service_account' ? p : p.kind === 'super_admin' ? SUPER_ADMIN : ANONYMOUS_CALLER,
     sessionCookie: sessionCookieOf(ctx.credentials.cookies),
     bearer: ctx.credentials.bearer,
     mfaCookie: ctx.credentials.cookies?.[MFA_COOKIE],

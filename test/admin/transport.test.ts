@@ -80,6 +80,15 @@ test('every admin operation refuses missing and wrong credentials on every proto
       admin_revoke_organization_invitation: { invitation_id: 'x' },
       admin_add_organization_domain: { organization_id: 'x', domain: 'example.com' },
       admin_verify_organization_domain: { organization_id: 'x', domain: 'example.com' },
+      user_passkeys: { user_id: 'x' },
+      revoke_user_passkey: { user_id: 'x', id: 'y' },
+      client: { client_id: 'x' },
+      update_client: { client_id: 'x' },
+      delete_client: { client_id: 'x' },
+      rotate_client_secret: { client_id: 'x' },
+      admin_create_api_key: { principal: 'user:x', name: 'k' },
+      admin_api_keys: { principal: 'user:x' },
+      admin_revoke_api_key: { id: 'x' },
     };
     for (const op of adminOps) {
       for (const protocol of op.protocols) {
@@ -339,7 +348,15 @@ for (const protocol of PROTOCOLS) {
         const page = (await call('fga_read_tuples', { object: 'doc:1', page_size: 1 })).body as { tuples: unknown[]; continuation_token: string };
         t.is(page.tuples.length, 1);
         t.not(page.continuation_token, '');
-        t.deepEqual((await call('fga_list_users', { object: 'doc:1', relation: 'viewer', user_type: 'user' })).body, { users: ['user:a', 'user:b'] });
+        const listed = (await call('fga_list_users', { object: 'doc:1', relation: 'viewer', user_type: 'user' })).body;
+        t.deepEqual(listed?.['users'], ['user:a', 'user:b']);
+        t.is(listed?.['continuation_token'] ?? '', '');
+        // In pages: one user at a time, the token continuing the walk.
+        const p1 = (await call('fga_list_users', { object: 'doc:1', relation: 'viewer', user_type: 'user', page_size: 1 })).body;
+        t.deepEqual(p1?.['users'], ['user:a']);
+        const p2 = (await call('fga_list_users', { object: 'doc:1', relation: 'viewer', user_type: 'user', page_size: 1, continuation_token: p1?.['continuation_token'] })).body;
+        t.deepEqual(p2?.['users'], ['user:b']);
+        t.is(p2?.['continuation_token'] ?? '', '');
         t.is(typeof (await call('fga_expand', { object: 'doc:1', relation: 'viewer' })).body?.['tree'], 'string');
         const explained = (await call('fga_explain', { user: 'user:a', object: 'doc:1', relation: 'viewer' })).body as { allowed: boolean; tree: { kind: string; outcome: string } };
         t.true(explained.allowed);

@@ -12,6 +12,7 @@ import { mainBackends } from '../helpers/main_databases.ts';
 import { WEBHOOK_EVENTS, verifyWebhook } from '../../admin/index.ts';
 import { startReceiver } from './receiver.ts';
 import { startSmtp } from './smtp.ts';
+import { SoftwareAuthenticator, type Json } from '../helpers/software_authenticator.ts';
 
 const origin = { origin: 'https://app.example.com' };
 const admin = { 'x-service-admin-secret': TEST_ADMIN_SECRET, ...origin };
@@ -37,6 +38,9 @@ for (const backend of mainBackends()) {
     const srv = await startTestServer({
       'webhook-allow-private-networks': true,
       'allowed-origins': 'https://app.example.com',
+      'enable-passkeys': true,
+      'webauthn-rp-id': 'example.com',
+      'webauthn-origins': 'https://app.example.com',
       'smtp-host': '127.0.0.1',
       'smtp-port': smtp.port,
       'smtp-sender-email': 'noreply@example.com',
@@ -50,6 +54,11 @@ for (const backend of mainBackends()) {
 
       const signup = await ok(srv, 'signup', { email: 'ann@example.com', password: 'Correct horse 9 battery!' }, origin); // user.signup
       const id = (signup['user'] as { id: string }).id;
+      const ann = { ...origin, authorization: `Bearer ${signup['access_token'] as string}` };
+      const begun = await ok(srv, 'passkey_registration_options', {}, ann);
+      const authenticator = new SoftwareAuthenticator({ origin: origin.origin, rpId: 'example.com' });
+      const passkey = await ok(srv, 'add_passkey', { ceremony_id: begun['ceremony_id'], credential: authenticator.create(begun['options'] as Json) }, ann); // user.passkey_registered
+      await ok(srv, 'delete_passkey', { id: passkey['id'] }, ann); // user.passkey_revoked
       const login = await ok(srv, 'login', { email: 'ann@example.com', password: 'Correct horse 9 battery!' }, origin); // user.login
       let extra = 0;
       if (backend !== 'dynamodb') {

@@ -118,6 +118,19 @@ export class DirectTupleEngine implements PermissionEngine {
     return { objects: out.slice(0, request.limit), truncated: out.length > request.limit, undecided: [] };
   }
 
+  async listObjectsPage(request: { user: string; relation: string; type: string; pageSize: number; continuationToken: string }): Promise<{ objects: string[]; continuationToken: string; revision: number; undecided: [] }> {
+    const all = (await this.listObjects({ ...request, limit: Number.MAX_SAFE_INTEGER })).objects;
+    const start = request.continuationToken === '' ? 0 : all.findIndex((o) => o > request.continuationToken);
+    const page = start < 0 ? [] : all.slice(start, start + request.pageSize);
+    const more = start >= 0 && start + page.length < all.length;
+    return { objects: page, continuationToken: more ? page[page.length - 1]! : '', revision: 0, undecided: [] };
+  }
+
+  async listRelations(request: { user: string; object: string }): Promise<{ relations: string[]; undecided: [] }> {
+    const type = request.object.slice(0, request.object.indexOf(':'));
+    return { relations: (this.types.get(type) ?? []).filter((relation) => this.check({ user: request.user, relation, object: request.object })), undecided: [] };
+  }
+
   async relationsByType(): Promise<ReadonlyMap<string, readonly string[]>> {
     return this.types;
   }

@@ -95,11 +95,16 @@ test('list_permissions: everything held, narrowed by relation and type, capped a
     t.deepEqual(new Set(all.objects), new Set(['document:a', 'folder:f']));
     t.is(all.permissions.length, 3);
     const narrowed = await f.auth.listPermissions({ relation: 'viewer', object_type: 'document' }, { principal });
-    t.deepEqual(narrowed, { objects: ['document:a'], permissions: [{ object: 'document:a', relation: 'viewer' }], undecided_permissions: [], truncated: false });
+    t.deepEqual(narrowed, { objects: ['document:a'], permissions: [{ object: 'document:a', relation: 'viewer' }], undecided_permissions: [], truncated: false, continuation_token: '' });
     for (let i = 0; i < 1005; i++) engine.add(principal.subject, 'viewer', `document:d${String(i).padStart(4, '0')}`);
     const capped = await f.auth.listPermissions({}, { principal });
     t.true(capped.truncated);
     t.is(capped.permissions.length, 1000);
+    // The capped answer carries the token that continues it: the 8 entries left.
+    t.not(capped.continuation_token, '');
+    const rest = await f.auth.listPermissions({ continuation_token: capped.continuation_token }, { principal });
+    t.is(rest.permissions.length, 1008 - 1000);
+    t.false(rest.truncated);
     t.is((await errorOf(f.auth.listPermissions({ object_type: 'nosuchtype' }, { principal }))).code, 'invalid_argument');
   } finally {
     await f.close();

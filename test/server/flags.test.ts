@@ -153,6 +153,22 @@ test('--enforce-mfa without a usable second factor is refused at startup (TOTP, 
   t.deepEqual(problems([...VALID, '--enable-mfa=false']), []);
 });
 
+test('passkeys: the relying party comes from --url by default; origins outside the RP ID, non-origins and plain http off localhost are refused', (t) => {
+  const on = (argv: string[]): string[] => problems([...VALID, '--enable-passkeys', ...argv]);
+  t.deepEqual(on(['--url=https://auth.example.com']), []);
+  t.deepEqual(on(['--url=http://localhost:8080']), []);
+  t.deepEqual(on(['--url=https://auth.example.com', '--webauthn-rp-id=example.com', '--webauthn-origins=https://app.example.com,https://example.com']), []);
+  t.true(on(['--webauthn-rp-id=example.com', '--webauthn-origins=https://evil.net']).some((p) => p.includes('is not within --webauthn-rp-id example.com')));
+  t.true(on(['--webauthn-rp-id=example.com', '--webauthn-origins=https://notexample.com']).some((p) => p.includes('is not within')), 'a suffix that is not a parent domain');
+  t.true(on(['--webauthn-rp-id=example.com', '--webauthn-origins=https://app.example.com/path']).some((p) => p.includes('is not an origin')));
+  t.true(on(['--url=http://auth.example.com']).some((p) => p.includes('must be https')));
+  t.true(on(['--webauthn-rp-id=exa mple.com', '--webauthn-origins=https://example.com']).some((p) => p.startsWith('--webauthn-rp-id must be a host name')));
+  t.true(problems([...VALID, '--enable-passkeys', '--webauthn-attestation=indirect']).some((p) => p.startsWith('--webauthn-attestation')));
+  t.true(on(['--url=http://127.0.0.1:8080']).some((p) => p.startsWith('--webauthn-rp-id must be a domain name, not an IP address')), 'an RP ID is never an IP address');
+  // Passkeys off: the relying party is not checked.
+  t.deepEqual(problems([...VALID, '--webauthn-origins=https://evil.net', '--webauthn-rp-id=example.com']), []);
+});
+
 test('unknown flags, v1 names and --env-file are refused', (t) => {
   t.true(problems([...VALID, '--no-such-flag=1']).includes('unknown flag --no-such-flag'));
   t.true(problems([...VALID, '--database_url=x']).includes('--database_url is deprecated, use --database-url'));

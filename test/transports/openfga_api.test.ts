@@ -342,9 +342,9 @@ for (const backend of backends()) {
     t.is(put.status, 204);
     t.is(((await raw(server, 'GET', `${s}/assertions/${modelId}`)).body['assertions'] as unknown[]).length, 1);
 
-    // Paths OpenFGA does not have, or does not serve here.
+    // Paths OpenFGA does not have; the AuthZEN endpoints under a store are served (test/transports/authzen.test.ts), so an empty body is malformed.
     await refusal(t, raw(server, 'POST', `${s}/nope`, {}), 404, 'undefined_endpoint');
-    await refusal(t, raw(server, 'POST', `${s}/access/v1/evaluation`, {}), 404, 'undefined_endpoint');
+    await refusal(t, raw(server, 'POST', `${s}/access/v1/evaluation`, {}), 400, 'invalid_argument');
   });
 }
 

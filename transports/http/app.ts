@@ -19,12 +19,13 @@ import { SECURITY_EVENT_CODES, type Metrics } from '../../server/index.ts';
 import type { CallInfo, Pipeline } from '../../server/index.ts';
 import type { RateLimiter } from '../../server/index.ts';
 import type { AnyOperation } from '../../api/index.ts';
-import { pingMainDatabase } from '../../server/index.ts';
+import { issuerOf, pingMainDatabase } from '../../server/index.ts';
 import type { Services } from '../../server/index.ts';
 import { buildSchema, type GraphqlContext } from '../graphql/schema.ts';
 import { limitsRule } from '../graphql/limits.ts';
 import { PLAYGROUND_HEADERS, PLAYGROUND_HTML, playgroundAssets } from './playground.ts';
 import { openfgaApi, type OpenfgaApi } from '../openfga/index.ts';
+import { authzenAuthenticator, authzenRouter } from '../authzen/index.ts';
 import { rateLimitKey } from '../../server/index.ts';
 import { cors, corsAnswer, csrf, csrfRefusal, headersNow, locals, rateLimit, SECURITY_HEADERS, sendError, sendGraphqlError, sendJson, type HttpLocals, type Reject } from './guards.ts';
 import { restFastPath } from './rest_fast.ts';
@@ -41,6 +42,10 @@ export type HttpAppConfig = Pick<
   | 'graphqlMaxDepth'
   | 'httpBodyLimit'
   | 'openfgaPresharedKeys'
+  // The AuthZEN metadata's absolute URLs.
+  | 'url'
+  | 'host'
+  | 'httpPort'
 >;
 
 export interface HttpAppOptions {
@@ -91,7 +96,9 @@ class HttpCallInfo implements CallInfo {
     this.userAgent = h['user-agent'] ?? '';
     const socket = req.socket as Socket & { [BEARER_MEMO]?: BearerMemo };
     const memo = (socket[BEARER_MEMO] ??= new BearerMemo());
-    this.credentials = extractCredentials({ authorization: h.authorization, cookie: h.cookie, adminSecret: Array.isArray(admin) ? admin[0] : admin }, memo);
+    const apiKey = h['x-api-key'];
+    const dpop = { proof: typeof h['dpop'] === 'string' ? h['dpop'] : undefined, method: req.method ?? 'GET', path: (req.url ?? '/').split('?')[0] ?? '/' };
+    this.credentials = extractCredentials({ authorization: h.authorization, cookie: h.cookie, adminSecret: Array.isArray(admin) ? admin[0] : admin, apiKey: Array.isArray(apiKey) ? apiKey[0] : apiKey, dpop }, memo);
     this.#res = res;
   }
 
@@ -200,6 +207,21 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
   });
 
   app.use(cors(config.allowedOrigins));
+  // The AuthZEN API (transports/authzen): before the OpenFGA API, whose router answers its per-store paths with 404
+  // otherwise. Its callers are gateways and services with a bearer credential and no Origin, so the CSRF check does
+  // not concern it; refused requests count against the per-IP limit, as the OpenFGA API's do.
+  app.use(
+    authzenRouter({
+      engine: () => o.services.engine,
+      issuer: issuerOf(config),
+      stores: config.openfgaPresharedKeys.length > 0,
+      authenticate: authzenAuthenticator(o.services, config.openfgaPresharedKeys),
+      bodyLimit: config.httpBodyLimit,
+      logError: (message, fields) => o.services.logger.error(message, fields),
+      observe: (op, code, seconds) => metrics.observe(op, 'authzen', code, seconds),
+      limitFailure: (_req, res) => o.rateLimiter.take(rateLimitKey(locals(res).clientIp)),
+    }),
+  );
   // OpenFGA's HTTP API (transports/openfga), when preshared keys are configured. Its callers authenticate with a
   // bearer key, never a cookie, so the CSRF check does not concern it; like OpenFGA it has no per-IP limit.
   let openfga: OpenfgaApi | undefined;
@@ -246,6 +268,7 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
         body,
         bodyError,
         authorization: req.headers.authorization,
+        dpop: typeof req.headers['dpop'] === 'string' ? req.headers['dpop'] : undefined,
         cookies,
         requestId: l.requestId,
         clientIp: l.clientIp,

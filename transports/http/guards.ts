@@ -145,7 +145,7 @@ export function sendJson(res: ServerResponse, l: HttpLocals, body: string): void
  * read from its source) and its admin header, and those of OpenFGA's JS SDK.
  */
 const ALLOW_HEADERS =
-  'content-type, authorization, x-service-admin-secret, x-requested-with, x-request-id, x-authorizer-url, x-authorizer-client-id, x-authorizer-admin-secret, x-openfga-client-method, x-openfga-client-bulk-request-id';
+  'content-type, authorization, x-api-key, x-service-admin-secret, x-requested-with, x-request-id, x-authorizer-url, x-authorizer-client-id, x-authorizer-admin-secret, x-openfga-client-method, x-openfga-client-bulk-request-id';
 
 const OPENFGA_PATH = /^\/stores(\/|$)/;
 
@@ -216,7 +216,7 @@ const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  * OAuth endpoints authenticate the client (or, at /userinfo, the bearer token) themselves, never by cookie, and are called by servers without an Origin;
  * `/authorize` is a top-level navigation from the client's site (a POST there is a GET's equal).
  */
-const CSRF_EXEMPT = /^\/(?:oauth\/(?:token|revoke|introspect)$|userinfo$|oauth_callback\/|authorize$)/;
+const CSRF_EXEMPT = /^\/(?:oauth\/(?:token|revoke|introspect|par|device_authorization|register)$|userinfo$|oauth_callback\/|authorize$)/;
 
 function refererOrigin(referer: string | undefined): string | undefined {
   if (!referer) return undefined;
@@ -285,7 +285,7 @@ export function csrfRefusal(allowedOrigins: readonly string[]): (req: IncomingMe
 }
 
 /** Paths never rate limited: health and discovery. */
-const RATE_EXEMPT = new Set(['/', '/healthz', '/readyz', '/health', '/.well-known/openid-configuration', '/.well-known/jwks.json']);
+const RATE_EXEMPT = new Set(['/', '/healthz', '/readyz', '/health', '/.well-known/openid-configuration', '/.well-known/jwks.json', '/.well-known/oauth-protected-resource']);
 
 /** Per-client-IP rate limit: 429 `resource_exhausted` with `Retry-After`. */
 export function rateLimit(limiter: RateLimiter, reject: Reject = plainReject) {

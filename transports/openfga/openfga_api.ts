@@ -13,14 +13,16 @@
  *   with its check cache and graph mirror, so writes made here are seen by
  *   those checks at once. Other stores are answered without a cache, so no
  *   cached answer can cross stores.
- * - **Not served.** The AuthZEN endpoints (`/stores/{id}/access/v1/…`,
- *   `/.well-known/authzen-configuration/…`) answer 404 `undefined_endpoint`,
- *   as OpenFGA does with its experimental flag off.
+ * - **AuthZEN.** `/stores/{id}/access/v1/…` and
+ *   `/.well-known/authzen-configuration/…` are the AuthZEN API's
+ *   (transports/authzen), mounted before this router; what reaches this
+ *   router under those prefixes answers 404 `undefined_endpoint`, as OpenFGA
+ *   does for a path it does not have.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { DEFAULT_STORE_ID, Engine, LatchkeyError, STORE_ID_PATTERN, type CheckRequest, type StoredAuthorizationModel, type TupleKey } from '../../engine/index.ts';
+import { DEFAULT_STORE_ID, Engine, LatchkeyError, STORE_ID_PATTERN, type CheckRequest, type ListObjectsRequest, type StoredAuthorizationModel, type TupleKey } from '../../engine/index.ts';
 import { bearerToken } from '../../server/index.ts';
 import { parseJsonBody } from '../http/rest_fast.ts';
 import { headersNow, sendJson, type HttpLocals } from '../http/guards.ts';
@@ -515,22 +517,45 @@ export function openfgaApi(options: OpenfgaApiOptions): OpenfgaApi {
     return { tree };
   });
 
-  const listObjects = async (engine: Engine, body: Json): Promise<string[]> => {
+  const listObjectsRequest = (body: Json): ListObjectsRequest => {
     const type = reqString(body['type'], 'type');
     const relation = reqString(body['relation'], 'relation');
     const user = reqString(body['user'], 'user');
-    const r = { type, relation, user, ...queryOptions(body) };
-    return (await engine.listObjects(r)).objects;
+    return { type, relation, user, ...queryOptions(body) };
   };
 
-  route('post', '/stores/:store_id/list-objects', 'list_objects', 200, async (engine, req) => ({ objects: await listObjects(engine, obj(req.body, 'body')) }));
+  // Latchkey's extension: with `page_size` or `continuation_token`, one page of a walk pinned to its first page's
+  // revision, answered with `continuation_token` (empty on the last page); without them, OpenFGA's answer.
+  route('post', '/stores/:store_id/list-objects', 'list_objects', 200, async (engine, req) => {
+    const body = obj(req.body, 'body');
+    const r = listObjectsRequest(body);
+    const page = listPage(body);
+    if (page === undefined) return { objects: (await engine.listObjects(r)).objects };
+    const out = await engine.listObjectsPage(r, page);
+    return { objects: out.objects, continuation_token: out.continuationToken };
+  });
 
+  // Every result, streamed page by page from one walk (at one revision), so the stream is not cut at the list limit.
   route('post', '/stores/:store_id/streamed-list-objects', 'streamed_list_objects', 200, async (engine, req, res) => {
-    const objects = await listObjects(engine, obj(req.body, 'body'));
+    const r = listObjectsRequest(obj(req.body, 'body'));
+    // The first page before the headers: its errors are answered with their status.
+    let page = await engine.listObjectsPage(r, { pageSize: 1000 });
     headersNowOf(res);
     res.statusCode = 200;
     res.setHeader('content-type', 'application/json');
-    for (const o of objects) res.write(streamLine(o));
+    for (;;) {
+      for (const o of page.objects) res.write(streamLine(o));
+      if (page.continuationToken === '') break;
+      try {
+        page = await engine.listObjectsPage(r, { pageSize: 1000, continuationToken: page.continuationToken });
+      } catch (err) {
+        // Mid-stream, as grpc-gateway ends a failed stream: one error line.
+        const e = toOpenfga(err);
+        if (e.status >= 500) options.logError('openfga api error', { op: 'streamed_list_objects', err });
+        res.write(`${JSON.stringify({ error: { code: e.status === 400 ? 3 : 13, message: e.body.message } })}\n`);
+        break;
+      }
+    }
     res.end();
     return STREAMED;
   });
@@ -550,7 +575,7 @@ export function openfgaApi(options: OpenfgaApiOptions): OpenfgaApi {
     const modelId = optString(body['authorization_model_id'], 'authorization_model_id');
     const ctx = context(body['context']);
     const level = consistency(body['consistency']);
-    const { users } = await engine.listUsers({
+    const request = {
       object: `${objectType}:${objectId}`,
       relation,
       userFilters: [filterRelation === undefined ? { type: filterType } : { type: filterType, relation: filterRelation }],
@@ -558,8 +583,11 @@ export function openfgaApi(options: OpenfgaApiOptions): OpenfgaApi {
       ...(modelId === undefined ? {} : { modelId }),
       ...(ctx === undefined ? {} : { context: ctx }),
       ...(level === undefined ? {} : { consistency: level }),
-    });
-    return { users: users.map(wireUser) };
+    };
+    const page = listPage(body);
+    if (page === undefined) return { users: (await engine.listUsers(request)).users.map(wireUser) };
+    const out = await engine.listUsersPage(request, page);
+    return { users: out.users.map(wireUser), continuation_token: out.continuationToken };
   });
 
   // ------------------------------------------------------------ assertions
@@ -641,6 +669,17 @@ export function openfgaApi(options: OpenfgaApiOptions): OpenfgaApi {
   return { router, fast, stats };
 }
 
+
+/** The optional `page_size` and `continuation_token` of a list request (Latchkey's extension), or undefined when neither is given. */
+function listPage(body: Json): { pageSize?: number; continuationToken?: string } | undefined {
+  const size = body['page_size'];
+  const token = optString(body['continuation_token'], 'continuation_token');
+  if ((size === undefined || size === null) && (token === undefined || token === '')) return undefined;
+  if (size !== undefined && size !== null && (typeof size !== 'number' || !Number.isInteger(size) || size < 1 || size > 1000)) {
+    throw invalidRequest('invalid page_size: value must be inside range [1, 1000]', 'page_size_invalid');
+  }
+  return { ...(typeof size === 'number' ? { pageSize: size } : {}), ...(token === undefined ? {} : { continuationToken: token }) };
+}
 
 function userKey(t: TupleKey): { objectType: string; objectId: string; relation: string; user: string } {
   const i = t.object.indexOf(':');

@@ -28,6 +28,18 @@
  * organizations is offered a button per organization that makes it active
  * (`switch_organization`).
  *
+ * With passkeys on (`--enable-passkeys`, Meta's `is_passkey_enabled`) it
+ * signs in with a passkey (`POST /v1/passkey_login_options`, then
+ * `POST /v1/passkey_login`): from a button, usernameless or for the email
+ * typed, and from the browser's autofill on the email field (conditional
+ * mediation: `autocomplete="username webauthn"`); it creates accounts with a
+ * passkey and no password (`passkey_signup_options`, `passkey_signup`),
+ * answers a login's passkey challenge (`verify_passkey`), and once signed in
+ * offers to add a passkey (`passkey_registration_options`, `add_passkey`).
+ * The browser half of WebAuthn is `@simplewebauthn/browser`'s UMD build,
+ * read from the installed package and inlined as a second script, allowed
+ * by its hash like the page's own.
+ *
  * One static document per configuration: nothing of the request is written
  * into it (the script reads `location.search` itself and writes only through
  * `textContent`). Its inline style and script are allowed by their SHA-256 in
@@ -36,10 +48,16 @@
  * images inline or from the logo's origin only).
  */
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import type { Config, HttpRoute, HttpRouteResponse } from '../../server/index.ts';
 
 /** The flags the login page reads. */
-export type LoginPageConfig = Pick<Config, 'enableLoginPage' | 'organizationName' | 'organizationLogo'>;
+export type LoginPageConfig = Pick<Config, 'enableLoginPage' | 'organizationName' | 'organizationLogo' | 'enablePasskeys'>;
+
+/** `@simplewebauthn/browser`'s browser build (it defines `SimpleWebAuthnBrowser`), from the installed package. */
+const WEBAUTHN_SCRIPT = readFileSync(join(dirname(dirname(createRequire(import.meta.url).resolve('@simplewebauthn/browser'))), 'dist/bundle/index.umd.min.js'), 'utf8');
 
 const STYLE = `
 :root{color-scheme:light dark;font-family:system-ui,sans-serif}
@@ -58,6 +76,7 @@ button{margin-top:1rem;padding:.5rem 1rem;font:inherit;cursor:pointer}
 #logo{display:block;margin:0 auto .5rem;max-width:100%}
 #org{text-align:center;font-weight:600;margin:0 0 1rem}
 #social,#orgs{display:grid;gap:.5rem;margin-top:1rem}
+.passkey{display:block;width:100%}
 .social{display:block;padding:.5rem;border:1px solid GrayText;border-radius:.3rem;text-align:center;color:inherit;text-decoration:none}
 `;
 
@@ -71,7 +90,11 @@ const SCRIPT = `
   const base = location.pathname.replace(/\\/app(\\/reset-password)?\\/?$/, '/');
   const token = params.get('token');
   const invitation = params.get('type') === 'invite_member';
-  const forms = ['login', 'signup', 'mfa', 'reset'];
+  const forms = ['login', 'signup', 'mfa', 'passkey-mfa', 'reset'];
+  // Present when passkeys are on (the library's script precedes this one).
+  const webauthn = window.SimpleWebAuthnBrowser;
+  let passkeys = false;
+  let passkeyOptions = null;
   let challenge = null;
   let viaLink = false;
   // Who the code step is for: {email} or {phone_number}, from the form that led there.
@@ -139,8 +162,51 @@ const SCRIPT = `
     $('title').textContent = 'Signed in';
     show('signed-in', 'Signed in');
     organizationsAfterSignIn().catch((err) => show('error', err.message));
+    $('add-passkey').hidden = !passkeys;
+  }
+  // A WebAuthn error names what happened in the browser (cancelled, timed out, not allowed).
+  const passkeyError = (err) => (err && err.name === 'NotAllowedError' ? 'The passkey request was cancelled or timed out.' : (err && err.message) || 'The passkey request failed.');
+  async function passkeySignIn(email, conditional) {
+    const input = email ? { email } : {};
+    const begun = await call('passkey_login_options', input);
+    let credential;
+    try {
+      credential = await webauthn.startAuthentication({ optionsJSON: begun.options, useBrowserAutofill: conditional });
+    } catch (err) { throw new Error(passkeyError(err)); }
+    const body = await call('passkey_login', { ceremony_id: begun.ceremony_id, credential });
+    done();
+    return body;
+  }
+  async function autofill() {
+    // Conditional mediation: the email field's autofill offers this site's passkeys while the form waits.
+    try {
+      if (!passkeys || !(await webauthn.browserSupportsWebAuthnAutofill())) return;
+      await passkeySignIn('', true);
+    } catch (err) {
+      // Another ceremony (the passkey button) aborts this one: nothing to say then.
+      if (err && err.message && !/abort/i.test(err.message) && !$('login').hidden) show('error', err.message);
+    }
+  }
+  async function verifyPasskey() {
+    clear(); busy(true);
+    try {
+      let credential;
+      try {
+        credential = await webauthn.startAuthentication({ optionsJSON: passkeyOptions });
+      } catch (err) { throw new Error(passkeyError(err)); }
+      await call('verify_passkey', { credential });
+      done();
+    } catch (err) { show('error', err.message); }
+    finally { busy(false); }
   }
   function startChallenge(body) {
+    if (body.should_show_passkey_screen && body.passkey_options) {
+      passkeyOptions = body.passkey_options;
+      only('passkey-mfa');
+      $('title').textContent = 'Verify it is you';
+      void verifyPasskey();
+      return true;
+    }
     const email = body.should_show_email_otp_screen;
     if (body.should_show_totp_screen) challenge = { is_totp: true, prompt: 'Enter the code from your authenticator app.' };
     else if (email) challenge = { is_totp: false, prompt: 'Enter the code sent to your email.' };
@@ -225,6 +291,53 @@ const SCRIPT = `
     } catch (err) { show('error', err.message); }
     finally { busy(false); }
   });
+  $('passkey-mfa').addEventListener('submit', (e) => { e.preventDefault(); void verifyPasskey(); });
+  $('passkey-login').addEventListener('click', async () => {
+    clear(); busy(true);
+    try {
+      const typed = $('email').value.trim();
+      await passkeySignIn(typed.includes('@') ? typed : '', false);
+    } catch (err) { show('error', err.message); }
+    finally { busy(false); }
+  });
+  $('passkey-signup').addEventListener('click', async () => {
+    clear();
+    const email = $('su-id').value.trim();
+    if (!email.includes('@')) { show('error', 'Enter your email first.'); $('su-id').focus(); return; }
+    busy(true);
+    try {
+      const input = { email };
+      const given = $('su-given').value.trim();
+      if (given) input.given_name = given;
+      const begun = await call('passkey_signup_options', input);
+      let credential;
+      try {
+        credential = await webauthn.startRegistration({ optionsJSON: begun.options });
+      } catch (err) { throw new Error(passkeyError(err)); }
+      const finish = { ceremony_id: begun.ceremony_id, credential };
+      if (params.has('state')) finish.state = params.get('state');
+      const body = await call('passkey_signup', finish);
+      if (body.access_token) { done(); return; }
+      signInForm();
+      $('email').value = email;
+      show('notice', 'Check your inbox: we sent a link to ' + email + '. Open it to verify your address and sign in.');
+    } catch (err) { show('error', err.message); }
+    finally { busy(false); }
+  });
+  $('add-passkey').addEventListener('click', async () => {
+    clear(); busy(true);
+    try {
+      const begun = await call('passkey_registration_options', {});
+      let credential;
+      try {
+        credential = await webauthn.startRegistration({ optionsJSON: begun.options });
+      } catch (err) { throw new Error(passkeyError(err)); }
+      await call('add_passkey', { ceremony_id: begun.ceremony_id, credential });
+      show('notice', 'Passkey added. Next time, sign in with it.');
+      $('add-passkey').hidden = true;
+    } catch (err) { show('error', err.message); }
+    finally { busy(false); }
+  });
   function signInForm() {
     $('title').textContent = 'Sign in';
     only('login');
@@ -297,6 +410,11 @@ const SCRIPT = `
     try { meta = await call('meta', undefined, 'GET'); } catch { return; }
     $('to-signup-p').hidden = meta.is_sign_up_enabled === false;
     $('magic').hidden = meta.is_magic_link_login_enabled !== true;
+    passkeys = meta.is_passkey_enabled === true && typeof webauthn === 'object' && webauthn.browserSupportsWebAuthn();
+    $('passkey-login').hidden = !passkeys;
+    $('passkey-signup').hidden = !passkeys || meta.is_sign_up_enabled === false;
+    if (!$('signed-in').hidden) $('add-passkey').hidden = !passkeys;
+    if (passkeys && !$('login').hidden) void autofill();
     if (meta.is_mobile_basic_authentication_enabled !== true) for (const id of ['email-label', 'su-id-label']) $(id).textContent = 'Email';
     // A provider's sign-in comes back to the authorization request being resumed, else to this page.
     const back = params.has('client_id') ? location.origin + base + 'authorize' + query : location.origin + location.pathname;
@@ -346,10 +464,11 @@ const HTML_BODY = `<h1 id="title">Sign in</h1>
 <noscript>This page needs JavaScript.</noscript>
 <form id="login" method="post" autocomplete="on" hidden>
 <label id="email-label" for="email">Email or phone</label>
-<input id="email" name="email" type="text" inputmode="email" autocomplete="username" required>
+<input id="email" name="email" type="text" inputmode="email" autocomplete="username webauthn" required>
 <label for="password">Password</label>
 <input id="password" name="password" type="password" autocomplete="current-password" required>
 <button id="submit" type="submit">Sign in</button>
+<button id="passkey-login" class="passkey" type="button" hidden>Sign in with a passkey</button>
 <p><button id="forgot" class="link" type="button">Forgot password?</button></p>
 <p><button id="magic" class="link" type="button" hidden>Email me a sign-in link</button></p>
 <p id="to-signup-p"><button id="to-signup" class="link" type="button">Create an account</button></p>
@@ -365,6 +484,7 @@ const HTML_BODY = `<h1 id="title">Sign in</h1>
 <label for="su-confirm">Confirm the password</label>
 <input id="su-confirm" name="confirm-password" type="password" autocomplete="new-password" required>
 <button id="signup-submit" type="submit">Create account</button>
+<button id="passkey-signup" class="passkey" type="button" hidden>Create an account with a passkey (no password)</button>
 <p><button id="to-login" class="link" type="button">I have an account: sign in</button></p>
 </form>
 <form id="mfa" method="post" hidden>
@@ -385,6 +505,10 @@ const HTML_BODY = `<h1 id="title">Sign in</h1>
 <button id="verify" type="submit">Verify</button>
 <p><button id="resend" class="link" type="button" hidden>Send a new code</button></p>
 </form>
+<form id="passkey-mfa" method="post" hidden>
+<p id="passkey-prompt">Confirm it is you with your passkey.</p>
+<button id="passkey-verify" type="submit">Use my passkey</button>
+</form>
 <form id="reset" method="post" hidden>
 <label for="new-password">New password</label>
 <input id="new-password" name="new-password" type="password" autocomplete="new-password" required>
@@ -394,6 +518,7 @@ const HTML_BODY = `<h1 id="title">Sign in</h1>
 </form>
 <p id="signed-in" role="status" hidden></p>
 <div id="orgs" role="group" aria-label="Choose an organization" hidden></div>
+<button id="add-passkey" class="passkey" type="button" hidden>Add a passkey to this account</button>
 <p id="notice" role="status" hidden></p>
 <p id="error" role="alert" hidden></p>
 </main>
@@ -404,13 +529,18 @@ const HTML_BODY = `<h1 id="title">Sign in</h1>
 
 const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-/** The page for a configuration: the organization's name (`--organization-name`) and logo (`--organization-logo`, an http(s) URL) above the forms. */
-function pageHtml(name: string, logo: string): string {
+/**
+ * The page for a configuration: the organization's name (`--organization-name`) and logo
+ * (`--organization-logo`, an http(s) URL) above the forms; with passkeys on, the WebAuthn browser
+ * library before the page's script.
+ */
+function pageHtml(name: string, logo: string, passkeys: boolean): string {
   const brand = [
     logo ? `<img id="logo" src="${escapeHtml(logo)}" alt="${escapeHtml(name)} logo" height="48">` : '',
     name ? `<p id="org">${escapeHtml(name)}</p>` : '',
   ].join('\n');
-  return HTML_HEAD + (brand.trim() ? `${brand.trim()}\n` : '') + HTML_BODY;
+  const body = passkeys ? HTML_BODY.replace('<script>', () => `<script>${WEBAUTHN_SCRIPT}</script>\n<script>`) : HTML_BODY;
+  return HTML_HEAD + (brand.trim() ? `${brand.trim()}\n` : '') + body;
 }
 
 /** The origin of an http(s) logo URL, allowed as an image source; undefined for anything else. */
@@ -425,12 +555,16 @@ function logoOrigin(logo: string): string | undefined {
 
 const hash = (text: string): string => `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;
 
-/** The page's policy: only its own inline style and script (by hash), fetches to its own origin, images inline or from the logo's origin, no framing, no native form posts. */
-export function loginPageCsp(logo = ''): string {
+/**
+ * The page's policy: only its own inline style and script (by hash; with passkeys, the WebAuthn
+ * library's too), fetches to its own origin, images inline or from the logo's origin, no framing,
+ * no native form posts.
+ */
+export function loginPageCsp(logo = '', passkeys = false): string {
   const origin = logoOrigin(logo);
   return [
     "default-src 'none'",
-    `script-src ${hash(SCRIPT)}`,
+    `script-src ${passkeys ? `${hash(WEBAUTHN_SCRIPT)} ` : ''}${hash(SCRIPT)}`,
     `style-src ${hash(STYLE)}`,
     `img-src data:${origin ? ` ${origin}` : ''}`,
     "connect-src 'self'",
@@ -451,9 +585,9 @@ export function loginPageRoutes(c: LoginPageConfig): HttpRoute[] {
   // Only an http(s) logo is shown (the policy allows its origin); the name is text.
   const logo = logoOrigin(c.organizationLogo ?? '') ? (c.organizationLogo ?? '') : '';
   const page: HttpRouteResponse = {
-    html: pageHtml(c.organizationName ?? '', logo),
+    html: pageHtml(c.organizationName ?? '', logo, c.enablePasskeys),
     headers: {
-      'content-security-policy': loginPageCsp(logo),
+      'content-security-policy': loginPageCsp(logo, c.enablePasskeys),
       'cache-control': 'no-store',
       pragma: 'no-cache',
       'x-frame-options': 'DENY',

@@ -17,7 +17,7 @@
  * (RFC 6750 §3). Every path is rate limited like every other.
  */
 import { dependencyError, ERROR_STATUS, LatchkeyError } from '../../engine/errors.ts';
-import { sessionCookieOf, type OAuthEventSink } from '../../auth/index.ts';
+import { DPOP_ALGORITHMS, sessionCookieOf, type OAuthEventSink } from '../../auth/index.ts';
 import { CookieSink, clearSessionCookiesOn, type HttpRoute, type HttpRouteRequest, type HttpRouteResponse, type Services } from '../../server/index.ts';
 
 /** The RFC 6749 / OpenID Connect error codes the provider sends as `error`. */
@@ -32,6 +32,14 @@ const OAUTH_ERRORS = new Set([
   'login_required',
   'invalid_token',
   'insufficient_scope',
+  'invalid_target',
+  'invalid_dpop_proof',
+  'authorization_pending',
+  'slow_down',
+  'access_denied',
+  'expired_token',
+  'invalid_client_metadata',
+  'invalid_redirect_uri',
 ]);
 
 const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
@@ -54,8 +62,10 @@ function errorResponse(services: Services, request: HttpRouteRequest, thrown: un
     err.reason !== undefined && OAUTH_ERRORS.has(err.reason) ? err.reason : err.code === 'unavailable' ? 'temporarily_unavailable' : 'invalid_request';
   const headers: Record<string, string> = { ...NO_STORE };
   const wait = err.details?.['retry_after_seconds'];
-  if (err.code === 'unavailable' && typeof wait === 'number') headers['retry-after'] = String(wait);
-  if (error === 'invalid_token' || error === 'insufficient_scope') {
+  if ((err.code === 'unavailable' || err.code === 'resource_exhausted') && typeof wait === 'number') headers['retry-after'] = String(wait);
+  if (error === 'invalid_dpop_proof') {
+    headers['www-authenticate'] = `DPoP error="invalid_dpop_proof", algs="${DPOP_ALGORITHMS.join(' ')}"`;
+  } else if (error === 'invalid_token' || error === 'insufficient_scope') {
     headers['www-authenticate'] = `Bearer error="${error}", error_description="${err.message.replace(/["\\]/g, '')}"`;
   } else if (status === 401) headers['www-authenticate'] = 'Basic realm="oauth", charset="UTF-8"';
   return { status, body: { error, error_description: err.message }, headers };
@@ -137,15 +147,59 @@ export function oauthRoutes(services: Services): HttpRoute[] {
     }
   };
   const endpoint =
-    (handle: (params: Readonly<Record<string, unknown>>, authorization: string | undefined, onEvent: OAuthEventSink) => Promise<unknown>) =>
+    (handle: (params: Readonly<Record<string, unknown>>, authorization: string | undefined, onEvent: OAuthEventSink, dpop: string | undefined) => Promise<unknown>) =>
     async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
       try {
         if (request.bodyError !== undefined) throw new LatchkeyError(request.bodyError.code, request.bodyError.message, { reason: 'invalid_request' });
-        return { body: await handle(request.body, request.authorization, auditSink(services, request)), headers: NO_STORE };
+        return { body: await handle(request.body, request.authorization, auditSink(services, request), request.dpop), headers: NO_STORE };
       } catch (err) {
         return errorResponse(services, request, err);
       }
     };
+  // RFC 8628 §3.3: where the user enters the code shown on the device, signed in, and approves or denies.
+  const device = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
+    try {
+      const params = request.method === 'POST' ? request.body : request.query;
+      const code = typeof params['user_code'] === 'string' ? params['user_code'].slice(0, 32) : '';
+      const form = (message: string): HttpRouteResponse => ({
+        html: logoutPage(
+          'Connect a device',
+          `${message}<form method="post" action="/app/device"><label>Code shown on the device <input name="user_code" value="${escapeHtml(code)}" autocomplete="off" autocapitalize="characters" required></label><p><button type="submit" name="decision" value="approve">Approve</button> <button type="submit" name="decision" value="deny">Deny</button></p></form>`,
+        ),
+        headers: LOGOUT_PAGE_HEADERS,
+      });
+      if (request.method !== 'POST') return form('<p>Enter the code your device shows, then approve it to let the device act for you.</p>');
+      if (request.bodyError !== undefined) return form('<p>The form could not be read.</p>');
+      const decision = params['decision'];
+      const out = await oauth.decideDevice(code, decision === 'approve', sessionCookieOf(request.cookies));
+      if (out === undefined) return form('<p>Sign in first (<a href="/app">sign in</a>), then come back to this page.</p>');
+      if (!out.done) return form('<p>This code is unknown, expired or already used.</p>');
+      await auditSink(services, request)({ action: decision === 'approve' ? 'device.approved' : 'device.denied', userId: out.userId, metadata: { client_id: out.clientId } });
+      return { html: logoutPage(decision === 'approve' ? 'Device connected' : 'Device refused', `<p>${decision === 'approve' ? 'You can return to your device.' : 'The device was not connected.'}</p>`), headers: LOGOUT_PAGE_HEADERS };
+    } catch (err) {
+      return errorResponse(services, request, err);
+    }
+  };
+  // RFC 7591 §3.2.1: 201 with the client's metadata.
+  const register = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
+    try {
+      if (request.bodyError !== undefined) throw new LatchkeyError(request.bodyError.code, request.bodyError.message, { reason: 'invalid_client_metadata' });
+      const body = await oauth.register(request.body, request.authorization);
+      await auditSink(services, request)({ action: 'client.registered', metadata: { client_id: body['client_id'] } });
+      return { status: 201, body, headers: NO_STORE };
+    } catch (err) {
+      return errorResponse(services, request, err);
+    }
+  };
+  // RFC 9126 §2.2: 201 with the request_uri.
+  const par = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
+    try {
+      if (request.bodyError !== undefined) throw new LatchkeyError(request.bodyError.code, request.bodyError.message, { reason: 'invalid_request' });
+      return { status: 201, body: await oauth.pushAuthorizationRequest(request.body, request.authorization), headers: NO_STORE };
+    } catch (err) {
+      return errorResponse(services, request, err);
+    }
+  };
   const userinfo = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
     try {
       if (request.bodyError !== undefined) throw new LatchkeyError(request.bodyError.code, request.bodyError.message, { reason: 'invalid_request' });
@@ -179,8 +233,12 @@ export function oauthRoutes(services: Services): HttpRoute[] {
   };
   return [
     { path: '/authorize', methods: ['GET', 'POST'], handler: authorize },
-    { path: '/oauth/token', methods: ['POST'], handler: endpoint((p, a, e) => oauth.token(p, a, e)) },
+    { path: '/oauth/token', methods: ['POST'], handler: endpoint((p, a, e, d) => oauth.token(p, a, e, d)) },
     { path: '/oauth/revoke', methods: ['POST'], handler: endpoint((p, a, e) => oauth.revoke(p, a, e)) },
+    { path: '/oauth/par', methods: ['POST'], handler: par },
+    ...(oauth.registrationEnabled ? [{ path: '/oauth/register', methods: ['POST' as const], handler: register }] : []),
+    { path: '/oauth/device_authorization', methods: ['POST'], handler: endpoint((p, a) => oauth.deviceAuthorization(p, a)) },
+    { path: '/app/device', methods: ['GET', 'POST'], handler: device },
     { path: '/oauth/introspect', methods: ['POST'], handler: endpoint((p, a) => oauth.introspect(p, a)) },
     { path: '/userinfo', methods: ['GET', 'POST'], handler: userinfo },
     { path: '/logout', methods: ['GET', 'POST'], handler: logout },

@@ -13,13 +13,14 @@ import { oauthRoutes } from './oauth.ts';
 import { socialRoutes } from './social.ts';
 
 /** OpenID discovery (both well-known names) and the JWKS, so other services can verify our tokens (cacheable for 5 minutes). */
-function discoveryRoutes(auth: AuthService, c: Pick<Config, 'url' | 'host' | 'httpPort' | 'enablePkcePlain'>): HttpRoute[] {
+function discoveryRoutes(auth: AuthService, c: Pick<Config, 'url' | 'host' | 'httpPort' | 'enablePkcePlain' | 'oauthRegistrationAccessToken'>): HttpRoute[] {
   const cache = { 'cache-control': 'public, max-age=300' };
-  const discovery = async () => ({ body: auth.tokens.openidConfiguration(issuerOf(c), { roleClaim: auth.options.jwt.roleClaim, pkcePlain: c.enablePkcePlain }), headers: cache });
+  const discovery = async () => ({ body: auth.tokens.openidConfiguration(issuerOf(c), { roleClaim: auth.options.jwt.roleClaim, pkcePlain: c.enablePkcePlain, registration: Boolean(c.oauthRegistrationAccessToken) }), headers: cache });
   return [
     { path: '/.well-known/openid-configuration', handler: discovery },
     { path: '/.well-known/oauth-authorization-server', handler: discovery },
     { path: '/.well-known/jwks.json', handler: async () => ({ body: auth.tokens.jwks(), headers: cache }) },
+    { path: '/.well-known/oauth-protected-resource', handler: async () => ({ body: auth.tokens.protectedResourceMetadata(issuerOf(c)), headers: cache }) },
   ];
 }
 

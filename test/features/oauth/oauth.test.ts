@@ -146,7 +146,8 @@ for (const config of configs) {
 
   test.serial(name('grant types and malformed requests: unsupported_grant_type, invalid_request'), async (t) => {
     expectOAuthError(t, await postForm(s, '/oauth/token', { grant_type: 'password', client_id: TEST_CLIENT_ID }), 400, 'unsupported_grant_type');
-    expectOAuthError(t, await postForm(s, '/oauth/token', { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', client_id: TEST_CLIENT_ID }), 400, 'unsupported_grant_type');
+    // The device grant is served, for registered clients that ask for it; the --client-id client is not one (RFC 6749 §5.2).
+    expectOAuthError(t, await postForm(s, '/oauth/token', { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', client_id: TEST_CLIENT_ID }), 400, 'unauthorized_client');
     expectOAuthError(t, await postForm(s, '/oauth/token', { client_id: TEST_CLIENT_ID, redirect_uri: CALLBACK }), 400, 'invalid_request');
     expectOAuthError(t, await postForm(s, '/oauth/token', { grant_type: 'refresh_token', client_id: TEST_CLIENT_ID }), 400, 'invalid_request');
     const repeated = await fetch(`${s.server.httpUrl}/oauth/token`, {

@@ -212,8 +212,8 @@ test('discovery lists only endpoints the server serves', async (t) => {
   const endpoints = Object.entries(meta).filter(([k, v]) => (k.endsWith('_endpoint') || k === 'jwks_uri') && typeof v === 'string');
   t.true(endpoints.length >= 7);
   for (const [name, url] of endpoints) {
-    // The token, revocation and introspection endpoints take POST (RFC 6749 §3.2, RFC 7009 §2.1, RFC 7662 §2.1).
-    const post = ['token_endpoint', 'revocation_endpoint', 'introspection_endpoint'].includes(name);
+    // The token, revocation, introspection, pushed-request and device endpoints take POST (RFC 6749 §3.2, RFC 7009 §2.1, RFC 7662 §2.1, RFC 9126 §2, RFC 8628 §3.1).
+    const post = ['token_endpoint', 'revocation_endpoint', 'introspection_endpoint', 'pushed_authorization_request_endpoint', 'device_authorization_endpoint'].includes(name);
     const res = await fetch(String(url), post ? { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' } : { redirect: 'manual' });
     t.not(res.status, 404, `${name} ${String(url)}`);
   }

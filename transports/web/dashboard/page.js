@@ -262,7 +262,28 @@
     for (const r of all) roles.append(el('label', { class: 'inline' }, el('input', { type: 'checkbox', value: r, checked: (u.roles || []).includes(r) }), r));
     $('edit-access').textContent = u.revoked_timestamp ? 'Enable access' : 'Revoke access';
     $('edit-delete').disabled = !u.email;
+    void guarded(() => loadPasskeys(u));
     $('edit-email').focus();
+  }
+  // A user's passkeys, each revocable (admin user_passkeys, revoke_user_passkey).
+  async function loadPasskeys(u) {
+    const list = $('edit-passkeys');
+    clear(list);
+    const out = await api('admin/user_passkeys', { user_id: u.id });
+    if (users.current !== u) return;
+    if (out.passkeys.length === 0) list.append(el('li', { class: 'muted', text: 'No passkeys.' }));
+    for (const p of out.passkeys) {
+      const label = p.name + ' · added ' + when(p.created_at) + (p.last_used_at ? ' · last used ' + when(p.last_used_at) : ' · never used') + (p.backup_eligible ? ' · synced' : '');
+      const revoke = el('button', { type: 'button', class: 'danger', text: 'Revoke', 'aria-label': 'Revoke passkey ' + p.name, onclick: async () => {
+        if (!(await confirmDialog('Revoke the passkey "' + p.name + '" of ' + (u.email || u.id) + '? It will no longer sign in.', 'Revoke'))) return;
+        void guarded(async () => {
+          const done = await api('admin/revoke_user_passkey', { user_id: u.id, id: p.id });
+          toast(done.message || 'Passkey revoked.');
+          await loadPasskeys(u);
+        }, $('user-edit'));
+      } });
+      list.append(el('li', { class: 'passkey-row' }, el('span', { text: label }), revoke));
+    }
   }
   $('edit-close').addEventListener('click', () => { $('user-edit').hidden = true; users.current = null; });
   $('user-edit').addEventListener('submit', (ev) => {
