@@ -248,7 +248,8 @@ export class Permissions {
   }, principal: CallerPrincipal | undefined): Promise<ExplainAnswer & { relation: string; object: string }> {
     const subject = this.#subjectFor(principal, input.user);
     // A delegated token's check intersects the user's authority with every actor's (#delegatedCheck); one
-    // explanation of the user alone could show an allow that check_permissions denies, so none is given (priority 1).
+    // explanation of the user alone could show an allow that check_permissions denies, so none is given
+    // (priority 1). The pipeline refuses delegated tokens here first (server/pipeline.ts); this holds without it.
     if (principal !== undefined && principal.kind !== 'super_admin' && principal.kind !== 'anonymous' && actorSubjects(principal.claims).length > 0) {
       throw new LatchkeyError('permission_denied', 'explain_permission is not available with a delegated token', { reason: 'delegated_explain' });
     }

@@ -112,7 +112,7 @@ for (const backend of sqlBackends()) {
     // Nor is the user's authority explained alone where a check would intersect it with the agent's.
     for (const protocol of ['rest', 'graphql', 'grpc'] as const) {
       const explained = await server.call('explain_permission', { relation: 'viewer', object: 'doc:memo' }, { protocol, headers: { authorization: `Bearer ${delegated.access_token}` } });
-      t.like(explained.error, { code: 'permission_denied', reason: 'delegated_explain' }, `${protocol}: explain_permission refused to a delegated token`);
+      t.like(explained.error, { code: 'permission_denied', reason: 'delegated_token_refused' }, `${protocol}: explain_permission refused to a delegated token`);
     }
 
     // A chain: agent-y acts for agent-x acting for the user; all three must be allowed.
