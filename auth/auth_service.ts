@@ -538,6 +538,11 @@ export class AuthService {
     return this.#permissions.check(input, ctx.principal);
   }
 
+  /** `explain_permission` (see {@link Permissions.explain}). */
+  explainPermission(input: Parameters<Permissions['explain']>[0], ctx: AuthCallContext): ReturnType<Permissions['explain']> {
+    return this.#permissions.explain(input, ctx.principal);
+  }
+
   /** `list_relations` (see {@link Permissions.relations}). */
   listRelations(input: Parameters<Permissions['relations']>[0], ctx: AuthCallContext): ReturnType<Permissions['relations']> {
     return this.#permissions.relations(input, ctx.principal);

@@ -23,7 +23,8 @@ import { handlerOf, type AnyHandler, type Handlers } from './handlers/types.ts';
  * factor, ending sessions, deleting the account, organization changes) is
  * refused with `permission_denied`, reason `delegated_token_refused`.
  */
-const DELEGATED_OPERATIONS: ReadonlySet<string> = new Set(['check_permissions', 'list_permissions', 'list_relations', 'explain_permission', 'profile']);
+// explain_permission is not among them: one explanation shows one party's authority, not the intersection (engine.md, "Explain").
+const DELEGATED_OPERATIONS: ReadonlySet<string> = new Set(['check_permissions', 'list_permissions', 'list_relations', 'profile']);
 
 function refuseDelegated(op: AnyOperation, principal: Principal): void {
   if (principal.kind !== 'user' || principal.claims?.['act'] === undefined || DELEGATED_OPERATIONS.has(op.name)) return;

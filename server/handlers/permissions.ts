@@ -17,6 +17,7 @@ import type { HandlersOf } from './types.ts';
 export const PERMISSION_HANDLERS: HandlersOf<typeof PERMISSION_OPERATIONS> = {
   // Not async: an answer at hand (a cache hit) goes back to the pipeline without a promise.
   check_permissions: (ctx, input) => authOf(ctx).checkPermissions(input, callContext(ctx)),
+  explain_permission: async (ctx, input) => authOf(ctx).explainPermission(input, callContext(ctx)),
   list_permissions: async (ctx, input) => authOf(ctx).listPermissions(input, callContext(ctx)),
   list_relations: async (ctx, input) => authOf(ctx).listRelations(input, callContext(ctx)),
 };

@@ -108,6 +108,7 @@ const STEPS: Step[] = [
   ['fga_read_tuples', () => ({ page_size: 10 })],
   ['fga_list_users', () => ({ object: 'doc:1', relation: 'viewer', user_type: 'user' })],
   ['fga_expand', () => ({ object: 'doc:1', relation: 'viewer' })],
+  ['fga_explain', () => ({ user: 'user:ann', object: 'doc:1', relation: 'viewer' })],
   ['fga_delete_tuples', () => ({ tuples: [{ user: 'user:ann', relation: 'viewer', object: 'doc:1' }] })],
   ['fga_delete_tuples_by_filter', () => ({ object_type: 'doc', relation: 'viewer' })],
   ['fga_reset', () => ({})],

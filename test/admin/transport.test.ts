@@ -27,7 +27,7 @@ async function auditCount(server: TestServer, action: string): Promise<number> {
 
 test('the admin rows follow the spec client table: five methods on REST and gRPC only, _env on GraphQL only, the rest on all three', (t) => {
   const byName = new Map<string, AnyOperation>(OPERATIONS.map((op) => [op.name, op]));
-  const all = ['admin_login', 'users', 'user', 'update_user', 'delete_user', 'verification_requests', 'revoke_access', 'enable_access', 'invite_members', 'add_webhook', 'update_webhook', 'delete_webhook', 'get_webhook', 'webhooks', 'webhook_logs', 'test_endpoint', 'add_email_template', 'update_email_template', 'delete_email_template', 'email_templates', 'audit_logs', 'fga_write_model', 'fga_write_tuples', 'fga_delete_tuples', 'fga_read_tuples', 'fga_list_users', 'fga_expand'];
+  const all = ['admin_login', 'users', 'user', 'update_user', 'delete_user', 'verification_requests', 'revoke_access', 'enable_access', 'invite_members', 'add_webhook', 'update_webhook', 'delete_webhook', 'get_webhook', 'webhooks', 'webhook_logs', 'test_endpoint', 'add_email_template', 'update_email_template', 'delete_email_template', 'email_templates', 'audit_logs', 'fga_write_model', 'fga_write_tuples', 'fga_delete_tuples', 'fga_read_tuples', 'fga_list_users', 'fga_expand', 'fga_explain'];
   for (const name of all) t.deepEqual([...(byName.get(name)?.protocols ?? [])].sort(), ['graphql', 'grpc', 'rest'], name);
   for (const name of ['admin_logout', 'admin_session', 'admin_meta', 'fga_get_model', 'fga_reset']) t.deepEqual([...(byName.get(name)?.protocols ?? [])].sort(), ['grpc', 'rest'], name);
   t.deepEqual(byName.get('env')?.protocols, ['graphql']);
@@ -62,6 +62,7 @@ test('every admin operation refuses missing and wrong credentials on every proto
       fga_delete_tuples: { tuples: [tuple] },
       fga_list_users: { object: 'doc:1', relation: 'viewer', user_type: 'user' },
       fga_expand: { object: 'doc:1', relation: 'viewer' },
+      fga_explain: { user: 'user:a', object: 'doc:1', relation: 'viewer' },
       admin_create_organization: { name: 'Acme' },
       admin_organization: { organization_id: 'x' },
       admin_update_organization: { organization_id: 'x', name: 'y' },
@@ -360,6 +361,10 @@ for (const protocol of PROTOCOLS) {
         t.deepEqual(p2?.['users'], ['user:b']);
         t.is(p2?.['continuation_token'] ?? '', '');
         t.is(typeof (await call('fga_expand', { object: 'doc:1', relation: 'viewer' })).body?.['tree'], 'string');
+        const explained = (await call('fga_explain', { user: 'user:a', object: 'doc:1', relation: 'viewer' })).body as { allowed: boolean; tree: { kind: string; outcome: string } };
+        t.true(explained.allowed);
+        t.is(explained.tree.kind, 'relation');
+        t.is(explained.tree.outcome, 'allowed');
         if (protocol !== 'graphql') {
           t.is((await call('fga_get_model')).body?.['id'], written.id);
           t.is((await call('fga_reset')).error?.code, 'failed_precondition');

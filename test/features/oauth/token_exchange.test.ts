@@ -109,6 +109,11 @@ for (const backend of sqlBackends()) {
     // Contextual tuples cannot widen a delegated check.
     const ctx = await server.call('check_permissions', { checks: [{ relation: 'viewer', object: 'doc:memo', contextual_tuples: [{ user: 'service_account:agent-x', relation: 'viewer', object: 'doc:memo' }] }] }, { protocol: 'rest', headers: { authorization: `Bearer ${delegated.access_token}` } });
     t.is(ctx.error?.reason, 'delegated_contextual_tuples');
+    // Nor is the user's authority explained alone where a check would intersect it with the agent's.
+    for (const protocol of ['rest', 'graphql', 'grpc'] as const) {
+      const explained = await server.call('explain_permission', { relation: 'viewer', object: 'doc:memo' }, { protocol, headers: { authorization: `Bearer ${delegated.access_token}` } });
+      t.like(explained.error, { code: 'permission_denied', reason: 'delegated_token_refused' }, `${protocol}: explain_permission refused to a delegated token`);
+    }
 
     // A chain: agent-y acts for agent-x acting for the user; all three must be allowed.
     const second = await agent(server, issuer, 'agent-y');
