@@ -47,7 +47,7 @@ let uid = '';
 let token = '';
 
 test.before(async () => {
-  srv = await startTestServer();
+  srv = await startTestServer({ 'enable-explain-permission': true });
   const model = await srv.call('fga_write_model', { dsl: DSL }, { protocol: 'rest', headers: admin });
   if (model.error !== undefined) throw new Error(JSON.stringify(model.error));
   const s = await srv.call('signup', { email: 'explain@example.com', password: PASSWORD }, { protocol: 'rest' });
@@ -156,4 +156,22 @@ test('_fga_explain: any subject for a super-admin, refused to a user, audited', 
     t.is(badUser.error?.code, 'invalid_argument', protocol);
   }
   t.true((await audit.audit.list({ action: 'admin.fga_explained' })).pagination.total >= before + PROTOCOLS.length * 2);
+});
+
+test('explain_permission is off for users unless --enable-explain-permission allows it; a super-admin still explains', async (t) => {
+  const plain = await startTestServer();
+  try {
+    await plain.call('fga_write_model', { dsl: DSL }, { protocol: 'rest', headers: admin });
+    const s = await plain.call('signup', { email: 'explain-off@example.com', password: PASSWORD }, { protocol: 'rest' });
+    const own = s.body!['access_token'] as string;
+    const id = (s.body!['user'] as Record<string, unknown>)['id'] as string;
+    for (const protocol of PROTOCOLS) {
+      const r = await plain.call('explain_permission', { relation: 'viewer', object: 'document:1' }, { protocol, headers: bearer(own) });
+      t.like(r.error, { code: 'failed_precondition', reason: 'explain_permission_disabled' }, protocol);
+      const a = await plain.call('explain_permission', { relation: 'viewer', object: 'document:1', user: `user:${id}` }, { protocol, headers: admin });
+      t.is(a.error, undefined, `${protocol}: a super-admin explains`);
+    }
+  } finally {
+    await plain.close();
+  }
 });
