@@ -38,6 +38,8 @@ import { invalidArgument, profilePatch, type UpdateProfileInput } from './profil
 import { toPublicUser, type AuthCallContext, type PublicUser, type UserPrincipal } from './public_user.ts';
 import { LoginFlows, signupRoles } from './login_flows.ts';
 import { SessionFlows, requestedRoles, unauthenticated } from './session_flows.ts';
+import { AccountSessions, linkedProviders, type SessionInfo } from './account_sessions.ts';
+import type { SocialLoginProvider } from './social_providers.ts';
 
 export { INVALID_CREDENTIALS_MESSAGE } from './profile.ts';
 export { SESSION_COOKIE, SESSION_DOMAIN_COOKIE, sessionCookieOf, toPublicUser, type AuthCallContext, type AuthResponse, type AuthResult, type PublicUser, type SessionGrant, type UserPrincipal } from './public_user.ts';
@@ -75,6 +77,7 @@ export class AuthService {
   readonly #permissions: Permissions;
   readonly #login: LoginFlows;
   readonly #session: SessionFlows;
+  readonly #account: AccountSessions;
 
   private constructor(init: {
     options: ResolvedAuthOptions;
@@ -89,7 +92,9 @@ export class AuthService {
     tokenScript: TokenScript | undefined;
     login: LoginFlows;
     session: SessionFlows;
+    account: AccountSessions;
   }) {
+    this.#account = init.account;
     this.tokenScript = init.tokenScript;
     this.verification = init.verification;
     this.email = init.email;
@@ -160,7 +165,8 @@ export class AuthService {
       },
     });
     const login = new LoginFlows({ options: o, database, users, passwords, memoryStore: deps.memoryStore, mfa, email, sessions: session });
-    return new AuthService({ options: o, users, sessions, tokens, passwords, mfa, permissions, verification, email, tokenScript: deps.tokenScript, login, session });
+    const account = new AccountSessions({ sessions, users, store: deps.memoryStore, magicLinkLogin: o.enableMagicLinkLogin });
+    return new AuthService({ options: o, users, sessions, tokens, passwords, mfa, permissions, verification, email, tokenScript: deps.tokenScript, login, session, account });
   }
 
   /** True when FGA is enabled (an engine was given). */
@@ -300,6 +306,42 @@ export class AuthService {
     await this.sessions.endAllForUser(user.id);
     await this.mfa.deleteUserData(user.id);
     return { message: 'Account deactivated successfully' };
+  }
+
+  // ---------------------------------------------------------------- sessions and sign-in methods
+
+  /** `list_sessions`: the caller's live sessions with their devices (see {@link AccountSessions.list}). */
+  async listSessions(ctx: AuthCallContext): Promise<SessionInfo[]> {
+    const user = await this.#currentUser(ctx);
+    return this.#account.list({ userId: user.id, sessionId: this.#requireUser(ctx).sessionId });
+  }
+
+  /** `revoke_session`: ends one of the caller's sessions, or all the others (see {@link AccountSessions.revoke}). */
+  async revokeSession(input: { id?: string | undefined; all_others?: boolean | undefined }, ctx: AuthCallContext): Promise<number> {
+    const user = await this.#currentUser(ctx);
+    return this.#account.revoke({ userId: user.id, sessionId: this.#requireUser(ctx).sessionId }, input);
+  }
+
+  /** `_list_sessions`: any user's live sessions (admin). */
+  listSessionsOf(userId: string): Promise<SessionInfo[]> {
+    return this.#account.listOf(userId);
+  }
+
+  /** `_revoke_session`: ends any live session (admin); returns its user's id. */
+  revokeAnySession(id: string): Promise<string> {
+    return this.#account.revokeAny(id);
+  }
+
+  /** `linked_identities`: the providers the caller signed in with, and whether a password is set. */
+  async linkedIdentities(ctx: AuthCallContext): Promise<{ providers: SocialLoginProvider[]; has_password: boolean }> {
+    const user = await this.#currentUser(ctx);
+    return { providers: linkedProviders(user), has_password: user.password !== null };
+  }
+
+  /** `unlink_identity` (see {@link AccountSessions.unlink}); returns the updated user. */
+  async unlinkIdentity(provider: string, ctx: AuthCallContext): Promise<UserRecord> {
+    const user = await this.#currentUser(ctx);
+    return this.#account.unlink(user, provider, this.#requireUser(ctx).sessionId);
   }
 
   // ---------------------------------------------------------------- hooks for other flows

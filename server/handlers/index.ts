@@ -7,6 +7,7 @@
 import type { Handlers } from './types.ts';
 import { META_HANDLERS } from './meta.ts';
 import { AUTH_HANDLERS } from './auth.ts';
+import { ACCOUNT_HANDLERS } from './account.ts';
 import { MFA_HANDLERS } from './mfa.ts';
 import { VERIFICATION_HANDLERS } from './verification.ts';
 import { PERMISSION_HANDLERS } from './permissions.ts';
@@ -15,6 +16,7 @@ import { ADMIN_HANDLERS } from './admin.ts';
 export const HANDLERS: Handlers = Object.freeze({
   ...META_HANDLERS,
   ...AUTH_HANDLERS,
+  ...ACCOUNT_HANDLERS,
   ...MFA_HANDLERS,
   ...VERIFICATION_HANDLERS,
   ...PERMISSION_HANDLERS,

@@ -5,6 +5,9 @@ import { LatchkeyError } from '../../engine/errors.ts';
 import { META, META_OPERATIONS, type Infer } from '../../api/index.ts';
 import { SOCIAL_PROVIDERS, type Config } from '../flags.ts';
 import { VERSION } from '../version.ts';
+
+/** The languages the pages are available in, the default first. */
+export const PAGE_LANGUAGES: readonly string[] = Object.freeze(['en']);
 import type { HandlersOf } from './types.ts';
 
 
@@ -38,6 +41,8 @@ function buildMeta(c: Config): Infer<typeof META> {
     is_microsoft_login_enabled: provider('microsoft'),
     is_twitch_login_enabled: provider('twitch'),
     is_roblox_login_enabled: provider('roblox'),
+    is_oidc_login_enabled: Boolean(c.oidcIssuer) && Boolean(c.oidcClientId) && Boolean(c.oidcClientSecret),
+    oidc_display_name: c.oidcDisplayName || 'OpenID Connect',
     is_email_verification_enabled: c.enableEmailVerification && mail,
     is_basic_authentication_enabled: c.enableBasicAuthentication,
     is_magic_link_login_enabled: c.enableMagicLinkLogin && mail,
@@ -50,6 +55,7 @@ function buildMeta(c: Config): Infer<typeof META> {
     is_email_otp_mfa_enabled: c.enableMfa && c.enableEmailOtp && mail,
     is_sms_otp_mfa_enabled: c.enableMfa && c.enableSmsOtp,
     is_mfa_enforced: c.enableMfa && c.enforceMfa,
+    languages: [...PAGE_LANGUAGES],
   };
 }
 

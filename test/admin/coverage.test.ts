@@ -33,6 +33,14 @@ const STEPS: Step[] = [
   ['revoke_access', (s) => ({ user_id: s['user']! })],
   ['enable_access', (s) => ({ user_id: s['user']! })],
   ['delete_user', (s) => ({ email: `${s['p']}-b@example.com` })],
+  // A user with a live session for the session rows (sign-up opens one: this server does not verify addresses).
+  ['signup', (s) => ({ email: `${s['p']}-c@example.com`, password: 'correct horse battery staple' }), (b, s) => {
+    s['session_user'] = (b['user'] as { id: string } | undefined)?.id ?? '';
+  }],
+  ['admin_list_sessions', (s) => ({ user_id: s['session_user']! }), (b, s) => {
+    s['session'] = (b['sessions'] as Array<{ id: string }>)[0]?.id ?? '';
+  }],
+  ['admin_revoke_session', (s) => ({ id: s['session']! })],
   ['add_webhook', (s) => ({ event_name: 'user.deleted', endpoint: s['receiver']! })],
   ['webhooks', () => ({})],
   ['get_webhook', (s) => ({ id: s['webhook']! })],
@@ -78,6 +86,7 @@ for (const backend of ['sqlite', 'dynamodb'] as const) {
     const smtp = await startSmtp();
     const srv = await startTestServer({
       'webhook-allow-private-networks': true,
+      'enable-email-verification': false,
       'allowed-origins': origin,
       'smtp-host': '127.0.0.1',
       'smtp-port': smtp.port,
