@@ -32,28 +32,24 @@
  */
 import { createHash } from 'node:crypto';
 import type { Config, HttpRoute, HttpRouteResponse } from '../../server/index.ts';
+import { DESIGN_CSS, PROVIDER_BRANDS } from './design.ts';
 
 /** The flags the login page reads. */
 export type LoginPageConfig = Pick<Config, 'enableLoginPage' | 'organizationName' | 'organizationLogo'>;
 
-const STYLE = `
-:root{color-scheme:light dark;font-family:system-ui,sans-serif}
-body{margin:0;min-height:100vh;display:grid;place-items:center;background:Canvas;color:CanvasText}
-main{width:min(22rem,90vw);padding:2rem;border:1px solid GrayText;border-radius:.5rem}
-h1{font-size:1.4rem;margin:0 0 1rem}
-label{display:block;margin:.75rem 0 .25rem}
-input{box-sizing:border-box;width:100%;padding:.5rem;font:inherit}
-button{margin-top:1rem;padding:.5rem 1rem;font:inherit;cursor:pointer}
-.link{background:none;border:none;padding:0;color:LinkText;text-decoration:underline}
-[hidden]{display:none!important}
-#error{color:#c62828;margin-top:1rem}
-#notice{margin-top:1rem}
+const STYLE = `${DESIGN_CSS}
+body{display:grid;place-items:start center;padding:var(--s6) var(--s4)}
+main{width:min(24rem,100%)}
+@media (max-width:30rem){body{padding:var(--s4) var(--s3)}main.card{padding:var(--s4)}}
 #enrol code{word-break:break-all}
-#enrol img{display:block;margin:.5rem 0}
-#logo{display:block;margin:0 auto .5rem;max-width:100%}
-#org{text-align:center;font-weight:600;margin:0 0 1rem}
-#social{display:grid;gap:.5rem;margin-top:1rem}
-.social{display:block;padding:.5rem;border:1px solid GrayText;border-radius:.3rem;text-align:center;color:inherit;text-decoration:none}
+#enrol img{display:block;margin:var(--s2) 0}
+#logo{display:block;margin:0 auto var(--s2);max-width:100%}
+#org{text-align:center;font-weight:600;margin:0 0 var(--s4)}
+#social{display:grid;gap:var(--s2);margin-top:var(--s4);padding-top:var(--s4);border-top:1px solid var(--border)}
+#social:empty,#social.off{display:none}
+.links p{margin:var(--s1) 0}
+#error{color:var(--danger)}
+#notice,#signed-in{color:var(--ok)}
 `;
 
 const SCRIPT = `
@@ -74,7 +70,8 @@ const SCRIPT = `
   const show = (id, text) => { const el = $(id); el.textContent = text; el.hidden = text === ''; };
   const clear = () => { show('error', ''); show('notice', ''); };
   const busy = (on) => { for (const b of document.querySelectorAll('button')) b.disabled = on; };
-  const only = (id) => { for (const f of forms) $(f).hidden = f !== id; };
+  // The other ways to sign in go with the sign-in form only.
+  const only = (id) => { for (const f of forms) $(f).hidden = f !== id; $('social').classList.toggle('off', id !== 'login'); };
   // An identifier with an @ is an email address; anything else is taken for a phone number.
   const identify = (value) => { const v = value.trim(); return v.includes('@') ? { email: v } : { phone_number: v }; };
   async function call(op, input, method) {
@@ -93,9 +90,11 @@ const SCRIPT = `
   }
   function done() {
     if (params.has('client_id')) { location.assign(base + 'authorize' + query); return; }
+    // A direct sign-in lands on the account center.
     only('');
     $('title').textContent = 'Signed in';
     show('signed-in', 'Signed in');
+    location.assign(base + 'app/account');
   }
   function startChallenge(body) {
     const email = body.should_show_email_otp_screen;
@@ -248,7 +247,7 @@ const SCRIPT = `
       signInForm();
     }
   }
-  const PROVIDERS = { google: 'Google', facebook: 'Facebook', github: 'GitHub', linkedin: 'LinkedIn', apple: 'Apple', discord: 'Discord', twitter: 'X', microsoft: 'Microsoft', twitch: 'Twitch', roblox: 'Roblox' };
+  const BRANDS = ${JSON.stringify(PROVIDER_BRANDS)};
   async function features() {
     let meta;
     try { meta = await call('meta', undefined, 'GET'); } catch { return; }
@@ -261,10 +260,17 @@ const SCRIPT = `
     for (const [key, on] of Object.entries(meta)) {
       const m = /^is_([a-z0-9]+)_login_enabled$/.exec(key);
       if (!m || on !== true || m[1] === 'magic') continue;
+      const brand = BRANDS[m[1]] || { name: m[1], colour: '#4f5663', initial: m[1].slice(0, 1).toUpperCase() };
+      const name = m[1] === 'oidc' && typeof meta.oidc_display_name === 'string' && meta.oidc_display_name ? meta.oidc_display_name : brand.name;
       const a = document.createElement('a');
-      a.className = 'social';
+      a.className = 'button provider social';
       a.href = base + 'oauth_login/' + m[1] + '?redirect_uri=' + encodeURIComponent(back);
-      a.textContent = 'Continue with ' + (PROVIDERS[m[1]] || m[1]);
+      const mark = document.createElement('span');
+      mark.className = 'mark';
+      mark.setAttribute('aria-hidden', 'true');
+      mark.style.background = brand.colour;
+      mark.textContent = brand.initial;
+      a.append(mark, document.createTextNode('Continue with ' + name));
       list.append(a);
     }
     list.hidden = list.childElementCount === 0;
@@ -296,7 +302,7 @@ const HTML_HEAD = `<!DOCTYPE html>
 <style>${STYLE}</style>
 </head>
 <body>
-<main>
+<main class="card">
 `;
 
 const HTML_BODY = `<h1 id="title">Sign in</h1>
@@ -306,11 +312,12 @@ const HTML_BODY = `<h1 id="title">Sign in</h1>
 <input id="email" name="email" type="text" inputmode="email" autocomplete="username" required>
 <label for="password">Password</label>
 <input id="password" name="password" type="password" autocomplete="current-password" required>
-<button id="submit" type="submit">Sign in</button>
+<button id="submit" class="primary" type="submit">Sign in</button>
+<div class="links">
 <p><button id="forgot" class="link" type="button">Forgot password?</button></p>
 <p><button id="magic" class="link" type="button" hidden>Email me a sign-in link</button></p>
 <p id="to-signup-p"><button id="to-signup" class="link" type="button">Create an account</button></p>
-<nav id="social" aria-label="Other ways to sign in" hidden></nav>
+</div>
 </form>
 <form id="signup" method="post" autocomplete="on" hidden>
 <label id="su-id-label" for="su-id">Email or phone</label>
@@ -321,7 +328,7 @@ const HTML_BODY = `<h1 id="title">Sign in</h1>
 <input id="su-password" name="new-password" type="password" autocomplete="new-password" required>
 <label for="su-confirm">Confirm the password</label>
 <input id="su-confirm" name="confirm-password" type="password" autocomplete="new-password" required>
-<button id="signup-submit" type="submit">Create account</button>
+<button id="signup-submit" class="primary" type="submit">Create account</button>
 <p><button id="to-login" class="link" type="button">I have an account: sign in</button></p>
 </form>
 <form id="mfa" method="post" hidden>
@@ -339,7 +346,7 @@ const HTML_BODY = `<h1 id="title">Sign in</h1>
 </div>
 <label for="otp">Code</label>
 <input id="otp" name="otp" inputmode="numeric" autocomplete="one-time-code" maxlength="16" required>
-<button id="verify" type="submit">Verify</button>
+<button id="verify" class="primary" type="submit">Verify</button>
 <p><button id="resend" class="link" type="button" hidden>Send a new code</button></p>
 </form>
 <form id="reset" method="post" hidden>
@@ -347,11 +354,12 @@ const HTML_BODY = `<h1 id="title">Sign in</h1>
 <input id="new-password" name="new-password" type="password" autocomplete="new-password" required>
 <label for="confirm-password">Confirm the new password</label>
 <input id="confirm-password" name="confirm-password" type="password" autocomplete="new-password" required>
-<button id="reset-submit" type="submit">Set password</button>
+<button id="reset-submit" class="primary" type="submit">Set password</button>
 </form>
-<p id="signed-in" role="status" hidden></p>
-<p id="notice" role="status" hidden></p>
-<p id="error" role="alert" hidden></p>
+<p id="signed-in" class="msg" role="status" hidden></p>
+<p id="notice" class="msg" role="status" hidden></p>
+<p id="error" class="msg" role="alert" hidden></p>
+<nav id="social" aria-label="Other ways to sign in" hidden></nav>
 </main>
 <script>${SCRIPT}</script>
 </body>
