@@ -34,7 +34,7 @@ import { VerificationFlows } from './verification_flows.ts';
 import { EmailFlows, type LinkDelivery } from './email_flows.ts';
 import { Permissions, type PermissionEngine } from './permissions.ts';
 import type { TokenScript } from './token_script.ts';
-import { invalidArgument, profilePatch, type UpdateProfileInput } from './profile.ts';
+import { invalidArgument, invalidCredentials, profilePatch, type UpdateProfileInput } from './profile.ts';
 import { toPublicUser, type AuthCallContext, type PublicUser, type UserPrincipal } from './public_user.ts';
 import { LoginFlows, signupRoles } from './login_flows.ts';
 import { SessionFlows, requestedRoles, unauthenticated } from './session_flows.ts';
@@ -299,9 +299,18 @@ export class AuthService {
     }
   }
 
-  /** `deactivate_account`: soft delete; login and every token and session are refused afterwards. */
-  async deactivateAccount(ctx: AuthCallContext): Promise<{ message: string }> {
+  /**
+   * `deactivate_account`: soft delete; login and every token and session are
+   * refused afterwards. With `password` (re-authentication, ASVS v5 7.5.1),
+   * nothing changes unless it is the account's current one
+   * (`unauthenticated` `invalid_credentials`; an account without a password
+   * cannot prove one).
+   */
+  async deactivateAccount(ctx: AuthCallContext, password?: string): Promise<{ message: string }> {
     const user = await this.#currentUser(ctx);
+    if (password !== undefined && (user.password === null || !(await this.passwords.verify(password, user.password)))) {
+      throw invalidCredentials('wrong_old_password', user.id);
+    }
     await this.users.update(user.id, { deactivated_at: this.#nowSeconds() });
     await this.sessions.endAllForUser(user.id);
     await this.mfa.deleteUserData(user.id);

@@ -106,8 +106,8 @@ export const AUTH_HANDLERS: HandlersOf<typeof AUTH_OPERATIONS> = {
     if (input.new_password) await audit(ctx, 'user.password_changed', { userId });
     return out;
   },
-  deactivate_account: async (ctx) => {
-    const out = await authOf(ctx).deactivateAccount(callContext(ctx));
+  deactivate_account: async (ctx, input) => {
+    const out = await authOf(ctx).deactivateAccount(callContext(ctx), input.password ?? undefined);
     await audit(ctx, 'user.deactivated', { userId: ctx.principal.kind === 'user' ? ctx.principal.userId : undefined, webhook: 'user.deactivated' });
     clearSessionCookies(ctx);
     return out;

@@ -15,8 +15,8 @@
  * - sign-in methods (`linked_identities`): unlink a provider
  *   (`unlink_identity`; the server refuses the last way in), connect another
  *   through `/oauth_login/<provider>`;
- * - delete the account (`deactivate_account`) after the current password is
- *   proven again (a `login` with it), and sign out (`logout`).
+ * - delete the account (`deactivate_account` with the current password,
+ *   which the server checks again), and sign out (`logout`).
  * Without a session the page goes to `/app`.
  *
  * Like `/app`, one static document per configuration: the script reads the
@@ -264,13 +264,10 @@ const SCRIPT = `
     e.preventDefault();
     void act('delete-msg', formControls(e.target), async () => {
       if (!$('delete-confirm').checked) { $('delete-confirm').focus(); throw new Error('Tick the box to confirm.'); }
-      if (!$('delete-password-field').hidden) {
-        const who = me.email ? { email: me.email } : { phone_number: me.phone_number };
-        // The current password, proven again: a session left open on a shared computer is not enough to delete the account.
-        try { await call('login', { ...who, password: $('delete-password').value }); }
-        catch { $('delete-password').focus(); throw new Error('That is not your current password.'); }
-      }
-      await call('deactivate_account', {});
+      // The current password, proven again by the server: a session left open on a shared computer is not enough to delete the account.
+      const input = $('delete-password-field').hidden ? {} : { password: $('delete-password').value };
+      try { await call('deactivate_account', input); }
+      catch (err) { if (!$('delete-password-field').hidden) $('delete-password').focus(); throw err; }
       location.assign(base + 'app');
       return '';
     });

@@ -216,7 +216,7 @@ for (const width of WIDTHS) {
     await page.fill('#delete-password', 'not-my-password');
     await page.check('#delete-confirm');
     await page.click('#delete-submit');
-    t.is(await message(page, 'delete-msg'), 'That is not your current password.');
+    t.is(await message(page, 'delete-msg'), 'invalid credentials');
     t.is((await server.call('login', { email, password: PASSWORD }, { protocol: 'rest' })).error, undefined, 'not deleted');
     await page.fill('#delete-password', PASSWORD);
     await page.click('#delete-submit');
