@@ -7,7 +7,8 @@
  * loopback); deleting the account after the password is proven again; all
  * of it by keyboard alone in one run; axe-core with no serious or critical
  * violation in the light and the dark scheme; no console error, page error
- * or Content-Security-Policy violation. Screenshots for docs/ui.md.
+ * or Content-Security-Policy violation; the generic OpenID provider's button
+ * with its display name. Screenshots for docs/ui.md.
  */
 import anyTest, { type ExecutionContext } from 'ava';
 import { randomBytes } from 'node:crypto';
@@ -41,6 +42,11 @@ test.before(async () => {
     'github-client-id': 'gh',
     'github-client-secret': 'gh-secret',
     'organization-name': 'Example Corp',
+    // The generic OpenID provider: its button carries the name the deployment gives it (discovery waits for a login).
+    'oidc-issuer': 'https://sso.example.com/realms/staff',
+    'oidc-client-id': 'latchkey',
+    'oidc-client-secret': 'oidc-secret',
+    'oidc-display-name': 'Staff SSO',
   })));
   socialLoginOf(server.server.services)?.useEndpointsForTests('github', {
     authorizationEndpoint: `${github.url}/authorize`,
@@ -125,6 +131,7 @@ for (const width of WIDTHS) {
     await page.locator('#social .provider').first().waitFor();
     await checkScreen(t, page, `app-sign-in-${width}`);
     t.regex((await page.textContent('#social')) ?? '', /Continue with GitHub/);
+    t.is(await page.locator('#social a', { hasText: 'Continue with Staff SSO' }).getAttribute('href'), `/oauth_login/oidc?redirect_uri=${encodeURIComponent(`${base}/app`)}`);
     await signIn(page, email);
     t.is(await page.textContent('#account-email'), email);
     t.is(await page.locator('#sessions li').count(), 1, 'this device');
