@@ -6,8 +6,12 @@ import { META, META_OPERATIONS, type Infer } from '../../api/index.ts';
 import { SOCIAL_PROVIDERS, type Config } from '../flags.ts';
 import { VERSION } from '../version.ts';
 
-/** The languages the pages are available in, the default first. */
-export const PAGE_LANGUAGES: readonly string[] = Object.freeze(['en']);
+/**
+ * The languages the sign-in page is available in, the default first (its
+ * catalogues are in transports/web/login_messages.ts; a test holds the two
+ * lists equal).
+ */
+export const PAGE_LANGUAGES: readonly string[] = Object.freeze(['en', 'de', 'fr', 'es', 'ja', 'ar']);
 import type { HandlersOf } from './types.ts';
 
 

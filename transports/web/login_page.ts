@@ -31,7 +31,9 @@
  * images inline or from the logo's origin only).
  */
 import { createHash } from 'node:crypto';
-import type { Config, HttpRoute, HttpRouteResponse } from '../../server/index.ts';
+import type { Config, HttpRoute, HttpRouteRequest, HttpRouteResponse } from '../../server/index.ts';
+import { LANGUAGE_COOKIE, pickLanguage } from './i18n.ts';
+import { LOGIN_MESSAGES, RTL_LANGUAGES } from './login_messages.ts';
 import { DESIGN_CSS, PROVIDER_BRANDS } from './design.ts';
 
 /** The flags the login page reads. */
@@ -50,12 +52,18 @@ main{width:min(24rem,100%)}
 .links p{margin:var(--s1) 0}
 #error{color:var(--danger)}
 #notice,#signed-in{color:var(--ok)}
+.language{margin-top:var(--s5);display:flex;align-items:center;gap:var(--s2);font-size:var(--text-sm)}
+.language label{margin:0}
+select{min-height:2.75rem;padding:var(--s1) var(--s2);font:inherit;color:var(--text);background:var(--surface);border:1px solid var(--muted);border-radius:var(--radius)}
 `;
 
 const SCRIPT = `
 'use strict';
 (() => {
   const $ = (id) => document.getElementById(id);
+  // The page's words in its language (a JSON data block, not a script: the policy need not allow it).
+  const M = JSON.parse($('messages').textContent);
+  const t = (key, vars) => M[key].replace(/\\{(\\w+)\\}/g, (_, name) => String((vars || {})[name]));
   const query = location.search;
   const params = new URLSearchParams(query);
   const resetPath = /\\/app\\/reset-password\\/?$/.test(location.pathname);
@@ -81,29 +89,29 @@ const SCRIPT = `
         ? { credentials: 'same-origin', headers: { accept: 'application/json' } }
         : { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(input) });
     } catch {
-      throw new Error('The server could not be reached. Try again.');
+      throw new Error(t('unreachable'));
     }
     let body = {};
     try { body = await res.json(); } catch { body = {}; }
-    if (!res.ok) throw new Error(typeof body.message === 'string' && body.message ? body.message : 'Request failed (' + res.status + ')');
+    if (!res.ok) throw new Error(typeof body.message === 'string' && body.message ? body.message : t('requestFailed', { status: res.status }));
     return body;
   }
   function done() {
     if (params.has('client_id')) { location.assign(base + 'authorize' + query); return; }
     // A direct sign-in lands on the account center.
     only('');
-    $('title').textContent = 'Signed in';
-    show('signed-in', 'Signed in');
+    $('title').textContent = t('signedIn');
+    show('signed-in', t('signedIn'));
     location.assign(base + 'app/account');
   }
   function startChallenge(body) {
     const email = body.should_show_email_otp_screen;
-    if (body.should_show_totp_screen) challenge = { is_totp: true, prompt: 'Enter the code from your authenticator app.' };
-    else if (email) challenge = { is_totp: false, prompt: 'Enter the code sent to your email.' };
-    else if (body.should_show_mobile_otp_screen) challenge = { is_totp: false, prompt: 'Enter the code sent to your phone.' };
+    if (body.should_show_totp_screen) challenge = { is_totp: true, prompt: t('promptTotp') };
+    else if (email) challenge = { is_totp: false, prompt: t('promptEmail') };
+    else if (body.should_show_mobile_otp_screen) challenge = { is_totp: false, prompt: t('promptPhone') };
     else return false;
     only('mfa');
-    $('title').textContent = 'Verify it is you';
+    $('title').textContent = t('verifyTitle');
     show('mfa-prompt', challenge.prompt);
     $('resend').hidden = challenge.is_totp;
     // After a link the login form was not filled: the code step names the account itself.
@@ -145,7 +153,7 @@ const SCRIPT = `
     clear(); busy(true);
     try {
       const body = await call('resend_otp', codeFor());
-      show('notice', typeof body.message === 'string' && body.message ? body.message : 'A new code is on its way.');
+      show('notice', typeof body.message === 'string' && body.message ? body.message : t('newCodeSent'));
       $('otp').value = '';
       $('otp').focus();
     } catch (err) { show('error', err.message); }
@@ -153,7 +161,7 @@ const SCRIPT = `
   });
   const emailFirst = () => {
     const email = $('email').value.trim();
-    if (!email.includes('@')) { show('error', 'Enter your email first.'); $('email').focus(); return ''; }
+    if (!email.includes('@')) { show('error', t('emailFirst')); $('email').focus(); return ''; }
     return email;
   };
   $('forgot').addEventListener('click', async () => {
@@ -163,7 +171,7 @@ const SCRIPT = `
     busy(true);
     try {
       const body = await call('forgot_password', { email });
-      show('notice', typeof body.message === 'string' ? body.message : 'Check your email.');
+      show('notice', typeof body.message === 'string' ? body.message : t('checkEmail'));
     } catch (err) { show('error', err.message); }
     finally { busy(false); }
   });
@@ -177,17 +185,17 @@ const SCRIPT = `
       const input = { email };
       if (params.has('state')) input.state = params.get('state');
       const body = await call('magic_link_login', input);
-      show('notice', typeof body.message === 'string' ? body.message : 'Check your email for a sign-in link.');
+      show('notice', typeof body.message === 'string' ? body.message : t('checkEmailLink'));
     } catch (err) { show('error', err.message); }
     finally { busy(false); }
   });
   function signInForm() {
-    $('title').textContent = 'Sign in';
+    $('title').textContent = t('signInTitle');
     only('login');
   }
   function signUpForm() {
     clear();
-    $('title').textContent = 'Create an account';
+    $('title').textContent = t('signUpTitle');
     only('signup');
     $('su-id').focus();
   }
@@ -196,7 +204,7 @@ const SCRIPT = `
   $('signup').addEventListener('submit', async (e) => {
     e.preventDefault();
     clear();
-    if ($('su-password').value !== $('su-confirm').value) { show('error', 'The two passwords differ.'); $('su-confirm').focus(); return; }
+    if ($('su-password').value !== $('su-confirm').value) { show('error', t('passwordsDiffer')); $('su-confirm').focus(); return; }
     busy(true);
     try {
       who = identify($('su-id').value);
@@ -209,7 +217,7 @@ const SCRIPT = `
       if (body.access_token) { done(); return; }
       signInForm();
       if (who.email) $('email').value = who.email;
-      show('notice', who.email ? 'Check your inbox: we sent a link to ' + who.email + '. Open it to verify your address and sign in.' : (typeof body.message === 'string' && body.message ? body.message : 'Check your messages to verify your account.'));
+      show('notice', who.email ? t('checkInbox', { email: who.email }) : (typeof body.message === 'string' && body.message ? body.message : t('checkMessages')));
     } catch (err) { show('error', err.message); }
     finally { busy(false); }
   });
@@ -218,7 +226,7 @@ const SCRIPT = `
     clear();
     const password = $('new-password').value;
     const confirmPassword = $('confirm-password').value;
-    if (password !== confirmPassword) { show('error', 'The two passwords differ.'); $('confirm-password').focus(); return; }
+    if (password !== confirmPassword) { show('error', t('passwordsDiffer')); $('confirm-password').focus(); return; }
     busy(true);
     try {
       const body = await call('reset_password', { token, password, confirm_password: confirmPassword });
@@ -226,7 +234,7 @@ const SCRIPT = `
       $('confirm-password').value = '';
       history.replaceState(null, '', location.pathname);
       signInForm();
-      show('notice', invitation ? 'Your password is set. Sign in with it.' : (typeof body.message === 'string' && body.message ? body.message : 'Password changed.') + ' Sign in with the new password.');
+      show('notice', invitation ? t('passwordSet') : (typeof body.message === 'string' && body.message ? body.message : t('passwordChanged')) + ' ' + t('signInWithNew'));
       $('email').focus();
     } catch (err) { show('error', err.message); }
     finally { busy(false); }
@@ -235,7 +243,7 @@ const SCRIPT = `
     // The token is used up by this call: it leaves the address bar and the history.
     history.replaceState(null, '', location.pathname);
     viaLink = true;
-    show('notice', 'Checking your link…');
+    show('notice', t('checkingLink'));
     try {
       const body = await call('verify_email', { token });
       show('notice', '');
@@ -253,7 +261,7 @@ const SCRIPT = `
     try { meta = await call('meta', undefined, 'GET'); } catch { return; }
     $('to-signup-p').hidden = meta.is_sign_up_enabled === false;
     $('magic').hidden = meta.is_magic_link_login_enabled !== true;
-    if (meta.is_mobile_basic_authentication_enabled !== true) for (const id of ['email-label', 'su-id-label']) $(id).textContent = 'Email';
+    if (meta.is_mobile_basic_authentication_enabled !== true) for (const id of ['email-label', 'su-id-label']) $(id).textContent = t('email');
     // A provider's sign-in comes back to the authorization request being resumed, else to this page.
     const back = params.has('client_id') ? location.origin + base + 'authorize' + query : location.origin + location.pathname;
     const list = $('social');
@@ -270,17 +278,25 @@ const SCRIPT = `
       mark.setAttribute('aria-hidden', 'true');
       mark.style.background = brand.colour;
       mark.textContent = brand.initial;
-      a.append(mark, document.createTextNode('Continue with ' + name));
+      a.append(mark, document.createTextNode(t('continueWith', { name })));
       list.append(a);
     }
     list.hidden = list.childElementCount === 0;
   }
+  // The language menu: the choice is kept (a cookie) and wins over the browser's languages; this request's ui_locales follows it.
+  $('lang').addEventListener('change', () => {
+    const lang = $('lang').value;
+    document.cookie = 'latchkey_lang=' + encodeURIComponent(lang) + '; Path=/; Max-Age=31536000; SameSite=Lax';
+    const next = new URLSearchParams(location.search);
+    if (next.has('ui_locales')) next.set('ui_locales', lang);
+    location.assign(location.pathname + (next.toString() ? '?' + next.toString() : '') + location.hash);
+  });
   void features();
   if (resetPath || (token && invitation)) {
-    $('title').textContent = invitation ? 'Accept the invitation' : 'Set a new password';
-    if (invitation) show('notice', 'Choose a password for your account.');
+    $('title').textContent = invitation ? t('invitationTitle') : t('newPasswordTitle');
+    if (invitation) show('notice', t('choosePassword'));
     if (token) { only('reset'); $('new-password').focus(); }
-    else { show('error', 'This password reset link is incomplete: open the whole link from the email, or ask for a new one.'); signInForm(); }
+    else { show('error', t('resetIncomplete')); signInForm(); }
   } else if (token && !params.has('client_id')) {
     void openLink();
   } else if (new URLSearchParams(location.hash.slice(1)).has('access_token')) {
@@ -293,74 +309,76 @@ const SCRIPT = `
 `;
 
 const HTML_HEAD = `<!DOCTYPE html>
-<html lang="en">
+<html lang="{{lang}}" dir="{{dir}}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="same-origin">
-<title>Sign in</title>
+<title>{{signInTitle}}</title>
 <style>${STYLE}</style>
 </head>
 <body>
 <main class="card">
 `;
 
-const HTML_BODY = `<h1 id="title">Sign in</h1>
-<noscript>This page needs JavaScript.</noscript>
+const HTML_BODY = `<h1 id="title">{{signInTitle}}</h1>
+<noscript>{{noscript}}</noscript>
 <form id="login" method="post" autocomplete="on" hidden>
-<label id="email-label" for="email">Email or phone</label>
+<label id="email-label" for="email">{{emailOrPhone}}</label>
 <input id="email" name="email" type="text" inputmode="email" autocomplete="username" required>
-<label for="password">Password</label>
+<label for="password">{{password}}</label>
 <input id="password" name="password" type="password" autocomplete="current-password" required>
-<button id="submit" class="primary" type="submit">Sign in</button>
+<button id="submit" class="primary" type="submit">{{signInButton}}</button>
 <div class="links">
-<p><button id="forgot" class="link" type="button">Forgot password?</button></p>
-<p><button id="magic" class="link" type="button" hidden>Email me a sign-in link</button></p>
-<p id="to-signup-p"><button id="to-signup" class="link" type="button">Create an account</button></p>
+<p><button id="forgot" class="link" type="button">{{forgot}}</button></p>
+<p><button id="magic" class="link" type="button" hidden>{{magic}}</button></p>
+<p id="to-signup-p"><button id="to-signup" class="link" type="button">{{createAccount}}</button></p>
 </div>
 </form>
 <form id="signup" method="post" autocomplete="on" hidden>
-<label id="su-id-label" for="su-id">Email or phone</label>
+<label id="su-id-label" for="su-id">{{emailOrPhone}}</label>
 <input id="su-id" name="username" type="text" inputmode="email" autocomplete="username" required>
-<label for="su-given">Name (optional)</label>
+<label for="su-given">{{nameOptional}}</label>
 <input id="su-given" name="given-name" autocomplete="given-name">
-<label for="su-password">Password</label>
+<label for="su-password">{{password}}</label>
 <input id="su-password" name="new-password" type="password" autocomplete="new-password" required>
-<label for="su-confirm">Confirm the password</label>
+<label for="su-confirm">{{confirmPassword}}</label>
 <input id="su-confirm" name="confirm-password" type="password" autocomplete="new-password" required>
-<button id="signup-submit" class="primary" type="submit">Create account</button>
-<p><button id="to-login" class="link" type="button">I have an account: sign in</button></p>
+<button id="signup-submit" class="primary" type="submit">{{createAccountButton}}</button>
+<p><button id="to-login" class="link" type="button">{{haveAccount}}</button></p>
 </form>
 <form id="mfa" method="post" hidden>
 <p id="mfa-prompt"></p>
 <div id="enrol" hidden>
-<p>Add this key to your authenticator app:</p>
-<img id="enrol-qr" alt="QR code of the key" hidden>
+<p>{{addKey}}</p>
+<img id="enrol-qr" alt="{{qrAlt}}" hidden>
 <p><code id="enrol-secret"></code></p>
 <p><code id="enrol-uri"></code></p>
-<p>Recovery codes (shown once, keep them safe): <code id="enrol-codes"></code></p>
+<p>{{recoveryCodes}} <code id="enrol-codes"></code></p>
 </div>
 <div id="mfa-who" hidden>
-<label for="mfa-email">Email</label>
+<label for="mfa-email">{{email}}</label>
 <input id="mfa-email" name="email" type="email" autocomplete="username">
 </div>
-<label for="otp">Code</label>
+<label for="otp">{{code}}</label>
 <input id="otp" name="otp" inputmode="numeric" autocomplete="one-time-code" maxlength="16" required>
-<button id="verify" class="primary" type="submit">Verify</button>
-<p><button id="resend" class="link" type="button" hidden>Send a new code</button></p>
+<button id="verify" class="primary" type="submit">{{verify}}</button>
+<p><button id="resend" class="link" type="button" hidden>{{resendCode}}</button></p>
 </form>
 <form id="reset" method="post" hidden>
-<label for="new-password">New password</label>
+<label for="new-password">{{newPassword}}</label>
 <input id="new-password" name="new-password" type="password" autocomplete="new-password" required>
-<label for="confirm-password">Confirm the new password</label>
+<label for="confirm-password">{{confirmNewPassword}}</label>
 <input id="confirm-password" name="confirm-password" type="password" autocomplete="new-password" required>
-<button id="reset-submit" class="primary" type="submit">Set password</button>
+<button id="reset-submit" class="primary" type="submit">{{setPassword}}</button>
 </form>
 <p id="signed-in" class="msg" role="status" hidden></p>
 <p id="notice" class="msg" role="status" hidden></p>
 <p id="error" class="msg" role="alert" hidden></p>
-<nav id="social" aria-label="Other ways to sign in" hidden></nav>
+<nav id="social" aria-label="{{socialNav}}" hidden></nav>
+<p class="language"><label for="lang">{{language}}</label><select id="lang">{{languageOptions}}</select></p>
 </main>
+<script type="application/json" id="messages">{{messagesJson}}</script>
 <script>${SCRIPT}</script>
 </body>
 </html>
@@ -369,13 +387,37 @@ const HTML_BODY = `<h1 id="title">Sign in</h1>
 const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** The page for a configuration: the organization's name (`--organization-name`) and logo (`--organization-logo`, an http(s) URL) above the forms. */
-function pageHtml(name: string, logo: string): string {
+function pageHtml(name: string, logo: string, lang: string): string {
   const brand = [
     logo ? `<img id="logo" src="${escapeHtml(logo)}" alt="${escapeHtml(name)} logo" height="48">` : '',
     name ? `<p id="org">${escapeHtml(name)}</p>` : '',
   ].join('\n');
-  return HTML_HEAD + (brand.trim() ? `${brand.trim()}\n` : '') + HTML_BODY;
+  const messages = LOGIN_MESSAGES[lang] ?? LOGIN_MESSAGES['en']!;
+  const fill: Record<string, string> = {
+    ...Object.fromEntries(Object.entries(messages).map(([k, v]) => [k, escapeHtml(v)])),
+    lang,
+    dir: RTL_LANGUAGES.has(lang) ? 'rtl' : 'ltr',
+    languageOptions: Object.keys(LOGIN_MESSAGES)
+      .map((l) => `<option value="${l}" lang="${l}"${l === lang ? ' selected' : ''}>${escapeHtml(LANGUAGE_NAMES[l] ?? l)}</option>`)
+      .join(''),
+    // A data block is not executed; `<` is escaped so that its text cannot close the element.
+    messagesJson: JSON.stringify(messages).replace(/</g, '\\u003c'),
+  };
+  // Only the document's {{key}} slots are filled: the style and the script hold none (checked below), so their hashes hold for every language.
+  return (HTML_HEAD + (brand.trim() ? `${brand.trim()}\n` : '') + HTML_BODY).replace(/\{\{(\w+)\}\}/g, (_, key: string) => {
+    const value = fill[key];
+    if (value === undefined) throw new Error(`login page: no text for {{${key}}}`);
+    return value;
+  });
 }
+
+/** Each language's name in itself, for the language menu. */
+const LANGUAGE_NAMES: Readonly<Record<string, string>> = { en: 'English', de: 'Deutsch', fr: 'Français', es: 'Español', ja: '日本語', ar: 'العربية' };
+
+if (/\{\{\w+\}\}/.test(STYLE + SCRIPT)) throw new Error('login page: the style or the script holds a {{key}} slot');
+
+/** The languages the sign-in page is available in, English (the default) first. */
+export const LOGIN_PAGE_LANGUAGES: readonly string[] = Object.freeze(Object.keys(LOGIN_MESSAGES));
 
 /** The origin of an http(s) logo URL, allowed as an image source; undefined for anything else. */
 function logoOrigin(logo: string): string | undefined {
@@ -414,16 +456,19 @@ export function loginPageRoutes(c: LoginPageConfig): HttpRoute[] {
   if (!c.enableLoginPage) return [];
   // Only an http(s) logo is shown (the policy allows its origin); the name is text.
   const logo = logoOrigin(c.organizationLogo ?? '') ? (c.organizationLogo ?? '') : '';
-  const page: HttpRouteResponse = {
-    html: pageHtml(c.organizationName ?? '', logo),
-    headers: {
-      'content-security-policy': loginPageCsp(logo),
-      'cache-control': 'no-store',
-      pragma: 'no-cache',
-      'x-frame-options': 'DENY',
-      'referrer-policy': 'same-origin',
-    },
+  const headers = {
+    'content-security-policy': loginPageCsp(logo),
+    'cache-control': 'no-store',
+    pragma: 'no-cache',
+    'x-frame-options': 'DENY',
+    'referrer-policy': 'same-origin',
+    // The language follows these request headers; no cache may serve one reader's page to another.
+    vary: 'Accept-Language, Cookie',
   };
-  const handler = async (): Promise<HttpRouteResponse> => page;
+  const pages = new Map(LOGIN_PAGE_LANGUAGES.map((lang) => [lang, { html: pageHtml(c.organizationName ?? '', logo, lang), headers: { ...headers, 'content-language': lang } } satisfies HttpRouteResponse]));
+  const handler = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
+    const lang = pickLanguage(LOGIN_PAGE_LANGUAGES, { uiLocales: request.query['ui_locales'], saved: request.cookies[LANGUAGE_COOKIE], acceptLanguage: request.acceptLanguage });
+    return pages.get(lang) ?? pages.get('en')!;
+  };
   return [{ path: '/app', handler }, { path: '/app/', handler }, { path: '/app/reset-password', handler }];
 }
