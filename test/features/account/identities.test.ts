@@ -63,6 +63,11 @@ for (const protocol of PROTOCOLS) {
     const own = login.body!['access_token'] as string;
     const viaGithub = await githubLogin(t, String(100 + PROTOCOLS.indexOf(protocol)), email);
 
+    // The callback recorded the device of the session GitHub opened.
+    const sessions = (await server.call('list_sessions', {}, bearer(own, protocol))).body!['sessions'] as { login_method: string; ip: string; user_agent: string }[];
+    const github_ = sessions.find((x) => x.login_method === 'github');
+    t.is(github_?.ip, '127.0.0.1');
+    t.truthy(github_?.user_agent);
     const linked = await server.call('linked_identities', {}, bearer(own, protocol));
     t.is(linked.error, undefined);
     t.deepEqual(linked.body, { identities: [{ provider: 'github', display_name: 'GitHub' }], has_password: true });

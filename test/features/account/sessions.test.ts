@@ -143,6 +143,18 @@ for (const protocol of PROTOCOLS) {
     t.is((await server.call('revoke_session', { all_others: true }, { protocol })).error?.code, 'unauthenticated');
   });
 
+  test.serial(`${protocol}: ending the current session signs the caller out and clears the cookies, as logout does`, async (t) => {
+    const email = `self-${protocol}@account.test`;
+    await signUp(server, email);
+    const l = await login(server, email, FIREFOX);
+    const mine = ((await server.call('list_sessions', {}, { protocol, cookies: l.cookies })).body!['sessions'] as Listed[]).find((s) => s.current)!;
+    const ended = await server.call('revoke_session', { id: mine.id }, { protocol, cookies: l.cookies });
+    t.is(ended.error, undefined);
+    t.true(ended.setCookies.some((c) => /^cookie_session=;/.test(c) && /Max-Age=0/.test(c)), ended.setCookies.join(' | '));
+    t.is((await server.call('profile', {}, { protocol, cookies: l.cookies })).error?.code, 'unauthenticated');
+    t.is((await server.call('profile', {}, asBearer(l, protocol))).error?.code, 'unauthenticated');
+  });
+
   test.serial(`${protocol}: the admin lists any user's sessions and ends one`, async (t) => {
     const email = `admin-view-${protocol}@account.test`;
     await signUp(server, email);
