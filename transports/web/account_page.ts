@@ -27,7 +27,10 @@
  * screen readers announce.
  */
 import { createHash } from 'node:crypto';
-import type { HttpRoute, HttpRouteResponse } from '../../server/index.ts';
+import type { HttpRoute, HttpRouteRequest, HttpRouteResponse } from '../../server/index.ts';
+import { ACCOUNT_MESSAGES } from './account_messages.ts';
+import { LANGUAGE_COOKIE, pickLanguage } from './i18n.ts';
+import { RTL_LANGUAGES } from './login_messages.ts';
 import { DESIGN_CSS, PROVIDER_BRANDS } from './design.ts';
 import type { LoginPageConfig } from './login_page.ts';
 
@@ -60,6 +63,9 @@ const SCRIPT = `
 'use strict';
 (() => {
   const $ = (id) => document.getElementById(id);
+  // The page's words in its language (a JSON data block, not a script: the policy need not allow it).
+  const M = JSON.parse($('messages').textContent);
+  const t = (key, vars) => M[key].replace(/\\{(\\w+)\\}/g, (_, name) => String((vars || {})[name]));
   const base = location.pathname.replace(/\\/app\\/account\\/?$/, '/');
   const BRANDS = ${JSON.stringify(PROVIDER_BRANDS)};
   let me = null;
@@ -72,13 +78,13 @@ const SCRIPT = `
         ? { credentials: 'same-origin', headers: { accept: 'application/json' } }
         : { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(input || {}) });
     } catch {
-      throw new Error('The server could not be reached. Try again.');
+      throw new Error(t('unreachable'));
     }
     let body = {};
     try { body = await res.json(); } catch { body = {}; }
     // The session is gone (ended elsewhere, expired): back to the sign-in page. A wrong current password is another 401, answered here.
-    if (res.status === 401 && body.reason === 'unauthenticated' && op !== 'login') { location.assign(base + 'app'); throw new Error('Your session has ended. Sign in again.'); }
-    if (!res.ok) throw new Error(typeof body.message === 'string' && body.message ? body.message : 'Request failed (' + res.status + ')');
+    if (res.status === 401 && body.reason === 'unauthenticated' && op !== 'login') { location.assign(base + 'app'); throw new Error(t('sessionOver')); }
+    if (!res.ok) throw new Error(typeof body.message === 'string' && body.message ? body.message : t('requestFailed', { status: res.status }));
     return body;
   }
   // Runs one action of a form or button: its controls are disabled meanwhile, its message says how it went.
@@ -93,7 +99,7 @@ const SCRIPT = `
   }
   const formControls = (form) => Array.from(form.querySelectorAll('button'));
   const val = (id) => $(id).value.trim();
-  const when = (seconds) => new Date(seconds * 1000).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+  const when = (seconds) => new Date(seconds * 1000).toLocaleString(document.documentElement.lang, { dateStyle: 'medium', timeStyle: 'short' });
   function mark(provider) {
     const b = BRANDS[provider] || { colour: '#4f5663', initial: provider.slice(0, 1).toUpperCase() };
     const m = document.createElement('span');
@@ -107,7 +113,7 @@ const SCRIPT = `
 
   function showProfile() {
     const name = [me.given_name, me.family_name].filter(Boolean).join(' ');
-    $('who-name').textContent = name || me.email || me.phone_number || 'Your account';
+    $('who-name').textContent = name || me.email || me.phone_number || t('title');
     $('account-email').textContent = me.email || me.phone_number || '';
     const pic = typeof me.picture === 'string' && /^https:\\/\\//.test(me.picture) ? me.picture : '';
     $('avatar').hidden = !pic;
@@ -132,7 +138,7 @@ const SCRIPT = `
       if (val('picture') !== (me.picture || '')) input.picture = val('picture');
       await call('update_profile', input);
       await loadProfile();
-      return 'Profile saved.';
+      return t('profileSaved');
     });
   });
   $('contact-form').addEventListener('submit', (e) => {
@@ -141,21 +147,21 @@ const SCRIPT = `
       const input = { old_password: $('contact-password').value };
       if (val('email') !== (me.email || '')) input.email = val('email');
       if (val('phone') !== (me.phone_number || '')) input.phone_number = val('phone');
-      if (!('email' in input) && !('phone_number' in input)) throw new Error('Change the email or the phone number first.');
+      if (!('email' in input) && !('phone_number' in input)) throw new Error(t('changeFirst'));
       const body = await call('update_profile', input);
       $('contact-password').value = '';
       await loadProfile();
-      return typeof body.message === 'string' ? body.message : 'Saved.';
+      return typeof body.message === 'string' ? body.message : t('saved');
     });
   });
   $('password-form').addEventListener('submit', (e) => {
     e.preventDefault();
     void act('password-msg', formControls(e.target), async () => {
-      if ($('new-password').value !== $('confirm-password').value) { $('confirm-password').focus(); throw new Error('The two new passwords differ.'); }
+      if ($('new-password').value !== $('confirm-password').value) { $('confirm-password').focus(); throw new Error(t('passwordsDiffer')); }
       await call('update_profile', { old_password: $('old-password').value, new_password: $('new-password').value, confirm_new_password: $('confirm-password').value });
       for (const id of ['old-password', 'new-password', 'confirm-password']) $(id).value = '';
       await loadSessions();
-      return 'Password changed. Your other sessions were ended.';
+      return t('passwordChanged');
     });
   });
   $('mfa-form').addEventListener('submit', (e) => {
@@ -164,7 +170,7 @@ const SCRIPT = `
       const on = $('mfa-on').checked;
       await call('update_profile', { is_multi_factor_auth_enabled: on });
       await loadProfile();
-      return on ? 'A second factor will be asked at your next sign-in.' : 'The second factor is off.';
+      return on ? t('mfaOn') : t('mfaOff');
     });
   });
 
@@ -179,10 +185,10 @@ const SCRIPT = `
       main.className = 'row-main';
       const title = document.createElement('strong');
       title.textContent = s.browser;
-      if (s.current) { const b = document.createElement('span'); b.className = 'badge'; b.textContent = 'This device'; title.append(b); }
+      if (s.current) { const b = document.createElement('span'); b.className = 'badge'; b.textContent = t('thisDevice'); title.append(b); }
       const detail = document.createElement('span');
       detail.className = 'muted';
-      detail.textContent = (s.ip ? s.ip + ' · ' : '') + 'signed in ' + when(s.first_seen_at) + ' · last seen ' + when(s.last_seen_at);
+      detail.textContent = (s.ip ? s.ip + ' · ' : '') + t('seen', { first: when(s.first_seen_at), last: when(s.last_seen_at) });
       main.append(title, detail);
       li.append(main);
       if (!s.current) {
@@ -190,13 +196,13 @@ const SCRIPT = `
         const end = document.createElement('button');
         end.type = 'button';
         end.className = 'secondary';
-        end.textContent = 'End session';
-        end.setAttribute('aria-label', 'End session (' + s.browser + (s.ip ? ', ' + s.ip : '') + ')');
+        end.textContent = t('endSession');
+        end.setAttribute('aria-label', t('endSessionOf', { name: s.browser + (s.ip ? ', ' + s.ip : '') }));
         end.addEventListener('click', () => act('sessions-msg', [end], async () => {
           await call('revoke_session', { id: s.id });
           await loadSessions();
           $('sessions-title').focus();
-          return 'Session ended.';
+          return t('sessionEnded');
         }));
         li.append(end);
       }
@@ -208,7 +214,7 @@ const SCRIPT = `
     const body = await call('revoke_session', { all_others: true });
     await loadSessions();
     $('sessions-title').focus();
-    return body.revoked === 1 ? '1 other session ended.' : body.revoked + ' other sessions ended.';
+    return body.revoked === 1 ? t('oneOtherEnded') : t('othersEnded', { count: body.revoked });
   }));
 
   async function loadMethods() {
@@ -216,23 +222,23 @@ const SCRIPT = `
     const list = $('methods');
     list.replaceChildren();
     const rows = [];
-    if (body.has_password) rows.push({ label: 'Password', provider: null });
+    if (body.has_password) rows.push({ label: t('password'), provider: null });
     for (const i of body.identities) rows.push({ label: i.display_name, provider: i.provider });
     for (const r of rows) {
       const li = document.createElement('li');
       const main = document.createElement('div');
       main.className = 'row-main who';
       if (r.provider) main.append(mark(r.provider));
-      const t = document.createElement('strong');
-      t.textContent = r.label;
-      main.append(t);
+      const label = document.createElement('strong');
+      label.textContent = r.label;
+      main.append(label);
       li.append(main);
       if (r.provider) {
         const b = document.createElement('button');
         b.type = 'button';
         b.className = 'secondary';
-        b.textContent = 'Unlink';
-        b.setAttribute('aria-label', 'Unlink ' + r.label);
+        b.textContent = t('unlink');
+        b.setAttribute('aria-label', t('unlinkOf', { name: r.label }));
         b.addEventListener('click', () => act('methods-msg', [b], async () => {
           const out = await call('unlink_identity', { provider: r.provider });
           await loadMethods();
@@ -252,7 +258,7 @@ const SCRIPT = `
       const a = document.createElement('a');
       a.className = 'button provider';
       a.href = base + 'oauth_login/' + m[1] + '?redirect_uri=' + encodeURIComponent(location.origin + location.pathname);
-      a.append(mark(m[1]), document.createTextNode('Connect ' + providerName(m[1])));
+      a.append(mark(m[1]), document.createTextNode(t('connect', { name: providerName(m[1]) })));
       connect.append(a);
     }
     $('connect-help').hidden = connect.childElementCount === 0;
@@ -263,7 +269,7 @@ const SCRIPT = `
   $('delete-form').addEventListener('submit', (e) => {
     e.preventDefault();
     void act('delete-msg', formControls(e.target), async () => {
-      if (!$('delete-confirm').checked) { $('delete-confirm').focus(); throw new Error('Tick the box to confirm.'); }
+      if (!$('delete-confirm').checked) { $('delete-confirm').focus(); throw new Error(t('tickToConfirm')); }
       // The current password, proven again by the server: a session left open on a shared computer is not enough to delete the account.
       const input = $('delete-password-field').hidden ? {} : { password: $('delete-password').value };
       try { await call('deactivate_account', input); }
@@ -282,8 +288,8 @@ const SCRIPT = `
     try {
       meta = await call('meta', undefined, 'GET').catch(() => ({}));
       await loadProfile();
-      const factors = [meta.is_totp_mfa_enabled && 'an authenticator app', meta.is_email_otp_mfa_enabled && 'a code by email', meta.is_sms_otp_mfa_enabled && 'a code by SMS'].filter(Boolean);
-      $('mfa-help').textContent = 'At sign-in you will be asked for ' + factors.join(' or ') + '.';
+      const factors = [meta.is_totp_mfa_enabled && t('factorApp'), meta.is_email_otp_mfa_enabled && t('factorEmail'), meta.is_sms_otp_mfa_enabled && t('factorSms')].filter(Boolean);
+      $('mfa-help').textContent = t('askedFor', { factors: factors.join(t('or')) });
       $('mfa-form').hidden = meta.is_multi_factor_auth_enabled !== true || factors.length === 0;
       $('mfa-none').hidden = !$('mfa-form').hidden;
       await Promise.all([loadSessions(), loadMethods()]);
@@ -294,12 +300,12 @@ const SCRIPT = `
 `;
 
 const HTML_HEAD = `<!DOCTYPE html>
-<html lang="en">
+<html lang="{{lang}}" dir="{{dir}}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="same-origin">
-<title>Your account</title>
+<title>{{title}}</title>
 <style>${STYLE}</style>
 </head>
 <body>
@@ -307,80 +313,81 @@ const HTML_HEAD = `<!DOCTYPE html>
 `;
 
 const HTML_BODY = `<header class="top">
-<div class="who"><img id="avatar" alt="" width="48" height="48" hidden><div><h1 id="who-name">Your account</h1><p class="muted" id="account-email"></p></div></div>
-<button id="sign-out" class="secondary" type="button">Sign out</button>
+<div class="who"><img id="avatar" alt="" width="48" height="48" hidden><div><h1 id="who-name">{{title}}</h1><p class="muted" id="account-email"></p></div></div>
+<button id="sign-out" class="secondary" type="button">{{signOut}}</button>
 </header>
 <p id="top-msg" class="msg" role="status" aria-live="polite"></p>
-<noscript>This page needs JavaScript.</noscript>
-<nav class="toc" aria-label="Account sections"><ul>
-<li><a href="#profile-title">Profile</a></li><li><a href="#security-title">Sign-in and security</a></li><li><a href="#sessions-title">Sessions</a></li><li><a href="#methods-title">Sign-in methods</a></li><li><a href="#delete-title">Delete account</a></li>
+<noscript>{{noscript}}</noscript>
+<nav class="toc" aria-label="{{sections}}"><ul>
+<li><a href="#profile-title">{{profile}}</a></li><li><a href="#security-title">{{security}}</a></li><li><a href="#sessions-title">{{sessions}}</a></li><li><a href="#methods-title">{{methods}}</a></li><li><a href="#delete-title">{{deleteAccount}}</a></li>
 </ul></nav>
 <main id="content" aria-busy="true">
 <section class="card" aria-labelledby="profile-title">
-<h2 id="profile-title" tabindex="-1">Profile</h2>
+<h2 id="profile-title" tabindex="-1">{{profile}}</h2>
 <form id="profile-form" method="post">
 <div class="grid2">
-<div><label for="given">Given name</label><input id="given" name="given-name" autocomplete="given-name" maxlength="256"></div>
-<div><label for="family">Family name</label><input id="family" name="family-name" autocomplete="family-name" maxlength="256"></div>
+<div><label for="given">{{givenName}}</label><input id="given" name="given-name" autocomplete="given-name" maxlength="256"></div>
+<div><label for="family">{{familyName}}</label><input id="family" name="family-name" autocomplete="family-name" maxlength="256"></div>
 </div>
-<label for="nickname">Nickname</label><input id="nickname" name="nickname" autocomplete="nickname" maxlength="256">
-<label for="picture">Picture (https URL)</label><input id="picture" name="photo" type="url" inputmode="url" autocomplete="photo" maxlength="2048">
-<button class="primary" type="submit">Save profile</button>
+<label for="nickname">{{nickname}}</label><input id="nickname" name="nickname" autocomplete="nickname" maxlength="256">
+<label for="picture">{{picture}}</label><input id="picture" name="photo" type="url" inputmode="url" autocomplete="photo" maxlength="2048">
+<button class="primary" type="submit">{{saveProfile}}</button>
 <p id="profile-msg" class="msg" role="status" aria-live="polite"></p>
 </form>
 </section>
 <section class="card" aria-labelledby="security-title">
-<h2 id="security-title" tabindex="-1">Sign-in and security</h2>
+<h2 id="security-title" tabindex="-1">{{security}}</h2>
 <form id="contact-form" method="post" aria-labelledby="contact-title">
-<h3 id="contact-title" class="muted">Email and phone</h3>
-<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="email" maxlength="320">
-<label for="phone">Phone number</label><input id="phone" name="tel" type="tel" autocomplete="tel" maxlength="32">
-<label for="contact-password">Current password</label><input id="contact-password" name="current-password" type="password" autocomplete="current-password" maxlength="1024">
-<button class="primary" type="submit">Save email and phone</button>
+<h3 id="contact-title" class="muted">{{emailAndPhone}}</h3>
+<label for="email">{{email}}</label><input id="email" name="email" type="email" autocomplete="email" maxlength="320">
+<label for="phone">{{phone}}</label><input id="phone" name="tel" type="tel" autocomplete="tel" maxlength="32">
+<label for="contact-password">{{currentPassword}}</label><input id="contact-password" name="current-password" type="password" autocomplete="current-password" maxlength="1024">
+<button class="primary" type="submit">{{saveContact}}</button>
 <p id="contact-msg" class="msg" role="status" aria-live="polite"></p>
 </form>
 <form id="password-form" method="post" aria-labelledby="password-title">
-<h3 id="password-title" class="muted">Password</h3>
-<label for="old-password">Current password</label><input id="old-password" name="current-password" type="password" autocomplete="current-password" required maxlength="1024">
-<label for="new-password">New password</label><input id="new-password" name="new-password" type="password" autocomplete="new-password" required maxlength="1024">
-<label for="confirm-password">Confirm the new password</label><input id="confirm-password" name="confirm-password" type="password" autocomplete="new-password" required maxlength="1024">
-<button class="primary" type="submit" id="change-password">Change password</button>
+<h3 id="password-title" class="muted">{{password}}</h3>
+<label for="old-password">{{currentPassword}}</label><input id="old-password" name="current-password" type="password" autocomplete="current-password" required maxlength="1024">
+<label for="new-password">{{newPassword}}</label><input id="new-password" name="new-password" type="password" autocomplete="new-password" required maxlength="1024">
+<label for="confirm-password">{{confirmNewPassword}}</label><input id="confirm-password" name="confirm-password" type="password" autocomplete="new-password" required maxlength="1024">
+<button class="primary" type="submit" id="change-password">{{changePassword}}</button>
 <p id="password-msg" class="msg" role="status" aria-live="polite"></p>
 </form>
 <form id="mfa-form" method="post" aria-labelledby="mfa-title" hidden>
-<h3 id="mfa-title" class="muted">Second factor</h3>
-<label class="check" for="mfa-on"><input id="mfa-on" type="checkbox">Ask for a second factor when I sign in</label>
+<h3 id="mfa-title" class="muted">{{secondFactor}}</h3>
+<label class="check" for="mfa-on"><input id="mfa-on" type="checkbox">{{askSecondFactor}}</label>
 <p id="mfa-help" class="muted"></p>
-<button class="primary" type="submit">Save second factor</button>
+<button class="primary" type="submit">{{saveSecondFactor}}</button>
 <p id="mfa-msg" class="msg" role="status" aria-live="polite"></p>
 </form>
-<p id="mfa-none" class="muted" hidden>This server does not offer a second factor.</p>
+<p id="mfa-none" class="muted" hidden>{{noSecondFactor}}</p>
 </section>
 <section class="card" aria-labelledby="sessions-title">
-<h2 id="sessions-title" tabindex="-1">Sessions and devices</h2>
+<h2 id="sessions-title" tabindex="-1">{{sessionsTitle}}</h2>
 <ul id="sessions" class="rows"></ul>
-<div class="actions"><button id="end-others" class="secondary" type="button" hidden>End all other sessions</button></div>
+<div class="actions"><button id="end-others" class="secondary" type="button" hidden>{{endOthers}}</button></div>
 <p id="sessions-msg" class="msg" role="status" aria-live="polite"></p>
 </section>
 <section class="card" aria-labelledby="methods-title">
-<h2 id="methods-title" tabindex="-1">Sign-in methods</h2>
+<h2 id="methods-title" tabindex="-1">{{methods}}</h2>
 <ul id="methods" class="rows"></ul>
 <p id="methods-msg" class="msg" role="status" aria-live="polite"></p>
-<p id="connect-help" class="muted" hidden>Connect a provider account that has the same verified email address as this account.</p>
+<p id="connect-help" class="muted" hidden>{{connectHelp}}</p>
 <div id="connect"></div>
 </section>
 <section class="card" aria-labelledby="delete-title">
-<h2 id="delete-title" tabindex="-1">Delete account</h2>
+<h2 id="delete-title" tabindex="-1">{{deleteAccount}}</h2>
 <form id="delete-form" method="post">
-<p>Deleting the account signs you out everywhere. It cannot be undone from here.</p>
-<div id="delete-password-field"><label for="delete-password">Current password</label><input id="delete-password" name="current-password" type="password" autocomplete="current-password" maxlength="1024"></div>
-<label class="check" for="delete-confirm"><input id="delete-confirm" type="checkbox">I want to delete my account</label>
-<button class="danger" type="submit" id="delete-submit">Delete account</button>
+<p>{{deleteWarning}}</p>
+<div id="delete-password-field"><label for="delete-password">{{currentPassword}}</label><input id="delete-password" name="current-password" type="password" autocomplete="current-password" maxlength="1024"></div>
+<label class="check" for="delete-confirm"><input id="delete-confirm" type="checkbox">{{deleteConfirm}}</label>
+<button class="danger" type="submit" id="delete-submit">{{deleteAccount}}</button>
 <p id="delete-msg" class="msg" role="status" aria-live="polite"></p>
 </form>
 </section>
 </main>
 </div>
+<script type="application/json" id="messages">{{messagesJson}}</script>
 <script>${SCRIPT}</script>
 </body>
 </html>
@@ -422,28 +429,45 @@ export function accountPageCsp(): string {
 }
 
 /** The page for a configuration: the organization's name and logo above the account. */
-function pageHtml(name: string, logo: string): string {
+function pageHtml(name: string, logo: string, lang: string): string {
   const brand = [
     logo ? `<img id="logo" src="${escapeHtml(logo)}" alt="${escapeHtml(name || 'Organization')} logo" height="48">` : '',
     name ? `<p id="org">${escapeHtml(name)}</p>` : '',
   ].filter(Boolean).join('\n');
-  return HTML_HEAD + (brand ? `${brand}\n` : '') + HTML_BODY;
+  const messages = ACCOUNT_MESSAGES[lang] ?? ACCOUNT_MESSAGES['en']!;
+  const fill: Record<string, string> = {
+    ...Object.fromEntries(Object.entries(messages).map(([k, v]) => [k, escapeHtml(v)])),
+    lang,
+    dir: RTL_LANGUAGES.has(lang) ? 'rtl' : 'ltr',
+    // A data block is not executed; `<` is escaped so that its text cannot close the element.
+    messagesJson: JSON.stringify(messages).replace(/</g, '\\u003c'),
+  };
+  // Only the document's {{key}} slots are filled: the style and the script hold none (checked below), so their hashes hold for every language.
+  return (HTML_HEAD + (brand ? `${brand}\n` : '') + HTML_BODY).replace(/\{\{(\w+)\}\}/g, (_, key: string) => {
+    const value = fill[key];
+    if (value === undefined) throw new Error(`account page: no text for {{${key}}}`);
+    return value;
+  });
 }
+
+if (/\{\{\w+\}\}/.test(STYLE + SCRIPT)) throw new Error('account page: the style or the script holds a {{key}} slot');
 
 /** The account center at `/app/account` when `--enable-login-page` is on. */
 export function accountPageRoutes(c: LoginPageConfig): HttpRoute[] {
   if (!c.enableLoginPage) return [];
   const logo = logoOrigin(c.organizationLogo ?? '') ? (c.organizationLogo ?? '') : '';
-  const page: HttpRouteResponse = {
-    html: pageHtml(c.organizationName ?? '', logo),
-    headers: {
-      'content-security-policy': accountPageCsp(),
-      'cache-control': 'no-store',
-      pragma: 'no-cache',
-      'x-frame-options': 'DENY',
-      'referrer-policy': 'same-origin',
-    },
+  const headers = {
+    'content-security-policy': accountPageCsp(),
+    'cache-control': 'no-store',
+    pragma: 'no-cache',
+    'x-frame-options': 'DENY',
+    'referrer-policy': 'same-origin',
+    vary: 'Accept-Language, Cookie',
   };
-  const handler = async (): Promise<HttpRouteResponse> => page;
+  const languages = Object.keys(ACCOUNT_MESSAGES);
+  const pages = new Map(languages.map((lang) => [lang, { html: pageHtml(c.organizationName ?? '', logo, lang), headers: { ...headers, 'content-language': lang } } satisfies HttpRouteResponse]));
+  // The language as on the sign-in page: ui_locales, the saved choice, Accept-Language.
+  const handler = async (request: HttpRouteRequest): Promise<HttpRouteResponse> =>
+    pages.get(pickLanguage(languages, { uiLocales: request.query['ui_locales'], saved: request.cookies[LANGUAGE_COOKIE], acceptLanguage: request.acceptLanguage }))!;
   return [{ path: '/app/account', handler }, { path: '/app/account/', handler }];
 }

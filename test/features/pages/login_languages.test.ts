@@ -4,7 +4,7 @@
  * (carried from /authorize), then the saved choice (the language menu's
  * cookie), then `Accept-Language`; no string of the page is left in English
  * in another language; Arabic is laid out right to left; axe finds no
- * serious violation; meta lists the languages. The choice of language is a
+ * serious violation; meta lists the languages. The account center likewise. The choice of language is a
  * unit of its own (transports/web/i18n.ts).
  */
 import anyTest from 'ava';
@@ -16,11 +16,14 @@ import { seriousViolations } from '../../helpers/accessibility.ts';
 import { screenshot } from '../../helpers/screenshots.ts';
 import { LOGIN_MESSAGES, LOGIN_MESSAGE_KEYS } from '../../../transports/web/login_messages.ts';
 import { acceptedLanguages, pickLanguage } from '../../../transports/web/i18n.ts';
+import { ACCOUNT_MESSAGES, ACCOUNT_MESSAGE_KEYS } from '../../../transports/web/account_messages.ts';
 
 const test = anyTest.serial;
 const LANGS = ['en', 'de', 'fr', 'es', 'ja', 'ar'];
 /** Words that are the same in English and the language (checked by a reader, not left over). */
 const SAME_AS_ENGLISH: Record<string, string[]> = { de: ['code', 'nameOptional'], fr: ['code'] };
+/** The same for the account center. */
+const ACCOUNT_SAME_AS_ENGLISH: Record<string, string[]> = { fr: ['profile', 'sessions'] };
 
 let server: TestServer;
 let browser: Browser | undefined;
@@ -47,6 +50,20 @@ test('every catalogue has exactly the English keys, and no message is left in En
       const english = LOGIN_MESSAGES['en']![key as keyof (typeof LOGIN_MESSAGES)['en']];
       if (text === english) t.true((SAME_AS_ENGLISH[lang] ?? []).includes(key), `${lang}.${key} is still English: ${text}`);
       // The placeholders survive translation.
+      t.deepEqual(text.match(/\{\w+\}/g) ?? [], english.match(/\{\w+\}/g) ?? [], `${lang}.${key} placeholders`);
+    }
+  }
+});
+
+test('the account center: every catalogue has exactly the English keys, and no message is left in English', (t) => {
+  t.deepEqual(Object.keys(ACCOUNT_MESSAGES), LANGS);
+  for (const lang of LANGS) {
+    t.deepEqual(Object.keys(ACCOUNT_MESSAGES[lang]!).sort(), [...ACCOUNT_MESSAGE_KEYS].sort(), lang);
+    for (const [key, text] of Object.entries(ACCOUNT_MESSAGES[lang]!)) {
+      t.true(text.length > 0, `${lang}.${key} is empty`);
+      if (lang === 'en') continue;
+      const english = ACCOUNT_MESSAGES['en']![key as (typeof ACCOUNT_MESSAGE_KEYS)[number]];
+      if (text === english) t.true((ACCOUNT_SAME_AS_ENGLISH[lang] ?? []).includes(key), `${lang}.${key} is still English: ${text}`);
       t.deepEqual(text.match(/\{\w+\}/g) ?? [], english.match(/\{\w+\}/g) ?? [], `${lang}.${key} placeholders`);
     }
   }
@@ -112,6 +129,34 @@ needs(test, 'chromium')('in the browser: each language has no English left on sc
     t.deepEqual(await seriousViolations(p), [], `accessibility in ${lang}`);
     t.deepEqual(problems, [], lang);
   }
+  // The account center in each language: nothing of it is left in English.
+  const accountEnglish = new Set(Object.values(ACCOUNT_MESSAGES['en']!));
+  for (const lang of LANGS.filter((l) => l !== 'en')) {
+    const email = `lang-${lang}@example.com`;
+    const signup = await server.call('signup', { email, password: 'Correct-Horse-7-Battery' }, { protocol: 'rest' });
+    t.truthy(signup.body, JSON.stringify(signup.error));
+    const context = await browser.newContext({ locale: lang, viewport: { width: 375, height: 800 } });
+    t.teardown(() => context.close());
+    const cookie = signup.setCookies.find((c) => c.startsWith('cookie_session='))!.split(';')[0]!.split('=')[1]!;
+    await context.addCookies([{ name: 'cookie_session', value: cookie, url: server.httpUrl }]);
+    const p = await context.newPage();
+    const problems = watchPage(p);
+    await p.goto(`${server.httpUrl}/app/account`);
+    await p.locator('#content:not([aria-busy])').waitFor();
+    await p.locator('#sessions li').first().waitFor();
+    t.is(await p.getAttribute('html', 'lang'), lang);
+    const shown = await p.evaluate<string[]>("Array.from(document.querySelectorAll('h1,h2,h3,label,button,a,p,li span,strong')).filter((e) => e.offsetParent !== null).map((e) => (e.getAttribute('aria-label') || e.textContent).trim()).filter(Boolean)");
+    const allowed = new Set((ACCOUNT_SAME_AS_ENGLISH[lang] ?? []).map((k) => ACCOUNT_MESSAGES['en']![k as 'profile']));
+    t.deepEqual(shown.filter((text) => accountEnglish.has(text) && !allowed.has(text)), [], `${lang}: English left on the account center`);
+    t.true(shown.includes(ACCOUNT_MESSAGES[lang]!.thisDevice) || shown.some((x) => x.includes(ACCOUNT_MESSAGES[lang]!.thisDevice)), `${lang}: this device`);
+    if (lang === 'ar') {
+      t.is(await p.evaluate<string>('getComputedStyle(document.body).direction'), 'rtl');
+      await screenshot(p, 'app-account-ar');
+    }
+    t.deepEqual(await seriousViolations(p), [], `accessibility of the account center in ${lang}`);
+    t.deepEqual(problems, [], lang);
+  }
+
   // The menu: German is chosen, kept in a cookie, and wins over the browser's English.
   const context = await browser.newContext({ locale: 'en' });
   t.teardown(() => context.close());
