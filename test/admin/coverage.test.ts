@@ -8,7 +8,7 @@
 import test from 'ava';
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type CallResult, type TestServer } from '../helpers/server.ts';
 import { DEPRECATED_MESSAGES, OPERATIONS, type Protocol } from '../../cmd/index.ts';
-import { ORGANIZATION_OPERATIONS } from '../../api/index.ts';
+import { ORGANIZATION_OPERATIONS, REGISTRY_OPERATIONS } from '../../api/index.ts';
 import { startReceiver } from './receiver.ts';
 import { startSmtp } from './smtp.ts';
 import { SoftwareAuthenticator, type Json } from '../helpers/software_authenticator.ts';
@@ -67,8 +67,28 @@ const STEPS: Step[] = [
   }],
   ['admin_verify_organization_domain', (s) => ({ organization_id: s['org'] ?? 'none', domain: `${s['p']}.example.com` })],
   ['admin_delete_organization', (s) => ({ organization_id: s['org'] ?? 'none' })],
+  // The client registry and API keys (on a SQL main database; DynamoDB answers client_registry_unavailable).
+  ['add_client', (s) => ({ client_id: `bot-${s['p']}`, kind: 'service_account' })],
+  ['clients', () => ({})],
+  ['client', (s) => ({ client_id: `bot-${s['p']}` })],
+  ['update_client', (s) => ({ client_id: `bot-${s['p']}`, client_name: 'Report bot' })],
+  ['rotate_client_secret', (s) => ({ client_id: `bot-${s['p']}`, overlap_seconds: 0 })],
+  ['admin_create_api_key', (s) => ({ principal: `service_account:bot-${s['p']}`, name: 'ci' }), (b, s) => {
+    s['api_key'] = (b['key'] as { id: string } | undefined)?.id ?? '';
+  }],
+  ['admin_api_keys', (s) => ({ principal: `service_account:bot-${s['p']}` })],
+  ['admin_revoke_api_key', (s) => ({ id: s['api_key'] ?? 'none' })],
+  ['delete_client', (s) => ({ client_id: `bot-${s['p']}` })],
   ['user_passkeys', (s) => ({ user_id: s['user']! })],
   ['revoke_user_passkey', (s) => ({ user_id: s['passkey_user']!, id: s['passkey']! })],
+  // A user with a live session for the session rows (sign-up opens one: this server does not verify addresses).
+  ['signup', (s) => ({ email: `${s['p']}-c@example.com`, password: 'correct horse battery staple' }), (b, s) => {
+    s['session_user'] = (b['user'] as { id: string } | undefined)?.id ?? '';
+  }],
+  ['admin_list_sessions', (s) => ({ user_id: s['session_user']! }), (b, s) => {
+    s['session'] = (b['sessions'] as Array<{ id: string }>)[0]?.id ?? '';
+  }],
+  ['admin_revoke_session', (s) => ({ id: s['session']! })],
   ['add_webhook', (s) => ({ event_name: 'user.deleted', endpoint: s['receiver']! })],
   ['webhooks', () => ({})],
   ['get_webhook', (s) => ({ id: s['webhook']! })],
@@ -124,6 +144,7 @@ for (const backend of ['sqlite', 'dynamodb'] as const) {
     const smtp = await startSmtp();
     const srv = await startTestServer({
       'webhook-allow-private-networks': true,
+      'enable-email-verification': false,
       'allowed-origins': origin,
       'smtp-host': '127.0.0.1',
       'smtp-port': smtp.port,
@@ -145,6 +166,14 @@ for (const backend of ['sqlite', 'dynamodb'] as const) {
           // Organizations live on SQL main databases only (docs/organizations.md, "DynamoDB").
           if (backend === 'dynamodb' && ORGANIZATION_OPERATIONS.some((o) => o.name === op)) {
             t.is(r.error?.reason, 'organizations_unavailable', `${op} over ${protocol}`);
+            driven.add(`${op}/${protocol}`);
+            continue;
+          }
+          if (backend === 'dynamodb' && REGISTRY_OPERATIONS.some((o) => o.name === op)) {
+            // The configured client (--client-id) needs no registry: the list holds it alone, and the client that
+            // add_client could not register is not found (as a client or as a principal), nor is a key; the rest is refused.
+            if (op === 'clients') t.is(r.error, undefined, `${op} over ${protocol}: ${JSON.stringify(r.error)}`);
+            else t.true(['client_registry_unavailable', 'client_not_found', 'principal_not_found', 'api_key_not_found'].includes(r.error?.reason ?? ''), `${op} over ${protocol}: ${JSON.stringify(r.error)}`);
             driven.add(`${op}/${protocol}`);
             continue;
           }
