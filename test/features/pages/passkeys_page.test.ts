@@ -92,9 +92,20 @@ async function shown(page: Page, id: string): Promise<string> {
   return (await page.textContent(`#${id}`)) ?? '';
 }
 
-/** The page says "Signed in" and its session cookie is one the server validates. */
-async function signedIn(t: ExecutionContext, server: TestServer, b: Browsing, label: string): Promise<void> {
-  t.is(await shown(b.page, 'signed-in'), 'Signed in', label);
+/**
+ * The sign-in landed: on the account center when /app has nothing to offer first (`account`), or still on /app,
+ * saying "Signed in", offering to add a passkey with a link on to the account center (`offer`: an account without
+ * a passkey); either way its session cookie is one the server validates.
+ */
+async function signedIn(t: ExecutionContext, server: TestServer, b: Browsing, label: string, where: 'account' | 'offer' = 'account'): Promise<void> {
+  if (where === 'account') {
+    await b.page.waitForURL((url) => url.pathname === '/app/account');
+    await b.page.locator('#account-email:not(:empty)').waitFor();
+  } else {
+    t.is(await shown(b.page, 'signed-in'), 'Signed in', label);
+    await b.page.locator('#add-passkey').waitFor({ state: 'visible' });
+    t.is(await b.page.getAttribute('#to-account', 'href'), '/app/account', `${label}: the way on to the account center`);
+  }
   const cookie = (await b.context.cookies()).find((c) => c.name === 'cookie_session');
   t.truthy(cookie, `${label}: a session cookie`);
   const check = await server.call('validate_session', { cookie: cookie!.value }, { protocol: 'rest' });
@@ -169,11 +180,13 @@ test('a password user signs in, adds a passkey, then signs in with it; with MFA 
   await b.page.fill('#email', email);
   await b.page.fill('#password', PASSWORD);
   await b.page.click('#submit');
-  await signedIn(t, server, b, 'after the password sign-in');
-  await b.page.locator('#add-passkey').waitFor({ state: 'visible' });
+  await signedIn(t, server, b, 'after the password sign-in', 'offer');
   await screen(t, b.page, 'app-passkeys-add');
   await b.page.click('#add-passkey');
   await b.page.locator('#notice', { hasText: 'Passkey added' }).waitFor();
+  t.true(await b.page.isHidden('#add-passkey'), 'offered once');
+  await b.page.click('#to-account');
+  await b.page.waitForURL((url) => url.pathname === '/app/account');
   const { credentials } = await b.cdp.send('WebAuthn.getCredentials', { authenticatorId: b.authenticatorId });
   t.is(credentials.length, 1, 'the authenticator holds the new passkey');
 
