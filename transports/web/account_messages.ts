@@ -13,6 +13,7 @@ export const ACCOUNT_MESSAGE_KEYS = [
   'unreachable', 'sessionOver', 'requestFailed', 'profileSaved', 'changeFirst', 'saved', 'passwordsDiffer', 'passwordChanged',
   'mfaOn', 'mfaOff', 'thisDevice', 'seen', 'endSession', 'endSessionOf', 'sessionEnded', 'oneOtherEnded', 'othersEnded',
   'unlink', 'unlinkOf', 'connect', 'tickToConfirm', 'factorApp', 'factorEmail', 'factorSms', 'askedFor', 'or',
+  'passkeysTitle', 'addPasskey', 'passkeyName', 'renamePasskey', 'deletePasskey', 'noPasskeys', 'passkeyAdded', 'passkeyRenamed', 'passkeyDeleted', 'passkeyCancelled', 'passkeyAddedOn',
 ] as const;
 
 export type AccountMessageKey = (typeof ACCOUNT_MESSAGE_KEYS)[number];
@@ -36,6 +37,17 @@ const en: AccountMessages = {
   oneOtherEnded: '1 other session ended.', othersEnded: '{count} other sessions ended.', unlink: 'Unlink', unlinkOf: 'Unlink {name}',
   connect: 'Connect {name}', tickToConfirm: 'Tick the box to confirm.', factorApp: 'an authenticator app', factorEmail: 'a code by email',
   factorSms: 'a code by SMS', askedFor: 'At sign-in you will be asked for {factors}.', or: ' or ',
+  passkeysTitle: 'Passkeys',
+  addPasskey: 'Add a passkey',
+  passkeyName: 'Passkey name',
+  renamePasskey: 'Rename',
+  deletePasskey: 'Delete',
+  noPasskeys: 'No passkey yet.',
+  passkeyAdded: 'Passkey added.',
+  passkeyRenamed: 'Passkey renamed.',
+  passkeyDeleted: 'Passkey deleted.',
+  passkeyCancelled: 'The passkey request was cancelled or timed out.',
+  passkeyAddedOn: 'Added {date}',
 };
 
 const de: AccountMessages = {
@@ -56,6 +68,17 @@ const de: AccountMessages = {
   oneOtherEnded: '1 andere Sitzung beendet.', othersEnded: '{count} andere Sitzungen beendet.', unlink: 'Trennen', unlinkOf: 'Trennen: {name}',
   connect: 'Mit {name} verbinden', tickToConfirm: 'Setzen Sie zur Bestätigung das Häkchen.', factorApp: 'eine Authenticator-App', factorEmail: 'einen Code per E-Mail',
   factorSms: 'einen Code per SMS', askedFor: 'Bei der Anmeldung werden Sie nach {factors} gefragt.', or: ' oder ',
+  passkeysTitle: 'Passkeys (Zugangsschlüssel)',
+  addPasskey: 'Passkey hinzufügen',
+  passkeyName: 'Name des Passkeys',
+  renamePasskey: 'Umbenennen',
+  deletePasskey: 'Löschen',
+  noPasskeys: 'Noch kein Passkey.',
+  passkeyAdded: 'Passkey hinzugefügt.',
+  passkeyRenamed: 'Passkey umbenannt.',
+  passkeyDeleted: 'Passkey gelöscht.',
+  passkeyCancelled: 'Die Passkey-Anfrage wurde abgebrochen oder ist abgelaufen.',
+  passkeyAddedOn: 'Hinzugefügt am {date}',
 };
 
 const fr: AccountMessages = {
@@ -76,6 +99,17 @@ const fr: AccountMessages = {
   oneOtherEnded: '1 autre session fermée.', othersEnded: '{count} autres sessions fermées.', unlink: 'Dissocier', unlinkOf: 'Dissocier {name}',
   connect: 'Associer {name}', tickToConfirm: 'Cochez la case pour confirmer.', factorApp: 'une application d’authentification', factorEmail: 'un code par e-mail',
   factorSms: 'un code par SMS', askedFor: 'À la connexion, il vous sera demandé {factors}.', or: ' ou ',
+  passkeysTitle: 'Clés d’accès',
+  addPasskey: 'Ajouter une clé d’accès',
+  passkeyName: 'Nom de la clé d’accès',
+  renamePasskey: 'Renommer',
+  deletePasskey: 'Supprimer',
+  noPasskeys: 'Aucune clé d’accès pour l’instant.',
+  passkeyAdded: 'Clé d’accès ajoutée.',
+  passkeyRenamed: 'Clé d’accès renommée.',
+  passkeyDeleted: 'Clé d’accès supprimée.',
+  passkeyCancelled: 'La demande de clé d’accès a été annulée ou a expiré.',
+  passkeyAddedOn: 'Ajoutée le {date}',
 };
 
 const es: AccountMessages = {
@@ -96,6 +130,17 @@ const es: AccountMessages = {
   oneOtherEnded: 'Se cerró 1 sesión más.', othersEnded: 'Se cerraron {count} sesiones más.', unlink: 'Desvincular', unlinkOf: 'Desvincular {name}',
   connect: 'Conectar {name}', tickToConfirm: 'Marca la casilla para confirmar.', factorApp: 'una aplicación de autenticación', factorEmail: 'un código por correo',
   factorSms: 'un código por SMS', askedFor: 'Al iniciar sesión se te pedirá {factors}.', or: ' o ',
+  passkeysTitle: 'Llaves de acceso',
+  addPasskey: 'Añadir una llave de acceso',
+  passkeyName: 'Nombre de la llave de acceso',
+  renamePasskey: 'Cambiar nombre',
+  deletePasskey: 'Eliminar',
+  noPasskeys: 'Aún no hay ninguna llave de acceso.',
+  passkeyAdded: 'Llave de acceso añadida.',
+  passkeyRenamed: 'Llave de acceso renombrada.',
+  passkeyDeleted: 'Llave de acceso eliminada.',
+  passkeyCancelled: 'La solicitud de la llave de acceso se canceló o caducó.',
+  passkeyAddedOn: 'Añadida el {date}',
 };
 
 const ja: AccountMessages = {
@@ -116,6 +161,17 @@ const ja: AccountMessages = {
   oneOtherEnded: '他のセッションを 1 件終了しました。', othersEnded: '他のセッションを {count} 件終了しました。', unlink: '連携を解除', unlinkOf: '{name} の連携を解除',
   connect: '{name} と連携', tickToConfirm: '確認のためにチェックを入れてください。', factorApp: '認証アプリ', factorEmail: 'メールで届くコード',
   factorSms: 'SMS で届くコード', askedFor: 'サインイン時に{factors}が求められます。', or: 'または',
+  passkeysTitle: 'パスキー',
+  addPasskey: 'パスキーを追加',
+  passkeyName: 'パスキーの名前',
+  renamePasskey: '名前を変更',
+  deletePasskey: '削除',
+  noPasskeys: 'パスキーはまだありません。',
+  passkeyAdded: 'パスキーを追加しました。',
+  passkeyRenamed: 'パスキーの名前を変更しました。',
+  passkeyDeleted: 'パスキーを削除しました。',
+  passkeyCancelled: 'パスキーの要求はキャンセルされたか、タイムアウトしました。',
+  passkeyAddedOn: '{date} に追加',
 };
 
 const ar: AccountMessages = {
@@ -136,6 +192,17 @@ const ar: AccountMessages = {
   oneOtherEnded: 'تم إنهاء جلسة أخرى واحدة.', othersEnded: 'تم إنهاء {count} من الجلسات الأخرى.', unlink: 'إلغاء الربط', unlinkOf: 'إلغاء ربط {name}',
   connect: 'الربط مع {name}', tickToConfirm: 'ضع علامة في المربع للتأكيد.', factorApp: 'تطبيق مصادقة', factorEmail: 'رمز عبر البريد الإلكتروني',
   factorSms: 'رمز عبر رسالة نصية', askedFor: 'عند تسجيل الدخول سيُطلب منك {factors}.', or: ' أو ',
+  passkeysTitle: 'مفاتيح المرور',
+  addPasskey: 'إضافة مفتاح مرور',
+  passkeyName: 'اسم مفتاح المرور',
+  renamePasskey: 'إعادة التسمية',
+  deletePasskey: 'حذف',
+  noPasskeys: 'لا يوجد مفتاح مرور بعد.',
+  passkeyAdded: 'أُضيف مفتاح المرور.',
+  passkeyRenamed: 'أُعيدت تسمية مفتاح المرور.',
+  passkeyDeleted: 'حُذف مفتاح المرور.',
+  passkeyCancelled: 'أُلغي طلب مفتاح المرور أو انتهت مهلته.',
+  passkeyAddedOn: 'أُضيف في {date}',
 };
 
 /** The catalogues by BCP 47 tag, English (the default) first; the same languages as the sign-in page's. */

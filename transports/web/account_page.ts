@@ -15,6 +15,11 @@
  * - sign-in methods (`linked_identities`): unlink a provider
  *   (`unlink_identity`; the server refuses the last way in), connect another
  *   through `/oauth_login/<provider>`;
+ * - with passkeys on, the account's passkeys (`passkeys`): add one
+ *   (`passkey_registration_options`, `add_passkey`), rename or delete one
+ *   (`rename_passkey`, `delete_passkey`); a passkey holder's sensitive change
+ *   first confirms with a passkey (`passkey_step_up_options`,
+ *   `passkey_step_up`) when the server asks for it (`step_up_required`);
  * - delete the account (`deactivate_account` with the current password,
  *   which the server checks again), and sign out (`logout`).
  * Without a session the page goes to `/app`.
@@ -32,7 +37,7 @@ import { ACCOUNT_MESSAGES } from './account_messages.ts';
 import { LANGUAGE_COOKIE, pickLanguage } from './i18n.ts';
 import { RTL_LANGUAGES } from './login_messages.ts';
 import { DESIGN_CSS, PROVIDER_BRANDS } from './design.ts';
-import type { LoginPageConfig } from './login_page.ts';
+import { WEBAUTHN_SCRIPT, type LoginPageConfig } from './login_page.ts';
 
 const STYLE = `${DESIGN_CSS}
 .page{width:min(44rem,100%);margin:0 auto;padding:var(--s4)}
@@ -84,9 +89,86 @@ const SCRIPT = `
     try { body = await res.json(); } catch { body = {}; }
     // The session is gone (ended elsewhere, expired): back to the sign-in page. A wrong current password is another 401, answered here.
     if (res.status === 401 && body.reason === 'unauthenticated' && op !== 'login') { location.assign(base + 'app'); throw new Error(t('sessionOver')); }
-    if (!res.ok) throw new Error(typeof body.message === 'string' && body.message ? body.message : t('requestFailed', { status: res.status }));
+    if (!res.ok) {
+      const err = new Error(typeof body.message === 'string' && body.message ? body.message : t('requestFailed', { status: res.status }));
+      err.reason = body.reason;
+      throw err;
+    }
     return body;
   }
+  // Present when passkeys are on (the library's script precedes this one).
+  const webauthn = window.SimpleWebAuthnBrowser;
+  let passkeysOn = false;
+  const passkeyError = (err) => (err && err.name === 'NotAllowedError' ? t('passkeyCancelled') : (err && err.message) || t('requestFailed', { status: 0 }));
+  // A passkey holder's sensitive change (deleting the account, a new email or phone) needs a passkey step-up first:
+  // asked for when the server answers step_up_required, then the change is sent again.
+  async function withStepUp(op, input) {
+    try { return await call(op, input); } catch (err) {
+      if (err.reason !== 'step_up_required' || !passkeysOn) throw err;
+    }
+    const begun = await call('passkey_step_up_options', {});
+    let credential;
+    try { credential = await webauthn.startAuthentication({ optionsJSON: begun.options }); } catch (err) { throw new Error(passkeyError(err)); }
+    await call('passkey_step_up', { ceremony_id: begun.ceremony_id, credential });
+    return call(op, input);
+  }
+  // The account's passkeys: each renamed or deleted (never the last way in: the server refuses), and a new one added.
+  async function loadPasskeys() {
+    const body = await call('passkeys', {});
+    const list = $('passkeys');
+    list.replaceChildren();
+    if (body.passkeys.length === 0) {
+      const li = document.createElement('li');
+      li.className = 'muted';
+      li.textContent = t('noPasskeys');
+      list.append(li);
+    }
+    for (const p of body.passkeys) {
+      const li = document.createElement('li');
+      const main = document.createElement('div');
+      main.className = 'row-main';
+      const label = document.createElement('label');
+      label.className = 'visually-hidden';
+      label.htmlFor = 'passkey-name-' + p.id;
+      label.textContent = t('passkeyName');
+      const name = document.createElement('input');
+      name.id = 'passkey-name-' + p.id;
+      name.value = p.name;
+      name.maxLength = 64;
+      const detail = document.createElement('span');
+      detail.className = 'muted';
+      detail.textContent = t('passkeyAddedOn', { date: when(p.created_at) });
+      main.append(label, name, detail);
+      const rename = document.createElement('button');
+      rename.type = 'button';
+      rename.className = 'secondary';
+      rename.textContent = t('renamePasskey');
+      rename.addEventListener('click', () => act('passkeys-msg', [rename, remove], async () => {
+        await call('rename_passkey', { id: p.id, name: name.value.trim() });
+        await loadPasskeys();
+        return t('passkeyRenamed');
+      }));
+      const remove = document.createElement('button');
+      remove.type = 'button';
+      remove.className = 'danger';
+      remove.textContent = t('deletePasskey');
+      remove.addEventListener('click', () => act('passkeys-msg', [rename, remove], async () => {
+        await call('delete_passkey', { id: p.id });
+        await loadPasskeys();
+        return t('passkeyDeleted');
+      }));
+      li.append(main, rename, remove);
+      list.append(li);
+    }
+  }
+  $('add-passkey').addEventListener('click', () => act('passkeys-msg', [$('add-passkey')], async () => {
+    const begun = await call('passkey_registration_options', {});
+    let credential;
+    try { credential = await webauthn.startRegistration({ optionsJSON: begun.options }); } catch (err) { throw new Error(passkeyError(err)); }
+    await call('add_passkey', { ceremony_id: begun.ceremony_id, credential });
+    await loadPasskeys();
+    return t('passkeyAdded');
+  }));
   // Runs one action of a form or button: its controls are disabled meanwhile, its message says how it went.
   async function act(msgId, controls, work) {
     say(msgId, '', '');
@@ -148,7 +230,7 @@ const SCRIPT = `
       if (val('email') !== (me.email || '')) input.email = val('email');
       if (val('phone') !== (me.phone_number || '')) input.phone_number = val('phone');
       if (!('email' in input) && !('phone_number' in input)) throw new Error(t('changeFirst'));
-      const body = await call('update_profile', input);
+      const body = await withStepUp('update_profile', input);
       $('contact-password').value = '';
       await loadProfile();
       return typeof body.message === 'string' ? body.message : t('saved');
@@ -272,7 +354,7 @@ const SCRIPT = `
       if (!$('delete-confirm').checked) { $('delete-confirm').focus(); throw new Error(t('tickToConfirm')); }
       // The current password, proven again by the server: a session left open on a shared computer is not enough to delete the account.
       const input = $('delete-password-field').hidden ? {} : { password: $('delete-password').value };
-      try { await call('deactivate_account', input); }
+      try { await withStepUp('deactivate_account', input); }
       catch (err) { if (!$('delete-password-field').hidden) $('delete-password').focus(); throw err; }
       location.assign(base + 'app');
       return '';
@@ -292,7 +374,9 @@ const SCRIPT = `
       $('mfa-help').textContent = t('askedFor', { factors: factors.join(t('or')) });
       $('mfa-form').hidden = meta.is_multi_factor_auth_enabled !== true || factors.length === 0;
       $('mfa-none').hidden = !$('mfa-form').hidden;
-      await Promise.all([loadSessions(), loadMethods()]);
+      passkeysOn = meta.is_passkey_enabled === true && typeof webauthn === 'object' && webauthn.browserSupportsWebAuthn();
+      $('passkeys-box').hidden = !passkeysOn;
+      await Promise.all([loadSessions(), loadMethods(), passkeysOn ? loadPasskeys() : null]);
       $('content').removeAttribute('aria-busy');
     } catch (err) { say('top-msg', err.message, 'error'); }
   })();
@@ -361,6 +445,12 @@ const HTML_BODY = `<header class="top">
 <p id="mfa-msg" class="msg" role="status" aria-live="polite"></p>
 </form>
 <p id="mfa-none" class="muted" hidden>{{noSecondFactor}}</p>
+<div id="passkeys-box" hidden>
+<h3 id="passkeys-title" class="muted">{{passkeysTitle}}</h3>
+<ul id="passkeys" class="rows" aria-labelledby="passkeys-title"></ul>
+<div class="actions"><button id="add-passkey" class="secondary" type="button">{{addPasskey}}</button></div>
+<p id="passkeys-msg" class="msg" role="status" aria-live="polite"></p>
+</div>
 </section>
 <section class="card" aria-labelledby="sessions-title">
 <h2 id="sessions-title" tabindex="-1">{{sessionsTitle}}</h2>
@@ -412,10 +502,10 @@ const hash = (text: string): string => `'sha256-${createHash('sha256').update(te
  * is any https URL the user chose) or inline, no framing, no native form
  * posts, Trusted Types required.
  */
-export function accountPageCsp(): string {
+export function accountPageCsp(passkeys = false): string {
   return [
     "default-src 'none'",
-    `script-src ${hash(SCRIPT)}`,
+    `script-src ${passkeys ? `${hash(WEBAUTHN_SCRIPT)} ` : ''}${hash(SCRIPT)}`,
     `style-src ${hash(STYLE)}`,
     // The marks' colours are set through the CSSOM (element.style), which style-src does not govern.
     'img-src data: https:',
@@ -429,7 +519,7 @@ export function accountPageCsp(): string {
 }
 
 /** The page for a configuration: the organization's name and logo above the account. */
-function pageHtml(name: string, logo: string, lang: string): string {
+function pageHtml(name: string, logo: string, lang: string, passkeys: boolean): string {
   const brand = [
     logo ? `<img id="logo" src="${escapeHtml(logo)}" alt="${escapeHtml(name || 'Organization')} logo" height="48">` : '',
     name ? `<p id="org">${escapeHtml(name)}</p>` : '',
@@ -443,11 +533,13 @@ function pageHtml(name: string, logo: string, lang: string): string {
     messagesJson: JSON.stringify(messages).replace(/</g, '\\u003c'),
   };
   // Only the document's {{key}} slots are filled: the style and the script hold none (checked below), so their hashes hold for every language.
-  return (HTML_HEAD + (brand ? `${brand}\n` : '') + HTML_BODY).replace(/\{\{(\w+)\}\}/g, (_, key: string) => {
+  const html = (HTML_HEAD + (brand ? `${brand}\n` : '') + HTML_BODY).replace(/\{\{(\w+)\}\}/g, (_, key: string) => {
     const value = fill[key];
     if (value === undefined) throw new Error(`account page: no text for {{${key}}}`);
     return value;
   });
+  // With passkeys on, the WebAuthn browser library precedes the page's script (inserted after the slots are filled).
+  return passkeys ? html.replace('<script>', () => `<script>${WEBAUTHN_SCRIPT}</script>\n<script>`) : html;
 }
 
 if (/\{\{\w+\}\}/.test(STYLE + SCRIPT)) throw new Error('account page: the style or the script holds a {{key}} slot');
@@ -457,7 +549,7 @@ export function accountPageRoutes(c: LoginPageConfig): HttpRoute[] {
   if (!c.enableLoginPage) return [];
   const logo = logoOrigin(c.organizationLogo ?? '') ? (c.organizationLogo ?? '') : '';
   const headers = {
-    'content-security-policy': accountPageCsp(),
+    'content-security-policy': accountPageCsp(c.enablePasskeys),
     'cache-control': 'no-store',
     pragma: 'no-cache',
     'x-frame-options': 'DENY',
@@ -465,7 +557,7 @@ export function accountPageRoutes(c: LoginPageConfig): HttpRoute[] {
     vary: 'Accept-Language, Cookie',
   };
   const languages = Object.keys(ACCOUNT_MESSAGES);
-  const pages = new Map(languages.map((lang) => [lang, { html: pageHtml(c.organizationName ?? '', logo, lang), headers: { ...headers, 'content-language': lang } } satisfies HttpRouteResponse]));
+  const pages = new Map(languages.map((lang) => [lang, { html: pageHtml(c.organizationName ?? '', logo, lang, c.enablePasskeys), headers: { ...headers, 'content-language': lang } } satisfies HttpRouteResponse]));
   // The language as on the sign-in page: ui_locales, the saved choice, Accept-Language.
   const handler = async (request: HttpRouteRequest): Promise<HttpRouteResponse> =>
     pages.get(pickLanguage(languages, { uiLocales: request.query['ui_locales'], saved: request.cookies[LANGUAGE_COOKIE], acceptLanguage: request.acceptLanguage }))!;

@@ -65,7 +65,7 @@ import { DESIGN_CSS, PROVIDER_BRANDS } from './design.ts';
 export type LoginPageConfig = Pick<Config, 'enableLoginPage' | 'organizationName' | 'organizationLogo' | 'enablePasskeys'>;
 
 /** `@simplewebauthn/browser`'s browser build (it defines `SimpleWebAuthnBrowser`), from the installed package. */
-const WEBAUTHN_SCRIPT = readFileSync(join(dirname(dirname(createRequire(import.meta.url).resolve('@simplewebauthn/browser'))), 'dist/bundle/index.umd.min.js'), 'utf8');
+export const WEBAUTHN_SCRIPT = readFileSync(join(dirname(dirname(createRequire(import.meta.url).resolve('@simplewebauthn/browser'))), 'dist/bundle/index.umd.min.js'), 'utf8');
 
 const STYLE = `${DESIGN_CSS}
 body{display:grid;place-items:start center;padding:var(--s6) var(--s4)}
