@@ -6,7 +6,8 @@
  * passkey button, a sign-in from the email field's autofill (conditional
  * mediation), a password user adding a passkey after signing in, and a
  * passkey as the second factor of a password login; the dashboard listing a
- * user's passkeys and revoking one. Each sign-in flow ends signed in
+ * user's passkeys and revoking one; the account center adding and renaming a
+ * passkey, and deleting the account after a passkey step-up. Each sign-in flow ends signed in
  * with a session the server validates. The page is served at
  * `http://localhost:<port>` (`--url`), whose host is the relying party ID (a
  * WebAuthn RP ID is a domain, never an IP address). No CSP or Trusted Types
@@ -256,4 +257,42 @@ test('the dashboard lists a user\'s passkeys and revokes one; the revoked passke
   await b.cdp.send('WebAuthn.addCredential', { authenticatorId: b.authenticatorId, credential: credentials[0]! });
   await b.page.click('#passkey-login');
   t.regex(await shown(b.page, 'error'), /not registered/);
+});
+
+test('the account center: a password user goes on from the offer, adds and renames a passkey there, and deletes the account after the passkey step-up', async (t) => {
+  const server = await start(t);
+  const email = fresh();
+  t.is((await server.call('signup', { email, password: PASSWORD }, { protocol: 'rest' })).error, undefined);
+  const b = await browse(t, server);
+  await b.page.goto(`${b.base}/app`);
+  await b.page.locator('#passkey-login').waitFor({ state: 'visible' });
+  await b.page.fill('#email', email);
+  await b.page.fill('#password', PASSWORD);
+  await b.page.click('#submit');
+  await signedIn(t, server, b, 'after the password sign-in', 'offer');
+  await b.page.click('#to-account');
+  await b.page.waitForURL((url) => url.pathname === '/app/account');
+  await b.page.locator('#passkeys li', { hasText: 'No passkey yet.' }).waitFor();
+
+  await b.page.click('#passkeys-box #add-passkey');
+  await b.page.locator('#passkeys-msg', { hasText: 'Passkey added.' }).waitFor();
+  const name = b.page.locator('#passkeys input');
+  t.is(await name.count(), 1, 'the new passkey is listed');
+  await name.fill('Laptop');
+  await b.page.getByRole('button', { name: 'Rename' }).click();
+  await b.page.locator('#passkeys-msg', { hasText: 'Passkey renamed.' }).waitFor();
+  t.is(await b.page.inputValue('#passkeys input'), 'Laptop');
+  const users = (await server.call('users', { pagination: { page: 1, limit: 10 } }, { protocol: 'rest', headers: { 'x-service-admin-secret': 'test-admin-secret' } })).body!['users'] as Array<{ id: string; email: string }>;
+  const listed = await server.call('user_passkeys', { user_id: users.find((u) => u.email === email)!.id }, { protocol: 'rest', headers: { 'x-service-admin-secret': 'test-admin-secret' } });
+  t.deepEqual((listed.body!['passkeys'] as Array<{ name: string }>).map((p) => p.name), ['Laptop']);
+  await screen(t, b.page, 'app-account-passkeys');
+
+  // A passkey holder's deletion needs the password and a passkey step-up, which the page asks the authenticator for.
+  await b.page.fill('#delete-password', PASSWORD);
+  await b.page.check('#delete-confirm');
+  await b.page.click('#delete-submit');
+  await b.page.waitForURL((url) => url.pathname === '/app');
+  const login = await server.call('login', { email, password: PASSWORD }, { protocol: 'rest' });
+  t.truthy(login.error, 'the deleted account no longer signs in');
+  t.deepEqual(b.problems, []);
 });
