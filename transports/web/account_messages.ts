@@ -14,6 +14,7 @@ export const ACCOUNT_MESSAGE_KEYS = [
   'mfaOn', 'mfaOff', 'thisDevice', 'seen', 'endSession', 'endSessionOf', 'sessionEnded', 'oneOtherEnded', 'othersEnded',
   'unlink', 'unlinkOf', 'connect', 'tickToConfirm', 'factorApp', 'factorEmail', 'factorSms', 'askedFor', 'or',
   'passkeysTitle', 'addPasskey', 'passkeyName', 'renamePasskey', 'deletePasskey', 'noPasskeys', 'passkeyAdded', 'passkeyRenamed', 'passkeyDeleted', 'passkeyCancelled', 'passkeyAddedOn',
+  'organizationsTitle', 'roleIs', 'makeActive', 'makeActiveOf', 'activeOrganization',
 ] as const;
 
 export type AccountMessageKey = (typeof ACCOUNT_MESSAGE_KEYS)[number];
@@ -48,6 +49,11 @@ const en: AccountMessages = {
   passkeyDeleted: 'Passkey deleted.',
   passkeyCancelled: 'The passkey request was cancelled or timed out.',
   passkeyAddedOn: 'Added {date}',
+  organizationsTitle: 'Organizations',
+  roleIs: 'Role: {role}',
+  makeActive: 'Make active',
+  makeActiveOf: 'Make {name} the active organization',
+  activeOrganization: 'Active organization: {name}',
 };
 
 const de: AccountMessages = {
@@ -79,6 +85,11 @@ const de: AccountMessages = {
   passkeyDeleted: 'Passkey gelöscht.',
   passkeyCancelled: 'Die Passkey-Anfrage wurde abgebrochen oder ist abgelaufen.',
   passkeyAddedOn: 'Hinzugefügt am {date}',
+  organizationsTitle: 'Organisationen',
+  roleIs: 'Rolle: {role}',
+  makeActive: 'Aktiv setzen',
+  makeActiveOf: '{name} zur aktiven Organisation machen',
+  activeOrganization: 'Aktive Organisation: {name}',
 };
 
 const fr: AccountMessages = {
@@ -110,6 +121,11 @@ const fr: AccountMessages = {
   passkeyDeleted: 'Clé d’accès supprimée.',
   passkeyCancelled: 'La demande de clé d’accès a été annulée ou a expiré.',
   passkeyAddedOn: 'Ajoutée le {date}',
+  organizationsTitle: 'Organisations',
+  roleIs: 'Rôle : {role}',
+  makeActive: 'Rendre active',
+  makeActiveOf: 'Faire de {name} l’organisation active',
+  activeOrganization: 'Organisation active : {name}',
 };
 
 const es: AccountMessages = {
@@ -141,6 +157,11 @@ const es: AccountMessages = {
   passkeyDeleted: 'Llave de acceso eliminada.',
   passkeyCancelled: 'La solicitud de la llave de acceso se canceló o caducó.',
   passkeyAddedOn: 'Añadida el {date}',
+  organizationsTitle: 'Organizaciones',
+  roleIs: 'Rol: {role}',
+  makeActive: 'Activar',
+  makeActiveOf: 'Hacer de {name} la organización activa',
+  activeOrganization: 'Organización activa: {name}',
 };
 
 const ja: AccountMessages = {
@@ -172,6 +193,11 @@ const ja: AccountMessages = {
   passkeyDeleted: 'パスキーを削除しました。',
   passkeyCancelled: 'パスキーの要求はキャンセルされたか、タイムアウトしました。',
   passkeyAddedOn: '{date} に追加',
+  organizationsTitle: '組織',
+  roleIs: 'ロール: {role}',
+  makeActive: 'アクティブにする',
+  makeActiveOf: '{name} をアクティブな組織にする',
+  activeOrganization: 'アクティブな組織: {name}',
 };
 
 const ar: AccountMessages = {
@@ -203,6 +229,11 @@ const ar: AccountMessages = {
   passkeyDeleted: 'حُذف مفتاح المرور.',
   passkeyCancelled: 'أُلغي طلب مفتاح المرور أو انتهت مهلته.',
   passkeyAddedOn: 'أُضيف في {date}',
+  organizationsTitle: 'المؤسسات',
+  roleIs: 'الدور: {role}',
+  makeActive: 'تفعيل',
+  makeActiveOf: 'جعل {name} المؤسسة النشطة',
+  activeOrganization: 'المؤسسة النشطة: {name}',
 };
 
 /** The catalogues by BCP 47 tag, English (the default) first; the same languages as the sign-in page's. */

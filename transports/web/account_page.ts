@@ -20,6 +20,8 @@
  *   (`rename_passkey`, `delete_passkey`); a passkey holder's sensitive change
  *   first confirms with a passkey (`passkey_step_up_options`,
  *   `passkey_step_up`) when the server asks for it (`step_up_required`);
+ * - the user's organizations with their role (`organizations`), one made the
+ *   session's active organization (`switch_organization`);
  * - delete the account (`deactivate_account` with the current password,
  *   which the server checks again), and sign out (`logout`).
  * Without a session the page goes to `/app`.
@@ -160,6 +162,40 @@ const SCRIPT = `
       li.append(main, rename, remove);
       list.append(li);
     }
+  }
+  // The user's organizations with their role; the one chosen becomes the session's active organization (switch_organization).
+  async function loadOrganizations() {
+    let list = [];
+    try {
+      const body = await call('organizations', { pagination: { page: 1, limit: 100 } });
+      list = Array.isArray(body.organizations) ? body.organizations : [];
+    } catch { list = []; }
+    const rows = $('organizations');
+    rows.replaceChildren();
+    for (const o of list) {
+      const li = document.createElement('li');
+      const main = document.createElement('div');
+      main.className = 'row-main';
+      const title = document.createElement('strong');
+      title.textContent = o.name;
+      const detail = document.createElement('span');
+      detail.className = 'muted';
+      detail.textContent = o.role ? t('roleIs', { role: o.role }) : o.slug;
+      main.append(title, detail);
+      const use = document.createElement('button');
+      use.type = 'button';
+      use.className = 'secondary';
+      use.textContent = t('makeActive');
+      use.setAttribute('aria-label', t('makeActiveOf', { name: o.name }));
+      use.addEventListener('click', () => act('organizations-msg', [use], async () => {
+        await call('switch_organization', { organization_id: o.id });
+        return t('activeOrganization', { name: o.name });
+      }));
+      li.append(main, use);
+      rows.append(li);
+    }
+    $('organizations-section').hidden = list.length === 0;
+    $('organizations-link').hidden = list.length === 0;
   }
   $('add-passkey').addEventListener('click', () => act('passkeys-msg', [$('add-passkey')], async () => {
     const begun = await call('passkey_registration_options', {});
@@ -376,7 +412,7 @@ const SCRIPT = `
       $('mfa-none').hidden = !$('mfa-form').hidden;
       passkeysOn = meta.is_passkey_enabled === true && typeof webauthn === 'object' && webauthn.browserSupportsWebAuthn();
       $('passkeys-box').hidden = !passkeysOn;
-      await Promise.all([loadSessions(), loadMethods(), passkeysOn ? loadPasskeys() : null]);
+      await Promise.all([loadSessions(), loadMethods(), passkeysOn ? loadPasskeys() : null, loadOrganizations()]);
       $('content').removeAttribute('aria-busy');
     } catch (err) { say('top-msg', err.message, 'error'); }
   })();
@@ -403,7 +439,7 @@ const HTML_BODY = `<header class="top">
 <p id="top-msg" class="msg" role="status" aria-live="polite"></p>
 <noscript>{{noscript}}</noscript>
 <nav class="toc" aria-label="{{sections}}"><ul>
-<li><a href="#profile-title">{{profile}}</a></li><li><a href="#security-title">{{security}}</a></li><li><a href="#sessions-title">{{sessions}}</a></li><li><a href="#methods-title">{{methods}}</a></li><li><a href="#delete-title">{{deleteAccount}}</a></li>
+<li><a href="#profile-title">{{profile}}</a></li><li><a href="#security-title">{{security}}</a></li><li><a href="#sessions-title">{{sessions}}</a></li><li><a href="#methods-title">{{methods}}</a></li><li id="organizations-link" hidden><a href="#organizations-title">{{organizationsTitle}}</a></li><li><a href="#delete-title">{{deleteAccount}}</a></li>
 </ul></nav>
 <main id="content" aria-busy="true">
 <section class="card" aria-labelledby="profile-title">
@@ -464,6 +500,11 @@ const HTML_BODY = `<header class="top">
 <p id="methods-msg" class="msg" role="status" aria-live="polite"></p>
 <p id="connect-help" class="muted" hidden>{{connectHelp}}</p>
 <div id="connect"></div>
+</section>
+<section id="organizations-section" class="card" aria-labelledby="organizations-title" hidden>
+<h2 id="organizations-title" tabindex="-1">{{organizationsTitle}}</h2>
+<ul id="organizations" class="rows"></ul>
+<p id="organizations-msg" class="msg" role="status" aria-live="polite"></p>
 </section>
 <section class="card" aria-labelledby="delete-title">
 <h2 id="delete-title" tabindex="-1">{{deleteAccount}}</h2>
