@@ -23,6 +23,7 @@ import { needs } from '../../helpers/needs.ts';
 import { startTestServer, type TestServer } from '../../helpers/server.ts';
 import { screenshot } from '../../helpers/screenshots.ts';
 import { seriousViolations } from '../../helpers/accessibility.ts';
+import { LOGIN_MESSAGES } from '../../../transports/web/login_messages.ts';
 
 const test = needs(anyTest.serial, 'chromium');
 const PASSWORD = 'Correct-Horse-7-Battery';
@@ -294,5 +295,34 @@ test('the account center: a password user goes on from the offer, adds and renam
   await b.page.waitForURL((url) => url.pathname === '/app');
   const login = await server.call('login', { email, password: PASSWORD }, { protocol: 'rest' });
   t.truthy(login.error, 'the deleted account no longer signs in');
+  t.deepEqual(b.problems, []);
+});
+
+test('in German, the passkey buttons and the offer after sign-in come from the catalogue: no English left on screen', async (t) => {
+  const server = await start(t);
+  const email = fresh();
+  t.is((await server.call('signup', { email, password: PASSWORD }, { protocol: 'rest' })).error, undefined);
+  const b = await browse(t, server);
+  const de = LOGIN_MESSAGES['de']!;
+  const english = new Set(Object.values(LOGIN_MESSAGES['en']!));
+  const englishShown = () => b.page.evaluate<string[]>("Array.from(document.querySelectorAll('h1,label,button,a,p,option')).filter((e) => e.offsetParent !== null).map((e) => e.textContent.trim()).filter(Boolean)")
+    // The words German shares with English (as the language test allows them): "Code", "Name (optional)".
+    .then((shown) => shown.filter((text) => english.has(text) && text !== de.code && text !== de.nameOptional));
+  await b.page.goto(`${b.base}/app?ui_locales=de`);
+  await b.page.locator('#passkey-login').waitFor({ state: 'visible' });
+  t.is((await b.page.textContent('#passkey-login'))?.trim(), de.passkeyLogin);
+  t.deepEqual(await englishShown(), [], 'the sign-in form');
+  await b.page.click('#to-signup');
+  await b.page.locator('#passkey-signup').waitFor({ state: 'visible' });
+  t.is((await b.page.textContent('#passkey-signup'))?.trim(), de.passkeySignup);
+  t.deepEqual(await englishShown(), [], 'the sign-up form');
+  await b.page.click('#to-login');
+  await b.page.fill('#email', email);
+  await b.page.fill('#password', PASSWORD);
+  await b.page.click('#submit');
+  await b.page.locator('#add-passkey').waitFor({ state: 'visible' });
+  t.is((await b.page.textContent('#add-passkey'))?.trim(), de.addPasskey);
+  t.is((await b.page.textContent('#to-account'))?.trim(), de.continueToAccount);
+  t.deepEqual(await englishShown(), [], 'the offer after sign-in');
   t.deepEqual(b.problems, []);
 });
