@@ -21,6 +21,8 @@ import { WebhookService, type AddWebhookInput, type TestEndpointInput, type Upda
 import {
   fgaDeleteTuples,
   fgaExpand,
+  fgaExplain,
+  type FgaExplainInput,
   fgaGetModel,
   fgaListModels,
   fgaListUsers,
@@ -520,6 +522,11 @@ export class AdminService {
 
   async fgaExpand(ctx: AdminCallContext, input: { relation: string; object: string }): Promise<{ tree: string }> {
     return this.#run(ctx, 'admin.fga_expanded', { type: 'fga_tuple', id: input.object }, () => fgaExpand(requireEngine(this.#engine), input));
+  }
+
+  /** `fga_explain` (see {@link fgaExplain}). Audited as `admin.fga_explained`. */
+  async fgaExplain(ctx: AdminCallContext, input: FgaExplainInput): ReturnType<typeof fgaExplain> {
+    return this.#run(ctx, 'admin.fga_explained', { type: 'fga_tuple', id: input.object }, () => fgaExplain(requireEngine(this.#engine), input));
   }
 
   /**

@@ -5,7 +5,7 @@
  * admin page-size rules and the wire shapes.
  */
 import { LatchkeyError } from '../engine/errors.ts';
-import { TypeSystem, type AuthorizationModel, type Engine, type TupleCondition, type TupleKey } from '../engine/index.ts';
+import { TypeSystem, type AuthorizationModel, type CheckRequest, type Engine, type TupleCondition, type TupleKey } from '../engine/index.ts';
 
 /** The DSL parser and printer, loaded on the first model operation (the grammar is the largest part of a server's startup). */
 const dslModule = (): Promise<typeof import('../dsl/index.ts')> => import('../dsl/index.ts');
@@ -225,6 +225,50 @@ export async function fgaListUsers(
     ...(input.continuation_token === undefined ? {} : { continuationToken: input.continuation_token }),
   });
   return { users: page.users, continuation_token: page.continuationToken };
+}
+
+/** The input of `fga_explain`. */
+export interface FgaExplainInput {
+  user: string;
+  relation: string;
+  object: string;
+  contextual_tuples?: ReadonlyArray<{ user: string; relation: string; object: string; condition?: { name: string; context?: unknown } | undefined }> | undefined;
+  context?: unknown;
+  consistency_token?: string | undefined;
+}
+
+/**
+ * `fga_explain`: Check's answer for any subject with its explanation
+ * (`Engine.explain`). Errors: Check's, `resolution_too_complex` past the
+ * limits, `invalid_argument` for a context that is not an object or a bad
+ * consistency token.
+ */
+export async function fgaExplain(engine: Engine, input: FgaExplainInput): Promise<{ relation: string; object: string; allowed: boolean; tree: unknown; error?: { code: string; reason?: string; message: string } }> {
+  const req: CheckRequest = { user: input.user, relation: input.relation, object: input.object };
+  if (input.contextual_tuples !== undefined && input.contextual_tuples.length > 0) {
+    req.contextualTuples = input.contextual_tuples.map((t) => {
+      const out: TupleKey = { user: t.user, relation: t.relation, object: t.object };
+      if (t.condition !== undefined && t.condition !== null) {
+        const context = objectContext(t.condition.context);
+        out.condition = context === undefined ? { name: t.condition.name } : { name: t.condition.name, context };
+      }
+      return out;
+    });
+  }
+  const context = objectContext(input.context);
+  if (context !== undefined) req.context = context;
+  if (input.consistency_token !== undefined && input.consistency_token !== '') {
+    if (!/^\d{1,15}$/u.test(input.consistency_token)) throw new LatchkeyError('invalid_argument', 'consistency_token must be the token an FGA write returned', { reason: 'invalid_consistency_token' });
+    req.atLeastRevision = Number(input.consistency_token);
+  }
+  const r = await engine.explain(req);
+  return { relation: input.relation, object: input.object, allowed: r.allowed, tree: r.tree, ...(r.error === undefined ? {} : { error: r.error }) };
+}
+
+function objectContext(context: unknown): Record<string, unknown> | undefined {
+  if (context === undefined || context === null) return undefined;
+  if (typeof context !== 'object' || Array.isArray(context)) throw new LatchkeyError('invalid_argument', 'context must be a JSON object', { reason: 'invalid_context' });
+  return context as Record<string, unknown>;
 }
 
 /** `fga_expand`: the userset tree as a JSON string. */

@@ -29,13 +29,20 @@ export const LOADER_OPTIONS: {
 
 type PbValue = Record<string, unknown>;
 
-function jsonToValue(v: JsonValue): PbValue {
-  if (v === null) return { nullValue: 'NULL_VALUE' };
-  if (typeof v === 'number') return { numberValue: v };
+/**
+ * A JSON value as a `google.protobuf.Value`, as JSON.stringify would write it:
+ * an object's undefined fields are left out, an undefined list element and a
+ * number that is not finite become null, and -0 is 0.
+ */
+function jsonToValue(v: JsonValue | undefined): PbValue {
+  if (v === null || v === undefined) return { nullValue: 'NULL_VALUE' };
+  if (typeof v === 'number') return Number.isFinite(v) ? { numberValue: v === 0 ? 0 : v } : { nullValue: 'NULL_VALUE' };
   if (typeof v === 'string') return { stringValue: v };
   if (typeof v === 'boolean') return { boolValue: v };
-  if (Array.isArray(v)) return { listValue: { values: v.map(jsonToValue) } };
-  return { structValue: { fields: Object.fromEntries(Object.entries(v).map(([k, x]) => [k, jsonToValue(x)])) } };
+  if (Array.isArray(v)) return { listValue: { values: v.map((x) => jsonToValue(x)) } };
+  const fields: Record<string, PbValue> = {};
+  for (const [k, x] of Object.entries(v)) if (x !== undefined) fields[k] = jsonToValue(x);
+  return { structValue: { fields } };
 }
 
 function valueToJson(v: unknown): JsonValue {

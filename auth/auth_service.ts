@@ -42,6 +42,8 @@ import { LoginFlows, signupRoles } from './login_flows.ts';
 import { SessionFlows, requestedRoles, unauthenticated } from './session_flows.ts';
 import { OrganizationService, type OrgCall, type OrgTuples, type TxtResolver } from './organizations.ts';
 import { SqlOrgStore } from './org_store.ts';
+import { SqlScimStore } from './scim_store.ts';
+import { ScimService } from './scim.ts';
 import type { Engine } from '../engine/index.ts';
 import { resolveTxt as dnsResolveTxt } from 'node:dns/promises';
 import { AccountSessions, linkedProviders, type SessionInfo } from './account_sessions.ts';
@@ -100,6 +102,8 @@ export class AuthService {
   readonly organizations: OrganizationService | undefined;
   /** Passkeys: sign-up, sign-in, second factor, management. */
   readonly passkeys: PasskeyFlows;
+  /** The SCIM 2.0 service provider of each organization (docs/scim.md); undefined with organizations. */
+  readonly scim: ScimService | undefined;
   readonly #permissions: Permissions;
   readonly #login: LoginFlows;
   readonly #session: SessionFlows;
@@ -125,6 +129,18 @@ export class AuthService {
     this.organizations = init.organizations;
     this.passkeys = init.passkeys;
     this.#account = init.account;
+    this.scim =
+      init.organizations === undefined
+        ? undefined
+        : new ScimService({
+            organizations: init.organizations,
+            orgStore: init.organizations.store,
+            scim: init.organizations.scimStore,
+            users: init.users,
+            deleteUserData: (user, tx) => this.deleteUserData(user, tx),
+            endAllSessions: (userId) => this.sessions.endAllForUser(userId),
+            nowSeconds: () => Math.floor(init.options.now() / 1000),
+          });
     this.tokenScript = init.tokenScript;
     this.verification = init.verification;
     this.email = init.email;
@@ -177,10 +193,13 @@ export class AuthService {
     if (database.kind === 'sql' && deps.organizations !== undefined) {
       const store = new SqlOrgStore({ sequelize: database.sequelize, nowSeconds });
       await store.init();
+      const scim = new SqlScimStore({ sequelize: database.sequelize });
+      await scim.init();
       const od = deps.organizations;
       organizations = new OrganizationService({
         database,
         store,
+        scim,
         users,
         engine: od.engine,
         tuples: od.tuples,
@@ -568,6 +587,11 @@ export class AuthService {
   /** `check_permissions` (see {@link Permissions.check}). */
   checkPermissions(input: Parameters<Permissions['check']>[0], ctx: AuthCallContext): ReturnType<Permissions['check']> {
     return this.#permissions.check(input, ctx.principal);
+  }
+
+  /** `explain_permission` (see {@link Permissions.explain}). */
+  explainPermission(input: Parameters<Permissions['explain']>[0], ctx: AuthCallContext): ReturnType<Permissions['explain']> {
+    return this.#permissions.explain(input, ctx.principal);
   }
 
   /** `list_relations` (see {@link Permissions.relations}). */

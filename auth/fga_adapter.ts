@@ -47,6 +47,10 @@ export function engineAsPermissionEngine(engine: Engine): PermissionEngine {
       });
       return { objects: res.objects.slice(0, request.limit), truncated: res.truncated || res.objects.length > request.limit, undecided: res.undecided ?? [] };
     },
+    async explain(request) {
+      const r = await engine.explain(engineRequest(request));
+      return r.error === undefined ? { allowed: r.allowed, tree: r.tree } : { allowed: r.allowed, tree: r.tree, error: r.error };
+    },
     async listRelations(request) {
       const res = await engine.listRelations({
         user: request.user,

@@ -112,8 +112,12 @@ export {
   type OrgSettingsInput,
   type PublicOrganization,
   type PublicInvitation,
+  type PublicScimToken,
   type TxtResolver,
 } from './organizations.ts';
+export { SqlScimStore, type ScimTokenRecord, type ScimUserRow } from './scim_store.ts';
+export { ScimError, ScimService, SCIM_ENTERPRISE, SCIM_GROUP, SCIM_USER, type ScimCall, type ScimRequest, type ScimResponse } from './scim.ts';
+export { matches as scimFilterMatches, parseFilter as parseScimFilter, parsePatchPath as parseScimPatchPath, printFilter as printScimFilter, ScimFilterError, type Filter as ScimFilter } from './scim_filter.ts';
 export { DEFAULT_ORG_SETTINGS, SqlOrgStore, type OrgSettings, type OrgRecord, type MemberRecord, type TeamRecord, type InvitationRecord, type InvitationStatus, type DomainRecord } from './org_store.ts';
 export { BUILTIN_ORG_ROLES, ORG_PERMISSIONS, mergeOrgFragment, orgModelFragment, orgModelFragmentDsl } from './org_model.ts';
 export { ORGANIZATIONS_SCOPE, type OrgMemberships } from './session_flows.ts';

@@ -436,6 +436,45 @@ export class SqlOrgStore {
     await this.#run('DELETE FROM organization_team_members WHERE team_id = ? AND user_id = ?', [teamId, userId], t);
   }
 
+  /** The user ids of a team's members, oldest first. */
+  async teamMembers(teamId: string, t?: StoreTransaction): Promise<string[]> {
+    return (await this.#select('SELECT user_id FROM organization_team_members WHERE team_id = ? ORDER BY created_at, user_id', [teamId], t)).map((r) => String(r['user_id']));
+  }
+
+  /** Every team of an organization with its member ids (SCIM lists of Groups). */
+  async teamsWithMembers(organizationId: string, t?: StoreTransaction): Promise<(TeamRecord & { members: string[] })[]> {
+    const teams = await this.#select('SELECT * FROM organization_teams WHERE organization_id = ? ORDER BY created_at, id', [organizationId], t);
+    const links = await this.#select(
+      'SELECT tm.team_id, tm.user_id FROM organization_team_members tm JOIN organization_teams t ON t.id = tm.team_id WHERE t.organization_id = ? ORDER BY tm.created_at, tm.user_id',
+      [organizationId],
+      t,
+    );
+    const by = new Map<string, string[]>();
+    for (const l of links) {
+      const k = String(l['team_id']);
+      if (!by.has(k)) by.set(k, []);
+      by.get(k)!.push(String(l['user_id']));
+    }
+    return teams.map((r) => ({ id: String(r['id']), organization_id: String(r['organization_id']), name: String(r['name']), created_at: Number(r['created_at']), members: by.get(String(r['id'])) ?? [] }));
+  }
+
+  /** Renames a team; `false` when its organization has another team of that name. */
+  async renameTeam(teamId: string, name: string, t: StoreTransaction): Promise<boolean> {
+    try {
+      await this.#run('UPDATE organization_teams SET name = ? WHERE id = ?', [name, teamId], t);
+      return true;
+    } catch (err) {
+      if (err instanceof UniqueConstraintError) return false;
+      throw err;
+    }
+  }
+
+  /** Deletes a team and its member rows (its tuples go through the caller). */
+  async deleteTeam(teamId: string, t: StoreTransaction): Promise<void> {
+    await this.#run('DELETE FROM organization_team_members WHERE team_id = ?', [teamId], t);
+    await this.#run('DELETE FROM organization_teams WHERE id = ?', [teamId], t);
+  }
+
   /** The teams of `organizationId` that `userId` is in. */
   async teamsOfMember(organizationId: string, userId: string, t: StoreTransaction): Promise<string[]> {
     const rows = await this.#select(

@@ -22,7 +22,7 @@
  * `failed_precondition` (reason `organizations_unavailable`) rather than
  * write rows and tuples apart.
  */
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { Engine, TupleKey } from '../engine/index.ts';
 import { inTransaction, type MainDatabase, type StoreTransaction } from './main_database.ts';
@@ -38,6 +38,7 @@ import {
   type SqlOrgStore,
   type TeamRecord,
 } from './org_store.ts';
+import type { ScimTokenRecord, SqlScimStore } from './scim_store.ts';
 import { normalizeEmail, type UserRecord, type UserStore } from './user_store_types.ts';
 
 /** How the service writes tuples inside its transactions (the FGA store on the main connection). */
@@ -59,7 +60,7 @@ export interface OrgEvent {
   action: string;
   /** Webhook event, when the change has one. */
   webhook?: 'organization.created' | 'member.added' | 'member.removed' | 'member.role_changed' | 'invitation.accepted';
-  resourceType: 'organization' | 'team' | 'invitation' | 'domain';
+  resourceType: 'organization' | 'team' | 'invitation' | 'domain' | 'scim_token' | 'user';
   resourceId: string;
   data: Record<string, unknown>;
 }
@@ -76,6 +77,8 @@ export type TxtResolver = (name: string) => Promise<string[][]>;
 export interface OrganizationServiceOptions {
   database: MainDatabase;
   store: SqlOrgStore;
+  /** SCIM tokens (docs/scim.md). */
+  scim: SqlScimStore;
   users: UserStore;
   /** The engine (checks, the model); undefined: FGA is off, and so are organizations. */
   engine: () => Engine | undefined;
@@ -156,6 +159,35 @@ function publicInvitation(i: InvitationRecord): PublicInvitation {
     created_at: i.created_at,
     ...(i.invited_by === null ? {} : { invited_by: i.invited_by }),
     ...(i.accepted_by === null ? {} : { accepted_by: i.accepted_by }),
+  };
+}
+
+const SCIM_TOKEN_PREFIX = 'lks_';
+/** `lks_<16 hex>_<43 base64url>`: the public prefix, then the 32-byte secret. */
+const SCIM_TOKEN = /^(lks_[0-9a-f]{16})_[A-Za-z0-9_-]{43}$/;
+
+/** The public form of a SCIM token (never its secret or digest). */
+export interface PublicScimToken {
+  id: string;
+  organization_id: string;
+  prefix: string;
+  description: string;
+  created_at: number;
+  created_by: string;
+  last_used_at?: number;
+  revoked_at?: number;
+}
+
+function publicScimToken(r: ScimTokenRecord): PublicScimToken {
+  return {
+    id: r.id,
+    organization_id: r.organization_id,
+    prefix: r.prefix,
+    description: r.description,
+    created_at: r.created_at,
+    created_by: r.created_by,
+    ...(r.last_used_at === null ? {} : { last_used_at: r.last_used_at }),
+    ...(r.revoked_at === null ? {} : { revoked_at: r.revoked_at }),
   };
 }
 
@@ -397,6 +429,7 @@ export class OrganizationService {
       await tuples.deleteObjects([`organization:${org.id}`, ...teams.map((t) => `team:${t}`)], tx);
       await this.#o.store.deleteOrganizationRows(org.id, tx);
       await this.#o.store.softDeleteOrganization(org.id, tx);
+      await this.#o.scim.revokeOrganizationTokens(org.id, this.#o.nowSeconds(), tx);
       await this.#record(call, tx, { action: 'organization.deleted', resourceType: 'organization', resourceId: org.id, data: { organization: publicOrg(org) } });
     });
     return { message: 'organization deleted' };
@@ -759,6 +792,72 @@ export class OrganizationService {
     };
   }
 
+  // ---------------------------------------------------------------- SCIM tokens
+
+  /**
+   * `create_scim_token` (`can_update`): a bearer token for the organization's
+   * SCIM endpoint (`/scim/v2`), answered once; only its prefix and digest are
+   * kept.
+   */
+  async createScimToken(call: OrgCall, input: { organization_id: string; description?: string | undefined }): Promise<PublicScimToken & { token: string }> {
+    const org = await this.#live(input.organization_id);
+    await this.#require(call, org.id, 'can_update');
+    const description = (input.description ?? '').trim();
+    if (description.length > 256) throw invalid('description must be at most 256 characters', 'invalid_description');
+    const prefix = `${SCIM_TOKEN_PREFIX}${randomBytes(8).toString('hex')}`;
+    const token = `${prefix}_${randomBytes(32).toString('base64url')}`;
+    const rec: ScimTokenRecord & { secret_hash: string } = {
+      id: randomUUID(), organization_id: org.id, prefix, secret_hash: digest(token), description,
+      created_at: this.#o.nowSeconds(), created_by: call.actor.kind === 'user' ? call.actor.userId : 'super_admin', last_used_at: null, revoked_at: null,
+    };
+    await this.#change(async (tx) => {
+      if (!(await this.#o.store.lockOrganization(org.id, tx))) throw orgNotFound();
+      await this.#o.scim.insertToken(rec, tx);
+      await this.#record(call, tx, { action: 'organization.scim_token_created', resourceType: 'scim_token', resourceId: rec.id, data: { organization_id: org.id, token_id: rec.id, prefix } });
+    });
+    return { ...publicScimToken(rec), token };
+  }
+
+  /** `scim_tokens` (`can_update`): the organization's tokens, newest first, revoked ones included (never a secret). */
+  async scimTokens(call: OrgCall, input: { organization_id: string; pagination?: { page?: number | undefined; limit?: number | undefined } | undefined }) {
+    const org = await this.#live(input.organization_id);
+    await this.#require(call, org.id, 'can_update');
+    const p = page(input.pagination);
+    const r = await this.#o.scim.listTokens({ organizationId: org.id, offset: p.offset, limit: p.limit });
+    return { tokens: r.tokens.map(publicScimToken), pagination: { ...p, total: r.total } };
+  }
+
+  /** `revoke_scim_token` (`can_update` on the token's organization): the next SCIM request with it is refused. */
+  async revokeScimToken(call: OrgCall, input: { token_id: string }): Promise<{ message: string }> {
+    const rec = typeof input.token_id === 'string' && input.token_id !== '' ? await this.#o.scim.token(input.token_id) : undefined;
+    if (rec === undefined) throw new LatchkeyError('not_found', 'SCIM token not found', { reason: 'scim_token_not_found' });
+    await this.#require(call, rec.organization_id, 'can_update');
+    await this.#change(async (tx) => {
+      if (!(await this.#o.scim.revokeToken(rec.id, this.#o.nowSeconds(), tx))) throw new LatchkeyError('failed_precondition', 'the SCIM token is revoked already', { reason: 'scim_token_revoked' });
+      await this.#record(call, tx, { action: 'organization.scim_token_revoked', resourceType: 'scim_token', resourceId: rec.id, data: { organization_id: rec.organization_id, token_id: rec.id, prefix: rec.prefix } });
+    });
+    return { message: 'SCIM token revoked' };
+  }
+
+  /**
+   * The live organization a SCIM bearer token belongs to, or undefined for a
+   * token that is malformed, unknown, revoked, or of a deleted organization
+   * (the caller answers 401 alike, telling none from another).
+   */
+  async authenticateScimToken(token: string): Promise<{ org: OrgRecord; tokenId: string } | undefined> {
+    const m = SCIM_TOKEN.exec(token);
+    if (m === null) return undefined;
+    const rec = await this.#o.scim.tokenByPrefix(m[1]!);
+    if (rec === undefined || rec.revoked_at !== null) return undefined;
+    const want = Buffer.from(rec.secret_hash, 'hex');
+    const got = createHash('sha256').update(token).digest();
+    if (want.length !== got.length || !timingSafeEqual(want, got)) return undefined;
+    const org = await this.#o.store.organization(rec.organization_id);
+    if (org === undefined) return undefined;
+    await this.#o.scim.touch(rec.id, this.#o.nowSeconds());
+    return { org, tokenId: rec.id };
+  }
+
   // ---------------------------------------------------------------- the active organization
 
   /**
@@ -806,9 +905,36 @@ export class OrganizationService {
     return (await this.#o.store.membershipsOf(userId)).map((m) => ({ id: m.organization_id, slug: m.slug, name: m.name, roles: [m.role] }));
   }
 
-  /** Removes a user's memberships and team memberships inside `tx` (user deletion; its tuples go with the user's own). */
+  /** Removes a user's memberships, team memberships and SCIM rows inside `tx` (user deletion; its tuples go with the user's own). */
   async deleteUserRows(userId: string, tx: StoreTransaction): Promise<void> {
     await this.#o.store.deleteUserRows(userId, tx);
+    await this.#o.scim.deleteUserRows(userId, tx);
+  }
+
+  /** The SCIM token store. */
+  get scimStore(): SqlScimStore {
+    return this.#o.scim;
+  }
+
+  /**
+   * For the SCIM service (auth/scim.ts): runs `fn` in one transaction on the
+   * main database with the tuple writer, then brings the engine's caches up
+   * to it; `organizations_unavailable` when the FGA store is elsewhere.
+   */
+  async changeInTransaction<T>(fn: (tx: StoreTransaction, tuples: OrgTuples) => Promise<T>): Promise<T> {
+    return this.#change(fn);
+  }
+
+  /** The tuple writer, with the model fragment installed (for changes made inside another store's transaction). */
+  async preparedTuples(): Promise<OrgTuples> {
+    const tuples = this.#tuples();
+    if (!this.#modelReady) await this.ensureModel();
+    return tuples;
+  }
+
+  /** The role a member added without one gets in `org` (checked against the roles and the model). */
+  defaultRole(org: OrgRecord): string {
+    return this.#role(org.settings.default_role, 'member');
   }
 }
 

@@ -83,6 +83,20 @@ export interface PermissionEngine {
   }>;
   /** Relations per object type of the current model (empty when no model is written). */
   relationsByType(): Promise<ReadonlyMap<string, readonly string[]>>;
+  /**
+   * Check's answer with its explanation (the engine's `explain`): a witness
+   * tree when allowed, the failed branches when denied; a condition's error
+   * (missing parameters) is returned in `error` rather than thrown. Absent:
+   * `explain_permission` fails with `unimplemented`.
+   */
+  explain?(request: PermissionCheck): Promise<ExplainAnswer>;
+}
+
+/** An explained check as the engine gives it: `tree` is a JSON object (docs/engine.md, "Explain"). */
+export interface ExplainAnswer {
+  allowed: boolean;
+  tree: unknown;
+  error?: { code: string; reason?: string; message: string };
 }
 
 export interface RequiredRelation {
@@ -143,13 +157,15 @@ export class Permissions {
   }
 
   /** Fails with `permission_denied` unless the user holds every relation (AND; fail closed). */
-  async requireRelations(userId: string, relations: readonly RequiredRelation[] | undefined): Promise<void> {
+  async requireRelations(userId: string, relations: readonly RequiredRelation[] | undefined, actors: readonly string[] = []): Promise<void> {
     if (relations === undefined || relations.length === 0) return;
     if (relations.length > 100) throw invalidArgument('at most 100 required relations', 'too_many_relations');
     const engine = this.#fga();
-    const answers = await engine.batchCheck(relations.map((r) => ({ user: `user:${userId}`, relation: r.relation, object: r.object })));
-    // Fail closed: every relation must be allowed (AND).
-    if (answers.length !== relations.length || answers.some((a) => a !== true)) {
+    // A delegated token (`act`) holds a relation only when the user and every actor of its chain hold it.
+    const parties = [`user:${userId}`, ...actors];
+    const answers = await engine.batchCheck(relations.flatMap((r) => parties.map((user) => ({ user, relation: r.relation, object: r.object }))));
+    // Fail closed: every relation must be allowed (AND), for every party.
+    if (answers.length !== relations.length * parties.length || answers.some((a) => a !== true)) {
       throw new LatchkeyError('permission_denied', 'required relation not satisfied', { reason: 'relation_denied' });
     }
   }
@@ -211,6 +227,43 @@ export class Permissions {
     } catch (err) {
       return Promise.reject(err);
     }
+  }
+
+  /**
+   * `explain_permission`: why the subject (the caller's, or `user` under the
+   * same trust rules as {@link check}) holds or lacks `relation` on `object`:
+   * Check's answer, with a witness tree when allowed and the tree of failed
+   * branches when denied. Errors as {@link check}'s, `permission_denied`
+   * (reason `delegated_explain`) with a delegated token, and
+   * `failed_precondition` (reason `resolution_too_complex`) past the
+   * resolution limits.
+   */
+  async explain(input: {
+    relation: string;
+    object: string;
+    contextual_tuples?: readonly WireTuple[] | undefined;
+    context?: unknown;
+    user?: string | undefined;
+    consistency_token?: string | undefined;
+  }, principal: CallerPrincipal | undefined): Promise<ExplainAnswer & { relation: string; object: string }> {
+    const subject = this.#subjectFor(principal, input.user);
+    // A delegated token's check intersects the user's authority with every actor's (#delegatedCheck); one
+    // explanation of the user alone could show an allow that check_permissions denies, so none is given
+    // (priority 1). The pipeline refuses delegated tokens here first (server/pipeline.ts); this holds without it.
+    if (principal !== undefined && principal.kind !== 'super_admin' && principal.kind !== 'anonymous' && actorSubjects(principal.claims).length > 0) {
+      throw new LatchkeyError('permission_denied', 'explain_permission is not available with a delegated token', { reason: 'delegated_explain' });
+    }
+    const engine = this.#fga();
+    if (engine.explain === undefined) throw new LatchkeyError('unimplemented', 'explain is not available on this server', { reason: 'explain_unavailable' });
+    const r = await engine.explain({
+      user: subject,
+      relation: input.relation,
+      object: input.object,
+      ...(input.contextual_tuples !== undefined && input.contextual_tuples.length > 0 ? { contextualTuples: input.contextual_tuples } : {}),
+      ...contextOf(input.context),
+      ...tokenOf(input.consistency_token),
+    });
+    return { relation: input.relation, object: input.object, ...r };
   }
 
   /**

@@ -12,7 +12,7 @@ import type { SessionManager, SessionRecord } from './sessions.ts';
 import { TOKEN_TYPES, type TokenClaims, type TokenService, type TokenType } from './tokens.ts';
 import type { UserRecord, UserStore } from './user_store_types.ts';
 import { issueTokens } from './issue_tokens.ts';
-import type { Permissions, RequiredRelation } from './permissions.ts';
+import { actorSubjects, type Permissions, type RequiredRelation } from './permissions.ts';
 import type { TokenScript } from './token_script.ts';
 import { invalidArgument } from './profile.ts';
 import { sessionCookieOf, toPublicUser, type AuthCallContext, type AuthResponse, type AuthResult, type PublicUser, type UserPrincipal } from './public_user.ts';
@@ -381,7 +381,7 @@ export class SessionFlows {
     const { claims, session } = await this.#verifyLive(input.token, input.token_type as TokenType);
     await this.#checkOrganization(claims['org_id'], claims['org_roles'], claims.sub, session);
     const valid = this.#valid(claims, input.roles);
-    await this.#d.permissions.requireRelations(claims.sub, input.required_relations);
+    await this.#d.permissions.requireRelations(claims.sub, input.required_relations, actorSubjects(claims));
     return valid;
   }
 

@@ -15,16 +15,21 @@
  * library message.
  */
 import { createHash } from 'node:crypto';
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-  type AuthenticationResponseJSON,
-  type RegistrationResponseJSON,
-} from '@simplewebauthn/server';
-import { decodeAttestationObject, parseAuthenticatorData } from '@simplewebauthn/server/helpers';
+import { createRequire } from 'node:module';
+import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
+import type { parseAuthenticatorData } from '@simplewebauthn/server/helpers';
 import { LatchkeyError } from '../engine/errors.ts';
+
+type WebAuthnLib = typeof import('@simplewebauthn/server') & typeof import('@simplewebauthn/server/helpers');
+let loaded: WebAuthnLib | undefined;
+/** The WebAuthn library, loaded when the first relying party is made: a server without passkeys never holds it. */
+function lib(): WebAuthnLib {
+  if (loaded === undefined) {
+    const require = createRequire(import.meta.url);
+    loaded = { ...(require('@simplewebauthn/server') as typeof import('@simplewebauthn/server')), ...(require('@simplewebauthn/server/helpers') as typeof import('@simplewebauthn/server/helpers')) };
+  }
+  return loaded;
+}
 
 /** How the relying party is configured (`--webauthn-*`). */
 export interface RelyingPartyOptions {
@@ -132,6 +137,8 @@ export class RelyingParty {
     if (options.rpId === '' || options.origins.length === 0) throw new LatchkeyError('invalid_argument', 'the relying party needs an RP ID and at least one origin', { reason: 'invalid_option' });
     this.options = Object.freeze({ ...options, origins: Object.freeze([...options.origins]) });
     this.#rpIdHash = createHash('sha256').update(options.rpId, 'utf8').digest();
+    // Loaded now, with passkeys on: a missing library stops the server at startup, not at the first ceremony.
+    lib();
   }
 
   /** The options for `navigator.credentials.create()`: a discoverable credential, UV preferred (or required), attestation per the flag. */
@@ -142,7 +149,7 @@ export class RelyingParty {
     displayName: string;
     exclude: readonly StoredCredential[];
   }): Promise<Record<string, unknown>> {
-    return plainJson(await generateRegistrationOptions({
+    return plainJson(await lib().generateRegistrationOptions({
       rpName: this.options.rpName,
       rpID: this.options.rpId,
       userName: input.userName,
@@ -158,7 +165,7 @@ export class RelyingParty {
 
   /** The options for `navigator.credentials.get()`: any discoverable credential when `allow` is undefined. */
   async authenticationOptions(input: { challenge: string; allow?: readonly StoredCredential[] | undefined }): Promise<Record<string, unknown>> {
-    return plainJson(await generateAuthenticationOptions({
+    return plainJson(await lib().generateAuthenticationOptions({
       rpID: this.options.rpId,
       challenge: Buffer.from(input.challenge, 'base64url'),
       timeout: CEREMONY_TIMEOUT_MS,
@@ -207,9 +214,9 @@ export class RelyingParty {
     let fmt: string;
     let authData: ReturnType<typeof parseAuthenticatorData>;
     try {
-      const decoded = decodeAttestationObject(Buffer.from(attestationObject, 'base64url'));
+      const decoded = lib().decodeAttestationObject(Buffer.from(attestationObject, 'base64url'));
       fmt = decoded.get('fmt');
-      authData = parseAuthenticatorData(decoded.get('authData'));
+      authData = lib().parseAuthenticatorData(decoded.get('authData'));
     } catch {
       throw malformed('response.attestationObject is not a valid attestation object');
     }
@@ -217,9 +224,9 @@ export class RelyingParty {
     if (authData.credentialID === undefined || Buffer.from(authData.credentialID).toString('base64url') !== id) throw malformed('the attested credential id differs from id');
     if (this.options.attestation === 'direct' && fmt === 'none') throw ceremonyRefused('passkey_attestation_required', 'this server requires an attestation statement from the authenticator', userId);
     const transports = Array.isArray(response['transports']) ? response['transports'].filter((t): t is string => typeof t === 'string' && /^[a-z-]{1,16}$/.test(t)).slice(0, 8) : [];
-    let verified: Awaited<ReturnType<typeof verifyRegistrationResponse>>;
+    let verified: Awaited<ReturnType<WebAuthnLib['verifyRegistrationResponse']>>;
     try {
-      verified = await verifyRegistrationResponse({
+      verified = await lib().verifyRegistrationResponse({
         response: { ...(c as unknown as RegistrationResponseJSON), response: { ...(response as unknown as RegistrationResponseJSON['response']), transports: transports as never } },
         expectedChallenge: challenge,
         expectedOrigin: [...this.options.origins],
@@ -273,7 +280,7 @@ export class RelyingParty {
     this.#checkClientData(clientDataJSON, 'webauthn.get', challenge, userId);
     let authData: ReturnType<typeof parseAuthenticatorData>;
     try {
-      authData = parseAuthenticatorData(Buffer.from(authenticatorData, 'base64url'));
+      authData = lib().parseAuthenticatorData(Buffer.from(authenticatorData, 'base64url'));
     } catch {
       throw malformed('response.authenticatorData is not valid authenticator data');
     }
@@ -282,9 +289,9 @@ export class RelyingParty {
     if ((authData.counter > 0 || stored.signCount > 0) && authData.counter <= stored.signCount) {
       throw ceremonyRefused('passkey_counter_regression', 'this passkey\'s signature counter went backwards; the sign-in is refused', userId);
     }
-    let verified: Awaited<ReturnType<typeof verifyAuthenticationResponse>>;
+    let verified: Awaited<ReturnType<WebAuthnLib['verifyAuthenticationResponse']>>;
     try {
-      verified = await verifyAuthenticationResponse({
+      verified = await lib().verifyAuthenticationResponse({
         response: c as unknown as AuthenticationResponseJSON,
         expectedChallenge: challenge,
         expectedOrigin: [...this.options.origins],

@@ -37,6 +37,7 @@ import { SnapshotStore } from './snapshot_store.ts';
 import { byCodeUnits, decodeListPosition, encodeListPosition, indexAfter, listPageSize, questionDigest } from './list_pages.ts';
 import { type UserFilter, listUsers } from './list_users.ts';
 import { expandRewrite } from './expand.ts';
+import { type CheckOutcome, type ExplainResult, explainCheck } from './explain.ts';
 import { type BuildEngineOptions, type RevisionObserver, buildChain } from './check/build_chain.ts';
 import type { CheckCache } from './check/check_cache.ts';
 import type { GraphMirror } from './check/graph_mirror.ts';
@@ -52,6 +53,7 @@ export type { CheckResolver, Consistency, ResolveCheckRequest, ResolveCheckResul
 export { problemKey } from './check/check_resolver.ts';
 export { LocalChecker } from './check/local_checker.ts';
 export type { ExpandNode, ExpandLeaf } from './expand.ts';
+export type { ExplainCondition, ExplainNode, ExplainOutcome, ExplainReason, ExplainResult } from './explain.ts';
 export type { UserFilter } from './list_users.ts';
 export { FGA_CODES } from './validation.ts';
 export { formatExpiry, parseRfc3339 } from './expiry.ts';
@@ -900,6 +902,41 @@ export class Engine {
     });
   }
 
+  /**
+   * Explain a check: Check's answer for `req` with, when allowed, one witness
+   * (the tuples and rewrite steps that allow it) and, when denied, the tree of
+   * the branches tried and why each failed (engine/explain.ts). The answer is
+   * always Check's: `allowed` equals `check(req).allowed`. When Check ends in
+   * a condition's error (missing parameters, say), that error is returned in
+   * `error` with the tree that shows where, instead of being thrown. Errors:
+   * Check's (invalid input, `resolution_too_complex`), and
+   * `resolution_too_complex` when the explanation itself needs more
+   * sub-problems than a check may resolve.
+   */
+  async explain(req: CheckRequest): Promise<ExplainResult> {
+    let check: CheckOutcome;
+    try {
+      check = { allowed: (await this.check(req)).allowed };
+    } catch (err) {
+      // Only a condition's error is explained; invalid input and the resolution limits are the caller's answer.
+      if (!(err instanceof LatchkeyError) || !CONDITION_REASONS.has(err.reason ?? '')) throw err;
+      check = { allowed: false, error: err };
+    }
+    req = this.#fresher(req);
+    const { ts, reader } = await this.#prepare(req);
+    const object = parseObject(req.object);
+    const user = this.#parseCheckUser(ts, req.user, FGA_CODES.validation_error);
+    const ctx = {
+      ts,
+      // Full consistency reads the store itself, as Check does (never a memory layer's copy).
+      reader: req.consistency === 'higher_consistency' ? reader.direct() : reader,
+      context: req.context,
+      maxDepth: this.#limits.maxResolutionDepth,
+      maxDispatches: this.#limits.maxDispatchesPerCheck,
+    };
+    return explainCheck(ctx, object.type, object.id, req.relation, user, check);
+  }
+
   /** Expand: one level of the userset tree of `relation` on `object`, in OpenFGA's shape. */
   async expand(req: ExpandRequest): Promise<ExpandResult> {
     if (req === null || typeof req !== 'object' || typeof req.object !== 'string' || req.object === '' || typeof req.relation !== 'string' || req.relation === '') {
@@ -913,6 +950,9 @@ export class Engine {
     return { tree: { root: await expandRewrite(reader, object.type, object.id, req.relation, rw) } };
   }
 }
+
+/** The reasons of a condition's errors (compiled_condition.ts), which Explain shows rather than throws. */
+const CONDITION_REASONS: ReadonlySet<string> = new Set(['missing_condition_parameters', 'condition_evaluation_failed', 'condition_cost_exceeded', 'invalid_condition_context']);
 
 /** An engine as {@link buildEngine} assembled it, with the layers a caller may need to reach. */
 export interface BuiltEngine {

@@ -126,6 +126,10 @@ export const FLAGS = {
     'redis-url': str({ doc: 'Redis URL for sessions and the shared rate limiter (default: in-process memory)', secret: true }),
   })),
   ...group('FGA', () => ({
+    'enable-explain-permission': bool({
+      doc: 'Let a signed-in user call explain_permission on their own checks; an explanation names the tuples a check reads (who else an object is shared with, the groups on the way), so it is off by default. Super-admins use _fga_explain whatever this says',
+      default: false,
+    }),
     'fga-store': oneOf(['sqlite', 'postgres', 'mysql', 'mariadb', 'memory'], { doc: 'FGA tuple store (default: the main SQL database)' }),
     'fga-store-url': str({ doc: 'URL of a separate FGA store (postgres://…, mysql://…, mariadb://… or sqlite:<file>)', secret: true }),
     'fga-cache-size': int({ doc: 'Check answers cached per process (LRU); 0 disables the check cache', default: 100_000, min: 0, max: 10_000_000 }),

@@ -14,6 +14,23 @@ import { encodeOutput, validate, type AnyOperation } from '../api/index.ts';
 import type { Services } from './context.ts';
 import { handlerOf, type AnyHandler, type Handlers } from './handlers/types.ts';
 
+/**
+ * What a delegated token (RFC 8693, an `act` claim: an agent acting for the
+ * user) may call. Its authority is the intersection of the user's and every
+ * actor's, and only these operations compute that intersection (each party
+ * is checked in the engine) or merely read the user's profile; everything
+ * else that acts as the user (changing the profile, email, password or second
+ * factor, ending sessions, deleting the account, organization changes) is
+ * refused with `permission_denied`, reason `delegated_token_refused`.
+ */
+// explain_permission is not among them: one explanation shows one party's authority, not the intersection (engine.md, "Explain").
+const DELEGATED_OPERATIONS: ReadonlySet<string> = new Set(['check_permissions', 'list_permissions', 'list_relations', 'profile']);
+
+function refuseDelegated(op: AnyOperation, principal: Principal): void {
+  if (principal.kind !== 'user' || principal.claims?.['act'] === undefined || DELEGATED_OPERATIONS.has(op.name)) return;
+  throw new LatchkeyError('permission_denied', `a delegated token may not call ${op.name}`, { reason: 'delegated_token_refused' });
+}
+
 /** What a transport knows about a request. */
 export interface CallInfo {
   readonly protocol: Protocol;
@@ -114,6 +131,7 @@ export function createPipeline(services: Services, metrics: Metrics, handlers: H
             ? ANONYMOUS
             : resolvePrincipal(services.authenticators, op.auth, info.credentials, info);
         if (principal instanceof Promise) principal = await principal;
+        refuseDelegated(op, principal);
         const input = validate(op.input, rawInput ?? {});
         let output = handlerFor(op)(new CallContext(info, principal, services, op.name), input);
         if (output instanceof Promise) output = await output;

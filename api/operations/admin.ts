@@ -19,6 +19,7 @@ import {
   WEBHOOK,
   WEBHOOK_LOG,
 } from './admin_shapes.ts';
+import { EXPLAIN_FIELDS, EXPLAIN_RESULT } from './permissions.ts';
 import { ALL_PROTOCOLS, defineOperation } from './types.ts';
 
 const admin = <const N extends string>(name: N, method: 'GET' | 'POST', path: string, grpcMethod: string, protocols = ALL_PROTOCOLS) =>
@@ -385,6 +386,13 @@ export const ADMIN_OPERATIONS = [
     input: s.object('FgaExpandRequest', { relation: s.string({ minLength: 1 }), object: s.string({ minLength: 1 }) }, { graphql: { name: 'FgaExpandInput' } }),
     output: s.object('FgaExpandResponse', { tree: s.string({ doc: 'The userset tree as a JSON string' }) }),
     doc: 'The userset tree of a relation on an object, as a JSON string.',
+  }),
+  defineOperation({
+    ...admin('fga_explain', 'POST', '/v1/admin/fga/explain', 'FgaExplain'),
+    kind: 'query',
+    input: s.object('FgaExplainRequest', { user: s.string({ minLength: 1, maxLength: 512, doc: '`type:id`, `type:*` or `type:id#relation`' }), ...EXPLAIN_FIELDS }, { graphql: { name: 'FgaExplainInput' } }),
+    output: EXPLAIN_RESULT,
+    doc: "Why any subject holds or lacks a relation on an object: Check's answer, with one witness path when allowed and the tree of failed branches when denied. Audited.",
   }),
   defineOperation({
     ...admin('fga_reset', 'POST', '/v1/admin/fga/reset', 'FgaReset', REST_GRPC),

@@ -84,6 +84,17 @@ const DOMAIN = s.object('OrganizationDomain', {
   txt_record_value: s.string({ doc: 'The TXT record to publish' }),
 });
 
+const SCIM_TOKEN = s.object('ScimToken', {
+  id: s.string(),
+  organization_id: s.string(),
+  prefix: s.string({ doc: 'The token\'s public start, to tell tokens apart' }),
+  description: s.string(),
+  created_at: s.int({ doc: 'Unix seconds' }),
+  created_by: s.string({ doc: 'The user id of its creator, or super_admin' }),
+  last_used_at: s.optional(s.int({ doc: 'Unix seconds (to the minute)' })),
+  revoked_at: s.optional(s.int({ doc: 'Unix seconds' })),
+});
+
 const PAGE = s.optional(PAGINATION_INPUT);
 const MUTABLE = {
   name: s.optional(s.string({ minLength: 1, maxLength: 256 })),
@@ -232,6 +243,30 @@ const MANAGEMENT = [
     input: s.object('VerifyOrganizationDomainRequest', { organization_id: ORG_ID, domain: s.string({ minLength: 3, maxLength: 253 }) }),
     output: DOMAIN,
     doc: 'Looks up the domain\'s TXT record and marks it verified when it holds the token (check can_update); a domain is verified by one organization at most.',
+  }),
+  defineOperation({
+    ...user('create_scim_token', 'CreateScimToken'),
+    kind: 'mutation',
+    input: s.object('CreateScimTokenRequest', { organization_id: ORG_ID, description: STR(256) }),
+    output: s.object('CreateScimTokenResponse', {
+      ...SCIM_TOKEN.fields,
+      token: s.string({ doc: 'The bearer token for /scim/v2, returned once (only its digest is stored)' }),
+    }),
+    doc: 'Creates a bearer token for the organization\'s SCIM 2.0 endpoint /scim/v2 (check can_update: admins); shown once.',
+  }),
+  defineOperation({
+    ...user('scim_tokens', 'ScimTokens'),
+    kind: 'query',
+    input: s.object('ScimTokensRequest', { organization_id: ORG_ID, pagination: PAGE }),
+    output: s.object('ScimTokensResponse', { tokens: s.list(SCIM_TOKEN), pagination: PAGINATION }),
+    doc: 'The organization\'s SCIM tokens, newest first, revoked ones included; never their secrets (check can_update).',
+  }),
+  defineOperation({
+    ...user('revoke_scim_token', 'RevokeScimToken'),
+    kind: 'mutation',
+    input: s.object('RevokeScimTokenRequest', { token_id: ID('The SCIM token id') }),
+    output: MESSAGE,
+    doc: 'Revokes a SCIM token: the next request with it is refused with 401 (check can_update on its organization).',
   }),
 ] as const;
 

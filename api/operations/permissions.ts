@@ -35,6 +35,26 @@ const SUBJECT = s.optional(
   s.string({ maxLength: 512, doc: 'Explicit subject (`type:id`, or a bare id for `user:<id>`): only the caller itself, or anyone for a super-admin' }),
 );
 
+/** Why a check answers what it answers (docs/engine.md, "Explain"). */
+export const EXPLAIN_RESULT = s.object('ExplainResult', {
+  relation: s.string(),
+  object: s.string(),
+  allowed: s.bool({ doc: "Check's answer for the same request" }),
+  tree: s.json({ doc: 'The explanation as a JSON object: nodes with kind, outcome, because and children (docs/engine.md, "Explain"); one witness when allowed, the failed branches when denied' }),
+  error: s.optional(
+    s.object('ExplainError', { code: s.string(), reason: s.optional(s.string()), message: s.string() }, { doc: "Set when Check ended in a condition's error (missing parameters, say) rather than an answer" }),
+  ),
+});
+
+/** The input of one explained check (the subject is added by each operation). */
+export const EXPLAIN_FIELDS = {
+  relation: s.string({ minLength: 1, maxLength: 64 }),
+  object: s.string({ minLength: 1, maxLength: 256, doc: '`type:id`' }),
+  contextual_tuples: s.optional(s.list(CONTEXTUAL_TUPLE, { maxItems: 100, doc: 'Tuples for this one check; never persisted' })),
+  context: CONTEXT,
+  consistency_token: CONSISTENCY_TOKEN,
+};
+
 export const PERMISSION_OPERATIONS = [
   defineOperation({
     name: 'check_permissions',
@@ -51,6 +71,18 @@ export const PERMISSION_OPERATIONS = [
     }, { graphql: { name: 'CheckPermissionsInput' } }),
     output: s.object('CheckPermissionsResponse', { results: s.list(CHECK_RESULT) }),
     doc: 'Checks relations of the caller (or, for a super-admin, of `user`) on objects; results in request order.',
+  }),
+  defineOperation({
+    name: 'explain_permission',
+    admin: false,
+    kind: 'query',
+    auth: 'user',
+    rest: { method: 'POST', path: '/v1/explain_permission' },
+    grpc: { method: 'ExplainPermission' },
+    protocols: ALL_PROTOCOLS,
+    input: s.object('ExplainPermissionRequest', { ...EXPLAIN_FIELDS, user: SUBJECT }, { graphql: { name: 'ExplainPermissionInput' } }),
+    output: EXPLAIN_RESULT,
+    doc: "Why the caller (or, for a super-admin, `user`) holds or lacks a relation on an object: Check's answer, with one witness path when allowed and the tree of failed branches when denied.",
   }),
   defineOperation({
     name: 'list_permissions',

@@ -199,5 +199,6 @@ export const ADMIN_HANDLERS: HandlersOf<typeof ADMIN_OPERATIONS> = {
   fga_read_tuples: async (ctx, input) => adminOf(ctx).fgaReadTuples(callCtx(ctx), input),
   fga_list_users: async (ctx, input) => adminOf(ctx).fgaListUsers(callCtx(ctx), input),
   fga_expand: async (ctx, input) => adminOf(ctx).fgaExpand(callCtx(ctx), input),
+  fga_explain: async (ctx, input) => adminOf(ctx).fgaExplain(callCtx(ctx), input),
   fga_reset: async (ctx) => adminOf(ctx).fgaReset(callCtx(ctx)),
 };

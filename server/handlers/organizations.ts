@@ -117,6 +117,9 @@ const USER_HANDLERS = {
   revoke_organization_invitation: (ctx: RequestContext, input: { invitation_id: string }) => orgsOf(ctx).revokeInvitation(orgCall(ctx), input.invitation_id),
   add_organization_domain: (ctx: RequestContext, input: { organization_id: string; domain: string }) => orgsOf(ctx).addDomain(orgCall(ctx), input),
   verify_organization_domain: (ctx: RequestContext, input: { organization_id: string; domain: string }) => orgsOf(ctx).verifyDomain(orgCall(ctx), input),
+  create_scim_token: (ctx: RequestContext, input: { organization_id: string; description?: string | undefined }) => orgsOf(ctx).createScimToken(orgCall(ctx), input),
+  scim_tokens: (ctx: RequestContext, input: { organization_id: string; pagination?: { page?: number | undefined; limit?: number | undefined } | undefined }) => orgsOf(ctx).scimTokens(orgCall(ctx), input),
+  revoke_scim_token: (ctx: RequestContext, input: { token_id: string }) => orgsOf(ctx).revokeScimToken(orgCall(ctx), input),
 };
 
 type UserName = keyof typeof USER_HANDLERS;

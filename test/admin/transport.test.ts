@@ -27,7 +27,7 @@ async function auditCount(server: TestServer, action: string): Promise<number> {
 
 test('the admin rows follow the spec client table: five methods on REST and gRPC only, _env on GraphQL only, the rest on all three', (t) => {
   const byName = new Map<string, AnyOperation>(OPERATIONS.map((op) => [op.name, op]));
-  const all = ['admin_login', 'users', 'user', 'update_user', 'delete_user', 'verification_requests', 'revoke_access', 'enable_access', 'admin_list_sessions', 'admin_revoke_session', 'invite_members', 'add_webhook', 'update_webhook', 'delete_webhook', 'get_webhook', 'webhooks', 'webhook_logs', 'test_endpoint', 'add_email_template', 'update_email_template', 'delete_email_template', 'email_templates', 'audit_logs', 'fga_write_model', 'fga_write_tuples', 'fga_delete_tuples', 'fga_read_tuples', 'fga_list_users', 'fga_expand'];
+  const all = ['admin_login', 'users', 'user', 'update_user', 'delete_user', 'verification_requests', 'revoke_access', 'enable_access', 'admin_list_sessions', 'admin_revoke_session', 'invite_members', 'add_webhook', 'update_webhook', 'delete_webhook', 'get_webhook', 'webhooks', 'webhook_logs', 'test_endpoint', 'add_email_template', 'update_email_template', 'delete_email_template', 'email_templates', 'audit_logs', 'fga_write_model', 'fga_write_tuples', 'fga_delete_tuples', 'fga_read_tuples', 'fga_list_users', 'fga_expand', 'fga_explain'];
   for (const name of all) t.deepEqual([...(byName.get(name)?.protocols ?? [])].sort(), ['graphql', 'grpc', 'rest'], name);
   for (const name of ['admin_logout', 'admin_session', 'admin_meta', 'fga_get_model', 'fga_reset']) t.deepEqual([...(byName.get(name)?.protocols ?? [])].sort(), ['grpc', 'rest'], name);
   t.deepEqual(byName.get('env')?.protocols, ['graphql']);
@@ -64,6 +64,7 @@ test('every admin operation refuses missing and wrong credentials on every proto
       fga_delete_tuples: { tuples: [tuple] },
       fga_list_users: { object: 'doc:1', relation: 'viewer', user_type: 'user' },
       fga_expand: { object: 'doc:1', relation: 'viewer' },
+      fga_explain: { user: 'user:a', object: 'doc:1', relation: 'viewer' },
       admin_create_organization: { name: 'Acme' },
       admin_organization: { organization_id: 'x' },
       admin_update_organization: { organization_id: 'x', name: 'y' },
@@ -79,18 +80,21 @@ test('every admin operation refuses missing and wrong credentials on every proto
       admin_invite_organization_members: { organization_id: 'x', emails: ['a@example.com'] },
       admin_organization_invitations: { organization_id: 'x' },
       add_client: { client_id: 'bot-x', kind: 'service_account' },
-      client: { client_id: 'x' },
-      update_client: { client_id: 'x', client_name: 'y' },
-      delete_client: { client_id: 'x' },
-      rotate_client_secret: { client_id: 'x' },
-      admin_create_api_key: { principal: 'user:x', name: 'y' },
-      admin_api_keys: { principal: 'user:x' },
-      admin_revoke_api_key: { id: 'x' },
       admin_revoke_organization_invitation: { invitation_id: 'x' },
       admin_add_organization_domain: { organization_id: 'x', domain: 'example.com' },
       admin_verify_organization_domain: { organization_id: 'x', domain: 'example.com' },
       user_passkeys: { user_id: 'x' },
       revoke_user_passkey: { user_id: 'x', id: 'y' },
+      client: { client_id: 'x' },
+      update_client: { client_id: 'x' },
+      delete_client: { client_id: 'x' },
+      rotate_client_secret: { client_id: 'x' },
+      admin_create_api_key: { principal: 'user:x', name: 'k' },
+      admin_api_keys: { principal: 'user:x' },
+      admin_revoke_api_key: { id: 'x' },
+      admin_create_scim_token: { organization_id: 'x' },
+      admin_scim_tokens: { organization_id: 'x' },
+      admin_revoke_scim_token: { token_id: 'x' },
     };
     for (const op of adminOps) {
       for (const protocol of op.protocols) {
@@ -360,6 +364,10 @@ for (const protocol of PROTOCOLS) {
         t.deepEqual(p2?.['users'], ['user:b']);
         t.is(p2?.['continuation_token'] ?? '', '');
         t.is(typeof (await call('fga_expand', { object: 'doc:1', relation: 'viewer' })).body?.['tree'], 'string');
+        const explained = (await call('fga_explain', { user: 'user:a', object: 'doc:1', relation: 'viewer' })).body as { allowed: boolean; tree: { kind: string; outcome: string } };
+        t.true(explained.allowed);
+        t.is(explained.tree.kind, 'relation');
+        t.is(explained.tree.outcome, 'allowed');
         if (protocol !== 'graphql') {
           t.is((await call('fga_get_model')).body?.['id'], written.id);
           t.is((await call('fga_reset')).error?.code, 'failed_precondition');

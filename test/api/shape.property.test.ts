@@ -91,3 +91,28 @@ test('an unknown field or a wrong type is refused with invalid_argument naming t
     { numRuns: Math.min(numRuns, 100) },
   );
 });
+
+test('a json field holding undefined members or non-finite numbers goes on the gRPC wire as JSON.stringify writes it', (t) => {
+  const JSON_SHAPE = s.object('JsonHolder', { context: s.json() });
+  // JSON-like values with undefined members and elements, and numbers that JSON has no form for.
+  const loose: fc.Arbitrary<unknown> = fc.letrec<{ v: unknown }>((tie) => ({
+    v: fc.oneof(
+      { depthSize: 'small' },
+      fc.constant(undefined),
+      fc.constant(null),
+      fc.boolean(),
+      fc.string(),
+      fc.double(),
+      fc.constant(-0),
+      fc.array(tie('v'), { maxLength: 4 }),
+      fc.dictionary(fc.string({ maxLength: 6 }), tie('v'), { maxKeys: 4 }),
+    ),
+  })).v;
+  fc.assert(
+    fc.property(fc.dictionary(fc.string({ maxLength: 6 }), loose, { maxKeys: 4 }), (context) => {
+      const back = fromWire(JSON_SHAPE, toWire(JSON_SHAPE, { context }), true) as { context: unknown };
+      t.deepEqual(back.context, JSON.parse(JSON.stringify(context)));
+    }),
+    { numRuns },
+  );
+});

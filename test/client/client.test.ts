@@ -62,6 +62,9 @@ test.serial('the same scenario gives the same results over GraphQL, REST and gRP
   });
   t.like(rest.listPermissions, { objects: ['doc:<tag>'], truncated: false });
   t.like(rest.otherSubject, { error: { code: 'permission_denied' } });
+  t.like(rest.explain, { relation: 'viewer', object: 'doc:<tag>', allowed: true, tree: { kind: 'relation', outcome: 'allowed', object: 'doc:<tag>', relation: 'viewer', user: 'user:<user-id>' } });
+  t.like(rest.explainOther, { error: { code: 'permission_denied' } });
+  t.like(rest.adminExplain, { allowed: false, tree: { kind: 'relation', outcome: 'denied', because: 'no_branch_allowed' } });
   t.like(rest.badModel, { error: { code: 'invalid_argument' } });
   t.like(rest.tooManyChecks, { error: { code: 'invalid_argument' } });
   t.like(rest.unknownField, { error: { code: 'invalid_argument' } });
@@ -111,11 +114,11 @@ test('the spec table: five admin methods on two protocols, three on GraphQL only
   for (const m of graphqlOnly) t.deepEqual(PROTOCOL_SUPPORT[m], ['graphql'], m);
   const admin = new LatchkeyAdminClient({ service_url: 'http://127.0.0.1:1', admin_secret: 's' }) as unknown as Record<string, unknown>;
   const user = new LatchkeyClient({ client_id: 'c', service_url: 'http://127.0.0.1:1' }) as unknown as Record<string, unknown>;
-  for (const m of ['users', 'user', 'updateUser', 'deleteUser', 'fgaWriteModel', 'fgaExpand', 'getWebhook', 'testEndpoint', 'auditLogs', ...two, ...graphqlOnly]) {
+  for (const m of ['users', 'user', 'updateUser', 'deleteUser', 'fgaWriteModel', 'fgaExpand', 'fgaExplain', 'getWebhook', 'testEndpoint', 'auditLogs', ...two, ...graphqlOnly]) {
     t.is(typeof admin[m], 'function', m);
     t.is(user[m], undefined, m);
   }
-  for (const m of ['meta', 'signup', 'login', 'profile', 'logout', 'session', 'checkPermissions', 'listPermissions', 'validateJwtToken']) {
+  for (const m of ['meta', 'signup', 'login', 'profile', 'logout', 'session', 'checkPermissions', 'explainPermission', 'listPermissions', 'validateJwtToken']) {
     t.is(typeof user[m], 'function', m);
     t.deepEqual(PROTOCOL_SUPPORT[m], ['graphql', 'rest', 'grpc'], m);
   }

@@ -95,6 +95,9 @@ export async function runScenario(user: AnyUserClient, bearer: AnyUserClient, ad
     }),
   );
   r.listPermissions = await outcome(() => u('listPermissions')({ relation: 'viewer', object_type: 'doc' }));
+  r.explain = await outcome(() => u('explainPermission')({ relation: 'viewer', object: `doc:${tag}` }));
+  r.explainOther = await outcome(() => u('explainPermission')({ relation: 'viewer', object: `doc:${tag}`, user: 'user:someone-else' }));
+  r.adminExplain = await outcome(() => a('fgaExplain')({ user: `user:${signup.user.id}`, relation: 'owner', object: `doc:${tag}-other` }));
   r.otherSubject = await outcome(() => u('checkPermissions')({ checks: [{ relation: 'viewer', object: `doc:${tag}` }], user: 'user:someone-else' }));
   r.badModel = await outcome(() => a('fgaWriteModel')({ dsl: 'model\n  schema 1.1\ntype doc\n  relations\n    define viewer: [nobody]\n' }));
   r.tooManyChecks = await outcome(() => u('checkPermissions')({ checks: [] }));

@@ -137,23 +137,29 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
         for (const c of cookies.headers()) headers.add('set-cookie', c);
         call.sendMetadata(headers);
       };
-      run().then(
-        (out) => {
-          done = true;
-          sendHeaders();
-          callback(null, toWire(op.output, out));
-        },
-        (err: unknown) => {
-          done = true;
-          // Cookies set before a failure (e.g. a cleared session) still reach the client.
-          if (cookies.headers().length > 0) sendHeaders();
-          const pub = err instanceof LatchkeyError ? err : new LatchkeyError('internal', 'internal server error');
-          const status = errorFor(pub);
-          if ((pub.code === 'resource_exhausted' || pub.code === 'unavailable') && pub.details?.retry_after_seconds !== undefined)
-            status.metadata?.set('retry-after', String(pub.details.retry_after_seconds));
-          callback(status);
-        },
-      );
+      const fail = (err: unknown): void => {
+        done = true;
+        // Cookies set before a failure (e.g. a cleared session) still reach the client.
+        if (cookies.headers().length > 0) sendHeaders();
+        const pub = err instanceof LatchkeyError ? err : new LatchkeyError('internal', 'internal server error');
+        const status = errorFor(pub);
+        if ((pub.code === 'resource_exhausted' || pub.code === 'unavailable') && pub.details?.retry_after_seconds !== undefined)
+          status.metadata?.set('retry-after', String(pub.details.retry_after_seconds));
+        callback(status);
+      };
+      run().then((out) => {
+        // An answer that cannot be encoded is an internal error, answered at once (never a call left to its deadline).
+        let message: unknown;
+        try {
+          message = toWire(op.output, out);
+        } catch {
+          fail(new LatchkeyError('internal', 'internal server error'));
+          return;
+        }
+        done = true;
+        sendHeaders();
+        callback(null, message);
+      }, fail);
     };
 
   for (const serviceName of ['Latchkey', 'LatchkeyAdmin'] as const) {

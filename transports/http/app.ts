@@ -4,7 +4,7 @@
  * from the operations table. Every error leaves as `{code, message}` with the
  * status from the error table.
  */
-import { webRoutes } from '../web/routes.ts';
+import { scimRouter, webRoutes } from '../web/routes.ts';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -236,6 +236,10 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
     });
     app.use(openfga.router);
   }
+  // SCIM 2.0 (transports/web/scim.ts): directories send an organization's bearer token, never a cookie, so the
+  // CSRF check does not concern it; it is limited per token (and a wrong token per address) instead of per IP.
+  const scim = scimRouter({ services: o.services, config: o.services.config, rateLimiter: o.rateLimiter });
+  if (scim !== undefined) app.use(scim);
   app.use(rateLimit(o.rateLimiter, reject));
   app.use(csrf(config.allowedOrigins, reject));
   // Endpoints below /v1 other than the rows' would be served by express before the rows; the fast path (below) is off then.

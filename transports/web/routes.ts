@@ -1,7 +1,8 @@
 /**
  * Every HTTP endpoint outside the operations table, in one list the HTTP
  * adapter mounts: OpenID discovery and the JWKS, the OAuth provider, the
- * sign-in page `/app`, social login, and the dashboard. Each is built from the
+ * sign-in page `/app`, social login, and the dashboard; and the SCIM router
+ * (`/scim/v2`), mounted before the CSRF guard. Each is built from the
  * services the composition root made; none exists when its service or flag
  * is off.
  */
@@ -12,6 +13,8 @@ import { accountPageRoutes } from './account_page.ts';
 import { loginPageRoutes } from './login_page.ts';
 import { oauthRoutes } from './oauth.ts';
 import { socialRoutes } from './social.ts';
+
+export { scimRouter, SCIM_BASE } from './scim.ts';
 
 /** OpenID discovery (both well-known names) and the JWKS, so other services can verify our tokens (cacheable for 5 minutes). */
 function discoveryRoutes(auth: AuthService, c: Pick<Config, 'url' | 'host' | 'httpPort' | 'enablePkcePlain' | 'oauthRegistrationAccessToken'>): HttpRoute[] {

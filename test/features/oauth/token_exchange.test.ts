@@ -89,6 +89,17 @@ for (const backend of sqlBackends()) {
     await ok(server, 'fga_delete_tuples', { tuples: [agentTuple] });
     t.false(await allowed(delegated.access_token), 'the agent lost the relation: denied');
     t.true(await allowed(userToken), 'the user alone still holds it');
+    // validate_jwt_token's required_relations hold for a delegated token only when every party holds them.
+    const required = { token_type: 'access_token', required_relations: [{ relation: 'viewer', object: 'doc:plan' }] };
+    t.like((await server.call('validate_jwt_token', { ...required, token: delegated.access_token }, { protocol: 'rest' })).error, { code: 'permission_denied', reason: 'relation_denied' }, 'the agent lacks it: the delegated token fails the relation');
+    t.is((await server.call('validate_jwt_token', { ...required, token: userToken }, { protocol: 'rest' })).error, undefined, 'the user holds it: the user token passes');
+    // Beyond the intersected checks and reading the profile, a delegated token does not act as the user.
+    for (const protocol of ['rest', 'graphql', 'grpc'] as const) {
+      const auth = { authorization: `Bearer ${delegated.access_token}` };
+      t.is((await server.call('profile', {}, { protocol, headers: auth })).error, undefined, `${protocol}: profile is read`);
+      t.like((await server.call('update_profile', { given_name: 'Mallory' }, { protocol, headers: auth })).error, { code: 'permission_denied', reason: 'delegated_token_refused' }, `${protocol}: update_profile refused`);
+      t.like((await server.call('deactivate_account', {}, { protocol, headers: auth })).error, { code: 'permission_denied', reason: 'delegated_token_refused' }, `${protocol}: deactivate_account refused`);
+    }
 
     // list_permissions with the delegated token: the intersection.
     await ok(server, 'fga_write_tuples', { tuples: [agentTuple, { user: `user:${userId}`, relation: 'viewer', object: 'doc:memo' }] });
@@ -98,6 +109,11 @@ for (const backend of sqlBackends()) {
     // Contextual tuples cannot widen a delegated check.
     const ctx = await server.call('check_permissions', { checks: [{ relation: 'viewer', object: 'doc:memo', contextual_tuples: [{ user: 'service_account:agent-x', relation: 'viewer', object: 'doc:memo' }] }] }, { protocol: 'rest', headers: { authorization: `Bearer ${delegated.access_token}` } });
     t.is(ctx.error?.reason, 'delegated_contextual_tuples');
+    // Nor is the user's authority explained alone where a check would intersect it with the agent's.
+    for (const protocol of ['rest', 'graphql', 'grpc'] as const) {
+      const explained = await server.call('explain_permission', { relation: 'viewer', object: 'doc:memo' }, { protocol, headers: { authorization: `Bearer ${delegated.access_token}` } });
+      t.like(explained.error, { code: 'permission_denied', reason: 'delegated_token_refused' }, `${protocol}: explain_permission refused to a delegated token`);
+    }
 
     // A chain: agent-y acts for agent-x acting for the user; all three must be allowed.
     const second = await agent(server, issuer, 'agent-y');

@@ -338,7 +338,7 @@ test('webhooks: create, a test event reaches the receiver, a failing endpoint is
   t.deepEqual(problems.filter((p) => !/Blocked script execution in 'about:srcdoc'/.test(p)), []);
 });
 
-test('authorization: a DSL error is marked at its line while typing, a valid model is saved as a version; tuples written, read, deleted; check with its expand tree, list objects, list users', async (t) => {
+test('authorization: a DSL error is marked at its line while typing, a valid model is saved as a version; tuples written, read, deleted; check with its expand tree and its explanation (Why?), list objects, list users', async (t) => {
   const server = await start(t);
   const { page, problems } = await openDashboard(t, server);
   await signIn(page);
@@ -377,7 +377,23 @@ test('authorization: a DSL error is marked at its line while typing, a valid mod
   const tree = page.getByRole('list', { name: 'Userset tree' });
   await tree.getByText('union').waitFor();
   await tree.getByText('computed: doc:1#owner').waitFor();
+  // Why? shows the witness: the union's owner branch down to the owner tuple.
+  await page.getByRole('button', { name: 'Why?' }).click();
+  const why = page.getByRole('list', { name: 'Explanation' });
+  await why.getByText('tuple doc:1#owner@user:ann').waitFor();
+  await why.getByText('computed owner').waitFor();
+  t.is(await why.locator('li').first().getAttribute('data-outcome'), 'allowed');
+  t.is(await why.locator('li[data-outcome="denied"]').count(), 0, 'a witness lists no failed branch');
   await screen(t, page, 'dashboard-authorization-tester');
+  // A denial lists the branches tried and why each failed.
+  await tester.getByLabel('User', { exact: true }).fill('user:bob');
+  await page.getByRole('button', { name: 'Run' }).click();
+  await page.locator('#check-answer', { hasText: 'user:bob is not allowed viewer on doc:1' }).waitFor();
+  await page.getByRole('button', { name: 'Why?' }).click();
+  await why.getByText('tuple doc:1#owner@user:bob').waitFor();
+  t.is(await why.locator('li').first().getAttribute('data-outcome'), 'denied');
+  t.true((await why.locator('li[data-outcome="denied"]', { hasText: 'no tuple' }).count()) > 0);
+  await tester.getByLabel('User', { exact: true }).fill('user:ann');
   await tester.getByLabel('Query').selectOption('list_objects');
   await tester.getByLabel(/^Object/).fill('doc');
   await page.getByRole('button', { name: 'Run' }).click();

@@ -810,6 +810,39 @@
     const tree = JSON.parse(out.tree);
     return el('div', {}, el('h3', { text: 'Expand ' + object + '#' + relation }), el('ul', { class: 'tree', 'aria-label': 'Userset tree' }, treeNode(tree.root || tree)));
   }
+  // The explanation of a check (_fga_explain): one witness path when allowed, the failed branches when denied, as nested lists.
+  function explainLabel(node) {
+    const parts = [];
+    if (node.kind === 'relation') parts.push(node.object + '#' + node.relation + '@' + node.user);
+    else if (node.kind === 'tuple') {
+      parts.push('tuple ' + node.tuple.object + '#' + node.tuple.relation + '@' + node.tuple.user);
+      const c = node.condition;
+      if (c) {
+        let text = 'with ' + c.name + ': ' + c.result;
+        if (c.missing_parameters && c.missing_parameters.length) text += ', missing ' + c.missing_parameters.join(', ');
+        if (c.context && Object.keys(c.context).length) text += ', context ' + JSON.stringify(c.context);
+        parts.push('(' + text + ')');
+      }
+    } else if (node.kind === 'computed_userset') parts.push('computed ' + node.computed_relation);
+    else if (node.kind === 'tuple_to_userset') parts.push(node.computed_relation + ' from ' + node.tupleset);
+    else parts.push(node.kind === 'exclusion' ? 'but not' : node.kind);
+    if (node.role) parts.unshift(node.role === 'base' ? 'base:' : 'subtracted:');
+    return parts.join(' ');
+  }
+  function explainNode(node) {
+    const kind = node.outcome === 'allowed' ? 'ok' : node.outcome === 'denied' ? '' : 'bad';
+    const li = el('li', { 'data-outcome': node.outcome }, el('span', { class: 'op', text: explainLabel(node) }), ' ', badge(node.outcome, kind));
+    const why = [node.because ? node.because.replace(/_/g, ' ') : '', node.cycle ? '(on this path only: a cycle was cut below)' : '', node.error ? node.error.message : ''].filter(Boolean).join(' ');
+    if (why) li.append(' ', el('span', { class: 'muted', text: why }));
+    if (node.children && node.children.length) li.append(el('ul', {}, ...node.children.map(explainNode)));
+    return li;
+  }
+  async function explainTree(user, relation, object) {
+    const out = await api('admin/fga/explain', { user, relation, object });
+    const head = el('h3', { text: 'Why ' + user + (out.allowed ? ' is allowed ' : ' is not allowed ') + relation + ' on ' + object });
+    const note = out.error ? el('p', { class: 'error', text: 'Check ended in an error: ' + out.error.message }) : null;
+    return el('div', {}, head, note, el('ul', { class: 'tree', 'aria-label': 'Explanation' }, explainNode(out.tree)));
+  }
   $('tester').addEventListener('submit', (ev) => {
     ev.preventDefault();
     const result = $('tester-result');
@@ -823,6 +856,15 @@
         const out = await api('check_permissions', { checks: [{ relation, object }], user });
         const allowed = out.results[0].allowed;
         result.append(el('p', { id: 'check-answer', class: allowed ? '' : 'error', text: user + (allowed ? ' is allowed ' : ' is not allowed ') + relation + ' on ' + object }));
+        const why = el('div', { id: 'explain' });
+        const button = el('button', { type: 'button', id: 'explain-button', text: 'Why?' });
+        button.addEventListener('click', () => {
+          void guarded(async () => {
+            clear(why);
+            why.append(await explainTree(user, relation, object));
+          }, button);
+        });
+        result.append(el('p', {}, button), why);
         result.append(await expandTree(relation, object));
       } else if (kind === 'list_objects') {
         const out = await api('list_permissions', { relation, object_type: object.split(':')[0], user });
