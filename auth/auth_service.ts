@@ -36,7 +36,7 @@ import { VerificationFlows } from './verification_flows.ts';
 import { EmailFlows, type LinkDelivery } from './email_flows.ts';
 import { Permissions, type PermissionEngine } from './permissions.ts';
 import type { TokenScript } from './token_script.ts';
-import { invalidArgument, profilePatch, type UpdateProfileInput } from './profile.ts';
+import { invalidArgument, invalidCredentials, profilePatch, type UpdateProfileInput } from './profile.ts';
 import { toPublicUser, type AuthCallContext, type AuthResult, type PublicUser, type UserPrincipal } from './public_user.ts';
 import { LoginFlows, signupRoles } from './login_flows.ts';
 import { SessionFlows, requestedRoles, unauthenticated } from './session_flows.ts';
@@ -46,6 +46,8 @@ import { SqlScimStore } from './scim_store.ts';
 import { ScimService } from './scim.ts';
 import type { Engine } from '../engine/index.ts';
 import { resolveTxt as dnsResolveTxt } from 'node:dns/promises';
+import { AccountSessions, linkedProviders, type SessionInfo } from './account_sessions.ts';
+import type { SocialLoginProvider } from './social_providers.ts';
 
 export { INVALID_CREDENTIALS_MESSAGE } from './profile.ts';
 export { SESSION_COOKIE, SESSION_DOMAIN_COOKIE, sessionCookieOf, toPublicUser, type AuthCallContext, type AuthResponse, type AuthResult, type PublicUser, type SessionGrant, type UserPrincipal } from './public_user.ts';
@@ -105,6 +107,7 @@ export class AuthService {
   readonly #permissions: Permissions;
   readonly #login: LoginFlows;
   readonly #session: SessionFlows;
+  readonly #account: AccountSessions;
 
   private constructor(init: {
     options: ResolvedAuthOptions;
@@ -121,9 +124,11 @@ export class AuthService {
     session: SessionFlows;
     organizations: OrganizationService | undefined;
     passkeys: PasskeyFlows;
+    account: AccountSessions;
   }) {
     this.organizations = init.organizations;
     this.passkeys = init.passkeys;
+    this.#account = init.account;
     this.scim =
       init.organizations === undefined
         ? undefined
@@ -238,7 +243,8 @@ export class AuthService {
       endedAllAt: (userId) => sessions.endedAllAt(userId),
     });
     const login = new LoginFlows({ options: o, database, users, passwords, memoryStore: deps.memoryStore, mfa, email, sessions: session, passkeys });
-    return new AuthService({ options: o, users, sessions, tokens, passwords, mfa, permissions, verification, email, tokenScript: deps.tokenScript, login, session, organizations, passkeys });
+    const account = new AccountSessions({ sessions, users, store: deps.memoryStore, magicLinkLogin: o.enableMagicLinkLogin });
+    return new AuthService({ options: o, users, sessions, tokens, passwords, mfa, permissions, verification, email, tokenScript: deps.tokenScript, login, session, organizations, passkeys, account });
   }
 
   /** True when FGA is enabled (an engine was given). */
@@ -383,9 +389,18 @@ export class AuthService {
     }
   }
 
-  /** `deactivate_account`: soft delete; login and every token and session are refused afterwards. */
-  async deactivateAccount(ctx: AuthCallContext): Promise<{ message: string }> {
+  /**
+   * `deactivate_account`: soft delete; login and every token and session are
+   * refused afterwards. With `password` (re-authentication, ASVS v5 7.5.1),
+   * nothing changes unless it is the account's current one
+   * (`unauthenticated` `invalid_credentials`; an account without a password
+   * cannot prove one).
+   */
+  async deactivateAccount(ctx: AuthCallContext, password?: string): Promise<{ message: string }> {
     const user = await this.#currentUser(ctx);
+    if (password !== undefined && (user.password === null || !(await this.passwords.verify(password, user.password)))) {
+      throw invalidCredentials('wrong_old_password', user.id);
+    }
     // A passkey holder confirms with a passkey first (passkey_step_up; `permission_denied` `step_up_required`).
     await this.passkeys.requireStepUp(user, this.#requireUser(ctx).sessionId);
     await this.users.update(user.id, { deactivated_at: this.#nowSeconds() });
@@ -393,6 +408,42 @@ export class AuthService {
     await this.mfa.deleteUserData(user.id);
     await this.passkeys.deleteUserData(user.id);
     return { message: 'Account deactivated successfully' };
+  }
+
+  // ---------------------------------------------------------------- sessions and sign-in methods
+
+  /** `list_sessions`: the caller's live sessions with their devices (see {@link AccountSessions.list}). */
+  async listSessions(ctx: AuthCallContext): Promise<SessionInfo[]> {
+    const user = await this.#currentUser(ctx);
+    return this.#account.list({ userId: user.id, sessionId: this.#requireUser(ctx).sessionId });
+  }
+
+  /** `revoke_session`: ends one of the caller's sessions, or all the others (see {@link AccountSessions.revoke}). */
+  async revokeSession(input: { id?: string | undefined; all_others?: boolean | undefined }, ctx: AuthCallContext): Promise<number> {
+    const user = await this.#currentUser(ctx);
+    return this.#account.revoke({ userId: user.id, sessionId: this.#requireUser(ctx).sessionId }, input);
+  }
+
+  /** `_list_sessions`: any user's live sessions (admin). */
+  listSessionsOf(userId: string): Promise<SessionInfo[]> {
+    return this.#account.listOf(userId);
+  }
+
+  /** `_revoke_session`: ends any live session (admin); returns its user's id. */
+  revokeAnySession(id: string): Promise<string> {
+    return this.#account.revokeAny(id);
+  }
+
+  /** `linked_identities`: the providers the caller signed in with, and whether a password is set. */
+  async linkedIdentities(ctx: AuthCallContext): Promise<{ providers: SocialLoginProvider[]; has_password: boolean }> {
+    const user = await this.#currentUser(ctx);
+    return { providers: linkedProviders(user), has_password: user.password !== null };
+  }
+
+  /** `unlink_identity` (see {@link AccountSessions.unlink}); returns the updated user. */
+  async unlinkIdentity(provider: string, ctx: AuthCallContext): Promise<UserRecord> {
+    const user = await this.#currentUser(ctx);
+    return this.#account.unlink(user, provider, this.#requireUser(ctx).sessionId);
   }
 
   // ---------------------------------------------------------------- hooks for other flows

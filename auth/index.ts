@@ -95,6 +95,7 @@ export { createSmtpMailer, type Mailer, type MailMessage, type SmtpOptions } fro
 export { MailQueue, type MailQueueOptions } from './mail_queue.ts';
 export { TokenScript, RESERVED_CLAIMS, type TokenScriptOptions } from './token_script.ts';
 export { SocialLogin, SOCIAL_STATE_TTL_SECONDS, type SocialClient, type SocialLoginFinish, type SocialLoginOptions, type SocialLoginStart } from './social_login.ts';
+export { browserLabel, linkedProviders, type SessionInfo } from './account_sessions.ts';
 export { SOCIAL_LOGIN_PROVIDERS, socialProviderTable, type ProviderEndpoints, type SocialLoginProvider, type SocialProfile, type SocialProviderRow } from './social_providers.ts';
 export { DynamoDatabase, isConditionFailed, type DynamoCondition, type DynamoIndex, type DynamoItem, type DynamoOptions, type DynamoQuery, type DynamoTableDefinition } from './dynamodb.ts';
 export { DynamoMemoryStore } from './dynamo_memory_store.ts';

@@ -64,6 +64,8 @@ export interface AuthResponse {
 export interface SessionGrant {
   token: string;
   maxAgeSeconds: number;
+  /** The id of the session the cookie belongs to (a login's or refresh's, not an MFA challenge's), so the wire layer can record the request's device for it; never sent. */
+  sid?: string;
 }
 
 /** An AuthResponse plus the session cookie to set, when one was opened. */

@@ -87,7 +87,7 @@ export class SessionFlows {
       ...(o.amr === undefined ? {} : { amr: o.amr }),
     });
     const response = await this.#issueTokens(user, session, o.message);
-    return { response, session: { token: cookieToken, maxAgeSeconds: this.#d.sessions.cookieTtl }, record: user };
+    return { response, session: { token: cookieToken, maxAgeSeconds: this.#d.sessions.cookieTtl, sid: session.sid }, record: user };
   }
 
   /**
@@ -221,7 +221,7 @@ export class SessionFlows {
     const scope = input.scope !== undefined && input.scope.length > 0 ? [...new Set(input.scope)] : session.scope;
     const { session: next, cookieToken } = await sessions.rotateCookie(session, { roles, scope });
     const response = await this.#issueTokens(user, next, 'Session refreshed', rotated ?? 'new');
-    return { response, session: { token: cookieToken, maxAgeSeconds: sessions.cookieTtl } };
+    return { response, session: { token: cookieToken, maxAgeSeconds: sessions.cookieTtl, sid: next.sid } };
   }
 
   /**

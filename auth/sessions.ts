@@ -13,7 +13,11 @@
  * - `user_sessions:<uid>`: the user's session ids, to end them all at once;
  * - `ended:<sid>`: that the session was ended, written before its keys are
  *   deleted, so that a refresh in flight cannot write the session back
- *   (security matrix B6).
+ *   (security matrix B6);
+ * - `seen:<sid>`: the device the session was opened and last refreshed from
+ *   (user agent, client IP, first and last time), for the account center's
+ *   list of sessions. Kept apart from `sess:<sid>` so that recording it never
+ *   races a cookie rotation that rewrites the record.
  *
  * Access tokens carry `sid`; a token whose session is gone is refused. Ending
  * a session therefore revokes every token issued in it, on every process that
@@ -43,6 +47,27 @@ export interface SessionRecord {
   /** The active organization (`switch_organization`): its id goes into the session's tokens as `org_id`. */
   org_id?: string | undefined;
 }
+
+/** Where a session was opened and last refreshed from (`seen:<sid>`). */
+export interface SessionDevice {
+  /** The `User-Agent` of the request that last opened or refreshed the session (at most 512 characters). */
+  user_agent: string;
+  /** The client IP of that request. */
+  ip: string;
+  /** Milliseconds since the epoch of the first request recorded. */
+  first_seen_ms: number;
+  /** Milliseconds since the epoch of the last request recorded. */
+  last_seen_ms: number;
+}
+
+/** A live session of a user with its device, as the account center lists it. */
+export interface SessionListing {
+  session: SessionRecord;
+  device: SessionDevice | undefined;
+}
+
+/** The most sessions {@link SessionManager.listForUser} returns (the most recently seen first). */
+export const SESSION_LIST_LIMIT = 200;
 
 /** Outcome of a refresh-token rotation. */
 export type RotationOutcome =
@@ -245,11 +270,61 @@ export class SessionManager {
     return 'reused_family_revoked';
   }
 
+  /**
+   * Records the device of a request that opened or refreshed session `sid`:
+   * its user agent (clipped to 512 characters, control characters removed)
+   * and client IP, keeping the first time seen. Nothing is written for a
+   * session that is not live (an ending raced this call: the ending's marker
+   * is checked after the write, and what was written is removed again).
+   */
+  async recordDevice(sid: string, device: { user_agent: string; ip: string }): Promise<void> {
+    const session = await this.get(sid);
+    if (session === undefined) return;
+    const now = this.#now();
+    const raw = await this.#store.get(`seen:${sid}`);
+    const before = raw === undefined ? undefined : (JSON.parse(raw) as SessionDevice);
+    const next: SessionDevice = {
+      user_agent: cleanAgent(device.user_agent),
+      ip: device.ip.slice(0, 64),
+      first_seen_ms: before?.first_seen_ms ?? session.created_ms,
+      last_seen_ms: now,
+    };
+    await this.#store.set(`seen:${sid}`, JSON.stringify(next), this.sessionTtl);
+    if ((await this.#store.get(`ended:${sid}`)) !== undefined) await this.#store.del(`seen:${sid}`);
+  }
+
+  /** The device recorded for session `sid`, if any. */
+  async deviceOf(sid: string): Promise<SessionDevice | undefined> {
+    const raw = await this.#store.get(`seen:${sid}`);
+    return raw === undefined ? undefined : (JSON.parse(raw) as SessionDevice);
+  }
+
+  /**
+   * The live sessions of a user with their devices, the most recently seen
+   * first, at most {@link SESSION_LIST_LIMIT}. Ids of sessions that are gone
+   * (expired) are dropped from the user's set on the way.
+   */
+  async listForUser(userId: string): Promise<SessionListing[]> {
+    const sids = await this.#store.members(`user_sessions:${userId}`);
+    const out: SessionListing[] = [];
+    for (const sid of sids) {
+      const session = await this.get(sid);
+      if (session === undefined || session.user_id !== userId) {
+        if (session === undefined) await this.#store.removeFromSet(`user_sessions:${userId}`, sid);
+        continue;
+      }
+      out.push({ session, device: await this.deviceOf(sid) });
+    }
+    const seen = (l: SessionListing): number => l.device?.last_seen_ms ?? l.session.created_ms;
+    out.sort((a, b) => seen(b) - seen(a) || (a.session.sid < b.session.sid ? -1 : 1));
+    return out.slice(0, SESSION_LIST_LIMIT);
+  }
+
   /** Ends one session: its record, cookie and refresh lineage. Idempotent. */
   async end(sid: string): Promise<void> {
     await this.#store.set(`ended:${sid}`, '1', this.sessionTtl);
     const session = await this.get(sid);
-    const keys = [`sess:${sid}`, `rt:${sid}`];
+    const keys = [`sess:${sid}`, `rt:${sid}`, `seen:${sid}`];
     if (session !== undefined) keys.push(`cookie:${session.cookie_hash}`);
     await this.#store.del(...keys);
     if (session !== undefined) await this.#store.removeFromSet(`user_sessions:${session.user_id}`, sid);
@@ -271,6 +346,11 @@ export class SessionManager {
     }
     return n;
   }
+}
+
+/** A user agent as stored: control characters removed, at most 512 characters. */
+function cleanAgent(ua: string): string {
+  return ua.replace(/[\u0000-\u001f\u007f]/g, '').slice(0, 512);
 }
 
 /**

@@ -321,6 +321,8 @@ export interface HttpRouteRequest {
   readonly requestId: string;
   readonly clientIp: string;
   readonly userAgent: string;
+  /** The `Accept-Language` header, for pages shown in the reader's language. */
+  readonly acceptLanguage?: string | undefined;
 }
 
 /** The answer of an {@link HttpRoute}: JSON `body`, an `html` page, or neither (e.g. a redirect). */

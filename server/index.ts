@@ -15,6 +15,7 @@ export * from './client_ip.ts';
 export * from './rate_limit.ts';
 export { VERSION } from './version.ts';
 export * from './session_cookies.ts';
+export * from './session_device.ts';
 export { createServices, closeServices, type ServicesOptions } from './compose/services.ts';
 export { describeDatabase, openMainDatabase, closeMainDatabase, pingMainDatabase, openDatabase, pingDatabase } from './compose/database.ts';
 export { HANDLERS, handlerOf, defineServedOperation, type AnyHandler, type Handler, type Handlers, type HandlersOf, type ServedOperation } from './handlers/index.ts';

@@ -5,6 +5,15 @@
  * instance of one deployment shares one limit; if Redis fails the in-memory
  * limiter takes over (availability over strictness). Without Redis the same
  * rules run in process (see `memoryLimiter`).
+ *
+ * Clients are told the limits with the two fields of the IETF httpapi
+ * draft "RateLimit header fields for HTTP" (draft-ietf-httpapi-ratelimit-headers-10):
+ * `RateLimit-Policy` names each quota policy, its quota `q` and window `w`
+ * in seconds (`"steady";q=<rps>;w=1, "burst";q=<burst>;w=<burst window>`,
+ * the same on every response), and `RateLimit` the caller's service limit
+ * now, per policy: the quota units remaining `r` and the seconds `t` until
+ * the window resets. A refused request also gets `Retry-After` (RFC 9110
+ * §10.2.3).
  */
 import { BurstyRateLimiter, RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Redis } from 'ioredis';
@@ -17,9 +26,22 @@ export interface RateLimiter {
    * in this process (absent when the counts live elsewhere, as in Redis).
    */
   takeNow?(key: string): number | undefined;
+  /** The `RateLimit-Policy` field value (absent when nothing is limited). */
+  readonly policy?: string;
+  /** The `RateLimit` field value for `key` after its last `take`, or undefined when not known. */
+  status?(key: string): string | undefined;
 }
 
 export const UNLIMITED: RateLimiter = { take: async () => undefined, takeNow: () => undefined };
+
+/** The `RateLimit-Policy` value of a steady window of `rps` a second and a burst window of `burst` per `burstWindow` seconds. */
+export function rateLimitPolicy(rps: number, burst: number, burstWindow: number): string {
+  const steady = `"steady";q=${rps};w=1`;
+  return burst > 0 ? `${steady}, "burst";q=${burst};w=${burstWindow}` : steady;
+}
+
+/** How many `RateLimit` values the Redis limiter remembers (one per recent client key); emptied when full. */
+const STATUS_KEYS = 10_000;
 
 export function createRateLimiter(options: { rps: number; burst: number; redis?: Redis; namespace?: string; now?: () => number }): RateLimiter {
   const { rps, burst } = options;
@@ -33,13 +55,25 @@ export function createRateLimiter(options: { rps: number; burst: number; redis?:
   };
   const steady = make('rl', rps, 1);
   const limiter = burst > 0 ? new BurstyRateLimiter(steady as RateLimiterMemory, make('rlb', burst, burstWindow) as RateLimiterMemory) : steady;
+  // The shared counters answer with what is left of the window that decided; that is what `RateLimit` reports.
+  const statuses = new Map<string, string>();
+  const remember = (key: string, res: RateLimiterRes): void => {
+    if (statuses.size >= STATUS_KEYS) statuses.clear();
+    statuses.set(key, `"steady";r=${Math.max(0, res.remainingPoints)};t=${Math.max(0, Math.ceil(res.msBeforeNext / 1000))}`);
+  };
   return {
+    policy: rateLimitPolicy(rps, burst, burstWindow),
+    status: (key) => statuses.get(key),
     async take(key) {
       try {
-        await limiter.consume(key, 1);
+        const res = await limiter.consume(key, 1);
+        if (res instanceof RateLimiterRes) remember(key, res);
         return undefined;
       } catch (res) {
-        if (res instanceof RateLimiterRes) return Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+        if (res instanceof RateLimiterRes) {
+          remember(key, res);
+          return Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+        }
         // A store failure without insurance: let the request through.
         return undefined;
       }
@@ -93,11 +127,19 @@ function memoryLimiter(rps: number, burst: number, burstWindow: number, now: () 
     if (b.count <= burst) return undefined;
     return Math.max(1, Math.ceil(Math.min(s.endsAt - t, b.endsAt - t) / 1000));
   };
+  const left = (w: Window | undefined, quota: number, seconds: number, t: number): string =>
+    w === undefined || w.endsAt <= t ? `r=${quota};t=${seconds}` : `r=${Math.max(0, quota - w.count)};t=${Math.ceil((w.endsAt - t) / 1000)}`;
   return {
     take(key) {
       const wait = takeNow(key);
       return wait === undefined ? ALLOWED : Promise.resolve(wait);
     },
     takeNow,
+    policy: rateLimitPolicy(rps, burst, burstWindow),
+    status(key) {
+      const t = now();
+      const s = `"steady";${left(steady.get(key), rps, 1, t)}`;
+      return burst > 0 ? `${s}, "burst";${left(bursts.get(key), burst, burstWindow, t)}` : s;
+    },
   };
 }

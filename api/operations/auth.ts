@@ -185,9 +185,12 @@ export const AUTH_OPERATIONS = [
     ...row('deactivate_account', 'POST', 'DeactivateAccount'),
     kind: 'mutation',
     auth: 'user',
-    input: EMPTY,
+    input: s.object('DeactivateAccountRequest', {
+      password: s.optional(s.string({ maxLength: 1024, doc: 'The current password, proven again before anything changes (a wrong one: unauthenticated invalid_credentials); the account center always sends it' })),
+    }),
+    graphqlArg: { nullable: true },
     output: MESSAGE,
-    doc: 'Soft-deletes the caller\'s account: every session ends and login is refused afterwards.',
+    doc: 'Soft-deletes the caller\'s account: every session ends and login is refused afterwards. With password, only when it is the current one.',
   }),
   defineOperation({
     ...row('revoke', 'POST', 'Revoke'),

@@ -11,6 +11,7 @@ import { checkTable } from './types.ts';
 import { META_OPERATIONS } from './meta.ts';
 import { ADMIN_OPERATIONS } from './admin.ts';
 import { AUTH_OPERATIONS } from './auth.ts';
+import { ACCOUNT_OPERATIONS } from './account.ts';
 import { MFA_OPERATIONS } from './mfa.ts';
 import { PERMISSION_OPERATIONS } from './permissions.ts';
 import { VERIFICATION_OPERATIONS } from './verification.ts';
@@ -22,6 +23,7 @@ import { REGISTRY_OPERATIONS } from './clients.ts';
 export type OperationRow =
   | (typeof META_OPERATIONS)[number]
   | (typeof AUTH_OPERATIONS)[number]
+  | (typeof ACCOUNT_OPERATIONS)[number]
   | (typeof MFA_OPERATIONS)[number]
   | (typeof PASSKEY_OPERATIONS)[number]
   | (typeof VERIFICATION_OPERATIONS)[number]
@@ -36,6 +38,7 @@ export type OperationName = OperationRow['name'];
 export const OPERATIONS: readonly OperationRow[] = checkTable<OperationRow>([
   ...META_OPERATIONS,
   ...AUTH_OPERATIONS,
+  ...ACCOUNT_OPERATIONS,
   ...MFA_OPERATIONS,
   ...PASSKEY_OPERATIONS,
   ...VERIFICATION_OPERATIONS,
@@ -45,11 +48,12 @@ export const OPERATIONS: readonly OperationRow[] = checkTable<OperationRow>([
   ...REGISTRY_OPERATIONS,
 ]);
 
-export { META_OPERATIONS, AUTH_OPERATIONS, MFA_OPERATIONS, PASSKEY_OPERATIONS, VERIFICATION_OPERATIONS, PERMISSION_OPERATIONS, ADMIN_OPERATIONS, ORGANIZATION_OPERATIONS, REGISTRY_OPERATIONS };
+export { META_OPERATIONS, AUTH_OPERATIONS, ACCOUNT_OPERATIONS, MFA_OPERATIONS, PASSKEY_OPERATIONS, VERIFICATION_OPERATIONS, PERMISSION_OPERATIONS, ADMIN_OPERATIONS, ORGANIZATION_OPERATIONS, REGISTRY_OPERATIONS };
 export { CLIENT, API_KEY } from './clients.ts';
 export { ALL_PROTOCOLS, defineOperation, graphqlName, graphqlArg, grpcService, checkTable } from './types.ts';
 export type { AnyOperation, Operation, OperationAuth, Protocol } from './types.ts';
 export { META } from './meta.ts';
 export { AUTH_RESPONSE, REQUIRED_RELATION } from './auth.ts';
 export { PASSKEY } from './passkeys.ts';
+export { SESSION_INFO } from './account.ts';
 export * from './admin_shapes.ts';

@@ -21,6 +21,8 @@ export const META = s.object(
     is_microsoft_login_enabled: s.bool(),
     is_twitch_login_enabled: s.bool(),
     is_roblox_login_enabled: s.bool(),
+    is_oidc_login_enabled: s.bool({ doc: 'The generic OpenID Connect provider (--oidc-issuer, --oidc-client-id, --oidc-client-secret) is configured; its login starts at /oauth_login/oidc' }),
+    oidc_display_name: s.string({ doc: 'The name to show for the generic OpenID Connect provider (--oidc-display-name)' }),
     is_email_verification_enabled: s.bool({ doc: 'Needs --enable-email-verification and an SMTP host' }),
     is_basic_authentication_enabled: s.bool(),
     is_magic_link_login_enabled: s.bool({ doc: 'Needs --enable-magic-link-login and an SMTP host' }),
@@ -34,6 +36,7 @@ export const META = s.object(
     is_sms_otp_mfa_enabled: s.bool(),
     is_mfa_enforced: s.bool(),
     is_passkey_enabled: s.bool({ doc: 'Passkeys (WebAuthn) sign-up, sign-in and second factor (--enable-passkeys)' }),
+    languages: s.list(s.string(), { doc: 'The languages the pages are available in (BCP 47 tags), the default first' }),
   },
   { doc: 'Server feature flags and provider availability' },
 );

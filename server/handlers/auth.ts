@@ -17,6 +17,7 @@ import type { AuthResult } from '../../auth/index.ts';
 import { AUTH_OPERATIONS } from '../../api/index.ts';
 import type { RequestContext } from '../context.ts';
 import { clearMfaCookieOn, clearSessionCookiesOn, setMfaCookieOn, setSessionPairOn } from '../session_cookies.ts';
+import { recordSessionDevice } from '../session_device.ts';
 import { linkBase, linkDelivery, signupVerification } from './link_mail.ts';
 import { userEventRecorder } from './admin.ts';
 import { audit, auditedCallContext, authOf, callContext } from './services_of.ts';
@@ -26,9 +27,10 @@ import type { HandlersOf } from './types.ts';
 
 // ------------------------------------------------------------------ helpers
 
-/** Sets the session cookie pair for a new or rotated session. */
-export function setSessionCookies(ctx: RequestContext, result: AuthResult): void {
+/** Sets the session cookie pair for a new or rotated session, and records the request's device for it (`list_sessions`). */
+export async function setSessionCookies(ctx: RequestContext, result: AuthResult): Promise<void> {
   setSessionPairOn(ctx.cookies, ctx.services.config, result);
+  await recordSessionDevice(ctx.services.auth, result, ctx, ctx.logger);
 }
 
 /** Sets the `mfa` challenge cookie when a result opened an MFA challenge. */
@@ -57,7 +59,7 @@ export const AUTH_HANDLERS: HandlersOf<typeof AUTH_OPERATIONS> = {
     // The audit row and the webhook deliveries commit with the user (security matrix E3).
     const record = userEventRecorder(ctx, 'user.signup', { webhook: 'user.signup' });
     const result = await authOf(ctx).signup({ ...rest, ...(appData === undefined ? {} : { app_data: appData as Record<string, unknown> }) }, callContext(ctx), verify, record);
-    setSessionCookies(ctx, result);
+    await setSessionCookies(ctx, result);
     // A phone sign-up under --enable-phone-verification, or any sign-up under --enforce-mfa, gets the challenge cookie instead of a session.
     setMfaCookie(ctx, result);
     return result.response as never;
@@ -66,7 +68,7 @@ export const AUTH_HANDLERS: HandlersOf<typeof AUTH_OPERATIONS> = {
     // A1: the identity service audits a refusal with its precise reason (auth/audit_port.ts); the client never sees it.
     const result = await authOf(ctx).login(input, auditedCallContext(ctx));
     if (result.response.user !== undefined) await audit(ctx, 'user.login_success', { userId: result.response.user.id, user: result.record, webhook: 'user.login' });
-    setSessionCookies(ctx, result);
+    await setSessionCookies(ctx, result);
     setMfaCookie(ctx, result);
     return result.response as never;
   },
@@ -79,7 +81,7 @@ export const AUTH_HANDLERS: HandlersOf<typeof AUTH_OPERATIONS> = {
       if (err instanceof LatchkeyError && err.reason === 'refresh_token_reused') await audit(ctx, 'token.refresh_token_reuse');
       throw err;
     }
-    setSessionCookies(ctx, result);
+    await setSessionCookies(ctx, result);
     return result.response as never;
   },
   logout: async (ctx) => {
@@ -104,8 +106,8 @@ export const AUTH_HANDLERS: HandlersOf<typeof AUTH_OPERATIONS> = {
     if (input.new_password) await audit(ctx, 'user.password_changed', { userId });
     return out;
   },
-  deactivate_account: async (ctx) => {
-    const out = await authOf(ctx).deactivateAccount(callContext(ctx));
+  deactivate_account: async (ctx, input) => {
+    const out = await authOf(ctx).deactivateAccount(callContext(ctx), input.password ?? undefined);
     await audit(ctx, 'user.deactivated', { userId: ctx.principal.kind === 'user' ? ctx.principal.userId : undefined, webhook: 'user.deactivated' });
     clearSessionCookies(ctx);
     return out;

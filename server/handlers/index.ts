@@ -7,6 +7,7 @@
 import type { Handlers } from './types.ts';
 import { META_HANDLERS } from './meta.ts';
 import { AUTH_HANDLERS } from './auth.ts';
+import { ACCOUNT_HANDLERS } from './account.ts';
 import { MFA_HANDLERS } from './mfa.ts';
 import { PASSKEY_HANDLERS } from './passkeys.ts';
 import { VERIFICATION_HANDLERS } from './verification.ts';
@@ -18,6 +19,7 @@ import { REGISTRY_HANDLERS } from './clients.ts';
 export const HANDLERS: Handlers = Object.freeze({
   ...META_HANDLERS,
   ...AUTH_HANDLERS,
+  ...ACCOUNT_HANDLERS,
   ...MFA_HANDLERS,
   ...PASSKEY_HANDLERS,
   ...VERIFICATION_HANDLERS,

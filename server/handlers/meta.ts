@@ -5,6 +5,13 @@ import { LatchkeyError } from '../../engine/errors.ts';
 import { META, META_OPERATIONS, type Infer } from '../../api/index.ts';
 import { SOCIAL_PROVIDERS, type Config } from '../flags.ts';
 import { VERSION } from '../version.ts';
+
+/**
+ * The languages the sign-in page is available in, the default first (its
+ * catalogues are in transports/web/login_messages.ts; a test holds the two
+ * lists equal).
+ */
+export const PAGE_LANGUAGES: readonly string[] = Object.freeze(['en', 'de', 'fr', 'es', 'ja', 'ar']);
 import type { HandlersOf } from './types.ts';
 
 
@@ -38,6 +45,8 @@ function buildMeta(c: Config): Infer<typeof META> {
     is_microsoft_login_enabled: provider('microsoft'),
     is_twitch_login_enabled: provider('twitch'),
     is_roblox_login_enabled: provider('roblox'),
+    is_oidc_login_enabled: Boolean(c.oidcIssuer) && Boolean(c.oidcClientId) && Boolean(c.oidcClientSecret),
+    oidc_display_name: c.oidcDisplayName || 'OpenID Connect',
     is_email_verification_enabled: c.enableEmailVerification && mail,
     is_basic_authentication_enabled: c.enableBasicAuthentication,
     is_magic_link_login_enabled: c.enableMagicLinkLogin && mail,
@@ -51,6 +60,7 @@ function buildMeta(c: Config): Infer<typeof META> {
     is_sms_otp_mfa_enabled: c.enableMfa && c.enableSmsOtp,
     is_mfa_enforced: c.enableMfa && c.enforceMfa,
     is_passkey_enabled: c.enablePasskeys,
+    languages: [...PAGE_LANGUAGES],
   };
 }
 

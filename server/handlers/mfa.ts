@@ -30,7 +30,7 @@ export const MFA_HANDLERS: HandlersOf<typeof MFA_OPERATIONS> = {
       metadata: { mfa_method: result.method, ...(result.recoveryCodeUsed ? { recovery_code: true } : {}) },
     });
     clearMfaCookie(ctx);
-    setSessionCookies(ctx, result);
+    await setSessionCookies(ctx, result);
     return result.response as never;
   },
   resend_otp: async (ctx, input) => {

@@ -51,7 +51,7 @@ export const VERIFICATION_HANDLERS: HandlersOf<typeof VERIFICATION_OPERATIONS> =
       return result.response as never;
     }
     await audit(ctx, 'user.login_success', { userId: user.id, user, webhook: 'user.login', metadata: { login_method: loginMethod } });
-    setSessionCookies(ctx, result);
+    await setSessionCookies(ctx, result);
     return result.response as never;
   },
   resend_verify_email: async (ctx, input) => {

@@ -88,6 +88,14 @@ const STEPS: Step[] = [
   ['delete_client', (s) => ({ client_id: s['client'] ?? 'none' })],
   ['user_passkeys', (s) => ({ user_id: s['user']! })],
   ['revoke_user_passkey', (s) => ({ user_id: s['passkey_user']!, id: s['passkey']! })],
+  // A user with a live session for the session rows (sign-up opens one: this server does not verify addresses).
+  ['signup', (s) => ({ email: `${s['p']}-c@example.com`, password: 'correct horse battery staple' }), (b, s) => {
+    s['session_user'] = (b['user'] as { id: string } | undefined)?.id ?? '';
+  }],
+  ['admin_list_sessions', (s) => ({ user_id: s['session_user']! }), (b, s) => {
+    s['session'] = (b['sessions'] as Array<{ id: string }>)[0]?.id ?? '';
+  }],
+  ['admin_revoke_session', (s) => ({ id: s['session']! })],
   ['add_webhook', (s) => ({ event_name: 'user.deleted', endpoint: s['receiver']! })],
   ['webhooks', () => ({})],
   ['get_webhook', (s) => ({ id: s['webhook']! })],
@@ -144,6 +152,7 @@ for (const backend of ['sqlite', 'dynamodb'] as const) {
     const smtp = await startSmtp();
     const srv = await startTestServer({
       'webhook-allow-private-networks': true,
+      'enable-email-verification': false,
       'allowed-origins': origin,
       'smtp-host': '127.0.0.1',
       'smtp-port': smtp.port,

@@ -27,7 +27,7 @@ async function auditCount(server: TestServer, action: string): Promise<number> {
 
 test('the admin rows follow the spec client table: five methods on REST and gRPC only, _env on GraphQL only, the rest on all three', (t) => {
   const byName = new Map<string, AnyOperation>(OPERATIONS.map((op) => [op.name, op]));
-  const all = ['admin_login', 'users', 'user', 'update_user', 'delete_user', 'verification_requests', 'revoke_access', 'enable_access', 'invite_members', 'add_webhook', 'update_webhook', 'delete_webhook', 'get_webhook', 'webhooks', 'webhook_logs', 'test_endpoint', 'add_email_template', 'update_email_template', 'delete_email_template', 'email_templates', 'audit_logs', 'fga_write_model', 'fga_write_tuples', 'fga_delete_tuples', 'fga_read_tuples', 'fga_list_users', 'fga_expand', 'fga_explain'];
+  const all = ['admin_login', 'users', 'user', 'update_user', 'delete_user', 'verification_requests', 'revoke_access', 'enable_access', 'admin_list_sessions', 'admin_revoke_session', 'invite_members', 'add_webhook', 'update_webhook', 'delete_webhook', 'get_webhook', 'webhooks', 'webhook_logs', 'test_endpoint', 'add_email_template', 'update_email_template', 'delete_email_template', 'email_templates', 'audit_logs', 'fga_write_model', 'fga_write_tuples', 'fga_delete_tuples', 'fga_read_tuples', 'fga_list_users', 'fga_expand', 'fga_explain'];
   for (const name of all) t.deepEqual([...(byName.get(name)?.protocols ?? [])].sort(), ['graphql', 'grpc', 'rest'], name);
   for (const name of ['admin_logout', 'admin_session', 'admin_meta', 'fga_get_model', 'fga_reset']) t.deepEqual([...(byName.get(name)?.protocols ?? [])].sort(), ['grpc', 'rest'], name);
   t.deepEqual(byName.get('env')?.protocols, ['graphql']);
@@ -47,6 +47,8 @@ test('every admin operation refuses missing and wrong credentials on every proto
       delete_user: { email: 'a@example.com' },
       revoke_access: { user_id: 'x' },
       enable_access: { user_id: 'x' },
+      admin_list_sessions: { user_id: 'x' },
+      admin_revoke_session: { id: 'x' },
       invite_members: { emails: ['a@example.com'] },
       add_webhook: { event_name: 'user.login', endpoint: 'http://127.0.0.1:9/y' },
       update_webhook: { id: hook.id, enabled: false },
@@ -77,6 +79,7 @@ test('every admin operation refuses missing and wrong credentials on every proto
       admin_remove_team_member: { team_id: 'x', user_id: 'x' },
       admin_invite_organization_members: { organization_id: 'x', emails: ['a@example.com'] },
       admin_organization_invitations: { organization_id: 'x' },
+      add_client: { client_id: 'bot-x', kind: 'service_account' },
       admin_revoke_organization_invitation: { invitation_id: 'x' },
       admin_add_organization_domain: { organization_id: 'x', domain: 'example.com' },
       admin_verify_organization_domain: { organization_id: 'x', domain: 'example.com' },

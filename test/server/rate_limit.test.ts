@@ -71,3 +71,18 @@ test('internal: in the first second of a key, the first rps + burst requests pas
     { numRuns: 100 },
   );
 });
+
+test('internal: RateLimit-Policy names the steady and burst windows; RateLimit counts each down and says when it resets', async (t) => {
+  const c = clock();
+  const limiter = createRateLimiter({ rps: 2, burst: 5, now: c.now });
+  t.is(limiter.policy, '"steady";q=2;w=1, "burst";q=5;w=3');
+  t.is(limiter.status?.('k'), '"steady";r=2;t=1, "burst";r=5;t=3', 'an unseen key has the whole quota');
+  await limiter.take('k');
+  t.is(limiter.status?.('k'), '"steady";r=1;t=1, "burst";r=5;t=3');
+  await takeMany(limiter, 'k', 2);
+  t.is(limiter.status?.('k'), '"steady";r=0;t=1, "burst";r=4;t=3', 'past the steady allowance the burst is drawn on');
+  c.advance(1500);
+  t.is(limiter.status?.('k'), '"steady";r=2;t=1, "burst";r=4;t=2', 'the steady window ended; the burst one has 1.5 s left');
+  t.is(createRateLimiter({ rps: 3, burst: 0, now: c.now }).policy, '"steady";q=3;w=1');
+  t.is(createRateLimiter({ rps: 0, burst: 0 }).policy, undefined, 'nothing limited, nothing advertised');
+});

@@ -66,6 +66,56 @@ test('rate limit: over the allowance gives 429 resource_exhausted with Retry-Aft
   }
 });
 
+test('rate limit headers: RateLimit-Policy and RateLimit (IETF httpapi draft) on every HTTP surface, counting down; Retry-After on 429; exposed to allowed origins', async (t) => {
+  const server = await startTestServer({ 'rate-limit-rps': 50, 'rate-limit-burst': 100, 'allowed-origins': 'https://app.example' });
+  try {
+    // The REST fast path, express's REST and GraphQL, the pages, the OAuth endpoints.
+    const surfaces: Array<[string, RequestInit]> = [
+      ['/v1/meta', {}],
+      ['/v1/profile', {}],
+      ['/graphql', { method: 'POST', headers: { 'content-type': 'application/json', origin: server.httpUrl }, body: '{"query":"{ meta { version } }"}' }],
+      ['/app', {}],
+      ['/dashboard', {}],
+      ['/authorize?client_id=nope', {}],
+    ];
+    for (const [path, init] of surfaces) {
+      const res = await fetch(`${server.httpUrl}${path}`, { redirect: 'manual', ...init });
+      await res.arrayBuffer();
+      t.is(res.headers.get('ratelimit-policy'), '"steady";q=50;w=1, "burst";q=100;w=2', path);
+      t.regex(res.headers.get('ratelimit') ?? '', /^"steady";r=\d+;t=1, "burst";r=\d+;t=[12]$/, path);
+    }
+    // Within one second the steady allowance counts down by one a request.
+    const remaining = async (): Promise<number> => {
+      const res = await fetch(`${server.httpUrl}/v1/meta`);
+      await res.arrayBuffer();
+      return Number(/"steady";r=(\d+)/.exec(res.headers.get('ratelimit') ?? '')?.[1]);
+    };
+    const [a, b] = [await remaining(), await remaining()];
+    t.true(b === a - 1 || b >= 48, `${a} then ${b} (a new second may have begun)`);
+    const cross = await fetch(`${server.httpUrl}/v1/meta`, { headers: { origin: 'https://app.example' } });
+    await cross.arrayBuffer();
+    t.regex(cross.headers.get('access-control-expose-headers') ?? '', /ratelimit, ratelimit-policy, retry-after/);
+    // Probes are not counted and carry no limits.
+    const probe = await fetch(`${server.httpUrl}/healthz`);
+    await probe.arrayBuffer();
+    t.is(probe.headers.get('ratelimit'), null);
+  } finally {
+    await server.close();
+  }
+  const tight = await startTestServer({ 'rate-limit-rps': 1, 'rate-limit-burst': 0 });
+  try {
+    const responses = await Promise.all(Array.from({ length: 4 }, () => fetch(`${tight.httpUrl}/v1/meta`)));
+    for (const r of responses) await r.arrayBuffer();
+    const limited = responses.find((r) => r.status === 429);
+    t.truthy(limited);
+    t.is(limited?.headers.get('ratelimit-policy'), '"steady";q=1;w=1');
+    t.regex(limited?.headers.get('ratelimit') ?? '', /^"steady";r=0;t=1$/);
+    t.regex(limited?.headers.get('retry-after') ?? '', /^[1-9]\d*$/);
+  } finally {
+    await tight.close();
+  }
+});
+
 needs(test, 'redis')('rate limit with --redis-url: counters live in Redis and still give 429', async (t) => {
   const url = redisUrl();
   if (!url) {
@@ -80,6 +130,11 @@ needs(test, 'redis')('rate limit with --redis-url: counters live in Redis and st
     for (const r of responses) await r.arrayBuffer();
     t.true(statuses.includes(200), statuses.join(','));
     t.true(statuses.includes(429), statuses.join(','));
+    // The limits of the shared counters are advertised too.
+    const limited = responses.find((r) => r.status === 429)!;
+    t.is(limited.headers.get('ratelimit-policy'), '"steady";q=2;w=1, "burst";q=1;w=1');
+    t.regex(limited.headers.get('ratelimit') ?? '', /^"steady";r=0;t=[01]$/);
+    t.regex(limited.headers.get('retry-after') ?? '', /^[1-9]\d*$/);
   } finally {
     await server.close();
   }

@@ -277,6 +277,7 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
         requestId: l.requestId,
         clientIp: l.clientIp,
         userAgent: req.headers['user-agent'] ?? '',
+        acceptLanguage: req.headers['accept-language'],
       };
       route.handler(request).then((out) => {
         res.statusCode = out.status ?? 200;

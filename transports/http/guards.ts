@@ -91,6 +91,9 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'cache-control': NO_STORE,
 };
 
+/** Response fields a cross-origin front end may read besides the safelisted ones: the rate limits and the request id. */
+const EXPOSE_HEADERS = 'ratelimit, ratelimit-policy, retry-after, x-request-id';
+
 /**
  * The head of a JSON answer whose headers were deferred: the request id, the
  * security headers, the CORS headers and the body's type and length, as the
@@ -102,7 +105,7 @@ function jsonHead(requestId: string, cors: CorsAnswer, length: number): Outgoing
     return { 'x-request-id': requestId, 'x-content-type-options': NOSNIFF, 'x-frame-options': FRAMES, 'referrer-policy': REFERRER, 'cache-control': NO_STORE, 'content-type': JSON_UTF8, 'content-length': length };
   }
   if (cors === '*') {
-    return { 'x-request-id': requestId, 'x-content-type-options': NOSNIFF, 'x-frame-options': FRAMES, 'referrer-policy': REFERRER, 'cache-control': NO_STORE, 'access-control-allow-origin': '*', 'content-type': JSON_UTF8, 'content-length': length };
+    return { 'x-request-id': requestId, 'x-content-type-options': NOSNIFF, 'x-frame-options': FRAMES, 'referrer-policy': REFERRER, 'cache-control': NO_STORE, 'access-control-allow-origin': '*', 'access-control-expose-headers': EXPOSE_HEADERS, 'content-type': JSON_UTF8, 'content-length': length };
   }
   return {
     'x-request-id': requestId,
@@ -112,6 +115,7 @@ function jsonHead(requestId: string, cors: CorsAnswer, length: number): Outgoing
     'cache-control': NO_STORE,
     'access-control-allow-origin': cors,
     'access-control-allow-credentials': 'true',
+    'access-control-expose-headers': EXPOSE_HEADERS,
     vary: 'Origin',
     'content-type': JSON_UTF8,
     'content-length': length,
@@ -202,6 +206,7 @@ export function corsAnswer(allowedOrigins: readonly string[]): (req: IncomingMes
 
 function setCorsHeaders(res: ServerResponse, answer: CorsAnswer): void {
   if (answer === undefined) return;
+  res.setHeader('access-control-expose-headers', EXPOSE_HEADERS);
   if (answer === '*') {
     res.setHeader('access-control-allow-origin', '*');
     return;
@@ -287,12 +292,25 @@ export function csrfRefusal(allowedOrigins: readonly string[]): (req: IncomingMe
 /** Paths never rate limited: health and discovery. */
 const RATE_EXEMPT = new Set(['/', '/healthz', '/readyz', '/health', '/.well-known/openid-configuration', '/.well-known/jwks.json', '/.well-known/oauth-protected-resource']);
 
-/** Per-client-IP rate limit: 429 `resource_exhausted` with `Retry-After`. */
+/**
+ * Sets the `RateLimit-Policy` and `RateLimit` fields (IETF httpapi draft,
+ * see server/rate_limit.ts) of a response whose request was counted under `key`.
+ */
+export function rateLimitHeaders(limiter: RateLimiter, res: ServerResponse, key: string): void {
+  if (limiter.policy === undefined) return;
+  res.setHeader('ratelimit-policy', limiter.policy);
+  const status = limiter.status?.(key);
+  if (status !== undefined) res.setHeader('ratelimit', status);
+}
+
+/** Per-client-IP rate limit: 429 `resource_exhausted` with `Retry-After`; every counted response carries `RateLimit-Policy` and `RateLimit`. */
 export function rateLimit(limiter: RateLimiter, reject: Reject = plainReject) {
   return (req: Request, res: Response, next: NextFunction): void => {
     if (RATE_EXEMPT.has(req.path)) return next();
-    limiter.take(rateLimitKey(locals(res).clientIp)).then(
+    const key = rateLimitKey(locals(res).clientIp);
+    limiter.take(key).then(
       (wait) => {
+        rateLimitHeaders(limiter, res, key);
         if (wait === undefined) return next();
         reject(req, res, rateLimited(res, wait));
       },

@@ -31,7 +31,7 @@ import { LatchkeyError } from '../../engine/errors.ts';
 import { rateLimitKey } from '../../server/index.ts';
 import type { RateLimiter } from '../../server/index.ts';
 import type { AnyOperation } from '../../api/index.ts';
-import { rateLimited, type HttpLocals } from './guards.ts';
+import { rateLimitHeaders, rateLimited, type HttpLocals } from './guards.ts';
 
 export interface RestFastPathOptions {
   /** REST path → method → row (the same map the express `/v1` handler uses). */
@@ -104,14 +104,19 @@ export function restFastPath(o: RestFastPathOptions): (req: IncomingMessage, res
 
     const locals = o.begin(req, res);
     const limiter = o.rateLimiter;
+    const key = rateLimitKey(locals.clientIp);
     if (limiter.takeNow !== undefined) {
       // Counts kept in this process: decided at once, without a promise.
-      const wait = limiter.takeNow(rateLimitKey(locals.clientIp));
+      const wait = limiter.takeNow(key);
+      rateLimitHeaders(limiter, res, key);
       if (wait === undefined) afterLimit();
       else o.reject(res, locals, rateLimited(res, wait));
     } else {
-      limiter.take(rateLimitKey(locals.clientIp)).then(
-        (wait) => (wait === undefined ? afterLimit() : o.reject(res, locals, rateLimited(res, wait))),
+      limiter.take(key).then(
+        (wait) => {
+          rateLimitHeaders(limiter, res, key);
+          return wait === undefined ? afterLimit() : o.reject(res, locals, rateLimited(res, wait));
+        },
         // As the express guard: a limiter failure lets the request through.
         () => afterLimit(),
       );

@@ -8,7 +8,12 @@
  * email or SMS code, which `POST /v1/resend_otp` sends again), then goes to
  * `/authorize?<the same query>` so the request resumes and the client
  * receives its answer. Without an authorization request in the query (no
- * `client_id`) it shows "Signed in". It also creates accounts
+ * `client_id`) it goes on to the account center (`/app/account`), unless it
+ * has something to offer first: the user's organizations (or the one whose
+ * invitation it accepted) or, with passkeys on, adding a passkey to an
+ * account without one; it then stays, with a link to the account center.
+ * Every text comes from the catalogues of login_messages.ts, in the language
+ * i18n.ts picks. It also creates accounts
  * (`POST /v1/signup`, when sign-up is on), mails sign-in links
  * (`POST /v1/magic_link_login`, when magic links are on) and reset links
  * (`POST /v1/forgot_password`), and shows a link to `/oauth_login/<provider>`
@@ -51,39 +56,45 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import type { Config, HttpRoute, HttpRouteResponse } from '../../server/index.ts';
+import type { Config, HttpRoute, HttpRouteRequest, HttpRouteResponse } from '../../server/index.ts';
+import { LANGUAGE_COOKIE, pickLanguage } from './i18n.ts';
+import { LOGIN_MESSAGES, RTL_LANGUAGES } from './login_messages.ts';
+import { DESIGN_CSS, PROVIDER_BRANDS } from './design.ts';
 
 /** The flags the login page reads. */
 export type LoginPageConfig = Pick<Config, 'enableLoginPage' | 'organizationName' | 'organizationLogo' | 'enablePasskeys'>;
 
 /** `@simplewebauthn/browser`'s browser build (it defines `SimpleWebAuthnBrowser`), from the installed package. */
-const WEBAUTHN_SCRIPT = readFileSync(join(dirname(dirname(createRequire(import.meta.url).resolve('@simplewebauthn/browser'))), 'dist/bundle/index.umd.min.js'), 'utf8');
+export const WEBAUTHN_SCRIPT = readFileSync(join(dirname(dirname(createRequire(import.meta.url).resolve('@simplewebauthn/browser'))), 'dist/bundle/index.umd.min.js'), 'utf8');
 
-const STYLE = `
-:root{color-scheme:light dark;font-family:system-ui,sans-serif}
-body{margin:0;min-height:100vh;display:grid;place-items:center;background:Canvas;color:CanvasText}
-main{width:min(22rem,90vw);padding:2rem;border:1px solid GrayText;border-radius:.5rem}
-h1{font-size:1.4rem;margin:0 0 1rem}
-label{display:block;margin:.75rem 0 .25rem}
-input{box-sizing:border-box;width:100%;padding:.5rem;font:inherit}
-button{margin-top:1rem;padding:.5rem 1rem;font:inherit;cursor:pointer}
-.link{background:none;border:none;padding:0;color:LinkText;text-decoration:underline}
-[hidden]{display:none!important}
-#error{color:#c62828;margin-top:1rem}
-#notice{margin-top:1rem}
+const STYLE = `${DESIGN_CSS}
+body{display:grid;place-items:start center;padding:var(--s6) var(--s4)}
+main{width:min(24rem,100%)}
+@media (max-width:30rem){body{padding:var(--s4) var(--s3)}main.card{padding:var(--s4)}}
 #enrol code{word-break:break-all}
-#enrol img{display:block;margin:.5rem 0}
-#logo{display:block;margin:0 auto .5rem;max-width:100%}
-#org{text-align:center;font-weight:600;margin:0 0 1rem}
-#social,#orgs{display:grid;gap:.5rem;margin-top:1rem}
-.passkey{display:block;width:100%}
-.social{display:block;padding:.5rem;border:1px solid GrayText;border-radius:.3rem;text-align:center;color:inherit;text-decoration:none}
+#enrol img{display:block;margin:var(--s2) 0}
+#logo{display:block;margin:0 auto var(--s2);max-width:100%}
+#org{text-align:center;font-weight:600;margin:0 0 var(--s4)}
+#orgs{display:grid;gap:var(--s2);margin-top:var(--s4)}
+#after{display:grid;gap:var(--s2);margin-top:var(--s4)}
+#social{display:grid;gap:var(--s2);margin-top:var(--s4);padding-top:var(--s4);border-top:1px solid var(--border)}
+#social:empty,#social.off{display:none}
+.links p{margin:var(--s1) 0}
+#error{color:var(--danger)}
+#notice,#signed-in{color:var(--ok)}
+.language{margin-top:var(--s5);display:flex;align-items:center;gap:var(--s2);font-size:var(--text-sm)}
+.language label{margin:0}
+select{min-height:2.75rem;padding:var(--s1) var(--s2);font:inherit;color:var(--text);background:var(--surface);border:1px solid var(--muted);border-radius:var(--radius)}
+.passkey{display:block;width:100%;margin-top:var(--s2)}
 `;
 
 const SCRIPT = `
 'use strict';
 (() => {
   const $ = (id) => document.getElementById(id);
+  // The page's words in its language (a JSON data block, not a script: the policy need not allow it).
+  const M = JSON.parse($('messages').textContent);
+  const t = (key, vars) => M[key].replace(/\\{(\\w+)\\}/g, (_, name) => String((vars || {})[name]));
   const query = location.search;
   const params = new URLSearchParams(query);
   const resetPath = /\\/app\\/reset-password\\/?$/.test(location.pathname);
@@ -102,7 +113,8 @@ const SCRIPT = `
   const show = (id, text) => { const el = $(id); el.textContent = text; el.hidden = text === ''; };
   const clear = () => { show('error', ''); show('notice', ''); };
   const busy = (on) => { for (const b of document.querySelectorAll('button')) b.disabled = on; };
-  const only = (id) => { for (const f of forms) $(f).hidden = f !== id; };
+  // The other ways to sign in go with the sign-in form only.
+  const only = (id) => { for (const f of forms) $(f).hidden = f !== id; $('social').classList.toggle('off', id !== 'login'); };
   // An identifier with an @ is an email address; anything else is taken for a phone number.
   const identify = (value) => { const v = value.trim(); return v.includes('@') ? { email: v } : { phone_number: v }; };
   async function call(op, input, method) {
@@ -112,11 +124,11 @@ const SCRIPT = `
         ? { credentials: 'same-origin', headers: { accept: 'application/json' } }
         : { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(input) });
     } catch {
-      throw new Error('The server could not be reached. Try again.');
+      throw new Error(t('unreachable'));
     }
     let body = {};
     try { body = await res.json(); } catch { body = {}; }
-    if (!res.ok) throw new Error(typeof body.message === 'string' && body.message ? body.message : 'Request failed (' + res.status + ')');
+    if (!res.ok) throw new Error(typeof body.message === 'string' && body.message ? body.message : t('requestFailed', { status: res.status }));
     return body;
   }
   const orgInvitation = params.get('organization_invitation');
@@ -127,15 +139,15 @@ const SCRIPT = `
       const accepted = await call('accept_organization_invitation', { token: orgInvitation });
       history.replaceState(null, '', location.pathname);
       await call('switch_organization', { organization_id: accepted.organization.id });
-      show('signed-in', 'Signed in to ' + accepted.organization.name);
-      return;
+      show('signed-in', t('signedInTo', { name: accepted.organization.name }));
+      return true;
     }
     let list = [];
     try {
       const mine = await call('organizations', { pagination: { page: 1, limit: 100 } });
       list = Array.isArray(mine.organizations) ? mine.organizations : [];
-    } catch { return; }
-    if (list.length === 0) return;
+    } catch { return false; }
+    if (list.length === 0) return false;
     const box = $('orgs');
     box.replaceChildren();
     for (const o of list) {
@@ -148,24 +160,41 @@ const SCRIPT = `
         try {
           await call('switch_organization', { organization_id: o.id });
           box.hidden = true;
-          show('signed-in', 'Signed in to ' + o.name);
+          show('signed-in', t('signedInTo', { name: o.name }));
         } catch (err) { show('error', err.message); }
         finally { busy(false); }
       });
       box.append(b);
     }
     box.hidden = false;
+    return true;
   }
   function done() {
     if (params.has('client_id')) { location.assign(base + 'authorize' + query); return; }
+    // A direct sign-in lands on the account center.
     only('');
-    $('title').textContent = 'Signed in';
-    show('signed-in', 'Signed in');
-    organizationsAfterSignIn().catch((err) => show('error', err.message));
-    $('add-passkey').hidden = !passkeys;
+    $('title').textContent = t('signedIn');
+    show('signed-in', t('signedIn'));
+    void afterSignIn();
+  }
+  // The account center is where a direct sign-in lands, unless this page has something to offer first:
+  // the user's organizations (or the invitation just accepted), or adding a passkey when the account has none.
+  async function afterSignIn() {
+    let offer = false;
+    try { offer = await organizationsAfterSignIn(); } catch (err) { show('error', err.message); offer = true; }
+    await ready;
+    if (passkeys) {
+      try {
+        const mine = await call('passkeys', {});
+        if (Array.isArray(mine.passkeys) && mine.passkeys.length === 0) { $('add-passkey').hidden = false; offer = true; }
+      } catch { /* the offer is optional */ }
+    }
+    if (!offer) { location.assign(base + 'app/account'); return; }
+    $('to-account').href = base + 'app/account';
+    $('after').hidden = false;
   }
   // A WebAuthn error names what happened in the browser (cancelled, timed out, not allowed).
-  const passkeyError = (err) => (err && err.name === 'NotAllowedError' ? 'The passkey request was cancelled or timed out.' : (err && err.message) || 'The passkey request failed.');
+  const passkeyError = (err) => (err && err.name === 'NotAllowedError' ? t('passkeyCancelled') : (err && err.message) || t('passkeyFailed'));
   async function passkeySignIn(email, conditional) {
     const input = email ? { email } : {};
     const begun = await call('passkey_login_options', input);
@@ -203,17 +232,17 @@ const SCRIPT = `
     if (body.should_show_passkey_screen && body.passkey_options) {
       passkeyOptions = body.passkey_options;
       only('passkey-mfa');
-      $('title').textContent = 'Verify it is you';
+      $('title').textContent = t('verifyTitle');
       void verifyPasskey();
       return true;
     }
     const email = body.should_show_email_otp_screen;
-    if (body.should_show_totp_screen) challenge = { is_totp: true, prompt: 'Enter the code from your authenticator app.' };
-    else if (email) challenge = { is_totp: false, prompt: 'Enter the code sent to your email.' };
-    else if (body.should_show_mobile_otp_screen) challenge = { is_totp: false, prompt: 'Enter the code sent to your phone.' };
+    if (body.should_show_totp_screen) challenge = { is_totp: true, prompt: t('promptTotp') };
+    else if (email) challenge = { is_totp: false, prompt: t('promptEmail') };
+    else if (body.should_show_mobile_otp_screen) challenge = { is_totp: false, prompt: t('promptPhone') };
     else return false;
     only('mfa');
-    $('title').textContent = 'Verify it is you';
+    $('title').textContent = t('verifyTitle');
     show('mfa-prompt', challenge.prompt);
     $('resend').hidden = challenge.is_totp;
     // After a link the login form was not filled: the code step names the account itself.
@@ -255,7 +284,7 @@ const SCRIPT = `
     clear(); busy(true);
     try {
       const body = await call('resend_otp', codeFor());
-      show('notice', typeof body.message === 'string' && body.message ? body.message : 'A new code is on its way.');
+      show('notice', typeof body.message === 'string' && body.message ? body.message : t('newCodeSent'));
       $('otp').value = '';
       $('otp').focus();
     } catch (err) { show('error', err.message); }
@@ -263,7 +292,7 @@ const SCRIPT = `
   });
   const emailFirst = () => {
     const email = $('email').value.trim();
-    if (!email.includes('@')) { show('error', 'Enter your email first.'); $('email').focus(); return ''; }
+    if (!email.includes('@')) { show('error', t('emailFirst')); $('email').focus(); return ''; }
     return email;
   };
   $('forgot').addEventListener('click', async () => {
@@ -273,7 +302,7 @@ const SCRIPT = `
     busy(true);
     try {
       const body = await call('forgot_password', { email });
-      show('notice', typeof body.message === 'string' ? body.message : 'Check your email.');
+      show('notice', typeof body.message === 'string' ? body.message : t('checkEmail'));
     } catch (err) { show('error', err.message); }
     finally { busy(false); }
   });
@@ -287,7 +316,7 @@ const SCRIPT = `
       const input = { email };
       if (params.has('state')) input.state = params.get('state');
       const body = await call('magic_link_login', input);
-      show('notice', typeof body.message === 'string' ? body.message : 'Check your email for a sign-in link.');
+      show('notice', typeof body.message === 'string' ? body.message : t('checkEmailLink'));
     } catch (err) { show('error', err.message); }
     finally { busy(false); }
   });
@@ -303,7 +332,7 @@ const SCRIPT = `
   $('passkey-signup').addEventListener('click', async () => {
     clear();
     const email = $('su-id').value.trim();
-    if (!email.includes('@')) { show('error', 'Enter your email first.'); $('su-id').focus(); return; }
+    if (!email.includes('@')) { show('error', t('emailFirst')); $('su-id').focus(); return; }
     busy(true);
     try {
       const input = { email };
@@ -320,7 +349,7 @@ const SCRIPT = `
       if (body.access_token) { done(); return; }
       signInForm();
       $('email').value = email;
-      show('notice', 'Check your inbox: we sent a link to ' + email + '. Open it to verify your address and sign in.');
+      show('notice', t('checkInbox', { email }));
     } catch (err) { show('error', err.message); }
     finally { busy(false); }
   });
@@ -333,18 +362,18 @@ const SCRIPT = `
         credential = await webauthn.startRegistration({ optionsJSON: begun.options });
       } catch (err) { throw new Error(passkeyError(err)); }
       await call('add_passkey', { ceremony_id: begun.ceremony_id, credential });
-      show('notice', 'Passkey added. Next time, sign in with it.');
+      show('notice', t('passkeyAdded'));
       $('add-passkey').hidden = true;
     } catch (err) { show('error', err.message); }
     finally { busy(false); }
   });
   function signInForm() {
-    $('title').textContent = 'Sign in';
+    $('title').textContent = t('signInTitle');
     only('login');
   }
   function signUpForm() {
     clear();
-    $('title').textContent = 'Create an account';
+    $('title').textContent = t('signUpTitle');
     only('signup');
     $('su-id').focus();
   }
@@ -353,7 +382,7 @@ const SCRIPT = `
   $('signup').addEventListener('submit', async (e) => {
     e.preventDefault();
     clear();
-    if ($('su-password').value !== $('su-confirm').value) { show('error', 'The two passwords differ.'); $('su-confirm').focus(); return; }
+    if ($('su-password').value !== $('su-confirm').value) { show('error', t('passwordsDiffer')); $('su-confirm').focus(); return; }
     busy(true);
     try {
       who = identify($('su-id').value);
@@ -366,7 +395,7 @@ const SCRIPT = `
       if (body.access_token) { done(); return; }
       signInForm();
       if (who.email) $('email').value = who.email;
-      show('notice', who.email ? 'Check your inbox: we sent a link to ' + who.email + '. Open it to verify your address and sign in.' : (typeof body.message === 'string' && body.message ? body.message : 'Check your messages to verify your account.'));
+      show('notice', who.email ? t('checkInbox', { email: who.email }) : (typeof body.message === 'string' && body.message ? body.message : t('checkMessages')));
     } catch (err) { show('error', err.message); }
     finally { busy(false); }
   });
@@ -375,7 +404,7 @@ const SCRIPT = `
     clear();
     const password = $('new-password').value;
     const confirmPassword = $('confirm-password').value;
-    if (password !== confirmPassword) { show('error', 'The two passwords differ.'); $('confirm-password').focus(); return; }
+    if (password !== confirmPassword) { show('error', t('passwordsDiffer')); $('confirm-password').focus(); return; }
     busy(true);
     try {
       const body = await call('reset_password', { token, password, confirm_password: confirmPassword });
@@ -383,7 +412,7 @@ const SCRIPT = `
       $('confirm-password').value = '';
       history.replaceState(null, '', location.pathname);
       signInForm();
-      show('notice', invitation ? 'Your password is set. Sign in with it.' : (typeof body.message === 'string' && body.message ? body.message : 'Password changed.') + ' Sign in with the new password.');
+      show('notice', invitation ? t('passwordSet') : (typeof body.message === 'string' && body.message ? body.message : t('passwordChanged')) + ' ' + t('signInWithNew'));
       $('email').focus();
     } catch (err) { show('error', err.message); }
     finally { busy(false); }
@@ -392,7 +421,7 @@ const SCRIPT = `
     // The token is used up by this call: it leaves the address bar and the history.
     history.replaceState(null, '', location.pathname);
     viaLink = true;
-    show('notice', 'Checking your link…');
+    show('notice', t('checkingLink'));
     try {
       const body = await call('verify_email', { token });
       show('notice', '');
@@ -404,7 +433,7 @@ const SCRIPT = `
       signInForm();
     }
   }
-  const PROVIDERS = { google: 'Google', facebook: 'Facebook', github: 'GitHub', linkedin: 'LinkedIn', apple: 'Apple', discord: 'Discord', twitter: 'X', microsoft: 'Microsoft', twitch: 'Twitch', roblox: 'Roblox' };
+  const BRANDS = ${JSON.stringify(PROVIDER_BRANDS)};
   async function features() {
     let meta;
     try { meta = await call('meta', undefined, 'GET'); } catch { return; }
@@ -415,27 +444,42 @@ const SCRIPT = `
     $('passkey-signup').hidden = !passkeys || meta.is_sign_up_enabled === false;
     if (!$('signed-in').hidden) $('add-passkey').hidden = !passkeys;
     if (passkeys && !$('login').hidden) void autofill();
-    if (meta.is_mobile_basic_authentication_enabled !== true) for (const id of ['email-label', 'su-id-label']) $(id).textContent = 'Email';
+    if (meta.is_mobile_basic_authentication_enabled !== true) for (const id of ['email-label', 'su-id-label']) $(id).textContent = t('email');
     // A provider's sign-in comes back to the authorization request being resumed, else to this page.
     const back = params.has('client_id') ? location.origin + base + 'authorize' + query : location.origin + location.pathname;
     const list = $('social');
     for (const [key, on] of Object.entries(meta)) {
       const m = /^is_([a-z0-9]+)_login_enabled$/.exec(key);
       if (!m || on !== true || m[1] === 'magic') continue;
+      const brand = BRANDS[m[1]] || { name: m[1], colour: '#4f5663', initial: m[1].slice(0, 1).toUpperCase() };
+      const name = m[1] === 'oidc' && typeof meta.oidc_display_name === 'string' && meta.oidc_display_name ? meta.oidc_display_name : brand.name;
       const a = document.createElement('a');
-      a.className = 'social';
+      a.className = 'button provider social';
       a.href = base + 'oauth_login/' + m[1] + '?redirect_uri=' + encodeURIComponent(back);
-      a.textContent = 'Continue with ' + (PROVIDERS[m[1]] || m[1]);
+      const mark = document.createElement('span');
+      mark.className = 'mark';
+      mark.setAttribute('aria-hidden', 'true');
+      mark.style.background = brand.colour;
+      mark.textContent = brand.initial;
+      a.append(mark, document.createTextNode(t('continueWith', { name })));
       list.append(a);
     }
     list.hidden = list.childElementCount === 0;
   }
-  void features();
+  // The language menu: the choice is kept (a cookie) and wins over the browser's languages; this request's ui_locales follows it.
+  $('lang').addEventListener('change', () => {
+    const lang = $('lang').value;
+    document.cookie = 'latchkey_lang=' + encodeURIComponent(lang) + '; Path=/; Max-Age=31536000; SameSite=Lax';
+    const next = new URLSearchParams(location.search);
+    if (next.has('ui_locales')) next.set('ui_locales', lang);
+    location.assign(location.pathname + (next.toString() ? '?' + next.toString() : '') + location.hash);
+  });
+  const ready = features();
   if (resetPath || (token && invitation)) {
-    $('title').textContent = invitation ? 'Accept the invitation' : 'Set a new password';
-    if (invitation) show('notice', 'Choose a password for your account.');
+    $('title').textContent = invitation ? t('invitationTitle') : t('newPasswordTitle');
+    if (invitation) show('notice', t('choosePassword'));
     if (token) { only('reset'); $('new-password').focus(); }
-    else { show('error', 'This password reset link is incomplete: open the whole link from the email, or ask for a new one.'); signInForm(); }
+    else { show('error', t('resetIncomplete')); signInForm(); }
   } else if (token && !params.has('client_id')) {
     void openLink();
   } else if (new URLSearchParams(location.hash.slice(1)).has('access_token')) {
@@ -448,80 +492,87 @@ const SCRIPT = `
 `;
 
 const HTML_HEAD = `<!DOCTYPE html>
-<html lang="en">
+<html lang="{{lang}}" dir="{{dir}}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="same-origin">
-<title>Sign in</title>
+<title>{{signInTitle}}</title>
 <style>${STYLE}</style>
 </head>
 <body>
-<main>
+<main class="card">
 `;
 
-const HTML_BODY = `<h1 id="title">Sign in</h1>
-<noscript>This page needs JavaScript.</noscript>
+const HTML_BODY = `<h1 id="title">{{signInTitle}}</h1>
+<noscript>{{noscript}}</noscript>
 <form id="login" method="post" autocomplete="on" hidden>
-<label id="email-label" for="email">Email or phone</label>
+<label id="email-label" for="email">{{emailOrPhone}}</label>
 <input id="email" name="email" type="text" inputmode="email" autocomplete="username webauthn" required>
-<label for="password">Password</label>
+<label for="password">{{password}}</label>
 <input id="password" name="password" type="password" autocomplete="current-password" required>
-<button id="submit" type="submit">Sign in</button>
-<button id="passkey-login" class="passkey" type="button" hidden>Sign in with a passkey</button>
-<p><button id="forgot" class="link" type="button">Forgot password?</button></p>
-<p><button id="magic" class="link" type="button" hidden>Email me a sign-in link</button></p>
-<p id="to-signup-p"><button id="to-signup" class="link" type="button">Create an account</button></p>
-<nav id="social" aria-label="Other ways to sign in" hidden></nav>
+<button id="submit" class="primary" type="submit">{{signInButton}}</button>
+<button id="passkey-login" class="passkey" type="button" hidden>{{passkeyLogin}}</button>
+<div class="links">
+<p><button id="forgot" class="link" type="button">{{forgot}}</button></p>
+<p><button id="magic" class="link" type="button" hidden>{{magic}}</button></p>
+<p id="to-signup-p"><button id="to-signup" class="link" type="button">{{createAccount}}</button></p>
+</div>
 </form>
 <form id="signup" method="post" autocomplete="on" hidden>
-<label id="su-id-label" for="su-id">Email or phone</label>
+<label id="su-id-label" for="su-id">{{emailOrPhone}}</label>
 <input id="su-id" name="username" type="text" inputmode="email" autocomplete="username" required>
-<label for="su-given">Name (optional)</label>
+<label for="su-given">{{nameOptional}}</label>
 <input id="su-given" name="given-name" autocomplete="given-name">
-<label for="su-password">Password</label>
+<label for="su-password">{{password}}</label>
 <input id="su-password" name="new-password" type="password" autocomplete="new-password" required>
-<label for="su-confirm">Confirm the password</label>
+<label for="su-confirm">{{confirmPassword}}</label>
 <input id="su-confirm" name="confirm-password" type="password" autocomplete="new-password" required>
-<button id="signup-submit" type="submit">Create account</button>
-<button id="passkey-signup" class="passkey" type="button" hidden>Create an account with a passkey (no password)</button>
-<p><button id="to-login" class="link" type="button">I have an account: sign in</button></p>
+<button id="signup-submit" class="primary" type="submit">{{createAccountButton}}</button>
+<button id="passkey-signup" class="passkey" type="button" hidden>{{passkeySignup}}</button>
+<p><button id="to-login" class="link" type="button">{{haveAccount}}</button></p>
 </form>
 <form id="mfa" method="post" hidden>
 <p id="mfa-prompt"></p>
 <div id="enrol" hidden>
-<p>Add this key to your authenticator app:</p>
-<img id="enrol-qr" alt="QR code of the key" hidden>
+<p>{{addKey}}</p>
+<img id="enrol-qr" alt="{{qrAlt}}" hidden>
 <p><code id="enrol-secret"></code></p>
 <p><code id="enrol-uri"></code></p>
-<p>Recovery codes (shown once, keep them safe): <code id="enrol-codes"></code></p>
+<p>{{recoveryCodes}} <code id="enrol-codes"></code></p>
 </div>
 <div id="mfa-who" hidden>
-<label for="mfa-email">Email</label>
+<label for="mfa-email">{{email}}</label>
 <input id="mfa-email" name="email" type="email" autocomplete="username">
 </div>
-<label for="otp">Code</label>
+<label for="otp">{{code}}</label>
 <input id="otp" name="otp" inputmode="numeric" autocomplete="one-time-code" maxlength="16" required>
-<button id="verify" type="submit">Verify</button>
-<p><button id="resend" class="link" type="button" hidden>Send a new code</button></p>
+<button id="verify" class="primary" type="submit">{{verify}}</button>
+<p><button id="resend" class="link" type="button" hidden>{{resendCode}}</button></p>
 </form>
 <form id="passkey-mfa" method="post" hidden>
-<p id="passkey-prompt">Confirm it is you with your passkey.</p>
-<button id="passkey-verify" type="submit">Use my passkey</button>
+<p id="passkey-prompt">{{passkeyPrompt}}</p>
+<button id="passkey-verify" class="primary" type="submit">{{passkeyVerify}}</button>
 </form>
 <form id="reset" method="post" hidden>
-<label for="new-password">New password</label>
+<label for="new-password">{{newPassword}}</label>
 <input id="new-password" name="new-password" type="password" autocomplete="new-password" required>
-<label for="confirm-password">Confirm the new password</label>
+<label for="confirm-password">{{confirmNewPassword}}</label>
 <input id="confirm-password" name="confirm-password" type="password" autocomplete="new-password" required>
-<button id="reset-submit" type="submit">Set password</button>
+<button id="reset-submit" class="primary" type="submit">{{setPassword}}</button>
 </form>
-<p id="signed-in" role="status" hidden></p>
-<div id="orgs" role="group" aria-label="Choose an organization" hidden></div>
-<button id="add-passkey" class="passkey" type="button" hidden>Add a passkey to this account</button>
-<p id="notice" role="status" hidden></p>
-<p id="error" role="alert" hidden></p>
+<p id="signed-in" class="msg" role="status" hidden></p>
+<div id="orgs" role="group" aria-label="{{chooseOrganization}}" hidden></div>
+<div id="after" hidden>
+<button id="add-passkey" class="passkey" type="button" hidden>{{addPasskey}}</button>
+<a id="to-account" class="button primary">{{continueToAccount}}</a>
+</div>
+<p id="notice" class="msg" role="status" hidden></p>
+<p id="error" class="msg" role="alert" hidden></p>
+<nav id="social" aria-label="{{socialNav}}" hidden></nav>
+<p class="language"><label for="lang">{{language}}</label><select id="lang">{{languageOptions}}</select></p>
 </main>
+<script type="application/json" id="messages">{{messagesJson}}</script>
 <script>${SCRIPT}</script>
 </body>
 </html>
@@ -530,18 +581,43 @@ const HTML_BODY = `<h1 id="title">Sign in</h1>
 const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /**
- * The page for a configuration: the organization's name (`--organization-name`) and logo
+ * The page for a configuration and a language: the organization's name (`--organization-name`) and logo
  * (`--organization-logo`, an http(s) URL) above the forms; with passkeys on, the WebAuthn browser
  * library before the page's script.
  */
-function pageHtml(name: string, logo: string, passkeys: boolean): string {
+function pageHtml(name: string, logo: string, lang: string, passkeys: boolean): string {
   const brand = [
     logo ? `<img id="logo" src="${escapeHtml(logo)}" alt="${escapeHtml(name)} logo" height="48">` : '',
     name ? `<p id="org">${escapeHtml(name)}</p>` : '',
   ].join('\n');
-  const body = passkeys ? HTML_BODY.replace('<script>', () => `<script>${WEBAUTHN_SCRIPT}</script>\n<script>`) : HTML_BODY;
-  return HTML_HEAD + (brand.trim() ? `${brand.trim()}\n` : '') + body;
+  const messages = LOGIN_MESSAGES[lang] ?? LOGIN_MESSAGES['en']!;
+  const fill: Record<string, string> = {
+    ...Object.fromEntries(Object.entries(messages).map(([k, v]) => [k, escapeHtml(v)])),
+    lang,
+    dir: RTL_LANGUAGES.has(lang) ? 'rtl' : 'ltr',
+    languageOptions: Object.keys(LOGIN_MESSAGES)
+      .map((l) => `<option value="${l}" lang="${l}"${l === lang ? ' selected' : ''}>${escapeHtml(LANGUAGE_NAMES[l] ?? l)}</option>`)
+      .join(''),
+    // A data block is not executed; `<` is escaped so that its text cannot close the element.
+    messagesJson: JSON.stringify(messages).replace(/</g, '\\u003c'),
+  };
+  // Only the document's {{key}} slots are filled: the style and the script hold none (checked below), so their hashes hold for every language.
+  const html = (HTML_HEAD + (brand.trim() ? `${brand.trim()}\n` : '') + HTML_BODY).replace(/\{\{(\w+)\}\}/g, (_, key: string) => {
+    const value = fill[key];
+    if (value === undefined) throw new Error(`login page: no text for {{${key}}}`);
+    return value;
+  });
+  // The library is inserted after the slots are filled: its text is not scanned for them.
+  return passkeys ? html.replace('<script>', () => `<script>${WEBAUTHN_SCRIPT}</script>\n<script>`) : html;
 }
+
+/** Each language's name in itself, for the language menu. */
+const LANGUAGE_NAMES: Readonly<Record<string, string>> = { en: 'English', de: 'Deutsch', fr: 'Français', es: 'Español', ja: '日本語', ar: 'العربية' };
+
+if (/\{\{\w+\}\}/.test(STYLE + SCRIPT)) throw new Error('login page: the style or the script holds a {{key}} slot');
+
+/** The languages the sign-in page is available in, English (the default) first. */
+export const LOGIN_PAGE_LANGUAGES: readonly string[] = Object.freeze(Object.keys(LOGIN_MESSAGES));
 
 /** The origin of an http(s) logo URL, allowed as an image source; undefined for anything else. */
 function logoOrigin(logo: string): string | undefined {
@@ -584,16 +660,19 @@ export function loginPageRoutes(c: LoginPageConfig): HttpRoute[] {
   if (!c.enableLoginPage) return [];
   // Only an http(s) logo is shown (the policy allows its origin); the name is text.
   const logo = logoOrigin(c.organizationLogo ?? '') ? (c.organizationLogo ?? '') : '';
-  const page: HttpRouteResponse = {
-    html: pageHtml(c.organizationName ?? '', logo, c.enablePasskeys),
-    headers: {
-      'content-security-policy': loginPageCsp(logo, c.enablePasskeys),
-      'cache-control': 'no-store',
-      pragma: 'no-cache',
-      'x-frame-options': 'DENY',
-      'referrer-policy': 'same-origin',
-    },
+  const headers = {
+    'content-security-policy': loginPageCsp(logo, c.enablePasskeys),
+    'cache-control': 'no-store',
+    pragma: 'no-cache',
+    'x-frame-options': 'DENY',
+    'referrer-policy': 'same-origin',
+    // The language follows these request headers; no cache may serve one reader's page to another.
+    vary: 'Accept-Language, Cookie',
   };
-  const handler = async (): Promise<HttpRouteResponse> => page;
+  const pages = new Map(LOGIN_PAGE_LANGUAGES.map((lang) => [lang, { html: pageHtml(c.organizationName ?? '', logo, lang, c.enablePasskeys), headers: { ...headers, 'content-language': lang } } satisfies HttpRouteResponse]));
+  const handler = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
+    const lang = pickLanguage(LOGIN_PAGE_LANGUAGES, { uiLocales: request.query['ui_locales'], saved: request.cookies[LANGUAGE_COOKIE], acceptLanguage: request.acceptLanguage });
+    return pages.get(lang) ?? pages.get('en')!;
+  };
   return [{ path: '/app', handler }, { path: '/app/', handler }, { path: '/app/reset-password', handler }];
 }

@@ -46,7 +46,7 @@ import {
   type UserRecord,
 } from '../../auth/index.ts';
 import type { AuditEntry, WebhookEvent } from '../../admin/index.ts';
-import { CookieSink, adminEventRecorder, setSessionCookiesOn, type Config, type HttpRoute, type HttpRouteRequest, type HttpRouteResponse, type Services } from '../../server/index.ts';
+import { CookieSink, adminEventRecorder, recordSessionDevice, setSessionCookiesOn, type Config, type HttpRoute, type HttpRouteRequest, type HttpRouteResponse, type Services } from '../../server/index.ts';
 
 /** The cookie binding a started social login to the browser. */
 export const SOCIAL_STATE_COOKIE = 'service-oauth-state';
@@ -165,6 +165,7 @@ export function socialRoutes(services: Services): HttpRoute[] {
         const result = out.result;
         const user = out.user;
         sessionCookies(sink, result);
+        await recordSessionDevice(services.auth, result, request, services.logger);
         if (out.replacedUnverified) await record(request, 'oauth.unverified_account_replaced', { user, metadata });
         const r = result.response;
         if (result.mfaSession !== undefined) {

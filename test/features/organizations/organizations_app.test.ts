@@ -4,7 +4,9 @@
  * and invites an address from the dashboard; the mailed link opens /app; the invitee signs up on the page and
  * lands in the organization (a member, the session's active organization);
  * a user of several organizations is offered a button per organization
- * after signing in, and the one clicked becomes the session's active one.
+ * after signing in, and the one clicked becomes the session's active one;
+ * the account center, reached from there, lists them with the role and makes
+ * another one active.
  * No CSP or Trusted Types violation, page error or dialog along the way.
  */
 import anyTest, { type ExecutionContext } from 'ava';
@@ -104,5 +106,15 @@ test('an invitee opens the mailed link, signs up in /app and lands in the organi
   await second.page.locator('#signed-in', { hasText: 'Signed in to Acme' }).waitFor();
   const active = await rest('validate_session', { cookie: (await second.cookie())! }, {});
   t.is(active.body?.['org_id'], orgId);
+  // The way on to the account center, which lists both organizations with the role and switches the active one.
+  await second.page.click('#to-account');
+  await second.page.waitForURL((url) => url.pathname === '/app/account');
+  await second.page.locator('#organizations li', { hasText: 'Globex' }).waitFor();
+  t.deepEqual(await second.page.locator('#organizations li strong').allTextContents(), ['Acme', 'Globex']);
+  await second.page.getByRole('button', { name: 'Make Globex the active organization' }).click();
+  await second.page.locator('#organizations-msg', { hasText: 'Active organization: Globex' }).waitFor();
+  const switched = await rest('validate_session', { cookie: (await second.cookie())! }, {});
+  t.not(switched.body?.['org_id'], orgId, 'the other organization is active now');
+  t.truthy(switched.body?.['org_id']);
   t.deepEqual([...dash.problems, ...problems, ...second.problems], []);
 });

@@ -235,6 +235,28 @@ test('users: search, edit names and roles, revoke (the token fails) and enable, 
   t.deepEqual(problems, []);
 });
 
+test('users: a user\'s sessions with their devices; one ended from the dashboard is refused on its next call', async (t) => {
+  const server = await start(t);
+  const signup = await server.call('signup', { email: 'dee@example.com', password: PASSWORD }, { protocol: 'rest' });
+  t.truthy(signup.body);
+  const phone = await server.call('login', { email: 'dee@example.com', password: PASSWORD }, { protocol: 'rest', headers: { 'user-agent': 'Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Mobile Safari/537.36' } });
+  const bearer = { authorization: `Bearer ${String(phone.body?.['access_token'])}` };
+  const { page, problems } = await openDashboard(t, server);
+  await signIn(page);
+  await page.getByRole('link', { name: 'Users' }).click();
+  await page.getByRole('button', { name: 'Open dee@example.com' }).click();
+  const row = page.locator('#edit-sessions tr', { hasText: 'Chrome on Android' });
+  await row.waitFor();
+  t.is(await page.locator('#edit-sessions tr').count(), 2, 'the sign-up\'s session and the phone\'s');
+  t.regex((await row.textContent()) ?? '', /127\.0\.0\.1/);
+  t.deepEqual(await seriousViolations(page), []);
+  await row.getByRole('button', { name: /^End session \(Chrome on Android/ }).click();
+  await page.locator('#toast', { hasText: 'Session ended.' }).waitFor();
+  await page.locator('#edit-sessions tr', { hasText: 'Chrome on Android' }).waitFor({ state: 'detached' });
+  t.is((await server.call('profile', {}, { protocol: 'rest', headers: bearer })).error?.code, 'unauthenticated');
+  t.deepEqual(problems, []);
+});
+
 test('webhooks: create, a test event reaches the receiver, a failing endpoint is shown as failed, disable, the delivery log; email template with live preview', async (t) => {
   const server = await start(t, { 'organization-name': 'Acme & Co' });
   const receiver = await receiverFor(t);

@@ -6,7 +6,8 @@
  * passkey button, a sign-in from the email field's autofill (conditional
  * mediation), a password user adding a passkey after signing in, and a
  * passkey as the second factor of a password login; the dashboard listing a
- * user's passkeys and revoking one. Each sign-in flow ends signed in
+ * user's passkeys and revoking one; the account center adding and renaming a
+ * passkey, and deleting the account after a passkey step-up. Each sign-in flow ends signed in
  * with a session the server validates. The page is served at
  * `http://localhost:<port>` (`--url`), whose host is the relying party ID (a
  * WebAuthn RP ID is a domain, never an IP address). No CSP or Trusted Types
@@ -22,6 +23,7 @@ import { needs } from '../../helpers/needs.ts';
 import { startTestServer, type TestServer } from '../../helpers/server.ts';
 import { screenshot } from '../../helpers/screenshots.ts';
 import { seriousViolations } from '../../helpers/accessibility.ts';
+import { LOGIN_MESSAGES } from '../../../transports/web/login_messages.ts';
 
 const test = needs(anyTest.serial, 'chromium');
 const PASSWORD = 'Correct-Horse-7-Battery';
@@ -92,9 +94,20 @@ async function shown(page: Page, id: string): Promise<string> {
   return (await page.textContent(`#${id}`)) ?? '';
 }
 
-/** The page says "Signed in" and its session cookie is one the server validates. */
-async function signedIn(t: ExecutionContext, server: TestServer, b: Browsing, label: string): Promise<void> {
-  t.is(await shown(b.page, 'signed-in'), 'Signed in', label);
+/**
+ * The sign-in landed: on the account center when /app has nothing to offer first (`account`), or still on /app,
+ * saying "Signed in", offering to add a passkey with a link on to the account center (`offer`: an account without
+ * a passkey); either way its session cookie is one the server validates.
+ */
+async function signedIn(t: ExecutionContext, server: TestServer, b: Browsing, label: string, where: 'account' | 'offer' = 'account'): Promise<void> {
+  if (where === 'account') {
+    await b.page.waitForURL((url) => url.pathname === '/app/account');
+    await b.page.locator('#account-email:not(:empty)').waitFor();
+  } else {
+    t.is(await shown(b.page, 'signed-in'), 'Signed in', label);
+    await b.page.locator('#add-passkey').waitFor({ state: 'visible' });
+    t.is(await b.page.getAttribute('#to-account', 'href'), '/app/account', `${label}: the way on to the account center`);
+  }
   const cookie = (await b.context.cookies()).find((c) => c.name === 'cookie_session');
   t.truthy(cookie, `${label}: a session cookie`);
   const check = await server.call('validate_session', { cookie: cookie!.value }, { protocol: 'rest' });
@@ -169,11 +182,13 @@ test('a password user signs in, adds a passkey, then signs in with it; with MFA 
   await b.page.fill('#email', email);
   await b.page.fill('#password', PASSWORD);
   await b.page.click('#submit');
-  await signedIn(t, server, b, 'after the password sign-in');
-  await b.page.locator('#add-passkey').waitFor({ state: 'visible' });
+  await signedIn(t, server, b, 'after the password sign-in', 'offer');
   await screen(t, b.page, 'app-passkeys-add');
   await b.page.click('#add-passkey');
   await b.page.locator('#notice', { hasText: 'Passkey added' }).waitFor();
+  t.true(await b.page.isHidden('#add-passkey'), 'offered once');
+  await b.page.click('#to-account');
+  await b.page.waitForURL((url) => url.pathname === '/app/account');
   const { credentials } = await b.cdp.send('WebAuthn.getCredentials', { authenticatorId: b.authenticatorId });
   t.is(credentials.length, 1, 'the authenticator holds the new passkey');
 
@@ -243,4 +258,71 @@ test('the dashboard lists a user\'s passkeys and revokes one; the revoked passke
   await b.cdp.send('WebAuthn.addCredential', { authenticatorId: b.authenticatorId, credential: credentials[0]! });
   await b.page.click('#passkey-login');
   t.regex(await shown(b.page, 'error'), /not registered/);
+});
+
+test('the account center: a password user goes on from the offer, adds and renames a passkey there, and deletes the account after the passkey step-up', async (t) => {
+  const server = await start(t);
+  const email = fresh();
+  t.is((await server.call('signup', { email, password: PASSWORD }, { protocol: 'rest' })).error, undefined);
+  const b = await browse(t, server);
+  await b.page.goto(`${b.base}/app`);
+  await b.page.locator('#passkey-login').waitFor({ state: 'visible' });
+  await b.page.fill('#email', email);
+  await b.page.fill('#password', PASSWORD);
+  await b.page.click('#submit');
+  await signedIn(t, server, b, 'after the password sign-in', 'offer');
+  await b.page.click('#to-account');
+  await b.page.waitForURL((url) => url.pathname === '/app/account');
+  await b.page.locator('#passkeys li', { hasText: 'No passkey yet.' }).waitFor();
+
+  await b.page.click('#passkeys-box #add-passkey');
+  await b.page.locator('#passkeys-msg', { hasText: 'Passkey added.' }).waitFor();
+  const name = b.page.locator('#passkeys input');
+  t.is(await name.count(), 1, 'the new passkey is listed');
+  await name.fill('Laptop');
+  await b.page.getByRole('button', { name: 'Rename' }).click();
+  await b.page.locator('#passkeys-msg', { hasText: 'Passkey renamed.' }).waitFor();
+  t.is(await b.page.inputValue('#passkeys input'), 'Laptop');
+  const users = (await server.call('users', { pagination: { page: 1, limit: 10 } }, { protocol: 'rest', headers: { 'x-service-admin-secret': 'test-admin-secret' } })).body!['users'] as Array<{ id: string; email: string }>;
+  const listed = await server.call('user_passkeys', { user_id: users.find((u) => u.email === email)!.id }, { protocol: 'rest', headers: { 'x-service-admin-secret': 'test-admin-secret' } });
+  t.deepEqual((listed.body!['passkeys'] as Array<{ name: string }>).map((p) => p.name), ['Laptop']);
+  await screen(t, b.page, 'app-account-passkeys');
+
+  // A passkey holder's deletion needs the password and a passkey step-up, which the page asks the authenticator for.
+  await b.page.fill('#delete-password', PASSWORD);
+  await b.page.check('#delete-confirm');
+  await b.page.click('#delete-submit');
+  await b.page.waitForURL((url) => url.pathname === '/app');
+  const login = await server.call('login', { email, password: PASSWORD }, { protocol: 'rest' });
+  t.truthy(login.error, 'the deleted account no longer signs in');
+  t.deepEqual(b.problems, []);
+});
+
+test('in German, the passkey buttons and the offer after sign-in come from the catalogue: no English left on screen', async (t) => {
+  const server = await start(t);
+  const email = fresh();
+  t.is((await server.call('signup', { email, password: PASSWORD }, { protocol: 'rest' })).error, undefined);
+  const b = await browse(t, server);
+  const de = LOGIN_MESSAGES['de']!;
+  const english = new Set(Object.values(LOGIN_MESSAGES['en']!));
+  const englishShown = () => b.page.evaluate<string[]>("Array.from(document.querySelectorAll('h1,label,button,a,p,option')).filter((e) => e.offsetParent !== null).map((e) => e.textContent.trim()).filter(Boolean)")
+    // The words German shares with English (as the language test allows them): "Code", "Name (optional)".
+    .then((shown) => shown.filter((text) => english.has(text) && text !== de.code && text !== de.nameOptional));
+  await b.page.goto(`${b.base}/app?ui_locales=de`);
+  await b.page.locator('#passkey-login').waitFor({ state: 'visible' });
+  t.is((await b.page.textContent('#passkey-login'))?.trim(), de.passkeyLogin);
+  t.deepEqual(await englishShown(), [], 'the sign-in form');
+  await b.page.click('#to-signup');
+  await b.page.locator('#passkey-signup').waitFor({ state: 'visible' });
+  t.is((await b.page.textContent('#passkey-signup'))?.trim(), de.passkeySignup);
+  t.deepEqual(await englishShown(), [], 'the sign-up form');
+  await b.page.click('#to-login');
+  await b.page.fill('#email', email);
+  await b.page.fill('#password', PASSWORD);
+  await b.page.click('#submit');
+  await b.page.locator('#add-passkey').waitFor({ state: 'visible' });
+  t.is((await b.page.textContent('#add-passkey'))?.trim(), de.addPasskey);
+  t.is((await b.page.textContent('#to-account'))?.trim(), de.continueToAccount);
+  t.deepEqual(await englishShown(), [], 'the offer after sign-in');
+  t.deepEqual(b.problems, []);
 });

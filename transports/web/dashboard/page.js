@@ -260,6 +260,7 @@
     clear(roles);
     const all = [...new Set([...(meta.roles || []), ...(u.roles || [])])];
     for (const r of all) roles.append(el('label', { class: 'inline' }, el('input', { type: 'checkbox', value: r, checked: (u.roles || []).includes(r) }), r));
+    void guarded(() => loadUserSessions(u));
     $('edit-access').textContent = u.revoked_timestamp ? 'Enable access' : 'Revoke access';
     $('edit-delete').disabled = !u.email;
     void guarded(() => loadPasskeys(u));
@@ -283,6 +284,23 @@
         }, $('user-edit'));
       } });
       list.append(el('li', { class: 'passkey-row' }, el('span', { text: label }), revoke));
+    }
+  }
+  /** The user's live sessions (`_list_sessions`), each with an "End" button (`_revoke_session`). */
+  async function loadUserSessions(u) {
+    const out = await api('admin/list_sessions', { user_id: u.id });
+    if (users.current !== u) return;
+    const rows = $('edit-sessions');
+    clear(rows);
+    if (out.sessions.length === 0) rows.append(el('tr', {}, el('td', { colspan: '5', class: 'muted', text: 'No live session.' })));
+    for (const s of out.sessions) {
+      const end = el('button', { type: 'button', text: 'End', 'aria-label': 'End session (' + s.browser + (s.ip ? ', ' + s.ip : '') + ')' });
+      end.addEventListener('click', () => void guarded(async () => {
+        await api('admin/revoke_session', { id: s.id });
+        toast('Session ended.');
+        await loadUserSessions(u);
+      }, $('edit-sessions')));
+      rows.append(el('tr', {}, el('td', { text: s.browser, title: s.user_agent }), el('td', { text: s.ip }), el('td', { text: when(s.first_seen_at) }), el('td', { text: when(s.last_seen_at) }), el('td', {}, end)));
     }
   }
   $('edit-close').addEventListener('click', () => { $('user-edit').hidden = true; users.current = null; });

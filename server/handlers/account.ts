@@ -1,0 +1,70 @@
+/**
+ * The account center's operations: the caller's sessions (`list_sessions`,
+ * `revoke_session`) and sign-in methods (`linked_identities`,
+ * `unlink_identity`), and the super-admin's view of any user's sessions
+ * (`_list_sessions`, `_revoke_session`).
+ */
+import { socialProviderTable, type SocialLoginProvider } from '../../auth/index.ts';
+import { ACCOUNT_OPERATIONS } from '../../api/index.ts';
+import type { RequestContext } from '../context.ts';
+import { audit, authOf, callContext, clearSessionCookies } from './auth.ts';
+import type { HandlersOf } from './types.ts';
+
+const PROVIDER_NAMES: Readonly<Record<string, string>> = Object.fromEntries(
+  Object.values(socialProviderTable()).map((row) => [row.name, row.displayName]),
+);
+
+/** The provider as shown to users: its brand name, or `--oidc-display-name` for the generic OpenID provider. */
+function displayNameOf(ctx: RequestContext, provider: SocialLoginProvider): string {
+  if (provider === 'oidc') return ctx.services.config.oidcDisplayName || 'OpenID Connect';
+  return PROVIDER_NAMES[provider] ?? provider;
+}
+
+const currentSid = (ctx: RequestContext): string | undefined => (ctx.principal.kind === 'user' ? ctx.principal.sessionId : undefined);
+
+/** Records an admin action on a user's sessions in the audit log (never fails the call). */
+async function adminAudit(ctx: RequestContext, action: string, userId: string, metadata: Record<string, unknown>): Promise<void> {
+  const admin = ctx.services.admin;
+  if (admin === undefined) return;
+  try {
+    await admin.audit.record({
+      actor_type: 'admin',
+      actor_id: 'super_admin',
+      action,
+      resource_type: 'user',
+      resource_id: userId,
+      ip_address: ctx.clientIp,
+      user_agent: ctx.userAgent,
+      metadata: { ...metadata, protocol: ctx.protocol, ...(ctx.principal.kind === 'super_admin' ? { via: ctx.principal.via } : {}) },
+    });
+  } catch (err) {
+    ctx.logger.error('admin event not recorded', { action, err });
+  }
+}
+
+export const ACCOUNT_HANDLERS: HandlersOf<typeof ACCOUNT_OPERATIONS> = {
+  list_sessions: async (ctx) => ({ sessions: await authOf(ctx).listSessions(callContext(ctx)) }),
+  revoke_session: async (ctx, input) => {
+    const revoked = await authOf(ctx).revokeSession(input, callContext(ctx));
+    const userId = ctx.principal.kind === 'user' ? ctx.principal.userId : undefined;
+    await audit(ctx, 'user.session_revoked', { userId, metadata: input.all_others === true ? { all_others: true, revoked } : { session_id: input.id } });
+    // Ending the session of this very call signs the browser out, as logout does.
+    if (input.id !== undefined && input.id === currentSid(ctx)) clearSessionCookies(ctx);
+    return { message: revoked === 1 ? 'Session ended' : `${revoked} sessions ended`, revoked };
+  },
+  linked_identities: async (ctx) => {
+    const { providers, has_password } = await authOf(ctx).linkedIdentities(callContext(ctx));
+    return { identities: providers.map((provider) => ({ provider, display_name: displayNameOf(ctx, provider) })), has_password };
+  },
+  unlink_identity: async (ctx, input) => {
+    const user = await authOf(ctx).unlinkIdentity(input.provider, callContext(ctx));
+    await audit(ctx, 'user.identity_unlinked', { userId: user.id, user, metadata: { provider: input.provider } });
+    return { message: `${displayNameOf(ctx, input.provider as SocialLoginProvider)} unlinked` };
+  },
+  admin_list_sessions: async (ctx, input) => ({ sessions: await authOf(ctx).listSessionsOf(input.user_id) }),
+  admin_revoke_session: async (ctx, input) => {
+    const userId = await authOf(ctx).revokeAnySession(input.id);
+    await adminAudit(ctx, 'admin.session_revoked', userId, { session_id: input.id });
+    return { message: 'Session ended', revoked: 1 };
+  },
+};

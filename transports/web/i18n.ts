@@ -1,0 +1,47 @@
+/**
+ * Which language a page is shown in: the first of the request's
+ * `ui_locales` (OpenID Connect Core §3.1.2.1: space-separated BCP 47 tags,
+ * carried to `/app` with the rest of the authorization request) that the
+ * page has; else the reader's saved choice (the `latchkey_lang` cookie the
+ * page's language menu sets); else the best of `Accept-Language` by its
+ * weights (RFC 9110 §12.5.4); else the default, the first available. Tags
+ * match on their primary subtag (`de-AT` is `de`).
+ */
+
+/** The cookie that keeps the reader's choice of language. */
+export const LANGUAGE_COOKIE = 'latchkey_lang';
+
+const primary = (tag: string): string => tag.trim().toLowerCase().split(/[-_]/)[0] ?? '';
+
+/** The languages of `Accept-Language`, by weight (highest first, ties in their order), without `q=0` and `*`. */
+export function acceptedLanguages(header: string | undefined): string[] {
+  if (header === undefined || header.length > 1024) return [];
+  const items: { tag: string; q: number; i: number }[] = [];
+  header.split(',').forEach((part, i) => {
+    const [tag = '', ...params] = part.split(';');
+    const qParam = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    const q = qParam === undefined ? 1 : Number(qParam.slice(2));
+    if (tag.trim() === '' || tag.trim() === '*' || !Number.isFinite(q) || q <= 0) return;
+    items.push({ tag: tag.trim(), q, i });
+  });
+  return items.sort((a, b) => b.q - a.q || a.i - b.i).map((x) => x.tag);
+}
+
+/** The language to show, from the request (see the module comment). */
+export function pickLanguage(available: readonly string[], o: { uiLocales?: unknown; saved?: string | undefined; acceptLanguage?: string | undefined }): string {
+  const has = (tag: string): string | undefined => available.find((a) => a === primary(tag));
+  const ui = typeof o.uiLocales === 'string' && o.uiLocales.length <= 256 ? o.uiLocales.split(' ') : [];
+  for (const tag of ui) {
+    const hit = has(tag);
+    if (hit !== undefined) return hit;
+  }
+  if (o.saved !== undefined) {
+    const hit = has(o.saved);
+    if (hit !== undefined) return hit;
+  }
+  for (const tag of acceptedLanguages(o.acceptLanguage)) {
+    const hit = has(tag);
+    if (hit !== undefined) return hit;
+  }
+  return available[0] ?? 'en';
+}
