@@ -14,7 +14,7 @@ import { closedPort, countingProxy } from './proxy.ts';
 let server: TestServer;
 
 test.before(async () => {
-  server = await startTestServer({ 'webhook-allow-private-networks': true });
+  server = await startTestServer({ 'webhook-allow-private-networks': true, 'enable-explain-permission': true });
 });
 
 test.after.always(async () => {
