@@ -195,6 +195,9 @@ const SCRIPT = `
   }
   // A WebAuthn error names what happened in the browser (cancelled, timed out, not allowed).
   const passkeyError = (err) => (err && err.name === 'NotAllowedError' ? t('passkeyCancelled') : (err && err.message) || t('passkeyFailed'));
+  // One passkey sign-in at a time: the autofill request and the button may both get an answer, and a second sign-in
+  // would end the first one's session (a login never keeps a presented session) while the page moves on with it.
+  let passkeySigningIn = false;
   async function passkeySignIn(email, conditional) {
     const input = email ? { email } : {};
     const begun = await call('passkey_login_options', input);
@@ -202,9 +205,15 @@ const SCRIPT = `
     try {
       credential = await webauthn.startAuthentication({ optionsJSON: begun.options, useBrowserAutofill: conditional });
     } catch (err) { throw new Error(passkeyError(err)); }
-    const body = await call('passkey_login', { ceremony_id: begun.ceremony_id, credential });
-    done();
-    return body;
+    if (passkeySigningIn) return undefined;
+    passkeySigningIn = true;
+    try {
+      const body = await call('passkey_login', { ceremony_id: begun.ceremony_id, credential });
+      done();
+      return body;
+    } finally {
+      passkeySigningIn = false;
+    }
   }
   async function autofill() {
     // Conditional mediation: the email field's autofill offers this site's passkeys while the form waits.

@@ -108,6 +108,9 @@ async function signedIn(t: ExecutionContext, server: TestServer, b: Browsing, la
     await b.page.locator('#add-passkey').waitFor({ state: 'visible' });
     t.is(await b.page.getAttribute('#to-account', 'href'), '/app/account', `${label}: the way on to the account center`);
   }
+  // The page's last answer may still be arriving (a second sign-in, from the autofill request, replaces the first
+  // session with its own): the cookie is read once the page has nothing in flight.
+  await b.page.waitForLoadState('networkidle');
   const cookie = (await b.context.cookies()).find((c) => c.name === 'cookie_session');
   t.truthy(cookie, `${label}: a session cookie`);
   const check = await server.call('validate_session', { cookie: cookie!.value }, { protocol: 'rest' });
