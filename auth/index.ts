@@ -116,7 +116,8 @@ export {
   type TxtResolver,
 } from './organizations.ts';
 export { SqlScimStore, type ScimTokenRecord, type ScimUserRow } from './scim_store.ts';
-export { ScimError, ScimService, SCIM_ENTERPRISE, SCIM_GROUP, SCIM_USER, type ScimCall, type ScimRequest, type ScimResponse } from './scim.ts';
+export { ScimService, type ScimCall, type ScimRequest, type ScimResponse } from './scim.ts';
+export { ScimError, SCIM_ENTERPRISE, SCIM_GROUP, SCIM_USER } from './scim_document.ts';
 export { matches as scimFilterMatches, parseFilter as parseScimFilter, parsePatchPath as parseScimPatchPath, printFilter as printScimFilter, ScimFilterError, type Filter as ScimFilter } from './scim_filter.ts';
 export { DEFAULT_ORG_SETTINGS, SqlOrgStore, type OrgSettings, type OrgRecord, type MemberRecord, type TeamRecord, type InvitationRecord, type InvitationStatus, type DomainRecord } from './org_store.ts';
 export { BUILTIN_ORG_ROLES, ORG_PERMISSIONS, mergeOrgFragment, orgModelFragment, orgModelFragmentDsl } from './org_model.ts';
