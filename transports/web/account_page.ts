@@ -38,7 +38,7 @@ import type { HttpRoute, HttpRouteRequest, HttpRouteResponse } from '../../serve
 import { ACCOUNT_MESSAGES } from './account_messages.ts';
 import { LANGUAGE_COOKIE, pickLanguage } from './i18n.ts';
 import { RTL_LANGUAGES } from './login_messages.ts';
-import { DESIGN_CSS, escapeHtml, PROVIDER_BRANDS } from './design.ts';
+import { DESIGN_CSS, PROVIDER_BRANDS } from './design.ts';
 import { WEBAUTHN_SCRIPT, type LoginPageConfig } from './login_page.ts';
 
 const STYLE = `${DESIGN_CSS}
@@ -524,6 +524,7 @@ const HTML_BODY = `<header class="top">
 </html>
 `;
 
+const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 function logoOrigin(logo: string): string | undefined {
   try {
