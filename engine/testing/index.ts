@@ -22,13 +22,12 @@
  */
 import type { AuthorizationModel } from '../model.ts';
 import { transformDslToModel } from '../../dsl/index.ts';
-import { checkModelProperty, type ModelProperty, type PropertyResult, type PropertyRunOptions } from './properties.ts';
+import { checkModelProperty as checkCompiledModelProperty, type ModelProperty, type PropertyResult, type PropertyRunOptions } from './properties.ts';
 import { describeFailure } from './store_case.ts';
 
 export { buildUniverse, objectsOf, type IdsOption, type Slot, type Universe, type UniverseOptions } from './universe.ts';
 export { parameterValue, sampleContexts, storeArbitrary, storesOf, tupleSetArbitrary, type GeneratedStore, type StoreOptions } from './arbitraries.ts';
 export {
-  checkModelProperty,
   engineFor,
   type Counterexample,
   type FailingCheck,
@@ -59,6 +58,16 @@ export class ModelPropertyError extends Error {
 }
 
 /**
+ * Checks `property` of `model` (JSON or DSL) on `numRuns` generated stores;
+ * on failure, shrinks the store to the fewest tuples that still fail and
+ * returns it as the counterexample. Never throws for a failing property;
+ * `invalid_argument` for a model, property or options that do not fit.
+ */
+export function checkModelProperty(model: AuthorizationModel | string, property: ModelProperty, options: PropertyRunOptions = {}): Promise<PropertyResult> {
+  return checkCompiledModelProperty(toModel(model), property, options);
+}
+
+/**
  * Checks `property` of `model` (JSON or DSL) and throws a
  * {@link ModelPropertyError} when a generated store breaks it: the message
  * names the failing check with its expected and actual answer, the seed to
@@ -67,7 +76,7 @@ export class ModelPropertyError extends Error {
  */
 export async function assertModelProperty(model: AuthorizationModel | string, property: ModelProperty, options: PropertyRunOptions & { name?: string } = {}): Promise<PropertyResult> {
   const { name, ...runOptions } = options;
-  const result = await checkModelProperty(toModel(model), property, runOptions);
+  const result = await checkModelProperty(model, property, runOptions);
   if (!result.ok) throw new ModelPropertyError(describeFailure(result, name ?? property.kind), result);
   return result;
 }

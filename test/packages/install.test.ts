@@ -9,8 +9,9 @@
  *   docs/dsl.md, docs/clients.md and docs/testing-models.md runs as
  *   written, in a project made by the doc's own `npm install` lines, printing
  *   what the doc says it prints, and type-checks against the published
- *   declarations (testing-models.md's include a node:test file using
- *   `@latchkey/engine/testing` with fast-check installed beside it);
+ *   declarations (testing-models.md's include node:test, vitest and jest
+ *   files using `@latchkey/engine/testing`, run by those runners installed
+ *   beside it, each required to find and pass every test of the file);
  * - `npx latchkey --version`, `npx latchkey dsl validate` and
  *   `npx latchkey fga test` (assertions and a property) work from the
  *   installed server package, and `latchkey/engine/testing` re-exports the
@@ -27,7 +28,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { buildPackages, packPackages, PACKAGES, PACKAGES_OUT } from '../../packages/build.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/databases.ts';
 import { freePort } from '../helpers/loopback.ts';
@@ -91,8 +92,34 @@ function project(name: string): string {
 function npmInstall(dir: string, names: string[]): void {
   // The server's own dependencies on the engine and client packages come from their tarballs too.
   const all = names.includes('latchkey') ? [...new Set([...names, '@latchkey/engine', '@latchkey/client'])] : names;
-  const specs = all.map((n) => context().tarballs[n] ?? n);
+  // A package the repository itself depends on (fast-check, vitest, jest) is installed at the version of its lockfile.
+  const specs = all.map((n) => context().tarballs[n] ?? (n.startsWith('-') || n.lastIndexOf('@') > 0 ? n : `${n}@${lockedVersion(n) ?? 'latest'}`));
   mustRun('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error', ...specs], dir, childEnv(node24()));
+}
+
+/** The version of a package in the repository's own lockfile, when it is a direct dependency. */
+function lockedVersion(name: string): string | undefined {
+  const lock = JSON.parse(readFileSync(join(REPO_ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string }> };
+  return lock.packages[`node_modules/${name}`]?.version;
+}
+
+/**
+ * Runs one test file with the runner installed in the project (vitest, or
+ * jest with Node's VM modules for ES modules), reading its JSON report.
+ */
+function runTests(dir: string, runner: 'vitest' | 'jest', file: string, node: NodeBinary, env: NodeJS.ProcessEnv): { status: number; stdout: string; stderr: string; report?: { total: number; passed: number } } {
+  const reportFile = `${file}.report.json`;
+  const args = runner === 'vitest'
+    ? [join(dir, 'node_modules', 'vitest', 'vitest.mjs'), 'run', '--reporter=json', `--outputFile=${reportFile}`, basename(file)]
+    : [join(dir, 'node_modules', 'jest', 'bin', 'jest.js'), '--json', `--outputFile=${reportFile}`, '--rootDir', dirname(file), basename(file)];
+  const r = run(node.bin, args, dirname(file), runner === 'jest' ? { ...env, NODE_OPTIONS: '--experimental-vm-modules' } : env);
+  try {
+    // Both write the same report format (jest's).
+    const report = JSON.parse(readFileSync(reportFile, 'utf8')) as { numTotalTests: number; numPassedTests: number };
+    return { ...r, report: { total: report.numTotalTests, passed: report.numPassedTests } };
+  } catch {
+    return r;
+  }
 }
 
 /** Names of every package installed in a project. */
@@ -104,6 +131,8 @@ function installed(dir: string): Set<string> {
 interface DocBlock {
   lang: string;
   code: string;
+  /** What runs it: plain `node`, or the test runner it imports. */
+  runner: 'node' | 'vitest' | 'jest';
   /** The text of the "Running it prints:" block after it, when there is one. */
   prints?: string;
 }
@@ -121,7 +150,8 @@ function docBlocks(file: string): { installs: string[][]; examples: DocBlock[] }
     if (f.lang !== 'ts' && f.lang !== 'js') return;
     const next = fences[i + 1];
     const between = next === undefined ? '' : text.slice(f.end, next.start).trim();
-    examples.push({ lang: f.lang, code: f.code, ...(next !== undefined && between === 'Running it prints:' ? { prints: next.code } : {}) });
+    const runner = /from 'vitest'/.test(f.code) ? 'vitest' : /from '@jest\/globals'/.test(f.code) ? 'jest' : 'node';
+    examples.push({ lang: f.lang, code: f.code, runner, ...(next !== undefined && between === 'Running it prints:' ? { prints: next.code } : {}) });
   });
   return { installs, examples };
 }
@@ -131,7 +161,8 @@ function writeExamples(dir: string, sub: string, examples: DocBlock[]): string[]
   const runDir = join(dir, sub);
   mkdirSync(runDir, { recursive: true });
   return examples.map((e, i) => {
-    const file = join(runDir, `example_${i + 1}.${e.lang === 'ts' ? 'mts' : 'mjs'}`);
+    // A test runner finds its files by name: `*.test.mts` (vitest), `*.test.mjs` (jest).
+    const file = join(runDir, `example_${i + 1}${e.runner === 'node' ? '' : '.test'}.${e.lang === 'ts' ? 'mts' : 'mjs'}`);
     writeFileSync(file, e.code);
     return file;
   });
@@ -353,8 +384,8 @@ for (const [doc, footprint] of [
   ['dsl.md', { forbidden: [...SERVER_ONLY, ...GRPC, ...SQL], only: undefined }],
   ['storage.md', { forbidden: [...SERVER_ONLY, ...GRPC], only: undefined }],
   ['clients.md', { forbidden: [...SERVER_ONLY, ...SQL, '@latchkey/engine', 'latchkey'], only: ['@latchkey/client'] }],
-  // The engine with fast-check beside it (the doc's second install line) for `@latchkey/engine/testing`; vitest and jest are not
-  // installed here (they are not in the repository's lockfile), so the runner the examples use is node:test.
+  // The engine, then fast-check, vitest and jest beside it (the doc's further install lines, at the repository's locked
+  // versions): the examples run under node:test, vitest and jest.
   ['testing-models.md', { forbidden: [...SERVER_ONLY, ...GRPC, ...SQL], only: undefined }],
 ] as const) {
   // docs/storage.md's examples run on PostgreSQL.
@@ -384,7 +415,7 @@ for (const [doc, footprint] of [
     let server: InstalledServer | undefined;
     for (const node of context().nodes) {
       const files = writeExamples(dir, `node${node.major}`, examples);
-      if (node.major === 24) typecheck(dir, files);
+      if (node.major === 24) typecheck(dir, files.filter((f) => f.endsWith('.mts')));
       const env: Record<string, string> = {};
       let database: TestDatabase | undefined;
       if (doc === 'storage.md') {
@@ -397,7 +428,17 @@ for (const [doc, footprint] of [
       }
       try {
         examples.forEach((example, i) => {
-          const r = run(node.bin, [files[i]!], dirname(files[i]!), childEnv(node, env));
+          const file = files[i]!;
+          if (example.runner !== 'node') {
+            // A test file: its runner must find it and pass every test in it.
+            const r = runTests(dir, example.runner, file, node, childEnv(node, env));
+            t.is(r.status, 0, `Node ${node.major}, docs/${doc} example ${i + 1} under ${example.runner}:\n${example.code}\n${r.stdout}\n${r.stderr}`);
+            const tests = example.code.match(/^test\(/gm)?.length ?? 0;
+            t.true(tests > 0, `docs/${doc} example ${i + 1} declares its tests`);
+            t.deepEqual(r.report, { total: tests, passed: tests }, `Node ${node.major}, docs/${doc} example ${i + 1}: ${example.runner} ran and passed all ${tests} tests`);
+            return;
+          }
+          const r = run(node.bin, [file], dirname(file), childEnv(node, env));
           t.is(r.status, 0, `Node ${node.major}, docs/${doc} example ${i + 1}:\n${example.code}\n${r.stdout}\n${r.stderr}`);
           if (example.prints !== undefined) t.is(r.stdout, example.prints, `Node ${node.major}, docs/${doc} example ${i + 1} prints what the doc says`);
         });
