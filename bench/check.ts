@@ -25,7 +25,7 @@ import { ReferenceDataset, REFERENCE_MODEL_DSL, writeDataset, type BenchTuple } 
 import { buildQueries, QUERY_SETS, type CheckQuery, type QuerySetName } from './baseline/queries.ts';
 import { NaiveEvaluator } from './baseline/naive.ts';
 import { gc, memoryMiB, timeAsync, timeSync, type Timing } from './check_timing.ts';
-import { scenarios } from './scenarios/registry.ts';
+import { scenarios, type Scenario } from './scenarios/registry.ts';
 import { CheckCache, Engine, GraphMirror, LevelChecker, LocalChecker, MemoryStore, type TupleKey, type TupleStore } from '../engine/index.ts';
 import { SqlStore } from '../engine/sql/sql_store.ts';
 import { createTestDatabase, mysqlUrl, postgresUrl, type SqlBackend } from '../test/helpers/databases.ts';
@@ -269,30 +269,38 @@ async function listObjectsBench(engine: Engine, ds: ReferenceDataset, quick: boo
 
 async function scenarioBench(quick: boolean): Promise<Figures> {
   const out: Figures = {};
-  for (const sc of scenarios(quick ? 10_000 : 30_000)) {
-    const store = new MemoryStore();
-    const engine = new Engine({ store });
-    await engine.writeModel({ dsl: sc.model });
-    for (let i = 0; i < sc.tuples.length; i += 5000) await store.write([], sc.tuples.slice(i, i + 5000) as TupleKey[]);
-    const cache = new CheckCache({ store });
-    const cached = new Engine({ store: cache.store, resolver: cache.resolver() });
-    const req = (q: (typeof sc.queries)[number]) => ({
-      object: q.object,
-      relation: q.relation,
-      user: q.user,
-      ...(q.context === undefined ? {} : { context: q.context }),
-      ...(q.contextualTuples === undefined ? {} : { contextualTuples: q.contextualTuples as TupleKey[] }),
-    });
-    for (const q of sc.queries) {
-      const got = (await engine.check(req(q))).allowed;
-      if (got !== q.expected) throw new Error(`scenario ${sc.name}: wrong answer for ${q.object}#${q.relation}@${q.user}`);
-    }
-    const cold = await timeAsync(sc.queries, (q) => engine.check(req(q)), { passes: 3 });
-    for (const q of sc.queries) await cached.check(req(q));
-    const warm = await timeAsync(sc.queries, (q) => cached.check(req(q)), { passes: 3 });
-    out[sc.name] = { tuples: sc.tuples.length, cold, warm };
-  }
+  for (const sc of scenarios(quick ? 10_000 : 30_000)) out[sc.name] = { tuples: sc.tuples.length, ...(await timeScenario(sc)) };
   return out;
+}
+
+/**
+ * One scenario on the memory store, its answers verified first: Check with
+ * no answer cache (`cold`) and through the check cache after a first pass
+ * (`warm`). Also the reference `npm run bench -- fga_bench` holds
+ * `latchkey fga bench` to.
+ */
+export async function timeScenario(sc: Scenario): Promise<{ cold: Timing; warm: Timing }> {
+  const store = new MemoryStore();
+  const engine = new Engine({ store });
+  await engine.writeModel({ dsl: sc.model });
+  for (let i = 0; i < sc.tuples.length; i += 5000) await store.write([], sc.tuples.slice(i, i + 5000) as TupleKey[]);
+  const cache = new CheckCache({ store });
+  const cached = new Engine({ store: cache.store, resolver: cache.resolver() });
+  const req = (q: (typeof sc.queries)[number]) => ({
+    object: q.object,
+    relation: q.relation,
+    user: q.user,
+    ...(q.context === undefined ? {} : { context: q.context }),
+    ...(q.contextualTuples === undefined ? {} : { contextualTuples: q.contextualTuples as TupleKey[] }),
+  });
+  for (const q of sc.queries) {
+    const got = (await engine.check(req(q))).allowed;
+    if (got !== q.expected) throw new Error(`scenario ${sc.name}: wrong answer for ${q.object}#${q.relation}@${q.user}`);
+  }
+  const cold = await timeAsync(sc.queries, (q) => engine.check(req(q)), { passes: 3 });
+  for (const q of sc.queries) await cached.check(req(q));
+  const warm = await timeAsync(sc.queries, (q) => cached.check(req(q)), { passes: 3 });
+  return { cold, warm };
 }
 
 async function openSql(backend: SqlBackend): Promise<{ sequelize: Sequelize; store: SqlStore; drop: () => Promise<void> }> {

@@ -29,6 +29,7 @@ const SUITES: Record<string, string> = {
   sql: './sql_targets.ts',
   footprint: './footprint.ts',
   organizations: './organizations.ts',
+  fga_bench: './fga_bench_agreement.ts',
 };
 
 interface SuiteModule {

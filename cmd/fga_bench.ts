@@ -34,6 +34,36 @@ export interface BenchOptions {
   seed?: number;
   /** Write the figures as JSON here. */
   json?: string;
+  /**
+   * The check queries, instead of generated ones (ListObjects and ListUsers
+   * take a tenth of them): a given `expected` answer is verified before
+   * timing, the others against the naive evaluation.
+   */
+  checks?: readonly BenchQuery[];
+  /** Figures of an earlier run (`json`), of another engine version or commit, printed beside these. */
+  baseline?: BenchFigures;
+  /** With `baseline`: fail (status 1) when an operation's throughput is below the baseline's divided by this. */
+  maxSlowdown?: number;
+}
+
+/** One check query of the workload. */
+export interface BenchQuery {
+  user: string;
+  relation: string;
+  object: string;
+  /** The request context (default: one sampled for the model's conditions). */
+  context?: Record<string, unknown>;
+  /** The answer it must get. */
+  expected?: boolean;
+}
+
+/** What `json` holds. */
+export interface BenchFigures {
+  seed: number;
+  tuples: number;
+  queries: number;
+  node: string;
+  runs: RunFigures[];
 }
 
 // The heap figure is the growth of the V8 heap over loading the store: exact under `node --expose-gc`
@@ -76,21 +106,33 @@ function prng(seed: number): () => number {
 
 const round = (x: number, d = 3): number => Math.round(x * 10 ** d) / 10 ** d;
 
-function percentile(sorted: readonly number[], p: number): number {
+function percentile(sorted: ArrayLike<number>, p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 }
 
-async function time(n: number, op: (i: number) => Promise<unknown>): Promise<Timing> {
-  const samples: number[] = [];
-  const start = performance.now();
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now();
-    await op(i);
-    samples.push(performance.now() - t0);
+/**
+ * Throughput from whole passes over the `n` operations (the median of
+ * three, the clock read once per pass), latency percentiles from a pass of
+ * their own: reading the clock around every operation would be part of what
+ * a microsecond operation measures. As `npm run bench` times.
+ */
+async function time(n: number, op: (i: number) => Promise<unknown>, passes = 3): Promise<Timing> {
+  const rates: number[] = [];
+  for (let p = 0; p < passes; p++) {
+    const start = process.hrtime.bigint();
+    for (let i = 0; i < n; i++) await op(i);
+    rates.push(n / Math.max(Number(process.hrtime.bigint() - start) / 1e9, 1e-9));
   }
-  const total = (performance.now() - start) / 1000;
-  samples.sort((a, b) => a - b);
-  return { n, ops_per_s: round(n / Math.max(total, 1e-9), 1), p50_ms: round(percentile(samples, 50)), p95_ms: round(percentile(samples, 95)), p99_ms: round(percentile(samples, 99)) };
+  const samples = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    const t0 = process.hrtime.bigint();
+    await op(i);
+    samples[i] = Number(process.hrtime.bigint() - t0) / 1e6;
+  }
+  samples.sort();
+  rates.sort((a, b) => a - b);
+  const ms = (x: number): number => round(x, 4);
+  return { n, ops_per_s: round(rates[Math.floor(rates.length / 2)]!, 1), p50_ms: ms(percentile(samples, 50)), p95_ms: ms(percentile(samples, 95)), p99_ms: ms(percentile(samples, 99)) };
 }
 
 /** `id` of copy `k` (copy 0 keeps the file's ids). */
@@ -153,11 +195,7 @@ function generated(model: AuthorizationModel, n: number, ids: number, random: ()
   return out;
 }
 
-interface Query {
-  user: string;
-  relation: string;
-  object: string;
-}
+type Query = BenchQuery;
 
 /** Check queries: half about the objects and users of random tuples (many allowed), half at random among the ids seen. */
 function queriesFor(model: AuthorizationModel, tuples: readonly TupleKey[], count: number, random: () => number): Query[] {
@@ -240,6 +278,7 @@ async function benchOne(m: BenchModel, tuples: readonly TupleKey[], queries: rea
     gc?.();
     const heapMb = round((process.memoryUsage().heapUsed - heapBefore) / 2 ** 20, 1);
     const withContext = Object.keys(context).length > 0 ? { context } : {};
+    const request = (q: Query) => ({ user: q.user, relation: q.relation, object: q.object, ...(q.context === undefined ? withContext : { context: q.context }) });
 
     const cold = (await buildEngine({ store: opened.store, cacheSize: 0, mirror: false, listObjectsMaxResults: 100_000, listUsersMaxResults: 100_000, maxChecksPerBatch: 1000 })).engine;
     // Verify before timing: a sample of answers against the naive evaluation of the same tuples.
@@ -247,17 +286,18 @@ async function benchOne(m: BenchModel, tuples: readonly TupleKey[], queries: rea
     const sample = queries.slice(0, Math.min(200, queries.length));
     let compared = 0;
     for (const q of sample) {
-      const expected = naive.check(q.user, q.relation, q.object);
+      const expected = q.expected ?? (q.context === undefined ? naive.check(q.user, q.relation, q.object) : undefined);
       if (expected === undefined) continue;
-      const { allowed } = await cold.check({ ...q, ...withContext });
-      if (allowed !== expected) throw new Error(`model ${m.name}: check ${q.user} ${q.relation} ${q.object} is ${allowed}, the naive evaluation says ${expected}; nothing was timed`);
+      const { allowed } = await cold.check(request(q));
+      if (allowed !== expected) throw new Error(`model ${m.name}: check ${q.user} ${q.relation} ${q.object} is ${allowed}, ${q.expected === undefined ? 'the naive evaluation says' : 'expected'} ${expected}; nothing was timed`);
       compared++;
     }
-    out(`${m.name}: ${opened.kind} store, ${admitted.length} tuples loaded in ${round(loadS, 2)} s (heap +${heapMb} MB); ${compared} of ${sample.length} sampled answers verified against the naive evaluation (${sample.length - compared} it cannot decide: conditions or cycles under an exclusion)\n`);
+    const by = sample.some((q) => q.expected !== undefined) ? 'against their expected answers or the naive evaluation' : 'against the naive evaluation';
+    out(`${m.name}: ${opened.kind} store, ${admitted.length} tuples loaded in ${round(loadS, 2)} s (heap +${heapMb} MB); ${compared} of ${sample.length} sampled answers verified ${by} (${sample.length - compared} it cannot decide: conditions or cycles under an exclusion)\n`);
 
     const operations: Record<string, Timing> = {};
     const errors = { count: 0 };
-    const check = (engine: Engine) => (i: number) => engine.check({ ...queries[i]!, ...withContext }).catch(() => errors.count++);
+    const check = (engine: Engine) => (i: number) => engine.check(request(queries[i]!)).catch(() => errors.count++);
     // JIT warm-up on the cold engine (it keeps no answers).
     for (let i = 0; i < Math.min(50, queries.length); i++) await check(cold)(i);
     operations['check_cold'] = await time(queries.length, check(cold));
@@ -265,16 +305,16 @@ async function benchOne(m: BenchModel, tuples: readonly TupleKey[], queries: rea
     for (let i = 0; i < queries.length; i++) await check(warmBuilt.engine)(i);
     operations['check_warm'] = await time(queries.length, check(warmBuilt.engine));
     const batches = Math.max(1, Math.floor(queries.length / 50));
-    const batch = await time(batches, (b) => cold.batchCheck(queries.slice(b * 50, b * 50 + 50).map((q) => ({ ...q, ...withContext }))));
+    const batch = await time(batches, (b) => cold.batchCheck(queries.slice(b * 50, b * 50 + 50).map(request)));
     operations['batch_check_50'] = { ...batch, ops_per_s: round(batch.ops_per_s * 50, 1) };
     const lists = queries.slice(0, Math.min(100, Math.max(1, Math.floor(queries.length / 10))));
     operations['list_objects'] = await time(lists.length, (i) => {
       const q = lists[i]!;
-      return cold.listObjects({ user: q.user, relation: q.relation, type: q.object.slice(0, q.object.indexOf(':')), ...withContext }).catch(() => errors.count++);
+      return cold.listObjects({ user: q.user, relation: q.relation, type: q.object.slice(0, q.object.indexOf(':')), ...(q.context === undefined ? withContext : { context: q.context }) }).catch(() => errors.count++);
     });
     operations['list_users'] = await time(lists.length, (i) => {
       const q = lists[i]!;
-      return cold.listUsers({ object: q.object, relation: q.relation, userFilters: [{ type: q.user.slice(0, q.user.indexOf(':')) }], ...withContext }).catch(() => errors.count++);
+      return cold.listUsers({ object: q.object, relation: q.relation, userFilters: [{ type: q.user.slice(0, q.user.indexOf(':')) }], ...(q.context === undefined ? withContext : { context: q.context }) }).catch(() => errors.count++);
     });
     if (errors.count > 0) out(`${m.name}: ${errors.count} queries failed with an error (timed all the same)\n`);
     return { model: m.name, store: opened.kind, tuples: admitted.length, load_s: round(loadS, 2), heap_mb: heapMb, verified: { sampled: sample.length, compared, undecided: sample.length - compared }, operations };
@@ -315,7 +355,7 @@ export async function runBench(main: BenchModel, fileTuples: readonly TupleKey[]
     err('latchkey fga bench: no tuples to benchmark on (the file has none: give --generate N)\n');
     return 1;
   }
-  const queries = queriesFor(main.model, tuples, options.queries ?? 1000, random);
+  const queries = options.checks !== undefined ? [...options.checks] : queriesFor(main.model, tuples, options.queries ?? 1000, random);
   if (queries.length === 0) {
     err('latchkey fga bench: the tuples name no user to ask about\n');
     return 1;
@@ -330,9 +370,48 @@ export async function runBench(main: BenchModel, fileTuples: readonly TupleKey[]
     err(`latchkey fga bench: ${e instanceof Error ? e.message : String(e)}\n`);
     return 1;
   }
-  out(table(runs));
-  if (options.json !== undefined) {
-    writeFileSync(options.json, `${JSON.stringify({ seed, tuples: tuples.length, queries: queries.length, node: process.version, runs }, null, 2)}\n`);
+  const figures: BenchFigures = { seed, tuples: tuples.length, queries: queries.length, node: process.version, runs };
+  if (options.json !== undefined) writeFileSync(options.json, `${JSON.stringify(figures, null, 2)}\n`);
+  if (options.baseline === undefined) {
+    out(table(runs));
+    return 0;
   }
-  return 0;
+  return compareWithBaseline(figures, options.baseline, options.maxSlowdown, out, err);
+}
+
+/**
+ * Prints each run beside the baseline's run of the same model and store,
+ * with the throughput ratio; resolves to 1 when the workloads differ (the
+ * figures would not be comparable) or, with `maxSlowdown`, when an operation
+ * is slower than the baseline by more than that factor.
+ */
+function compareWithBaseline(now: BenchFigures, base: BenchFigures, maxSlowdown: number | undefined, out: (s: string) => void, err: (s: string) => void): number {
+  const differs = (['seed', 'tuples', 'queries'] as const).filter((k) => now[k] !== base[k]);
+  if (differs.length > 0) {
+    err(`latchkey fga bench: the baseline ran another workload (${differs.map((k) => `${k} ${base[k]}, now ${now[k]}`).join('; ')}): run both with the same file and options\n`);
+    return 1;
+  }
+  let status = 0;
+  for (const run of now.runs) {
+    const before = base.runs.find((r) => r.model === run.model && r.store === run.store);
+    if (before === undefined) {
+      err(`latchkey fga bench: the baseline has no run of ${run.model} on the ${run.store} store\n`);
+      return 1;
+    }
+    const head = ['operation', 'baseline ops/s', 'p50 ms', 'p99 ms', 'now ops/s', 'p50 ms', 'p99 ms', 'ratio'];
+    const rows = Object.keys(run.operations).map((op) => {
+      const a = before.operations[op];
+      const b = run.operations[op]!;
+      const ratio = a === undefined ? undefined : b.ops_per_s / Math.max(a.ops_per_s, 1e-9);
+      if (ratio !== undefined && maxSlowdown !== undefined && ratio < 1 / maxSlowdown) {
+        err(`latchkey fga bench: ${run.model} ${op} is ${round(1 / ratio, 2)}× slower than the baseline (at most ${maxSlowdown}× allowed)\n`);
+        status = 1;
+      }
+      return [op, a === undefined ? '-' : String(a.ops_per_s), a === undefined ? '-' : String(a.p50_ms), a === undefined ? '-' : String(a.p99_ms), String(b.ops_per_s), String(b.p50_ms), String(b.p99_ms), ratio === undefined ? '-' : `${round(ratio, 2)}×`];
+    });
+    const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+    const line = (cells: string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+    out(`${run.model} on the ${run.store} store: baseline (Node.js ${base.node}) and now (Node.js ${now.node})\n${[line(head), ...rows.map(line)].join('\n')}\n`);
+  }
+  return status;
 }

@@ -39,7 +39,7 @@ import { pathToFileURL } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { Engine, LatchkeyError, type AuthorizationModel, type TupleKey } from '../engine/index.ts';
 import { loadModularModel, transformDslToModel } from '../dsl/index.ts';
-import { runBench, type BenchOptions } from './fga_bench.ts';
+import { runBench, type BenchFigures, type BenchOptions } from './fga_bench.ts';
 import { checkModelProperty, describeFailure, diffModels, type ModelProperty, type PropertyRunOptions, type StoreOptions } from '../engine/testing/index.ts';
 
 type Out = { write(text: string): unknown } | ((text: string) => void);
@@ -81,6 +81,10 @@ Commands:
       --against OTHER            a second model, side by side
       --json FILE                write the figures as JSON
       --seed N                   the workload's seed (default 1)
+      --baseline FILE            figures of an earlier --json run (another
+                                 engine version or commit), printed beside
+      --max-slowdown R           with --baseline: exit 1 when an operation's
+                                 throughput falls below the baseline's / R
 
 Exit status: 0 all assertions and properties passed (diff: no guarded
 relation changed), 1 an assertion or property failed, a guarded relation
@@ -754,8 +758,23 @@ async function runDiff(argv: string[], out: (s: string) => void, err: (s: string
 
 // ------------------------------------------------------------------ bench
 
+/** The figures an earlier `latchkey fga bench --json` wrote. */
+function readBaseline(path: string): BenchFigures {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (e) {
+    throw new StoreFileError(`not a baseline written by \`latchkey fga bench --json\`: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  const f = parsed as Partial<BenchFigures>;
+  if (typeof f !== 'object' || f === null || typeof f.seed !== 'number' || typeof f.tuples !== 'number' || typeof f.queries !== 'number' || !Array.isArray(f.runs)) {
+    throw new StoreFileError('not a baseline written by `latchkey fga bench --json` (seed, tuples, queries and runs expected)');
+  }
+  return f as BenchFigures;
+}
+
 async function benchCommand(argv: string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
-  const parsed = parseArgs(argv, ['scale', 'generate', 'ids-per-type', 'queries', 'store', 'against', 'json', 'seed']);
+  const parsed = parseArgs(argv, ['scale', 'generate', 'ids-per-type', 'queries', 'store', 'against', 'json', 'seed', 'baseline', 'max-slowdown']);
   if (typeof parsed === 'string' || parsed.positional.length !== 1) {
     err(`latchkey fga bench: ${typeof parsed === 'string' ? parsed : 'give one store file (FILE.fga.yaml)'}\n\n${HELP}`);
     return 2;
@@ -774,9 +793,22 @@ async function benchCommand(argv: string[], out: (s: string) => void, err: (s: s
   }
   if (parsed.flags['store'] !== undefined) options.store = parsed.flags['store'];
   if (parsed.flags['json'] !== undefined) options.json = resolve(parsed.flags['json']);
+  if (parsed.flags['max-slowdown'] !== undefined) {
+    const r = Number(parsed.flags['max-slowdown']);
+    if (!Number.isFinite(r) || r < 1 || parsed.flags['baseline'] === undefined) {
+      err('latchkey fga bench: --max-slowdown takes a factor of at least 1, with --baseline\n');
+      return 2;
+    }
+    options.maxSlowdown = r;
+  }
   const file = resolve(parsed.positional[0]!);
   let at = file;
   try {
+    if (parsed.flags['baseline'] !== undefined) {
+      at = resolve(parsed.flags['baseline']);
+      options.baseline = readBaseline(at);
+      at = file;
+    }
     const main = loadModelOrStore(file);
     let against: { name: string; model: AuthorizationModel } | undefined;
     if (parsed.flags['against'] !== undefined) {

@@ -6,10 +6,12 @@
  * Small sizes: this is the command's test, not a measurement.
  */
 import test from 'ava';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runFgaCommand } from '../../cmd/fga_command.ts';
+import { runBench } from '../../cmd/fga_bench.ts';
+import { toModel } from '../../engine/testing/index.ts';
 import { createTestDatabase } from '../helpers/databases.ts';
 import { needs } from '../helpers/needs.ts';
 import { REPO_ROOT } from '../helpers/shared.ts';
@@ -106,4 +108,56 @@ test('usage errors exit 2; a file without tuples and without --generate exits 1'
   const empty = await run('bench', join(REPO_ROOT, 'test', 'corpus', 'fga', 'properties', 'planted.fga.yaml'));
   t.is(empty.status, 1);
   t.regex(empty.stderr, /no tuples to benchmark on/);
+});
+
+test('--baseline prints an earlier run beside this one; --max-slowdown fails a slower run; another workload is refused', async (t) => {
+  const json = join(dir, 'baseline.json');
+  const first = await run('bench', SAMPLE, '--scale', '10', '--queries', '60', '--json', json);
+  t.is(first.status, 0);
+  const again = await run('bench', SAMPLE, '--scale', '10', '--queries', '60', '--baseline', json);
+  t.is(again.stderr, '');
+  t.is(again.status, 0);
+  t.regex(again.stdout, /^sample\.fga\.yaml on the memory store: baseline \(Node\.js v[\d.]+\) and now \(Node\.js v[\d.]+\)$/m);
+  for (const op of OPERATIONS) t.regex(again.stdout, new RegExp(`^${op} .* \\d+(\\.\\d+)?×$`, 'm'));
+
+  // A baseline faster than anything can be (10¹² operations a second): this run is slower by more than 2×; then one slower
+  // than anything can be.
+  const base = JSON.parse(await readFile(json, 'utf8')) as Figures;
+  const withRate = (rate: number): Figures => ({ ...base, runs: base.runs.map((r) => ({ ...r, operations: Object.fromEntries(Object.entries(r.operations).map(([op, o]) => [op, { ...o, ops_per_s: rate }])) })) });
+  const fast = join(dir, 'fast.json');
+  await writeFile(fast, JSON.stringify(withRate(1e12)));
+  const slower = await run('bench', SAMPLE, '--scale', '10', '--queries', '60', '--baseline', fast, '--max-slowdown', '2');
+  t.is(slower.status, 1);
+  for (const op of OPERATIONS) t.regex(slower.stderr, new RegExp(`sample\\.fga\\.yaml ${op} is [\\d.]+× slower than the baseline \\(at most 2× allowed\\)`));
+  const slow = join(dir, 'slow.json');
+  await writeFile(slow, JSON.stringify(withRate(1e-6)));
+  t.is((await run('bench', SAMPLE, '--scale', '10', '--queries', '60', '--baseline', slow, '--max-slowdown', '2')).status, 0);
+
+  const other = await run('bench', SAMPLE, '--scale', '10', '--queries', '60', '--seed', '2', '--baseline', json);
+  t.is(other.status, 1);
+  t.regex(other.stderr, /the baseline ran another workload \(seed 1, now 2\)/);
+  t.is((await run('bench', SAMPLE, '--max-slowdown', '2')).status, 2, '--max-slowdown needs --baseline');
+  t.is((await run('bench', SAMPLE, '--baseline', json, '--max-slowdown', '0.5')).status, 2);
+  const bad = await run('bench', SAMPLE, '--baseline', SAMPLE);
+  t.is(bad.status, 1);
+  t.regex(bad.stderr, /not a baseline written by `latchkey fga bench --json`/);
+});
+
+test('given check queries: their expected answers are verified before anything is timed', async (t) => {
+  const model = toModel(`model
+  schema 1.1
+type user
+type doc
+  relations
+    define viewer: [user]
+`);
+  const tuples = [{ user: 'user:a', relation: 'viewer', object: 'doc:1' }];
+  const out: string[] = [];
+  const ok = await runBench({ name: 'm', model }, tuples, undefined, { checks: [{ user: 'user:a', relation: 'viewer', object: 'doc:1', expected: true }, { user: 'user:b', relation: 'viewer', object: 'doc:1', expected: false }] }, (s) => out.push(s), (s) => out.push(s));
+  t.is(ok, 0, out.join(''));
+  t.regex(out.join(''), /2 of 2 sampled answers verified against their expected answers/);
+  const err: string[] = [];
+  const wrong = await runBench({ name: 'm', model }, tuples, undefined, { checks: [{ user: 'user:b', relation: 'viewer', object: 'doc:1', expected: true }] }, () => undefined, (s) => err.push(s));
+  t.is(wrong, 1);
+  t.regex(err.join(''), /check user:b viewer doc:1 is false, expected true; nothing was timed/);
 });
