@@ -12,11 +12,12 @@
  * process's VmRSS after five idle seconds (the steady state of an unused
  * server), read from /proc. Medians and extremes over the rounds.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { stopChild as stop } from '../test/helpers/instances.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
@@ -38,14 +39,6 @@ async function rssMib(pid: number): Promise<number> {
   return kb / 1024;
 }
 
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
-}
 
 /** One start: milliseconds to a verified /healthz 200 and the idle RSS. */
 async function start(dir: string, cacheDir: string, label: string): Promise<{ ready_ms: number; idle_rss_mib: number }> {

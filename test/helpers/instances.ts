@@ -42,6 +42,16 @@ process.once('exit', () => {
 });
 
 /** Kills `child` when this process exits, if it is still running then. */
+/** Stops a child process with SIGTERM (SIGKILL after `graceMs`) and waits for its exit. */
+export async function stopChild(child: ChildProcess, graceMs = 10_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
+}
+
 export function killOnExit(child: ChildProcess): void {
   const pid = child.pid;
   if (pid === undefined) return;

@@ -20,6 +20,7 @@ import { redisUrl } from '../helpers/databases.ts';
 import { freePort } from '../helpers/loopback.ts';
 import { needs } from '../helpers/needs.ts';
 import { REPO_ROOT } from '../helpers/shared.ts';
+import { stopChild as stop } from '../helpers/instances.ts';
 
 const ADMIN_SECRET = 'footprint-admin-secret-0123456789';
 
@@ -86,14 +87,6 @@ async function startServer(dir: string, extra: string[] = []): Promise<Server> {
   };
 }
 
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
-}
 
 async function post(port: number, path: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: Record<string, unknown> }> {
   const res = await fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', origin: `http://127.0.0.1:${port}`, ...headers }, body: JSON.stringify(body) });
