@@ -15,16 +15,16 @@
  * Targets (issue #6): login ≥ 85% of the raw bcrypt bound; validate_jwt_token
  * ≥ 5,000 req/s. Standalone: `node bench/auth.ts [--quick]`.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { webcrypto } from 'node:crypto';
 import bcrypt from 'bcrypt';
 import { SignJWT, jwtVerify } from 'jose';
 import autocannon, { type Result } from 'autocannon';
 import { openSequelize } from '../engine/sql/sqlite_sequelize.ts';
 import { AuthService, InProcessMemoryStore } from '../auth/index.ts';
+import { startServerProcess } from './transport.ts';
 
 const COST = 10;
 const PASSWORD = 'correct horse battery staple';
@@ -48,49 +48,6 @@ async function throughput(seconds: number, inFlight: number, op: () => Promise<u
   return Math.round((done / (performance.now() - start)) * 1000);
 }
 
-async function startServerProcess(dir: string): Promise<{ child: ChildProcess; http: string }> {
-  const bin = resolve(import.meta.dirname, '..', 'bin', 'latchkey.js');
-  const child = spawn(
-    process.execPath,
-    [
-      bin,
-      'serve',
-      '--database-type=sqlite',
-      `--database-url=sqlite:${join(dir, 'bench.sqlite')}`,
-      '--admin-secret=bench-admin-secret',
-      '--client-id=bench',
-      '--client-secret=bench-secret',
-      '--jwt-type=HS256',
-      '--jwt-secret=bench-jwt-secret-0123456789abcdef0123',
-      '--host=127.0.0.1',
-      '--http-port=0',
-      '--grpc-port=0',
-      '--metrics-port=0',
-      '--rate-limit-rps=1000000',
-      '--rate-limit-burst=1000000',
-      `--bcrypt-cost=${COST}`,
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  return new Promise((resolvePromise, reject) => {
-    let out = '';
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error('server did not start'));
-    }, 30_000);
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
-    child.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      const line = out.split('\n').find((l) => l.includes('"latchkey started"'));
-      if (line) {
-        clearTimeout(timer);
-        child.stdout?.removeAllListeners('data');
-        child.stdout?.resume();
-        resolvePromise({ child, http: (JSON.parse(line) as { http: string }).http });
-      }
-    });
-  });
-}
 
 function load(url: string, body: unknown, connections: number, seconds: number): Promise<Result> {
   return autocannon({
@@ -156,7 +113,7 @@ export async function run(options: RunOptions = {}): Promise<Record<string, unkn
   }
 
   // Over REST, against the real server process.
-  const server = await startServerProcess(dir);
+  const server = await startServerProcess(dir, [`--bcrypt-cost=${COST}`]);
   try {
     const signup = await post(`${server.http}/v1/signup`, { email: 'bench@example.com', password: PASSWORD });
     const access = signup['access_token'];

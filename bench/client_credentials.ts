@@ -17,58 +17,16 @@
  * Target (issue #30): ≥ 300 grants per second per core.
  * Standalone: `node bench/client_credentials.ts [--quick]`.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { SignJWT, decodeJwt, exportJWK, generateKeyPair } from 'jose';
 import autocannon, { type Result } from 'autocannon';
+import { startServerProcess } from './transport.ts';
 
 const ADMIN = 'bench-admin-secret';
 const CONNECTIONS = 16;
 
-async function startServerProcess(dir: string): Promise<{ child: ChildProcess; http: string }> {
-  const bin = resolve(import.meta.dirname, '..', 'bin', 'latchkey.js');
-  const child = spawn(
-    process.execPath,
-    [
-      bin,
-      'serve',
-      '--database-type=sqlite',
-      `--database-url=sqlite:${join(dir, 'bench.sqlite')}`,
-      `--admin-secret=${ADMIN}`,
-      '--client-id=bench',
-      '--client-secret=bench-secret',
-      '--jwt-type=HS256',
-      '--jwt-secret=bench-jwt-secret-0123456789abcdef0123',
-      '--host=127.0.0.1',
-      '--http-port=0',
-      '--grpc-port=0',
-      '--metrics-port=0',
-      '--rate-limit-rps=1000000',
-      '--rate-limit-burst=1000000',
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  return new Promise((resolvePromise, reject) => {
-    let out = '';
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error('server did not start'));
-    }, 30_000);
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
-    child.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      const line = out.split('\n').find((l) => l.includes('"latchkey started"'));
-      if (line) {
-        clearTimeout(timer);
-        child.stdout?.removeAllListeners('data');
-        child.stdout?.resume();
-        resolvePromise({ child, http: (JSON.parse(line) as { http: string }).http });
-      }
-    });
-  });
-}
 
 /** CPU seconds (user + system) the process has used, from /proc (Linux). */
 async function cpuSeconds(pid: number): Promise<number> {

@@ -20,14 +20,14 @@
  * Standalone: `node bench/openfga_check.ts [--quick]`; `--verify` starts the
  * servers and checks the answers without timing anything.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import autocannon, { type Options, type Result } from 'autocannon';
-import { paired } from './transport.ts';
+import { paired, startServerProcess } from './transport.ts';
 
 const CONNECTIONS = 50;
 const KEY = 'bench-openfga-key-0123456789';
@@ -48,47 +48,6 @@ interface Figures {
   total: number;
 }
 
-async function startServerProcess(dir: string): Promise<{ child: ChildProcess; http: string }> {
-  const bin = resolve(import.meta.dirname, '..', 'bin', 'latchkey.js');
-  const child = spawn(
-    process.execPath,
-    [
-      bin,
-      'serve',
-      '--database-type=sqlite',
-      `--database-url=sqlite:${join(dir, 'bench.sqlite')}`,
-      `--admin-secret=${ADMIN_SECRET}`,
-      '--client-id=bench',
-      '--client-secret=bench-secret',
-      '--jwt-type=HS256',
-      '--jwt-secret=bench-jwt-secret-0123456789abcdef',
-      '--host=127.0.0.1',
-      '--http-port=0',
-      '--grpc-port=0',
-      '--metrics-port=0',
-      '--rate-limit-rps=1000000',
-      '--rate-limit-burst=1000000',
-      `--openfga-preshared-keys=${KEY}`,
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  return new Promise((resolvePromise, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error('server did not start')), 30_000);
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
-    child.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      const line = out.split('\n').find((l) => l.includes('"latchkey started"'));
-      if (line) {
-        clearTimeout(timer);
-        const { http } = JSON.parse(line) as { http: string };
-        child.stdout?.removeAllListeners('data');
-        child.stdout?.resume();
-        resolvePromise({ child, http });
-      }
-    });
-  });
-}
 
 /** The bare reference: node:http answering a fixed JSON to every request. */
 function serveBare(): void {
@@ -180,7 +139,7 @@ export async function run(options: { quick?: boolean; verifyOnly?: boolean } = {
   const rounds = options.quick ? 1 : 3;
   const warmup = options.quick ? 1 : 2;
   const dir = await mkdtemp(join(tmpdir(), 'latchkey-bench-openfga-'));
-  const { child, http: base } = await startServerProcess(dir);
+  const { child, http: base } = await startServerProcess(dir, [`--openfga-preshared-keys=${KEY}`]);
   const bare = await startBare();
   try {
     const { userToken, user } = await seed(base);

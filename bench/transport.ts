@@ -72,7 +72,10 @@ export async function startServerProcess(dir: string, extraArgs: readonly string
   );
   return new Promise((resolvePromise, reject) => {
     let out = '';
-    const timer = setTimeout(() => reject(new Error('server did not start')), 30_000);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error('server did not start'));
+    }, 30_000);
     child.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
     child.stdout?.on('data', (d: Buffer) => {
       out += d.toString();
