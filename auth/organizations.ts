@@ -422,6 +422,11 @@ export class OrganizationService {
     return m === undefined ? undefined : { roles: [m.role], settings: org.settings };
   }
 
+  /** The organization's `session_lifetime` (0: none, or the organization is gone): what every use of a session in it compares with. */
+  async sessionLifetimeOf(orgId: string): Promise<number> {
+    return (await this.#c.o.store.organization(orgId))?.settings.session_lifetime ?? 0;
+  }
+
   /** The user's organizations, for the `organizations` claim. */
   async organizationsOf(userId: string): Promise<{ id: string; slug: string; name: string; roles: string[] }[]> {
     return (await this.#c.o.store.membershipsOf(userId)).map((m) => ({ id: m.organization_id, slug: m.slug, name: m.name, roles: [m.role] }));

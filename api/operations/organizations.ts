@@ -22,7 +22,7 @@ export const ORGANIZATION_SETTINGS = s.object('OrganizationSettings', {
   allowed_sign_in_methods: s.list(s.string(), { doc: 'Login methods a session must have used to enter the organization (empty: any)' }),
   required_mfa: s.bool({ doc: 'A session must have proven a second factor to enter the organization' }),
   default_role: s.string({ doc: 'The role of members added without one' }),
-  session_lifetime: s.int({ doc: 'Seconds after sign-in past which the organization claims are refused (0: no limit of its own)' }),
+  session_lifetime: s.int({ doc: 'Seconds after sign-in past which a session in the organization ends (0: no limit of its own)' }),
   auto_join_verified_domains: s.bool({ doc: 'Users whose verified email is on a verified domain may join with switch_organization' }),
 });
 

@@ -257,7 +257,9 @@ for (const backend of sqlBackends()) {
       await h.ok('update_organization', { organization_id: acmeId, settings: { session_lifetime: 60 } }, alice.bearer);
       t.is((await h.ok('validate_jwt_token', { token_type: 'access_token', token: erinToken }, {}))['is_valid'], true);
       offsetMs += 120_000;
-      t.is((await h.call('validate_jwt_token', { token_type: 'access_token', token: erinToken }, {})).error?.reason, 'stale_organization', 'past the organization\'s session lifetime');
+      const pastLifetime = await h.call('validate_jwt_token', { token_type: 'access_token', token: erinToken }, {});
+      t.is(pastLifetime.error?.code, 'unauthenticated', 'past the organization\'s session lifetime the session ends');
+      t.is(pastLifetime.error?.reason, 'organization_session_expired');
       await h.ok('update_organization', { organization_id: acmeId, settings: { session_lifetime: 0 } }, alice.bearer);
       t.is((await h.call('switch_organization', { organization_id: acmeId }, bob.bearer)).error, undefined, 'bob is a member');
       await h.ok('update_organization', { organization_id: acmeId, settings: { required_mfa: true } }, alice.bearer);
