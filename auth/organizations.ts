@@ -292,6 +292,25 @@ export class OrganizationService {
     return { team, org };
   }
 
+  /**
+   * `delete_team` (`can_manage_teams` on the team's organization): the team,
+   * its member rows and every tuple about the team or naming it as user
+   * (`document:1#viewer@team:T#member`) go in one transaction.
+   */
+  async deleteTeam(call: OrgCall, input: { team_id: string }): Promise<{ message: string }> {
+    const { team, org } = await this.#team(input.team_id);
+    await this.#c.require(call, org.id, 'can_manage_teams');
+    await this.#c.change(async (tx, tuples) => {
+      if (!(await this.#c.o.store.lockOrganization(org.id, tx))) throw orgNotFound();
+      if ((await this.#c.o.store.team(team.id, tx)) === undefined) throw new LatchkeyError('not_found', 'team not found', { reason: 'team_not_found' });
+      await tuples.deleteObjects([`team:${team.id}`], tx);
+      await this.#c.o.store.deleteTeam(team.id, tx);
+      await this.#c.o.scim.deleteScimGroup(team.id, tx);
+      await this.#c.record(call, tx, { action: 'organization.team_deleted', resourceType: 'team', resourceId: team.id, data: { organization_id: org.id, team_id: team.id, name: team.name } });
+    });
+    return { message: 'team deleted' };
+  }
+
   /** `add_team_member` (`can_manage_teams` on the team's organization); the user must be a member of it. */
   async addTeamMember(call: OrgCall, input: { team_id: string; user_id: string }): Promise<{ message: string }> {
     const { team, org } = await this.#team(input.team_id);

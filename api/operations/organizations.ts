@@ -191,6 +191,13 @@ const MANAGEMENT = [
     doc: 'The organization\'s teams, by name (check can_read).',
   }),
   defineOperation({
+    ...user('delete_team', 'DeleteTeam'),
+    kind: 'mutation',
+    input: s.object('DeleteTeamRequest', { team_id: TEAM_ID }),
+    output: MESSAGE,
+    doc: 'Deletes a team with its members and every tuple about it or naming it, such as document:1#viewer@team:<id>#member (check can_manage_teams).',
+  }),
+  defineOperation({
     ...user('add_team_member', 'AddTeamMember'),
     kind: 'mutation',
     input: s.object('AddTeamMemberRequest', { team_id: TEAM_ID, user_id: USER_ID }),
