@@ -541,8 +541,8 @@ export class AuthService {
     const session = await this.#session.sessionOfCaller(ctx);
     if (session === undefined) throw unauthenticated();
     const orgId = input.organization_id ?? '';
-    if (orgId !== '') await orgs.enter({ ...call, actor: { kind: 'user', userId: principal.userId } }, orgId, session);
-    return this.#session.reissueWithOrganization(session, orgId, input.scope);
+    const entered = orgId === '' ? undefined : await orgs.enter({ ...call, actor: { kind: 'user', userId: principal.userId } }, orgId, session);
+    return this.#session.reissueWithOrganization(session, orgId, input.scope, entered?.org.settings.session_lifetime ?? 0);
   }
 
   /** Ends every session and refresh token of a user at once (admin revoke, delete, password reset). */

@@ -8,7 +8,7 @@
  */
 import { LatchkeyError } from '../engine/errors.ts';
 import type { ResolvedAuthOptions } from './options.ts';
-import type { SessionManager, SessionRecord } from './sessions.ts';
+import type { SessionLookup, SessionManager, SessionRecord } from './sessions.ts';
 import { TOKEN_TYPES, type TokenClaims, type TokenService, type TokenType } from './tokens.ts';
 import type { UserRecord, UserStore } from './user_store_types.ts';
 import { issueTokens } from './issue_tokens.ts';
@@ -158,14 +158,38 @@ export class SessionFlows {
   }
 
   /**
+   * Ends a session whose active organization's `session_lifetime` has passed
+   * since its sign-in, read from the organization now (a lifetime set or
+   * shortened after the switch counts), and refuses it (`unauthenticated`,
+   * reason `organization_session_expired`): the whole session ends, as an
+   * organization's session policy means, not only its organization.
+   */
+  async #requireOrgSession(session: SessionRecord, message?: string): Promise<void> {
+    const orgs = this.#d.organizations;
+    if (session.org_id === undefined || session.org_id === '' || orgs === undefined) return;
+    const lifetime = await orgs.sessionLifetimeOf(session.org_id);
+    if (lifetime > 0 && this.#nowSeconds() - session.auth_time > lifetime) {
+      await this.#d.sessions.end(session.sid);
+      throw orgSessionExpired(message);
+    }
+  }
+
+  /**
    * Makes `orgId` the session's active organization (empty: none) and issues
    * the session's tokens again, with a new cookie. The caller has checked
    * that the user may enter the organization.
    */
-  async reissueWithOrganization(session: SessionRecord, orgId: string, scope: readonly string[] | undefined): Promise<AuthResult> {
+  async reissueWithOrganization(session: SessionRecord, orgId: string, scope: readonly string[] | undefined, sessionLifetime = 0): Promise<AuthResult> {
     const user = await this.activeUser(session.user_id);
     if (user === undefined) throw unauthenticated();
-    const patch: Partial<Pick<SessionRecord, 'scope' | 'org_id'>> = { org_id: orgId === '' ? undefined : orgId };
+    // An organization whose session lifetime has passed since this sign-in is entered only after signing in again.
+    if (orgId !== '' && sessionLifetime > 0 && this.#nowSeconds() - session.auth_time > sessionLifetime) {
+      throw new LatchkeyError('permission_denied', 'this organization\'s session lifetime has passed since you signed in; sign in again to enter it', { reason: 'reauthentication_required' });
+    }
+    const patch: Partial<Pick<SessionRecord, 'scope' | 'org_id' | 'org_expires_at'>> = {
+      org_id: orgId === '' ? undefined : orgId,
+      org_expires_at: orgId !== '' && sessionLifetime > 0 ? session.auth_time + sessionLifetime : undefined,
+    };
     if (scope !== undefined && scope.length > 0) patch.scope = [...new Set(scope)];
     const { session: next, cookieToken } = await this.#d.sessions.rotateCookie(session, patch);
     const response = await this.#issueTokens(user, next, orgId === '' ? 'Left the organization' : 'Switched organization');
@@ -175,9 +199,12 @@ export class SessionFlows {
   /** The session of the caller: from the session cookie, else the bearer token's session. */
   async sessionOfCaller(ctx: AuthCallContext): Promise<SessionRecord | undefined> {
     let session: SessionRecord | undefined;
-    if (ctx.sessionCookie !== undefined) session = await this.#d.sessions.fromCookie(ctx.sessionCookie);
-    if (session === undefined && ctx.principal?.kind === 'user' && ctx.principal.sessionId !== undefined) session = await this.#d.sessions.get(ctx.principal.sessionId);
+    const seen: SessionLookup = {};
+    if (ctx.sessionCookie !== undefined) session = await this.#d.sessions.fromCookie(ctx.sessionCookie, seen);
+    if (session === undefined && ctx.principal?.kind === 'user' && ctx.principal.sessionId !== undefined) session = await this.#d.sessions.get(ctx.principal.sessionId, seen);
+    if (seen.orgExpired === true) throw orgSessionExpired();
     if (session !== undefined && ctx.principal?.kind === 'user' && session.user_id !== ctx.principal.userId) return undefined;
+    if (session !== undefined) await this.#requireOrgSession(session);
     return session;
   }
 
@@ -200,17 +227,19 @@ export class SessionFlows {
     const sessions = this.#d.sessions;
     let session: SessionRecord | undefined;
     let rotated: { token: string } | undefined;
+    const seen: SessionLookup = {};
     if (input.refresh_token !== undefined && input.refresh_token !== '') {
       const r = await this.#rotateRefreshToken(input.refresh_token);
       session = r.session;
       rotated = { token: r.token };
     } else if (ctx.sessionCookie !== undefined) {
-      session = await sessions.fromCookie(ctx.sessionCookie);
+      session = await sessions.fromCookie(ctx.sessionCookie, seen);
     }
     if (session === undefined && ctx.principal?.kind === 'user' && ctx.principal.sessionId !== undefined) {
-      session = await sessions.get(ctx.principal.sessionId);
+      session = await sessions.get(ctx.principal.sessionId, seen);
     }
-    if (session === undefined) throw unauthenticated();
+    if (session === undefined) throw seen.orgExpired === true ? orgSessionExpired() : unauthenticated();
+    await this.#requireOrgSession(session);
     const user = await this.activeUser(session.user_id);
     if (user === undefined) {
       await sessions.end(session.sid);
@@ -234,8 +263,11 @@ export class SessionFlows {
     const { tokens, sessions } = this.#d;
     const claims = await tokens.verify(refreshToken, 'refresh_token');
     const sid = String(claims['sid'] ?? '');
-    const session = await sessions.get(sid);
+    const seen: SessionLookup = {};
+    const session = await sessions.get(sid, seen);
+    if (seen.orgExpired === true) throw orgSessionExpired();
     if (session === undefined || session.user_id !== claims.sub) throw unauthenticated('invalid_token', 'invalid token');
+    await this.#requireOrgSession(session);
     const next = await tokens.sign('refresh_token', session.user_id, { sid, scope: session.scope, roles: session.roles });
     const outcome = await sessions.rotateRefresh(sid, String(claims.jti), next.jti);
     if (outcome !== 'rotated') throw unauthenticated(outcome === 'unknown' ? 'invalid_token' : 'refresh_token_reused', 'invalid token');
@@ -302,7 +334,8 @@ export class SessionFlows {
   authenticateNow(credentials: { bearer?: string | undefined }): UserPrincipal | undefined {
     if (credentials.bearer === undefined) return undefined;
     const live = this.#liveNow(credentials.bearer);
-    return live === undefined ? undefined : bearerPrincipal(live);
+    // A session in an organization takes the full path: the organization's session lifetime is read each time.
+    return live === undefined || live.session.org_id !== undefined ? undefined : bearerPrincipal(live);
   }
 
   async #authenticate(credentials: { bearer?: string | undefined; cookies?: Readonly<Record<string, string>> | undefined }): Promise<UserPrincipal | undefined> {
@@ -315,12 +348,15 @@ export class SessionFlows {
         if (err instanceof LatchkeyError && err.code === 'unauthenticated') throw new LatchkeyError('unauthenticated', 'unauthorized', { reason: 'unauthenticated', cause: err });
         throw err;
       }
+      await this.#requireOrgSession(live.session, 'unauthorized');
       return bearerPrincipal(live);
     }
     const cookie = sessionCookieOf(credentials.cookies);
     if (cookie === undefined) return undefined;
-    const session = await this.#d.sessions.fromCookie(cookie);
-    if (session === undefined) throw unauthenticated();
+    const seen: SessionLookup = {};
+    const session = await this.#d.sessions.fromCookie(cookie, seen);
+    if (session === undefined) throw seen.orgExpired === true ? orgSessionExpired('unauthorized') : unauthenticated();
+    await this.#requireOrgSession(session, 'unauthorized');
     return { kind: 'user', userId: session.user_id, subject: `user:${session.user_id}`, roles: session.roles, sessionId: session.sid };
   }
 
@@ -343,7 +379,9 @@ export class SessionFlows {
     const { tokens, sessions } = this.#d;
     const claims = await tokens.verify(token, type);
     const sid = claims['sid'];
-    const session = typeof sid === 'string' ? await sessions.get(sid) : undefined;
+    const seen: SessionLookup = {};
+    const session = typeof sid === 'string' ? await sessions.get(sid, seen) : undefined;
+    if (seen.orgExpired === true) throw orgSessionExpired();
     if (session === undefined || session.user_id !== claims.sub) throw unauthenticated('invalid_token', 'invalid token');
     if (type === 'refresh_token' && !(await sessions.isRefreshLive(session.sid, String(claims.jti)))) throw unauthenticated('invalid_token', 'invalid token');
     return { claims, session };
@@ -364,8 +402,9 @@ export class SessionFlows {
     // answered without a promise (`#liveNow`, the same checks as `#verifyLive`); anything else takes the full path.
     if (input.token_type === 'access_token' && (input.required_relations === undefined || input.required_relations.length === 0)) {
       const live = this.#liveNow(input.token);
-      // A token with an active organization takes the full path: its membership is read each time.
-      if (live !== undefined && live.claims['org_id'] === undefined) {
+      // A token or session with an active organization takes the full path: its membership and its session lifetime
+      // are read each time.
+      if (live !== undefined && live.claims['org_id'] === undefined && live.session.org_id === undefined) {
         try {
           return this.#valid(live.claims, input.roles);
         } catch (err) {
@@ -379,6 +418,7 @@ export class SessionFlows {
   async #validateJwtToken(input: ValidateJwtTokenInput): Promise<ValidJwtToken> {
     if (!(TOKEN_TYPES as readonly string[]).includes(input.token_type)) throw invalidArgument('invalid token type', 'invalid_token_type');
     const { claims, session } = await this.#verifyLive(input.token, input.token_type as TokenType);
+    await this.#requireOrgSession(session);
     await this.#checkOrganization(claims['org_id'], claims['org_roles'], claims.sub, session);
     const valid = this.#valid(claims, input.roles);
     await this.#d.permissions.requireRelations(claims.sub, input.required_relations, actorSubjects(claims));
@@ -403,8 +443,10 @@ export class SessionFlows {
   }, ctx: AuthCallContext = {}): Promise<{ is_valid: true; user: PublicUser; org_id?: string; org_roles?: string[] }> {
     const cookie = input.cookie !== undefined && input.cookie !== '' ? input.cookie : ctx.sessionCookie;
     if (cookie === undefined) throw invalidArgument('cookie is required', 'missing_cookie');
-    const session = await this.#d.sessions.fromCookie(cookie);
-    if (session === undefined) throw unauthenticated('invalid_session', 'invalid session');
+    const seen: SessionLookup = {};
+    const session = await this.#d.sessions.fromCookie(cookie, seen);
+    if (session === undefined) throw seen.orgExpired === true ? orgSessionExpired() : unauthenticated('invalid_session', 'invalid session');
+    await this.#requireOrgSession(session);
     const user = await this.activeUser(session.user_id);
     if (user === undefined) throw unauthenticated('invalid_session', 'invalid session');
     if (input.roles !== undefined) for (const r of input.roles) if (!session.roles.includes(r)) throw new LatchkeyError('permission_denied', 'unauthorized', { reason: 'missing_role' });
@@ -418,12 +460,19 @@ export class SessionFlows {
 export interface OrgMemberships {
   /** The user's live roles in the organization, with its session lifetime (seconds, 0 for none); undefined when not a member or the organization is gone. */
   rolesOf(orgId: string, userId: string): Promise<{ roles: string[]; settings: { session_lifetime: number } } | undefined>;
+  /** The organization's `session_lifetime` in seconds (0: none, or the organization is gone). */
+  sessionLifetimeOf(orgId: string): Promise<number>;
   /** The user's organizations (the `organizations` claim). */
   organizationsOf(userId: string): Promise<{ id: string; slug: string; name: string; roles: string[] }[]>;
 }
 
 /** The scope that asks for the `organizations` claim. */
 export const ORGANIZATIONS_SCOPE = 'organizations';
+
+/** `unauthenticated` (`organization_session_expired`): the session ended at its organization's session lifetime. */
+function orgSessionExpired(message = 'the organization\'s session lifetime has passed; sign in again'): LatchkeyError {
+  return new LatchkeyError('unauthenticated', message, { reason: 'organization_session_expired' });
+}
 
 function staleOrganization(): LatchkeyError {
   return new LatchkeyError('permission_denied', 'the active organization of this session is no longer valid; switch organization again', { reason: 'stale_organization' });

@@ -46,6 +46,18 @@ export interface SessionRecord {
   created_ms: number;
   /** The active organization (`switch_organization`): its id goes into the session's tokens as `org_id`. */
   org_id?: string | undefined;
+  /**
+   * Unix seconds past which the session is over: its sign-in plus the active
+   * organization's `session_lifetime`, set by `switch_organization` (absent:
+   * no organization, or one without a lifetime). Past it the session reads
+   * as ended everywhere, and `get` ends it.
+   */
+  org_expires_at?: number | undefined;
+}
+
+/** What a lookup saw besides its answer: a session ended because its organization's lifetime had passed. */
+export interface SessionLookup {
+  orgExpired?: boolean;
 }
 
 /** Where a session was opened and last refreshed from (`seen:<sid>`). */
@@ -154,13 +166,27 @@ export class SessionManager {
     return { session, cookieToken };
   }
 
-  /** The live session with this id, or undefined. */
-  async get(sid: string): Promise<SessionRecord | undefined> {
+  /**
+   * The live session with this id, or undefined. `seen.orgExpired` is set
+   * when the session was there but past its organization's lifetime (and so
+   * was ended by this call), for the caller to say so.
+   */
+  async get(sid: string, seen?: SessionLookup): Promise<SessionRecord | undefined> {
     if (typeof sid !== 'string' || sid.length === 0 || sid.length > 64) return undefined;
     const raw = await this.#store.get(this.#sessKey.of(sid));
     if (raw === undefined) return undefined;
     const session = this.#parse(raw);
+    if (this.#orgExpired(session)) {
+      await this.#endRecord(session);
+      if (seen !== undefined) seen.orgExpired = true;
+      return undefined;
+    }
     return alive(session, await this.#store.get(this.#nbfKey.of(session.user_id)));
+  }
+
+  /** Whether the session's active organization's lifetime has passed (`org_expires_at`). */
+  #orgExpired(session: SessionRecord): boolean {
+    return session.org_expires_at !== undefined && this.#now() / 1000 > session.org_expires_at;
   }
 
   /**
@@ -175,6 +201,8 @@ export class SessionManager {
     const raw = store.getNow(this.#sessKey.of(sid));
     if (raw === undefined) return null;
     const session = this.#parse(raw);
+    // Past its organization's lifetime: `get` ends it.
+    if (this.#orgExpired(session)) return undefined;
     return alive(session, store.getNow(this.#nbfKey.of(session.user_id))) ?? null;
   }
 
@@ -208,13 +236,13 @@ export class SessionManager {
     return raw === undefined ? undefined : Number(raw);
   }
 
-  /** The live session a cookie token belongs to, or undefined. */
-  async fromCookie(cookieToken: string): Promise<SessionRecord | undefined> {
+  /** The live session a cookie token belongs to, or undefined (`seen` as for {@link get}). */
+  async fromCookie(cookieToken: string, seen?: SessionLookup): Promise<SessionRecord | undefined> {
     if (typeof cookieToken !== 'string' || cookieToken.length === 0 || cookieToken.length > 256) return undefined;
     const hash = hashToken(cookieToken);
     const sid = await this.#store.get(`cookie:${hash}`);
     if (sid === undefined) return undefined;
-    const session = await this.get(sid);
+    const session = await this.get(sid, seen);
     // The mapping may outlive a rotation for an instant; only the session's current cookie counts.
     return session !== undefined && session.cookie_hash === hash ? session : undefined;
   }
@@ -227,7 +255,7 @@ export class SessionManager {
    * `ended:<sid>` is written before an ending deletes anything, so either the
    * ending deletes this write or this call sees the marker (security matrix B6).
    */
-  async rotateCookie(session: SessionRecord, patch: Partial<Pick<SessionRecord, 'roles' | 'scope' | 'org_id'>> = {}): Promise<{ session: SessionRecord; cookieToken: string }> {
+  async rotateCookie(session: SessionRecord, patch: Partial<Pick<SessionRecord, 'roles' | 'scope' | 'org_id' | 'org_expires_at'>> = {}): Promise<{ session: SessionRecord; cookieToken: string }> {
     const cookieToken = newId(32);
     const next: SessionRecord = { ...session, ...patch, cookie_hash: hashToken(cookieToken) };
     await this.#store.set(`sess:${session.sid}`, JSON.stringify(next), this.sessionTtl);
@@ -328,6 +356,13 @@ export class SessionManager {
     if (session !== undefined) keys.push(`cookie:${session.cookie_hash}`);
     await this.#store.del(...keys);
     if (session !== undefined) await this.#store.removeFromSet(`user_sessions:${session.user_id}`, sid);
+  }
+
+  /** {@link end} of a session record in hand (one past its organization's lifetime, which `get` no longer answers). */
+  async #endRecord(session: SessionRecord): Promise<void> {
+    await this.#store.set(`ended:${session.sid}`, '1', this.sessionTtl);
+    await this.#store.del(`sess:${session.sid}`, `rt:${session.sid}`, `seen:${session.sid}`, `cookie:${session.cookie_hash}`);
+    await this.#store.removeFromSet(`user_sessions:${session.user_id}`, session.sid);
   }
 
   /**

@@ -22,7 +22,7 @@ export const ORGANIZATION_SETTINGS = s.object('OrganizationSettings', {
   allowed_sign_in_methods: s.list(s.string(), { doc: 'Login methods a session must have used to enter the organization (empty: any)' }),
   required_mfa: s.bool({ doc: 'A session must have proven a second factor to enter the organization' }),
   default_role: s.string({ doc: 'The role of members added without one' }),
-  session_lifetime: s.int({ doc: 'Seconds after sign-in past which the organization claims are refused (0: no limit of its own)' }),
+  session_lifetime: s.int({ doc: 'Seconds after sign-in past which a session in the organization ends (0: no limit of its own)' }),
   auto_join_verified_domains: s.bool({ doc: 'Users whose verified email is on a verified domain may join with switch_organization' }),
 });
 
@@ -189,6 +189,13 @@ const MANAGEMENT = [
     input: s.object('TeamsRequest', { organization_id: ORG_ID, pagination: PAGE }),
     output: s.object('TeamsResponse', { teams: s.list(TEAM), pagination: PAGINATION }),
     doc: 'The organization\'s teams, by name (check can_read).',
+  }),
+  defineOperation({
+    ...user('delete_team', 'DeleteTeam'),
+    kind: 'mutation',
+    input: s.object('DeleteTeamRequest', { team_id: TEAM_ID }),
+    output: MESSAGE,
+    doc: 'Deletes a team with its members and every tuple about it or naming it, such as document:1#viewer@team:<id>#member (check can_manage_teams).',
   }),
   defineOperation({
     ...user('add_team_member', 'AddTeamMember'),

@@ -108,6 +108,7 @@ const USER_HANDLERS = {
   remove_organization_member: (ctx: RequestContext, input: { organization_id: string; user_id: string }) => orgsOf(ctx).removeMember(orgCall(ctx), input),
   create_team: (ctx: RequestContext, input: { organization_id: string; name: string }) => orgsOf(ctx).createTeam(orgCall(ctx), input),
   teams: (ctx: RequestContext, input: { organization_id: string; pagination?: { page?: number | undefined; limit?: number | undefined } | undefined }) => orgsOf(ctx).teams(orgCall(ctx), input),
+  delete_team: (ctx: RequestContext, input: { team_id: string }) => orgsOf(ctx).deleteTeam(orgCall(ctx), input),
   add_team_member: (ctx: RequestContext, input: { team_id: string; user_id: string }) => orgsOf(ctx).addTeamMember(orgCall(ctx), input),
   remove_team_member: (ctx: RequestContext, input: { team_id: string; user_id: string }) => orgsOf(ctx).removeTeamMember(orgCall(ctx), input),
   invite_organization_members: (ctx: RequestContext, input: { organization_id: string; emails: readonly string[]; role?: string | undefined; redirect_uri?: string | undefined }) =>

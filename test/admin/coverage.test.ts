@@ -56,6 +56,7 @@ const STEPS: Step[] = [
   ['admin_teams', (s) => ({ organization_id: s['org'] ?? 'none' })],
   ['admin_add_team_member', (s) => ({ team_id: s['team'] ?? 'none', user_id: s['user']! })],
   ['admin_remove_team_member', (s) => ({ team_id: s['team'] ?? 'none', user_id: s['user']! })],
+  ['admin_delete_team', (s) => ({ team_id: s['team'] ?? 'none' })],
   ['admin_remove_organization_member', (s) => ({ organization_id: s['org'] ?? 'none', user_id: s['user']! })],
   ['admin_invite_organization_members', (s) => ({ organization_id: s['org'] ?? 'none', emails: [`${s['p']}-d@example.com`] }), (b, s) => {
     s['invitation'] = (b['invitations'] as Array<{ id: string }>)[0]!.id;

@@ -75,6 +75,7 @@ test('every admin operation refuses missing and wrong credentials on every proto
       admin_remove_organization_member: { organization_id: 'x', user_id: 'x' },
       admin_create_team: { organization_id: 'x', name: 'y' },
       admin_teams: { organization_id: 'x' },
+      admin_delete_team: { team_id: 'x' },
       admin_add_team_member: { team_id: 'x', user_id: 'x' },
       admin_remove_team_member: { team_id: 'x', user_id: 'x' },
       admin_invite_organization_members: { organization_id: 'x', emails: ['a@example.com'] },

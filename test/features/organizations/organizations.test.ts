@@ -174,6 +174,17 @@ for (const backend of sqlBackends()) {
       );
       const teams = await h.ok('teams', { organization_id: acmeId }, carol.bearer);
       t.deepEqual((teams['teams'] as { name: string; member_count: number }[]).map((x) => [x.name, x.member_count]), [['Engineering', 1]]);
+      // delete_team: the team, its members and every grant naming it go in one transaction.
+      const doomed = (await h.ok('create_team', { organization_id: acmeId, name: 'Doomed' }, bob.bearer))['id'] as string;
+      await h.ok('add_team_member', { team_id: doomed, user_id: carol.id }, bob.bearer);
+      await h.ok('fga_write_tuples', { tuples: [{ user: `team:${doomed}#member`, relation: 'viewer', object: 'document:doomed' }] }, ADMIN);
+      t.true(await allowed(h, carol, 'viewer', 'document:doomed'));
+      t.is((await h.call('delete_team', { team_id: doomed }, carol.bearer)).error?.code, 'permission_denied', 'a plain member manages no team');
+      await h.ok('delete_team', { team_id: doomed }, bob.bearer);
+      t.false(await allowed(h, carol, 'viewer', 'document:doomed'), 'no grant outlives the team');
+      const doomedGrants = await h.ok('fga_read_tuples', { object: 'document:doomed' }, ADMIN);
+      t.deepEqual(doomedGrants['tuples'], [], 'the grant to the team is deleted with it');
+      t.is((await h.call('delete_team', { team_id: doomed }, bob.bearer)).error?.reason, 'team_not_found');
 
       // ---- tokens: the active organization, and its loss with the membership.
       const switched = await h.call('switch_organization', { organization_id: acmeId, scope: ['openid', 'profile', 'email', 'organizations'] }, carol.bearer);
@@ -257,7 +268,9 @@ for (const backend of sqlBackends()) {
       await h.ok('update_organization', { organization_id: acmeId, settings: { session_lifetime: 60 } }, alice.bearer);
       t.is((await h.ok('validate_jwt_token', { token_type: 'access_token', token: erinToken }, {}))['is_valid'], true);
       offsetMs += 120_000;
-      t.is((await h.call('validate_jwt_token', { token_type: 'access_token', token: erinToken }, {})).error?.reason, 'stale_organization', 'past the organization\'s session lifetime');
+      const pastLifetime = await h.call('validate_jwt_token', { token_type: 'access_token', token: erinToken }, {});
+      t.is(pastLifetime.error?.code, 'unauthenticated', 'past the organization\'s session lifetime the session ends');
+      t.is(pastLifetime.error?.reason, 'organization_session_expired');
       await h.ok('update_organization', { organization_id: acmeId, settings: { session_lifetime: 0 } }, alice.bearer);
       t.is((await h.call('switch_organization', { organization_id: acmeId }, bob.bearer)).error, undefined, 'bob is a member');
       await h.ok('update_organization', { organization_id: acmeId, settings: { required_mfa: true } }, alice.bearer);

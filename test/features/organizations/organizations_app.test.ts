@@ -6,7 +6,11 @@
  * a user of several organizations is offered a button per organization
  * after signing in, and the one clicked becomes the session's active one;
  * the account center, reached from there, lists them with the role and makes
- * another one active.
+ * another one active. In the dashboard the super-admin then creates a team,
+ * puts the invitee in it, gives her a custom role (`--organization-roles`)
+ * and deletes another team; the engine then allows the invitee on a document
+ * shared with the team, and the errors of refused changes are shown next to
+ * their control.
  * No CSP or Trusted Types violation, page error or dialog along the way.
  */
 import anyTest, { type ExecutionContext } from 'ava';
@@ -14,6 +18,7 @@ import type { Browser, Page } from 'playwright-core';
 import { launchChromium, watchPage } from '../../helpers/loopback.ts';
 import { needs } from '../../helpers/needs.ts';
 import { TEST_ADMIN_SECRET, startTestServer } from '../../helpers/server.ts';
+import { orgModelFragmentDsl } from '../../../auth/index.ts';
 import { mailsTo, startSmtp } from '../../admin/smtp.ts';
 
 const test = needs(anyTest.serial, 'chromium');
@@ -46,6 +51,7 @@ test('an invitee opens the mailed link, signs up in /app and lands in the organi
     'smtp-host': '127.0.0.1',
     'smtp-port': smtp.port,
     'smtp-sender-email': 'noreply@example.com',
+    'organization-roles': 'billing',
   });
   t.teardown(() => server.close());
   const rest = (op: string, input: Record<string, unknown>, headers: Record<string, string>) => server.call(op, input, { protocol: 'rest', headers });
@@ -92,6 +98,61 @@ test('an invitee opens the mailed link, signs up in /app and lands in the organi
   await dash.page.getByRole('button', { name: 'Open Acme' }).click();
   await dash.page.locator('#org-member-rows td', { hasText: 'invitee@example.com' }).waitFor();
   await dash.page.locator('#org-invitation-rows .badge', { hasText: 'accepted' }).waitFor();
+
+  // Teams and roles in the dashboard: a team, the invitee in it, a custom role, another team deleted.
+  const invitee = (members.body!['members'] as { email: string; user_id: string }[]).find((x) => x.email === 'invitee@example.com')!.user_id;
+  await dash.page.fill('#org-team-name', 'Engineering');
+  await dash.page.click('#org-team-create button[type=submit]');
+  await dash.page.locator('#org-team-rows td', { hasText: 'Engineering' }).waitFor();
+  await dash.page.fill('#org-team-name', 'Engineering');
+  await dash.page.click('#org-team-create button[type=submit]');
+  await dash.page.locator('#org-team-create-error', { hasText: 'team of this name' }).waitFor();
+  t.true(await dash.page.locator('#org-team-create-error').isVisible(), 'the refusal is shown next to the form');
+  await dash.page.selectOption('#org-team-member-team', { label: 'Engineering' });
+  await dash.page.selectOption('#org-team-member-user', invitee);
+  await dash.page.getByRole('button', { name: 'Add to team' }).click();
+  await dash.page.locator('#org-team-rows tr', { hasText: 'Engineering' }).locator('td', { hasText: /^1$/ }).waitFor();
+  await dash.page.getByRole('button', { name: 'Add to team' }).click();
+  await dash.page.locator('#org-team-member-error', { hasText: 'in this team already' }).waitFor();
+  const teams = await rest('admin_teams', { organization_id: orgId }, ADMIN);
+  const team = (teams.body!['teams'] as { id: string; name: string; member_count: number }[]).find((x) => x.name === 'Engineering')!;
+  t.is(team.member_count, 1);
+  t.deepEqual(await dash.page.locator('#org-role-value option').allTextContents(), ['owner', 'admin', 'member', 'billing'], 'the custom roles are offered');
+  await dash.page.selectOption('#org-role-member', invitee);
+  await dash.page.selectOption('#org-role-value', 'billing');
+  await dash.page.getByRole('button', { name: 'Change role' }).click();
+  await dash.page.locator('#org-member-rows tr', { hasText: 'invitee@example.com' }).locator('td', { hasText: /^billing$/ }).waitFor();
+  const ownerId = (members.body!['members'] as { email: string; user_id: string }[]).find((x) => x.email === 'owner@example.com')!.user_id;
+  await dash.page.selectOption('#org-role-member', ownerId);
+  await dash.page.selectOption('#org-role-value', 'member');
+  await dash.page.getByRole('button', { name: 'Change role' }).click();
+  await dash.page.locator('#org-role-error', { hasText: 'last owner' }).waitFor();
+  await dash.page.fill('#org-team-name', 'Temporary');
+  await dash.page.click('#org-team-create button[type=submit]');
+  await dash.page.locator('#org-team-rows td', { hasText: 'Temporary' }).waitFor();
+  await dash.page.getByRole('button', { name: 'Delete the team Temporary' }).click();
+  await dash.page.locator('#org-team-rows td', { hasText: 'Temporary' }).waitFor({ state: 'detached' });
+
+  // The resulting tuples, through the engine: the invitee's checks on the custom role, the team, and a document
+  // shared with the team (the model is the fragment plus a document type).
+  const dsl = `model\n  schema 1.1\n${orgModelFragmentDsl(['billing'])}type document\n  relations\n    define viewer: [user, team#member]\n`;
+  t.is((await rest('fga_write_model', { dsl }, ADMIN)).error, undefined);
+  t.is((await rest('fga_write_tuples', { tuples: [{ user: `team:${team.id}#member`, relation: 'viewer', object: 'document:roadmap' }] }, ADMIN)).error, undefined);
+  const asInvitee = { cookie: `cookie_session=${(await cookie())!}` };
+  const allowed = async (relation: string, object: string): Promise<boolean> => {
+    const r = await rest('check_permissions', { checks: [{ relation, object }] }, asInvitee);
+    if (r.error !== undefined) throw new Error(JSON.stringify(r.error));
+    return (r.body!['results'] as { allowed: boolean }[])[0]!.allowed;
+  };
+  t.true(await allowed('billing', `organization:${orgId}`), 'the custom role is a tuple');
+  t.false(await allowed('admin', `organization:${orgId}`), 'the former role is gone');
+  t.true(await allowed('member', `team:${team.id}`), 'the team membership is a tuple');
+  t.true(await allowed('viewer', 'document:roadmap'), 'a document shared with the team');
+  await dash.page.selectOption('#org-team-member-team', { label: 'Engineering' });
+  await dash.page.selectOption('#org-team-member-user', invitee);
+  await dash.page.getByRole('button', { name: 'Remove from team' }).click();
+  await dash.page.locator('#org-team-rows tr', { hasText: 'Engineering' }).locator('td', { hasText: /^0$/ }).waitFor();
+  t.false(await allowed('viewer', 'document:roadmap'), 'denied once out of the team');
 
   // A second organization: signing in offers both; the one clicked becomes active.
   await rest('create_organization', { name: 'Globex' }, bearer);

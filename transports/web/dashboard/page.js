@@ -614,7 +614,10 @@
         }) }) : '')));
     }
     if (invitations.invitations.length === 0) ibody.append(el('tr', {}, el('td', { colspan: 5, class: 'muted', text: 'No invitations.' })));
+    // Teams and roles (organizations.js) follow the organization shown, and ask for a reload after a change.
+    document.dispatchEvent(new CustomEvent('dashboard:organization', { detail: o }));
   }
+  document.addEventListener('dashboard:organization-changed', () => void guarded(loadOrgDetail));
   loaders.orgs = loadOrgs;
   pager('orgs', orgs, () => guarded(loadOrgs));
   $('org-search').addEventListener('submit', (ev) => { ev.preventDefault(); orgs.page = 1; void guarded(loadOrgs); });
