@@ -260,6 +260,11 @@ export const FLAGS = {
     'oidc-display-name': str({ doc: 'Name of the --oidc-issuer provider shown to users', default: 'OpenID Connect' }),
   })),
   ...group('Other', () => ({
+    'outbox-lease': duration({
+      doc: 'How long a replica holds a mail or webhook delivery it is sending; when the replica dies mid-send another takes the delivery over after this (at least once: receivers deduplicate by webhook-id or Message-ID). Keep it above the webhook timeout (15 s) and the SMTP timeout (10 s)',
+      default: 45_000,
+      min: 1000,
+    }),
     'webhook-allow-private-networks': bool({ doc: 'Allow webhook endpoints on private, loopback and link-local addresses (tests, closed networks)', default: false }),
     'disable-admin-header-auth': bool({ doc: 'Refuse the x-service-admin-secret header; only the admin cookie is honoured', default: false }),
     'trusted-proxies': list({ doc: 'CIDRs of reverse proxies whose X-Forwarded-For is trusted (default: none)', default: [], item: cidrProblem }),
