@@ -270,6 +270,13 @@ export const FLAGS = {
     'trusted-proxies': list({ doc: 'CIDRs of reverse proxies whose X-Forwarded-For is trusted (default: none)', default: [], item: cidrProblem }),
     'rate-limit-rps': int({ doc: 'Requests per second allowed per client IP (0 disables rate limiting)', default: 30, min: 0, max: 1_000_000 }),
     'rate-limit-burst': int({ doc: 'Extra requests per client IP allowed in a burst', default: 20, min: 0, max: 1_000_000 }),
+    'rate-limit-account-rps': int({
+      doc: 'Requests per second allowed per signed-in account or service account, whatever its client IPs, counted across replicas through Redis (0 disables)',
+      default: 0,
+      min: 0,
+      max: 1_000_000,
+    }),
+    'rate-limit-account-burst': int({ doc: 'Extra requests per account allowed in a burst (with --rate-limit-account-rps)', default: 0, min: 0, max: 1_000_000 }),
   })),
 } as const;
 

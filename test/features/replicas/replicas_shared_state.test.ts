@@ -6,6 +6,8 @@
  * - a model write through one replica reaches the others at once (the
  *   revision notification, not the poll): a model that takes a permission
  *   away is obeyed by the other two within 2 s, with their caches warm;
+ * - the per-account request limit (`--rate-limit-account-rps`) counts one
+ *   account across replicas and client IPs;
  * - the password-reset mail budget of one address (5 per 15 minutes) holds
  *   across replicas: 8 requests spread over the three send 5 mails;
  * - Redis down: every replica's `/readyz` fails (a load balancer takes them
@@ -32,6 +34,10 @@ const V1 = 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define ow
 const V2 = 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define owner: [user]\n    define viewer: [user]\n';
 const RPS = 2;
 const BURST = 4;
+/** The per-account limit; the model checks below poll every 50 ms, under it. */
+const ACCOUNT_RPS = 20;
+const ACCOUNT_BURST = 20;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const postgres = process.env['LATCHKEY_TEST_POSTGRES_URL'];
 
@@ -79,6 +85,7 @@ needs(test, 'postgres', 'redis')('three replicas: a model write reaches every re
     clientId: `shared-${run}`,
     flags: [
       '--fga-cache-revision-poll=30s', `--rate-limit-rps=${RPS}`, `--rate-limit-burst=${BURST}`,
+      `--rate-limit-account-rps=${ACCOUNT_RPS}`, `--rate-limit-account-burst=${ACCOUNT_BURST}`,
       '--enable-email-verification=false', '--smtp-host=127.0.0.1', `--smtp-port=${smtp.port}`, '--smtp-sender-email=noreply@replicas.test',
     ],
   });
@@ -109,17 +116,40 @@ needs(test, 'postgres', 'redis')('three replicas: a model write reaches every re
   };
   for (const r of [r2, r3]) {
     const until = Date.now() + 2000;
-    while (!(await viewer(r))) t.true(Date.now() < until, `the owner tuple reached ${r.url}`);
+    while (!(await viewer(r))) {
+      t.true(Date.now() < until, `the owner tuple reached ${r.url}`);
+      await sleep(50);
+    }
     t.true(await viewer(r), 'allowed (cached now)');
   }
   const written = performance.now();
   t.is((await call(r1, '/v1/admin/fga/model', { dsl: V2 }, { admin: true })).status, 200);
   const seen: number[] = [];
   for (const r of [r2, r3]) {
-    while (await viewer(r)) t.true(performance.now() - written < 2000, `${r.url} still allows 2 s after the model write (poll is 30 s)`);
+    while (await viewer(r)) {
+      t.true(performance.now() - written < 2000, `${r.url} still allows 2 s after the model write (poll is 30 s)`);
+      await sleep(50);
+    }
     seen.push(performance.now() - written);
   }
   t.true(Math.max(...seen) < 2000, 'both other replicas follow the new model within 2 s');
+
+  // The per-account limit counts one account across replicas and client IPs: 90 requests at once, 30 to each replica,
+  // each from its own address. Three separate limits would allow them all (3 × (20 + 20) = 120).
+  const dave = `dave-${run}@replicas.test`;
+  t.is((await call(r3, '/v1/signup', { email: dave, password: PASSWORD })).status, 200);
+  const daveLogin = await call(r3, '/v1/login', { email: dave, password: PASSWORD });
+  t.is(daveLogin.status, 200);
+  const daveCookie = daveLogin.cookies.map((c) => c.split(';')[0]).join('; ');
+  const accountStarted = performance.now();
+  const perAccount = await Promise.all(Array.from({ length: 90 }, (_, i) => call(replicas[i % 3]!, '/v1/profile', undefined, { cookie: daveCookie, from: `127.0.4.${i + 1}` })));
+  const accountSeconds = (performance.now() - accountStarted) / 1000;
+  const accountAllowed = perAccount.filter((a) => a.status === 200).length;
+  const accountRefused = perAccount.filter((a) => a.status === 429);
+  t.is(accountAllowed + accountRefused.length, 90, `every request answered 200 or 429: ${[...new Set(perAccount.map((a) => a.status))].join(', ')}`);
+  t.true(accountAllowed >= ACCOUNT_RPS + ACCOUNT_BURST - 1, `at least the account's steady rate and burst allowed (${accountAllowed})`);
+  t.true(accountAllowed <= ACCOUNT_RPS * (Math.ceil(accountSeconds) + 1) + ACCOUNT_BURST, `no more than one account's limit (${accountAllowed} in ${accountSeconds.toFixed(2)} s)`);
+  t.true(accountRefused.every((a) => a.body['reason'] === 'rate_limited' && Number(a.headers['retry-after']) >= 1), 'each refusal is rate_limited with Retry-After');
 
   // The reset-mail budget of one address counts across replicas.
   const bob = `bob-${run}@replicas.test`;
@@ -174,5 +204,6 @@ needs(test, 'postgres', 'redis')('three replicas: a model write reaches every re
     const res = await call(r, '/v1/login', { email, password: PASSWORD });
     t.is(res.status, 200, `login on ${r.url} with Redis back: ${JSON.stringify(res.body)}`);
   }
+  t.log(`per-account limit ${ACCOUNT_RPS}/s + ${ACCOUNT_BURST}: ${accountAllowed} of 90 allowed over three replicas and 90 addresses in ${accountSeconds.toFixed(2)} s`);
   t.log(`model write followed by the other replicas in ${seen.map((s) => s.toFixed(1)).join(' and ')} ms (poll 30 s); without Redis ${allowed} of 36 rate-limited requests were served, and the checks without it took ${Math.round(downFor)} ms (2 s of them waiting for a mail that must not come)`);
 });
