@@ -8,6 +8,8 @@
  *   away is obeyed by the other two within 2 s, with their caches warm;
  * - the per-account request limit (`--rate-limit-account-rps`) counts one
  *   account across replicas and client IPs;
+ * - a pushed authorization request (PAR) made to one replica is used at
+ *   another; with Redis down a push is refused;
  * - the password-reset mail budget of one address (5 per 15 minutes) holds
  *   across replicas: 8 requests spread over the three send 5 mails;
  * - Redis down: every replica's `/readyz` fails (a load balancer takes them
@@ -21,7 +23,8 @@
  */
 import test from 'ava';
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { request } from 'node:http';
 import { connect } from 'node:net';
 import { createTestDatabase } from '../../helpers/databases.ts';
 import { needs } from '../../helpers/needs.ts';
@@ -65,7 +68,20 @@ async function startRedis(port: number): Promise<{ stop(): Promise<void> }> {
   };
 }
 
-needs(test, 'postgres', 'redis')('three replicas: a model write reaches every replica at once; the reset budget is shared; with Redis down the rate limit fails open and sessions and budgets fail closed; Redis back, all recover', async (t) => {
+/** A form POST (as OAuth clients send) from `from`, with HTTP basic client authentication. */
+function form(r: Replica, path: string, fields: Record<string, string>, authorization: string, from: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${r.url}${path}`, { method: 'POST', localAddress: from, agent: false, headers: { 'content-type': 'application/x-www-form-urlencoded', authorization } }, (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => void (body += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end(new URLSearchParams(fields).toString());
+  });
+}
+
+needs(test, 'postgres', 'redis')('three replicas: a model write reaches every replica at once; the per-account limit, PAR and the reset budget are shared; with Redis down the rate limit fails open and sessions, PAR and budgets fail closed; Redis back, all recover', async (t) => {
   t.timeout(90_000);
   t.truthy(postgres, 'LATCHKEY_TEST_POSTGRES_URL is required');
   const db = await createTestDatabase('postgres', 'lk_replicas_shared_state');
@@ -151,6 +167,19 @@ needs(test, 'postgres', 'redis')('three replicas: a model write reaches every re
   t.true(accountAllowed <= ACCOUNT_RPS * (Math.ceil(accountSeconds) + 1) + ACCOUNT_BURST, `no more than one account's limit (${accountAllowed} in ${accountSeconds.toFixed(2)} s)`);
   t.true(accountRefused.every((a) => a.body['reason'] === 'rate_limited' && Number(a.headers['retry-after']) >= 1), 'each refusal is rate_limited with Retry-After');
 
+  // A pushed authorization request (RFC 9126) made to replica 1 is used at replica 2 (it lives in Redis).
+  const added = await call(r1, '/v1/admin/add_client', { client_id: `par-${run}`, redirect_uris: ['https://par.example/cb'] }, { admin: true });
+  t.is(added.status, 200, JSON.stringify(added.body));
+  const basic = `Basic ${Buffer.from(`par-${run}:${String(added.body['client_secret'])}`).toString('base64')}`;
+  const challenge = createHash('sha256').update('a-verifier-long-enough-for-pkce-0123456789abcdef').digest('base64url');
+  const parForm = { response_type: 'code', redirect_uri: 'https://par.example/cb', scope: 'openid', code_challenge: challenge, code_challenge_method: 'S256', state: 's1' };
+  const pushed = await form(r1, '/oauth/par', parForm, basic, `127.0.5.${(++address % 250) + 1}`);
+  t.is(pushed.status, 201, pushed.body);
+  const requestUri = String((JSON.parse(pushed.body) as { request_uri: string }).request_uri);
+  const authorize = await jsonRequest(`${r2.url}/authorize?client_id=par-${run}&request_uri=${encodeURIComponent(requestUri)}`, { headers: { cookie }, localAddress: `127.0.5.${(++address % 250) + 1}` });
+  t.is(authorize.status, 302, JSON.stringify(authorize.body));
+  t.regex(authorize.headers['location'] ?? '', /^https:\/\/par\.example\/cb\?.*code=/u, 'replica 2 knew the request pushed to replica 1');
+
   // The reset-mail budget of one address counts across replicas.
   const bob = `bob-${run}@replicas.test`;
   t.is((await call(r2, '/v1/signup', { email: bob, password: PASSWORD })).status, 200);
@@ -182,6 +211,9 @@ needs(test, 'postgres', 'redis')('three replicas: a model write reaches every re
     t.is(res.body['code'], 'unavailable');
     t.is((await call(r, '/v1/profile', undefined, { cookie })).status === 200, false, 'a session cannot be checked, so it is not accepted');
   }
+  // A pushed authorization request cannot be stored, so it is refused.
+  const pushedDown = await form(r2, '/oauth/par', parForm, basic, '127.0.5.251');
+  t.true(pushedDown.status >= 500, `a push without Redis is refused (${pushedDown.status} ${pushedDown.body})`);
   // The reset request is answered as always, and sends nothing: its budget cannot be counted.
   const carol = `carol-${run}@replicas.test`;
   t.is((await call(r3, '/v1/signup', { email: carol, password: PASSWORD })).status === 200, false, 'a sign-up (which opens a session) is refused too');
