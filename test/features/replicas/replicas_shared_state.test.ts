@@ -9,7 +9,8 @@
  * - the per-account request limit (`--rate-limit-account-rps`) counts one
  *   account across replicas and client IPs;
  * - a pushed authorization request (PAR) made to one replica is used at
- *   another; with Redis down a push is refused;
+ *   another, and a DPoP proof used at one is a replay at another; with Redis
+ *   down a push and a proof are refused;
  * - the password-reset mail budget of one address (5 per 15 minutes) holds
  *   across replicas: 8 requests spread over the three send 5 mails;
  * - Redis down: every replica's `/readyz` fails (a load balancer takes them
@@ -25,6 +26,7 @@ import test from 'ava';
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { request } from 'node:http';
+import { SignJWT, exportJWK, generateKeyPair } from 'jose';
 import { connect } from 'node:net';
 import { createTestDatabase } from '../../helpers/databases.ts';
 import { needs } from '../../helpers/needs.ts';
@@ -69,9 +71,9 @@ async function startRedis(port: number): Promise<{ stop(): Promise<void> }> {
 }
 
 /** A form POST (as OAuth clients send) from `from`, with HTTP basic client authentication. */
-function form(r: Replica, path: string, fields: Record<string, string>, authorization: string, from: string): Promise<{ status: number; body: string }> {
+function form(r: Replica, path: string, fields: Record<string, string>, authorization: string, from: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request(`${r.url}${path}`, { method: 'POST', localAddress: from, agent: false, headers: { 'content-type': 'application/x-www-form-urlencoded', authorization } }, (res) => {
+    const req = request(`${r.url}${path}`, { method: 'POST', localAddress: from, agent: false, headers: { 'content-type': 'application/x-www-form-urlencoded', authorization, ...headers } }, (res) => {
       let body = '';
       res.on('data', (d: Buffer) => void (body += d.toString()));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
@@ -81,7 +83,7 @@ function form(r: Replica, path: string, fields: Record<string, string>, authoriz
   });
 }
 
-needs(test, 'postgres', 'redis')('three replicas: a model write reaches every replica at once; the per-account limit, PAR and the reset budget are shared; with Redis down the rate limit fails open and sessions, PAR and budgets fail closed; Redis back, all recover', async (t) => {
+needs(test, 'postgres', 'redis')('three replicas: a model write reaches every replica at once; the per-account limit, PAR, DPoP replay and the reset budget are shared; with Redis down the rate limit fails open and sessions, PAR, DPoP and budgets fail closed; Redis back, all recover', async (t) => {
   t.timeout(90_000);
   t.truthy(postgres, 'LATCHKEY_TEST_POSTGRES_URL is required');
   const db = await createTestDatabase('postgres', 'lk_replicas_shared_state');
@@ -180,6 +182,24 @@ needs(test, 'postgres', 'redis')('three replicas: a model write reaches every re
   t.is(authorize.status, 302, JSON.stringify(authorize.body));
   t.regex(authorize.headers['location'] ?? '', /^https:\/\/par\.example\/cb\?.*code=/u, 'replica 2 knew the request pushed to replica 1');
 
+  // A DPoP proof (RFC 9449) is single use across replicas: the token endpoint checks it first, so a proof sent to
+  // replica 1 is a replay at replica 3 whatever the grant's own outcome.
+  const { publicKey, privateKey } = await generateKeyPair('ES256');
+  const jwk = await exportJWK(publicKey);
+  const proof = () =>
+    new SignJWT({ htm: 'POST', htu: `${publicUrl}/oauth/token`, jti: randomBytes(16).toString('hex') })
+      .setProtectedHeader({ typ: 'dpop+jwt', alg: 'ES256', jwk })
+      .setIssuedAt()
+      .sign(privateKey);
+  const tokenWith = (r: Replica, dpop: string, from: string) => form(r, '/oauth/token', { grant_type: 'client_credentials' }, basic, from, { dpop });
+  const once = await proof();
+  const first = await tokenWith(r1, once, '127.0.6.1');
+  t.notRegex(first.body, /already used/u, `the first use of a proof is not a replay: ${first.status} ${first.body}`);
+  const replayed = await tokenWith(r3, once, '127.0.6.2');
+  t.is(replayed.status, 401, replayed.body);
+  t.regex(replayed.body, /invalid_dpop_proof.*already used/u, 'the same proof at replica 3 is a replay');
+  t.notRegex((await tokenWith(r3, await proof(), '127.0.6.3')).body, /already used/u, 'a fresh proof is not');
+
   // The reset-mail budget of one address counts across replicas.
   const bob = `bob-${run}@replicas.test`;
   t.is((await call(r2, '/v1/signup', { email: bob, password: PASSWORD })).status, 200);
@@ -214,6 +234,9 @@ needs(test, 'postgres', 'redis')('three replicas: a model write reaches every re
   // A pushed authorization request cannot be stored, so it is refused.
   const pushedDown = await form(r2, '/oauth/par', parForm, basic, '127.0.5.251');
   t.true(pushedDown.status >= 500, `a push without Redis is refused (${pushedDown.status} ${pushedDown.body})`);
+  // A DPoP proof cannot be checked for replay, so it is refused.
+  const dpopDown = await tokenWith(r1, await proof(), '127.0.6.4');
+  t.true(dpopDown.status >= 500, `a proof without Redis is refused (${dpopDown.status} ${dpopDown.body})`);
   // The reset request is answered as always, and sends nothing: its budget cannot be counted.
   const carol = `carol-${run}@replicas.test`;
   t.is((await call(r3, '/v1/signup', { email: carol, password: PASSWORD })).status === 200, false, 'a sign-up (which opens a session) is refused too');
