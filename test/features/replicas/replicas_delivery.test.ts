@@ -59,7 +59,7 @@ function socketOwners(serverPort: number): Map<number, number> {
   return owners;
 }
 
-needs(test, 'postgres', 'redis')('a replica killed mid-send: its webhooks and mails are taken over by a survivor and accepted exactly once, with the same idempotency key', async (t) => {
+needs(test, 'postgres', 'redis', 'ss')('a replica killed mid-send: its webhooks and mails are taken over by a survivor and accepted exactly once, with the same idempotency key', async (t) => {
   t.timeout(90_000);
   t.truthy(postgres, 'LATCHKEY_TEST_POSTGRES_URL is required');
   t.truthy(redis, 'LATCHKEY_TEST_REDIS_URL is required');

@@ -83,7 +83,7 @@ function form(r: Replica, path: string, fields: Record<string, string>, authoriz
   });
 }
 
-needs(test, 'postgres', 'redis')('three replicas: a model write reaches every replica at once; the per-account limit, PAR, DPoP replay and the reset budget are shared; with Redis down the rate limit fails open and sessions, PAR, DPoP and budgets fail closed; Redis back, all recover', async (t) => {
+needs(test, 'postgres', 'redis', 'redis-server')('three replicas: a model write reaches every replica at once; the per-account limit, PAR, DPoP replay and the reset budget are shared; with Redis down the rate limit fails open and sessions, PAR, DPoP and budgets fail closed; Redis back, all recover', async (t) => {
   t.timeout(90_000);
   t.truthy(postgres, 'LATCHKEY_TEST_POSTGRES_URL is required');
   const db = await createTestDatabase('postgres', 'lk_replicas_shared_state');
