@@ -252,14 +252,20 @@ export class DynamoWebhookStore implements WebhookStore {
   }
 
   async finish(id: string, o: DeliveryOutcome): Promise<void> {
+    // Only the attempt that holds the delivery records its end (a taken-over attempt changes nothing).
+    const held = {
+      expression: 'attribute_exists(pk) AND #s = :delivering AND #a = :attempt',
+      names: { '#s': 'status', '#a': 'attempts' },
+      values: { ':delivering': 'delivering', ':attempt': o.attempt },
+    };
     if (o.status === 'pending') {
       const next = o.next_attempt_at ?? o.updated_at;
-      await this.#db.update('webhook_deliveries', id, '-', { set: { status: 'pending', next_attempt_at: next, lease_until: 0, last_http_status: o.last_http_status, updated_at: o.updated_at, due_at: next } }, { expression: 'attribute_exists(pk)' });
+      await this.#db.update('webhook_deliveries', id, '-', { set: { status: 'pending', next_attempt_at: next, lease_until: 0, last_http_status: o.last_http_status, updated_at: o.updated_at, due_at: next } }, held);
       return;
     }
     const set: Row = { status: o.status, updated_at: o.updated_at };
     if (o.status !== 'cancelled') set['last_http_status'] = o.last_http_status;
-    await this.#db.update('webhook_deliveries', id, '-', { set, remove: ['due_pk', 'due_at'] }, { expression: 'attribute_exists(pk)' });
+    await this.#db.update('webhook_deliveries', id, '-', { set, remove: ['due_pk', 'due_at'] }, held);
   }
 
   async insertLog(row: Row): Promise<void> {

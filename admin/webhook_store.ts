@@ -21,6 +21,13 @@ export interface DeliveryOutcome {
   last_http_status: number;
   next_attempt_at?: number | undefined;
   updated_at: number;
+  /**
+   * The attempt this outcome ends (the claimed row's `attempts`): the outcome
+   * is recorded only while the delivery is still `delivering` at that
+   * attempt. An attempt that outlived its lease, and was taken over by
+   * another worker, then changes nothing.
+   */
+  attempt: number;
 }
 
 /**
@@ -49,7 +56,7 @@ export interface WebhookStore {
   due(now: number, limit: number): Promise<string[]>;
   /** Claims a due delivery until `leaseUntil` (one more attempt); the claimed row, or undefined when it was not due (someone else has it). */
   claim(id: string, now: number, leaseUntil: number): Promise<Row | undefined>;
-  /** Records the end of an attempt. */
+  /** Records the end of an attempt (ignored when the attempt no longer holds the delivery: see {@link DeliveryOutcome.attempt}). */
   finish(id: string, outcome: DeliveryOutcome): Promise<void>;
   insertLog(row: Row): Promise<void>;
 }

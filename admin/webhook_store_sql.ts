@@ -106,16 +106,18 @@ export class SqlWebhookStore implements WebhookStore {
   }
 
   async finish(id: string, o: DeliveryOutcome): Promise<void> {
+    // Only the attempt that holds the delivery records its end (a taken-over attempt changes nothing).
+    const held = `WHERE id = ? AND status = 'delivering' AND attempts = ?`;
     if (o.status === 'cancelled') {
-      await update(this.#db, `UPDATE webhook_deliveries SET status = 'cancelled', updated_at = ? WHERE id = ?`, [o.updated_at, id]);
+      await update(this.#db, `UPDATE webhook_deliveries SET status = 'cancelled', updated_at = ? ${held}`, [o.updated_at, id, o.attempt]);
     } else if (o.status === 'pending') {
       await update(
         this.#db,
-        `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?, lease_until = 0, last_http_status = ?, updated_at = ? WHERE id = ?`,
-        [o.next_attempt_at ?? o.updated_at, o.last_http_status, o.updated_at, id],
+        `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?, lease_until = 0, last_http_status = ?, updated_at = ? ${held}`,
+        [o.next_attempt_at ?? o.updated_at, o.last_http_status, o.updated_at, id, o.attempt],
       );
     } else {
-      await update(this.#db, `UPDATE webhook_deliveries SET status = ?, last_http_status = ?, updated_at = ? WHERE id = ?`, [o.status, o.last_http_status, o.updated_at, id]);
+      await update(this.#db, `UPDATE webhook_deliveries SET status = ?, last_http_status = ?, updated_at = ? ${held}`, [o.status, o.last_http_status, o.updated_at, id, o.attempt]);
     }
   }
 

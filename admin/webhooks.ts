@@ -455,7 +455,7 @@ export class WebhookService {
     const body = str(row['payload']);
     const hookRow = await this.#db.get(webhookId);
     if (!hookRow || num(hookRow['enabled']) !== 1) {
-      await this.#db.finish(id, { status: 'cancelled', last_http_status: num(row['last_http_status']), updated_at: this.#clock() });
+      await this.#db.finish(id, { status: 'cancelled', last_http_status: num(row['last_http_status']), updated_at: this.#clock(), attempt });
       return true;
     }
     const hook = toWebhook(hookRow);
@@ -500,14 +500,14 @@ export class WebhookService {
       updated_at: done,
     });
     if (outcome === 'delivered') {
-      await this.#db.finish(id, { status: 'delivered', last_http_status: status, updated_at: done });
+      await this.#db.finish(id, { status: 'delivered', last_http_status: status, updated_at: done, attempt });
     } else {
       const delay = this.#schedule[attempt - 1];
       if (delay === undefined) {
-        await this.#db.finish(id, { status: 'failed', last_http_status: status, updated_at: done });
+        await this.#db.finish(id, { status: 'failed', last_http_status: status, updated_at: done, attempt });
       } else {
         const spread = delay * this.#jitter * (Math.random() * 2 - 1);
-        await this.#db.finish(id, { status: 'pending', next_attempt_at: Math.round(done + delay + spread), last_http_status: status, updated_at: done });
+        await this.#db.finish(id, { status: 'pending', next_attempt_at: Math.round(done + delay + spread), last_http_status: status, updated_at: done, attempt });
       }
     }
     return true;

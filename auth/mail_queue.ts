@@ -174,7 +174,7 @@ export class MailQueue {
   async #send(job: Job): Promise<void> {
     job.attempts++;
     try {
-      await this.#mailer.send(job.message);
+      await this.#mailer.send({ ...job.message, id: job.id });
       this.#onSent({ id: job.id, attempts: job.attempts });
     } catch (err) {
       const delay = this.#schedule[job.attempts - 1];
@@ -334,7 +334,7 @@ export class OutboxMailQueue {
   async #send(mail: OutboxMail): Promise<void> {
     const attempt = mail.attempts + 1;
     try {
-      await this.#o.mailer.send(mail.message);
+      await this.#o.mailer.send({ ...mail.message, id: mail.id });
       await this.#o.store.sent(mail.id);
       this.#o.onSent?.({ id: mail.id, attempts: attempt });
     } catch (err) {

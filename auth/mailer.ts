@@ -31,6 +31,12 @@ export interface MailMessage {
   subject: string;
   html: string;
   text?: string | undefined;
+  /**
+   * The queue's id of this mail: sent as the `Message-ID` header
+   * (`<id@sender-domain>`), the same on every attempt, so a receiver can
+   * drop a second copy of a mail sent again after its sender died mid-send.
+   */
+  id?: string | undefined;
 }
 
 /** Something that delivers one mail or throws. */
@@ -64,6 +70,7 @@ export function createSmtpMailer(options: SmtpOptions): Mailer {
     socketTimeout: timeout,
   });
   const from = options.senderName ? { name: options.senderName, address: options.senderEmail } : options.senderEmail;
+  const domain = options.senderEmail.slice(options.senderEmail.lastIndexOf('@') + 1) || 'localhost';
   return {
     async send(message) {
       try {
@@ -73,6 +80,7 @@ export function createSmtpMailer(options: SmtpOptions): Mailer {
           subject: message.subject,
           html: message.html,
           ...(message.text === undefined ? {} : { text: message.text }),
+          ...(message.id === undefined ? {} : { messageId: `<${message.id}@${domain}>` }),
         });
       } catch (err) {
         const code = (err as { responseCode?: number }).responseCode;

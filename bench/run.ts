@@ -26,6 +26,7 @@ const SUITES: Record<string, string> = {
   auth: './auth.ts',
   client_credentials: './client_credentials.ts',
   cluster: './cluster.ts',
+  sizing: './sizing.ts',
   sql: './sql_targets.ts',
   footprint: './footprint.ts',
   organizations: './organizations.ts',

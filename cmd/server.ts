@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { Redis } from 'ioredis';
-import { openRedis } from '../auth/index.ts';
+import { openRedis, RedisMemoryStore } from '../auth/index.ts';
 import type { Config } from '../server/index.ts';
 import { redactedConfig } from '../server/index.ts';
 import { createLogger, type LogSink, type Logger } from '../server/index.ts';
@@ -155,12 +155,20 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     }
     const metrics = createMetrics();
     const extra = new Map<string, AnyHandler>((options.extraOperations ?? []).map((op) => [op.name, op.handler as AnyHandler]));
-    const pipeline = createPipeline(services, metrics, HANDLERS, extra);
+    // Per account (--rate-limit-account-rps): its own counters, apart from the per-IP ones.
+    const accountLimiter = config.rateLimitAccountRps > 0
+      ? createRateLimiter({ rps: config.rateLimitAccountRps, burst: config.rateLimitAccountBurst, namespace: `${config.clientId ?? ''}_account`, ...(redis ? { redis } : {}) })
+      : undefined;
+    const pipeline = createPipeline(services, metrics, HANDLERS, extra, accountLimiter);
     const rateLimiter = createRateLimiter({ rps: config.rateLimitRps, burst: config.rateLimitBurst, namespace: config.clientId ?? '', ...(redis ? { redis } : {}) });
     const clientIp = createClientIpResolver(config.trustedProxies);
     let draining = false;
 
-    const dependencies = redis ? [{ name: 'redis', ping: () => pingRedis(redis) }] : [];
+    // Ready only once both Redis connections answer: the limiter's, and the session store's (which refuses at once while
+    // it reconnects, so a replica would otherwise be routed requests it can only answer 503).
+    const memory = services.memoryStore;
+    const sessionStoreUp = (): Promise<boolean> => (memory instanceof RedisMemoryStore ? memory.ready().then(() => true, () => false) : Promise.resolve(true));
+    const dependencies = redis ? [{ name: 'redis', ping: async () => (await pingRedis(redis)) && (await sessionStoreUp()) }] : [];
     const app = createHttpApp({ config, services, operations, pipeline, metrics, rateLimiter, clientIp, draining: () => draining, dependencies });
     const http = createServer(
       {

@@ -260,11 +260,23 @@ export const FLAGS = {
     'oidc-display-name': str({ doc: 'Name of the --oidc-issuer provider shown to users', default: 'OpenID Connect' }),
   })),
   ...group('Other', () => ({
+    'outbox-lease': duration({
+      doc: 'How long a replica holds a mail or webhook delivery it is sending; when the replica dies mid-send another takes the delivery over after this (at least once: receivers deduplicate by webhook-id or Message-ID). Keep it above the webhook timeout (15 s) and the SMTP timeout (10 s)',
+      default: 45_000,
+      min: 1000,
+    }),
     'webhook-allow-private-networks': bool({ doc: 'Allow webhook endpoints on private, loopback and link-local addresses (tests, closed networks)', default: false }),
     'disable-admin-header-auth': bool({ doc: 'Refuse the x-service-admin-secret header; only the admin cookie is honoured', default: false }),
     'trusted-proxies': list({ doc: 'CIDRs of reverse proxies whose X-Forwarded-For is trusted (default: none)', default: [], item: cidrProblem }),
     'rate-limit-rps': int({ doc: 'Requests per second allowed per client IP (0 disables rate limiting)', default: 30, min: 0, max: 1_000_000 }),
     'rate-limit-burst': int({ doc: 'Extra requests per client IP allowed in a burst', default: 20, min: 0, max: 1_000_000 }),
+    'rate-limit-account-rps': int({
+      doc: 'Requests per second allowed per signed-in account or service account, whatever its client IPs, counted across replicas through Redis (0 disables)',
+      default: 0,
+      min: 0,
+      max: 1_000_000,
+    }),
+    'rate-limit-account-burst': int({ doc: 'Extra requests per account allowed in a burst (with --rate-limit-account-rps)', default: 0, min: 0, max: 1_000_000 }),
   })),
 } as const;
 

@@ -10,6 +10,7 @@ import { ANONYMOUS } from './context.ts';
 import type { Clock, CookieSink, Credentials, Principal, Protocol, RequestContext } from './context.ts';
 import { outageSummary, type Logger } from './logger.ts';
 import { SECURITY_EVENT_CODES, type Metrics } from './metrics.ts';
+import type { RateLimiter } from './rate_limit.ts';
 import { encodeOutput, validate, type AnyOperation } from '../api/index.ts';
 import type { Services } from './context.ts';
 import { handlerOf, type AnyHandler, type Handlers } from './handlers/types.ts';
@@ -108,7 +109,13 @@ class CallContext implements RequestContext {
  * the row's name). A row without a handler answers `unimplemented`; the
  * handlers' type makes that a type error, so it cannot happen in the server.
  */
-export function createPipeline(services: Services, metrics: Metrics, handlers: Handlers, extra?: ReadonlyMap<string, AnyHandler>): Pipeline {
+export function createPipeline(
+  services: Services,
+  metrics: Metrics,
+  handlers: Handlers,
+  extra?: ReadonlyMap<string, AnyHandler>,
+  accountLimiter?: RateLimiter,
+): Pipeline {
   const { logger } = services;
   const debug = logger.enabled('debug');
   const bound = new Map<string, AnyHandler>();
@@ -132,6 +139,14 @@ export function createPipeline(services: Services, metrics: Metrics, handlers: H
             : resolvePrincipal(services.authenticators, op.auth, info.credentials, info);
         if (principal instanceof Promise) principal = await principal;
         refuseDelegated(op, principal);
+        if (accountLimiter !== undefined && (principal.kind === 'user' || principal.kind === 'service_account')) {
+          // Per account, whatever the client IPs (`--rate-limit-account-rps`); shared through Redis, and like the
+          // per-IP limit it fails open to a per-process count while Redis is away (docs/scaling.md).
+          const wait = await accountLimiter.take(principal.kind === 'user' ? `user:${principal.userId}` : `service_account:${principal.clientId}`);
+          if (wait !== undefined) {
+            throw new LatchkeyError('resource_exhausted', 'too many requests for this account', { reason: 'rate_limited', details: { retry_after_seconds: wait } });
+          }
+        }
         const input = validate(op.input, rawInput ?? {});
         let output = handlerFor(op)(new CallContext(info, principal, services, op.name), input);
         if (output instanceof Promise) output = await output;

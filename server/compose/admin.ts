@@ -69,6 +69,7 @@ export async function plugAdmin(services: Services): Promise<AdminService> {
       mailer,
       store: services.database.kind === 'sql' ? new SqlMailOutbox(services.database.sequelize) : new DynamoMailOutbox(services.database.dynamo),
       clock: epochMsOf(services.clock),
+      leaseMs: c.outboxLease,
       onError: (err, info) => services.logger.warn('mail not sent', { mail_id: info.id, attempt: info.attempt, final: info.final, err }),
     });
     services.closers.push(async () => {
@@ -90,7 +91,7 @@ export async function plugAdmin(services: Services): Promise<AdminService> {
     allowedOrigins: c.allowedOrigins,
     organization: { name: c.organizationName ?? 'Latchkey', logo: c.organizationLogo ?? '' },
     clock: epochMsOf(services.clock),
-    webhooks: { onError: (err) => services.logger.error('webhook worker error', { err }) },
+    webhooks: { leaseMs: c.outboxLease, onError: (err) => services.logger.error('webhook worker error', { err }) },
     failureCounter: adminFailureCounter(services),
   });
   services.admin = service;

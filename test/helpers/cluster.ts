@@ -77,29 +77,7 @@ export async function waitReady(url: string, child: ChildProcess, timeoutMs = 60
  */
 export async function startReplicas(o: ReplicaOptions): Promise<Replica[]> {
   const replicas: Replica[] = [];
-  for (let i = 1; i <= o.count; i++) {
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
-    const flags = new Map<string, string>();
-    // A flag may be given once: those of `o.flags` replace the defaults of the same name.
-    for (const f of [
-      '--database-type=postgres', `--database-url=${o.databaseUrl}`, `--redis-url=${o.redisUrl}`,
-      `--admin-secret=${CLUSTER_ADMIN_SECRET}`, `--client-id=${o.clientId}`, `--client-secret=${CLUSTER_CLIENT_SECRET}`,
-      '--jwt-type=HS256', `--jwt-secret=${CLUSTER_JWT_SECRET}`,
-      '--host=127.0.0.1', `--http-port=${port}`, '--grpc-port=0', '--metrics-port=0', '--log-level=silent',
-      '--rate-limit-rps=1000000', '--rate-limit-burst=1000000', `--url=${o.publicUrl}`, `--allowed-origins=${o.publicUrl}`,
-      '--shutdown-timeout=2s',
-      ...(o.flags ?? []),
-    ]) {
-      flags.set(f.split('=')[0]!, f);
-    }
-    const child = spawn(process.execPath, [BIN, 'serve', ...flags.values()], { stdio: ['ignore', 'ignore', 'pipe'] });
-    killOnExit(child);
-    let log = '';
-    child.stderr?.on('data', (d: Buffer) => void (log = (log + d.toString()).slice(-4000)));
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    replicas.push({ index: i, url, port, child, log: () => log, exited });
-  }
+  for (let i = 1; i <= o.count; i++) replicas.push(spawnReplica(o, i, await freePort()));
   try {
     await Promise.all(replicas.map((r) => waitReady(r.url, r.child, 60_000, r.log)));
   } catch (err) {
@@ -107,6 +85,45 @@ export async function startReplicas(o: ReplicaOptions): Promise<Replica[]> {
     throw err;
   }
   return replicas;
+}
+
+/**
+ * Starts a replica again after its process exited: the same index, port and
+ * flags, as an orchestrator restarting it would. Resolves once it is ready.
+ */
+export async function restartReplica(o: ReplicaOptions, old: Replica): Promise<Replica> {
+  await old.exited;
+  const r = spawnReplica(o, old.index, old.port);
+  try {
+    await waitReady(r.url, r.child, 60_000, r.log);
+  } catch (err) {
+    await stopReplicas([r]);
+    throw err;
+  }
+  return r;
+}
+
+function spawnReplica(o: ReplicaOptions, index: number, port: number): Replica {
+  const url = `http://127.0.0.1:${port}`;
+  const flags = new Map<string, string>();
+  // A flag may be given once: those of `o.flags` replace the defaults of the same name.
+  for (const f of [
+    '--database-type=postgres', `--database-url=${o.databaseUrl}`, `--redis-url=${o.redisUrl}`,
+    `--admin-secret=${CLUSTER_ADMIN_SECRET}`, `--client-id=${o.clientId}`, `--client-secret=${CLUSTER_CLIENT_SECRET}`,
+    '--jwt-type=HS256', `--jwt-secret=${CLUSTER_JWT_SECRET}`,
+    '--host=127.0.0.1', `--http-port=${port}`, '--grpc-port=0', '--metrics-port=0', '--log-level=silent',
+    '--rate-limit-rps=1000000', '--rate-limit-burst=1000000', `--url=${o.publicUrl}`, `--allowed-origins=${o.publicUrl}`,
+    '--shutdown-timeout=2s',
+    ...(o.flags ?? []),
+  ]) {
+    flags.set(f.split('=')[0]!, f);
+  }
+  const child = spawn(process.execPath, [BIN, 'serve', ...flags.values()], { stdio: ['ignore', 'ignore', 'pipe'] });
+  killOnExit(child);
+  let log = '';
+  child.stderr?.on('data', (d: Buffer) => void (log = (log + d.toString()).slice(-4000)));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return { index, url, port, child, log: () => log, exited };
 }
 
 /** SIGTERM to every replica still running, and waits for them all to exit. */

@@ -75,6 +75,11 @@ const NEEDS = {
     missing: 'redis-server is not on the PATH',
     how: 'install it (Debian: apt-get install redis-server)',
   },
+  ss: {
+    present: runs('ss', '-V'),
+    missing: "iproute2's ss is not on the PATH",
+    how: 'install it (Debian: apt-get install iproute2)',
+  },
 } as const satisfies Record<string, { present: () => boolean; missing: string; how: string }>;
 
 /** Something a test may need that a machine with only Node.js and this repository lacks. */
