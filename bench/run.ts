@@ -31,6 +31,7 @@ const SUITES: Record<string, string> = {
   footprint: './footprint.ts',
   organizations: './organizations.ts',
   fga_bench: './fga_bench_agreement.ts',
+  peers: './peers.ts',
 };
 
 interface SuiteModule {
