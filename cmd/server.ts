@@ -155,7 +155,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     }
     const metrics = createMetrics();
     const extra = new Map<string, AnyHandler>((options.extraOperations ?? []).map((op) => [op.name, op.handler as AnyHandler]));
-    const pipeline = createPipeline(services, metrics, HANDLERS, extra);
+    // Aborted when shutdown begins: streamed calls (watch_fga) end then, rather than hold the drain to its timeout.
+    const streamsEnd = new AbortController();
+    const pipeline = createPipeline(services, metrics, HANDLERS, extra, streamsEnd.signal);
     const rateLimiter = createRateLimiter({ rps: config.rateLimitRps, burst: config.rateLimitBurst, namespace: config.clientId ?? '', ...(redis ? { redis } : {}) });
     const clientIp = createClientIpResolver(config.trustedProxies);
     let draining = false;
@@ -222,6 +224,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       close(options = {}) {
         closing ??= (async () => {
           draining = true;
+          streamsEnd.abort();
           const timeout = config.shutdownTimeout;
           if (grpcHandle) {
             grpcHandle.health.setStatus('', 'NOT_SERVING');

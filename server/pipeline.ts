@@ -55,7 +55,7 @@ export interface Pipeline {
    * the call to its messages, each normalised; rejects as `run` does. A
    * failure while streaming is thrown by the iterator as a client-safe
    * {@link LatchkeyError} (logged like `run`'s). The handler stops when
-   * `info.signal` aborts.
+   * `info.signal` aborts, or the pipeline's `streamsEnd` (server shutdown).
    */
   stream(op: AnyOperation, info: CallInfo, rawInput: unknown): Promise<AsyncIterable<unknown>>;
 }
@@ -117,7 +117,7 @@ class CallContext implements RequestContext {
  * the row's name). A row without a handler answers `unimplemented`; the
  * handlers' type makes that a type error, so it cannot happen in the server.
  */
-export function createPipeline(services: Services, metrics: Metrics, handlers: Handlers, extra?: ReadonlyMap<string, AnyHandler>): Pipeline {
+export function createPipeline(services: Services, metrics: Metrics, handlers: Handlers, extra?: ReadonlyMap<string, AnyHandler>, streamsEnd?: AbortSignal): Pipeline {
   const { logger } = services;
   const debug = logger.enabled('debug');
   const bound = new Map<string, AnyHandler>();
@@ -154,7 +154,12 @@ export function createPipeline(services: Services, metrics: Metrics, handlers: H
         if (principal instanceof Promise) principal = await principal;
         refuseDelegated(op, principal);
         const input = validate(op.input, rawInput ?? {});
-        const messages = (await handlerFor(op)(new CallContext(info, principal, services, op.name), input)) as AsyncIterable<unknown>;
+        // A stream also ends when the server begins to shut down: its client resumes elsewhere (or after the restart) from its last token.
+        const streamInfo: CallInfo = streamsEnd === undefined ? info : {
+          protocol: info.protocol, requestId: info.requestId, clientIp: info.clientIp, userAgent: info.userAgent, credentials: info.credentials, cookies: info.cookies,
+          signal: AbortSignal.any([info.signal, streamsEnd]),
+        };
+        const messages = (await handlerFor(op)(new CallContext(streamInfo, principal, services, op.name), input)) as AsyncIterable<unknown>;
         return (async function* encoded(): AsyncGenerator<unknown> {
           try {
             for await (const m of messages) yield encodeOutput(op.output, m);

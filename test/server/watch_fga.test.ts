@@ -5,7 +5,8 @@
  * disconnects at random points (fast-check) and resumes after its last token
  * sees every change once in commit order, identity changes (organization
  * membership, roles, teams, user deletion) included, and so across a server
- * restart; the type filter, heartbeats, a bad token and refused credentials.
+ * restart (a stream open at shutdown ends at once); the type filter,
+ * heartbeats, a bad token and refused credentials.
  * Two replicas on PostgreSQL: test/features/replicas/replicas_watch.test.ts.
  */
 import test from 'ava';
@@ -195,7 +196,14 @@ test('watch_fga over SSE and gRPC: resumed at random points it delivers every ch
     // A restart: resume after the last token on a new process over the same database; changes made meanwhile follow, none twice.
     const before = await changelog(srv);
     const last = before.at(-1)!.split(' ')[0]!;
+    // A stream open at shutdown ends at once (its client resumes elsewhere), rather than hold the drain to --shutdown-timeout (2 s here).
+    const open = await readSse(`${srv.httpUrl}/v1/admin/fga/watch`, admin);
+    await open.next(5_000);
+    const closing = performance.now();
+    const ended = open.next(5_000).then(() => 'event', (err: Error) => err.message);
     await srv.close();
+    t.is(await ended, 'the event stream ended');
+    t.true(performance.now() - closing < 1_500, 'the drain did not wait for the stream');
     srv = await startTestServer({ 'enable-email-verification': false }, { database: db });
     await writeSome(3);
     const after = await changelog(srv);

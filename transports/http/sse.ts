@@ -60,6 +60,8 @@ export function serveStream(pipeline: Pipeline, op: AnyOperation, info: CallInfo
         'cache-control': 'no-store',
         // Reverse proxies that buffer responses (nginx) pass this one through as it is written.
         'x-accel-buffering': 'no',
+        // The connection ends with the stream: a shutdown that ends streams is not held by their idle keep-alive sockets.
+        connection: 'close',
       });
       res.flushHeaders();
       let first = true;
