@@ -35,6 +35,7 @@ import {
   type FgaTuple,
   type FgaTupleInput,
 } from './fga_admin.ts';
+import { fgaWatch, type FgaWatchEvent, type FgaWatchInput } from './fga_watch.ts';
 import {
   eventUser,
   notFoundUser,
@@ -527,6 +528,18 @@ export class AdminService {
   /** `fga_explain` (see {@link fgaExplain}). Audited as `admin.fga_explained`. */
   async fgaExplain(ctx: AdminCallContext, input: FgaExplainInput): ReturnType<typeof fgaExplain> {
     return this.#run(ctx, 'admin.fga_explained', { type: 'fga_tuple', id: input.object }, () => fgaExplain(requireEngine(this.#engine), input));
+  }
+
+  /**
+   * `watch_fga` (see admin/fga_watch.ts): the change feed until `signal`
+   * aborts. Audited as `admin.fga_watch_started` when it starts (refusals
+   * included); the changes it delivers are not audited one by one.
+   */
+  async fgaWatch(ctx: AdminCallContext, input: FgaWatchInput, signal: AbortSignal): Promise<AsyncIterable<FgaWatchEvent>> {
+    return this.#run(ctx, 'admin.fga_watch_started', { type: 'fga_tuple' }, () => fgaWatch(requireEngine(this.#engine), input, signal), {
+      ...(input.start_token === undefined ? {} : { start_token: input.start_token }),
+      ...(input.object_type === undefined ? {} : { object_type: input.object_type }),
+    });
   }
 
   /**

@@ -161,7 +161,7 @@ function checkTuples(tuples: readonly FgaTupleInput[], withConditions: boolean):
 }
 
 /** A tuple as `fga_read_tuples` returns it: the condition only when there is one. */
-function wireTuple(t: TupleKey): FgaTuple {
+export function wireTuple(t: TupleKey): FgaTuple {
   const out: FgaTuple = { user: t.user, relation: t.relation, object: t.object };
   if (t.condition !== undefined) out.condition = t.condition.context === undefined ? { name: t.condition.name } : { name: t.condition.name, context: t.condition.context };
   if (t.expires_at !== undefined) out.expires_at = t.expires_at;

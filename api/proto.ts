@@ -9,6 +9,7 @@
  * json→google.protobuf.Value, list→repeated, object→message of the shape's
  * name. Optional scalars are proto3 `optional` (explicit presence). Field
  * numbers follow declaration order: append new fields at the end of a shape.
+ * A streamed row (`stream`) is a server-streaming method.
  */
 import { graphqlName, grpcService, type AnyOperation } from './operations/types.ts';
 import { namedTypes, type ObjectShape, type OptionalShape, type Shape } from './shape.ts';
@@ -65,7 +66,7 @@ export function generateProto(operations: readonly AnyOperation[]): string {
       .filter((op) => grpcService(op) === name)
       .map((op) => {
         const auth = op.auth === 'public' ? 'public' : op.auth === 'user' ? 'user credentials' : 'super-admin';
-        return `  // ${op.doc} (${auth}; GraphQL ${graphqlName(op)}${op.rest ? `; REST ${op.rest.method} ${op.rest.path}` : ''})\n  rpc ${op.grpc?.method}(${op.input.name}) returns (${op.output.name});`;
+        return `  // ${op.doc} (${auth}${op.stream === true ? '' : `; GraphQL ${graphqlName(op)}`}${op.rest ? `; REST ${op.rest.method} ${op.rest.path}${op.stream === true ? ' as Server-Sent Events' : ''}` : ''})\n  rpc ${op.grpc?.method}(${op.input.name}) returns (${op.stream === true ? 'stream ' : ''}${op.output.name});`;
       });
     return `// ${doc}\nservice ${name} {\n${rpcs.join('\n')}${rpcs.length ? '\n' : ''}}`;
   };

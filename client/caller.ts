@@ -17,7 +17,8 @@ import { camelCase, type ClientOperation, type ClientProtocol } from './types.ts
  * ['rest', 'grpc'], … }` (spec, Client library behavior 6).
  */
 export const PROTOCOL_SUPPORT: Readonly<Record<string, readonly ClientProtocol[]>> = Object.freeze(
-  Object.fromEntries(CLIENT_OPERATIONS.map((op) => [camelCase(op.name), Object.freeze([...op.protocols])])),
+  // Streamed rows are no client method (client.ts).
+  Object.fromEntries(CLIENT_OPERATIONS.filter((op) => op.stream !== true).map((op) => [camelCase(op.name), Object.freeze([...op.protocols])])),
 );
 
 /**

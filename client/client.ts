@@ -27,7 +27,8 @@ import {
 
 /** The operations of one kind of client, keyed by method name. */
 export function operationsFor(admin: boolean): ReadonlyMap<string, ClientOperation> {
-  return new Map(CLIENT_OPERATIONS.filter((op) => op.admin === admin).map((op) => [camelCase(op.name), op]));
+  // Streamed rows are no request/response call (types.ts leaves them out too).
+  return new Map(CLIENT_OPERATIONS.filter((op) => op.admin === admin && op.stream !== true).map((op) => [camelCase(op.name), op]));
 }
 
 /** Installs one method per operation on `proto`; a name a client already uses is a table error. */

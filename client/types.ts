@@ -85,8 +85,9 @@ type SyncMethod<O extends ClientOperation> = {} extends RequestOf<O>
   ? (input?: RequestOf<O>) => ResponseOf<O>
   : (input: RequestOf<O>) => ResponseOf<O>;
 
-type UserOperation = Extract<ClientOperation, { readonly admin: false }>;
-type AdminOperation = Extract<ClientOperation, { readonly admin: true }>;
+// Streamed rows (`stream`) are no request/response method: the clients leave them out.
+type UserOperation = Exclude<Extract<ClientOperation, { readonly admin: false }>, { readonly stream?: true }>;
+type AdminOperation = Exclude<Extract<ClientOperation, { readonly admin: true }>, { readonly stream?: true }>;
 
 /** The user clients' operation methods (every non-admin row). */
 export type UserMethods = { [O in UserOperation as CamelCase<O['name']>]: AsyncMethod<O> };

@@ -125,15 +125,46 @@ function fieldRows(shape: ObjectShape): string[] {
 
 function protocolCell(op: AnyOperation): string {
   const parts: string[] = [];
-  if (op.protocols.includes('rest') && op.rest) parts.push(`REST \`${op.rest.method} ${op.rest.path}\``);
+  if (op.protocols.includes('rest') && op.rest) parts.push(`REST \`${op.rest.method} ${op.rest.path}\`${op.stream === true ? ' (Server-Sent Events)' : ''}`);
   if (op.protocols.includes('graphql')) {
     const arg = graphqlArg(op);
     const signature = Object.keys(op.input.fields).length > 0 ? `(${arg.name}: ${inputTypeName(op.input)}${arg.nullable ? '' : '!'})` : '';
     parts.push(`GraphQL \`${op.kind} ${graphqlName(op)}${signature}\``);
   }
-  if (op.protocols.includes('grpc') && op.grpc) parts.push(`gRPC \`latchkey.v1.${grpcService(op)}/${op.grpc.method}\``);
+  if (op.protocols.includes('grpc') && op.grpc) parts.push(`gRPC \`latchkey.v1.${grpcService(op)}/${op.grpc.method}\`${op.stream === true ? ' (server streaming)' : ''}`);
   return parts.join('<br>');
 }
+
+/** How streamed rows (`stream`) are served, with runnable examples of `watch_fga`. */
+const STREAMED_PROSE = [
+  '## Streamed operations',
+  '',
+  'A streamed operation answers with a sequence of messages until the client goes away. Over gRPC it is a',
+  'server-streaming method; over REST it is a `GET` answered as Server-Sent Events (`text/event-stream`), its',
+  'request fields in the query string. Errors before the stream starts (credentials, validation, a bad token)',
+  'are ordinary errors; a failure after it started ends the gRPC call with its status, and over SSE is an',
+  '`error` event whose data is `{code, reason, message}`, after which the response ends.',
+  '',
+  '`watch_fga` is the change feed of the FGA store: every tuple write and delete, including those made by',
+  'identity operations (organization memberships and roles, user and organization deletions, expired tuples',
+  'collected), in commit order. Each change carries a `token`; resuming after it (gRPC `start_token`, SSE',
+  '`Last-Event-ID` or `start_token`) delivers every later change once, on any replica sharing the database',
+  'and after a restart. The stream opens with a heartbeat carrying the start token, then sends a heartbeat',
+  'every `heartbeat_seconds` (default 15) while nothing changes. Over SSE a change is `id: <token>` plus one',
+  '`data:` line of the message\'s JSON, and a heartbeat is a comment (`: heartbeat <token>`; the opening one',
+  'also sets `id:`). Tokens are `R.S` (change `S` of store revision `R`) or `R` (after all of revision `R`;',
+  '`0` is the beginning); anything else, or a revision past the store\'s, is `invalid_argument` with reason',
+  '`invalid_watch_token`.',
+  '',
+  '```sh',
+  '# every change from the beginning, then live; -N prints events as they come',
+  'curl -N -H "x-service-admin-secret: $ADMIN_SECRET" "http://localhost:8080/v1/admin/fga/watch?start_token=0"',
+  '# resume after the last token seen, only changes on documents',
+  'curl -N -H "x-service-admin-secret: $ADMIN_SECRET" -H "Last-Event-ID: 42.0" "http://localhost:8080/v1/admin/fga/watch?object_type=doc"',
+  '# the same over gRPC (reflection is served)',
+  'grpcurl -plaintext -H "x-service-admin-secret: $ADMIN_SECRET" -d \'{"start_token": "0"}\' localhost:9091 latchkey.v1.LatchkeyAdmin/WatchFga',
+  '```',
+];
 
 export function apiMarkdown(operations: readonly AnyOperation[] = OPERATIONS): string {
   const auth = { public: 'none', user: 'user (or super-admin)', super_admin: 'super-admin' } as const;
@@ -160,8 +191,10 @@ export function apiMarkdown(operations: readonly AnyOperation[] = OPERATIONS): s
   ];
   for (const op of operations) lines.push(`| [\`${op.name}\`](#${op.name}) | ${auth[op.auth]} | ${protocolCell(op)} | ${op.doc} |`);
   for (const op of operations) {
-    lines.push('', `### ${op.name}`, '', op.doc, '', `- Auth: ${auth[op.auth]}`, `- ${protocolCell(op).replaceAll('<br>', '\n- ')}`, '', `Request \`${op.input.name}\`:`, '', ...fieldRows(op.input), '', `Response \`${op.output.name}\`:`, '', ...fieldRows(op.output));
+    const response = op.stream === true ? `Messages \`${op.output.name}\` (a stream, see [Streamed operations](#streamed-operations)):` : `Response \`${op.output.name}\`:`;
+    lines.push('', `### ${op.name}`, '', op.doc, '', `- Auth: ${auth[op.auth]}`, `- ${protocolCell(op).replaceAll('<br>', '\n- ')}`, '', `Request \`${op.input.name}\`:`, '', ...fieldRows(op.input), '', response, '', ...fieldRows(op.output));
   }
+  if (operations.some((op) => op.stream === true)) lines.push('', ...STREAMED_PROSE);
   const nested = namedTypes(operations.flatMap((op) => [op.input, op.output])).filter(
     (t): t is ObjectShape => t.kind === 'object' && !operations.some((op) => op.input === t || op.output === t),
   );

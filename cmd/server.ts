@@ -159,7 +159,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const accountLimiter = config.rateLimitAccountRps > 0
       ? createRateLimiter({ rps: config.rateLimitAccountRps, burst: config.rateLimitAccountBurst, namespace: `${config.clientId ?? ''}_account`, ...(redis ? { redis } : {}) })
       : undefined;
-    const pipeline = createPipeline(services, metrics, HANDLERS, extra, accountLimiter);
+    // Aborted when shutdown begins: streamed calls (watch_fga) end then, rather than hold the drain to its timeout.
+    const streamsEnd = new AbortController();
+    const pipeline = createPipeline(services, metrics, HANDLERS, extra, accountLimiter, streamsEnd.signal);
     const rateLimiter = createRateLimiter({ rps: config.rateLimitRps, burst: config.rateLimitBurst, namespace: config.clientId ?? '', ...(redis ? { redis } : {}) });
     const clientIp = createClientIpResolver(config.trustedProxies);
     let draining = false;
@@ -230,6 +232,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       close(options = {}) {
         closing ??= (async () => {
           draining = true;
+          streamsEnd.abort();
           const timeout = config.shutdownTimeout;
           if (grpcHandle) {
             grpcHandle.health.setStatus('', 'NOT_SERVING');

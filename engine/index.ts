@@ -41,6 +41,7 @@ import { type CheckOutcome, type ExplainResult, explainCheck } from './explain.t
 import { type BuildEngineOptions, type RevisionObserver, buildChain } from './check/build_chain.ts';
 import type { CheckCache } from './check/check_cache.ts';
 import type { GraphMirror } from './check/graph_mirror.ts';
+import { ChangeSignal, startWatch, type Watch, type WatchOptions } from './watch.ts';
 
 // The whole error vocabulary (the class, codes, their HTTP/gRPC statuses, the public/internal split).
 export * from './errors.ts';
@@ -62,6 +63,7 @@ export { CheckCache, type CheckCacheOptions, type CheckCacheStats } from './chec
 export { GraphMirror, type GraphMirrorOptions, type GraphMirrorStats } from './check/graph_mirror.ts';
 export { LevelChecker, type LevelCheckerStats } from './check/level_checker.ts';
 export type { BuildEngineOptions, RevisionObserver } from './check/build_chain.ts';
+export { parseWatchToken, watchToken, type Watch, type WatchEvent, type WatchOptions } from './watch.ts';
 
 /**
  * The FGA engine. One instance serves one store (the default store of its
@@ -82,6 +84,8 @@ export class Engine {
   readonly #walks = new Map<string, { items: string[]; undecided: UndecidedObject[] | undefined }>();
   /** Walks being computed, by the same key: a page that stopped for its deadline, and the next one, share one computation. */
   readonly #computing = new Map<string, Promise<{ items: string[]; undecided: UndecidedObject[] | undefined }>>();
+  /** Fired after each committed change this engine makes, and by {@link Engine.notifyChanges}: wakes watchers. */
+  readonly #changes = new ChangeSignal();
 
   /**
    * Validates `options` (unknown keys and out-of-range values are
@@ -364,6 +368,7 @@ export class Engine {
       return { object: t.object, relation: t.relation, user: t.user };
     });
     const revision = await this.#store.write(cleanDeletes, cleanWrites);
+    this.#changes.notify();
     return { revision };
   }
 
@@ -459,6 +464,7 @@ export class Engine {
         throw err;
       }
       races = 0;
+      this.#changes.notify();
       deleted += page.items.length;
       batches++;
       options.onProgress?.({ deleted, batches, revision });
@@ -486,10 +492,30 @@ export class Engine {
     let total = 0;
     for (let i = 0; i < maxBatches; i++) {
       const n = await store.deleteExpired(this.#now(), batch);
+      if (n > 0) this.#changes.notify();
       total += n;
       if (n < batch) break;
     }
     return total;
+  }
+
+  /**
+   * Watches the store's changes: every tuple write and delete committed after
+   * `after` (a token of an earlier event, or omitted for "now"), in commit
+   * order, optionally only on objects of `objectType`, as an endless async
+   * iterator that ends when `signal` aborts (or the loop breaks). Each event's
+   * `token` resumes right after it, on any process serving the store, with no
+   * change missed or repeated (engine/watch.ts). Changes this engine writes
+   * wake watchers at once; others' at {@link Engine.notifyChanges} or within
+   * `pollMs`. A bad token is `invalid_argument` (reason `invalid_watch_token`).
+   */
+  watch(options: WatchOptions = {}): Promise<Watch> {
+    return startWatch(this.#store, this.#changes, options);
+  }
+
+  /** Wakes this engine's watchers: another process (or a caller's own transaction) may have committed a change. */
+  notifyChanges(): void {
+    this.#changes.notify();
   }
 
   /** Changes after `afterRevision` (oldest first), for change feeds and cache invalidation. */
@@ -965,7 +991,7 @@ export interface BuiltEngine {
   mirror: GraphMirror | undefined;
   /** The layers that must hear of other processes' writes (mirror, then cache); empty when there is neither. */
   observers: readonly RevisionObserver[];
-  /** Tells every observer of a committed revision (undefined: writes may have been missed). For `RevisionListener`'s `onRevision`. */
+  /** Tells every observer, and the engine's watchers, of a committed revision (undefined: writes may have been missed). For `RevisionListener`'s `onRevision`. */
   observeRevision(revision?: number): void;
   /** Tells every observer that another process wrote a model. For `RevisionListener`'s `onModel`. */
   observeModel(): void;
@@ -996,14 +1022,16 @@ export interface BuiltEngine {
 export async function buildEngine(options: BuildEngineOptions = {}): Promise<BuiltEngine> {
   const chain = await buildChain(options);
   const { store, cache, observers } = chain;
+  const engine = new Engine({ ...chain.engineOptions, store, resolver: chain.resolver });
   return {
-    engine: new Engine({ ...chain.engineOptions, store, resolver: chain.resolver }),
+    engine,
     store,
     cache,
     mirror: chain.mirror,
     observers,
     observeRevision(revision?: number): void {
       for (const o of observers) o.observeRevision(revision);
+      engine.notifyChanges();
     },
     observeModel(): void {
       for (const o of observers) o.observeModel();
@@ -1013,6 +1041,7 @@ export async function buildEngine(options: BuildEngineOptions = {}): Promise<Bui
         await store.revision();
       } finally {
         cache?.invalidate();
+        engine.notifyChanges();
       }
     },
   };

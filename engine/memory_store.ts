@@ -25,6 +25,7 @@ import type {
   StoreRecord,
   StoredTuple,
   TupleChange,
+  ChangesQuery,
   TupleCondition,
   TupleKey,
   TupleStore,
@@ -590,12 +591,17 @@ export class MemoryStore implements TupleStore {
     if (batch.length > 0) yield batch;
   }
 
-  async readChanges(options: { afterRevision: number; limit: number; objectType?: string }): Promise<TupleChange[]> {
+  async readChanges(options: ChangesQuery): Promise<TupleChange[]> {
     this.#open();
     const log = this.#log;
     const index = this.#index;
     const out: TupleChange[] = [];
-    for (let i = log.firstAfter(options.afterRevision); i < log.length && out.length < options.limit; i++) {
+    let start = log.firstAfter(options.afterRevision);
+    if (options.afterSeq !== undefined) start = Math.min(start, log.firstAfter(options.afterRevision - 1) + options.afterSeq + 1);
+    // The first change of the revision being read, for each change's seq.
+    let revStart = -1;
+    let revOf = -1;
+    for (let i = start; i < log.length && out.length < options.limit; i++) {
       const o = log.obj[i]!;
       if (options.objectType !== undefined && index.typeOf(o) !== options.objectType) continue;
       const tuple: TupleKey = { object: index.str(o), relation: index.relName(log.rel[i]!), user: index.str(log.user[i]!) };
@@ -604,7 +610,11 @@ export class MemoryStore implements TupleStore {
       const e = log.expiry.get(i);
       if (e !== undefined) tuple.expires_at = e;
       const revision = log.rev[i]!;
-      out.push({ revision, operation: log.op[i] === DELETE ? 'delete' : 'write', tuple, timestamp: log.times[revision]! });
+      if (revision !== revOf) {
+        revOf = revision;
+        revStart = log.firstAfter(revision - 1);
+      }
+      out.push({ revision, seq: i - revStart, operation: log.op[i] === DELETE ? 'delete' : 'write', tuple, timestamp: log.times[revision]! });
     }
     return out;
   }

@@ -27,7 +27,7 @@
  */
 import { LatchkeyError } from './errors.ts';
 import type { StoredAuthorizationModel } from './model.ts';
-import type { ObjectRelationKey, Page, ReadFilter, StoredTuple, TupleChange, TupleKey, TupleStore, UserKind, UserTupleKey } from './store.ts';
+import type { ChangesQuery, ObjectRelationKey, Page, ReadFilter, StoredTuple, TupleChange, TupleKey, TupleStore, UserKind, UserTupleKey } from './store.ts';
 
 /** The most changes after a page token's revision that a later page replays; beyond it the token has expired. */
 export const SNAPSHOT_HORIZON = 10_000;
@@ -179,7 +179,7 @@ export class SnapshotStore implements TupleStore {
     throw readOnly();
   }
 
-  readChanges(options: { afterRevision: number; limit: number; objectType?: string }): Promise<TupleChange[]> {
+  readChanges(options: ChangesQuery): Promise<TupleChange[]> {
     if (options.afterRevision >= this.#revision) return Promise.resolve([]);
     return this.#inner.readChanges(options).then((l) => l.filter((c) => c.revision <= this.#revision));
   }

@@ -191,10 +191,25 @@ export interface Page<T> {
 export interface TupleChange {
   /** Revision of the write call that made the change. */
   revision: number;
+  /**
+   * The change's place within its revision, from 0 (a write call's deletes,
+   * then its writes). `(revision, seq)` orders the whole changelog and names
+   * one change exactly, whatever filter the read had.
+   */
+  seq: number;
   operation: 'write' | 'delete';
   tuple: TupleKey;
   /** Milliseconds since the epoch at which the change was committed. */
   timestamp: number;
+}
+
+/** The arguments of {@link TupleStore.readChanges}. */
+export interface ChangesQuery {
+  afterRevision: number;
+  /** Resume inside revision `afterRevision`, after its change `afterSeq` (0 or more). */
+  afterSeq?: number;
+  limit: number;
+  objectType?: string;
 }
 
 /** The interface of a tuple and model store. All methods are async. */
@@ -289,8 +304,15 @@ export interface TupleStore {
   /**
    * Changes with a revision greater than `afterRevision`, oldest first, at most
    * `limit` (1..1000) of them, optionally only those on objects of `objectType`.
+   * With `afterSeq`, changes after `(afterRevision, afterSeq)` in
+   * `(revision, seq)` order instead: the rest of revision `afterRevision`
+   * first (a cursor that resumes inside a revision).
+   *
+   * Commit order: revision `R` is visible to a read only once every revision
+   * below it is (each write holds its store's revision lock until it commits),
+   * so a reader that has seen `(R, s)` never later finds a change before it.
    */
-  readChanges(options: { afterRevision: number; limit: number; objectType?: string }): Promise<TupleChange[]>;
+  readChanges(options: ChangesQuery): Promise<TupleChange[]>;
 
   /**
    * Optional bulk read: every stored tuple, in large batches (`batchSize`

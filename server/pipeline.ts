@@ -50,6 +50,15 @@ export interface Pipeline {
    * (anything else is logged with the request id and becomes `internal`).
    */
   run(op: AnyOperation, info: CallInfo, rawInput: unknown): Promise<unknown>;
+  /**
+   * Opens a streamed row (`stream`): authenticates, authorises and validates
+   * as {@link Pipeline.run} does, and resolves once the handler has accepted
+   * the call to its messages, each normalised; rejects as `run` does. A
+   * failure while streaming is thrown by the iterator as a client-safe
+   * {@link LatchkeyError} (logged like `run`'s). The handler stops when
+   * `info.signal` aborts, or the pipeline's `streamsEnd` (server shutdown).
+   */
+  stream(op: AnyOperation, info: CallInfo, rawInput: unknown): Promise<AsyncIterable<unknown>>;
 }
 
 function outage(err: unknown): LatchkeyError {
@@ -115,6 +124,7 @@ export function createPipeline(
   handlers: Handlers,
   extra?: ReadonlyMap<string, AnyHandler>,
   accountLimiter?: RateLimiter,
+  streamsEnd?: AbortSignal,
 ): Pipeline {
   const { logger } = services;
   const debug = logger.enabled('debug');
@@ -128,7 +138,52 @@ export function createPipeline(
     }
     return handler;
   };
+  /** A failure as the client sees it, logged as `run` logs it. */
+  const publicError = async (op: AnyOperation, info: CallInfo, err: unknown): Promise<LatchkeyError> => {
+    let pub = toPublicError(err);
+    if (pub.code === 'internal' && services.database !== undefined && !(await pingMainDatabase(services.database, 1000))) pub = outage(err);
+    if (SECURITY_EVENT_CODES.has(pub.code)) metrics.securityEvent(pub.reason ?? pub.code);
+    if (pub.code === 'unavailable') {
+      if (pub !== err) logger.warn('dependency unavailable', { request_id: info.requestId, op: op.name, transport: info.protocol, reason: pub.reason, cause: outageSummary(err) });
+    } else if (!(err instanceof LatchkeyError)) {
+      logger.error('unexpected error', { request_id: info.requestId, op: op.name, transport: info.protocol, err });
+    }
+    return pub;
+  };
   return {
+    async stream(op, info, rawInput) {
+      const started = performance.now();
+      let code = 'ok';
+      try {
+        let principal =
+          op.auth === 'public' && !hasCredentials(info.credentials)
+            ? ANONYMOUS
+            : resolvePrincipal(services.authenticators, op.auth, info.credentials, info);
+        if (principal instanceof Promise) principal = await principal;
+        refuseDelegated(op, principal);
+        const input = validate(op.input, rawInput ?? {});
+        // A stream also ends when the server begins to shut down: its client resumes elsewhere (or after the restart) from its last token.
+        const streamInfo: CallInfo = streamsEnd === undefined ? info : {
+          protocol: info.protocol, requestId: info.requestId, clientIp: info.clientIp, userAgent: info.userAgent, credentials: info.credentials, cookies: info.cookies,
+          signal: AbortSignal.any([info.signal, streamsEnd]),
+        };
+        const messages = (await handlerFor(op)(new CallContext(streamInfo, principal, services, op.name), input)) as AsyncIterable<unknown>;
+        return (async function* encoded(): AsyncGenerator<unknown> {
+          try {
+            for await (const m of messages) yield encodeOutput(op.output, m);
+          } catch (err) {
+            throw await publicError(op, info, err);
+          }
+        })();
+      } catch (err) {
+        const pub = await publicError(op, info, err);
+        code = pub.code;
+        throw pub;
+      } finally {
+        // The opening of the stream is what is timed and counted (a stream lasts as long as its client).
+        metrics.observe(op.name, info.protocol, code, (performance.now() - started) / 1000);
+      }
+    },
     async run(op, info, rawInput) {
       const started = performance.now();
       let code = 'ok';

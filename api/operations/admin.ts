@@ -395,6 +395,25 @@ export const ADMIN_OPERATIONS = [
     doc: "Why any subject holds or lacks a relation on an object: Check's answer, with one witness path when allowed and the tree of failed branches when denied. Audited.",
   }),
   defineOperation({
+    ...admin('watch_fga', 'GET', '/v1/admin/fga/watch', 'WatchFga', REST_GRPC),
+    kind: 'query',
+    stream: true,
+    input: s.object('WatchFgaRequest', {
+      start_token: s.optional(s.string({ maxLength: 64, doc: 'Start after this token (an event\'s token; "0" is the beginning of the changelog); omitted: start now. On REST the Last-Event-ID header wins over it' })),
+      object_type: s.optional(s.string({ minLength: 1, maxLength: 128, doc: 'Only changes on objects of this type' })),
+      heartbeat_seconds: s.optional(s.int({ min: 1, max: 300, doc: 'Seconds between heartbeats while nothing changes (default 15)' })),
+    }),
+    output: s.object('FgaWatchEvent', {
+      token: s.string({ doc: 'Resume after this event: pass it as start_token (or Last-Event-ID). A heartbeat carries the position the stream has reached' }),
+      kind: s.enum('FgaWatchEventKind', ['change', 'heartbeat']),
+      operation: s.optional(s.enum('FgaWatchOperation', ['write', 'delete'])),
+      tuple: s.optional(FGA_TUPLE),
+      revision: s.optional(s.int({ doc: 'The store revision of the write that made the change' })),
+      timestamp: s.optional(s.string({ doc: 'When the change was committed (RFC 3339, UTC)' })),
+    }),
+    doc: 'A live, resumable feed of every tuple change (identity changes that write tuples included) in commit order, opening with a heartbeat that carries the start token; each change carries its token, and resuming after a token repeats nothing and misses nothing, on any replica and after a restart. Audited when it starts.',
+  }),
+  defineOperation({
     ...admin('fga_reset', 'POST', '/v1/admin/fga/reset', 'FgaReset', REST_GRPC),
     kind: 'mutation',
     input: EMPTY,

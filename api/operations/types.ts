@@ -14,7 +14,7 @@ export type Protocol = 'graphql' | 'rest' | 'grpc';
 /** Who may call an operation. `user` rows also accept a super-admin. */
 export type OperationAuth = 'public' | 'user' | 'super_admin';
 
-export interface Operation<N extends string = string, I extends ObjectShape = ObjectShape, O extends ObjectShape = ObjectShape, A extends boolean = boolean> {
+export interface Operation<N extends string = string, I extends ObjectShape = ObjectShape, O extends ObjectShape = ObjectShape, A extends boolean = boolean, S extends boolean = boolean> {
   /** The spec's snake_case wire name, e.g. `check_permissions`. Unique. */
   readonly name: N;
   readonly kind: 'query' | 'mutation';
@@ -42,6 +42,17 @@ export interface Operation<N extends string = string, I extends ObjectShape = Ob
   readonly graphqlArg?: { readonly name?: string; readonly nullable?: boolean };
   /** The protocols that serve this operation. */
   readonly protocols: readonly Protocol[];
+  /**
+   * A server-streamed operation: its handler answers with an async iterable,
+   * each item one `output` message, until the client goes away. On gRPC a
+   * server-streaming method (`returns (stream Output)`); on REST a `GET`
+   * answered as Server-Sent Events (`text/event-stream`, one `data:` line of
+   * the message's JSON per event, `id:` the message's `token` field when it
+   * has one), its input fields read from the query string. Not served over
+   * GraphQL, and not a method of the client libraries (they make
+   * request/response calls only).
+   */
+  readonly stream?: S;
   /** One line for the docs. */
   readonly doc: string;
 }
@@ -52,7 +63,7 @@ export type AnyOperation = Operation<string, ObjectShape, ObjectShape>;
 export const ALL_PROTOCOLS: readonly Protocol[] = Object.freeze(['graphql', 'rest', 'grpc'] as const);
 
 /** Declares a row, keeping its name and shapes in its type (the handler's input and output types come from them). */
-export function defineOperation<const N extends string, const I extends ObjectShape, const O extends ObjectShape, const A extends boolean>(op: Operation<N, I, O, A>): Operation<N, I, O, A> {
+export function defineOperation<const N extends string, const I extends ObjectShape, const O extends ObjectShape, const A extends boolean, const S extends boolean = false>(op: Operation<N, I, O, A, S>): Operation<N, I, O, A, S> {
   return Object.freeze(op);
 }
 
@@ -84,14 +95,16 @@ export function checkTable<T extends AnyOperation>(ops: readonly T[]): readonly 
   };
   for (const op of ops) {
     if (!/^[a-z][a-z0-9_]*$/.test(op.name)) throw new Error(`operations table: ${op.name} is not snake_case`);
+    if (op.stream === true && op.protocols.includes('graphql')) throw new Error(`operations table: streamed ${op.name} cannot serve graphql`);
     claim(`name ${op.name}`);
     if (op.protocols.includes('graphql')) claim(`graphql ${graphqlName(op)}`);
     if (op.protocols.includes('rest')) {
       if (!op.rest) throw new Error(`operations table: ${op.name} serves rest but has no route`);
       if (!op.rest.path.startsWith('/v1/')) throw new Error(`operations table: ${op.name} path must start with /v1/`);
       claim(`rest ${op.rest.method} ${op.rest.path}`);
-      if (op.rest.method === 'GET' && Object.keys(op.input.fields).length > 0)
+      if (op.rest.method === 'GET' && Object.keys(op.input.fields).length > 0 && op.stream !== true)
         throw new Error(`operations table: GET ${op.rest.path} cannot take a request body`);
+      if (op.stream === true && op.rest.method !== 'GET') throw new Error(`operations table: streamed ${op.name} must be a GET (Server-Sent Events)`);
     } else if (op.rest) throw new Error(`operations table: ${op.name} has a route but does not serve rest`);
     if (op.protocols.includes('grpc')) {
       if (!op.grpc) throw new Error(`operations table: ${op.name} serves grpc but has no method`);

@@ -30,6 +30,7 @@ import type {
   StoreRecord,
   StoredTuple,
   TupleChange,
+  ChangesQuery,
   TupleKey,
   TupleStore,
   UserKind,
@@ -69,6 +70,7 @@ function storeRecord(r: StoreRow): StoreRecord {
 
 interface ChangeRow extends Omit<TupleRow, 'revision'> {
   revision: number | string;
+  seq: number | string;
   operation: string;
   inserted_at: number | string;
 }
@@ -682,9 +684,14 @@ export class SqlStore implements TupleStore {
     yield* scanTuples(this.#dialect, this.#connections, this.storeId, size, () => this.#open());
   }
 
-  async readChanges(options: { afterRevision: number; limit: number; objectType?: string }): Promise<TupleChange[]> {
+  async readChanges(options: ChangesQuery): Promise<TupleChange[]> {
     const params: unknown[] = [this.storeId, options.afterRevision];
-    let sql = 'SELECT revision, operation, object_type, object_id, relation, _user, condition_name, condition_context, inserted_at, expires_at FROM fga_changelog WHERE store = ? AND revision > ?';
+    let sql = 'SELECT revision, seq, operation, object_type, object_id, relation, _user, condition_name, condition_context, inserted_at, expires_at FROM fga_changelog WHERE store = ? AND revision > ?';
+    if (options.afterSeq !== undefined) {
+      // (revision, seq) > (r, s), spelled so that every backend seeks the (store, revision, seq) key.
+      sql = sql.replace('revision > ?', 'revision >= ? AND (revision > ? OR seq > ?)');
+      params.push(options.afterRevision, options.afterSeq);
+    }
     if (options.objectType !== undefined) {
       sql += ' AND object_type = ?';
       params.push(options.objectType);
@@ -697,7 +704,7 @@ export class SqlStore implements TupleStore {
       if (c !== undefined) tuple.condition = c;
       const e = expiryText(r.expires_at);
       if (e !== undefined) tuple.expires_at = e;
-      return { revision: Number(r.revision), operation: r.operation === 'd' ? 'delete' : 'write', tuple, timestamp: Number(r.inserted_at) };
+      return { revision: Number(r.revision), seq: Number(r.seq), operation: r.operation === 'd' ? 'delete' : 'write', tuple, timestamp: Number(r.inserted_at) };
     });
   }
 

@@ -62,8 +62,9 @@ export async function plugFgaEngine(services: Services): Promise<void> {
     services.closers.push(() => store.close());
     const built = await composeEngine(store, services);
     // PostgreSQL: every committed write notifies its revision, and the cache and mirror catch up at once
-    // rather than at their next revision poll, which stays the bound when a notification is lost (docs/caching.md).
-    if (built.observers.length > 0) {
+    // rather than at their next revision poll, which stays the bound when a notification is lost (docs/caching.md);
+    // watchers (the watch stream) read the changelog at once too, their poll being the bound likewise.
+    {
       const logger = services.logger;
       const listener = await RevisionListener.start({
         sequelize,

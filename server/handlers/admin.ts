@@ -200,5 +200,6 @@ export const ADMIN_HANDLERS: HandlersOf<typeof ADMIN_OPERATIONS> = {
   fga_list_users: async (ctx, input) => adminOf(ctx).fgaListUsers(callCtx(ctx), input),
   fga_expand: async (ctx, input) => adminOf(ctx).fgaExpand(callCtx(ctx), input),
   fga_explain: async (ctx, input) => adminOf(ctx).fgaExplain(callCtx(ctx), input),
+  watch_fga: async (ctx, input) => adminOf(ctx).fgaWatch(callCtx(ctx), input, ctx.signal),
   fga_reset: async (ctx) => adminOf(ctx).fgaReset(callCtx(ctx)),
 };

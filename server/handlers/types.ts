@@ -11,7 +11,16 @@ import type { RequestContext } from '../context.ts';
  * return it as it is: the pipeline then takes no promise hop for it). Errors
  * may be thrown or rejected alike.
  */
-export type Handler<R extends Operation> = (ctx: RequestContext, input: Infer<R['input']>) => Output<R['output']> | Promise<Output<R['output']>>;
+export type Handler<R extends Operation> = R extends { readonly stream?: true }
+  ? StreamHandler<R>
+  : (ctx: RequestContext, input: Infer<R['input']>) => Output<R['output']> | Promise<Output<R['output']>>;
+
+/**
+ * The domain function of a streamed row (`stream`): resolves, once the call
+ * is authorised and its input accepted (errors before that are the call's
+ * answer), to the messages, which it produces until `ctx.signal` aborts.
+ */
+export type StreamHandler<R extends Operation> = (ctx: RequestContext, input: Infer<R['input']>) => Promise<AsyncIterable<Output<R['output']>>>;
 
 /** The handlers of a list of rows, one per row name. */
 export type HandlersOf<Rows extends readonly Operation[]> = { readonly [R in Rows[number] as R['name']]: Handler<R> };

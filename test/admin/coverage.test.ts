@@ -118,6 +118,10 @@ const STEPS: Step[] = [
   ['fga_list_users', () => ({ object: 'doc:1', relation: 'viewer', user_type: 'user' })],
   ['fga_expand', () => ({ object: 'doc:1', relation: 'viewer' })],
   ['fga_explain', () => ({ user: 'user:ann', object: 'doc:1', relation: 'viewer' })],
+  // A streamed row: its first message is the opening heartbeat, carrying the start token.
+  ['watch_fga', () => ({ start_token: '0', object_type: 'doc' }), (b) => {
+    if (b['kind'] !== 'heartbeat' || b['token'] !== '0') throw new Error(`watch_fga opened with ${JSON.stringify(b)}`);
+  }],
   ['fga_delete_tuples', () => ({ tuples: [{ user: 'user:ann', relation: 'viewer', object: 'doc:1' }] })],
   ['fga_delete_tuples_by_filter', () => ({ object_type: 'doc', relation: 'viewer' })],
   ['fga_reset', () => ({})],

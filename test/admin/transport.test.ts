@@ -31,7 +31,10 @@ test('the admin rows follow the spec client table: five methods on REST and gRPC
   for (const name of all) t.deepEqual([...(byName.get(name)?.protocols ?? [])].sort(), ['graphql', 'grpc', 'rest'], name);
   for (const name of ['admin_logout', 'admin_session', 'admin_meta', 'fga_get_model', 'fga_reset']) t.deepEqual([...(byName.get(name)?.protocols ?? [])].sort(), ['grpc', 'rest'], name);
   t.deepEqual(byName.get('env')?.protocols, ['graphql']);
-  for (const name of [...all, 'admin_logout', 'admin_session', 'admin_meta', 'fga_get_model', 'fga_reset', 'env']) t.true(byName.get(name)?.admin, name);
+  // The change feed is streamed: gRPC server streaming and Server-Sent Events, nothing GraphQL could carry.
+  t.deepEqual([...(byName.get('watch_fga')?.protocols ?? [])].sort(), ['grpc', 'rest']);
+  t.true(byName.get('watch_fga')?.stream);
+  for (const name of [...all, 'watch_fga', 'admin_logout', 'admin_session', 'admin_meta', 'fga_get_model', 'fga_reset', 'env']) t.true(byName.get(name)?.admin, name);
 });
 
 test('every admin operation refuses missing and wrong credentials on every protocol, before doing anything', async (t) => {
@@ -65,6 +68,7 @@ test('every admin operation refuses missing and wrong credentials on every proto
       fga_list_users: { object: 'doc:1', relation: 'viewer', user_type: 'user' },
       fga_expand: { object: 'doc:1', relation: 'viewer' },
       fga_explain: { user: 'user:a', object: 'doc:1', relation: 'viewer' },
+      watch_fga: { start_token: '0' },
       admin_create_organization: { name: 'Acme' },
       admin_organization: { organization_id: 'x' },
       admin_update_organization: { organization_id: 'x', name: 'y' },

@@ -84,6 +84,12 @@ export function runStoreSuite(test: TestFn, name: string, makeStore: StoreFactor
       ],
     );
     t.deepEqual((await s.readChanges({ afterRevision: 1, limit: 100 })).map((c) => c.revision), [2]);
+    // (revision, seq) orders the changelog; afterSeq resumes inside a revision (the watch's cursor).
+    t.deepEqual(changes.map((c) => [c.revision, c.seq]), [[1, 0], [1, 1], [2, 0]]);
+    t.deepEqual((await s.readChanges({ afterRevision: 1, afterSeq: 0, limit: 100 })).map((c) => [c.revision, c.seq, c.tuple.user]), [[1, 1, 'user:b'], [2, 0, 'user:a']]);
+    t.deepEqual((await s.readChanges({ afterRevision: 1, afterSeq: 1, limit: 100 })).map((c) => [c.revision, c.seq]), [[2, 0]]);
+    t.deepEqual((await s.readChanges({ afterRevision: 0, afterSeq: 5, limit: 100 })).map((c) => [c.revision, c.seq]), [[1, 0], [1, 1], [2, 0]]);
+    t.deepEqual((await s.readChanges({ afterRevision: 1, afterSeq: 0, limit: 1, objectType: 'doc' })).map((c) => [c.revision, c.seq]), [[1, 1]]);
     t.is((await s.readChanges({ afterRevision: 0, limit: 1 })).length, 1);
     t.deepEqual(await s.readChanges({ afterRevision: 0, limit: 100, objectType: 'folder' }), []);
   });

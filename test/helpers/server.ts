@@ -217,9 +217,41 @@ export async function startTestServer(
     return { status: res.status, headers, setCookies: res.headers.getSetCookie(), json };
   };
 
+  /** A streamed row over SSE: its first message (the body), or its refusal; the stream is then closed. */
+  async function streamRest(op: AnyOperation, path: string, input: Record<string, unknown>, o: CallOptions): Promise<CallResult> {
+    const query = new URLSearchParams(Object.entries(input).map(([k, v]): [string, string] => [k, String(v)])).toString();
+    const ac = new AbortController();
+    const res = await fetch(`${server.httpUrl}${path}${query ? `?${query}` : ''}`, { headers: httpHeaders(o), signal: ac.signal });
+    if (res.status !== 200) {
+      const r = await fromFetch(res);
+      const e = (r.json ?? {}) as { code?: string; message?: string; reason?: string };
+      return { status: r.status, error: { code: e.code ?? 'unknown', message: e.message ?? '', ...(e.reason ? { reason: e.reason } : {}) }, headers: r.headers, setCookies: r.setCookies };
+    }
+    const headers: Record<string, string> = {};
+    res.headers.forEach((v, k) => {
+      headers[k] = v;
+    });
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let text = '';
+    while (!text.includes('\n\n')) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += value;
+    }
+    ac.abort();
+    await reader.cancel().catch(() => {});
+    const block = text.slice(0, text.indexOf('\n\n')).split('\n');
+    const data = block.find((l) => l.startsWith('data: '));
+    const id = block.find((l) => l.startsWith('id: '))?.slice(4);
+    const body = data !== undefined ? (JSON.parse(data.slice(6)) as Record<string, unknown>) : { token: id, kind: 'heartbeat' };
+    void op;
+    return { status: 200, body, headers, setCookies: res.headers.getSetCookie() };
+  }
+
   async function callRest(op: AnyOperation, input: Record<string, unknown>, o: CallOptions): Promise<CallResult> {
     const route = op.rest;
     if (!route) throw new Error(`${op.name} has no REST route`);
+    if (op.stream === true) return streamRest(op, route.path, input, o);
     const headers = httpHeaders(o);
     const init: RequestInit = { method: route.method, headers };
     if (route.method !== 'GET') {
@@ -274,6 +306,31 @@ export async function startTestServer(
     if (cookie) md.add('cookie', cookie);
     const method = op.grpc?.method;
     if (!method) throw new Error(`${op.name} has no gRPC method`);
+    if (op.stream === true) {
+      // A streamed row: its first message (the body), or its refusal; the call is then cancelled.
+      return new Promise((resolve) => {
+        const headers: Record<string, string> = {};
+        const fn = (client as unknown as Record<string, (...a: unknown[]) => grpc.ClientReadableStream<unknown>>)[method]!;
+        const call = fn.call(client, toWire(op.input, input) ?? {}, md, { deadline: Date.now() + 10_000 });
+        let settled = false;
+        call.on('metadata', (m: grpc.Metadata) => {
+          for (const [k, v] of Object.entries(m.getMap())) headers[k] = String(v);
+        });
+        call.on('data', (m: unknown) => {
+          if (settled) return;
+          settled = true;
+          call.cancel();
+          resolve({ status: 0, body: fromWire(op.output, m, true), headers, setCookies: [] });
+        });
+        call.on('error', (err: grpc.ServiceError) => {
+          if (settled) return;
+          settled = true;
+          const code = String(err.metadata?.get('x-error-code')[0] ?? ERROR_NAMES[err.code] ?? 'unknown');
+          const reason = err.metadata?.get('x-error-reason')[0];
+          resolve({ status: err.code, error: { code, message: err.details, ...(reason !== undefined ? { reason: String(reason) } : {}) }, headers, setCookies: [] });
+        });
+      });
+    }
     return new Promise((resolve) => {
       const headers: Record<string, string> = {};
       const setCookies: string[] = [];

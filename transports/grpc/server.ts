@@ -162,6 +162,71 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
       }, fail);
     };
 
+  /**
+   * A streamed row (`stream`): a server-streaming method. Messages are
+   * written as the handler yields them, with backpressure (a full send
+   * buffer waits for `drain`); the call ends when the handler's messages end,
+   * with the error's status when they fail, and a client that cancels aborts
+   * the handler's signal.
+   */
+  const streamHandlerFor =
+    (op: AnyOperation): grpc.handleServerStreamingCall<unknown, unknown> =>
+    (call) => {
+      const md = call.metadata;
+      const controller = new AbortController();
+      call.once('cancelled', () => controller.abort());
+      const clientIp = options.clientIp(peerAddress(call.getPeer()), first(md, 'x-forwarded-for'));
+      const cookieValues = md.get('cookie').map((v) => (typeof v === 'string' ? v : v.toString('utf8')));
+      const requestId = first(md, 'x-request-id') ?? randomUUID();
+      const info = {
+        protocol: 'grpc' as const,
+        requestId,
+        clientIp,
+        userAgent: first(md, 'user-agent') ?? '',
+        credentials: extractCredentials({
+          authorization: first(md, 'authorization'),
+          cookie: cookieValues.length > 0 ? cookieValues.join('; ') : undefined,
+          adminSecret: first(md, 'x-service-admin-secret') ?? first(md, 'x-authorizer-admin-secret'),
+          apiKey: first(md, 'x-api-key'),
+        }),
+        signal: controller.signal,
+        cookies: new CookieSink(),
+      };
+      const fail = (err: unknown): void => {
+        controller.abort();
+        if (call.cancelled) return;
+        const pub = err instanceof LatchkeyError ? err : new LatchkeyError('internal', 'internal server error');
+        call.emit('error', errorFor(pub));
+      };
+      const open = async (): Promise<AsyncIterable<unknown>> => {
+        const undecodable = (call.request as { [UNDECODABLE]?: unknown } | null)?.[UNDECODABLE];
+        if (undecodable !== undefined) throw new LatchkeyError('invalid_argument', 'the request message could not be decoded', { reason: 'undecodable_message', cause: undecodable });
+        const wait = await rateLimiter.take(rateLimitKey(clientIp));
+        if (wait !== undefined) throw new LatchkeyError('resource_exhausted', 'too many requests', { reason: 'rate_limited', details: { retry_after_seconds: wait } });
+        return pipeline.stream(op, info, fromWire(op.input, call.request, false));
+      };
+      open().then(async (messages) => {
+        const headers = new grpc.Metadata();
+        headers.set('x-request-id', requestId);
+        call.sendMetadata(headers);
+        try {
+          for await (const m of messages) {
+            if (call.cancelled) break;
+            if (!call.write(toWire(op.output, m))) {
+              await new Promise<void>((resolve) => {
+                call.once('drain', () => resolve());
+                controller.signal.addEventListener('abort', () => resolve(), { once: true });
+              });
+            }
+          }
+          controller.abort();
+          if (!call.cancelled) call.end();
+        } catch (err) {
+          fail(err);
+        }
+      }, fail);
+    };
+
   for (const serviceName of ['Latchkey', 'LatchkeyAdmin'] as const) {
     const def = ns[serviceName]?.service;
     const serviceRows = rows.filter((op) => grpcService(op) === serviceName);
@@ -171,7 +236,7 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
     }
     if (serviceRows.length === 0) continue;
     const impl: grpc.UntypedServiceImplementation = {};
-    for (const op of serviceRows) impl[op.grpc?.method as string] = handlerFor(op);
+    for (const op of serviceRows) impl[op.grpc?.method as string] = op.stream === true ? streamHandlerFor(op) : handlerFor(op);
     server.addService(decodeSafely(def), impl);
   }
 

@@ -29,6 +29,7 @@ import { authzenAuthenticator, authzenRouter } from '../authzen/index.ts';
 import { rateLimitKey } from '../../server/index.ts';
 import { cors, corsAnswer, csrf, csrfRefusal, headersNow, locals, rateLimit, SECURITY_HEADERS, sendError, sendGraphqlError, sendJson, type HttpLocals, type Reject } from './guards.ts';
 import { restFastPath } from './rest_fast.ts';
+import { serveStream } from './sse.ts';
 
 /** The flags the HTTP adapter reads (the rest of the configuration is the services'). */
 export type HttpAppConfig = Pick<
@@ -312,6 +313,7 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
   const serveOperation = (op: AnyOperation, req: IncomingMessage, res: ServerResponse, l: HttpLocals, input: unknown): void => {
     const cookies = new CookieSink();
     const info = new HttpCallInfo(req, res, l, 'rest', cookies);
+    if (op.stream === true) return serveStream(pipeline, op, info, req, res, l);
     pipeline.run(op, info, input).then(
       (out) => {
         flush(res, cookies);
