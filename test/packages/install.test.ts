@@ -97,8 +97,16 @@ function npmInstall(dir: string, names: string[]): void {
   mustRun('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error', ...specs], dir, childEnv(node24()));
 }
 
-/** The version of a package in the repository's own lockfile, when it is a direct dependency. */
+/**
+ * The test runners docs/testing-models.md's examples run under, at fixed versions (not dependencies of the
+ * repository: the project's own tests use ava, and vitest's toolchain has optional packages the registry mirror of
+ * CI may lack, which `npm ci` of the repository would refuse while `npm install` in a user's project skips them).
+ */
+const RUNNERS: Record<string, string> = { vitest: '5.1.2', jest: '30.5.2' };
+
+/** The version of a package to install: a runner's fixed one, or the repository lockfile's for its own dependencies. */
 function lockedVersion(name: string): string | undefined {
+  if (RUNNERS[name] !== undefined) return RUNNERS[name];
   const lock = JSON.parse(readFileSync(join(REPO_ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string }> };
   return lock.packages[`node_modules/${name}`]?.version;
 }
@@ -384,8 +392,8 @@ for (const [doc, footprint] of [
   ['dsl.md', { forbidden: [...SERVER_ONLY, ...GRPC, ...SQL], only: undefined }],
   ['storage.md', { forbidden: [...SERVER_ONLY, ...GRPC], only: undefined }],
   ['clients.md', { forbidden: [...SERVER_ONLY, ...SQL, '@latchkey/engine', 'latchkey'], only: ['@latchkey/client'] }],
-  // The engine, then fast-check, vitest and jest beside it (the doc's further install lines, at the repository's locked
-  // versions): the examples run under node:test, vitest and jest.
+  // The engine, then fast-check (at the repository's locked version), vitest and jest (at RUNNERS' versions) beside it,
+  // the doc's further install lines: the examples run under node:test, vitest and jest.
   ['testing-models.md', { forbidden: [...SERVER_ONLY, ...GRPC, ...SQL], only: undefined }],
 ] as const) {
   // docs/storage.md's examples run on PostgreSQL.
