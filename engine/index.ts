@@ -35,6 +35,14 @@ import { OPTION_RANGES, type BatchCheckResult, type CheckRequest, type CheckResu
 import { listObjectIds } from './list_objects.ts';
 import { SnapshotStore } from './snapshot_store.ts';
 import { byCodeUnits, decodeListPosition, encodeListPosition, indexAfter, listPageSize, questionDigest } from './list_pages.ts';
+import { type ScanPage, scanObjectsPage } from './list_scan.ts';
+
+/** A page of a candidate scan over a snapshot (see engine/list_scan.ts). */
+type PageScan = (view: Engine, snapshot: SnapshotStore, modelId: string, after: string | undefined, size: number, deadlineAt: number | undefined) => Promise<ScanPage | 'walk'>;
+/** Candidates a scanned page may examine before it gives way to the whole walk: at least this many, */
+const SCAN_MIN_BUDGET = 1000;
+/** and this many per result of the page (the scan goes on while at least one candidate in this many is a result). */
+const SCAN_BUDGET_PER_RESULT = 10;
 import { type UserFilter, listUsers } from './list_users.ts';
 import { expandRewrite } from './expand.ts';
 import { type CheckOutcome, type ExplainResult, explainCheck } from './explain.ts';
@@ -213,7 +221,7 @@ export class Engine {
       if (known !== undefined) return known;
     }
     const store = options.store ?? this.#catalog().store(id);
-    const engine = new Engine({ ...this.#limits, store, resolver: options.resolver ?? new LocalChecker() });
+    const engine = new Engine({ ...this.#limits, store, resolver: options.resolver ?? new LocalChecker(), now: this.#now });
     if (plain) {
       if (this.#views.size >= 1000) this.#views.clear();
       this.#views.set(id, engine);
@@ -691,8 +699,42 @@ export class Engine {
   async listObjectsPage(req: ListObjectsRequest, page: ListPageOptions = {}): Promise<ListObjectsPage> {
     if (req === null || typeof req !== 'object') throw invalid('list objects request must be an object', { reason: 'invalid_list_objects_input' });
     const question = ['objects', req.user, req.relation, req.type, req.context ?? null, req.contextualTuples ?? null, req.reportUndecided === true];
-    const out = await this.#page(question, req.modelId, page, (view, modelId) =>
-      view.listObjects({ ...req, modelId, consistency: 'higher_consistency' }).then((r) => ({ items: r.objects, truncated: r.truncated, undecided: r.undecided })),
+    // The candidate scan serves pages without undecided objects (those are reported on a walk's first page, whole).
+    const scan: PageScan | undefined =
+      req.reportUndecided === true
+        ? undefined
+        : (view, snapshot, modelId, after, size, deadlineAt) => {
+            const prefix = `${String(req.type)}:`;
+            const extra = Array.isArray(req.contextualTuples)
+              ? [...new Set(req.contextualTuples.map((t) => (typeof t?.object === 'string' && t.object.startsWith(prefix) ? t.object.slice(prefix.length) : '')).filter((id) => id !== ''))].sort(byCodeUnits)
+              : [];
+            return scanObjectsPage({
+              store: snapshot,
+              type: String(req.type),
+              after,
+              size,
+              extra,
+              budget: Math.max(SCAN_MIN_BUDGET, SCAN_BUDGET_PER_RESULT * size),
+              chunk: this.#limits.maxChecksPerBatch,
+              deadlineAt,
+              confirm: async (objects) => {
+                const checks = objects.map((object) => {
+                  const c: CheckRequest = { user: req.user, relation: req.relation, object, consistency: 'higher_consistency' };
+                  if (req.context !== undefined) c.context = req.context;
+                  if (req.contextualTuples !== undefined) c.contextualTuples = req.contextualTuples;
+                  return c;
+                });
+                const rs = await view.batchCheck(checks, { modelId });
+                return rs.map((r) => (r.error !== undefined ? 'error' : r.allowed));
+              },
+            });
+          };
+    const out = await this.#page(
+      question,
+      req.modelId,
+      page,
+      (view, modelId) => view.listObjects({ ...req, modelId, consistency: 'higher_consistency' }).then((r) => ({ items: r.objects, truncated: r.truncated, undecided: r.undecided })),
+      scan,
     );
     const result: ListObjectsPage = { objects: out.items, continuationToken: out.continuationToken, revision: out.revision };
     if (out.total !== undefined) result.total = out.total;
@@ -726,7 +768,9 @@ export class Engine {
     modelId: string | undefined,
     page: ListPageOptions,
     run: (view: Engine, modelId: string) => Promise<{ items: string[]; truncated: boolean; undecided: UndecidedObject[] | undefined }>,
+    scan?: PageScan,
   ): Promise<{ items: string[]; continuationToken: string; revision: number; total?: number; deadlineExceeded?: boolean; undecided: UndecidedObject[] | undefined }> {
+    const started = performance.now();
     if (page === null || typeof page !== 'object') throw invalid('page options must be an object', { reason: 'invalid_page_size' });
     const size = listPageSize(page.pageSize);
     const deadline = page.deadlineMs;
@@ -745,6 +789,24 @@ export class Engine {
     }
     const key = `${this.storeId}\u0000${model}\u0000${revision}\u0000${digest}`;
     let walk = this.#walks.get(key);
+    // The whole walk's pages carry `w`, so that a later page (from any engine) does not try the scan again.
+    let whole = token?.w === true;
+    if (walk === undefined && scan !== undefined && !whole && this.#store.readObjectIds !== undefined) {
+      const after = token === undefined || token.a === '' ? undefined : token.a;
+      const out = await this.#scanPage(revision, model, scan, after, size, deadline === undefined ? undefined : started + deadline);
+      if (out !== 'walk') {
+        const position = out.last ?? after ?? '';
+        const result: { items: string[]; continuationToken: string; revision: number; deadlineExceeded?: boolean; undecided: UndecidedObject[] | undefined } = {
+          items: out.items,
+          continuationToken: out.more ? encodeListPosition({ r: revision, m: model, q: digest, a: position }) : '',
+          revision,
+          undecided: undefined,
+        };
+        if (out.deadlineExceeded) result.deadlineExceeded = true;
+        return result;
+      }
+      whole = true;
+    }
     if (walk === undefined) {
       let computing = this.#computing.get(key);
       if (computing === undefined) {
@@ -762,7 +824,7 @@ export class Engine {
       if (deadline === undefined) walk = await computing;
       else {
         let timer: ReturnType<typeof setTimeout> | undefined;
-        const late = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, deadline, undefined)));
+        const late = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, Math.max(0, started + deadline - performance.now()), undefined)));
         try {
           walk = await Promise.race([computing, late]);
         } finally {
@@ -772,7 +834,7 @@ export class Engine {
           // Stopped for the deadline: nothing returned, the token resumes at the same place (the computation goes on).
           return {
             items: [],
-            continuationToken: encodeListPosition({ r: revision, m: model, q: digest, a: token?.a ?? '' }),
+            continuationToken: encodeListPosition({ r: revision, m: model, q: digest, a: token?.a ?? '', w: whole }),
             revision,
             deadlineExceeded: true,
             undecided: [],
@@ -785,11 +847,27 @@ export class Engine {
     const more = start + items.length < walk.items.length;
     return {
       items,
-      continuationToken: more ? encodeListPosition({ r: revision, m: model, q: digest, a: items[items.length - 1]! }) : '',
+      continuationToken: more ? encodeListPosition({ r: revision, m: model, q: digest, a: items[items.length - 1]!, w: whole }) : '',
       revision,
       total: walk.items.length,
       undecided: token === undefined ? walk.undecided : [],
     };
+  }
+
+  /**
+   * One page of the candidate scan at `revision` (engine/list_scan.ts): over
+   * a {@link SnapshotStore}, with the plain evaluator, read again when a
+   * delete committed meanwhile may have hidden a tuple of the revision.
+   */
+  async #scanPage(revision: number, model: string, scan: PageScan, after: string | undefined, size: number, deadlineAt: number | undefined): Promise<ScanPage | 'walk'> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const snapshot = await SnapshotStore.at(this.#store, revision, this.#now);
+      const view = new Engine({ ...this.#limits, store: snapshot, resolver: new LocalChecker(), now: this.#now });
+      const out = await scan(view, snapshot, model, after, size, deadlineAt);
+      if (!(await snapshot.settled())) continue;
+      return out;
+    }
+    throw new LatchkeyError('aborted', 'the store changed during the listing; retry', { reason: 'listing_conflict' });
   }
 
   /** The complete answer of a walk at `revision` (see {@link #page}). */

@@ -173,6 +173,31 @@ export class SnapshotStore implements TupleStore {
     return list;
   }
 
+  /**
+   * Object ids of the type at the revision: the inner store's (a superset of
+   * those with a tuple now) merged with the objects of the tuples put back,
+   * in code-unit order. Only for an inner store that has the read.
+   */
+  async readObjectIds(query: { objectType: string; after?: string | undefined; limit: number }): Promise<string[]> {
+    if (this.#inner.readObjectIds === undefined) throw new LatchkeyError('unimplemented', 'this store cannot list object ids', { reason: 'object_ids_unsupported' });
+    const now = await this.#inner.readObjectIds(query);
+    if (this.#restored.size === 0) return now;
+    const prefix = `${query.objectType}:`;
+    const full = now.length >= query.limit;
+    const last = now[now.length - 1];
+    const ids = new Set(now);
+    for (const t of this.#restored.values()) {
+      if (!t.object.startsWith(prefix)) continue;
+      const id = t.object.slice(prefix.length);
+      if (query.after !== undefined && id <= query.after) continue;
+      // Past the inner page's last id, an id belongs to a later call (which meets it again).
+      if (full && last !== undefined && id > last) continue;
+      ids.add(id);
+    }
+    if (ids.size === now.length) return now;
+    return [...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  }
+
   async readPage(filter: ReadFilter, options: { pageSize: number; continuationToken?: string | undefined }): Promise<Page<StoredTuple>> {
     void filter;
     void options;
