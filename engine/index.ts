@@ -38,7 +38,7 @@ import { byCodeUnits, decodeListPosition, encodeListPosition, indexAfter, listPa
 import { type ScanPage, scanObjectsPage } from './list_scan.ts';
 
 /** A page of a candidate scan over a snapshot (see engine/list_scan.ts). */
-type PageScan = (view: Engine, snapshot: SnapshotStore, modelId: string, after: string | undefined, size: number, deadlineAt: number | undefined) => Promise<ScanPage | 'walk'>;
+type PageScan = (view: Engine, snapshot: TupleStore, modelId: string, after: string | undefined, size: number, deadlineAt: number | undefined) => Promise<ScanPage | 'walk'>;
 /** Candidates a scanned page may examine before it gives way to the whole walk: at least this many, */
 const SCAN_MIN_BUDGET = 1000;
 /** and this many per result of the page (the scan goes on while at least one candidate in this many is a result). */
@@ -860,6 +860,13 @@ export class Engine {
    * delete committed meanwhile may have hidden a tuple of the revision.
    */
   async #scanPage(revision: number, model: string, scan: PageScan, after: string | undefined, size: number, deadlineAt: number | undefined): Promise<ScanPage | 'walk'> {
+    // While the store is still at the revision (a first page, or nothing written since), this engine's own checks
+    // (at full consistency, so no cache or mirror answers from an older revision) read the revision itself; the
+    // revision unchanged once the page is done says that every read saw it. Otherwise the page reads a snapshot.
+    if ((await this.#store.revision()) === revision) {
+      const out = await scan(this, this.#store, model, after, size, deadlineAt);
+      if ((await this.#store.revision()) === revision) return out;
+    }
     for (let attempt = 0; attempt < 3; attempt++) {
       const snapshot = await SnapshotStore.at(this.#store, revision, this.#now);
       const view = new Engine({ ...this.#limits, store: snapshot, resolver: new LocalChecker(), now: this.#now });
