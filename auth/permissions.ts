@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { LatchkeyError } from '../engine/errors.ts';
+import { LISTING_DEADLINE_MS } from '../engine/index.ts';
 
 const invalidArgument = (message: string, reason: string): LatchkeyError => new LatchkeyError('invalid_argument', message, { reason });
 
@@ -75,7 +76,9 @@ export interface PermissionEngine {
     continuationToken: string;
     atRevision?: number;
     context?: Record<string, unknown>;
-  }): Promise<{ objects: string[]; continuationToken: string; revision: number; undecided: ReadonlyArray<{ object: string; missingParameters: readonly string[] }> }>;
+    /** Milliseconds the page may take; past them it answers what it has, `deadlineExceeded`, and the token that continues. */
+    deadlineMs?: number;
+  }): Promise<{ objects: string[]; continuationToken: string; revision: number; undecided: ReadonlyArray<{ object: string; missingParameters: readonly string[] }>; deadlineExceeded?: boolean }>;
   /** The relations `user` holds on `object`; `undecided`: those whose condition lacked parameters in `context` (never in `relations`). */
   listRelations(request: { user: string; object: string; context?: Record<string, unknown>; atLeastRevision?: number }): Promise<{
     relations: string[];
@@ -391,6 +394,9 @@ export class Permissions {
     const objects = new Set<string>();
     let { pair, inner, revision } = at ?? { pair: 0, inner: '', revision: undefined as number | undefined };
     let room = size;
+    // One deadline for the whole page, across its pairs: past it the page answers what it has and the token that continues.
+    const deadline = Date.now() + LISTING_DEADLINE_MS;
+    let late = false;
     while (pair < pairs.length && room > 0) {
       const [type, r] = pairs[pair]!;
       const res = await engine.listObjectsPage({
@@ -400,6 +406,7 @@ export class Permissions {
         pageSize: room,
         continuationToken: inner,
         ...(inner === '' && revision !== undefined ? { atRevision: revision } : {}),
+        deadlineMs: Math.max(1, deadline - Date.now()),
         ...context,
       });
       revision ??= res.revision;
@@ -409,6 +416,7 @@ export class Permissions {
       }
       for (const u of res.undecided) undecided.push({ object: u.object, relation: r, missing_parameters: [...u.missingParameters] });
       room -= res.objects.length;
+      if (res.deadlineExceeded === true) late = true;
       if (res.continuationToken !== '') {
         inner = res.continuationToken;
         break;
@@ -418,7 +426,9 @@ export class Permissions {
     }
     at = pair < pairs.length && revision !== undefined ? { pair, inner, revision } : undefined;
     const token = at === undefined ? '' : encodeListToken(at, digest);
-    return { objects: [...objects], permissions, undecided_permissions: undecided, truncated: token !== '', continuation_token: token };
+    const answer: ListAnswer = { objects: [...objects], permissions, undecided_permissions: undecided, truncated: token !== '', continuation_token: token };
+    if (late) answer.deadline_exceeded = true;
+    return answer;
   }
 
   /** The capped `list_permissions` of old (no page asked for): at most {@link LIST_PERMISSIONS_CAP} entries, `truncated` when more exist. */
@@ -468,6 +478,8 @@ export interface ListAnswer {
   truncated: boolean;
   /** Continues the walk (empty when this page is its last). */
   continuation_token: string;
+  /** Present (true) when the page stopped for the listing deadline: it holds what was found in time, and the token continues it. */
+  deadline_exceeded?: boolean;
 }
 
 interface ListToken {

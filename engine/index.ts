@@ -66,6 +66,7 @@ export type { UserFilter } from './list_users.ts';
 export { FGA_CODES } from './validation.ts';
 export { formatExpiry, parseRfc3339 } from './expiry.ts';
 export type * from './engine_types.ts';
+export { LISTING_DEADLINE_MS } from './list_pages.ts';
 export { CheckCache, type CheckCacheOptions, type CheckCacheStats } from './check/check_cache.ts';
 export { GraphMirror, type GraphMirrorOptions, type GraphMirrorStats } from './check/graph_mirror.ts';
 export { LevelChecker, type LevelCheckerStats } from './check/level_checker.ts';

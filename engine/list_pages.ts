@@ -22,6 +22,14 @@ export interface ListPosition {
   w?: boolean;
 }
 
+/**
+ * How long one page of a listing may take on the server's listing surfaces
+ * (`list_permissions`, `fga_list_users`, the OpenFGA API's paged
+ * ListObjects and ListUsers, the AuthZEN searches): past it a page answers
+ * what it has, says so, and carries the token that continues it.
+ */
+export const LISTING_DEADLINE_MS = 10_000;
+
 /** Results per listing page when the caller names no size; and the most a page may hold. */
 export const DEFAULT_LIST_PAGE_SIZE = 100;
 export const MAX_LIST_PAGE_SIZE = 1000;
