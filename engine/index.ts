@@ -33,7 +33,7 @@ import { validateExpiry } from './expiry.ts';
 import { CheckPath, type FreshnessHint, type Prepared, invalid, plainTuple } from './check/check_path.ts';
 import { OPTION_RANGES, type BatchCheckResult, type CheckRequest, type CheckResult, type EngineOptions, type ExpandRequest, type ExpandResult, type Limits, type ListObjectsRequest, type ListObjectsResult, type ListObjectsPage, type ListPageOptions, type ListUsersPage, type ListRelationsRequest, type ListRelationsResult, type ListUsersRequest, type UndecidedObject, type ListUsersResult, type ModelInput, type QueryOptions, type ReadRequest, type ReadResult, type WriteRequest } from './engine_types.ts';
 import { listObjectIds } from './list_objects.ts';
-import { SnapshotStore } from './snapshot_store.ts';
+import { SnapshotStore, storeReadsOf } from './snapshot_store.ts';
 import { byCodeUnits, decodeListPosition, encodeListPosition, indexAfter, listPageSize, questionDigest } from './list_pages.ts';
 import { type ScanPage, scanObjectsPage } from './list_scan.ts';
 
@@ -90,6 +90,8 @@ export class Engine {
   /** Complete answers of paged listings, by store, model, revision and question: immutable, since a revision's data is. */
   readonly #walks = new Map<string, { items: string[]; undecided: UndecidedObject[] | undefined }>();
   /** Walks being computed, by the same key: a page that stopped for its deadline, and the next one, share one computation. */
+  /** See {@link #liveView}. */
+  #live: Engine | undefined;
   readonly #computing = new Map<string, Promise<{ items: string[]; undecided: UndecidedObject[] | undefined }>>();
 
   /**
@@ -797,12 +799,14 @@ export class Engine {
       const out = await this.#scanPage(revision, model, scan, after, size, deadline === undefined ? undefined : started + deadline);
       if (out !== 'walk') {
         const position = out.last ?? after ?? '';
-        const result: { items: string[]; continuationToken: string; revision: number; deadlineExceeded?: boolean; undecided: UndecidedObject[] | undefined } = {
+        const result: { items: string[]; continuationToken: string; revision: number; total?: number; deadlineExceeded?: boolean; undecided: UndecidedObject[] | undefined } = {
           items: out.items,
           continuationToken: out.more ? encodeListPosition({ r: revision, m: model, q: digest, a: position }) : '',
           revision,
           undecided: undefined,
         };
+        // A first page that holds the whole answer knows its size; other scanned pages do not.
+        if (token === undefined && !out.more) result.total = out.items.length;
         if (out.deadlineExceeded) result.deadlineExceeded = true;
         return result;
       }
@@ -865,7 +869,7 @@ export class Engine {
     // (at full consistency, so no cache or mirror answers from an older revision) read the revision itself; the
     // revision unchanged once the page is done says that every read saw it. Otherwise the page reads a snapshot.
     if ((await this.#store.revision()) === revision) {
-      const out = await scan(this, this.#store, model, after, size, deadlineAt);
+      const out = await scan(this.#liveView(), this.#store, model, after, size, deadlineAt);
       if ((await this.#store.revision()) === revision) return out;
     }
     for (let attempt = 0; attempt < 3; attempt++) {
@@ -876,6 +880,19 @@ export class Engine {
       return out;
     }
     throw new LatchkeyError('aborted', 'the store changed during the listing; retry', { reason: 'listing_conflict' });
+  }
+
+  /**
+   * The engine that checks a scanned page at the store's current revision:
+   * this one when it reads the store itself (the plain evaluator over a
+   * memory or SQL store); else, once made, one with the plain evaluator over
+   * the store's own reads, since an answer cache or graph mirror may answer
+   * from a revision other than the store's.
+   */
+  #liveView(): Engine {
+    if (this.#resolver instanceof LocalChecker && (this.#store instanceof MemoryStore || !('readUserTupleSync' in this.#store))) return this;
+    this.#live ??= new Engine({ ...this.#limits, store: storeReadsOf(this.#store), resolver: new LocalChecker(), now: this.#now });
+    return this.#live;
   }
 
   /** The complete answer of a walk at `revision` (see {@link #page}). */

@@ -254,6 +254,37 @@ export class SnapshotStore implements TupleStore {
 }
 
 /**
+ * `inner` with its asynchronous reads only: none of the synchronous reads or
+ * model hints a cache or graph mirror wrapper adds (they may answer from a
+ * copy behind the store), so that an engine over it reads the store itself.
+ * For reads: writes are refused.
+ */
+export function storeReadsOf(inner: TupleStore): TupleStore {
+  const view: TupleStore = {
+    readUserTuples: (keys) => inner.readUserTuples(keys),
+    readObjectRelations: (keys, kind) => inner.readObjectRelations(keys, kind),
+    readStartingWithUsers: (query) => inner.readStartingWithUsers(query),
+    readPage: (filter, options) => inner.readPage(filter, options),
+    readChanges: (options) => inner.readChanges(options),
+    revision: () => inner.revision(),
+    hasTuples: () => inner.hasTuples(),
+    readModel: (id) => inner.readModel(id),
+    readLatestModel: () => inner.readLatestModel(),
+    latestModelId: () => inner.latestModelId(),
+    listModels: (options) => inner.listModels(options),
+    writeModel: () => Promise.reject(readOnly()),
+    write: () => Promise.reject(readOnly()),
+    reset: () => Promise.reject(readOnly()),
+    close: async () => undefined,
+  };
+  const w = view as { -readonly [K in keyof TupleStore]: TupleStore[K] };
+  if (inner.storeId !== undefined) w.storeId = inner.storeId;
+  if (inner.readObjectIds !== undefined) w.readObjectIds = inner.readObjectIds.bind(inner);
+  if (inner.readTuplesetChains !== undefined) w.readTuplesetChains = inner.readTuplesetChains.bind(inner);
+  return view;
+}
+
+/**
  * The changelog after `after`, oldest first, in batches that each end on a
  * whole revision (one write's changes share a revision, and a read cut
  * inside one would lose the rest of it). A single revision of more than a
