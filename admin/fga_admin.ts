@@ -211,6 +211,7 @@ export async function fgaReadTuples(
 export async function fgaListUsers(
   engine: Engine,
   input: { object: string; relation: string; user_type: string; page_size?: number | undefined; continuation_token?: string | undefined },
+  options: { deadlineMs?: number } = {},
 ): Promise<{ users: string[]; continuation_token: string; deadline_exceeded?: boolean }> {
   const [type, relation] = input.user_type.split('#', 2);
   if (!type) throw new LatchkeyError('invalid_argument', 'user_type must not be empty', { reason: 'invalid_user_type' });
@@ -223,7 +224,7 @@ export async function fgaListUsers(
   const page = await engine.listUsersPage(req, {
     pageSize: input.page_size === undefined || input.page_size === 0 ? 1000 : input.page_size,
     ...(input.continuation_token === undefined ? {} : { continuationToken: input.continuation_token }),
-    deadlineMs: LISTING_DEADLINE_MS,
+    deadlineMs: options.deadlineMs ?? LISTING_DEADLINE_MS,
   });
   // Stopped for the listing deadline: what was found in time (possibly nothing yet) and the token that continues.
   if (page.deadlineExceeded === true) return { users: page.users, continuation_token: page.continuationToken, deadline_exceeded: true };

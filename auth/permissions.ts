@@ -149,9 +149,12 @@ export interface CheckAnswer {
 /** Permission checks for callers, over a {@link PermissionEngine} (or none, when FGA is off). */
 export class Permissions {
   readonly #engine: PermissionEngine | undefined;
+  readonly #listingDeadlineMs: number;
 
-  constructor(engine: PermissionEngine | undefined) {
+  /** `options.listingDeadlineMs`: how long a `list_permissions` page may take (default {@link LISTING_DEADLINE_MS}). */
+  constructor(engine: PermissionEngine | undefined, options: { listingDeadlineMs?: number } = {}) {
     this.#engine = engine;
+    this.#listingDeadlineMs = options.listingDeadlineMs ?? LISTING_DEADLINE_MS;
   }
 
   /** True when FGA is enabled (an engine was given). */
@@ -395,7 +398,7 @@ export class Permissions {
     let { pair, inner, revision } = at ?? { pair: 0, inner: '', revision: undefined as number | undefined };
     let room = size;
     // One deadline for the whole page, across its pairs: past it the page answers what it has and the token that continues.
-    const deadline = Date.now() + LISTING_DEADLINE_MS;
+    const deadline = Date.now() + this.#listingDeadlineMs;
     let late = false;
     while (pair < pairs.length && room > 0) {
       const [type, r] = pairs[pair]!;
