@@ -5,7 +5,7 @@
  * order and reassemble the unpaged answer; a sparse answer gives way to the
  * whole walk; a page that stops for its deadline answers what it confirmed
  * and a token that resumes right after; and, as a property on the memory
- * store and SQLite (PostgreSQL when configured), pages of any size equal the
+ * store and SQLite (PostgreSQL and MySQL when configured), pages of any size equal the
  * unpaged answer with wildcards, conditions with context, contextual tuples
  * and expiring tuples.
  *
@@ -232,3 +232,4 @@ function property(backend: string, open: (clock: () => number) => Promise<TupleS
 property('memory', async (clock) => new MemoryStore({ now: clock }));
 property('sqlite', () => disposableSqlStore('sqlite'));
 if (process.env['LATCHKEY_TEST_POSTGRES_URL'] || process.env['CI']) property('postgres', () => disposableSqlStore('postgres'));
+if (process.env['LATCHKEY_TEST_MYSQL_URL'] || process.env['CI']) property('mysql', () => disposableSqlStore('mysql'));
