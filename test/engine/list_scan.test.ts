@@ -13,7 +13,7 @@
  */
 import test from 'ava';
 import fc from 'fast-check';
-import { Engine, MemoryStore, type ListObjectsRequest, type TupleKey, type TupleStore } from '../../engine/index.ts';
+import { Engine, MemoryStore, buildEngine, type ListObjectsRequest, type TupleKey, type TupleStore } from '../../engine/index.ts';
 import { disposableSqlStore } from './sql_helpers.ts';
 
 const MODEL = `model
@@ -233,3 +233,24 @@ property('memory', async (clock) => new MemoryStore({ now: clock }));
 property('sqlite', () => disposableSqlStore('sqlite'));
 if (process.env['LATCHKEY_TEST_POSTGRES_URL'] || process.env['CI']) property('postgres', () => disposableSqlStore('postgres'));
 if (process.env['LATCHKEY_TEST_MYSQL_URL'] || process.env['CI']) property('mysql', () => disposableSqlStore('mysql'));
+
+test('sqlite: behind an answer cache and a graph mirror, a scanned page answers at the current revision after another process wrote', async (t) => {
+  const store = await disposableSqlStore('sqlite');
+  try {
+    // A server's chain that trusts its copy for a minute, and a second engine on the same tables, as another process.
+    const { engine: server } = await buildEngine({ store, revisionPollMs: 60_000 });
+    const other = new Engine({ store });
+    await server.writeModel({ dsl: MODEL });
+    await server.write({ writes: [{ user: 'user:anne', relation: 'viewer', object: 'doc:a' }] });
+    const q = { user: 'user:anne', relation: 'viewer', type: 'doc' };
+    // The chain answers doc:b denied, and keeps the answer.
+    t.false((await server.check({ user: 'user:anne', relation: 'viewer', object: 'doc:b' })).allowed);
+    t.false((await server.check({ user: 'user:anne', relation: 'viewer', object: 'doc:b' })).allowed);
+    await other.write({ writes: [{ user: 'user:anne', relation: 'viewer', object: 'doc:b' }] });
+    const page = await server.listObjectsPage(q, { pageSize: 10 });
+    t.deepEqual(page.objects, ['doc:a', 'doc:b']);
+    t.is(page.revision, await store.revision());
+  } finally {
+    await store.close();
+  }
+});
