@@ -645,16 +645,7 @@ export class Engine {
   async listObjects(req: ListObjectsRequest): Promise<ListObjectsResult> {
     if (req === null || typeof req !== 'object') throw invalid('list objects request must be an object', { reason: 'invalid_list_objects_input' });
     req = this.#fresher(req);
-    const prepared = await this.#prepare(req);
-    const ts = prepared.ts;
-    // Full consistency reads the store itself, never a store's in-memory synchronous reads (the graph mirror).
-    const reader = req.consistency === 'higher_consistency' ? prepared.reader.direct() : prepared.reader;
-    if (typeof req.type !== 'string' || !ts.hasType(req.type)) throw invalid(`type '${show(req.type)}' not found`, { reason: 'type_not_found', code: FGA_CODES.type_not_found });
-    if (typeof req.relation !== 'string' || ts.rewrite(req.type, req.relation) === undefined) {
-      throw invalid(`relation '${req.type}#${show(req.relation)}' not found`, { reason: 'relation_not_found', code: FGA_CODES.relation_not_found });
-    }
-    const user = this.#parseCheckUser(ts, req.user, FGA_CODES.validation_error);
-    const ctx = this.#context(ts, reader, req.context, req.consistency);
+    const { ts, reader, user, ctx } = await this.#listObjectsInput(req);
     const undecided: UndecidedObject[] | undefined = req.reportUndecided === true ? [] : undefined;
     const { ids, truncated } = await listObjectIds(ts, reader, user, req.type, req.relation, {
       context: req.context,
@@ -686,6 +677,21 @@ export class Engine {
     return { objects, truncated, undecided };
   }
 
+  /** What ListObjects reads before its walk, with its validation: the model, type, relation, user, context and contextual tuples. */
+  async #listObjectsInput(req: ListObjectsRequest): Promise<{ ts: TypeSystem; reader: TupleReader; user: ParsedUser; ctx: ResolutionContext }> {
+    const prepared = await this.#prepare(req);
+    const ts = prepared.ts;
+    // Full consistency reads the store itself, never a store's in-memory synchronous reads (the graph mirror).
+    const reader = req.consistency === 'higher_consistency' ? prepared.reader.direct() : prepared.reader;
+    if (typeof req.type !== 'string' || !ts.hasType(req.type)) throw invalid(`type '${show(req.type)}' not found`, { reason: 'type_not_found', code: FGA_CODES.type_not_found });
+    if (typeof req.relation !== 'string' || ts.rewrite(req.type, req.relation) === undefined) {
+      throw invalid(`relation '${req.type}#${show(req.relation)}' not found`, { reason: 'relation_not_found', code: FGA_CODES.relation_not_found });
+    }
+    const user = this.#parseCheckUser(ts, req.user, FGA_CODES.validation_error);
+    const ctx = this.#context(ts, reader, req.context, req.consistency);
+    return { ts, reader, user, ctx };
+  }
+
   /**
    * ListObjects in pages: the answer of {@link listObjects} at one store
    * revision, cut into sorted pages. The first page pins the current revision
@@ -706,7 +712,9 @@ export class Engine {
     const scan: PageScan | undefined =
       req.reportUndecided === true
         ? undefined
-        : (view, snapshot, modelId, after, size, deadlineAt) => {
+        : async (view, snapshot, modelId, after, size, deadlineAt) => {
+            // The request's errors first, as ListObjects answers them (a type with no objects is still unknown).
+            await view.#listObjectsInput({ ...req, modelId, consistency: 'higher_consistency' });
             const prefix = `${String(req.type)}:`;
             const extra = Array.isArray(req.contextualTuples)
               ? [...new Set(req.contextualTuples.map((t) => (typeof t?.object === 'string' && t.object.startsWith(prefix) ? t.object.slice(prefix.length) : '')).filter((id) => id !== ''))].sort(byCodeUnits)

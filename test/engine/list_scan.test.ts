@@ -254,3 +254,22 @@ test('sqlite: behind an answer cache and a graph mirror, a scanned page answers 
     await store.close();
   }
 });
+
+test('memory: a first page refuses what ListObjects refuses, even where the type has no objects to scan', async (t) => {
+  const e = new Engine({ store: new MemoryStore() });
+  await e.writeModel({ dsl: MODEL });
+  await e.write({ writes: [{ user: 'user:anne', relation: 'member', object: 'group:g' }] });
+  const cases: Array<[ListObjectsRequest, string]> = [
+    [{ user: 'user:anne', relation: 'viewer', type: 'nothing' }, 'type_not_found'],
+    [{ user: 'user:anne', relation: 'nothing', type: 'doc' }, 'relation_not_found'],
+    [{ user: 'not a user', relation: 'viewer', type: 'doc' }, ''],
+    [{ user: 'user:anne', relation: 'viewer', type: 'doc', contextualTuples: [{ user: 'user:anne', relation: 'nothing', object: 'doc:1' }] }, ''],
+  ];
+  for (const [q, reason] of cases) {
+    const unpaged = await t.throwsAsync(e.listObjects(q));
+    const paged = await t.throwsAsync(e.listObjectsPage(q, { pageSize: 5 }));
+    t.is((paged as { code?: string }).code, (unpaged as { code?: string }).code, JSON.stringify(q));
+    t.is((paged as { reason?: string }).reason, (unpaged as { reason?: string }).reason, JSON.stringify(q));
+    if (reason !== '') t.is((paged as { reason?: string }).reason, reason);
+  }
+});
