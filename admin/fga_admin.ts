@@ -212,14 +212,14 @@ export async function fgaListUsers(
   engine: Engine,
   input: { object: string; relation: string; user_type: string; page_size?: number | undefined; continuation_token?: string | undefined },
   options: { deadlineMs?: number } = {},
-): Promise<{ users: string[]; continuation_token: string; deadline_exceeded?: boolean }> {
+): Promise<{ users: string[]; continuation_token: string; deadline_exceeded: boolean }> {
   const [type, relation] = input.user_type.split('#', 2);
   if (!type) throw new LatchkeyError('invalid_argument', 'user_type must not be empty', { reason: 'invalid_user_type' });
   const req = { object: input.object, relation: input.relation, userFilters: [relation ? { type, relation } : { type }] };
   const paged = (input.page_size !== undefined && input.page_size !== 0) || (input.continuation_token !== undefined && input.continuation_token !== '');
   if (!paged) {
     const result = await engine.listUsers(req);
-    if (!result.truncated) return { users: result.users, continuation_token: '' };
+    if (!result.truncated) return { users: result.users, continuation_token: '', deadline_exceeded: false };
   }
   const page = await engine.listUsersPage(req, {
     pageSize: input.page_size === undefined || input.page_size === 0 ? 1000 : input.page_size,
@@ -227,8 +227,7 @@ export async function fgaListUsers(
     deadlineMs: options.deadlineMs ?? LISTING_DEADLINE_MS,
   });
   // Stopped for the listing deadline: what was found in time (possibly nothing yet) and the token that continues.
-  if (page.deadlineExceeded === true) return { users: page.users, continuation_token: page.continuationToken, deadline_exceeded: true };
-  return { users: page.users, continuation_token: page.continuationToken };
+  return { users: page.users, continuation_token: page.continuationToken, deadline_exceeded: page.deadlineExceeded === true };
 }
 
 /** The input of `fga_explain`. */

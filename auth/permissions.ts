@@ -429,9 +429,7 @@ export class Permissions {
     }
     at = pair < pairs.length && revision !== undefined ? { pair, inner, revision } : undefined;
     const token = at === undefined ? '' : encodeListToken(at, digest);
-    const answer: ListAnswer = { objects: [...objects], permissions, undecided_permissions: undecided, truncated: token !== '', continuation_token: token };
-    if (late) answer.deadline_exceeded = true;
-    return answer;
+    return { objects: [...objects], permissions, undecided_permissions: undecided, truncated: token !== '', continuation_token: token, deadline_exceeded: late };
   }
 
   /** The capped `list_permissions` of old (no page asked for): at most {@link LIST_PERMISSIONS_CAP} entries, `truncated` when more exist. */
@@ -469,7 +467,7 @@ export class Permissions {
         break;
       }
     }
-    return { objects: [...objects], permissions, undecided_permissions: undecided, truncated, continuation_token: '' };
+    return { objects: [...objects], permissions, undecided_permissions: undecided, truncated, continuation_token: '', deadline_exceeded: false };
   }
 }
 
@@ -481,8 +479,8 @@ export interface ListAnswer {
   truncated: boolean;
   /** Continues the walk (empty when this page is its last). */
   continuation_token: string;
-  /** Present (true) when the page stopped for the listing deadline: it holds what was found in time, and the token continues it. */
-  deadline_exceeded?: boolean;
+  /** True when the page stopped for the listing deadline: it holds what was found in time, and the token continues it. */
+  deadline_exceeded: boolean;
 }
 
 interface ListToken {
