@@ -517,7 +517,7 @@ export class AdminService {
     return this.#run(ctx, 'admin.fga_tuples_read', { type: 'fga_tuple' }, () => fgaReadTuples(requireEngine(this.#engine), input));
   }
 
-  async fgaListUsers(ctx: AdminCallContext, input: Parameters<typeof fgaListUsers>[1]): Promise<{ users: string[]; continuation_token: string }> {
+  async fgaListUsers(ctx: AdminCallContext, input: Parameters<typeof fgaListUsers>[1]): Promise<{ users: string[]; continuation_token: string; deadline_exceeded: boolean }> {
     return this.#run(ctx, 'admin.fga_users_listed', { type: 'fga_tuple', id: input.object }, () => fgaListUsers(requireEngine(this.#engine), input));
   }
 

@@ -5,7 +5,7 @@
  * admin page-size rules and the wire shapes.
  */
 import { LatchkeyError } from '../engine/errors.ts';
-import { TypeSystem, type AuthorizationModel, type CheckRequest, type Engine, type TupleCondition, type TupleKey } from '../engine/index.ts';
+import { LISTING_DEADLINE_MS, TypeSystem, type AuthorizationModel, type CheckRequest, type Engine, type TupleCondition, type TupleKey } from '../engine/index.ts';
 
 /** The DSL parser and printer, loaded on the first model operation (the grammar is the largest part of a server's startup). */
 const dslModule = (): Promise<typeof import('../dsl/index.ts')> => import('../dsl/index.ts');
@@ -211,20 +211,23 @@ export async function fgaReadTuples(
 export async function fgaListUsers(
   engine: Engine,
   input: { object: string; relation: string; user_type: string; page_size?: number | undefined; continuation_token?: string | undefined },
-): Promise<{ users: string[]; continuation_token: string }> {
+  options: { deadlineMs?: number } = {},
+): Promise<{ users: string[]; continuation_token: string; deadline_exceeded: boolean }> {
   const [type, relation] = input.user_type.split('#', 2);
   if (!type) throw new LatchkeyError('invalid_argument', 'user_type must not be empty', { reason: 'invalid_user_type' });
   const req = { object: input.object, relation: input.relation, userFilters: [relation ? { type, relation } : { type }] };
   const paged = (input.page_size !== undefined && input.page_size !== 0) || (input.continuation_token !== undefined && input.continuation_token !== '');
   if (!paged) {
     const result = await engine.listUsers(req);
-    if (!result.truncated) return { users: result.users, continuation_token: '' };
+    if (!result.truncated) return { users: result.users, continuation_token: '', deadline_exceeded: false };
   }
   const page = await engine.listUsersPage(req, {
     pageSize: input.page_size === undefined || input.page_size === 0 ? 1000 : input.page_size,
     ...(input.continuation_token === undefined ? {} : { continuationToken: input.continuation_token }),
+    deadlineMs: options.deadlineMs ?? LISTING_DEADLINE_MS,
   });
-  return { users: page.users, continuation_token: page.continuationToken };
+  // Stopped for the listing deadline: what was found in time (possibly nothing yet) and the token that continues.
+  return { users: page.users, continuation_token: page.continuationToken, deadline_exceeded: page.deadlineExceeded === true };
 }
 
 /** The input of `fga_explain`. */

@@ -63,9 +63,15 @@ export function engineAsPermissionEngine(engine: Engine): PermissionEngine {
     async listObjectsPage(request) {
       const res = await engine.listObjectsPage(
         { user: request.user, relation: request.relation, type: request.type, reportUndecided: true, ...(request.context === undefined ? {} : { context: request.context }) },
-        { pageSize: request.pageSize, continuationToken: request.continuationToken, ...(request.atRevision === undefined ? {} : { atRevision: request.atRevision }) },
+        {
+          pageSize: request.pageSize,
+          continuationToken: request.continuationToken,
+          ...(request.atRevision === undefined ? {} : { atRevision: request.atRevision }),
+          ...(request.deadlineMs === undefined ? {} : { deadlineMs: request.deadlineMs }),
+        },
       );
-      return { objects: res.objects, continuationToken: res.continuationToken, revision: res.revision, undecided: res.undecided ?? [] };
+      const out = { objects: res.objects, continuationToken: res.continuationToken, revision: res.revision, undecided: res.undecided ?? [] };
+      return res.deadlineExceeded === true ? { ...out, deadlineExceeded: true } : out;
     },
     async relationsByType() {
       const model = await engine.readModel();

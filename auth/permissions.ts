@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { LatchkeyError } from '../engine/errors.ts';
+import { LISTING_DEADLINE_MS } from '../engine/index.ts';
 
 const invalidArgument = (message: string, reason: string): LatchkeyError => new LatchkeyError('invalid_argument', message, { reason });
 
@@ -75,7 +76,9 @@ export interface PermissionEngine {
     continuationToken: string;
     atRevision?: number;
     context?: Record<string, unknown>;
-  }): Promise<{ objects: string[]; continuationToken: string; revision: number; undecided: ReadonlyArray<{ object: string; missingParameters: readonly string[] }> }>;
+    /** Milliseconds the page may take; past them it answers what it has, `deadlineExceeded`, and the token that continues. */
+    deadlineMs?: number;
+  }): Promise<{ objects: string[]; continuationToken: string; revision: number; undecided: ReadonlyArray<{ object: string; missingParameters: readonly string[] }>; deadlineExceeded?: boolean }>;
   /** The relations `user` holds on `object`; `undecided`: those whose condition lacked parameters in `context` (never in `relations`). */
   listRelations(request: { user: string; object: string; context?: Record<string, unknown>; atLeastRevision?: number }): Promise<{
     relations: string[];
@@ -146,9 +149,12 @@ export interface CheckAnswer {
 /** Permission checks for callers, over a {@link PermissionEngine} (or none, when FGA is off). */
 export class Permissions {
   readonly #engine: PermissionEngine | undefined;
+  readonly #listingDeadlineMs: number;
 
-  constructor(engine: PermissionEngine | undefined) {
+  /** `options.listingDeadlineMs`: how long a `list_permissions` page may take (default {@link LISTING_DEADLINE_MS}). */
+  constructor(engine: PermissionEngine | undefined, options: { listingDeadlineMs?: number } = {}) {
     this.#engine = engine;
+    this.#listingDeadlineMs = options.listingDeadlineMs ?? LISTING_DEADLINE_MS;
   }
 
   /** True when FGA is enabled (an engine was given). */
@@ -391,6 +397,9 @@ export class Permissions {
     const objects = new Set<string>();
     let { pair, inner, revision } = at ?? { pair: 0, inner: '', revision: undefined as number | undefined };
     let room = size;
+    // One deadline for the whole page, across its pairs: past it the page answers what it has and the token that continues.
+    const deadline = Date.now() + this.#listingDeadlineMs;
+    let late = false;
     while (pair < pairs.length && room > 0) {
       const [type, r] = pairs[pair]!;
       const res = await engine.listObjectsPage({
@@ -400,6 +409,7 @@ export class Permissions {
         pageSize: room,
         continuationToken: inner,
         ...(inner === '' && revision !== undefined ? { atRevision: revision } : {}),
+        deadlineMs: Math.max(1, deadline - Date.now()),
         ...context,
       });
       revision ??= res.revision;
@@ -409,6 +419,7 @@ export class Permissions {
       }
       for (const u of res.undecided) undecided.push({ object: u.object, relation: r, missing_parameters: [...u.missingParameters] });
       room -= res.objects.length;
+      if (res.deadlineExceeded === true) late = true;
       if (res.continuationToken !== '') {
         inner = res.continuationToken;
         break;
@@ -418,7 +429,7 @@ export class Permissions {
     }
     at = pair < pairs.length && revision !== undefined ? { pair, inner, revision } : undefined;
     const token = at === undefined ? '' : encodeListToken(at, digest);
-    return { objects: [...objects], permissions, undecided_permissions: undecided, truncated: token !== '', continuation_token: token };
+    return { objects: [...objects], permissions, undecided_permissions: undecided, truncated: token !== '', continuation_token: token, deadline_exceeded: late };
   }
 
   /** The capped `list_permissions` of old (no page asked for): at most {@link LIST_PERMISSIONS_CAP} entries, `truncated` when more exist. */
@@ -456,7 +467,7 @@ export class Permissions {
         break;
       }
     }
-    return { objects: [...objects], permissions, undecided_permissions: undecided, truncated, continuation_token: '' };
+    return { objects: [...objects], permissions, undecided_permissions: undecided, truncated, continuation_token: '', deadline_exceeded: false };
   }
 }
 
@@ -468,6 +479,8 @@ export interface ListAnswer {
   truncated: boolean;
   /** Continues the walk (empty when this page is its last). */
   continuation_token: string;
+  /** True when the page stopped for the listing deadline: it holds what was found in time, and the token continues it. */
+  deadline_exceeded: boolean;
 }
 
 interface ListToken {

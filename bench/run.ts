@@ -19,6 +19,7 @@ const SUITES: Record<string, string> = {
   dsl: './dsl_parse.ts',
   check: './check.ts',
   list: './list_objects.ts',
+  list_pages: './list_pages.ts',
   start: './check_start.ts',
   transport: './transport.ts',
   server_path: './server_path.ts',

@@ -33,8 +33,16 @@ import { validateExpiry } from './expiry.ts';
 import { CheckPath, type FreshnessHint, type Prepared, invalid, plainTuple } from './check/check_path.ts';
 import { OPTION_RANGES, type BatchCheckResult, type CheckRequest, type CheckResult, type EngineOptions, type ExpandRequest, type ExpandResult, type Limits, type ListObjectsRequest, type ListObjectsResult, type ListObjectsPage, type ListPageOptions, type ListUsersPage, type ListRelationsRequest, type ListRelationsResult, type ListUsersRequest, type UndecidedObject, type ListUsersResult, type ModelInput, type QueryOptions, type ReadRequest, type ReadResult, type WriteRequest } from './engine_types.ts';
 import { listObjectIds } from './list_objects.ts';
-import { SnapshotStore } from './snapshot_store.ts';
+import { SnapshotStore, storeReadsOf } from './snapshot_store.ts';
 import { byCodeUnits, decodeListPosition, encodeListPosition, indexAfter, listPageSize, questionDigest } from './list_pages.ts';
+import { type ScanPage, scanObjectsPage } from './list_scan.ts';
+
+/** A page of a candidate scan over a snapshot (see engine/list_scan.ts). */
+type PageScan = (view: Engine, snapshot: TupleStore, modelId: string, after: string | undefined, size: number, deadlineAt: number | undefined) => Promise<ScanPage | 'walk'>;
+/** Candidates a scanned page may examine before it gives way to the whole walk: at least this many, */
+const SCAN_MIN_BUDGET = 1000;
+/** and this many per result of the page (the scan goes on while at least one candidate in this many is a result). */
+const SCAN_BUDGET_PER_RESULT = 10;
 import { type UserFilter, listUsers } from './list_users.ts';
 import { expandRewrite } from './expand.ts';
 import { type CheckOutcome, type ExplainResult, explainCheck } from './explain.ts';
@@ -59,6 +67,7 @@ export type { UserFilter } from './list_users.ts';
 export { FGA_CODES } from './validation.ts';
 export { formatExpiry, parseRfc3339 } from './expiry.ts';
 export type * from './engine_types.ts';
+export { LISTING_DEADLINE_MS } from './list_pages.ts';
 export { CheckCache, type CheckCacheOptions, type CheckCacheStats } from './check/check_cache.ts';
 export { GraphMirror, type GraphMirrorOptions, type GraphMirrorStats } from './check/graph_mirror.ts';
 export { LevelChecker, type LevelCheckerStats } from './check/level_checker.ts';
@@ -83,6 +92,8 @@ export class Engine {
   /** Complete answers of paged listings, by store, model, revision and question: immutable, since a revision's data is. */
   readonly #walks = new Map<string, { items: string[]; undecided: UndecidedObject[] | undefined }>();
   /** Walks being computed, by the same key: a page that stopped for its deadline, and the next one, share one computation. */
+  /** See {@link #liveView}. */
+  #live: Engine | undefined;
   readonly #computing = new Map<string, Promise<{ items: string[]; undecided: UndecidedObject[] | undefined }>>();
   /** Fired after each committed change this engine makes, and by {@link Engine.notifyChanges}: wakes watchers. */
   readonly #changes = new ChangeSignal();
@@ -217,7 +228,7 @@ export class Engine {
       if (known !== undefined) return known;
     }
     const store = options.store ?? this.#catalog().store(id);
-    const engine = new Engine({ ...this.#limits, store, resolver: options.resolver ?? new LocalChecker() });
+    const engine = new Engine({ ...this.#limits, store, resolver: options.resolver ?? new LocalChecker(), now: this.#now });
     if (plain) {
       if (this.#views.size >= 1000) this.#views.clear();
       this.#views.set(id, engine);
@@ -660,16 +671,7 @@ export class Engine {
   async listObjects(req: ListObjectsRequest): Promise<ListObjectsResult> {
     if (req === null || typeof req !== 'object') throw invalid('list objects request must be an object', { reason: 'invalid_list_objects_input' });
     req = this.#fresher(req);
-    const prepared = await this.#prepare(req);
-    const ts = prepared.ts;
-    // Full consistency reads the store itself, never a store's in-memory synchronous reads (the graph mirror).
-    const reader = req.consistency === 'higher_consistency' ? prepared.reader.direct() : prepared.reader;
-    if (typeof req.type !== 'string' || !ts.hasType(req.type)) throw invalid(`type '${show(req.type)}' not found`, { reason: 'type_not_found', code: FGA_CODES.type_not_found });
-    if (typeof req.relation !== 'string' || ts.rewrite(req.type, req.relation) === undefined) {
-      throw invalid(`relation '${req.type}#${show(req.relation)}' not found`, { reason: 'relation_not_found', code: FGA_CODES.relation_not_found });
-    }
-    const user = this.#parseCheckUser(ts, req.user, FGA_CODES.validation_error);
-    const ctx = this.#context(ts, reader, req.context, req.consistency);
+    const { ts, reader, user, ctx } = await this.#listObjectsInput(req);
     const undecided: UndecidedObject[] | undefined = req.reportUndecided === true ? [] : undefined;
     const { ids, truncated } = await listObjectIds(ts, reader, user, req.type, req.relation, {
       context: req.context,
@@ -701,6 +703,21 @@ export class Engine {
     return { objects, truncated, undecided };
   }
 
+  /** What ListObjects reads before its walk, with its validation: the model, type, relation, user, context and contextual tuples. */
+  async #listObjectsInput(req: ListObjectsRequest): Promise<{ ts: TypeSystem; reader: TupleReader; user: ParsedUser; ctx: ResolutionContext }> {
+    const prepared = await this.#prepare(req);
+    const ts = prepared.ts;
+    // Full consistency reads the store itself, never a store's in-memory synchronous reads (the graph mirror).
+    const reader = req.consistency === 'higher_consistency' ? prepared.reader.direct() : prepared.reader;
+    if (typeof req.type !== 'string' || !ts.hasType(req.type)) throw invalid(`type '${show(req.type)}' not found`, { reason: 'type_not_found', code: FGA_CODES.type_not_found });
+    if (typeof req.relation !== 'string' || ts.rewrite(req.type, req.relation) === undefined) {
+      throw invalid(`relation '${req.type}#${show(req.relation)}' not found`, { reason: 'relation_not_found', code: FGA_CODES.relation_not_found });
+    }
+    const user = this.#parseCheckUser(ts, req.user, FGA_CODES.validation_error);
+    const ctx = this.#context(ts, reader, req.context, req.consistency);
+    return { ts, reader, user, ctx };
+  }
+
   /**
    * ListObjects in pages: the answer of {@link listObjects} at one store
    * revision, cut into sorted pages. The first page pins the current revision
@@ -717,8 +734,44 @@ export class Engine {
   async listObjectsPage(req: ListObjectsRequest, page: ListPageOptions = {}): Promise<ListObjectsPage> {
     if (req === null || typeof req !== 'object') throw invalid('list objects request must be an object', { reason: 'invalid_list_objects_input' });
     const question = ['objects', req.user, req.relation, req.type, req.context ?? null, req.contextualTuples ?? null, req.reportUndecided === true];
-    const out = await this.#page(question, req.modelId, page, (view, modelId) =>
-      view.listObjects({ ...req, modelId, consistency: 'higher_consistency' }).then((r) => ({ items: r.objects, truncated: r.truncated, undecided: r.undecided })),
+    // The candidate scan serves pages without undecided objects (those are reported on a walk's first page, whole).
+    const scan: PageScan | undefined =
+      req.reportUndecided === true
+        ? undefined
+        : async (view, snapshot, modelId, after, size, deadlineAt) => {
+            // The request's errors first, as ListObjects answers them (a type with no objects is still unknown).
+            await view.#listObjectsInput({ ...req, modelId, consistency: 'higher_consistency' });
+            const prefix = `${String(req.type)}:`;
+            const extra = Array.isArray(req.contextualTuples)
+              ? [...new Set(req.contextualTuples.map((t) => (typeof t?.object === 'string' && t.object.startsWith(prefix) ? t.object.slice(prefix.length) : '')).filter((id) => id !== ''))].sort(byCodeUnits)
+              : [];
+            return scanObjectsPage({
+              store: snapshot,
+              type: String(req.type),
+              after,
+              size,
+              extra,
+              budget: Math.max(SCAN_MIN_BUDGET, SCAN_BUDGET_PER_RESULT * size),
+              chunk: this.#limits.maxChecksPerBatch,
+              deadlineAt,
+              confirm: async (objects) => {
+                const checks = objects.map((object) => {
+                  const c: CheckRequest = { user: req.user, relation: req.relation, object, consistency: 'higher_consistency' };
+                  if (req.context !== undefined) c.context = req.context;
+                  if (req.contextualTuples !== undefined) c.contextualTuples = req.contextualTuples;
+                  return c;
+                });
+                const rs = await view.batchCheck(checks, { modelId });
+                return rs.map((r) => (r.error !== undefined ? 'error' : r.allowed));
+              },
+            });
+          };
+    const out = await this.#page(
+      question,
+      req.modelId,
+      page,
+      (view, modelId) => view.listObjects({ ...req, modelId, consistency: 'higher_consistency' }).then((r) => ({ items: r.objects, truncated: r.truncated, undecided: r.undecided })),
+      scan,
     );
     const result: ListObjectsPage = { objects: out.items, continuationToken: out.continuationToken, revision: out.revision };
     if (out.total !== undefined) result.total = out.total;
@@ -752,7 +805,9 @@ export class Engine {
     modelId: string | undefined,
     page: ListPageOptions,
     run: (view: Engine, modelId: string) => Promise<{ items: string[]; truncated: boolean; undecided: UndecidedObject[] | undefined }>,
+    scan?: PageScan,
   ): Promise<{ items: string[]; continuationToken: string; revision: number; total?: number; deadlineExceeded?: boolean; undecided: UndecidedObject[] | undefined }> {
+    const started = performance.now();
     if (page === null || typeof page !== 'object') throw invalid('page options must be an object', { reason: 'invalid_page_size' });
     const size = listPageSize(page.pageSize);
     const deadline = page.deadlineMs;
@@ -771,6 +826,26 @@ export class Engine {
     }
     const key = `${this.storeId}\u0000${model}\u0000${revision}\u0000${digest}`;
     let walk = this.#walks.get(key);
+    // The whole walk's pages carry `w`, so that a later page (from any engine) does not try the scan again.
+    let whole = token?.w === true;
+    if (walk === undefined && scan !== undefined && !whole && this.#store.readObjectIds !== undefined) {
+      const after = token === undefined || token.a === '' ? undefined : token.a;
+      const out = await this.#scanPage(revision, model, scan, after, size, deadline === undefined ? undefined : started + deadline);
+      if (out !== 'walk') {
+        const position = out.last ?? after ?? '';
+        const result: { items: string[]; continuationToken: string; revision: number; total?: number; deadlineExceeded?: boolean; undecided: UndecidedObject[] | undefined } = {
+          items: out.items,
+          continuationToken: out.more ? encodeListPosition({ r: revision, m: model, q: digest, a: position }) : '',
+          revision,
+          undecided: undefined,
+        };
+        // A first page that holds the whole answer knows its size; other scanned pages do not.
+        if (token === undefined && !out.more) result.total = out.items.length;
+        if (out.deadlineExceeded) result.deadlineExceeded = true;
+        return result;
+      }
+      whole = true;
+    }
     if (walk === undefined) {
       let computing = this.#computing.get(key);
       if (computing === undefined) {
@@ -788,7 +863,7 @@ export class Engine {
       if (deadline === undefined) walk = await computing;
       else {
         let timer: ReturnType<typeof setTimeout> | undefined;
-        const late = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, deadline, undefined)));
+        const late = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, Math.max(0, started + deadline - performance.now()), undefined)));
         try {
           walk = await Promise.race([computing, late]);
         } finally {
@@ -798,7 +873,7 @@ export class Engine {
           // Stopped for the deadline: nothing returned, the token resumes at the same place (the computation goes on).
           return {
             items: [],
-            continuationToken: encodeListPosition({ r: revision, m: model, q: digest, a: token?.a ?? '' }),
+            continuationToken: encodeListPosition({ r: revision, m: model, q: digest, a: token?.a ?? '', w: whole }),
             revision,
             deadlineExceeded: true,
             undecided: [],
@@ -811,11 +886,47 @@ export class Engine {
     const more = start + items.length < walk.items.length;
     return {
       items,
-      continuationToken: more ? encodeListPosition({ r: revision, m: model, q: digest, a: items[items.length - 1]! }) : '',
+      continuationToken: more ? encodeListPosition({ r: revision, m: model, q: digest, a: items[items.length - 1]!, w: whole }) : '',
       revision,
       total: walk.items.length,
       undecided: token === undefined ? walk.undecided : [],
     };
+  }
+
+  /**
+   * One page of the candidate scan at `revision` (engine/list_scan.ts): over
+   * a {@link SnapshotStore}, with the plain evaluator, read again when a
+   * delete committed meanwhile may have hidden a tuple of the revision.
+   */
+  async #scanPage(revision: number, model: string, scan: PageScan, after: string | undefined, size: number, deadlineAt: number | undefined): Promise<ScanPage | 'walk'> {
+    // While the store is still at the revision (a first page, or nothing written since), this engine's own checks
+    // (at full consistency, so no cache or mirror answers from an older revision) read the revision itself; the
+    // revision unchanged once the page is done says that every read saw it. Otherwise the page reads a snapshot.
+    if ((await this.#store.revision()) === revision) {
+      const out = await scan(this.#liveView(), this.#store, model, after, size, deadlineAt);
+      if ((await this.#store.revision()) === revision) return out;
+    }
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const snapshot = await SnapshotStore.at(this.#store, revision, this.#now);
+      const view = new Engine({ ...this.#limits, store: snapshot, resolver: new LocalChecker(), now: this.#now });
+      const out = await scan(view, snapshot, model, after, size, deadlineAt);
+      if (!(await snapshot.settled())) continue;
+      return out;
+    }
+    throw new LatchkeyError('aborted', 'the store changed during the listing; retry', { reason: 'listing_conflict' });
+  }
+
+  /**
+   * The engine that checks a scanned page at the store's current revision:
+   * this one when it reads the store itself (the plain evaluator over a
+   * memory or SQL store); else, once made, one with the plain evaluator over
+   * the store's own reads, since an answer cache or graph mirror may answer
+   * from a revision other than the store's.
+   */
+  #liveView(): Engine {
+    if (this.#resolver instanceof LocalChecker && (this.#store instanceof MemoryStore || !('readUserTupleSync' in this.#store))) return this;
+    this.#live ??= new Engine({ ...this.#limits, store: storeReadsOf(this.#store), resolver: new LocalChecker(), now: this.#now });
+    return this.#live;
   }
 
   /** The complete answer of a walk at `revision` (see {@link #page}). */

@@ -16,9 +16,19 @@ export interface ListPosition {
   m: string;
   /** Digest of the question. */
   q: string;
-  /** The last result returned. */
+  /** The last result returned (or, after a candidate scan, the last object examined). */
   a: string;
+  /** True when the pages come from the whole walk (the candidate scan gave way to it; see engine/list_scan.ts). */
+  w?: boolean;
 }
+
+/**
+ * How long one page of a listing may take on the server's listing surfaces
+ * (`list_permissions`, `fga_list_users`, the OpenFGA API's paged
+ * ListObjects and ListUsers, the AuthZEN searches): past it a page answers
+ * what it has, says so, and carries the token that continues it.
+ */
+export const LISTING_DEADLINE_MS = 10_000;
 
 /** Results per listing page when the caller names no size; and the most a page may hold. */
 export const DEFAULT_LIST_PAGE_SIZE = 100;
@@ -36,7 +46,7 @@ export function questionDigest(parts: unknown): string {
 }
 
 export function encodeListPosition(p: ListPosition): string {
-  return Buffer.from(JSON.stringify([p.r, p.m, p.q, p.a]), 'utf8').toString('base64url');
+  return Buffer.from(JSON.stringify(p.w === true ? [p.r, p.m, p.q, p.a, 1] : [p.r, p.m, p.q, p.a]), 'utf8').toString('base64url');
 }
 
 /** The position a token names, for the question of `digest`. */
@@ -48,10 +58,11 @@ export function decodeListPosition(token: unknown, digest: string): ListPosition
   } catch {
     throw invalidToken();
   }
-  if (!Array.isArray(v) || v.length !== 4) throw invalidToken();
-  const [r, m, q, a] = v as unknown[];
+  if (!Array.isArray(v) || (v.length !== 4 && v.length !== 5)) throw invalidToken();
+  const [r, m, q, a, w] = v as unknown[];
   if (typeof r !== 'number' || !Number.isSafeInteger(r) || r < 0 || typeof m !== 'string' || typeof a !== 'string' || q !== digest) throw invalidToken();
-  return { r, m, q, a };
+  if (v.length === 5 && w !== 1) throw invalidToken();
+  return v.length === 5 ? { r, m, q, a, w: true } : { r, m, q, a };
 }
 
 /** A listing page size: 1 to {@link MAX_LIST_PAGE_SIZE}, {@link DEFAULT_LIST_PAGE_SIZE} when omitted or 0. */

@@ -16,6 +16,7 @@ import { GraphIndex, REL_SLOTS, type GraphNode } from './graph/graph_index.ts';
 import type { ReachLimits } from './graph/graph_index.ts';
 import type { TypeSystem } from './typesystem.ts';
 import { DEFAULT_STORE_ID } from './store.ts';
+import { byCodeUnits, indexAfter } from './list_pages.ts';
 import type {
   Assertion,
   ObjectRelationKey,
@@ -184,7 +185,7 @@ class MissingStore {
       throw new LatchkeyError('not_found', `store '${id}' not found`, { reason: 'store_not_found' });
     };
     for (const m of ['writeModel', 'readModel', 'readLatestModel', 'latestModelId', 'listModels', 'write', 'readUserTuples', 'readObjectRelations',
-      'readStartingWithUsers', 'readPage', 'readChanges', 'revision', 'hasTuples', 'reset', 'writeAssertions', 'readAssertions']) {
+      'readStartingWithUsers', 'readPage', 'readChanges', 'revision', 'hasTuples', 'reset', 'writeAssertions', 'readAssertions', 'readObjectIds']) {
       (this as unknown as Record<string, unknown>)[m] = fail;
     }
     (this as unknown as Record<string, unknown>)['close'] = async (): Promise<void> => undefined;
@@ -217,6 +218,8 @@ export class MemoryStore implements TupleStore {
   #revision = 0;
   /** Node keys in (object, relation) order, for paginated reads; rebuilt after a write. */
   #sorted: { revision: number; nodes: number[] } | undefined;
+  /** Object ids by type, sorted, for {@link readObjectIds}: built on its first call for a type, then kept up by writes. */
+  readonly #objectIds = new Map<string, ObjectIds>();
   #closed = false;
   #now: () => number;
 
@@ -335,6 +338,7 @@ export class MemoryStore implements TupleStore {
       if (c !== undefined) stored.condition = c;
       if (t.expires_at !== undefined) stored.expires_at = t.expires_at;
       index.add(stored, revision);
+      if (this.#objectIds.size > 0) this.#noteObject(t.object);
       this.#log.push(revision, index.id(t.object)!, index.relId(t.relation)!, index.id(t.user)!, WRITE, c);
       if (t.expires_at !== undefined) this.#log.expiry.set(this.#log.length - 1, t.expires_at);
     }
@@ -640,6 +644,48 @@ export class MemoryStore implements TupleStore {
     return this.#index.size > 0;
   }
 
+  #noteObject(object: string): void {
+    const colon = object.indexOf(':');
+    const ids = this.#objectIds.get(object.slice(0, colon));
+    if (ids === undefined) return;
+    const id = object.slice(colon + 1);
+    if (ids.known.has(id)) return;
+    ids.known.add(id);
+    ids.pending.push(id);
+  }
+
+  /**
+   * Object ids of `objectType` after `after`, sorted by code units (see
+   * {@link TupleStore.readObjectIds}). Ids stay listed after their last
+   * tuple is deleted (a superset, as the interface allows).
+   */
+  async readObjectIds(query: { objectType: string; after?: string | undefined; limit: number }): Promise<string[]> {
+    this.#open();
+    let ids = this.#objectIds.get(query.objectType);
+    if (ids === undefined) {
+      const index = this.#index;
+      const known = new Set<string>();
+      const cut = query.objectType.length + 1;
+      for (const [o] of index.nodeEntries()) if (index.typeOf(o) === query.objectType) known.add(index.str(o).slice(cut));
+      ids = { known, sorted: [...known].sort(byCodeUnits), pending: [] };
+      this.#objectIds.set(query.objectType, ids);
+    }
+    if (ids.pending.length > 0) {
+      const add = ids.pending.sort(byCodeUnits);
+      const merged: string[] = new Array<string>(ids.sorted.length + add.length);
+      let i = 0;
+      let j = 0;
+      let k = 0;
+      while (i < ids.sorted.length && j < add.length) merged[k++] = ids.sorted[i]! < add[j]! ? ids.sorted[i++]! : add[j++]!;
+      while (i < ids.sorted.length) merged[k++] = ids.sorted[i++]!;
+      while (j < add.length) merged[k++] = add[j++]!;
+      ids.sorted = merged;
+      ids.pending = [];
+    }
+    const start = query.after === undefined ? 0 : indexAfter(ids.sorted, query.after);
+    return ids.sorted.slice(start, start + query.limit);
+  }
+
   async reset(): Promise<void> {
     this.#open();
     if (this.#index.size > 0) {
@@ -656,6 +702,13 @@ export class MemoryStore implements TupleStore {
     this.#closed = true;
     if (this.storeId === DEFAULT_STORE_ID) for (const s of this.#catalog.stores.values()) if (s !== this) await s.close();
   }
+}
+
+/** The object ids of one type a {@link MemoryStore} has listed: all of them, in code-unit order, and those written since the last read. */
+interface ObjectIds {
+  known: Set<string>;
+  sorted: string[];
+  pending: string[];
 }
 
 function keyOnly(t: TupleKey): TupleKey {

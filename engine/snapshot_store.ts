@@ -173,6 +173,31 @@ export class SnapshotStore implements TupleStore {
     return list;
   }
 
+  /**
+   * Object ids of the type at the revision: the inner store's (a superset of
+   * those with a tuple now) merged with the objects of the tuples put back,
+   * in code-unit order. Only for an inner store that has the read.
+   */
+  async readObjectIds(query: { objectType: string; after?: string | undefined; limit: number }): Promise<string[]> {
+    if (this.#inner.readObjectIds === undefined) throw new LatchkeyError('unimplemented', 'this store cannot list object ids', { reason: 'object_ids_unsupported' });
+    const now = await this.#inner.readObjectIds(query);
+    if (this.#restored.size === 0) return now;
+    const prefix = `${query.objectType}:`;
+    const full = now.length >= query.limit;
+    const last = now[now.length - 1];
+    const ids = new Set(now);
+    for (const t of this.#restored.values()) {
+      if (!t.object.startsWith(prefix)) continue;
+      const id = t.object.slice(prefix.length);
+      if (query.after !== undefined && id <= query.after) continue;
+      // Past the inner page's last id, an id belongs to a later call (which meets it again).
+      if (full && last !== undefined && id > last) continue;
+      ids.add(id);
+    }
+    if (ids.size === now.length) return now;
+    return [...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  }
+
   async readPage(filter: ReadFilter, options: { pageSize: number; continuationToken?: string | undefined }): Promise<Page<StoredTuple>> {
     void filter;
     void options;
@@ -226,6 +251,37 @@ export class SnapshotStore implements TupleStore {
   }
 
   async close(): Promise<void> {}
+}
+
+/**
+ * `inner` with its asynchronous reads only: none of the synchronous reads or
+ * model hints a cache or graph mirror wrapper adds (they may answer from a
+ * copy behind the store), so that an engine over it reads the store itself.
+ * For reads: writes are refused.
+ */
+export function storeReadsOf(inner: TupleStore): TupleStore {
+  const view: TupleStore = {
+    readUserTuples: (keys) => inner.readUserTuples(keys),
+    readObjectRelations: (keys, kind) => inner.readObjectRelations(keys, kind),
+    readStartingWithUsers: (query) => inner.readStartingWithUsers(query),
+    readPage: (filter, options) => inner.readPage(filter, options),
+    readChanges: (options) => inner.readChanges(options),
+    revision: () => inner.revision(),
+    hasTuples: () => inner.hasTuples(),
+    readModel: (id) => inner.readModel(id),
+    readLatestModel: () => inner.readLatestModel(),
+    latestModelId: () => inner.latestModelId(),
+    listModels: (options) => inner.listModels(options),
+    writeModel: () => Promise.reject(readOnly()),
+    write: () => Promise.reject(readOnly()),
+    reset: () => Promise.reject(readOnly()),
+    close: async () => undefined,
+  };
+  const w = view as { -readonly [K in keyof TupleStore]: TupleStore[K] };
+  if (inner.storeId !== undefined) w.storeId = inner.storeId;
+  if (inner.readObjectIds !== undefined) w.readObjectIds = inner.readObjectIds.bind(inner);
+  if (inner.readTuplesetChains !== undefined) w.readTuplesetChains = inner.readTuplesetChains.bind(inner);
+  return view;
 }
 
 /**

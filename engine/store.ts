@@ -327,6 +327,18 @@ export interface TupleStore {
    */
   scanTuples?(options?: { batchSize?: number }): AsyncIterable<StoredTuple[]>;
 
+  /**
+   * Optional (memory and SQL stores have it): the ids of objects of
+   * `objectType` that have at least one stored tuple, after `after` (an id;
+   * none: from the first), in ascending order, at most `limit` (1..10,000).
+   * It may also return ids whose tuples were since deleted or have expired (a
+   * superset, never fewer): paged ListObjects checks each id it reads, so an
+   * extra id costs a check and changes no answer, and a missing one would
+   * lose a result. The memory store orders by code units; SQL stores by
+   * bytes of UTF-8 (the same order for ids without characters from U+D800).
+   */
+  readObjectIds?(query: { objectType: string; after?: string | undefined; limit: number }): Promise<string[]>;
+
   /** The current revision (0 for a store that was never written). */
   revision(): Promise<number>;
 
@@ -377,7 +389,7 @@ export interface TupleStore {
 
 /**
  * Copies the optional members of `inner` (store id, catalog, assertions,
- * tupleset chains) onto a wrapper of it, for the layers that wrap a store (the
+ * tupleset chains, object ids) onto a wrapper of it, for the layers that wrap a store (the
  * check cache, the graph mirror): they pass through them untouched.
  */
 export function forwardStoreExtras(inner: TupleStore, wrapper: TupleStore): void {
@@ -389,4 +401,5 @@ export function forwardStoreExtras(inner: TupleStore, wrapper: TupleStore): void
   if (inner.readTuplesetChains !== undefined) w.readTuplesetChains = inner.readTuplesetChains.bind(inner);
   if (inner.nextExpiry !== undefined) w.nextExpiry = inner.nextExpiry.bind(inner);
   if (inner.deleteExpired !== undefined) w.deleteExpired = inner.deleteExpired.bind(inner);
+  if (inner.readObjectIds !== undefined) w.readObjectIds = inner.readObjectIds.bind(inner);
 }

@@ -377,6 +377,7 @@ export const ADMIN_OPERATIONS = [
     output: s.object('FgaListUsersResponse', {
       users: s.list(s.string()),
       continuation_token: s.string({ doc: 'Continues the listing from where this page stopped (empty when it is complete)' }),
+      deadline_exceeded: s.bool({ doc: 'True when the page stopped for the listing deadline (10 s): it holds what was found in time, possibly nothing yet, and continuation_token continues it' }),
     }, { graphql: { nullable: ['continuation_token'] } }),
     doc: 'Users of a type holding a relation on an object (admin-only: it reveals the access graph), in pages with page_size and continuation_token; without page_size the whole answer, or its first 1000 users and a token beyond the list limit.',
   }),

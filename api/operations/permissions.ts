@@ -115,6 +115,7 @@ export const PERMISSION_OPERATIONS = [
         { doc: 'Grants behind a condition that lacked parameters in context (or no context was given): neither allowed nor listed in permissions; call again with those parameters in context to decide them' },
       ),
       continuation_token: s.string({ doc: 'Continues the listing from where this page stopped (empty when it is complete); truncated is true exactly when it is not empty' }),
+      deadline_exceeded: s.bool({ doc: 'True when the page stopped for the listing deadline (10 s): it holds what was found in time, possibly fewer entries than page_size or none, and continuation_token continues it' }),
     }, { graphql: { nullable: ['continuation_token'] } }),
     doc: 'Every (object, relation) the subject holds, narrowed by relation and object_type, in pages (page_size, continuation_token; 1000 entries without page_size) that answer at the revision of the first page. A grant whose condition lacks parameters in context is not listed but reported in undecided_permissions.',
   }),

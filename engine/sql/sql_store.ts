@@ -624,6 +624,23 @@ export class SqlStore implements TupleStore {
     return out;
   }
 
+  /**
+   * Object ids of `objectType` after `after`, in byte order of the binary
+   * collation: one range read of the primary key (see
+   * {@link TupleStore.readObjectIds}). Expired tuples' objects may be listed.
+   */
+  async readObjectIds(query: { objectType: string; after?: string | undefined; limit: number }): Promise<string[]> {
+    const params: unknown[] = [this.storeId, query.objectType];
+    let sql = 'SELECT DISTINCT object_id FROM fga_tuple WHERE store = ? AND object_type = ?';
+    if (query.after !== undefined) {
+      sql += ' AND object_id > ?';
+      params.push(query.after);
+    }
+    params.push(query.limit);
+    const rows = await this.#select<{ object_id: string }>(`${sql} ORDER BY object_id LIMIT ?`, params);
+    return rows.map((r) => r.object_id);
+  }
+
   async readPage(filter: ReadFilter, options: { pageSize: number; continuationToken?: string | undefined }): Promise<Page<StoredTuple>> {
     const after = options.continuationToken === undefined ? undefined : decodeToken(options.continuationToken, 4);
     const where: string[] = ['store = ?'];

@@ -95,7 +95,7 @@ test('list_permissions: everything held, narrowed by relation and type, capped a
     t.deepEqual(new Set(all.objects), new Set(['document:a', 'folder:f']));
     t.is(all.permissions.length, 3);
     const narrowed = await f.auth.listPermissions({ relation: 'viewer', object_type: 'document' }, { principal });
-    t.deepEqual(narrowed, { objects: ['document:a'], permissions: [{ object: 'document:a', relation: 'viewer' }], undecided_permissions: [], truncated: false, continuation_token: '' });
+    t.deepEqual(narrowed, { objects: ['document:a'], permissions: [{ object: 'document:a', relation: 'viewer' }], undecided_permissions: [], truncated: false, continuation_token: '', deadline_exceeded: false });
     for (let i = 0; i < 1005; i++) engine.add(principal.subject, 'viewer', `document:d${String(i).padStart(4, '0')}`);
     const capped = await f.auth.listPermissions({}, { principal });
     t.true(capped.truncated);

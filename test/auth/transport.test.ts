@@ -186,7 +186,7 @@ test('check_permissions and list_permissions over every protocol: pinned subject
     t.is((await srv.call('check_permissions', { checks: Array(101).fill(checks[0]) }, { protocol, headers: auth })).error?.code, 'invalid_argument', protocol);
     t.is((await srv.call('check_permissions', { checks }, { protocol })).error?.code, 'unauthenticated', protocol);
     const lp = await srv.call('list_permissions', {}, { protocol, headers: auth });
-    t.deepEqual(lp.body, { objects: ['document:2'], permissions: [{ object: 'document:2', relation: 'viewer' }], undecided_permissions: [], truncated: false, continuation_token: '' }, protocol);
+    t.deepEqual(lp.body, { objects: ['document:2'], permissions: [{ object: 'document:2', relation: 'viewer' }], undecided_permissions: [], truncated: false, continuation_token: '', deadline_exceeded: false }, protocol);
     const narrowed = await srv.call('list_permissions', { relation: 'viewer', object_type: 'document' }, { protocol, headers: auth });
     t.deepEqual(narrowed.body?.['objects'], ['document:2'], protocol);
     t.is((await srv.call('list_permissions', { user: 'user:other' }, { protocol, headers: auth })).error?.code, 'permission_denied', protocol);

@@ -37,7 +37,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { DEFAULT_STORE_ID, ERROR_STATUS, Engine, LatchkeyError, STORE_ID_PATTERN, toPublicError, type CheckRequest } from '../../engine/index.ts';
+import { DEFAULT_STORE_ID, ERROR_STATUS, Engine, LISTING_DEADLINE_MS, LatchkeyError, STORE_ID_PATTERN, toPublicError, type CheckRequest } from '../../engine/index.ts';
 import {
   action,
   badRequest,
@@ -347,11 +347,13 @@ async function evaluationsEndpoint(engine: Engine, body: Json): Promise<Json> {
 // ---------------------------------------------------------------- search
 
 /**
- * How long a subject or resource search page may take to compute its walk;
- * past it the page answers no results, `page.properties.deadline_exceeded`
- * and the token to resume (the walk goes on computing for the next call).
+ * How long a subject or resource search page may take (the listing deadline
+ * of every listing surface); past it the page answers what it found in time
+ * (a scanned resource search: the resources confirmed so far; a walk still
+ * computing: none), `page.properties.deadline_exceeded` and the token that
+ * continues (a walk goes on computing for the next call).
  */
-const SEARCH_DEADLINE_MS = 10_000;
+const SEARCH_DEADLINE_MS = LISTING_DEADLINE_MS;
 
 /** Code-unit order, the engine's order of listings. */
 const byCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
@@ -394,7 +396,7 @@ function pageOf<T>(all: readonly string[], page: PageRequest, digest: string, wi
 function enginePage(res: { items: readonly string[]; next: string; total?: number | undefined; deadlineExceeded?: true | undefined }, digest: string): Json {
   const page: Json = { next_token: res.next === '' ? '' : encodePosition({ q: digest, c: res.next }), count: res.items.length };
   if (res.total !== undefined) page['total'] = res.total;
-  // Stopped for the deadline before the walk was computed: no results, and the token that resumes there.
+  // Stopped for the deadline: what was found in time, and the token that continues.
   if (res.deadlineExceeded === true) page['properties'] = { deadline_exceeded: true };
   return { results: res.items.map(entityOf), page };
 }

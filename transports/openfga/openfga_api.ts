@@ -22,7 +22,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { DEFAULT_STORE_ID, Engine, LatchkeyError, STORE_ID_PATTERN, type CheckRequest, type ListObjectsRequest, type StoredAuthorizationModel, type TupleKey } from '../../engine/index.ts';
+import { DEFAULT_STORE_ID, Engine, LISTING_DEADLINE_MS, LatchkeyError, STORE_ID_PATTERN, type CheckRequest, type ListObjectsRequest, type StoredAuthorizationModel, type TupleKey } from '../../engine/index.ts';
 import { bearerToken } from '../../server/index.ts';
 import { parseJsonBody } from '../http/rest_fast.ts';
 import { headersNow, sendJson, type HttpLocals } from '../http/guards.ts';
@@ -532,7 +532,8 @@ export function openfgaApi(options: OpenfgaApiOptions): OpenfgaApi {
     const page = listPage(body);
     if (page === undefined) return { objects: (await engine.listObjects(r)).objects };
     const out = await engine.listObjectsPage(r, page);
-    return { objects: out.objects, continuation_token: out.continuationToken };
+    // Past the listing deadline: what was found in time, and the token that continues (`deadline_exceeded`, ours too).
+    return out.deadlineExceeded === true ? { objects: out.objects, continuation_token: out.continuationToken, deadline_exceeded: true } : { objects: out.objects, continuation_token: out.continuationToken };
   });
 
   // Every result, streamed page by page from one walk (at one revision), so the stream is not cut at the list limit.
@@ -587,7 +588,8 @@ export function openfgaApi(options: OpenfgaApiOptions): OpenfgaApi {
     const page = listPage(body);
     if (page === undefined) return { users: (await engine.listUsers(request)).users.map(wireUser) };
     const out = await engine.listUsersPage(request, page);
-    return { users: out.users.map(wireUser), continuation_token: out.continuationToken };
+    const users = out.users.map(wireUser);
+    return out.deadlineExceeded === true ? { users, continuation_token: out.continuationToken, deadline_exceeded: true } : { users, continuation_token: out.continuationToken };
   });
 
   // ------------------------------------------------------------ assertions
@@ -671,14 +673,14 @@ export function openfgaApi(options: OpenfgaApiOptions): OpenfgaApi {
 
 
 /** The optional `page_size` and `continuation_token` of a list request (Latchkey's extension), or undefined when neither is given. */
-function listPage(body: Json): { pageSize?: number; continuationToken?: string } | undefined {
+function listPage(body: Json): { pageSize?: number; continuationToken?: string; deadlineMs: number } | undefined {
   const size = body['page_size'];
   const token = optString(body['continuation_token'], 'continuation_token');
   if ((size === undefined || size === null) && (token === undefined || token === '')) return undefined;
   if (size !== undefined && size !== null && (typeof size !== 'number' || !Number.isInteger(size) || size < 1 || size > 1000)) {
     throw invalidRequest('invalid page_size: value must be inside range [1, 1000]', 'page_size_invalid');
   }
-  return { ...(typeof size === 'number' ? { pageSize: size } : {}), ...(token === undefined ? {} : { continuationToken: token }) };
+  return { ...(typeof size === 'number' ? { pageSize: size } : {}), ...(token === undefined ? {} : { continuationToken: token }), deadlineMs: LISTING_DEADLINE_MS };
 }
 
 function userKey(t: TupleKey): { objectType: string; objectId: string; relation: string; user: string } {
