@@ -69,7 +69,7 @@ test.serial('the same scenario gives the same results over GraphQL, REST and gRP
   t.like(rest.tooManyChecks, { error: { code: 'invalid_argument' } });
   t.like(rest.unknownField, { error: { code: 'invalid_argument' } });
   t.deepEqual(rest.readTuples, { tuples: [{ user: 'user:<user-id>', relation: 'owner', object: 'doc:<tag>', condition: null, expires_at: null }], continuation_token: '<string>' });
-  t.deepEqual(rest.listUsers, { users: ['user:<user-id>'], continuation_token: '<string>' });
+  t.deepEqual(rest.listUsers, { users: ['user:<user-id>'], continuation_token: '<string>', deadline_exceeded: false });
   t.deepEqual(rest.checkAfterDelete, { results: [{ relation: 'viewer', object: 'doc:<tag>', allowed: false }] });
   t.like(rest.adminUser, { email: '<tag>@example.com' });
   t.like(rest.updateUser, { given_name: 'Augusta' });
