@@ -60,7 +60,7 @@ export interface OrgEvent {
   action: string;
   /** Webhook event, when the change has one. */
   webhook?: 'organization.created' | 'member.added' | 'member.removed' | 'member.role_changed' | 'invitation.accepted';
-  resourceType: 'organization' | 'team' | 'invitation' | 'domain' | 'scim_token' | 'user';
+  resourceType: 'organization' | 'team' | 'invitation' | 'domain' | 'scim_token' | 'sso_connection' | 'user';
   resourceId: string;
   data: Record<string, unknown>;
 }
@@ -930,6 +930,27 @@ export class OrganizationService {
     const tuples = this.#tuples();
     if (!this.#modelReady) await this.ensureModel();
     return tuples;
+  }
+
+  /**
+   * For services that manage an organization's parts (auth/sso_connections.ts):
+   * the live organization (`not_found`), then `permission_denied` unless the
+   * actor holds `relation` on it, checked as this service checks its own calls.
+   */
+  async authorize(call: OrgCall, orgId: string, relation: string): Promise<OrgRecord> {
+    const org = await this.#live(orgId);
+    await this.#require(call, org.id, relation);
+    return org;
+  }
+
+  /** Records an event of a change made through {@link changeInTransaction} (its audit row and webhook, inside `tx`). */
+  async recordEvent(call: OrgCall, tx: StoreTransaction, event: OrgEvent): Promise<void> {
+    await this.#record(call, tx, event);
+  }
+
+  /** A role name checked against the roles and the model (`invalid_argument`, `failed_precondition`). */
+  checkRole(role: string): string {
+    return this.#role(role, 'member');
   }
 
   /** The role a member added without one gets in `org` (checked against the roles and the model). */

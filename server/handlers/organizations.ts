@@ -49,7 +49,7 @@ function recorder(ctx: RequestContext): OrgCall['record'] {
 }
 
 /** The call of the request: its actor (the user, or the super-admin) and its event recorder. */
-function orgCall(ctx: RequestContext): OrgCall {
+export function orgCall(ctx: RequestContext): OrgCall {
   const p = ctx.principal;
   if (p.kind === 'user') return { actor: { kind: 'user', userId: p.userId }, record: recorder(ctx) };
   if (p.kind === 'super_admin') return { actor: { kind: 'super_admin' }, record: recorder(ctx) };
