@@ -152,11 +152,12 @@ export class TestSamlIdp {
 export async function startSsoServer(
   flags: Record<string, string | boolean | number>,
   options: Parameters<typeof startTestServer>[1],
+  hostname = '127.0.0.1',
 ): Promise<TestServer> {
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
     try {
-      return await startTestServer({ 'http-port': port, url: `http://127.0.0.1:${port}`, ...flags }, options);
+      return await startTestServer({ 'http-port': port, url: `http://${hostname}:${port}`, ...flags }, options);
     } catch (err) {
       if (attempt >= 3 || !String((err as Error).message ?? err).includes('EADDRINUSE')) throw err;
     }
