@@ -22,6 +22,7 @@ import type { OrgCall } from './organizations.ts';
 import type { AuthResult } from './public_user.ts';
 import { authorizeUrl, mapAttributes, SAML_REQUEST_TTL_SECONDS, spMetadata, verifyResponse, type RequestIdCache, type SamlEndpoints } from './saml_sp.ts';
 import type { SsoService } from './sso_connections.ts';
+import { claimList, OidcConnections, type OidcLoginState } from './sso_oidc.ts';
 import type { SsoConnectionRecord } from './sso_store.ts';
 import type { UserRecord } from './user_store_types.ts';
 
@@ -41,6 +42,8 @@ export interface SsoLoginOptions {
 export interface SsoStart {
   location: string;
   state: string;
+  /** Where the state cookie goes: `/saml/` (the ACS) or `/sso/` (the OIDC callback). */
+  cookiePath: string;
 }
 
 /** The outcome of an assertion: where to send the browser and the session (or the refusal). */
@@ -58,7 +61,10 @@ export interface SsoFinish {
 
 interface StateRecord {
   connection_id: string;
+  /** SAML: the AuthnRequest's ID. */
   request_id: string;
+  /** OIDC: the PKCE verifier and the nonce. */
+  oidc?: OidcLoginState;
   redirect_uri: string;
   client_state?: string;
   test?: boolean;
@@ -73,9 +79,11 @@ function single(v: unknown): string | undefined {
 
 export class SsoLogin {
   readonly #o: SsoLoginOptions;
+  readonly #oidc: OidcConnections;
 
   constructor(options: SsoLoginOptions) {
     this.#o = options;
+    this.#oidc = new OidcConnections(options.now);
   }
 
   get connections(): SsoService {
@@ -117,10 +125,16 @@ export class SsoLogin {
     const redirectUri = this.#o.checkRedirectUri(single(query['redirect_uri']) ?? this.#o.defaultRedirectUri).toString();
     const clientState = single(query['state']);
     if (clientState !== undefined && clientState.length > 1024) throw new LatchkeyError('invalid_argument', 'state is too long', { reason: 'invalid_field', details: { field: 'state' } });
-    if (connection.saml === null) {
-      throw new LatchkeyError('unimplemented', 'signing in with an OpenID Connect connection is not available on this server yet', { reason: 'sso_oidc_unavailable' });
-    }
     const handle = randomBytes(32).toString('base64url');
+    if (connection.oidc !== null) {
+      const { location, login } = await this.#oidc.begin(connection.oidc, this.#o.connections.oidcRedirectUri(connection.id), handle);
+      const record: StateRecord = { connection_id: connection.id, request_id: '', oidc: login, redirect_uri: redirectUri };
+      if (clientState !== undefined) record.client_state = clientState;
+      if (query['test'] === '1' || query['test'] === 'true') record.test = true;
+      await this.#o.store.set(STATE_KEY(handle), JSON.stringify(record), SAML_REQUEST_TTL_SECONDS);
+      return { location, state: handle, cookiePath: '/sso/' };
+    }
+    if (connection.saml === null) throw new LatchkeyError('not_found', 'no enabled SSO connection with this id', { reason: 'sso_connection_not_found' });
     // An NCName (SAML 2.0 Core §1.3.4): a letter first.
     const requestId = `_${randomBytes(20).toString('hex')}`;
     const record: StateRecord = { connection_id: connection.id, request_id: requestId, redirect_uri: redirectUri };
@@ -128,7 +142,53 @@ export class SsoLogin {
     if (query['test'] === '1' || query['test'] === 'true') record.test = true;
     await this.#o.store.set(STATE_KEY(handle), JSON.stringify(record), SAML_REQUEST_TTL_SECONDS);
     const location = await authorizeUrl(connection.saml, this.#endpoints(connection.id), this.#requestCache(connection.id), handle, requestId, this.#o.now);
-    return { location, state: handle };
+    return { location, state: handle, cookiePath: '/saml/' };
+  }
+
+  /**
+   * `/sso/<id>/callback`: the OIDC provider's redirect. The state must be the
+   * browser's and unused (`sso_state_invalid`, thrown: nowhere to send the
+   * browser); then the code is exchanged, the ID token verified, the claims
+   * mapped, the user provisioned and the session opened (failures come back
+   * as `error`).
+   */
+  async finishOidc(id: string, query: Readonly<Record<string, unknown>>, browserState: string | undefined, presentedSession: string | undefined, call: OrgCall): Promise<SsoFinish> {
+    const { connection, org } = await this.#o.connections.usable(id);
+    if (connection.oidc === null) throw new LatchkeyError('not_found', 'not an OpenID Connect connection', { reason: 'sso_connection_not_found' });
+    const state = single(query['state']);
+    if (state === undefined || browserState === undefined) throw invalidState();
+    const a = Buffer.from(state);
+    const b = Buffer.from(browserState);
+    if (a.length !== b.length || !timingSafeEqual(a, b)) throw invalidState();
+    const raw = await this.#o.store.get(STATE_KEY(state));
+    if (raw === undefined || (await this.#o.store.del(STATE_KEY(state))) !== 1) throw invalidState();
+    const record = JSON.parse(raw) as StateRecord;
+    if (record.connection_id !== connection.id || record.oidc === undefined) throw invalidState();
+    const out: SsoFinish = { redirectUri: record.redirect_uri, clientState: record.client_state, connection };
+    try {
+      const providerError = single(query['error']);
+      if (providerError !== undefined) throw new LatchkeyError('permission_denied', `the organization's OpenID provider refused the sign-in (${providerError.slice(0, 64)})`, { reason: 'sso_oidc_denied' });
+      const code = single(query['code']);
+      if (code === undefined) throw new LatchkeyError('unauthenticated', 'the OpenID provider sent no authorization code', { reason: 'sso_oidc_failed' });
+      const claims = await this.#oidc.finish(connection.oidc, this.#o.connections.oidcRedirectUri(connection.id), code, record.oidc);
+      const m = connection.attribute_mapping;
+      const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+      const mapped = { email: str(claims[m.email]), givenName: str(claims[m.given_name]), familyName: str(claims[m.family_name]), groups: claimList(claims[m.groups]) };
+      if (record.test === true) {
+        out.claims = { id_token: claims, mapped: { email: mapped.email ?? null, given_name: mapped.givenName ?? null, family_name: mapped.familyName ?? null, groups: mapped.groups } };
+        return out;
+      }
+      // A provider that says the address is unverified does not vouch for it.
+      if (claims['email_verified'] === false) throw new LatchkeyError('permission_denied', 'the OpenID provider says this email address is not verified', { reason: 'unverified_provider_email' });
+      const { user, created } = await this.#o.connections.provision(call, connection, org, { ...mapped, subject: String(claims['sub']) });
+      out.user = user;
+      out.created = created;
+      out.result = await this.#open(user, connection, presentedSession);
+    } catch (err) {
+      if (!(err instanceof LatchkeyError) || err.code === 'internal') out.error = new LatchkeyError('internal', 'sign-in failed', { reason: 'sso_login_failed', cause: err });
+      else out.error = err;
+    }
+    return out;
   }
 
   /**

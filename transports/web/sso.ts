@@ -28,7 +28,7 @@
  */
 import express, { type Request, type Response, type Router } from 'express';
 import { dependencyError, LatchkeyError } from '../../engine/errors.ts';
-import { sessionCookieOf, type OrgEvent, type StoreTransaction, type UserRecord } from '../../auth/index.ts';
+import { sessionCookieOf, type OrgEvent, type SsoFinish, type StoreTransaction, type UserRecord } from '../../auth/index.ts';
 import type { WebhookEvent } from '../../admin/index.ts';
 import { CookieSink, recordSessionDevice, setSessionCookiesOn, type Config, type Services } from '../../server/index.ts';
 
@@ -39,9 +39,9 @@ const ID = '[0-9a-f-]{36}';
 
 const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
 
-function stateCookieOptions(c: Config) {
+function stateCookieOptions(c: Config, path = STATE_COOKIE_PATH) {
   const secure = Boolean(c.appCookieSecure);
-  return { path: STATE_COOKIE_PATH, httpOnly: true, secure, sameSite: secure ? ('None' as const) : ('Lax' as const) };
+  return { path, httpOnly: true, secure, sameSite: secure ? ('None' as const) : ('Lax' as const) };
 }
 
 function withFragment(uri: string, params: Record<string, string | undefined>): string {
@@ -149,12 +149,37 @@ export function ssoRouter(services: Services): Router | undefined {
     };
   };
 
+  const signedIn = async (req: Request, res: Response, sink: CookieSink, out: SsoFinish, metadata: Record<string, unknown>): Promise<void> => {
+    const result = out.result!;
+    setSessionCookiesOn(sink, c, result);
+    await recordSessionDevice(services.auth, result, requestOf(req, res), services.logger);
+    if (out.created === true) await audit(req, res, 'user.signup', { user: out.user, webhook: 'user.signup', metadata });
+    const r = result.response;
+    let location: string;
+    if (result.mfaSession !== undefined) {
+      const flag = r.should_show_totp_screen ? 'should_show_totp_screen' : r.should_show_mobile_otp_screen ? 'should_show_mobile_otp_screen' : 'should_show_email_otp_screen';
+      location = withQuery(out.redirectUri, { [flag]: 'true', state: out.clientState });
+    } else {
+      await audit(req, res, 'user.login_success', { user: out.user, webhook: 'user.login', metadata });
+      location = withFragment(out.redirectUri, {
+        access_token: r.access_token,
+        token_type: 'bearer',
+        expires_in: r.expires_in === undefined ? undefined : String(r.expires_in),
+        state: out.clientState,
+        id_token: r.id_token,
+      });
+    }
+    // A page of our origin moves on: the navigation it starts is same-site, so every session cookie goes with it.
+    const href = escapeHtml(location);
+    send(res, 200, page('Signing in', `<p>Signing in… <a id="continue" href="${href}">Continue</a></p>`, `<meta http-equiv="refresh" content="0;url=${href}">`), { 'referrer-policy': 'no-referrer' }, sink.headers());
+  };
+
   router.get(new RegExp(`^/sso/(${ID})/?$`), (req, res) => {
     const id = String((req.params as Record<string, string>)['0']);
     void (async () => {
       const out = await sso.begin(id, req.query as Record<string, unknown>);
       const sink = new CookieSink();
-      sink.set(SSO_STATE_COOKIE, out.state, { ...stateCookieOptions(c), maxAgeSeconds: 600 });
+      sink.set(SSO_STATE_COOKIE, out.state, { ...stateCookieOptions(c, out.cookiePath), maxAgeSeconds: 600 });
       await audit(req, res, 'sso.login_initiated', { metadata: { connection_id: id } });
       res.statusCode = 302;
       for (const [k, v] of Object.entries({ location: out.location, ...NO_STORE })) res.setHeader(k, v);
@@ -192,28 +217,27 @@ export function ssoRouter(services: Services): Router | undefined {
         await audit(req, res, 'sso.connection_tested', { metadata });
         return send(res, 200, page('Connection test', `<h1>The connection works</h1><p>The identity provider sent:</p><pre id="claims">${escapeHtml(JSON.stringify(out.claims, null, 2))}</pre><p>Nobody was signed in.</p>`), {}, sink.headers());
       }
-      const result = out.result!;
-      setSessionCookiesOn(sink, c, result);
-      await recordSessionDevice(services.auth, result, requestOf(req, res), services.logger);
-      if (out.created === true) await audit(req, res, 'user.signup', { user: out.user, webhook: 'user.signup', metadata });
-      const r = result.response;
-      let location: string;
-      if (result.mfaSession !== undefined) {
-        const flag = r.should_show_totp_screen ? 'should_show_totp_screen' : r.should_show_mobile_otp_screen ? 'should_show_mobile_otp_screen' : 'should_show_email_otp_screen';
-        location = withQuery(out.redirectUri, { [flag]: 'true', state: out.clientState });
-      } else {
-        await audit(req, res, 'user.login_success', { user: out.user, webhook: 'user.login', metadata });
-        location = withFragment(out.redirectUri, {
-          access_token: r.access_token,
-          token_type: 'bearer',
-          expires_in: r.expires_in === undefined ? undefined : String(r.expires_in),
-          state: out.clientState,
-          id_token: r.id_token,
-        });
+      await signedIn(req, res, sink, out, metadata);
+    })().catch((err: unknown) => refusal(res, err, sink.headers()));
+  });
+
+  router.get(new RegExp(`^/sso/(${ID})/callback/?$`), (req, res) => {
+    const id = String((req.params as Record<string, string>)['0']);
+    const sink = new CookieSink();
+    sink.clear(SSO_STATE_COOKIE, stateCookieOptions(c, '/sso/'));
+    void (async () => {
+      const cookies = cookiesOf(req);
+      const out = await sso.finishOidc(id, req.query as Record<string, unknown>, cookies[SSO_STATE_COOKIE], sessionCookieOf(cookies), { actor: { kind: 'super_admin' }, record: recorder(req, res, id) });
+      const metadata = { connection_id: id, organization_id: out.connection.organization_id, login_method: 'sso_oidc' };
+      if (out.error !== undefined) {
+        await audit(req, res, 'sso.login_failed', { user: out.user, metadata: { ...metadata, reason: out.error.reason ?? out.error.code } });
+        return refusal(res, out.error, sink.headers());
       }
-      // A page of our origin moves on: the navigation it starts is same-site, so every session cookie goes with it.
-      const href = escapeHtml(location);
-      send(res, 200, page('Signing in', `<p>Signing in… <a id="continue" href="${href}">Continue</a></p>`, `<meta http-equiv="refresh" content="0;url=${href}">`), { 'referrer-policy': 'no-referrer' }, sink.headers());
+      if (out.claims !== undefined) {
+        await audit(req, res, 'sso.connection_tested', { metadata });
+        return send(res, 200, page('Connection test', `<h1>The connection works</h1><p>The identity provider sent:</p><pre id="claims">${escapeHtml(JSON.stringify(out.claims, null, 2))}</pre><p>Nobody was signed in.</p>`), {}, sink.headers());
+      }
+      await signedIn(req, res, sink, out, metadata);
     })().catch((err: unknown) => refusal(res, err, sink.headers()));
   });
 
