@@ -30,6 +30,8 @@ const read = (name: string): string => readFileSync(new URL(name, import.meta.ur
 
 const STYLE = read('./page.css');
 const SCRIPT = read('./page.js');
+/** The SSO and SCIM section (its own file; it registers its loader with page.js). */
+const SSO_SCRIPT = read('./sso.js');
 const PAGE_HTML = read('./page.html');
 
 /**
@@ -43,7 +45,7 @@ function pageHtml(organization: { name: string; logo: string }): string {
   return PAGE_HTML.replace('<style>/*STYLE*/</style>', () => `<style>${STYLE}</style>`).replace(
     '<script>/*SCRIPT*/</script>',
     () => `<script type="application/json" id="dashboard-data">${data}</script>\n<script>${SCRIPT}</script>`,
-  );
+  ).replace('<script>/*SSO_SCRIPT*/</script>', () => `<script>${SSO_SCRIPT}</script>`);
 }
 
 const hash = (text: string): string => `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;
@@ -51,7 +53,7 @@ const hash = (text: string): string => `'sha256-${createHash('sha256').update(te
 /** The dashboard's policy: its own inline style and script (by hash), fetches to its own origin, no framing, no native form posts. */
 export const DASHBOARD_CSP = [
   "default-src 'none'",
-  `script-src ${hash(SCRIPT)}`,
+  `script-src ${hash(SCRIPT)} ${hash(SSO_SCRIPT)}`,
   `style-src ${hash(STYLE)}`,
   "style-src-attr 'unsafe-inline'",
   'img-src data: https:',
