@@ -374,9 +374,10 @@ export class SsoService {
   async #event(call: OrgCall, tx: StoreTransaction, action: string, rec: SsoConnectionRecord): Promise<void> {
     await this.#o.organizations.recordEvent(call, tx, {
       action,
+      webhook: 'sso_connection.changed',
       resourceType: 'sso_connection',
       resourceId: rec.id,
-      data: { organization_id: rec.organization_id, connection_id: rec.id, type: rec.type, name: rec.name, enabled: rec.enabled, domains: rec.domains },
+      data: { change: action.slice('organization.sso_connection_'.length), organization_id: rec.organization_id, connection_id: rec.id, type: rec.type, name: rec.name, enabled: rec.enabled, domains: rec.domains },
     });
   }
 

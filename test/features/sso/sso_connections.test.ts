@@ -8,6 +8,7 @@
  */
 import test from 'ava';
 import { sqlBackends } from '../../helpers/databases.ts';
+import { startReceiver } from '../../admin/receiver.ts';
 import { startSsoServer, TestSamlIdp } from '../../helpers/saml_idp.ts';
 import { TEST_ADMIN_SECRET, type TestServer } from '../../helpers/server.ts';
 
@@ -23,8 +24,9 @@ async function signup(srv: TestServer, email: string): Promise<{ id: string; bea
 for (const backend of sqlBackends()) {
   test.serial(`SSO connections: added from metadata on verified domains, updated, listed, deleted, authorized per organization (${backend})`, async (t) => {
     const txt = new Map<string, string[][]>();
-    const srv = await startSsoServer({}, { backend, resolveTxt: async (name) => txt.get(name) ?? [] });
+    const srv = await startSsoServer({ 'webhook-allow-private-networks': true }, { backend, resolveTxt: async (name) => txt.get(name) ?? [] });
     const idp = new TestSamlIdp('okta');
+    const receiver = await startReceiver();
     try {
       const call = async (op: string, input: Record<string, unknown>, headers: Record<string, string>) => srv.call(op, input, { protocol: 'rest', headers });
       const ok = async (op: string, input: Record<string, unknown>, headers: Record<string, string>) => {
@@ -32,6 +34,7 @@ for (const backend of sqlBackends()) {
         if (r.error !== undefined) throw new Error(`${op}: ${JSON.stringify(r.error)}`);
         return r.body!;
       };
+      await ok('add_webhook', { event_name: 'sso_connection.changed', endpoint: `${receiver.url}/sso` }, ADMIN);
       const owner = await signup(srv, `owner-${backend}@owner.example.com`);
       const member = await signup(srv, `member-${backend}@owner.example.com`);
       const stranger = await signup(srv, `stranger-${backend}@elsewhere.example.com`);
@@ -107,7 +110,13 @@ for (const backend of sqlBackends()) {
       t.is((audit['pagination'] as { total: number }).total, 3);
       t.is(((await ok('audit_logs', { action: 'organization.sso_connection_updated' }, ADMIN))['pagination'] as { total: number }).total, 1);
       t.is(((await ok('audit_logs', { action: 'organization.sso_connection_deleted' }, ADMIN))['pagination'] as { total: number }).total, 2);
+      // Each change is a webhook delivery (asynchronous: waited for up to 10 s).
+      for (let i = 0; i < 100 && receiver.received.length < 6; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+      const changes = receiver.received.map((r) => (JSON.parse(r.body) as { data?: { change?: string }; change?: string }));
+      const kinds = changes.map((c) => c.data?.change ?? c.change).sort();
+      t.deepEqual(kinds, ['added', 'added', 'added', 'deleted', 'deleted', 'updated'], JSON.stringify(changes[0]));
     } finally {
+      await receiver.close();
       await srv.close();
     }
   });
