@@ -75,7 +75,7 @@ test('dashboard: SSO connections (add from metadata, disable, test shows the cla
   await popup.close();
 
   // SCIM tokens.
-  await page.getByLabel('Token description').fill('Okta provisioning');
+  await page.getByLabel('What the SCIM token is for').fill('Okta provisioning');
   await page.getByRole('button', { name: 'Create token' }).click();
   await page.locator('#scim-new:not([hidden])').waitFor();
   const token = (await page.textContent('#scim-new-token')) ?? '';
