@@ -66,8 +66,8 @@ export interface SamlAssertion {
   sessionIndex: string | undefined;
 }
 
-const refused = (message: string, reason: string, cause?: unknown): LatchkeyError =>
-  new LatchkeyError('unauthenticated', message, { reason, ...(cause === undefined ? {} : { cause }) });
+const refused = (message: string, r: { reason: string }, cause?: unknown): LatchkeyError =>
+  new LatchkeyError('unauthenticated', message, { reason: r.reason, ...(cause === undefined ? {} : { cause }) });
 
 async function samlFor(settings: SamlSettings, endpoints: SamlEndpoints, cache: RequestIdCache, nowMs: () => number, requestId?: string) {
   const { SAML, ValidateInResponseTo } = await lib();
@@ -137,27 +137,30 @@ export async function verifyResponse(settings: SamlSettings, endpoints: SamlEndp
     profile = out.profile;
     if (out.loggedOut || profile === null) throw new Error('not an authentication response');
   } catch (err) {
+    // The library reports every refusal as a plain Error with a message and no code, so its message is
+    // the only thing to tell the cases apart by; whatever is not recognised stays the generic refusal
+    // (saml_response_invalid), never an acceptance. test/features/sso/saml.test.ts pins each mapping.
     const m = err instanceof Error ? err.message : String(err);
-    if (/signature/i.test(m)) throw refused('the SAML response is not signed by the identity provider of this connection', 'saml_signature_invalid', err);
-    if (/NotBefore|NotOnOrAfter|expired|not yet valid/i.test(m)) throw refused('the SAML assertion is expired or not yet valid', 'saml_assertion_expired', err);
-    if (/audience/i.test(m)) throw refused('the SAML assertion is for another service provider (audience)', 'saml_audience_mismatch', err);
-    if (/InResponseTo/i.test(m)) throw refused('the SAML response does not answer a request of this connection', 'saml_in_response_to_invalid', err);
-    if (/issuer/i.test(m)) throw refused('the SAML response is from another identity provider', 'saml_issuer_mismatch', err);
-    throw refused('the SAML response is not valid', 'saml_response_invalid', err);
+    if (/signature/i.test(m)) throw refused('the SAML response is not signed by the identity provider of this connection', { reason: 'saml_signature_invalid' }, err);
+    if (/NotBefore|NotOnOrAfter|expired|not yet valid/i.test(m)) throw refused('the SAML assertion is expired or not yet valid', { reason: 'saml_assertion_expired' }, err);
+    if (/audience/i.test(m)) throw refused('the SAML assertion is for another service provider (audience)', { reason: 'saml_audience_mismatch' }, err);
+    if (/InResponseTo/i.test(m)) throw refused('the SAML response does not answer a request of this connection', { reason: 'saml_in_response_to_invalid' }, err);
+    if (/issuer/i.test(m)) throw refused('the SAML response is from another identity provider', { reason: 'saml_issuer_mismatch' }, err);
+    throw refused('the SAML response is not valid', { reason: 'saml_response_invalid' }, err);
   }
   // The signed assertion as the library verified it: what is read below is covered by the signature.
   const xml = profile.getAssertionXml?.() ?? '';
   const id = attr(xml, 'Assertion', 'ID');
-  if (id === undefined || id === '') throw refused('the SAML assertion has no ID', 'saml_response_invalid');
+  if (id === undefined || id === '') throw refused('the SAML assertion has no ID', { reason: 'saml_response_invalid' });
   const recipient = attr(xml, 'SubjectConfirmationData', 'Recipient');
-  if (recipient === undefined || unescapeXml(recipient) !== endpoints.acsUrl) throw refused('the SAML assertion is for another recipient', 'saml_recipient_mismatch');
+  if (recipient === undefined || unescapeXml(recipient) !== endpoints.acsUrl) throw refused('the SAML assertion is for another recipient', { reason: 'saml_recipient_mismatch' });
   const responseXml = profile.getSamlResponseXml?.() ?? '';
   const destination = attr(responseXml, 'Response', 'Destination');
-  if (destination !== undefined && unescapeXml(destination) !== endpoints.acsUrl) throw refused('the SAML response is for another destination', 'saml_recipient_mismatch');
+  if (destination !== undefined && unescapeXml(destination) !== endpoints.acsUrl) throw refused('the SAML response is for another destination', { reason: 'saml_recipient_mismatch' });
   const until = attr(xml, 'Conditions', 'NotOnOrAfter') ?? attr(xml, 'SubjectConfirmationData', 'NotOnOrAfter');
   const untilMs = until === undefined ? Number.NaN : Date.parse(until);
-  if (!Number.isFinite(untilMs)) throw refused('the SAML assertion has no NotOnOrAfter', 'saml_response_invalid');
-  if (untilMs - nowMs() > MAX_ASSERTION_LIFETIME_SECONDS * 1000) throw refused('the SAML assertion is valid for more than a day', 'saml_response_invalid');
+  if (!Number.isFinite(untilMs)) throw refused('the SAML assertion has no NotOnOrAfter', { reason: 'saml_response_invalid' });
+  if (untilMs - nowMs() > MAX_ASSERTION_LIFETIME_SECONDS * 1000) throw refused('the SAML assertion is valid for more than a day', { reason: 'saml_response_invalid' });
   const attributes: Record<string, string[]> = {};
   for (const [k, v] of Object.entries(profile.attributes ?? {})) {
     const list = (Array.isArray(v) ? v : [v]).filter((x): x is string => typeof x === 'string');

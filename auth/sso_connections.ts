@@ -31,7 +31,7 @@ const MAX_RULES = 200;
 const MAX_DOMAINS = 50;
 const MAX_XML = 262_144;
 
-const invalid = (message: string, reason = 'invalid_sso_connection'): LatchkeyError => new LatchkeyError('invalid_argument', message, { reason });
+const invalid = (message: string, r = { reason: 'invalid_sso_connection' }): LatchkeyError => new LatchkeyError('invalid_argument', message, r);
 const notFound = (): LatchkeyError => new LatchkeyError('not_found', 'SSO connection not found', { reason: 'sso_connection_not_found' });
 
 /** SAML attribute names the common identity providers send, used when a mapping leaves one empty. */
@@ -400,7 +400,7 @@ export class SsoService {
     const org = await this.#o.organizations.authorize(call, input.organization_id, 'can_update');
     const pageNo = input.pagination?.page ?? 1;
     const limit = input.pagination?.limit ?? 10;
-    if (!Number.isInteger(pageNo) || pageNo < 1 || !Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw invalid(`page must be at least 1 and limit 1 to ${MAX_PAGE}`, 'invalid_pagination');
+    if (!Number.isInteger(pageNo) || pageNo < 1 || !Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw invalid(`page must be at least 1 and limit 1 to ${MAX_PAGE}`, { reason: 'invalid_pagination' });
     const r = await this.#o.store.list({ organizationId: org.id, offset: (pageNo - 1) * limit, limit });
     return { connections: r.connections.map((c) => this.publicOf(c)), pagination: { page: pageNo, limit, offset: (pageNo - 1) * limit, total: r.total } };
   }
