@@ -43,8 +43,8 @@ export class TestSamlIdp {
   readonly certificate: string;
   #server: Server | undefined;
   url = '';
-  /** The AuthnRequests received (their ID and ACS URL). */
-  readonly requests: { id: string; acs: string; relayState: string | undefined }[] = [];
+  /** The AuthnRequests received (their ID, ACS URL, and whether the redirect carried a signature). */
+  readonly requests: { id: string; acs: string; relayState: string | undefined; signed: boolean }[] = [];
   /** Who the IdP signs in next. */
   user: Omit<AssertionOptions, 'acsUrl' | 'audience' | 'inResponseTo'> = { email: 'someone@example.com' };
   /** Where the SP lives (audience and ACS of responses to IdP-initiated SSO). */
@@ -124,10 +124,15 @@ export class TestSamlIdp {
         const id = /\sID="([^"]+)"/.exec(xml)?.[1] ?? '';
         const acs = /AssertionConsumerServiceURL="([^"]+)"/.exec(xml)?.[1]?.replace(/&amp;/g, '&') ?? '';
         const relayState = u.searchParams.get('RelayState') ?? undefined;
-        this.requests.push({ id, acs, relayState });
+        this.requests.push({ id, acs, relayState, signed: u.searchParams.has('Signature') && u.searchParams.has('SigAlg') });
         const audience = /<saml:Issuer[^>]*>([^<]+)</.exec(xml)?.[1] ?? '';
         res.setHeader('content-type', 'text/html');
         res.end(this.#form(acs, this.response({ ...this.user, acsUrl: acs, audience, inResponseTo: id }), relayState));
+        return;
+      }
+      if (u.pathname === '/metadata') {
+        res.setHeader('content-type', 'application/samlmetadata+xml');
+        res.end(this.metadata());
         return;
       }
       if (u.pathname === '/init' && this.sp !== undefined) {

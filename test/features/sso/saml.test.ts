@@ -11,6 +11,7 @@
  * that started the login — answers its reason and leaves no session.
  */
 import test from 'ava';
+import { createVerify } from 'node:crypto';
 import { inflateRawSync } from 'node:zlib';
 import { startSsoServer, TestSamlIdp } from '../../helpers/saml_idp.ts';
 import { TEST_ADMIN_SECRET, type TestServer } from '../../helpers/server.ts';
@@ -165,6 +166,28 @@ test.serial('SAML: SP-initiated and IdP-initiated sign-in provision the user, it
     t.is(replay.res.status, 400);
     t.true(replay.text.includes('saml_assertion_replayed'), replay.text);
     t.false(sessionSet(replay.res));
+
+    // A connection from the IdP's metadata URL, signing its AuthnRequests with its own key pair.
+    const owner = await s.srv.call('login', { email: 'owner@owner.example.com', password: PASSWORD }, { protocol: 'rest' });
+    const ownerBearer = { authorization: `Bearer ${owner.body!['access_token'] as string}` };
+    const spKeys = new TestSamlIdp('sp');
+    const signing = await s.srv.call('add_sso_connection', {
+      organization_id: s.orgId, type: 'saml', name: 'Signed', domains: [s.domain],
+      saml: { idp_metadata_url: `${s.idp.url}/metadata`, sign_requests: true, sp_private_key: spKeys.privateKey, sp_certificate: spKeys.certificate },
+    }, { protocol: 'rest', headers: ownerBearer });
+    t.is(signing.error, undefined, JSON.stringify(signing.error));
+    t.like(signing.body!['saml'], { idp_entity_id: s.idp.entityId, idp_sso_url: `${s.idp.url}/sso`, idp_metadata_url: `${s.idp.url}/metadata`, sign_requests: true });
+    t.false(JSON.stringify(signing.body).includes('PRIVATE KEY'), 'the private key is never answered');
+    const signedMeta = await (await fetch(`${s.srv.httpUrl}/saml/${signing.body!['id'] as string}/metadata`)).text();
+    t.true(signedMeta.includes(spKeys.certificateBody.slice(0, 40)), 'the SP metadata publishes the signing certificate');
+    const signedStart = await fetch(`${s.srv.httpUrl}/sso/${signing.body!['id'] as string}`, { redirect: 'manual' });
+    const signedLoc = new URL(signedStart.headers.get('location')!);
+    t.truthy(signedLoc.searchParams.get('Signature'), 'the AuthnRequest redirect is signed');
+    t.regex(signedLoc.searchParams.get('SigAlg') ?? '', /rsa-sha256/);
+    // SAML 2.0 Bindings §3.4.4.1: the signature covers SAMLRequest, RelayState and SigAlg as they were encoded.
+    const raw = new Map(signedLoc.search.slice(1).split('&').map((kv) => [kv.slice(0, kv.indexOf('=')), kv] as const));
+    const signedText = ['SAMLRequest', 'RelayState', 'SigAlg'].map((k) => raw.get(k)).filter((x) => x !== undefined).join('&');
+    t.true(createVerify('RSA-SHA256').update(signedText).verify(spKeys.certificate, signedLoc.searchParams.get('Signature')!, 'base64'), 'signed by the connection\'s key');
 
     // A test run shows the claims and signs nobody in.
     const test1 = await fetch(`${s.srv.httpUrl}/sso/${s.conn.id}?test=1`, { redirect: 'manual' });
