@@ -263,7 +263,7 @@ export class SsoService {
     return out;
   }
 
-  #groupRules(org: OrgRecord, v: unknown, teams: Set<string>): SsoGroupRule[] {
+  #groupRules(v: unknown, teams: Set<string>): SsoGroupRule[] {
     if (v === undefined || v === null) return [];
     if (!Array.isArray(v) || v.length > MAX_RULES) throw invalid(`group_mapping must be a list of at most ${MAX_RULES} rules`);
     return v.map((r: unknown, i) => {
@@ -284,7 +284,6 @@ export class SsoService {
         rule.role = role;
       }
       if (rule.team_id === undefined && rule.role === undefined) throw invalid(`group_mapping[${i}] names neither a team_id nor a role`);
-      void org;
       return rule;
     });
   }
@@ -351,7 +350,7 @@ export class SsoService {
       domains: await this.#domains(org, input.domains, []),
       default_role: input.default_role === undefined || input.default_role === '' ? null : this.#defaultRole(input.default_role),
       attribute_mapping: mappingOf(input.attribute_mapping, type === 'saml' ? DEFAULT_SAML_MAPPING : DEFAULT_OIDC_MAPPING),
-      group_mapping: this.#groupRules(org, input.group_mapping, await this.#teams(org.id)),
+      group_mapping: this.#groupRules(input.group_mapping, await this.#teams(org.id)),
       saml: type === 'saml' ? await this.#saml(input.saml, null) : null,
       oidc: type === 'oidc' ? this.#oidc(input.oidc, null) : null,
       created_at: now,
@@ -381,18 +380,18 @@ export class SsoService {
     });
   }
 
-  async #own(call: OrgCall, id: string): Promise<SsoConnectionRecord> {
+  /** A connection and its organization, once the caller may manage that organization (`not_found`, `permission_denied`). */
+  async #own(call: OrgCall, id: string): Promise<{ rec: SsoConnectionRecord; org: OrgRecord }> {
     const rec = typeof id === 'string' && id !== '' && id.length <= 64 ? await this.#o.store.connection(id) : undefined;
     if (rec === undefined) throw notFound();
-    // Another organization's connection reads as absent to an admin of this one only after the check: the
-    // check is on the connection's own organization, so an outsider is refused there.
-    await this.#o.organizations.authorize(call, rec.organization_id, 'can_update');
-    return rec;
+    // The check is on the connection's own organization: an admin of another one is refused here.
+    const org = await this.#o.organizations.authorize(call, rec.organization_id, 'can_update');
+    return { rec, org };
   }
 
   /** `sso_connection` (`can_update`). */
   async get(call: OrgCall, id: string): Promise<PublicSsoConnection> {
-    return this.publicOf(await this.#own(call, id));
+    return this.publicOf((await this.#own(call, id)).rec);
   }
 
   /** `sso_connections` (`can_update`): the organization's connections, oldest first. */
@@ -407,8 +406,7 @@ export class SsoService {
 
   /** `update_sso_connection` (`can_update`): unset fields keep their value. */
   async update(call: OrgCall, input: ConnectionInput & { connection_id: string }): Promise<PublicSsoConnection> {
-    const prev = await this.#own(call, input.connection_id);
-    const org = await this.#o.organizations.authorize(call, prev.organization_id, 'can_update');
+    const { rec: prev, org } = await this.#own(call, input.connection_id);
     if (prev.type === 'saml' && input.oidc !== undefined) throw invalid('a SAML connection takes saml settings, not oidc');
     if (prev.type === 'oidc' && input.saml !== undefined) throw invalid('an OIDC connection takes oidc settings, not saml');
     const name = input.name === undefined ? prev.name : str(input.name, 'name', 256) || prev.name;
@@ -419,7 +417,7 @@ export class SsoService {
       domains: await this.#domains(org, input.domains, prev.domains),
       default_role: input.default_role === undefined ? prev.default_role : input.default_role === '' ? null : this.#defaultRole(input.default_role),
       attribute_mapping: input.attribute_mapping === undefined ? prev.attribute_mapping : mappingOf(input.attribute_mapping, prev.type === 'saml' ? DEFAULT_SAML_MAPPING : DEFAULT_OIDC_MAPPING),
-      group_mapping: input.group_mapping === undefined ? prev.group_mapping : this.#groupRules(org, input.group_mapping, await this.#teams(org.id)),
+      group_mapping: input.group_mapping === undefined ? prev.group_mapping : this.#groupRules(input.group_mapping, await this.#teams(org.id)),
       saml: prev.type === 'saml' ? (input.saml === undefined ? prev.saml : await this.#saml(input.saml, prev.saml)) : null,
       oidc: prev.type === 'oidc' ? (input.oidc === undefined ? prev.oidc : this.#oidc(input.oidc, prev.oidc)) : null,
       updated_at: this.#o.nowSeconds(),
@@ -433,9 +431,9 @@ export class SsoService {
 
   /** `delete_sso_connection` (`can_update`): its sign-in URLs answer not found from then on. */
   async delete(call: OrgCall, id: string): Promise<{ message: string }> {
-    const rec = await this.#own(call, id);
+    const { rec } = await this.#own(call, id);
     await this.#o.organizations.changeInTransaction(async (tx) => {
-      if ((await this.#o.store.connection(rec.id, tx)) === undefined || !(await this.#o.store.delete(rec.id, tx))) throw notFound();
+      if (!(await this.#o.store.delete(rec.id, tx))) throw notFound();
       await this.#event(call, tx, 'organization.sso_connection_deleted', rec);
     });
     return { message: 'SSO connection deleted' };

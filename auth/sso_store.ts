@@ -183,11 +183,11 @@ export class SqlSsoStore {
     return (await this.#select('SELECT * FROM sso_connections WHERE organization_id = ? ORDER BY created_at, id', [organizationId], t)).map(connectionOf);
   }
 
+  /** Deletes a connection inside `t`; `false` when it was gone already. */
   async delete(id: string, t: StoreTransaction): Promise<boolean> {
-    const result = (await this.#db.query('DELETE FROM sso_connections WHERE id = ?', { replacements: [id], transaction: tx(t)!, type: QueryTypes.DELETE })) as unknown;
-    // Sequelize answers a DELETE with nothing useful on every dialect: read back instead.
-    void result;
-    return (await this.connection(id, t)) === undefined;
+    if ((await this.connection(id, t)) === undefined) return false;
+    await this.#db.query('DELETE FROM sso_connections WHERE id = ?', { replacements: [id], transaction: tx(t)! });
+    return true;
   }
 
   /** Removes an organization's connections inside `t` (its deletion). */
