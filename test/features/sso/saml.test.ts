@@ -8,13 +8,15 @@
  * them up to the groups sent then. Each refusal — unsigned, wrong audience,
  * expired, replayed, signature wrapping, an assertion for another
  * connection, an InResponseTo of no request, a response out of the browser
- * that started the login — answers its reason and leaves no session.
+ * that started the login — answers its reason and leaves no session; a
+ * replay is refused by another instance sharing Redis too.
  */
 import test from 'ava';
 import { createVerify } from 'node:crypto';
 import { inflateRawSync } from 'node:zlib';
 import { startSsoServer, TestSamlIdp } from '../../helpers/saml_idp.ts';
-import { TEST_ADMIN_SECRET, type TestServer } from '../../helpers/server.ts';
+import { redisUrl } from '../../helpers/databases.ts';
+import { TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../../helpers/server.ts';
 
 const PASSWORD = 'a long enough passphrase';
 const ADMIN = { 'x-service-admin-secret': TEST_ADMIN_SECRET };
@@ -258,3 +260,38 @@ test.serial('SAML: each refusal names its reason and leaves no session', async (
     await teardown(s);
   }
 });
+
+const redis = redisUrl();
+if (redis) {
+  test.serial('SAML: two instances sharing Redis and the database refuse an assertion replayed on the other one', async (t) => {
+    const txt = new Map<string, string[][]>();
+    const resolveTxt = async (name: string) => txt.get(name) ?? [];
+    const a = await startSsoServer({ 'enable-email-verification': false, 'redis-url': redis }, { backend: 'sqlite', resolveTxt });
+    t.teardown(() => a.close());
+    // The second instance serves the same issuer (--url) from its own port, on the same database and Redis.
+    const b = await startTestServer({ 'enable-email-verification': false, 'redis-url': redis, url: a.httpUrl }, { database: a.database, resolveTxt });
+    t.teardown(() => b.close());
+    const idp = new TestSamlIdp('okta');
+    const ok = async (op: string, input: Record<string, unknown>, headers: Record<string, string>) => {
+      const r = await a.call(op, input, { protocol: 'rest', headers });
+      if (r.error !== undefined) throw new Error(`${op}: ${JSON.stringify(r.error)}`);
+      return r.body!;
+    };
+    const signup = await ok('signup', { email: 'owner@owner.example.com', password: PASSWORD }, {});
+    const owner = { authorization: `Bearer ${signup['access_token'] as string}` };
+    const org = await ok('create_organization', { name: 'Acme' }, owner);
+    const d = await ok('add_organization_domain', { organization_id: org['id'], domain: 'acme.example.com' }, owner);
+    txt.set(d['txt_record_name'] as string, [[d['txt_record_value'] as string]]);
+    await ok('verify_organization_domain', { organization_id: org['id'], domain: 'acme.example.com' }, owner);
+    const conn = await ok('add_sso_connection', { organization_id: org['id'], type: 'saml', domains: ['acme.example.com'], saml: { idp_metadata_xml: idp.metadata('https://idp.example/sso') } }, owner);
+    const saml = conn['saml'] as Record<string, string>;
+    const response = idp.response({ acsUrl: saml['sp_acs_url']!, audience: saml['sp_entity_id']!, email: 'kim@acme.example.com' });
+    const first = await post(`${a.httpUrl}/saml/${conn['id'] as string}/acs`, response);
+    t.is(first.res.status, 200, first.text);
+    t.true(sessionSet(first.res));
+    const replayed = await post(`${b.httpUrl}/saml/${conn['id'] as string}/acs`, response);
+    t.is(replayed.res.status, 400, replayed.text);
+    t.true(replayed.text.includes('saml_assertion_replayed'));
+    t.false(sessionSet(replayed.res));
+  });
+}
