@@ -177,6 +177,28 @@ export async function verifyResponse(settings: SamlSettings, endpoints: SamlEndp
   };
 }
 
+/**
+ * Single Logout from the IdP (SAML 2.0 Profiles §4.4, HTTP-Redirect binding):
+ * a `LogoutRequest` whose redirect is signed by the IdP's key (an unsigned one
+ * is refused: it would let anyone end a person's sessions). Answers the
+ * NameID to sign out and, when the IdP has an SLO URL, where to send the
+ * `LogoutResponse`.
+ */
+export async function verifyLogoutRequest(settings: SamlSettings, endpoints: SamlEndpoints, query: Record<string, string>, originalQuery: string, nowMs: () => number): Promise<{ nameId: string; responseUrl: string | undefined }> {
+  if (!query['SAMLRequest'] || !query['Signature'] || !query['SigAlg']) throw refused('a logout request must be signed by the identity provider (HTTP-Redirect binding)', { reason: 'saml_logout_invalid' });
+  const saml = await samlFor(settings, endpoints, { save: async () => {}, get: async () => undefined, remove: async () => {} }, nowMs);
+  let profile;
+  try {
+    const out = await saml.validateRedirectAsync(query, originalQuery);
+    profile = out.profile;
+    if (!out.loggedOut || profile === null) throw new Error('not a logout request');
+  } catch (err) {
+    throw refused('the logout request is not valid for this connection', { reason: 'saml_logout_invalid' }, err);
+  }
+  const responseUrl = settings.idp_slo_url === null ? undefined : await saml.getLogoutResponseUrlAsync(profile, query['RelayState'] ?? '', {}, true);
+  return { nameId: profile.nameID, responseUrl };
+}
+
 /** The profile fields a mapping names (first value; groups: every value). */
 export function mapAttributes(a: SamlAssertion, mapping: SsoAttributeMapping): { email: string | undefined; givenName: string | undefined; familyName: string | undefined; groups: string[] } {
   const first = (name: string): string | undefined => a.attributes[name]?.[0];

@@ -20,7 +20,7 @@ import type { AuthService } from './auth_service.ts';
 import type { MemoryStore } from './memory_store.ts';
 import type { OrgCall } from './organizations.ts';
 import type { AuthResult } from './public_user.ts';
-import { authorizeUrl, mapAttributes, SAML_REQUEST_TTL_SECONDS, spMetadata, verifyResponse, type RequestIdCache, type SamlEndpoints } from './saml_sp.ts';
+import { authorizeUrl, mapAttributes, SAML_REQUEST_TTL_SECONDS, spMetadata, verifyLogoutRequest, verifyResponse, type RequestIdCache, type SamlEndpoints } from './saml_sp.ts';
 import type { SsoService } from './sso_connections.ts';
 import { claimList, OidcConnections, type OidcLoginState } from './sso_oidc.ts';
 import type { SsoConnectionRecord } from './sso_store.ts';
@@ -241,6 +241,27 @@ export class SsoLogin {
       else out.error = err;
     }
     return out;
+  }
+
+  /**
+   * `/saml/<id>/slo`: a signed LogoutRequest from the IdP ends every session
+   * and refresh token of the person it names (an address on one of the
+   * connection's domains); answers where to send the LogoutResponse.
+   */
+  async logout(id: string, query: Readonly<Record<string, unknown>>, originalQuery: string): Promise<{ responseUrl: string | undefined; userId: string | undefined; ended: number }> {
+    const { connection } = await this.#o.connections.usable(id);
+    if (connection.saml === null) throw new LatchkeyError('not_found', 'not a SAML connection', { reason: 'sso_connection_not_found' });
+    const q: Record<string, string> = {};
+    for (const k of ['SAMLRequest', 'RelayState', 'SigAlg', 'Signature']) {
+      const v = single(query[k]);
+      if (v !== undefined) q[k] = v;
+    }
+    const { nameId, responseUrl } = await verifyLogoutRequest(connection.saml, this.#endpoints(connection.id), q, originalQuery, this.#o.now);
+    const email = nameId.trim().toLowerCase();
+    const domain = email.slice(email.lastIndexOf('@') + 1);
+    const user = email.includes('@') && connection.domains.includes(domain) ? await this.#o.auth.users.findByEmail(email) : undefined;
+    const ended = user === undefined ? 0 : await this.#o.auth.endAllSessions(user.id);
+    return { responseUrl, userId: user?.id, ended };
   }
 
   /** Opens the session, or the MFA challenge when the user set up a second factor here (as after any login). */

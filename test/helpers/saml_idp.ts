@@ -7,12 +7,12 @@
  * Entra ID do; `/init` starts IdP-initiated SSO the same way.
  */
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createSign, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { inflateRawSync } from 'node:zlib';
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { SignedXml } from 'xml-crypto';
 import { startTestServer, type TestServer } from './server.ts';
 import { freePort } from './social.ts';
@@ -104,6 +104,15 @@ export class TestSamlIdp {
     });
     sig.computeSignature(response, { location: { reference: "//*[local-name(.)='Assertion']/*[local-name(.)='Issuer']", action: 'after' } });
     return sig.getSignedXml();
+  }
+
+  /** The query of a LogoutRequest for `nameId` by the HTTP-Redirect binding, signed unless `sign: false`. */
+  logoutQuery(o: { sloUrl: string; nameId: string; sign?: boolean; signer?: TestSamlIdp }): string {
+    const xml = `<samlp:LogoutRequest xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="_l${randomBytes(16).toString('hex')}" Version="2.0" IssueInstant="${iso(0)}" Destination="${esc(o.sloUrl)}"><saml:Issuer>${esc(this.entityId)}</saml:Issuer><saml:NameID Format="urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress">${esc(o.nameId)}</saml:NameID></samlp:LogoutRequest>`;
+    const query = `SAMLRequest=${encodeURIComponent(deflateRawSync(Buffer.from(xml)).toString('base64'))}&SigAlg=${encodeURIComponent('http://www.w3.org/2001/04/xmldsig-more#rsa-sha256')}`;
+    if (o.sign === false) return query;
+    const signature = createSign('RSA-SHA256').update(query).sign((o.signer ?? this).privateKey, 'base64');
+    return `${query}&Signature=${encodeURIComponent(signature)}`;
   }
 
   /** A base64 `SAMLResponse`. */

@@ -221,6 +221,23 @@ export function ssoRouter(services: Services): Router | undefined {
     })().catch((err: unknown) => refusal(res, err, sink.headers()));
   });
 
+  // Single Logout from the IdP (HTTP-Redirect): the signed LogoutRequest ends the person's sessions here.
+  router.get(new RegExp(`^/saml/(${ID})/slo/?$`), (req, res) => {
+    const id = String((req.params as Record<string, string>)['0']);
+    const original = req.originalUrl.includes('?') ? req.originalUrl.slice(req.originalUrl.indexOf('?') + 1) : '';
+    void (async () => {
+      const out = await sso.logout(id, req.query as Record<string, unknown>, original);
+      await audit(req, res, 'sso.logout', { metadata: { connection_id: id, user_id: out.userId ?? null, sessions_ended: out.ended } });
+      if (out.responseUrl !== undefined) {
+        res.statusCode = 302;
+        for (const [k, v] of Object.entries({ location: out.responseUrl, ...NO_STORE })) res.setHeader(k, v);
+        res.end();
+        return;
+      }
+      send(res, 200, page('Signed out', '<h1>Signed out</h1>'));
+    })().catch((err: unknown) => refusal(res, err));
+  });
+
   router.get(new RegExp(`^/sso/(${ID})/callback/?$`), (req, res) => {
     const id = String((req.params as Record<string, string>)['0']);
     const sink = new CookieSink();

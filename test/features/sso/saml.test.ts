@@ -163,6 +163,21 @@ test.serial('SAML: SP-initiated and IdP-initiated sign-in provision the user, it
     t.is(((await ADMINOK('audit_logs', { action: 'organization.sso_user_provisioned' }))['pagination'] as { total: number }).total, 1, 'provisioned once');
     t.true(((await ADMINOK('audit_logs', { action: 'organization.sso_teams_synced' }))['pagination'] as { total: number }).total >= 2);
 
+    // Single Logout from the IdP: an unsigned or foreign-signed LogoutRequest is refused; a signed one ends the sessions.
+    const sessionCookie = again.res.headers.getSetCookie().find((c) => c.startsWith('cookie_session='))!.split(';')[0]!.slice('cookie_session='.length);
+    const alive = async () => (await s.srv.call('profile', {}, { protocol: 'rest', cookies: { cookie_session: sessionCookie } })).error === undefined;
+    t.true(await alive());
+    const slo = `${s.srv.httpUrl}/saml/${s.conn.id}/slo`;
+    const unsigned = await fetch(`${slo}?${s.idp.logoutQuery({ sloUrl: slo, nameId: email, sign: false })}`, { redirect: 'manual' });
+    t.is(unsigned.status, 400);
+    t.true((await unsigned.text()).includes('saml_logout_invalid'));
+    const forged = await fetch(`${slo}?${s.idp.logoutQuery({ sloUrl: slo, nameId: email, signer: s.other })}`, { redirect: 'manual' });
+    t.is(forged.status, 400, 'signed by another IdP');
+    t.true(await alive(), 'refused logout requests end nothing');
+    const loggedOut = await fetch(`${slo}?${s.idp.logoutQuery({ sloUrl: slo, nameId: email })}`, { redirect: 'manual' });
+    t.is(loggedOut.status, 200, await loggedOut.text());
+    t.false(await alive(), 'the IdP\'s logout ended the session');
+
     // Replayed: the same assertion a second time.
     const replay = await post(s.conn.acs, idpInit);
     t.is(replay.res.status, 400);
