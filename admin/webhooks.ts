@@ -47,6 +47,7 @@ export const WEBHOOK_EVENTS = [
   'member.removed',
   'member.role_changed',
   'invitation.accepted',
+  'sso_connection.changed',
   'user.passkey_registered',
   'user.passkey_revoked',
 ] as const;

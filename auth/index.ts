@@ -115,6 +115,10 @@ export {
   type PublicScimToken,
   type TxtResolver,
 } from './organizations.ts';
+export { SqlSsoStore, type SsoConnectionRecord, type SsoConnectionType, type SamlSettings, type OidcSettings } from './sso_store.ts';
+export { SsoService, applyGroupRules, type ConnectionInput, type PublicSsoConnection, type SsoProfile } from './sso_connections.ts';
+export { SsoLogin, type SsoFinish, type SsoStart } from './sso_login.ts';
+export { readIdpMetadata } from './saml_sp.ts';
 export { SqlScimStore, type ScimTokenRecord, type ScimUserRow } from './scim_store.ts';
 export { ScimService, type ScimCall, type ScimRequest, type ScimResponse } from './scim.ts';
 export { ScimError, SCIM_ENTERPRISE, SCIM_GROUP, SCIM_USER } from './scim_document.ts';

@@ -35,8 +35,8 @@ export interface OrgEvent {
   /** Audit action, e.g. `organization.created`. */
   action: string;
   /** Webhook event, when the change has one. */
-  webhook?: 'organization.created' | 'member.added' | 'member.removed' | 'member.role_changed' | 'invitation.accepted';
-  resourceType: 'organization' | 'team' | 'invitation' | 'domain' | 'scim_token' | 'user';
+  webhook?: 'organization.created' | 'member.added' | 'member.removed' | 'member.role_changed' | 'invitation.accepted' | 'sso_connection.changed';
+  resourceType: 'organization' | 'team' | 'invitation' | 'domain' | 'scim_token' | 'sso_connection' | 'user';
   resourceId: string;
   data: Record<string, unknown>;
 }

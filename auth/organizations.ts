@@ -40,6 +40,7 @@ import {
   roleTuple,
   teamTuple,
   type OrgCall,
+  type OrgEvent,
   type OrganizationServiceOptions,
   type OrgSettingsInput,
   type OrgTuples,
@@ -476,6 +477,27 @@ export class OrganizationService {
     const tuples = this.#c.tuples();
     if (!this.#c.modelReady) await this.#c.ensureModel();
     return tuples;
+  }
+
+  /**
+   * For services that manage an organization's parts (auth/sso_connections.ts):
+   * the live organization (`not_found`), then `permission_denied` unless the
+   * actor holds `relation` on it, checked as this service checks its own calls.
+   */
+  async authorize(call: OrgCall, orgId: string, relation: string): Promise<OrgRecord> {
+    const org = await this.#c.live(orgId);
+    await this.#c.require(call, org.id, relation);
+    return org;
+  }
+
+  /** Records an event of a change made through {@link changeInTransaction} (its audit row and webhook, inside `tx`). */
+  async recordEvent(call: OrgCall, tx: StoreTransaction, event: OrgEvent): Promise<void> {
+    await this.#c.record(call, tx, event);
+  }
+
+  /** A role name checked against the roles and the model (`invalid_argument`, `failed_precondition`). */
+  checkRole(role: string): string {
+    return this.#c.role(role, 'member');
   }
 
   /** The role a member added without one gets in `org` (checked against the roles and the model). */

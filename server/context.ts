@@ -8,7 +8,7 @@
  */
 import type { Sequelize } from 'sequelize';
 import type { AdminService } from '../admin/index.ts';
-import type { AuthService, MainDatabase, MemoryStore, OAuthServer, SocialLogin } from '../auth/index.ts';
+import type { AuthService, MainDatabase, MemoryStore, OAuthServer, SocialLogin, SsoLogin } from '../auth/index.ts';
 import type { LatchkeyError } from '../engine/errors.ts';
 import type { Engine } from '../engine/index.ts';
 import type { SqlStore } from '../engine/sql/index.ts';
@@ -284,6 +284,8 @@ export interface Services {
   oauth?: OAuthServer;
   /** Social login, when a provider is configured; set with `auth`. */
   social?: SocialLogin;
+  /** Enterprise sign-in through organizations' SAML and OIDC connections; set with `auth` when organizations are on. */
+  sso?: SsoLogin;
   /** Super-admin operations, the mail queue and webhooks. */
   admin?: AdminService;
   /** Run at shutdown, last-registered first, before the database closes. */

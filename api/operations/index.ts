@@ -18,6 +18,7 @@ import { VERIFICATION_OPERATIONS } from './verification.ts';
 import { ORGANIZATION_OPERATIONS } from './organizations.ts';
 import { PASSKEY_OPERATIONS } from './passkeys.ts';
 import { REGISTRY_OPERATIONS } from './clients.ts';
+import { SSO_OPERATIONS } from './sso.ts';
 
 /** Any row of the table, with its own name and shapes. */
 export type OperationRow =
@@ -30,7 +31,8 @@ export type OperationRow =
   | (typeof PERMISSION_OPERATIONS)[number]
   | (typeof ADMIN_OPERATIONS)[number]
   | (typeof ORGANIZATION_OPERATIONS)[number]
-  | (typeof REGISTRY_OPERATIONS)[number];
+  | (typeof REGISTRY_OPERATIONS)[number]
+  | (typeof SSO_OPERATIONS)[number];
 
 /** The wire names of every operation. */
 export type OperationName = OperationRow['name'];
@@ -46,9 +48,10 @@ export const OPERATIONS: readonly OperationRow[] = checkTable<OperationRow>([
   ...ADMIN_OPERATIONS,
   ...ORGANIZATION_OPERATIONS,
   ...REGISTRY_OPERATIONS,
+  ...SSO_OPERATIONS,
 ]);
 
-export { META_OPERATIONS, AUTH_OPERATIONS, ACCOUNT_OPERATIONS, MFA_OPERATIONS, PASSKEY_OPERATIONS, VERIFICATION_OPERATIONS, PERMISSION_OPERATIONS, ADMIN_OPERATIONS, ORGANIZATION_OPERATIONS, REGISTRY_OPERATIONS };
+export { META_OPERATIONS, AUTH_OPERATIONS, ACCOUNT_OPERATIONS, MFA_OPERATIONS, PASSKEY_OPERATIONS, VERIFICATION_OPERATIONS, PERMISSION_OPERATIONS, ADMIN_OPERATIONS, ORGANIZATION_OPERATIONS, REGISTRY_OPERATIONS, SSO_OPERATIONS };
 export { CLIENT, API_KEY } from './clients.ts';
 export { ALL_PROTOCOLS, defineOperation, graphqlName, graphqlArg, grpcService, checkTable } from './types.ts';
 export type { AnyOperation, Operation, OperationAuth, Protocol } from './types.ts';

@@ -321,8 +321,10 @@ export const ORGANIZATION_OPERATIONS = [
       allowed_sign_in_methods: s.list(s.string()),
       required_mfa: s.bool(),
       auto_join: s.bool(),
+      sso_connection_id: s.optional(s.string({ doc: 'The enabled SSO connection bound to the email\'s domain, if any' })),
+      sso_url: s.optional(s.string({ doc: 'Where to send the browser to sign in with it (/sso/<id>)' })),
     }),
-    doc: 'Home-realm discovery: the organization that verified the email\'s domain and the sign-in methods it accepts.',
+    doc: 'Home-realm discovery: the organization that verified the email\'s domain, the sign-in methods it accepts, and the SSO connection that signs its addresses in.',
   }),
   defineOperation({
     ...user('switch_organization', 'SwitchOrganization'),

@@ -17,6 +17,10 @@ import {
   DynamoMemoryStore,
   OAuthServer,
   SocialLogin,
+  SqlSsoStore,
+  SsoLogin,
+  SsoService,
+  readIdpMetadata,
   createMemoryStore,
   engineAsPermissionEngine,
   sqlTransaction,
@@ -131,7 +135,50 @@ export async function plugAuth(services: Services): Promise<AuthService> {
   services.oauth = oauthServer(c, auth, memoryStore, issuer, registry);
   const social = socialLogin(services, auth, memoryStore, issuer);
   if (social !== undefined) services.social = social;
+  const sso = await ssoLogin(services, auth, memoryStore, issuer);
+  if (sso !== undefined) services.sso = sso;
   return auth;
+}
+
+/** IdP metadata fetched from its URL: 10 seconds, no redirects, at most 256 KiB. */
+async function fetchMetadata(url: string): Promise<string> {
+  let res: Response;
+  try {
+    res = await fetch(url, { redirect: 'error', signal: AbortSignal.timeout(10_000), headers: { accept: 'application/samlmetadata+xml, application/xml, text/xml' } });
+  } catch (err) {
+    throw new LatchkeyError('unavailable', 'the IdP metadata URL could not be reached', { reason: 'saml_metadata_unavailable', cause: err });
+  }
+  const text = await res.text();
+  if (!res.ok || text.length > 262_144) throw new LatchkeyError('failed_precondition', `the IdP metadata URL answered ${res.status}${res.ok ? ' with more than 256 KiB' : ''}`, { reason: 'saml_metadata_unavailable' });
+  return text;
+}
+
+/** Enterprise sign-in through organizations' connections, when organizations are on (its endpoints: transports/web/sso.ts). */
+async function ssoLogin(services: Services, auth: AuthService, store: MemoryStore, issuer: string): Promise<SsoLogin | undefined> {
+  const organizations = auth.organizations;
+  const db = services.database;
+  if (organizations === undefined || db.kind !== 'sql') return undefined;
+  const c = services.config;
+  const sqlStore = new SqlSsoStore({ sequelize: db.sequelize });
+  await sqlStore.init();
+  const connections = new SsoService({
+    organizations,
+    orgStore: organizations.store,
+    store: sqlStore,
+    users: auth.users,
+    publicUrl: issuer,
+    readMetadata: readIdpMetadata,
+    fetchMetadata,
+    nowSeconds: () => Math.floor(auth.options.now() / 1000),
+  });
+  return new SsoLogin({
+    auth,
+    connections,
+    store,
+    checkRedirectUri: (uri) => checkRedirectUri(uri, c.allowedOrigins, issuer),
+    defaultRedirectUri: c.enableLoginPage ? `${issuer}/app` : issuer,
+    now: epochMsOf(services.clock),
+  });
 }
 
 /**

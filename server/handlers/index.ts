@@ -15,6 +15,7 @@ import { PERMISSION_HANDLERS } from './permissions.ts';
 import { ADMIN_HANDLERS } from './admin.ts';
 import { ORGANIZATION_HANDLERS } from './organizations.ts';
 import { REGISTRY_HANDLERS } from './clients.ts';
+import { SSO_HANDLERS } from './sso.ts';
 
 export const HANDLERS: Handlers = Object.freeze({
   ...META_HANDLERS,
@@ -27,6 +28,7 @@ export const HANDLERS: Handlers = Object.freeze({
   ...ADMIN_HANDLERS,
   ...ORGANIZATION_HANDLERS,
   ...REGISTRY_HANDLERS,
+  ...SSO_HANDLERS,
 });
 
 export type { AnyHandler, Handler, Handlers, HandlersOf, ServedOperation } from './types.ts';

@@ -49,7 +49,7 @@ function recorder(ctx: RequestContext): OrgCall['record'] {
 }
 
 /** The call of the request: its actor (the user, or the super-admin) and its event recorder. */
-function orgCall(ctx: RequestContext): OrgCall {
+export function orgCall(ctx: RequestContext): OrgCall {
   const p = ctx.principal;
   if (p.kind === 'user') return { actor: { kind: 'user', userId: p.userId }, record: recorder(ctx) };
   if (p.kind === 'super_admin') return { actor: { kind: 'super_admin' }, record: recorder(ctx) };
@@ -131,7 +131,15 @@ export const ORGANIZATION_HANDLERS: HandlersOf<typeof ORGANIZATION_OPERATIONS> =
   ...USER_HANDLERS,
   ...ADMIN_HANDLERS,
   accept_organization_invitation: (ctx, input) => orgsOf(ctx).acceptInvitation(orgCall(ctx), input.token),
-  discover_organization: (ctx, input) => orgsOf(ctx).discover(input.email) as never,
+  discover_organization: async (ctx, input) => {
+    const found = await orgsOf(ctx).discover(input.email);
+    const sso = ctx.services.sso;
+    if (found['found'] !== true || sso === undefined) return found as never;
+    // Home-realm discovery: an enabled connection bound to the address's domain signs it in.
+    const connection = await sso.connections.forEmail(String(found['organization_id']), input.email.trim());
+    if (connection === undefined) return found as never;
+    return { ...found, sso_connection_id: connection.id, sso_url: `${sso.connections.publicUrl}/sso/${connection.id}` } as never;
+  },
   switch_organization: async (ctx, input) => {
     const result = await authOf(ctx).switchOrganization(input, callContext(ctx), { record: recorder(ctx) });
     setSessionCookies(ctx, result);

@@ -8,9 +8,10 @@
 import test from 'ava';
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type CallResult, type TestServer } from '../helpers/server.ts';
 import { DEPRECATED_MESSAGES, OPERATIONS, type Protocol } from '../../cmd/index.ts';
-import { ORGANIZATION_OPERATIONS, REGISTRY_OPERATIONS } from '../../api/index.ts';
+import { ORGANIZATION_OPERATIONS, REGISTRY_OPERATIONS, SSO_OPERATIONS } from '../../api/index.ts';
 import { startReceiver } from './receiver.ts';
 import { startSmtp } from './smtp.ts';
+import { TestSamlIdp } from '../helpers/saml_idp.ts';
 import { SoftwareAuthenticator, type Json } from '../helpers/software_authenticator.ts';
 
 const origin = 'https://app.example.com';
@@ -23,6 +24,8 @@ type Step = [op: string, input: (s: State) => Record<string, unknown>, after?: (
 /** The DNS TXT records the organization domain steps publish (the server's injected resolver reads them). */
 const TXT = new Map<string, string[][]>();
 const resolveTxt = async (name: string): Promise<string[][]> => TXT.get(name) ?? [];
+/** The SAML identity provider whose metadata the SSO connection steps read. */
+const SAML_IDP = new TestSamlIdp('coverage');
 
 const STEPS: Step[] = [
   ['admin_login', () => ({ admin_secret: TEST_ADMIN_SECRET })],
@@ -72,6 +75,13 @@ const STEPS: Step[] = [
   }],
   ['admin_scim_tokens', (s) => ({ organization_id: s['org'] ?? 'none' })],
   ['admin_revoke_scim_token', (s) => ({ token_id: s['scim_token'] ?? 'none' })],
+  ['admin_add_sso_connection', (s) => ({ organization_id: s['org'] ?? 'none', type: 'saml', domains: [`${s['p']}.example.com`], saml: { idp_metadata_xml: SAML_IDP.metadata('https://idp.example.com/sso') } }), (b, s) => {
+    s['sso_connection'] = b['id'] as string;
+  }],
+  ['admin_sso_connections', (s) => ({ organization_id: s['org'] ?? 'none' })],
+  ['admin_sso_connection', (s) => ({ connection_id: s['sso_connection'] ?? 'none' })],
+  ['admin_update_sso_connection', (s) => ({ connection_id: s['sso_connection'] ?? 'none', enabled: false })],
+  ['admin_delete_sso_connection', (s) => ({ connection_id: s['sso_connection'] ?? 'none' })],
   ['admin_delete_organization', (s) => ({ organization_id: s['org'] ?? 'none' })],
   // The client registry: a service account, its API key, then the client deleted.
   ['add_client', (s) => ({ client_id: `svc-${s['p']}`, kind: 'service_account', client_name: 'Billing bot' }), (b, s) => {
@@ -177,7 +187,7 @@ for (const backend of ['sqlite', 'dynamodb'] as const) {
           if (!row || !row.protocols.includes(protocol)) continue;
           const r: CallResult = await srv.call(op, input(state), { protocol, headers });
           // Organizations live on SQL main databases only (docs/organizations.md, "DynamoDB").
-          if (backend === 'dynamodb' && ORGANIZATION_OPERATIONS.some((o) => o.name === op)) {
+          if (backend === 'dynamodb' && [...ORGANIZATION_OPERATIONS, ...SSO_OPERATIONS].some((o) => o.name === op)) {
             t.is(r.error?.reason, 'organizations_unavailable', `${op} over ${protocol}`);
             driven.add(`${op}/${protocol}`);
             continue;

@@ -100,6 +100,11 @@ test('every admin operation refuses missing and wrong credentials on every proto
       admin_create_scim_token: { organization_id: 'x' },
       admin_scim_tokens: { organization_id: 'x' },
       admin_revoke_scim_token: { token_id: 'x' },
+      admin_add_sso_connection: { organization_id: 'x', type: 'saml' },
+      admin_sso_connections: { organization_id: 'x' },
+      admin_sso_connection: { connection_id: 'x' },
+      admin_update_sso_connection: { connection_id: 'x' },
+      admin_delete_sso_connection: { connection_id: 'x' },
     };
     for (const op of adminOps) {
       for (const protocol of op.protocols) {

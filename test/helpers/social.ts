@@ -38,6 +38,8 @@ export interface Account {
   email_verified?: boolean;
   given_name?: string;
   family_name?: string;
+  /** Sent when the login asks a scope whose claims (`scopeClaims`) name it. */
+  groups?: string[];
 }
 
 // ------------------------------------------------------------------ oidc-provider
@@ -51,7 +53,7 @@ export interface OidcProvider {
 }
 
 /** `oidc-provider` on loopback with client `clientId`/`clientSecret` allowed to redirect to `redirectUris`. */
-export async function startOidcProvider(o: { clientId: string; clientSecret: string; redirectUris: string[] }): Promise<OidcProvider> {
+export async function startOidcProvider(o: { clientId: string; clientSecret: string; redirectUris: string[]; scopeClaims?: Record<string, string[]> }): Promise<OidcProvider> {
   const accounts = new Map<string, Account>();
   let provider: Provider | undefined;
   const state = { account: 'alice' };
@@ -95,7 +97,7 @@ export async function startOidcProvider(o: { clientId: string; clientSecret: str
       },
     ],
     findAccount: async (_ctx: unknown, sub: string) => ({ accountId: sub, claims: async () => ({ sub, ...(accounts.get(sub) ?? {}) }) }),
-    claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['given_name', 'family_name'] },
+    claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['given_name', 'family_name'], ...(o.scopeClaims ?? {}) },
     // ID tokens carry the claims (as Google's do), not only the userinfo endpoint.
     conformIdTokenClaims: false,
     features: { devInteractions: { enabled: false } },

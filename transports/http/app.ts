@@ -4,7 +4,7 @@
  * from the operations table. Every error leaves as `{code, message}` with the
  * status from the error table.
  */
-import { scimRouter, webRoutes } from '../web/routes.ts';
+import { scimRouter, ssoRouter, webRoutes } from '../web/routes.ts';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -242,6 +242,10 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
   const scim = scimRouter({ services: o.services, config: o.services.config, rateLimiter: o.rateLimiter });
   if (scim !== undefined) app.use(scim);
   app.use(rateLimit(o.rateLimiter, reject));
+  // Enterprise sign-in (transports/web/sso.ts): the IdP's form POST to the ACS comes from the IdP's site, so the
+  // CSRF check cannot apply there; the signed, single-use assertion bound to the browser's state is its protection.
+  const sso = ssoRouter(o.services);
+  if (sso !== undefined) app.use(sso);
   app.use(csrf(config.allowedOrigins, reject));
   // Endpoints below /v1 other than the rows' would be served by express before the rows; the fast path (below) is off then.
   // Every endpoint outside the operations table, mounted here and nowhere else (transports/web/routes.ts).

@@ -270,10 +270,26 @@ const SCRIPT = `
     return true;
   }
   const codeFor = () => (viaLink ? { email: $('mfa-email').value.trim() } : who || {});
+  // Home-realm discovery: an address whose domain an organization signs in through its identity provider goes there.
+  let discovered = '';
+  async function homeRealm() {
+    const email = $('email').value.trim();
+    if (!email.includes('@') || email === discovered) return false;
+    discovered = email;
+    let found;
+    try { found = await call('discover_organization', { email }); } catch { return false; }
+    if (!found || typeof found.sso_url !== 'string' || !found.sso_url) return false;
+    const back = params.has('client_id') ? location.origin + base + 'authorize' + query : location.origin + location.pathname;
+    show('notice', t('redirectingSso', { name: found.name || '' }));
+    location.assign(found.sso_url + '?redirect_uri=' + encodeURIComponent(back));
+    return true;
+  }
+  $('email').addEventListener('change', () => { void homeRealm(); });
   $('login').addEventListener('submit', async (e) => {
     e.preventDefault();
     clear(); busy(true);
     try {
+      if (await homeRealm()) return;
       who = identify($('email').value);
       const body = await call('login', { ...who, password: $('password').value });
       if (!startChallenge(body)) done();

@@ -2,7 +2,8 @@
  * Every HTTP endpoint outside the operations table, in one list the HTTP
  * adapter mounts: OpenID discovery and the JWKS, the OAuth provider, the
  * sign-in page `/app`, social login, and the dashboard; and the SCIM router
- * (`/scim/v2`), mounted before the CSRF guard. Each is built from the
+ * (`/scim/v2`) and the SSO router (`/sso/<id>`, `/saml/<id>/…`), mounted
+ * before the CSRF guard. Each is built from the
  * services the composition root made; none exists when its service or flag
  * is off.
  */
@@ -15,6 +16,7 @@ import { oauthRoutes } from './oauth.ts';
 import { socialRoutes } from './social.ts';
 
 export { scimRouter, SCIM_BASE } from './scim.ts';
+export { ssoRouter } from './sso.ts';
 
 /** OpenID discovery (both well-known names) and the JWKS, so other services can verify our tokens (cacheable for 5 minutes). */
 function discoveryRoutes(auth: AuthService, c: Pick<Config, 'url' | 'host' | 'httpPort' | 'enablePkcePlain' | 'oauthRegistrationAccessToken'>): HttpRoute[] {

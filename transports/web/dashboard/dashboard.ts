@@ -33,6 +33,8 @@ const STYLE = read('./page.css');
 const SCRIPT = read('./page.js');
 /** The organization section's teams and roles, a second inline script with its own hash. */
 const ORGANIZATIONS_SCRIPT = read('./organizations.js');
+/** The SSO and SCIM section (its own file; it registers its loader with page.js). */
+const SSO_SCRIPT = read('./sso.js');
 const PAGE_HTML = read('./page.html');
 
 /**
@@ -46,7 +48,8 @@ function pageHtml(organization: { name: string; logo: string }, organizationRole
   const data = JSON.stringify({ organization, templates: DEFAULT_EMAIL_TEMPLATES, organization_roles: ['owner', 'admin', 'member', ...organizationRoles] }).replace(/</g, '\\u003c');
   return PAGE_HTML.replace('<style>/*STYLE*/</style>', () => `<style>${STYLE}</style>`)
     .replace('<script>/*SCRIPT*/</script>', () => `<script type="application/json" id="dashboard-data">${data}</script>\n<script>${SCRIPT}</script>`)
-    .replace('<script>/*ORGANIZATIONS*/</script>', () => `<script>${ORGANIZATIONS_SCRIPT}</script>`);
+    .replace('<script>/*ORGANIZATIONS*/</script>', () => `<script>${ORGANIZATIONS_SCRIPT}</script>`)
+    .replace('<script>/*SSO_SCRIPT*/</script>', () => `<script>${SSO_SCRIPT}</script>`);
 }
 
 const hash = (text: string): string => `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;
@@ -54,7 +57,7 @@ const hash = (text: string): string => `'sha256-${createHash('sha256').update(te
 /** The dashboard's policy: its own inline style and script (by hash), fetches to its own origin, no framing, no native form posts. */
 export const DASHBOARD_CSP = [
   "default-src 'none'",
-  `script-src ${hash(SCRIPT)} ${hash(ORGANIZATIONS_SCRIPT)}`,
+  `script-src ${hash(SCRIPT)} ${hash(ORGANIZATIONS_SCRIPT)} ${hash(SSO_SCRIPT)}`,
   `style-src ${hash(STYLE)}`,
   "style-src-attr 'unsafe-inline'",
   'img-src data: https:',

@@ -160,6 +160,8 @@
 
   // ------------------------------------------------------------ navigation
   const loaders = {};
+  // Sections kept in their own scripts (sso.js) register their loaders through this.
+  window.latchkeyDashboard = { loaders, api, el, clear, when, badge, guarded, toast, confirmDialog };
   function route() {
     const name = location.hash.replace(/^#/, '') || 'overview';
     const section = loaders[name] ? name : 'overview';
