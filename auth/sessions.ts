@@ -44,6 +44,12 @@ export interface SessionRecord {
   cookie_hash: string;
   /** Milliseconds since the epoch when the session was created. */
   created_ms: number;
+  /**
+   * The thumbprint (RFC 7638) of the DPoP key the session's access tokens
+   * are bound to (`cnf.jkt`, RFC 9449): set for an OAuth grant made with a
+   * DPoP proof; such a session's refresh tokens are redeemed with a proof only.
+   */
+  jkt?: string;
   /** The active organization (`switch_organization`): its id goes into the session's tokens as `org_id`. */
   org_id?: string | undefined;
 }
@@ -227,7 +233,7 @@ export class SessionManager {
    * `ended:<sid>` is written before an ending deletes anything, so either the
    * ending deletes this write or this call sees the marker (security matrix B6).
    */
-  async rotateCookie(session: SessionRecord, patch: Partial<Pick<SessionRecord, 'roles' | 'scope' | 'org_id'>> = {}): Promise<{ session: SessionRecord; cookieToken: string }> {
+  async rotateCookie(session: SessionRecord, patch: Partial<Pick<SessionRecord, 'roles' | 'scope' | 'org_id' | 'jkt'>> = {}): Promise<{ session: SessionRecord; cookieToken: string }> {
     const cookieToken = newId(32);
     const next: SessionRecord = { ...session, ...patch, cookie_hash: hashToken(cookieToken) };
     await this.#store.set(`sess:${session.sid}`, JSON.stringify(next), this.sessionTtl);

@@ -343,7 +343,7 @@ export class TokenService {
       // Only what /authorize accepts: plain only with --enable-pkce-plain.
       code_challenge_methods_supported: options.pkcePlain === true ? ['S256', 'plain'] : ['S256'],
       authorization_response_iss_parameter_supported: true,
-      // RFC 9449 §5.1: DPoP proofs at the token endpoint (binding client_credentials tokens).
+      // RFC 9449 §5.1: DPoP proofs at the token endpoint (binding the tokens of the code, refresh, device and client_credentials grants).
       dpop_signing_alg_values_supported: [...DPOP_ALGORITHMS],
       scopes_supported: ['openid', 'email', 'profile', 'phone', 'offline_access'],
       claims_supported: [

@@ -273,7 +273,7 @@ function machinePrincipals(
         throw refused();
       }
       const jkt = (claims['cnf'] as { jkt?: unknown } | undefined)?.jkt;
-      if (typeof jkt !== 'string' || proof.proof === undefined || claims['gty'] !== 'client_credentials' || typeof claims['sub'] !== 'string') throw refused();
+      if (typeof jkt !== 'string' || proof.proof === undefined || typeof claims['sub'] !== 'string') throw refused();
       let proven: { jkt: string };
       try {
         proven = await dpop.verify(proof.proof, proof.method, `${issuer}${proof.path}`, token);
@@ -281,6 +281,8 @@ function machinePrincipals(
         throw refused();
       }
       if (proven.jkt !== jkt) throw refused();
+      // A user's token of a DPoP-bound grant (code, refresh, device): its session must be alive, as for a bearer token.
+      if (claims['gty'] !== 'client_credentials') return auth.authenticateBound(token, proven.jkt);
       const p = await serviceAccount(claims['sub'], claims);
       if (p === undefined) throw refused();
       return p;

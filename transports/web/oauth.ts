@@ -34,6 +34,7 @@ const OAUTH_ERRORS = new Set([
   'insufficient_scope',
   'invalid_target',
   'invalid_dpop_proof',
+  'use_dpop_nonce',
   'authorization_pending',
   'slow_down',
   'access_denied',
@@ -63,7 +64,7 @@ function errorResponse(services: Services, request: HttpRouteRequest, thrown: un
   const headers: Record<string, string> = { ...NO_STORE };
   const wait = err.details?.['retry_after_seconds'];
   if ((err.code === 'unavailable' || err.code === 'resource_exhausted') && typeof wait === 'number') headers['retry-after'] = String(wait);
-  if (error === 'invalid_dpop_proof') {
+  if (error === 'invalid_dpop_proof' && status === 401) {
     headers['www-authenticate'] = `DPoP error="invalid_dpop_proof", algs="${DPOP_ALGORITHMS.join(' ')}"`;
   } else if (error === 'invalid_token' || error === 'insufficient_scope') {
     headers['www-authenticate'] = `Bearer error="${error}", error_description="${err.message.replace(/["\\]/g, '')}"`;
@@ -146,14 +147,27 @@ export function oauthRoutes(services: Services): HttpRoute[] {
       return errorResponse(services, request, err);
     }
   };
+  // RFC 9449 §5: at the authorization server a refused proof is an error response (400) like any other;
+  // the 401 with a DPoP challenge is a resource's answer (§7.1, /userinfo).
+  const refusal = (request: HttpRouteRequest, err: unknown): HttpRouteResponse =>
+    errorResponse(services, request, err instanceof LatchkeyError && err.reason === 'invalid_dpop_proof' ? new LatchkeyError('invalid_argument', err.message, { reason: 'invalid_dpop_proof' }) : err);
+  // RFC 9449 §8: a request that carried a DPoP proof is answered with the current server nonce, its refusal included.
+  const withNonce = async (request: HttpRouteRequest, response: HttpRouteResponse): Promise<HttpRouteResponse> => {
+    if (request.dpop === undefined) return response;
+    try {
+      return { ...response, headers: { ...response.headers, 'dpop-nonce': await oauth.dpop.nonce() } };
+    } catch (err) {
+      return errorResponse(services, request, err);
+    }
+  };
   const endpoint =
     (handle: (params: Readonly<Record<string, unknown>>, authorization: string | undefined, onEvent: OAuthEventSink, dpop: string | undefined) => Promise<unknown>) =>
     async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
       try {
         if (request.bodyError !== undefined) throw new LatchkeyError(request.bodyError.code, request.bodyError.message, { reason: 'invalid_request' });
-        return { body: await handle(request.body, request.authorization, auditSink(services, request), request.dpop), headers: NO_STORE };
+        return await withNonce(request, { body: await handle(request.body, request.authorization, auditSink(services, request), request.dpop), headers: NO_STORE });
       } catch (err) {
-        return errorResponse(services, request, err);
+        return withNonce(request, refusal(request, err));
       }
     };
   // RFC 8628 §3.3: where the user enters the code shown on the device, signed in, and approves or denies.
@@ -195,14 +209,16 @@ export function oauthRoutes(services: Services): HttpRoute[] {
   const par = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
     try {
       if (request.bodyError !== undefined) throw new LatchkeyError(request.bodyError.code, request.bodyError.message, { reason: 'invalid_request' });
-      return { status: 201, body: await oauth.pushAuthorizationRequest(request.body, request.authorization), headers: NO_STORE };
+      return await withNonce(request, { status: 201, body: await oauth.pushAuthorizationRequest(request.body, request.authorization, request.dpop), headers: NO_STORE });
     } catch (err) {
-      return errorResponse(services, request, err);
+      return withNonce(request, refusal(request, err));
     }
   };
   const userinfo = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
     try {
       if (request.bodyError !== undefined) throw new LatchkeyError(request.bodyError.code, request.bodyError.message, { reason: 'invalid_request' });
+      const bound = request.authorization === undefined ? undefined : /^DPoP\s+([A-Za-z0-9\-._~+/]+=*)\s*$/i.exec(request.authorization)?.[1];
+      if (bound !== undefined) return { body: await oauth.userinfo(bound, { proof: request.dpop, method: request.method }), headers: NO_STORE };
       return { body: await oauth.userinfo(bearerOf(request)), headers: NO_STORE };
     } catch (err) {
       return errorResponse(services, request, err);
