@@ -6,6 +6,7 @@
 import { LatchkeyError, OUTAGE_RETRY_AFTER_SECONDS, toPublicError } from '../engine/errors.ts';
 import { pingMainDatabase } from './compose/database.ts';
 import { hasCredentials, resolvePrincipal } from './authenticate.ts';
+import { refuseOutOfScope } from './api_key_scopes.ts';
 import { ANONYMOUS } from './context.ts';
 import type { Clock, CookieSink, Credentials, Principal, Protocol, RequestContext } from './context.ts';
 import { outageSummary, type Logger } from './logger.ts';
@@ -132,6 +133,7 @@ export function createPipeline(services: Services, metrics: Metrics, handlers: H
             : resolvePrincipal(services.authenticators, op.auth, info.credentials, info);
         if (principal instanceof Promise) principal = await principal;
         refuseDelegated(op, principal);
+        refuseOutOfScope(op, principal);
         const input = validate(op.input, rawInput ?? {});
         let output = handlerFor(op)(new CallContext(info, principal, services, op.name), input);
         if (output instanceof Promise) output = await output;
