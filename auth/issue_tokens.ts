@@ -63,7 +63,7 @@ export async function issueTokens(
     }
   }
   // RFC 9449 §6: a DPoP-bound session's access tokens name the key (`cnf.jkt`).
-  const access = await d.tokens.sign('access_token', user.id, { ...custom, ...common, ...(session.jkt === undefined ? {} : { cnf: { jkt: session.jkt } }) });
+  const access = await d.tokens.sign('access_token', user.id, { ...custom, ...common, ...(session.jkt === undefined ? {} : { cnf: { jkt: session.jkt } }) }, undefined, session.resource === undefined ? [] : [session.resource]);
   const { id: _id, created_at, updated_at, app_data, revoked_timestamp: _r, ...profile } = pub;
   const id = await d.tokens.sign('id_token', user.id, {
     ...custom,

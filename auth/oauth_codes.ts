@@ -38,6 +38,8 @@ export interface CodeGrant {
   expires_ms: number;
   /** RFC 9449 §10: the thumbprint of the DPoP key the code must be redeemed with (`dpop_jkt`). */
   dpop_jkt?: string;
+  /** RFC 8707: the resource server the authorization request named. */
+  resource?: string;
 }
 
 /** Outcome of {@link AuthorizationCodes.redeem}. */

@@ -30,6 +30,7 @@ import { MAX_ACTORS } from './permissions.ts';
 import { DpopVerifier, JKT_FORMAT, checkGrantKey, invalidDpopProof } from './dpop.ts';
 import { DeviceCodes, GRANT_DEVICE_CODE } from './device_flow.ts';
 import { UnavailableClientStore } from './client_store.ts';
+import { grantedResource, requestedResource } from './resource_indicators.ts';
 import { OidcEndpoints, type EndSessionOutcome } from './oidc_endpoints.ts';
 import type { SessionRecord } from './sessions.ts';
 import type { UserRecord } from './user_store_types.ts';
@@ -238,6 +239,13 @@ export class OAuthServer {
     if (state !== undefined && state.length > 1024) return fail('invalid_request', 'state is too long');
     // RFC 9449 §10: the code is redeemed only with a DPoP proof by this key.
     const dpopJkt = p.get('dpop_jkt');
+    let resource: string | undefined;
+    try {
+      resource = requestedResource(p, registered?.audiences ?? []);
+    } catch (err) {
+      return fail('invalid_target', (err as LatchkeyError).message);
+    }
+    if (resource !== undefined && implicit) return fail('invalid_target', 'resource applies to response_type code only');
     if (dpopJkt !== undefined && (implicit || !JKT_FORMAT.test(dpopJkt))) return fail('invalid_request', implicit ? 'dpop_jkt applies to response_type code only' : 'dpop_jkt must be a JWK SHA-256 thumbprint (43 base64url characters)');
 
     const challenge = p.get('code_challenge');
@@ -288,6 +296,7 @@ export class OAuthServer {
         ...(nonce === undefined ? {} : { nonce }),
         ...(challenge === undefined ? {} : { code_challenge: challenge, code_challenge_method: method === 'S256' ? 'S256' : 'plain' }),
         ...(dpopJkt === undefined ? {} : { dpop_jkt: dpopJkt }),
+        ...(resource === undefined ? {} : { resource }),
       };
       code = await this.codes.issue(grant, this.#now());
       if (!frontTokens) return reply({ code });
@@ -321,11 +330,12 @@ export class OAuthServer {
 
   // The grant's session says how its user authenticated (login method, auth_time, and the amr of a second factor).
   // `jkt`: the DPoP key the grant's tokens are bound to (RFC 9449 §5).
-  #childSession(user: UserRecord, from: Pick<SessionRecord, 'login_method' | 'auth_time' | 'amr'>, roles: string[], scope: string[], clientId?: string, jkt?: string): Promise<SessionRecord> {
+  #childSession(user: UserRecord, from: Pick<SessionRecord, 'login_method' | 'auth_time' | 'amr'>, roles: string[], scope: string[], clientId?: string, jkt?: string, resource?: string): Promise<SessionRecord> {
     const amr = from.amr === undefined ? {} : { amr: from.amr };
     const client = clientId === undefined ? {} : { client_id: clientId };
     const bound = jkt === undefined ? {} : { jkt };
-    return this.#auth.sessions.create({ user_id: user.id, roles, scope, login_method: from.login_method, auth_time: from.auth_time, ...amr, ...client, ...bound }).then((c) => c.session);
+    const target = resource === undefined ? {} : { resource };
+    return this.#auth.sessions.create({ user_id: user.id, roles, scope, login_method: from.login_method, auth_time: from.auth_time, ...amr, ...client, ...bound, ...target }).then((c) => c.session);
   }
 
   #reply(redirectUri: string, mode: ResponseMode, fields: Record<string, string>): AuthorizeOutcome {
@@ -665,11 +675,13 @@ export class OAuthServer {
       if (!withSecret) throw invalidClient('client_secret is required for a code issued without code_challenge');
     }
     checkGrantKey(g.dpop_jkt, jkt, true);
+    // RFC 8707 §2.2: the token request may name the resource the authorization request named, and no other.
+    const resource = grantedResource(p, g.resource);
     if ((await this.#auth.sessions.get(g.sid)) === undefined) throw invalidGrant('the session that authorized this code has ended');
     const user = await this.#activeUser(g.user_id);
     if (user === undefined) throw invalidGrant('invalid authorization code');
     const roles = g.roles.filter((role) => user.roles.includes(role));
-    const session = await this.#childSession(user, g, roles, g.scope, client.fromFlags ? undefined : client.record.client_id, jkt);
+    const session = await this.#childSession(user, g, roles, g.scope, client.fromFlags ? undefined : client.record.client_id, jkt, resource);
     if (!(await this.codes.bindSession(r.hash, session.sid))) {
       await this.#auth.sessions.end(session.sid);
       await onEvent({ action: 'token.code_reuse', userId: user.id });
@@ -693,6 +705,7 @@ export class OAuthServer {
     if (!withSecret) throw invalidClient('client_credentials requires the client secret');
     if (!client.fromFlags) return this.#serviceAccountGrant(p, client.record, onEvent, jkt);
     if (jkt !== undefined) throw invalidRequest('DPoP-bound tokens are issued to registered service accounts only');
+    requestedResource(p, []);
     const requested = (p.get('scope') ?? '').split(' ').filter(Boolean);
     if (requested.length > 0) throw new LatchkeyError('invalid_argument', 'client_credentials grants no scope', { reason: 'invalid_scope' });
     const clientId = this.#auth.options.clientId;
@@ -713,12 +726,14 @@ export class OAuthServer {
     const wider = requested.find((s) => !r.scopes.includes(s));
     if (wider !== undefined) throw new LatchkeyError('invalid_argument', `scope ${wider} is not allowed for this client`, { reason: 'invalid_scope' });
     const scope = requested.length > 0 ? requested : r.scopes;
+    const resource = requestedResource(p, r.audiences);
     const ttl = r.access_token_ttl ?? this.#auth.options.accessTokenTtl;
     const access = await this.#auth.tokens.sign(
       'access_token',
       r.client_id,
       { client_id: r.client_id, gty: GRANT_CLIENT_CREDENTIALS, scope, roles: r.roles, fga_subject: serviceAccountSubject(r.client_id), ...(jkt === undefined ? {} : { cnf: { jkt } }) },
       ttl,
+      resource === undefined ? [] : [resource],
     );
     await onEvent({ action: 'token.issued', metadata: { grant_type: GRANT_CLIENT_CREDENTIALS, subject: serviceAccountSubject(r.client_id), dpop: jkt !== undefined } });
     return { access_token: access.token, token_type: jkt === undefined ? 'Bearer' : 'DPoP', expires_in: ttl, scope: scope.join(' ') };
@@ -755,6 +770,7 @@ export class OAuthServer {
     // Checked before the rotation, so that a refused proof does not spend the refresh token.
     const grant = typeof sid === 'string' ? await this.#auth.sessions.get(sid) : undefined;
     checkGrantKey(grant?.jkt, jkt, publicClient);
+    grantedResource(p, grant?.resource);
     let out: Awaited<ReturnType<AuthService['refresh']>>;
     try {
       out = await this.#auth.refresh(refreshToken, jkt);

@@ -50,6 +50,8 @@ export interface SessionRecord {
    * DPoP proof; such a session's refresh tokens are redeemed with a proof only.
    */
   jkt?: string;
+  /** The resource server (RFC 8707) the grant was made for: its access tokens name it in `aud`. */
+  resource?: string;
   /** The active organization (`switch_organization`): its id goes into the session's tokens as `org_id`. */
   org_id?: string | undefined;
 }
