@@ -189,6 +189,7 @@ export class ClientRegistry {
       previous_secret_expires_at: null,
       disabled: false,
       require_pushed_authorization_requests: false,
+      registration_token_digest: null,
       created_at: 0,
       updated_at: 0,
     };
@@ -264,6 +265,7 @@ export class ClientRegistry {
       previous_secret_expires_at: null,
       disabled: input.disabled ?? false,
       require_pushed_authorization_requests: input.require_pushed_authorization_requests ?? false,
+      registration_token_digest: null,
       created_at: now,
       updated_at: now,
     };
@@ -331,6 +333,37 @@ export class ClientRegistry {
     await this.#validate(next);
     if (!(await this.#o.store.updateClient(next))) throw notFound();
     return this.view({ record: next, fromFlags: false });
+  }
+
+  /** True when `secret` is the client's current secret, or its previous one within the rotation's overlap. */
+  secretMatches(record: ClientRecord, secret: unknown): boolean {
+    if (typeof secret !== 'string') return false;
+    if (digestEqual(secret, record.secret_digest)) return true;
+    const overlap = record.previous_secret_expires_at;
+    return overlap !== null && overlap > this.#o.nowSeconds() && digestEqual(secret, record.previous_secret_digest);
+  }
+
+  /**
+   * RFC 7592: a new registration access token for a registered client (the
+   * previous one stops working); answered this once, stored as its digest.
+   */
+  async issueRegistrationToken(clientId: string): Promise<string> {
+    const current = await this.#registered(clientId);
+    const token = newSecret();
+    if (!(await this.#o.store.updateClient({ ...current, registration_token_digest: digestOf(token) }))) throw notFound();
+    return token;
+  }
+
+  /**
+   * RFC 7592 §2: the client a registration access token is for. An unknown
+   * client, one without a token and a wrong token are refused alike
+   * (`unauthenticated`, reason `invalid_token`).
+   */
+  async byRegistrationToken(clientId: string, token: string | undefined): Promise<ClientRecord> {
+    const refused = (): LatchkeyError => new LatchkeyError('unauthenticated', 'a valid registration access token is required', { reason: 'invalid_token' });
+    const c = token === undefined ? undefined : await this.find(clientId);
+    if (c === undefined || c.fromFlags || c.record.registration_token_digest === null || !digestEqual(token ?? '', c.record.registration_token_digest)) throw refused();
+    return c.record;
   }
 
   /** `delete_client`: removes the client and revokes its API keys. */

@@ -25,12 +25,13 @@ import { issueTokens } from './issue_tokens.ts';
 import type { MemoryStore } from './memory_store.ts';
 import { AuthorizationCodes, type CodeGrant } from './oauth_codes.ts';
 import { activeUser, invalidClient, invalidGrant, invalidRequest, readParams, safeEqual, type OAuthParams } from './oauth_common.ts';
-import { ClientRegistry, GRANT_CLIENT_CREDENTIALS, GRANT_TOKEN_EXCHANGE, serviceAccountSubject, type ClientInput, type ResolvedClient } from './client_registry.ts';
+import { ClientRegistry, GRANT_CLIENT_CREDENTIALS, GRANT_TOKEN_EXCHANGE, serviceAccountSubject, type ResolvedClient } from './client_registry.ts';
 import { MAX_ACTORS } from './permissions.ts';
 import { DpopVerifier, JKT_FORMAT, checkGrantKey, invalidDpopProof } from './dpop.ts';
 import { DeviceCodes, GRANT_DEVICE_CODE } from './device_flow.ts';
 import { UnavailableClientStore } from './client_store.ts';
 import { grantedResource, requestedResource } from './resource_indicators.ts';
+import { ClientConfiguration, clientInformation, clientMetadataInput } from './client_configuration.ts';
 import { OidcEndpoints, type EndSessionOutcome } from './oidc_endpoints.ts';
 import type { SessionRecord } from './sessions.ts';
 import type { UserRecord } from './user_store_types.ts';
@@ -70,7 +71,7 @@ export interface OAuthServerOptions {
  * revoked, or a spent code or rotated refresh token presented again.
  */
 export interface OAuthEvent {
-  action: 'token.issued' | 'token.refreshed' | 'token.revoked' | 'token.code_reuse' | 'token.refresh_token_reuse' | 'user.logout' | 'device.approved' | 'device.denied' | 'client.registered';
+  action: 'token.issued' | 'token.refreshed' | 'token.revoked' | 'token.code_reuse' | 'token.refresh_token_reuse' | 'user.logout' | 'device.approved' | 'device.denied' | 'client.registered' | 'client.updated' | 'client.deleted';
   userId?: string | undefined;
   metadata?: Record<string, unknown>;
 }
@@ -123,6 +124,8 @@ export class OAuthServer {
   readonly dpop: DpopVerifier;
   /** Device codes of the device authorization grant (RFC 8628). */
   readonly devices: DeviceCodes;
+  /** The client configuration endpoint of dynamically registered clients (RFC 7592). */
+  readonly configuration: ClientConfiguration;
 
   constructor(options: OAuthServerOptions) {
     this.#o = options;
@@ -140,6 +143,7 @@ export class OAuthServer {
         roles: options.auth.options.roles,
         supportedScopes: SUPPORTED_SCOPES,
       });
+    this.configuration = new ClientConfiguration(this.registry, options.auth.options.issuer, SUPPORTED_SCOPES);
     this.#oidc = new OidcEndpoints({ auth: options.auth, clientSecret: options.clientSecret, checkRedirectUri: options.checkRedirectUri, registry: this.registry });
     this.codes = new AuthorizationCodes({
       store: options.store,
@@ -420,58 +424,18 @@ export class OAuthServer {
    * when `grant_types` asks for client_credentials; roles cannot be given
    * (the admin API does that). Answers the client's metadata with
    * `client_id_issued_at`, and a secret-authenticated client's
-   * `client_secret` (shown once, never expiring). Errors: `invalid_token`
-   * (401), `invalid_client_metadata`, `invalid_redirect_uri` (400).
+   * `client_secret` (shown once, never expiring), with the
+   * `registration_access_token` and `registration_client_uri` of RFC 7592
+   * (see {@link ClientConfiguration}). Errors: `invalid_token` (401),
+   * `invalid_client_metadata`, `invalid_redirect_uri` (400).
    */
   async register(body: Readonly<Record<string, unknown>>, authorization: string | undefined): Promise<Record<string, unknown>> {
     const expected = this.#o.registrationAccessToken ?? '';
     const presented = authorization === undefined ? undefined : /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1];
     if (expected === '' || presented === undefined || !safeEqual(presented, expected)) throw new LatchkeyError('unauthenticated', 'a valid initial access token is required', { reason: 'invalid_token' });
-    const meta = (name: string): unknown => body[name];
-    const strings = (name: string): string[] | undefined => {
-      const v = meta(name);
-      if (v === undefined || v === null) return undefined;
-      if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) throw new LatchkeyError('invalid_argument', `${name} must be an array of strings`, { reason: 'invalid_client_metadata' });
-      return v as string[];
-    };
-    const text = (name: string): string | undefined => {
-      const v = meta(name);
-      if (v === undefined || v === null) return undefined;
-      if (typeof v !== 'string') throw new LatchkeyError('invalid_argument', `${name} must be a string`, { reason: 'invalid_client_metadata' });
-      return v;
-    };
-    const grantTypes = strings('grant_types');
-    // The server fetches jwks_uri: through open registration only a public https URL, never a loopback one.
-    const jwksUri = text('jwks_uri');
-    if (jwksUri !== undefined && !/^https:\/\//i.test(jwksUri)) throw new LatchkeyError('invalid_argument', 'jwks_uri must be an https URL', { reason: 'invalid_client_metadata' });
-    const scope = text('scope');
-    const jwks = meta('jwks');
-    if (jwks !== undefined && (jwks === null || typeof jwks !== 'object' || Array.isArray(jwks))) throw new LatchkeyError('invalid_argument', 'jwks must be a JWK Set', { reason: 'invalid_client_metadata' });
-    const input: ClientInput = {
-      kind: grantTypes?.includes(GRANT_CLIENT_CREDENTIALS) ? 'service_account' : 'interactive',
-      client_name: text('client_name'),
-      application_type: text('application_type'),
-      token_endpoint_auth_method: text('token_endpoint_auth_method'),
-      redirect_uris: strings('redirect_uris'),
-      grant_types: grantTypes,
-      scopes: scope === undefined ? undefined : scope.split(' ').filter(Boolean),
-      jwks: jwks ?? undefined,
-      jwks_uri: jwksUri,
-    };
-    const { client, client_secret } = await this.registry.add(input);
-    return {
-      client_id: client.client_id,
-      ...(client_secret === null ? {} : { client_secret, client_secret_expires_at: 0 }),
-      client_id_issued_at: client.created_at,
-      client_name: client.client_name,
-      application_type: client.application_type,
-      token_endpoint_auth_method: client.token_endpoint_auth_method,
-      redirect_uris: client.redirect_uris,
-      grant_types: client.grant_types,
-      scope: client.scopes.join(' '),
-      ...(client.jwks === null ? {} : { jwks: client.jwks }),
-      ...(client.jwks_uri === null ? {} : { jwks_uri: client.jwks_uri }),
-    };
+    const { client, client_secret } = await this.registry.add(clientMetadataInput(body));
+    // RFC 7592: the client reads, replaces and deletes its registration with this token.
+    return this.configuration.registered({ ...clientInformation(client), ...(client_secret === null ? {} : { client_secret, client_secret_expires_at: 0 }) }, client.client_id);
   }
 
   // ---------------------------------------------------------------- /oauth/par

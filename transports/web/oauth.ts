@@ -205,6 +205,25 @@ export function oauthRoutes(services: Services): HttpRoute[] {
       return errorResponse(services, request, err);
     }
   };
+  // RFC 7592: the registration of `?client_id=` read (GET), replaced (PUT) or deleted (DELETE, 204) with its registration access token.
+  const configure = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
+    try {
+      const clientId = typeof request.query['client_id'] === 'string' ? request.query['client_id'] : '';
+      if (request.method === 'POST') return await register(request);
+      if (request.bodyError !== undefined) throw new LatchkeyError(request.bodyError.code, request.bodyError.message, { reason: 'invalid_client_metadata' });
+      if (request.method === 'GET') return { body: await oauth.configuration.read(clientId, request.authorization), headers: NO_STORE };
+      if (request.method === 'PUT') {
+        const body = await oauth.configuration.update(clientId, request.authorization, request.body);
+        await auditSink(services, request)({ action: 'client.updated', metadata: { client_id: clientId } });
+        return { body, headers: NO_STORE };
+      }
+      await oauth.configuration.delete(clientId, request.authorization);
+      await auditSink(services, request)({ action: 'client.deleted', metadata: { client_id: clientId } });
+      return { status: 204, headers: NO_STORE };
+    } catch (err) {
+      return errorResponse(services, request, err);
+    }
+  };
   // RFC 9126 §2.2: 201 with the request_uri.
   const par = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
     try {
@@ -252,7 +271,7 @@ export function oauthRoutes(services: Services): HttpRoute[] {
     { path: '/oauth/token', methods: ['POST'], handler: endpoint((p, a, e, d) => oauth.token(p, a, e, d)) },
     { path: '/oauth/revoke', methods: ['POST'], handler: endpoint((p, a, e) => oauth.revoke(p, a, e)) },
     { path: '/oauth/par', methods: ['POST'], handler: par },
-    ...(oauth.registrationEnabled ? [{ path: '/oauth/register', methods: ['POST' as const], handler: register }] : []),
+    ...(oauth.registrationEnabled ? [{ path: '/oauth/register', methods: ['POST' as const, 'GET' as const, 'PUT' as const, 'DELETE' as const], handler: configure }] : []),
     { path: '/oauth/device_authorization', methods: ['POST'], handler: endpoint((p, a) => oauth.deviceAuthorization(p, a)) },
     { path: '/app/device', methods: ['GET', 'POST'], handler: device },
     { path: '/oauth/introspect', methods: ['POST'], handler: endpoint((p, a) => oauth.introspect(p, a)) },
