@@ -39,6 +39,8 @@ export function clientMetadataInput(body: Readonly<Record<string, unknown>>): Cl
   const jwksUri = text('jwks_uri');
   if (jwksUri !== undefined && !/^https:\/\//i.test(jwksUri)) throw invalidMetadata('jwks_uri must be an https URL');
   const scope = text('scope');
+  const logoutUri = text('backchannel_logout_uri');
+  if (logoutUri !== undefined && !/^https:\/\//i.test(logoutUri)) throw invalidMetadata('backchannel_logout_uri must be an https URL');
   const jwks = body['jwks'];
   if (jwks !== undefined && (jwks === null || typeof jwks !== 'object' || Array.isArray(jwks))) throw invalidMetadata('jwks must be a JWK Set');
   return {
@@ -51,6 +53,7 @@ export function clientMetadataInput(body: Readonly<Record<string, unknown>>): Cl
     scopes: scope === undefined ? undefined : scope.split(' ').filter(Boolean),
     jwks: jwks ?? undefined,
     jwks_uri: jwksUri,
+    ...(logoutUri === undefined ? {} : { backchannel_logout_uri: logoutUri }),
   };
 }
 
@@ -67,6 +70,7 @@ export function clientInformation(client: PublicClient | ClientRecord): Record<s
     scope: client.scopes.join(' '),
     ...(client.jwks === null ? {} : { jwks: client.jwks }),
     ...(client.jwks_uri === null ? {} : { jwks_uri: client.jwks_uri }),
+    ...(client.backchannel_logout_uri === null ? {} : { backchannel_logout_uri: client.backchannel_logout_uri, backchannel_logout_session_required: true }),
   };
 }
 
@@ -121,6 +125,7 @@ export class ClientConfiguration {
       scopes: input.scopes ?? (record.kind === 'service_account' ? [] : [...this.#defaultScopes]),
       jwks: input.jwks ?? null,
       jwks_uri: input.jwks_uri ?? null,
+      backchannel_logout_uri: input.backchannel_logout_uri ?? null,
       ...(input.application_type === undefined ? {} : { application_type: input.application_type }),
       ...(input.token_endpoint_auth_method === undefined ? {} : { token_endpoint_auth_method: input.token_endpoint_auth_method }),
     };

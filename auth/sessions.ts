@@ -328,14 +328,26 @@ export class SessionManager {
     return out.slice(0, SESSION_LIST_LIMIT);
   }
 
+  /**
+   * Told of each session an {@link end} removed (read before its keys go,
+   * also when all of its user's sessions were ended at once). Must not throw;
+   * what it starts is its own to finish (it is not awaited).
+   */
+  onEnded: ((session: SessionRecord) => void) | undefined;
+
   /** Ends one session: its record, cookie and refresh lineage. Idempotent. */
   async end(sid: string): Promise<void> {
     await this.#store.set(`ended:${sid}`, '1', this.sessionTtl);
     const session = await this.get(sid);
+    // The record as stored, even when endAllForUser has already made it dead for `get`.
+    const raw = session ?? (this.onEnded === undefined ? undefined : await this.#store.get(this.#sessKey.of(sid)));
+    const record = typeof raw === 'string' ? this.#parse(raw) : raw;
     const keys = [`sess:${sid}`, `rt:${sid}`, `seen:${sid}`];
-    if (session !== undefined) keys.push(`cookie:${session.cookie_hash}`);
-    await this.#store.del(...keys);
-    if (session !== undefined) await this.#store.removeFromSet(`user_sessions:${session.user_id}`, sid);
+    if (record !== undefined) keys.push(`cookie:${record.cookie_hash}`);
+    const removed = await this.#store.del(...keys);
+    if (record !== undefined) await this.#store.removeFromSet(`user_sessions:${record.user_id}`, sid);
+    // Only the ending that removed the record tells, so a session is announced once.
+    if (record !== undefined && removed > 0 && this.onEnded !== undefined) this.onEnded(record);
   }
 
   /**

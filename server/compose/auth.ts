@@ -9,6 +9,7 @@
 import {
   AuthService,
   ClientRegistry,
+  BackchannelLogout,
   DpopVerifier,
   SqlClientStore,
   SUPPORTED_SCOPES,
@@ -110,6 +111,14 @@ export async function plugAuth(services: Services): Promise<AuthService> {
     roles: auth.options.roles,
     supportedScopes: SUPPORTED_SCOPES,
   });
+  // Back-channel logout: a registered client that gave a URI hears of each of its sessions that ends.
+  const backchannel = new BackchannelLogout({
+    registry,
+    tokens: auth.tokens,
+    onFailure: (detail) => services.logger.warn('back-channel logout notice not delivered', { client_id: detail.client_id, status: detail.status, err: detail.error }),
+  });
+  auth.sessions.onEnded = (session) => backchannel.notify(session);
+  services.closers.push(() => backchannel.settled());
   const machine = machinePrincipals(auth, registry, new DpopVerifier({ memory: memoryStore, nowSeconds: () => Math.floor(auth.options.now() / 1000) }), issuer);
   // API keys first (their shape is recognised without a promise); then user tokens and cookies; a bearer token the
   // user link refuses is tried as a service account's client_credentials token before the refusal stands.
