@@ -72,11 +72,15 @@ function errorResponse(services: Services, request: HttpRouteRequest, thrown: un
   return { status, body: { error, error_description: err.message }, headers };
 }
 
-/** Headers of the `/logout` pages: nothing but their own form, no framing, no caching. */
+/**
+ * Headers of the `/logout` and `/app/device` pages: nothing but their own form, no framing, no
+ * caching. The referrer policy is `same-origin`, not `no-referrer`: under `no-referrer` a browser
+ * sends `Origin: null` with the form's POST, which the CSRF guard rightly refuses.
+ */
 const LOGOUT_PAGE_HEADERS = {
   'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   'x-frame-options': 'DENY',
-  'referrer-policy': 'no-referrer',
+  'referrer-policy': 'same-origin',
   ...NO_STORE,
 };
 
