@@ -4,7 +4,8 @@
  * this folder, inlined at startup) that signs in with the admin secret
  * through `admin_login` and then drives the server's own REST admin API with
  * the `service-admin` cookie: users, webhooks, email templates, the audit
- * log, the authorization model and tuples, and an overview from
+ * log, the authorization model and tuples, the OAuth client registry
+ * (clients.js: list, register, rotate a secret, delete), and an overview from
  * `admin_meta`. An answer of 401 (the session expired or was ended) brings
  * the sign-in form back. There is no build step: the files are served as
  * written.
@@ -30,6 +31,8 @@ const read = (name: string): string => readFileSync(new URL(name, import.meta.ur
 
 const STYLE = read('./page.css');
 const SCRIPT = read('./page.js');
+/** The OAuth client registry section's script (its own file, after page.js). */
+const CLIENTS_SCRIPT = read('./clients.js');
 const PAGE_HTML = read('./page.html');
 
 /**
@@ -43,7 +46,7 @@ function pageHtml(organization: { name: string; logo: string }): string {
   return PAGE_HTML.replace('<style>/*STYLE*/</style>', () => `<style>${STYLE}</style>`).replace(
     '<script>/*SCRIPT*/</script>',
     () => `<script type="application/json" id="dashboard-data">${data}</script>\n<script>${SCRIPT}</script>`,
-  );
+  ).replace('<script>/*CLIENTS_SCRIPT*/</script>', () => `<script>${CLIENTS_SCRIPT}</script>`);
 }
 
 const hash = (text: string): string => `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;
@@ -51,7 +54,7 @@ const hash = (text: string): string => `'sha256-${createHash('sha256').update(te
 /** The dashboard's policy: its own inline style and script (by hash), fetches to its own origin, no framing, no native form posts. */
 export const DASHBOARD_CSP = [
   "default-src 'none'",
-  `script-src ${hash(SCRIPT)}`,
+  `script-src ${hash(SCRIPT)} ${hash(CLIENTS_SCRIPT)}`,
   `style-src ${hash(STYLE)}`,
   "style-src-attr 'unsafe-inline'",
   'img-src data: https:',
