@@ -296,8 +296,8 @@ export class AuthService {
   }
 
   /** Rotates a refresh token outside a cookie session, for the OAuth token endpoint (see {@link SessionFlows.refresh}). */
-  refresh(refreshToken: string): ReturnType<SessionFlows['refresh']> {
-    return this.#session.refresh(refreshToken);
+  refresh(refreshToken: string, dpopJkt?: string): ReturnType<SessionFlows['refresh']> {
+    return this.#session.refresh(refreshToken, dpopJkt);
   }
 
   /** `logout` (see {@link SessionFlows.logout}). */
@@ -567,6 +567,11 @@ export class AuthService {
   /** Resolves user credentials (a bearer access token or a session cookie) into a principal (see {@link SessionFlows.authenticate}). */
   authenticate(credentials: Parameters<SessionFlows['authenticate']>[0]): ReturnType<SessionFlows['authenticate']> {
     return this.#session.authenticate(credentials);
+  }
+
+  /** The principal of a DPoP-bound access token whose proof showed key `jkt` (see {@link SessionFlows.authenticateBound}). */
+  authenticateBound(token: string, jkt: string): ReturnType<SessionFlows['authenticateBound']> {
+    return this.#session.authenticateBound(token, jkt);
   }
 
   /** {@link authenticate}'s principal when it is known without a promise, else `undefined` (see `SessionFlows.authenticateNow`). */

@@ -71,6 +71,8 @@ export interface PublicClient {
   jwks_uri: string | null;
   disabled: boolean;
   require_pushed_authorization_requests: boolean;
+  /** OpenID Connect Back-Channel Logout 1.0: where the client takes logout tokens, or null. */
+  backchannel_logout_uri: string | null;
   configured_by_flags: boolean;
   /** The FGA subject of a service account (`service_account:<client_id>`), else null. */
   subject: string | null;
@@ -97,6 +99,7 @@ export interface ClientInput {
   jwks_uri?: string | null | undefined;
   disabled?: boolean | undefined;
   require_pushed_authorization_requests?: boolean | undefined;
+  backchannel_logout_uri?: string | null | undefined;
 }
 
 /** An API key's wire view (never its secret). */
@@ -189,6 +192,8 @@ export class ClientRegistry {
       previous_secret_expires_at: null,
       disabled: false,
       require_pushed_authorization_requests: false,
+      registration_token_digest: null,
+      backchannel_logout_uri: null,
       created_at: 0,
       updated_at: 0,
     };
@@ -222,6 +227,7 @@ export class ClientRegistry {
       jwks_uri: r.jwks_uri,
       disabled: r.disabled,
       require_pushed_authorization_requests: r.require_pushed_authorization_requests,
+      backchannel_logout_uri: r.backchannel_logout_uri,
       configured_by_flags: c.fromFlags,
       subject: r.kind === 'service_account' ? serviceAccountSubject(r.client_id) : null,
       previous_secret_expires_at: r.previous_secret_expires_at !== null && r.previous_secret_expires_at > this.#o.nowSeconds() ? r.previous_secret_expires_at : null,
@@ -264,6 +270,8 @@ export class ClientRegistry {
       previous_secret_expires_at: null,
       disabled: input.disabled ?? false,
       require_pushed_authorization_requests: input.require_pushed_authorization_requests ?? false,
+      registration_token_digest: null,
+      backchannel_logout_uri: input.backchannel_logout_uri ?? null,
       created_at: now,
       updated_at: now,
     };
@@ -328,9 +336,41 @@ export class ClientRegistry {
     if (input.jwks_uri !== undefined) next.jwks_uri = input.jwks_uri;
     if (input.disabled !== undefined) next.disabled = input.disabled;
     if (input.require_pushed_authorization_requests !== undefined) next.require_pushed_authorization_requests = input.require_pushed_authorization_requests;
+    if (input.backchannel_logout_uri !== undefined) next.backchannel_logout_uri = input.backchannel_logout_uri;
     await this.#validate(next);
     if (!(await this.#o.store.updateClient(next))) throw notFound();
     return this.view({ record: next, fromFlags: false });
+  }
+
+  /** True when `secret` is the client's current secret, or its previous one within the rotation's overlap. */
+  secretMatches(record: ClientRecord, secret: unknown): boolean {
+    if (typeof secret !== 'string') return false;
+    if (digestEqual(secret, record.secret_digest)) return true;
+    const overlap = record.previous_secret_expires_at;
+    return overlap !== null && overlap > this.#o.nowSeconds() && digestEqual(secret, record.previous_secret_digest);
+  }
+
+  /**
+   * RFC 7592: a new registration access token for a registered client (the
+   * previous one stops working); answered this once, stored as its digest.
+   */
+  async issueRegistrationToken(clientId: string): Promise<string> {
+    const current = await this.#registered(clientId);
+    const token = newSecret();
+    if (!(await this.#o.store.updateClient({ ...current, registration_token_digest: digestOf(token) }))) throw notFound();
+    return token;
+  }
+
+  /**
+   * RFC 7592 §2: the client a registration access token is for. An unknown
+   * client, one without a token and a wrong token are refused alike
+   * (`unauthenticated`, reason `invalid_token`).
+   */
+  async byRegistrationToken(clientId: string, token: string | undefined): Promise<ClientRecord> {
+    const refused = (): LatchkeyError => new LatchkeyError('unauthenticated', 'a valid registration access token is required', { reason: 'invalid_token' });
+    const c = token === undefined ? undefined : await this.find(clientId);
+    if (c === undefined || c.fromFlags || c.record.registration_token_digest === null || !digestEqual(token ?? '', c.record.registration_token_digest)) throw refused();
+    return c.record;
   }
 
   /** `delete_client`: removes the client and revokes its API keys. */
@@ -390,6 +430,18 @@ export class ClientRegistry {
     for (const role of r.roles) {
       if (!ROLE.test(role)) throw bad(`role ${JSON.stringify(role)} is not valid`);
       if (!this.#o.roles.includes(role)) throw bad(`role ${role} is not one of the server's roles (--roles)`, 'invalid_roles');
+    }
+    if (r.backchannel_logout_uri !== null) {
+      let u: URL | undefined;
+      try {
+        u = new URL(r.backchannel_logout_uri);
+      } catch {
+        u = undefined;
+      }
+      // Back-Channel Logout 1.0 §2.2: an absolute URL without a fragment; the server POSTs to it, so https (http only on loopback).
+      if (u === undefined || u.hash !== '' || r.backchannel_logout_uri.includes('#') || r.backchannel_logout_uri.length > 2048) throw bad('backchannel_logout_uri must be an absolute URL without a fragment');
+      if (u.protocol !== 'https:' && !(u.protocol === 'http:' && isLoopbackHost(u.hostname))) throw bad('backchannel_logout_uri must be https (http only on a loopback address)');
+      if (r.kind !== 'interactive') throw bad('backchannel_logout_uri applies to interactive clients only');
     }
     checkTtl('access_token_ttl', r.access_token_ttl, 60, 86400);
     checkTtl('refresh_token_ttl', r.refresh_token_ttl, 60, 365 * 86400);

@@ -78,6 +78,18 @@ export const CLIENT_MIGRATIONS: readonly Migration[] = [
       await sequelize.query('ALTER TABLE oauth_clients ADD COLUMN require_pushed_authorization_requests BOOLEAN NOT NULL DEFAULT FALSE', { transaction });
     },
   },
+  {
+    id: '0004_registration_token',
+    async up({ sequelize, transaction }) {
+      await sequelize.query('ALTER TABLE oauth_clients ADD COLUMN registration_token_digest CHAR(64) NULL', { transaction });
+    },
+  },
+  {
+    id: '0005_backchannel_logout_uri',
+    async up({ sequelize, transaction }) {
+      await sequelize.query('ALTER TABLE oauth_clients ADD COLUMN backchannel_logout_uri VARCHAR(2048) NULL', { transaction });
+    },
+  },
 ];
 
 /** The algorithms of client assertions (`private_key_jwt`): asymmetric only, so a client's key is never held by the server. */
@@ -109,6 +121,10 @@ export interface ClientRecord {
   disabled: boolean;
   /** RFC 9126 §6: `/authorize` accepts this client's requests only through a pushed request. */
   require_pushed_authorization_requests: boolean;
+  /** RFC 7592: the SHA-256 digest of the registration access token of a dynamically registered client. */
+  registration_token_digest: string | null;
+  /** OpenID Connect Back-Channel Logout 1.0: where the client takes logout tokens. */
+  backchannel_logout_uri: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -179,6 +195,8 @@ function clientOf(r: Record<string, unknown>): ClientRecord {
     previous_secret_expires_at: numOrNull(r['previous_secret_expires_at']),
     disabled: r['disabled'] === true || r['disabled'] === 1 || r['disabled'] === '1',
     require_pushed_authorization_requests: r['require_pushed_authorization_requests'] === true || r['require_pushed_authorization_requests'] === 1 || r['require_pushed_authorization_requests'] === '1',
+    registration_token_digest: strOrNull(r['registration_token_digest']),
+    backchannel_logout_uri: strOrNull(r['backchannel_logout_uri']),
     created_at: num(r['created_at']),
     updated_at: num(r['updated_at']),
   };
@@ -219,6 +237,8 @@ const CLIENT_COLUMNS = [
   'previous_secret_expires_at',
   'disabled',
   'require_pushed_authorization_requests',
+  'registration_token_digest',
+  'backchannel_logout_uri',
   'created_at',
   'updated_at',
 ] as const;

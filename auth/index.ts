@@ -89,6 +89,7 @@ export {
 export { CLIENT_MIGRATIONS, SqlClientStore, UnavailableClientStore, type ApiKeyRecord, type ClientRecord, type ClientStore } from './client_store.ts';
 export type { ServiceAccountPrincipal } from './public_user.ts';
 export { DPOP_ALGORITHMS, DpopVerifier, accessTokenHash, invalidDpopProof } from './dpop.ts';
+export { BackchannelLogout } from './backchannel_logout.ts';
 export type { EndSessionOutcome } from './oidc_endpoints.ts';
 export { AuthorizationCodes, type CodeGrant, type Redemption } from './oauth_codes.ts';
 export { createSmtpMailer, type Mailer, type MailMessage, type SmtpOptions } from './mailer.ts';

@@ -16,6 +16,11 @@ export function firstFactorAmr(loginMethod: string): string {
   return loginMethod === 'basic_auth' || loginMethod === 'mobile_basic_auth' ? 'pwd' : loginMethod;
 }
 
+/** The claims of a session's refresh token (issued or rotated): its session, scope, roles and client. */
+export function refreshClaims(session: SessionRecord): Record<string, unknown> {
+  return { sid: session.sid, scope: session.scope, roles: session.roles, ...(session.client_id === undefined ? {} : { client_id: session.client_id }) };
+}
+
 /**
  * Signs access + id (+ refresh with `offline_access`) tokens for a session and
  * records the refresh lineage. `nonce` (OpenID Connect Core §3.1.2.1, from an
@@ -57,7 +62,8 @@ export async function issueTokens(
       throw new LatchkeyError('failed_precondition', 'the custom access token script failed (it returned a reserved claim); no token was issued', { reason: 'token_script_failed' });
     }
   }
-  const access = await d.tokens.sign('access_token', user.id, { ...custom, ...common });
+  // RFC 9449 §6: a DPoP-bound session's access tokens name the key (`cnf.jkt`).
+  const access = await d.tokens.sign('access_token', user.id, { ...custom, ...common, ...(session.jkt === undefined ? {} : { cnf: { jkt: session.jkt } }) }, undefined, session.resource === undefined ? [] : [session.resource]);
   const { id: _id, created_at, updated_at, app_data, revoked_timestamp: _r, ...profile } = pub;
   const id = await d.tokens.sign('id_token', user.id, {
     ...custom,
@@ -91,7 +97,7 @@ export async function issueTokens(
   if (refresh !== 'new') {
     response.refresh_token = refresh.token;
   } else if (session.scope.includes('offline_access')) {
-    const next = await d.tokens.sign('refresh_token', user.id, { sid: session.sid, scope: session.scope, roles: session.roles, ...(session.client_id === undefined ? {} : { client_id: session.client_id }) });
+    const next = await d.tokens.sign('refresh_token', user.id, refreshClaims(session));
     await d.sessions.setRefresh(session.sid, next.jti);
     response.refresh_token = next.token;
   }

@@ -36,6 +36,10 @@ export interface CodeGrant {
   amr?: string[];
   /** Milliseconds since the epoch; checked against the injected clock as well as the store TTL. */
   expires_ms: number;
+  /** RFC 9449 §10: the thumbprint of the DPoP key the code must be redeemed with (`dpop_jkt`). */
+  dpop_jkt?: string;
+  /** RFC 8707: the resource server the authorization request named. */
+  resource?: string;
 }
 
 /** Outcome of {@link AuthorizationCodes.redeem}. */

@@ -25,11 +25,13 @@ import { issueTokens } from './issue_tokens.ts';
 import type { MemoryStore } from './memory_store.ts';
 import { AuthorizationCodes, type CodeGrant } from './oauth_codes.ts';
 import { activeUser, invalidClient, invalidGrant, invalidRequest, readParams, safeEqual, type OAuthParams } from './oauth_common.ts';
-import { ClientRegistry, GRANT_CLIENT_CREDENTIALS, GRANT_TOKEN_EXCHANGE, serviceAccountSubject, type ClientInput, type ResolvedClient } from './client_registry.ts';
+import { ClientRegistry, GRANT_CLIENT_CREDENTIALS, GRANT_TOKEN_EXCHANGE, serviceAccountSubject, type ResolvedClient } from './client_registry.ts';
 import { MAX_ACTORS } from './permissions.ts';
-import { DpopVerifier } from './dpop.ts';
+import { DpopVerifier, JKT_FORMAT, checkGrantKey, invalidDpopProof } from './dpop.ts';
 import { DeviceCodes, GRANT_DEVICE_CODE } from './device_flow.ts';
 import { UnavailableClientStore } from './client_store.ts';
+import { grantedResource, requestedResource } from './resource_indicators.ts';
+import { ClientConfiguration, clientInformation, clientMetadataInput } from './client_configuration.ts';
 import { OidcEndpoints, type EndSessionOutcome } from './oidc_endpoints.ts';
 import type { SessionRecord } from './sessions.ts';
 import type { UserRecord } from './user_store_types.ts';
@@ -69,7 +71,7 @@ export interface OAuthServerOptions {
  * revoked, or a spent code or rotated refresh token presented again.
  */
 export interface OAuthEvent {
-  action: 'token.issued' | 'token.refreshed' | 'token.revoked' | 'token.code_reuse' | 'token.refresh_token_reuse' | 'user.logout' | 'device.approved' | 'device.denied' | 'client.registered';
+  action: 'token.issued' | 'token.refreshed' | 'token.revoked' | 'token.code_reuse' | 'token.refresh_token_reuse' | 'user.logout' | 'device.approved' | 'device.denied' | 'client.registered' | 'client.updated' | 'client.deleted';
   userId?: string | undefined;
   metadata?: Record<string, unknown>;
 }
@@ -122,6 +124,8 @@ export class OAuthServer {
   readonly dpop: DpopVerifier;
   /** Device codes of the device authorization grant (RFC 8628). */
   readonly devices: DeviceCodes;
+  /** The client configuration endpoint of dynamically registered clients (RFC 7592). */
+  readonly configuration: ClientConfiguration;
 
   constructor(options: OAuthServerOptions) {
     this.#o = options;
@@ -139,6 +143,7 @@ export class OAuthServer {
         roles: options.auth.options.roles,
         supportedScopes: SUPPORTED_SCOPES,
       });
+    this.configuration = new ClientConfiguration(this.registry, options.auth.options.issuer, SUPPORTED_SCOPES);
     this.#oidc = new OidcEndpoints({ auth: options.auth, clientSecret: options.clientSecret, checkRedirectUri: options.checkRedirectUri, registry: this.registry });
     this.codes = new AuthorizationCodes({
       store: options.store,
@@ -236,6 +241,16 @@ export class OAuthServer {
     // OpenID Connect Core §3.2.2.1 and §3.3.2.11: the implicit id_token and every hybrid type need a nonce.
     if ((types.has('id_token') || (frontTokens && !implicit)) && nonce === undefined) return fail('invalid_request', 'nonce is required for id_token and hybrid responses');
     if (state !== undefined && state.length > 1024) return fail('invalid_request', 'state is too long');
+    // RFC 9449 §10: the code is redeemed only with a DPoP proof by this key.
+    const dpopJkt = p.get('dpop_jkt');
+    let resource: string | undefined;
+    try {
+      resource = requestedResource(p, registered?.audiences ?? []);
+    } catch (err) {
+      return fail('invalid_target', (err as LatchkeyError).message);
+    }
+    if (resource !== undefined && implicit) return fail('invalid_target', 'resource applies to response_type code only');
+    if (dpopJkt !== undefined && (implicit || !JKT_FORMAT.test(dpopJkt))) return fail('invalid_request', implicit ? 'dpop_jkt applies to response_type code only' : 'dpop_jkt must be a JWK SHA-256 thumbprint (43 base64url characters)');
 
     const challenge = p.get('code_challenge');
     const method = p.get('code_challenge_method');
@@ -284,6 +299,8 @@ export class OAuthServer {
         ...(session.amr === undefined ? {} : { amr: session.amr }),
         ...(nonce === undefined ? {} : { nonce }),
         ...(challenge === undefined ? {} : { code_challenge: challenge, code_challenge_method: method === 'S256' ? 'S256' : 'plain' }),
+        ...(dpopJkt === undefined ? {} : { dpop_jkt: dpopJkt }),
+        ...(resource === undefined ? {} : { resource }),
       };
       code = await this.codes.issue(grant, this.#now());
       if (!frontTokens) return reply({ code });
@@ -316,10 +333,13 @@ export class OAuthServer {
   }
 
   // The grant's session says how its user authenticated (login method, auth_time, and the amr of a second factor).
-  #childSession(user: UserRecord, from: Pick<SessionRecord, 'login_method' | 'auth_time' | 'amr'>, roles: string[], scope: string[], clientId?: string): Promise<SessionRecord> {
+  // `jkt`: the DPoP key the grant's tokens are bound to (RFC 9449 §5).
+  #childSession(user: UserRecord, from: Pick<SessionRecord, 'login_method' | 'auth_time' | 'amr'>, roles: string[], scope: string[], clientId?: string, jkt?: string, resource?: string): Promise<SessionRecord> {
     const amr = from.amr === undefined ? {} : { amr: from.amr };
     const client = clientId === undefined ? {} : { client_id: clientId };
-    return this.#auth.sessions.create({ user_id: user.id, roles, scope, login_method: from.login_method, auth_time: from.auth_time, ...amr, ...client }).then((c) => c.session);
+    const bound = jkt === undefined ? {} : { jkt };
+    const target = resource === undefined ? {} : { resource };
+    return this.#auth.sessions.create({ user_id: user.id, roles, scope, login_method: from.login_method, auth_time: from.auth_time, ...amr, ...client, ...bound, ...target }).then((c) => c.session);
   }
 
   #reply(redirectUri: string, mode: ResponseMode, fields: Record<string, string>): AuthorizeOutcome {
@@ -370,7 +390,7 @@ export class OAuthServer {
   }
 
   /** RFC 8628 §3.4, §3.5: the device's poll; tokens once the user approved. */
-  async #deviceGrant(p: Map<string, string>, client: ResolvedClient, onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {
+  async #deviceGrant(p: Map<string, string>, client: ResolvedClient, onEvent: OAuthEventSink, jkt?: string): Promise<OAuthTokenResponse> {
     const deviceCode = p.get('device_code');
     if (deviceCode === undefined) throw invalidRequest('device_code is required');
     const polled = await this.devices.poll(deviceCode, client.record.client_id, this.#now());
@@ -384,10 +404,10 @@ export class OAuthServer {
     const user = g.user_id === undefined ? undefined : await this.#activeUser(g.user_id);
     if (user === undefined) throw invalidGrant('the approving user is no longer active');
     const roles = (g.roles ?? []).filter((x) => user.roles.includes(x));
-    const session = await this.#childSession(user, { login_method: g.login_method ?? 'device', auth_time: g.auth_time ?? 0, ...(g.amr === undefined ? {} : { amr: g.amr }) }, roles, g.scope, client.fromFlags ? undefined : client.record.client_id);
+    const session = await this.#childSession(user, { login_method: g.login_method ?? 'device', auth_time: g.auth_time ?? 0, ...(g.amr === undefined ? {} : { amr: g.amr }) }, roles, g.scope, client.fromFlags ? undefined : client.record.client_id, jkt);
     const out = await issueTokens(this.#auth, user, session, '', 'new');
-    await onEvent({ action: 'token.issued', userId: user.id, metadata: { grant_type: GRANT_DEVICE_CODE } });
-    return tokenResponse(out, g.scope);
+    await onEvent({ action: 'token.issued', userId: user.id, metadata: { grant_type: GRANT_DEVICE_CODE, dpop: jkt !== undefined } });
+    return tokenResponse(out, g.scope, jkt);
   }
 
   // ---------------------------------------------------------------- /oauth/register
@@ -404,58 +424,18 @@ export class OAuthServer {
    * when `grant_types` asks for client_credentials; roles cannot be given
    * (the admin API does that). Answers the client's metadata with
    * `client_id_issued_at`, and a secret-authenticated client's
-   * `client_secret` (shown once, never expiring). Errors: `invalid_token`
-   * (401), `invalid_client_metadata`, `invalid_redirect_uri` (400).
+   * `client_secret` (shown once, never expiring), with the
+   * `registration_access_token` and `registration_client_uri` of RFC 7592
+   * (see {@link ClientConfiguration}). Errors: `invalid_token` (401),
+   * `invalid_client_metadata`, `invalid_redirect_uri` (400).
    */
   async register(body: Readonly<Record<string, unknown>>, authorization: string | undefined): Promise<Record<string, unknown>> {
     const expected = this.#o.registrationAccessToken ?? '';
     const presented = authorization === undefined ? undefined : /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1];
     if (expected === '' || presented === undefined || !safeEqual(presented, expected)) throw new LatchkeyError('unauthenticated', 'a valid initial access token is required', { reason: 'invalid_token' });
-    const meta = (name: string): unknown => body[name];
-    const strings = (name: string): string[] | undefined => {
-      const v = meta(name);
-      if (v === undefined || v === null) return undefined;
-      if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) throw new LatchkeyError('invalid_argument', `${name} must be an array of strings`, { reason: 'invalid_client_metadata' });
-      return v as string[];
-    };
-    const text = (name: string): string | undefined => {
-      const v = meta(name);
-      if (v === undefined || v === null) return undefined;
-      if (typeof v !== 'string') throw new LatchkeyError('invalid_argument', `${name} must be a string`, { reason: 'invalid_client_metadata' });
-      return v;
-    };
-    const grantTypes = strings('grant_types');
-    // The server fetches jwks_uri: through open registration only a public https URL, never a loopback one.
-    const jwksUri = text('jwks_uri');
-    if (jwksUri !== undefined && !/^https:\/\//i.test(jwksUri)) throw new LatchkeyError('invalid_argument', 'jwks_uri must be an https URL', { reason: 'invalid_client_metadata' });
-    const scope = text('scope');
-    const jwks = meta('jwks');
-    if (jwks !== undefined && (jwks === null || typeof jwks !== 'object' || Array.isArray(jwks))) throw new LatchkeyError('invalid_argument', 'jwks must be a JWK Set', { reason: 'invalid_client_metadata' });
-    const input: ClientInput = {
-      kind: grantTypes?.includes(GRANT_CLIENT_CREDENTIALS) ? 'service_account' : 'interactive',
-      client_name: text('client_name'),
-      application_type: text('application_type'),
-      token_endpoint_auth_method: text('token_endpoint_auth_method'),
-      redirect_uris: strings('redirect_uris'),
-      grant_types: grantTypes,
-      scopes: scope === undefined ? undefined : scope.split(' ').filter(Boolean),
-      jwks: jwks ?? undefined,
-      jwks_uri: jwksUri,
-    };
-    const { client, client_secret } = await this.registry.add(input);
-    return {
-      client_id: client.client_id,
-      ...(client_secret === null ? {} : { client_secret, client_secret_expires_at: 0 }),
-      client_id_issued_at: client.created_at,
-      client_name: client.client_name,
-      application_type: client.application_type,
-      token_endpoint_auth_method: client.token_endpoint_auth_method,
-      redirect_uris: client.redirect_uris,
-      grant_types: client.grant_types,
-      scope: client.scopes.join(' '),
-      ...(client.jwks === null ? {} : { jwks: client.jwks }),
-      ...(client.jwks_uri === null ? {} : { jwks_uri: client.jwks_uri }),
-    };
+    const { client, client_secret } = await this.registry.add(clientMetadataInput(body));
+    // RFC 7592: the client reads, replaces and deletes its registration with this token.
+    return this.configuration.registered({ ...clientInformation(client), ...(client_secret === null ? {} : { client_secret, client_secret_expires_at: 0 }) }, client.client_id);
   }
 
   // ---------------------------------------------------------------- /oauth/par
@@ -470,8 +450,11 @@ export class OAuthServer {
    * reloads, or comes back from the login page), by its client only.
    * Errors: `invalid_client`, `invalid_request`, `unauthorized_client`.
    */
-  async pushAuthorizationRequest(params: OAuthParams, authorization: string | undefined): Promise<{ request_uri: string; expires_in: number }> {
+  async pushAuthorizationRequest(params: OAuthParams, authorization: string | undefined, dpopProof?: string): Promise<{ request_uri: string; expires_in: number }> {
     const p = readParams(params);
+    // RFC 9449 §10.1: a proof on the push binds the code to its key, as dpop_jkt would (and must agree with it).
+    const dpop = dpopProof === undefined ? undefined : await this.dpop.verify(dpopProof, 'POST', `${this.#auth.options.issuer}/oauth/par`, undefined, true);
+    if (dpop !== undefined && p.has('dpop_jkt') && p.get('dpop_jkt') !== dpop.jkt) throw invalidDpopProof('dpop_jkt names another key than the DPoP proof');
     if (p.has('request_uri')) throw invalidRequest('request_uri cannot be pushed');
     const { client } = await this.registry.authenticate(p, authorization);
     const r = client.record;
@@ -488,6 +471,7 @@ export class OAuthServer {
     const kept: Record<string, string> = {};
     for (const [k, v] of p) if (k !== 'client_secret' && k !== 'client_assertion' && k !== 'client_assertion_type') kept[k] = v;
     kept['client_id'] = r.client_id;
+    if (dpop !== undefined) kept['dpop_jkt'] = dpop.jkt;
     const uri = `urn:ietf:params:oauth:request_uri:${randomBytes(32).toString('base64url')}`;
     await this.#o.store.set(`par:${createHash('sha256').update(uri).digest('base64url')}`, JSON.stringify(kept), PAR_TTL_SECONDS);
     return { request_uri: uri, expires_in: PAR_TTL_SECONDS };
@@ -510,8 +494,8 @@ export class OAuthServer {
    */
   async token(params: OAuthParams, authorization: string | undefined, onEvent: OAuthEventSink = NO_EVENTS, dpopProof?: string): Promise<OAuthTokenResponse> {
     const p = readParams(params);
-    // RFC 9449 §5: a DPoP proof binds the access token to the proof's key (client_credentials here).
-    const dpop = dpopProof === undefined ? undefined : await this.dpop.verify(dpopProof, 'POST', `${this.#auth.options.issuer}/oauth/token`);
+    // RFC 9449 §5, §8: a DPoP proof, with a current server nonce, binds the tokens to the proof's key.
+    const dpop = dpopProof === undefined ? undefined : await this.dpop.verify(dpopProof, 'POST', `${this.#auth.options.issuer}/oauth/token`, undefined, true);
     const { client, method } = await this.registry.authenticate(p, authorization);
     const withSecret = method !== 'none';
     const grantType = p.get('grant_type') ?? 'authorization_code';
@@ -519,11 +503,11 @@ export class OAuthServer {
     if (!known) throw new LatchkeyError('invalid_argument', `grant_type ${grantType} is not supported`, { reason: 'unsupported_grant_type' });
     if (!client.record.grant_types.includes(grantType)) throw new LatchkeyError('invalid_argument', `this client may not use the ${grantType} grant`, { reason: 'unauthorized_client' });
     const audited: OAuthEventSink = (event) => onEvent({ ...event, metadata: { ...event.metadata, client_id: client.record.client_id, client_auth_method: method } });
-    if (grantType === 'authorization_code') return this.#codeGrant(p, client, withSecret, audited);
-    if (grantType === 'refresh_token') return this.#refreshGrant(p, client, audited);
-    if (dpop !== undefined && grantType !== GRANT_CLIENT_CREDENTIALS) throw invalidRequest('DPoP-bound tokens are issued by the client_credentials grant only');
+    if (grantType === 'authorization_code') return this.#codeGrant(p, client, withSecret, audited, dpop?.jkt);
+    if (grantType === 'refresh_token') return this.#refreshGrant(p, client, audited, dpop?.jkt, !withSecret);
+    if (grantType === GRANT_DEVICE_CODE) return this.#deviceGrant(p, client, audited, dpop?.jkt);
+    if (dpop !== undefined && grantType === GRANT_TOKEN_EXCHANGE) throw invalidRequest('token exchange does not issue DPoP-bound tokens');
     if (grantType === GRANT_TOKEN_EXCHANGE) return this.#exchangeGrant(p, client, withSecret, audited);
-    if (grantType === GRANT_DEVICE_CODE) return this.#deviceGrant(p, client, audited);
     return this.#clientGrant(p, client, withSecret, audited, dpop?.jkt);
   }
 
@@ -625,7 +609,7 @@ export class OAuthServer {
     return { access_token: access.token, issued_token_type: ACCESS_TOKEN_TYPE, token_type: 'Bearer', expires_in: ttl, scope: scope.join(' ') };
   }
 
-  async #codeGrant(p: Map<string, string>, client: ResolvedClient, withSecret: boolean, onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {
+  async #codeGrant(p: Map<string, string>, client: ResolvedClient, withSecret: boolean, onEvent: OAuthEventSink, jkt?: string): Promise<OAuthTokenResponse> {
     const code = p.get('code');
     if (code === undefined) throw invalidRequest('code is required');
     const redirectUri = p.get('redirect_uri');
@@ -654,19 +638,22 @@ export class OAuthServer {
       // Without PKCE nothing but the client secret binds the code to the client that asked for it.
       if (!withSecret) throw invalidClient('client_secret is required for a code issued without code_challenge');
     }
+    checkGrantKey(g.dpop_jkt, jkt, true);
+    // RFC 8707 §2.2: the token request may name the resource the authorization request named, and no other.
+    const resource = grantedResource(p, g.resource);
     if ((await this.#auth.sessions.get(g.sid)) === undefined) throw invalidGrant('the session that authorized this code has ended');
     const user = await this.#activeUser(g.user_id);
     if (user === undefined) throw invalidGrant('invalid authorization code');
     const roles = g.roles.filter((role) => user.roles.includes(role));
-    const session = await this.#childSession(user, g, roles, g.scope, client.fromFlags ? undefined : client.record.client_id);
+    const session = await this.#childSession(user, g, roles, g.scope, client.fromFlags ? undefined : client.record.client_id, jkt, resource);
     if (!(await this.codes.bindSession(r.hash, session.sid))) {
       await this.#auth.sessions.end(session.sid);
       await onEvent({ action: 'token.code_reuse', userId: user.id });
       throw invalidGrant('authorization code was already used; the tokens issued from it are revoked');
     }
     const out = await issueTokens(this.#auth, user, session, '', 'new', g.nonce);
-    await onEvent({ action: 'token.issued', userId: user.id, metadata: { grant_type: 'authorization_code' } });
-    return tokenResponse(out, g.scope);
+    await onEvent({ action: 'token.issued', userId: user.id, metadata: { grant_type: 'authorization_code', dpop: jkt !== undefined } });
+    return tokenResponse(out, g.scope, jkt);
   }
 
   /**
@@ -682,6 +669,7 @@ export class OAuthServer {
     if (!withSecret) throw invalidClient('client_credentials requires the client secret');
     if (!client.fromFlags) return this.#serviceAccountGrant(p, client.record, onEvent, jkt);
     if (jkt !== undefined) throw invalidRequest('DPoP-bound tokens are issued to registered service accounts only');
+    requestedResource(p, []);
     const requested = (p.get('scope') ?? '').split(' ').filter(Boolean);
     if (requested.length > 0) throw new LatchkeyError('invalid_argument', 'client_credentials grants no scope', { reason: 'invalid_scope' });
     const clientId = this.#auth.options.clientId;
@@ -702,26 +690,37 @@ export class OAuthServer {
     const wider = requested.find((s) => !r.scopes.includes(s));
     if (wider !== undefined) throw new LatchkeyError('invalid_argument', `scope ${wider} is not allowed for this client`, { reason: 'invalid_scope' });
     const scope = requested.length > 0 ? requested : r.scopes;
+    const resource = requestedResource(p, r.audiences);
     const ttl = r.access_token_ttl ?? this.#auth.options.accessTokenTtl;
     const access = await this.#auth.tokens.sign(
       'access_token',
       r.client_id,
       { client_id: r.client_id, gty: GRANT_CLIENT_CREDENTIALS, scope, roles: r.roles, fga_subject: serviceAccountSubject(r.client_id), ...(jkt === undefined ? {} : { cnf: { jkt } }) },
       ttl,
+      resource === undefined ? [] : [resource],
     );
     await onEvent({ action: 'token.issued', metadata: { grant_type: GRANT_CLIENT_CREDENTIALS, subject: serviceAccountSubject(r.client_id), dpop: jkt !== undefined } });
     return { access_token: access.token, token_type: jkt === undefined ? 'Bearer' : 'DPoP', expires_in: ttl, scope: scope.join(' ') };
   }
 
-  async #refreshGrant(p: Map<string, string>, client: ResolvedClient, onEvent: OAuthEventSink): Promise<OAuthTokenResponse> {
+  /**
+   * `refresh_token` (RFC 6749 §6). DPoP (RFC 9449 §5): a grant whose tokens
+   * are bound needs a proof; a public client's by the same key (its refresh
+   * token is bound), a confidential client's by any key (its refresh token
+   * is bound to its authentication), which the new tokens are then bound
+   * to. A proof on an unbound grant binds it from then on.
+   */
+  async #refreshGrant(p: Map<string, string>, client: ResolvedClient, onEvent: OAuthEventSink, jkt: string | undefined, publicClient: boolean): Promise<OAuthTokenResponse> {
     const refreshToken = p.get('refresh_token');
     if (refreshToken === undefined) throw invalidRequest('refresh_token is required');
     let scope: string[];
     let userId: string;
+    let sid: unknown;
     try {
       const claims = await this.#auth.tokens.verify(refreshToken, 'refresh_token');
       scope = Array.isArray(claims['scope']) ? claims['scope'].map(String) : [];
       userId = claims.sub;
+      sid = claims['sid'];
       // A refresh token issued to a registered client is redeemed by that client only.
       const owner = typeof claims['client_id'] === 'string' ? claims['client_id'] : this.#auth.options.clientId;
       if (!safeEqual(owner, client.record.client_id)) throw invalidGrant('the refresh token was issued to another client');
@@ -732,16 +731,20 @@ export class OAuthServer {
     const requested = (p.get('scope') ?? '').split(' ').filter(Boolean);
     const wider = requested.find((s) => !scope.includes(s));
     if (wider !== undefined) throw new LatchkeyError('invalid_argument', `scope ${wider} was not granted`, { reason: 'invalid_scope' });
+    // Checked before the rotation, so that a refused proof does not spend the refresh token.
+    const grant = typeof sid === 'string' ? await this.#auth.sessions.get(sid) : undefined;
+    checkGrantKey(grant?.jkt, jkt, publicClient);
+    grantedResource(p, grant?.resource);
     let out: Awaited<ReturnType<AuthService['refresh']>>;
     try {
-      out = await this.#auth.refresh(refreshToken);
+      out = await this.#auth.refresh(refreshToken, jkt);
     } catch (err) {
       if (err instanceof LatchkeyError && err.reason === 'refresh_token_reused') await onEvent({ action: 'token.refresh_token_reuse', userId });
       if (err instanceof LatchkeyError && err.code === 'unauthenticated') throw invalidGrant('invalid refresh token', err);
       throw err;
     }
-    await onEvent({ action: 'token.refreshed', userId });
-    return tokenResponse(out, scope);
+    await onEvent({ action: 'token.refreshed', userId, metadata: { dpop: jkt !== undefined } });
+    return tokenResponse(out, scope, jkt);
   }
 
   // ---------------------------------------------------------------- /oauth/revoke
@@ -779,9 +782,15 @@ export class OAuthServer {
 
   // ---------------------------------------------------------------- /userinfo, /oauth/introspect, /logout
 
-  /** `/userinfo`: see {@link OidcEndpoints.userinfo}. */
-  userinfo(accessToken: string | undefined): Promise<Record<string, unknown>> {
-    return this.#oidc.userinfo(accessToken);
+  /**
+   * `/userinfo`: see {@link OidcEndpoints.userinfo}. `dpop`: the token came
+   * as `Authorization: DPoP`, with this proof (or none) on this method.
+   */
+  async userinfo(accessToken: string | undefined, dpop?: { proof: string | undefined; method: string }): Promise<Record<string, unknown>> {
+    if (dpop === undefined || accessToken === undefined) return this.#oidc.userinfo(accessToken);
+    if (dpop.proof === undefined) throw invalidDpopProof('a DPoP proof is required with the DPoP authorization scheme');
+    const { jkt } = await this.dpop.verify(dpop.proof, dpop.method, `${this.#auth.options.issuer}/userinfo`, accessToken);
+    return this.#oidc.userinfo(accessToken, jkt);
   }
 
   /** `/oauth/introspect`: see {@link OidcEndpoints.introspect}. */
@@ -795,8 +804,8 @@ export class OAuthServer {
   }
 }
 
-function tokenResponse(out: { access_token?: string | undefined; id_token?: string | undefined; refresh_token?: string | undefined; expires_in?: number | undefined }, scope: readonly string[]): OAuthTokenResponse {
-  const body: OAuthTokenResponse = { access_token: out.access_token ?? '', token_type: 'Bearer', expires_in: out.expires_in ?? 0, scope: scope.join(' ') };
+function tokenResponse(out: { access_token?: string | undefined; id_token?: string | undefined; refresh_token?: string | undefined; expires_in?: number | undefined }, scope: readonly string[], jkt?: string): OAuthTokenResponse {
+  const body: OAuthTokenResponse = { access_token: out.access_token ?? '', token_type: jkt === undefined ? 'Bearer' : 'DPoP', expires_in: out.expires_in ?? 0, scope: scope.join(' ') };
   if (scope.includes('openid') && out.id_token !== undefined) body.id_token = out.id_token;
   if (out.refresh_token !== undefined) body.refresh_token = out.refresh_token;
   return body;

@@ -54,14 +54,16 @@ export class OidcEndpoints {
    * user, as the token's scope releases them (§5.4): `sub` always, `email`,
    * `phone` and `profile` their standard claims. The token must be a live
    * access token (its session not ended, its user neither revoked nor
-   * deactivated) of a grant that included `openid`. Errors: `unauthenticated`
+   * deactivated) of a grant that included `openid`; a DPoP-bound token
+   * comes with `Authorization: DPoP` and its proof (RFC 9449 §7). Errors: `unauthenticated`
    * (reason `invalid_token`), `permission_denied` (reason `insufficient_scope`).
    */
-  async userinfo(accessToken: string | undefined): Promise<Record<string, unknown>> {
+  async userinfo(accessToken: string | undefined, dpopJkt?: string): Promise<Record<string, unknown>> {
     if (accessToken === undefined || accessToken === '') throw new LatchkeyError('unauthenticated', 'an access token is required', { reason: 'invalid_token' });
     let principal: Awaited<ReturnType<AuthService['authenticate']>>;
     try {
-      principal = await this.#auth.authenticate({ bearer: accessToken });
+      // `dpopJkt`: the token came with `Authorization: DPoP` and a proof by that key (a bound token is no bearer token).
+      principal = dpopJkt === undefined ? await this.#auth.authenticate({ bearer: accessToken }) : await this.#auth.authenticateBound(accessToken, dpopJkt);
     } catch (err) {
       if (err instanceof LatchkeyError && err.code === 'unauthenticated') throw invalidToken(err);
       throw err;
@@ -129,7 +131,7 @@ export class OidcEndpoints {
       const scope = Array.isArray(claims['scope']) ? claims['scope'].map(String).join(' ') : undefined;
       const out: Record<string, unknown> = {
         active: true,
-        token_type: type === 'access_token' ? 'Bearer' : 'refresh_token',
+        token_type: type === 'access_token' ? (claims['cnf'] === undefined ? 'Bearer' : 'DPoP') : 'refresh_token',
         client_id: typeof claims['client_id'] === 'string' ? claims['client_id'] : this.#auth.options.clientId,
         sub: claims['sub'],
         iss: claims['iss'],
@@ -144,6 +146,8 @@ export class OidcEndpoints {
       // RFC 8693 §4.1 and §4.4: who acts for the subject, and which client may use the token.
       if (claims['act'] !== undefined) out['act'] = claims['act'];
       if (claims['gty'] !== undefined) out['gty'] = claims['gty'];
+      // RFC 9449 §6.2: the key a DPoP-bound token is bound to.
+      if (claims['cnf'] !== undefined) out['cnf'] = claims['cnf'];
       const username = user.email ?? user.phone_number;
       if (username !== null) out['username'] = username;
       return out;
@@ -151,7 +155,7 @@ export class OidcEndpoints {
     const machine = await this.#clientToken(token);
     if (machine !== undefined) {
       const scope = Array.isArray(machine['scope']) ? machine['scope'].map(String).join(' ') : '';
-      const out: Record<string, unknown> = { active: true, token_type: 'Bearer', client_id: machine['sub'], sub: machine['sub'], iss: machine['iss'], aud: machine['aud'], exp: machine['exp'], iat: machine['iat'], jti: machine['jti'], scope };
+      const out: Record<string, unknown> = { active: true, token_type: machine['cnf'] === undefined ? 'Bearer' : 'DPoP', client_id: machine['sub'], sub: machine['sub'], iss: machine['iss'], aud: machine['aud'], exp: machine['exp'], iat: machine['iat'], jti: machine['jti'], scope };
       if (typeof machine['fga_subject'] === 'string') out['fga_subject'] = machine['fga_subject'];
       if (Array.isArray(machine['roles'])) out['roles'] = machine['roles'];
       // RFC 9449 §6.2: the key a DPoP-bound token is bound to.

@@ -11,7 +11,7 @@ import type { ResolvedAuthOptions } from './options.ts';
 import type { SessionLookup, SessionManager, SessionRecord } from './sessions.ts';
 import { TOKEN_TYPES, type TokenClaims, type TokenService, type TokenType } from './tokens.ts';
 import type { UserRecord, UserStore } from './user_store_types.ts';
-import { issueTokens } from './issue_tokens.ts';
+import { issueTokens, refreshClaims } from './issue_tokens.ts';
 import { actorSubjects, type Permissions, type RequiredRelation } from './permissions.ts';
 import type { TokenScript } from './token_script.ts';
 import { invalidArgument } from './profile.ts';
@@ -259,7 +259,7 @@ export class SessionFlows {
    * (`unauthenticated`, reason `refresh_token_reused`), and a replay after the
    * grace period ends the session, revoking the family.
    */
-  async #rotateRefreshToken(refreshToken: string): Promise<{ session: SessionRecord; token: string }> {
+  async #rotateRefreshToken(refreshToken: string, proven?: string): Promise<{ session: SessionRecord; token: string }> {
     const { tokens, sessions } = this.#d;
     const claims = await tokens.verify(refreshToken, 'refresh_token');
     const sid = String(claims['sid'] ?? '');
@@ -268,7 +268,9 @@ export class SessionFlows {
     if (seen.orgExpired === true) throw orgSessionExpired();
     if (session === undefined || session.user_id !== claims.sub) throw unauthenticated('invalid_token', 'invalid token');
     await this.#requireOrgSession(session);
-    const next = await tokens.sign('refresh_token', session.user_id, { sid, scope: session.scope, roles: session.roles });
+    // A DPoP-bound grant's refresh token is redeemed at the token endpoint with a proof only (RFC 9449 §5).
+    if (session.jkt !== undefined && proven === undefined) throw unauthenticated('invalid_token', 'invalid token');
+    const next = await tokens.sign('refresh_token', session.user_id, refreshClaims(session));
     const outcome = await sessions.rotateRefresh(sid, String(claims.jti), next.jti);
     if (outcome !== 'rotated') throw unauthenticated(outcome === 'unknown' ? 'invalid_token' : 'refresh_token_reused', 'invalid token');
     return { session, token: next.token };
@@ -276,16 +278,22 @@ export class SessionFlows {
 
   /**
    * Rotates a refresh token outside a cookie session (the OAuth token
-   * endpoint): new access, id and refresh tokens, same session.
+   * endpoint): new access, id and refresh tokens, same session. `dpopJkt`:
+   * the key a DPoP proof of the request proved (the caller checked it
+   * against the grant's); the session's tokens are bound to it from now on.
+   * A bound session's token is refused without one.
    */
-  async refresh(refreshToken: string): Promise<AuthResponse> {
-    const { session, token } = await this.#rotateRefreshToken(refreshToken);
+  async refresh(refreshToken: string, dpopJkt?: string): Promise<AuthResponse> {
+    const rotated = await this.#rotateRefreshToken(refreshToken, dpopJkt);
+    let session = rotated.session;
     const user = await this.activeUser(session.user_id);
     if (user === undefined) {
       await this.#d.sessions.end(session.sid);
       throw unauthenticated('invalid_token', 'invalid token');
     }
-    return this.#issueTokens(user, session, 'Session refreshed', { token });
+    // Only the rotation that won rebinds, so concurrent refreshes cannot leave the session on a loser's key.
+    if (dpopJkt !== undefined && dpopJkt !== session.jkt) session = (await this.#d.sessions.rotateCookie(session, { jkt: dpopJkt })).session;
+    return this.#issueTokens(user, session, 'Session refreshed', { token: rotated.token });
   }
 
   /** `logout`: ends the caller's session server-side (its cookie, tokens and refresh lineage). */
@@ -334,8 +342,28 @@ export class SessionFlows {
   authenticateNow(credentials: { bearer?: string | undefined }): UserPrincipal | undefined {
     if (credentials.bearer === undefined) return undefined;
     const live = this.#liveNow(credentials.bearer);
-    // A session in an organization takes the full path: the organization's session lifetime is read each time.
-    return live === undefined || live.session.org_id !== undefined ? undefined : bearerPrincipal(live);
+    // A session in an organization takes the full path (the organization's session lifetime is read each time), and
+    // so does a DPoP-bound token, which is never a bearer token (RFC 9449 §7.1): the full path refuses it.
+    return live === undefined || live.session.org_id !== undefined || live.claims['cnf'] !== undefined ? undefined : bearerPrincipal(live);
+  }
+
+  /**
+   * The principal of a DPoP-bound access token presented with `Authorization:
+   * DPoP` once its proof was checked: `jkt` is the proof's key, which must
+   * be the one the token names (`cnf.jkt`). Throws `unauthenticated`.
+   */
+  async authenticateBound(token: string, jkt: string): Promise<UserPrincipal> {
+    let live: { claims: TokenClaims; session: SessionRecord };
+    try {
+      live = await this.#verifyLive(token, 'access_token');
+    } catch (err) {
+      if (err instanceof LatchkeyError && err.code === 'unauthenticated') throw unauthenticated();
+      throw err;
+    }
+    const bound = (live.claims['cnf'] as { jkt?: unknown } | undefined)?.jkt;
+    if (typeof bound !== 'string' || bound !== jkt) throw unauthenticated();
+    await this.#requireOrgSession(live.session, 'unauthorized');
+    return bearerPrincipal(live);
   }
 
   async #authenticate(credentials: { bearer?: string | undefined; cookies?: Readonly<Record<string, string>> | undefined }): Promise<UserPrincipal | undefined> {
@@ -349,6 +377,7 @@ export class SessionFlows {
         throw err;
       }
       await this.#requireOrgSession(live.session, 'unauthorized');
+      if (live.claims['cnf'] !== undefined) throw unauthenticated();
       return bearerPrincipal(live);
     }
     const cookie = sessionCookieOf(credentials.cookies);

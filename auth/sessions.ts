@@ -44,6 +44,14 @@ export interface SessionRecord {
   cookie_hash: string;
   /** Milliseconds since the epoch when the session was created. */
   created_ms: number;
+  /**
+   * The thumbprint (RFC 7638) of the DPoP key the session's access tokens
+   * are bound to (`cnf.jkt`, RFC 9449): set for an OAuth grant made with a
+   * DPoP proof; such a session's refresh tokens are redeemed with a proof only.
+   */
+  jkt?: string;
+  /** The resource server (RFC 8707) the grant was made for: its access tokens name it in `aud`. */
+  resource?: string;
   /** The active organization (`switch_organization`): its id goes into the session's tokens as `org_id`. */
   org_id?: string | undefined;
   /**
@@ -255,7 +263,7 @@ export class SessionManager {
    * `ended:<sid>` is written before an ending deletes anything, so either the
    * ending deletes this write or this call sees the marker (security matrix B6).
    */
-  async rotateCookie(session: SessionRecord, patch: Partial<Pick<SessionRecord, 'roles' | 'scope' | 'org_id' | 'org_expires_at'>> = {}): Promise<{ session: SessionRecord; cookieToken: string }> {
+  async rotateCookie(session: SessionRecord, patch: Partial<Pick<SessionRecord, 'roles' | 'scope' | 'org_id' | 'org_expires_at' | 'jkt'>> = {}): Promise<{ session: SessionRecord; cookieToken: string }> {
     const cookieToken = newId(32);
     const next: SessionRecord = { ...session, ...patch, cookie_hash: hashToken(cookieToken) };
     await this.#store.set(`sess:${session.sid}`, JSON.stringify(next), this.sessionTtl);
@@ -348,14 +356,26 @@ export class SessionManager {
     return out.slice(0, SESSION_LIST_LIMIT);
   }
 
+  /**
+   * Told of each session an {@link end} removed (read before its keys go,
+   * also when all of its user's sessions were ended at once). Must not throw;
+   * what it starts is its own to finish (it is not awaited).
+   */
+  onEnded: ((session: SessionRecord) => void) | undefined;
+
   /** Ends one session: its record, cookie and refresh lineage. Idempotent. */
   async end(sid: string): Promise<void> {
     await this.#store.set(`ended:${sid}`, '1', this.sessionTtl);
     const session = await this.get(sid);
+    // The record as stored, even when endAllForUser has already made it dead for `get`.
+    const raw = session ?? (this.onEnded === undefined ? undefined : await this.#store.get(this.#sessKey.of(sid)));
+    const record = typeof raw === 'string' ? this.#parse(raw) : raw;
     const keys = [`sess:${sid}`, `rt:${sid}`, `seen:${sid}`];
-    if (session !== undefined) keys.push(`cookie:${session.cookie_hash}`);
-    await this.#store.del(...keys);
-    if (session !== undefined) await this.#store.removeFromSet(`user_sessions:${session.user_id}`, sid);
+    if (record !== undefined) keys.push(`cookie:${record.cookie_hash}`);
+    const removed = await this.#store.del(...keys);
+    if (record !== undefined) await this.#store.removeFromSet(`user_sessions:${record.user_id}`, sid);
+    // Only the ending that removed the record tells, so a session is announced once.
+    if (record !== undefined && removed > 0 && this.onEnded !== undefined) this.onEnded(record);
   }
 
   /** {@link end} of a session record in hand (one past its organization's lifetime, which `get` no longer answers). */

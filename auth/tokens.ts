@@ -206,6 +206,24 @@ export class TokenService {
   }
 
   /**
+   * A logout token (OpenID Connect Back-Channel Logout 1.0 §2.4) for client
+   * `clientId` about the session `sid` of `sub`: type `logout+jwt`, the
+   * back-channel logout event, no nonce, valid two minutes.
+   */
+  async signLogoutToken(clientId: string, sub: string, sid: string): Promise<string> {
+    const iat = this.nowSeconds();
+    return new SignJWT({ sid, events: { 'http://schemas.openid.net/event/backchannel-logout': {} } })
+      .setProtectedHeader({ alg: this.algorithm, kid: this.kid, typ: 'logout+jwt' })
+      .setIssuer(this.issuer)
+      .setAudience(clientId)
+      .setSubject(sub)
+      .setIssuedAt(iat)
+      .setExpirationTime(iat + 120)
+      .setJti(randomBytes(16).toString('base64url'))
+      .sign(this.#signKey);
+  }
+
+  /**
    * The claims of `token` without a promise when it was verified before and
    * is valid now as `expectedType` (its times checked again); undefined
    * otherwise, when {@link verify} decides (and says why it refuses).
@@ -343,8 +361,11 @@ export class TokenService {
       // Only what /authorize accepts: plain only with --enable-pkce-plain.
       code_challenge_methods_supported: options.pkcePlain === true ? ['S256', 'plain'] : ['S256'],
       authorization_response_iss_parameter_supported: true,
-      // RFC 9449 §5.1: DPoP proofs at the token endpoint (binding client_credentials tokens).
+      // RFC 9449 §5.1: DPoP proofs at the token endpoint (binding the tokens of the code, refresh, device and client_credentials grants).
       dpop_signing_alg_values_supported: [...DPOP_ALGORITHMS],
+      // OpenID Connect Back-Channel Logout 1.0 §2.1: logout tokens with sid, to clients that register a URI.
+      backchannel_logout_supported: true,
+      backchannel_logout_session_supported: true,
       scopes_supported: ['openid', 'email', 'profile', 'phone', 'offline_access'],
       claims_supported: [
         'iss',

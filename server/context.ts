@@ -302,8 +302,8 @@ export interface Services {
  */
 export interface HttpRoute {
   readonly path: string;
-  /** Default `['GET']`. */
-  readonly methods?: readonly ('GET' | 'POST')[];
+  /** Default `['GET']`. `PUT` takes a body as `POST` does. */
+  readonly methods?: readonly ('GET' | 'POST' | 'PUT' | 'DELETE')[];
   readonly handler: (request: HttpRouteRequest) => Promise<HttpRouteResponse>;
 }
 

@@ -6,6 +6,7 @@
 import { LatchkeyError, OUTAGE_RETRY_AFTER_SECONDS, toPublicError } from '../engine/errors.ts';
 import { pingMainDatabase } from './compose/database.ts';
 import { hasCredentials, resolvePrincipal } from './authenticate.ts';
+import { refuseOutOfScope } from './api_key_scopes.ts';
 import { ANONYMOUS } from './context.ts';
 import type { Clock, CookieSink, Credentials, Principal, Protocol, RequestContext } from './context.ts';
 import { outageSummary, type Logger } from './logger.ts';
@@ -202,6 +203,7 @@ export function createPipeline(
             throw new LatchkeyError('resource_exhausted', 'too many requests for this account', { reason: 'rate_limited', details: { retry_after_seconds: wait } });
           }
         }
+        refuseOutOfScope(op, principal);
         const input = validate(op.input, rawInput ?? {});
         let output = handlerFor(op)(new CallContext(info, principal, services, op.name), input);
         if (output instanceof Promise) output = await output;

@@ -9,6 +9,7 @@
 import {
   AuthService,
   ClientRegistry,
+  BackchannelLogout,
   DpopVerifier,
   SqlClientStore,
   SUPPORTED_SCOPES,
@@ -114,6 +115,14 @@ export async function plugAuth(services: Services): Promise<AuthService> {
     roles: auth.options.roles,
     supportedScopes: SUPPORTED_SCOPES,
   });
+  // Back-channel logout: a registered client that gave a URI hears of each of its sessions that ends.
+  const backchannel = new BackchannelLogout({
+    registry,
+    tokens: auth.tokens,
+    onFailure: (detail) => services.logger.warn('back-channel logout notice not delivered', { client_id: detail.client_id, status: detail.status, err: detail.error }),
+  });
+  auth.sessions.onEnded = (session) => backchannel.notify(session);
+  services.closers.push(() => backchannel.settled());
   const machine = machinePrincipals(auth, registry, new DpopVerifier({ memory: memoryStore, nowSeconds: () => Math.floor(auth.options.now() / 1000) }), issuer);
   // API keys first (their shape is recognised without a promise); then user tokens and cookies; a bearer token the
   // user link refuses is tried as a service account's client_credentials token before the refusal stands.
@@ -320,7 +329,7 @@ function machinePrincipals(
         throw refused();
       }
       const jkt = (claims['cnf'] as { jkt?: unknown } | undefined)?.jkt;
-      if (typeof jkt !== 'string' || proof.proof === undefined || claims['gty'] !== 'client_credentials' || typeof claims['sub'] !== 'string') throw refused();
+      if (typeof jkt !== 'string' || proof.proof === undefined || typeof claims['sub'] !== 'string') throw refused();
       let proven: { jkt: string };
       try {
         proven = await dpop.verify(proof.proof, proof.method, `${issuer}${proof.path}`, token);
@@ -328,6 +337,8 @@ function machinePrincipals(
         throw refused();
       }
       if (proven.jkt !== jkt) throw refused();
+      // A user's token of a DPoP-bound grant (code, refresh, device): its session must be alive, as for a bearer token.
+      if (claims['gty'] !== 'client_credentials') return auth.authenticateBound(token, proven.jkt);
       const p = await serviceAccount(claims['sub'], claims);
       if (p === undefined) throw refused();
       return p;

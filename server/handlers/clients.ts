@@ -8,6 +8,7 @@ import { normalizePagination } from '../../admin/index.ts';
 import type { ClientInput, ClientRegistry, PublicApiKey } from '../../auth/index.ts';
 import { REGISTRY_OPERATIONS } from '../../api/index.ts';
 import type { RequestContext } from '../context.ts';
+import { apiKeyScopesFor } from '../api_key_scopes.ts';
 import type { HandlersOf } from './types.ts';
 import { authOf } from './services_of.ts';
 
@@ -86,7 +87,7 @@ export const REGISTRY_HANDLERS: HandlersOf<typeof REGISTRY_OPERATIONS> = {
   },
   create_api_key: async (ctx, input) => {
     const principal = selfOf(ctx);
-    const out = await registryOf(ctx).createApiKey(principal, input);
+    const out = await registryOf(ctx).createApiKey(principal, { ...input, scopes: apiKeyScopesFor(input.scopes, ctx.principal) });
     await auditChange(ctx, 'api_key.created', 'api_key', out.key.id, { principal });
     return out as never;
   },
@@ -100,7 +101,7 @@ export const REGISTRY_HANDLERS: HandlersOf<typeof REGISTRY_OPERATIONS> = {
   admin_create_api_key: async (ctx, input) => {
     const { principal: named, ...rest } = input;
     const principal = await existingPrincipal(ctx, named);
-    const out = await registryOf(ctx).createApiKey(principal, rest);
+    const out = await registryOf(ctx).createApiKey(principal, { ...rest, scopes: apiKeyScopesFor(rest.scopes, undefined) });
     await auditChange(ctx, 'admin.api_key_created', 'api_key', out.key.id, { principal });
     return out as never;
   },

@@ -297,8 +297,9 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
     };
     for (const method of route.methods ?? ['GET']) {
       if (method === 'GET') app.get(route.path, (req, res, next) => serve(req, res, next));
+      else if (method === 'DELETE') app.delete(route.path, (req, res, next) => serve(req, res, next));
       else
-        app.post(route.path, (req, res, next) =>
+        app[method === 'PUT' ? 'put' : 'post'](route.path, (req, res, next) =>
           routeBody(req, res, (err?: unknown) => serve(req, res, next, err === undefined ? undefined : (err instanceof LatchkeyError ? err : (bodyParseError(err, config.httpBodyLimit) ?? new LatchkeyError('invalid_argument', 'unreadable request body', { reason: 'malformed_json' }))))),
         );
     }

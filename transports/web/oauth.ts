@@ -34,6 +34,7 @@ const OAUTH_ERRORS = new Set([
   'insufficient_scope',
   'invalid_target',
   'invalid_dpop_proof',
+  'use_dpop_nonce',
   'authorization_pending',
   'slow_down',
   'access_denied',
@@ -63,7 +64,7 @@ function errorResponse(services: Services, request: HttpRouteRequest, thrown: un
   const headers: Record<string, string> = { ...NO_STORE };
   const wait = err.details?.['retry_after_seconds'];
   if ((err.code === 'unavailable' || err.code === 'resource_exhausted') && typeof wait === 'number') headers['retry-after'] = String(wait);
-  if (error === 'invalid_dpop_proof') {
+  if (error === 'invalid_dpop_proof' && status === 401) {
     headers['www-authenticate'] = `DPoP error="invalid_dpop_proof", algs="${DPOP_ALGORITHMS.join(' ')}"`;
   } else if (error === 'invalid_token' || error === 'insufficient_scope') {
     headers['www-authenticate'] = `Bearer error="${error}", error_description="${err.message.replace(/["\\]/g, '')}"`;
@@ -71,11 +72,15 @@ function errorResponse(services: Services, request: HttpRouteRequest, thrown: un
   return { status, body: { error, error_description: err.message }, headers };
 }
 
-/** Headers of the `/logout` pages: nothing but their own form, no framing, no caching. */
+/**
+ * Headers of the `/logout` and `/app/device` pages: nothing but their own form, no framing, no
+ * caching. The referrer policy is `same-origin`, not `no-referrer`: under `no-referrer` a browser
+ * sends `Origin: null` with the form's POST, which the CSRF guard rightly refuses.
+ */
 const LOGOUT_PAGE_HEADERS = {
   'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   'x-frame-options': 'DENY',
-  'referrer-policy': 'no-referrer',
+  'referrer-policy': 'same-origin',
   ...NO_STORE,
 };
 
@@ -146,14 +151,27 @@ export function oauthRoutes(services: Services): HttpRoute[] {
       return errorResponse(services, request, err);
     }
   };
+  // RFC 9449 §5: at the authorization server a refused proof is an error response (400) like any other;
+  // the 401 with a DPoP challenge is a resource's answer (§7.1, /userinfo).
+  const refusal = (request: HttpRouteRequest, err: unknown): HttpRouteResponse =>
+    errorResponse(services, request, err instanceof LatchkeyError && err.reason === 'invalid_dpop_proof' ? new LatchkeyError('invalid_argument', err.message, { reason: 'invalid_dpop_proof' }) : err);
+  // RFC 9449 §8: a request that carried a DPoP proof is answered with the current server nonce, its refusal included.
+  const withNonce = async (request: HttpRouteRequest, response: HttpRouteResponse): Promise<HttpRouteResponse> => {
+    if (request.dpop === undefined) return response;
+    try {
+      return { ...response, headers: { ...response.headers, 'dpop-nonce': await oauth.dpop.nonce() } };
+    } catch (err) {
+      return errorResponse(services, request, err);
+    }
+  };
   const endpoint =
     (handle: (params: Readonly<Record<string, unknown>>, authorization: string | undefined, onEvent: OAuthEventSink, dpop: string | undefined) => Promise<unknown>) =>
     async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
       try {
         if (request.bodyError !== undefined) throw new LatchkeyError(request.bodyError.code, request.bodyError.message, { reason: 'invalid_request' });
-        return { body: await handle(request.body, request.authorization, auditSink(services, request), request.dpop), headers: NO_STORE };
+        return await withNonce(request, { body: await handle(request.body, request.authorization, auditSink(services, request), request.dpop), headers: NO_STORE });
       } catch (err) {
-        return errorResponse(services, request, err);
+        return withNonce(request, refusal(request, err));
       }
     };
   // RFC 8628 §3.3: where the user enters the code shown on the device, signed in, and approves or denies.
@@ -191,18 +209,39 @@ export function oauthRoutes(services: Services): HttpRoute[] {
       return errorResponse(services, request, err);
     }
   };
+  // RFC 7592: the registration of `?client_id=` read (GET), replaced (PUT) or deleted (DELETE, 204) with its registration access token.
+  const configure = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
+    try {
+      const clientId = typeof request.query['client_id'] === 'string' ? request.query['client_id'] : '';
+      if (request.method === 'POST') return await register(request);
+      if (request.bodyError !== undefined) throw new LatchkeyError(request.bodyError.code, request.bodyError.message, { reason: 'invalid_client_metadata' });
+      if (request.method === 'GET') return { body: await oauth.configuration.read(clientId, request.authorization), headers: NO_STORE };
+      if (request.method === 'PUT') {
+        const body = await oauth.configuration.update(clientId, request.authorization, request.body);
+        await auditSink(services, request)({ action: 'client.updated', metadata: { client_id: clientId } });
+        return { body, headers: NO_STORE };
+      }
+      await oauth.configuration.delete(clientId, request.authorization);
+      await auditSink(services, request)({ action: 'client.deleted', metadata: { client_id: clientId } });
+      return { status: 204, headers: NO_STORE };
+    } catch (err) {
+      return errorResponse(services, request, err);
+    }
+  };
   // RFC 9126 §2.2: 201 with the request_uri.
   const par = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
     try {
       if (request.bodyError !== undefined) throw new LatchkeyError(request.bodyError.code, request.bodyError.message, { reason: 'invalid_request' });
-      return { status: 201, body: await oauth.pushAuthorizationRequest(request.body, request.authorization), headers: NO_STORE };
+      return await withNonce(request, { status: 201, body: await oauth.pushAuthorizationRequest(request.body, request.authorization, request.dpop), headers: NO_STORE });
     } catch (err) {
-      return errorResponse(services, request, err);
+      return withNonce(request, refusal(request, err));
     }
   };
   const userinfo = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
     try {
       if (request.bodyError !== undefined) throw new LatchkeyError(request.bodyError.code, request.bodyError.message, { reason: 'invalid_request' });
+      const bound = request.authorization === undefined ? undefined : /^DPoP\s+([A-Za-z0-9\-._~+/]+=*)\s*$/i.exec(request.authorization)?.[1];
+      if (bound !== undefined) return { body: await oauth.userinfo(bound, { proof: request.dpop, method: request.method }), headers: NO_STORE };
       return { body: await oauth.userinfo(bearerOf(request)), headers: NO_STORE };
     } catch (err) {
       return errorResponse(services, request, err);
@@ -236,7 +275,7 @@ export function oauthRoutes(services: Services): HttpRoute[] {
     { path: '/oauth/token', methods: ['POST'], handler: endpoint((p, a, e, d) => oauth.token(p, a, e, d)) },
     { path: '/oauth/revoke', methods: ['POST'], handler: endpoint((p, a, e) => oauth.revoke(p, a, e)) },
     { path: '/oauth/par', methods: ['POST'], handler: par },
-    ...(oauth.registrationEnabled ? [{ path: '/oauth/register', methods: ['POST' as const], handler: register }] : []),
+    ...(oauth.registrationEnabled ? [{ path: '/oauth/register', methods: ['POST' as const, 'GET' as const, 'PUT' as const, 'DELETE' as const], handler: configure }] : []),
     { path: '/oauth/device_authorization', methods: ['POST'], handler: endpoint((p, a) => oauth.deviceAuthorization(p, a)) },
     { path: '/app/device', methods: ['GET', 'POST'], handler: device },
     { path: '/oauth/introspect', methods: ['POST'], handler: endpoint((p, a) => oauth.introspect(p, a)) },

@@ -4,7 +4,9 @@
  * digest under a public prefix; used as `Authorization: Bearer <key>` and as
  * `x-api-key: <key>` on REST, GraphQL and gRPC; last use recorded; revoked
  * and refused on the next call; expired keys refused; a deleted service
- * account's keys refused. On DynamoDB the registry is not available and says so.
+ * account's keys refused; a key's scopes (operation names, `read`, `*`)
+ * restrict what it may call, and a key made with a key reaches no further.
+ * On DynamoDB the registry is not available and says so.
  */
 import test from 'ava';
 import { sqlBackends } from '../../helpers/databases.ts';
@@ -91,7 +93,7 @@ for (const backend of sqlBackends()) {
     t.truthy(await ok(server, 'profile', {}, 'rest', { 'x-api-key': soon['api_key'] as string }));
     clock.advance(120);
     t.is((await server.call('profile', {}, { protocol: 'rest', headers: { 'x-api-key': soon['api_key'] as string } })).error?.code, 'unauthenticated', 'expired');
-    const past = await server.call('create_api_key', { name: 'past', expires_at: 1 }, { protocol: 'rest', headers: { 'x-api-key': created['grpc'] as string } });
+    const past = await server.call('create_api_key', { name: 'past', expires_at: 1 }, { protocol: 'rest', headers: bearer });
     t.is(past.error?.code, 'invalid_argument');
     t.is((await server.call('create_api_key', { name: 'admin' }, { protocol: 'rest', headers: ADMIN })).error?.reason, 'no_own_api_keys');
   });
@@ -124,6 +126,78 @@ for (const backend of sqlBackends()) {
     }
   });
 }
+
+test('scopes: a key calls only the operations its scopes name (an operation, read for every query, * for all), refused with permission_denied on every protocol; a key made with a key reaches no further', async (t) => {
+  const server = await startTestServer({ 'enable-email-verification': false });
+  t.teardown(() => server.close());
+  await ok(server, 'fga_write_model', { dsl: DSL }, 'rest', ADMIN);
+  const login = await ok(server, 'signup', { email: 'scoped@example.com', password: PASSWORD }, 'rest', {});
+  const bearer = { authorization: `Bearer ${login['access_token'] as string}` };
+  const keyWith = async (scopes: string[] | undefined, headers: Record<string, string> = bearer): Promise<string> =>
+    (await ok(server, 'create_api_key', { name: `k-${(scopes ?? []).join('-')}`, ...(scopes === undefined ? {} : { scopes }) }, 'rest', headers))['api_key'] as string;
+  const refused = async (op: string, input: Record<string, unknown>, key: string, needs: string): Promise<void> => {
+    for (const protocol of PROTOCOLS) {
+      const r = await server.call(op, input, { protocol, headers: { 'x-api-key': key } });
+      t.is(r.error?.code, 'permission_denied', `${op} over ${protocol}`);
+      t.is(r.error?.reason, 'insufficient_scope', `${op} over ${protocol}`);
+      t.true((r.error?.message ?? '').includes(`do not allow ${op}; it needs the scope ${needs}`), `${op} over ${protocol}: ${r.error?.message}`);
+    }
+  };
+  const checks = { checks: [{ relation: 'viewer', object: 'doc:1' }] };
+
+  // One operation named: that operation, nothing else.
+  const checkOnly = await keyWith(['check_permissions']);
+  for (const protocol of PROTOCOLS) t.truthy((await ok(server, 'check_permissions', checks, protocol, { 'x-api-key': checkOnly }))['results'], protocol);
+  await refused('profile', {}, checkOnly, 'profile, read or *');
+  await refused('list_permissions', { relation: 'viewer', object_type: 'doc' }, checkOnly, 'list_permissions, read or *');
+  await refused('update_profile', { given_name: 'Eve' }, checkOnly, 'update_profile or *');
+
+  // read: every query, no mutation.
+  const reader = await keyWith(['read']);
+  for (const protocol of PROTOCOLS) {
+    t.is((await ok(server, 'profile', {}, protocol, { authorization: `Bearer ${reader}` }))['email'], 'scoped@example.com', protocol);
+    t.truthy((await ok(server, 'api_keys', {}, protocol, { 'x-api-key': reader }))['api_keys'], protocol);
+  }
+  await refused('update_profile', { given_name: 'Eve' }, reader, 'update_profile or *');
+  await refused('revoke_api_key', { id: 'x' }, reader, 'revoke_api_key or *');
+
+  // * and no scopes: every operation the user may call.
+  for (const key of [await keyWith(['*']), await keyWith(undefined)]) {
+    for (const protocol of PROTOCOLS) {
+      await ok(server, 'update_profile', { given_name: `Ada-${protocol}` }, protocol, { 'x-api-key': key });
+      t.is((await ok(server, 'profile', {}, protocol, { 'x-api-key': key }))['given_name'], `Ada-${protocol}`, protocol);
+    }
+  }
+
+  // The vocabulary is checked when the key is made.
+  for (const protocol of PROTOCOLS) {
+    const bad = await server.call('create_api_key', { name: 'bad', scopes: ['invoices:read'] }, { protocol, headers: bearer });
+    t.is(bad.error?.code, 'invalid_argument', protocol);
+    t.is(bad.error?.reason, 'invalid_api_key', protocol);
+  }
+  t.is((await server.call('admin_create_api_key', { principal: `user:${(login['user'] as { id: string }).id}`, name: 'bad', scopes: ['everything'] }, { protocol: 'graphql', headers: ADMIN })).error?.reason, 'invalid_api_key');
+
+  // A key made with a key: within the calling key's scopes; none asked means the caller's.
+  const maker = await keyWith(['create_api_key', 'profile']);
+  const inherited = await ok(server, 'create_api_key', { name: 'child' }, 'grpc', { 'x-api-key': maker });
+  t.deepEqual((inherited['key'] as { scopes: string[] }).scopes, ['create_api_key', 'profile']);
+  t.deepEqual(((await ok(server, 'create_api_key', { name: 'narrow', scopes: ['profile'] }, 'graphql', { 'x-api-key': maker }))['key'] as { scopes: string[] }).scopes, ['profile']);
+  for (const wider of [['*'], ['read'], ['update_profile']]) {
+    const r = await server.call('create_api_key', { name: 'wide', scopes: wider }, { protocol: 'rest', headers: { 'x-api-key': maker } });
+    t.is(r.error?.code, 'permission_denied', wider.join());
+    t.is(r.error?.reason, 'insufficient_scope', wider.join());
+  }
+
+  // A service account's scoped key: its checks, nothing more.
+  await ok(server, 'add_client', { client_id: 'scoped-bot', kind: 'service_account' }, 'rest', ADMIN);
+  await ok(server, 'fga_write_tuples', { tuples: [{ user: 'service_account:scoped-bot', relation: 'viewer', object: 'doc:1' }] }, 'rest', ADMIN);
+  const botKey = (await ok(server, 'admin_create_api_key', { principal: 'service_account:scoped-bot', name: 'ci', scopes: ['check_permissions'] }, 'rest', ADMIN))['api_key'] as string;
+  for (const protocol of PROTOCOLS) {
+    const r = await ok(server, 'check_permissions', checks, protocol, { 'x-api-key': botKey });
+    t.deepEqual((r['results'] as Array<{ allowed: boolean }>).map((x) => x.allowed), [true], protocol);
+  }
+  await refused('api_keys', {}, botKey, 'api_keys, read or *');
+});
 
 test('dynamodb: the registry and API keys answer failed_precondition (they need a SQL main database); the --client-id client still works', async (t) => {
   const server = await startTestServer({}, { backend: 'dynamodb' });

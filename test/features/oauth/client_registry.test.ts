@@ -207,7 +207,9 @@ test('discovery lists exactly what is supported; /.well-known/oauth-protected-re
     t.deepEqual(doc['dpop_signing_alg_values_supported'], ['RS256', 'PS256', 'ES256', 'ES384', 'ES512', 'EdDSA']);
     t.is(doc['pushed_authorization_request_endpoint'], `${issuer}/oauth/par`);
     t.is(doc['device_authorization_endpoint'], `${issuer}/oauth/device_authorization`);
-    for (const absent of ['registration_endpoint', 'backchannel_logout_supported']) {
+    t.is(doc['backchannel_logout_supported'], true);
+    t.is(doc['backchannel_logout_session_supported'], true);
+    for (const absent of ['registration_endpoint']) {
       t.false(absent in doc, `${path}: ${absent} is not advertised (not supported)`);
     }
   }

@@ -4,7 +4,7 @@
  * accepted by the API with a valid proof, refused without one, with a
  * replayed one, with one for another URL, and as a bearer token (on gRPC
  * too, which carries no proof); introspection shows `cnf`; a replayed proof
- * at the token endpoint is `invalid_dpop_proof`.
+ * at the token endpoint is `invalid_dpop_proof` (after its nonce challenge).
  */
 import test from 'ava';
 import * as client from 'openid-client';
@@ -76,18 +76,22 @@ test('a DPoP-bound client_credentials token: accepted with a valid proof, refuse
   const intro = await client.tokenIntrospection(config, tokens.access_token);
   t.deepEqual(intro['cnf'], { jkt });
 
-  // The token endpoint refuses a replayed proof.
-  const tokenProof = await new SignJWT({ htm: 'POST', htu: `${issuer}/oauth/token`, jti: 'token-1' }).setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk: exported }).setIssuedAt().sign(keys.privateKey);
-  const form = (): RequestInit => ({
+  // The token endpoint asks for its nonce (RFC 9449 §8), then refuses a replayed proof.
+  const tokenProof = (nonce?: string): Promise<string> =>
+    new SignJWT({ htm: 'POST', htu: `${issuer}/oauth/token`, jti: `token-${nonce ?? 'none'}`, ...(nonce === undefined ? {} : { nonce }) }).setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk: exported }).setIssuedAt().sign(keys.privateKey);
+  const form = (dpop: string): RequestInit => ({
     method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', dpop: tokenProof, authorization: `Basic ${Buffer.from(`dpop-bot:${added['client_secret'] as string}`).toString('base64')}` },
+    headers: { 'content-type': 'application/x-www-form-urlencoded', dpop, authorization: `Basic ${Buffer.from(`dpop-bot:${added['client_secret'] as string}`).toString('base64')}` },
     body: 'grant_type=client_credentials',
   });
-  const first = await fetch(`${issuer}/oauth/token`, form());
+  const challenged = await fetch(`${issuer}/oauth/token`, form(await tokenProof()));
+  t.is(challenged.status, 400);
+  t.is(((await challenged.json()) as { error: string }).error, 'use_dpop_nonce');
+  const withNonce = await tokenProof(challenged.headers.get('dpop-nonce') ?? '');
+  const first = await fetch(`${issuer}/oauth/token`, form(withNonce));
   t.is(first.status, 200);
   t.is(((await first.json()) as { token_type: string }).token_type, 'DPoP');
-  const replay = await fetch(`${issuer}/oauth/token`, form());
-  t.is(replay.status, 401);
+  const replay = await fetch(`${issuer}/oauth/token`, form(withNonce));
+  t.is(replay.status, 400, 'at the authorization server a refused proof is an error response (RFC 9449 §5)');
   t.is(((await replay.json()) as { error: string }).error, 'invalid_dpop_proof');
-  t.regex(replay.headers.get('www-authenticate') ?? '', /^DPoP /);
 });

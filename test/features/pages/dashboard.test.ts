@@ -113,8 +113,8 @@ test('the page headers: strict CSP by hash with Trusted Types, no-store, no fram
     t.deepEqual(directives.get('require-trusted-types-for'), ["'script'"]);
     t.deepEqual(directives.get('trusted-types'), ['dashboard-preview']);
     const scripts = directives.get('script-src') ?? [];
-    // page.js, organizations.js and sso.js, each by its hash and nothing else.
-    t.is(scripts.length, 3);
+    // page.js, organizations.js, sso.js and clients.js, each by its hash and nothing else.
+    t.is(scripts.length, 4);
     for (const h of scripts) t.regex(h, /^'sha256-[A-Za-z0-9+/]{43}='$/);
     t.regex((directives.get('style-src') ?? [])[0] ?? '', /^'sha256-/);
     t.false((await res.text()).includes('<script>x'), 'nothing of the request is written into the page');

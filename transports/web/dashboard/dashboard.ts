@@ -5,7 +5,9 @@
  * through `admin_login` and then drives the server's own REST admin API with
  * the `service-admin` cookie: users, webhooks, email templates, the audit
  * log, organizations (their teams and members' roles in organizations.js),
- * the authorization model and tuples, and an overview from
+ * SSO connections and SCIM tokens (sso.js), the authorization model and
+ * tuples, the OAuth client registry (clients.js: list, register, rotate a
+ * secret, delete), and an overview from
  * `admin_meta`. An answer of 401 (the session expired or was ended) brings
  * the sign-in form back. There is no build step: the files are served as
  * written.
@@ -35,6 +37,8 @@ const SCRIPT = read('./page.js');
 const ORGANIZATIONS_SCRIPT = read('./organizations.js');
 /** The SSO and SCIM section (its own file; it registers its loader with page.js). */
 const SSO_SCRIPT = read('./sso.js');
+/** The OAuth client registry section's script (its own file, after page.js). */
+const CLIENTS_SCRIPT = read('./clients.js');
 const PAGE_HTML = read('./page.html');
 
 /**
@@ -49,7 +53,8 @@ function pageHtml(organization: { name: string; logo: string }, organizationRole
   return PAGE_HTML.replace('<style>/*STYLE*/</style>', () => `<style>${STYLE}</style>`)
     .replace('<script>/*SCRIPT*/</script>', () => `<script type="application/json" id="dashboard-data">${data}</script>\n<script>${SCRIPT}</script>`)
     .replace('<script>/*ORGANIZATIONS*/</script>', () => `<script>${ORGANIZATIONS_SCRIPT}</script>`)
-    .replace('<script>/*SSO_SCRIPT*/</script>', () => `<script>${SSO_SCRIPT}</script>`);
+    .replace('<script>/*SSO_SCRIPT*/</script>', () => `<script>${SSO_SCRIPT}</script>`)
+    .replace('<script>/*CLIENTS_SCRIPT*/</script>', () => `<script>${CLIENTS_SCRIPT}</script>`);
 }
 
 const hash = (text: string): string => `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;
@@ -57,7 +62,7 @@ const hash = (text: string): string => `'sha256-${createHash('sha256').update(te
 /** The dashboard's policy: its own inline style and script (by hash), fetches to its own origin, no framing, no native form posts. */
 export const DASHBOARD_CSP = [
   "default-src 'none'",
-  `script-src ${hash(SCRIPT)} ${hash(ORGANIZATIONS_SCRIPT)} ${hash(SSO_SCRIPT)}`,
+  `script-src ${hash(SCRIPT)} ${hash(ORGANIZATIONS_SCRIPT)} ${hash(SSO_SCRIPT)} ${hash(CLIENTS_SCRIPT)}`,
   `style-src ${hash(STYLE)}`,
   "style-src-attr 'unsafe-inline'",
   'img-src data: https:',
