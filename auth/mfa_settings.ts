@@ -13,8 +13,10 @@
  *   `invalid_argument` `missing_otp`; wrong: `unauthenticated` `invalid_otp`,
  *   under the login's budget of 5 failures per 15 minutes);
  * - a passkey holder also confirms with a passkey first
- *   (`passkey_step_up`; else `permission_denied` `step_up_required`), the
- *   proof above being checked before the step-up is used up.
+ *   (`passkey_step_up`; else `permission_denied` `step_up_required`): a
+ *   password is checked before the step-up is used up, a code after (a code
+ *   is accepted once, so it must not be spent by a call refused for want of
+ *   the step-up).
  *
  * Nothing changes unless every proof holds.
  */
@@ -41,13 +43,15 @@ async function reauthenticate(d: MfaSettingsDeps, user: UserRecord, sessionId: s
   if (user.password !== null && user.password !== '') {
     if (input.password === undefined || input.password === '') throw new LatchkeyError('invalid_argument', 'the current password is required', { reason: 'missing_password' });
     if (!(await d.passwords.verify(input.password, user.password))) throw invalidCredentials('wrong_old_password', user.id);
-  } else {
-    if (input.otp === undefined || input.otp === '') {
-      throw new LatchkeyError('invalid_argument', 'a code of the authenticator app or a recovery code is required', { reason: 'missing_otp' });
-    }
-    await d.mfa.proveCode(user, input.otp);
+    await d.passkeys.requireStepUp(user, sessionId);
+    return;
   }
+  if (input.otp === undefined || input.otp === '') {
+    throw new LatchkeyError('invalid_argument', 'a code of the authenticator app or a recovery code is required', { reason: 'missing_otp' });
+  }
+  // The step-up first: a code is accepted once, so the call repeated after a step-up could not prove the same code again.
   await d.passkeys.requireStepUp(user, sessionId);
+  await d.mfa.proveCode(user, input.otp);
 }
 
 /**
