@@ -71,6 +71,7 @@ export interface PublicClient {
   jwks_uri: string | null;
   disabled: boolean;
   require_pushed_authorization_requests: boolean;
+  require_consent: boolean;
   configured_by_flags: boolean;
   /** The FGA subject of a service account (`service_account:<client_id>`), else null. */
   subject: string | null;
@@ -97,6 +98,7 @@ export interface ClientInput {
   jwks_uri?: string | null | undefined;
   disabled?: boolean | undefined;
   require_pushed_authorization_requests?: boolean | undefined;
+  require_consent?: boolean | undefined;
 }
 
 /** An API key's wire view (never its secret). */
@@ -189,6 +191,7 @@ export class ClientRegistry {
       previous_secret_expires_at: null,
       disabled: false,
       require_pushed_authorization_requests: false,
+      require_consent: false,
       created_at: 0,
       updated_at: 0,
     };
@@ -222,6 +225,7 @@ export class ClientRegistry {
       jwks_uri: r.jwks_uri,
       disabled: r.disabled,
       require_pushed_authorization_requests: r.require_pushed_authorization_requests,
+      require_consent: r.require_consent,
       configured_by_flags: c.fromFlags,
       subject: r.kind === 'service_account' ? serviceAccountSubject(r.client_id) : null,
       previous_secret_expires_at: r.previous_secret_expires_at !== null && r.previous_secret_expires_at > this.#o.nowSeconds() ? r.previous_secret_expires_at : null,
@@ -264,6 +268,7 @@ export class ClientRegistry {
       previous_secret_expires_at: null,
       disabled: input.disabled ?? false,
       require_pushed_authorization_requests: input.require_pushed_authorization_requests ?? false,
+      require_consent: input.require_consent ?? false,
       created_at: now,
       updated_at: now,
     };
@@ -328,6 +333,7 @@ export class ClientRegistry {
     if (input.jwks_uri !== undefined) next.jwks_uri = input.jwks_uri;
     if (input.disabled !== undefined) next.disabled = input.disabled;
     if (input.require_pushed_authorization_requests !== undefined) next.require_pushed_authorization_requests = input.require_pushed_authorization_requests;
+    if (input.require_consent !== undefined) next.require_consent = input.require_consent;
     await this.#validate(next);
     if (!(await this.#o.store.updateClient(next))) throw notFound();
     return this.view({ record: next, fromFlags: false });

@@ -78,6 +78,12 @@ export const CLIENT_MIGRATIONS: readonly Migration[] = [
       await sequelize.query('ALTER TABLE oauth_clients ADD COLUMN require_pushed_authorization_requests BOOLEAN NOT NULL DEFAULT FALSE', { transaction });
     },
   },
+  {
+    id: '0004_require_consent',
+    async up({ sequelize, transaction }) {
+      await sequelize.query('ALTER TABLE oauth_clients ADD COLUMN require_consent BOOLEAN NOT NULL DEFAULT FALSE', { transaction });
+    },
+  },
 ];
 
 /** The algorithms of client assertions (`private_key_jwt`): asymmetric only, so a client's key is never held by the server. */
@@ -109,6 +115,8 @@ export interface ClientRecord {
   disabled: boolean;
   /** RFC 9126 §6: `/authorize` accepts this client's requests only through a pushed request. */
   require_pushed_authorization_requests: boolean;
+  /** Not first-party: `/authorize` asks the user's consent to the scopes (remembered per user and client; auth/consent.ts). */
+  require_consent: boolean;
   created_at: number;
   updated_at: number;
 }
@@ -179,6 +187,7 @@ function clientOf(r: Record<string, unknown>): ClientRecord {
     previous_secret_expires_at: numOrNull(r['previous_secret_expires_at']),
     disabled: r['disabled'] === true || r['disabled'] === 1 || r['disabled'] === '1',
     require_pushed_authorization_requests: r['require_pushed_authorization_requests'] === true || r['require_pushed_authorization_requests'] === 1 || r['require_pushed_authorization_requests'] === '1',
+    require_consent: r['require_consent'] === true || r['require_consent'] === 1 || r['require_consent'] === '1',
     created_at: num(r['created_at']),
     updated_at: num(r['updated_at']),
   };
@@ -219,6 +228,7 @@ const CLIENT_COLUMNS = [
   'previous_secret_expires_at',
   'disabled',
   'require_pushed_authorization_requests',
+  'require_consent',
   'created_at',
   'updated_at',
 ] as const;
@@ -226,7 +236,7 @@ const CLIENT_COLUMNS = [
 function clientValues(c: ClientRecord): unknown[] {
   return CLIENT_COLUMNS.map((k) => {
     const v = c[k];
-    if (k === 'disabled' || k === 'require_pushed_authorization_requests') return v === true;
+    if (k === 'disabled' || k === 'require_pushed_authorization_requests' || k === 'require_consent') return v === true;
     if (Array.isArray(v) || (k === 'jwks' && v !== null)) return JSON.stringify(v);
     return v;
   });

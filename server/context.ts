@@ -8,7 +8,7 @@
  */
 import type { Sequelize } from 'sequelize';
 import type { AdminService } from '../admin/index.ts';
-import type { AuthService, MainDatabase, MemoryStore, OAuthServer, SocialLogin } from '../auth/index.ts';
+import type { AuthService, ConsentService, MainDatabase, MemoryStore, OAuthServer, SocialLogin } from '../auth/index.ts';
 import type { LatchkeyError } from '../engine/errors.ts';
 import type { Engine } from '../engine/index.ts';
 import type { SqlStore } from '../engine/sql/index.ts';
@@ -282,6 +282,8 @@ export interface Services {
   memoryStore?: MemoryStore;
   /** The OAuth 2.0 / OpenID provider on the identity service; set with `auth`. */
   oauth?: OAuthServer;
+  /** Consent to the scopes of clients that are not first-party (`/authorize`, `/app/consent`, the account center); set with `oauth`. */
+  consent?: ConsentService;
   /** Social login, when a provider is configured; set with `auth`. */
   social?: SocialLogin;
   /** Super-admin operations, the mail queue and webhooks. */

@@ -15,6 +15,7 @@ export const ACCOUNT_MESSAGE_KEYS = [
   'unlink', 'unlinkOf', 'connect', 'tickToConfirm', 'factorApp', 'factorEmail', 'factorSms', 'askedFor', 'or',
   'passkeysTitle', 'addPasskey', 'passkeyName', 'renamePasskey', 'deletePasskey', 'noPasskeys', 'passkeyAdded', 'passkeyRenamed', 'passkeyDeleted', 'passkeyCancelled', 'passkeyAddedOn',
   'organizationsTitle', 'roleIs', 'makeActive', 'makeActiveOf', 'activeOrganization',
+  'connectedApps', 'appScopes', 'removeAccess', 'removeAccessOf', 'accessRemoved',
   'authenticatorApp', 'authenticatorHelp', 'authenticatorCode', 'newRecoveryCodes', 'resetApp', 'recoveryCodes', 'recoveryCodesShown', 'appReset',
 ] as const;
 
@@ -63,6 +64,11 @@ const en: AccountMessages = {
   recoveryCodes: 'Recovery codes',
   recoveryCodesShown: 'Your new recovery codes are below. Keep them somewhere safe: each works once, and they are shown only now.',
   appReset: 'The authenticator app was removed. Your next sign-in with a second factor sets up a new one.',
+  connectedApps: 'Connected apps',
+  appScopes: 'Allowed: {scopes}',
+  removeAccess: 'Remove access',
+  removeAccessOf: 'Remove the access of {name}',
+  accessRemoved: '{name} no longer has access. It will ask again next time.',
 };
 
 const de: AccountMessages = {
@@ -107,6 +113,11 @@ const de: AccountMessages = {
   recoveryCodes: 'Wiederherstellungscodes',
   recoveryCodesShown: 'Ihre neuen Wiederherstellungscodes stehen unten. Bewahren Sie sie sicher auf: Jeder gilt einmal, und sie werden nur jetzt angezeigt.',
   appReset: 'Die Authenticator-App wurde entfernt. Bei Ihrer nächsten Anmeldung mit zweitem Faktor richten Sie eine neue ein.',
+  connectedApps: 'Verbundene Apps',
+  appScopes: 'Erlaubt: {scopes}',
+  removeAccess: 'Zugriff entfernen',
+  removeAccessOf: 'Zugriff von {name} entfernen',
+  accessRemoved: '{name} hat keinen Zugriff mehr und fragt beim nächsten Mal erneut.',
 };
 
 const fr: AccountMessages = {
@@ -151,6 +162,11 @@ const fr: AccountMessages = {
   recoveryCodes: 'Codes de récupération',
   recoveryCodesShown: 'Vos nouveaux codes de récupération figurent ci-dessous. Conservez-les en lieu sûr : chacun ne sert qu\'une fois, et ils ne sont affichés que maintenant.',
   appReset: 'L\'application d\'authentification a été retirée. Votre prochaine connexion avec un second facteur en configure une nouvelle.',
+  connectedApps: 'Applications connectées',
+  appScopes: 'Autorisé : {scopes}',
+  removeAccess: 'Retirer l\'accès',
+  removeAccessOf: 'Retirer l\'accès de {name}',
+  accessRemoved: '{name} n\'a plus accès. L\'application demandera de nouveau la prochaine fois.',
 };
 
 const es: AccountMessages = {
@@ -195,6 +211,11 @@ const es: AccountMessages = {
   recoveryCodes: 'Códigos de recuperación',
   recoveryCodesShown: 'Tus nuevos códigos de recuperación están abajo. Guárdalos en un lugar seguro: cada uno sirve una vez y solo se muestran ahora.',
   appReset: 'Se quitó la aplicación de autenticación. Tu próximo inicio de sesión con segundo factor configura una nueva.',
+  connectedApps: 'Aplicaciones conectadas',
+  appScopes: 'Permitido: {scopes}',
+  removeAccess: 'Quitar el acceso',
+  removeAccessOf: 'Quitar el acceso de {name}',
+  accessRemoved: '{name} ya no tiene acceso. Lo pedirá de nuevo la próxima vez.',
 };
 
 const ja: AccountMessages = {
@@ -239,6 +260,11 @@ const ja: AccountMessages = {
   recoveryCodes: 'リカバリーコード',
   recoveryCodesShown: '新しいリカバリーコードを下に表示しています。安全な場所に保管してください。各コードは 1 回だけ使え、表示されるのは今回限りです。',
   appReset: '認証アプリを外しました。次回 2 段階認証でサインインするときに新しいアプリを設定します。',
+  connectedApps: '連携アプリ',
+  appScopes: '許可済み: {scopes}',
+  removeAccess: 'アクセスを削除',
+  removeAccessOf: '{name} のアクセスを削除',
+  accessRemoved: '{name} のアクセスを削除しました。次回は改めて許可を求められます。',
 };
 
 const ar: AccountMessages = {
@@ -283,6 +309,11 @@ const ar: AccountMessages = {
   recoveryCodes: 'رموز الاسترداد',
   recoveryCodesShown: 'رموز الاسترداد الجديدة أدناه. احفظها في مكان آمن: يعمل كل رمز مرة واحدة، ولا تُعرض إلا الآن.',
   appReset: 'أُزيل تطبيق المصادقة. ستُعِدّ تطبيقًا جديدًا عند تسجيل دخولك التالي بعامل ثانٍ.',
+  connectedApps: 'التطبيقات المتصلة',
+  appScopes: 'المسموح به: {scopes}',
+  removeAccess: 'إزالة الوصول',
+  removeAccessOf: 'إزالة وصول {name}',
+  accessRemoved: 'لم يعد لدى {name} وصول. سيطلب الإذن مرة أخرى في المرة القادمة.',
 };
 
 /** The catalogues by BCP 47 tag, English (the default) first; the same languages as the sign-in page's. */

@@ -23,6 +23,9 @@
  *   (`rename_passkey`, `delete_passkey`); a passkey holder's sensitive change
  *   first confirms with a passkey (`passkey_step_up_options`,
  *   `passkey_step_up`) when the server asks for it (`step_up_required`);
+ * - connected apps (`consented_apps`): the clients that are not first-party
+ *   the user allowed, with the scopes; "Remove access" (`revoke_consent`)
+ *   makes the next request of that client ask again;
  * - the user's organizations with their role (`organizations`), one made the
  *   session's active organization (`switch_organization`);
  * - delete the account (`deactivate_account` with the current password,
@@ -327,6 +330,41 @@ const SCRIPT = `
     return t('appReset');
   }));
 
+  // Applications that are not first-party and that the user allowed (consent): each access can be withdrawn.
+  async function loadApps(keepShown) {
+    const body = await call('consented_apps', {});
+    const rows = $('apps');
+    rows.replaceChildren();
+    for (const a of body.apps) {
+      const li = document.createElement('li');
+      const main = document.createElement('div');
+      main.className = 'row-main';
+      const title = document.createElement('strong');
+      title.textContent = a.client_name;
+      const detail = document.createElement('span');
+      detail.className = 'muted';
+      detail.textContent = t('appScopes', { scopes: a.scopes.join(', ') });
+      main.append(title, detail);
+      const remove = document.createElement('button');
+      remove.type = 'button';
+      remove.className = 'secondary';
+      remove.textContent = t('removeAccess');
+      remove.setAttribute('aria-label', t('removeAccessOf', { name: a.client_name }));
+      remove.addEventListener('click', () => act('apps-msg', [remove], async () => {
+        await call('revoke_consent', { client_id: a.client_id });
+        await loadApps(true);
+        $('apps-title').focus();
+        return t('accessRemoved', { name: a.client_name });
+      }));
+      li.append(main, remove);
+      rows.append(li);
+    }
+    // After its last row is removed the section stays, for the message that says so.
+    const shown = body.apps.length > 0 || keepShown === true;
+    $('apps-section').hidden = !shown;
+    $('apps-link').hidden = !shown;
+  }
+
   async function loadSessions() {
     const body = await call('list_sessions', {});
     const list = $('sessions');
@@ -450,7 +488,7 @@ const SCRIPT = `
       $('totp-form').hidden = meta.is_totp_mfa_enabled !== true;
       passkeysOn = meta.is_passkey_enabled === true && typeof webauthn === 'object' && webauthn.browserSupportsWebAuthn();
       $('passkeys-box').hidden = !passkeysOn;
-      await Promise.all([loadSessions(), loadMethods(), passkeysOn ? loadPasskeys() : null, loadOrganizations()]);
+      await Promise.all([loadSessions(), loadMethods(), passkeysOn ? loadPasskeys() : null, loadOrganizations(), loadApps()]);
       $('content').removeAttribute('aria-busy');
     } catch (err) { say('top-msg', err.message, 'error'); }
   })();

@@ -11,7 +11,7 @@ export const ACCOUNT_PAGE_BODY = `<header class="top">
 <p id="top-msg" class="msg" role="status" aria-live="polite"></p>
 <noscript>{{noscript}}</noscript>
 <nav class="toc" aria-label="{{sections}}"><ul>
-<li><a href="#profile-title">{{profile}}</a></li><li><a href="#security-title">{{security}}</a></li><li><a href="#sessions-title">{{sessions}}</a></li><li><a href="#methods-title">{{methods}}</a></li><li id="organizations-link" hidden><a href="#organizations-title">{{organizationsTitle}}</a></li><li><a href="#delete-title">{{deleteAccount}}</a></li>
+<li><a href="#profile-title">{{profile}}</a></li><li><a href="#security-title">{{security}}</a></li><li><a href="#sessions-title">{{sessions}}</a></li><li><a href="#methods-title">{{methods}}</a></li><li id="apps-link" hidden><a href="#apps-title">{{connectedApps}}</a></li><li id="organizations-link" hidden><a href="#organizations-title">{{organizationsTitle}}</a></li><li><a href="#delete-title">{{deleteAccount}}</a></li>
 </ul></nav>
 <main id="content" aria-busy="true">
 <section class="card" aria-labelledby="profile-title">
@@ -81,6 +81,11 @@ export const ACCOUNT_PAGE_BODY = `<header class="top">
 <p id="methods-msg" class="msg" role="status" aria-live="polite"></p>
 <p id="connect-help" class="muted" hidden>{{connectHelp}}</p>
 <div id="connect"></div>
+</section>
+<section id="apps-section" class="card" aria-labelledby="apps-title" hidden>
+<h2 id="apps-title" tabindex="-1">{{connectedApps}}</h2>
+<ul id="apps" class="rows"></ul>
+<p id="apps-msg" class="msg" role="status" aria-live="polite"></p>
 </section>
 <section id="organizations-section" class="card" aria-labelledby="organizations-title" hidden>
 <h2 id="organizations-title" tabindex="-1">{{organizationsTitle}}</h2>
