@@ -226,6 +226,8 @@ export interface RequestContext {
   /** The client's IP (socket address, or `X-Forwarded-For` from a trusted proxy). */
   readonly clientIp: string;
   readonly userAgent: string;
+  /** The request's `Accept-Language` (gRPC: metadata), which picks the language of the mails it queues. */
+  readonly acceptLanguage?: string | undefined;
   readonly protocol: Protocol;
   /** Aborted when the request's deadline passes or the client goes away. */
   readonly signal: AbortSignal;

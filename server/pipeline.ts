@@ -37,6 +37,8 @@ export interface CallInfo {
   readonly requestId: string;
   readonly clientIp: string;
   readonly userAgent: string;
+  /** The `Accept-Language` header (gRPC: metadata), for the language of mails queued by the call. */
+  readonly acceptLanguage?: string | undefined;
   readonly credentials: Credentials;
   readonly signal: AbortSignal;
   readonly cookies: CookieSink;
@@ -70,6 +72,7 @@ class CallContext implements RequestContext {
   readonly credentials: Credentials;
   readonly clientIp: string;
   readonly userAgent: string;
+  readonly acceptLanguage: string | undefined;
   readonly protocol: Protocol;
   readonly clock: Clock;
   readonly cookies: CookieSink;
@@ -84,6 +87,7 @@ class CallContext implements RequestContext {
     this.credentials = info.credentials;
     this.clientIp = info.clientIp;
     this.userAgent = info.userAgent;
+    this.acceptLanguage = info.acceptLanguage;
     this.protocol = info.protocol;
     this.clock = services.clock;
     this.cookies = info.cookies;
