@@ -3,6 +3,7 @@
  * run the handler, encode the result, record metrics. Transports only decode
  * the request into {@link CallInfo} + raw input and encode what comes back.
  */
+import { localizeError } from './error_messages.ts';
 import { LatchkeyError, OUTAGE_RETRY_AFTER_SECONDS, toPublicError } from '../engine/errors.ts';
 import { pingMainDatabase } from './compose/database.ts';
 import { hasCredentials, resolvePrincipal } from './authenticate.ts';
@@ -145,6 +146,8 @@ export function createPipeline(services: Services, metrics: Metrics, handlers: H
         // A failure no driver code explains ("connection terminated", "client is not
         // queryable") while the database does not answer is the outage, not a bug.
         if (pub.code === 'internal' && services.database !== undefined && !(await pingMainDatabase(services.database, 1000))) pub = outage(err);
+        // A user-facing form's messages in the caller's language (codes and reasons unchanged).
+        if (!op.admin) pub = localizeError(pub, info.acceptLanguage);
         code = pub.code;
         if (SECURITY_EVENT_CODES.has(pub.code)) metrics.securityEvent(pub.reason ?? pub.code);
         if (pub.code === 'unavailable') {
