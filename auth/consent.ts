@@ -171,12 +171,13 @@ export class ConsentService {
     resumed: ResumedRequest | undefined;
   }): Promise<ConsentOutcome> {
     const { client, userId, sid, scope, prompt } = input;
-    if (client === undefined || !client.require_consent) return { kind: 'proceed' };
+    // A decided request is answered as decided, before anything else: a denial stands even if the client's
+    // registration changed meanwhile. Decided in this browser session by this user, or not at all.
     if (input.resumed !== undefined) {
-      // Decided in this browser session by this user, or not at all.
       if (input.resumed.userId !== userId || input.resumed.sid !== sid) return { kind: 'fail', error: 'access_denied', description: 'the consent was given in another session' };
       return input.resumed.decision === 'allow' ? { kind: 'proceed' } : { kind: 'fail', error: 'access_denied', description: 'the user denied the request' };
     }
+    if (client === undefined || !client.require_consent) return { kind: 'proceed' };
     if (!prompt.has('consent')) {
       const grant = await this.#o.store?.get(userId, client.client_id);
       if (grant !== undefined && scope.every((s) => grant.scopes.includes(s))) return { kind: 'proceed' };

@@ -45,7 +45,7 @@ import { ACCOUNT_MESSAGES } from './account_messages.ts';
 import { ACCOUNT_PAGE_BODY } from './account_page_body.ts';
 import { LANGUAGE_COOKIE, pickLanguage } from './i18n.ts';
 import { RTL_LANGUAGES } from './login_messages.ts';
-import { DESIGN_CSS, PROVIDER_BRANDS } from './design.ts';
+import { DESIGN_CSS, escapeHtml, PROVIDER_BRANDS } from './design.ts';
 import { WEBAUTHN_SCRIPT, type LoginPageConfig } from './login_page.ts';
 
 const STYLE = `${DESIGN_CSS}
@@ -514,7 +514,6 @@ const HTML_TAIL = `<script>${SCRIPT}</script>
 </html>
 `;
 
-const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 function logoOrigin(logo: string): string | undefined {
   try {
