@@ -18,7 +18,7 @@ import { createHash } from 'node:crypto';
 import { sessionCookieOf } from '../../auth/index.ts';
 import type { HttpRoute, HttpRouteRequest, HttpRouteResponse, Services } from '../../server/index.ts';
 import { CONSENT_MESSAGES, type ConsentMessages } from './consent_messages.ts';
-import { DESIGN_CSS } from './design.ts';
+import { DESIGN_CSS, escapeHtml } from './design.ts';
 import { LANGUAGE_COOKIE, pickLanguage } from './i18n.ts';
 import { RTL_LANGUAGES } from './login_messages.ts';
 
@@ -31,7 +31,6 @@ ul.scopes li{margin:var(--s1) 0}
 `;
 
 const hash = `'sha256-${createHash('sha256').update(STYLE, 'utf8').digest('base64')}'`;
-const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 const LANGUAGES = Object.keys(CONSENT_MESSAGES);
 
 /** Where the decision's redirects may go: this origin and the client's redirect URI (its origin, or its scheme). */
