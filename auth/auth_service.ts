@@ -408,6 +408,7 @@ export class AuthService {
     await this.sessions.endAllForUser(user.id);
     await this.mfa.deleteUserData(user.id);
     await this.passkeys.deleteUserData(user.id);
+    for (const remove of this.userDataRemovers) await remove(user.id);
     return { message: 'Account deactivated successfully' };
   }
 
@@ -539,7 +540,11 @@ export class AuthService {
     // The memberships' tuples go with the user's own (every tuple of `user:<id>`, in this transaction).
     await this.organizations?.deleteUserRows(user.id, transaction);
     await this.passkeys.deleteUserData(user.id, transaction);
+    for (const remove of this.userDataRemovers) await remove(user.id, transaction);
   }
+
+  /** Removers of what other components keep about a user (consents, say), run by deletion (in its transaction) and deactivation. */
+  readonly userDataRemovers: ((userId: string, transaction?: StoreTransaction) => Promise<void>)[] = [];
 
   /**
    * `switch_organization`: makes `organization_id` the active organization

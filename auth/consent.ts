@@ -25,7 +25,7 @@
  * (`revoke_consent`): the next request of that client asks again.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { QueryTypes, type Sequelize } from 'sequelize';
+import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
 import { runMigrations, type Migration } from '../engine/sql/migrate.ts';
 import type { MemoryStore } from './memory_store.ts';
 import type { SessionManager } from './sessions.ts';
@@ -100,9 +100,9 @@ export class SqlConsentStore {
   async delete(userId: string, clientId: string): Promise<boolean> {
     return Number(await this.#db.query('DELETE FROM oauth_consents WHERE user_id = ? AND client_id = ?', { replacements: [userId, clientId], type: QueryTypes.BULKDELETE })) > 0;
   }
-  /** Removes every grant of a user (account deletion). */
-  async deleteUser(userId: string): Promise<void> {
-    await this.#db.query('DELETE FROM oauth_consents WHERE user_id = ?', { replacements: [userId] });
+  /** Removes every grant of a user (deletion, in its SQL transaction when given; deactivation). */
+  async deleteUser(userId: string, transaction?: unknown): Promise<void> {
+    await this.#db.query('DELETE FROM oauth_consents WHERE user_id = ?', { replacements: [userId], ...(transaction === undefined ? {} : { transaction: transaction as Transaction }) });
   }
   async #select(sql: string, replacements: unknown[]): Promise<ConsentGrant[]> {
     const rows = await this.#db.query<Record<string, unknown>>(sql, { replacements, type: QueryTypes.SELECT });

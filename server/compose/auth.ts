@@ -132,6 +132,7 @@ export async function plugAuth(services: Services): Promise<AuthService> {
   services.closers.push(() => auth.email.settled());
   const consentStore = db.kind === 'sql' ? new SqlConsentStore(db.sequelize) : undefined;
   await consentStore?.init();
+  if (consentStore !== undefined) auth.userDataRemovers.push((userId, transaction) => consentStore.deleteUser(userId, transaction));
   services.consent = new ConsentService({
     store: consentStore,
     memory: memoryStore,

@@ -8,10 +8,12 @@
  * denial answers access_denied to the redirect URI with the state; a ticket
  * is the session's own and used once; consented_apps and revoke_consent on
  * every protocol, after which the page is shown again. A first-party client
- * is never asked.
+ * is never asked. Deleting a user removes its consents.
  */
 import anyTest, { type ExecutionContext } from 'ava';
 import * as client from 'openid-client';
+import { QueryTypes } from 'sequelize';
+import { openSequelize } from '../../../engine/sql/sqlite_sequelize.ts';
 import { freePort } from '../../helpers/loopback.ts';
 import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../../helpers/server.ts';
 
@@ -172,4 +174,19 @@ test('a first-party client is never asked; the page speaks the language of ui_lo
   t.regex(html, /<html lang="de"/);
   t.regex(html, /möchte Ihr Konto verwenden/);
   t.regex(html, /Ihre E-Mail-Adresse sehen/);
+});
+
+test("deleting a user removes the user's remembered consents with it", async (t) => {
+  const { cookie, token } = await signedIn('deleted-consent@example.com');
+  await decide(t, cookie, (await consentPage(t, cookie, (await request(config, 'openid')).url)).ticket, 'allow');
+  t.is(((await server.call('consented_apps', {}, { protocol: 'rest', headers: { authorization: `Bearer ${token}` } })).body!['apps'] as unknown[]).length, 1);
+  const userId = String((await server.call('profile', {}, { protocol: 'rest', headers: { authorization: `Bearer ${token}` } })).body!['id']);
+  t.is((await server.call('delete_user', { email: 'deleted-consent@example.com' }, { protocol: 'rest', headers: ADMIN })).error, undefined);
+  const sequelize = openSequelize(server.database.url, { logging: false });
+  try {
+    const rows = await sequelize.query<{ n: number | string }>('SELECT COUNT(*) AS n FROM oauth_consents WHERE user_id = ?', { replacements: [userId], type: QueryTypes.SELECT });
+    t.is(Number(rows[0]?.n ?? -1), 0);
+  } finally {
+    await sequelize.close();
+  }
 });
