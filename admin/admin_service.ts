@@ -443,13 +443,17 @@ export class AdminService {
     return this.#run(ctx, 'admin.email_templates_listed', { type: 'email_template' }, () => this.templates.list(pagination));
   }
 
-  /** Renders the mail of a template event (stored template or default). */
-  renderEmail(event: EmailTemplateEvent, user: UserRecord, extra: { verification_url?: string; otp?: string } = {}) {
-    return this.templates.render(event, {
-      user: eventUser(user),
-      organization: this.#o.organization ?? { name: 'Latchkey', logo: '' },
-      ...extra,
-    });
+  /** Renders the mail of a template event (stored template, or the default in `language`). */
+  renderEmail(event: EmailTemplateEvent, user: UserRecord, extra: { verification_url?: string; otp?: string } = {}, language = 'en') {
+    return this.templates.render(
+      event,
+      {
+        user: eventUser(user),
+        organization: this.#o.organization ?? { name: 'Latchkey', logo: '' },
+        ...extra,
+      },
+      language,
+    );
   }
 
   // ------------------------------------------------------------ audit log

@@ -15,6 +15,7 @@ import type { Sequelize } from 'sequelize';
 import { LatchkeyError } from '../engine/errors.ts';
 import { normalizePagination, type Pagination, type PaginationInput } from './pagination.ts';
 import { countOf, exec, num, select, str, type Row } from './sql.ts';
+import { EMAIL_WORDS } from './email_messages.ts';
 
 /** The mail events a template can be defined for. */
 export const EMAIL_TEMPLATE_EVENTS = [
@@ -86,6 +87,12 @@ export const DEFAULT_EMAIL_TEMPLATES: Readonly<Record<EmailTemplateEvent, { subj
     template: layout('<p>You have been invited to {{ organization.name }}.</p><p><a href="{{ verification_url }}">Accept the invitation</a>.</p>'),
   },
 };
+
+/** The built-in template of an event in a language (English when the language has none). */
+export function defaultTemplate(event: EmailTemplateEvent, language = 'en'): { subject: string; template: string } {
+  const words = EMAIL_WORDS[language]?.[event];
+  return words === undefined ? DEFAULT_EMAIL_TEMPLATES[event] : { subject: words.subject, template: layout(words.body) };
+}
 
 const SAMPLE: EmailRenderData = {
   user: { id: 'sample', email: 'sample@example.com', given_name: 'Sample', family_name: 'User' },
@@ -326,11 +333,15 @@ export class EmailTemplates {
     return { email_templates: rows.map(toTemplate), pagination: { ...p, total } };
   }
 
-  /** Renders the mail of `event`: the stored template, else the built-in default. */
-  async render(event: EmailTemplateEvent, data: EmailRenderData): Promise<RenderedEmail> {
+  /**
+   * Renders the mail of `event`: the stored template (one per event, for
+   * every language), else the built-in default in `language` (English when
+   * it has none).
+   */
+  async render(event: EmailTemplateEvent, data: EmailRenderData, language = 'en'): Promise<RenderedEmail> {
     checkEvent(event);
     const row = await this.#db.byEvent(event);
-    const source = row ? { subject: str(row['subject']), template: str(row['template']) } : DEFAULT_EMAIL_TEMPLATES[event];
+    const source = row ? { subject: str(row['subject']), template: str(row['template']) } : defaultTemplate(event, language);
     return {
       subject: renderTemplateText(source.subject, data, 'text'),
       html: renderTemplateText(source.template, data, 'html'),

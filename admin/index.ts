@@ -21,9 +21,11 @@ export {
   SqlEmailTemplateStore,
   EMAIL_TEMPLATE_EVENTS,
   DEFAULT_EMAIL_TEMPLATES,
+  defaultTemplate,
   validateTemplateText,
   renderTemplateText,
 } from './email_templates.ts';
+export { EMAIL_LANGUAGES, mailLanguage } from './email_messages.ts';
 export type {
   EmailTemplate,
   EmailTemplateEvent,

@@ -48,6 +48,7 @@ import type { Engine } from '../engine/index.ts';
 import { resolveTxt as dnsResolveTxt } from 'node:dns/promises';
 import { AccountSessions, linkedProviders, type SessionInfo } from './account_sessions.ts';
 import type { SocialLoginProvider } from './social_providers.ts';
+import { regenerateRecoveryCodes, resetTotp, type ReauthInput } from './mfa_settings.ts';
 
 export { INVALID_CREDENTIALS_MESSAGE } from './profile.ts';
 export { SESSION_COOKIE, SESSION_DOMAIN_COOKIE, sessionCookieOf, toPublicUser, type AuthCallContext, type AuthResponse, type AuthResult, type PublicUser, type SessionGrant, type UserPrincipal } from './public_user.ts';
@@ -407,6 +408,7 @@ export class AuthService {
     await this.sessions.endAllForUser(user.id);
     await this.mfa.deleteUserData(user.id);
     await this.passkeys.deleteUserData(user.id);
+    for (const remove of this.userDataRemovers) await remove(user.id);
     return { message: 'Account deactivated successfully' };
   }
 
@@ -444,6 +446,19 @@ export class AuthService {
   async unlinkIdentity(provider: string, ctx: AuthCallContext): Promise<UserRecord> {
     const user = await this.#currentUser(ctx);
     return this.#account.unlink(user, provider, this.#requireUser(ctx).sessionId);
+  }
+
+  /** `reset_totp`: the caller's TOTP enrolment removed after re-authentication (see auth/mfa_settings.ts). */
+  async resetTotp(input: ReauthInput, ctx: AuthCallContext): Promise<UserRecord> {
+    const user = await this.#currentUser(ctx);
+    await resetTotp(this, user, this.#requireUser(ctx).sessionId, input);
+    return user;
+  }
+
+  /** `regenerate_recovery_codes`: new recovery codes after re-authentication (see auth/mfa_settings.ts). */
+  async regenerateRecoveryCodes(input: ReauthInput, ctx: AuthCallContext): Promise<{ user: UserRecord; codes: string[] }> {
+    const user = await this.#currentUser(ctx);
+    return { user, codes: await regenerateRecoveryCodes(this, user, this.#requireUser(ctx).sessionId, input) };
   }
 
   // ---------------------------------------------------------------- hooks for other flows
@@ -525,7 +540,11 @@ export class AuthService {
     // The memberships' tuples go with the user's own (every tuple of `user:<id>`, in this transaction).
     await this.organizations?.deleteUserRows(user.id, transaction);
     await this.passkeys.deleteUserData(user.id, transaction);
+    for (const remove of this.userDataRemovers) await remove(user.id, transaction);
   }
+
+  /** Removers of what other components keep about a user (consents, say), run by deletion (in its transaction) and deactivation. */
+  readonly userDataRemovers: ((userId: string, transaction?: StoreTransaction) => Promise<void>)[] = [];
 
   /**
    * `switch_organization`: makes `organization_id` the active organization

@@ -73,6 +73,7 @@ export interface PublicClient {
   require_pushed_authorization_requests: boolean;
   /** OpenID Connect Back-Channel Logout 1.0: where the client takes logout tokens, or null. */
   backchannel_logout_uri: string | null;
+  require_consent: boolean;
   configured_by_flags: boolean;
   /** The FGA subject of a service account (`service_account:<client_id>`), else null. */
   subject: string | null;
@@ -100,6 +101,7 @@ export interface ClientInput {
   disabled?: boolean | undefined;
   require_pushed_authorization_requests?: boolean | undefined;
   backchannel_logout_uri?: string | null | undefined;
+  require_consent?: boolean | undefined;
 }
 
 /** An API key's wire view (never its secret). */
@@ -194,6 +196,7 @@ export class ClientRegistry {
       require_pushed_authorization_requests: false,
       registration_token_digest: null,
       backchannel_logout_uri: null,
+      require_consent: false,
       created_at: 0,
       updated_at: 0,
     };
@@ -228,6 +231,7 @@ export class ClientRegistry {
       disabled: r.disabled,
       require_pushed_authorization_requests: r.require_pushed_authorization_requests,
       backchannel_logout_uri: r.backchannel_logout_uri,
+      require_consent: r.require_consent,
       configured_by_flags: c.fromFlags,
       subject: r.kind === 'service_account' ? serviceAccountSubject(r.client_id) : null,
       previous_secret_expires_at: r.previous_secret_expires_at !== null && r.previous_secret_expires_at > this.#o.nowSeconds() ? r.previous_secret_expires_at : null,
@@ -272,6 +276,7 @@ export class ClientRegistry {
       require_pushed_authorization_requests: input.require_pushed_authorization_requests ?? false,
       registration_token_digest: null,
       backchannel_logout_uri: input.backchannel_logout_uri ?? null,
+      require_consent: input.require_consent ?? false,
       created_at: now,
       updated_at: now,
     };
@@ -337,6 +342,7 @@ export class ClientRegistry {
     if (input.disabled !== undefined) next.disabled = input.disabled;
     if (input.require_pushed_authorization_requests !== undefined) next.require_pushed_authorization_requests = input.require_pushed_authorization_requests;
     if (input.backchannel_logout_uri !== undefined) next.backchannel_logout_uri = input.backchannel_logout_uri;
+    if (input.require_consent !== undefined) next.require_consent = input.require_consent;
     await this.#validate(next);
     if (!(await this.#o.store.updateClient(next))) throw notFound();
     return this.view({ record: next, fromFlags: false });

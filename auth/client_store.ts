@@ -90,6 +90,12 @@ export const CLIENT_MIGRATIONS: readonly Migration[] = [
       await sequelize.query('ALTER TABLE oauth_clients ADD COLUMN backchannel_logout_uri VARCHAR(2048) NULL', { transaction });
     },
   },
+  {
+    id: '0006_require_consent',
+    async up({ sequelize, transaction }) {
+      await sequelize.query('ALTER TABLE oauth_clients ADD COLUMN require_consent BOOLEAN NOT NULL DEFAULT FALSE', { transaction });
+    },
+  },
 ];
 
 /** The algorithms of client assertions (`private_key_jwt`): asymmetric only, so a client's key is never held by the server. */
@@ -125,6 +131,8 @@ export interface ClientRecord {
   registration_token_digest: string | null;
   /** OpenID Connect Back-Channel Logout 1.0: where the client takes logout tokens. */
   backchannel_logout_uri: string | null;
+  /** Not first-party: `/authorize` asks the user's consent to the scopes (remembered per user and client; auth/consent.ts). */
+  require_consent: boolean;
   created_at: number;
   updated_at: number;
 }
@@ -197,6 +205,7 @@ function clientOf(r: Record<string, unknown>): ClientRecord {
     require_pushed_authorization_requests: r['require_pushed_authorization_requests'] === true || r['require_pushed_authorization_requests'] === 1 || r['require_pushed_authorization_requests'] === '1',
     registration_token_digest: strOrNull(r['registration_token_digest']),
     backchannel_logout_uri: strOrNull(r['backchannel_logout_uri']),
+    require_consent: r['require_consent'] === true || r['require_consent'] === 1 || r['require_consent'] === '1',
     created_at: num(r['created_at']),
     updated_at: num(r['updated_at']),
   };
@@ -239,6 +248,7 @@ const CLIENT_COLUMNS = [
   'require_pushed_authorization_requests',
   'registration_token_digest',
   'backchannel_logout_uri',
+  'require_consent',
   'created_at',
   'updated_at',
 ] as const;
@@ -246,7 +256,7 @@ const CLIENT_COLUMNS = [
 function clientValues(c: ClientRecord): unknown[] {
   return CLIENT_COLUMNS.map((k) => {
     const v = c[k];
-    if (k === 'disabled' || k === 'require_pushed_authorization_requests') return v === true;
+    if (k === 'disabled' || k === 'require_pushed_authorization_requests' || k === 'require_consent') return v === true;
     if (Array.isArray(v) || (k === 'jwks' && v !== null)) return JSON.stringify(v);
     return v;
   });

@@ -522,6 +522,12 @@ export class DynamoMfaStore implements MfaStore {
     return updated !== undefined;
   }
 
+  async deleteAuthenticator(id: string): Promise<boolean> {
+    const key = this.#key(id);
+    if (key === undefined) return false;
+    return (await this.#db.delete('authenticators', key[0], key[1], { expression: '#i = :id', names: { '#i': 'id' }, values: { ':id': id } })) !== undefined;
+  }
+
   async deleteUserData(userId: string): Promise<void> {
     await this.#db.delete('otps', userId, '-');
     for (const a of await this.#db.query('authenticators', { pk: ['pk', userId] })) await this.#db.delete('authenticators', userId, String(a['sk']));

@@ -71,6 +71,7 @@ export {
   type LinkMailer,
   type VerifyEmailOutcome,
 } from './email_flows.ts';
+export { ConsentService, SqlConsentStore, CONSENT_TICKET_TTL_SECONDS, type ConsentGrant } from './consent.ts';
 export { OAuthServer, SUPPORTED_SCOPES, type AuthorizeOutcome, type OAuthEvent, type OAuthEventSink, type OAuthServerOptions, type OAuthTokenResponse, type ResponseMode } from './oauth_server.ts';
 export { readParams, type OAuthParams } from './oauth_common.ts';
 export {

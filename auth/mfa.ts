@@ -109,6 +109,8 @@ const invalidSession = (userId?: string): LatchkeyError =>
 const invalidOtp = (userId: string, internal = 'invalid_otp'): LatchkeyError =>
   new LatchkeyError('unauthenticated', 'invalid otp', { reason: 'invalid_otp', cause: { internal_reason: internal, user_id: userId } });
 
+const totpNotEnrolled = (): LatchkeyError => new LatchkeyError('failed_precondition', 'no authenticator app is enrolled on this account', { reason: 'totp_not_enrolled' });
+
 /** Recovery codes: 10 characters of an unambiguous alphabet, shown as `xxxxx-xxxxx`. */
 const RECOVERY_ALPHABET = 'abcdefghjkmnpqrstuvwxyz23456789';
 function newRecoveryCode(): string {
@@ -424,6 +426,57 @@ export class MfaFlows {
     if ((await this.#d.memory.del(key)) !== 1) throw invalidSession(user.id);
     await this.#sendCode(user, session.method);
     return { user, method: session.method, grant: await this.#openSession(session) };
+  }
+
+  // ---------------------------------------------------------------- the account's own settings
+
+  /** Whether the user has a TOTP enrolment, and whether it is confirmed. */
+  async totpStatus(userId: string): Promise<'none' | 'pending' | 'confirmed'> {
+    const auth = await this.#d.store.getAuthenticator(userId, 'totp');
+    return auth === undefined ? 'none' : auth.verified_at === null ? 'pending' : 'confirmed';
+  }
+
+  /**
+   * Proves a TOTP or recovery code of the user's confirmed enrolment outside
+   * a login (re-authentication of an account without a password), under the
+   * login's attempt budget: `unauthenticated` (`invalid_otp`),
+   * `resource_exhausted` (`too_many_attempts`). A recovery code is used up.
+   */
+  async proveCode(user: UserRecord, code: string): Promise<void> {
+    if ((await this.totpStatus(user.id)) !== 'confirmed') throw invalidOtp(user.id, 'no_authenticator');
+    const attemptsKey = `otp_attempts:${user.id}`;
+    await reserveAttempt(this.#d.memory, attemptsKey, { max: MAX_OTP_ATTEMPTS, windowSeconds: OTP_ATTEMPT_WINDOW_SECONDS, message: 'too many otp attempts, try again later', userId: user.id });
+    await this.#checkTotp(user, code);
+    await this.#d.memory.del(attemptsKey);
+  }
+
+  /**
+   * `reset_totp`: removes the user's TOTP enrolment (confirmed or pending)
+   * and its recovery codes; every code of the old key stops working at once,
+   * and the next TOTP challenge enrols a new key. `failed_precondition`
+   * (`totp_not_enrolled`) without an enrolment.
+   */
+  async resetTotp(userId: string): Promise<void> {
+    const auth = await this.#d.store.getAuthenticator(userId, 'totp');
+    if (auth === undefined || !(await this.#d.store.deleteAuthenticator(auth.id))) throw totpNotEnrolled();
+  }
+
+  /**
+   * `regenerate_recovery_codes`: replaces the recovery codes of the user's
+   * confirmed enrolment with {@link RECOVERY_CODE_COUNT} new ones (returned
+   * once; the old ones stop working at once). `failed_precondition`
+   * (`totp_not_enrolled`) without a confirmed enrolment; `aborted`
+   * (`concurrent_change`) when a recovery code was used at the same moment.
+   */
+  async regenerateRecoveryCodes(userId: string): Promise<string[]> {
+    const auth = await this.#d.store.getAuthenticator(userId, 'totp');
+    if (auth === undefined || auth.verified_at === null) throw totpNotEnrolled();
+    const codes = Array.from({ length: RECOVERY_CODE_COUNT }, newRecoveryCode);
+    const digests = codes.map((c) => otpDigest(this.#digestKey, userId, `recovery:${normalizeRecoveryCode(c)}`));
+    if (!(await this.#d.store.replaceRecoveryCodes(auth.id, auth.recovery_codes, JSON.stringify(digests)))) {
+      throw new LatchkeyError('aborted', 'the recovery codes changed meanwhile; try again', { reason: 'concurrent_change' });
+    }
+    return codes;
   }
 
   /** Removes the user's pending codes and enrolments (deactivation, deletion), inside `transaction` when given. */

@@ -104,6 +104,8 @@ export interface MfaStore {
   acceptTimeStep(id: string, timeStep: number): Promise<boolean>;
   /** Replaces the recovery codes only if they still are `expected`. */
   replaceRecoveryCodes(id: string, expected: string, next: string): Promise<boolean>;
+  /** Removes the authenticator `id` (confirmed or not) with its recovery codes; true when this call removed it. */
+  deleteAuthenticator(id: string): Promise<boolean>;
   /** Removes the user's codes and enrolments (inside `transaction` when given). */
   deleteUserData(userId: string, transaction?: StoreTransaction): Promise<void>;
 }
@@ -242,6 +244,11 @@ export class SqlMfaStore implements MfaStore {
   async replaceRecoveryCodes(id: string, expected: string, next: string): Promise<boolean> {
     const now = this.#now();
     return (await this.#count('UPDATE authenticators SET recovery_codes = ?, updated_at = ? WHERE id = ? AND recovery_codes = ?', [next, now, id, expected], 'update')) === 1;
+  }
+
+  /** Removes the authenticator `id` with its recovery codes (`reset_totp`); true when this call removed it. */
+  async deleteAuthenticator(id: string): Promise<boolean> {
+    return (await this.#count('DELETE FROM authenticators WHERE id = ?', [id], 'delete')) === 1;
   }
 
   /** Removes the user's codes and enrolments (deactivation, deletion), inside `transaction` when given. */

@@ -18,6 +18,7 @@
  * lineage, rotation and replay detection are those of every other session,
  * and revoking or replaying one grant ends that grant's tokens and nothing else.
  */
+import type { ConsentService, ResumedRequest } from './consent.ts';
 import { createHash, randomBytes } from 'node:crypto';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { AuthService } from './auth_service.ts';
@@ -64,6 +65,8 @@ export interface OAuthServerOptions {
    * false: S256 only (ASVS v5 10.4.6, OAuth 2.1).
    */
   allowPkcePlain?: boolean;
+  /** The consent step for clients that are not first-party (auth/consent.ts); undefined: no consent is asked. */
+  consent?: ConsentService | undefined;
 }
 
 /**
@@ -185,6 +188,13 @@ export class OAuthServer {
       if (pushed === undefined || pushed.get('client_id') !== clientId) return { kind: 'error', error: invalidRequest('request_uri is unknown, expired or not this client\'s') };
       p = pushed;
     }
+    // The browser's return from the consent page: the parked request, decided (auth/consent.ts).
+    let resumed: ResumedRequest | undefined;
+    if (p.has('consent_ticket') && requestUri === undefined) {
+      resumed = await this.#o.consent?.resume(p.get('consent_ticket') ?? '', clientId);
+      if (resumed === undefined) return { kind: 'error', error: invalidRequest('consent_ticket is unknown, expired or not this client\'s') };
+      p = resumed.params;
+    }
     let client: ResolvedClient | undefined;
     try {
       client = await this.registry.find(clientId);
@@ -204,7 +214,7 @@ export class OAuthServer {
       }
     } else if (!this.registry.redirectAllowed(client.record, redirectUri)) return { kind: 'error', error: invalidRequest('redirect_uri is not registered for this client') };
     const registered = client.fromFlags ? undefined : client.record;
-    if (requestUri === undefined && registered?.require_pushed_authorization_requests === true) {
+    if (requestUri === undefined && resumed === undefined && registered?.require_pushed_authorization_requests === true) {
       return { kind: 'error', error: invalidRequest('this client must push its authorization requests to /oauth/par') };
     }
 
@@ -284,6 +294,9 @@ export class OAuthServer {
     }
     const { session, user } = signedIn;
     const roles = session.roles.filter((r) => user.roles.includes(r));
+    const consent = await this.#o.consent?.gate({ client: registered, userId: user.id, sid: session.sid, scope, prompt, params: p, resumed });
+    if (consent?.kind === 'redirect') return { kind: 'redirect', location: consent.location };
+    if (consent?.kind === 'fail') return fail(consent.error, consent.description);
 
     let code: string | undefined;
     if (!implicit) {

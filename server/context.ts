@@ -8,7 +8,7 @@
  */
 import type { Sequelize } from 'sequelize';
 import type { AdminService } from '../admin/index.ts';
-import type { AuthService, MainDatabase, MemoryStore, OAuthServer, SocialLogin, SsoLogin } from '../auth/index.ts';
+import type { AuthService, ConsentService, MainDatabase, MemoryStore, OAuthServer, SocialLogin, SsoLogin } from '../auth/index.ts';
 import type { LatchkeyError } from '../engine/errors.ts';
 import type { Engine } from '../engine/index.ts';
 import type { SqlStore } from '../engine/sql/index.ts';
@@ -226,6 +226,8 @@ export interface RequestContext {
   /** The client's IP (socket address, or `X-Forwarded-For` from a trusted proxy). */
   readonly clientIp: string;
   readonly userAgent: string;
+  /** The request's `Accept-Language` (gRPC: metadata), which picks the language of the mails it queues. */
+  readonly acceptLanguage?: string | undefined;
   readonly protocol: Protocol;
   /** Aborted when the request's deadline passes or the client goes away. */
   readonly signal: AbortSignal;
@@ -282,6 +284,8 @@ export interface Services {
   memoryStore?: MemoryStore;
   /** The OAuth 2.0 / OpenID provider on the identity service; set with `auth`. */
   oauth?: OAuthServer;
+  /** Consent to the scopes of clients that are not first-party (`/authorize`, `/app/consent`, the account center); set with `oauth`. */
+  consent?: ConsentService;
   /** Social login, when a provider is configured; set with `auth`. */
   social?: SocialLogin;
   /** Enterprise sign-in through organizations' SAML and OIDC connections; set with `auth` when organizations are on. */

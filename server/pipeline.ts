@@ -3,6 +3,7 @@
  * run the handler, encode the result, record metrics. Transports only decode
  * the request into {@link CallInfo} + raw input and encode what comes back.
  */
+import { localizeError } from './error_messages.ts';
 import { LatchkeyError, OUTAGE_RETRY_AFTER_SECONDS, toPublicError } from '../engine/errors.ts';
 import { pingMainDatabase } from './compose/database.ts';
 import { hasCredentials, resolvePrincipal } from './authenticate.ts';
@@ -39,6 +40,8 @@ export interface CallInfo {
   readonly requestId: string;
   readonly clientIp: string;
   readonly userAgent: string;
+  /** The `Accept-Language` header (gRPC: metadata), for the language of mails queued by the call. */
+  readonly acceptLanguage?: string | undefined;
   readonly credentials: Credentials;
   readonly signal: AbortSignal;
   readonly cookies: CookieSink;
@@ -81,6 +84,7 @@ class CallContext implements RequestContext {
   readonly credentials: Credentials;
   readonly clientIp: string;
   readonly userAgent: string;
+  readonly acceptLanguage: string | undefined;
   readonly protocol: Protocol;
   readonly clock: Clock;
   readonly cookies: CookieSink;
@@ -95,6 +99,7 @@ class CallContext implements RequestContext {
     this.credentials = info.credentials;
     this.clientIp = info.clientIp;
     this.userAgent = info.userAgent;
+    this.acceptLanguage = info.acceptLanguage;
     this.protocol = info.protocol;
     this.clock = services.clock;
     this.cookies = info.cookies;
@@ -213,6 +218,8 @@ export function createPipeline(
         // A failure no driver code explains ("connection terminated", "client is not
         // queryable") while the database does not answer is the outage, not a bug.
         if (pub.code === 'internal' && services.database !== undefined && !(await pingMainDatabase(services.database, 1000))) pub = outage(err);
+        // A user-facing form's messages in the caller's language (codes and reasons unchanged).
+        if (!op.admin) pub = localizeError(pub, info.acceptLanguage);
         code = pub.code;
         if (SECURITY_EVENT_CODES.has(pub.code)) metrics.securityEvent(pub.reason ?? pub.code);
         if (pub.code === 'unavailable') {

@@ -48,6 +48,18 @@ const LINKED = s.object(
   { doc: "The account's sign-in methods" },
 );
 
+const CONSENTED = s.object('ConsentedAppsResponse', {
+  apps: s.list(
+    s.object('ConsentedApp', {
+      client_id: s.string(),
+      client_name: s.string({ doc: 'The client as registered (its id when it no longer exists)' }),
+      scopes: s.list(s.string(), { doc: 'The scopes granted, every consent to this client together' }),
+      granted_at: s.int({ doc: 'Unix seconds: first granted' }),
+    }),
+    { doc: 'The clients that are not first-party the caller has allowed, first granted first' },
+  ),
+});
+
 const user = <const N extends string>(name: N, grpc: string, kind: 'query' | 'mutation') =>
   ({ name, kind, auth: 'user', admin: false, rest: { method: 'POST', path: `/v1/${name}` }, grpc: { method: grpc }, protocols: ALL_PROTOCOLS }) as const;
 
@@ -74,6 +86,18 @@ export const ACCOUNT_OPERATIONS = [
     input: EMPTY,
     output: LINKED,
     doc: "The caller's sign-in methods: the social and OpenID Connect providers linked to the account, and whether it has a password.",
+  }),
+  defineOperation({
+    ...user('consented_apps', 'ConsentedApps', 'query'),
+    input: EMPTY,
+    output: CONSENTED,
+    doc: "The caller's remembered consents: the clients that are not first-party (require_consent) the caller has allowed, with the scopes granted.",
+  }),
+  defineOperation({
+    ...user('revoke_consent', 'RevokeConsent', 'mutation'),
+    input: s.object('RevokeConsentRequest', { client_id: s.string({ minLength: 1, maxLength: 128, doc: 'A client_id from consented_apps' }) }),
+    output: MESSAGE,
+    doc: "Forgets the caller's consent to a client: its next authorization request asks again. Tokens already issued to it stay valid until they expire or are revoked. not_found consent_not_found when there is none.",
   }),
   defineOperation({
     ...user('unlink_identity', 'UnlinkIdentity', 'mutation'),

@@ -37,6 +37,7 @@ export const CLIENT = s.object(
     disabled: s.bool(),
     require_pushed_authorization_requests: s.bool({ doc: 'RFC 9126: /authorize accepts this client only through /oauth/par' }),
     backchannel_logout_uri: s.optional(s.string({ doc: 'OpenID Connect Back-Channel Logout 1.0: where the client takes logout tokens when a session of its ends' })),
+    require_consent: s.bool({ doc: 'Not first-party: /authorize asks the user to allow the scopes (remembered per user and client, revocable in the account center)' }),
     configured_by_flags: s.bool({ doc: 'True for the --client-id client (changed through the flags only)' }),
     subject: s.optional(s.string({ doc: 'The FGA subject of a service account: service_account:<client_id>' })),
     previous_secret_expires_at: s.optional(s.int({ doc: 'Unix seconds until which the secret before the last rotation is still accepted' })),
@@ -65,6 +66,7 @@ const CLIENT_FIELDS = {
   disabled: s.optional(s.bool()),
   require_pushed_authorization_requests: s.optional(s.bool()),
   backchannel_logout_uri: s.optional(s.string({ maxLength: 2048 })),
+  require_consent: s.optional(s.bool()),
   token_endpoint_auth_method: s.optional(s.string({ maxLength: 32 })),
 } as const;
 

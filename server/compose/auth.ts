@@ -12,6 +12,8 @@ import {
   BackchannelLogout,
   DpopVerifier,
   SqlClientStore,
+  SqlConsentStore,
+  ConsentService,
   SUPPORTED_SCOPES,
   UnavailableClientStore,
   TokenScript,
@@ -141,7 +143,18 @@ export async function plugAuth(services: Services): Promise<AuthService> {
   services.closers.push(() => memoryStore.close());
   // Closers run last-in first-out: the email flows' background work finishes before the memory store closes.
   services.closers.push(() => auth.email.settled());
-  services.oauth = oauthServer(c, auth, memoryStore, issuer, registry);
+  const consentStore = db.kind === 'sql' ? new SqlConsentStore(db.sequelize) : undefined;
+  await consentStore?.init();
+  if (consentStore !== undefined) auth.userDataRemovers.push((userId, transaction) => consentStore.deleteUser(userId, transaction));
+  services.consent = new ConsentService({
+    store: consentStore,
+    memory: memoryStore,
+    sessions: auth.sessions,
+    nowSeconds: () => Math.floor(auth.options.now() / 1000),
+    pageUrl: c.enableLoginPage ? `${issuer}/app/consent` : undefined,
+    authorizeUrl: `${issuer}/authorize`,
+  });
+  services.oauth = oauthServer(c, auth, memoryStore, issuer, registry, services.consent);
   const social = socialLogin(services, auth, memoryStore, issuer);
   if (social !== undefined) services.social = social;
   const sso = await ssoLogin(services, auth, memoryStore, issuer);
@@ -221,8 +234,9 @@ function organizationsOf(services: Services): OrganizationDependencies {
 }
 
 /** The OAuth 2.0 / OpenID provider on the identity service and its memory store (its endpoints: transports/web/oauth.ts). */
-function oauthServer(c: Config, auth: AuthService, store: MemoryStore, issuer: string, registry: ClientRegistry): OAuthServer {
+function oauthServer(c: Config, auth: AuthService, store: MemoryStore, issuer: string, registry: ClientRegistry, consent: ConsentService): OAuthServer {
   return new OAuthServer({
+    consent,
     auth,
     store,
     registry,

@@ -7,6 +7,7 @@
 import { socialProviderTable, type SocialLoginProvider } from '../../auth/index.ts';
 import { ACCOUNT_OPERATIONS } from '../../api/index.ts';
 import type { RequestContext } from '../context.ts';
+import { LatchkeyError } from '../../engine/errors.ts';
 import { audit, authOf, callContext, clearSessionCookies } from './auth.ts';
 import type { HandlersOf } from './types.ts';
 
@@ -18,6 +19,12 @@ const PROVIDER_NAMES: Readonly<Record<string, string>> = Object.fromEntries(
 function displayNameOf(ctx: RequestContext, provider: SocialLoginProvider): string {
   if (provider === 'oidc') return ctx.services.config.oidcDisplayName || 'OpenID Connect';
   return PROVIDER_NAMES[provider] ?? provider;
+}
+
+/** The caller's user id (the operations here are `auth: 'user'`, so the pipeline has authenticated one). */
+function requireUserId(ctx: RequestContext): string {
+  if (ctx.principal.kind !== 'user') throw new LatchkeyError('unauthenticated', 'sign in first', { reason: 'unauthenticated' });
+  return ctx.principal.userId;
 }
 
 const currentSid = (ctx: RequestContext): string | undefined => (ctx.principal.kind === 'user' ? ctx.principal.sessionId : undefined);
@@ -60,6 +67,23 @@ export const ACCOUNT_HANDLERS: HandlersOf<typeof ACCOUNT_OPERATIONS> = {
     const user = await authOf(ctx).unlinkIdentity(input.provider, callContext(ctx));
     await audit(ctx, 'user.identity_unlinked', { userId: user.id, user, metadata: { provider: input.provider } });
     return { message: `${displayNameOf(ctx, input.provider as SocialLoginProvider)} unlinked` };
+  },
+  consented_apps: async (ctx) => {
+    const userId = requireUserId(ctx);
+    const grants = (await ctx.services.consent?.list(userId)) ?? [];
+    const apps = await Promise.all(
+      grants.map(async (g) => {
+        const client = await ctx.services.oauth?.registry.find(g.client_id);
+        return { client_id: g.client_id, client_name: client?.record.client_name || g.client_id, scopes: g.scopes, granted_at: g.created_at };
+      }),
+    );
+    return { apps };
+  },
+  revoke_consent: async (ctx, input) => {
+    const userId = requireUserId(ctx);
+    if (!(await ctx.services.consent?.revoke(userId, input.client_id))) throw new LatchkeyError('not_found', 'no consent to this client', { reason: 'consent_not_found' });
+    await audit(ctx, 'user.consent_revoked', { userId, metadata: { client_id: input.client_id } });
+    return { message: 'Access withdrawn' };
   },
   admin_list_sessions: async (ctx, input) => ({ sessions: await authOf(ctx).listSessionsOf(input.user_id) }),
   admin_revoke_session: async (ctx, input) => {

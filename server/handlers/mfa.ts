@@ -5,7 +5,7 @@
  * metadata and receive it as `set-cookie` metadata, like the session cookies.
  */
 import { audit, authOf, clearMfaCookie, setMfaCookie, setSessionCookies } from './auth.ts';
-import { auditedCallContext } from './services_of.ts';
+import { auditedCallContext, callContext } from './services_of.ts';
 import { MFA_OPERATIONS } from '../../api/index.ts';
 import type { HandlersOf } from './types.ts';
 
@@ -38,5 +38,15 @@ export const MFA_HANDLERS: HandlersOf<typeof MFA_OPERATIONS> = {
     await audit(ctx, 'user.otp_resent', { userId: result.record?.id, user: result.record });
     setMfaCookie(ctx, result);
     return { message: result.response.message };
+  },
+  reset_totp: async (ctx, input) => {
+    const user = await authOf(ctx).resetTotp(input, callContext(ctx));
+    await audit(ctx, 'user.totp_reset', { userId: user.id, user });
+    return { message: 'Authenticator app removed; the next sign-in with a second factor sets up a new one' };
+  },
+  regenerate_recovery_codes: async (ctx, input) => {
+    const { user, codes } = await authOf(ctx).regenerateRecoveryCodes(input, callContext(ctx));
+    await audit(ctx, 'user.recovery_codes_regenerated', { userId: user.id, user });
+    return { message: 'New recovery codes; the old ones no longer work', recovery_codes: codes };
   },
 };

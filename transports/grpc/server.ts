@@ -102,6 +102,7 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
         requestId,
         clientIp,
         userAgent: first(md, 'user-agent') ?? '',
+        acceptLanguage: first(md, 'accept-language'),
         credentials: extractCredentials({
           authorization: first(md, 'authorization'),
           cookie: cookieValues.length > 0 ? cookieValues.join('; ') : undefined,

@@ -81,6 +81,7 @@ class HttpCallInfo implements CallInfo {
   readonly requestId: string;
   readonly clientIp: string;
   readonly userAgent: string;
+  readonly acceptLanguage: string | undefined;
   readonly credentials: Credentials;
   readonly cookies: CookieSink;
   readonly #res: ServerResponse;
@@ -95,6 +96,7 @@ class HttpCallInfo implements CallInfo {
     this.requestId = l.requestId;
     this.clientIp = l.clientIp;
     this.userAgent = h['user-agent'] ?? '';
+    this.acceptLanguage = h['accept-language'];
     const socket = req.socket as Socket & { [BEARER_MEMO]?: BearerMemo };
     const memo = (socket[BEARER_MEMO] ??= new BearerMemo());
     const apiKey = h['x-api-key'];

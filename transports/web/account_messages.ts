@@ -15,6 +15,8 @@ export const ACCOUNT_MESSAGE_KEYS = [
   'unlink', 'unlinkOf', 'connect', 'tickToConfirm', 'factorApp', 'factorEmail', 'factorSms', 'askedFor', 'or',
   'passkeysTitle', 'addPasskey', 'passkeyName', 'renamePasskey', 'deletePasskey', 'noPasskeys', 'passkeyAdded', 'passkeyRenamed', 'passkeyDeleted', 'passkeyCancelled', 'passkeyAddedOn',
   'organizationsTitle', 'roleIs', 'makeActive', 'makeActiveOf', 'activeOrganization',
+  'connectedApps', 'appScopes', 'removeAccess', 'removeAccessOf', 'accessRemoved',
+  'authenticatorApp', 'authenticatorHelp', 'authenticatorCode', 'newRecoveryCodes', 'resetApp', 'recoveryCodes', 'recoveryCodesShown', 'appReset',
 ] as const;
 
 export type AccountMessageKey = (typeof ACCOUNT_MESSAGE_KEYS)[number];
@@ -54,6 +56,19 @@ const en: AccountMessages = {
   makeActive: 'Make active',
   makeActiveOf: 'Make {name} the active organization',
   activeOrganization: 'Active organization: {name}',
+  authenticatorApp: 'Authenticator app',
+  authenticatorHelp: 'New recovery codes replace the old ones at once. A reset removes the app from this account; your next sign-in with a second factor sets up a new one.',
+  authenticatorCode: 'Code from the authenticator app, or a recovery code',
+  newRecoveryCodes: 'New recovery codes',
+  resetApp: 'Reset the authenticator app',
+  recoveryCodes: 'Recovery codes',
+  recoveryCodesShown: 'Your new recovery codes are below. Keep them somewhere safe: each works once, and they are shown only now.',
+  appReset: 'The authenticator app was removed. Your next sign-in with a second factor sets up a new one.',
+  connectedApps: 'Connected apps',
+  appScopes: 'Allowed: {scopes}',
+  removeAccess: 'Remove access',
+  removeAccessOf: 'Remove the access of {name}',
+  accessRemoved: '{name} no longer has access. It will ask again next time.',
 };
 
 const de: AccountMessages = {
@@ -90,6 +105,19 @@ const de: AccountMessages = {
   makeActive: 'Aktiv setzen',
   makeActiveOf: '{name} zur aktiven Organisation machen',
   activeOrganization: 'Aktive Organisation: {name}',
+  authenticatorApp: 'Authenticator-App',
+  authenticatorHelp: 'Neue Wiederherstellungscodes ersetzen die alten sofort. Ein Zurücksetzen entfernt die App aus diesem Konto; bei Ihrer nächsten Anmeldung mit zweitem Faktor richten Sie eine neue ein.',
+  authenticatorCode: 'Code aus der Authenticator-App oder ein Wiederherstellungscode',
+  newRecoveryCodes: 'Neue Wiederherstellungscodes',
+  resetApp: 'Authenticator-App zurücksetzen',
+  recoveryCodes: 'Wiederherstellungscodes',
+  recoveryCodesShown: 'Ihre neuen Wiederherstellungscodes stehen unten. Bewahren Sie sie sicher auf: Jeder gilt einmal, und sie werden nur jetzt angezeigt.',
+  appReset: 'Die Authenticator-App wurde entfernt. Bei Ihrer nächsten Anmeldung mit zweitem Faktor richten Sie eine neue ein.',
+  connectedApps: 'Verbundene Apps',
+  appScopes: 'Erlaubt: {scopes}',
+  removeAccess: 'Zugriff entfernen',
+  removeAccessOf: 'Zugriff von {name} entfernen',
+  accessRemoved: '{name} hat keinen Zugriff mehr und fragt beim nächsten Mal erneut.',
 };
 
 const fr: AccountMessages = {
@@ -126,6 +154,19 @@ const fr: AccountMessages = {
   makeActive: 'Rendre active',
   makeActiveOf: 'Faire de {name} l’organisation active',
   activeOrganization: 'Organisation active : {name}',
+  authenticatorApp: 'Application d\'authentification',
+  authenticatorHelp: 'De nouveaux codes de récupération remplacent aussitôt les anciens. Une réinitialisation retire l\'application de ce compte ; votre prochaine connexion avec un second facteur en configure une nouvelle.',
+  authenticatorCode: 'Code de l\'application d\'authentification, ou un code de récupération',
+  newRecoveryCodes: 'Nouveaux codes de récupération',
+  resetApp: 'Réinitialiser l\'application d\'authentification',
+  recoveryCodes: 'Codes de récupération',
+  recoveryCodesShown: 'Vos nouveaux codes de récupération figurent ci-dessous. Conservez-les en lieu sûr : chacun ne sert qu\'une fois, et ils ne sont affichés que maintenant.',
+  appReset: 'L\'application d\'authentification a été retirée. Votre prochaine connexion avec un second facteur en configure une nouvelle.',
+  connectedApps: 'Applications connectées',
+  appScopes: 'Autorisé : {scopes}',
+  removeAccess: 'Retirer l\'accès',
+  removeAccessOf: 'Retirer l\'accès de {name}',
+  accessRemoved: '{name} n\'a plus accès. L\'application demandera de nouveau la prochaine fois.',
 };
 
 const es: AccountMessages = {
@@ -162,6 +203,19 @@ const es: AccountMessages = {
   makeActive: 'Activar',
   makeActiveOf: 'Hacer de {name} la organización activa',
   activeOrganization: 'Organización activa: {name}',
+  authenticatorApp: 'Aplicación de autenticación',
+  authenticatorHelp: 'Los nuevos códigos de recuperación sustituyen a los anteriores de inmediato. Restablecer quita la aplicación de esta cuenta; tu próximo inicio de sesión con segundo factor configura una nueva.',
+  authenticatorCode: 'Código de la aplicación de autenticación, o un código de recuperación',
+  newRecoveryCodes: 'Nuevos códigos de recuperación',
+  resetApp: 'Restablecer la aplicación de autenticación',
+  recoveryCodes: 'Códigos de recuperación',
+  recoveryCodesShown: 'Tus nuevos códigos de recuperación están abajo. Guárdalos en un lugar seguro: cada uno sirve una vez y solo se muestran ahora.',
+  appReset: 'Se quitó la aplicación de autenticación. Tu próximo inicio de sesión con segundo factor configura una nueva.',
+  connectedApps: 'Aplicaciones conectadas',
+  appScopes: 'Permitido: {scopes}',
+  removeAccess: 'Quitar el acceso',
+  removeAccessOf: 'Quitar el acceso de {name}',
+  accessRemoved: '{name} ya no tiene acceso. Lo pedirá de nuevo la próxima vez.',
 };
 
 const ja: AccountMessages = {
@@ -198,6 +252,19 @@ const ja: AccountMessages = {
   makeActive: 'アクティブにする',
   makeActiveOf: '{name} をアクティブな組織にする',
   activeOrganization: 'アクティブな組織: {name}',
+  authenticatorApp: '認証アプリ',
+  authenticatorHelp: '新しいリカバリーコードを発行すると、古いコードはすぐに使えなくなります。リセットするとこのアカウントから認証アプリが外れ、次回 2 段階認証でサインインするときに新しいアプリを設定します。',
+  authenticatorCode: '認証アプリのコード、またはリカバリーコード',
+  newRecoveryCodes: '新しいリカバリーコード',
+  resetApp: '認証アプリをリセット',
+  recoveryCodes: 'リカバリーコード',
+  recoveryCodesShown: '新しいリカバリーコードを下に表示しています。安全な場所に保管してください。各コードは 1 回だけ使え、表示されるのは今回限りです。',
+  appReset: '認証アプリを外しました。次回 2 段階認証でサインインするときに新しいアプリを設定します。',
+  connectedApps: '連携アプリ',
+  appScopes: '許可済み: {scopes}',
+  removeAccess: 'アクセスを削除',
+  removeAccessOf: '{name} のアクセスを削除',
+  accessRemoved: '{name} のアクセスを削除しました。次回は改めて許可を求められます。',
 };
 
 const ar: AccountMessages = {
@@ -234,6 +301,19 @@ const ar: AccountMessages = {
   makeActive: 'تفعيل',
   makeActiveOf: 'جعل {name} المؤسسة النشطة',
   activeOrganization: 'المؤسسة النشطة: {name}',
+  authenticatorApp: 'تطبيق المصادقة',
+  authenticatorHelp: 'تحل رموز الاسترداد الجديدة محل القديمة فورًا. تؤدي إعادة التعيين إلى إزالة التطبيق من هذا الحساب، وتُعِدّ تطبيقًا جديدًا عند تسجيل دخولك التالي بعامل ثانٍ.',
+  authenticatorCode: 'رمز من تطبيق المصادقة أو رمز استرداد',
+  newRecoveryCodes: 'رموز استرداد جديدة',
+  resetApp: 'إعادة تعيين تطبيق المصادقة',
+  recoveryCodes: 'رموز الاسترداد',
+  recoveryCodesShown: 'رموز الاسترداد الجديدة أدناه. احفظها في مكان آمن: يعمل كل رمز مرة واحدة، ولا تُعرض إلا الآن.',
+  appReset: 'أُزيل تطبيق المصادقة. ستُعِدّ تطبيقًا جديدًا عند تسجيل دخولك التالي بعامل ثانٍ.',
+  connectedApps: 'التطبيقات المتصلة',
+  appScopes: 'المسموح به: {scopes}',
+  removeAccess: 'إزالة الوصول',
+  removeAccessOf: 'إزالة وصول {name}',
+  accessRemoved: 'لم يعد لدى {name} وصول. سيطلب الإذن مرة أخرى في المرة القادمة.',
 };
 
 /** The catalogues by BCP 47 tag, English (the default) first; the same languages as the sign-in page's. */

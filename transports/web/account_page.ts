@@ -8,7 +8,10 @@
  *   refuses the change without it, ASVS v5 7.5.1);
  * - the second factor on or off (`update_profile`
  *   `is_multi_factor_auth_enabled`; which factor applies follows the server's
- *   flags from `meta`, a TOTP app being enrolled at the next sign-in);
+ *   flags from `meta`, a TOTP app being enrolled at the next sign-in); with
+ *   TOTP on, new recovery codes (`regenerate_recovery_codes`, shown once)
+ *   or a reset of the authenticator app (`reset_totp`), each with the
+ *   current password again (or, for an account without one, a code);
  * - sessions and devices (`list_sessions`): each with its browser, IP, first
  *   and last seen, the current one marked; end one or all the others
  *   (`revoke_session`);
@@ -20,6 +23,9 @@
  *   (`rename_passkey`, `delete_passkey`); a passkey holder's sensitive change
  *   first confirms with a passkey (`passkey_step_up_options`,
  *   `passkey_step_up`) when the server asks for it (`step_up_required`);
+ * - connected apps (`consented_apps`): the clients that are not first-party
+ *   the user allowed, with the scopes; "Remove access" (`revoke_consent`)
+ *   makes the next request of that client ask again;
  * - the user's organizations with their role (`organizations`), one made the
  *   session's active organization (`switch_organization`);
  * - delete the account (`deactivate_account` with the current password,
@@ -36,9 +42,10 @@
 import { createHash } from 'node:crypto';
 import type { HttpRoute, HttpRouteRequest, HttpRouteResponse } from '../../server/index.ts';
 import { ACCOUNT_MESSAGES } from './account_messages.ts';
+import { ACCOUNT_PAGE_BODY } from './account_page_body.ts';
 import { LANGUAGE_COOKIE, pickLanguage } from './i18n.ts';
 import { RTL_LANGUAGES } from './login_messages.ts';
-import { DESIGN_CSS, PROVIDER_BRANDS } from './design.ts';
+import { DESIGN_CSS, escapeHtml, PROVIDER_BRANDS } from './design.ts';
 import { WEBAUTHN_SCRIPT, type LoginPageConfig } from './login_page.ts';
 
 const STYLE = `${DESIGN_CSS}
@@ -64,6 +71,8 @@ ul.rows li:first-child{border-top:none}
 .badge{display:inline-block;margin-left:var(--s2);padding:0 var(--s2);border-radius:999px;border:1px solid var(--ok);color:var(--ok);font-size:var(--text-sm);font-weight:600}
 .actions{display:flex;flex-wrap:wrap;gap:var(--s2);margin-top:var(--s3)}
 #connect{display:grid;gap:var(--s2);margin-top:var(--s3)}
+ul.codes{list-style:none;padding:0;margin:var(--s3) 0 0;display:grid;grid-template-columns:repeat(auto-fill,minmax(9rem,1fr));gap:var(--s2)}
+ul.codes code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:1rem}
 `;
 
 const SCRIPT = `
@@ -292,6 +301,70 @@ const SCRIPT = `
     });
   });
 
+  // The authenticator app: new recovery codes, or a reset; each proves the password again (or, without one, a code).
+  const reauth = () => ($('totp-code-field').hidden ? { password: $('totp-password').value } : { otp: val('totp-code') });
+  const clearReauth = () => { $('totp-password').value = ''; $('totp-code').value = ''; };
+  $('totp-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    void act('totp-msg', formControls(e.target), async () => {
+      const body = await withStepUp('regenerate_recovery_codes', reauth());
+      clearReauth();
+      const list = $('recovery-codes');
+      list.replaceChildren();
+      for (const c of body.recovery_codes) {
+        const li = document.createElement('li');
+        const code = document.createElement('code');
+        code.textContent = c;
+        li.append(code);
+        list.append(li);
+      }
+      list.hidden = false;
+      return t('recoveryCodesShown');
+    });
+  });
+  $('reset-totp').addEventListener('click', () => act('totp-msg', formControls($('totp-form')), async () => {
+    await withStepUp('reset_totp', reauth());
+    clearReauth();
+    $('recovery-codes').replaceChildren();
+    $('recovery-codes').hidden = true;
+    return t('appReset');
+  }));
+
+  // Applications that are not first-party and that the user allowed (consent): each access can be withdrawn.
+  async function loadApps(keepShown) {
+    const body = await call('consented_apps', {});
+    const rows = $('apps');
+    rows.replaceChildren();
+    for (const a of body.apps) {
+      const li = document.createElement('li');
+      const main = document.createElement('div');
+      main.className = 'row-main';
+      const title = document.createElement('strong');
+      title.textContent = a.client_name;
+      const detail = document.createElement('span');
+      detail.className = 'muted';
+      detail.textContent = t('appScopes', { scopes: a.scopes.join(', ') });
+      main.append(title, detail);
+      const remove = document.createElement('button');
+      remove.type = 'button';
+      remove.className = 'secondary';
+      remove.textContent = t('removeAccess');
+      remove.setAttribute('aria-label', t('removeAccessOf', { name: a.client_name }));
+      remove.addEventListener('click', () => act('apps-msg', [remove], async () => {
+        await call('revoke_consent', { client_id: a.client_id });
+        await loadApps(true);
+        $('apps-title').focus();
+        return t('accessRemoved', { name: a.client_name });
+      }));
+      li.append(main, remove);
+      rows.append(li);
+    }
+    // After its last row is removed the section stays, for the message that says so.
+    const shown = body.apps.length > 0 || keepShown === true;
+    $('apps-section').hidden = !shown;
+    $('apps-link').hidden = !shown;
+  }
+
   async function loadSessions() {
     const body = await call('list_sessions', {});
     const list = $('sessions');
@@ -380,6 +453,8 @@ const SCRIPT = `
       connect.append(a);
     }
     $('connect-help').hidden = connect.childElementCount === 0;
+    $('totp-password-field').hidden = !body.has_password;
+    $('totp-code-field').hidden = body.has_password;
     $('delete-password-field').hidden = !body.has_password;
     $('delete-password').required = body.has_password;
   }
@@ -410,9 +485,10 @@ const SCRIPT = `
       $('mfa-help').textContent = t('askedFor', { factors: factors.join(t('or')) });
       $('mfa-form').hidden = meta.is_multi_factor_auth_enabled !== true || factors.length === 0;
       $('mfa-none').hidden = !$('mfa-form').hidden;
+      $('totp-form').hidden = meta.is_totp_mfa_enabled !== true;
       passkeysOn = meta.is_passkey_enabled === true && typeof webauthn === 'object' && webauthn.browserSupportsWebAuthn();
       $('passkeys-box').hidden = !passkeysOn;
-      await Promise.all([loadSessions(), loadMethods(), passkeysOn ? loadPasskeys() : null, loadOrganizations()]);
+      await Promise.all([loadSessions(), loadMethods(), passkeysOn ? loadPasskeys() : null, loadOrganizations(), loadApps()]);
       $('content').removeAttribute('aria-busy');
     } catch (err) { say('top-msg', err.message, 'error'); }
   })();
@@ -432,99 +508,12 @@ const HTML_HEAD = `<!DOCTYPE html>
 <div class="page">
 `;
 
-const HTML_BODY = `<header class="top">
-<div class="who"><img id="avatar" alt="" width="48" height="48" hidden><div><h1 id="who-name">{{title}}</h1><p class="muted" id="account-email"></p></div></div>
-<button id="sign-out" class="secondary" type="button">{{signOut}}</button>
-</header>
-<p id="top-msg" class="msg" role="status" aria-live="polite"></p>
-<noscript>{{noscript}}</noscript>
-<nav class="toc" aria-label="{{sections}}"><ul>
-<li><a href="#profile-title">{{profile}}</a></li><li><a href="#security-title">{{security}}</a></li><li><a href="#sessions-title">{{sessions}}</a></li><li><a href="#methods-title">{{methods}}</a></li><li id="organizations-link" hidden><a href="#organizations-title">{{organizationsTitle}}</a></li><li><a href="#delete-title">{{deleteAccount}}</a></li>
-</ul></nav>
-<main id="content" aria-busy="true">
-<section class="card" aria-labelledby="profile-title">
-<h2 id="profile-title" tabindex="-1">{{profile}}</h2>
-<form id="profile-form" method="post">
-<div class="grid2">
-<div><label for="given">{{givenName}}</label><input id="given" name="given-name" autocomplete="given-name" maxlength="256"></div>
-<div><label for="family">{{familyName}}</label><input id="family" name="family-name" autocomplete="family-name" maxlength="256"></div>
-</div>
-<label for="nickname">{{nickname}}</label><input id="nickname" name="nickname" autocomplete="nickname" maxlength="256">
-<label for="picture">{{picture}}</label><input id="picture" name="photo" type="url" inputmode="url" autocomplete="photo" maxlength="2048">
-<button class="primary" type="submit">{{saveProfile}}</button>
-<p id="profile-msg" class="msg" role="status" aria-live="polite"></p>
-</form>
-</section>
-<section class="card" aria-labelledby="security-title">
-<h2 id="security-title" tabindex="-1">{{security}}</h2>
-<form id="contact-form" method="post" aria-labelledby="contact-title">
-<h3 id="contact-title" class="muted">{{emailAndPhone}}</h3>
-<label for="email">{{email}}</label><input id="email" name="email" type="email" autocomplete="email" maxlength="320">
-<label for="phone">{{phone}}</label><input id="phone" name="tel" type="tel" autocomplete="tel" maxlength="32">
-<label for="contact-password">{{currentPassword}}</label><input id="contact-password" name="current-password" type="password" autocomplete="current-password" maxlength="1024">
-<button class="primary" type="submit">{{saveContact}}</button>
-<p id="contact-msg" class="msg" role="status" aria-live="polite"></p>
-</form>
-<form id="password-form" method="post" aria-labelledby="password-title">
-<h3 id="password-title" class="muted">{{password}}</h3>
-<label for="old-password">{{currentPassword}}</label><input id="old-password" name="current-password" type="password" autocomplete="current-password" required maxlength="1024">
-<label for="new-password">{{newPassword}}</label><input id="new-password" name="new-password" type="password" autocomplete="new-password" required maxlength="1024">
-<label for="confirm-password">{{confirmNewPassword}}</label><input id="confirm-password" name="confirm-password" type="password" autocomplete="new-password" required maxlength="1024">
-<button class="primary" type="submit" id="change-password">{{changePassword}}</button>
-<p id="password-msg" class="msg" role="status" aria-live="polite"></p>
-</form>
-<form id="mfa-form" method="post" aria-labelledby="mfa-title" hidden>
-<h3 id="mfa-title" class="muted">{{secondFactor}}</h3>
-<label class="check" for="mfa-on"><input id="mfa-on" type="checkbox">{{askSecondFactor}}</label>
-<p id="mfa-help" class="muted"></p>
-<button class="primary" type="submit">{{saveSecondFactor}}</button>
-<p id="mfa-msg" class="msg" role="status" aria-live="polite"></p>
-</form>
-<p id="mfa-none" class="muted" hidden>{{noSecondFactor}}</p>
-<div id="passkeys-box" hidden>
-<h3 id="passkeys-title" class="muted">{{passkeysTitle}}</h3>
-<ul id="passkeys" class="rows" aria-labelledby="passkeys-title"></ul>
-<div class="actions"><button id="add-passkey" class="secondary" type="button">{{addPasskey}}</button></div>
-<p id="passkeys-msg" class="msg" role="status" aria-live="polite"></p>
-</div>
-</section>
-<section class="card" aria-labelledby="sessions-title">
-<h2 id="sessions-title" tabindex="-1">{{sessionsTitle}}</h2>
-<ul id="sessions" class="rows"></ul>
-<div class="actions"><button id="end-others" class="secondary" type="button" hidden>{{endOthers}}</button></div>
-<p id="sessions-msg" class="msg" role="status" aria-live="polite"></p>
-</section>
-<section class="card" aria-labelledby="methods-title">
-<h2 id="methods-title" tabindex="-1">{{methods}}</h2>
-<ul id="methods" class="rows"></ul>
-<p id="methods-msg" class="msg" role="status" aria-live="polite"></p>
-<p id="connect-help" class="muted" hidden>{{connectHelp}}</p>
-<div id="connect"></div>
-</section>
-<section id="organizations-section" class="card" aria-labelledby="organizations-title" hidden>
-<h2 id="organizations-title" tabindex="-1">{{organizationsTitle}}</h2>
-<ul id="organizations" class="rows"></ul>
-<p id="organizations-msg" class="msg" role="status" aria-live="polite"></p>
-</section>
-<section class="card" aria-labelledby="delete-title">
-<h2 id="delete-title" tabindex="-1">{{deleteAccount}}</h2>
-<form id="delete-form" method="post">
-<p>{{deleteWarning}}</p>
-<div id="delete-password-field"><label for="delete-password">{{currentPassword}}</label><input id="delete-password" name="current-password" type="password" autocomplete="current-password" maxlength="1024"></div>
-<label class="check" for="delete-confirm"><input id="delete-confirm" type="checkbox">{{deleteConfirm}}</label>
-<button class="danger" type="submit" id="delete-submit">{{deleteAccount}}</button>
-<p id="delete-msg" class="msg" role="status" aria-live="polite"></p>
-</form>
-</section>
-</main>
-</div>
-<script type="application/json" id="messages">{{messagesJson}}</script>
-<script>${SCRIPT}</script>
+
+const HTML_TAIL = `<script>${SCRIPT}</script>
 </body>
 </html>
 `;
 
-const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 function logoOrigin(logo: string): string | undefined {
   try {
@@ -574,7 +563,7 @@ function pageHtml(name: string, logo: string, lang: string, passkeys: boolean): 
     messagesJson: JSON.stringify(messages).replace(/</g, '\\u003c'),
   };
   // Only the document's {{key}} slots are filled: the style and the script hold none (checked below), so their hashes hold for every language.
-  const html = (HTML_HEAD + (brand ? `${brand}\n` : '') + HTML_BODY).replace(/\{\{(\w+)\}\}/g, (_, key: string) => {
+  const html = (HTML_HEAD + (brand ? `${brand}\n` : '') + ACCOUNT_PAGE_BODY + HTML_TAIL).replace(/\{\{(\w+)\}\}/g, (_, key: string) => {
     const value = fill[key];
     if (value === undefined) throw new Error(`account page: no text for {{${key}}}`);
     return value;

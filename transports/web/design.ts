@@ -12,6 +12,9 @@
  * Layout holds from 360 px phones up: one column, fluid widths, no fixed
  * heights, and the forms keep their space while data loads (no layout shift).
  */
+/** Text made safe inside HTML content and quoted attributes: the five significant characters as numeric references. */
+export const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
 export const DESIGN_CSS = `
 :root{color-scheme:light dark;
 --font:system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans",sans-serif;

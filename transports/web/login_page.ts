@@ -59,7 +59,7 @@ import { dirname, join } from 'node:path';
 import type { Config, HttpRoute, HttpRouteRequest, HttpRouteResponse } from '../../server/index.ts';
 import { LANGUAGE_COOKIE, pickLanguage } from './i18n.ts';
 import { LOGIN_MESSAGES, RTL_LANGUAGES } from './login_messages.ts';
-import { DESIGN_CSS, PROVIDER_BRANDS } from './design.ts';
+import { DESIGN_CSS, escapeHtml, PROVIDER_BRANDS } from './design.ts';
 
 /** The flags the login page reads. */
 export type LoginPageConfig = Pick<Config, 'enableLoginPage' | 'organizationName' | 'organizationLogo' | 'enablePasskeys'>;
@@ -603,7 +603,6 @@ const HTML_BODY = `<h1 id="title">{{signInTitle}}</h1>
 </html>
 `;
 
-const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /**
  * The page for a configuration and a language: the organization's name (`--organization-name`) and logo

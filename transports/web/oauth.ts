@@ -19,6 +19,7 @@
 import { dependencyError, ERROR_STATUS, LatchkeyError } from '../../engine/errors.ts';
 import { DPOP_ALGORITHMS, sessionCookieOf, type OAuthEventSink } from '../../auth/index.ts';
 import { CookieSink, clearSessionCookiesOn, type HttpRoute, type HttpRouteRequest, type HttpRouteResponse, type Services } from '../../server/index.ts';
+import { escapeHtml } from './design.ts';
 
 /** The RFC 6749 / OpenID Connect error codes the provider sends as `error`. */
 const OAUTH_ERRORS = new Set([
@@ -122,7 +123,6 @@ function auditSink(services: Services, request: HttpRouteRequest): OAuthEventSin
   };
 }
 
-const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** The OAuth 2.0 Form Post Response Mode page: a form that submits itself to the client. */
 function formPostPage(action: string, fields: Record<string, string>): string {

@@ -11,6 +11,7 @@ import type { AuthService } from '../../auth/index.ts';
 import { issuerOf, type Config, type HttpRoute, type Services } from '../../server/index.ts';
 import { dashboardRoutes } from './dashboard/dashboard.ts';
 import { accountPageRoutes } from './account_page.ts';
+import { consentPageRoutes } from './consent_page.ts';
 import { loginPageRoutes } from './login_page.ts';
 import { oauthRoutes } from './oauth.ts';
 import { socialRoutes } from './social.ts';
@@ -34,7 +35,7 @@ function discoveryRoutes(auth: AuthService, c: Pick<Config, 'url' | 'host' | 'ht
 export function webRoutes(services: Services): HttpRoute[] {
   const routes: HttpRoute[] = [];
   const { auth, config } = services;
-  if (auth !== undefined) routes.push(...discoveryRoutes(auth, config), ...oauthRoutes(services), ...loginPageRoutes(config), ...accountPageRoutes(config), ...socialRoutes(services));
+  if (auth !== undefined) routes.push(...discoveryRoutes(auth, config), ...oauthRoutes(services), ...loginPageRoutes(config), ...accountPageRoutes(config), ...consentPageRoutes(services), ...socialRoutes(services));
   routes.push(...dashboardRoutes(config));
   return routes;
 }

@@ -1,0 +1,49 @@
+/**
+ * The messages a sign-in or sign-up form shows, in the caller's language on
+ * every protocol (Accept-Language; gRPC metadata): the code and reason stay
+ * the same, English without a preference or for a language without a
+ * catalogue; a super-admin operation's message stays English; every
+ * language translates the same reasons.
+ */
+import anyTest from 'ava';
+import { ERROR_MESSAGES } from '../../server/error_messages.ts';
+import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../helpers/server.ts';
+
+const test = anyTest.serial;
+const PASSWORD = 'correct horse battery staple';
+let server: TestServer;
+
+test.before(async () => {
+  server = await startTestServer({ 'enable-email-verification': false });
+  // One account per protocol: wrong passwords count towards each account's lockout.
+  for (const protocol of PROTOCOLS) await server.call('signup', { email: `taken-${protocol}@example.com`, password: PASSWORD }, { protocol: 'rest' });
+});
+test.after.always(async () => {
+  await server?.close();
+});
+
+for (const protocol of PROTOCOLS) {
+  test(`${protocol}: a wrong password and a taken address in the caller's language, codes unchanged`, async (t) => {
+    const email = `taken-${protocol}@example.com`;
+    const wrong = (lang?: string) => server.call('login', { email, password: 'not the password' }, { protocol, headers: lang === undefined ? {} : { 'accept-language': lang } });
+    const de = await wrong('de-CH, de;q=0.9');
+    t.deepEqual([de.error?.code, de.error?.reason, de.error?.message], ['unauthenticated', 'invalid_credentials', 'Ungültige Anmeldedaten']);
+    t.is((await wrong()).error?.message, 'invalid credentials');
+    t.is((await wrong('nl')).error?.message, 'invalid credentials', 'no catalogue: English');
+    const taken = await server.call('signup', { email, password: PASSWORD }, { protocol, headers: { 'accept-language': 'ja' } });
+    t.deepEqual([taken.error?.code, taken.error?.reason, taken.error?.message], ['already_exists', 'user_already_exists', 'このアドレスまたは電話番号のアカウントはすでに存在します']);
+    const mismatch = await server.call('signup', { email: 'new@example.com', password: PASSWORD, confirm_password: 'something else' }, { protocol, headers: { 'accept-language': 'ar' } });
+    t.deepEqual([mismatch.error?.reason, mismatch.error?.message], ['password_mismatch', 'كلمة المرور وتأكيدها غير متطابقين']);
+  });
+}
+
+test("a super-admin operation's message stays English", async (t) => {
+  const r = await server.call('delete_user', { email: 'nobody@example.com' }, { protocol: 'rest', headers: { 'x-service-admin-secret': TEST_ADMIN_SECRET, 'accept-language': 'de' } });
+  t.is(r.error?.code, 'not_found');
+  t.regex(r.error?.message ?? '', /^[\x20-\x7e]+$/);
+});
+
+test('every language translates the same reasons', (t) => {
+  const reference = Object.keys(ERROR_MESSAGES['de']!).sort();
+  for (const [lang, catalogue] of Object.entries(ERROR_MESSAGES)) t.deepEqual(Object.keys(catalogue).sort(), reference, lang);
+});
