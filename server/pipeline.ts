@@ -156,17 +156,36 @@ export function createPipeline(
     }
     return pub;
   };
+  /**
+   * Who calls, and whether they may make this call at all, the same for a
+   * unary call and a stream: the credentials turned into a principal, a
+   * delegated token kept to what it may do, the per-account rate limit and an
+   * API key's scopes.
+   */
+  const admit = async (op: AnyOperation, info: CallInfo): Promise<Principal> => {
+    let principal =
+      op.auth === 'public' && !hasCredentials(info.credentials)
+        ? ANONYMOUS
+        : resolvePrincipal(services.authenticators, op.auth, info.credentials, info);
+    if (principal instanceof Promise) principal = await principal;
+    refuseDelegated(op, principal);
+    if (accountLimiter !== undefined && (principal.kind === 'user' || principal.kind === 'service_account')) {
+      // Per account, whatever the client IPs (`--rate-limit-account-rps`); shared through Redis, and like the
+      // per-IP limit it fails open to a per-process count while Redis is away (docs/scaling.md).
+      const wait = await accountLimiter.take(principal.kind === 'user' ? `user:${principal.userId}` : `service_account:${principal.clientId}`);
+      if (wait !== undefined) {
+        throw new LatchkeyError('resource_exhausted', 'too many requests for this account', { reason: 'rate_limited', details: { retry_after_seconds: wait } });
+      }
+    }
+    refuseOutOfScope(op, principal);
+    return principal;
+  };
   return {
     async stream(op, info, rawInput) {
       const started = performance.now();
       let code = 'ok';
       try {
-        let principal =
-          op.auth === 'public' && !hasCredentials(info.credentials)
-            ? ANONYMOUS
-            : resolvePrincipal(services.authenticators, op.auth, info.credentials, info);
-        if (principal instanceof Promise) principal = await principal;
-        refuseDelegated(op, principal);
+        const principal = await admit(op, info);
         const input = validate(op.input, rawInput ?? {});
         // A stream also ends when the server begins to shut down: its client resumes elsewhere (or after the restart) from its last token.
         const streamInfo: CallInfo = streamsEnd === undefined ? info : {
@@ -194,21 +213,7 @@ export function createPipeline(
       const started = performance.now();
       let code = 'ok';
       try {
-        let principal =
-          op.auth === 'public' && !hasCredentials(info.credentials)
-            ? ANONYMOUS
-            : resolvePrincipal(services.authenticators, op.auth, info.credentials, info);
-        if (principal instanceof Promise) principal = await principal;
-        refuseDelegated(op, principal);
-        if (accountLimiter !== undefined && (principal.kind === 'user' || principal.kind === 'service_account')) {
-          // Per account, whatever the client IPs (`--rate-limit-account-rps`); shared through Redis, and like the
-          // per-IP limit it fails open to a per-process count while Redis is away (docs/scaling.md).
-          const wait = await accountLimiter.take(principal.kind === 'user' ? `user:${principal.userId}` : `service_account:${principal.clientId}`);
-          if (wait !== undefined) {
-            throw new LatchkeyError('resource_exhausted', 'too many requests for this account', { reason: 'rate_limited', details: { retry_after_seconds: wait } });
-          }
-        }
-        refuseOutOfScope(op, principal);
+        const principal = await admit(op, info);
         const input = validate(op.input, rawInput ?? {});
         let output = handlerFor(op)(new CallContext(info, principal, services, op.name), input);
         if (output instanceof Promise) output = await output;

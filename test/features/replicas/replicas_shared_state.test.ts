@@ -71,12 +71,12 @@ async function startRedis(port: number): Promise<{ stop(): Promise<void> }> {
 }
 
 /** A form POST (as OAuth clients send) from `from`, with HTTP basic client authentication. */
-function form(r: Replica, path: string, fields: Record<string, string>, authorization: string, from: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+function form(r: Replica, path: string, fields: Record<string, string>, authorization: string, from: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string; headers: Record<string, string | string[] | undefined> }> {
   return new Promise((resolve, reject) => {
     const req = request(`${r.url}${path}`, { method: 'POST', localAddress: from, agent: false, headers: { 'content-type': 'application/x-www-form-urlencoded', authorization, ...headers } }, (res) => {
       let body = '';
       res.on('data', (d: Buffer) => void (body += d.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
     });
     req.on('error', reject);
     req.end(new URLSearchParams(fields).toString());
@@ -186,19 +186,26 @@ needs(test, 'postgres', 'redis', 'redis-server')('three replicas: a model write 
   // replica 1 is a replay at replica 3 whatever the grant's own outcome.
   const { publicKey, privateKey } = await generateKeyPair('ES256');
   const jwk = await exportJWK(publicKey);
-  const proof = () =>
-    new SignJWT({ htm: 'POST', htu: `${publicUrl}/oauth/token`, jti: randomBytes(16).toString('hex') })
+  const proof = (nonce?: string) =>
+    new SignJWT({ htm: 'POST', htu: `${publicUrl}/oauth/token`, jti: randomBytes(16).toString('hex'), ...(nonce === undefined ? {} : { nonce }) })
       .setProtectedHeader({ typ: 'dpop+jwt', alg: 'ES256', jwk })
       .setIssuedAt()
       .sign(privateKey);
   const tokenWith = (r: Replica, dpop: string, from: string) => form(r, '/oauth/token', { grant_type: 'client_credentials' }, basic, from, { dpop });
-  const once = await proof();
+  // The token endpoint asks for a server nonce first (RFC 9449 §8); every replica issues and accepts the same ones.
+  const nonceChallenge = await tokenWith(r1, await proof(), '127.0.6.1');
+  t.is(nonceChallenge.status, 400, nonceChallenge.body);
+  t.regex(nonceChallenge.body, /use_dpop_nonce/u);
+  const nonce = String(nonceChallenge.headers['dpop-nonce'] ?? '');
+  t.not(nonce, '', 'the challenge carries a DPoP-Nonce');
+  const once = await proof(nonce);
   const first = await tokenWith(r1, once, '127.0.6.1');
-  t.notRegex(first.body, /already used/u, `the first use of a proof is not a replay: ${first.status} ${first.body}`);
+  t.notRegex(first.body, /dpop/iu, `the first use of a proof with the nonce passes the DPoP checks (the grant's own outcome aside): ${first.status} ${first.body}`);
   const replayed = await tokenWith(r3, once, '127.0.6.2');
-  t.is(replayed.status, 401, replayed.body);
+  t.is(replayed.status, 400, replayed.body);
   t.regex(replayed.body, /invalid_dpop_proof.*already used/u, 'the same proof at replica 3 is a replay');
-  t.notRegex((await tokenWith(r3, await proof(), '127.0.6.3')).body, /already used/u, 'a fresh proof is not');
+  const fresh = await tokenWith(r3, await proof(nonce), '127.0.6.3');
+  t.notRegex(fresh.body, /dpop/iu, `a fresh proof with the nonce passes the DPoP checks at replica 3: ${fresh.status} ${fresh.body}`);
 
   // The reset-mail budget of one address counts across replicas.
   const bob = `bob-${run}@replicas.test`;
@@ -234,8 +241,8 @@ needs(test, 'postgres', 'redis', 'redis-server')('three replicas: a model write 
   // A pushed authorization request cannot be stored, so it is refused.
   const pushedDown = await form(r2, '/oauth/par', parForm, basic, '127.0.5.251');
   t.true(pushedDown.status >= 500, `a push without Redis is refused (${pushedDown.status} ${pushedDown.body})`);
-  // A DPoP proof cannot be checked for replay, so it is refused.
-  const dpopDown = await tokenWith(r1, await proof(), '127.0.6.4');
+  // A DPoP proof (with a nonce the replica still holds) cannot be checked for replay, so it is refused.
+  const dpopDown = await tokenWith(r1, await proof(nonce), '127.0.6.4');
   t.true(dpopDown.status >= 500, `a proof without Redis is refused (${dpopDown.status} ${dpopDown.body})`);
   // The reset request is answered as always, and sends nothing: its budget cannot be counted.
   const carol = `carol-${run}@replicas.test`;
