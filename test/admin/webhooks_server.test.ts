@@ -13,6 +13,7 @@ import { WEBHOOK_EVENTS, verifyWebhook } from '../../admin/index.ts';
 import { startReceiver } from './receiver.ts';
 import { startSmtp } from './smtp.ts';
 import { SoftwareAuthenticator, type Json } from '../helpers/software_authenticator.ts';
+import { TestSamlIdp } from '../helpers/saml_idp.ts';
 
 const origin = { origin: 'https://app.example.com' };
 const admin = { 'x-service-admin-secret': TEST_ADMIN_SECRET, ...origin };
@@ -48,7 +49,7 @@ for (const backend of mainBackends()) {
     }, { backend });
     try {
       // Organizations live on SQL main databases only (docs/organizations.md), so DynamoDB has no organization events.
-      const orgEvents: readonly string[] = ['organization.created', 'member.added', 'member.removed', 'member.role_changed', 'invitation.accepted'];
+      const orgEvents: readonly string[] = ['organization.created', 'member.added', 'member.removed', 'member.role_changed', 'invitation.accepted', 'sso_connection.changed'];
       const events = backend === 'dynamodb' ? WEBHOOK_EVENTS.filter((e) => !orgEvents.includes(e)) : [...WEBHOOK_EVENTS];
       for (const event of events) await ok(srv, 'add_webhook', { event_name: event, endpoint: `${receiver.url}/${event}` });
 
@@ -72,6 +73,8 @@ for (const backend of mainBackends()) {
         await ok(srv, 'accept_organization_invitation', { token }, { ...origin, authorization: `Bearer ${carl['access_token'] as string}` }); // invitation.accepted, member.added
         await ok(srv, 'update_organization_member', { organization_id: orgId, user_id: carlId, role: 'admin' }, ann); // member.role_changed
         await ok(srv, 'remove_organization_member', { organization_id: orgId, user_id: carlId }, ann); // member.removed
+        const idp = new TestSamlIdp(`webhooks-${backend}`);
+        await ok(srv, 'add_sso_connection', { organization_id: orgId, type: 'saml', saml: { idp_metadata_xml: idp.metadata('https://idp.example.com/sso') } }, ann); // sso_connection.changed
         extra = 1; // carl's sign-up
       }
       await ok(srv, 'invite_members', { emails: ['bob@example.com'], redirect_uri: 'https://app.example.com/join' }); // user.created
