@@ -177,3 +177,26 @@ export async function startSsoServer(
     }
   }
 }
+
+/** Calls `op` over REST with `headers`; throws on an error answer, else resolves to the answer's body. */
+export type OkCall = (op: string, input: Record<string, unknown>, headers: Record<string, string>) => Promise<Record<string, unknown>>;
+
+/**
+ * What every SSO test starts from: an owner signed up on `srv` with
+ * `password`, their organization, and `domain` proven through the test's TXT
+ * records (`txt`, the server's resolver).
+ */
+export async function ownedOrganization(srv: TestServer, txt: Map<string, string[][]>, password: string, domain = 'acme.example.com'): Promise<{ ok: OkCall; owner: Record<string, string>; orgId: string; domain: string }> {
+  const ok: OkCall = async (op, input, headers) => {
+    const r = await srv.call(op, input, { protocol: 'rest', headers });
+    if (r.error !== undefined) throw new Error(`${op}: ${JSON.stringify(r.error)}`);
+    return r.body!;
+  };
+  const signup = await ok('signup', { email: 'owner@owner.example.com', password }, {});
+  const owner = { authorization: `Bearer ${signup['access_token'] as string}` };
+  const orgId = (await ok('create_organization', { name: 'Acme' }, owner))['id'] as string;
+  const d = await ok('add_organization_domain', { organization_id: orgId, domain }, owner);
+  txt.set(d['txt_record_name'] as string, [[d['txt_record_value'] as string]]);
+  await ok('verify_organization_domain', { organization_id: orgId, domain }, owner);
+  return { ok, owner, orgId, domain };
+}

@@ -9,7 +9,7 @@
  * session; an address outside the connection's domains is refused.
  */
 import test from 'ava';
-import { startSsoServer } from '../../helpers/saml_idp.ts';
+import { ownedOrganization, startSsoServer } from '../../helpers/saml_idp.ts';
 import { CookieJar, request, startOidcProvider } from '../../helpers/social.ts';
 
 const PASSWORD = 'a long enough passphrase';
@@ -18,18 +18,8 @@ test.serial('OIDC per organization: discovery, PKCE and nonce, claims and groups
   const txt = new Map<string, string[][]>();
   const srv = await startSsoServer({ 'enable-email-verification': false }, { backend: 'sqlite', resolveTxt: async (name) => txt.get(name) ?? [] });
   t.teardown(() => srv.close());
-  const ok = async (op: string, input: Record<string, unknown>, headers: Record<string, string>) => {
-    const r = await srv.call(op, input, { protocol: 'rest', headers });
-    if (r.error !== undefined) throw new Error(`${op}: ${JSON.stringify(r.error)}`);
-    return r.body!;
-  };
-  const signup = await ok('signup', { email: 'owner@owner.example.com', password: PASSWORD }, {});
-  const owner = { authorization: `Bearer ${signup['access_token'] as string}` };
-  const org = await ok('create_organization', { name: 'Acme' }, owner);
-  const domain = 'acme.example.com';
-  const d = await ok('add_organization_domain', { organization_id: org['id'], domain }, owner);
-  txt.set(d['txt_record_name'] as string, [[d['txt_record_value'] as string]]);
-  await ok('verify_organization_domain', { organization_id: org['id'], domain }, owner);
+  const { ok, owner, orgId, domain } = await ownedOrganization(srv, txt, PASSWORD);
+  const org = { id: orgId };
   const team = await ok('create_team', { organization_id: org['id'], name: 'Platform' }, owner);
   // The connection first (its redirect URI names its id), then the provider that allows it.
   const conn = await ok('add_sso_connection', {

@@ -14,7 +14,7 @@
 import test from 'ava';
 import { createVerify } from 'node:crypto';
 import { inflateRawSync } from 'node:zlib';
-import { startSsoServer, TestSamlIdp } from '../../helpers/saml_idp.ts';
+import { ownedOrganization, startSsoServer, TestSamlIdp } from '../../helpers/saml_idp.ts';
 import { redisUrl } from '../../helpers/databases.ts';
 import { TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../../helpers/server.ts';
 
@@ -39,19 +39,7 @@ async function setup(): Promise<Setup> {
   const other = new TestSamlIdp('entra');
   await idp.start();
   await other.start();
-  const ok = async (op: string, input: Record<string, unknown>, headers: Record<string, string>) => {
-    const r = await srv.call(op, input, { protocol: 'rest', headers });
-    if (r.error !== undefined) throw new Error(`${op}: ${JSON.stringify(r.error)}`);
-    return r.body!;
-  };
-  const signup = await ok('signup', { email: 'owner@owner.example.com', password: PASSWORD }, {});
-  const owner = { authorization: `Bearer ${signup['access_token'] as string}` };
-  const org = await ok('create_organization', { name: 'Acme' }, owner);
-  const orgId = org['id'] as string;
-  const domain = 'acme.example.com';
-  const d = await ok('add_organization_domain', { organization_id: orgId, domain }, owner);
-  txt.set(d['txt_record_name'] as string, [[d['txt_record_value'] as string]]);
-  await ok('verify_organization_domain', { organization_id: orgId, domain }, owner);
+  const { ok, owner, orgId, domain } = await ownedOrganization(srv, txt, PASSWORD);
   const team = await ok('create_team', { organization_id: orgId, name: 'Engineering' }, owner);
   const teamId = team['id'] as string;
   const a = await ok('add_sso_connection', {
@@ -287,17 +275,8 @@ if (redis) {
     const b = await startTestServer({ 'enable-email-verification': false, 'redis-url': redis, url: a.httpUrl }, { database: a.database, resolveTxt });
     t.teardown(() => b.close());
     const idp = new TestSamlIdp('okta');
-    const ok = async (op: string, input: Record<string, unknown>, headers: Record<string, string>) => {
-      const r = await a.call(op, input, { protocol: 'rest', headers });
-      if (r.error !== undefined) throw new Error(`${op}: ${JSON.stringify(r.error)}`);
-      return r.body!;
-    };
-    const signup = await ok('signup', { email: 'owner@owner.example.com', password: PASSWORD }, {});
-    const owner = { authorization: `Bearer ${signup['access_token'] as string}` };
-    const org = await ok('create_organization', { name: 'Acme' }, owner);
-    const d = await ok('add_organization_domain', { organization_id: org['id'], domain: 'acme.example.com' }, owner);
-    txt.set(d['txt_record_name'] as string, [[d['txt_record_value'] as string]]);
-    await ok('verify_organization_domain', { organization_id: org['id'], domain: 'acme.example.com' }, owner);
+    const { ok, owner, orgId } = await ownedOrganization(a, txt, PASSWORD);
+    const org = { id: orgId };
     const conn = await ok('add_sso_connection', { organization_id: org['id'], type: 'saml', domains: ['acme.example.com'], saml: { idp_metadata_xml: idp.metadata('https://idp.example/sso') } }, owner);
     const saml = conn['saml'] as Record<string, string>;
     const response = idp.response({ acsUrl: saml['sp_acs_url']!, audience: saml['sp_entity_id']!, email: 'kim@acme.example.com' });

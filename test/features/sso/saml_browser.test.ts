@@ -14,7 +14,7 @@ import test from 'ava';
 import type { Browser } from 'playwright-core';
 import { launchChromium } from '../../helpers/loopback.ts';
 import { needs } from '../../helpers/needs.ts';
-import { startSsoServer, TestSamlIdp } from '../../helpers/saml_idp.ts';
+import { ownedOrganization, startSsoServer, TestSamlIdp } from '../../helpers/saml_idp.ts';
 
 const WAIT = 30_000;
 const PASSWORD = 'a long enough passphrase';
@@ -27,18 +27,8 @@ needs(test, 'chromium')('SAML in Chromium: home-realm discovery on /app → /sso
   const idp = new TestSamlIdp('okta');
   await idp.start();
   t.teardown(() => idp.close());
-  const ok = async (op: string, input: Record<string, unknown>, headers: Record<string, string>) => {
-    const r = await srv.call(op, input, { protocol: 'rest', headers });
-    if (r.error !== undefined) throw new Error(`${op}: ${JSON.stringify(r.error)}`);
-    return r.body!;
-  };
-  const signup = await ok('signup', { email: 'owner@owner.example.com', password: PASSWORD }, {});
-  const owner = { authorization: `Bearer ${signup['access_token'] as string}` };
-  const org = await ok('create_organization', { name: 'Acme' }, owner);
-  const domain = 'acme.example.com';
-  const d = await ok('add_organization_domain', { organization_id: org['id'], domain }, owner);
-  txt.set(d['txt_record_name'] as string, [[d['txt_record_value'] as string]]);
-  await ok('verify_organization_domain', { organization_id: org['id'], domain }, owner);
+  const { ok, owner, orgId, domain } = await ownedOrganization(srv, txt, PASSWORD);
+  const org = { id: orgId };
   const conn = await ok('add_sso_connection', { organization_id: org['id'], type: 'saml', name: 'Okta', domains: [domain], saml: { idp_metadata_xml: idp.metadata() } }, owner);
   const saml = conn['saml'] as Record<string, string>;
   idp.sp = { acsUrl: saml['sp_acs_url']!, audience: saml['sp_entity_id']! };
