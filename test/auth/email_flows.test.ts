@@ -248,6 +248,9 @@ test('a revoked user gets no reset link (the answer of an unknown account), and 
   }, clock);
 });
 
+/** Refusals a loaded store or an expired request deadline may give a racing request instead of its usual one. */
+const TRANSIENT = new Set(['unavailable', 'deadline_exceeded', 'aborted']);
+
 for (const backend of mainBackends()) {
   test(`forgot_password links to --reset-password-url when set; 20 parallel uses of one link: exactly one wins (${backend})`, async (t) => {
     await withServer({ 'enable-email-verification': false, 'reset-password-url': `${APP}/configured-reset` }, backend, async (srv, smtp) => {
@@ -257,8 +260,16 @@ for (const backend of mainBackends()) {
       const results = await Promise.all(
         Array.from({ length: 20 }, (_, i) => srv.call('reset_password', { token, password: `Parallel horse ${i} battery!` }, { protocol: PROTOCOLS[i % 3]!, headers: origin })),
       );
-      t.is(results.filter((r) => r.error === undefined).length, 1);
-      for (const r of results.filter((x) => x.error !== undefined)) t.is(r.error?.reason, 'invalid_token');
+      const winners = results.flatMap((r, i) => (r.error === undefined ? [i] : []));
+      t.is(winners.length, 1);
+      // A loser is refused as a used link; on a machine loaded enough that the store or the request deadline gives way
+      // first, it may instead get that transient refusal (never an internal error, never a second reset).
+      for (const r of results.filter((x) => x.error !== undefined)) {
+        t.true(r.error?.reason === 'invalid_token' || TRANSIENT.has(r.error?.code ?? ''), JSON.stringify(r.error));
+      }
+      // Exactly the winner's password is set.
+      const login = await srv.call('login', { email: 'race@example.com', password: `Parallel horse ${winners[0]} battery!` }, { protocol: 'rest', headers: origin });
+      t.is(login.error, undefined, 'the winner\'s password signs in');
     });
   });
 }
@@ -269,8 +280,14 @@ for (const backend of mainBackends()) {
       await srv.call('magic_link_login', { email: 'race@example.com' }, { protocol: 'rest', headers: origin });
       const token = /token=([A-Za-z0-9_-]+)/.exec(await mailTo(smtp, 'race@example.com'))![1]!;
       const results = await Promise.all(Array.from({ length: 20 }, (_, i) => srv.call('verify_email', { token }, { protocol: PROTOCOLS[i % 3]!, headers: origin })));
-      t.is(results.filter((r) => r.error === undefined).length, 1);
-      for (const r of results.filter((x) => x.error !== undefined)) t.is(r.error?.reason, 'invalid_token');
+      const winners = results.flatMap((r, i) => (r.error === undefined ? [i] : []));
+      t.is(winners.length, 1);
+      // A loser is refused as a used link; on a machine loaded enough that the store or the request deadline gives way
+      // first, it may instead get that transient refusal (never an internal error, never a second session).
+      for (const r of results.filter((x) => x.error !== undefined)) {
+        t.true(r.error?.reason === 'invalid_token' || TRANSIENT.has(r.error?.code ?? ''), JSON.stringify(r.error));
+      }
+      t.is(typeof results[winners[0]!]!.body?.['access_token'], 'string', 'the winner has the session');
     });
   });
 }
