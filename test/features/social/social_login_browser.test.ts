@@ -72,9 +72,11 @@ needs(test, 'chromium')('Google through oidc-provider in Chromium: redirect → 
   t.is(user.signup_methods, 'google');
   t.is(user.given_name, 'Bea');
 
-  // Again, with the provider's session still open in the browser: the same user.
-  await page.goto(start, { waitUntil: 'load', timeout: WAIT });
-  await page.waitForURL((u) => u.origin === base && u.pathname.startsWith('/app') && new URLSearchParams(u.hash.slice(1)).has('access_token'), { timeout: WAIT });
+  // Again, with the provider's session still open in the browser: the same user. In a second tab of the same
+  // browser, since the first one may still be moving on from /app to the account center.
+  const tab = await context.newPage();
+  await tab.goto(start, { waitUntil: 'load', timeout: WAIT });
+  await tab.waitForURL((u) => u.origin === base && u.pathname.startsWith('/app') && new URLSearchParams(u.hash.slice(1)).has('access_token'), { timeout: WAIT });
   const again = (await context.cookies(base)).find((c) => c.name === 'cookie_session');
   t.not(again?.value, session?.value, 'a new session');
   const me2 = await server.call('profile', {}, { protocol: 'rest', cookies: { cookie_session: again?.value ?? '' } });
