@@ -9,8 +9,8 @@
 import { MESSAGE, s } from '../shape.ts';
 import { AUTH_RESPONSE, STR, STRINGS, row } from './auth.ts';
 import { PAGINATION, PAGINATION_INPUT } from './admin_shapes.ts';
-import { ALL_PROTOCOLS, defineOperation, type Operation } from './types.ts';
-import type { ObjectShape } from '../shape.ts';
+import { defineOperation } from './types.ts';
+import { userRow, withAdminVariants } from './org_rows.ts';
 
 const ID = (doc: string) => s.string({ minLength: 1, maxLength: 64, doc });
 const ORG_ID = ID('The organization id');
@@ -105,7 +105,7 @@ const MUTABLE = {
 };
 
 /** A user row's REST/gRPC/GraphQL placement: `/v1/<name>`, the `Latchkey` service. */
-const user = <const N extends string>(name: N, grpc: string) => ({ ...row(name, 'POST', grpc), auth: 'user' as const });
+const user = userRow;
 
 /** The management rows (each also gets a super-admin variant). */
 const MANAGEMENT = [
@@ -277,29 +277,8 @@ const MANAGEMENT = [
   }),
 ] as const;
 
-type ManagementRow = (typeof MANAGEMENT)[number];
-type AdminRow<R extends ManagementRow> = R extends Operation<infer N, infer I, infer O> ? Operation<`admin_${N}`, I, O, true> : never;
-
-/** The super-admin variant of a management row: `_<name>`, `/v1/admin/<name>`, `LatchkeyAdmin`. */
-function adminVariant<R extends ManagementRow>(r: R): AdminRow<R> {
-  return defineOperation({
-    name: `admin_${r.name}`,
-    kind: r.kind,
-    auth: 'super_admin',
-    admin: true,
-    input: r.input as ObjectShape,
-    output: r.output as ObjectShape,
-    graphql: `_${r.name}`,
-    rest: { method: 'POST', path: `/v1/admin/${r.name}` },
-    grpc: { method: r.grpc!.method },
-    protocols: ALL_PROTOCOLS,
-    doc: `Super-admin ${r.name}: on any organization, without the FGA check.`,
-  }) as unknown as AdminRow<R>;
-}
-
 export const ORGANIZATION_OPERATIONS = [
-  ...MANAGEMENT,
-  ...(MANAGEMENT.map(adminVariant) as unknown as readonly AdminRow<ManagementRow>[]),
+  ...withAdminVariants(MANAGEMENT),
   defineOperation({
     ...user('accept_organization_invitation', 'AcceptOrganizationInvitation'),
     kind: 'mutation',

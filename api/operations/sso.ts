@@ -7,10 +7,9 @@
  * organization.
  */
 import { MESSAGE, s } from '../shape.ts';
-import { row } from './auth.ts';
 import { PAGINATION, PAGINATION_INPUT } from './admin_shapes.ts';
-import { ALL_PROTOCOLS, defineOperation, type Operation } from './types.ts';
-import type { ObjectShape } from '../shape.ts';
+import { defineOperation } from './types.ts';
+import { userRow, withAdminVariants } from './org_rows.ts';
 
 const ID = (doc: string) => s.string({ minLength: 1, maxLength: 64, doc });
 const OPT = (max: number, doc: string) => s.optional(s.string({ maxLength: max, doc }));
@@ -97,7 +96,7 @@ const MUTABLE = {
   oidc: OIDC_IN,
 };
 
-const user = <const N extends string>(name: N, grpc: string) => ({ ...row(name, 'POST', grpc), auth: 'user' as const });
+const user = userRow;
 
 const MANAGEMENT = [
   defineOperation({
@@ -137,23 +136,4 @@ const MANAGEMENT = [
   }),
 ] as const;
 
-type ManagementRow = (typeof MANAGEMENT)[number];
-type AdminRow<R extends ManagementRow> = R extends Operation<infer N, infer I, infer O> ? Operation<`admin_${N}`, I, O, true> : never;
-
-function adminVariant<R extends ManagementRow>(r: R): AdminRow<R> {
-  return defineOperation({
-    name: `admin_${r.name}`,
-    kind: r.kind,
-    auth: 'super_admin',
-    admin: true,
-    input: r.input as ObjectShape,
-    output: r.output as ObjectShape,
-    graphql: `_${r.name}`,
-    rest: { method: 'POST', path: `/v1/admin/${r.name}` },
-    grpc: { method: r.grpc!.method },
-    protocols: ALL_PROTOCOLS,
-    doc: `Super-admin ${r.name}: on any organization, without the FGA check.`,
-  }) as unknown as AdminRow<R>;
-}
-
-export const SSO_OPERATIONS = [...MANAGEMENT, ...(MANAGEMENT.map(adminVariant) as unknown as readonly AdminRow<ManagementRow>[])] as const;
+export const SSO_OPERATIONS = withAdminVariants(MANAGEMENT);
