@@ -33,16 +33,11 @@ import { validateExpiry } from './expiry.ts';
 import { CheckPath, type FreshnessHint, type Prepared, invalid, plainTuple } from './check/check_path.ts';
 import { OPTION_RANGES, type BatchCheckResult, type CheckRequest, type CheckResult, type EngineOptions, type ExpandRequest, type ExpandResult, type Limits, type ListObjectsRequest, type ListObjectsResult, type ListObjectsPage, type ListPageOptions, type ListUsersPage, type ListRelationsRequest, type ListRelationsResult, type ListUsersRequest, type UndecidedObject, type ListUsersResult, type ModelInput, type QueryOptions, type ReadRequest, type ReadResult, type WriteRequest } from './engine_types.ts';
 import { listObjectIds } from './list_objects.ts';
-import { SnapshotStore, storeReadsOf } from './snapshot_store.ts';
-import { byCodeUnits, decodeListPosition, encodeListPosition, indexAfter, listPageSize, questionDigest } from './list_pages.ts';
-import { type ScanPage, scanObjectsPage } from './list_scan.ts';
+import { storeReadsOf } from './snapshot_store.ts';
+import { byCodeUnits } from './list_pages.ts';
+import { scanObjectsPage } from './list_scan.ts';
+import { ListPager, type PageScan, scanBudget } from './list_paging.ts';
 
-/** A page of a candidate scan over a snapshot (see engine/list_scan.ts). */
-type PageScan = (view: Engine, snapshot: TupleStore, modelId: string, after: string | undefined, size: number, deadlineAt: number | undefined) => Promise<ScanPage | 'walk'>;
-/** Candidates a scanned page may examine before it gives way to the whole walk: at least this many, */
-const SCAN_MIN_BUDGET = 1000;
-/** and this many per result of the page (the scan goes on while at least one candidate in this many is a result). */
-const SCAN_BUDGET_PER_RESULT = 10;
 import { type UserFilter, listUsers } from './list_users.ts';
 import { expandRewrite } from './expand.ts';
 import { type CheckOutcome, type ExplainResult, explainCheck } from './explain.ts';
@@ -89,12 +84,17 @@ export class Engine {
   readonly #now: () => number;
   /** Engines of other stores made by {@link Engine.forStore} without a resolver, by store id. */
   readonly #views = new Map<string, Engine>();
-  /** Complete answers of paged listings, by store, model, revision and question: immutable, since a revision's data is. */
-  readonly #walks = new Map<string, { items: string[]; undecided: UndecidedObject[] | undefined }>();
-  /** Walks being computed, by the same key: a page that stopped for its deadline, and the next one, share one computation. */
   /** See {@link #liveView}. */
   #live: Engine | undefined;
-  readonly #computing = new Map<string, Promise<{ items: string[]; undecided: UndecidedObject[] | undefined }>>();
+  /** The paged listings' walks and scans (engine/list_paging.ts). */
+  readonly #pager = new ListPager<Engine>({
+    store: () => this.#store,
+    storeId: () => this.storeId,
+    modelId: async (modelId) => (await this.#typesystem(modelId)).id,
+    viewOver: (store, limits) => new Engine({ ...this.#limits, ...limits, store, resolver: new LocalChecker(), now: this.#now }),
+    liveView: () => this.#liveView(),
+    now: () => this.#now(),
+  });
   /** Fired after each committed change this engine makes, and by {@link Engine.notifyChanges}: wakes watchers. */
   readonly #changes = new ChangeSignal();
 
@@ -735,7 +735,7 @@ export class Engine {
     if (req === null || typeof req !== 'object') throw invalid('list objects request must be an object', { reason: 'invalid_list_objects_input' });
     const question = ['objects', req.user, req.relation, req.type, req.context ?? null, req.contextualTuples ?? null, req.reportUndecided === true];
     // The candidate scan serves pages without undecided objects (those are reported on a walk's first page, whole).
-    const scan: PageScan | undefined =
+    const scan: PageScan<Engine> | undefined =
       req.reportUndecided === true
         ? undefined
         : async (view, snapshot, modelId, after, size, deadlineAt) => {
@@ -751,7 +751,7 @@ export class Engine {
               after,
               size,
               extra,
-              budget: Math.max(SCAN_MIN_BUDGET, SCAN_BUDGET_PER_RESULT * size),
+              budget: scanBudget(size),
               chunk: this.#limits.maxChecksPerBatch,
               deadlineAt,
               confirm: async (objects) => {
@@ -766,7 +766,7 @@ export class Engine {
               },
             });
           };
-    const out = await this.#page(
+    const out = await this.#pager.page(
       question,
       req.modelId,
       page,
@@ -784,136 +784,13 @@ export class Engine {
   async listUsersPage(req: ListUsersRequest, page: ListPageOptions = {}): Promise<ListUsersPage> {
     if (req === null || typeof req !== 'object') throw invalid('list users request must be an object', { reason: 'invalid_list_users_input' });
     const question = ['users', req.object, req.relation, req.userFilters ?? null, req.context ?? null, req.contextualTuples ?? null];
-    const out = await this.#page(question, req.modelId, page, (view, modelId) =>
+    const out = await this.#pager.page(question, req.modelId, page, (view, modelId) =>
       view.listUsers({ ...req, modelId, consistency: 'higher_consistency' }).then((r) => ({ items: r.users, truncated: r.truncated, undecided: undefined })),
     );
     const result: ListUsersPage = { users: out.items, continuationToken: out.continuationToken, revision: out.revision };
     if (out.total !== undefined) result.total = out.total;
     if (out.deadlineExceeded) result.deadlineExceeded = true;
     return result;
-  }
-
-  /**
-   * One page of a walk: the complete answer at the walk's revision (from
-   * the walk cache, or computed by an uncapped engine over a
-   * {@link SnapshotStore} at that revision with the plain evaluator, so that
-   * no cache or mirror of the current data answers), then the page after the
-   * token's position.
-   */
-  async #page(
-    question: unknown[],
-    modelId: string | undefined,
-    page: ListPageOptions,
-    run: (view: Engine, modelId: string) => Promise<{ items: string[]; truncated: boolean; undecided: UndecidedObject[] | undefined }>,
-    scan?: PageScan,
-  ): Promise<{ items: string[]; continuationToken: string; revision: number; total?: number; deadlineExceeded?: boolean; undecided: UndecidedObject[] | undefined }> {
-    const started = performance.now();
-    if (page === null || typeof page !== 'object') throw invalid('page options must be an object', { reason: 'invalid_page_size' });
-    const size = listPageSize(page.pageSize);
-    const deadline = page.deadlineMs;
-    if (deadline !== undefined && (!Number.isInteger(deadline) || deadline < 1 || deadline > 600_000)) throw invalid('deadlineMs must be an integer from 1 to 600000', { reason: 'invalid_option' });
-    const digest = questionDigest(question);
-    const token = page.continuationToken === undefined || page.continuationToken === '' ? undefined : decodeListPosition(page.continuationToken, digest);
-    let revision: number;
-    let model: string;
-    if (token !== undefined) {
-      revision = token.r;
-      model = token.m;
-    } else {
-      if (page.atRevision !== undefined && (!Number.isSafeInteger(page.atRevision) || page.atRevision < 0)) throw invalid('atRevision must be a store revision', { reason: 'invalid_consistency_token' });
-      revision = page.atRevision ?? (await this.#store.revision());
-      model = (await this.#typesystem(modelId)).id;
-    }
-    const key = `${this.storeId}\u0000${model}\u0000${revision}\u0000${digest}`;
-    let walk = this.#walks.get(key);
-    // The whole walk's pages carry `w`, so that a later page (from any engine) does not try the scan again.
-    let whole = token?.w === true;
-    if (walk === undefined && scan !== undefined && !whole && this.#store.readObjectIds !== undefined) {
-      const after = token === undefined || token.a === '' ? undefined : token.a;
-      const out = await this.#scanPage(revision, model, scan, after, size, deadline === undefined ? undefined : started + deadline);
-      if (out !== 'walk') {
-        const position = out.last ?? after ?? '';
-        const result: { items: string[]; continuationToken: string; revision: number; total?: number; deadlineExceeded?: boolean; undecided: UndecidedObject[] | undefined } = {
-          items: out.items,
-          continuationToken: out.more ? encodeListPosition({ r: revision, m: model, q: digest, a: position }) : '',
-          revision,
-          undecided: undefined,
-        };
-        // A first page that holds the whole answer knows its size; other scanned pages do not.
-        if (token === undefined && !out.more) result.total = out.items.length;
-        if (out.deadlineExceeded) result.deadlineExceeded = true;
-        return result;
-      }
-      whole = true;
-    }
-    if (walk === undefined) {
-      let computing = this.#computing.get(key);
-      if (computing === undefined) {
-        computing = this.#walk(revision, model, run);
-        this.#computing.set(key, computing);
-        computing.then(
-          (w) => {
-            this.#computing.delete(key);
-            if (this.#walks.size >= 16) this.#walks.delete(this.#walks.keys().next().value as string);
-            this.#walks.set(key, w);
-          },
-          () => this.#computing.delete(key),
-        );
-      }
-      if (deadline === undefined) walk = await computing;
-      else {
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        const late = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, Math.max(0, started + deadline - performance.now()), undefined)));
-        try {
-          walk = await Promise.race([computing, late]);
-        } finally {
-          clearTimeout(timer);
-        }
-        if (walk === undefined) {
-          // Stopped for the deadline: nothing returned, the token resumes at the same place (the computation goes on).
-          return {
-            items: [],
-            continuationToken: encodeListPosition({ r: revision, m: model, q: digest, a: token?.a ?? '', w: whole }),
-            revision,
-            deadlineExceeded: true,
-            undecided: [],
-          };
-        }
-      }
-    }
-    const start = token === undefined ? 0 : indexAfter(walk.items, token.a);
-    const items = walk.items.slice(start, start + size);
-    const more = start + items.length < walk.items.length;
-    return {
-      items,
-      continuationToken: more ? encodeListPosition({ r: revision, m: model, q: digest, a: items[items.length - 1]!, w: whole }) : '',
-      revision,
-      total: walk.items.length,
-      undecided: token === undefined ? walk.undecided : [],
-    };
-  }
-
-  /**
-   * One page of the candidate scan at `revision` (engine/list_scan.ts): over
-   * a {@link SnapshotStore}, with the plain evaluator, read again when a
-   * delete committed meanwhile may have hidden a tuple of the revision.
-   */
-  async #scanPage(revision: number, model: string, scan: PageScan, after: string | undefined, size: number, deadlineAt: number | undefined): Promise<ScanPage | 'walk'> {
-    // While the store is still at the revision (a first page, or nothing written since), this engine's own checks
-    // (at full consistency, so no cache or mirror answers from an older revision) read the revision itself; the
-    // revision unchanged once the page is done says that every read saw it. Otherwise the page reads a snapshot.
-    if ((await this.#store.revision()) === revision) {
-      const out = await scan(this.#liveView(), this.#store, model, after, size, deadlineAt);
-      if ((await this.#store.revision()) === revision) return out;
-    }
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const snapshot = await SnapshotStore.at(this.#store, revision, this.#now);
-      const view = new Engine({ ...this.#limits, store: snapshot, resolver: new LocalChecker(), now: this.#now });
-      const out = await scan(view, snapshot, model, after, size, deadlineAt);
-      if (!(await snapshot.settled())) continue;
-      return out;
-    }
-    throw new LatchkeyError('aborted', 'the store changed during the listing; retry', { reason: 'listing_conflict' });
   }
 
   /**
@@ -929,23 +806,6 @@ export class Engine {
     return this.#live;
   }
 
-  /** The complete answer of a walk at `revision` (see {@link #page}). */
-  async #walk(
-    revision: number,
-    model: string,
-    run: (view: Engine, modelId: string) => Promise<{ items: string[]; truncated: boolean; undecided: UndecidedObject[] | undefined }>,
-  ): Promise<{ items: string[]; undecided: UndecidedObject[] | undefined }> {
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const snapshot = await SnapshotStore.at(this.#store, revision, this.#now);
-      const view = new Engine({ ...this.#limits, listObjectsMaxResults: 100_000, listUsersMaxResults: 100_000, store: snapshot, resolver: new LocalChecker(), now: this.#now });
-      const r = await run(view, model);
-      // A delete committed while the snapshot was read may have hidden a tuple of the revision: read again.
-      if (!(await snapshot.settled())) continue;
-      if (r.truncated) throw new LatchkeyError('failed_precondition', 'the answer has more than 100,000 results; narrow the question', { reason: 'listing_too_large' });
-      return { items: [...r.items].sort(byCodeUnits), undecided: r.undecided };
-    }
-    throw new LatchkeyError('aborted', 'the store changed during the listing; retry', { reason: 'listing_conflict' });
-  }
 
   /**
    * ListRelations: the relations of `object`'s type that `user` holds on
