@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { runFgaCommand } from '../../cmd/fga_command.ts';
 import { runBench } from '../../cmd/fga_bench.ts';
 import { DEFAULT_TIMING, timeOperation } from '../../cmd/fga_bench_timing.ts';
+import { agreement } from '../../bench/fga_bench_agreement.ts';
 import { toModel } from '../../engine/testing/index.ts';
 import { createTestDatabase } from '../helpers/databases.ts';
 import { needs } from '../helpers/needs.ts';
@@ -185,4 +186,19 @@ test('the timing loop warms up before it times, then times whole passes, then on
   t.true(slow.warmup_ops >= 1 && slow.warmup_ops <= 4, JSON.stringify(slow));
   t.true(slow.passes >= 1 && slow.passes <= 4, JSON.stringify(slow));
   t.true(DEFAULT_TIMING.warmupOps >= 10_000, 'the default warm-up is long enough for the check path to reach its optimized code');
+});
+
+test('npm run bench -- fga_bench: two sides agree when their medians differ by no more than the larger run-to-run spread (at least 1.1×)', (t) => {
+  // The figures of the quiet runs before the fix: the command at about half the check benchmark, each side steady.
+  const before = agreement([322_144, 330_000, 310_000], [152_871, 160_000, 149_000]);
+  t.false(before.agree);
+  t.is(before.tolerance, 1.1, 'spreads of 1.06 and 1.07 fall under the floor');
+  // The same ratio on a machine whose runs move by 3×: within noise.
+  const loaded = agreement([100, 300, 200], [100, 120, 90]);
+  t.is(loaded.tolerance, 3);
+  t.true(loaded.agree);
+  // Either way up: the command twice as fast is as far off as half as fast.
+  t.false(agreement([100, 105, 102], [200, 210, 205]).agree);
+  t.true(agreement([100, 105, 102], [103, 101, 104]).agree);
+  t.is(agreement([1, 2, 3, 4], [2, 3]).bench_median, 2.5, 'the median of an even count is the mean of the middle two');
 });
