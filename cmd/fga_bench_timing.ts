@@ -49,7 +49,7 @@ export const DEFAULT_TIMING: Readonly<TimingPolicy> = Object.freeze({
   warmupMaxMs: 3_000,
   minPasses: 5,
   minMs: 300,
-  maxMs: 5_000,
+  maxMs: 3_000,
 });
 
 /** One operation's figures, in milliseconds. */
