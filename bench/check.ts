@@ -26,6 +26,7 @@ import { buildQueries, QUERY_SETS, type CheckQuery, type QuerySetName } from './
 import { NaiveEvaluator } from './baseline/naive.ts';
 import { gc, memoryMiB, timeAsync, timeSync, type Timing } from './check_timing.ts';
 import { scenarios, type Scenario } from './scenarios/registry.ts';
+import { timeOperation } from '../cmd/fga_bench_timing.ts';
 import { CheckCache, Engine, GraphMirror, LevelChecker, LocalChecker, MemoryStore, type TupleKey, type TupleStore } from '../engine/index.ts';
 import { SqlStore } from '../engine/sql/sql_store.ts';
 import { createTestDatabase, mysqlUrl, postgresUrl, type SqlBackend } from '../test/helpers/databases.ts';
@@ -277,7 +278,7 @@ async function scenarioBench(quick: boolean): Promise<Figures> {
  * One scenario on the memory store, its answers verified first: Check with
  * no answer cache (`cold`) and through the check cache after a first pass
  * (`warm`). Also the reference `npm run bench -- fga_bench` holds
- * `latchkey fga bench` to.
+ * `latchkey fga bench` to, timed by the command's own loop.
  */
 export async function timeScenario(sc: Scenario): Promise<{ cold: Timing; warm: Timing }> {
   const store = new MemoryStore();
@@ -297,9 +298,16 @@ export async function timeScenario(sc: Scenario): Promise<{ cold: Timing; warm: 
     const got = (await engine.check(req(q))).allowed;
     if (got !== q.expected) throw new Error(`scenario ${sc.name}: wrong answer for ${q.object}#${q.relation}@${q.user}`);
   }
-  const cold = await timeAsync(sc.queries, (q) => engine.check(req(q)), { passes: 3 });
-  for (const q of sc.queries) await cached.check(req(q));
-  const warm = await timeAsync(sc.queries, (q) => cached.check(req(q)), { passes: 3 });
+  // Timed as `latchkey fga bench` times (cmd/fga_bench_timing.ts): the two are compared on these scenarios.
+  const errors = { count: 0 };
+  const time = async (op: (q: (typeof sc.queries)[number]) => Promise<unknown>): Promise<Timing> => {
+    const t = await timeOperation(sc.queries.length, (i) => op(sc.queries[i]!), errors);
+    return { ops_per_s: Math.round(t.ops_per_s), p50_us: round(t.p50_ms * 1000), p99_us: round(t.p99_ms * 1000), n: t.n };
+  };
+  // Cold: no answer cache, the warm-up warms only the compiled code. Warm: its first pass fills the cache.
+  const cold = await time((q) => engine.check(req(q)));
+  const warm = await time((q) => cached.check(req(q)));
+  if (errors.count > 0) throw new Error(`scenario ${sc.name}: ${errors.count} checks failed while timed`);
   return { cold, warm };
 }
 

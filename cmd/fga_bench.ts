@@ -18,6 +18,7 @@ import { writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { buildEngine, Engine, MemoryStore, type AuthorizationModel, type TupleKey, type TupleStore } from '../engine/index.ts';
 import { buildUniverse, NaiveEvaluator, sampleContexts } from '../engine/testing/index.ts';
+import { DEFAULT_TIMING, timeOperation, type Timing, type TimingPolicy } from './fga_bench_timing.ts';
 
 /** What to benchmark. */
 export interface BenchOptions {
@@ -44,6 +45,8 @@ export interface BenchOptions {
   baseline?: BenchFigures;
   /** With `baseline`: fail (status 1) when an operation's throughput is below the baseline's divided by this. */
   maxSlowdown?: number;
+  /** Warm-up and timing lengths (cmd/fga_bench_timing.ts); default `DEFAULT_TIMING`. */
+  timing?: Partial<TimingPolicy>;
 }
 
 /** One check query of the workload. */
@@ -74,14 +77,6 @@ export interface BenchModel {
   model: AuthorizationModel;
 }
 
-interface Timing {
-  n: number;
-  ops_per_s: number;
-  p50_ms: number;
-  p95_ms: number;
-  p99_ms: number;
-}
-
 interface RunFigures {
   model: string;
   store: string;
@@ -105,47 +100,6 @@ function prng(seed: number): () => number {
 }
 
 const round = (x: number, d = 3): number => Math.round(x * 10 ** d) / 10 ** d;
-
-function percentile(sorted: ArrayLike<number>, p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
-}
-
-/**
- * Throughput from whole passes over the `n` operations (the median of
- * three, the clock read once per pass), latency percentiles from a pass of
- * their own: reading the clock around every operation would be part of what
- * a microsecond operation measures. As `npm run bench` times.
- */
-async function time(n: number, op: (i: number) => Promise<unknown>, errors: { count: number }, passes = 3): Promise<Timing> {
-  // A failed operation is counted, timed all the same: a try around the await costs nothing, where a `.catch` or a
-  // wrapper per call would add a promise to every operation timed.
-  const rates: number[] = [];
-  for (let p = 0; p < passes; p++) {
-    const start = process.hrtime.bigint();
-    for (let i = 0; i < n; i++) {
-      try {
-        await op(i);
-      } catch {
-        errors.count++;
-      }
-    }
-    rates.push(n / Math.max(Number(process.hrtime.bigint() - start) / 1e9, 1e-9));
-  }
-  const samples = new Float64Array(n);
-  for (let i = 0; i < n; i++) {
-    const t0 = process.hrtime.bigint();
-    try {
-      await op(i);
-    } catch {
-      errors.count++;
-    }
-    samples[i] = Number(process.hrtime.bigint() - t0) / 1e6;
-  }
-  samples.sort();
-  rates.sort((a, b) => a - b);
-  const ms = (x: number): number => round(x, 4);
-  return { n, ops_per_s: round(rates[Math.floor(rates.length / 2)]!, 1), p50_ms: ms(percentile(samples, 50)), p95_ms: ms(percentile(samples, 95)), p99_ms: ms(percentile(samples, 99)) };
-}
 
 /** `id` of copy `k` (copy 0 keeps the file's ids). */
 function renamed(ref: string, k: number): string {
@@ -309,25 +263,25 @@ async function benchOne(m: BenchModel, tuples: readonly TupleKey[], queries: rea
 
     const operations: Record<string, Timing> = {};
     const errors = { count: 0 };
+    const policy = { ...DEFAULT_TIMING, ...options.timing };
+    const time = (n: number, op: (i: number) => Promise<unknown>): Promise<Timing> => timeOperation(n, op, errors, policy);
     const check = (engine: Engine) => (i: number) => engine.check(request(queries[i]!));
-    // JIT warm-up on the cold engine (it keeps no answers).
-    for (let i = 0; i < Math.min(50, queries.length); i++) await check(cold)(i).catch(() => undefined);
-    operations['check_cold'] = await time(queries.length, check(cold), errors);
+    // Cold: the engine keeps no answers, so the warm-up warms only the compiled code. Warm: its first pass fills the cache.
+    operations['check_cold'] = await time(queries.length, check(cold));
     const warmBuilt = await buildEngine({ store: opened.store, listObjectsMaxResults: 100_000, listUsersMaxResults: 100_000 });
-    for (let i = 0; i < queries.length; i++) await check(warmBuilt.engine)(i).catch(() => undefined);
-    operations['check_warm'] = await time(queries.length, check(warmBuilt.engine), errors);
+    operations['check_warm'] = await time(queries.length, check(warmBuilt.engine));
     const batches = Math.max(1, Math.floor(queries.length / 50));
-    const batch = await time(batches, (b) => cold.batchCheck(queries.slice(b * 50, b * 50 + 50).map(request)), errors);
+    const batch = await time(batches, (b) => cold.batchCheck(queries.slice(b * 50, b * 50 + 50).map(request)));
     operations['batch_check_50'] = { ...batch, ops_per_s: round(batch.ops_per_s * 50, 1) };
     const lists = queries.slice(0, Math.min(100, Math.max(1, Math.floor(queries.length / 10))));
     operations['list_objects'] = await time(lists.length, (i) => {
       const q = lists[i]!;
       return cold.listObjects({ user: q.user, relation: q.relation, type: q.object.slice(0, q.object.indexOf(':')), ...(q.context === undefined ? withContext : { context: q.context }) });
-    }, errors);
+    });
     operations['list_users'] = await time(lists.length, (i) => {
       const q = lists[i]!;
       return cold.listUsers({ object: q.object, relation: q.relation, userFilters: [{ type: q.user.slice(0, q.user.indexOf(':')) }], ...(q.context === undefined ? withContext : { context: q.context }) });
-    }, errors);
+    });
     if (errors.count > 0) out(`${m.name}: ${errors.count} queries failed with an error (timed all the same)\n`);
     return { model: m.name, store: opened.kind, tuples: admitted.length, load_s: round(loadS, 2), heap_mb: heapMb, verified: { sampled: sample.length, compared, undecided: sample.length - compared }, operations };
   } finally {

@@ -11,6 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runFgaCommand } from '../../cmd/fga_command.ts';
 import { runBench } from '../../cmd/fga_bench.ts';
+import { DEFAULT_TIMING, timeOperation } from '../../cmd/fga_bench_timing.ts';
+import { agreement } from '../../bench/fga_bench_agreement.ts';
 import { toModel } from '../../engine/testing/index.ts';
 import { createTestDatabase } from '../helpers/databases.ts';
 import { needs } from '../helpers/needs.ts';
@@ -160,4 +162,43 @@ type doc
   const wrong = await runBench({ name: 'm', model }, tuples, undefined, { checks: [{ user: 'user:b', relation: 'viewer', object: 'doc:1', expected: true }] }, () => undefined, (s) => err.push(s));
   t.is(wrong, 1);
   t.regex(err.join(''), /check user:b viewer doc:1 is false, expected true; nothing was timed/);
+});
+
+test('the timing loop warms up before it times, then times whole passes, then one pass per operation; failures are counted', async (t) => {
+  const calls: number[] = [];
+  const errors = { count: 0 };
+  // The time bounds far off, so that the counts decide even on a loaded machine.
+  const policy = { warmupOps: 500, warmupMs: 20, warmupMaxMs: 600_000, minPasses: 4, minMs: 10, maxMs: 600_000 };
+  const timing = await timeOperation(10, async (i) => {
+    calls.push(i);
+    if (i === 3) throw new Error('refused');
+  }, errors, policy);
+  // Whole passes of 10 until at least 500 operations and 20 ms; then at least 4 timed passes and 10 ms; then the latency pass.
+  t.true(timing.warmup_ops >= 500 && timing.warmup_ops % 10 === 0, JSON.stringify(timing));
+  t.true(timing.passes >= 4, JSON.stringify(timing));
+  t.is(calls.length, timing.warmup_ops + timing.passes * 10 + 10);
+  t.is(errors.count, calls.length / 10, 'one failure a pass, each counted');
+  t.true(timing.ops_per_s > 0 && timing.p50_ms <= timing.p95_ms && timing.p95_ms <= timing.p99_ms);
+
+  // A slow operation stops warming at warmupMaxMs and timing at maxMs, whatever the counts asked for.
+  const slow = await timeOperation(1, () => new Promise((r) => setTimeout(r, 30)), { count: 0 }, { ...policy, warmupOps: 1e9, warmupMaxMs: 100, minPasses: 1e9, maxMs: 100 });
+  // Each takes at least 30 ms: at most 4 fit in 100 ms (the fourth started before the bound).
+  t.true(slow.warmup_ops >= 1 && slow.warmup_ops <= 4, JSON.stringify(slow));
+  t.true(slow.passes >= 1 && slow.passes <= 4, JSON.stringify(slow));
+  t.true(DEFAULT_TIMING.warmupOps >= 10_000, 'the default warm-up is long enough for the check path to reach its optimized code');
+});
+
+test('npm run bench -- fga_bench: two sides agree when their medians differ by no more than the larger run-to-run spread (at least 1.1×)', (t) => {
+  // The figures of the quiet runs before the fix: the command at about half the check benchmark, each side steady.
+  const before = agreement([322_144, 330_000, 310_000], [152_871, 160_000, 149_000]);
+  t.false(before.agree);
+  t.is(before.tolerance, 1.1, 'spreads of 1.06 and 1.07 fall under the floor');
+  // The same ratio on a machine whose runs move by 3×: within noise.
+  const loaded = agreement([100, 300, 200], [100, 120, 90]);
+  t.is(loaded.tolerance, 3);
+  t.true(loaded.agree);
+  // Either way up: the command twice as fast is as far off as half as fast.
+  t.false(agreement([100, 105, 102], [200, 210, 205]).agree);
+  t.true(agreement([100, 105, 102], [103, 101, 104]).agree);
+  t.is(agreement([1, 2, 3, 4], [2, 3]).bench_median, 2.5, 'the median of an even count is the mean of the middle two');
 });
