@@ -17,7 +17,7 @@ import type { AuditLogStore, AuditMatch, AuditRowContent } from './audit_log.ts'
 import type { AdminSessionStore } from './admin_sessions.ts';
 import type { Row } from './sql.ts';
 import type { EmailTemplateStore } from './email_templates.ts';
-import type { OutboxMessage } from './mail_outbox.ts';
+import type { OutboxChannel, OutboxMessage } from './mail_outbox.ts';
 import type { DeliveryOutcome, DeliveryRow, WebhookStore } from './webhook_store.ts';
 
 const pad = (n: number): string => String(n).padStart(16, '0');
@@ -336,13 +336,18 @@ export class DynamoEmailTemplateStore implements EmailTemplateStore {
  * deliveries, a mail still to send is in the sparse `due` index and each
  * claim is a conditional update on the mail itself, so one attempt goes to
  * one sender across processes. A sent mail is deleted; a mail given up keeps
- * its item without the body.
+ * its item without the body. Text messages share the table, in a `due`
+ * partition of their own (`due_sms`).
  */
 export class DynamoMailOutbox {
   readonly #db: DynamoDatabase;
+  readonly #due: string;
+  readonly #channel: OutboxChannel;
 
-  constructor(db: DynamoDatabase) {
+  constructor(db: DynamoDatabase, channel: OutboxChannel = 'mail') {
     this.#db = db;
+    this.#channel = channel;
+    this.#due = channel === 'mail' ? 'due' : `due_${channel}`;
   }
 
   /** Creates the table when missing. */
@@ -352,27 +357,37 @@ export class DynamoMailOutbox {
 
   /** Stores a mail. A transaction needs nothing here: the put is the write, and the queue polls after the caller's commit. */
   async add(id: string, message: OutboxMessage, now: number): Promise<void> {
+    await this.#put(id, message, now, 0);
+  }
+
+  /** Stores a message already claimed by the caller for `leaseMs`. */
+  async addClaimed(id: string, message: OutboxMessage, now: number, leaseMs: number): Promise<void> {
+    await this.#put(id, message, now, now + leaseMs);
+  }
+
+  async #put(id: string, message: OutboxMessage, now: number, leaseUntil: number): Promise<void> {
     await this.#db.put('mail_outbox', {
       pk: id,
       sk: '-',
+      channel: this.#channel,
       recipient: message.to,
       subject: message.subject,
       html: message.html,
       text_body: message.text ?? '',
-      status: 'pending',
+      status: leaseUntil > 0 ? 'sending' : 'pending',
       attempts: 0,
       next_attempt_at: now,
-      lease_until: 0,
+      lease_until: leaseUntil,
       created_at: now,
       updated_at: now,
-      due_pk: 'due',
-      due_at: now,
+      due_pk: this.#due,
+      due_at: leaseUntil > 0 ? leaseUntil : now,
     });
   }
 
-  async claim(now: number, limit: number, leaseMs: number): Promise<Array<{ id: string; message: OutboxMessage; attempts: number }>> {
-    const due = await this.#db.query('mail_outbox', { index: 'due', pk: ['due_pk', 'due'], sk: ['due_at', '<=', now], limit });
-    const out: Array<{ id: string; message: OutboxMessage; attempts: number }> = [];
+  async claim(now: number, limit: number, leaseMs: number): Promise<Array<{ id: string; message: OutboxMessage; attempts: number; createdAt: number }>> {
+    const due = await this.#db.query('mail_outbox', { index: 'due', pk: ['due_pk', this.#due], sk: ['due_at', '<=', now], limit });
+    const out: Array<{ id: string; message: OutboxMessage; attempts: number; createdAt: number }> = [];
     for (const d of due) {
       const id = String(d['pk']);
       const item = await this.#db.update(
@@ -391,6 +406,7 @@ export class DynamoMailOutbox {
       out.push({
         id,
         attempts: Number(item['attempts']),
+        createdAt: Number(item['created_at']),
         message: { to: String(item['recipient']), subject: String(item['subject']), html: String(item['html']), ...(text ? { text } : {}) },
       });
     }
@@ -416,6 +432,6 @@ export class DynamoMailOutbox {
   }
 
   async pending(): Promise<number> {
-    return (await this.#db.query('mail_outbox', { index: 'due', pk: ['due_pk', 'due'] })).length;
+    return (await this.#db.query('mail_outbox', { index: 'due', pk: ['due_pk', this.#due] })).length;
   }
 }

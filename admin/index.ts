@@ -55,4 +55,4 @@ export { FGA_DISABLED_MESSAGE, FGA_READ_PAGE_SIZE } from './fga_admin.ts';
 export type { FgaTuple, FgaTupleInput } from './fga_admin.ts';
 export { WATCH_HEARTBEAT_SECONDS, type FgaWatchEvent, type FgaWatchInput } from './fga_watch.ts';
 export { SqlMailOutbox } from './mail_outbox.ts';
-export type { OutboxMessage } from './mail_outbox.ts';
+export type { OutboxChannel, OutboxMessage } from './mail_outbox.ts';

@@ -5,6 +5,8 @@
  * processes never send one attempt twice and a mail whose sender died is
  * taken over when its lease runs out. A sent mail's row is deleted, so links
  * and codes do not linger; a mail given up keeps its row without the body.
+ * Text messages wait in the same table (`channel = 'sms'`: the phone number
+ * as recipient, the text as body); each channel has its own store over it.
  */
 import type { Sequelize, Transaction } from 'sequelize';
 import { countOf, exec, num, select, str, update } from './sql.ts';
@@ -17,33 +19,47 @@ export interface OutboxMessage {
   text?: string | undefined;
 }
 
-/** SQL implementation of the mail queue's outbox store. */
+/** Which sender takes an outbox row: the SMTP one or the SMS vendor's. */
+export type OutboxChannel = 'mail' | 'sms';
+
+/** SQL implementation of the mail queue's outbox store, for one channel. */
 export class SqlMailOutbox {
   readonly #db: Sequelize;
+  readonly #channel: OutboxChannel;
 
-  constructor(sequelize: Sequelize) {
+  constructor(sequelize: Sequelize, channel: OutboxChannel = 'mail') {
     this.#db = sequelize;
+    this.#channel = channel;
   }
 
   /** Stores a mail; inside `transaction` (a sequelize transaction on this connection) when one is given. */
   async add(id: string, message: OutboxMessage, now: number, transaction?: unknown): Promise<void> {
+    await this.#insert(id, message, now, 0, transaction as Transaction | undefined);
+  }
+
+  /** Stores a message already claimed by the caller for `leaseMs` (it sends it at once; another process takes it over if the lease runs out). */
+  async addClaimed(id: string, message: OutboxMessage, now: number, leaseMs: number): Promise<void> {
+    await this.#insert(id, message, now, now + leaseMs);
+  }
+
+  async #insert(id: string, message: OutboxMessage, now: number, leaseUntil: number, transaction?: Transaction): Promise<void> {
     await exec(
       this.#db,
-      `INSERT INTO mail_outbox (id, recipient, subject, html, text_body, status, attempts, next_attempt_at, lease_until, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, 0, ?, ?)`,
-      [id, message.to, message.subject, message.html, message.text ?? '', now, now, now],
-      transaction as Transaction | undefined,
+      `INSERT INTO mail_outbox (id, channel, recipient, subject, html, text_body, status, attempts, next_attempt_at, lease_until, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)`,
+      [id, this.#channel, message.to, message.subject, message.html, message.text ?? '', leaseUntil > 0 ? 'sending' : 'pending', now, leaseUntil, now, now],
+      transaction,
     );
   }
 
-  async claim(now: number, limit: number, leaseMs: number): Promise<Array<{ id: string; message: OutboxMessage; attempts: number }>> {
+  async claim(now: number, limit: number, leaseMs: number): Promise<Array<{ id: string; message: OutboxMessage; attempts: number; createdAt: number }>> {
     const rows = await select(
       this.#db,
-      `SELECT id FROM mail_outbox WHERE (status = 'pending' AND next_attempt_at <= ?) OR (status = 'sending' AND lease_until < ?)
+      `SELECT id FROM mail_outbox WHERE channel = ? AND ((status = 'pending' AND next_attempt_at <= ?) OR (status = 'sending' AND lease_until < ?))
        ORDER BY next_attempt_at, id LIMIT ?`,
-      [now, now, limit],
+      [this.#channel, now, now, limit],
     );
-    const out: Array<{ id: string; message: OutboxMessage; attempts: number }> = [];
+    const out: Array<{ id: string; message: OutboxMessage; attempts: number; createdAt: number }> = [];
     for (const r of rows) {
       const id = str(r['id']);
       const n = await update(
@@ -59,6 +75,7 @@ export class SqlMailOutbox {
       out.push({
         id,
         attempts: num(row['attempts']),
+        createdAt: num(row['created_at']),
         message: { to: str(row['recipient']), subject: str(row['subject']), html: str(row['html']), ...(text ? { text } : {}) },
       });
     }
@@ -82,6 +99,6 @@ export class SqlMailOutbox {
   }
 
   async pending(): Promise<number> {
-    return countOf(await select(this.#db, "SELECT COUNT(*) AS n FROM mail_outbox WHERE status IN ('pending', 'sending')"));
+    return countOf(await select(this.#db, "SELECT COUNT(*) AS n FROM mail_outbox WHERE channel = ? AND status IN ('pending', 'sending')", [this.#channel]));
   }
 }

@@ -148,6 +148,13 @@ export const ADMIN_MIGRATIONS: readonly Migration[] = [
       await sequelize.query('INSERT INTO audit_chain_lock (id) VALUES (1)', { transaction });
     },
   },
+  {
+    // Text messages wait in the same outbox as mails; a row's channel says which sender takes it.
+    id: '0005_outbox_channel',
+    async up({ sequelize, transaction }) {
+      await sequelize.query("ALTER TABLE mail_outbox ADD COLUMN channel VARCHAR(8) NOT NULL DEFAULT 'mail'", { transaction });
+    },
+  },
 ];
 
 /** Creates or upgrades the admin tables on the given connection. */

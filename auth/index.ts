@@ -60,7 +60,7 @@ export {
 export { MFA_MIGRATIONS, SqlMfaStore, type AuthenticatorRow, type MfaStore, type OtpRow } from './mfa_store.ts';
 export { openAuthStores, type AuthStores } from './auth_stores.ts';
 export { DynamoMfaStore, DynamoUserStore, DynamoVerificationStore } from './dynamo_auth_stores.ts';
-export { createSmsSender, type SmsOptions, type SmsSender } from './sms.ts';
+export { createSmsSender, smsOutboxSender, type SmsOptions, type SmsSender } from './sms.ts';
 export {
   EmailFlows,
   MAGIC_LINK_SENT_MESSAGE,
@@ -94,7 +94,7 @@ export { BackchannelLogout } from './backchannel_logout.ts';
 export type { EndSessionOutcome } from './oidc_endpoints.ts';
 export { AuthorizationCodes, type CodeGrant, type Redemption } from './oauth_codes.ts';
 export { createSmtpMailer, type Mailer, type MailMessage, type SmtpOptions } from './mailer.ts';
-export { MailQueue, type MailQueueOptions } from './mail_queue.ts';
+export { MailQueue, OutboxMailQueue, type MailQueueOptions, type MailOutboxStore } from './mail_queue.ts';
 export { TokenScript, RESERVED_CLAIMS, type TokenScriptOptions } from './token_script.ts';
 export { SocialLogin, SOCIAL_STATE_TTL_SECONDS, type SocialClient, type SocialLoginFinish, type SocialLoginOptions, type SocialLoginStart } from './social_login.ts';
 export { browserLabel, linkedProviders, type SessionInfo } from './account_sessions.ts';

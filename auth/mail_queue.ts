@@ -211,6 +211,8 @@ export interface OutboxMail {
   message: MailMessage;
   /** Attempts made before this one. */
   attempts: number;
+  /** When it was queued (unix ms), when the store knows. */
+  createdAt?: number | undefined;
 }
 
 /**
@@ -221,6 +223,8 @@ export interface OutboxMail {
 export interface MailOutboxStore {
   /** Stores a mail, inside `transaction` when one is given (it commits or rolls back with the caller's other writes). */
   add(id: string, message: MailMessage, now: number, transaction?: MailTransaction): Promise<void>;
+  /** Stores a mail already claimed by the caller for `leaseMs` (it is sent at once by the caller; taken over by a claim once the lease runs out). */
+  addClaimed(id: string, message: MailMessage, now: number, leaseMs: number): Promise<void>;
   /** Claims up to `limit` mails due at `now` for `leaseMs`. */
   claim(now: number, limit: number, leaseMs: number): Promise<OutboxMail[]>;
   /** Removes a sent mail (its content is not kept). */
@@ -241,6 +245,12 @@ export interface OutboxMailQueueOptions extends Omit<MailQueueOptions, 'maxQueue
   leaseMs?: number;
   /** Unix ms clock (default `Date.now`). */
   clock?: () => number;
+  /**
+   * A message queued longer ago than this is given up instead of sent (what
+   * it carries has expired: a texted code is good for a minute). Default:
+   * no limit.
+   */
+  maxAgeMs?: number;
 }
 
 /**
@@ -300,6 +310,24 @@ export class OutboxMailQueue {
     return id;
   }
 
+  /**
+   * Sends a message now, within the caller's request, with the outbox as its
+   * safety net: the row is written first, claimed by this process for the
+   * lease, then sent. Sent: the row is deleted and `true` returned. Refused
+   * or unreachable: the row is scheduled for a retry as any other and
+   * `false` returned. The process dies mid-send: another process polling the
+   * outbox sends it once the lease has run out, with the same id (the
+   * receiver's idempotency key). Throws only what the outbox write throws
+   * (nothing was queued then).
+   */
+  async sendNow(message: MailMessage): Promise<{ id: string; sent: boolean }> {
+    const id = randomUUID();
+    const now = this.#clock();
+    await this.#o.store.addClaimed(id, message, now, this.#o.leaseMs ?? 120_000);
+    const sent = await this.#send({ id, message, attempts: 0, createdAt: now });
+    return { id, sent };
+  }
+
   #kick(): void {
     if (this.#closed) return;
     if (this.#running) {
@@ -331,17 +359,26 @@ export class OutboxMailQueue {
     }
   }
 
-  async #send(mail: OutboxMail): Promise<void> {
+  /** One attempt; true when the message went out. */
+  async #send(mail: OutboxMail): Promise<boolean> {
     const attempt = mail.attempts + 1;
+    const maxAge = this.#o.maxAgeMs;
+    if (maxAge !== undefined && mail.createdAt !== undefined && this.#clock() - mail.createdAt > maxAge) {
+      this.#onError(new Error('expired before it could be sent'), { id: mail.id, attempt, final: true });
+      await this.#o.store.failed(mail.id, mail.attempts);
+      return false;
+    }
     try {
       await this.#o.mailer.send({ ...mail.message, id: mail.id });
       await this.#o.store.sent(mail.id);
       this.#o.onSent?.({ id: mail.id, attempts: attempt });
+      return true;
     } catch (err) {
       const delay = this.#schedule[attempt - 1];
       this.#onError(err, { id: mail.id, attempt, final: delay === undefined });
       if (delay === undefined) await this.#o.store.failed(mail.id, attempt);
       else await this.#o.store.retry(mail.id, attempt, this.#clock() + delay);
+      return false;
     }
   }
 

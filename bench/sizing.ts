@@ -26,6 +26,18 @@
  * (`pg_stat_activity`). The load average is reported before and after: the
  * machine may be shared, and the CPU figures per request hold better than
  * the rates then.
+ *
+ * The database writes of each flow, per request: this database's commits
+ * and rows inserted, updated and deleted (`pg_stat_database`), and the WAL
+ * written and flushed (`pg_stat_wal`: bytes, records, `wal_sync` calls, i.e.
+ * the write IOPS the log costs). Backends report these counters up to 10 s
+ * late when idle (PostgreSQL 15's `PGSTAT_IDLE_INTERVAL`), so each flow is
+ * sampled before its warm-up and again 11 s after its last request, over
+ * every request answered in between; what the replicas do on their own in
+ * that time (the pollers' reads, each a commit) is measured once before the
+ * runs, with no request, and subtracted at its rate. `pg_stat_wal` counts
+ * the whole server: on a server shared with other work its figures carry
+ * that work's WAL too (the baseline takes out only its average).
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -73,6 +85,45 @@ function redisCommand(port: number, command: string): Promise<string> {
     s.write(`${command}\r\n`);
   });
 }
+
+/** This database's commit and row counters and the server's WAL counters. */
+interface DbCounters {
+  commits: number;
+  inserted: number;
+  updated: number;
+  deleted: number;
+  wal_bytes: number;
+  wal_records: number;
+  wal_syncs: number;
+  /** When sampled (performance.now(), ms). */
+  at: number;
+}
+const COUNTERS = ['commits', 'inserted', 'updated', 'deleted', 'wal_bytes', 'wal_records', 'wal_syncs'] as const;
+
+async function dbCounters(pool: pg.Pool, dbName: string): Promise<DbCounters> {
+  const d = (
+    await pool.query<Record<string, string>>(
+      'SELECT xact_commit AS commits, tup_inserted AS inserted, tup_updated AS updated, tup_deleted AS deleted FROM pg_stat_database WHERE datname = $1',
+      [dbName],
+    )
+  ).rows[0]!;
+  // pg_stat_wal exists from PostgreSQL 14; before it the WAL figures stay 0.
+  const w = (await pool.query<Record<string, string>>('SELECT wal_bytes, wal_records, wal_sync AS wal_syncs FROM pg_stat_wal').catch(() => ({ rows: [] }))).rows[0] ?? {};
+  const at = performance.now();
+  return {
+    commits: Number(d['commits']), inserted: Number(d['inserted']), updated: Number(d['updated']), deleted: Number(d['deleted']),
+    wal_bytes: Number(w['wal_bytes'] ?? 0), wal_records: Number(w['wal_records'] ?? 0), wal_syncs: Number(w['wal_syncs'] ?? 0), at,
+  };
+}
+
+/** Counters' growth per second between two samples. */
+function ratesOf(a: DbCounters, b: DbCounters): Record<(typeof COUNTERS)[number], number> {
+  const s = Math.max(0.001, (b.at - a.at) / 1000);
+  return Object.fromEntries(COUNTERS.map((k) => [k, (b[k] - a[k]) / s])) as Record<(typeof COUNTERS)[number], number>;
+}
+
+/** PostgreSQL 15 flushes an idle backend's statistics up to 10 s late. */
+const STATS_SETTLE_MS = 11_000;
 
 async function redisCommands(port: number): Promise<number> {
   return Number(/total_commands_processed:(\d+)/u.exec(await redisCommand(port, 'INFO stats'))?.[1] ?? 0);
@@ -197,7 +248,10 @@ export async function run(options: { quick?: boolean } = {}): Promise<Record<str
         }
       };
       const phase = (ms: number) => Promise.all(Array.from({ length: LOOPS }, (_, k) => loop(k, performance.now() + ms)));
+      // The write counters cover the warm-up too (they are read once settled, before it and after the run).
+      const dbBefore = await dbCounters(pool, dbName);
       await phase(warmup * 1000);
+      const warmed = latencies.length;
       latencies.length = 0;
       failed = 0;
       wrong = 0;
@@ -223,6 +277,11 @@ export async function run(options: { quick?: boolean } = {}): Promise<Record<str
       for (const pid of await pgPids()) pgCpu += cpuSeconds(pid) - (pgBefore.get(pid) ?? cpuSeconds(pid));
       const replicaCpu = replicas.reduce((sum, r, i) => sum + cpuSeconds(r.child.pid ?? 0) - replicaBefore[i]!, 0);
       const n = Math.max(1, latencies.length);
+      const answered = latencies.length;
+      await new Promise((res) => setTimeout(res, STATS_SETTLE_MS));
+      const dbAfter = await dbCounters(pool, dbName);
+      const perRequest = (k: (typeof COUNTERS)[number], digits: (x: number) => number) =>
+        digits(Math.max(0, dbAfter[k] - dbBefore[k] - background[k] * ((dbAfter.at - dbBefore.at) / 1000)) / Math.max(1, warmed + answered));
       latencies.sort((x, y) => x - y);
       return {
         requests_per_second: Math.round(latencies.length / elapsed),
@@ -236,8 +295,23 @@ export async function run(options: { quick?: boolean } = {}): Promise<Record<str
         // The INFO command itself is one of them.
         redis_commands_per_request: r3((redisAfter - redisBefore - 1) / n),
         database_connections_max: connections,
+        database_writes_per_request: {
+          commits: perRequest('commits', r3),
+          rows_inserted: perRequest('inserted', r3),
+          rows_updated: perRequest('updated', r3),
+          rows_deleted: perRequest('deleted', r3),
+          wal_bytes: perRequest('wal_bytes', Math.round),
+          wal_records: perRequest('wal_records', r1),
+          wal_syncs: perRequest('wal_syncs', r3),
+        },
       };
     };
+
+    // What the database does with no request (the replicas' pollers, other work on a shared server), per second.
+    await new Promise((res) => setTimeout(res, STATS_SETTLE_MS));
+    const idleFrom = await dbCounters(pool, dbName);
+    await new Promise((res) => setTimeout(res, STATS_SETTLE_MS + 4000));
+    const background = ratesOf(idleFrom, await dbCounters(pool, dbName));
 
     const byReplicas: Record<string, Record<string, unknown>> = {};
     for (const n of [1, 2, 3]) {
@@ -254,6 +328,7 @@ export async function run(options: { quick?: boolean } = {}): Promise<Record<str
       seconds_per_run: seconds,
       loops: LOOPS,
       postgres_max_connections: Number(maxConnections),
+      database_background_per_second: Object.fromEntries(COUNTERS.map((k) => [k, r1(background[k])])),
       by_replicas: byReplicas,
     };
   } finally {

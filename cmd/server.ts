@@ -237,8 +237,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
           if (grpcHandle) {
             grpcHandle.health.setStatus('', 'NOT_SERVING');
           }
-          // The mail worker finishes the mails it is sending and claims no more (security matrix F5).
+          // The mail and text-message workers finish what they are sending and claim no more (security matrix F5).
           services.admin?.mail?.stop?.();
+          services.smsQueue?.stop();
           if (options.drainMs) await new Promise((r) => setTimeout(r, options.drainMs));
           await Promise.all([closeHttp(http, timeout), grpcHandle ? shutdownGrpc(grpcHandle.server, timeout) : Promise.resolve()]);
           await closeHttp(metricsServer, 1000);

@@ -8,7 +8,7 @@
  */
 import type { Sequelize } from 'sequelize';
 import type { AdminService } from '../admin/index.ts';
-import type { AuthService, ConsentService, MainDatabase, MemoryStore, OAuthServer, SocialLogin, SsoLogin } from '../auth/index.ts';
+import type { AuthService, ConsentService, MainDatabase, MemoryStore, OAuthServer, OutboxMailQueue, SocialLogin, SsoLogin } from '../auth/index.ts';
 import type { LatchkeyError } from '../engine/errors.ts';
 import type { Engine } from '../engine/index.ts';
 import type { SqlStore } from '../engine/sql/index.ts';
@@ -292,6 +292,8 @@ export interface Services {
   sso?: SsoLogin;
   /** Super-admin operations, the mail queue and webhooks. */
   admin?: AdminService;
+  /** Text messages waiting in the outbox (channel `sms`), when the `--sms-*` flags configure the vendor; set with `admin`. */
+  smsQueue?: OutboxMailQueue;
   /** Run at shutdown, last-registered first, before the database closes. */
   readonly closers: (() => Promise<void>)[];
   /** DNS TXT lookups of organization domain verification (default: the system resolver). */

@@ -261,7 +261,7 @@ export const FLAGS = {
   })),
   ...group('Other', () => ({
     'outbox-lease': duration({
-      doc: 'How long a replica holds a mail or webhook delivery it is sending; when the replica dies mid-send another takes the delivery over after this (at least once: receivers deduplicate by webhook-id or Message-ID). Keep it above the webhook timeout (15 s) and the SMTP timeout (10 s)',
+      doc: 'How long a replica holds a mail, text message or webhook delivery it is sending; when the replica dies mid-send another takes it over after this (at least once: receivers deduplicate by webhook-id, Message-ID or Idempotency-Key). Keep it above the webhook timeout (15 s) and the SMTP and SMS timeouts (10 s); a text message whose code (1 minute) expired first is not sent',
       default: 45_000,
       min: 1000,
     }),

@@ -7,6 +7,7 @@ import { AdminService, DynamoMailOutbox, SqlMailOutbox, type AdminFailureCounter
 import { MailQueue, createSmtpMailer, openRedis } from '../../auth/index.ts';
 import { epochMsOf, type Authenticator, type Principal, type Services } from '../context.ts';
 import { createRedisFailureCounter } from './admin_failures.ts';
+import { plugSmsQueue } from './sms_queue.ts';
 
 /**
  * How delete_user reaches the FGA tuples: inside its own transaction when the
@@ -108,6 +109,7 @@ export async function plugAdmin(services: Services): Promise<AdminService> {
   services.authenticators.unshift(authenticator);
   service.start();
   mail?.start();
+  plugSmsQueue(services);
   services.closers.push(() => service.close());
   return service;
 }

@@ -2,12 +2,13 @@
  * How one-time codes of the MFA login reach users: by email through the
  * admin service's `verify_otp` template (or its built-in default) and the
  * persisted mail queue, and by SMS through the vendor's HTTP API
- * (`--sms-*` flags). A channel that is not configured is left out, so the
- * login never offers it.
+ * (`--sms-*` flags) and the same outbox (`./sms_queue.ts`). A channel that
+ * is not configured is left out, so the login never offers it.
  */
 import { LatchkeyError } from '../../engine/errors.ts';
-import { createSmsSender, type OtpDelivery } from '../../auth/index.ts';
+import type { OtpDelivery } from '../../auth/index.ts';
 import type { Services } from '../context.ts';
+import { smsConfigured } from './sms_queue.ts';
 
 /** The delivery channels of the configured server (the admin service is looked up when a code is sent). */
 export function otpDeliveryOf(services: Services): OtpDelivery {
@@ -24,10 +25,14 @@ export function otpDeliveryOf(services: Services): OtpDelivery {
       mail.enqueue({ to: user.email, subject: rendered.subject, html: rendered.html });
     };
   }
-  if (c.smsAccountSid && c.smsApiKey && c.smsApiSecret && c.smsSender) {
-    const send = createSmsSender({ baseUrl: c.smsApiUrl, accountSid: c.smsAccountSid, apiKey: c.smsApiKey, apiSecret: c.smsApiSecret, sender: c.smsSender });
+  if (smsConfigured(services)) {
     const org = c.organizationName ?? 'Latchkey';
-    delivery.sms = (phoneNumber, code) => send(phoneNumber, `${code} is your ${org} verification code. It expires in 1 minute.`);
+    // Queued and sent at once: a refused attempt is retried from the outbox (the code stays good for its minute), so the request answers as when the vendor accepted it.
+    delivery.sms = async (phoneNumber, code) => {
+      const queue = services.smsQueue;
+      if (queue === undefined) throw new LatchkeyError('failed_precondition', 'phone verification needs the SMS vendor, which is not configured', { reason: 'sms_unavailable' });
+      await queue.sendNow({ to: phoneNumber, subject: '', html: '', text: `${code} is your ${org} verification code. It expires in 1 minute.` });
+    };
   }
   return delivery;
 }

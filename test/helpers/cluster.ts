@@ -301,3 +301,27 @@ export function jsonRequest(
     req.end(body);
   });
 }
+
+/** A redis-server of this test's own on `port` (no persistence); resolves once it answers. */
+export async function startRedis(port: number): Promise<{ stop(): Promise<void> }> {
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  killOnExit(child);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const until = Date.now() + 10_000;
+  for (;;) {
+    const up = await new Promise<boolean>((resolve) => {
+      const s = connect(port, '127.0.0.1');
+      s.once('connect', () => (s.end(), resolve(true)));
+      s.once('error', () => resolve(false));
+    });
+    if (up) break;
+    if (Date.now() > until) throw new Error('redis-server did not start');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}

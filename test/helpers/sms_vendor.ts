@@ -7,7 +7,8 @@ import type { AddressInfo } from 'node:net';
 
 export interface SmsVendor {
   url: string;
-  messages: Array<{ path: string; authorization: string; form: URLSearchParams }>;
+  /** Every request received, with its `Idempotency-Key` header ('' when absent). */
+  messages: Array<{ path: string; authorization: string; form: URLSearchParams; key: string }>;
   status: number;
   close(): Promise<void>;
 }
@@ -32,7 +33,7 @@ export async function startSmsVendor(): Promise<SmsVendor> {
   const server: Server = createServer(async (req: IncomingMessage, res) => {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
-    vendor.messages.push({ path: req.url ?? '', authorization: req.headers.authorization ?? '', form: new URLSearchParams(Buffer.concat(chunks).toString('utf8')) });
+    vendor.messages.push({ path: req.url ?? '', authorization: req.headers.authorization ?? '', key: String(req.headers['idempotency-key'] ?? ''), form: new URLSearchParams(Buffer.concat(chunks).toString('utf8')) });
     res.writeHead(vendor.status, { 'content-type': 'application/json' }).end(JSON.stringify({ sid: 'SM1' }));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

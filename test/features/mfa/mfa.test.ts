@@ -124,7 +124,7 @@ for (const backend of sqlBackends()) {
     }
   });
 
-  test(`SMS OTP over every protocol through the vendor's HTTP API; a vendor failure is reported (${backend})`, async (t) => {
+  test(`SMS OTP over every protocol through the vendor's HTTP API; a refused message is retried from the outbox with the same Idempotency-Key (${backend})`, async (t) => {
     const vendor = await startVendor();
     const srv = await startTestServer(
       {
@@ -160,10 +160,25 @@ for (const backend of sqlBackends()) {
       }
       const phone = '+15550109999';
       await srv.call('signup', { phone_number: phone, password: PASSWORD }, { protocol: 'rest' });
+      // The vendor refuses: the login still answers the challenge (the message waits in the outbox), and the retry carries the same key.
       vendor.status = 500;
+      const before = vendor.messages.length;
       const down = await srv.call('login', { phone_number: phone, password: PASSWORD }, { protocol: 'rest' });
-      t.is(down.error?.code, 'unavailable');
-      t.is(down.error?.reason, 'sms_not_sent');
+      t.is(down.error, undefined);
+      t.true(down.body?.['should_show_mobile_otp_screen'] as boolean);
+      t.is(vendor.messages.length, before + 1, 'the first attempt was made within the request');
+      const refused = vendor.messages.at(-1)!;
+      t.regex(refused.key, /^[0-9a-f-]{36}$/u, 'each message carries its outbox id as Idempotency-Key');
+      vendor.status = 201;
+      const until = Date.now() + 15_000;
+      while (vendor.messages.length < before + 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+      const retried = vendor.messages.at(-1)!;
+      t.is(vendor.messages.length, before + 2, 'retried once the vendor accepts');
+      t.is(retried.key, refused.key, 'the retry carries the same Idempotency-Key');
+      t.is(retried.form.get('Body'), refused.form.get('Body'), 'the same message');
+      const code = /([0-9]{6})/.exec(retried.form.get('Body') ?? '')?.[1] ?? '';
+      const ok = await srv.call('verify_otp', { phone_number: phone, otp: code }, { protocol: 'rest', cookies: { mfa: mfaOf(down) } });
+      t.is(ok.error, undefined, 'the retried code signs in');
     } finally {
       await srv.close();
       await vendor.close();

@@ -9,7 +9,7 @@
  * replica at least as fresh as the write; and the login lockout counts
  * wrong passwords across replicas. Rate limits and the mail and webhook
  * workers: replicas_workers.test.ts; a replica killed behind haproxy:
- * replicas_failover.test.ts.
+ * replicas_kill_under_load.test.ts.
  */
 import test from 'ava';
 import { randomBytes } from 'node:crypto';

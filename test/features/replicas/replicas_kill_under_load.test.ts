@@ -15,8 +15,10 @@
  *   by every surviving replica at once with the delete's consistency token,
  *   and within 2 s without it (the poll is 30 s: only the notification
  *   explains that);
- * - haproxy marks the stopped replica DOWN within a bound (measured and
- *   logged), and nothing is routed to it after;
+ * - before the stop all three replicas served; haproxy marks the stopped
+ *   replica DOWN within a bound (measured and logged) while the two others
+ *   stay UP, and the requests after it (at least ten) are all answered, by
+ *   the two others;
  * - the replica, started again on its port, rejoins: haproxy marks it UP, it
  *   serves requests again, and it denies the revoked tuple.
  */
@@ -145,11 +147,16 @@ needs(test, 'postgres', 'redis', 'haproxy')('a replica killed (SIGKILL), then an
     await victim.exited;
     outcomes.push(...phase);
 
-    t.is((await lb.states())[`replica${victim.index}`]?.startsWith('DOWN'), true, `${signal}: out of the rotation`);
+    const states = await lb.states();
+    t.is(states[`replica${victim.index}`]?.startsWith('DOWN'), true, `${signal}: out of the rotation`);
+    for (const r of survivors) t.is(states[`replica${r.index}`], 'UP', `${signal}: replica ${r.index} stays in the rotation`);
     // SIGKILL: FALL failed checks; SIGTERM: the replica fails /readyz as soon as it drains. The slack is for a busy machine.
     t.true(downAt - stoppedAt <= CHECK_MS * (FALL + 4), `${signal}: marked down ${Math.round(downAt - stoppedAt)} ms after the stop`);
     const failed = phase.filter((o) => o.status !== 200);
     const after = phase.filter((o) => o.at > downAt);
+    const before = phase.filter((o) => o.at < stoppedAt && o.status === 200);
+    t.deepEqual([...new Set(before.map((o) => o.servedBy))].sort(), ['replica1', 'replica2', 'replica3'], `${signal}: before the stop all three replicas served`);
+    t.true(after.length >= 10, `${signal}: requests went on after the replica was marked down (${after.length})`);
     t.true(after.every((o) => o.status === 200 && o.servedBy !== `replica${victim.index}`), `${signal}: after it was marked down every request was answered by the others`);
     if (signal === 'SIGTERM') t.deepEqual(failed, [], 'SIGTERM: the stopped replica finished what it had');
     else {
