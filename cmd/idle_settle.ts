@@ -7,7 +7,7 @@
  * of heap in use, and after a load it stayed at the load's level
  * (docs/performance.md, "Server footprint").
  *
- * Every `intervalMs` this looks at the event loop's utilisation over the
+ * Every `intervalMs` (2 s) this looks at the event loop's utilisation over the
  * interval. When it was below `quietUtilization` (no request of note was
  * served) and the committed heap has grown by at least `growthBytes` since the
  * last settling (start-up counts as growth), it runs one full, memory-reducing
@@ -28,7 +28,7 @@ import { runInNewContext } from 'node:vm';
 type GcFunction = (options?: { type?: 'major' | 'minor'; execution?: 'sync' | 'async'; flavor?: 'regular' | 'last-resort' }) => void;
 
 export interface IdleSettleOptions {
-  /** How often to look (default 5000 ms). */
+  /** How often to look (default 2000 ms). */
   intervalMs?: number;
   /** Event-loop utilisation below which an interval counts as quiet (default 0.02). */
   quietUtilization?: number;
@@ -56,7 +56,7 @@ function gcFunction(): GcFunction | undefined {
 export function settleWhenIdle(options: IdleSettleOptions = {}): () => void {
   const gc = gcFunction();
   if (gc === undefined) return () => undefined;
-  const intervalMs = options.intervalMs ?? 5000;
+  const intervalMs = options.intervalMs ?? 2000;
   const quiet = options.quietUtilization ?? 0.02;
   const growth = options.growthBytes ?? 8 * 2 ** 20;
   // Start-up is growth: the first quiet interval after it settles.
