@@ -27,8 +27,8 @@
  * from the configured MFA secret (the server's client secret).
  */
 import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
-import { generateSecret, generateURI, verifySync } from 'otplib';
-import qrcode from 'qrcode-generator';
+import type * as Otplib from 'otplib';
+import type QrCode from 'qrcode-generator';
 import { LatchkeyError } from '../engine/errors.ts';
 import { reserveAttempt } from './attempts.ts';
 import type { MemoryStore } from './memory_store.ts';
@@ -120,8 +120,16 @@ function newRecoveryCode(): string {
 }
 const normalizeRecoveryCode = (code: string): string => code.toLowerCase().replace(/[\s-]/g, '');
 
+/**
+ * otplib and qrcode-generator, loaded by the first TOTP enrolment or TOTP code: a server whose users
+ * never use an authenticator app never holds them (docs/performance.md, "Server footprint").
+ */
+let totpLibraries: Promise<{ otp: typeof Otplib; qrcode: typeof QrCode }> | undefined;
+const totp = (): Promise<{ otp: typeof Otplib; qrcode: typeof QrCode }> =>
+  (totpLibraries ??= Promise.all([import('otplib'), import('qrcode-generator')]).then(([otp, qr]) => ({ otp, qrcode: qr.default })));
+
 /** The QR code of an otpauth URI as a `data:image/gif;base64` URL (error correction M, 4-pixel modules, quiet zone). */
-function scannerImage(uri: string): string {
+function scannerImage(qrcode: typeof QrCode, uri: string): string {
   const qr = qrcode(0, 'M');
   qr.addData(uri);
   qr.make();
@@ -303,15 +311,16 @@ export class MfaFlows {
   async #enrolment(user: UserRecord): Promise<Partial<AuthResponse>> {
     const existing = await this.#d.store.getAuthenticator(user.id, 'totp');
     if (existing?.verified_at !== null && existing !== undefined) return {};
-    const secret = generateSecret();
+    const { otp, qrcode } = await totp();
+    const secret = otp.generateSecret();
     const codes = Array.from({ length: RECOVERY_CODE_COUNT }, newRecoveryCode);
     const digests = codes.map((c) => otpDigest(this.#digestKey, user.id, `recovery:${normalizeRecoveryCode(c)}`));
     const stored = await this.#d.store.putPendingAuthenticator({ userId: user.id, method: 'totp', secret: this.#encrypt(secret), recoveryCodes: JSON.stringify(digests) });
     // A concurrent login recorded (or confirmed) an enrolment in between: this one asks for a code only.
     if (!stored) return {};
     const label = user.email ?? user.phone_number ?? user.id;
-    const uri = generateURI({ issuer: this.#d.options.totpIssuer, label, secret });
-    return { authenticator_secret: secret, authenticator_uri: uri, authenticator_scanner_image: scannerImage(uri), authenticator_recovery_codes: codes };
+    const uri = otp.generateURI({ issuer: this.#d.options.totpIssuer, label, secret });
+    return { authenticator_secret: secret, authenticator_uri: uri, authenticator_scanner_image: scannerImage(qrcode, uri), authenticator_recovery_codes: codes };
   }
 
   #encrypt(plain: string): string {
@@ -389,7 +398,8 @@ export class MfaFlows {
     const auth = await store.getAuthenticator(user.id, 'totp');
     if (auth === undefined) throw invalidOtp(user.id, 'no_authenticator');
     if (/^[0-9]{6}$/.test(code)) {
-      const result = verifySync({ secret: this.#decrypt(auth.secret), token: code, epoch: this.#d.nowSeconds(), epochTolerance: 30 });
+      const { otp } = await totp();
+      const result = otp.verifySync({ secret: this.#decrypt(auth.secret), token: code, epoch: this.#d.nowSeconds(), epochTolerance: 30 });
       // The TOTP strategy reports the matched time step (RFC 6238 T), recorded for single use.
       const step = result.valid ? (result as { timeStep?: number }).timeStep : undefined;
       if (step === undefined) throw invalidOtp(user.id);

@@ -7,6 +7,7 @@ import { LatchkeyError } from '../engine/errors.ts';
 import { helpText, parseFlags } from '../server/index.ts';
 import type { RunningServer } from './server.ts';
 import { VERSION } from '../server/index.ts';
+import { settleWhenIdle } from './idle_settle.ts';
 
 /** Where a command writes; injectable for tests. */
 export interface CliIo {
@@ -66,8 +67,11 @@ export async function serve(argv: string[], io: CliIo = PROCESS_IO): Promise<num
     io.stderr(`FATAL: ${message}\n`);
     return 1;
   }
+  // Memory that start-up and bursts of load grew is given back once the process is quiet (idle_settle.ts).
+  const stopSettling = settleWhenIdle({ onSettle: (figures) => server.logger.debug('heap settled while idle', figures) });
   return new Promise<number>((resolve) => {
     const stop = (signal: string): void => {
+      stopSettling();
       server.logger.info('shutting down', { signal });
       process.off('SIGTERM', onTerm);
       process.off('SIGINT', onInt);

@@ -5,6 +5,5 @@
  */
 export { createHttpApp } from './http/app.ts';
 export { bindGrpc, createGrpcServer, shutdownGrpc, loadPackageDefinition } from './grpc/server.ts';
-export { buildSchema, toGraphqlError } from './graphql/schema.ts';
 export { socialLoginOf, SOCIAL_STATE_COOKIE } from './web/social.ts';
 export { webRoutes } from './web/routes.ts';

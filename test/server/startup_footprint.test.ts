@@ -2,20 +2,27 @@
  * The server loads what its flags use and nothing else (docs/performance.md,
  * "Server footprint"). `latchkey serve` is started as `npm start` runs it, on
  * SQLite with the default flags, under a module hook that records every
- * package a module is resolved from (`import` and `require` alike). After
- * start and a request on each protocol's path, none of the libraries that
- * are loaded on first use may be there: the DynamoDB SDK (only with
- * `--database-type=dynamodb`), ioredis (only with `--redis-url`), nodemailer
- * (only with SMTP settings), the modeling language's parser (the first model
- * operation), the WebAuthn library (only with `--enable-passkeys`, at the
- * first ceremony). Then a model written as DSL must load the parser: the
- * proof that the hook sees what it is meant to see.
+ * package a module is loaded from (`import` and `require` alike). After
+ * start and a request on REST, none of the libraries that are loaded on first
+ * use may be there: the DynamoDB SDK (only with `--database-type=dynamodb`),
+ * ioredis (only with `--redis-url`), nodemailer (only with SMTP settings), the
+ * modeling language's parser (the first model operation), the WebAuthn
+ * library (only with `--enable-passkeys`, at the first ceremony), graphql-js
+ * and graphql-http (the first request to /graphql), the gRPC reflection
+ * library (the first reflection call), otplib and qrcode-generator (the first
+ * TOTP enrolment or code; that path is served by test/auth/mfa.test.ts).
+ * Then the first GraphQL request, the first reflection call and a model
+ * written as DSL must each be answered correctly and load their library: the
+ * proof that the hook sees what it is meant to see and that a lazily loaded
+ * surface serves its first request.
  */
 import test from 'ava';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import type { ClientDuplexStream } from '@grpc/grpc-js';
 import { redisUrl } from '../helpers/databases.ts';
 import { freePort } from '../helpers/loopback.ts';
 import { needs } from '../helpers/needs.ts';
@@ -24,27 +31,30 @@ import { stopChild as stop } from '../helpers/instances.ts';
 
 const ADMIN_SECRET = 'footprint-admin-secret-0123456789';
 
-/** Loaded through a module hook in the server process; on SIGUSR2 it writes the packages seen so far. */
+/** Loaded through a module hook in the server process; on SIGUSR2 it writes the packages loaded so far. */
 const HOOKS = `import { registerHooks } from 'node:module';
 import { writeFileSync } from 'node:fs';
 const seen = new Set();
 registerHooks({
-  resolve(specifier, context, next) {
-    const r = next(specifier, context);
-    const m = /\\/node_modules\\/((?:@[^/]+\\/)?[^/]+)\\//.exec(r.url);
+  load(url, context, next) {
+    const m = /\\/node_modules\\/((?:@[^/]+\\/)?[^/]+)\\//.exec(url);
     if (m) seen.add(m[1]);
-    return r;
+    return next(url, context);
   },
 });
 process.on('SIGUSR2', () => writeFileSync(process.env.LK_LOADED_FILE, JSON.stringify([...seen].sort())));
 `;
 
 /** Loaded on first use only; none of them may be in a default SQLite server after start. */
-const LAZY = ['@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb', 'ioredis', 'nodemailer', 'chevrotain', '@simplewebauthn/server'];
+const LAZY = [
+  '@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb', 'ioredis', 'nodemailer', 'chevrotain', '@simplewebauthn/server',
+  'graphql', 'graphql-http', '@grpc/reflection', 'otplib', 'qrcode-generator',
+];
 
 interface Server {
   child: ChildProcess;
   http: number;
+  grpc: number;
   loaded(): Promise<string[]>;
 }
 
@@ -74,6 +84,7 @@ async function startServer(dir: string, extra: string[] = []): Promise<Server> {
   return {
     child,
     http,
+    grpc,
     async loaded() {
       await rm(loadedFile, { force: true });
       child.kill('SIGUSR2');
@@ -93,27 +104,66 @@ async function post(port: number, path: string, body: unknown, headers: Record<s
   return { status: res.status, json: (await res.json()) as Record<string, unknown> };
 }
 
-test('a default SQLite server loads none of the libraries kept for first use; a DSL model then loads the parser', async (t) => {
+/** The services a reflection call over gRPC lists (what grpcurl asks first). */
+async function reflectedServices(port: number): Promise<string[]> {
+  const grpc = await import('@grpc/grpc-js');
+  const loader = await import('@grpc/proto-loader');
+  const root = dirname(createRequire(import.meta.url).resolve('@grpc/reflection/package.json'));
+  const def = grpc.loadPackageDefinition(loader.loadSync(join(root, 'build/proto/grpc/reflection/v1alpha/reflection.proto'), { keepCase: true })) as unknown as {
+    grpc: { reflection: { v1alpha: { ServerReflection: new (a: string, c: unknown) => { ServerReflectionInfo(): ClientDuplexStream<unknown, { list_services_response?: { service: { name: string }[] } }>; close(): void } } } };
+  };
+  const client = new def.grpc.reflection.v1alpha.ServerReflection(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  try {
+    return await new Promise<string[]>((resolve, reject) => {
+      const stream = client.ServerReflectionInfo();
+      stream.on('data', (msg) => {
+        resolve((msg.list_services_response?.service ?? []).map((s: { name: string }) => s.name));
+        stream.end();
+      });
+      stream.on('error', reject);
+      stream.write({ list_services: '' });
+    });
+  } finally {
+    client.close();
+  }
+}
+
+test('a default SQLite server loads none of the libraries kept for first use; GraphQL, reflection and a DSL model then load theirs and answer', async (t) => {
   t.timeout(180_000);
   const dir = await mkdtemp(join(tmpdir(), 'lk-footprint-'));
   let server: Server | undefined;
   try {
     server = await startServer(dir);
-    // Requests a running server answers all day: meta, a sign-up, GraphQL.
+    // Requests a running server answers all day: meta, a sign-up.
     t.is((await fetch(`http://127.0.0.1:${server.http}/v1/meta`)).status, 200);
     const signup = await post(server.http, '/v1/signup', { email: 'footprint@example.com', password: 'Footprint-Password-1', confirm_password: 'Footprint-Password-1' });
     t.is(signup.status, 200, JSON.stringify(signup.json));
-    t.is((await post(server.http, '/graphql', { query: '{ meta { version } }' })).status, 200);
 
     const atStart = await server.loaded();
     t.true(atStart.includes('sequelize'), `the hook sees the packages the server does load: ${atStart.join(', ')}`);
     t.deepEqual(LAZY.filter((p) => atStart.includes(p)), [], 'loaded at start although kept for first use');
 
+    // The first GraphQL request builds the schema and is answered like any other.
+    const graphql = await post(server.http, '/graphql', { query: '{ meta { version client_id } }' });
+    t.is(graphql.status, 200, JSON.stringify(graphql.json));
+    t.is((graphql.json['data'] as { meta: { client_id: string } }).meta.client_id, 'footprint-client');
+    const invalid = await post(server.http, '/graphql', { query: '{ meta { nope } }' });
+    t.is((invalid.json['errors'] as { extensions?: { code?: string } }[] | undefined)?.[0]?.extensions?.code, 'invalid_argument', `and the validation rules are in place: ${JSON.stringify(invalid.json)}`);
+    const afterGraphql = await server.loaded();
+    t.true(afterGraphql.includes('graphql') && afterGraphql.includes('graphql-http'), 'the first GraphQL request loads graphql-js');
+
+    // The first reflection call builds the reflection index and lists both services.
+    const services = await reflectedServices(server.grpc);
+    t.true(services.includes('latchkey.v1.Latchkey') && services.includes('latchkey.v1.LatchkeyAdmin'), services.join(', '));
+    const afterReflection = await server.loaded();
+    t.true(afterReflection.includes('@grpc/reflection'), 'the first reflection call loads the reflection library');
+
     const model = await post(server.http, '/v1/admin/fga/model', { dsl: 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define viewer: [user]\n' }, { 'x-service-admin-secret': ADMIN_SECRET });
     t.is(model.status, 200, JSON.stringify(model.json));
     const afterModel = await server.loaded();
     t.true(afterModel.includes('chevrotain'), 'the first model written as DSL loads the parser');
-    t.deepEqual(LAZY.filter((p) => p !== 'chevrotain' && afterModel.includes(p)), [], 'and nothing else kept for first use');
+    const used = ['chevrotain', 'graphql', 'graphql-http', '@grpc/reflection'];
+    t.deepEqual(LAZY.filter((p) => !used.includes(p) && afterModel.includes(p)), [], 'and nothing else kept for first use');
   } finally {
     if (server !== undefined) await stop(server.child);
     await rm(dir, { recursive: true, force: true });

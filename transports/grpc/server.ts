@@ -4,7 +4,8 @@
  * `x-service-admin-secret`); cookies set by a handler go back as `set-cookie`
  * metadata; errors carry the gRPC status from the error table, the message as
  * details, and `x-error-code` / `x-error-reason` trailers with the exact code.
- * The standard health service and server reflection are served too.
+ * The standard health service and server reflection (built on its first call,
+ * reflection.ts) are served too.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +14,6 @@ import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { HealthImplementation } from 'grpc-health-check';
-import { ReflectionService } from '@grpc/reflection';
 import { ERROR_STATUS, LatchkeyError } from '../../engine/errors.ts';
 import { CookieSink, extractCredentials } from '../../server/index.ts';
 import { rateLimitKey, type ClientIpResolver } from '../../server/index.ts';
@@ -23,6 +23,7 @@ import type { Metrics } from '../../server/index.ts';
 import { grpcService, type AnyOperation } from '../../api/index.ts';
 import { generateProto, PROTO_PACKAGE } from '../../api/index.ts';
 import { fromWire, LOADER_OPTIONS, toWire } from '../../api/index.ts';
+import { addReflection } from './reflection.ts';
 
 /** Loads the generated `.proto` text as a package definition. */
 export function loadPackageDefinition(protoText: string): protoLoader.PackageDefinition {
@@ -247,7 +248,7 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
     [`${PROTO_PACKAGE}.LatchkeyAdmin`]: 'SERVING',
   });
   health.addToServer(server);
-  new ReflectionService(pkgDef).addToServer(server);
+  addReflection(server, pkgDef);
   return { server, health };
 }
 

@@ -9,8 +9,6 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { createHandler } from 'graphql-http/lib/use/express';
-import { GraphQLError, NoSchemaIntrospectionCustomRule, parse, specifiedRules, validate, type DocumentNode, type ValidationRule } from 'graphql';
 import { dependencyError, LatchkeyError } from '../../engine/errors.ts';
 import { BearerMemo, CookieSink, extractCredentials, type Credentials } from '../../server/index.ts';
 import type { ClientIpResolver } from '../../server/index.ts';
@@ -21,8 +19,7 @@ import type { RateLimiter } from '../../server/index.ts';
 import type { AnyOperation } from '../../api/index.ts';
 import { issuerOf, pingMainDatabase } from '../../server/index.ts';
 import type { Services } from '../../server/index.ts';
-import { buildSchema, type GraphqlContext } from '../graphql/schema.ts';
-import { limitsRule } from '../graphql/limits.ts';
+import type { GraphqlHandler } from '../graphql/handler.ts';
 import { PLAYGROUND_HEADERS, PLAYGROUND_HTML, playgroundAssets } from './playground.ts';
 import { openfgaApi, type OpenfgaApi } from '../openfga/index.ts';
 import { authzenAuthenticator, authzenRouter } from '../authzen/index.ts';
@@ -63,9 +60,6 @@ export interface HttpAppOptions {
   dependencies?: readonly { readonly name: string; ping(): Promise<boolean> }[];
 }
 
-const MAX_CACHED_QUERY = 16 * 1024;
-const MAX_QUERY_TOKENS = 10_000;
-const MAX_CACHED_DOCUMENTS = 500;
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 /** Each connection's BearerMemo (context.ts), on its socket. */
 const BEARER_MEMO = Symbol('latchkey.bearerMemo');
@@ -414,62 +408,28 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
     });
   }
 
-  // GraphQL.
-  const schema = buildSchema(o.operations, pipeline);
-  const rules: ValidationRule[] = [
-    ...specifiedRules,
-    limitsRule({ maxDepth: config.graphqlMaxDepth, maxComplexity: config.graphqlMaxComplexity, maxAliases: config.graphqlMaxAliases }),
-  ];
-  if (!config.enableGraphqlIntrospection) rules.push(NoSchemaIntrospectionCustomRule);
-  // Parsed and validated documents by query text: clients send the same few
-  // queries over and over, and parse + validate cost more than executing `meta`.
-  const documents = new Map<string, DocumentNode>();
-  const graphqlHandler = createHandler<GraphqlContext>({
-    schema,
-    onSubscribe: (_req, params) => {
-      const query = params.query;
-      let document = documents.get(query);
-      if (!document) {
-        try {
-          // A token cap bounds the parse cost of a hostile document before any limit rule runs.
-          document = parse(query, { maxTokens: MAX_QUERY_TOKENS });
-        } catch (err) {
-          return [err instanceof GraphQLError ? err : new GraphQLError('malformed query')];
-        }
-        const errors = validate(schema, document, rules);
-        if (errors.length > 0) return errors;
-        if (query.length <= MAX_CACHED_QUERY) {
-          if (documents.size >= MAX_CACHED_DOCUMENTS) documents.clear();
-          documents.set(query, document);
-        }
-      }
-      return {
-        schema,
-        document,
-        variableValues: params.variables ?? null,
-        operationName: params.operationName ?? null,
-      } as unknown as ReturnType<NonNullable<Parameters<typeof createHandler<GraphqlContext>>[0]['onSubscribe']>>;
-    },
-    // Parse, validation and variable-coercion errors are the client's: `invalid_argument`.
-    formatError: (err) => {
-      if (err instanceof GraphQLError) {
-        if (err.extensions.code !== undefined) return err;
-        return new GraphQLError(err.message, { nodes: err.nodes ?? null, extensions: { ...err.extensions, code: 'invalid_argument', reason: 'invalid_graphql' } });
-      }
-      o.services.logger.error('unexpected graphql error', { err });
-      return new GraphQLError('internal server error', { extensions: { code: 'internal' } });
-    },
-    context: (req) => {
-      const res = req.context.res;
-      const cookies = new CookieSink();
-      const info = new HttpCallInfo(req.raw, res, locals(res), 'graphql', cookies);
-      return { info, flushCookies: () => flush(res, cookies) } satisfies GraphqlContext;
-    },
-  });
+  // GraphQL: graphql-js, graphql-http and the schema are loaded and built by the first request to /graphql
+  // (graphql/handler.ts); a server no client asks through GraphQL never holds them.
+  let graphqlHandler: Promise<GraphqlHandler> | undefined;
+  const loadGraphql = (): Promise<GraphqlHandler> => {
+    graphqlHandler ??= import('../graphql/handler.ts').then(({ createGraphqlHandler }) =>
+      createGraphqlHandler({
+        operations: o.operations,
+        pipeline,
+        config,
+        logger: o.services.logger,
+        callInfo: (req, res, cookies) => new HttpCallInfo(req, res, locals(res), 'graphql', cookies),
+        flush,
+      }),
+    );
+    // A failed load is tried again by the next request rather than remembered.
+    graphqlHandler.catch(() => (graphqlHandler = undefined));
+    return graphqlHandler;
+  };
   app.post('/graphql', (req, res, next) => {
     const malformed = graphqlEnvelopeError(req.body);
     if (malformed !== undefined) return next(new LatchkeyError('invalid_argument', malformed, { reason: 'malformed_graphql_request' }));
-    Promise.resolve(graphqlHandler(req, res, next)).catch(next);
+    loadGraphql().then((handle) => handle(req, res, next)).catch(next);
   });
   app.all('/graphql', (_req, _res, next) => {
     next(new LatchkeyError('method_not_allowed', 'use POST for /graphql', { reason: 'method_not_allowed' }));
