@@ -150,7 +150,8 @@ async function serveReferences(): Promise<void> {
   });
 }
 
-async function startReferences(nodeArgs: readonly string[]): Promise<{ grpc: string; http: string; pid: number | undefined; stop(): void }> {
+/** Starts the reference servers (this module's `--reference-servers` process); `stop()` ends it. */
+export async function startReferences(nodeArgs: readonly string[] = []): Promise<{ grpc: string; http: string; pid: number | undefined; stop(): void }> {
   const child = spawn(process.execPath, [...nodeArgs, new URL(import.meta.url).pathname, '--reference-servers'], { stdio: ['ignore', 'pipe', 'inherit'] });
   const addresses = await new Promise<{ grpc: string; http: string }>((r) => child.stdout?.once('data', (d: Buffer) => r(JSON.parse(d.toString()) as { grpc: string; http: string })));
   return { ...addresses, pid: child.pid, stop: () => child.kill('SIGINT') };
