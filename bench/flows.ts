@@ -8,9 +8,10 @@
  * process) measured in the same rounds.
  *
  * - `refresh`: `POST /v1/session` with a refresh token, rotated on every call
- *   (each connection carries its own session's latest tokens; fresh sessions
- *   for every round, so that a rotation lost when a run stops mid-request
- *   never reuses a spent token);
+ *   (a request takes a session from a pool and puts it back with its new
+ *   tokens, so no session is in two requests at once; fresh sessions for
+ *   every run, so that a rotation lost when a run stops mid-request never
+ *   reuses a spent token);
  * - `validate_jwt`: `POST /v1/validate_jwt_token` of an access token;
  * - `check`: `POST /v1/check_permissions`, one check with a bearer token, 20
  *   documents in turn, half of them allowed through a group;
@@ -167,7 +168,8 @@ export async function run(options: { quick: boolean }): Promise<Record<string, u
     if ((await post(`${refs.http}/v1/check_permissions`, {})).status !== 200) throw new Error('the bare node:http server did not answer 200');
     log('answers verified');
 
-    // The load of each flow. A connection takes the next account (or session) at its first request and keeps it.
+    // The load of each flow: each request takes the next account (autocannon clears a connection's context between
+    // requests, so "keeps" would not hold; the flows but refresh do not need it).
     const perConnection = <T>(items: readonly T[]) => {
       let next = 0;
       return (ctx: Record<string, unknown>): T => (ctx['item'] ??= items[next++ % items.length]) as T;
@@ -176,21 +178,28 @@ export async function run(options: { quick: boolean }): Promise<Record<string, u
       const url = base;
       switch (flow) {
         case 'refresh': {
-          const take = perConnection(await fresh());
+          // autocannon clears a connection's context whenever it starts its list of requests again (here, after
+          // every answer), so a session is taken from a pool for one request and put back with its rotated
+          // tokens: no two requests in flight ever hold one session. Two sessions per connection, so that a
+          // request lost to a timeout (its session never put back) leaves the pool enough.
+          const pool: Session[] = [...(await fresh()), ...(await fresh())];
           return {
             url,
             requests: [{
               method: 'POST',
               path: '/v1/session',
               setupRequest: (req, ctx) => {
-                const s = take(ctx);
+                const s = pool.shift()!;
+                ctx['session'] = s;
                 return { ...req, headers: bearer(s), body: JSON.stringify({ refresh_token: s.refresh }) };
               },
               onResponse: (status, body, ctx) => {
-                if (status !== 200) return;
-                const b = JSON.parse(body) as { access_token?: string; refresh_token?: string };
-                const s = take(ctx);
-                if (typeof b.refresh_token === 'string' && typeof b.access_token === 'string') Object.assign(s, { refresh: b.refresh_token, token: b.access_token });
+                const s = ctx['session'] as Session;
+                if (status === 200) {
+                  const b = JSON.parse(body) as { access_token?: string; refresh_token?: string };
+                  if (typeof b.refresh_token === 'string' && typeof b.access_token === 'string') Object.assign(s, { refresh: b.refresh_token, token: b.access_token });
+                }
+                pool.push(s);
               },
             }],
           };
@@ -225,6 +234,7 @@ export async function run(options: { quick: boolean }): Promise<Record<string, u
       const r = await autocannonRun({ ...opts, connections: CONNECTIONS, duration: seconds });
       const cpu = cpuSeconds(p) - c0;
       const answered = r.requests.total;
+      if (r.non2xx > 0) log(`${flow}: answers by status ${JSON.stringify((r as unknown as { statusCodeStats?: unknown }).statusCodeStats)}`);
       return {
         requests_per_second: Math.round(answered / Math.max(r.duration, 1e-3)),
         p50_ms: r.latency.p50,
