@@ -9,7 +9,15 @@ declare module 'autocannon' {
     headers?: Record<string, string>;
   }
   interface Options {
-    requests?: (RequestSpec & { setupRequest?: (req: RequestSpec) => RequestSpec })[];
+    /**
+     * `context` is the connection's own object (kept across its requests): a
+     * flow whose next request depends on the last answer (a rotated refresh
+     * token) keeps its state there.
+     */
+    requests?: (RequestSpec & {
+      setupRequest?: (req: RequestSpec, context: Record<string, unknown>) => RequestSpec;
+      onResponse?: (status: number, body: string, context: Record<string, unknown>) => void;
+    })[];
     amount?: number;
   }
 }

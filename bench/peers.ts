@@ -15,9 +15,16 @@
  * - `sign_out`: ends a session opened beforehand, one per request
  *   (`/v1/logout`, `/api/auth/sign-out`).
  *
- * Figures per flow and side: requests per second, p50/p99 latency and the
+ * Figures per flow and side: requests per second, p50/p95/p99 latency and the
  * server's CPU time per request (from /proc), medians over the rounds, with
- * Latchkey's ratio to better-auth. better-auth and its own dependencies are
+ * Latchkey's ratio to better-auth.
+ *
+ * The platform's limit is measured in the same run: a bare `node:http` server
+ * answering a fixed JSON (bench/server_path.ts's reference process), sent the
+ * session check's request with its cookie, once per round (`bare_node_http`);
+ * then each of Latchkey's session checks and the bare server in alternating
+ * one-second slices (transport.ts `paired`), the ratio the target is judged
+ * on (at least 0.6). better-auth and its own dependencies are
  * in bench/peers/package.json (installed here on first use, never part of
  * the project's install).
  *
@@ -28,21 +35,22 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import autocannon, { type Options, type Result } from 'autocannon';
-import { startServerProcess } from './transport.ts';
+import type { Options } from 'autocannon';
+import { autocannonRun, paired, startServerProcess } from './transport.ts';
+import { startReferences } from './server_path.ts';
 import { stopChild } from '../test/helpers/instances.ts';
 
 const COST = 10;
 const PASSWORD = 'correct horse battery staple';
 const CONNECTIONS = 50;
 /**
- * Accounts signed up before the timed flows: sign-in, the session checks and
+ * Accounts signed up before the timed flows (50 in a quick run): sign-in, the session checks and
  * sign-out go round them, so no account sees more than a request or two at
  * once (Latchkey reserves a per-account login attempt before comparing the
  * password, so fifty parallel logins of one account would meet its lockout
  * budget, which is not what a web app's traffic looks like).
  */
-const ACCOUNTS = 200;
+let ACCOUNTS = 200;
 const PEERS_DIR = join(import.meta.dirname, 'peers');
 
 const round = (x: number, d = 2): number => Math.round(x * 10 ** d) / 10 ** d;
@@ -95,6 +103,10 @@ async function call(url: string, method: 'GET' | 'POST', body?: unknown, cookie?
     method,
     headers: { origin: new URL(url).origin, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(cookie === undefined ? {} : { cookie }) },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  }).catch((err: unknown) => {
+    // fetch says only "fetch failed"; the cause says which server and why.
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    throw new Error(`${method} ${url}: ${cause?.code ?? cause?.message ?? String(err)}`);
   });
   const text = await res.text();
   const cookies = res.headers.getSetCookie().map((c) => c.split(';')[0]!).filter((c) => !c.endsWith('='));
@@ -170,14 +182,15 @@ async function verify(side: Side, tag: string): Promise<void> {
 interface Figures {
   requests_per_second: number;
   p50_ms: number;
+  p95_ms: number;
   p99_ms: number;
   server_cpu_us_per_request: number;
   non_2xx: number;
 }
 
-async function load(side: Side, options: Options): Promise<Figures> {
+async function load(side: { pid: number }, options: Options): Promise<Figures> {
   const before = cpuSeconds(side.pid);
-  const r: Result = await autocannon({ connections: CONNECTIONS, ...options });
+  const r = await autocannonRun({ connections: CONNECTIONS, ...options });
   const cpu = cpuSeconds(side.pid) - before;
   const answered = r.requests.total;
   return {
@@ -185,6 +198,7 @@ async function load(side: Side, options: Options): Promise<Figures> {
     // where autocannon's per-second average is not meaningful).
     requests_per_second: Math.round(answered / Math.max(r.duration, 1e-3)),
     p50_ms: r.latency.p50,
+    p95_ms: r.p95_ms,
     p99_ms: r.latency.p99,
     server_cpu_us_per_request: answered > 0 ? Math.round((cpu / answered) * 1e6) : 0,
     non_2xx: r.non2xx + r.errors + r.timeouts,
@@ -229,6 +243,17 @@ async function signUpAccounts(side: Side): Promise<{ emails: string[]; cookies: 
   return { emails, cookies };
 }
 
+/** The load of a session check: each request with the cookie of the next account. */
+function sessionCheckLoad(url: string, c: Side['sessionChecks'][number], seconds: number, cookies: readonly string[], target = url): Options {
+  let k = 0;
+  const headers = c.body === undefined ? { origin: url } : { 'content-type': 'application/json', origin: url };
+  return {
+    url: target,
+    duration: seconds,
+    requests: [{ method: c.method, path: c.path, headers, ...(c.body === undefined ? {} : { body: JSON.stringify(c.body) }), setupRequest: (req) => ({ ...req, headers: { ...headers, cookie: cookies[k++ % cookies.length]! } }) }],
+  };
+}
+
 async function flows(side: Side, round: number, seconds: number, accounts: { emails: string[]; cookies: string[] }): Promise<Record<string, Figures>> {
   const out: Record<string, Figures> = {};
   const json = { 'content-type': 'application/json', origin: side.url };
@@ -248,13 +273,7 @@ async function flows(side: Side, round: number, seconds: number, accounts: { ema
   });
   for (const c of side.sessionChecks) {
     await settle(side.pid);
-    let k = 0;
-    const headers = c.body === undefined ? { origin: side.url } : json;
-    out[c.name] = await load(side, {
-      url: side.url,
-      duration: seconds,
-      requests: [{ method: c.method, path: c.path, headers, ...(c.body === undefined ? {} : { body: JSON.stringify(c.body) }), setupRequest: (req) => ({ ...req, headers: { ...headers, cookie: accounts.cookies[k++ % ACCOUNTS]! } }) }],
-    });
+    out[c.name] = await load(side, sessionCheckLoad(side.url, c, seconds, accounts.cookies));
   }
   // Sign-out ends one session per request: they are opened first (five per account), and the run stops when they are used up.
   const amount = ACCOUNTS * 5;
@@ -274,31 +293,48 @@ async function flows(side: Side, round: number, seconds: number, accounts: { ema
 
 export async function run(options: { quick: boolean }): Promise<Record<string, unknown>> {
   installPeers();
+  // A quick run signs up a quarter as many (bcrypt at cost 10 for each, on both sides).
+  ACCOUNTS = options.quick ? 50 : 200;
   const rounds = options.quick ? 1 : 3;
   const seconds = options.quick ? 3 : 10;
   const dir = await mkdtemp(join(tmpdir(), 'lk-peers-'));
   const ours = await startServerProcess(dir, [`--bcrypt-cost=${COST}`]);
   const theirs = await startBetterAuth(dir);
+  const refs = await startReferences();
   try {
     const sides = [latchkey(ours.child.pid!, ours.http), betterAuthSide(theirs.child.pid!, theirs.url)];
     for (const side of sides) await verify(side, side.name);
     log('answers verified on both sides');
     const accounts = new Map<string, { emails: string[]; cookies: string[] }>();
     for (const side of sides) accounts.set(side.name, await signUpAccounts(side));
-    const runs = new Map<string, Record<string, Figures>[]>(sides.map((s) => [s.name, []]));
+    const runs = new Map<string, Record<string, Figures>[]>([...sides.map((s) => [s.name, []] as [string, Record<string, Figures>[]]), ['bare_node_http', []]]);
+    const ourSide = sides[0]!;
+    const ourCookies = accounts.get('latchkey')!.cookies;
+    const profile = ourSide.sessionChecks.find((c) => c.name === 'session_check_profile')!;
+    // The bare server gets the profile check's request (GET, the cookie), and answers it a fixed JSON.
+    const bare = (s: number): Promise<Figures> => load({ pid: refs.pid ?? 0 }, sessionCheckLoad(ourSide.url, profile, s, ourCookies, refs.http));
+    if ((await call(`${refs.http}${profile.path}`, 'GET', undefined, ourCookies[0])).status !== 200) throw new Error('the bare node:http server did not answer 200');
     for (let r = 0; r < rounds; r++) {
       for (const side of r % 2 === 0 ? sides : [...sides].reverse()) {
         const f = await flows(side, r, seconds, accounts.get(side.name)!);
         runs.get(side.name)!.push(f);
         log(`round ${r + 1} ${side.name}: ${JSON.stringify(f)}`);
       }
+      const b = await bare(seconds);
+      runs.get('bare_node_http')!.push({ session_check: b });
+      log(`round ${r + 1} bare node:http: ${JSON.stringify(b)}`);
+    }
+    // The target's ratio: each session check against the bare server in alternating one-second slices.
+    const toBare: Record<string, unknown> = {};
+    for (const c of ourSide.sessionChecks) {
+      toBare[c.name] = await paired((s) => load(ourSide, sessionCheckLoad(ourSide.url, c, s, ourCookies)).then((f) => ({ total: f.requests_per_second * s })), (s) => bare(s).then((f) => ({ total: f.requests_per_second * s })), options.quick ? 2 : 4);
     }
     const medians = (name: string): Record<string, Figures> => {
       const list = runs.get(name)!;
       const out: Record<string, Figures> = {};
       for (const flow of Object.keys(list[0]!)) {
         const pick = (k: keyof Figures): number => median(list.map((x) => x[flow]![k]));
-        out[flow] = { requests_per_second: pick('requests_per_second'), p50_ms: pick('p50_ms'), p99_ms: pick('p99_ms'), server_cpu_us_per_request: pick('server_cpu_us_per_request'), non_2xx: Math.max(...list.map((x) => x[flow]!.non_2xx)) };
+        out[flow] = { requests_per_second: pick('requests_per_second'), p50_ms: pick('p50_ms'), p95_ms: pick('p95_ms'), p99_ms: pick('p99_ms'), server_cpu_us_per_request: pick('server_cpu_us_per_request'), non_2xx: Math.max(...list.map((x) => x[flow]!.non_2xx)) };
       }
       return out;
     };
@@ -313,6 +349,8 @@ export async function run(options: { quick: boolean }): Promise<Record<string, u
       rounds,
       latchkey: ourFigures,
       better_auth: theirFigures,
+      bare_node_http: medians('bare_node_http'),
+      session_check_to_bare_node_http_paired: toBare,
       requests_per_second_ratio: {
         sign_up: ratio('sign_up'),
         sign_in: ratio('sign_in'),
@@ -322,6 +360,7 @@ export async function run(options: { quick: boolean }): Promise<Record<string, u
       },
     };
   } finally {
+    refs.stop();
     await stopChild(ours.child);
     await stopChild(theirs.child);
     await rm(dir, { recursive: true, force: true });

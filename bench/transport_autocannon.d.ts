@@ -28,6 +28,11 @@ declare module 'autocannon' {
     pipelining?: number;
     workers?: number;
   }
+  /** A running load; `response` fires once per answer with its time in ms. */
+  export interface Instance {
+    on(event: 'response', listener: (client: unknown, status: number, bytes: number, ms: number) => void): Instance;
+  }
   function autocannon(options: Options): Promise<Result>;
+  function autocannon(options: Options, callback: (err: unknown, result: Result) => void): Instance;
   export default autocannon;
 }
