@@ -120,6 +120,22 @@ class Recognition {
   }
 }
 
+/**
+ * Stacks, the rules' call sites and what prediction learns are kept between
+ * texts. Stacks depend on the grammar and the nesting depth only, not on the
+ * text's length, so these stay small; past a limit they are dropped.
+ */
+const CELLS = new Map<string, Cell>();
+let uids = 0;
+let callSites: Map<string, Cell[]> | undefined;
+const ANALYSIS = new Map<number, { sets: Array<Set<number>>; disjoint: boolean; starts: Config[]; key: string }>();
+const DFA = new Map<string, [Config[], string]>();
+const CACHE_LIMIT = 200_000;
+
+function configsKey(configs: Config[]): string {
+  return configs.map((c) => `${c.alt}:${c.cell?.uid ?? 0}:${c.outer ? 1 : 0}`).join(',');
+}
+
 /** Steps walked before giving up on a text (far beyond what any text needs; a guard against a loop). */
 const STEP_LIMIT = 2_000_000;
 
@@ -136,8 +152,6 @@ class Machine {
   recovering = false;
   lastErrorIndex = -1;
   lastErrorStates: number[] | null = null;
-  cells = new Map<string, Cell>();
-  callSites: Map<string, Cell[]> | undefined;
 
   constructor(tokens: LexToken[], lexErrors: LexError[]) {
     this.all = tokens;
@@ -148,8 +162,8 @@ class Machine {
 
   cons(item: Item, next: Cell | null): Cell {
     const key = `${item.id}:${next?.uid ?? 0}`;
-    let c = this.cells.get(key);
-    if (c === undefined) this.cells.set(key, (c = { item, next, uid: this.cells.size + 1 }));
+    let c = CELLS.get(key);
+    if (c === undefined) CELLS.set(key, (c = { item, next, uid: ++uids }));
     return c;
   }
 
@@ -374,7 +388,7 @@ class Machine {
   // --- prediction -----------------------------------------------------------
 
   sites(rule: string): Cell[] {
-    if (this.callSites === undefined) {
+    if (callSites === undefined) {
       const sites = new Map<string, Cell[]>();
       const walk = (seq: El[], cont: Cell | null): void => {
         seq.forEach((el, i) => {
@@ -389,9 +403,9 @@ class Machine {
         });
       };
       for (const [name, body] of Object.entries(RULES)) walk(body, this.cons(END[name] as End, null));
-      this.callSites = sites;
+      callSites = sites;
     }
-    return this.callSites.get(rule) ?? [];
+    return callSites.get(rule) ?? [];
   }
 
   /** Expands a configuration to those about to match a token (or past the end of `main`). */
@@ -452,10 +466,17 @@ class Machine {
   predict(cell: Cell): number {
     const options = this.options(cell);
     const kind = cell.item.k === 'block' ? cell.item.kind : 'star';
+    const where = (this.truncate(cell) as Cell).uid;
+    let analysis = ANALYSIS.get(where);
+    if (analysis === undefined) {
+      const starts = this.start(options, true);
+      const sets = options.map((_, i) => new Set(starts.filter((c) => c.alt === i + 1 && c.cell !== null).flatMap((c) => [...(c.cell?.item as { set: ReadonlySet<number> }).set])));
+      const disjoint = sets.every((s, i) => s.size > 0 && sets.every((o, j) => j <= i || [...s].every((x) => !o.has(x))));
+      analysis = { sets, disjoint, starts, key: configsKey(starts) };
+      ANALYSIS.set(where, analysis);
+    }
+    const { sets, disjoint, starts, key } = analysis;
     // LL(1) decisions are taken on the next token alone.
-    const starts = this.start(options, true);
-    const sets = options.map((_, i) => new Set(starts.filter((c) => c.alt === i + 1 && c.cell !== null).flatMap((c) => [...(c.cell?.item as { set: ReadonlySet<number> }).set])));
-    const disjoint = sets.every((s, i) => s.size > 0 && sets.every((o, j) => j <= i || [...s].every((x) => !o.has(x))));
     if (disjoint) {
       const la = this.la(1);
       const i = sets.findIndex((s) => s.has(la));
@@ -463,14 +484,27 @@ class Machine {
       if (kind === 'alt') throw this.noViableAlt(cell, 1);
       return options.length;
     }
-    return this.adaptive(cell, starts, options, true);
+    return this.adaptive(cell, starts, key, options, true);
   }
 
-  adaptive(cell: Cell, starts: Config[], options: Array<Cell | null>, sll: boolean): number {
+  /** `reach`, remembered for the prediction that does not look at the rule stack (as ANTLR's DFA does). */
+  reachCached(prev: Config[], prevKey: string, t: number, sll: boolean): [Config[], string] {
+    if (!sll) return [this.reach(prev, t, false), ''];
+    const k = `${prevKey}|${t}`;
+    const known = DFA.get(k);
+    if (known !== undefined) return known;
+    const reach = this.reach(prev, t, true);
+    const result: [Config[], string] = [reach, configsKey(reach)];
+    DFA.set(k, result);
+    return result;
+  }
+
+  adaptive(cell: Cell, starts: Config[], startsKey: string, options: Array<Cell | null>, sll: boolean): number {
     let prev = starts;
+    let prevKey = startsKey;
     for (let k = 1; ; k++) {
       const t = this.la(k);
-      const reach = this.reach(prev, t, sll);
+      const [reach, reachKey] = this.reachCached(prev, prevKey, t, sll);
       if (reach.length === 0) {
         const finished = prev.filter((c) => c.outer || c.cell === null).map((c) => c.alt);
         if (finished.length > 0) return Math.min(...finished);
@@ -495,13 +529,14 @@ class Machine {
         }
         const allEnded = reach.every((c) => c.cell === null);
         const conflict = allEnded || ([...groups.values()].some((g) => g.size > 1) && ![...byState.values()].some((g) => g.size === 1));
-        if (conflict) return this.adaptive(cell, this.start(options, false), options, false);
+        if (conflict) return this.adaptive(cell, this.start(options, false), '', options, false);
       } else {
         const mins = new Set([...groups.values()].map((g) => Math.min(...g)));
         if (mins.size === 1) return [...mins][0] as number;
       }
       if (t === TT.EOF && reach.every((c) => c.cell === null)) return Math.min(...alts);
       prev = reach;
+      prevKey = reachKey;
     }
   }
 
@@ -527,6 +562,12 @@ class Machine {
 
 /** The syntax errors OpenFGA's parser reports for a text (after OpenFGA's comment pass), in its order. */
 export function antlrSyntaxErrors(text: string): AntlrError[] {
+  if (CELLS.size + DFA.size > CACHE_LIMIT) {
+    CELLS.clear();
+    callSites = undefined;
+    ANALYSIS.clear();
+    DFA.clear();
+  }
   const { tokens, errors } = lexAntlr(text);
   const m = new Machine(tokens, errors);
   m.run();

@@ -86,8 +86,7 @@ class Scanner {
   }
 
   /** A literal at `i`: matched, or how far a partial match read before failing. */
-  literal(i: number, lit: string): Match | undefined {
-    const cs = [...lit];
+  literal(i: number, cs: readonly string[]): Match | undefined {
     let k = 0;
     while (k < cs.length && this.s[i + k] === cs[k]) k++;
     if (k === cs.length) return { length: k, type: 0 };
@@ -217,7 +216,21 @@ function better(a: Match | undefined, b: Match): Match {
   return a;
 }
 
-function literal(sc: Scanner, i: number, lit: string, type: number, best: Match | undefined): Match | undefined {
+/** Literals by their first character, each as its characters. */
+function byFirst(list: Array<[string, number]>): Map<string, Array<[string[], number]>> {
+  const map = new Map<string, Array<[string[], number]>>();
+  for (const [lit, type] of list) {
+    const cs = [...lit];
+    const entries = map.get(cs[0] as string) ?? [];
+    entries.push([cs, type]);
+    map.set(cs[0] as string, entries);
+  }
+  return map;
+}
+const DEFAULT_LITERALS = byFirst(KEYWORDS);
+const CONDITION_LITERALS = byFirst(CONDITION_KEYWORDS);
+
+function literal(sc: Scanner, i: number, lit: readonly string[], type: number, best: Match | undefined): Match | undefined {
   const m = sc.literal(i, lit);
   if (m === undefined) return best;
   return better(best, 'length' in m ? { length: m.length, type } : m);
@@ -225,7 +238,7 @@ function literal(sc: Scanner, i: number, lit: string, type: number, best: Match 
 
 function matchDefault(sc: Scanner, i: number): Match {
   let best: Match | undefined;
-  for (const [lit, type] of KEYWORDS) best = literal(sc, i, lit, type, best);
+  for (const [lit, type] of DEFAULT_LITERALS.get(sc.at(i) ?? '') ?? []) best = literal(sc, i, lit, type, best);
   const c = sc.at(i);
   if (isBlank(c) || c === '\n' || c === '\r') {
     // WHITESPACE, or NEWLINE: a run of blanks and line breaks holding at least one line break (`\f` counts as both).
@@ -263,7 +276,7 @@ function matchDefault(sc: Scanner, i: number): Match {
 
 function matchCondition(sc: Scanner, i: number): Match {
   let best: Match | undefined;
-  for (const [lit, type] of CONDITION_KEYWORDS) best = literal(sc, i, lit, type, best);
+  for (const [lit, type] of CONDITION_LITERALS.get(sc.at(i) ?? '') ?? []) best = literal(sc, i, lit, type, best);
   let blanks = i;
   while (isBlank(sc.at(blanks))) blanks++;
   if (blanks > i) best = better(best, { length: blanks - i, type: TT.WHITESPACE });
