@@ -136,6 +136,16 @@ function configsKey(configs: Config[]): string {
   return configs.map((c) => `${c.alt}:${c.cell?.uid ?? 0}:${c.outer ? 1 : 0}`).join(',');
 }
 
+/**
+ * Prediction steps allowed for one text. Prediction here follows every
+ * alternative stack on its own (ANTLR merges them into a graph), so text
+ * whose alternatives stay open across nested parentheses costs time
+ * exponential in the nesting depth: from about 11 levels of parentheses
+ * left open this limit is reached (in about a second on a loaded machine),
+ * and such a text gets our parser's first error instead.
+ */
+const WORK_LIMIT = 40_000;
+
 /** Steps walked before giving up on a text (far beyond what any text needs; a guard against a loop). */
 const STEP_LIMIT = 2_000_000;
 
@@ -149,6 +159,8 @@ class Machine {
   fetched = -1;
   lexReported = 0;
   stack: Cell | null = null;
+  /** Prediction steps taken (see WORK_LIMIT). */
+  work = 0;
   recovering = false;
   lastErrorIndex = -1;
   lastErrorStates: number[] | null = null;
@@ -410,6 +422,7 @@ class Machine {
 
   /** Expands a configuration to those about to match a token (or past the end of `main`). */
   closure(cfg: Config, out: Config[], busy: Set<string>, sll: boolean): void {
+    if (++this.work > WORK_LIMIT) throw new Error('syntax error recovery gave up: prediction too costly');
     const key = `${cfg.alt}:${cfg.cell?.uid ?? 0}:${cfg.outer}`;
     if (busy.has(key)) return;
     busy.add(key);

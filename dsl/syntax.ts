@@ -76,8 +76,8 @@ export function parseSyntax(text: string, track = true): SyntaxResult {
   const lexed = dslLexer.tokenize(cleaned);
   const tooDeep = firstTooDeep(lexed.tokens);
   if (tooDeep !== undefined) {
-    const errors = lexed.errors.length > 0 ? syntaxErrors(cleaned, undefined) : [];
-    errors.push(diagnostic('syntax', `parentheses nested more than ${MAX_NESTING} levels deep`, spanOf(tooDeep)));
+    // Refused before any further reading: the nesting alone is reported.
+    const errors = [diagnostic('syntax', `parentheses nested more than ${MAX_NESTING} levels deep`, spanOf(tooDeep))];
     return { visited: undefined, errors };
   }
   const cst = parseTokens(lexed.tokens);

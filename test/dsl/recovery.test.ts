@@ -100,3 +100,21 @@ test('named recovery steps, as OpenFGA reports them', (t) => {
     t.deepEqual(ours(text), ref, name);
   }
 });
+
+const nested = (depth: number): string => `model\n  schema 1.1\ntype user\n  relations\n    define a: ${'('.repeat(depth)}a or${')'.repeat(depth)}\n`;
+
+test('an error inside parentheses nested 10 deep: every error as OpenFGA reports it', (t) => {
+  const text = nested(10);
+  t.deepEqual(ours(text), referenceSyntaxErrors(stripComments(text)));
+});
+
+test('deeper (the one known limit): our parser\'s first error, found in bounded time', (t) => {
+  // Prediction follows each alternative stack on its own; past its work limit
+  // (about 11 open levels) the text gets the first error our parser finds.
+  for (const depth of [11, 40, 250]) {
+    const started = performance.now();
+    const errors = ours(nested(depth));
+    t.true(performance.now() - started < 20_000, `depth ${depth}`);
+    t.deepEqual(errors.map(([message, line]) => [message, line]), [["syntax error at 'or'", 4]], `depth ${depth}`);
+  }
+});
