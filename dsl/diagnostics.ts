@@ -6,7 +6,10 @@
  * `column` numbers are 0-based UTF-16 offsets within the line, `column.end`
  * is exclusive (`end - start` is the length of the marked text), and a
  * diagnostic that has no better place is reported at line 0, column 0..0.
- * Only `\n` starts a new line.
+ * Only `\n` starts a new line. Syntax errors are placed as OpenFGA's parser
+ * places them: the start column counts code points and the end adds the
+ * token's UTF-16 length (the same after characters of the Basic Multilingual
+ * Plane).
  */
 
 /** One problem found in a DSL text. */

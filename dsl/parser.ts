@@ -39,29 +39,7 @@ class DslParser extends CstParser {
   #atTypeDef = this.#nlThen(T.Type, T.Extend);
   #atDoubleNewline = this.#nlThen(T.Newline);
   #atCondition = this.#nlThen(T.Condition);
-  #atDeclaration = (): boolean =>
-    this.LA(1).tokenType === T.DefineLine || this.#atTypeDef() || this.#atCondition();
   #atRelations = this.#nlThen(T.Relations);
-
-  /**
-   * Not part of OpenFGA's grammar: the declarations that may follow a syntax
-   * error, parsed from the next line that starts a relation, type or
-   * condition, so one run reports the errors of several declarations.
-   */
-  tail = this.RULE('tail', () => {
-    this.MANY({
-      GATE: this.#atDeclaration,
-      DEF: () =>
-        this.OR([
-          { ALT: () => this.SUBRULE(this.relationDeclaration) },
-          { ALT: () => this.SUBRULE(this.typeDef) },
-          { ALT: () => this.SUBRULE(this.condition) },
-        ]),
-    });
-    this.OPTION({ GATE: this.#atDoubleNewline, DEF: () => this.CONSUME(T.Newline) });
-    this.OPTION1(() => this.CONSUME1(T.Newline));
-    this.CONSUME(EOF);
-  });
 
   main = this.RULE('main', () => {
     this.OPTION(() => this.CONSUME(T.Whitespace));
@@ -296,10 +274,4 @@ export function grammarProblems(): string[] {
 export function parseTokens(tokens: IToken[]): CstNode {
   dslParser.input = tokens;
   return dslParser.main();
-}
-
-/** Parses the declarations after a syntax error (see `tail`); errors are left in `dslParser.errors`. */
-export function parseTail(tokens: IToken[]): void {
-  dslParser.input = tokens;
-  dslParser.tail();
 }

@@ -18,8 +18,8 @@
  * - the server's limits (25 conditions of 25 parameters, 512-byte
  *   expressions) are checked by us and not by the reference's validator.
  * - it may report the same error twice; errors compare as sets.
- * Syntax errors: the reference reports every error ANTLR's recovery finds;
- * our parser stops at the first, so the first error is compared.
+ * Syntax errors: the first error is compared here; every error, with its
+ * message, is compared in test/dsl/recovery.test.ts.
  *
  * Texts: generated models (most have semantic errors), generated and
  * conformance models (../shared/conformance/openfga-language) mutated, and
@@ -138,14 +138,9 @@ const KINDS: Array<[string, string, Pos]> = [
 ];
 
 /**
- * Syntax errors placed differently, each with the reason. ANTLR (the
- * reference) decides with adaptive prediction over the whole remaining
- * input and keeps blanks as tokens of their own; our parser decides with a
- * fixed lookahead and keeps blanks inside operator tokens. Where the two stop
- * at different tokens and no local rule maps one onto the other, the case is
- * here. [name, text, reference position, our position]. None is known at
- * present: the last two (blanks and an operator right after `(`, a trailing
- * `but not` after the first operand) are matched now and are among KINDS.
+ * Syntax errors placed differently, each with the reason: [name, text,
+ * reference position, our position]. None is known: syntax errors are found
+ * by walking OpenFGA's own grammar and tokens (dsl/recovery.ts).
  */
 const SYNTAX_DIFFERENT: Array<[string, string, Pos, Pos]> = [];
 

@@ -5,9 +5,8 @@
  * Apache-2.0; case names kept) give exactly the expected errors: kind, line
  * and columns, in OpenFGA's order. Every duplicated-error case is here (the
  * language places duplicates by searching the text; see dsl/validator.ts
- * `duplicateSpan`). For syntax errors (`dsl-syntax-validation-cases.yaml`)
- * the first error is compared: OpenFGA's ANTLR parser goes on after an error
- * and reports what its recovery finds next, ours stops at the first.
+ * `duplicateSpan`). The syntax cases (`dsl-syntax-validation-cases.yaml`),
+ * every error with its message, are in language_syntax.test.ts.
  *
  * Positions are 0-based, the end column exclusive. [case name, DSL,
  * [[kind, line, column start, column end], …]].
@@ -72,24 +71,3 @@ for (const kind of [...new Set(SEMANTIC.flatMap(([, , errors]) => errors.map((e)
     }
   });
 }
-
-/** From `dsl-syntax-validation-cases.yaml`: the first error. [case name, DSL, first error]. */
-const SYNTAX: Array<[string, string, Expected]> = [
-  ["no model header", "type user\n", ['syntax', 0, 0, 4]],
-  ["mixed operators with mixed operations and paren sets", "model\n  schema 1.1\ntype user\n  relations\n    define follower: [user]\n    define blocked: [user]\n    define restricted: [user]\n    define viewer: [user] and follower or (restricted but not blocked)\n", ['syntax', 7, 38, 39]],
-  ["mixed operators with mixed operations and paren sets", "model\n  schema 1.1\ntype user\n  relations\n    define follower: [user]\n    define blocked: [user]\n    define restricted: [user]\n    define viewer: [user] and (follower but not blocked but not restricted)\n", ['syntax', 7, 56, 63]],
-  ["mixture of 1.0 and 1.1 should yield error", "model\n  schema 1.1\ntype user\ntype org\n  relations\n    define member: [user]\ntype group\n  relations\n    define parent as self\n    define viewer as viewer from parent\n", ['syntax', 8, 18, 20]],
-  ["empty directly assignable relations with spaces should yield error", "model\n  schema 1.1\ntype user\ntype org\n  relations\n    define member: [ ]\n    define reader: [user]\n", ['syntax', 5, 21, 22]],
-  ["empty directly assignable relations without spaces should yield error", "model\n  schema 1.1\ntype user\ntype org\n  relations\n    define member: []\n    define reader: [user]\n", ['syntax', 5, 20, 21]],
-  ["should not allow no model schema", "type user\ntype group\n  relations\n    define group: [user] as self\n", ['syntax', 0, 0, 4]],
-  ["having no parameter name should fail", "model\n  schema 1.1\ntype user\ntype document\n  relations\n    define viewer: [user with is_not_deleted]\ncondition is_not_deleted(string) {\n  status != \"deleted\"\n}\n", ['syntax', 6, 25, 31]],
-  ["an invalid model with multiple type restriction instances in a relation definition", "model\n  schema 1.1\ntype user\n  relations\n    define viewer: [user] or [user]\n", ['syntax', 4, 29, 30]],
-
-];
-
-test("syntax: OpenFGA's language test data, the first error at its position", (t) => {
-  for (const [name, dsl, expected] of SYNTAX) {
-    const ours = parseDsl(dsl).errors.map((e): Expected => [e.kind, e.line.start, e.column.start, e.column.end]);
-    t.deepEqual(ours[0], expected, name);
-  }
-});

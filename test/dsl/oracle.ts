@@ -232,3 +232,53 @@ export function serverRefusal(model: AuthorizationModel): ServerRefusal | undefi
   }
   return undefined;
 }
+
+/** OpenFGA's ANTLR-generated lexer and parser, as shipped in `@openfga/syntax-transformer`. */
+type AntlrToken = { type: number; text: string | null; line: number; column: number; channel: number };
+type AntlrListener = {
+  syntaxError(r: unknown, symbol: AntlrToken | null, line: number, column: number, message: string): void;
+  reportAmbiguity(): void;
+  reportAttemptingFullContext(): void;
+  reportContextSensitivity(): void;
+};
+type AntlrRecognizer = { removeErrorListeners(): void; addErrorListener(l: AntlrListener): void };
+const requireCjs = createRequire(import.meta.url);
+// The ANTLR runtime the package itself loads.
+const antlr = createRequire(requireCjs.resolve('@openfga/syntax-transformer'))('antlr4') as { InputStream: new (text: string) => unknown; CommonTokenStream: new (lexer: unknown) => unknown };
+const OpenFGALexer = (requireCjs('@openfga/syntax-transformer/dist/gen/OpenFGALexer.js') as { default: new (input: unknown) => AntlrRecognizer & { getAllTokens(): AntlrToken[] } }).default;
+const OpenFGAParser = (requireCjs('@openfga/syntax-transformer/dist/gen/OpenFGAParser.js') as { default: new (tokens: unknown) => AntlrRecognizer & { main(): unknown } }).default;
+
+/** One error as OpenFGA's language package reports it: message, 0-based line, columns (end exclusive: start + the token's length). */
+export type ReferenceSyntaxError = [message: string, line: number, start: number, end: number];
+
+function collector(out: ReferenceSyntaxError[]): AntlrListener {
+  return {
+    syntaxError: (_r, symbol, line, column, message) => out.push([message, line - 1, column, column + (symbol?.text?.length ?? 0)]),
+    reportAmbiguity: () => undefined,
+    reportAttemptingFullContext: () => undefined,
+    reportContextSensitivity: () => undefined,
+  };
+}
+
+/** The lexer and parser errors of OpenFGA's ANTLR parser for a text (already through the comment pass), in its order. */
+export function referenceSyntaxErrors(text: string): ReferenceSyntaxError[] {
+  const out: ReferenceSyntaxError[] = [];
+  const lexer = new OpenFGALexer(new antlr.InputStream(text));
+  lexer.removeErrorListeners();
+  lexer.addErrorListener(collector(out));
+  const parser = new OpenFGAParser(new antlr.CommonTokenStream(lexer));
+  parser.removeErrorListeners();
+  parser.addErrorListener(collector(out));
+  parser.main();
+  return out;
+}
+
+/** OpenFGA's lexer's tokens ([type, text, line, column, hidden]) and errors for a text. */
+export function referenceTokens(text: string): { tokens: Array<[number, string, number, number, boolean]>; errors: ReferenceSyntaxError[] } {
+  const errors: ReferenceSyntaxError[] = [];
+  const lexer = new OpenFGALexer(new antlr.InputStream(text));
+  lexer.removeErrorListeners();
+  lexer.addErrorListener(collector(errors));
+  const tokens = lexer.getAllTokens().map((t): [number, string, number, number, boolean] => [t.type, t.text ?? '', t.line, t.column, t.channel !== 0]);
+  return { tokens, errors };
+}
