@@ -34,7 +34,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { DEFAULT_EMAIL_TEMPLATES } from '../../../admin/index.ts';
+import { EMAIL_LANGUAGES, EMAIL_TEMPLATE_EVENTS, defaultTemplate } from '../../../admin/index.ts';
 import type { Config, HttpRoute, HttpRouteResponse } from '../../../server/index.ts';
 import { DESIGN_CSS, escapeHtml } from '../design.ts';
 import { LANGUAGE_COOKIE, pickLanguage } from '../i18n.ts';
@@ -51,19 +51,28 @@ export const DASHBOARD_SCRIPT_FILES = ['core.js', 'users.js', 'webhooks.js', 'te
 const SCRIPTS: ReadonlyMap<string, string> = new Map(DASHBOARD_SCRIPT_FILES.map((f) => [f, read(`./${f}`)]));
 const PAGE_HTML = read('./page.html');
 
+/** Each language's name in itself, for the email template's language menu. */
+const LANGUAGE_NAMES: Readonly<Record<string, string>> = { en: 'English', de: 'Deutsch', fr: 'Français', es: 'Español', ja: '日本語', ar: 'العربية' };
+/** The built-in mail templates by language (`''`, every language, is English) and event: what the template section shows for an event and language without a stored template. */
+const DEFAULT_TEMPLATES = Object.fromEntries(
+  ['', ...EMAIL_LANGUAGES].map((lang) => [lang, Object.fromEntries(EMAIL_TEMPLATE_EVENTS.map((event) => [event, defaultTemplate(event, lang || 'en')]))]),
+);
+const TEMPLATE_LANGUAGES = EMAIL_LANGUAGES.map((code) => ({ code, name: LANGUAGE_NAMES[code] ?? code }));
+
 /** The languages the dashboard is shown in, English (the default) first. */
 export const DASHBOARD_LANGUAGES: readonly string[] = Object.freeze(Object.keys(DASHBOARD_MESSAGES));
 
 /**
  * The page for a configuration in a language. Its data block holds the page's words, the organization
  * (`--organization-name`, `--organization-logo`: the header and the mail preview's `organization.*`), the
- * built-in mail templates, shown (and previewed) for events without a stored one, and the roles an
+ * built-in mail templates in each language, shown (and previewed) for an event and language without a
+ * stored one, the languages a template may be stored for, and the roles an
  * organization member may hold (owner, admin, member and `--organization-roles`). A JSON data block is not
  * executed, so the policy need not allow it; `<` is escaped so the text cannot close the element.
  */
 function pageHtml(organization: { name: string; logo: string }, organizationRoles: readonly string[], lang: string): string {
   const messages = DASHBOARD_MESSAGES[lang] ?? DASHBOARD_MESSAGES['en']!;
-  const data = JSON.stringify({ organization, templates: DEFAULT_EMAIL_TEMPLATES, organization_roles: ['owner', 'admin', 'member', ...organizationRoles], messages }).replace(/</g, '\\u003c');
+  const data = JSON.stringify({ organization, templates: DEFAULT_TEMPLATES, template_languages: TEMPLATE_LANGUAGES, organization_roles: ['owner', 'admin', 'member', ...organizationRoles], messages }).replace(/</g, '\\u003c');
   // A logo is shown only from https or as inline data (the policy's img-src); it is decoration, named by the heading next to it.
   const logo = /^(https:|data:image\/)/.test(organization.logo) ? `<img class="logo" src="${escapeHtml(organization.logo)}" alt="" height="32">` : '';
   const slots: Record<string, string> = { lang, dir: DASHBOARD_RTL_LANGUAGES.has(lang) ? 'rtl' : 'ltr', logo };

@@ -167,6 +167,8 @@ export const ar: DashboardMessages = {
   testAnswered: 'رُدّ على الحدث التجريبي بـ HTTP {status}',
   testAnsweredFailed: 'رُدّ على الحدث التجريبي بـ HTTP {status} (فشل)',
   testFailed: 'فشل الحدث التجريبي: {message}',
+  templateLanguage: 'اللغة',
+  everyLanguage: 'كل اللغات (حين لا يوجد قالب بلغة المستلم)',
   subject: 'الموضوع',
   templateBody: 'القالب (HTML؛ عناصر نائبة مثل {{ user.given_name }} و{{ verification_url }} و{{ otp }} و{{ organization.name }})',
   saveTemplate: 'حفظ القالب',

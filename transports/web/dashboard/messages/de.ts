@@ -167,6 +167,8 @@ export const de: DashboardMessages = {
   testAnswered: 'Das Testereignis wurde mit HTTP {status} beantwortet',
   testAnsweredFailed: 'Das Testereignis wurde mit HTTP {status} beantwortet (fehlgeschlagen)',
   testFailed: 'Testereignis fehlgeschlagen: {message}',
+  templateLanguage: 'Sprache',
+  everyLanguage: 'Jede Sprache (wenn es keine in der Sprache des Empfängers gibt)',
   subject: 'Betreff',
   templateBody: 'Vorlage (HTML; Platzhalter wie {{ user.given_name }}, {{ verification_url }}, {{ otp }}, {{ organization.name }})',
   saveTemplate: 'Vorlage speichern',

@@ -169,6 +169,8 @@ export const en = {
   testAnswered: 'Test event answered with HTTP {status}',
   testAnsweredFailed: 'Test event answered with HTTP {status} (failed)',
   testFailed: 'Test event failed: {message}',
+  templateLanguage: 'Language',
+  everyLanguage: "Every language (when the recipient's has none)",
   subject: 'Subject',
   templateBody: 'Template (HTML; placeholders such as {{ user.given_name }}, {{ verification_url }}, {{ otp }}, {{ organization.name }})',
   saveTemplate: 'Save template',

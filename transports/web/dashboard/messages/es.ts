@@ -167,6 +167,8 @@ export const es: DashboardMessages = {
   testAnswered: 'El evento de prueba recibió la respuesta HTTP {status}',
   testAnsweredFailed: 'El evento de prueba recibió la respuesta HTTP {status} (fallido)',
   testFailed: 'El evento de prueba falló: {message}',
+  templateLanguage: 'Idioma',
+  everyLanguage: 'Todos los idiomas (si el del destinatario no tiene una)',
   subject: 'Asunto',
   templateBody: 'Plantilla (HTML; marcadores como {{ user.given_name }}, {{ verification_url }}, {{ otp }}, {{ organization.name }})',
   saveTemplate: 'Guardar la plantilla',

@@ -167,6 +167,8 @@ export const fr: DashboardMessages = {
   testAnswered: 'L’événement de test a reçu la réponse HTTP {status}',
   testAnsweredFailed: 'L’événement de test a reçu la réponse HTTP {status} (échec)',
   testFailed: 'L’événement de test a échoué : {message}',
+  templateLanguage: 'Langue',
+  everyLanguage: 'Toutes les langues (quand celle du destinataire n’en a pas)',
   subject: 'Objet',
   templateBody: 'Modèle (HTML ; variables comme {{ user.given_name }}, {{ verification_url }}, {{ otp }}, {{ organization.name }})',
   saveTemplate: 'Enregistrer le modèle',

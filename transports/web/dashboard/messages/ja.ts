@@ -167,6 +167,8 @@ export const ja: DashboardMessages = {
   testAnswered: 'テストイベントへの応答: HTTP {status}',
   testAnsweredFailed: 'テストイベントへの応答: HTTP {status} (失敗)',
   testFailed: 'テストイベントに失敗しました: {message}',
+  templateLanguage: '言語',
+  everyLanguage: 'すべての言語 (受信者の言語のものがない場合)',
   subject: '件名',
   templateBody: 'テンプレート (HTML。{{ user.given_name }}、{{ verification_url }}、{{ otp }}、{{ organization.name }} などのプレースホルダーが使えます)',
   saveTemplate: 'テンプレートを保存',
