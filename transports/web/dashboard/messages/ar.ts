@@ -1,4 +1,4 @@
-import type { DashboardMessages } from './index.ts';
+import type { DashboardMessages } from './types.ts';
 
 /** The dashboard's words in Arabic (keys as in en.ts), laid out right to left. */
 export const ar: DashboardMessages = {

@@ -1,4 +1,4 @@
-import type { DashboardMessages } from './index.ts';
+import type { DashboardMessages } from './types.ts';
 
 /** The dashboard's words in French (keys as in en.ts). */
 export const fr: DashboardMessages = {

@@ -16,8 +16,9 @@ import { es } from './es.ts';
 import { ja } from './ja.ts';
 import { ar } from './ar.ts';
 
-export type DashboardMessageKey = keyof typeof en;
-export type DashboardMessages = Readonly<Record<DashboardMessageKey, string>>;
+import type { DashboardMessageKey, DashboardMessages } from './types.ts';
+
+export type { DashboardMessageKey, DashboardMessages } from './types.ts';
 
 /** The keys of the catalogues, in the English catalogue's order. */
 export const DASHBOARD_MESSAGE_KEYS: readonly DashboardMessageKey[] = Object.freeze(Object.keys(en) as DashboardMessageKey[]);
