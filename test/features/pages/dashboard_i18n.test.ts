@@ -15,10 +15,10 @@
  */
 import anyTest, { type ExecutionContext } from 'ava';
 import { readFileSync, readdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../../helpers/server.ts';
 import { launchChromium, watchPage } from '../../helpers/loopback.ts';
+import { allViolations } from '../../helpers/accessibility.ts';
 import { needs } from '../../helpers/needs.ts';
 import { DASHBOARD_MESSAGES, DASHBOARD_MESSAGE_KEYS } from '../../../transports/web/dashboard/messages/index.ts';
 
@@ -229,17 +229,6 @@ test('the language: the saved latchkey_lang cookie wins over Accept-Language; an
   // The policy is the same for every language: the words travel in a data block, not in a script.
   t.is(fr.headers.get('content-security-policy'), unknown.headers.get('content-security-policy'));
 });
-
-const require = createRequire(import.meta.url);
-const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
-/** Every axe-core violation (any impact) of the WCAG 2.x A/AA rules and best practices, top document only (see test/helpers/accessibility.ts). */
-async function allViolations(page: Page): Promise<string[]> {
-  await page.evaluate(AXE);
-  return page.evaluate(`(async () => {
-    const r = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] }, iframes: false, resultTypes: ['violations'] });
-    return r.violations.map((v) => v.id + ' (' + v.impact + '): ' + v.nodes.map((n) => n.target.join(' ')).join(', '));
-  })()`) as Promise<string[]>;
-}
 
 for (const width of [1280, 375]) {
   for (const dark of [false, true]) {
