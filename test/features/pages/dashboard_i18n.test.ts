@@ -11,7 +11,9 @@
  * and the dark scheme: axe-core finds no violation of any impact, nothing
  * scrolls sideways, and no console error or CSP violation happens; the
  * overview loads without layout shift; and the main flows by keyboard alone
- * (sign in, open a user, end their session, cancel and confirm the dialog).
+ * (sign in, open a user, end their session, cancel and confirm the dialog);
+ * and an email template saved for one language from the Email templates
+ * section.
  */
 import anyTest, { type ExecutionContext } from 'ava';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -317,5 +319,27 @@ test('by keyboard alone at 375 px: sign in, open a user, end their session; the 
   await page.keyboard.press('Enter');
   await page.locator('#webhooks-table .msg.ok').waitFor();
   await until(async () => (await page.locator('#webhook-rows tr').count()) === 1);
+  t.deepEqual(problems, []);
+});
+
+test('email templates per language: the German built-in default is shown for German, saving stores a German template, the one for every language stays the default', async (t) => {
+  const server = await start(t);
+  const { page, problems } = await context(t);
+  await signIn(page, server);
+  await page.locator('nav a[data-section="templates"]').click();
+  await page.locator('#template-state:not(:empty)').waitFor();
+  await page.locator('#template-event').selectOption('forgot_password');
+  await page.locator('#template-language').selectOption('de');
+  t.is(await page.locator('#template-subject').inputValue(), 'Setzen Sie Ihr Passwort zurück', 'the built-in German default');
+  await page.locator('#template-subject').fill('Neues Passwort für {{ user.email }}');
+  await page.locator('#template-form button[type=submit]').click();
+  await page.locator('#template-actions .msg.ok').waitFor();
+  const listed = (await server.call('email_templates', {}, { protocol: 'rest', headers: ADMIN })).body as { email_templates: { event_name: string; language: string; subject: string }[] };
+  t.deepEqual(listed.email_templates.map((x) => [x.event_name, x.language, x.subject]), [['forgot_password', 'de', 'Neues Passwort für {{ user.email }}']]);
+  await page.locator('#template-language').selectOption('');
+  t.is(await page.locator('#template-subject').inputValue(), 'Reset your password', 'every language: still the built-in default');
+  t.false(await page.locator('#template-delete').isEnabled());
+  await page.locator('#template-language').selectOption('de');
+  t.true(await page.locator('#template-delete').isEnabled(), 'the German template is stored');
   t.deepEqual(problems, []);
 });
