@@ -418,14 +418,14 @@ export class AdminService {
 
   // ------------------------------------------------------------ email templates
 
-  async addEmailTemplate(ctx: AdminCallContext, input: { event_name: string; subject: string; template: string; design?: string | undefined }): Promise<{ message: string; email_template: EmailTemplate }> {
+  async addEmailTemplate(ctx: AdminCallContext, input: { event_name: string; language?: string | undefined; subject: string; template: string; design?: string | undefined }): Promise<{ message: string; email_template: EmailTemplate }> {
     return this.#run(ctx, 'admin.email_template_created', { type: 'email_template' }, async () => ({
       message: 'email template added successfully',
       email_template: await this.templates.add(input),
-    }), { event_name: input.event_name });
+    }), { event_name: input.event_name, language: input.language ?? '' });
   }
 
-  async updateEmailTemplate(ctx: AdminCallContext, input: { id: string; event_name?: string | undefined; subject?: string | undefined; template?: string | undefined; design?: string | undefined }): Promise<{ message: string; email_template: EmailTemplate }> {
+  async updateEmailTemplate(ctx: AdminCallContext, input: { id: string; event_name?: string | undefined; language?: string | undefined; subject?: string | undefined; template?: string | undefined; design?: string | undefined }): Promise<{ message: string; email_template: EmailTemplate }> {
     return this.#run(ctx, 'admin.email_template_updated', { type: 'email_template', id: input.id }, async () => ({
       message: 'email template updated successfully',
       email_template: await this.templates.update(input),

@@ -6,7 +6,7 @@
  * |---|---|---|---|
  * | `audit_logs` | `chain` | position, 16 digits | the hash-chained rows; the position is claimed by a conditional put |
  * | `admin_sessions` | SHA-256 of the session id | `-` | expiry (unix ms) and IP |
- * | `email_templates` | `event` | event name | one template per event: the key is the uniqueness |
+ * | `email_templates` | `event` | event name, `#language` for a template of one language | one template per event and language: the key is the uniqueness |
  * | `mail_outbox` | mail id | `-` | mails to send; index `due` as for webhook deliveries |
  * | `webhooks` | webhook id | `-` | the registry |
  * | `webhook_deliveries` | delivery id | `-` | the outbox; index `due` (`due_pk`, `due_at`) holds only deliveries still to send |
@@ -274,10 +274,14 @@ export class DynamoWebhookStore implements WebhookStore {
   }
 }
 
+/** The sort key of a template: its event, with `#language` for a template of one language (the key of a template for every language is the event alone, as before languages). */
+const templateKey = (event: string, language: string): string => (language === '' ? event : `${event}#${language}`);
+
 /**
- * Email templates on DynamoDB, keyed by their event, so that "one template
- * per event" is the key itself: a put conditional on the key being free.
- * There are at most six (one per mail event), so reads by id scan them.
+ * Email templates on DynamoDB, keyed by their event and language, so that
+ * "one template per event and language" is the key itself: a put
+ * conditional on the key being free. There are a few per mail event (one
+ * per language), so reads by id scan them.
  */
 export class DynamoEmailTemplateStore implements EmailTemplateStore {
   readonly #db: DynamoDatabase;
@@ -299,21 +303,22 @@ export class DynamoEmailTemplateStore implements EmailTemplateStore {
     return (await this.#all()).find((r) => r['id'] === id);
   }
 
-  async byEvent(event: string): Promise<Row | undefined> {
-    const item = await this.#db.get('email_templates', 'event', event);
+  async byEvent(event: string, language: string): Promise<Row | undefined> {
+    const item = await this.#db.get('email_templates', 'event', templateKey(event, language));
     return item ? strip(item) : undefined;
   }
 
   insert(row: Row): Promise<boolean> {
-    return this.#db.put('email_templates', { pk: 'event', sk: String(row['event_name']), ...row }, { expression: 'attribute_not_exists(pk)' });
+    return this.#db.put('email_templates', { pk: 'event', sk: templateKey(String(row['event_name']), String(row['language'] ?? '')), ...row }, { expression: 'attribute_not_exists(pk)' });
   }
 
-  async update(row: Row, previousEvent: string): Promise<boolean> {
-    const event = String(row['event_name']);
+  async update(row: Row, previous: { event: string; language: string }): Promise<boolean> {
+    const event = templateKey(String(row['event_name']), String(row['language'] ?? ''));
+    const previousEvent = templateKey(previous.event, previous.language);
     if (event === previousEvent) {
       return (await this.#db.update('email_templates', 'event', event, { set: row }, { expression: '#i = :id', names: { '#i': 'id' }, values: { ':id': row['id'] } })) !== undefined;
     }
-    // Moving to another event: the conditional put on the new key decides; then the old key goes.
+    // Moving to another event or language: the conditional put on the new key decides; then the old key goes.
     const old = await this.#db.get('email_templates', 'event', previousEvent);
     if (!old || old['id'] !== row['id']) return true;
     if (!(await this.#db.put('email_templates', { ...old, ...row, pk: 'event', sk: event }, { expression: 'attribute_not_exists(pk)' }))) return false;
@@ -322,7 +327,7 @@ export class DynamoEmailTemplateStore implements EmailTemplateStore {
   }
 
   async delete(row: Row): Promise<void> {
-    await this.#db.delete('email_templates', 'event', String(row['event_name']), { expression: '#i = :id', names: { '#i': 'id' }, values: { ':id': row['id'] } });
+    await this.#db.delete('email_templates', 'event', templateKey(String(row['event_name']), String(row['language'] ?? '')), { expression: '#i = :id', names: { '#i': 'id' }, values: { ':id': row['id'] } });
   }
 
   async list(limit: number, offset: number): Promise<{ rows: Row[]; total: number }> {

@@ -1,59 +1,135 @@
 /**
- * The words of the built-in email templates in the languages other than
- * English (English is `DEFAULT_EMAIL_TEMPLATES` in email_templates.ts, and
- * the reference: every language has each event). Bodies are template text:
- * `{{ … }}` placeholders are filled, HTML-escaped, at render time.
+ * The message catalogues of the built-in email templates, in the shape of the
+ * pages' catalogues: per language (BCP 47 tag, English first and the
+ * reference), one record of message key to text. A mail's built-in template is
+ * its event's subject, and the layout of email_templates.ts around the
+ * greeting (every mail but the invitation, which is not addressed to a known
+ * user) and the event's body. Texts are template text: `{{ … }}` placeholders
+ * are filled, HTML-escaped, at render time. Each catalogue's type requires
+ * exactly the English keys.
  */
 /** The events of `EMAIL_TEMPLATE_EVENTS` (email_templates.ts checks that the two agree). */
-type MailEvent = 'basic_auth_signup' | 'magic_link_login' | 'update_email' | 'forgot_password' | 'verify_otp' | 'invite_member';
-type Words = Readonly<Record<MailEvent, { subject: string; body: string }>>;
+export type MailEvent = 'basic_auth_signup' | 'magic_link_login' | 'update_email' | 'forgot_password' | 'verify_otp' | 'invite_member';
 
-const de: Words = {
-  basic_auth_signup: { subject: 'Bestätigen Sie Ihre E-Mail-Adresse', body: '<p>Hallo {{ user.given_name }},</p><p>Bestätigen Sie Ihre E-Mail-Adresse: <a href="{{ verification_url }}">E-Mail bestätigen</a>.</p>' },
-  magic_link_login: { subject: 'Ihr Anmeldelink', body: '<p>Hallo {{ user.given_name }},</p><p><a href="{{ verification_url }}">Anmelden</a>. Der Link gilt einmal.</p>' },
-  update_email: { subject: 'Bestätigen Sie Ihre neue E-Mail-Adresse', body: '<p>Hallo {{ user.given_name }},</p><p>Bestätigen Sie diese Adresse: <a href="{{ verification_url }}">bestätigen</a>.</p>' },
-  forgot_password: { subject: 'Setzen Sie Ihr Passwort zurück', body: '<p>Hallo {{ user.given_name }},</p><p><a href="{{ verification_url }}">Passwort zurücksetzen</a>. Ignorieren Sie diese E-Mail, wenn Sie das nicht angefordert haben.</p>' },
-  verify_otp: { subject: 'Ihr Einmalcode', body: '<p>Hallo {{ user.given_name }},</p><p>Ihr Code lautet <strong>{{ otp }}</strong>. Er läuft in Kürze ab.</p>' },
-  invite_member: { subject: 'Sie sind eingeladen', body: '<p>Sie wurden zu {{ organization.name }} eingeladen.</p><p><a href="{{ verification_url }}">Einladung annehmen</a>.</p>' },
-};
-const fr: Words = {
-  basic_auth_signup: { subject: 'Confirmez votre adresse e-mail', body: '<p>Bonjour {{ user.given_name }},</p><p>Confirmez votre adresse e-mail : <a href="{{ verification_url }}">confirmer l’adresse</a>.</p>' },
-  magic_link_login: { subject: 'Votre lien de connexion', body: '<p>Bonjour {{ user.given_name }},</p><p><a href="{{ verification_url }}">Se connecter</a>. Le lien ne sert qu’une fois.</p>' },
-  update_email: { subject: 'Confirmez votre nouvelle adresse e-mail', body: '<p>Bonjour {{ user.given_name }},</p><p>Confirmez cette adresse : <a href="{{ verification_url }}">confirmer</a>.</p>' },
-  forgot_password: { subject: 'Réinitialisez votre mot de passe', body: '<p>Bonjour {{ user.given_name }},</p><p><a href="{{ verification_url }}">Réinitialiser le mot de passe</a>. Ignorez ce message si vous n’en êtes pas à l’origine.</p>' },
-  verify_otp: { subject: 'Votre code à usage unique', body: '<p>Bonjour {{ user.given_name }},</p><p>Votre code est <strong>{{ otp }}</strong>. Il expire bientôt.</p>' },
-  invite_member: { subject: 'Vous êtes invité', body: '<p>Vous êtes invité à rejoindre {{ organization.name }}.</p><p><a href="{{ verification_url }}">Accepter l’invitation</a>.</p>' },
-};
-const es: Words = {
-  basic_auth_signup: { subject: 'Verifica tu dirección de correo', body: '<p>Hola, {{ user.given_name }}:</p><p>Confirma tu dirección de correo: <a href="{{ verification_url }}">verificar correo</a>.</p>' },
-  magic_link_login: { subject: 'Tu enlace de inicio de sesión', body: '<p>Hola, {{ user.given_name }}:</p><p><a href="{{ verification_url }}">Iniciar sesión</a>. El enlace sirve una vez.</p>' },
-  update_email: { subject: 'Confirma tu nueva dirección de correo', body: '<p>Hola, {{ user.given_name }}:</p><p>Confirma esta dirección: <a href="{{ verification_url }}">confirmar</a>.</p>' },
-  forgot_password: { subject: 'Restablece tu contraseña', body: '<p>Hola, {{ user.given_name }}:</p><p><a href="{{ verification_url }}">Restablecer la contraseña</a>. Ignora este correo si no lo pediste.</p>' },
-  verify_otp: { subject: 'Tu código de un solo uso', body: '<p>Hola, {{ user.given_name }}:</p><p>Tu código es <strong>{{ otp }}</strong>. Caduca en breve.</p>' },
-  invite_member: { subject: 'Tienes una invitación', body: '<p>Te han invitado a {{ organization.name }}.</p><p><a href="{{ verification_url }}">Aceptar la invitación</a>.</p>' },
-};
-const ja: Words = {
-  basic_auth_signup: { subject: 'メールアドレスの確認', body: '<p>{{ user.given_name }} さん</p><p>メールアドレスを確認してください: <a href="{{ verification_url }}">メールを確認</a>。</p>' },
-  magic_link_login: { subject: 'サインイン用リンク', body: '<p>{{ user.given_name }} さん</p><p><a href="{{ verification_url }}">サインイン</a>。このリンクは 1 回だけ使えます。</p>' },
-  update_email: { subject: '新しいメールアドレスの確認', body: '<p>{{ user.given_name }} さん</p><p>このアドレスを確認してください: <a href="{{ verification_url }}">確認</a>。</p>' },
-  forgot_password: { subject: 'パスワードの再設定', body: '<p>{{ user.given_name }} さん</p><p><a href="{{ verification_url }}">パスワードを再設定</a>。心当たりがない場合は、このメールを無視してください。</p>' },
-  verify_otp: { subject: 'ワンタイムコード', body: '<p>{{ user.given_name }} さん</p><p>コードは <strong>{{ otp }}</strong> です。まもなく期限切れになります。</p>' },
-  invite_member: { subject: '招待が届いています', body: '<p>{{ organization.name }} に招待されました。</p><p><a href="{{ verification_url }}">招待を受ける</a>。</p>' },
-};
-const ar: Words = {
-  basic_auth_signup: { subject: 'تأكيد عنوان بريدك الإلكتروني', body: '<p>مرحبًا {{ user.given_name }}،</p><p>أكّد عنوان بريدك الإلكتروني: <a href="{{ verification_url }}">تأكيد البريد</a>.</p>' },
-  magic_link_login: { subject: 'رابط تسجيل الدخول', body: '<p>مرحبًا {{ user.given_name }}،</p><p><a href="{{ verification_url }}">تسجيل الدخول</a>. يعمل الرابط مرة واحدة.</p>' },
-  update_email: { subject: 'تأكيد عنوان بريدك الجديد', body: '<p>مرحبًا {{ user.given_name }}،</p><p>أكّد هذا العنوان: <a href="{{ verification_url }}">تأكيد</a>.</p>' },
-  forgot_password: { subject: 'إعادة تعيين كلمة المرور', body: '<p>مرحبًا {{ user.given_name }}،</p><p><a href="{{ verification_url }}">إعادة تعيين كلمة المرور</a>. تجاهل هذه الرسالة إن لم تطلب ذلك.</p>' },
-  verify_otp: { subject: 'رمزك لمرة واحدة', body: '<p>مرحبًا {{ user.given_name }}،</p><p>رمزك هو <strong>{{ otp }}</strong>. تنتهي صلاحيته قريبًا.</p>' },
-  invite_member: { subject: 'لديك دعوة', body: '<p>دُعيت إلى {{ organization.name }}.</p><p><a href="{{ verification_url }}">قبول الدعوة</a>.</p>' },
+/** English, the reference. */
+const en = {
+  greeting: '<p>Hello {{ user.given_name }},</p>',
+  basicAuthSignupSubject: 'Verify your email address',
+  basicAuthSignupBody: '<p>Confirm your email address: <a href="{{ verification_url }}">verify email</a>.</p>',
+  magicLinkLoginSubject: 'Your sign-in link',
+  magicLinkLoginBody: '<p><a href="{{ verification_url }}">Sign in</a>. The link works once.</p>',
+  updateEmailSubject: 'Confirm your new email address',
+  updateEmailBody: '<p>Confirm this address: <a href="{{ verification_url }}">confirm</a>.</p>',
+  forgotPasswordSubject: 'Reset your password',
+  forgotPasswordBody: '<p><a href="{{ verification_url }}">Reset your password</a>. Ignore this mail if you did not ask for it.</p>',
+  verifyOtpSubject: 'Your one-time code',
+  verifyOtpBody: '<p>Your code is <strong>{{ otp }}</strong>. It expires shortly.</p>',
+  inviteMemberSubject: 'You are invited',
+  inviteMemberBody: '<p>You have been invited to {{ organization.name }}.</p><p><a href="{{ verification_url }}">Accept the invitation</a>.</p>',
+} as const;
+
+export type EmailMessageKey = keyof typeof en;
+export type EmailMessages = Readonly<Record<EmailMessageKey, string>>;
+
+/** German. */
+const de: EmailMessages = {
+  greeting: '<p>Hallo {{ user.given_name }},</p>',
+  basicAuthSignupSubject: 'Bestätigen Sie Ihre E-Mail-Adresse',
+  basicAuthSignupBody: '<p>Bestätigen Sie Ihre E-Mail-Adresse: <a href="{{ verification_url }}">E-Mail bestätigen</a>.</p>',
+  magicLinkLoginSubject: 'Ihr Anmeldelink',
+  magicLinkLoginBody: '<p><a href="{{ verification_url }}">Anmelden</a>. Der Link gilt einmal.</p>',
+  updateEmailSubject: 'Bestätigen Sie Ihre neue E-Mail-Adresse',
+  updateEmailBody: '<p>Bestätigen Sie diese Adresse: <a href="{{ verification_url }}">bestätigen</a>.</p>',
+  forgotPasswordSubject: 'Setzen Sie Ihr Passwort zurück',
+  forgotPasswordBody: '<p><a href="{{ verification_url }}">Passwort zurücksetzen</a>. Ignorieren Sie diese E-Mail, wenn Sie das nicht angefordert haben.</p>',
+  verifyOtpSubject: 'Ihr Einmalcode',
+  verifyOtpBody: '<p>Ihr Code lautet <strong>{{ otp }}</strong>. Er läuft in Kürze ab.</p>',
+  inviteMemberSubject: 'Sie sind eingeladen',
+  inviteMemberBody: '<p>Sie wurden zu {{ organization.name }} eingeladen.</p><p><a href="{{ verification_url }}">Einladung annehmen</a>.</p>',
 };
 
-/** The built-in templates' words by language (English aside). */
-export const EMAIL_WORDS: Readonly<Record<string, Words>> = Object.freeze({ de, fr, es, ja, ar });
+/** French. */
+const fr: EmailMessages = {
+  greeting: '<p>Bonjour {{ user.given_name }},</p>',
+  basicAuthSignupSubject: 'Confirmez votre adresse e-mail',
+  basicAuthSignupBody: '<p>Confirmez votre adresse e-mail : <a href="{{ verification_url }}">confirmer l’adresse</a>.</p>',
+  magicLinkLoginSubject: 'Votre lien de connexion',
+  magicLinkLoginBody: '<p><a href="{{ verification_url }}">Se connecter</a>. Le lien ne sert qu’une fois.</p>',
+  updateEmailSubject: 'Confirmez votre nouvelle adresse e-mail',
+  updateEmailBody: '<p>Confirmez cette adresse : <a href="{{ verification_url }}">confirmer</a>.</p>',
+  forgotPasswordSubject: 'Réinitialisez votre mot de passe',
+  forgotPasswordBody: '<p><a href="{{ verification_url }}">Réinitialiser le mot de passe</a>. Ignorez ce message si vous n’en êtes pas à l’origine.</p>',
+  verifyOtpSubject: 'Votre code à usage unique',
+  verifyOtpBody: '<p>Votre code est <strong>{{ otp }}</strong>. Il expire bientôt.</p>',
+  inviteMemberSubject: 'Vous êtes invité',
+  inviteMemberBody: '<p>Vous êtes invité à rejoindre {{ organization.name }}.</p><p><a href="{{ verification_url }}">Accepter l’invitation</a>.</p>',
+};
+
+/** Spanish. */
+const es: EmailMessages = {
+  greeting: '<p>Hola, {{ user.given_name }}:</p>',
+  basicAuthSignupSubject: 'Verifica tu dirección de correo',
+  basicAuthSignupBody: '<p>Confirma tu dirección de correo: <a href="{{ verification_url }}">verificar correo</a>.</p>',
+  magicLinkLoginSubject: 'Tu enlace de inicio de sesión',
+  magicLinkLoginBody: '<p><a href="{{ verification_url }}">Iniciar sesión</a>. El enlace sirve una vez.</p>',
+  updateEmailSubject: 'Confirma tu nueva dirección de correo',
+  updateEmailBody: '<p>Confirma esta dirección: <a href="{{ verification_url }}">confirmar</a>.</p>',
+  forgotPasswordSubject: 'Restablece tu contraseña',
+  forgotPasswordBody: '<p><a href="{{ verification_url }}">Restablecer la contraseña</a>. Ignora este correo si no lo pediste.</p>',
+  verifyOtpSubject: 'Tu código de un solo uso',
+  verifyOtpBody: '<p>Tu código es <strong>{{ otp }}</strong>. Caduca en breve.</p>',
+  inviteMemberSubject: 'Tienes una invitación',
+  inviteMemberBody: '<p>Te han invitado a {{ organization.name }}.</p><p><a href="{{ verification_url }}">Aceptar la invitación</a>.</p>',
+};
+
+/** Japanese. */
+const ja: EmailMessages = {
+  greeting: '<p>{{ user.given_name }} さん</p>',
+  basicAuthSignupSubject: 'メールアドレスの確認',
+  basicAuthSignupBody: '<p>メールアドレスを確認してください: <a href="{{ verification_url }}">メールを確認</a>。</p>',
+  magicLinkLoginSubject: 'サインイン用リンク',
+  magicLinkLoginBody: '<p><a href="{{ verification_url }}">サインイン</a>。このリンクは 1 回だけ使えます。</p>',
+  updateEmailSubject: '新しいメールアドレスの確認',
+  updateEmailBody: '<p>このアドレスを確認してください: <a href="{{ verification_url }}">確認</a>。</p>',
+  forgotPasswordSubject: 'パスワードの再設定',
+  forgotPasswordBody: '<p><a href="{{ verification_url }}">パスワードを再設定</a>。心当たりがない場合は、このメールを無視してください。</p>',
+  verifyOtpSubject: 'ワンタイムコード',
+  verifyOtpBody: '<p>コードは <strong>{{ otp }}</strong> です。まもなく期限切れになります。</p>',
+  inviteMemberSubject: '招待が届いています',
+  inviteMemberBody: '<p>{{ organization.name }} に招待されました。</p><p><a href="{{ verification_url }}">招待を受ける</a>。</p>',
+};
+
+/** Arabic. */
+const ar: EmailMessages = {
+  greeting: '<p>مرحبًا {{ user.given_name }}،</p>',
+  basicAuthSignupSubject: 'تأكيد عنوان بريدك الإلكتروني',
+  basicAuthSignupBody: '<p>أكّد عنوان بريدك الإلكتروني: <a href="{{ verification_url }}">تأكيد البريد</a>.</p>',
+  magicLinkLoginSubject: 'رابط تسجيل الدخول',
+  magicLinkLoginBody: '<p><a href="{{ verification_url }}">تسجيل الدخول</a>. يعمل الرابط مرة واحدة.</p>',
+  updateEmailSubject: 'تأكيد عنوان بريدك الجديد',
+  updateEmailBody: '<p>أكّد هذا العنوان: <a href="{{ verification_url }}">تأكيد</a>.</p>',
+  forgotPasswordSubject: 'إعادة تعيين كلمة المرور',
+  forgotPasswordBody: '<p><a href="{{ verification_url }}">إعادة تعيين كلمة المرور</a>. تجاهل هذه الرسالة إن لم تطلب ذلك.</p>',
+  verifyOtpSubject: 'رمزك لمرة واحدة',
+  verifyOtpBody: '<p>رمزك هو <strong>{{ otp }}</strong>. تنتهي صلاحيته قريبًا.</p>',
+  inviteMemberSubject: 'لديك دعوة',
+  inviteMemberBody: '<p>دُعيت إلى {{ organization.name }}.</p><p><a href="{{ verification_url }}">قبول الدعوة</a>.</p>',
+};
+
+/** The catalogues by BCP 47 tag, English (the default) first. */
+export const EMAIL_MESSAGES: Readonly<Record<string, EmailMessages>> = Object.freeze({ en, de, fr, es, ja, ar });
+
+const camel = (event: MailEvent): string => event.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
+/** The words of an event's built-in mail in a language (English when the language has no catalogue). */
+export function emailWords(event: MailEvent, language: string): { subject: string; greeting: string; body: string } {
+  const m = EMAIL_MESSAGES[language] ?? en;
+  const subject = m[`${camel(event)}Subject` as EmailMessageKey];
+  const body = m[`${camel(event)}Body` as EmailMessageKey];
+  return { subject, greeting: event === 'invite_member' ? '' : m.greeting, body };
+}
 
 /** The languages of the built-in templates, English first. */
-export const EMAIL_LANGUAGES: readonly string[] = ['en', ...Object.keys(EMAIL_WORDS)];
+export const EMAIL_LANGUAGES: readonly string[] = Object.keys(EMAIL_MESSAGES);
 
 /**
  * The language of a mail from the request's `Accept-Language` (RFC 9110

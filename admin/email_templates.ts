@@ -1,7 +1,10 @@
 /**
- * Email templates: at most one stored template per mail event, validated by
- * rendering it, with a built-in default for every event so a mail can always
- * be sent.
+ * Email templates: at most one stored template per mail event and language
+ * (the language `''` stands for every language), validated by rendering it,
+ * with a built-in default for every event in each language of
+ * email_messages.ts, so a mail can always be sent. A mail in language L uses
+ * the stored template of L, else the stored template for every language,
+ * else the built-in default in L (English when L has none).
  *
  * Template syntax is deliberately tiny: `{{ user.given_name }}` inserts a
  * value HTML-escaped (a leading dot, `{{ .user.email }}`, is accepted too, so
@@ -15,7 +18,7 @@ import type { Sequelize } from 'sequelize';
 import { LatchkeyError } from '../engine/errors.ts';
 import { normalizePagination, type Pagination, type PaginationInput } from './pagination.ts';
 import { countOf, exec, num, select, str, type Row } from './sql.ts';
-import { EMAIL_WORDS } from './email_messages.ts';
+import { emailWords, type MailEvent } from './email_messages.ts';
 
 /** The mail events a template can be defined for. */
 export const EMAIL_TEMPLATE_EVENTS = [
@@ -27,11 +30,16 @@ export const EMAIL_TEMPLATE_EVENTS = [
   'invite_member',
 ] as const;
 export type EmailTemplateEvent = (typeof EMAIL_TEMPLATE_EVENTS)[number];
+/** The catalogue's events (email_messages.ts) are exactly these: the type check fails otherwise. */
+const EVENTS_AGREE: [EmailTemplateEvent] extends [MailEvent] ? ([MailEvent] extends [EmailTemplateEvent] ? true : never) : never = true;
+void EVENTS_AGREE;
 
 /** A stored template. Times are unix seconds. */
 export interface EmailTemplate {
   id: string;
   event_name: string;
+  /** The language the template is for (a primary BCP 47 subtag such as `de`), `''` for every language. */
+  language: string;
   subject: string;
   template: string;
   design: string;
@@ -60,39 +68,16 @@ const layout = (body: string): string =>
   `<!doctype html><html><body style="font-family:sans-serif">` +
   `<p><strong>{{ organization.name }}</strong></p>${body}</body></html>`;
 
-/** Built-in templates used when none is stored for the event. */
-export const DEFAULT_EMAIL_TEMPLATES: Readonly<Record<EmailTemplateEvent, { subject: string; template: string }>> = {
-  basic_auth_signup: {
-    subject: 'Verify your email address',
-    template: layout('<p>Hello {{ user.given_name }},</p><p>Confirm your email address: <a href="{{ verification_url }}">verify email</a>.</p>'),
-  },
-  magic_link_login: {
-    subject: 'Your sign-in link',
-    template: layout('<p>Hello {{ user.given_name }},</p><p><a href="{{ verification_url }}">Sign in</a>. The link works once.</p>'),
-  },
-  update_email: {
-    subject: 'Confirm your new email address',
-    template: layout('<p>Hello {{ user.given_name }},</p><p>Confirm this address: <a href="{{ verification_url }}">confirm</a>.</p>'),
-  },
-  forgot_password: {
-    subject: 'Reset your password',
-    template: layout('<p>Hello {{ user.given_name }},</p><p><a href="{{ verification_url }}">Reset your password</a>. Ignore this mail if you did not ask for it.</p>'),
-  },
-  verify_otp: {
-    subject: 'Your one-time code',
-    template: layout('<p>Hello {{ user.given_name }},</p><p>Your code is <strong>{{ otp }}</strong>. It expires shortly.</p>'),
-  },
-  invite_member: {
-    subject: 'You are invited',
-    template: layout('<p>You have been invited to {{ organization.name }}.</p><p><a href="{{ verification_url }}">Accept the invitation</a>.</p>'),
-  },
-};
-
-/** The built-in template of an event in a language (English when the language has none). */
+/** The built-in template of an event in a language (English when the language has none): its words from email_messages.ts in the layout. */
 export function defaultTemplate(event: EmailTemplateEvent, language = 'en'): { subject: string; template: string } {
-  const words = EMAIL_WORDS[language]?.[event];
-  return words === undefined ? DEFAULT_EMAIL_TEMPLATES[event] : { subject: words.subject, template: layout(words.body) };
+  const words = emailWords(event, language);
+  return { subject: words.subject, template: layout(words.greeting + words.body) };
 }
+
+/** Built-in templates in English, used when none is stored for the event. */
+export const DEFAULT_EMAIL_TEMPLATES: Readonly<Record<EmailTemplateEvent, { subject: string; template: string }>> = Object.freeze(
+  Object.fromEntries(EMAIL_TEMPLATE_EVENTS.map((event) => [event, defaultTemplate(event)])) as Record<EmailTemplateEvent, { subject: string; template: string }>,
+);
 
 const SAMPLE: EmailRenderData = {
   user: { id: 'sample', email: 'sample@example.com', given_name: 'Sample', family_name: 'User' },
@@ -150,6 +135,19 @@ function checkEvent(name: string): EmailTemplateEvent {
   return name as EmailTemplateEvent;
 }
 
+/**
+ * A template's language: `''` (every language) or a primary BCP 47 language subtag, two or three
+ * letters (ISO 639), lower-cased. Throws `invalid_argument` (`invalid_language`).
+ */
+function checkLanguage(language: string | undefined): string {
+  if (language === undefined || language === '') return '';
+  const tag = language.toLowerCase();
+  if (!/^[a-z]{2,3}$/.test(tag)) {
+    throw new LatchkeyError('invalid_argument', 'language must be a two- or three-letter language code such as de, or empty for every language', { reason: 'invalid_language' });
+  }
+  return tag;
+}
+
 function checkContent(subject: string, template: string): void {
   if (typeof subject !== 'string' || subject.trim() === '' || subject.length > 512) {
     throw invalidTemplate('subject must be 1 to 512 characters');
@@ -168,6 +166,7 @@ function toTemplate(r: Row): EmailTemplate {
   return {
     id: str(r['id']),
     event_name: str(r['event_name']),
+    language: str(r['language'] ?? ''),
     subject: str(r['subject']),
     template: str(r['template']),
     design: str(r['design']),
@@ -186,22 +185,23 @@ export interface EmailTemplatesOptions {
 
 /**
  * Where email templates live: rows with the columns of the SQL table (times
- * unix ms). At most one template per event, enforced atomically by the
- * store: `insert` and `update` answer false when another template holds the
- * event.
+ * unix ms). At most one template per event and language, enforced
+ * atomically by the store: `insert` and `update` answer false when another
+ * template holds the event in that language.
  */
 export interface EmailTemplateStore {
   byId(id: string): Promise<Row | undefined>;
-  byEvent(event: string): Promise<Row | undefined>;
+  /** The template of an event in a language (`''`: the one for every language). */
+  byEvent(event: string, language: string): Promise<Row | undefined>;
   insert(row: Row): Promise<boolean>;
-  /** Writes the template's fields but `created_at`; `previousEvent` is its event before the change. */
-  update(row: Row, previousEvent: string): Promise<boolean>;
+  /** Writes the template's fields but `created_at`; `previous` is its event and language before the change. */
+  update(row: Row, previous: { event: string; language: string }): Promise<boolean>;
   delete(row: Row): Promise<void>;
   /** Templates oldest first (`created_at`, then `id`), a page and the total. */
   list(limit: number, offset: number): Promise<{ rows: Row[]; total: number }>;
 }
 
-/** Templates in the `email_templates` table (unique index on `event_name`). */
+/** Templates in the `email_templates` table (unique index on `event_name`, `language`). */
 export class SqlEmailTemplateStore implements EmailTemplateStore {
   readonly #db: Sequelize;
 
@@ -213,15 +213,16 @@ export class SqlEmailTemplateStore implements EmailTemplateStore {
     return (await select(this.#db, 'SELECT * FROM email_templates WHERE id = ?', [id]))[0];
   }
 
-  async byEvent(event: string): Promise<Row | undefined> {
-    return (await select(this.#db, 'SELECT * FROM email_templates WHERE event_name = ?', [event]))[0];
+  async byEvent(event: string, language: string): Promise<Row | undefined> {
+    return (await select(this.#db, 'SELECT * FROM email_templates WHERE event_name = ? AND language = ?', [event, language]))[0];
   }
 
   async insert(r: Row): Promise<boolean> {
     try {
-      await exec(this.#db, 'INSERT INTO email_templates (id, event_name, subject, template, design, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)', [
+      await exec(this.#db, 'INSERT INTO email_templates (id, event_name, language, subject, template, design, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)', [
         r['id'],
         r['event_name'],
+        r['language'],
         r['subject'],
         r['template'],
         r['design'],
@@ -237,8 +238,9 @@ export class SqlEmailTemplateStore implements EmailTemplateStore {
 
   async update(r: Row): Promise<boolean> {
     try {
-      await exec(this.#db, 'UPDATE email_templates SET event_name = ?, subject = ?, template = ?, design = ?, updated_at = ? WHERE id = ?', [
+      await exec(this.#db, 'UPDATE email_templates SET event_name = ?, language = ?, subject = ?, template = ?, design = ?, updated_at = ? WHERE id = ?', [
         r['event_name'],
+        r['language'],
         r['subject'],
         r['template'],
         r['design'],
@@ -274,23 +276,26 @@ export class EmailTemplates {
   }
 
   /**
-   * Stores the template of an event. Throws `invalid_argument`
-   * (`invalid_event_name`, `invalid_template`) or `already_exists`
-   * (`email_template_exists`) when the event already has one.
+   * Stores the template of an event in a language (none or `''`: every
+   * language). Throws `invalid_argument` (`invalid_event_name`,
+   * `invalid_language`, `invalid_template`) or `already_exists`
+   * (`email_template_exists`) when the event already has one in that
+   * language.
    */
-  async add(input: { event_name: string; subject: string; template: string; design?: string | undefined }): Promise<EmailTemplate> {
+  async add(input: { event_name: string; language?: string | undefined; subject: string; template: string; design?: string | undefined }): Promise<EmailTemplate> {
     const event = checkEvent(input.event_name);
+    const language = checkLanguage(input.language);
     checkContent(input.subject, input.template);
-    if (await this.#db.byEvent(event)) throw this.#exists();
+    if (await this.#db.byEvent(event, language)) throw this.#exists();
     const id = randomUUID();
     const now = this.#clock();
-    const row = { id, event_name: event, subject: input.subject, template: input.template, design: input.design ?? '', created_at: now, updated_at: now };
+    const row = { id, event_name: event, language, subject: input.subject, template: input.template, design: input.design ?? '', created_at: now, updated_at: now };
     if (!(await this.#db.insert(row))) throw this.#exists();
     return this.#byId(id);
   }
 
   #exists(): LatchkeyError {
-    return new LatchkeyError('already_exists', 'an email template for this event already exists', { reason: 'email_template_exists' });
+    return new LatchkeyError('already_exists', 'an email template for this event and language already exists', { reason: 'email_template_exists' });
   }
 
   async #byId(id: string): Promise<EmailTemplate> {
@@ -300,29 +305,31 @@ export class EmailTemplates {
   }
 
   /** Changes the given fields. Throws `not_found` and the errors of {@link add}. */
-  async update(input: { id: string; event_name?: string | undefined; subject?: string | undefined; template?: string | undefined; design?: string | undefined }): Promise<EmailTemplate> {
+  async update(input: { id: string; event_name?: string | undefined; language?: string | undefined; subject?: string | undefined; template?: string | undefined; design?: string | undefined }): Promise<EmailTemplate> {
     const cur = await this.#byId(input.id);
     const event = input.event_name === undefined ? cur.event_name : checkEvent(input.event_name);
+    const language = input.language === undefined ? cur.language : checkLanguage(input.language);
     const subject = input.subject ?? cur.subject;
     const template = input.template ?? cur.template;
     checkContent(subject, template);
-    if (event !== cur.event_name && (await this.#db.byEvent(event))) throw this.#exists();
+    if ((event !== cur.event_name || language !== cur.language) && (await this.#db.byEvent(event, language))) throw this.#exists();
     const row = {
       id: cur.id,
       event_name: event,
+      language,
       subject,
       template,
       design: input.design ?? cur.design,
       updated_at: this.#clock(),
     };
-    if (!(await this.#db.update(row, cur.event_name))) throw this.#exists();
+    if (!(await this.#db.update(row, { event: cur.event_name, language: cur.language }))) throw this.#exists();
     return this.#byId(cur.id);
   }
 
   /** Deletes a template (the event falls back to its default). Throws `not_found`. */
   async delete(id: string): Promise<EmailTemplate> {
     const cur = await this.#byId(id);
-    await this.#db.delete({ id: cur.id, event_name: cur.event_name });
+    await this.#db.delete({ id: cur.id, event_name: cur.event_name, language: cur.language });
     return cur;
   }
 
@@ -334,13 +341,15 @@ export class EmailTemplates {
   }
 
   /**
-   * Renders the mail of `event`: the stored template (one per event, for
-   * every language), else the built-in default in `language` (English when
-   * it has none).
+   * Renders the mail of `event` for a recipient who reads `language`: the
+   * stored template of that language, else the stored template for every
+   * language, else the built-in default in `language` (English when it has
+   * none).
    */
   async render(event: EmailTemplateEvent, data: EmailRenderData, language = 'en'): Promise<RenderedEmail> {
     checkEvent(event);
-    const row = await this.#db.byEvent(event);
+    const tag = /^[a-z]{2,3}$/.test(language) ? language : '';
+    const row = (tag === '' ? undefined : await this.#db.byEvent(event, tag)) ?? (await this.#db.byEvent(event, ''));
     const source = row ? { subject: str(row['subject']), template: str(row['template']) } : defaultTemplate(event, language);
     return {
       subject: renderTemplateText(source.subject, data, 'text'),

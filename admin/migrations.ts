@@ -155,6 +155,15 @@ export const ADMIN_MIGRATIONS: readonly Migration[] = [
       await sequelize.query("ALTER TABLE mail_outbox ADD COLUMN channel VARCHAR(8) NOT NULL DEFAULT 'mail'", { transaction });
     },
   },
+  {
+    // Email templates per language: '' is the template for every language (what every template was before).
+    id: '0006_email_template_language',
+    async up({ sequelize, transaction, dialect }) {
+      await sequelize.query("ALTER TABLE email_templates ADD COLUMN language VARCHAR(16) NOT NULL DEFAULT ''", { transaction });
+      await sequelize.query(isMysql(dialect) ? 'DROP INDEX email_templates_event_name ON email_templates' : 'DROP INDEX email_templates_event_name', { transaction });
+      await sequelize.query('CREATE UNIQUE INDEX email_templates_event_language ON email_templates (event_name, language)', { transaction });
+    },
+  },
 ];
 
 /** Creates or upgrades the admin tables on the given connection. */

@@ -91,7 +91,7 @@ export const PACKAGES: PackageSpec[] = [
     keywords: ['authentication', 'authorization', 'identity', 'oauth', 'openid-connect', 'fga', 'openfga', 'server'],
     exports: { '.': 'cmd/index', './engine': 'engine', './engine/sql': 'engine_sql', './engine/testing': 'engine_testing', './dsl': 'dsl', './client': 'client' },
     extraEntries: ['cmd/cli', 'cmd/dsl_command', 'cmd/fga_command'],
-    assets: ['api/latchkey.proto', 'transports/web/dashboard/page.html', 'transports/web/dashboard/page.css', 'transports/web/dashboard/page.js', 'transports/web/dashboard/organizations.js', 'transports/web/dashboard/sso.js', 'transports/web/dashboard/clients.js'],
+    assets: ['api/latchkey.proto', 'transports/web/dashboard/page.html', 'transports/web/dashboard/page.css', ...['core.js', 'users.js', 'webhooks.js', 'templates.js', 'organizations.js', 'sso.js', 'audit.js', 'authz.js', 'clients.js'].map((f) => `transports/web/dashboard/${f}`)],
     external: ENGINE_EXTERNAL,
     // Loaded by name, not imported: the database drivers (by sequelize), the playground's browser builds (served as files)
     // and the WebAuthn browser build (inlined in /app); fast-check, the engine's optional peer that `latchkey fga test`

@@ -234,9 +234,10 @@ export const ADMIN_OPERATIONS = [
       subject: s.string({ minLength: 1, maxLength: 512 }),
       template: s.string({ minLength: 1, maxLength: 60_000, text: true }),
       design: s.optional(s.string({ maxLength: 60_000, text: true })),
+      language: s.optional(s.string({ maxLength: 16, doc: 'The language the template is for (a two- or three-letter code such as de); empty or absent: every language' })),
     }),
     output: MESSAGE,
-    doc: 'Stores the template of a mail event (one of admin_meta\'s email_template_events); it must render.',
+    doc: 'Stores the template of a mail event (one of admin_meta\'s email_template_events) for one language or, without language, for every language; it must render. A mail uses the template of its recipient\'s language, else the one for every language, else the built-in default in that language.',
   }),
   defineOperation({
     ...admin('update_email_template', 'POST', '/v1/admin/update_email_template', 'UpdateEmailTemplate'),
@@ -247,6 +248,7 @@ export const ADMIN_OPERATIONS = [
       subject: s.optional(s.string({ maxLength: 512 })),
       template: s.optional(s.string({ maxLength: 60_000, text: true })),
       design: s.optional(s.string({ maxLength: 60_000, text: true })),
+      language: s.optional(s.string({ maxLength: 16, doc: 'The language the template is for (a two- or three-letter code such as de); empty or absent: every language' })),
     }, { graphql: { scalars: { id: 'ID' } } }),
     output: MESSAGE,
     doc: 'Changes an email template; it must still render.',
@@ -256,7 +258,7 @@ export const ADMIN_OPERATIONS = [
     kind: 'mutation',
     input: s.object('DeleteEmailTemplateRequest', { id: s.string({ minLength: 1 }) }, { graphql: { scalars: { id: 'ID' } } }),
     output: MESSAGE,
-    doc: 'Deletes an email template; the event falls back to its built-in default.',
+    doc: 'Deletes an email template; mails of its event and language fall back to the template for every language, else the built-in default.',
   }),
   defineOperation({
     ...admin('email_templates', 'POST', '/v1/admin/email_templates', 'EmailTemplates'),

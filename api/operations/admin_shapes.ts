@@ -99,6 +99,7 @@ export const EMAIL_TEMPLATE = s.object('EmailTemplate', {
   design: s.string(),
   created_at: s.int(),
   updated_at: s.int(),
+  language: s.string({ doc: 'The language the template is for; empty: every language' }),
 }, { graphql: { scalars: { id: 'ID' }, nullable: ['created_at', 'updated_at'] } });
 
 export const AUDIT_LOG = s.object('AuditLog', {

@@ -75,3 +75,44 @@ for (const backend of mainBackends()) {
     }
   });
 }
+
+for (const backend of mainBackends()) {
+  test(`email templates per language: the recipient's language first, then the template for every language, then the built-in default in that language (${backend})`, async (t) => {
+    const m = await openTestMain(backend);
+    try {
+      const templates = new EmailTemplates({ store: (await openAdminStores(m.database)).templates });
+      // Nothing stored: the built-in default in the language, English for a language without one.
+      t.is((await templates.render('forgot_password', data, 'de')).subject, 'Setzen Sie Ihr Passwort zurück');
+      t.is((await templates.render('forgot_password', data, 'sw')).subject, 'Reset your password');
+      const de = await templates.add({ event_name: 'forgot_password', language: 'DE', subject: 'Neues Passwort für {{ user.email }}', template: '<p>Hallo {{ user.given_name }}</p>' });
+      t.is(de.language, 'de', 'the language is stored lower-cased');
+      t.is((await templates.render('forgot_password', data, 'de')).subject, 'Neues Passwort für ann@example.com');
+      // Another language still gets its built-in default while no template for every language exists.
+      t.is((await templates.render('forgot_password', data, 'fr')).subject, 'Réinitialisez votre mot de passe');
+      const every = await templates.add({ event_name: 'forgot_password', subject: 'Reset (custom)', template: '<p>custom</p>' });
+      t.is(every.language, '');
+      t.is((await templates.render('forgot_password', data, 'fr')).subject, 'Reset (custom)', 'the template for every language comes before the built-in French');
+      t.is((await templates.render('forgot_password', data, 'de')).subject, 'Neues Passwort für ann@example.com', 'German keeps its own');
+      t.is((await templates.render('forgot_password', data)).subject, 'Reset (custom)');
+      // One template per event and language.
+      const dup = await t.throwsAsync(templates.add({ event_name: 'forgot_password', language: 'de', subject: 's', template: 't' }));
+      t.is((dup as LatchkeyError).reason, 'email_template_exists');
+      const fr = await templates.add({ event_name: 'forgot_password', language: 'fr', subject: 'Mot de passe (perso)', template: 't' });
+      const clash = await t.throwsAsync(templates.update({ id: fr.id, language: 'de' }));
+      t.is((clash as LatchkeyError).reason, 'email_template_exists');
+      const bad = await t.throwsAsync(templates.add({ event_name: 'verify_otp', language: 'de-AT', subject: 's', template: 't' }));
+      t.is((bad as LatchkeyError).reason, 'invalid_language');
+      // Moving a template to another language frees the old one.
+      const moved = await templates.update({ id: fr.id, language: 'es' });
+      t.like(moved, { id: fr.id, language: 'es', created_at: fr.created_at });
+      t.is((await templates.render('forgot_password', data, 'es')).subject, 'Mot de passe (perso)');
+      t.is((await templates.render('forgot_password', data, 'fr')).subject, 'Reset (custom)');
+      // Deleting the German one: German mail falls back to the template for every language.
+      await templates.delete(de.id);
+      t.is((await templates.render('forgot_password', data, 'de')).subject, 'Reset (custom)');
+      t.deepEqual((await templates.list()).email_templates.map((x) => x.language).sort(), ['', 'es']);
+    } finally {
+      await m.close();
+    }
+  });
+}

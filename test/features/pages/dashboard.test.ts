@@ -113,8 +113,8 @@ test('the page headers: strict CSP by hash with Trusted Types, no-store, no fram
     t.deepEqual(directives.get('require-trusted-types-for'), ["'script'"]);
     t.deepEqual(directives.get('trusted-types'), ['dashboard-preview']);
     const scripts = directives.get('script-src') ?? [];
-    // page.js, organizations.js, sso.js and clients.js, each by its hash and nothing else.
-    t.is(scripts.length, 4);
+    // core.js and the eight section scripts, each by its hash and nothing else.
+    t.is(scripts.length, 9);
     for (const h of scripts) t.regex(h, /^'sha256-[A-Za-z0-9+/]{43}='$/);
     t.regex((directives.get('style-src') ?? [])[0] ?? '', /^'sha256-/);
     t.false((await res.text()).includes('<script>x'), 'nothing of the request is written into the page');
@@ -180,7 +180,7 @@ test('users: search, edit names and roles, revoke (the token fails) and enable, 
   await page.getByLabel('Family name').fill('Smith');
   await page.getByLabel('editor', { exact: true }).check();
   await page.getByRole('button', { name: 'Save', exact: true }).click();
-  await page.locator('#toast', { hasText: 'User saved.' }).waitFor();
+  await page.locator('#user-edit-actions .msg', { hasText: 'User saved.' }).waitFor();
   await screen(t, page, 'dashboard-users');
   const edited = (await admin(server, 'user', { id: userId })).body!;
   t.is(edited['given_name'], 'Ann');
@@ -208,7 +208,7 @@ test('users: search, edit names and roles, revoke (the token fails) and enable, 
   t.is((await admin(server, 'user', { email: 'bob@example.com' })).body?.['email'], 'bob@example.com');
   await page.getByRole('button', { name: 'Delete…' }).click();
   await page.getByRole('dialog').getByRole('button', { name: 'Delete' }).click();
-  await page.locator('#toast', { hasText: /deleted/i }).waitFor();
+  await page.locator('#user-search .msg', { hasText: /deleted/i }).waitFor();
   t.is((await admin(server, 'user', { email: 'bob@example.com' })).error?.code, 'not_found');
   await page.getByRole('button', { name: 'Open bob@example.com' }).waitFor({ state: 'detached' });
 
@@ -252,7 +252,7 @@ test('users: a user\'s sessions with their devices; one ended from the dashboard
   t.regex((await row.textContent()) ?? '', /127\.0\.0\.1/);
   t.deepEqual(await seriousViolations(page), []);
   await row.getByRole('button', { name: /^End session \(Chrome on Android/ }).click();
-  await page.locator('#toast', { hasText: 'Session ended.' }).waitFor();
+  await page.locator('#edit-sessions-box .msg', { hasText: 'Session ended.' }).waitFor();
   await page.locator('#edit-sessions tr', { hasText: 'Chrome on Android' }).waitFor({ state: 'detached' });
   t.is((await server.call('profile', {}, { protocol: 'rest', headers: bearer })).error?.code, 'unauthenticated');
   t.deepEqual(problems, []);
@@ -406,7 +406,7 @@ test('authorization: a DSL error is marked at its line while typing, a valid mod
 
   await page.getByRole('button', { name: 'Delete user:ann owner doc:1' }).click();
   await page.getByRole('dialog').getByRole('button', { name: 'Delete' }).click();
-  await page.locator('#toast', { hasText: 'Tuple deleted.' }).waitFor();
+  await page.locator('#tuple-filter .msg', { hasText: 'Tuple deleted.' }).waitFor();
   t.is(((await admin(server, 'fga_read_tuples', {})).body!['tuples'] as unknown[]).length, 0);
 
   // Read with continuation: 25 tuples are 20 on the first page, the rest on the next.

@@ -56,7 +56,7 @@ test('the OAuth clients section: list, register (secret shown once), rotate the 
   t.is(listed.body?.['client_name'], 'Dashboard app');
 
   // Rotate: a new secret, shown once; it authenticates the client.
-  await page.locator('#client-rows tr[data-client-id="dash-web"]').getByRole('button', { name: 'Rotate secret' }).click();
+  await page.locator('#client-rows tr[data-client-id="dash-web"]').getByRole('button', { name: 'Rotate the secret of dash-web' }).click();
   await page.locator('#clients-status', { hasText: 'rotated' }).waitFor();
   const second = await page.locator('#client-secret-value').innerText();
   t.regex(second, /^[A-Za-z0-9_-]{43}$/);
@@ -68,10 +68,9 @@ test('the OAuth clients section: list, register (secret shown once), rotate the 
   });
   t.is(intro.status, 200, 'the rotated secret authenticates the client');
 
-  // Delete: two clicks, no native dialog; the row and the client are gone.
-  const del = page.locator('#client-rows tr[data-client-id="dash-web"]').getByRole('button', { name: 'Delete' });
-  await del.click();
-  await page.locator('#client-rows tr[data-client-id="dash-web"]').getByRole('button', { name: 'Confirm delete' }).click();
+  // Delete: asked in the page's own dialog (no native one); the row and the client are gone.
+  await page.locator('#client-rows tr[data-client-id="dash-web"]').getByRole('button', { name: 'Delete the client dash-web' }).click();
+  await page.getByRole('dialog').getByRole('button', { name: 'Delete' }).click();
   await page.locator('#clients-status', { hasText: 'deleted' }).waitFor();
   t.is(await page.locator('#client-rows tr[data-client-id="dash-web"]').count(), 0);
   t.true(await page.locator('#client-secret').isHidden(), 'no secret stays on screen');

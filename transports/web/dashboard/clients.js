@@ -1,51 +1,14 @@
-// The dashboard's OAuth client registry section (served inline by transports/web/dashboard/dashboard.ts
-// after page.js, allowed by its own SHA-256): lists the clients, registers one, rotates a secret and
-// deletes a client through the REST admin API with the service-admin cookie. A new secret is shown once.
-// It writes to the DOM through createElement/textContent only, and never opens a native dialog.
+// The dashboard's OAuth client registry section (served inline after core.js, allowed by its own SHA-256):
+// lists the clients, registers one, rotates a secret and deletes a client through the REST admin API with
+// the service-admin cookie, using core.js's helpers from window.latchkeyDashboard. A new secret is shown
+// once. A delete asks in the page's own dialog, never a native one.
 'use strict';
 (() => {
+  const d = window.latchkeyDashboard;
+  if (!d) return;
+  const { loaders, t, api, el, clear, say, guarded, confirmDialog } = d;
   const $ = (id) => document.getElementById(id);
-  const base = location.pathname.replace(/\/dashboard\/?$/, '/');
-  const section = $('clients');
-  if (!section) return;
 
-  async function call(op, input) {
-    let res;
-    try {
-      res = await fetch(base + 'v1/admin/' + op, {
-        method: 'POST',
-        credentials: 'same-origin',
-        cache: 'no-store',
-        headers: { 'content-type': 'application/json', accept: 'application/json' },
-        body: JSON.stringify(input || {}),
-      });
-    } catch {
-      throw new Error('The server could not be reached. Try again.');
-    }
-    let body = {};
-    try { body = await res.json(); } catch { body = {}; }
-    if (!res.ok) throw new Error(typeof body.message === 'string' && body.message ? body.message : 'Request failed (' + res.status + ')');
-    return body;
-  }
-
-  function cell(row, text) {
-    const td = document.createElement('td');
-    td.textContent = text;
-    row.append(td);
-    return td;
-  }
-  function button(text, onClick) {
-    const b = document.createElement('button');
-    b.type = 'button';
-    b.textContent = text;
-    b.addEventListener('click', onClick);
-    return b;
-  }
-  function status(text, isError) {
-    const s = $('clients-status');
-    s.textContent = text;
-    s.className = isError ? 'error' : 'muted';
-  }
   // A secret is shown this once, with the client it belongs to; it is gone on the next action.
   function showSecret(clientId, secret) {
     $('client-secret-id').textContent = clientId;
@@ -56,65 +19,48 @@
     $('client-secret-value').textContent = '';
     $('client-secret').hidden = true;
   }
+  const status = (text) => { $('clients-status').textContent = text; };
 
   async function load() {
+    const out = await api('admin/clients', { pagination: { limit: 100 } });
     const rows = $('client-rows');
-    try {
-      const out = await call('clients', { pagination: { limit: 100 } });
-      rows.replaceChildren();
-      for (const c of out.clients || []) {
-        const tr = document.createElement('tr');
-        tr.dataset.clientId = c.client_id;
-        cell(tr, c.client_id);
-        cell(tr, c.client_name);
-        cell(tr, c.kind === 'service_account' ? 'service account' : c.application_type);
-        cell(tr, c.token_endpoint_auth_method);
-        cell(tr, (c.redirect_uris || []).join(' '));
-        const actions = cell(tr, c.configured_by_flags ? 'set by flags' : '');
-        if (!c.configured_by_flags) {
-          if (c.token_endpoint_auth_method === 'client_secret_basic' || c.token_endpoint_auth_method === 'client_secret_post') {
-            actions.append(button('Rotate secret', () => void rotate(c.client_id)));
-          }
-          const del = button('Delete', () => {
-            // Two steps instead of a native confirm(): the first click asks, the second deletes.
-            if (del.dataset.armed !== 'yes') {
-              del.dataset.armed = 'yes';
-              del.textContent = 'Confirm delete';
-              return;
-            }
-            void remove(c.client_id);
-          });
-          actions.append(' ', del);
+    clear(rows);
+    for (const c of out.clients || []) {
+      const actions = el('td', { class: 'actions', text: c.configured_by_flags ? t('setByFlags') : '' });
+      if (!c.configured_by_flags) {
+        if (c.token_endpoint_auth_method === 'client_secret_basic' || c.token_endpoint_auth_method === 'client_secret_post') {
+          actions.append(el('button', { type: 'button', class: 'secondary', text: t('rotateSecret'), 'aria-label': t('rotateSecretOf', { id: c.client_id }), onclick: () => void rotate(c.client_id) }));
         }
-        rows.append(tr);
+        actions.append(el('button', { type: 'button', class: 'danger', text: t('delete'), 'aria-label': t('deleteClientNamed', { id: c.client_id }), onclick: async () => {
+          if (!(await confirmDialog(t('confirmDeleteClient', { id: c.client_id })))) return;
+          void remove(c.client_id);
+        } }));
       }
-      status((out.clients || []).length + ' clients', false);
-    } catch (err) {
-      status(err.message, true);
+      rows.append(el('tr', { 'data-client-id': c.client_id },
+        el('td', { text: c.client_id }),
+        el('td', { text: c.client_name }),
+        el('td', { text: c.kind === 'service_account' ? t('kindServiceAccount') : c.application_type }),
+        el('td', {}, el('code', { text: c.token_endpoint_auth_method })),
+        el('td', { text: (c.redirect_uris || []).join(' ') }),
+        actions));
     }
+    status(t('clientsCount', { count: (out.clients || []).length }));
   }
+  loaders.clients = load;
 
-  async function rotate(clientId) {
+  const rotate = (clientId) => guarded(async () => {
     hideSecret();
-    try {
-      const out = await call('rotate_client_secret', { client_id: clientId });
-      showSecret(clientId, out.client_secret || '');
-      status('Secret of ' + clientId + ' rotated; the previous one works until the overlap ends.', false);
-    } catch (err) {
-      status(err.message, true);
-    }
-  }
+    const out = await api('admin/rotate_client_secret', { client_id: clientId });
+    showSecret(clientId, out.client_secret || '');
+    say($('clients-table'), t('secretRotated', { id: clientId }));
+  }, $('clients-table'));
 
-  async function remove(clientId) {
+  const remove = (clientId) => guarded(async () => {
     hideSecret();
-    try {
-      await call('delete_client', { client_id: clientId });
-      await load();
-      status('Client ' + clientId + ' deleted.', false);
-    } catch (err) {
-      status(err.message, true);
-    }
-  }
+    await api('admin/delete_client', { client_id: clientId });
+    await load();
+    say($('clients-table'), t('clientDeleted', { id: clientId }));
+  }, $('clients-table'));
 
   $('client-form').addEventListener('submit', (event) => {
     event.preventDefault();
@@ -128,36 +74,12 @@
     }
     const scopes = $('client-scopes').value.split(/\s+/).filter(Boolean);
     if (scopes.length > 0) input.scopes = scopes;
-    void (async () => {
-      try {
-        const out = await call('add_client', input);
-        if (out.client_secret) showSecret(out.client.client_id, out.client_secret);
-        $('client-form').reset();
-        await load();
-        status('Client ' + out.client.client_id + ' registered.', false);
-      } catch (err) {
-        status(err.message, true);
-      }
-    })();
+    void guarded(async () => {
+      const out = await api('admin/add_client', input);
+      if (out.client_secret) showSecret(out.client.client_id, out.client_secret);
+      $('client-form').reset();
+      await load();
+      say($('client-form'), t('clientRegistered', { id: out.client.client_id }));
+    }, $('client-form'));
   });
-
-  // page.js shows the sections it knows; this one is shown here, after it, when the address names it.
-  function route() {
-    const shown = location.hash === '#clients' && !$('app').hidden;
-    if (shown) {
-      for (const s of document.querySelectorAll('[data-view]')) s.hidden = true;
-      for (const a of document.querySelectorAll('nav a')) {
-        if (a.dataset.section === 'clients') a.setAttribute('aria-current', 'page');
-        else a.removeAttribute('aria-current');
-      }
-    }
-    if (section.hidden !== !shown) {
-      section.hidden = !shown;
-      if (shown) void load();
-      else hideSecret();
-    }
-  }
-  window.addEventListener('hashchange', route);
-  new MutationObserver(route).observe($('app'), { attributes: true, attributeFilter: ['hidden'] });
-  route();
 })();

@@ -1,173 +1,188 @@
-// The dashboard's teams and roles of an organization (served inline after page.js by
-// transports/web/dashboard/dashboard.ts, allowed by its own SHA-256). It fills #org-teams in the
-// organization's detail card: a member's role (owner, admin, member and the server's
-// --organization-roles), the organization's teams (create, delete) and team membership (add, remove).
-// page.js announces the organization it shows with the `dashboard:organization` event and reloads the
-// detail on `dashboard:organization-changed`. Like page.js, it calls only the server's own REST admin
-// API with the service-admin cookie and writes to the DOM through createElement/textContent only.
-// Each control's error is shown next to it.
+// The dashboard's organizations section (served inline after core.js, allowed by its own SHA-256): the
+// organizations with search and paging, one created, and an organization's detail: members and their
+// roles (owner, admin, member and the server's --organization-roles), invitations, domains and their DNS
+// proof, teams and team membership, and deletion. Each control's error is shown next to it.
 'use strict';
 (() => {
+  const d = window.latchkeyDashboard;
+  if (!d) return;
+  const { loaders, t, api, el, clear, when, badge, emptyRow, say, guarded, confirmDialog, pager, showPage } = d;
   const $ = (id) => document.getElementById(id);
-  const root = $('org-teams');
-  if (!root) return;
-  const base = location.pathname.replace(/\/dashboard\/?$/, '/');
-  const DATA = JSON.parse(($('dashboard-data') || {}).textContent || '{}');
-  const ROLES = Array.isArray(DATA.organization_roles) && DATA.organization_roles.length > 0 ? DATA.organization_roles : ['owner', 'admin', 'member'];
-
-  async function api(path, input) {
-    let res;
-    try {
-      res = await fetch(base + 'v1/admin/' + path, {
-        method: 'POST',
-        credentials: 'same-origin',
-        cache: 'no-store',
-        headers: { 'content-type': 'application/json', accept: 'application/json' },
-        body: JSON.stringify(input || {}),
-      });
-    } catch {
-      throw new Error('The server could not be reached. Try again.');
-    }
-    let body = {};
-    try { body = await res.json(); } catch { body = {}; }
-    if (res.status === 401) throw new Error('Your session has ended. Sign in again.');
-    if (!res.ok) throw new Error(body && typeof body.message === 'string' && body.message ? body.message : 'Request failed (' + res.status + ')');
-    return body;
-  }
-
-  function el(tag, attrs, ...children) {
-    const node = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
-      if (v === undefined || v === null || v === false) continue;
-      if (k === 'class') node.className = v;
-      else if (k === 'text') node.textContent = v;
-      else if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
-      else node.setAttribute(k, v === true ? '' : String(v));
-    }
-    for (const c of children) if (c !== undefined && c !== null) node.append(c);
-    return node;
-  }
+  const ROLES = Array.isArray(d.data.organization_roles) && d.data.organization_roles.length > 0 ? d.data.organization_roles : ['owner', 'admin', 'member'];
+  const orgs = { page: 1, limit: 10, total: 0, current: null };
   const option = (value, text) => el('option', { value, text });
-  const errorFor = (id) => el('p', { id, class: 'error', role: 'alert', hidden: true });
 
-  /** Runs `action` with the buttons of `scope` disabled; its error is shown in `error` (next to the control). */
-  async function run(scope, error, action) {
-    const buttons = [...scope.querySelectorAll('button')];
-    for (const b of buttons) b.disabled = true;
-    error.hidden = true;
-    error.textContent = '';
-    try {
-      await action();
-    } catch (err) {
-      error.textContent = err instanceof Error ? err.message : String(err);
-      error.hidden = false;
-    } finally {
-      for (const b of buttons) b.disabled = false;
+  // ------------------------------------------------------------ list
+  async function loadOrgs() {
+    const input = { pagination: { page: orgs.page, limit: orgs.limit } };
+    const q = $('org-query').value.trim();
+    if (q) input.search = q;
+    const out = await api('admin/organizations', input);
+    orgs.total = out.pagination.total;
+    const body = $('org-rows');
+    clear(body);
+    for (const o of out.organizations) {
+      body.append(el('tr', {},
+        el('td', { text: o.name }),
+        el('td', { text: o.slug }),
+        el('td', { text: when(o.created_at) }),
+        el('td', {}, el('button', { type: 'button', class: 'secondary', text: t('open'), 'aria-label': t('openNamed', { name: o.name }), onclick: () => guarded(() => openOrg(o), $('org-search')) }))));
     }
+    if (out.organizations.length === 0) body.append(emptyRow(4, 'noOrganizations'));
+    showPage('orgs', orgs);
   }
+  loaders.orgs = loadOrgs;
+  pager('orgs', orgs, () => guarded(loadOrgs, $('org-search')));
+  $('org-search').addEventListener('submit', (ev) => { ev.preventDefault(); orgs.page = 1; void guarded(loadOrgs, $('org-search')); });
+  $('org-create').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    void guarded(async () => {
+      const input = { name: $('org-name').value.trim() };
+      const slug = $('org-slug').value.trim();
+      if (slug) input.slug = slug;
+      const o = await api('admin/create_organization', input);
+      $('org-name').value = '';
+      $('org-slug').value = '';
+      say($('org-create'), t('organizationCreated'));
+      await loadOrgs();
+      await openOrg(o);
+    }, $('org-create'));
+  });
 
-  // ------------------------------------------------------------ the controls
-  const roleMember = el('select', { id: 'org-role-member' });
-  const roleValue = el('select', { id: 'org-role-value' }, ...ROLES.map((r) => option(r, r)));
-  const roleForm = el('form', { id: 'org-role', class: 'row', method: 'post' },
-    el('div', {}, el('label', { for: 'org-role-member', text: 'Member' }), roleMember),
-    el('div', {}, el('label', { for: 'org-role-value', text: 'New role' }), roleValue),
-    el('button', { type: 'submit', text: 'Change role' }));
-  const roleError = errorFor('org-role-error');
+  // ------------------------------------------------------------ detail
+  async function openOrg(o) {
+    orgs.current = o;
+    $('org-detail-name').textContent = o.name;
+    $('org-detail-id').textContent = o.id;
+    $('org-domain-record').textContent = '';
+    $('org-detail').hidden = false;
+    await loadOrgDetail();
+  }
+  async function loadOrgDetail() {
+    const o = orgs.current;
+    if (!o) return;
+    const members = await api('admin/organization_members', { organization_id: o.id, pagination: { page: 1, limit: 100 } });
+    const mbody = $('org-member-rows');
+    clear(mbody);
+    for (const m of members.members) {
+      mbody.append(el('tr', {},
+        el('td', { text: m.email || '' }),
+        el('td', { text: m.user_id }),
+        el('td', { text: m.role }),
+        el('td', {}, el('button', { type: 'button', class: 'secondary', text: t('remove'), 'aria-label': t('removeNamed', { name: m.email || m.user_id }), onclick: () => guarded(async () => {
+          await api('admin/remove_organization_member', { organization_id: o.id, user_id: m.user_id });
+          say($('org-members-box'), t('memberRemoved'));
+          await loadOrgDetail();
+        }, $('org-members-box')) }))));
+    }
+    if (members.members.length === 0) mbody.append(emptyRow(4, 'noMembers'));
+    const invitations = await api('admin/organization_invitations', { organization_id: o.id, pagination: { page: 1, limit: 100 } });
+    const ibody = $('org-invitation-rows');
+    clear(ibody);
+    for (const i of invitations.invitations) {
+      ibody.append(el('tr', {},
+        el('td', { text: i.email }),
+        el('td', { text: i.role }),
+        el('td', {}, badge(i.status, i.status === 'accepted' ? 'ok' : i.status === 'pending' ? '' : 'bad')),
+        el('td', { text: when(i.expires_at) }),
+        el('td', {}, i.status === 'pending' ? el('button', { type: 'button', class: 'secondary', text: t('revoke'), 'aria-label': t('revokeInvitationOf', { email: i.email }), onclick: () => guarded(async () => {
+          await api('admin/revoke_organization_invitation', { invitation_id: i.id });
+          await loadOrgDetail();
+        }, $('org-invitations-box')) }) : '')));
+    }
+    if (invitations.invitations.length === 0) ibody.append(emptyRow(5, 'noInvitations'));
+    await loadTeams();
+  }
+  $('org-invite').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    void guarded(async () => {
+      const emails = $('org-invite-emails').value.split(/[\s,]+/).map((e) => e.trim()).filter(Boolean);
+      const input = { organization_id: orgs.current.id, emails };
+      const role = $('org-invite-role').value.trim();
+      if (role) input.role = role;
+      await api('admin/invite_organization_members', input);
+      $('org-invite-emails').value = '';
+      say($('org-invite'), t('orgInvitationsCreated'));
+      await loadOrgDetail();
+    }, $('org-invite'));
+  });
+  const showRecord = (x) => {
+    $('org-domain-record').textContent = x.verified ? t('domainVerified', { domain: x.domain }) : t('domainPublish', { name: x.txt_record_name, value: x.txt_record_value });
+  };
+  $('org-domain').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    void guarded(async () => showRecord(await api('admin/add_organization_domain', { organization_id: orgs.current.id, domain: $('org-domain-name').value.trim() })), $('org-domain'));
+  });
+  $('org-domain-verify').addEventListener('click', () => guarded(async () => showRecord(await api('admin/verify_organization_domain', { organization_id: orgs.current.id, domain: $('org-domain-name').value.trim() })), $('org-domain')));
+  $('org-delete').addEventListener('click', async () => {
+    const o = orgs.current;
+    if (!o || !(await confirmDialog(t('confirmDeleteOrganization', { name: o.name })))) return;
+    await guarded(async () => {
+      await api('admin/delete_organization', { organization_id: o.id });
+      $('org-detail').hidden = true;
+      orgs.current = null;
+      say($('org-search'), t('organizationDeleted'));
+      await loadOrgs();
+    }, $('org-actions'));
+  });
+  $('org-close').addEventListener('click', () => { $('org-detail').hidden = true; orgs.current = null; });
 
-  const teamRows = el('tbody', { id: 'org-team-rows' });
-  const teamsError = errorFor('org-teams-error');
-  const teamName = el('input', { id: 'org-team-name', maxlength: 256, required: true });
-  const teamForm = el('form', { id: 'org-team-create', class: 'row', method: 'post' },
-    el('div', {}, el('label', { for: 'org-team-name', text: 'Team name' }), teamName),
-    el('button', { type: 'submit', text: 'Create team' }));
-  const teamError = errorFor('org-team-create-error');
-
-  const memberTeam = el('select', { id: 'org-team-member-team' });
-  const memberUser = el('select', { id: 'org-team-member-user' });
-  const addButton = el('button', { type: 'submit', text: 'Add to team' });
-  const removeButton = el('button', { type: 'button', text: 'Remove from team' });
-  const memberForm = el('form', { id: 'org-team-member', class: 'row', method: 'post' },
-    el('div', {}, el('label', { for: 'org-team-member-team', text: 'Team' }), memberTeam),
-    el('div', {}, el('label', { for: 'org-team-member-user', text: 'Organization member' }), memberUser),
-    addButton, removeButton);
-  const memberError = errorFor('org-team-member-error');
-
-  root.replaceChildren(
-    el('h4', { text: 'Change a member\'s role' }), roleForm, roleError,
-    el('h4', { text: 'Teams' }),
-    el('table', {}, el('thead', {}, el('tr', {}, el('th', { text: 'Team' }), el('th', { text: 'Members' }), el('th', { text: 'Team id' }), el('th', {}))), teamRows),
-    teamsError, teamForm, teamError,
-    el('h4', { text: 'Team membership' }), memberForm, memberError);
-
-  // ------------------------------------------------------------ loading
-  let current = null;
-  async function load() {
-    if (!current) return;
-    const orgId = current.id;
+  // ------------------------------------------------------------ roles and teams
+  const roleMember = $('org-role-member');
+  const roleValue = $('org-role-value');
+  roleValue.replaceChildren(...ROLES.map((r) => option(r, r)));
+  const memberTeam = $('org-team-member-team');
+  const memberUser = $('org-team-member-user');
+  async function loadTeams() {
+    const o = orgs.current;
+    if (!o) return;
     const [members, teams] = await Promise.all([
-      api('organization_members', { organization_id: orgId, pagination: { page: 1, limit: 100 } }),
-      api('teams', { organization_id: orgId, pagination: { page: 1, limit: 100 } }),
+      api('admin/organization_members', { organization_id: o.id, pagination: { page: 1, limit: 100 } }),
+      api('admin/teams', { organization_id: o.id, pagination: { page: 1, limit: 100 } }),
     ]);
-    if (!current || current.id !== orgId) return;
+    if (orgs.current !== o) return;
     const label = (m) => (m.email || m.user_id) + ' (' + m.role + ')';
-    const keepMember = roleMember.value;
-    roleMember.replaceChildren(...members.members.map((m) => option(m.user_id, label(m))));
-    if (keepMember) roleMember.value = keepMember;
-    const keepUser = memberUser.value;
-    memberUser.replaceChildren(...members.members.map((m) => option(m.user_id, label(m))));
-    if (keepUser) memberUser.value = keepUser;
-    const keepTeam = memberTeam.value;
-    memberTeam.replaceChildren(...teams.teams.map((t) => option(t.id, t.name)));
-    if (keepTeam) memberTeam.value = keepTeam;
-    teamRows.replaceChildren(...teams.teams.map((t) => el('tr', {},
-      el('td', { text: t.name }),
-      el('td', { text: String(t.member_count) }),
-      el('td', {}, el('code', { text: t.id })),
-      el('td', {}, el('button', { type: 'button', class: 'danger', text: 'Delete', 'aria-label': 'Delete the team ' + t.name, onclick: (ev) => run(ev.currentTarget.closest('tr'), teamsError, async () => {
-        await api('delete_team', { team_id: t.id });
-        await load();
-      }) })))));
-    if (teams.teams.length === 0) teamRows.append(el('tr', {}, el('td', { colspan: 4, class: 'muted', text: 'No teams.' })));
+    const keep = (select, options) => { const v = select.value; select.replaceChildren(...options); if (v) select.value = v; };
+    keep(roleMember, members.members.map((m) => option(m.user_id, label(m))));
+    keep(memberUser, members.members.map((m) => option(m.user_id, label(m))));
+    keep(memberTeam, teams.teams.map((x) => option(x.id, x.name)));
+    const rows = $('org-team-rows');
+    rows.replaceChildren(...teams.teams.map((x) => el('tr', {},
+      el('td', { text: x.name }),
+      el('td', { text: String(x.member_count) }),
+      el('td', {}, el('code', { text: x.id })),
+      el('td', {}, el('button', { type: 'button', class: 'danger', text: t('delete'), 'aria-label': t('deleteTeamNamed', { name: x.name }), onclick: () => guarded(async () => {
+        await api('admin/delete_team', { team_id: x.id });
+        await loadTeams();
+      }, $('org-teams-box')) })))));
+    if (teams.teams.length === 0) rows.append(emptyRow(4, 'noTeams'));
   }
-
-  document.addEventListener('dashboard:organization', (ev) => {
-    current = ev.detail || null;
-    for (const e of [roleError, teamsError, teamError, memberError]) e.hidden = true;
-    if (current) void run(root, teamsError, load);
-  });
-
-  roleForm.addEventListener('submit', (ev) => {
+  $('org-role').addEventListener('submit', (ev) => {
     ev.preventDefault();
-    if (!current) return;
-    void run(roleForm, roleError, async () => {
-      if (!roleMember.value) throw new Error('Choose a member.');
-      await api('update_organization_member', { organization_id: current.id, user_id: roleMember.value, role: roleValue.value });
-      // page.js reloads the members table, and announces the organization again (which reloads this part).
-      document.dispatchEvent(new CustomEvent('dashboard:organization-changed'));
-    });
+    if (!orgs.current) return;
+    void guarded(async () => {
+      if (!roleMember.value) throw new Error(t('chooseMember'));
+      await api('admin/update_organization_member', { organization_id: orgs.current.id, user_id: roleMember.value, role: roleValue.value });
+      await loadOrgDetail();
+      say($('org-role'), t('roleChanged'));
+    }, $('org-role'));
   });
-  teamForm.addEventListener('submit', (ev) => {
+  $('org-team-create').addEventListener('submit', (ev) => {
     ev.preventDefault();
-    if (!current) return;
-    void run(teamForm, teamError, async () => {
-      const team = await api('create_team', { organization_id: current.id, name: teamName.value.trim() });
-      teamName.value = '';
-      await load();
+    if (!orgs.current) return;
+    void guarded(async () => {
+      const team = await api('admin/create_team', { organization_id: orgs.current.id, name: $('org-team-name').value.trim() });
+      $('org-team-name').value = '';
+      await loadTeams();
       memberTeam.value = team.id;
-    });
+    }, $('org-team-create'));
   });
-  const membership = (op) => run(memberForm, memberError, async () => {
-    if (!memberTeam.value) throw new Error('Create a team first.');
-    if (!memberUser.value) throw new Error('Choose a member.');
+  const membership = (op) => guarded(async () => {
+    if (!memberTeam.value) throw new Error(t('createTeamFirst'));
+    if (!memberUser.value) throw new Error(t('chooseMember'));
     await api(op, { team_id: memberTeam.value, user_id: memberUser.value });
-    await load();
-  });
-  memberForm.addEventListener('submit', (ev) => {
-    ev.preventDefault();
-    if (current) void membership('add_team_member');
-  });
-  removeButton.addEventListener('click', () => {
-    if (current) void membership('remove_team_member');
-  });
+    await loadTeams();
+  }, $('org-team-member'));
+  $('org-team-member').addEventListener('submit', (ev) => { ev.preventDefault(); if (orgs.current) void membership('admin/add_team_member'); });
+  $('org-team-member-remove').addEventListener('click', () => { if (orgs.current) void membership('admin/remove_team_member'); });
 })();

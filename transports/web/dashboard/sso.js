@@ -1,11 +1,11 @@
 // The dashboard's SSO and SCIM section: an organization's SAML / OpenID Connect connections (list, add,
 // enable or disable, test, delete) and its SCIM tokens (create, shown once; list; revoke), through the
-// super-admin REST operations. Runs after page.js, whose helpers it takes from window.latchkeyDashboard.
+// super-admin REST operations. Runs after core.js, whose helpers it takes from window.latchkeyDashboard.
 (() => {
   'use strict';
   const d = window.latchkeyDashboard;
   if (!d) return;
-  const { loaders, api, el, clear, when, badge, guarded, toast, confirmDialog } = d;
+  const { loaders, t, api, el, clear, when, badge, say, guarded, confirmDialog } = d;
   const $ = (id) => document.getElementById(id);
   let orgId = '';
 
@@ -14,26 +14,26 @@
     const rows = $('sso-rows');
     clear(rows);
     for (const c of body.connections || []) {
-      const toggle = el('button', { type: 'button', text: c.enabled ? 'Disable' : 'Enable', onclick: () => guarded(async () => {
+      const toggle = el('button', { type: 'button', class: 'secondary', text: c.enabled ? t('disable') : t('enable'), onclick: () => guarded(async () => {
         await api('admin/update_sso_connection', { connection_id: c.id, enabled: !c.enabled });
-        toast(c.enabled ? 'Connection disabled' : 'Connection enabled');
+        say($('sso-connections-box'), c.enabled ? t('connectionDisabled') : t('connectionEnabled'));
         await loadConnections();
-      }, rows) });
+      }, $('sso-connections-box')) });
       // The test runs the real flow in a new window; the identity provider's answer shows the claims there.
-      const test = el('a', { class: 'button', href: c.sign_in_url + '?test=1', target: '_blank', rel: 'noopener', text: 'Test' });
-      const del = el('button', { type: 'button', class: 'danger', text: 'Delete…', onclick: () => guarded(async () => {
-        if (!(await confirmDialog('Delete the connection ' + c.name + '? Its members keep their accounts.'))) return;
+      const test = el('a', { class: 'button secondary', href: c.sign_in_url + '?test=1', target: '_blank', rel: 'noopener', text: t('test') });
+      const del = el('button', { type: 'button', class: 'danger', text: t('deleteEllipsis'), onclick: () => guarded(async () => {
+        if (!(await confirmDialog(t('confirmDeleteConnection', { name: c.name })))) return;
         await api('admin/delete_sso_connection', { connection_id: c.id });
-        toast('Connection deleted');
+        say($('sso-connections-box'), t('connectionDeleted'));
         await loadConnections();
-      }, rows) });
+      }, $('sso-connections-box')) });
       rows.append(el('tr', {},
         el('td', { text: c.name }),
         el('td', { text: c.type === 'saml' ? 'SAML 2.0' : 'OpenID Connect' }),
         el('td', { text: (c.domains || []).join(', ') }),
-        el('td', {}, badge(c.enabled ? 'enabled' : 'disabled', c.enabled ? 'ok' : '')),
+        el('td', {}, badge(c.enabled ? t('badgeEnabled') : t('badgeDisabled'), c.enabled ? 'ok' : '')),
         el('td', {}, el('code', { text: c.sign_in_url })),
-        el('td', {}, toggle, test, del)));
+        el('td', { class: 'actions' }, toggle, test, del)));
     }
   }
 
@@ -42,18 +42,18 @@
     const rows = $('scim-rows');
     clear(rows);
     for (const tk of body.tokens || []) {
-      const revoke = tk.revoked_at ? '' : el('button', { type: 'button', class: 'danger', text: 'Revoke…', onclick: () => guarded(async () => {
-        if (!(await confirmDialog('Revoke the SCIM token ' + tk.prefix + '? The directory using it stops at once.', 'Revoke'))) return;
+      const revoke = tk.revoked_at ? '' : el('button', { type: 'button', class: 'danger', text: t('revokeEllipsis'), onclick: () => guarded(async () => {
+        if (!(await confirmDialog(t('confirmRevokeScim', { prefix: tk.prefix }), t('revoke')))) return;
         await api('admin/revoke_scim_token', { token_id: tk.id });
-        toast('Token revoked');
+        say($('scim-box'), t('tokenRevoked'));
         await loadTokens();
-      }, rows) });
+      }, $('scim-box')) });
       rows.append(el('tr', {},
         el('td', {}, el('code', { text: tk.prefix })),
         el('td', { text: tk.description }),
         el('td', { text: when(tk.created_at) }),
         el('td', { text: when(tk.last_used_at) }),
-        el('td', {}, badge(tk.revoked_at ? 'revoked' : 'active', tk.revoked_at ? '' : 'ok')),
+        el('td', {}, badge(tk.revoked_at ? t('badgeRevoked') : t('badgeActive'), tk.revoked_at ? '' : 'ok')),
         el('td', {}, revoke)));
     }
   }
@@ -94,7 +94,7 @@
       await api('admin/add_sso_connection', input);
       $('sso-add').reset();
       $('sso-type').dispatchEvent(new Event('change'));
-      toast('Connection added');
+      say($('sso-add'), t('connectionAdded'));
       await loadConnections();
     }, $('sso-add'));
   });
