@@ -7,7 +7,9 @@
  */
 import { LatchkeyError } from '../../engine/errors.ts';
 import { createSmsSender, type OtpDelivery } from '../../auth/index.ts';
+import { smsCodeText, userMailLanguage } from '../../admin/index.ts';
 import type { Services } from '../context.ts';
+import { requestLanguage } from '../request_language.ts';
 
 /** The delivery channels of the configured server (the admin service is looked up when a code is sent). */
 export function otpDeliveryOf(services: Services): OtpDelivery {
@@ -20,14 +22,15 @@ export function otpDeliveryOf(services: Services): OtpDelivery {
       if (admin === undefined || mail === undefined || user.email === null) {
         throw new LatchkeyError('failed_precondition', 'email sending is not configured', { reason: 'mail_disabled' });
       }
-      const rendered = await admin.renderEmail('verify_otp', user, { otp: code });
+      // In the user's saved language, else the language of the call that sends it.
+      const rendered = await admin.renderEmail('verify_otp', user, { otp: code }, userMailLanguage(user.locale, requestLanguage()));
       mail.enqueue({ to: user.email, subject: rendered.subject, html: rendered.html });
     };
   }
   if (c.smsAccountSid && c.smsApiKey && c.smsApiSecret && c.smsSender) {
     const send = createSmsSender({ baseUrl: c.smsApiUrl, accountSid: c.smsAccountSid, apiKey: c.smsApiKey, apiSecret: c.smsApiSecret, sender: c.smsSender });
     const org = c.organizationName ?? 'Latchkey';
-    delivery.sms = (phoneNumber, code) => send(phoneNumber, `${code} is your ${org} verification code. It expires in 1 minute.`);
+    delivery.sms = (phoneNumber, code, user) => send(phoneNumber, smsCodeText(userMailLanguage(user?.locale, requestLanguage()), code, org));
   }
   return delivery;
 }
