@@ -50,6 +50,7 @@ import { WEBAUTHN_SCRIPT, type LoginPageConfig } from './login_page.ts';
 
 const STYLE = `${DESIGN_CSS}
 .page{width:min(44rem,100%);margin:0 auto;padding:var(--s4)}
+select{display:block;width:100%;min-height:2.75rem;padding:var(--s2) var(--s3);font:inherit;color:var(--text);background:var(--surface);border:1px solid var(--muted);border-radius:var(--radius)}
 header.top{display:flex;flex-wrap:wrap;align-items:center;justify-content:space-between;gap:var(--s3);margin:var(--s4) 0}
 header.top h1{margin:0}
 #logo{display:block;max-height:48px;max-width:100%}
