@@ -149,3 +149,13 @@ export function mailLanguage(acceptLanguage: string | undefined): string {
     .sort((a, b) => b.q - a.q || a.i - b.i);
   return tags[0]?.lang ?? 'en';
 }
+
+/**
+ * The language of a mail or text to a user: their saved preference (the
+ * profile's `locale`) when there are templates in it, else the request's
+ * (see {@link mailLanguage}).
+ */
+export function userMailLanguage(locale: string | null | undefined, acceptLanguage: string | undefined): string {
+  const saved = typeof locale === 'string' ? (locale.toLowerCase().split('-')[0] ?? '') : '';
+  return EMAIL_LANGUAGES.includes(saved) ? saved : mailLanguage(acceptLanguage);
+}

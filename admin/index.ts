@@ -25,7 +25,8 @@ export {
   validateTemplateText,
   renderTemplateText,
 } from './email_templates.ts';
-export { EMAIL_LANGUAGES, mailLanguage } from './email_messages.ts';
+export { EMAIL_LANGUAGES, mailLanguage, userMailLanguage } from './email_messages.ts';
+export { NOTICE_LANGUAGES, invitationMail, smsCodeText } from './notice_messages.ts';
 export type {
   EmailTemplate,
   EmailTemplateEvent,

@@ -217,10 +217,15 @@ export class ConsentService {
   /**
    * Records the user's decision on a pending ticket of their session: an
    * allowed request's scopes join the remembered grant. Returns where the
-   * browser goes next (`/authorize` with the ticket), or undefined for an
-   * unknown, decided or foreign ticket.
+   * browser goes next (`/authorize` with the ticket) with what was decided
+   * (for the audit log), or undefined for an unknown, decided or foreign
+   * ticket.
    */
-  async decide(ticket: unknown, cookie: string | undefined, allow: boolean): Promise<string | undefined> {
+  async decide(
+    ticket: unknown,
+    cookie: string | undefined,
+    allow: boolean,
+  ): Promise<{ location: string; user_id: string; client_id: string; scope: string[] } | undefined> {
     const owned = await this.#owned(ticket, cookie);
     if (owned === undefined || owned.ticket.decision !== 'pending') return undefined;
     const t = owned.ticket;
@@ -231,7 +236,7 @@ export class ConsentService {
     const back = new URL(this.#o.authorizeUrl);
     back.searchParams.set('client_id', t.client_id);
     back.searchParams.set('consent_ticket', ticket as string);
-    return back.href;
+    return { location: back.href, user_id: t.user_id, client_id: t.client_id, scope: [...t.scope] };
   }
 
   /** The user's remembered grants. */

@@ -56,7 +56,8 @@ export type MfaMethod = 'email_otp' | 'sms_otp' | 'totp';
 /** How codes reach the user; each is given by the composition root when its channel is configured. */
 export interface OtpDelivery {
   email?: ((user: UserRecord, code: string) => Promise<void>) | undefined;
-  sms?: ((phoneNumber: string, code: string) => Promise<void>) | undefined;
+  /** `user`: whom the code is for (its saved language picks the text's). */
+  sms?: ((phoneNumber: string, code: string, user?: UserRecord) => Promise<void>) | undefined;
 }
 
 /** What a challenge session remembers. */
@@ -303,7 +304,7 @@ export class MfaFlows {
     });
     const { email, sms } = this.#d.delivery;
     if (method === 'email_otp' && email && user.email !== null) await email(user, code);
-    else if (method === 'sms_otp' && sms && user.phone_number !== null) await sms(user.phone_number, code);
+    else if (method === 'sms_otp' && sms && user.phone_number !== null) await sms(user.phone_number, code, user);
     else throw new LatchkeyError('failed_precondition', 'this second factor is not available', { reason: 'mfa_method_unavailable' });
   }
 

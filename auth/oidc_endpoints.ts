@@ -29,7 +29,7 @@ export interface OidcEndpointsOptions {
 const SCOPE_CLAIMS: Readonly<Record<string, readonly string[]>> = {
   email: ['email', 'email_verified'],
   phone: ['phone_number', 'phone_number_verified'],
-  profile: ['given_name', 'family_name', 'middle_name', 'nickname', 'preferred_username', 'picture', 'gender', 'birthdate', 'updated_at'],
+  profile: ['given_name', 'family_name', 'middle_name', 'nickname', 'preferred_username', 'picture', 'gender', 'birthdate', 'locale', 'updated_at'],
 };
 
 /** What `/logout` does next: ask the user to confirm, or (sessions ended) redirect or show the signed-out page. */
@@ -87,6 +87,7 @@ export class OidcEndpoints {
       picture: user.picture,
       gender: user.gender,
       birthdate: user.birthdate,
+      locale: user.locale,
       updated_at: user.updated_at,
     };
     const out: Record<string, unknown> = { sub: user.id };

@@ -54,7 +54,7 @@ export class OrgInvitations {
   async invite(
     call: OrgCall,
     input: { organization_id: string; emails: readonly string[]; role?: string | undefined },
-    deliver?: (invitation: InvitationRecord, token: string, org: OrgRecord) => void,
+    deliver?: (invitation: InvitationRecord, token: string, org: OrgRecord) => void | Promise<void>,
   ): Promise<{ message: string; invitations: PublicInvitation[] }> {
     const org = await this.#c.live(input.organization_id);
     await this.#c.require(call, org.id, 'can_manage_members');
@@ -76,7 +76,7 @@ export class OrgInvitations {
       for (const { inv } of issued) await this.#c.o.store.insertInvitation(inv, tx);
       await this.#c.record(call, tx, { action: 'organization.members_invited', resourceType: 'organization', resourceId: org.id, data: { organization_id: org.id, emails, role } });
     });
-    for (const { inv, token } of issued) deliver?.(inv, token, org);
+    for (const { inv, token } of issued) await deliver?.(inv, token, org);
     return { message: 'invitations created', invitations: issued.map(({ inv, token }) => ({ ...publicInvitation(inv), token })) };
   }
 

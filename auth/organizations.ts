@@ -346,7 +346,7 @@ export class OrganizationService {
   // ---------------------------------------------------------------- invitations, domains, SCIM tokens
 
   /** `invite_organization_members` (auth/org_invitations.ts). */
-  invite(call: OrgCall, input: { organization_id: string; emails: readonly string[]; role?: string | undefined }, deliver?: (invitation: InvitationRecord, token: string, org: OrgRecord) => void): Promise<{ message: string; invitations: PublicInvitation[] }> {
+  invite(call: OrgCall, input: { organization_id: string; emails: readonly string[]; role?: string | undefined }, deliver?: (invitation: InvitationRecord, token: string, org: OrgRecord) => void | Promise<void>): Promise<{ message: string; invitations: PublicInvitation[] }> {
     return this.#invitations.invite(call, input, deliver);
   }
 

@@ -55,6 +55,30 @@ export interface UpdateProfileInput {
   picture?: string | undefined;
   is_multi_factor_auth_enabled?: boolean | undefined;
   app_data?: Record<string, unknown> | undefined;
+  /** The preferred language, a BCP 47 tag; `''` clears it. */
+  locale?: string | undefined;
+}
+
+/**
+ * A well-formed BCP 47 language tag (RFC 5646 §2.1, the common forms): a
+ * primary language subtag of 2 or 3 letters, then subtags of 1 to 8 letters
+ * or digits (`de`, `pt-BR`, `zh-Hant-TW`, `es-419`).
+ */
+const LOCALE_RE = /^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8})*$/;
+
+/**
+ * The stored form of a `locale` input: `null` for `''` (cleared), the tag
+ * with its language subtag lower-cased otherwise. `invalid_argument`
+ * `invalid_locale` for what is not a language tag.
+ */
+export function localeOf(input: string): string | null {
+  const tag = input.trim();
+  if (tag === '') return null;
+  if (tag.length > 35 || !LOCALE_RE.test(tag)) {
+    throw new LatchkeyError('invalid_argument', 'locale must be a BCP 47 language tag such as en, de or pt-BR', { reason: 'invalid_locale', details: { field: 'locale' } });
+  }
+  const [lang = '', ...rest] = tag.split('-');
+  return [lang.toLowerCase(), ...rest].join('-');
 }
 
 /**
@@ -76,6 +100,7 @@ export async function profilePatch(
       if (input[k] !== undefined) patch[k] = input[k];
     }
     if (input.app_data !== undefined) patch.app_data = input.app_data;
+    if (input.locale !== undefined) patch.locale = localeOf(input.locale);
     if (input.is_multi_factor_auth_enabled !== undefined) {
       if (o.enforceMfa && !input.is_multi_factor_auth_enabled) throw invalidArgument('multi factor authentication is enforced', 'mfa_enforced');
       patch.is_multi_factor_auth_enabled = input.is_multi_factor_auth_enabled;

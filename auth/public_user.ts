@@ -33,6 +33,8 @@ export interface PublicUser {
   revoked_timestamp: number | null;
   is_multi_factor_auth_enabled: boolean | null;
   app_data: Record<string, unknown> | null;
+  /** The preferred language (BCP 47), or null. */
+  locale: string | null;
 }
 
 /** The AuthResponse shape (spec Resources). */
@@ -135,6 +137,7 @@ export function toPublicUser(u: UserRecord): PublicUser {
     revoked_timestamp: u.revoked_timestamp,
     is_multi_factor_auth_enabled: u.is_multi_factor_auth_enabled,
     app_data: u.app_data,
+    locale: u.locale,
   };
 }
 

@@ -391,6 +391,7 @@ export class TokenService {
         'picture',
         'gender',
         'birthdate',
+        'locale',
         'roles',
         options.roleClaim ?? 'role',
       ],

@@ -50,6 +50,8 @@ const COLUMNS: ReadonlyArray<[name: string, ddl: string]> = [
   ['is_multi_factor_auth_enabled', 'BOOLEAN NULL'],
   ['app_data', 'TEXT NULL'],
   ['deactivated_at', 'BIGINT NULL'],
+  // The preferred language (OIDC Core §5.1 `locale`, a BCP 47 tag); added by 0006 to older tables.
+  ['locale', 'VARCHAR(35) NULL'],
   ['created_at', 'BIGINT NOT NULL DEFAULT 0'],
   ['updated_at', 'BIGINT NOT NULL DEFAULT 0'],
 ];
@@ -231,6 +233,16 @@ export const AUTH_MIGRATIONS: readonly Migration[] = [
     id: '0005_email_key',
     up: (ctx) => rekeyEmails(ctx, emailKey),
   },
+  {
+    // The user's preferred language (`locale`). A table 0001 created after the
+    // column joined COLUMNS has it already.
+    id: '0006_locale',
+    async up(ctx) {
+      if (!(await existingColumns(ctx, 'users')).has('locale')) {
+        await ctx.sequelize.query('ALTER TABLE users ADD COLUMN locale VARCHAR(35) NULL', { transaction: ctx.transaction });
+      }
+    },
+  },
 ];
 
 /**
@@ -326,6 +338,7 @@ export function rowToRecord(r: Record<string, unknown>): UserRecord {
     is_multi_factor_auth_enabled: toBool(r['is_multi_factor_auth_enabled']),
     app_data: appData,
     deactivated_at: toNum(r['deactivated_at']),
+    locale: str('locale'),
     created_at: toNum(r['created_at']) ?? 0,
     updated_at: toNum(r['updated_at']) ?? 0,
   };

@@ -32,6 +32,8 @@ export interface UserRecord {
   is_multi_factor_auth_enabled: boolean | null;
   app_data: Record<string, unknown> | null;
   deactivated_at: number | null;
+  /** The preferred language, a BCP 47 tag (OIDC Core §5.1 `locale`), or null for none saved. */
+  locale: string | null;
   created_at: number;
   updated_at: number;
 }

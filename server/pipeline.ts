@@ -3,6 +3,7 @@
  * run the handler, encode the result, record metrics. Transports only decode
  * the request into {@link CallInfo} + raw input and encode what comes back.
  */
+import { withRequestLanguage } from './request_language.ts';
 import { localizeError } from './error_messages.ts';
 import { LatchkeyError, OUTAGE_RETRY_AFTER_SECONDS, toPublicError } from '../engine/errors.ts';
 import { pingMainDatabase } from './compose/database.ts';
@@ -192,7 +193,7 @@ export function createPipeline(
           protocol: info.protocol, requestId: info.requestId, clientIp: info.clientIp, userAgent: info.userAgent, credentials: info.credentials, cookies: info.cookies,
           signal: AbortSignal.any([info.signal, streamsEnd]),
         };
-        const messages = (await handlerFor(op)(new CallContext(streamInfo, principal, services, op.name), input)) as AsyncIterable<unknown>;
+        const messages = (await withRequestLanguage(info.acceptLanguage, () => handlerFor(op)(new CallContext(streamInfo, principal, services, op.name), input))) as AsyncIterable<unknown>;
         return (async function* encoded(): AsyncGenerator<unknown> {
           try {
             for await (const m of messages) yield encodeOutput(op.output, m);
@@ -215,7 +216,8 @@ export function createPipeline(
       try {
         const principal = await admit(op, info);
         const input = validate(op.input, rawInput ?? {});
-        let output = handlerFor(op)(new CallContext(info, principal, services, op.name), input);
+        // The call's language goes with it to what it sends without its context (one-time codes).
+        let output = withRequestLanguage(info.acceptLanguage, () => handlerFor(op)(new CallContext(info, principal, services, op.name), input));
         if (output instanceof Promise) output = await output;
         return encodeOutput(op.output, output);
       } catch (err) {

@@ -48,6 +48,7 @@ export const USER = s.object(
     revoked_timestamp: s.optional(s.int({ doc: 'Unix seconds; set by revoke_access, cleared by enable_access' })),
     is_multi_factor_auth_enabled: s.optional(s.bool()),
     app_data: s.optional(s.json()),
+    locale: s.optional(s.string({ doc: 'The preferred language, a BCP 47 tag (the OpenID Connect `locale` claim); it picks the language of /app, /app/account, mails and SMS after ui_locales' })),
   },
   { doc: 'A user account', graphql: { scalars: { id: 'ID', app_data: 'Map' }, nullable: ['created_at', 'updated_at'] } },
 );

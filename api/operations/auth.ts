@@ -97,6 +97,7 @@ const UPDATE_PROFILE_INPUT = s.object('UpdateProfileRequest', {
   picture: STR(2048),
   is_multi_factor_auth_enabled: s.optional(s.bool()),
   app_data: s.optional(s.json()),
+  locale: s.optional(s.string({ maxLength: 35, doc: 'The preferred language, a BCP 47 tag such as de or pt-BR; empty clears it' })),
 }, { graphql: { scalars: { app_data: 'Map' } } });
 
 const VALIDATE_JWT_INPUT = s.object('ValidateJwtTokenRequest', {

@@ -81,8 +81,9 @@ export const ACCOUNT_HANDLERS: HandlersOf<typeof ACCOUNT_OPERATIONS> = {
   },
   revoke_consent: async (ctx, input) => {
     const userId = requireUserId(ctx);
+    const scopes = ((await ctx.services.consent?.list(userId)) ?? []).find((g) => g.client_id === input.client_id)?.scopes ?? [];
     if (!(await ctx.services.consent?.revoke(userId, input.client_id))) throw new LatchkeyError('not_found', 'no consent to this client', { reason: 'consent_not_found' });
-    await audit(ctx, 'user.consent_revoked', { userId, metadata: { client_id: input.client_id } });
+    await audit(ctx, 'user.consent_revoked', { userId, metadata: { client_id: input.client_id, scopes } });
     return { message: 'Access withdrawn' };
   },
   admin_list_sessions: async (ctx, input) => ({ sessions: await authOf(ctx).listSessionsOf(input.user_id) }),

@@ -6,7 +6,7 @@
  * persisted outbox.
  */
 import { LatchkeyError } from '../../engine/errors.ts';
-import { checkRedirectUri, mailLanguage } from '../../admin/index.ts';
+import { checkRedirectUri, userMailLanguage } from '../../admin/index.ts';
 import type { LinkDelivery } from '../../auth/index.ts';
 import type { RequestContext } from '../context.ts';
 import { issuerOf } from '../flags.ts';
@@ -40,14 +40,14 @@ export function linkDelivery(ctx: RequestContext, base: string, state: string | 
   if (admin === undefined || mail === undefined) {
     throw new LatchkeyError('failed_precondition', 'email sending is not configured', { reason: 'mail_disabled' });
   }
-  // The language of the request that queues the mail (its Accept-Language), for the built-in templates.
-  const language = mailLanguage(ctx.acceptLanguage);
+  // The language of the built-in templates: the user's saved one, else the request's (its Accept-Language).
+  const language = (user: { locale: string | null }) => userMailLanguage(user.locale, ctx.acceptLanguage);
   return {
     base,
     state,
     send: async (event, user, url) => {
       if (user.email === null) return;
-      const rendered = await admin.renderEmail(event, user, { verification_url: url }, language);
+      const rendered = await admin.renderEmail(event, user, { verification_url: url }, language(user));
       mail.enqueue({ to: user.email, subject: rendered.subject, html: rendered.html });
     },
     prepare:
@@ -55,7 +55,7 @@ export function linkDelivery(ctx: RequestContext, base: string, state: string | 
         ? undefined
         : async (event, user, url) => {
             const to = user.email;
-            const rendered = await admin.renderEmail(event, user, { verification_url: url }, language);
+            const rendered = await admin.renderEmail(event, user, { verification_url: url }, language(user));
             return async (transaction) => {
               if (to !== null) await mail.enqueueIn!({ to, subject: rendered.subject, html: rendered.html }, transaction);
             };

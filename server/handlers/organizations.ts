@@ -10,7 +10,7 @@
  */
 import { LatchkeyError } from '../../engine/errors.ts';
 import type { InvitationRecord, OrgCall, OrganizationService, OrgEvent, OrgRecord, OrgSettingsInput, StoreTransaction } from '../../auth/index.ts';
-import { checkRedirectUri } from '../../admin/index.ts';
+import { checkRedirectUri, invitationMail, userMailLanguage } from '../../admin/index.ts';
 import { ORGANIZATION_OPERATIONS } from '../../api/index.ts';
 import type { RequestContext } from '../context.ts';
 import { issuerOf } from '../flags.ts';
@@ -66,22 +66,21 @@ function metadataOf(m: unknown): Record<string, unknown> | undefined {
 }
 
 /** Mails each invitation's link when mail is set up (after the commit; a mail that fails is logged, the invitation stands). */
-function invitationMailer(ctx: RequestContext, redirectUri: string | undefined): ((inv: InvitationRecord, token: string, org: OrgRecord) => void) | undefined {
+function invitationMailer(ctx: RequestContext, redirectUri: string | undefined): ((inv: InvitationRecord, token: string, org: OrgRecord) => Promise<void>) | undefined {
   const mail = ctx.services.admin?.mail;
   if (mail === undefined) return undefined;
   const c = ctx.services.config;
   const issuer = issuerOf(c);
   const base = redirectUri ? checkRedirectUri(redirectUri, c.allowedOrigins, issuer).toString() : `${issuer}/app`;
-  return (inv, token, org) => {
+  const users = ctx.services.auth?.users;
+  return async (inv, token, org) => {
     const url = new URL(base);
     url.searchParams.set('organization_invitation', token);
-    const name = org.name.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+    // In the invitee's saved language when the address has an account, else the inviting request's.
     try {
-      mail.enqueue({
-        to: inv.email,
-        subject: `You are invited to ${org.name}`,
-        html: `<p>You are invited to join <b>${name}</b> as ${inv.role}.</p><p><a href="${url.toString().replace(/"/g, '&quot;')}">Accept the invitation</a></p>`,
-      });
+      const invitee = await users?.findByEmail(inv.email).catch(() => undefined);
+      const { subject, html } = invitationMail(userMailLanguage(invitee?.locale, ctx.acceptLanguage), { org: org.name, role: inv.role, url: url.toString() });
+      mail.enqueue({ to: inv.email, subject, html });
     } catch (err) {
       ctx.logger.warn('organization invitation not mailed', { err, invitation_id: inv.id });
     }

@@ -17,6 +17,7 @@ export const ACCOUNT_MESSAGE_KEYS = [
   'organizationsTitle', 'roleIs', 'makeActive', 'makeActiveOf', 'activeOrganization',
   'connectedApps', 'appScopes', 'removeAccess', 'removeAccessOf', 'accessRemoved',
   'authenticatorApp', 'authenticatorHelp', 'authenticatorCode', 'newRecoveryCodes', 'resetApp', 'recoveryCodes', 'recoveryCodesShown', 'appReset',
+  'language', 'languageBrowser',
 ] as const;
 
 export type AccountMessageKey = (typeof ACCOUNT_MESSAGE_KEYS)[number];
@@ -69,6 +70,8 @@ const en: AccountMessages = {
   removeAccess: 'Remove access',
   removeAccessOf: 'Remove the access of {name}',
   accessRemoved: '{name} no longer has access. It will ask again next time.',
+  language: 'Language',
+  languageBrowser: 'As my browser asks',
 };
 
 const de: AccountMessages = {
@@ -118,6 +121,8 @@ const de: AccountMessages = {
   removeAccess: 'Zugriff entfernen',
   removeAccessOf: 'Zugriff von {name} entfernen',
   accessRemoved: '{name} hat keinen Zugriff mehr und fragt beim nächsten Mal erneut.',
+  language: 'Sprache',
+  languageBrowser: 'Wie mein Browser es wünscht',
 };
 
 const fr: AccountMessages = {
@@ -167,6 +172,8 @@ const fr: AccountMessages = {
   removeAccess: 'Retirer l\'accès',
   removeAccessOf: 'Retirer l\'accès de {name}',
   accessRemoved: '{name} n\'a plus accès. L\'application demandera de nouveau la prochaine fois.',
+  language: 'Langue',
+  languageBrowser: 'Celle de mon navigateur',
 };
 
 const es: AccountMessages = {
@@ -216,6 +223,8 @@ const es: AccountMessages = {
   removeAccess: 'Quitar el acceso',
   removeAccessOf: 'Quitar el acceso de {name}',
   accessRemoved: '{name} ya no tiene acceso. Lo pedirá de nuevo la próxima vez.',
+  language: 'Idioma',
+  languageBrowser: 'El de mi navegador',
 };
 
 const ja: AccountMessages = {
@@ -265,6 +274,8 @@ const ja: AccountMessages = {
   removeAccess: 'アクセスを削除',
   removeAccessOf: '{name} のアクセスを削除',
   accessRemoved: '{name} のアクセスを削除しました。次回は改めて許可を求められます。',
+  language: '言語',
+  languageBrowser: 'ブラウザーの設定に従う',
 };
 
 const ar: AccountMessages = {
@@ -314,6 +325,8 @@ const ar: AccountMessages = {
   removeAccess: 'إزالة الوصول',
   removeAccessOf: 'إزالة وصول {name}',
   accessRemoved: 'لم يعد لدى {name} وصول. سيطلب الإذن مرة أخرى في المرة القادمة.',
+  language: 'اللغة',
+  languageBrowser: 'حسب إعدادات المتصفح',
 };
 
 /** The catalogues by BCP 47 tag, English (the default) first; the same languages as the sign-in page's. */

@@ -43,13 +43,14 @@ import { createHash } from 'node:crypto';
 import type { HttpRoute, HttpRouteRequest, HttpRouteResponse } from '../../server/index.ts';
 import { ACCOUNT_MESSAGES } from './account_messages.ts';
 import { ACCOUNT_PAGE_BODY } from './account_page_body.ts';
-import { LANGUAGE_COOKIE, pickLanguage } from './i18n.ts';
+import { LANGUAGE_COOKIE, LANGUAGE_NAMES, pickLanguage, type UserLocaleOf } from './i18n.ts';
 import { RTL_LANGUAGES } from './login_messages.ts';
 import { DESIGN_CSS, escapeHtml, PROVIDER_BRANDS } from './design.ts';
 import { WEBAUTHN_SCRIPT, type LoginPageConfig } from './login_page.ts';
 
 const STYLE = `${DESIGN_CSS}
 .page{width:min(44rem,100%);margin:0 auto;padding:var(--s4)}
+select{display:block;width:100%;min-height:2.75rem;padding:var(--s2) var(--s3);font:inherit;color:var(--text);background:var(--surface);border:1px solid var(--muted);border-radius:var(--radius)}
 header.top{display:flex;flex-wrap:wrap;align-items:center;justify-content:space-between;gap:var(--s3);margin:var(--s4) 0}
 header.top h1{margin:0}
 #logo{display:block;max-height:48px;max-width:100%}
@@ -252,6 +253,8 @@ const SCRIPT = `
     $('email').value = me.email || '';
     $('phone').value = me.phone_number || '';
     $('mfa-on').checked = me.is_multi_factor_auth_enabled === true;
+    const saved = typeof me.locale === 'string' ? me.locale.toLowerCase().split('-')[0] : '';
+    $('locale').value = Array.from($('locale').options).some((o) => o.value === saved) ? saved : '';
   }
   async function loadProfile() {
     me = await call('profile', undefined, 'GET');
@@ -263,7 +266,16 @@ const SCRIPT = `
     void act('profile-msg', formControls(e.target), async () => {
       const input = { given_name: val('given'), family_name: val('family'), nickname: val('nickname') };
       if (val('picture') !== (me.picture || '')) input.picture = val('picture');
+      const locale = $('locale').value;
+      const before = typeof me.locale === 'string' ? me.locale.toLowerCase().split('-')[0] : '';
+      if (locale !== before) input.locale = locale;
       await call('update_profile', input);
+      if ('locale' in input) {
+        // The saved language is the page's from now on (after ui_locales): this browser's choice follows it, and the page reloads in it.
+        document.cookie = locale ? 'latchkey_lang=' + encodeURIComponent(locale) + '; Path=/; Max-Age=31536000; SameSite=Lax' : 'latchkey_lang=; Path=/; Max-Age=0; SameSite=Lax';
+        location.reload();
+        return t('profileSaved');
+      }
       await loadProfile();
       return t('profileSaved');
     });
@@ -561,6 +573,10 @@ function pageHtml(name: string, logo: string, lang: string, passkeys: boolean): 
     dir: RTL_LANGUAGES.has(lang) ? 'rtl' : 'ltr',
     // A data block is not executed; `<` is escaped so that its text cannot close the element.
     messagesJson: JSON.stringify(messages).replace(/</g, '\\u003c'),
+    // The languages the saved preference (the profile's locale) may name, each in its own words; the script selects the saved one.
+    languageOptions: Object.keys(ACCOUNT_MESSAGES)
+      .map((l) => `<option value="${l}" lang="${l}">${escapeHtml(LANGUAGE_NAMES[l] ?? l)}</option>`)
+      .join(''),
   };
   // Only the document's {{key}} slots are filled: the style and the script hold none (checked below), so their hashes hold for every language.
   const html = (HTML_HEAD + (brand ? `${brand}\n` : '') + ACCOUNT_PAGE_BODY + HTML_TAIL).replace(/\{\{(\w+)\}\}/g, (_, key: string) => {
@@ -575,7 +591,7 @@ function pageHtml(name: string, logo: string, lang: string, passkeys: boolean): 
 if (/\{\{\w+\}\}/.test(STYLE + SCRIPT)) throw new Error('account page: the style or the script holds a {{key}} slot');
 
 /** The account center at `/app/account` when `--enable-login-page` is on. */
-export function accountPageRoutes(c: LoginPageConfig): HttpRoute[] {
+export function accountPageRoutes(c: LoginPageConfig, userLocale?: UserLocaleOf): HttpRoute[] {
   if (!c.enableLoginPage) return [];
   const logo = logoOrigin(c.organizationLogo ?? '') ? (c.organizationLogo ?? '') : '';
   const headers = {
@@ -588,8 +604,15 @@ export function accountPageRoutes(c: LoginPageConfig): HttpRoute[] {
   };
   const languages = Object.keys(ACCOUNT_MESSAGES);
   const pages = new Map(languages.map((lang) => [lang, { html: pageHtml(c.organizationName ?? '', logo, lang, c.enablePasskeys), headers: { ...headers, 'content-language': lang } } satisfies HttpRouteResponse]));
-  // The language as on the sign-in page: ui_locales, the saved choice, Accept-Language.
+  // The language as on the sign-in page: ui_locales, the user's saved preference, this browser's choice, Accept-Language.
   const handler = async (request: HttpRouteRequest): Promise<HttpRouteResponse> =>
-    pages.get(pickLanguage(languages, { uiLocales: request.query['ui_locales'], saved: request.cookies[LANGUAGE_COOKIE], acceptLanguage: request.acceptLanguage }))!;
+    pages.get(
+      pickLanguage(languages, {
+        uiLocales: request.query['ui_locales'],
+        preferred: await userLocale?.(request.cookies),
+        saved: request.cookies[LANGUAGE_COOKIE],
+        acceptLanguage: request.acceptLanguage,
+      }),
+    )!;
   return [{ path: '/app/account', handler }, { path: '/app/account/', handler }];
 }

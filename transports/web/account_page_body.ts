@@ -23,6 +23,7 @@ export const ACCOUNT_PAGE_BODY = `<header class="top">
 </div>
 <label for="nickname">{{nickname}}</label><input id="nickname" name="nickname" autocomplete="nickname" maxlength="256">
 <label for="picture">{{picture}}</label><input id="picture" name="photo" type="url" inputmode="url" autocomplete="photo" maxlength="2048">
+<label for="locale">{{language}}</label><select id="locale" name="language"><option value="">{{languageBrowser}}</option>{{languageOptions}}</select>
 <button class="primary" type="submit">{{saveProfile}}</button>
 <p id="profile-msg" class="msg" role="status" aria-live="polite"></p>
 </form>

@@ -19,7 +19,7 @@ import { sessionCookieOf } from '../../auth/index.ts';
 import type { HttpRoute, HttpRouteRequest, HttpRouteResponse, Services } from '../../server/index.ts';
 import { CONSENT_MESSAGES, type ConsentMessages } from './consent_messages.ts';
 import { DESIGN_CSS, escapeHtml } from './design.ts';
-import { LANGUAGE_COOKIE, pickLanguage } from './i18n.ts';
+import { LANGUAGE_COOKIE, pickLanguage, type UserLocaleOf } from './i18n.ts';
 import { RTL_LANGUAGES } from './login_messages.ts';
 
 const STYLE = `${DESIGN_CSS}
@@ -101,14 +101,42 @@ ${items}
   );
 }
 
+/**
+ * The audit row of a consent decision: who, which client, which scopes
+ * (`user.consent_granted` or `user.consent_denied`; `revoke_consent` writes
+ * `user.consent_revoked`). A row that cannot be written is logged; the
+ * decision stands.
+ */
+async function recordDecision(services: Services, request: HttpRouteRequest, action: string, d: { user_id: string; client_id: string; scope: string[] }): Promise<void> {
+  await services.admin?.userEvent(
+    {
+      actor_type: 'user',
+      actor_id: d.user_id,
+      action,
+      resource_type: 'user',
+      resource_id: d.user_id,
+      ip_address: request.clientIp,
+      user_agent: request.userAgent,
+      metadata: { client_id: d.client_id, scopes: d.scope },
+    },
+    undefined,
+    (err) => services.logger.error('consent decision not recorded', { action, request_id: request.requestId, err }),
+  );
+}
+
 /** `/app/consent` (GET: the page; POST: the decision), when the OAuth provider and the login page are on. */
-export function consentPageRoutes(services: Services): HttpRoute[] {
+export function consentPageRoutes(services: Services, userLocale?: UserLocaleOf): HttpRoute[] {
   const consent = services.consent;
   if (consent === undefined || services.oauth === undefined || !services.config.enableLoginPage) return [];
-  const languageOf = (request: HttpRouteRequest, uiLocales?: string): string =>
-    pickLanguage(LANGUAGES, { uiLocales: uiLocales ?? request.query['ui_locales'], saved: request.cookies[LANGUAGE_COOKIE], acceptLanguage: request.acceptLanguage });
-  const gone = (request: HttpRouteRequest): HttpRouteResponse => {
-    const lang = languageOf(request);
+  const languageOf = async (request: HttpRouteRequest, uiLocales?: string): Promise<string> =>
+    pickLanguage(LANGUAGES, {
+      uiLocales: uiLocales ?? request.query['ui_locales'],
+      preferred: await userLocale?.(request.cookies),
+      saved: request.cookies[LANGUAGE_COOKIE],
+      acceptLanguage: request.acceptLanguage,
+    });
+  const gone = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
+    const lang = await languageOf(request);
     const m = CONSENT_MESSAGES[lang]!;
     return { status: 400, html: page(lang, m.goneTitle, `<h1>${escapeHtml(m.goneTitle)}</h1>\n<p>${escapeHtml(m.gone)}</p>`), headers: headers(lang) };
   };
@@ -118,12 +146,14 @@ export function consentPageRoutes(services: Services): HttpRoute[] {
       const decision = request.body['decision'];
       if (request.bodyError !== undefined || (decision !== 'allow' && decision !== 'deny')) return gone(request);
       const next = await consent.decide(request.body['ticket'], cookie, decision === 'allow');
-      return next === undefined ? gone(request) : { status: 303, headers: { location: next, 'cache-control': 'no-store' } };
+      if (next === undefined) return gone(request);
+      await recordDecision(services, request, decision === 'allow' ? 'user.consent_granted' : 'user.consent_denied', next);
+      return { status: 303, headers: { location: next.location, 'cache-control': 'no-store' } };
     }
     const ticket = request.query['ticket'];
     const pending = await consent.pending(ticket, cookie);
     if (pending === undefined) return gone(request);
-    const lang = languageOf(request, pending.ui_locales);
+    const lang = await languageOf(request, pending.ui_locales);
     const m = CONSENT_MESSAGES[lang]!;
     return { html: consentHtml(m, lang, ticket as string, pending.client_name || pending.client_id, pending.scope), headers: headers(lang, formAction(pending.redirect_uri)) };
   };

@@ -2,11 +2,16 @@
  * Which language a page is shown in: the first of the request's
  * `ui_locales` (OpenID Connect Core §3.1.2.1: space-separated BCP 47 tags,
  * carried to `/app` with the rest of the authorization request) that the
- * page has; else the reader's saved choice (the `latchkey_lang` cookie the
- * page's language menu sets); else the best of `Accept-Language` by its
+ * page has; else the signed-in user's saved preference (the profile's
+ * `locale`, set from the account center or `update_profile`); else the
+ * reader's choice in this browser (the `latchkey_lang` cookie the pages'
+ * language menus set); else the best of `Accept-Language` by its
  * weights (RFC 9110 §12.5.4); else the default, the first available. Tags
  * match on their primary subtag (`de-AT` is `de`).
  */
+
+/** Each page language by its own name, for the language menus. */
+export const LANGUAGE_NAMES: Readonly<Record<string, string>> = { en: 'English', de: 'Deutsch', fr: 'Français', es: 'Español', ja: '日本語', ar: 'العربية' };
 
 /** The cookie that keeps the reader's choice of language. */
 export const LANGUAGE_COOKIE = 'latchkey_lang';
@@ -28,15 +33,18 @@ export function acceptedLanguages(header: string | undefined): string[] {
 }
 
 /** The language to show, from the request (see the module comment). */
-export function pickLanguage(available: readonly string[], o: { uiLocales?: unknown; saved?: string | undefined; acceptLanguage?: string | undefined }): string {
+export function pickLanguage(
+  available: readonly string[],
+  o: { uiLocales?: unknown; preferred?: string | null | undefined; saved?: string | undefined; acceptLanguage?: string | undefined },
+): string {
   const has = (tag: string): string | undefined => available.find((a) => a === primary(tag));
   const ui = typeof o.uiLocales === 'string' && o.uiLocales.length <= 256 ? o.uiLocales.split(' ') : [];
   for (const tag of ui) {
     const hit = has(tag);
     if (hit !== undefined) return hit;
   }
-  if (o.saved !== undefined) {
-    const hit = has(o.saved);
+  for (const choice of [o.preferred, o.saved]) {
+    const hit = typeof choice === 'string' ? has(choice) : undefined;
     if (hit !== undefined) return hit;
   }
   for (const tag of acceptedLanguages(o.acceptLanguage)) {
@@ -45,3 +53,6 @@ export function pickLanguage(available: readonly string[], o: { uiLocales?: unkn
   }
   return available[0] ?? 'en';
 }
+
+/** The saved language of the user whose session cookie a page request carries (undefined when none). */
+export type UserLocaleOf = (cookies: Readonly<Record<string, string>>) => Promise<string | undefined>;

@@ -57,7 +57,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { Config, HttpRoute, HttpRouteRequest, HttpRouteResponse } from '../../server/index.ts';
-import { LANGUAGE_COOKIE, pickLanguage } from './i18n.ts';
+import { LANGUAGE_COOKIE, LANGUAGE_NAMES, pickLanguage, type UserLocaleOf } from './i18n.ts';
 import { LOGIN_MESSAGES, RTL_LANGUAGES } from './login_messages.ts';
 import { DESIGN_CSS, escapeHtml, PROVIDER_BRANDS } from './design.ts';
 
@@ -635,9 +635,6 @@ function pageHtml(name: string, logo: string, lang: string, passkeys: boolean): 
   return passkeys ? html.replace('<script>', () => `<script>${WEBAUTHN_SCRIPT}</script>\n<script>`) : html;
 }
 
-/** Each language's name in itself, for the language menu. */
-const LANGUAGE_NAMES: Readonly<Record<string, string>> = { en: 'English', de: 'Deutsch', fr: 'Français', es: 'Español', ja: '日本語', ar: 'العربية' };
-
 if (/\{\{\w+\}\}/.test(STYLE + SCRIPT)) throw new Error('login page: the style or the script holds a {{key}} slot');
 
 /** The languages the sign-in page is available in, English (the default) first. */
@@ -680,7 +677,7 @@ export function loginPageCsp(logo = '', passkeys = false): string {
 export const LOGIN_PAGE_CSP = loginPageCsp();
 
 /** The login page at `/app` (and `/app/`, and `/app/reset-password` for reset links) when `--enable-login-page` is on. */
-export function loginPageRoutes(c: LoginPageConfig): HttpRoute[] {
+export function loginPageRoutes(c: LoginPageConfig, userLocale?: UserLocaleOf): HttpRoute[] {
   if (!c.enableLoginPage) return [];
   // Only an http(s) logo is shown (the policy allows its origin); the name is text.
   const logo = logoOrigin(c.organizationLogo ?? '') ? (c.organizationLogo ?? '') : '';
@@ -695,7 +692,12 @@ export function loginPageRoutes(c: LoginPageConfig): HttpRoute[] {
   };
   const pages = new Map(LOGIN_PAGE_LANGUAGES.map((lang) => [lang, { html: pageHtml(c.organizationName ?? '', logo, lang, c.enablePasskeys), headers: { ...headers, 'content-language': lang } } satisfies HttpRouteResponse]));
   const handler = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
-    const lang = pickLanguage(LOGIN_PAGE_LANGUAGES, { uiLocales: request.query['ui_locales'], saved: request.cookies[LANGUAGE_COOKIE], acceptLanguage: request.acceptLanguage });
+    const lang = pickLanguage(LOGIN_PAGE_LANGUAGES, {
+      uiLocales: request.query['ui_locales'],
+      preferred: await userLocale?.(request.cookies),
+      saved: request.cookies[LANGUAGE_COOKIE],
+      acceptLanguage: request.acceptLanguage,
+    });
     return pages.get(lang) ?? pages.get('en')!;
   };
   return [{ path: '/app', handler }, { path: '/app/', handler }, { path: '/app/reset-password', handler }];

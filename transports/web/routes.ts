@@ -7,11 +7,12 @@
  * services the composition root made; none exists when its service or flag
  * is off.
  */
-import type { AuthService } from '../../auth/index.ts';
+import { sessionCookieOf, type AuthService } from '../../auth/index.ts';
 import { issuerOf, type Config, type HttpRoute, type Services } from '../../server/index.ts';
 import { dashboardRoutes } from './dashboard/dashboard.ts';
 import { accountPageRoutes } from './account_page.ts';
 import { consentPageRoutes } from './consent_page.ts';
+import type { UserLocaleOf } from './i18n.ts';
 import { loginPageRoutes } from './login_page.ts';
 import { oauthRoutes } from './oauth.ts';
 import { socialRoutes } from './social.ts';
@@ -31,11 +32,34 @@ function discoveryRoutes(auth: AuthService, c: Pick<Config, 'url' | 'host' | 'ht
   ];
 }
 
+/**
+ * The saved language (`locale`) of the user a page request's session cookie
+ * belongs to. The language is presentation only: a session store or
+ * database that does not answer leaves the page to the browser's languages
+ * rather than failing it (availability before convenience).
+ */
+function userLocaleOf(auth: AuthService): UserLocaleOf {
+  return async (cookies) => {
+    const cookie = sessionCookieOf(cookies);
+    if (cookie === undefined) return undefined;
+    try {
+      const session = await auth.sessions.fromCookie(cookie);
+      if (session === undefined) return undefined;
+      return (await auth.users.findById(session.user_id))?.locale ?? undefined;
+    } catch {
+      return undefined;
+    }
+  };
+}
+
 /** The endpoints outside the operations table, for the HTTP adapter to mount (built once per server). */
 export function webRoutes(services: Services): HttpRoute[] {
   const routes: HttpRoute[] = [];
   const { auth, config } = services;
-  if (auth !== undefined) routes.push(...discoveryRoutes(auth, config), ...oauthRoutes(services), ...loginPageRoutes(config), ...accountPageRoutes(config), ...consentPageRoutes(services), ...socialRoutes(services));
+  if (auth !== undefined) {
+    const locale = userLocaleOf(auth);
+    routes.push(...discoveryRoutes(auth, config), ...oauthRoutes(services), ...loginPageRoutes(config, locale), ...accountPageRoutes(config, locale), ...consentPageRoutes(services, locale), ...socialRoutes(services));
+  }
   routes.push(...dashboardRoutes(config));
   return routes;
 }

@@ -231,6 +231,28 @@ for (const width of WIDTHS) {
     const refused = await server.call('login', { email, password: PASSWORD }, { protocol: 'rest' });
     t.is(refused.error?.code, 'unauthenticated', 'the deactivated account signs in no more');
   });
+
+  test(`${width} px: the language menu saves the profile's locale; the page comes back in it, and goes back to the browser's`, async (t) => {
+    const email = fresh();
+    await signUp(email);
+    const { page, problems } = await pageFor(t, width);
+    await signIn(page, email);
+    t.is(await page.inputValue('#locale'), '', 'nothing saved: the browser decides');
+    await page.selectOption('#locale', 'de');
+    await page.click('#profile-form button[type=submit]');
+    await page.locator('#profile-title', { hasText: 'Profil' }).waitFor();
+    await page.locator('#content:not([aria-busy])').waitFor();
+    t.is(await page.getAttribute('html', 'lang'), 'de');
+    t.is(await page.inputValue('#locale'), 'de', 'the saved language is selected');
+    const login = await server.call('login', { email, password: PASSWORD }, { protocol: 'rest' });
+    t.is((await server.call('profile', {}, { protocol: 'rest', headers: { authorization: `Bearer ${String(login.body?.['access_token'])}` } })).body?.['locale'], 'de');
+    t.deepEqual(await seriousViolations(page), [], 'accessibility with the menu');
+    await page.selectOption('#locale', '');
+    await page.click('#profile-form button[type=submit]');
+    await page.locator('#profile-title', { hasText: 'Profile' }).waitFor();
+    t.is(await page.getAttribute('html', 'lang'), 'en', "back to the browser's language");
+    t.deepEqual(problems, []);
+  });
 }
 
 test('keyboard only: sign in, end the other sessions and sign out without a pointer', async (t) => {

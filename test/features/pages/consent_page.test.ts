@@ -6,7 +6,8 @@
  * in the light and dark scheme; Allow (pressed from the keyboard) lands on
  * the client's redirect URI with a code; the account center lists the app,
  * and "Remove access" withdraws it, after which the page is shown again.
- * No console error, page error or policy violation.
+ * Each decision (granted, revoked, denied) is in the audit log with the
+ * client and the scopes. No console error, page error or policy violation.
  */
 import anyTest, { type ExecutionContext } from 'ava';
 import { randomBytes } from 'node:crypto';
@@ -52,7 +53,7 @@ const authorizeUrl = (): string =>
   `${base}/authorize?${new URLSearchParams({ client_id: 'photo-printer', response_type: 'code', redirect_uri: CB, scope: 'openid email profile', state: 'st', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' })}`;
 
 /** A signed-in browser `width` pixels wide (the session of an API sign-up). */
-async function signedIn(t: ExecutionContext, width: number): Promise<{ page: Page; problems: string[] }> {
+async function signedIn(t: ExecutionContext, width: number): Promise<{ page: Page; problems: string[]; userId: string }> {
   const r = await server.call('signup', { email: `u${randomBytes(6).toString('hex')}@example.com`, password: PASSWORD }, { protocol: 'rest' });
   const cookies = r.setCookies.map((l) => l.split(';')[0]!.trim()).map((pair) => ({ name: pair.slice(0, pair.indexOf('=')), value: pair.slice(pair.indexOf('=') + 1), url: base })).filter((c) => c.value !== '');
   const context = await browser!.newContext({ viewport: { width, height: width > 600 ? 900 : 800 } });
@@ -64,12 +65,20 @@ async function signedIn(t: ExecutionContext, width: number): Promise<{ page: Pag
   page.on('console', (m) => {
     if (m.type() === 'error') problems.push(`console error: ${m.text()}`);
   });
-  return { page, problems };
+  return { page, problems, userId: String((r.body?.['user'] as { id?: string } | undefined)?.id) };
+}
+
+/** The audit entries of `action` about `userId`: their actor and metadata. */
+async function consentAudit(action: string, userId: string): Promise<Array<{ actor_id: string; metadata: Record<string, unknown> }>> {
+  const logs = await server.call('audit_logs', { action }, { protocol: 'rest', headers: { 'x-service-admin-secret': TEST_ADMIN_SECRET } });
+  return (logs.body!['audit_logs'] as Array<{ actor_id: string; resource_id: string; metadata: string }>)
+    .filter((e) => e.resource_id === userId)
+    .map((e) => ({ actor_id: e.actor_id, metadata: JSON.parse(e.metadata) as Record<string, unknown> }));
 }
 
 for (const width of [1280, 375] as const) {
   test(`${width} px: consent by keyboard lands on the client with a code; the account center removes the access`, async (t) => {
-    const { page, problems } = await signedIn(t, width);
+    const { page, problems, userId } = await signedIn(t, width);
     await page.goto(authorizeUrl());
     await page.waitForURL((u) => u.pathname === '/app/consent');
     t.regex((await page.textContent('h1')) ?? '', /Photo Printer wants to use your account/);
@@ -104,6 +113,18 @@ for (const width of [1280, 375] as const) {
     await page.click('#deny');
     await page.waitForURL((u) => u.href.startsWith(CB));
     t.is(new URL(page.url()).searchParams.get('error'), 'access_denied');
+    // Each decision in the audit log: who, which client, which scopes.
+    const asked = { client_id: 'photo-printer', scopes: ['openid', 'email', 'profile'] };
+    for (const action of ['user.consent_granted', 'user.consent_denied']) {
+      const entries = await consentAudit(action, userId);
+      t.is(entries.length, 1, action);
+      t.is(entries[0]?.actor_id, userId, action);
+      t.like(entries[0]?.metadata, asked, action);
+    }
+    const revoked = await consentAudit('user.consent_revoked', userId);
+    t.is(revoked.length, 1);
+    t.like(revoked[0]?.metadata, { client_id: 'photo-printer' });
+    t.deepEqual([...(revoked[0]?.metadata['scopes'] as string[])].sort(), ['email', 'openid', 'profile']);
     t.deepEqual(problems, []);
   });
 }

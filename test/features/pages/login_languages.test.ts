@@ -4,7 +4,8 @@
  * (carried from /authorize), then the saved choice (the language menu's
  * cookie), then `Accept-Language`; no string of the page is left in English
  * in another language; Arabic is laid out right to left; axe finds no
- * serious violation; meta lists the languages. The account center likewise. The choice of language is a
+ * serious violation; meta lists the languages. The account center likewise;
+ * the built-in mails, the SMS and the invitation have every text in every language. The choice of language is a
  * unit of its own (transports/web/i18n.ts).
  */
 import anyTest from 'ava';
@@ -17,6 +18,7 @@ import { screenshot } from '../../helpers/screenshots.ts';
 import { LOGIN_MESSAGES, LOGIN_MESSAGE_KEYS } from '../../../transports/web/login_messages.ts';
 import { acceptedLanguages, pickLanguage } from '../../../transports/web/i18n.ts';
 import { ACCOUNT_MESSAGES, ACCOUNT_MESSAGE_KEYS } from '../../../transports/web/account_messages.ts';
+import { EMAIL_LANGUAGES, EMAIL_TEMPLATE_EVENTS, NOTICE_LANGUAGES, defaultTemplate, invitationMail, smsCodeText } from '../../../admin/index.ts';
 
 const test = anyTest.serial;
 const LANGS = ['en', 'de', 'fr', 'es', 'ja', 'ar'];
@@ -69,7 +71,37 @@ test('the account center: every catalogue has exactly the English keys, and no m
   }
 });
 
+test('the mails and the SMS: every language has each event and notice, none left in English, placeholders kept', (t) => {
+  t.deepEqual([...EMAIL_LANGUAGES], LANGS);
+  t.deepEqual([...NOTICE_LANGUAGES], LANGS);
+  const placeholders = (text: string) => (text.match(/\{\{\s*[\w.]+\s*\}\}|\{\w+\}/g) ?? []).map((p) => p.replace(/\s/g, '')).sort();
+  for (const lang of LANGS) {
+    for (const event of EMAIL_TEMPLATE_EVENTS) {
+      const english = defaultTemplate(event, 'en');
+      const own = defaultTemplate(event, lang);
+      if (lang !== 'en') {
+        t.not(own.subject, english.subject, `${lang} ${event}: the subject is still English`);
+        t.not(own.template, english.template, `${lang} ${event}: the body is still English`);
+      }
+      t.deepEqual(placeholders(own.template), placeholders(english.template), `${lang} ${event}: placeholders`);
+    }
+    const sms = smsCodeText(lang, '123456', 'Acme');
+    const invite = invitationMail(lang, { org: 'Acme', role: 'admin', url: 'https://example.com/i' });
+    t.true(sms.includes('123456') && sms.includes('Acme'), `${lang}: the SMS carries the code and the name`);
+    t.true(invite.subject.includes('Acme') && invite.html.includes('<b>Acme</b>') && invite.html.includes('admin'), `${lang}: the invitation`);
+    if (lang === 'en') continue;
+    t.not(sms, smsCodeText('en', '123456', 'Acme'), `${lang}: the SMS is still English`);
+    const en = invitationMail('en', { org: 'Acme', role: 'admin', url: 'https://example.com/i' });
+    t.not(invite.subject, en.subject, `${lang}: the invitation subject is still English`);
+    t.not(invite.html, en.html, `${lang}: the invitation is still English`);
+  }
+});
+
 test('the language: ui_locales, then the saved choice, then Accept-Language by weight, then English', (t) => {
+  t.is(pickLanguage(LANGS, { uiLocales: 'fr', preferred: 'es-MX', saved: 'ja', acceptLanguage: 'de' }), 'fr', 'ui_locales first');
+  t.is(pickLanguage(LANGS, { preferred: 'es-MX', saved: 'ja', acceptLanguage: 'de' }), 'es', "then the user's saved language");
+  t.is(pickLanguage(LANGS, { preferred: 'pt-BR', saved: 'ja', acceptLanguage: 'de' }), 'ja', 'a saved language without a page: the browser choice');
+  t.is(pickLanguage(LANGS, { preferred: null, acceptLanguage: 'de' }), 'de');
   t.deepEqual(acceptedLanguages('fr-CH, fr;q=0.9, en;q=0.8, de;q=0.7, *;q=0.5'), ['fr-CH', 'fr', 'en', 'de']);
   t.deepEqual(acceptedLanguages('de;q=0, ja;q=0.2, es'), ['es', 'ja']);
   t.is(pickLanguage(LANGS, { acceptLanguage: 'pt-BR, es;q=0.5' }), 'es');
