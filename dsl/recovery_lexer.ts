@@ -183,13 +183,16 @@ class Scanner {
     if (q !== '"' && q !== "'") return { failedAt: i };
     const triple = this.s[i + 1] === q && this.s[i + 2] === q;
     if (triple) {
+      // An unterminated triple-quoted string falls back, as the lexer falls back to its last accepting state, to
+      // the empty string its first two quotes make (`'''` is `''` and then an unreadable `'`).
+      const empty: Match = { length: 2, type: TT.STRING };
       let j = i + 3;
       for (;;) {
-        if (j >= this.s.length) return { failedAt: j };
+        if (j >= this.s.length) return empty;
         if (this.s[j] === q && this.s[j + 1] === q && this.s[j + 2] === q) return { length: j + 3 - i, type: TT.STRING };
         if (!raw && this.s[j] === '\\') {
           const e = this.escape(j);
-          if (e === 0) return { failedAt: j + 1 };
+          if (e === 0) return empty;
           j += e;
         } else j++;
       }
