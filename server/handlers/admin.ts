@@ -10,11 +10,13 @@
  * GraphQL refuses them as unknown fields before anything runs. `_env` is
  * GraphQL-only.
  */
-import { LatchkeyError } from '../../engine/errors.ts';
+import { LatchkeyError, isDependencyFailure } from '../../engine/errors.ts';
 import { ADMIN_COOKIE, AdminService, EMAIL_TEMPLATE_EVENTS, WEBHOOK_EVENTS, type AdminCallContext, type AuditEntry, type WebhookEvent } from '../../admin/index.ts';
 import type { SignupRecorder, UserRecord } from '../../auth/index.ts';
 import { redactedConfig } from '../flags.ts';
 import type { RequestContext } from '../context.ts';
+import { pingMainDatabase } from '../compose/database.ts';
+import { outageSummary } from '../logger.ts';
 import { ADMIN_OPERATIONS } from '../../api/index.ts';
 import type { HandlersOf } from './types.ts';
 import { metaFromConfig } from './meta.ts';
@@ -50,7 +52,24 @@ export async function recordUserEvent(
   await admin.userEvent(
     userEventEntry(ctx, action, options),
     options.webhook && options.user ? { event: options.webhook, user: options.user } : undefined,
-    (err) => ctx.logger.error('user event not recorded', { action, err }),
+    (err) => logUnrecordedEvent(ctx, action, err),
+  );
+}
+
+/**
+ * Logs a user event that could not be recorded. During an outage of the main
+ * database (the failure is a dependency's, or the database does not answer a
+ * ping) it is an expected consequence of the outage: a warning naming the
+ * outage, without a stack. Anything else is an error.
+ */
+export function logUnrecordedEvent(ctx: RequestContext, action: string, err: unknown): void {
+  const warn = (): void => ctx.logger.warn('user event not recorded: dependency unavailable', { action, cause: outageSummary(err) });
+  if (isDependencyFailure(err)) return warn();
+  const database = ctx.services.database;
+  if (database === undefined) return ctx.logger.error('user event not recorded', { action, err });
+  void pingMainDatabase(database, 1000).then(
+    (up) => (up ? ctx.logger.error('user event not recorded', { action, err }) : warn()),
+    () => warn(),
   );
 }
 
@@ -90,7 +109,7 @@ export function userEventRecorder(
   return adminEventRecorder(ctx.services.admin, {
     entry: (user) => userEventEntry(ctx, action, { ...options, user, actorId: user.id }),
     webhook: options.webhook,
-    onError: (err) => ctx.logger.error('user event not recorded', { action, err }),
+    onError: (err) => logUnrecordedEvent(ctx, action, err),
   });
 }
 

@@ -6,7 +6,7 @@ import { LatchkeyError } from '../../engine/errors.ts';
 import { MFA_COOKIE, sessionCookieOf, type AuditPort, type AuthCallContext, type AuthService, type UserRecord } from '../../auth/index.ts';
 import type { WebhookEvent } from '../../admin/index.ts';
 import type { RequestContext } from '../context.ts';
-import { recordUserEvent } from './admin.ts';
+import { logUnrecordedEvent, recordUserEvent } from './admin.ts';
 
 /** The identity service of the composition root; `unavailable` when it was not plugged in. */
 export function authOf(ctx: RequestContext): AuthService {
@@ -61,6 +61,6 @@ export async function audit(
       ...(o.metadata === undefined ? {} : { metadata: o.metadata }),
     });
   } catch (err) {
-    ctx.logger.error('user event not recorded', { action, err });
+    logUnrecordedEvent(ctx, action, err);
   }
 }
