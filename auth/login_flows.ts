@@ -7,6 +7,7 @@
  */
 import { LatchkeyError } from '../engine/errors.ts';
 import type { MemoryStore } from './memory_store.ts';
+import { ResponsePadding } from './response_padding.ts';
 import type { ResolvedAuthOptions } from './options.ts';
 import { assertPasswordAcceptable, type PasswordHasher } from './password.ts';
 import { normalizeEmail, normalizePhone, type UserFields, type UserRecord, type UserStore } from './user_store_types.ts';
@@ -51,6 +52,8 @@ export interface LoginFlowsDeps {
 
 export class LoginFlows {
   readonly #d: LoginFlowsDeps;
+  /** A sign-up of a taken address answers in the time a new one takes (A6). */
+  readonly #signupTime = new ResponsePadding();
 
   constructor(deps: LoginFlowsDeps) {
     this.#d = deps;
@@ -82,6 +85,19 @@ export class LoginFlows {
    * right after the user is stored (docs/storage.md).
    */
   async signup(input: SignupInput, ctx: AuthCallContext = {}, verification?: LinkDelivery, record?: SignupRecorder): Promise<AuthResult> {
+    const started = performance.now();
+    try {
+      const out = await this.#signup(input, ctx, verification, record);
+      this.#signupTime.observe(performance.now() - started);
+      return out;
+    } catch (err) {
+      // A taken address is refused before the user, its audit row and its session are written: held to a new sign-up's time.
+      if (err instanceof LatchkeyError && err.code === 'already_exists') await this.#signupTime.hold(started);
+      throw err;
+    }
+  }
+
+  async #signup(input: SignupInput, ctx: AuthCallContext, verification?: LinkDelivery, record?: SignupRecorder): Promise<AuthResult> {
     const { options: o, users, mfa } = this.#d;
     if (!o.enableSignup) throw new LatchkeyError('failed_precondition', 'signup is disabled for this instance', { reason: 'signup_disabled' });
     const email = normalizeEmail(input.email);
