@@ -31,6 +31,7 @@
 import { Transaction, type Sequelize } from 'sequelize';
 import { isDependencyFailure, LatchkeyError, OUTAGE_RETRY_AFTER_SECONDS } from '../errors.ts';
 import type { SqlDialect } from './migrate.ts';
+import { isNodeSqliteConnection } from './node_sqlite_driver.ts';
 import { isBusy, rawConnection, type RawConnection } from './raw.ts';
 import { SqliteCheckpointer } from './sqlite_checkpointer.ts';
 
@@ -279,6 +280,9 @@ export class SqlConnections {
         if (checkpointer !== undefined) {
           await conn.run('PRAGMA wal_autocheckpoint = 0', [], true);
           owned.checkpointer = checkpointer;
+          // Closing the sequelize instance without close() here still stops the thread before its connections close.
+          const thread = checkpointer;
+          if (isNodeSqliteConnection(connection)) connection.beforeClose(() => thread.close());
         }
       }
       return owned;

@@ -144,6 +144,7 @@ export class Database extends EventEmitter {
   /** True when the file is in WAL mode (where a busy statement inside a transaction can wait: readers never block a writer). */
   #wal = false;
   #closed = false;
+  readonly #beforeClose: (() => Promise<void>)[] = [];
 
   constructor(filename: string, mode?: number | ((err: Error | null) => void), callback?: (err: Error | null) => void) {
     super();
@@ -225,8 +226,24 @@ export class Database extends EventEmitter {
     return this;
   }
 
-  /** Closes the connection once the statements queued on it have run. */
+  /**
+   * Runs `task` when the connection is asked to close, before it closes (and
+   * before the close's callback): a helper holding the same file open (the
+   * store's checkpoint thread) stops with it, so that whoever closed the
+   * connection may remove the file at once.
+   */
+  beforeClose(task: () => Promise<void>): void {
+    this.#beforeClose.push(task);
+  }
+
+  /** Closes the connection once the statements queued on it (and the {@link Database.beforeClose} tasks) have run. */
   close(callback?: (err: Error | null) => void): void {
+    const tasks = this.#beforeClose.splice(0);
+    if (tasks.length === 0) return this.#close(callback);
+    void Promise.all(tasks.map((task) => task().catch(() => undefined))).then(() => this.#close(callback));
+  }
+
+  #close(callback?: (err: Error | null) => void): void {
     this.#submit(() => {
       let error: Error | null = null;
       if (this.#closed) error = Object.assign(new Error('SQLITE_MISUSE: Database is closed'), { code: 'SQLITE_MISUSE', errno: 21 });

@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { readdir } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import test from 'ava';
 import fc from 'fast-check';
 import { QueryTypes } from 'sequelize';
@@ -93,8 +96,12 @@ test('sql sqlite: the connection closes cleanly after reads and writes, whether 
     await store.write([], [{ object: 'doc:1', relation: 'viewer', user: 'user:a' }]);
     await store.readUserTuples([{ objectType: 'doc', objectId: '1', relation: 'viewer', user: 'user:a' }]);
     await store.readObjectRelations([{ objectType: 'doc', objectId: '1', relation: 'viewer' }], 'all');
+    // Time for the checkpoint thread to open the file after the write's commit.
+    await delay(100);
     if (closeStore) await store.close();
     await t.notThrowsAsync(sequelize.close());
+    // Every connection to the file is closed, the checkpoint thread's included: SQLite removed its log and shared memory.
+    t.deepEqual(await readdir(dirname(db.url.slice('sqlite:'.length))), ['db.sqlite'], closeStore ? 'store closed first' : 'store left open');
     await db.drop();
   }
 });
