@@ -202,11 +202,13 @@ test('a password user signs in, adds a passkey, then signs in with it; with MFA 
   });
   t.is(turnedOn, 200);
   await signOut(b);
-  // Taken out while the page loads so that the email field's autofill does not sign in first (see the first test).
+  // Put back as a non-discoverable credential: the second-factor request names it, while the email field's autofill
+  // request (which may be answered at any moment while the form is filled, see the first test) cannot use it.
+  const { userHandle: _discoverable, ...passkey } = credentials[0]!;
   await b.cdp.send('WebAuthn.clearCredentials', { authenticatorId: b.authenticatorId });
+  await b.cdp.send('WebAuthn.addCredential', { authenticatorId: b.authenticatorId, credential: { ...passkey, isResidentCredential: false } });
   await b.page.goto(`${b.base}/app?mfa=1`);
   await b.page.locator('#passkey-login').waitFor({ state: 'visible' });
-  await b.cdp.send('WebAuthn.addCredential', { authenticatorId: b.authenticatorId, credential: credentials[0]! });
   await b.page.fill('#email', email);
   await b.page.fill('#password', PASSWORD);
   await b.page.click('#submit');
@@ -215,7 +217,12 @@ test('a password user signs in, adds a passkey, then signs in with it; with MFA 
   const entries = (logs.body!['audit_logs'] as Array<{ metadata: string }>).map((e) => JSON.parse(e.metadata) as Record<string, unknown>);
   t.true(entries.some((m) => m['mfa_method'] === 'passkey'), 'the second factor was the passkey');
 
+  // Discoverable again (with the signature counter the authenticator has reached), for the autofill sign-in.
+  const { credentials: [used] } = await b.cdp.send('WebAuthn.getCredentials', { authenticatorId: b.authenticatorId });
+  t.false(used!.isResidentCredential);
   await signOut(b);
+  await b.cdp.send('WebAuthn.clearCredentials', { authenticatorId: b.authenticatorId });
+  await b.cdp.send('WebAuthn.addCredential', { authenticatorId: b.authenticatorId, credential: { ...credentials[0]!, signCount: used!.signCount } });
   await b.page.goto(`${b.base}/app?again=1`);
   await signedIn(t, server, b, 'after a passkey sign-in (user verified: MFA satisfied)');
   t.deepEqual(b.problems, []);
