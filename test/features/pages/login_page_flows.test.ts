@@ -61,8 +61,8 @@ async function smtpFor(t: ExecutionContext): Promise<{ smtp: Smtp; flags: Record
   return { smtp, flags: { 'smtp-host': '127.0.0.1', 'smtp-port': smtp.port, 'smtp-sender-email': 'noreply@example.com' } };
 }
 
-async function pageFor(t: ExecutionContext): Promise<{ page: Page; problems: string[] }> {
-  const context = await browser!.newContext();
+async function pageFor(t: ExecutionContext, width?: number): Promise<{ page: Page; problems: string[] }> {
+  const context = await browser!.newContext(width === undefined ? {} : { viewport: { width, height: 800 } });
   t.teardown(() => context.close());
   context.setDefaultTimeout(WAIT);
   const page = await context.newPage();
@@ -158,10 +158,10 @@ test('sign-up by email signs in; sign-up by phone, then sign-in by phone', async
   t.deepEqual([...problems, ...second.problems, ...third.problems], []);
 });
 
-test('sign-up with email verification on: the page says to check the inbox and signs nobody in; the mailed link then signs in', async (t) => {
+for (const width of [1280, 375]) test(`sign-up with email verification on, ${width} px wide: the page says to check the inbox and signs nobody in; the mailed link then signs in`, async (t) => {
   const { smtp, flags } = await smtpFor(t);
   const server = await start(t, { ...flags, 'enable-email-verification': true });
-  const { page, problems } = await pageFor(t);
+  const { page, problems } = await pageFor(t, width);
   await page.goto(`${server.httpUrl}/app`);
   await page.click('#to-signup');
   const email = fresh();
@@ -176,6 +176,8 @@ test('sign-up with email verification on: the page says to check the inbox and s
   t.true(await page.isVisible('#login'), 'the sign-in form, for after the link');
   t.is(await page.inputValue('#email'), email);
   t.deepEqual((await page.context().cookies()).filter((c) => c.name.startsWith('cookie_session')), [], 'no session');
+  t.true(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), 'nothing wider than the screen');
+  await screen(t, page, `app-check-inbox-${width}`);
 
   const [mail] = await mailsTo(smtp, email, 1);
   const token = /\/app\?token=([A-Za-z0-9_-]+)/.exec(mail!)?.[1];
