@@ -25,7 +25,8 @@ export class ResponsePadding {
 
   /** Resolves once the usual time of a success has passed since `startedAt` (a `performance.now()` reading). */
   async hold(startedAt: number): Promise<void> {
-    const wait = Math.min(MAX_HOLD_MS, this.#averageMs - (performance.now() - startedAt));
-    if (wait > 1) await sleep(wait);
+    const until = startedAt + Math.min(MAX_HOLD_MS, this.#averageMs);
+    // A timer may fire a little early (the event loop's clock is read once per turn): wait again for the rest.
+    for (let wait = until - performance.now(); wait > 1; wait = until - performance.now()) await sleep(wait);
   }
 }
