@@ -8,7 +8,7 @@
  * token, revocation and introspection endpoints (`client_secret_basic`,
  * `client_secret_post`, `private_key_jwt` per RFC 7523, `none`), matches
  * redirect URIs exactly (RFC 8252 §7.3: a native client's loopback URI with
- * any port), and issues, lists, revokes and resolves API keys.
+ * any port). Its {@link ApiKeys} issue, list, revoke and resolve API keys.
  *
  * The `--client-id` / `--client-secret` client of the flags is the first
  * client: it is answered from the flags, never from the store, behaves as it
@@ -16,42 +16,35 @@
  * with the secret in either place or as a public client with PKCE), and it
  * cannot be changed or deleted through the registry.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { createLocalJWKSet, createRemoteJWKSet, importJWK, jwtVerify, type JWK, type JWTVerifyGetKey } from 'jose';
+import { randomBytes } from 'node:crypto';
+import { importJWK, type JWK } from 'jose';
 import { LatchkeyError } from '../engine/errors.ts';
-import { CLIENT_ASSERTION_ALGORITHMS, type ApiKeyRecord, type ApplicationType, type ClientAuthMethod, type ClientKind, type ClientRecord, type ClientStore } from './client_store.ts';
+import { ApiKeys } from './api_keys.ts';
+import { ClientAuthenticator, type ResolvedClient } from './client_authentication.ts';
+import { CLIENT_ASSERTION_ALGORITHMS, type ApplicationType, type ClientAuthMethod, type ClientKind, type ClientRecord, type ClientStore } from './client_store.ts';
 
 export { CLIENT_ASSERTION_ALGORITHMS };
 import type { MemoryStore } from './memory_store.ts';
 import { GRANT_DEVICE_CODE } from './device_flow.ts';
-import { invalidClient, invalidRequest, safeEqual } from './oauth_common.ts';
+import { safeEqual } from './oauth_common.ts';
+import { digestEqual, digestOf, SCOPE_TOKEN } from './secret_digest.ts';
+
+export type { ResolvedClient };
 
 export const GRANT_CODE = 'authorization_code';
 export const GRANT_REFRESH = 'refresh_token';
 export const GRANT_CLIENT_CREDENTIALS = 'client_credentials';
 export const GRANT_TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
-const JWT_BEARER_ASSERTION = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 
 const INTERACTIVE_GRANTS = [GRANT_CODE, GRANT_REFRESH, GRANT_TOKEN_EXCHANGE, GRANT_DEVICE_CODE] as const;
 const SERVICE_GRANTS = [GRANT_CLIENT_CREDENTIALS, GRANT_TOKEN_EXCHANGE] as const;
 export const CLIENT_AUTH_METHODS: readonly ClientAuthMethod[] = ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'];
 
 const CLIENT_ID = /^[A-Za-z0-9._~-]{3,128}$/;
-const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]{1,128}$/;
 const ROLE = /^[A-Za-z0-9._:-]{1,128}$/;
 const MAX_LIST = 100;
 const MAX_OVERLAP = 30 * 86400;
-/** Failed client authentications allowed per client and window before the client is refused for the rest of it. */
-const FAILURE_BUDGET = { max: 20, windowSeconds: 60 };
-/** How far ahead a client assertion's `exp` may be (RFC 7523 §3: short-lived). */
-const MAX_ASSERTION_LIFETIME = 600;
 
-/** The client behind a request, registered or the flags' own. */
-export interface ResolvedClient {
-  readonly record: ClientRecord;
-  /** True for the `--client-id` client of the flags. */
-  readonly fromFlags: boolean;
-}
 
 /** The wire view of a client: everything but digests. */
 export interface PublicClient {
@@ -104,28 +97,6 @@ export interface ClientInput {
   require_consent?: boolean | undefined;
 }
 
-/** An API key's wire view (never its secret). */
-export interface PublicApiKey {
-  id: string;
-  prefix: string;
-  name: string;
-  principal: string;
-  scopes: string[];
-  organization_id: string | null;
-  expires_at: number | null;
-  last_used_at: number | null;
-  revoked_at: number | null;
-  created_at: number;
-}
-
-/** Who an API key acts for, once resolved. */
-export interface ApiKeyPrincipal {
-  kind: 'user' | 'service_account';
-  /** The user id, or the client id of the service account. */
-  id: string;
-  key: ApiKeyRecord;
-}
-
 export interface ClientRegistryOptions {
   store: ClientStore;
   memory: MemoryStore;
@@ -139,14 +110,6 @@ export interface ClientRegistryOptions {
   supportedScopes: readonly string[];
 }
 
-export const digestOf = (secret: string): string => createHash('sha256').update(secret, 'utf8').digest('hex');
-
-function digestEqual(secret: string, digest: string | null): boolean {
-  if (digest === null) return false;
-  const a = Buffer.from(digestOf(secret), 'hex');
-  const b = Buffer.from(digest, 'hex');
-  return a.length === b.length && timingSafeEqual(a, b);
-}
 
 const bad = (message: string, reason = 'invalid_client_metadata'): LatchkeyError => new LatchkeyError('invalid_argument', message, { reason });
 const notFound = (): LatchkeyError => new LatchkeyError('not_found', 'client not found', { reason: 'client_not_found' });
@@ -155,16 +118,26 @@ const isLoopbackHost = (host: string): boolean => host === '127.0.0.1' || host =
 /** The service-account FGA subject of a client id. */
 export const serviceAccountSubject = (clientId: string): string => `service_account:${clientId}`;
 
-/** The API key format: `lk_<prefix>_<secret>`; the prefix is public (it names the key), the secret is 256 random bits. */
-const API_KEY = /^lk_([A-Za-z0-9]{16})_([A-Za-z0-9_-]{43})$/;
 
 export class ClientRegistry {
   readonly #o: ClientRegistryOptions;
-  readonly #remoteSets = new Map<string, JWTVerifyGetKey>();
-  readonly #localSets = new Map<string, { at: number; set: JWTVerifyGetKey }>();
+
+  /** The API keys of users and service accounts. */
+  readonly apiKeys: ApiKeys;
+  readonly #authenticator: ClientAuthenticator;
 
   constructor(options: ClientRegistryOptions) {
     this.#o = options;
+    this.apiKeys = new ApiKeys(options.store, options.nowSeconds);
+    this.#authenticator = new ClientAuthenticator((id) => this.find(id), options);
+  }
+
+  /**
+   * Authenticates the client of a token, revocation or introspection request
+   * (see {@link ClientAuthenticator.authenticate}).
+   */
+  authenticate(p: Map<string, string>, authorization: string | undefined): Promise<{ client: ResolvedClient; method: ClientAuthMethod }> {
+    return this.#authenticator.authenticate(p, authorization);
   }
 
   get store(): ClientStore {
@@ -498,226 +471,10 @@ export class ClientRegistry {
     });
   }
 
-  // ---------------------------------------------------------------- client authentication
-
-  /**
-   * Authenticates the client of a token, revocation or introspection request
-   * (RFC 6749 §2.3): HTTP Basic, `client_secret` in the body, a
-   * `client_assertion` (RFC 7523 §2.2, `private_key_jwt`), or `client_id`
-   * alone (a public client). One method per request; a registered client
-   * must use the method it registered. Failures are counted per client id and
-   * refused for the rest of the window past the budget (`resource_exhausted`,
-   * reason `too_many_attempts`), before any comparison. Errors:
-   * `invalid_client` (one message whatever the cause), `invalid_request`.
-   */
-  async authenticate(p: Map<string, string>, authorization: string | undefined): Promise<{ client: ResolvedClient; method: ClientAuthMethod }> {
-    let id = p.get('client_id');
-    let secret = p.get('client_secret');
-    const assertion = p.get('client_assertion');
-    const assertionType = p.get('client_assertion_type');
-    let method: ClientAuthMethod = 'none';
-    const basic = authorization === undefined ? undefined : /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(authorization);
-    if (basic) {
-      if (secret !== undefined || assertion !== undefined) throw invalidRequest('use one client authentication method');
-      const decoded = Buffer.from(basic[1] ?? '', 'base64').toString('utf8');
-      const colon = decoded.indexOf(':');
-      if (colon < 0) throw invalidClient();
-      let basicId: string;
-      try {
-        basicId = decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, ' '));
-        secret = decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, ' '));
-      } catch {
-        throw invalidClient();
-      }
-      if (id !== undefined && id !== basicId) throw invalidRequest('client_id differs from the Authorization header');
-      id = basicId;
-      method = 'client_secret_basic';
-    } else if (assertion !== undefined || assertionType !== undefined) {
-      if (secret !== undefined) throw invalidRequest('use one client authentication method');
-      if (assertionType !== JWT_BEARER_ASSERTION) throw invalidRequest(`client_assertion_type must be ${JWT_BEARER_ASSERTION}`);
-      if (assertion === undefined) throw invalidRequest('client_assertion is required with client_assertion_type');
-      const issuer = unverifiedIssuer(assertion);
-      if (id !== undefined && id !== issuer) throw invalidClient();
-      id = issuer;
-      method = 'private_key_jwt';
-    } else if (secret !== undefined) method = 'client_secret_post';
-    if (id === undefined || id === '') throw invalidClient('client_id is required');
-
-    const failures = `client_auth_failures:${digestOf(id).slice(0, 32)}`;
-    const seen = Number((await this.#o.memory.get(failures)) ?? '0');
-    if (seen >= FAILURE_BUDGET.max) {
-      const retry = Math.max(1, await this.#o.memory.ttl(failures));
-      throw new LatchkeyError('resource_exhausted', 'too many failed client authentications; try again later', { reason: 'too_many_attempts', details: { retry_after_seconds: retry } });
-    }
-    const fail = async (): Promise<never> => {
-      await this.#o.memory.incr(failures, FAILURE_BUDGET.windowSeconds);
-      throw invalidClient();
-    };
-
-    const client = await this.find(id);
-    if (client === undefined || client.record.disabled) return fail();
-    const r = client.record;
-    if (client.fromFlags) {
-      // The flags' client, as it always was: its secret in either place, or none (a public client with PKCE).
-      if (method === 'private_key_jwt') return fail();
-      if (secret !== undefined && !safeEqual(secret, this.#o.flagClient.clientSecret)) return fail();
-      return { client, method };
-    }
-    if (method !== r.token_endpoint_auth_method) return fail();
-    if (method === 'client_secret_basic' || method === 'client_secret_post') {
-      const s = secret ?? '';
-      const current = digestEqual(s, r.secret_digest);
-      const previous = r.previous_secret_expires_at !== null && r.previous_secret_expires_at > this.#o.nowSeconds() && digestEqual(s, r.previous_secret_digest);
-      if (!current && !previous) return fail();
-    } else if (method === 'private_key_jwt') {
-      if (!(await this.#assertionValid(r, assertion ?? ''))) return fail();
-    }
-    return { client, method };
-  }
-
-  /** RFC 7523 §3: signed by one of the client's keys, iss = sub = client_id, aud this issuer or its token endpoint, short-lived, never replayed. */
-  async #assertionValid(r: ClientRecord, assertion: string): Promise<boolean> {
-    const keys = this.#keySet(r);
-    const now = this.#o.nowSeconds();
-    let payload: Record<string, unknown>;
-    try {
-      ({ payload } = await jwtVerify(assertion, keys, {
-        algorithms: [...CLIENT_ASSERTION_ALGORITHMS],
-        issuer: r.client_id,
-        subject: r.client_id,
-        audience: [this.#o.issuer, `${this.#o.issuer}/oauth/token`],
-        requiredClaims: ['exp', 'jti'],
-        clockTolerance: 30,
-        currentDate: new Date(now * 1000),
-      }));
-    } catch {
-      return false;
-    }
-    const exp = Number(payload['exp']);
-    const jti = payload['jti'];
-    if (typeof jti !== 'string' || jti.length === 0 || jti.length > 256) return false;
-    if (exp - now > MAX_ASSERTION_LIFETIME) return false;
-    // A replayed assertion is refused: its jti is remembered until it expires (shared across processes with Redis).
-    return this.#o.memory.setIfAbsent(`client_assertion:${digestOf(`${r.client_id}\n${jti}`)}`, '1', Math.max(1, exp - now + 31));
-  }
-
-  #keySet(r: ClientRecord): JWTVerifyGetKey {
-    if (r.jwks_uri !== null) {
-      let set = this.#remoteSets.get(r.jwks_uri);
-      if (set === undefined) {
-        set = createRemoteJWKSet(new URL(r.jwks_uri), { timeoutDuration: 3000, cooldownDuration: 30_000, cacheMaxAge: 600_000 });
-        if (this.#remoteSets.size > 1000) this.#remoteSets.clear();
-        this.#remoteSets.set(r.jwks_uri, set);
-      }
-      return set;
-    }
-    const cached = this.#localSets.get(r.client_id);
-    if (cached !== undefined && cached.at === r.updated_at) return cached.set;
-    const set = createLocalJWKSet(r.jwks as unknown as { keys: JWK[] });
-    if (this.#localSets.size > 1000) this.#localSets.clear();
-    this.#localSets.set(r.client_id, { at: r.updated_at, set });
-    return set;
-  }
-
-  // ---------------------------------------------------------------- API keys
-
-  /**
-   * `create_api_key`: a key for `principal` (`user:<id>` or
-   * `service_account:<client_id>`), answered once as `lk_<prefix>_<secret>`;
-   * only the digest of the secret is stored, under the public prefix.
-   */
-  async createApiKey(principal: string, input: { name: string; scopes?: readonly string[] | undefined; expires_at?: number | null | undefined; organization_id?: string | null | undefined }): Promise<{ api_key: string; key: PublicApiKey }> {
-    const now = this.#o.nowSeconds();
-    const name = input.name.trim();
-    if (name.length === 0 || name.length > 256) throw bad('name must be 1 to 256 characters', 'invalid_api_key');
-    const scopes = [...new Set(input.scopes ?? [])];
-    for (const s of scopes) if (!SCOPE_TOKEN.test(s)) throw bad(`scope ${JSON.stringify(s)} is not a valid scope token`, 'invalid_api_key');
-    if (scopes.length > 100) throw bad('at most 100 scopes', 'invalid_api_key');
-    const expires = input.expires_at ?? null;
-    if (expires !== null && (!Number.isInteger(expires) || expires <= now)) throw bad('expires_at must be a unix time in the future', 'invalid_api_key');
-    const org = input.organization_id ?? null;
-    if (org !== null && !/^[A-Za-z0-9._:-]{1,128}$/.test(org)) throw bad('organization_id is not valid', 'invalid_api_key');
-    const keys = await this.#o.store.listApiKeys(principal);
-    if (keys.filter((k) => k.revoked_at === null).length >= 100) throw new LatchkeyError('resource_exhausted', 'at most 100 live API keys per principal', { reason: 'too_many_api_keys' });
-    const prefix = alnum(16);
-    const secret = randomBytes(32).toString('base64url');
-    const record: ApiKeyRecord = { id: prefix, digest: digestOf(secret), principal, name, scopes, organization_id: org, expires_at: expires, last_used_at: null, revoked_at: null, created_at: now };
-    await this.#o.store.insertApiKey(record);
-    return { api_key: `lk_${prefix}_${secret}`, key: apiKeyView(record) };
-  }
-
-  /** `api_keys`: the keys of `principal`, revoked ones included. */
-  async listApiKeys(principal: string): Promise<PublicApiKey[]> {
-    return (await this.#o.store.listApiKeys(principal)).map(apiKeyView);
-  }
-
-  /** `revoke_api_key`: refused from the next call on. `not_found` for a key that is not the principal's or already revoked. */
-  async revokeApiKey(principal: string, id: string): Promise<void> {
-    const prefix = id.startsWith('lk_') ? id.slice(3, 19) : id;
-    if (!(await this.#o.store.revokeApiKey(prefix, principal, this.#o.nowSeconds()))) throw new LatchkeyError('not_found', 'API key not found', { reason: 'api_key_not_found' });
-  }
-
-  /** True when `value` has the shape of an API key (so a bearer credential is tried as one). */
-  static looksLikeApiKey(value: string): boolean {
-    return API_KEY.test(value);
-  }
-
-  /**
-   * The principal of an API key: live (not revoked, not expired), its secret
-   * matching, its service account still registered and enabled. Records the
-   * use (at most once a minute per key). Undefined for anything else.
-   */
-  async resolveApiKey(value: string): Promise<ApiKeyPrincipal | undefined> {
-    const m = API_KEY.exec(value);
-    if (!m) return undefined;
-    const key = await this.#o.store.getApiKey(m[1] ?? '');
-    const ok = key !== undefined && digestEqual(m[2] ?? '', key.digest);
-    const now = this.#o.nowSeconds();
-    if (!ok || key.revoked_at !== null || (key.expires_at !== null && key.expires_at <= now)) return undefined;
-    let kind: 'user' | 'service_account';
-    let id: string;
-    if (key.principal.startsWith('user:')) {
-      kind = 'user';
-      id = key.principal.slice(5);
-    } else if (key.principal.startsWith('service_account:')) {
-      kind = 'service_account';
-      id = key.principal.slice(16);
-      const client = await this.#o.store.getClient(id);
-      if (client === undefined || client.disabled || client.kind !== 'service_account') return undefined;
-    } else return undefined;
-    if (key.last_used_at === null || now - key.last_used_at >= 60) await this.#o.store.touchApiKey(key.id, now);
-    return { kind, id, key };
-  }
-}
-
-function apiKeyView(k: ApiKeyRecord): PublicApiKey {
-  return {
-    id: k.id,
-    prefix: `lk_${k.id}`,
-    name: k.name,
-    principal: k.principal,
-    scopes: k.scopes,
-    organization_id: k.organization_id,
-    expires_at: k.expires_at,
-    last_used_at: k.last_used_at,
-    revoked_at: k.revoked_at,
-    created_at: k.created_at,
-  };
 }
 
 const usesSecret = (m: ClientAuthMethod): boolean => m === 'client_secret_basic' || m === 'client_secret_post';
 const newSecret = (): string => randomBytes(32).toString('base64url');
-
-function alnum(n: number): string {
-  const chars = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
-  const out: string[] = [];
-  while (out.length < n) {
-    for (const b of randomBytes(n * 2)) {
-      if (b < 248 && out.length < n) out.push(chars[b % 62] as string);
-    }
-  }
-  return out.join('');
-}
 
 function checkTtl(name: string, v: number | null, min: number, max: number): void {
   if (v === null) return;
@@ -760,14 +517,3 @@ async function checkJwks(jwks: Record<string, unknown>): Promise<void> {
 }
 
 /** The `iss` of an assertion, unverified (only to find the client whose keys verify it). */
-function unverifiedIssuer(assertion: string): string {
-  const parts = assertion.split('.');
-  if (parts.length !== 3 || assertion.length > 16384) throw invalidClient();
-  try {
-    const payload = JSON.parse(Buffer.from(parts[1] ?? '', 'base64url').toString('utf8')) as Record<string, unknown>;
-    if (typeof payload['iss'] !== 'string' || payload['iss'] === '') throw invalidClient();
-    return payload['iss'];
-  } catch {
-    throw invalidClient();
-  }
-}

@@ -81,12 +81,11 @@ export {
   GRANT_CLIENT_CREDENTIALS,
   GRANT_TOKEN_EXCHANGE,
   serviceAccountSubject,
-  type ApiKeyPrincipal,
   type ClientInput,
-  type PublicApiKey,
   type PublicClient,
   type ResolvedClient,
 } from './client_registry.ts';
+export { ApiKeys, type ApiKeyPrincipal, type PublicApiKey } from './api_keys.ts';
 export { CLIENT_MIGRATIONS, SqlClientStore, UnavailableClientStore, type ApiKeyRecord, type ClientRecord, type ClientStore } from './client_store.ts';
 export type { ServiceAccountPrincipal } from './public_user.ts';
 export { DPOP_ALGORITHMS, DpopVerifier, accessTokenHash, invalidDpopProof } from './dpop.ts';

@@ -8,6 +8,7 @@
  */
 import {
   AuthService,
+  ApiKeys,
   ClientRegistry,
   BackchannelLogout,
   DpopVerifier,
@@ -129,7 +130,7 @@ export async function plugAuth(services: Services): Promise<AuthService> {
   // API keys first (their shape is recognised without a promise); then user tokens and cookies; a bearer token the
   // user link refuses is tried as a service account's client_credentials token before the refusal stands.
   const authenticator: Authenticator = (credentials) => {
-    const key = credentials.apiKey ?? (credentials.bearer !== undefined && ClientRegistry.looksLikeApiKey(credentials.bearer) ? credentials.bearer : undefined);
+    const key = credentials.apiKey ?? (credentials.bearer !== undefined && ApiKeys.looksLikeApiKey(credentials.bearer) ? credentials.bearer : undefined);
     if (key !== undefined) return machine.apiKey(key);
     // `Authorization: DPoP`: only a DPoP-bound token, with its proof (RFC 9449 §7.1).
     if (credentials.dpop !== undefined && credentials.bearer !== undefined) return machine.boundToken(credentials.bearer, credentials.dpop);
@@ -311,7 +312,7 @@ function machinePrincipals(
   };
   return {
     async apiKey(key) {
-      const found = await registry.resolveApiKey(key);
+      const found = await registry.apiKeys.resolve(key);
       if (found === undefined) throw refused();
       const claims = Object.freeze({ scope: found.key.scopes, api_key_id: found.key.id, ...(found.key.organization_id === null ? {} : { organization_id: found.key.organization_id }) });
       if (found.kind === 'service_account') {

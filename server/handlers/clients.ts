@@ -87,31 +87,31 @@ export const REGISTRY_HANDLERS: HandlersOf<typeof REGISTRY_OPERATIONS> = {
   },
   create_api_key: async (ctx, input) => {
     const principal = selfOf(ctx);
-    const out = await registryOf(ctx).createApiKey(principal, { ...input, scopes: apiKeyScopesFor(input.scopes, ctx.principal) });
+    const out = await registryOf(ctx).apiKeys.create(principal, { ...input, scopes: apiKeyScopesFor(input.scopes, ctx.principal) });
     await auditChange(ctx, 'api_key.created', 'api_key', out.key.id, { principal });
     return out as never;
   },
-  api_keys: async (ctx) => keys(await registryOf(ctx).listApiKeys(selfOf(ctx))),
+  api_keys: async (ctx) => keys(await registryOf(ctx).apiKeys.list(selfOf(ctx))),
   revoke_api_key: async (ctx, input) => {
     const principal = selfOf(ctx);
-    await registryOf(ctx).revokeApiKey(principal, input.id);
+    await registryOf(ctx).apiKeys.revoke(principal, input.id);
     await auditChange(ctx, 'api_key.revoked', 'api_key', input.id, { principal });
     return { message: 'API key revoked' };
   },
   admin_create_api_key: async (ctx, input) => {
     const { principal: named, ...rest } = input;
     const principal = await existingPrincipal(ctx, named);
-    const out = await registryOf(ctx).createApiKey(principal, { ...rest, scopes: apiKeyScopesFor(rest.scopes, undefined) });
+    const out = await registryOf(ctx).apiKeys.create(principal, { ...rest, scopes: apiKeyScopesFor(rest.scopes, undefined) });
     await auditChange(ctx, 'admin.api_key_created', 'api_key', out.key.id, { principal });
     return out as never;
   },
-  admin_api_keys: async (ctx, input) => keys(await registryOf(ctx).listApiKeys(await existingPrincipal(ctx, input.principal))),
+  admin_api_keys: async (ctx, input) => keys(await registryOf(ctx).apiKeys.list(await existingPrincipal(ctx, input.principal))),
   admin_revoke_api_key: async (ctx, input) => {
     const registry = registryOf(ctx);
     const id = input.id.startsWith('lk_') ? input.id.slice(3, 19) : input.id;
     const key = await registry.store.getApiKey(id);
     if (key === undefined) throw new LatchkeyError('not_found', 'API key not found', { reason: 'api_key_not_found' });
-    await registry.revokeApiKey(key.principal, id);
+    await registry.apiKeys.revoke(key.principal, id);
     await auditChange(ctx, 'admin.api_key_revoked', 'api_key', id, { principal: key.principal });
     return { message: 'API key revoked' };
   },

@@ -176,7 +176,7 @@ for (const width of [1280, 375]) test(`sign-up with email verification on, ${wid
   t.true(await page.isVisible('#login'), 'the sign-in form, for after the link');
   t.is(await page.inputValue('#email'), email);
   t.deepEqual((await page.context().cookies()).filter((c) => c.name.startsWith('cookie_session')), [], 'no session');
-  t.true(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), 'nothing wider than the screen');
+  t.true(await page.evaluate<boolean>('document.documentElement.scrollWidth <= window.innerWidth'), 'nothing wider than the screen');
   await screen(t, page, `app-check-inbox-${width}`);
 
   const [mail] = await mailsTo(smtp, email, 1);
