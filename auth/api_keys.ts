@@ -11,19 +11,8 @@ import { LatchkeyError } from '../engine/errors.ts';
 import type { ApiKeyRecord, ClientStore } from './client_store.ts';
 import { digestEqual, digestOf, SCOPE_TOKEN } from './secret_digest.ts';
 
-/** An API key's wire view (never its secret). */
-export interface PublicApiKey {
-  id: string;
-  prefix: string;
-  name: string;
-  principal: string;
-  scopes: string[];
-  organization_id: string | null;
-  expires_at: number | null;
-  last_used_at: number | null;
-  revoked_at: number | null;
-  created_at: number;
-}
+/** An API key's wire view: the stored record without the secret's digest, and the public `lk_<prefix>` that names it. */
+export type PublicApiKey = Omit<ApiKeyRecord, 'digest'> & { prefix: string };
 
 /** Who an API key acts for, once resolved. */
 export interface ApiKeyPrincipal {
@@ -117,18 +106,8 @@ export class ApiKeys {
 }
 
 function apiKeyView(k: ApiKeyRecord): PublicApiKey {
-  return {
-    id: k.id,
-    prefix: `lk_${k.id}`,
-    name: k.name,
-    principal: k.principal,
-    scopes: k.scopes,
-    organization_id: k.organization_id,
-    expires_at: k.expires_at,
-    last_used_at: k.last_used_at,
-    revoked_at: k.revoked_at,
-    created_at: k.created_at,
-  };
+  const { digest: _secret, ...view } = k;
+  return { ...view, prefix: `lk_${k.id}` };
 }
 
 function alnum(n: number): string {

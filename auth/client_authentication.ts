@@ -8,7 +8,7 @@
 import { createLocalJWKSet, createRemoteJWKSet, jwtVerify, type JWK, type JWTVerifyGetKey } from 'jose';
 import { LatchkeyError } from '../engine/errors.ts';
 import { CLIENT_ASSERTION_ALGORITHMS, type ClientAuthMethod, type ClientRecord } from './client_store.ts';
-import { invalidClient, invalidRequest, safeEqual } from './oauth_common.ts';
+import { basicClientCredentials, invalidClient, invalidRequest, safeEqual } from './oauth_common.ts';
 import type { MemoryStore } from './memory_store.ts';
 import { digestEqual, digestOf } from './secret_digest.ts';
 
@@ -62,21 +62,11 @@ export class ClientAuthenticator {
     const assertion = p.get('client_assertion');
     const assertionType = p.get('client_assertion_type');
     let method: ClientAuthMethod = 'none';
-    const basic = authorization === undefined ? undefined : /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(authorization);
-    if (basic) {
+    const basic = basicClientCredentials(authorization);
+    if (basic !== undefined) {
       if (secret !== undefined || assertion !== undefined) throw invalidRequest('use one client authentication method');
-      const decoded = Buffer.from(basic[1] ?? '', 'base64').toString('utf8');
-      const colon = decoded.indexOf(':');
-      if (colon < 0) throw invalidClient();
-      let basicId: string;
-      try {
-        basicId = decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, ' '));
-        secret = decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, ' '));
-      } catch {
-        throw invalidClient();
-      }
-      if (id !== undefined && id !== basicId) throw invalidRequest('client_id differs from the Authorization header');
-      id = basicId;
+      if (id !== undefined && id !== basic.id) throw invalidRequest('client_id differs from the Authorization header');
+      ({ id, secret } = basic);
       method = 'client_secret_basic';
     } else if (assertion !== undefined || assertionType !== undefined) {
       if (secret !== undefined) throw invalidRequest('use one client authentication method');

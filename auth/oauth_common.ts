@@ -58,6 +58,24 @@ export function readParams(params: OAuthParams): Map<string, string> {
 }
 
 /**
+ * The client id and secret of an HTTP Basic `Authorization` header (RFC 6749
+ * §2.3.1: each form-urlencoded before the two are joined), `undefined` when
+ * the request has no such header; `invalid_client` when it is malformed.
+ */
+export function basicClientCredentials(authorization: string | undefined): { id: string; secret: string } | undefined {
+  const basic = authorization === undefined ? undefined : /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(authorization);
+  if (!basic) return undefined;
+  const decoded = Buffer.from(basic[1] ?? '', 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 0) throw invalidClient();
+  try {
+    return { id: decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, ' ')), secret: decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, ' ')) };
+  } catch {
+    throw invalidClient();
+  }
+}
+
+/**
  * Client authentication (RFC 6749 §2.3.1): HTTP Basic, `client_secret` in
  * the body, or none (`client_id` alone: a public client, which must then
  * have used PKCE). One method per request. Errors: `invalid_client`,
@@ -66,21 +84,11 @@ export function readParams(params: OAuthParams): Map<string, string> {
 export function authenticateClient(p: Map<string, string>, authorization: string | undefined, clientId: string, clientSecret: string): { withSecret: boolean } {
   let id = p.get('client_id');
   let secret = p.get('client_secret');
-  const basic = authorization === undefined ? undefined : /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(authorization);
-  if (basic) {
+  const basic = basicClientCredentials(authorization);
+  if (basic !== undefined) {
     if (secret !== undefined) throw invalidRequest('use one client authentication method');
-    const decoded = Buffer.from(basic[1] ?? '', 'base64').toString('utf8');
-    const colon = decoded.indexOf(':');
-    if (colon < 0) throw invalidClient();
-    let basicId: string;
-    try {
-      basicId = decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, ' '));
-      secret = decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, ' '));
-    } catch {
-      throw invalidClient();
-    }
-    if (id !== undefined && id !== basicId) throw invalidRequest('client_id differs from the Authorization header');
-    id = basicId;
+    if (id !== undefined && id !== basic.id) throw invalidRequest('client_id differs from the Authorization header');
+    ({ id, secret } = basic);
   }
   if (id === undefined) throw invalidClient('client_id is required');
   const idOk = safeEqual(id, clientId);
