@@ -308,7 +308,7 @@ test('the synchronous and asynchronous evaluators answer alike', async (t) => {
 
 test('a cached engine answers as an uncached one under random writes and deletes (random models)', async (t) => {
   // The cache invalidates only the relations a written tuple can affect, computed from the model
-  // (engine/check/check_cache.ts, tupleClassesRead): on random models with usersets, tuple-to-userset chains,
+  // (engine/check/check_dependencies.ts, tupleClassesRead): on random models with usersets, tuple-to-userset chains,
   // intersections and exclusions, every answer after every write must equal a fresh evaluation.
   const arb = specArb.chain((spec) => {
     const candidates = candidateTuples(spec).concat(
