@@ -273,6 +273,22 @@ export function referenceSyntaxErrors(text: string): ReferenceSyntaxError[] {
   return out;
 }
 
+/**
+ * Every error OpenFGA's transformer reports for a text, in its order: the lexer's and parser's, then (when the
+ * parser built a tree, even past a lexer error) its listener's checks (a relation or condition defined twice…).
+ * Undefined when it accepts the text or fails without a list of errors.
+ */
+export function referenceTransformErrors(text: string): ReferenceSyntaxError[] | undefined {
+  try {
+    reference.transformer.transformDSLToJSONObject(text);
+    return undefined;
+  } catch (e) {
+    const errors = (e as { errors?: Array<{ msg?: string; line?: { start: number }; column?: { start: number; end: number } }> }).errors;
+    if (!Array.isArray(errors)) return undefined;
+    return errors.map((x): ReferenceSyntaxError => [x.msg ?? '', x.line?.start ?? -1, x.column?.start ?? -1, x.column?.end ?? -1]);
+  }
+}
+
 /** OpenFGA's lexer's tokens ([type, text, line, column, hidden]) and errors for a text. */
 export function referenceTokens(text: string): { tokens: Array<[number, string, number, number, boolean]>; errors: ReferenceSyntaxError[] } {
   const errors: ReferenceSyntaxError[] = [];
