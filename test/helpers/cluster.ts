@@ -19,6 +19,9 @@ import { request } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type { ExecutionContext } from 'ava';
+import { createTestDatabase } from './databases.ts';
 import { freePort, killOnExit } from './instances.ts';
 
 /** The secrets every replica of one cluster shares (docs/scaling.md, "What every replica must share"). */
@@ -322,6 +325,52 @@ export async function startRedis(port: number): Promise<{ stop(): Promise<void> 
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       await exited;
+    },
+  };
+}
+
+/** Replicas on a PostgreSQL database and a redis-server of their own, made by {@link replicaBed}. */
+export interface ReplicaBed {
+  replicas: Replica[];
+  /** The deployment's public URL (nothing listens there: requests send it as their origin). */
+  publicUrl: string;
+  /** Eight hex digits, different on every run: for names that must not meet another run's. */
+  run: string;
+  /** Stops the redis-server (an outage); {@link ReplicaBed.startRedis} brings it back on the same port, empty. */
+  stopRedis(): Promise<void>;
+  startRedis(): Promise<void>;
+}
+
+/**
+ * `count` replicas on a new PostgreSQL database (`prefix` names it) with a
+ * redis-server of the test's own on a free port, so that the test may stop
+ * it; `--client-id` is `<prefix>-<run>`. Everything is stopped and dropped
+ * when the test ends.
+ */
+export async function replicaBed(t: ExecutionContext, o: { prefix: string; count?: number; flags?: readonly string[] }): Promise<ReplicaBed> {
+  const db = await createTestDatabase('postgres', `lk_${o.prefix}`);
+  t.teardown(() => db.drop());
+  const redisPort = await freePort();
+  let redis = await startRedis(redisPort);
+  t.teardown(() => redis.stop());
+  const run = randomBytes(4).toString('hex');
+  const publicUrl = `http://127.0.0.1:${await freePort()}`;
+  const replicas = await startReplicas({
+    count: o.count ?? 3,
+    databaseUrl: db.url,
+    redisUrl: `redis://127.0.0.1:${redisPort}`,
+    publicUrl,
+    clientId: `${o.prefix}-${run}`,
+    flags: o.flags ?? [],
+  });
+  t.teardown(() => stopReplicas(replicas));
+  return {
+    replicas,
+    publicUrl,
+    run,
+    stopRedis: () => redis.stop(),
+    async startRedis() {
+      redis = await startRedis(redisPort);
     },
   };
 }

@@ -17,12 +17,9 @@
  *   texts nothing.
  */
 import test from 'ava';
-import { randomBytes } from 'node:crypto';
-import { createTestDatabase } from '../../helpers/databases.ts';
 import { needs } from '../../helpers/needs.ts';
-import { freePort } from '../../helpers/instances.ts';
 import { lastCodeTo, smsFlags, startSmsVendor } from '../../helpers/sms_vendor.ts';
-import { jsonRequest, startRedis, startReplicas, stopReplicas, type JsonResponse, type Replica } from '../../helpers/cluster.ts';
+import { jsonRequest, replicaBed, type JsonResponse, type Replica } from '../../helpers/cluster.ts';
 
 const PASSWORD = 'correct horse battery staple';
 /** MAX_OTP_ATTEMPTS in auth/mfa.ts: wrong codes and resends allowed per user in 15 minutes. */
@@ -43,27 +40,15 @@ const wrong = (code: string, i: number): string => String((Number(code) + 1 + i)
 needs(test, 'postgres', 'redis-server')('three replicas: the OTP attempt and resend budgets of one login hold across replicas through Redis, and fail closed without it', async (t) => {
   t.timeout(120_000);
   t.truthy(postgres, 'LATCHKEY_TEST_POSTGRES_URL is required');
-  const db = await createTestDatabase('postgres', 'lk_replicas_otp');
-  t.teardown(() => db.drop());
-  const redisPort = await freePort();
-  const redis = await startRedis(redisPort);
-  t.teardown(() => redis.stop());
   const vendor = await startSmsVendor();
   t.teardown(() => vendor.close());
-  const run = randomBytes(4).toString('hex');
-  const publicUrl = `http://127.0.0.1:${await freePort()}`;
-  const replicas = await startReplicas({
-    count: 3,
-    databaseUrl: db.url,
-    redisUrl: `redis://127.0.0.1:${redisPort}`,
-    publicUrl,
-    clientId: `otp-${run}`,
+  const { replicas, publicUrl, run, stopRedis } = await replicaBed(t, {
+    prefix: 'replicas_otp',
     flags: [
       '--enable-mfa=true', '--enforce-mfa=true', '--enable-sms-otp=true', '--enable-mobile-basic-authentication=true',
       ...Object.entries(smsFlags(vendor)).map(([k, v]) => `--${k}=${v}`),
     ],
   });
-  t.teardown(() => stopReplicas(replicas));
   const call = (r: Replica, op: string, body: unknown, cookie?: string): Promise<JsonResponse> =>
     jsonRequest(`${r.url}/v1/${op}`, { body, headers: { origin: publicUrl, ...(cookie === undefined ? {} : { cookie }) } });
   const digits = String(parseInt(run, 16) % 10_000).padStart(4, '0');
@@ -115,7 +100,7 @@ needs(test, 'postgres', 'redis-server')('three replicas: the OTP attempt and res
 
   // Redis down: the budgets cannot be reserved, so nothing is compared or sent (fail closed).
   const carol = await signup(replicas[2]!, 3);
-  await redis.stop();
+  await stopRedis();
   const downAt = performance.now();
   for (const r of replicas) {
     const res = await call(r, 'verify_otp', { phone_number: carol.phone, otp: carol.code }, carol.cookie);

@@ -26,10 +26,8 @@ import test from 'ava';
 import { createHash, randomBytes } from 'node:crypto';
 import { request } from 'node:http';
 import { SignJWT, exportJWK, generateKeyPair } from 'jose';
-import { createTestDatabase } from '../../helpers/databases.ts';
 import { needs } from '../../helpers/needs.ts';
-import { freePort } from '../../helpers/instances.ts';
-import { CLUSTER_ADMIN_SECRET, jsonRequest, startRedis, startReplicas, stopReplicas, type JsonResponse, type Replica } from '../../helpers/cluster.ts';
+import { CLUSTER_ADMIN_SECRET, jsonRequest, replicaBed, type JsonResponse, type Replica } from '../../helpers/cluster.ts';
 import { decodeMail, startSmtp } from '../../admin/smtp.ts';
 
 const PASSWORD = 'correct horse battery staple';
@@ -60,28 +58,17 @@ function form(r: Replica, path: string, fields: Record<string, string>, authoriz
 needs(test, 'postgres', 'redis', 'redis-server')('three replicas: a model write reaches every replica at once; the per-account limit, PAR, DPoP replay and the reset budget are shared; with Redis down the rate limit fails open and sessions, PAR, DPoP and budgets fail closed; Redis back, all recover', async (t) => {
   t.timeout(90_000);
   t.truthy(postgres, 'LATCHKEY_TEST_POSTGRES_URL is required');
-  const db = await createTestDatabase('postgres', 'lk_replicas_shared_state');
-  t.teardown(() => db.drop());
-  const redisPort = await freePort();
-  let redis = await startRedis(redisPort);
-  t.teardown(() => redis.stop());
   const smtp = await startSmtp();
   t.teardown(() => smtp.close());
-  const run = randomBytes(4).toString('hex');
-  const publicUrl = `http://127.0.0.1:${await freePort()}`;
-  const replicas = await startReplicas({
-    count: 3,
-    databaseUrl: db.url,
-    redisUrl: `redis://127.0.0.1:${redisPort}`,
-    publicUrl,
-    clientId: `shared-${run}`,
+  const bed = await replicaBed(t, {
+    prefix: 'replicas_shared',
     flags: [
       '--fga-cache-revision-poll=30s', `--rate-limit-rps=${RPS}`, `--rate-limit-burst=${BURST}`,
       `--rate-limit-account-rps=${ACCOUNT_RPS}`, `--rate-limit-account-burst=${ACCOUNT_BURST}`,
       '--enable-email-verification=false', '--smtp-host=127.0.0.1', `--smtp-port=${smtp.port}`, '--smtp-sender-email=noreply@replicas.test',
     ],
   });
-  t.teardown(() => stopReplicas(replicas));
+  const { replicas, publicUrl, run } = bed;
   const [r1, r2, r3] = replicas as [Replica, Replica, Replica];
   // Each call from its own loopback address: the low rate limit of this cluster is per client IP.
   let address = 0;
@@ -199,7 +186,7 @@ needs(test, 'postgres', 'redis', 'redis-server')('three replicas: a model write 
 
   // Redis down.
   const downAt = performance.now();
-  await redis.stop();
+  await bed.stopRedis();
   for (const r of replicas) {
     const ready = await call(r, '/readyz');
     t.is(ready.status, 503, `${r.url} is not ready without Redis`);
@@ -236,7 +223,7 @@ needs(test, 'postgres', 'redis', 'redis-server')('three replicas: a model write 
   // Every refusal came at once (a command is not queued while Redis is away).
   t.true(downFor < 15_000, `the checks without Redis took ${Math.round(downFor)} ms`);
   // Redis back on its port: every replica reconnects by itself.
-  redis = await startRedis(redisPort);
+  await bed.startRedis();
   for (const r of replicas) {
     const until2 = Date.now() + 15_000;
     while ((await call(r, '/readyz')).status !== 200) {
