@@ -6,12 +6,15 @@
  *
  * Sign-in methods: a password (`basic_auth`, `mobile_basic_auth`), each
  * social or OpenID provider the account signed in with (named in
- * `signup_methods`), and the emailed link when magic-link login is enabled
- * and the address is verified. Unlinking a provider is refused when no other
- * method would remain, so an account is never left without a way in.
+ * `signup_methods`, its provider accounts by subject in the provider
+ * identity store), and the emailed link when magic-link login is enabled and
+ * the address is verified. Unlinking a provider removes its identities too,
+ * and is refused when no other method would remain, so an account is never
+ * left without a way in.
  */
 import { LatchkeyError } from '../engine/errors.ts';
 import type { MemoryStore } from './memory_store.ts';
+import type { ProviderIdentityStore } from './provider_identity_store.ts';
 import type { SessionListing, SessionManager } from './sessions.ts';
 import { SOCIAL_LOGIN_PROVIDERS, type SocialLoginProvider } from './social_providers.ts';
 import type { UserRecord, UserStore } from './user_store_types.ts';
@@ -30,6 +33,15 @@ export interface SessionInfo {
   last_seen_at: number;
   /** True for the session of the call itself. */
   current: boolean;
+}
+
+/** One linked provider as `linked_identities` answers it. */
+export interface LinkedIdentityInfo {
+  provider: SocialLoginProvider;
+  /** The address the provider reported for the account last linked or used (null: none, or linked before identities were recorded). */
+  email: string | null;
+  /** Unix seconds: when that provider account was linked (null when it was linked before identities were recorded). */
+  linked_at: number | null;
 }
 
 /** What the caller's principal says about its session. */
@@ -95,9 +107,12 @@ export class AccountSessions {
   readonly #users: UserStore;
   readonly #magicLink: boolean;
   readonly #store: MemoryStore;
+  /** The provider accounts linked to users, by (provider, subject). */
+  readonly identities: ProviderIdentityStore;
 
-  constructor(deps: { sessions: SessionManager; users: UserStore; store: MemoryStore; magicLinkLogin: boolean }) {
+  constructor(deps: { sessions: SessionManager; users: UserStore; identities: ProviderIdentityStore; store: MemoryStore; magicLinkLogin: boolean }) {
     this.#store = deps.store;
+    this.identities = deps.identities;
     this.#sessions = deps.sessions;
     this.#users = deps.users;
     this.#magicLink = deps.magicLinkLogin;
@@ -144,6 +159,20 @@ export class AccountSessions {
     return session.user_id;
   }
 
+  /**
+   * The providers linked to `user`, in the order they were linked, each with
+   * the address and link time of its most recently linked provider account
+   * (an account linked before identities were recorded has neither until
+   * its next sign-in with the provider records it).
+   */
+  async linked(user: UserRecord): Promise<LinkedIdentityInfo[]> {
+    const records = await this.identities.listByUser(user.id);
+    return linkedProviders(user).map((provider) => {
+      const last = records.filter((r) => r.provider === provider).at(-1);
+      return { provider, email: last?.email ?? null, linked_at: last?.created_at ?? null };
+    });
+  }
+
   /** The sign-in methods of `user` other than the provider `except`. */
   otherMethods(user: UserRecord, except: SocialLoginProvider): string[] {
     const out: string[] = [];
@@ -154,8 +183,9 @@ export class AccountSessions {
   }
 
   /**
-   * Removes `provider` from the sign-in methods of `user` and ends the other
-   * sessions opened with it. `invalid_argument` `invalid_provider` for a name
+   * Removes `provider` from the sign-in methods of `user`, with every
+   * provider account of it linked to the user (so none signs in here by its
+   * subject any more), and ends the other sessions opened with it. `invalid_argument` `invalid_provider` for a name
    * that is no provider, `not_found` `identity_not_linked` when it is not
    * linked, `failed_precondition` `last_sign_in_method` when it is the only
    * way in left, `aborted` `concurrent_change` while another unlink of the
@@ -185,6 +215,8 @@ export class AccountSessions {
     if (this.otherMethods(user, p).length === 0) {
       throw new LatchkeyError('failed_precondition', 'this is the only way to sign in to this account; set a password or link another provider first', { reason: 'last_sign_in_method' });
     }
+    // The identities first: should the second write fail, the provider stays listed but signs in by subject no more.
+    await this.identities.unlink(user.id, p);
     const methods = user.signup_methods.split(',').filter((m) => m.length > 0 && m !== p);
     const updated = await this.#users.update(user.id, { signup_methods: methods.join(',') });
     for (const l of await this.#sessions.listForUser(user.id)) {

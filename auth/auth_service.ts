@@ -46,8 +46,8 @@ import { SqlScimStore } from './scim_store.ts';
 import { ScimService } from './scim.ts';
 import type { Engine } from '../engine/index.ts';
 import { resolveTxt as dnsResolveTxt } from 'node:dns/promises';
-import { AccountSessions, linkedProviders, type SessionInfo } from './account_sessions.ts';
-import type { SocialLoginProvider } from './social_providers.ts';
+import { AccountSessions, type LinkedIdentityInfo, type SessionInfo } from './account_sessions.ts';
+import type { ProviderIdentityStore } from './provider_identity_store.ts';
 import { regenerateRecoveryCodes, resetTotp, type ReauthInput } from './mfa_settings.ts';
 
 export { INVALID_CREDENTIALS_MESSAGE } from './profile.ts';
@@ -109,6 +109,10 @@ export class AuthService {
   readonly #login: LoginFlows;
   readonly #session: SessionFlows;
   readonly #account: AccountSessions;
+  /** The provider accounts (provider, subject) linked to users: social login finds its user here first. */
+  get identities(): ProviderIdentityStore {
+    return this.#account.identities;
+  }
 
   private constructor(init: {
     options: ResolvedAuthOptions;
@@ -177,7 +181,7 @@ export class AuthService {
     const nowSeconds = () => Math.floor(o.now() / 1000);
     const database = deps.database ?? (deps.sequelize ? sqlDatabase(deps.sequelize) : undefined);
     if (database === undefined) throw new LatchkeyError('invalid_argument', 'the identity service needs a database', { reason: 'invalid_option' });
-    const { users, verifications, mfa: mfaStore, passkeys: passkeyStore } = await openAuthStores(database, nowSeconds);
+    const { users, verifications, mfa: mfaStore, passkeys: passkeyStore, identities } = await openAuthStores(database, nowSeconds);
     const passwords = new PasswordHasher({ cost: o.bcryptCost });
     await passwords.warmUp();
     const sessions = new SessionManager({
@@ -244,8 +248,10 @@ export class AuthService {
       endedAllAt: (userId) => sessions.endedAllAt(userId),
     });
     const login = new LoginFlows({ options: o, database, users, passwords, memoryStore: deps.memoryStore, mfa, email, sessions: session, passkeys });
-    const account = new AccountSessions({ sessions, users, store: deps.memoryStore, magicLinkLogin: o.enableMagicLinkLogin });
-    return new AuthService({ options: o, users, sessions, tokens, passwords, mfa, permissions, verification, email, tokenScript: deps.tokenScript, login, session, organizations, passkeys, account });
+    const account = new AccountSessions({ sessions, users, identities, store: deps.memoryStore, magicLinkLogin: o.enableMagicLinkLogin });
+    const service = new AuthService({ options: o, users, sessions, tokens, passwords, mfa, permissions, verification, email, tokenScript: deps.tokenScript, login, session, organizations, passkeys, account });
+    service.userDataRemovers.push((userId, transaction) => identities.deleteUserData(userId, transaction));
+    return service;
   }
 
   /** True when FGA is enabled (an engine was given). */
@@ -436,10 +442,10 @@ export class AuthService {
     return this.#account.revokeAny(id);
   }
 
-  /** `linked_identities`: the providers the caller signed in with, and whether a password is set. */
-  async linkedIdentities(ctx: AuthCallContext): Promise<{ providers: SocialLoginProvider[]; has_password: boolean }> {
+  /** `linked_identities`: the providers linked to the caller's account (see {@link AccountSessions.linked}), and whether a password is set. */
+  async linkedIdentities(ctx: AuthCallContext): Promise<{ identities: LinkedIdentityInfo[]; has_password: boolean }> {
     const user = await this.#currentUser(ctx);
-    return { providers: linkedProviders(user), has_password: user.password !== null };
+    return { identities: await this.#account.linked(user), has_password: user.password !== null };
   }
 
   /** `unlink_identity` (see {@link AccountSessions.unlink}); returns the updated user. */

@@ -6,6 +6,7 @@
 import { DynamoMfaStore, DynamoUserStore, DynamoVerificationStore } from './dynamo_auth_stores.ts';
 import type { MainDatabase } from './main_database.ts';
 import { SqlMfaStore, type MfaStore } from './mfa_store.ts';
+import { DynamoProviderIdentityStore, SqlProviderIdentityStore, type ProviderIdentityStore } from './provider_identity_store.ts';
 import { DynamoPasskeyStore, SqlPasskeyStore, type PasskeyStore } from './passkey_store.ts';
 import { SqlUserStore } from './user_store.ts';
 import type { UserStore } from './user_store_types.ts';
@@ -17,6 +18,8 @@ export interface AuthStores {
   readonly verifications: VerificationStore;
   readonly mfa: MfaStore;
   readonly passkeys: PasskeyStore;
+  /** The provider accounts linked to users (social login, the account center). */
+  readonly identities: ProviderIdentityStore;
 }
 
 /** Opens (creating or migrating the schema of) the identity stores on `database`. */
@@ -28,17 +31,20 @@ export async function openAuthStores(database: MainDatabase, nowSeconds: () => n
           verifications: new SqlVerificationStore({ sequelize: database.sequelize, nowSeconds }),
           mfa: new SqlMfaStore({ sequelize: database.sequelize, nowSeconds }),
           passkeys: new SqlPasskeyStore({ sequelize: database.sequelize, nowSeconds }),
+          identities: new SqlProviderIdentityStore({ sequelize: database.sequelize, nowSeconds }),
         }
       : {
           users: new DynamoUserStore({ db: database.dynamo, nowSeconds }),
           verifications: new DynamoVerificationStore({ db: database.dynamo, nowSeconds }),
           mfa: new DynamoMfaStore({ db: database.dynamo, nowSeconds }),
           passkeys: new DynamoPasskeyStore({ db: database.dynamo, nowSeconds }),
+          identities: new DynamoProviderIdentityStore({ db: database.dynamo, nowSeconds }),
         };
   // In order, as the migrations of one connection run one after another.
   await stores.users.init();
   await stores.verifications.init();
   await stores.mfa.init();
   await stores.passkeys.init();
+  await stores.identities.init();
   return stores;
 }

@@ -129,4 +129,11 @@ export { BUILTIN_ORG_ROLES, ORG_PERMISSIONS, mergeOrgFragment, orgModelFragment,
 export { ORGANIZATIONS_SCOPE, type OrgMemberships } from './session_flows.ts';
 export { RelyingParty, CEREMONY_TIMEOUT_MS, type RelyingPartyOptions } from './webauthn.ts';
 export { PasskeyFlows, PASSKEY_LOGIN_METHOD, toPublicPasskey, type CeremonyStart, type PublicPasskey } from './passkey_flows.ts';
+export {
+  PROVIDER_IDENTITIES_MIGRATION,
+  SqlProviderIdentityStore,
+  DynamoProviderIdentityStore,
+  type ProviderIdentity,
+  type ProviderIdentityStore,
+} from './provider_identity_store.ts';
 export { PASSKEY_MIGRATIONS, SqlPasskeyStore, DynamoPasskeyStore, credentialKey, type PasskeyRecord, type PasskeyStore } from './passkey_store.ts';

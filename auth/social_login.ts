@@ -16,6 +16,9 @@
  * issuer, audience, expiry, nonce), reads the profile from the provider's API
  * where there is no ID token, and resolves the user:
  *
+ * - a provider account already linked (by provider and subject) signs in
+ *   its owner; a link started from the account center attaches it to the
+ *   signed-in user instead (auth/social_link.ts);
  * - an existing user is linked only through an email address the provider
  *   attests as verified; otherwise the login is refused. A password account
  *   whose own address was never verified is not linked (security matrix B8):
@@ -43,6 +46,7 @@ import type { MemoryStore } from './memory_store.ts';
 import type { AuthResult } from './public_user.ts';
 import { emailKey, type UserFields, type UserRecord } from './user_store_types.ts';
 import { signupEventSteps, type SignupRecorder } from './signup_recorder.ts';
+import { attachIdentity, ownerBySubject, recordIdentity, withMethod, type LinkIntent } from './social_link.ts';
 import {
   oidcRowFromDiscovery,
   socialProviderTable,
@@ -106,6 +110,8 @@ export interface SocialLoginFinish {
   created?: boolean;
   /** True when an unverified account with this address was taken over. */
   replacedUnverified?: boolean;
+  /** True when a link attached the provider account to `user` (no session is opened). */
+  linked?: boolean;
   error?: LatchkeyError;
 }
 
@@ -117,12 +123,16 @@ interface StateRecord {
   scope?: string[];
   verifier?: string;
   nonce?: string;
+  link?: LinkIntent;
 }
 
 const STATE_KEY = (handle: string): string => `social_state:${createHash('sha256').update(handle).digest('base64url')}`;
 const ID_TOKEN_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
 const PROVIDER_TIMEOUT_MS = 10_000;
 
+const notConfigured = (): never => {
+  throw new LatchkeyError('not_found', 'provider is not configured', { reason: 'provider_not_configured' });
+};
 const invalidState = (): LatchkeyError =>
   new LatchkeyError('invalid_argument', 'invalid or expired login state; start the login again', { reason: 'invalid_state' });
 const providerFailed = (display: string, why: string, cause?: unknown): LatchkeyError =>
@@ -135,9 +145,7 @@ function splitList(v: unknown): string[] {
 
 const clip = (v: string | undefined, max: number): string | null => (v === undefined ? null : [...v].slice(0, max).join(''));
 
-function single(v: unknown): string | undefined {
-  return typeof v === 'string' && v.length > 0 ? v : undefined;
-}
+const single = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 ? v : undefined);
 
 /** The social login flows. One per process, built by the wire layer from the flags. */
 export class SocialLogin {
@@ -176,7 +184,7 @@ export class SocialLogin {
   async #row(provider: SocialLoginProvider): Promise<SocialProviderRow> {
     if (provider === 'oidc') {
       const oidc = this.#o.oidc;
-      if (oidc === undefined) throw new LatchkeyError('not_found', 'provider is not configured', { reason: 'provider_not_configured' });
+      if (oidc === undefined) return notConfigured();
       this.#discovered ??= this.#discover(oidc.issuer, oidc.displayName);
       try {
         return await this.#discovered;
@@ -187,8 +195,7 @@ export class SocialLogin {
       }
     }
     const row = this.#rows.get(provider);
-    if (row === undefined) throw new LatchkeyError('not_found', 'provider is not configured', { reason: 'provider_not_configured' });
-    return row;
+    return row ?? notConfigured();
   }
 
   async #discover(issuer: string, displayName: string): Promise<SocialProviderRow> {
@@ -204,9 +211,7 @@ export class SocialLogin {
   }
 
   #client(provider: SocialLoginProvider): SocialClient {
-    const c = this.#o.clients[provider];
-    if (c === undefined) throw new LatchkeyError('not_found', 'provider is not configured', { reason: 'provider_not_configured' });
-    return c;
+    return this.#o.clients[provider] ?? notConfigured();
   }
 
   /**
@@ -214,9 +219,10 @@ export class SocialLogin {
    * (comma-separated; each within `--roles` or `--protected-roles`) and
    * `scope` (space- or comma-separated token scopes), stores the state and
    * returns the provider's authorization URL. Throws `invalid_argument`
-   * (`invalid_redirect_uri`, `invalid_roles`) or `not_found`.
+   * (`invalid_redirect_uri`, `invalid_roles`) or `not_found`. With `link`,
+   * the callback links the provider account to that session's user instead.
    */
-  async begin(provider: SocialLoginProvider, query: Readonly<Record<string, unknown>>): Promise<SocialLoginStart> {
+  async begin(provider: SocialLoginProvider, query: Readonly<Record<string, unknown>>, link?: LinkIntent): Promise<SocialLoginStart> {
     const client = this.#client(provider);
     const row = await this.#row(provider);
     const redirectUri = this.#o.checkRedirectUri(single(query['redirect_uri']) ?? this.#o.defaultRedirectUri).toString();
@@ -229,7 +235,7 @@ export class SocialLogin {
     const clientState = single(query['state']);
     if (clientState !== undefined && clientState.length > 1024) throw new LatchkeyError('invalid_argument', 'state is too long', { reason: 'invalid_field', details: { field: 'state' } });
     const handle = randomBytes(32).toString('base64url');
-    const record: StateRecord = { provider, redirect_uri: redirectUri };
+    const record: StateRecord = { provider, redirect_uri: redirectUri, ...(link === undefined ? {} : { link: { sid: link.sid, user_id: link.user_id } }) };
     if (clientState !== undefined) record.client_state = clientState;
     if (roles.length > 0) record.roles = roles;
     if (scope.length > 0) record.scope = scope;
@@ -300,6 +306,11 @@ export class SocialLogin {
       const code = single(params['code']);
       if (code === undefined) throw providerFailed(row.displayName, 'no authorization code');
       const profile = await this.#profile(row, record, code, params);
+      if (record.link !== undefined) {
+        out.user = await attachIdentity(this.#o.auth, record.link, provider, profile, presentedSession);
+        out.linked = true;
+        return out;
+      }
       const { user, created, replaced } = await this.#resolveUser(row, profile, record.roles, signupEvent);
       out.user = user;
       out.created = created;
@@ -460,6 +471,12 @@ export class SocialLogin {
     signupEvent: SignupRecorder | undefined,
   ): Promise<{ user: UserRecord; created: boolean; replaced: boolean }> {
     const users = this.#o.auth.users;
+    const known = await ownerBySubject(this.#o.auth, row.name, profile.subject);
+    if (known !== undefined) {
+      const resolved = await this.#link(row, known, roles, profile, undefined, 'subject');
+      await recordIdentity(this.#o.auth, row.name, profile, known.id);
+      return resolved;
+    }
     // The provider verified the address as it spells it. A spelling that the key folds beyond case and
     // canonical equivalence (fullwidth `ｋａｔｅ@…`, an invisible character) may be another mailbox to the
     // provider and its mail server, so it proves nothing about the address on record: it counts as
@@ -478,8 +495,9 @@ export class SocialLogin {
       );
     }
     const existing = await users.findByEmail(email);
-    if (existing !== undefined) return this.#link(row, existing, roles, profile, signupEvent);
-    return this.#resolveNew(row, email, roles, profile, signupEvent);
+    const resolved = existing !== undefined ? await this.#link(row, existing, roles, profile, signupEvent) : await this.#resolveNew(row, email, roles, profile, signupEvent);
+    await recordIdentity(this.#o.auth, row.name, profile, resolved.user.id);
+    return resolved;
   }
 
   async #resolveNew(
@@ -515,7 +533,7 @@ export class SocialLogin {
       if (!(err instanceof LatchkeyError) || err.code !== 'already_exists') throw err;
       const raced = await users.findByEmail(email);
       if (raced === undefined) throw err;
-      return this.#link(row, raced, roles, profile, undefined, false);
+      return this.#link(row, raced, roles, profile, undefined, 'raced');
     }
     await event.after?.(user);
     return { user, created: true, replaced: false };
@@ -538,11 +556,11 @@ export class SocialLogin {
     roles: readonly string[] | undefined,
     profile: SocialProfile,
     signupEvent: SignupRecorder | undefined,
-    replacing = true,
+    by: 'email' | 'raced' | 'subject' = 'email',
   ): Promise<{ user: UserRecord; created: boolean; replaced: boolean }> {
     if (user.deactivated_at !== null) throw new LatchkeyError('permission_denied', 'this account has been deactivated', { reason: 'account_deactivated' });
     if (user.revoked_timestamp !== null) throw new LatchkeyError('permission_denied', 'user access has been revoked', { reason: 'access_revoked' });
-    if (user.email_verified_at === null && user.password !== null && replacing) {
+    if (user.email_verified_at === null && user.password !== null && by === 'email') {
       // Pre-hijacking defence (security matrix B8): a password account that never proved this mailbox,
       // which the provider just did, may be someone else's squat. It is not linked: it is removed with
       // its password, sessions and second factor, and the provider's account signs up afresh.
@@ -557,12 +575,12 @@ export class SocialLogin {
       return { ...fresh, replaced: true };
     }
     if (roles !== undefined) for (const r of roles) if (!user.roles.includes(r)) throw new LatchkeyError('permission_denied', 'unauthorized', { reason: 'invalid_roles' });
-    const methods = user.signup_methods.split(',').filter((m) => m.length > 0);
     const patch: UserFields = {};
-    if (!methods.includes(row.name)) patch.signup_methods = [...methods, row.name].join(',');
+    if (withMethod(user.signup_methods, row.name) !== user.signup_methods) patch.signup_methods = withMethod(user.signup_methods, row.name);
     // An account without a password that never verified its address (an invitation, a magic link not yet
-    // used) holds nothing its creator chose to sign in with: the provider's proof verifies the address.
-    if (user.email_verified_at === null) patch.email_verified_at = Math.floor(this.#o.now() / 1000);
+    // used) holds nothing its creator chose to sign in with: the provider's proof verifies the address
+    // (not when the provider account was found by subject: its address may be another).
+    if (user.email_verified_at === null && by !== 'subject') patch.email_verified_at = Math.floor(this.#o.now() / 1000);
     const updated = Object.keys(patch).length === 0 ? user : await this.#o.auth.users.update(user.id, patch);
     return { user: updated, created: false, replaced: false };
   }

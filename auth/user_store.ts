@@ -23,6 +23,7 @@ import { QueryTypes, Transaction, UniqueConstraintError, type Sequelize } from '
 import { LatchkeyError } from '../engine/errors.ts';
 import { runMigrations, type Migration, type MigrationContext, type SqlDialect } from '../engine/sql/migrate.ts';
 import { isDeadlock } from './sql_conflicts.ts';
+import { PROVIDER_IDENTITIES_MIGRATION } from './provider_identity_store.ts';
 import { tableOptions, utf8mb4Migration } from './sql_charset.ts';
 import type { StoreTransaction } from './main_database.ts';
 import { USER_EXISTS_MESSAGE, emailKey, normalizeEmail, normalizePhone, type UserFields, type UserPage, type UserRecord, type UserStore } from './user_store_types.ts';
@@ -243,6 +244,7 @@ export const AUTH_MIGRATIONS: readonly Migration[] = [
       }
     },
   },
+  PROVIDER_IDENTITIES_MIGRATION,
 ];
 
 /**
@@ -598,6 +600,7 @@ export class SqlUserStore implements UserStore {
     const run = async (transaction: Transaction): Promise<boolean> => {
       const existing = (await this.#select('id = ?', [id], transaction))[0];
       await this.#sequelize.query('DELETE FROM user_identifiers WHERE user_id = ?', { replacements: [id], transaction });
+      await this.#sequelize.query('DELETE FROM provider_identities WHERE user_id = ?', { replacements: [id], transaction });
       await this.#sequelize.query('DELETE FROM users WHERE id = ?', { replacements: [id], transaction });
       return existing !== undefined;
     };

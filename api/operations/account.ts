@@ -40,6 +40,8 @@ const LINKED = s.object(
       s.object('LinkedIdentity', {
         provider: s.string({ doc: 'google, github, ..., or oidc for the generic OpenID Connect provider' }),
         display_name: s.string({ doc: 'The provider as shown to users (--oidc-display-name for oidc)' }),
+        email: s.optional(s.string({ doc: 'The address the provider reported for the linked account when last linked or used (absent when it shared none or was linked before identities were recorded)' })),
+        linked_at: s.optional(s.int({ doc: 'Unix seconds: when the provider account was linked (absent when linked before identities were recorded)' })),
       }),
       { doc: 'The providers this account signs in with, in the order they were linked' },
     ),
@@ -104,8 +106,9 @@ export const ACCOUNT_OPERATIONS = [
     input: s.object('UnlinkIdentityRequest', { provider: s.string({ minLength: 1, maxLength: 32, doc: 'The provider to unlink (google, github, ..., oidc)' }) }),
     output: MESSAGE,
     doc:
-      'Unlinks a provider from the caller\'s account and ends the other sessions it opened; refused (failed_precondition last_sign_in_method) when it is the only way left to sign in. ' +
-      "A later sign-in with the provider's verified address of the account links it again.",
+      "Unlinks a provider from the caller's account, with its provider accounts (which then no longer sign in here by their subject), and ends the other sessions it opened; " +
+      'refused (failed_precondition last_sign_in_method) when it is the only way left to sign in. ' +
+      "A later sign-in with the provider's verified address of the account links it again; the account center's Connect links one whatever its address.",
   }),
   defineOperation({
     name: 'admin_list_sessions',

@@ -60,8 +60,16 @@ export const ACCOUNT_HANDLERS: HandlersOf<typeof ACCOUNT_OPERATIONS> = {
     return { message: revoked === 1 ? 'Session ended' : `${revoked} sessions ended`, revoked };
   },
   linked_identities: async (ctx) => {
-    const { providers, has_password } = await authOf(ctx).linkedIdentities(callContext(ctx));
-    return { identities: providers.map((provider) => ({ provider, display_name: displayNameOf(ctx, provider) })), has_password };
+    const { identities, has_password } = await authOf(ctx).linkedIdentities(callContext(ctx));
+    return {
+      identities: identities.map((i) => ({
+        provider: i.provider,
+        display_name: displayNameOf(ctx, i.provider),
+        ...(i.email === null ? {} : { email: i.email }),
+        ...(i.linked_at === null ? {} : { linked_at: i.linked_at }),
+      })),
+      has_password,
+    };
   },
   unlink_identity: async (ctx, input) => {
     const user = await authOf(ctx).unlinkIdentity(input.provider, callContext(ctx));
