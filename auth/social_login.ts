@@ -46,6 +46,7 @@ import type { MemoryStore } from './memory_store.ts';
 import type { AuthResult } from './public_user.ts';
 import { emailKey, type UserFields, type UserRecord } from './user_store_types.ts';
 import { signupEventSteps, type SignupRecorder } from './signup_recorder.ts';
+import { providerFailed, providerJson, providerJsonAny } from './provider_http.ts';
 import { attachIdentity, ownerBySubject, recordIdentity, withMethod, type LinkIntent } from './social_link.ts';
 import {
   oidcRowFromDiscovery,
@@ -110,7 +111,7 @@ export interface SocialLoginFinish {
   created?: boolean;
   /** True when an unverified account with this address was taken over. */
   replacedUnverified?: boolean;
-  /** True when a link attached the provider account to `user` (no session is opened). */
+  /** Set for a link (false until it attached the provider account to `user`); a link opens no session. */
   linked?: boolean;
   error?: LatchkeyError;
 }
@@ -128,15 +129,12 @@ interface StateRecord {
 
 const STATE_KEY = (handle: string): string => `social_state:${createHash('sha256').update(handle).digest('base64url')}`;
 const ID_TOKEN_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
-const PROVIDER_TIMEOUT_MS = 10_000;
 
 const notConfigured = (): never => {
   throw new LatchkeyError('not_found', 'provider is not configured', { reason: 'provider_not_configured' });
 };
 const invalidState = (): LatchkeyError =>
   new LatchkeyError('invalid_argument', 'invalid or expired login state; start the login again', { reason: 'invalid_state' });
-const providerFailed = (display: string, why: string, cause?: unknown): LatchkeyError =>
-  new LatchkeyError('unauthenticated', `login with ${display} failed: ${why}`, { reason: 'social_login_failed', ...(cause === undefined ? {} : { cause }) });
 
 function splitList(v: unknown): string[] {
   const parts = (Array.isArray(v) ? v : [v]).filter((x): x is string => typeof x === 'string');
@@ -200,7 +198,7 @@ export class SocialLogin {
 
   async #discover(issuer: string, displayName: string): Promise<SocialProviderRow> {
     const base = issuer.replace(/\/+$/, '');
-    const doc = await this.#json(displayName, `${base}/.well-known/openid-configuration`, { headers: { accept: 'application/json' } });
+    const doc = await providerJson(displayName, `${base}/.well-known/openid-configuration`, { headers: { accept: 'application/json' } });
     // OpenID Connect Discovery §4.3: the document must name the issuer it was fetched for.
     if (doc['issuer'] !== issuer && doc['issuer'] !== base) throw providerFailed(displayName, 'its discovery document names another issuer');
     try {
@@ -263,6 +261,18 @@ export class SocialLogin {
   }
 
   /**
+   * True when `state` names a started link that is still pending (read, not
+   * used up): its callback needs the browser's session cookie, which a
+   * `SameSite=Strict` cookie withholds from the provider's cross-site
+   * redirect until a page of our own origin sends the browser on.
+   */
+  async isLink(state: unknown): Promise<boolean> {
+    const handle = single(state);
+    const raw = handle === undefined || handle.length > 256 ? undefined : await this.#o.store.get(STATE_KEY(handle));
+    return raw !== undefined && (JSON.parse(raw) as StateRecord).link !== undefined;
+  }
+
+  /**
    * Finishes a login from the provider's callback. Throws `invalid_argument`
    * (`invalid_state`) when the state is missing, differs from the browser's
    * cookie, is unknown, expired, already used or belongs to another
@@ -296,7 +306,7 @@ export class SocialLogin {
     if (raw === undefined || (await this.#o.store.del(key)) !== 1) throw invalidState();
     const record = JSON.parse(raw) as StateRecord;
     if (record.provider !== provider) throw invalidState();
-    const out: SocialLoginFinish = { provider, redirectUri: record.redirect_uri, clientState: record.client_state };
+    const out: SocialLoginFinish = { provider, redirectUri: record.redirect_uri, clientState: record.client_state, ...(record.link === undefined ? {} : { linked: false }) };
     try {
       const row = await this.#row(provider);
       const providerError = single(params['error']);
@@ -326,28 +336,6 @@ export class SocialLogin {
   }
 
   // ---------------------------------------------------------------- provider calls
-
-  async #json(display: string, url: string, init: RequestInit): Promise<Record<string, unknown>> {
-    let res: Response;
-    try {
-      res = await fetch(url, { ...init, redirect: 'error', signal: AbortSignal.timeout(PROVIDER_TIMEOUT_MS) });
-    } catch (err) {
-      throw new LatchkeyError('unavailable', `${display} could not be reached; try again later`, { reason: 'provider_unavailable', cause: err });
-    }
-    const text = await res.text();
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      json = Object.fromEntries(new URLSearchParams(text));
-    }
-    if (!res.ok) {
-      if (res.status >= 500) throw new LatchkeyError('unavailable', `${display} could not be reached; try again later`, { reason: 'provider_unavailable', cause: new Error(`HTTP ${res.status}`) });
-      throw providerFailed(display, 'the provider refused the request', new Error(`HTTP ${res.status} ${text.slice(0, 200)}`));
-    }
-    if (typeof json !== 'object' || json === null) throw providerFailed(display, 'unexpected answer');
-    return json as Record<string, unknown>;
-  }
 
   async #clientSecret(row: SocialProviderRow, client: SocialClient): Promise<string> {
     if (row.name !== 'apple' || !client.clientSecret.includes('PRIVATE KEY')) return client.clientSecret;
@@ -380,7 +368,7 @@ export class SocialLogin {
       form.set('client_id', client.clientId);
       form.set('client_secret', secret);
     }
-    const tokens = await this.#json(row.displayName, row.tokenEndpoint, { method: 'POST', headers, body: form.toString() });
+    const tokens = await providerJson(row.displayName, row.tokenEndpoint, { method: 'POST', headers, body: form.toString() });
     if (typeof tokens['error'] === 'string') throw providerFailed(row.displayName, 'the authorization code was refused');
     const accessToken = single(tokens['access_token']);
     let claims: Record<string, unknown> | undefined;
@@ -394,22 +382,14 @@ export class SocialLogin {
     if (row.userinfoEndpoint !== undefined && (row.kind === 'oauth2' || accessToken !== undefined)) {
       if (accessToken === undefined) throw providerFailed(row.displayName, 'no access token');
       const auth = { headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json', 'user-agent': 'Latchkey' } };
-      userinfo = await this.#json(row.displayName, row.userinfoEndpoint, auth);
-      if (row.emailsEndpoint !== undefined) emails = await this.#jsonAny(row.displayName, row.emailsEndpoint, auth);
+      userinfo = await providerJson(row.displayName, row.userinfoEndpoint, auth);
+      if (row.emailsEndpoint !== undefined) emails = await providerJsonAny(row.displayName, row.emailsEndpoint, auth);
     }
     try {
       return row.profile({ claims, userinfo, emails, callback: params });
     } catch (err) {
       throw providerFailed(row.displayName, 'the account could not be read', err);
     }
-  }
-
-  async #jsonAny(display: string, url: string, init: RequestInit): Promise<unknown> {
-    const res = await fetch(url, { ...init, redirect: 'error', signal: AbortSignal.timeout(PROVIDER_TIMEOUT_MS) }).catch((err: unknown) => {
-      throw new LatchkeyError('unavailable', `${display} could not be reached; try again later`, { reason: 'provider_unavailable', cause: err });
-    });
-    if (!res.ok) throw providerFailed(display, 'the provider refused the request', new Error(`HTTP ${res.status}`));
-    return res.json().catch(() => undefined);
   }
 
   /**

@@ -28,7 +28,21 @@
  *   `temporarily_unavailable`), `error_description` (a clear message) and
  *   `state`.
  *
- * Audit: `oauth.login_initiated`, `user.signup` (new user) and
+ * - `POST /oauth_link/<provider>` (JSON `{redirect_uri}`, the account
+ *   center's "Connect"; the CSRF origin rule applies) needs the browser's live
+ *   session cookie (else 401): it starts the same authorization with a link
+ *   intent bound to that session, sets `service-oauth-state` as above and
+ *   answers `{location}` for the page to go to. Its callback sets no session
+ *   cookie: it attaches the provider account to the session's user
+ *   (auth/social_link.ts) and sends the browser to `redirect_uri?linked=<provider>`,
+ *   or, refused, with `error`, `error_description` and `error_reason` (the
+ *   reason, e.g. `identity_owned_by_another_account`). When the provider's
+ *   cross-site redirect or form post reaches the callback of a pending link
+ *   without the session cookie (`SameSite=Strict`, or Lax and a form post), a
+ *   page of our own origin sends the browser on to the same callback once
+ *   (`resumed=1`), which carries it.
+ *
+ * Audit: `oauth.login_initiated`, `oauth.link_initiated`, `user.identity_linked`, `user.signup` (new user) and
  * `user.login_success` (webhooks `user.signup` / `user.login`), or
  * `oauth.callback_failed` with the reason; each names the provider in its
  * metadata. `oauth.unverified_account_replaced` when an unverified account
@@ -52,6 +66,12 @@ import { CookieSink, adminEventRecorder, recordSessionDevice, setSessionCookiesO
 export const SOCIAL_STATE_COOKIE = 'service-oauth-state';
 const STATE_COOKIE_PATH = '/oauth_callback/';
 const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
+const RESUME_PAGE_HEADERS = {
+  ...NO_STORE,
+  'content-security-policy': "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'referrer-policy': 'no-referrer',
+};
+const escapeHtml = (v: string): string => v.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
 
 /** The social login of a running server's services (tests point its providers at fakes through it). */
 export function socialLoginOf(services: Services): SocialLogin | undefined {
@@ -144,12 +164,39 @@ export function socialRoutes(services: Services): HttpRoute[] {
         return badRequest(request, err);
       }
     };
+    const link = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
+      try {
+        if (request.bodyError !== undefined) throw request.bodyError;
+        const cookie = sessionCookieOf(request.cookies);
+        const session = cookie === undefined ? undefined : await services.auth?.sessions.fromCookie(cookie);
+        if (session === undefined) {
+          return { status: 401, body: { error: 'unauthenticated', reason: 'unauthenticated', error_description: 'sign in to connect a provider' }, headers: NO_STORE };
+        }
+        const out = await social.begin(provider, { redirect_uri: request.body['redirect_uri'] }, { sid: session.sid, user_id: session.user_id });
+        const sink = new CookieSink();
+        sink.set(SOCIAL_STATE_COOKIE, out.state, { ...stateCookieOptions(c), maxAgeSeconds: SOCIAL_STATE_TTL_SECONDS });
+        const user = await services.auth?.users.findById(session.user_id);
+        await record(request, 'oauth.link_initiated', { user, metadata: { provider } });
+        return { status: 200, body: { location: out.location }, headers: NO_STORE, cookies: sink.headers() };
+      } catch (err) {
+        return badRequest(request, err);
+      }
+    };
     const callback = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
+      const params = request.method === 'POST' ? request.body : request.query;
+      if (sessionCookieOf(request.cookies) === undefined && request.query['resumed'] === undefined && request.bodyError === undefined && (await social.isLink(params['state']).catch(() => false))) {
+        // Sent on from our own origin, the browser presents its session cookie whatever its SameSite.
+        const query = new URLSearchParams();
+        for (const [k, v] of Object.entries(params)) if (typeof v === 'string') query.set(k, v);
+        query.set('resumed', '1');
+        const href = escapeHtml(`/oauth_callback/${provider}?${query.toString()}`);
+        const html = `<!doctype html><html><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=${href}"><title>Connecting</title></head><body><p><a href="${href}">Continue</a></p></body></html>`;
+        return { status: 200, html, headers: RESUME_PAGE_HEADERS };
+      }
       const sink = new CookieSink();
       sink.clear(SOCIAL_STATE_COOKIE, stateCookieOptions(c));
       try {
         if (request.bodyError !== undefined) throw request.bodyError;
-        const params = request.method === 'POST' ? request.body : request.query;
         const metadata = { provider, login_method: provider };
         const out = await social.finish(provider, params, request.cookies[SOCIAL_STATE_COOKIE], sessionCookieOf(request.cookies), signupRecorder(request, metadata));
         if (out.error !== undefined || out.result === undefined) {
@@ -157,10 +204,17 @@ export function socialRoutes(services: Services): HttpRoute[] {
           const outage = dependencyError(err);
           if (err.code === 'internal' && outage === undefined) services.logger.error('social login failed', { request_id: request.requestId, provider, err: err.cause ?? err });
           else if (err.code === 'unavailable' || outage !== undefined) services.logger.warn('social login provider or store unavailable', { request_id: request.requestId, provider, reason: (outage ?? err).reason });
-          await record(request, 'oauth.callback_failed', { user: out.user, metadata: { provider, reason: err.reason ?? err.code } });
+          const linking = out.linked !== undefined;
+          await record(request, 'oauth.callback_failed', { user: out.user, metadata: { provider, reason: err.reason ?? err.code, ...(linking ? { intent: 'link' } : {}) } });
           const error = outage !== undefined || err.code === 'unavailable' ? 'temporarily_unavailable' : err.code === 'internal' ? 'server_error' : 'access_denied';
           const description = err.code === 'internal' && outage === undefined ? 'login failed' : (outage ?? err).message;
-          return { status: 302, headers: { location: withQuery(out.redirectUri, { error, error_description: description, state: out.clientState }), ...NO_STORE }, cookies: sink.headers() };
+          const reason = linking ? ((outage ?? err).reason ?? err.code) : undefined;
+          return { status: 302, headers: { location: withQuery(out.redirectUri, { error, error_description: description, error_reason: reason, state: out.clientState }), ...NO_STORE }, cookies: sink.headers() };
+        }
+        if (out.linked === true) {
+          // A link: the provider account is the signed-in user's now; no session is opened or ended.
+          await record(request, 'user.identity_linked', { user: out.user, metadata: { provider } });
+          return { status: 302, headers: { location: withQuery(out.redirectUri, { linked: provider, state: out.clientState }), ...NO_STORE }, cookies: sink.headers() };
         }
         const result = out.result;
         const user = out.user;
@@ -186,7 +240,11 @@ export function socialRoutes(services: Services): HttpRoute[] {
         return badRequest(request, err, sink.headers());
       }
     };
-    routes.push({ path: `/oauth_login/${provider}`, methods: ['GET'], handler: login }, { path: `/oauth_callback/${provider}`, methods: ['GET', 'POST'], handler: callback });
+    routes.push(
+      { path: `/oauth_login/${provider}`, methods: ['GET'], handler: login },
+      { path: `/oauth_link/${provider}`, methods: ['POST'], handler: link },
+      { path: `/oauth_callback/${provider}`, methods: ['GET', 'POST'], handler: callback },
+    );
   }
   return routes;
 }
