@@ -199,7 +199,7 @@ export function socialRoutes(services: Services): HttpRoute[] {
         if (request.bodyError !== undefined) throw request.bodyError;
         const metadata = { provider, login_method: provider };
         const out = await social.finish(provider, params, request.cookies[SOCIAL_STATE_COOKIE], sessionCookieOf(request.cookies), signupRecorder(request, metadata));
-        if (out.error !== undefined || out.result === undefined) {
+        if (out.error !== undefined || (out.result === undefined && out.linked !== true)) {
           const err = out.error ?? new LatchkeyError('internal', 'login failed');
           const outage = dependencyError(err);
           if (err.code === 'internal' && outage === undefined) services.logger.error('social login failed', { request_id: request.requestId, provider, err: err.cause ?? err });
@@ -211,7 +211,7 @@ export function socialRoutes(services: Services): HttpRoute[] {
           const reason = linking ? ((outage ?? err).reason ?? err.code) : undefined;
           return { status: 302, headers: { location: withQuery(out.redirectUri, { error, error_description: description, error_reason: reason, state: out.clientState }), ...NO_STORE }, cookies: sink.headers() };
         }
-        if (out.linked === true) {
+        if (out.linked === true || out.result === undefined) {
           // A link: the provider account is the signed-in user's now; no session is opened or ended.
           await record(request, 'user.identity_linked', { user: out.user, metadata: { provider } });
           return { status: 302, headers: { location: withQuery(out.redirectUri, { linked: provider, state: out.clientState }), ...NO_STORE }, cookies: sink.headers() };
