@@ -207,7 +207,7 @@ for (const width of WIDTHS) {
     const row = page.locator('#methods li', { hasText: 'GitHub' });
     await row.waitFor();
     await checkScreen(t, page, `app-account-methods-${width}`);
-    await row.getByRole('button', { name: 'Unlink GitHub' }).click();
+    await row.getByRole('button', { name: 'Disconnect GitHub' }).click();
     t.is(await message(page, 'methods-msg'), 'GitHub unlinked');
     t.is(await page.locator('#methods li', { hasText: 'GitHub' }).count(), 0);
     t.is((await server.call('user', { email }, { protocol: 'rest', headers: { 'x-service-admin-secret': 'test-admin-secret' } })).body?.['signup_methods'], 'basic_auth');
