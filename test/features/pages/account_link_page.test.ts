@@ -110,7 +110,7 @@ for (const width of WIDTHS) {
     t.deepEqual(await seriousViolations(page), [], 'accessibility with the provider listed');
     await screenshot(page, `app-account-connected-${width}`);
     // No horizontal scrolling at this width.
-    t.true(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth));
+    t.true(await page.evaluate<boolean>('document.documentElement.scrollWidth <= document.documentElement.clientWidth'));
 
     await row.getByRole('button', { name: 'Disconnect GitHub' }).click();
     t.is(await message(page, 'methods-msg'), 'GitHub unlinked');
