@@ -40,8 +40,8 @@ const LINKED = s.object(
       s.object('LinkedIdentity', {
         provider: s.string({ doc: 'google, github, ..., or oidc for the generic OpenID Connect provider' }),
         display_name: s.string({ doc: 'The provider as shown to users (--oidc-display-name for oidc)' }),
-        email: s.optional(s.string({ doc: 'The address the provider reported for the linked account when last linked or used (absent when it shared none or was linked before identities were recorded)' })),
-        linked_at: s.optional(s.int({ doc: 'Unix seconds: when the provider account was linked (absent when linked before identities were recorded)' })),
+        email: s.optional(s.string({ doc: 'The address the provider reported for the linked account when last linked or used (null when it shared none or was linked before identities were recorded)' })),
+        linked_at: s.optional(s.int({ doc: 'Unix seconds: when the provider account was linked (null when linked before identities were recorded)' })),
       }),
       { doc: 'The providers this account signs in with, in the order they were linked' },
     ),

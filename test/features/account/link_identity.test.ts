@@ -12,10 +12,14 @@
  * - a link callback is refused unless the session that started it is still
  *   the browser's (signed out meanwhile, another user signed in meanwhile, or
  *   no session at all), and the link never opens a session nor ends one;
- * - after unlink_identity the provider account no longer reaches the account.
+ * - after unlink_identity the provider account no longer reaches the account;
+ * - an account linked before identities were recorded signs in by address
+ *   and is recorded then.
+ * Each on SQLite and on DynamoDB (dynalite).
  */
 import anyTest, { type ExecutionContext } from 'ava';
 import { socialLoginOf } from '../../../cmd/index.ts';
+import type { MainBackend } from '../../helpers/main_databases.ts';
 import { TEST_ADMIN_SECRET, type TestServer } from '../../helpers/server.ts';
 import { CookieJar, drive, landingParams, request, startFakeProvider, startOnKnownPort, type FakeProvider, type Landing } from '../../helpers/social.ts';
 
@@ -24,31 +28,45 @@ const test = anyTest.serial;
 const PASSWORD = 'correct horse battery staple';
 const ADMIN = { protocol: 'rest' as const, headers: { 'x-service-admin-secret': TEST_ADMIN_SECRET } };
 
+const BACKENDS: readonly MainBackend[] = ['sqlite', 'dynamodb'];
 let github: FakeProvider;
 let discord: FakeProvider;
+const servers = new Map<MainBackend, { server: TestServer; base: string }>();
+// The server of the running test (the tests run one at a time).
 let server: TestServer;
 let base = '';
+let ids = 5000;
 
 test.before(async () => {
   github = await startFakeProvider('github', { clientId: 'gh', clientSecret: 'gh-secret' });
   discord = await startFakeProvider('discord', { clientId: 'dc', clientSecret: 'dc-secret' });
-  ({ server, base } = await startOnKnownPort(() => ({
-    'enable-email-verification': false,
-    'app-cookie-secure': false,
-    'github-client-id': 'gh',
-    'github-client-secret': 'gh-secret',
-    'discord-client-id': 'dc',
-    'discord-client-secret': 'dc-secret',
-  })));
-  const social = socialLoginOf(server.server.services);
-  social?.useEndpointsForTests('github', { authorizationEndpoint: `${github.url}/authorize`, tokenEndpoint: `${github.url}/token`, userinfoEndpoint: `${github.url}/user`, emailsEndpoint: `${github.url}/user/emails` });
-  social?.useEndpointsForTests('discord', { authorizationEndpoint: `${discord.url}/authorize`, tokenEndpoint: `${discord.url}/token`, userinfoEndpoint: `${discord.url}/user` });
+  for (const backend of BACKENDS) {
+    const started = await startOnKnownPort(
+      () => ({
+        'enable-email-verification': false,
+        'app-cookie-secure': false,
+        'github-client-id': 'gh',
+        'github-client-secret': 'gh-secret',
+        'discord-client-id': 'dc',
+        'discord-client-secret': 'dc-secret',
+      }),
+      { backend },
+    );
+    servers.set(backend, started);
+    const social = socialLoginOf(started.server.server.services);
+    social?.useEndpointsForTests('github', { authorizationEndpoint: `${github.url}/authorize`, tokenEndpoint: `${github.url}/token`, userinfoEndpoint: `${github.url}/user`, emailsEndpoint: `${github.url}/user/emails` });
+    social?.useEndpointsForTests('discord', { authorizationEndpoint: `${discord.url}/authorize`, tokenEndpoint: `${discord.url}/token`, userinfoEndpoint: `${discord.url}/user` });
+  }
 });
 test.after.always(async () => {
-  await server?.close();
+  for (const s of servers.values()) await s.server.close();
   await github?.close();
   await discord?.close();
 });
+
+/** A GitHub account id not used before (GitHub's ids are numbers). */
+const githubId = (): string => String(++ids);
+const cases: [title: string, run: (t: ExecutionContext) => Promise<void>][] = [];
 
 let n = 0;
 const fresh = (label: string): string => `${label}-${++n}@example.com`;
@@ -119,10 +137,11 @@ async function auditRows(action: string, userId: string): Promise<{ metadata: st
   return (r.body?.['audit_logs'] ?? []) as { metadata: string }[];
 }
 
-test('a second provider whose address differs is connected; after signing out it signs in to the same account, even once its address changed', async (t) => {
+cases.push(['a second provider whose address differs is connected; after signing out it signs in to the same account, even once its address changed', async (t) => {
   const alice = await passwordUser(t, fresh('alice'));
   const before = alice.jar.get(base, 'cookie_session');
-  github.account = { id: '5001', email: 'alice.codes@elsewhere.example', email_verified: true };
+  const aliceGithub = githubId();
+  github.account = { id: aliceGithub, email: 'alice.codes@elsewhere.example', email_verified: true };
   const params = await connect(t, alice.jar, 'github');
   t.is(params?.get('linked'), 'github');
   t.is(params?.get('error'), null);
@@ -147,32 +166,33 @@ test('a second provider whose address differs is connected; after signing out it
   t.truthy(viaGithub.params?.get('access_token'));
   t.is(viaGithub.id, alice.id);
   // Its address at GitHub changed (and is no longer verified): the subject still finds the account.
-  github.account = { id: '5001', email: 'alice.renamed@elsewhere.example', email_verified: false };
+  github.account = { id: aliceGithub, email: 'alice.renamed@elsewhere.example', email_verified: false };
   const renamed = await providerSignIn('github');
   t.truthy(renamed.params?.get('access_token'));
   t.is(renamed.id, alice.id);
   t.is((await linkedOf(renamed.jar))[0]?.email, 'alice.renamed@elsewhere.example', 'the address seen is brought up to date');
-});
+}]);
 
-test('a first sign-in by verified address records the identity: the next one finds the account by subject whatever the address', async (t) => {
+cases.push(['a first sign-in by verified address records the identity: the next one finds the account by subject whatever the address', async (t) => {
   const email = fresh('carol');
   const carol = await passwordUser(t, email);
-  discord.account = { id: 'dc-carol', email, email_verified: true };
+  const carolDiscord = `dc-carol-${++ids}`;
+  discord.account = { id: carolDiscord, email, email_verified: true };
   const first = await providerSignIn('discord');
   t.is(first.id, carol.id);
   t.is((await linkedOf(carol.jar))[0]?.email, email);
-  discord.account = { id: 'dc-carol', email: 'carol@another.example', email_verified: true };
+  discord.account = { id: carolDiscord, email: 'carol@another.example', email_verified: true };
   const second = await providerSignIn('discord');
   t.is(second.id, carol.id, 'not a new account for the new address');
   // Another Discord account with Carol's verified address still reaches her account by address, as before.
-  discord.account = { id: 'dc-carol-2', email, email_verified: true };
+  discord.account = { id: `${carolDiscord}-2`, email, email_verified: true };
   t.is((await providerSignIn('discord')).id, carol.id);
-});
+}]);
 
-test("a provider account another user holds is refused and nothing changes", async (t) => {
+cases.push(["a provider account another user holds is refused and nothing changes", async (t) => {
   // Bob's account was made by GitHub.
   const bobEmail = fresh('bob');
-  github.account = { id: '5002', email: bobEmail, email_verified: true };
+  github.account = { id: githubId(), email: bobEmail, email_verified: true };
   const bob = await providerSignIn('github');
   t.truthy(bob.id);
   const alice = await passwordUser(t, fresh('alice'));
@@ -189,15 +209,15 @@ test("a provider account another user holds is refused and nothing changes", asy
   t.is((await linkedOf(bob.jar))[0]?.provider, 'github');
   t.is((await providerSignIn('github')).id, bob.id);
   t.is((await auditRows('user.identity_linked', alice.id)).length, 0);
-});
+}]);
 
-test('a link callback is refused unless the session that started it is still the browser’s', async (t) => {
+cases.push(['a link callback is refused unless the session that started it is still the browser’s', async (t) => {
   // Signed out between the start and the callback.
   const alice = await passwordUser(t, fresh('alice'));
   const started = await startLink(alice.jar, 'github');
   const location = ((await started.json()) as { location: string }).location;
   await request(alice.jar, new URL(`${base}/v1/logout`), { method: 'POST', headers: { 'content-type': 'application/json', origin: base }, body: '{}' });
-  github.account = { id: '5003', email: 'late@elsewhere.example', email_verified: true };
+  github.account = { id: githubId(), email: 'late@elsewhere.example', email_verified: true };
   const resumed = { pages: 0 };
   const refused = landingParams((await follow(alice.jar, location, resumed)).url);
   t.is(resumed.pages, 1, 'without its session cookie the callback sends the browser on once, from its own origin');
@@ -216,7 +236,7 @@ test('a link callback is refused unless the session that started it is still the
   const eveId = (await profileOf(dave.jar))?.id;
   t.truthy(eveId);
   t.not(eveId, dave.id);
-  github.account = { id: '5004', email: 'dave@elsewhere.example', email_verified: true };
+  github.account = { id: githubId(), email: 'dave@elsewhere.example', email_verified: true };
   const crossed = landingParams((await follow(dave.jar, daveStart, { pages: 0 })).url);
   t.is(crossed?.get('error_reason'), 'link_session_mismatch');
   t.deepEqual(await linkedOf(dave.jar), [], 'nothing linked to the user signed in now');
@@ -241,11 +261,11 @@ test('a link callback is refused unless the session that started it is still the
     body: JSON.stringify({ redirect_uri: `${base}/done` }),
   });
   t.is(crossSite.status, 403);
-});
+}]);
 
-test('after unlink the provider account no longer reaches the account by subject', async (t) => {
+cases.push(['after unlink the provider account no longer reaches the account by subject', async (t) => {
   const alice = await passwordUser(t, fresh('alice'));
-  github.account = { id: '5005', email: 'unlinked.alice@elsewhere.example', email_verified: true };
+  github.account = { id: githubId(), email: 'unlinked.alice@elsewhere.example', email_verified: true };
   t.is((await connect(t, alice.jar, 'github'))?.get('linked'), 'github');
   t.is((await providerSignIn('github')).id, alice.id);
   const r = await server.call('unlink_identity', { provider: 'github' }, { protocol: 'rest', cookies: { cookie_session: alice.jar.get(base, 'cookie_session') ?? '' } });
@@ -257,4 +277,28 @@ test('after unlink the provider account no longer reaches the account by subject
   t.truthy(after.id);
   t.not(after.id, alice.id);
   t.is((await profileOf(after.jar))?.email, 'unlinked.alice@elsewhere.example');
-});
+}]);
+
+cases.push(['an account linked before identities were recorded signs in by its verified address and is recorded then', async (t) => {
+  const email = fresh('legacy');
+  const legacy = await passwordUser(t, email);
+  const id = githubId();
+  github.account = { id, email, email_verified: true };
+  t.is((await providerSignIn('github')).id, legacy.id);
+  // As before identities were recorded: GitHub in signup_methods, no identity.
+  await server.server.services.auth!.identities.unlink(legacy.id, 'github');
+  t.deepEqual(await linkedOf(legacy.jar), [{ provider: 'github', display_name: 'GitHub', email: null, linked_at: null }], 'listed, without an address or a time');
+  t.is((await providerSignIn('github')).id, legacy.id);
+  t.is((await linkedOf(legacy.jar))[0]?.email, email, 'recorded by that sign-in');
+  github.account = { id, email: 'legacy@renamed.example', email_verified: true };
+  t.is((await providerSignIn('github')).id, legacy.id, 'and found by subject from then on');
+}]);
+
+for (const backend of BACKENDS) {
+  for (const [title, run] of cases) {
+    test(`${title} (${backend})`, async (t) => {
+      ({ server, base } = servers.get(backend)!);
+      await run(t);
+    });
+  }
+}
