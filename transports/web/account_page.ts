@@ -71,6 +71,7 @@ ul.rows li{display:flex;flex-wrap:wrap;align-items:center;justify-content:space-
 ul.rows li:first-child{border-top:none}
 .row-main{min-width:0;flex:1 1 16rem}
 .row-main strong{display:block;overflow-wrap:anywhere}
+.row-main .muted{overflow-wrap:anywhere}
 .badge{display:inline-block;margin-left:var(--s2);padding:0 var(--s2);border-radius:999px;border:1px solid var(--ok);color:var(--ok);font-size:var(--text-sm);font-weight:600}
 .actions{display:flex;flex-wrap:wrap;gap:var(--s2);margin-top:var(--s3)}
 #connect{display:grid;gap:var(--s2);margin-top:var(--s3)}

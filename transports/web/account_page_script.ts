@@ -366,13 +366,16 @@ export const ACCOUNT_PAGE_SCRIPT = `
       if (r.provider) main.append(mark(r.provider));
       const label = document.createElement('strong');
       label.textContent = r.label;
-      main.append(label);
+      // The provider account's address (it may differ from the account's), under the provider's name.
+      const text = document.createElement('div');
+      text.append(label);
       if (r.email) {
         const email = document.createElement('span');
         email.className = 'muted';
         email.textContent = r.email;
-        label.after(email);
+        text.append(email);
       }
+      main.append(text);
       li.append(main);
       if (r.provider) {
         const b = document.createElement('button');
