@@ -24,7 +24,7 @@
  */
 import { LatchkeyError } from '../engine/errors.ts';
 import type { AuthService } from './auth_service.ts';
-import { identityOwnedElsewhere } from './provider_identity_store.ts';
+import { identityOwnedElsewhere, type ProviderIdentity } from './provider_identity_store.ts';
 import type { SocialProfile } from './social_providers.ts';
 import type { UserRecord } from './user_store_types.ts';
 
@@ -39,12 +39,12 @@ const linkSessionMismatch = (): LatchkeyError =>
     reason: 'link_session_mismatch',
   });
 
-/** The user who holds the provider account (`provider`, `subject`), or undefined. */
-export async function ownerBySubject(auth: AuthService, provider: string, subject: string): Promise<UserRecord | undefined> {
+/** The user who holds the provider account (`provider`, `subject`) with its identity, or undefined. */
+export async function ownerBySubject(auth: AuthService, provider: string, subject: string): Promise<{ user: UserRecord; identity: ProviderIdentity } | undefined> {
   const identity = await auth.identities.find(provider, subject);
   if (identity === undefined) return undefined;
   const user = await auth.users.findById(identity.user_id);
-  if (user !== undefined) return user;
+  if (user !== undefined) return { user, identity };
   // Left by a user removed without its data (a DynamoDB delete is no transaction): forgotten, so it can be linked again.
   await auth.identities.remove(provider, subject);
   return undefined;
@@ -52,12 +52,16 @@ export async function ownerBySubject(auth: AuthService, provider: string, subjec
 
 /**
  * Records the provider account of `profile` as `userId`'s, or brings the
- * address seen up to date. `already_exists`
+ * address seen up to date; nothing is written when `known`, the identity
+ * as read, is already that. `already_exists`
  * `identity_owned_by_another_account` when another user took it meanwhile.
  */
-export async function recordIdentity(auth: AuthService, provider: string, profile: SocialProfile, userId: string): Promise<void> {
-  const email = profile.email?.trim();
-  await auth.identities.link({ provider, subject: profile.subject, user_id: userId, email: email === undefined || email === '' ? null : email });
+export async function recordIdentity(auth: AuthService, provider: string, profile: SocialProfile, userId: string, known?: ProviderIdentity): Promise<void> {
+  const trimmed = profile.email?.trim();
+  const email = trimmed === undefined || trimmed === '' ? null : trimmed;
+  // An ordinary sign-in by subject writes nothing here.
+  if (known !== undefined && known.user_id === userId && known.email === email) return;
+  await auth.identities.link({ provider, subject: profile.subject, user_id: userId, email });
 }
 
 /** `signup_methods` with `provider` added (unchanged when it is there). */
@@ -83,8 +87,8 @@ export async function attachIdentity(auth: AuthService, intent: LinkIntent, prov
   if (user.deactivated_at !== null) throw new LatchkeyError('permission_denied', 'this account has been deactivated', { reason: 'account_deactivated' });
   if (user.revoked_timestamp !== null) throw new LatchkeyError('permission_denied', 'user access has been revoked', { reason: 'access_revoked' });
   const owner = await ownerBySubject(auth, provider, profile.subject);
-  if (owner !== undefined && owner.id !== user.id) throw identityOwnedElsewhere();
-  await recordIdentity(auth, provider, profile, user.id);
+  if (owner !== undefined && owner.user.id !== user.id) throw identityOwnedElsewhere();
+  await recordIdentity(auth, provider, profile, user.id, owner?.identity);
   const methods = withMethod(user.signup_methods, provider);
   return methods === user.signup_methods ? user : auth.users.update(user.id, { signup_methods: methods });
 }

@@ -453,8 +453,8 @@ export class SocialLogin {
     const users = this.#o.auth.users;
     const known = await ownerBySubject(this.#o.auth, row.name, profile.subject);
     if (known !== undefined) {
-      const resolved = await this.#link(row, known, roles, profile, undefined, 'subject');
-      await recordIdentity(this.#o.auth, row.name, profile, known.id);
+      const resolved = await this.#link(row, known.user, roles, profile, undefined, 'subject');
+      await recordIdentity(this.#o.auth, row.name, profile, known.user.id, known.identity);
       return resolved;
     }
     // The provider verified the address as it spells it. A spelling that the key folds beyond case and
