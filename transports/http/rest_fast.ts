@@ -23,7 +23,9 @@
  * - it has no body, or a body with `Content-Length` within the limit, no
  *   `Content-Encoding` and a media type of exactly `application/json`,
  *   optionally `; charset=utf-8` (a chunked, compressed, oversized or
- *   otherwise typed body is express's, whose parser and errors apply);
+ *   otherwise typed body is express's, whose parser and errors apply; so is
+ *   an empty one declared with `Content-Length: 0` and another media type or
+ *   charset, which express's parser checks before reading);
  * - a GET carries no body at all.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -100,6 +102,9 @@ export function restFastPath(o: RestFastPathOptions): (req: IncomingMessage, res
       if (!PLAIN_JSON.test(h['content-type'] ?? '')) return false;
       const n = Number(length);
       if (!Number.isSafeInteger(n) || n < 0 || n > o.bodyLimit) return false;
+    } else if (length !== undefined && h['content-type'] !== undefined && !PLAIN_JSON.test(h['content-type'])) {
+      // `Content-Length: 0` is a body to express's parser, which checks its media type and charset first.
+      return false;
     }
 
     const locals = o.begin(req, res);
