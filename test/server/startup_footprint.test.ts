@@ -76,8 +76,9 @@ async function startServer(dir: string, extra: string[] = []): Promise<Server> {
   const started = Date.now();
   for (;;) {
     if (child.exitCode !== null) throw new Error(`the server exited (${child.exitCode}): ${stderr.slice(0, 2000)}`);
-    if (Date.now() - started > 90_000) throw new Error(`the server did not answer /healthz within 90 s: ${stderr.slice(0, 2000)}`);
-    const ok = await fetch(`http://127.0.0.1:${http}/healthz`).then((r) => r.status === 200, () => false);
+    // Readiness, not liveness: /healthz answers while gRPC, which opens after HTTP, is still loading.
+    if (Date.now() - started > 90_000) throw new Error(`the server did not answer /readyz within 90 s: ${stderr.slice(0, 2000)}`);
+    const ok = await fetch(`http://127.0.0.1:${http}/readyz`).then((r) => r.status === 200, () => false);
     if (ok) break;
     await new Promise((r) => setTimeout(r, 50));
   }
