@@ -10,8 +10,9 @@
  * install sees once), the second uses it (every start after). It reports the
  * time from spawning to the first verified `GET /healthz` 200, the CPU time
  * the process had used by then (user + system, from /proc: unlike the wall
- * time it does not grow with the load other work puts on the machine), and
- * the VmRSS once idle (read 10 s after the answer, when the start-up's
+ * time it does not grow with the load other work puts on the machine), the
+ * time to the first `GET /readyz` 200 (every listener bound: gRPC opens after
+ * HTTP), and the VmRSS once idle (read 10 s after the answer, when the start-up's
  * garbage has been collected). Medians and extremes over the rounds.
  *
  * Load: one more cached start, with the rate limit raised. After seeding (a
@@ -79,6 +80,8 @@ interface Server {
   metricsUrl: string;
   ready_ms: number;
   ready_cpu_ms: number;
+  /** Spawn to the first `/readyz` 200. */
+  readyz_ms: number;
 }
 
 async function spawnServer(dir: string, cacheDir: string, label: string, extra: readonly string[] = []): Promise<Server> {
@@ -106,7 +109,13 @@ async function spawnServer(dir: string, cacheDir: string, label: string, extra: 
         const body = await res.text();
         if (res.status === 200) {
           if ((JSON.parse(body) as { status?: string }).status !== 'ok') throw new Error(`unexpected /healthz answer: ${body}`);
-          return { child, url: `http://127.0.0.1:${http}`, metricsUrl: `http://127.0.0.1:${metrics}`, ready_ms: readyMs, ready_cpu_ms: cpu };
+          for (;;) {
+            if (performance.now() - t0 > 60_000) throw new Error('the server did not answer /readyz within 60 s');
+            if ((await fetch(`http://127.0.0.1:${http}/readyz`).then((r) => r.status, () => 0)) === 200) break;
+            await new Promise((r) => setTimeout(r, 10));
+          }
+          const readyzMs = performance.now() - t0;
+          return { child, url: `http://127.0.0.1:${http}`, metricsUrl: `http://127.0.0.1:${metrics}`, ready_ms: readyMs, ready_cpu_ms: cpu, readyz_ms: readyzMs };
         }
       }
       await new Promise((r) => setTimeout(r, 10));
@@ -118,11 +127,18 @@ async function spawnServer(dir: string, cacheDir: string, label: string, extra: 
 }
 
 /** One start: time and CPU to a verified /healthz 200, and the idle RSS. */
-async function start(dir: string, cacheDir: string, label: string): Promise<{ ready_ms: number; ready_cpu_ms: number; idle_rss_mib: number }> {
+interface StartFigures {
+  ready_ms: number;
+  ready_cpu_ms: number;
+  readyz_ms: number;
+  idle_rss_mib: number;
+}
+
+async function start(dir: string, cacheDir: string, label: string): Promise<StartFigures> {
   const server = await spawnServer(dir, cacheDir, label);
   try {
     await new Promise((r) => setTimeout(r, IDLE_MS));
-    return { ready_ms: server.ready_ms, ready_cpu_ms: server.ready_cpu_ms, idle_rss_mib: await rssMib(server.child.pid as number) };
+    return { ready_ms: server.ready_ms, ready_cpu_ms: server.ready_cpu_ms, readyz_ms: server.readyz_ms, idle_rss_mib: await rssMib(server.child.pid as number) };
   } finally {
     await stop(server.child);
   }
@@ -345,8 +361,8 @@ export async function run(options: { quick: boolean }): Promise<unknown> {
   const loadSeconds = argValue('load-seconds', options.quick ? 30 : 300);
   const afterSeconds = argValue('after-seconds', 60);
   const loadBefore = loadavg().map(r1);
-  const first: Array<{ ready_ms: number; ready_cpu_ms: number; idle_rss_mib: number }> = [];
-  const cached: Array<{ ready_ms: number; ready_cpu_ms: number; idle_rss_mib: number }> = [];
+  const first: StartFigures[] = [];
+  const cached: StartFigures[] = [];
   const dir = await mkdtemp(join(tmpdir(), 'latchkey-footprint-'));
   try {
     for (let i = 0; i < rounds; i++) {
@@ -357,6 +373,7 @@ export async function run(options: { quick: boolean }): Promise<unknown> {
     const pick = (rows: typeof first) => ({
       ready_ms: summary(rows.map((r) => r.ready_ms)),
       ready_cpu_ms: summary(rows.map((r) => r.ready_cpu_ms)),
+      readyz_ms: summary(rows.map((r) => r.readyz_ms)),
       idle_rss_mib: summary(rows.map((r) => r.idle_rss_mib)),
     });
     const figures: Record<string, unknown> = {

@@ -20,7 +20,7 @@ import { HANDLERS, createPipeline, type AnyHandler, type ServedOperation } from 
 import { createRateLimiter } from '../server/index.ts';
 import { createClientIpResolver } from '../server/index.ts';
 import { createHttpApp } from '../transports/index.ts';
-import { bindGrpc, createGrpcServer, shutdownGrpc } from '../transports/index.ts';
+import { loadGrpcAdapter, type GrpcServerHandle } from '../transports/index.ts';
 import { OPERATIONS } from '../api/index.ts';
 import { checkTable, type AnyOperation } from '../api/index.ts';
 
@@ -53,6 +53,15 @@ export interface RunningServer {
    * mails it is sending) and the database.
    */
   close(options?: { drainMs?: number }): Promise<void>;
+}
+
+/**
+ * Gives the event loop a few turns (timer, poll, check) so that connections that arrived during a long synchronous
+ * step are accepted, read and answered before the next one: a probe of `/healthz` made while gRPC loads is
+ * answered between its steps instead of after them.
+ */
+async function letRequestsIn(): Promise<void> {
+  for (let i = 0; i < 3; i++) await new Promise((r) => setTimeout(r, 0));
 }
 
 function urlHost(host: string): string {
@@ -165,13 +174,15 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const rateLimiter = createRateLimiter({ rps: config.rateLimitRps, burst: config.rateLimitBurst, namespace: config.clientId ?? '', ...(redis ? { redis } : {}) });
     const clientIp = createClientIpResolver(config.trustedProxies);
     let draining = false;
+    // Until every listener is bound (gRPC opens after HTTP), `/readyz` answers 503 while `/healthz` already answers.
+    let starting = true;
 
     // Ready only once both Redis connections answer: the limiter's, and the session store's (which refuses at once while
     // it reconnects, so a replica would otherwise be routed requests it can only answer 503).
     const memory = services.memoryStore;
     const sessionStoreUp = (): Promise<boolean> => (memory instanceof RedisMemoryStore ? memory.ready().then(() => true, () => false) : Promise.resolve(true));
     const dependencies = redis ? [{ name: 'redis', ping: async () => (await pingRedis(redis)) && (await sessionStoreUp()) }] : [];
-    const app = createHttpApp({ config, services, operations, pipeline, metrics, rateLimiter, clientIp, draining: () => draining, dependencies });
+    const app = createHttpApp({ config, services, operations, pipeline, metrics, rateLimiter, clientIp, draining: () => draining, starting: () => starting, dependencies });
     const http = createServer(
       {
         requestTimeout: config.httpRequestTimeout,
@@ -207,11 +218,18 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const metricsPort = await listen(metricsServer, config.metricsHost, config.metricsPort);
     cleanups.push(() => closeHttp(metricsServer, 0));
 
+    // gRPC is loaded and its services built after the HTTP listener is open: liveness (`/healthz`) answers during
+    // that time, readiness (`/readyz`) once it is bound.
     let grpcAddress: string | undefined;
-    let grpcHandle: ReturnType<typeof createGrpcServer> | undefined;
+    let grpcHandle: GrpcServerHandle | undefined;
+    let shutdownGrpc: ((server: GrpcServerHandle['server'], timeoutMs: number) => Promise<void>) | undefined;
     if (config.enableGrpc) {
-      grpcHandle = createGrpcServer({ operations, pipeline, clientIp, rateLimiter, metrics, maxMessageBytes: config.httpBodyLimit });
-      const port = await bindGrpc(grpcHandle.server, config.host, config.grpcPort);
+      await letRequestsIn();
+      const adapter = await loadGrpcAdapter();
+      await letRequestsIn();
+      shutdownGrpc = adapter.shutdownGrpc;
+      grpcHandle = adapter.createGrpcServer({ operations, pipeline, clientIp, rateLimiter, metrics, maxMessageBytes: config.httpBodyLimit });
+      const port = await adapter.bindGrpc(grpcHandle.server, config.host, config.grpcPort);
       grpcAddress = `${urlHost(config.host)}:${port}`;
       const g = grpcHandle.server;
       cleanups.push(async () => g.forceShutdown());
@@ -219,6 +237,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 
     const httpUrl = `http://${urlHost(config.host)}:${httpPort}`;
     const metricsUrl = `http://${urlHost(config.metricsHost)}:${metricsPort}`;
+    starting = false;
     logger.info('latchkey started', { version: services.version, http: httpUrl, grpc: grpcAddress ?? 'disabled', metrics: metricsUrl, config: redactedConfig(config) });
 
     let closing: Promise<void> | undefined;
@@ -241,7 +260,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
           services.admin?.mail?.stop?.();
           services.smsQueue?.stop();
           if (options.drainMs) await new Promise((r) => setTimeout(r, options.drainMs));
-          await Promise.all([closeHttp(http, timeout), grpcHandle ? shutdownGrpc(grpcHandle.server, timeout) : Promise.resolve()]);
+          await Promise.all([closeHttp(http, timeout), grpcHandle && shutdownGrpc ? shutdownGrpc(grpcHandle.server, timeout) : Promise.resolve()]);
           await closeHttp(metricsServer, 1000);
           await closeServices(services);
           if (redis) redis.disconnect();

@@ -15,8 +15,17 @@
  * the window resets. A refused request also gets `Retry-After` (RFC 9110
  * §10.2.3).
  */
-import { BurstyRateLimiter, RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { createRequire } from 'node:module';
+import type * as Flexible from 'rate-limiter-flexible';
+import type { RateLimiterAbstract, RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Redis } from 'ioredis';
+
+/**
+ * rate-limiter-flexible, required when a limiter with Redis is made: its entry loads every store it supports (some
+ * 30 modules), and without `--redis-url` the limits run in process without it (docs/performance.md, "Server
+ * footprint").
+ */
+const flexible = (): typeof Flexible => createRequire(import.meta.url)('rate-limiter-flexible') as typeof Flexible;
 
 export interface RateLimiter {
   /** Resolves to `undefined` when allowed, or the seconds to wait (`Retry-After`) when refused. */
@@ -48,6 +57,7 @@ export function createRateLimiter(options: { rps: number; burst: number; redis?:
   if (rps <= 0) return UNLIMITED;
   const burstWindow = Math.max(1, Math.ceil(burst / rps));
   if (!options.redis) return memoryLimiter(rps, burst, burstWindow, options.now ?? Date.now);
+  const { BurstyRateLimiter, RateLimiterMemory, RateLimiterRedis, RateLimiterRes } = flexible();
   const make = (keyPrefix: string, points: number, duration: number): RateLimiterAbstract => {
     const memory = new RateLimiterMemory({ keyPrefix, points, duration });
     if (!options.redis) return memory;

@@ -4,6 +4,16 @@
  * operations table and calls the pipeline; none holds business logic.
  */
 export { createHttpApp } from './http/app.ts';
-export { bindGrpc, createGrpcServer, shutdownGrpc, loadPackageDefinition } from './grpc/server.ts';
+export { loadPackageDefinition } from './grpc/package_definition.ts';
+export type { GrpcServerHandle, GrpcServerOptions } from './grpc/server.ts';
+
+/**
+ * The gRPC adapter (`createGrpcServer`, `bindGrpc`, `shutdownGrpc`), imported when a server starts gRPC: grpc-js,
+ * protobufjs and the proto loader are a fifth of a start's CPU, and the server opens its HTTP listener before it
+ * loads them (docs/performance.md, "Server footprint").
+ */
+export function loadGrpcAdapter(): Promise<typeof import('./grpc/server.ts')> {
+  return import('./grpc/server.ts');
+}
 export { socialLoginOf, SOCIAL_STATE_COOKIE } from './web/social.ts';
 export { webRoutes } from './web/routes.ts';

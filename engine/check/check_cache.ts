@@ -156,7 +156,13 @@ const GET_OPTIONS: LRUCache.GetOptions<string, number, unknown> = {};
 /** A bounded, write-invalidated cache of Check answers; see the module doc. */
 export class CheckCache {
   readonly #inner: TupleStore;
-  readonly #lru: LRUCache<string, number> | undefined;
+  /** Entries the LRU holds at most; 0 when the cache is disabled. */
+  readonly #maxEntries: number;
+  /**
+   * Built on the first lookup, not with the cache: lru-cache allocates its index for `max` entries at once (3 MiB
+   * and 20 ms for the default 100,000), which a server that has not been asked a question yet need not hold.
+   */
+  #lru: LRUCache<string, number> | undefined;
   readonly #pollMs: number;
   readonly #now: () => number;
   readonly #store: TupleStore;
@@ -208,13 +214,13 @@ export class CheckCache {
     this.#floor = typeof floor.expiryFloorCell === 'object' && typeof floor.refreshExpiryFloor === 'function' ? (store as unknown as ExpiryFloor) : undefined;
     this.#floorCell = this.#floor?.expiryFloorCell;
     this.#inner = store;
-    this.#lru = maxEntries > 0 && this.#pollMs > 0 ? new LRUCache<string, number>({ max: maxEntries }) : undefined;
+    this.#maxEntries = maxEntries > 0 && this.#pollMs > 0 ? maxEntries : 0;
     this.#store = this.#wrapStore(store);
   }
 
   /** True when answers are cached (maxEntries and revisionPollMs both above 0). */
   get enabled(): boolean {
-    return this.#lru !== undefined;
+    return this.#maxEntries > 0;
   }
 
   /**
@@ -250,7 +256,7 @@ export class CheckCache {
    * `knownLatestModelId` and `#fresh` would each decide them.
    */
   #topLevelHit(ts: TypeSystem, latest: boolean, objectType: string, relation: string, key: TopLevelKey, consistency: Consistency | undefined, maxDepth: number): ResolveCheckResult | undefined {
-    const lru = this.#lru;
+    const lru = this.#enabledLru();
     if (lru === undefined || consistency === 'higher_consistency') return undefined;
     this.#expiryGate();
     const now = this.#now();
@@ -278,7 +284,7 @@ export class CheckCache {
 
   /** A hit, or a miss the inner resolver answers synchronously (then stored); `undefined` otherwise. */
   #resolveSync(inner: CheckResolver, req: ResolveCheckRequest, ctx: ResolutionContext): ResolveCheckResult | undefined {
-    const lru = this.#lru;
+    const lru = this.#enabledLru();
     if (lru === undefined || ctx.reader.hasContextualTuples || ctx.consistency === 'higher_consistency' || req.scope.isCancelled()) {
       const r = inner.resolveCheckSync?.(req, ctx);
       if (r !== undefined && lru !== undefined) this.#stats.bypasses++;
@@ -307,6 +313,11 @@ export class CheckCache {
       lru.set(key, stamp * 256 + r.height * 2 + (r.allowed ? 1 : 0));
     }
     return r;
+  }
+
+  /** The LRU, built on first use; undefined when the cache is disabled. */
+  #enabledLru(): LRUCache<string, number> | undefined {
+    return this.#lru ?? (this.#maxEntries > 0 ? (this.#lru = new LRUCache<string, number>({ max: this.#maxEntries })) : undefined);
   }
 
   /** Empties the cache and moves the generation on. */
@@ -391,7 +402,7 @@ export class CheckCache {
    * When it has not, a catch-up starts and the caller should read the store.
    */
   caughtUp(revision: number): boolean {
-    if (this.#lru !== undefined && this.#revision < revision) {
+    if (this.#maxEntries > 0 && this.#revision < revision) {
       this.observeRevision(revision);
       return false;
     }
@@ -456,7 +467,7 @@ export class CheckCache {
 
   /** Hits answer without an async frame: the lookup is synchronous whenever the revision is fresh. */
   #resolve(inner: CheckResolver, req: ResolveCheckRequest, ctx: ResolutionContext): Promise<ResolveCheckResult> {
-    const lru = this.#lru;
+    const lru = this.#enabledLru();
     if (
       lru === undefined ||
       ctx.reader.hasContextualTuples ||
@@ -515,7 +526,7 @@ export class CheckCache {
     const wrapped: TupleStore & LatestModelHint & FreshnessHint = {
       // The latest model id while it is as fresh as latestModelId would answer it (the check path's warm path).
       knownLatestModelId: () => {
-        if (cache.#lru === undefined) return (store as Partial<LatestModelHint>).knownLatestModelId?.();
+        if (cache.#maxEntries === 0) return (store as Partial<LatestModelHint>).knownLatestModelId?.();
         // Model writes do not move the revision: the id's own age bounds its staleness, as in latestModelId.
         const known = cache.#latestModelId;
         if (known === undefined || known.generation !== cache.#generation || cache.#now() - known.at > cache.#pollMs) return undefined;
@@ -531,7 +542,7 @@ export class CheckCache {
       readModel: (id) => store.readModel(id),
       readLatestModel: () => store.readLatestModel(),
       latestModelId: async () => {
-        if (cache.#lru === undefined) return store.latestModelId();
+        if (cache.#maxEntries === 0) return store.latestModelId();
         const wait = cache.#fresh();
         if (wait !== undefined) await wait;
         // Model writes do not move the revision, so the id is re-read at least every revisionPollMs.

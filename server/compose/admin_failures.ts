@@ -5,7 +5,8 @@
  * instances. If Redis fails, an in-process count takes over (still limited,
  * per process).
  */
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { createRequire } from 'node:module';
+import type * as Flexible from 'rate-limiter-flexible';
 import type { Redis } from 'ioredis';
 import type { AdminFailureCounter } from '../../admin/index.ts';
 
@@ -23,6 +24,8 @@ export function createRedisFailureCounter(options: RedisFailureCounterOptions): 
   const points = options.max ?? 10;
   const duration = options.windowSeconds ?? 900;
   const keyPrefix = `latchkey_admin_secret_${options.namespace ?? ''}`;
+  // Required here, with Redis: a server without it never loads the library (server/rate_limit.ts says why).
+  const { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } = createRequire(import.meta.url)('rate-limiter-flexible') as typeof Flexible;
   const limiter = new RateLimiterRedis({
     storeClient: options.redis,
     keyPrefix,

@@ -232,7 +232,8 @@ async function startInstalledServer(dir: string, node: NodeBinary): Promise<Inst
     const deadline = Date.now() + 30_000;
     let up = false;
     while (Date.now() < deadline && child.exitCode === null) {
-      up = await fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+      // Readiness: gRPC opens after the HTTP listener (and /healthz) is up.
+      up = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
       if (up) break;
       await new Promise((r) => setTimeout(r, 200));
     }

@@ -5,7 +5,7 @@
  * package a module is loaded from (`import` and `require` alike). After
  * start and a request on REST, none of the libraries that are loaded on first
  * use may be there: the DynamoDB SDK (only with `--database-type=dynamodb`),
- * ioredis (only with `--redis-url`), nodemailer (only with SMTP settings), the
+ * ioredis and rate-limiter-flexible (only with `--redis-url`), nodemailer (only with SMTP settings), the
  * modeling language's parser (the first model operation), the WebAuthn
  * library (only with `--enable-passkeys`, at the first ceremony), graphql-js
  * and graphql-http (the first request to /graphql), the gRPC reflection
@@ -47,7 +47,7 @@ process.on('SIGUSR2', () => writeFileSync(process.env.LK_LOADED_FILE, JSON.strin
 
 /** Loaded on first use only; none of them may be in a default SQLite server after start. */
 const LAZY = [
-  '@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb', 'ioredis', 'nodemailer', 'chevrotain', '@simplewebauthn/server',
+  '@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb', 'ioredis', 'rate-limiter-flexible', 'nodemailer', 'chevrotain', '@simplewebauthn/server',
   'graphql', 'graphql-http', '@grpc/reflection', 'otplib', 'qrcode-generator',
 ];
 
@@ -76,8 +76,9 @@ async function startServer(dir: string, extra: string[] = []): Promise<Server> {
   const started = Date.now();
   for (;;) {
     if (child.exitCode !== null) throw new Error(`the server exited (${child.exitCode}): ${stderr.slice(0, 2000)}`);
-    if (Date.now() - started > 90_000) throw new Error(`the server did not answer /healthz within 90 s: ${stderr.slice(0, 2000)}`);
-    const ok = await fetch(`http://127.0.0.1:${http}/healthz`).then((r) => r.status === 200, () => false);
+    // Readiness, not liveness: /healthz answers while gRPC, which opens after HTTP, is still loading.
+    if (Date.now() - started > 90_000) throw new Error(`the server did not answer /readyz within 90 s: ${stderr.slice(0, 2000)}`);
+    const ok = await fetch(`http://127.0.0.1:${http}/readyz`).then((r) => r.status === 200, () => false);
     if (ok) break;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -170,7 +171,7 @@ test('a default SQLite server loads none of the libraries kept for first use; Gr
   }
 });
 
-needs(test, 'redis')('with --redis-url the server loads ioredis (a require() the hook must see too), still nothing else kept for first use', async (t) => {
+needs(test, 'redis')('with --redis-url the server loads ioredis (a require() the hook must see too) and rate-limiter-flexible, still nothing else kept for first use', async (t) => {
   t.timeout(180_000);
   const dir = await mkdtemp(join(tmpdir(), 'lk-footprint-'));
   let server: Server | undefined;
@@ -179,7 +180,8 @@ needs(test, 'redis')('with --redis-url the server loads ioredis (a require() the
     t.is((await fetch(`http://127.0.0.1:${server.http}/v1/meta`)).status, 200);
     const loaded = await server.loaded();
     t.true(loaded.includes('ioredis'), `ioredis is loaded through createRequire: ${loaded.join(', ')}`);
-    t.deepEqual(LAZY.filter((p) => p !== 'ioredis' && loaded.includes(p)), []);
+    t.true(loaded.includes('rate-limiter-flexible'), `the shared rate limits load their library: ${loaded.join(', ')}`);
+    t.deepEqual(LAZY.filter((p) => p !== 'ioredis' && p !== 'rate-limiter-flexible' && loaded.includes(p)), []);
   } finally {
     if (server !== undefined) await stop(server.child);
     await rm(dir, { recursive: true, force: true });

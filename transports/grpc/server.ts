@@ -5,14 +5,12 @@
  * metadata; errors carry the gRPC status from the error table, the message as
  * details, and `x-error-code` / `x-error-reason` trailers with the exact code.
  * The standard health service and server reflection (built on its first call,
- * reflection.ts) are served too.
+ * reflection.ts) are served too. The transports' entry point imports this
+ * module only when a server starts gRPC (`loadGrpcAdapter`), after its HTTP
+ * listener is open.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import { HealthImplementation } from 'grpc-health-check';
 import { ERROR_STATUS, LatchkeyError } from '../../engine/errors.ts';
 import { CookieSink, extractCredentials } from '../../server/index.ts';
@@ -22,20 +20,9 @@ import type { RateLimiter } from '../../server/index.ts';
 import type { Metrics } from '../../server/index.ts';
 import { grpcService, type AnyOperation } from '../../api/index.ts';
 import { generateProto, PROTO_PACKAGE } from '../../api/index.ts';
-import { fromWire, LOADER_OPTIONS, toWire } from '../../api/index.ts';
+import { fromWire, toWire } from '../../api/index.ts';
+import { loadPackageDefinition } from './package_definition.ts';
 import { addReflection } from './reflection.ts';
-
-/** Loads the generated `.proto` text as a package definition. */
-export function loadPackageDefinition(protoText: string): protoLoader.PackageDefinition {
-  const dir = mkdtempSync(join(tmpdir(), 'latchkey-proto-'));
-  try {
-    const file = join(dir, 'latchkey.proto');
-    writeFileSync(file, protoText);
-    return protoLoader.loadSync(file, LOADER_OPTIONS);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
 
 function first(md: grpc.Metadata, key: string): string | undefined {
   const v = md.get(key)[0];

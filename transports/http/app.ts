@@ -56,6 +56,8 @@ export interface HttpAppOptions {
   metrics: Metrics;
   /** True while the process is draining (readiness fails). */
   draining: () => boolean;
+  /** True until every listener of the process is bound (readiness fails; liveness answers). Default: never. */
+  starting?: () => boolean;
   /** Dependencies besides the database that readiness requires (e.g. Redis); `ping` never throws. */
   dependencies?: readonly { readonly name: string; ping(): Promise<boolean> }[];
 }
@@ -193,14 +195,15 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
-  // Ready when not draining and every dependency the server cannot work without answers:
-  // the database, and Redis when configured (sessions, codes and limits live there).
+  // Ready when started (every listener bound), not draining, and every dependency the server cannot work without
+  // answers: the database, and Redis when configured (sessions, codes and limits live there).
   app.get('/readyz', async (_req, res) => {
     const [database, ...others] = await Promise.all([pingMainDatabase(o.services.database), ...(o.dependencies ?? []).map((d) => d.ping())]);
     const checks: Record<string, boolean> = { database: database === true };
     (o.dependencies ?? []).forEach((d, i) => (checks[d.name] = others[i] === true));
-    const ok = !o.draining() && Object.values(checks).every(Boolean);
-    res.status(ok ? 200 : 503).json(ok ? { status: 'ready', checks } : { status: 'not ready', checks, ...(o.draining() ? { draining: true } : {}) });
+    const starting = o.starting?.() === true;
+    const ok = !starting && !o.draining() && Object.values(checks).every(Boolean);
+    res.status(ok ? 200 : 503).json(ok ? { status: 'ready', checks } : { status: 'not ready', checks, ...(starting ? { starting: true } : {}), ...(o.draining() ? { draining: true } : {}) });
   });
 
   app.use(cors(config.allowedOrigins));

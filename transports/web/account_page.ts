@@ -44,7 +44,7 @@ import { createHash } from 'node:crypto';
 import type { HttpRoute, HttpRouteRequest, HttpRouteResponse } from '../../server/index.ts';
 import { ACCOUNT_MESSAGES } from './account_messages.ts';
 import { ACCOUNT_PAGE_BODY } from './account_page_body.ts';
-import { LANGUAGE_COOKIE, LANGUAGE_NAMES, pickLanguage, type UserLocaleOf } from './i18n.ts';
+import { LANGUAGE_COOKIE, LANGUAGE_NAMES, perLanguage, pickLanguage, type UserLocaleOf } from './i18n.ts';
 import { RTL_LANGUAGES } from './login_messages.ts';
 import { DESIGN_CSS, escapeHtml } from './design.ts';
 import { ACCOUNT_PAGE_SCRIPT as SCRIPT } from './account_page_script.ts';
@@ -175,16 +175,16 @@ export function accountPageRoutes(c: LoginPageConfig, userLocale?: UserLocaleOf)
     vary: 'Accept-Language, Cookie',
   };
   const languages = Object.keys(ACCOUNT_MESSAGES);
-  const pages = new Map(languages.map((lang) => [lang, { html: pageHtml(c.organizationName ?? '', logo, lang, c.enablePasskeys), headers: { ...headers, 'content-language': lang } } satisfies HttpRouteResponse]));
+  const page = perLanguage(languages, (lang): HttpRouteResponse => ({ html: pageHtml(c.organizationName ?? '', logo, lang, c.enablePasskeys), headers: { ...headers, 'content-language': lang } }));
   // The language as on the sign-in page: ui_locales, the user's saved preference, this browser's choice, Accept-Language.
   const handler = async (request: HttpRouteRequest): Promise<HttpRouteResponse> =>
-    pages.get(
+    page(
       pickLanguage(languages, {
         uiLocales: request.query['ui_locales'],
         preferred: await userLocale?.(request.cookies),
         saved: request.cookies[LANGUAGE_COOKIE],
         acceptLanguage: request.acceptLanguage,
       }),
-    )!;
+    );
   return [{ path: '/app/account', handler }, { path: '/app/account/', handler }];
 }

@@ -56,3 +56,22 @@ export function pickLanguage(
 
 /** The saved language of the user whose session cookie a page request carries (undefined when none). */
 export type UserLocaleOf = (cookies: Readonly<Record<string, string>>) => Promise<string | undefined>;
+
+/**
+ * A page per language, rendered on its first request and kept after. The built-in pages are rendered from
+ * catalogues, and each is up to 250 KB of text: rendering every language at start cost an idle server about
+ * 3 MiB of heap and start-up CPU for languages it may never be asked for (docs/performance.md, "Server
+ * footprint"). Asked for a language it was not given, it answers the first (the default).
+ */
+export function perLanguage<T>(languages: readonly string[], render: (lang: string) => T): (lang: string) => T {
+  const pages = new Map<string, T>();
+  return (lang) => {
+    const key = languages.includes(lang) ? lang : (languages[0] ?? 'en');
+    let page = pages.get(key);
+    if (page === undefined) {
+      page = render(key);
+      pages.set(key, page);
+    }
+    return page;
+  };
+}

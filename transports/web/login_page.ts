@@ -57,7 +57,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { Config, HttpRoute, HttpRouteRequest, HttpRouteResponse } from '../../server/index.ts';
-import { LANGUAGE_COOKIE, LANGUAGE_NAMES, pickLanguage, type UserLocaleOf } from './i18n.ts';
+import { LANGUAGE_COOKIE, LANGUAGE_NAMES, perLanguage, pickLanguage, type UserLocaleOf } from './i18n.ts';
 import { LOGIN_MESSAGES, RTL_LANGUAGES } from './login_messages.ts';
 import { DESIGN_CSS, escapeHtml, PROVIDER_BRANDS } from './design.ts';
 
@@ -690,7 +690,7 @@ export function loginPageRoutes(c: LoginPageConfig, userLocale?: UserLocaleOf): 
     // The language follows these request headers; no cache may serve one reader's page to another.
     vary: 'Accept-Language, Cookie',
   };
-  const pages = new Map(LOGIN_PAGE_LANGUAGES.map((lang) => [lang, { html: pageHtml(c.organizationName ?? '', logo, lang, c.enablePasskeys), headers: { ...headers, 'content-language': lang } } satisfies HttpRouteResponse]));
+  const page = perLanguage(LOGIN_PAGE_LANGUAGES, (lang): HttpRouteResponse => ({ html: pageHtml(c.organizationName ?? '', logo, lang, c.enablePasskeys), headers: { ...headers, 'content-language': lang } }));
   const handler = async (request: HttpRouteRequest): Promise<HttpRouteResponse> => {
     const lang = pickLanguage(LOGIN_PAGE_LANGUAGES, {
       uiLocales: request.query['ui_locales'],
@@ -698,7 +698,7 @@ export function loginPageRoutes(c: LoginPageConfig, userLocale?: UserLocaleOf): 
       saved: request.cookies[LANGUAGE_COOKIE],
       acceptLanguage: request.acceptLanguage,
     });
-    return pages.get(lang) ?? pages.get('en')!;
+    return page(lang);
   };
   return [{ path: '/app', handler }, { path: '/app/', handler }, { path: '/app/reset-password', handler }];
 }

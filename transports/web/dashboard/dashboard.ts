@@ -19,7 +19,7 @@
  * reader's language: the reader's saved choice (the `latchkey_lang` cookie
  * the sign-in page's language menu sets), else the best of `Accept-Language`,
  * else English; Arabic is laid out right to left. The page is rendered once
- * per language at startup: page.html's `{{key}}` slots are filled with the
+ * per language, on that language's first request: page.html's `{{key}}` slots are filled with the
  * escaped message, and the scripts' words travel in the JSON data block.
  *
  * Nothing of the request is written into the page. Its inline style and
@@ -37,7 +37,7 @@ import { readFileSync } from 'node:fs';
 import { EMAIL_LANGUAGES, EMAIL_TEMPLATE_EVENTS, defaultTemplate } from '../../../admin/index.ts';
 import type { Config, HttpRoute, HttpRouteResponse } from '../../../server/index.ts';
 import { DESIGN_CSS, escapeHtml } from '../design.ts';
-import { LANGUAGE_COOKIE, pickLanguage } from '../i18n.ts';
+import { LANGUAGE_COOKIE, perLanguage, pickLanguage } from '../i18n.ts';
 import { DASHBOARD_MESSAGES, DASHBOARD_RTL_LANGUAGES } from './messages/index.ts';
 
 /** The flags the dashboard page reads. */
@@ -53,10 +53,15 @@ const PAGE_HTML = read('./page.html');
 
 /** Each language's name in itself, for the email template's language menu. */
 const LANGUAGE_NAMES: Readonly<Record<string, string>> = { en: 'English', de: 'Deutsch', fr: 'Français', es: 'Español', ja: '日本語', ar: 'العربية' };
-/** The built-in mail templates by language (`''`, every language, is English) and event: what the template section shows for an event and language without a stored template. */
-const DEFAULT_TEMPLATES = Object.fromEntries(
-  ['', ...EMAIL_LANGUAGES].map((lang) => [lang, Object.fromEntries(EMAIL_TEMPLATE_EVENTS.map((event) => [event, defaultTemplate(event, lang || 'en')]))]),
-);
+/**
+ * The built-in mail templates by language (`''`, every language, is English) and event: what the template section
+ * shows for an event and language without a stored template. Built with the first page rendered, not at start.
+ */
+let defaultTemplates: Record<string, Record<string, unknown>> | undefined;
+const builtInTemplates = (): Record<string, Record<string, unknown>> =>
+  (defaultTemplates ??= Object.fromEntries(
+    ['', ...EMAIL_LANGUAGES].map((lang) => [lang, Object.fromEntries(EMAIL_TEMPLATE_EVENTS.map((event) => [event, defaultTemplate(event, lang || 'en')]))]),
+  ));
 const TEMPLATE_LANGUAGES = EMAIL_LANGUAGES.map((code) => ({ code, name: LANGUAGE_NAMES[code] ?? code }));
 
 /** The languages the dashboard is shown in, English (the default) first. */
@@ -72,7 +77,7 @@ export const DASHBOARD_LANGUAGES: readonly string[] = Object.freeze(Object.keys(
  */
 function pageHtml(organization: { name: string; logo: string }, organizationRoles: readonly string[], lang: string): string {
   const messages = DASHBOARD_MESSAGES[lang] ?? DASHBOARD_MESSAGES['en']!;
-  const data = JSON.stringify({ organization, templates: DEFAULT_TEMPLATES, template_languages: TEMPLATE_LANGUAGES, organization_roles: ['owner', 'admin', 'member', ...organizationRoles], messages }).replace(/</g, '\\u003c');
+  const data = JSON.stringify({ organization, templates: builtInTemplates(), template_languages: TEMPLATE_LANGUAGES, organization_roles: ['owner', 'admin', 'member', ...organizationRoles], messages }).replace(/</g, '\\u003c');
   // A logo is shown only from https or as inline data (the policy's img-src); it is decoration, named by the heading next to it.
   const logo = /^(https:|data:image\/)/.test(organization.logo) ? `<img class="logo" src="${escapeHtml(organization.logo)}" alt="" height="32">` : '';
   const slots: Record<string, string> = { lang, dir: DASHBOARD_RTL_LANGUAGES.has(lang) ? 'rtl' : 'ltr', logo };
@@ -118,8 +123,8 @@ export function dashboardRoutes(c: DashboardConfig): HttpRoute[] {
     vary: 'accept-language, cookie',
   };
   const organization = { name: c.organizationName ?? 'Latchkey', logo: c.organizationLogo ?? '' };
-  const pages = new Map(DASHBOARD_LANGUAGES.map((lang) => [lang, { html: pageHtml(organization, c.organizationRoles ?? [], lang), headers: { ...headers, 'content-language': lang } } satisfies HttpRouteResponse]));
+  const page = perLanguage(DASHBOARD_LANGUAGES, (lang): HttpRouteResponse => ({ html: pageHtml(organization, c.organizationRoles ?? [], lang), headers: { ...headers, 'content-language': lang } }));
   const handler = async (request: { cookies: Readonly<Record<string, string>>; acceptLanguage?: string | undefined }): Promise<HttpRouteResponse> =>
-    pages.get(pickLanguage(DASHBOARD_LANGUAGES, { saved: request.cookies[LANGUAGE_COOKIE], acceptLanguage: request.acceptLanguage }))!;
+    page(pickLanguage(DASHBOARD_LANGUAGES, { saved: request.cookies[LANGUAGE_COOKIE], acceptLanguage: request.acceptLanguage }));
   return [{ path: '/dashboard', handler }, { path: '/dashboard/', handler }];
 }
