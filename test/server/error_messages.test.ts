@@ -36,6 +36,21 @@ for (const protocol of PROTOCOLS) {
   });
 }
 
+test("rest: a refusal before the operation runs (CSRF) in the caller's language on a user-facing path, English on a super-admin one", async (t) => {
+  const refused = async (path: string, contentType: string) => {
+    const res = await fetch(`${server.httpUrl}${path}`, { method: 'POST', headers: { origin: 'https://elsewhere.example', 'content-type': contentType, 'accept-language': 'de' }, body: '{}' });
+    return { status: res.status, body: (await res.json()) as { code?: string; reason?: string; message?: string } };
+  };
+  // The fast path (plain JSON) and express's (another media type parameter) answer alike.
+  for (const contentType of ['application/json', 'application/json; foo=bar']) {
+    const r = await refused('/v1/login', contentType);
+    t.deepEqual([r.status, r.body.code, r.body.reason, r.body.message], [403, 'permission_denied', 'csrf_origin', 'Diese Anfrage kommt von einer fremden Seite und wurde abgelehnt'], contentType);
+  }
+  const admin = await refused('/v1/admin/delete_user', 'application/json');
+  t.deepEqual([admin.status, admin.body.reason], [403, 'csrf_origin']);
+  t.regex(admin.body.message ?? '', /^[\x20-\x7e]+$/);
+});
+
 test("a super-admin operation's message stays English", async (t) => {
   const r = await server.call('delete_user', { email: 'nobody@example.com' }, { protocol: 'rest', headers: { 'x-service-admin-secret': TEST_ADMIN_SECRET, 'accept-language': 'de' } });
   t.is(r.error?.code, 'not_found');
