@@ -15,8 +15,9 @@
  * English message, under the reason only: `details` stay as they are, so
  * the message is the one place the case is written. The code never depends
  * on it; a message that matches no variant falls back to the reason's own
- * entry, or stays English. test/server/error_catalogue.test.ts throws each
- * variant from the code that writes it and checks its translation.
+ * entry, or stays English. test/server/error_catalogue.test.ts checks that
+ * each English text is one the code writes, and throws the password and
+ * field variants from the code that writes them.
  */
 import { LatchkeyError } from '../engine/errors.ts';
 import { mailLanguage } from '../admin/index.ts';
