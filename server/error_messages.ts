@@ -7,7 +7,8 @@
  * translation.
  *
  * Scope (docs/errors.md, "Languages"): user-facing operations only (never
- * the super-admin ones), and the reasons of `server/error_catalogue.ts`.
+ * the super-admin ones), and the reasons of `server/error_catalogue.ts`
+ * (translations: `server/error_translations.ts`).
  *
  * Where one reason carries several English messages (the password checks,
  * the shape validation of a field) and their difference matters to the
@@ -21,9 +22,11 @@
  */
 import { LatchkeyError } from '../engine/errors.ts';
 import { mailLanguage } from '../admin/index.ts';
-import { ENGLISH_ERROR_MESSAGES, ERROR_CATALOGUES, type ErrorMessageKey } from './error_catalogue.ts';
+import { ENGLISH_ERROR_MESSAGES, type ErrorMessageKey } from './error_catalogue.ts';
+import { ERROR_CATALOGUES } from './error_translations.ts';
 
-export { ENGLISH_ERROR_MESSAGES, ERROR_CATALOGUES, type ErrorCatalogue, type ErrorMessageKey } from './error_catalogue.ts';
+export { ENGLISH_ERROR_MESSAGES, type ErrorCatalogue, type ErrorMessageKey } from './error_catalogue.ts';
+export { ERROR_CATALOGUES } from './error_translations.ts';
 
 interface Entry {
   readonly key: ErrorMessageKey;
