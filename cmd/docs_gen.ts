@@ -7,7 +7,7 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { ERROR_STATUS, type ErrorCode } from '../engine/errors.ts';
-import { flagsMarkdown } from '../server/index.ts';
+import { ENGLISH_ERROR_MESSAGES, flagsMarkdown } from '../server/index.ts';
 import { OPERATIONS } from '../api/index.ts';
 import { graphqlArg, graphqlName, grpcService, type AnyOperation } from '../api/index.ts';
 import { inputTypeName } from '../api/index.ts';
@@ -73,6 +73,25 @@ export function collectReasons(root = REPO_ROOT): Map<string, string[]> {
   return new Map([...reasons.entries()].sort(([a], [b]) => (a < b ? -1 : 1)));
 }
 
+/** The reasons whose message is translated (server/error_catalogue.ts: a reason or `reason.variant`). */
+function translatedReasons(): string[] {
+  return [...new Set(Object.keys(ENGLISH_ERROR_MESSAGES).map((key) => key.split('.')[0] as string))].sort();
+}
+
+/** `words` as lines of at most `width` characters. */
+function wrapped(words: readonly string[], width: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const w of words) {
+    if (line !== '' && line.length + 1 + w.length > width) {
+      lines.push(line);
+      line = w;
+    } else line = line === '' ? w : `${line} ${w}`;
+  }
+  if (line !== '') lines.push(line);
+  return lines;
+}
+
 export function errorsMarkdown(root = REPO_ROOT): string {
   const lines = [
     '# Errors',
@@ -97,12 +116,19 @@ export function errorsMarkdown(root = REPO_ROOT): string {
     '',
     '## Languages',
     '',
-    'Codes and reasons never depend on the language. The `message` of the errors a sign-in or sign-up form shows is',
-    'answered in the caller\'s language when its `Accept-Language` (gRPC: `accept-language` metadata) prefers German,',
-    'French, Spanish, Japanese or Arabic: the reasons `invalid_credentials`, `user_already_exists`, `signup_disabled`,',
-    '`access_revoked`, `password_mismatch`, `invalid_otp`, `expired_token`, `invalid_token`, `invalid_mfa_session`,',
-    '`too_many_attempts` and `email_not_verified`, for every operation but the super-admin ones',
-    '(`server/error_messages.ts`). Every other message is English.',
+    'Codes, reasons and details never depend on the language. The `message` of the errors a user of the sign-in page',
+    'or the account center can meet is answered in the caller\'s language when its `Accept-Language` (gRPC:',
+    '`accept-language` metadata) prefers German, French, Spanish, Japanese or Arabic: for every operation but the',
+    'super-admin ones, and for the refusal of such an operation\'s REST request before it runs (rate limit, CSRF);',
+    'the pages send their own language with each call. The social and link callbacks word their `error_description`',
+    'in the language of the pages (the language menu\'s cookie, else `Accept-Language`). The translated reasons',
+    '(`server/error_catalogue.ts`):',
+    '',
+    ...wrapped(translatedReasons().map((r, i, all) => `\`${r}\`${i === all.length - 1 ? '.' : i === all.length - 2 ? ' and' : ','}`), 110),
+    '',
+    'Where a reason carries several messages (the password checks, a field\'s validation), each is translated on its',
+    'own, and a value the English message names (a length limit, a field, a provider) is kept. A message its',
+    'translation cannot word stays English, as does every other message.',
     '',
     '## Codes',
     '',

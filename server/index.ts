@@ -8,6 +8,7 @@
 export * from './context.ts';
 export { UNAUTHORIZED_MESSAGE, adminSecretAuthenticator, hasCredentials, resolvePrincipal, unauthenticated } from './authenticate.ts';
 export { createPipeline, type CallInfo, type Pipeline } from './pipeline.ts';
+export { ENGLISH_ERROR_MESSAGES, localizeError, translatedMessage } from './error_messages.ts';
 export * from './flags.ts';
 export * from './logger.ts';
 export * from './metrics.ts';

@@ -17,7 +17,7 @@ import { SECURITY_EVENT_CODES, type Metrics } from '../../server/index.ts';
 import type { CallInfo, Pipeline } from '../../server/index.ts';
 import type { RateLimiter } from '../../server/index.ts';
 import type { AnyOperation } from '../../api/index.ts';
-import { issuerOf, pingMainDatabase } from '../../server/index.ts';
+import { issuerOf, localizeError, pingMainDatabase } from '../../server/index.ts';
 import type { Services } from '../../server/index.ts';
 import type { GraphqlHandler } from '../graphql/handler.ts';
 import { PLAYGROUND_HEADERS, PLAYGROUND_HTML, playgroundAssets } from './playground.ts';
@@ -162,10 +162,19 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
     if (SECURITY_EVENT_CODES.has(err.code)) metrics.securityEvent(err.reason ?? err.code);
     metrics.observe('http', transport, err.code, (performance.now() - l.started) / 1000);
   };
+  // A refusal of a user-facing operation's REST request (rate limit, CSRF, body) is worded in the caller's
+  // language, as that operation's own errors are (server/error_messages.ts); super-admin operations, /graphql
+  // (whose operation is not known yet) and the other paths answer in English.
+  const userFacingPaths = new Set(o.operations.flatMap((op) => (!op.admin && op.rest !== undefined && op.protocols.includes('rest') ? [op.rest.path] : [])));
+  const inLanguage = (req: IncomingMessage, err: LatchkeyError): LatchkeyError => {
+    const url = (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '';
+    const path = (url.split('?')[0] ?? '').replace(/\/+$/, '');
+    return userFacingPaths.has(path) ? localizeError(err, req.headers['accept-language']) : err;
+  };
   const reject: Reject = (req, res, err) => {
     const graphql = req.path === '/graphql';
     if (graphql) sendGraphqlError(res, err);
-    else sendError(res, err);
+    else sendError(res, inLanguage(req, err));
     count(graphql ? 'graphql' : 'rest', locals(res), err);
   };
   const app = express();
@@ -378,7 +387,7 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
         rateLimiter: o.rateLimiter,
         reject: (res, l, err) => {
           headersNow(res, l);
-          sendError(res, err);
+          sendError(res, inLanguage(res.req, err));
           count('rest', l, err);
         },
         serve: serveOperation,

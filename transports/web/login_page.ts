@@ -120,9 +120,11 @@ const SCRIPT = `
   async function call(op, input, method) {
     let res;
     try {
+      // The page's language, not the browser's: the server words its errors in it (a saved or chosen language can differ).
+      const lang = document.documentElement.lang;
       res = await fetch(base + 'v1/' + op, method === 'GET'
-        ? { credentials: 'same-origin', headers: { accept: 'application/json' } }
-        : { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(input) });
+        ? { credentials: 'same-origin', headers: { accept: 'application/json', 'accept-language': lang } }
+        : { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json', accept: 'application/json', 'accept-language': lang }, body: JSON.stringify(input) });
     } catch {
       throw new Error(t('unreachable'));
     }

@@ -25,8 +25,9 @@
  *   instead and the query says which screen to show
  *   (`should_show_email_otp_screen=true`, …) for `verify_otp`. A refusal
  *   appends `error` (`access_denied`, `server_error` or
- *   `temporarily_unavailable`), `error_description` (a clear message) and
- *   `state`.
+ *   `temporarily_unavailable`), `error_description` (a clear message, in the
+ *   reader's language when it is translated: the language menu's cookie,
+ *   else `Accept-Language`) and `state`.
  *
  * - `POST /oauth_link/<provider>` (JSON `{redirect_uri}`, the account
  *   center's "Connect"; the CSRF origin rule applies) needs the browser's live
@@ -60,7 +61,8 @@ import {
   type UserRecord,
 } from '../../auth/index.ts';
 import type { AuditEntry, WebhookEvent } from '../../admin/index.ts';
-import { CookieSink, adminEventRecorder, recordSessionDevice, setSessionCookiesOn, type Config, type HttpRoute, type HttpRouteRequest, type HttpRouteResponse, type Services } from '../../server/index.ts';
+import { CookieSink, adminEventRecorder, recordSessionDevice, setSessionCookiesOn, translatedMessage, type Config, type HttpRoute, type HttpRouteRequest, type HttpRouteResponse, type Services } from '../../server/index.ts';
+import { LANGUAGE_COOKIE, LANGUAGE_NAMES, pickLanguage } from './i18n.ts';
 
 /** The cookie binding a started social login to the browser. */
 export const SOCIAL_STATE_COOKIE = 'service-oauth-state';
@@ -97,6 +99,17 @@ function withFragment(uri: string, params: Record<string, string | undefined>): 
   for (const [k, v] of Object.entries(params)) if (v !== undefined) fragment.set(k, v);
   url.hash = fragment.toString();
   return url.toString();
+}
+
+/**
+ * The `error_description` of a refusal in the reader's language: the page's
+ * (the language menu's cookie), else `Accept-Language`; English when the
+ * reason has no translation (server/error_messages.ts). Codes and reasons
+ * (`error`, `error_reason`) stay as they are.
+ */
+function describe(request: HttpRouteRequest, err: LatchkeyError): string {
+  const language = pickLanguage(Object.keys(LANGUAGE_NAMES), { saved: request.cookies[LANGUAGE_COOKIE], acceptLanguage: request.acceptLanguage });
+  return translatedMessage(err, language) ?? err.message;
 }
 
 /** The login and callback endpoints of every configured provider of the social login (`services.social`). */
@@ -148,7 +161,7 @@ export function socialRoutes(services: Services): HttpRoute[] {
       return { status: 500, body: { error: 'server_error', error_description: 'internal server error' }, headers: NO_STORE, ...(cookies ? { cookies } : {}) };
     }
     const status = err.code === 'unavailable' ? 503 : err.code === 'not_found' ? 404 : 400;
-    return { status, body: { error: err.code === 'unavailable' ? 'temporarily_unavailable' : 'invalid_request', error_description: err.message }, headers: NO_STORE, ...(cookies ? { cookies } : {}) };
+    return { status, body: { error: err.code === 'unavailable' ? 'temporarily_unavailable' : 'invalid_request', error_description: describe(request, err) }, headers: NO_STORE, ...(cookies ? { cookies } : {}) };
   };
 
   const routes: HttpRoute[] = [];
@@ -207,7 +220,7 @@ export function socialRoutes(services: Services): HttpRoute[] {
           const linking = out.linked !== undefined;
           await record(request, 'oauth.callback_failed', { user: out.user, metadata: { provider, reason: err.reason ?? err.code, ...(linking ? { intent: 'link' } : {}) } });
           const error = outage !== undefined || err.code === 'unavailable' ? 'temporarily_unavailable' : err.code === 'internal' ? 'server_error' : 'access_denied';
-          const description = err.code === 'internal' && outage === undefined ? 'login failed' : (outage ?? err).message;
+          const description = describe(request, err.code === 'internal' && outage === undefined ? new LatchkeyError('internal', 'login failed', { reason: 'social_login_failed' }) : (outage ?? err));
           const reason = linking ? ((outage ?? err).reason ?? err.code) : undefined;
           return { status: 302, headers: { location: withQuery(out.redirectUri, { error, error_description: description, error_reason: reason, state: out.clientState }), ...NO_STORE }, cookies: sink.headers() };
         }

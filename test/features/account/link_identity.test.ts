@@ -8,7 +8,8 @@
  * - a first sign-in by verified address records the identity, so the next
  *   one finds the account by subject whatever the address;
  * - a provider account another user holds is refused
- *   (`identity_owned_by_another_account`) and nothing changes;
+ *   (`identity_owned_by_another_account`, described in the reader's
+ *   language) and nothing changes;
  * - a link callback is refused unless the session that started it is still
  *   the browser's (signed out meanwhile, another user signed in meanwhile, or
  *   no session at all), and the link never opens a session nor ends one;
@@ -197,10 +198,12 @@ cases.push(["a provider account another user holds is refused and nothing change
   t.truthy(bob.id);
   const alice = await passwordUser(t, fresh('alice'));
   const before = alice.jar.get(base, 'cookie_session');
+  // Alice reads the pages in German (the language menu's cookie): the description is German, the codes are not.
+  alice.jar.set(base, 'latchkey_lang', 'de');
   const params = await connect(t, alice.jar, 'github');
   t.is(params?.get('error'), 'access_denied');
   t.is(params?.get('error_reason'), 'identity_owned_by_another_account');
-  t.truthy(params?.get('error_description'));
+  t.is(params?.get('error_description'), 'Dieses Anbieterkonto ist bereits mit einem anderen Konto verbunden; trennen Sie es zuerst dort');
   t.is(params?.get('linked'), null);
   // Nothing changed: Alice has no GitHub, her session goes on, GitHub still signs in to Bob.
   t.deepEqual(await linkedOf(alice.jar), []);

@@ -8,7 +8,9 @@
  * of it by keyboard alone in one run; axe-core with no serious or critical
  * violation in the light and the dark scheme; no console error, page error
  * or Content-Security-Policy violation; the generic OpenID provider's button
- * with its display name. Screenshots for docs/ui.md.
+ * with its display name; in German (the sign-in page's menu, an English
+ * browser) the server's errors shown next to a form are German too.
+ * Screenshots for docs/ui.md.
  */
 import anyTest, { type ExecutionContext } from 'ava';
 import { randomBytes } from 'node:crypto';
@@ -120,6 +122,38 @@ async function checkScreen(t: ExecutionContext, page: Page, name: string): Promi
   await page.emulateMedia({ colorScheme: 'light' });
   await screenshot(page, name);
 }
+
+/** The text of the message next to a control once it reads `expected` (or what it reads after the wait). */
+async function messageReads(page: Page, id: string, expected: string): Promise<string> {
+  type Doc = { getElementById(id: string): { textContent: string | null } | null };
+  await page
+    .waitForFunction(([el, text]) => (globalThis as unknown as { document: Doc }).document.getElementById(el)?.textContent === text, [id, expected] as const, { timeout: WAIT })
+    .catch(() => undefined);
+  return (await page.textContent(`#${id}`)) ?? '';
+}
+
+test("in German, chosen on the sign-in page's menu in an English browser: the server's errors are German too", async (t) => {
+  const email = fresh();
+  await signUp(email);
+  const { page } = await pageFor(t, 1280);
+  await page.context().addCookies([{ name: 'latchkey_lang', value: 'de', url: base }]);
+  await signIn(page, email);
+  t.is(await page.getAttribute('html', 'lang'), 'de');
+  // A new password too short for the policy (--enable-strong-password: at least 8 characters).
+  await page.fill('#old-password', PASSWORD);
+  await page.fill('#new-password', 'kurz');
+  await page.fill('#confirm-password', 'kurz');
+  await page.click('#change-password');
+  t.is(await messageReads(page, 'password-msg', 'Das Passwort muss mindestens 8 Zeichen lang sein'), 'Das Passwort muss mindestens 8 Zeichen lang sein');
+  // A wrong current password.
+  await page.fill('#old-password', 'nicht-mein-Passwort');
+  await page.fill('#new-password', NEW_PASSWORD);
+  await page.fill('#confirm-password', NEW_PASSWORD);
+  await page.click('#change-password');
+  t.is(await messageReads(page, 'password-msg', 'Ungültige Anmeldedaten'), 'Ungültige Anmeldedaten');
+  t.is(await page.getAttribute('#password-msg', 'class'), 'msg error');
+  t.is((await server.call('login', { email, password: PASSWORD }, { protocol: 'rest' })).error, undefined, 'nothing changed');
+});
 
 for (const width of WIDTHS) {
   test(`${width} px: a sign-in lands on the account center; the sign-in page and the account center pass axe in light and dark`, async (t) => {
