@@ -20,7 +20,8 @@ import { LatchkeyError } from '../engine/errors.ts';
 import type { DynamoDatabase, DynamoItem } from './dynamodb.ts';
 import { DynamoTransaction, type StoreTransaction } from './main_database.ts';
 import type { AuthenticatorRow, MfaStore, OtpRow } from './mfa_store.ts';
-import { COLUMN_NAMES, rowToRecord, toColumn } from './user_store.ts';
+import { COLUMN_NAMES } from './user_migrations.ts';
+import { rowToRecord, toColumn } from './user_store.ts';
 import { USER_EXISTS_MESSAGE, emailKey, normalizeEmail, normalizePhone, type UserFields, type UserPage, type UserRecord, type UserStore } from './user_store_types.ts';
 import {
   digest,
