@@ -116,8 +116,9 @@
       const end = el('button', { type: 'button', class: 'secondary', text: t('endSession'), 'aria-label': t('endSessionNamed', { browser: s.browser, ip: s.ip || '—' }) });
       end.addEventListener('click', () => void guarded(async () => {
         await api('admin/revoke_session', { id: s.id });
-        say($('edit-sessions-box'), t('sessionEndedOk'));
+        // The list first, then the word: the confirmation is announced with the session already gone from it.
         await loadUserSessions(u);
+        say($('edit-sessions-box'), t('sessionEndedOk'));
       }, $('edit-sessions-box')));
       rows.append(el('tr', {},
         el('td', { text: s.browser, title: s.user_agent, 'data-label': t('colBrowser') }),
