@@ -20,11 +20,15 @@ export const PASSWORD = 'correct horse battery staple';
 export const BIN = join(import.meta.dirname, '..', '..', 'bin', 'latchkey.js');
 export const DSL = 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define viewer: [user]\n';
 
+/** The last 4,000 characters each launched process wrote to stderr, for the message of a start that failed. */
+const stderrTails = new WeakMap<ChildProcess, string>();
+
 export function launch(flags: string[]): ChildProcess {
   const child = spawn(process.execPath, [BIN, 'serve', ...flags], { stdio: ['ignore', 'pipe', 'pipe'] });
   killOnExit(child);
   child.stdout?.resume();
-  child.stderr?.resume();
+  stderrTails.set(child, '');
+  child.stderr?.on('data', (d: Buffer) => stderrTails.set(child, ((stderrTails.get(child) ?? '') + d.toString()).slice(-4000)));
   return child;
 }
 
@@ -36,7 +40,7 @@ export function launch(flags: string[]): ChildProcess {
 export async function ready(url: string, child: ChildProcess): Promise<void> {
   const until = Date.now() + 90_000;
   while (Date.now() < until) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${stderrTails.get(child) ?? ''}`);
     const ok = await fetch(`${url}/readyz`).then(
       (r) => r.status === 200,
       () => false,

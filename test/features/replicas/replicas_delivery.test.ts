@@ -251,8 +251,10 @@ needs(test, 'postgres', 'redis', 'ss', 'haproxy')('a replica killed mid-send: it
   t.true(again.every((a) => a.pid !== victim.child.pid && byPid.has(a.pid)), 'by a surviving replica');
   // Taken over once the lease of the held attempt had run out, not before, and soon after (polls every second).
   const gaps = again.map((a) => a.at - [...hooks, ...mails, ...texts].find((f) => f.key === a.key)!.at);
-  // (The lease starts at the claim, a little before the attempt reaches the sink: the DNS check and the connection.)
-  t.true(gaps.every((g) => g >= LEASE_MS - 1000), `made again only after the lease: ${gaps.join(', ')} ms`);
+  // (The lease starts at the claim, before the attempt reaches the sink: the DNS check and the connection, which took
+  // over a second on a machine running other suites beside this one. A takeover before the lease would come within a
+  // poll or two of the kill, seconds earlier than this bound.)
+  t.true(gaps.every((g) => g >= LEASE_MS - 3000), `made again only after the lease: ${gaps.join(', ')} ms`);
   t.true(gaps.every((g) => g <= LEASE_MS + 15_000), `made again within the lease and a few polls: ${gaps.join(', ')} ms`);
 
   const sequelize = openSequelize(db.url, { logging: false });
