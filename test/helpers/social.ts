@@ -145,6 +145,11 @@ export interface FakeProvider {
   close(): Promise<void>;
 }
 
+/** The endpoints of a fake `github` provider, for `useEndpointsForTests('github', …)` (a `discord` one: without `emailsEndpoint`). */
+export function githubEndpoints(fake: FakeProvider): { authorizationEndpoint: string; tokenEndpoint: string; userinfoEndpoint: string; emailsEndpoint: string } {
+  return { authorizationEndpoint: `${fake.url}/authorize`, tokenEndpoint: `${fake.url}/token`, userinfoEndpoint: `${fake.url}/user`, emailsEndpoint: `${fake.url}/user/emails` };
+}
+
 /** A fake provider of `kind` on loopback accepting `clientId` and (unless Apple) `clientSecret`. */
 export async function startFakeProvider(kind: FakeKind, o: { clientId: string; clientSecret: string }): Promise<FakeProvider> {
   const { publicKey, privateKey } = await generateKeyPair('RS256');

@@ -10,7 +10,7 @@
 import anyTest, { type ExecutionContext } from 'ava';
 import { socialLoginOf } from '../../../cmd/index.ts';
 import { PROTOCOLS, startTestServer, type TestServer } from '../../helpers/server.ts';
-import { CookieJar, drive, landingParams, startFakeProvider, startOnKnownPort, type FakeProvider } from '../../helpers/social.ts';
+import { CookieJar, drive, type FakeProvider, githubEndpoints, landingParams, startFakeProvider, startOnKnownPort } from '../../helpers/social.ts';
 
 // Serial: the fake's account is shared by the tests of one server.
 const test = anyTest.serial;
@@ -32,12 +32,7 @@ test.before(async () => {
     'oidc-client-secret': 'oidc-secret',
     'oidc-display-name': 'Staff SSO',
   })));
-  socialLoginOf(server.server.services)?.useEndpointsForTests('github', {
-    authorizationEndpoint: `${github.url}/authorize`,
-    tokenEndpoint: `${github.url}/token`,
-    userinfoEndpoint: `${github.url}/user`,
-    emailsEndpoint: `${github.url}/user/emails`,
-  });
+  socialLoginOf(server.server.services)?.useEndpointsForTests('github', githubEndpoints(github));
 });
 test.after.always(async () => {
   await server?.close();

@@ -22,7 +22,7 @@ import anyTest, { type ExecutionContext } from 'ava';
 import { socialLoginOf } from '../../../cmd/index.ts';
 import type { MainBackend } from '../../helpers/main_databases.ts';
 import { TEST_ADMIN_SECRET, type TestServer } from '../../helpers/server.ts';
-import { CookieJar, drive, landingParams, request, startFakeProvider, startOnKnownPort, type FakeProvider, type Landing } from '../../helpers/social.ts';
+import { CookieJar, drive, type FakeProvider, githubEndpoints, type Landing, landingParams, request, startFakeProvider, startOnKnownPort } from '../../helpers/social.ts';
 
 // Serial: the fakes' accounts are shared by the tests of one server.
 const test = anyTest.serial;
@@ -55,7 +55,7 @@ test.before(async () => {
     );
     servers.set(backend, started);
     const social = socialLoginOf(started.server.server.services);
-    social?.useEndpointsForTests('github', { authorizationEndpoint: `${github.url}/authorize`, tokenEndpoint: `${github.url}/token`, userinfoEndpoint: `${github.url}/user`, emailsEndpoint: `${github.url}/user/emails` });
+    social?.useEndpointsForTests('github', githubEndpoints(github));
     social?.useEndpointsForTests('discord', { authorizationEndpoint: `${discord.url}/authorize`, tokenEndpoint: `${discord.url}/token`, userinfoEndpoint: `${discord.url}/user` });
   }
 });

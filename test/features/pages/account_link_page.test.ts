@@ -16,7 +16,7 @@ import { socialLoginOf } from '../../../cmd/index.ts';
 import { launchChromium, watchPage } from '../../helpers/loopback.ts';
 import { needs } from '../../helpers/needs.ts';
 import { type TestServer } from '../../helpers/server.ts';
-import { CookieJar, drive, landingParams, startFakeProvider, startOnKnownPort, type FakeProvider } from '../../helpers/social.ts';
+import { CookieJar, drive, type FakeProvider, githubEndpoints, landingParams, startFakeProvider, startOnKnownPort } from '../../helpers/social.ts';
 import { seriousViolations } from '../../helpers/accessibility.ts';
 import { screenshot } from '../../helpers/screenshots.ts';
 
@@ -40,12 +40,7 @@ test.before(async () => {
     'github-client-id': 'gh',
     'github-client-secret': 'gh-secret',
   })));
-  socialLoginOf(server.server.services)?.useEndpointsForTests('github', {
-    authorizationEndpoint: `${github.url}/authorize`,
-    tokenEndpoint: `${github.url}/token`,
-    userinfoEndpoint: `${github.url}/user`,
-    emailsEndpoint: `${github.url}/user/emails`,
-  });
+  socialLoginOf(server.server.services)?.useEndpointsForTests('github', githubEndpoints(github));
 });
 
 test.after.always(async () => {

@@ -15,7 +15,7 @@ import anyTest, { type ExecutionContext } from 'ava';
 import { exportJWK, exportPKCS8, generateKeyPair } from 'jose';
 import { parseFlags, socialLoginOf } from '../../../cmd/index.ts';
 import { TEST_ADMIN_SECRET, startTestServer, type TestServer, type TestServerOptions } from '../../helpers/server.ts';
-import { CookieJar, drive, freePort, landingParams, request, startFakeProvider, startOidcProvider, startOnKnownPort, type FakeProvider, type OidcProvider } from '../../helpers/social.ts';
+import { CookieJar, drive, type FakeProvider, freePort, githubEndpoints, landingParams, type OidcProvider, request, startFakeProvider, startOidcProvider, startOnKnownPort } from '../../helpers/social.ts';
 import { startSmtp } from '../../admin/smtp.ts';
 import { postgresUrl, redisUrl } from '../../helpers/databases.ts';
 import { mainBackends } from '../../helpers/main_databases.ts';
@@ -95,7 +95,7 @@ async function startWorldOn(port: number): Promise<World> {
   const social = socialLoginOf(server.server.services);
   if (social === undefined) throw new Error('social login not plugged');
   social.useEndpointsForTests('google', { authorizationEndpoint: `${google.issuer}/auth`, tokenEndpoint: `${google.issuer}/token`, jwksUri: `${google.issuer}/jwks`, issuer: google.issuer });
-  social.useEndpointsForTests('github', { authorizationEndpoint: `${github.url}/authorize`, tokenEndpoint: `${github.url}/token`, userinfoEndpoint: `${github.url}/user`, emailsEndpoint: `${github.url}/user/emails` });
+  social.useEndpointsForTests('github', githubEndpoints(github));
   social.useEndpointsForTests('discord', { authorizationEndpoint: `${discord.url}/authorize`, tokenEndpoint: `${discord.url}/token`, userinfoEndpoint: `${discord.url}/user` });
   social.useEndpointsForTests('apple', { authorizationEndpoint: `${apple.url}/authorize`, tokenEndpoint: `${apple.url}/token`, jwksUri: `${apple.url}/jwks`, issuer: apple.url });
   social.useEndpointsForTests('twitch', { authorizationEndpoint: `${twitch.url}/authorize`, tokenEndpoint: `${twitch.url}/token`, jwksUri: `${twitch.url}/jwks`, issuer: twitch.url });
@@ -110,7 +110,7 @@ async function serverWithGithub(t: ExecutionContext, extra: Record<string, strin
   t.teardown(() => github.close());
   const { server, base } = await startOnKnownPort(() => ({ 'enable-email-verification': false, 'app-cookie-secure': false, 'github-client-id': 'gh', 'github-client-secret': 'gh-secret', ...extra }), options);
   t.teardown(() => server.close());
-  socialLoginOf(server.server.services)?.useEndpointsForTests('github', { authorizationEndpoint: `${github.url}/authorize`, tokenEndpoint: `${github.url}/token`, userinfoEndpoint: `${github.url}/user`, emailsEndpoint: `${github.url}/user/emails` });
+  socialLoginOf(server.server.services)?.useEndpointsForTests('github', githubEndpoints(github));
   return { github, server, base };
 }
 
