@@ -19,6 +19,15 @@ export const ACCOUNT_PAGE_SCRIPT = `
   const BRANDS = ${JSON.stringify(PROVIDER_BRANDS)};
   let me = null;
   let meta = {};
+  // A button of the page: its words, its class, and the fuller name a screen reader gives it when the words alone are ambiguous.
+  const button = (text, kind, label) => {
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.className = kind;
+    b.textContent = text;
+    if (label) b.setAttribute('aria-label', label);
+    return b;
+  };
   const say = (id, text, kind) => { const el = $(id); el.textContent = text; el.className = 'msg' + (kind ? ' ' + kind : ''); };
   async function call(op, input, method) {
     let res;
@@ -85,19 +94,13 @@ export const ACCOUNT_PAGE_SCRIPT = `
       detail.className = 'muted';
       detail.textContent = t('passkeyAddedOn', { date: when(p.created_at) });
       main.append(label, name, detail);
-      const rename = document.createElement('button');
-      rename.type = 'button';
-      rename.className = 'secondary';
-      rename.textContent = t('renamePasskey');
+      const rename = button(t('renamePasskey'), 'secondary');
       rename.addEventListener('click', () => act('passkeys-msg', [rename, remove], async () => {
         await call('rename_passkey', { id: p.id, name: name.value.trim() });
         await loadPasskeys();
         return t('passkeyRenamed');
       }));
-      const remove = document.createElement('button');
-      remove.type = 'button';
-      remove.className = 'danger';
-      remove.textContent = t('deletePasskey');
+      const remove = button(t('deletePasskey'), 'danger');
       remove.addEventListener('click', () => act('passkeys-msg', [rename, remove], async () => {
         await call('delete_passkey', { id: p.id });
         await loadPasskeys();
@@ -126,11 +129,7 @@ export const ACCOUNT_PAGE_SCRIPT = `
       detail.className = 'muted';
       detail.textContent = o.role ? t('roleIs', { role: o.role }) : o.slug;
       main.append(title, detail);
-      const use = document.createElement('button');
-      use.type = 'button';
-      use.className = 'secondary';
-      use.textContent = t('makeActive');
-      use.setAttribute('aria-label', t('makeActiveOf', { name: o.name }));
+      const use = button(t('makeActive'), 'secondary', t('makeActiveOf', { name: o.name }));
       use.addEventListener('click', () => act('organizations-msg', [use], async () => {
         await call('switch_organization', { organization_id: o.id });
         return t('activeOrganization', { name: o.name });
@@ -291,11 +290,7 @@ export const ACCOUNT_PAGE_SCRIPT = `
       detail.className = 'muted';
       detail.textContent = t('appScopes', { scopes: a.scopes.join(', ') });
       main.append(title, detail);
-      const remove = document.createElement('button');
-      remove.type = 'button';
-      remove.className = 'secondary';
-      remove.textContent = t('removeAccess');
-      remove.setAttribute('aria-label', t('removeAccessOf', { name: a.client_name }));
+      const remove = button(t('removeAccess'), 'secondary', t('removeAccessOf', { name: a.client_name }));
       remove.addEventListener('click', () => act('apps-msg', [remove], async () => {
         await call('revoke_consent', { client_id: a.client_id });
         await loadApps(true);
@@ -330,11 +325,7 @@ export const ACCOUNT_PAGE_SCRIPT = `
       li.append(main);
       if (!s.current) {
         others++;
-        const end = document.createElement('button');
-        end.type = 'button';
-        end.className = 'secondary';
-        end.textContent = t('endSession');
-        end.setAttribute('aria-label', t('endSessionOf', { name: s.browser + (s.ip ? ', ' + s.ip : '') }));
+        const end = button(t('endSession'), 'secondary', t('endSessionOf', { name: s.browser + (s.ip ? ', ' + s.ip : '') }));
         end.addEventListener('click', () => act('sessions-msg', [end], async () => {
           await call('revoke_session', { id: s.id });
           await loadSessions();
@@ -380,11 +371,7 @@ export const ACCOUNT_PAGE_SCRIPT = `
       main.append(text);
       li.append(main);
       if (r.provider) {
-        const b = document.createElement('button');
-        b.type = 'button';
-        b.className = 'secondary';
-        b.textContent = t('unlink');
-        b.setAttribute('aria-label', t('unlinkOf', { name: r.label }));
+        const b = button(t('unlink'), 'secondary', t('unlinkOf', { name: r.label }));
         b.addEventListener('click', () => act('methods-msg', [b], async () => {
           const out = await call('unlink_identity', { provider: r.provider });
           await loadMethods();
