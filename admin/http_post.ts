@@ -4,9 +4,12 @@
  * read. Redirects are never followed: a 3xx is a failed attempt (its target
  * could be an internal address, security matrix D3).
  */
-import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import type { IncomingMessage } from 'node:http';
 import { pinnedLookup, type ValidatedEndpoint } from './ssrf.ts';
+
+// Not `import … from 'node:http'`: see `createServer` in cmd/server.ts (the ESM namespace would load undici).
+const { request: httpRequest } = process.getBuiltinModule('node:http');
+const { request: httpsRequest } = process.getBuiltinModule('node:https');
 
 export interface PostResult {
   /** HTTP status, or 0 when no response arrived. */

@@ -10,7 +10,8 @@
  * library (only with `--enable-passkeys`, at the first ceremony), graphql-js
  * and graphql-http (the first request to /graphql), the gRPC reflection
  * library (the first reflection call), otplib and qrcode-generator (the first
- * TOTP enrolment or code; that path is served by test/auth/mfa.test.ts).
+ * TOTP enrolment or code; that path is served by test/auth/mfa.test.ts), and
+ * Node's own bundled fetch client (never).
  * Then the first GraphQL request, the first reflection call and a model
  * written as DSL must each be answered correctly and load their library: the
  * proof that the hook sees what it is meant to see and that a lazily loaded
@@ -42,11 +43,19 @@ registerHooks({
     return next(url, context);
   },
 });
-process.on('SIGUSR2', () => writeFileSync(process.env.LK_LOADED_FILE, JSON.stringify([...seen].sort())));
+process.on('SIGUSR2', () => {
+  // Node's bundled fetch and WebSocket client is a built-in module, out of the hook's sight.
+  if (process.moduleLoadList.includes('NativeModule internal/deps/undici/undici')) seen.add('node:undici');
+  writeFileSync(process.env.LK_LOADED_FILE, JSON.stringify([...seen].sort()));
+});
 `;
 
-/** Loaded on first use only; none of them may be in a default SQLite server after start. */
+/**
+ * Loaded on first use only; none of them may be in a default SQLite server after start. `node:undici` is Node's
+ * bundled fetch/WebSocket client, which an ESM `import` of `node:http` loads (cmd/server.ts); the server never uses it.
+ */
 const LAZY = [
+  'node:undici',
   '@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb', 'ioredis', 'rate-limiter-flexible', 'nodemailer', 'chevrotain', '@simplewebauthn/server',
   'graphql', 'graphql-http', '@grpc/reflection', 'otplib', 'qrcode-generator',
 ];
