@@ -38,6 +38,8 @@ interface ConnectionManager {
 export class SqliteStatements {
   readonly #sequelize: Sequelize;
   #connection: NodeSqliteConnection | undefined;
+  /** Set once the connection was found not to be the `node:sqlite` driver's: sequelize runs everything. */
+  #foreign = false;
 
   private constructor(sequelize: Sequelize) {
     this.#sequelize = sequelize;
@@ -56,9 +58,13 @@ export class SqliteStatements {
   #open(): NodeSqliteConnection | undefined | Promise<NodeSqliteConnection | undefined> {
     const c = this.#connection;
     if (c !== undefined && !c.closed) return c;
+    if (this.#foreign) return undefined;
     const manager = (this.#sequelize as unknown as { connectionManager: ConnectionManager }).connectionManager;
     return manager.getConnection({}).then((conn) => {
-      if (!isNodeSqliteConnection(conn)) return undefined;
+      if (!isNodeSqliteConnection(conn)) {
+        this.#foreign = true;
+        return undefined;
+      }
       this.#connection = conn as unknown as NodeSqliteConnection;
       return this.#connection;
     }, (err: unknown) => {
