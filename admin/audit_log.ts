@@ -24,7 +24,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { Sequelize, Transaction } from 'sequelize';
-import type { StoreTransaction } from '../auth/index.ts';
+import { SqliteStatements, type StoreTransaction } from '../auth/index.ts';
 import { LatchkeyError } from '../engine/errors.ts';
 import { normalizePagination, type Pagination, type PaginationInput } from './pagination.ts';
 import { countOf, exec, num, select, str, type Row } from './sql.ts';
@@ -304,17 +304,34 @@ export interface AuditLogStore {
   after(seq: number, limit: number): Promise<Row[]>;
 }
 
-/** The audit log in the `audit_logs` table (unique index on `seq`). */
+const HEAD = 'SELECT seq, hash FROM audit_logs ORDER BY seq DESC LIMIT 1';
+const INSERT = `INSERT INTO audit_logs (id, seq, actor_id, actor_type, actor_email, action, resource_type, resource_id, ip_address, user_agent, metadata, created_at, prev_hash, hash)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+
+/**
+ * The audit log in the `audit_logs` table (unique index on `seq`). On SQLite
+ * the head read and the insert of an append outside any transaction (every
+ * user event but sign-up's) are statements prepared once
+ * (auth/sqlite_statements.ts), on the connection sequelize would use.
+ */
 export class SqlAuditLogStore implements AuditLogStore {
   readonly #db: Sequelize;
+  readonly #statements: SqliteStatements | undefined;
 
   constructor(sequelize: Sequelize) {
     this.#db = sequelize;
+    this.#statements = SqliteStatements.of(sequelize);
   }
 
   async head(transaction?: StoreTransaction): Promise<{ seq: number; hash: string } | undefined> {
     const t = transaction as Transaction | undefined;
-    let sql = 'SELECT seq, hash FROM audit_logs ORDER BY seq DESC LIMIT 1';
+    const rows = t === undefined ? await this.#statements?.select(HEAD, []) : undefined;
+    const head = rows !== undefined ? rows[0] : await this.#headOf(t);
+    return head ? { seq: num(head['seq']), hash: str(head['hash']) } : undefined;
+  }
+
+  async #headOf(t: Transaction | undefined): Promise<Row | undefined> {
+    let sql = HEAD;
     // SQLite: a transaction already holds the database's only write lock.
     if (t !== undefined && this.#db.getDialect() !== 'sqlite') {
       await this.#lockChain(t);
@@ -323,8 +340,7 @@ export class SqlAuditLogStore implements AuditLogStore {
       // the SELECT after the lock takes a new snapshot, which holds every append committed before.
       if (this.#mysql) sql += ' FOR UPDATE';
     }
-    const head = (await select(this.#db, sql, [], t))[0];
-    return head ? { seq: num(head['seq']), hash: str(head['hash']) } : undefined;
+    return (await select(this.#db, sql, [], t))[0];
   }
 
   /** Takes the chain's lock row (migration `0004_audit_chain_lock`) until `t` ends: appends in other transactions queue there. */
@@ -352,13 +368,8 @@ export class SqlAuditLogStore implements AuditLogStore {
     // a failed statement unless it is rolled back to a savepoint.
     if (t !== undefined) await exec(this.#db, 'SAVEPOINT audit_append', [], t);
     try {
-      await exec(
-        this.#db,
-        `INSERT INTO audit_logs (id, seq, actor_id, actor_type, actor_email, action, resource_type, resource_id, ip_address, user_agent, metadata, created_at, prev_hash, hash)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [r.id, r.seq, r.actor_id, r.actor_type, r.actor_email, r.action, r.resource_type, r.resource_id, r.ip_address, r.user_agent, r.metadata, r.created_at, r.prev_hash, r.hash],
-        t,
-      );
+      const values = [r.id, r.seq, r.actor_id, r.actor_type, r.actor_email, r.action, r.resource_type, r.resource_id, r.ip_address, r.user_agent, r.metadata, r.created_at, r.prev_hash, r.hash];
+      if (t !== undefined || (await this.#statements?.run(INSERT, values)) === undefined) await exec(this.#db, INSERT, values, t);
       if (t !== undefined) await exec(this.#db, 'RELEASE SAVEPOINT audit_append', [], t);
       return true;
     } catch (err) {

@@ -30,6 +30,7 @@ export { SessionManager, type SessionRecord, type RotationOutcome } from './sess
 export { TokenService, JWT_ALGORITHMS, TOKEN_TYPES, type JwtAlgorithm, type TokenClaims, type TokenOptions, type TokenType } from './tokens.ts';
 export { PasswordHasher, assertPasswordAcceptable, BCRYPT_MAX_BYTES } from './password.ts';
 export { SqlUserStore } from './user_store.ts';
+export { SqliteStatements } from './sqlite_statements.ts';
 export { AUTH_MIGRATIONS } from './user_migrations.ts';
 export { USER_EXISTS_MESSAGE, emailKey, normalizeEmail, normalizePhone, type UserFields, type UserPage, type UserRecord, type UserStore } from './user_store_types.ts';
 export { engineAsPermissionEngine, fgaSubjectsOfUser } from './fga_adapter.ts';

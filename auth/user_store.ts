@@ -23,6 +23,7 @@ import { QueryTypes, Transaction, UniqueConstraintError, type Sequelize } from '
 import { LatchkeyError } from '../engine/errors.ts';
 import { runMigrations, type SqlDialect } from '../engine/sql/migrate.ts';
 import { isDeadlock } from './sql_conflicts.ts';
+import { SqliteStatements } from './sqlite_statements.ts';
 import type { StoreTransaction } from './main_database.ts';
 import { AUTH_MIGRATIONS, COLUMN_NAMES, dropStaleIdentifierUniques } from './user_migrations.ts';
 import { USER_EXISTS_MESSAGE, emailKey, normalizeEmail, normalizePhone, type UserFields, type UserPage, type UserRecord, type UserStore } from './user_store_types.ts';
@@ -107,6 +108,8 @@ export class SqlUserStore implements UserStore {
   readonly #sequelize: Sequelize;
   readonly #dialect: SqlDialect;
   readonly #now: () => number;
+  /** SQLite: the reads outside a transaction, prepared once (auth/sqlite_statements.ts). */
+  readonly #statements: SqliteStatements | undefined;
   #sqliteQueue: Promise<void> = Promise.resolve();
   /** When a write last found the SQLite file held by another process (unix ms). */
   #busyAt = 0;
@@ -118,6 +121,7 @@ export class SqlUserStore implements UserStore {
       throw new LatchkeyError('invalid_argument', `unsupported SQL dialect ${d}`, { reason: 'invalid_option' });
     }
     this.#dialect = d;
+    this.#statements = SqliteStatements.of(options.sequelize);
     this.#now = options.nowSeconds ?? (() => Math.floor(Date.now() / 1000));
   }
 
@@ -186,13 +190,22 @@ export class SqlUserStore implements UserStore {
     }
   }
 
-  async #select(where: string, replacements: unknown[], transaction?: Transaction): Promise<UserRecord[]> {
-    const rows = await this.#sequelize.query<Record<string, unknown>>(`SELECT * FROM users WHERE ${where}`, {
-      replacements,
+  async #select(where: string, replacements: readonly string[], transaction?: Transaction): Promise<UserRecord[]> {
+    const rows = await this.#rows(`SELECT * FROM users WHERE ${where}`, replacements, transaction);
+    return rows.map(rowToRecord);
+  }
+
+  /** A SELECT whose parameters are strings; outside a transaction on SQLite, a statement prepared once. */
+  async #rows(sql: string, replacements: readonly string[], transaction?: Transaction): Promise<Record<string, unknown>[]> {
+    if (transaction === undefined && this.#statements !== undefined) {
+      const rows = await this.#statements.select(sql, replacements);
+      if (rows !== undefined) return rows;
+    }
+    return this.#sequelize.query<Record<string, unknown>>(sql, {
+      replacements: [...replacements],
       type: QueryTypes.SELECT,
       ...(transaction === undefined ? {} : { transaction }),
     });
-    return rows.map(rowToRecord);
   }
 
   /** The user with this id, or undefined. */
@@ -203,10 +216,7 @@ export class SqlUserStore implements UserStore {
 
   /** One query through the claim (login's hot path); falls back to the column for rows without a claim. */
   async #findByClaim(kind: 'email' | 'phone', value: string, column: 'email' | 'phone_number'): Promise<UserRecord | undefined> {
-    const rows = await this.#sequelize.query<Record<string, unknown>>(
-      'SELECT u.* FROM user_identifiers c JOIN users u ON u.id = c.user_id WHERE c.kind = ? AND c.value = ?',
-      { replacements: [kind, value], type: QueryTypes.SELECT },
-    );
+    const rows = await this.#rows('SELECT u.* FROM user_identifiers c JOIN users u ON u.id = c.user_id WHERE c.kind = ? AND c.value = ?', [kind, value]);
     if (rows[0] !== undefined) return rowToRecord(rows[0]);
     return (await this.#select(`${column} = ?`, [value]))[0];
   }

@@ -1,0 +1,126 @@
+/**
+ * The hottest statements of the SQL stores on SQLite, run on the `node:sqlite`
+ * connection sequelize itself uses outside transactions
+ * (engine/sql/node_sqlite_driver.ts), with bound parameters.
+ *
+ * Why: sequelize formats `replacements` into the SQL text, so each call is a
+ * new text that the driver prepares again, and it builds an `Error` stack for
+ * every query; for the user read of `profile` and `validate_session` and the
+ * audit row of a sign-out that was about a quarter of the request's CPU time.
+ * Here a text is prepared once per connection and a SELECT answers at once
+ * (the driver's `allNow`), or, while statements wait for a lock on the
+ * connection, from the event loop behind them.
+ *
+ * Same rows as through sequelize (plain objects, the driver's values), same
+ * connection, so the same snapshot and the same lock waits. Failures are
+ * given sequelize's error classes for the same driver codes (a lock held past
+ * the busy timeout is a `TimeoutError`, a unique violation a
+ * `UniqueConstraintError`, anything else a `DatabaseError`), so that callers
+ * and {@link isDependencyFailure} see what they saw before. Statements inside
+ * a transaction, and every other dialect, stay on sequelize.
+ */
+import { DatabaseError, TimeoutError, UniqueConstraintError, type Sequelize } from 'sequelize';
+import { isNodeSqliteConnection } from '../engine/sql/index.ts';
+
+/** The part of the driver's `Database` used here. */
+interface NodeSqliteConnection {
+  readonly closed: boolean;
+  allNow(sql: string, params: readonly unknown[]): Record<string, unknown>[] | undefined;
+  all(sql: string, params: readonly unknown[], callback: (err: Error | null, rows?: unknown[]) => void): unknown;
+  run(sql: string, params: readonly unknown[], callback: (this: { changes: number }, err: Error | null) => void): unknown;
+}
+
+interface ConnectionManager {
+  getConnection(options: Record<string, unknown>): Promise<unknown>;
+}
+
+/** Bound statements on the SQLite connection sequelize uses outside transactions. */
+export class SqliteStatements {
+  readonly #sequelize: Sequelize;
+  #connection: NodeSqliteConnection | undefined;
+  /** Set once the connection was found not to be the `node:sqlite` driver's: sequelize runs everything. */
+  #foreign = false;
+
+  private constructor(sequelize: Sequelize) {
+    this.#sequelize = sequelize;
+  }
+
+  /** The statements of `sequelize` when it is on SQLite, else undefined (use sequelize). */
+  static of(sequelize: Sequelize): SqliteStatements | undefined {
+    return sequelize.getDialect() === 'sqlite' ? new SqliteStatements(sequelize) : undefined;
+  }
+
+  /**
+   * The connection, or undefined when it is not the `node:sqlite` driver's
+   * (then the caller uses sequelize). Sequelize makes it on first use and
+   * makes a new one after it was closed.
+   */
+  #open(): NodeSqliteConnection | undefined | Promise<NodeSqliteConnection | undefined> {
+    const c = this.#connection;
+    if (c !== undefined && !c.closed) return c;
+    if (this.#foreign) return undefined;
+    const manager = (this.#sequelize as unknown as { connectionManager: ConnectionManager }).connectionManager;
+    return manager.getConnection({}).then((conn) => {
+      if (!isNodeSqliteConnection(conn)) {
+        this.#foreign = true;
+        return undefined;
+      }
+      this.#connection = conn as unknown as NodeSqliteConnection;
+      return this.#connection;
+    }, (err: unknown) => {
+      throw sequelizeError(err);
+    });
+  }
+
+  /** The rows of a SELECT (`?` placeholders), or undefined when sequelize must run it. */
+  select(sql: string, params: readonly unknown[]): Promise<Record<string, unknown>[] | undefined> {
+    const c = this.#open();
+    if (c instanceof Promise) return c.then((conn) => (conn === undefined ? undefined : rows(conn, sql, params)));
+    return c === undefined ? Promise.resolve(undefined) : rows(c, sql, params);
+  }
+
+  /** Runs a statement that returns no rows; resolves to the number of rows changed, or undefined when sequelize must run it. */
+  async run(sql: string, params: readonly unknown[]): Promise<number | undefined> {
+    const c = await this.#open();
+    if (c === undefined) return undefined;
+    return new Promise<number>((resolve, reject) => {
+      c.run(sql, params, function (err) {
+        if (err !== null) reject(sequelizeError(err, sql));
+        else resolve(this.changes);
+      });
+    });
+  }
+}
+
+function rows(c: NodeSqliteConnection, sql: string, params: readonly unknown[]): Promise<Record<string, unknown>[]> {
+  let now: Record<string, unknown>[] | undefined;
+  try {
+    now = c.allNow(sql, params);
+  } catch (err) {
+    if (!isLockError(err)) return Promise.reject(sequelizeError(err, sql));
+  }
+  if (now !== undefined) return Promise.resolve(now);
+  // Statements wait for a lock on the connection: behind them, from the event loop (the driver waits for the lock).
+  return new Promise((resolve, reject) => {
+    c.all(sql, params, (err, found) => (err !== null ? reject(sequelizeError(err, sql)) : resolve(found as Record<string, unknown>[])));
+  });
+}
+
+function isLockError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED';
+}
+
+/** The sequelize error its SQLite dialect makes of a driver error (`formatError`, for the codes met here). */
+function sequelizeError(err: unknown, sql = ''): Error {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  if (e instanceof Error && typeof (e as { code?: unknown }).code === 'string') {
+    const code = String((e as { code?: unknown }).code);
+    // As sequelize: the statement's text on the driver's error.
+    const parent = Object.assign(e, { sql });
+    if (code === 'SQLITE_BUSY') return new TimeoutError(parent);
+    if (code.startsWith('SQLITE_CONSTRAINT') && /UNIQUE|PRIMARY KEY/u.test(e.message)) return new UniqueConstraintError({ parent, message: e.message });
+    return new DatabaseError(parent);
+  }
+  return err instanceof Error ? err : new Error(String(err));
+}
