@@ -30,6 +30,7 @@
  * `page_size`, `journal_mode` and the library's version. The load average is
  * reported: the machine is shared.
  */
+import { PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
 import pg from 'pg';
 import { CheckCache, Engine, LevelChecker, type TupleStore } from '../engine/index.ts';
 import { ReferenceDataset } from './baseline/dataset.ts';
@@ -64,6 +65,25 @@ function percentile(sorted: Float64Array, p: number): number {
 function stats(us: Float64Array): { p50_us: number; p99_us: number } {
   const s = Float64Array.from(us).sort();
   return { p50_us: round(percentile(s, 50)), p99_us: round(percentile(s, 99)) };
+}
+
+/**
+ * Of the checks at or above the pass's p99, how many overlapped one of this
+ * process's garbage collections (`started` in performance.now() ms, `us` the
+ * durations): `"2 of 5"`.
+ */
+function slowDuringGc(us: Float64Array, started: Float64Array, collections: readonly PerformanceEntry[]): string {
+  const p99 = percentile(Float64Array.from(us).sort(), 99);
+  let slow = 0;
+  let overlapped = 0;
+  for (let i = 0; i < us.length; i++) {
+    if ((us[i] as number) < p99) continue;
+    slow++;
+    const from = started[i] as number;
+    const to = from + (us[i] as number) / 1000;
+    if (collections.some((e) => e.startTime < to && e.startTime + e.duration > from)) overlapped++;
+  }
+  return `${overlapped} of ${slow}`;
 }
 
 /** PostgreSQL server settings that bear on writes, as the server reports them. */
@@ -131,7 +151,11 @@ async function coldChecks(db: BenchDatabase, ds: ReferenceDataset, queries: numb
     await floor.connect();
   }
   try {
-    const passes: { check: Float64Array; stepped: Float64Array; floor: Float64Array }[] = [];
+    const passes: { check: Float64Array; stepped: Float64Array; floor: Float64Array; started: Float64Array }[] = [];
+    // Garbage collections of this process during the passes: a check that spans one waits for it (the tail's first suspect).
+    const collections: PerformanceEntry[] = [];
+    const observer = new PerformanceObserver((list) => void collections.push(...list.getEntries()));
+    observer.observe({ entryTypes: ['gc'] });
     const loadBefore = load();
     for (let p = 0; p < 3; p++) {
       cache.invalidate();
@@ -139,8 +163,10 @@ async function coldChecks(db: BenchDatabase, ds: ReferenceDataset, queries: numb
       const check = new Float64Array(qs.length);
       const step = new Float64Array(qs.length);
       const bare = new Float64Array(qs.length);
+      const started = new Float64Array(qs.length);
       for (let i = 0; i < qs.length; i++) {
         let t0 = performance.now();
+        started[i] = t0;
         await engine.check(qs[i]!);
         check[i] = (performance.now() - t0) * 1000;
         t0 = performance.now();
@@ -152,10 +178,17 @@ async function coldChecks(db: BenchDatabase, ds: ReferenceDataset, queries: numb
           bare[i] = (performance.now() - t0) * 1000;
         }
       }
-      passes.push({ check, stepped: step, floor: bare });
+      passes.push({ check, stepped: step, floor: bare, started });
     }
     const loadAfter = load();
-    const byPass = passes.map((p) => ({ check: stats(p.check), level_by_level: stats(p.stepped), ...(floor === undefined ? {} : { bare_round_trips: stats(p.floor) }) }));
+    await new Promise((resolve) => setImmediate(resolve));
+    observer.disconnect();
+    const byPass = passes.map((p) => ({
+      check: stats(p.check),
+      level_by_level: stats(p.stepped),
+      ...(floor === undefined ? {} : { bare_round_trips: stats(p.floor) }),
+      slow_checks_during_gc: slowDuringGc(p.check, p.started, collections),
+    }));
     const best = byPass.reduce((a, b) => (b.check.p50_us < a.check.p50_us ? b : a));
     return {
       api: 'engine.check (CheckCache emptied, LevelChecker), sequential',
@@ -164,6 +197,11 @@ async function coldChecks(db: BenchDatabase, ds: ReferenceDataset, queries: numb
       round_trips_per_check: { level_statements: round(statements), other_store_calls: round(others), level_by_level_statements: round(steppedStatements) },
       best_pass: best,
       passes: byPass,
+      gc_during_passes: {
+        collections: collections.length,
+        total_ms: round(collections.reduce((a, e) => a + e.duration, 0)),
+        longest_ms: round(collections.reduce((a, e) => Math.max(a, e.duration), 0)),
+      },
       loadavg_before: loadBefore,
       loadavg_after: loadAfter,
     };
