@@ -3,7 +3,7 @@
  * form as @grpc/proto-loader reads and writes it (options in {@link LOADER_OPTIONS}).
  */
 import { ERROR_STATUS, type ErrorCode } from '../engine/errors.ts';
-import type { JsonValue, ObjectShape, OptionalShape, Shape } from './shape.ts';
+import { fieldList, type JsonValue, type ObjectShape, type OptionalShape, type Shape } from './shape.ts';
 
 /**
  * proto-loader options used by the server and by clients (a plain object that
@@ -104,7 +104,7 @@ function toWireSlow(shape: Shape | OptionalShape, value: unknown): unknown {
     case 'object': {
       if (typeof value !== 'object') return value;
       const out: Record<string, unknown> = {};
-      for (const [k, f] of Object.entries(sh.fields)) {
+      for (const [k, f] of fieldList(sh)) {
         const w = toWireSlow(f, (value as Record<string, unknown>)[k]);
         if (w !== undefined) out[k] = w;
       }
@@ -161,7 +161,7 @@ function fromWireAny(shape: Shape | OptionalShape, value: unknown, fill: boolean
       return { ...(value as Record<string, string>) };
     case 'object': {
       const out: Record<string, unknown> = {};
-      for (const [k, f] of Object.entries(sh.fields)) {
+      for (const [k, f] of fieldList(sh)) {
         const v = fromWireAny(f, (value as Record<string, unknown>)[k], fill);
         if (v !== undefined) out[k] = v;
       }

@@ -87,7 +87,7 @@ function invalid(at: Path, problem: string): LatchkeyError {
 /** The fields of each object shape as a list, made once per shape (shapes are built at start-up and never change). */
 const FIELD_LISTS = new WeakMap<object, readonly (readonly [string, Shape | OptionalShape])[]>();
 
-function fieldList(shape: ObjectShape): readonly (readonly [string, Shape | OptionalShape])[] {
+export function fieldList(shape: ObjectShape): readonly (readonly [string, Shape | OptionalShape])[] {
   let list = FIELD_LISTS.get(shape);
   if (list === undefined) FIELD_LISTS.set(shape, (list = Object.entries(shape.fields)));
   return list;

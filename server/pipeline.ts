@@ -30,6 +30,12 @@ import { handlerOf, type AnyHandler, type Handlers } from './handlers/types.ts';
 // explain_permission is not among them: one explanation shows one party's authority, not the intersection (engine.md, "Explain").
 const DELEGATED_OPERATIONS: ReadonlySet<string> = new Set(['check_permissions', 'list_permissions', 'list_relations', 'profile']);
 
+function refuseAccountLimited(wait: number | undefined): void {
+  if (wait !== undefined) {
+    throw new LatchkeyError('resource_exhausted', 'too many requests for this account', { reason: 'rate_limited', details: { retry_after_seconds: wait } });
+  }
+}
+
 function refuseDelegated(op: AnyOperation, principal: Principal): void {
   if (principal.kind !== 'user' || principal.claims?.['act'] === undefined || DELEGATED_OPERATIONS.has(op.name)) return;
   throw new LatchkeyError('permission_denied', `a delegated token may not call ${op.name}`, { reason: 'delegated_token_refused' });
@@ -55,6 +61,14 @@ export interface Pipeline {
    * (anything else is logged with the request id and becomes `internal`).
    */
   run(op: AnyOperation, info: CallInfo, rawInput: unknown): Promise<unknown>;
+  /**
+   * {@link Pipeline.run}, answering with the output itself when every step
+   * answered at hand (the principal, the handler), and otherwise with the
+   * promise `run` returns. A failure is always a rejected promise, never a
+   * throw. Transports on the hot path use it to skip the promise hops of a
+   * call that waited for nothing (docs/performance.md, Server path).
+   */
+  runNow(op: AnyOperation, info: CallInfo, rawInput: unknown): unknown;
   /**
    * Opens a streamed row (`stream`): authenticates, authorises and validates
    * as {@link Pipeline.run} does, and resolves once the handler has accepted
@@ -163,23 +177,95 @@ export function createPipeline(
    * delegated token kept to what it may do, the per-account rate limit and an
    * API key's scopes.
    */
-  const admit = async (op: AnyOperation, info: CallInfo): Promise<Principal> => {
-    let principal =
+  const admit = (op: AnyOperation, info: CallInfo): Principal | Promise<Principal> => {
+    const principal =
       op.auth === 'public' && !hasCredentials(info.credentials)
         ? ANONYMOUS
         : resolvePrincipal(services.authenticators, op.auth, info.credentials, info);
-    if (principal instanceof Promise) principal = await principal;
+    return principal instanceof Promise ? principal.then((p) => admitted(op, p)) : admitted(op, principal);
+  };
+  /** The rest of {@link admit} once the principal is known: at hand unless the account limit must be asked. */
+  const admitted = (op: AnyOperation, principal: Principal): Principal | Promise<Principal> => {
     refuseDelegated(op, principal);
     if (accountLimiter !== undefined && (principal.kind === 'user' || principal.kind === 'service_account')) {
       // Per account, whatever the client IPs (`--rate-limit-account-rps`); shared through Redis, and like the
       // per-IP limit it fails open to a per-process count while Redis is away (docs/scaling.md).
-      const wait = await accountLimiter.take(principal.kind === 'user' ? `user:${principal.userId}` : `service_account:${principal.clientId}`);
-      if (wait !== undefined) {
-        throw new LatchkeyError('resource_exhausted', 'too many requests for this account', { reason: 'rate_limited', details: { retry_after_seconds: wait } });
+      const key = principal.kind === 'user' ? `user:${principal.userId}` : `service_account:${principal.clientId}`;
+      if (accountLimiter.takeNow === undefined) {
+        return accountLimiter.take(key).then((wait) => {
+          refuseAccountLimited(wait);
+          refuseOutOfScope(op, principal);
+          return principal;
+        });
       }
+      refuseAccountLimited(accountLimiter.takeNow(key));
     }
     refuseOutOfScope(op, principal);
     return principal;
+  };
+  /** Validates the input and runs the handler (in the call's language); its answer, at hand or promised. */
+  const handle = (op: AnyOperation, info: CallInfo, principal: Principal, rawInput: unknown): unknown => {
+    const input = validate(op.input, rawInput ?? {});
+    // The call's language goes with it to what it sends without its context (one-time codes).
+    return withRequestLanguage(info.acceptLanguage, () => handlerFor(op)(new CallContext(info, principal, services, op.name), input));
+  };
+  /** Times and counts a finished call (and logs it at debug level). */
+  const finish = (op: AnyOperation, info: CallInfo, started: number, code: string): void => {
+    const seconds = (performance.now() - started) / 1000;
+    metrics.observe(op.name, info.protocol, code, seconds);
+    if (debug) {
+      logger.debug('request', {
+        request_id: info.requestId,
+        op: op.name,
+        transport: info.protocol,
+        code,
+        ms: Math.round(seconds * 1e6) / 1e3,
+        client_ip: info.clientIp,
+      });
+    }
+  };
+  /** The rest of a call that waits for something: its output encoded, or its failure as the client sees it. */
+  const settle = async (op: AnyOperation, info: CallInfo, started: number, pending: Promise<unknown>): Promise<unknown> => {
+    let code = 'ok';
+    try {
+      return encodeOutput(op.output, await pending);
+    } catch (err) {
+      let pub = toPublicError(err);
+      // A failure no driver code explains ("connection terminated", "client is not
+      // queryable") while the database does not answer is the outage, not a bug.
+      if (pub.code === 'internal' && services.database !== undefined && !(await pingMainDatabase(services.database, 1000))) pub = outage(err);
+      // A user-facing form's messages in the caller's language (codes and reasons unchanged).
+      if (!op.admin) pub = localizeError(pub, info.acceptLanguage);
+      code = pub.code;
+      if (SECURITY_EVENT_CODES.has(pub.code)) metrics.securityEvent(pub.reason ?? pub.code);
+      if (pub.code === 'unavailable') {
+        // An expected outage: one line naming the dependency's error, no stack (the
+        // request is answered 503 with a retry hint; readiness reports it too).
+        if (pub !== err) logger.warn('dependency unavailable', { request_id: info.requestId, op: op.name, transport: info.protocol, reason: pub.reason, cause: outageSummary(err) });
+      } else if (!(err instanceof LatchkeyError)) {
+        logger.error('unexpected error', { request_id: info.requestId, op: op.name, transport: info.protocol, err });
+      }
+      throw pub;
+    } finally {
+      finish(op, info, started, code);
+    }
+  };
+  const runNow = (op: AnyOperation, info: CallInfo, rawInput: unknown): unknown => {
+    const started = performance.now();
+    let pending: Promise<unknown>;
+    try {
+      const principal = admit(op, info);
+      const output = principal instanceof Promise ? principal.then((p) => handle(op, info, p, rawInput)) : handle(op, info, principal, rawInput);
+      if (!(output instanceof Promise)) {
+        const encoded = encodeOutput(op.output, output);
+        finish(op, info, started, 'ok');
+        return encoded;
+      }
+      pending = output;
+    } catch (err) {
+      pending = Promise.reject(err);
+    }
+    return settle(op, info, started, pending);
   };
   return {
     async stream(op, info, rawInput) {
@@ -210,47 +296,10 @@ export function createPipeline(
         metrics.observe(op.name, info.protocol, code, (performance.now() - started) / 1000);
       }
     },
-    async run(op, info, rawInput) {
-      const started = performance.now();
-      let code = 'ok';
-      try {
-        const principal = await admit(op, info);
-        const input = validate(op.input, rawInput ?? {});
-        // The call's language goes with it to what it sends without its context (one-time codes).
-        let output = withRequestLanguage(info.acceptLanguage, () => handlerFor(op)(new CallContext(info, principal, services, op.name), input));
-        if (output instanceof Promise) output = await output;
-        return encodeOutput(op.output, output);
-      } catch (err) {
-        let pub = toPublicError(err);
-        // A failure no driver code explains ("connection terminated", "client is not
-        // queryable") while the database does not answer is the outage, not a bug.
-        if (pub.code === 'internal' && services.database !== undefined && !(await pingMainDatabase(services.database, 1000))) pub = outage(err);
-        // A user-facing form's messages in the caller's language (codes and reasons unchanged).
-        if (!op.admin) pub = localizeError(pub, info.acceptLanguage);
-        code = pub.code;
-        if (SECURITY_EVENT_CODES.has(pub.code)) metrics.securityEvent(pub.reason ?? pub.code);
-        if (pub.code === 'unavailable') {
-          // An expected outage: one line naming the dependency's error, no stack (the
-          // request is answered 503 with a retry hint; readiness reports it too).
-          if (pub !== err) logger.warn('dependency unavailable', { request_id: info.requestId, op: op.name, transport: info.protocol, reason: pub.reason, cause: outageSummary(err) });
-        } else if (!(err instanceof LatchkeyError)) {
-          logger.error('unexpected error', { request_id: info.requestId, op: op.name, transport: info.protocol, err });
-        }
-        throw pub;
-      } finally {
-        const seconds = (performance.now() - started) / 1000;
-        metrics.observe(op.name, info.protocol, code, seconds);
-        if (debug) {
-          logger.debug('request', {
-            request_id: info.requestId,
-            op: op.name,
-            transport: info.protocol,
-            code,
-            ms: Math.round(seconds * 1e6) / 1e3,
-            client_ip: info.clientIp,
-          });
-        }
-      }
+    run(op, info, rawInput) {
+      const out = runNow(op, info, rawInput);
+      return out instanceof Promise ? out : Promise.resolve(out);
     },
+    runNow,
   };
 }

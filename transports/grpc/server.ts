@@ -35,6 +35,22 @@ export function peerAddress(peer: string): string {
   return m?.[1] ?? peer;
 }
 
+/**
+ * {@link peerAddress} of the peers seen lately: a connection's calls share
+ * one peer, and its two regular expressions cost more than the lookup.
+ * Bounded, emptied when full.
+ */
+const peers = new Map<string, string>();
+function peerOf(peer: string): string {
+  let address = peers.get(peer);
+  if (address === undefined) {
+    address = peerAddress(peer);
+    if (peers.size >= 1024) peers.clear();
+    peers.set(peer, address);
+  }
+  return address;
+}
+
 function errorFor(err: LatchkeyError): Partial<grpc.StatusObject> {
   const metadata = new grpc.Metadata();
   metadata.set('x-error-code', err.code);
@@ -73,15 +89,10 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
     (op: AnyOperation): grpc.handleUnaryCall<unknown, unknown> =>
     (call, callback) => {
       const md = call.metadata;
-      // The signal is built on first use: most handlers never look at it.
+      // The signal is built on first use: most handlers never look at it (nor is a listener added for it).
       let controller: AbortController | undefined;
       let done = false;
-      let cancelled = false;
-      call.once('cancelled', () => {
-        cancelled = true;
-        if (!done) controller?.abort();
-      });
-      const clientIp = options.clientIp(peerAddress(call.getPeer()), first(md, 'x-forwarded-for'));
+      const clientIp = options.clientIp(peerOf(call.getPeer()), first(md, 'x-forwarded-for'));
       const cookieValues = md.get('cookie').map((v) => (typeof v === 'string' ? v : v.toString('utf8')));
       const cookies = new CookieSink();
       const requestId = first(md, 'x-request-id') ?? randomUUID();
@@ -99,26 +110,19 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
         }),
         get signal(): AbortSignal {
           if (!controller) {
-            controller = new AbortController();
-            if (cancelled && !done) controller.abort();
+            const c = (controller = new AbortController());
+            // grpc-js sets `cancelled` before it emits 'cancelled'.
+            if (call.cancelled) {
+              if (!done) c.abort();
+            } else {
+              call.once('cancelled', () => {
+                if (!done) c.abort();
+              });
+            }
           }
           return controller.signal;
         },
         cookies,
-      };
-      const run = async (): Promise<unknown> => {
-        const started = performance.now();
-        const undecodable = (call.request as { [UNDECODABLE]?: unknown } | null)?.[UNDECODABLE];
-        if (undecodable !== undefined) {
-          options.metrics.observe(op.name, 'grpc', 'invalid_argument', (performance.now() - started) / 1000);
-          throw new LatchkeyError('invalid_argument', 'the request message could not be decoded', { reason: 'undecodable_message', cause: undecodable });
-        }
-        const wait = await rateLimiter.take(rateLimitKey(clientIp));
-        if (wait !== undefined) {
-          options.metrics.observe('grpc', 'grpc', 'resource_exhausted', (performance.now() - started) / 1000);
-          throw new LatchkeyError('resource_exhausted', 'too many requests', { reason: 'rate_limited', details: { retry_after_seconds: wait } });
-        }
-        return pipeline.run(op, info, fromWire(op.input, call.request, false));
       };
       const sendHeaders = (): void => {
         const headers = new grpc.Metadata();
@@ -136,7 +140,7 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
           status.metadata?.set('retry-after', String(pub.details.retry_after_seconds));
         callback(status);
       };
-      run().then((out) => {
+      const respond = (out: unknown): void => {
         // An answer that cannot be encoded is an internal error, answered at once (never a call left to its deadline).
         let message: unknown;
         try {
@@ -148,7 +152,32 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
         done = true;
         sendHeaders();
         callback(null, message);
-      }, fail);
+      };
+      const started = performance.now();
+      /** After the per-IP limit: the refusal, or the call (its output at hand, or promised: `Pipeline.runNow`). */
+      const counted = (wait: number | undefined): unknown => {
+        if (wait !== undefined) {
+          options.metrics.observe('grpc', 'grpc', 'resource_exhausted', (performance.now() - started) / 1000);
+          throw new LatchkeyError('resource_exhausted', 'too many requests', { reason: 'rate_limited', details: { retry_after_seconds: wait } });
+        }
+        return pipeline.runNow(op, info, fromWire(op.input, call.request, false));
+      };
+      let out: unknown;
+      try {
+        const undecodable = (call.request as { [UNDECODABLE]?: unknown } | null)?.[UNDECODABLE];
+        if (undecodable !== undefined) {
+          options.metrics.observe(op.name, 'grpc', 'invalid_argument', (performance.now() - started) / 1000);
+          throw new LatchkeyError('invalid_argument', 'the request message could not be decoded', { reason: 'undecodable_message', cause: undecodable });
+        }
+        const key = rateLimitKey(clientIp);
+        // Counts kept in this process are decided at once, without a promise.
+        out = rateLimiter.takeNow !== undefined ? counted(rateLimiter.takeNow(key)) : rateLimiter.take(key).then(counted);
+      } catch (err) {
+        fail(err);
+        return;
+      }
+      if (out instanceof Promise) out.then(respond, fail);
+      else respond(out);
     };
 
   /**
@@ -164,7 +193,7 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
       const md = call.metadata;
       const controller = new AbortController();
       call.once('cancelled', () => controller.abort());
-      const clientIp = options.clientIp(peerAddress(call.getPeer()), first(md, 'x-forwarded-for'));
+      const clientIp = options.clientIp(peerOf(call.getPeer()), first(md, 'x-forwarded-for'));
       const cookieValues = md.get('cookie').map((v) => (typeof v === 'string' ? v : v.toString('utf8')));
       const requestId = first(md, 'x-request-id') ?? randomUUID();
       const info = {

@@ -327,17 +327,20 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
     const cookies = new CookieSink();
     const info = new HttpCallInfo(req, res, l, 'rest', cookies);
     if (op.stream === true) return serveStream(pipeline, op, info, req, res, l);
-    pipeline.run(op, info, input).then(
-      (out) => {
-        flush(res, cookies);
-        sendJson(res, l, JSON.stringify(out));
-      },
+    const out = pipeline.runNow(op, info, input);
+    if (!(out instanceof Promise)) return answer(res, l, cookies, out);
+    out.then(
+      (value) => answer(res, l, cookies, value),
       (err: LatchkeyError) => {
         headersNow(res, l);
         flush(res, cookies);
         sendError(res, err);
       },
     );
+  };
+  const answer = (res: ServerResponse, l: HttpLocals, cookies: CookieSink, out: unknown): void => {
+    flush(res, cookies);
+    sendJson(res, l, JSON.stringify(out));
   };
 
   /** Requests served without express (each returns false, touching nothing, for any other request). */

@@ -6,8 +6,8 @@
  * per-IP rate limit, the CSRF origin check, the JSON body (limit, media type,
  * strict parse), then the pipeline. Each guard is the very function the
  * express middleware calls (guards.ts), so the two paths cannot drift. The
- * request id, security and CORS headers are written with the answer in one
- * `writeHead` (guards.ts `sendJson`, `headersNow`).
+ * request id, security, CORS and rate-limit headers are written with the
+ * answer in one `writeHead` (guards.ts `sendJson`, `headersNow`).
  *
  * Why: express 5 alone (its router, the request/response prototype swap,
  * body-parser and raw-body) costs about as much CPU per request as the whole
@@ -113,13 +113,13 @@ export function restFastPath(o: RestFastPathOptions): (req: IncomingMessage, res
     if (limiter.takeNow !== undefined) {
       // Counts kept in this process: decided at once, without a promise.
       const wait = limiter.takeNow(key);
-      rateLimitHeaders(limiter, res, key);
+      rateLimitHeaders(limiter, res, key, locals);
       if (wait === undefined) afterLimit();
       else o.reject(res, locals, rateLimited(res, wait));
     } else {
       limiter.take(key).then(
         (wait) => {
-          rateLimitHeaders(limiter, res, key);
+          rateLimitHeaders(limiter, res, key, locals);
           return wait === undefined ? afterLimit() : o.reject(res, locals, rateLimited(res, wait));
         },
         // As the express guard: a limiter failure lets the request through.
