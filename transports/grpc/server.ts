@@ -10,6 +10,7 @@
  * listener is open.
  */
 import { randomUUID } from 'node:crypto';
+import { isIP } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import { ERROR_STATUS, LatchkeyError } from '../../engine/errors.ts';
@@ -29,10 +30,20 @@ function first(md: grpc.Metadata, key: string): string | undefined {
   return v === undefined ? undefined : typeof v === 'string' ? v : v.toString('utf8');
 }
 
-/** `ipv4:127.0.0.1:5000` / `ipv6:[::1]:5000` → the address. */
+/**
+ * The address of a call's peer, without its port. grpc-js gives the socket's
+ * `remoteAddress:remotePort`, unbracketed for IPv6 (`::1:5000`,
+ * `::ffff:10.0.0.1:5000`); the bracketed and `ipv4:`/`ipv6:` forms of gRPC's
+ * naming are read too. The port must go: the rate limit is keyed on this
+ * address, and with it every connection would be a client of its own.
+ */
 export function peerAddress(peer: string): string {
-  const m = /^(?:ipv4:)?(\d+\.\d+\.\d+\.\d+):\d+$/.exec(peer) ?? /^(?:ipv6:)?\[([^\]]+)\]:\d+$/.exec(peer);
-  return m?.[1] ?? peer;
+  const p = peer.startsWith('ipv4:') || peer.startsWith('ipv6:') ? peer.slice(5) : peer;
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(p);
+  if (bracketed !== null) return bracketed[1] as string;
+  const colon = p.lastIndexOf(':');
+  if (colon > 0 && /^\d+$/.test(p.slice(colon + 1)) && isIP(p.slice(0, colon)) !== 0) return p.slice(0, colon);
+  return p;
 }
 
 /**
