@@ -159,12 +159,16 @@ export function createPipeline(
     }
     return handler;
   };
-  /** A failure as the client sees it, logged as `run` logs it. */
+  /** A failure as the client sees it (before its messages are localized), counted and logged. */
   const publicError = async (op: AnyOperation, info: CallInfo, err: unknown): Promise<LatchkeyError> => {
     let pub = toPublicError(err);
+    // A failure no driver code explains ("connection terminated", "client is not
+    // queryable") while the database does not answer is the outage, not a bug.
     if (pub.code === 'internal' && services.database !== undefined && !(await pingMainDatabase(services.database, 1000))) pub = outage(err);
     if (SECURITY_EVENT_CODES.has(pub.code)) metrics.securityEvent(pub.reason ?? pub.code);
     if (pub.code === 'unavailable') {
+      // An expected outage: one line naming the dependency's error, no stack (the
+      // request is answered 503 with a retry hint; readiness reports it too).
       if (pub !== err) logger.warn('dependency unavailable', { request_id: info.requestId, op: op.name, transport: info.protocol, reason: pub.reason, cause: outageSummary(err) });
     } else if (!(err instanceof LatchkeyError)) {
       logger.error('unexpected error', { request_id: info.requestId, op: op.name, transport: info.protocol, err });
@@ -230,21 +234,10 @@ export function createPipeline(
     try {
       return encodeOutput(op.output, await pending);
     } catch (err) {
-      let pub = toPublicError(err);
-      // A failure no driver code explains ("connection terminated", "client is not
-      // queryable") while the database does not answer is the outage, not a bug.
-      if (pub.code === 'internal' && services.database !== undefined && !(await pingMainDatabase(services.database, 1000))) pub = outage(err);
       // A user-facing form's messages in the caller's language (codes and reasons unchanged).
+      let pub = await publicError(op, info, err);
       if (!op.admin) pub = localizeError(pub, info.acceptLanguage);
       code = pub.code;
-      if (SECURITY_EVENT_CODES.has(pub.code)) metrics.securityEvent(pub.reason ?? pub.code);
-      if (pub.code === 'unavailable') {
-        // An expected outage: one line naming the dependency's error, no stack (the
-        // request is answered 503 with a retry hint; readiness reports it too).
-        if (pub !== err) logger.warn('dependency unavailable', { request_id: info.requestId, op: op.name, transport: info.protocol, reason: pub.reason, cause: outageSummary(err) });
-      } else if (!(err instanceof LatchkeyError)) {
-        logger.error('unexpected error', { request_id: info.requestId, op: op.name, transport: info.protocol, err });
-      }
       throw pub;
     } finally {
       finish(op, info, started, code);
