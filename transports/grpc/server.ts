@@ -48,7 +48,7 @@ export function peerAddress(peer: string): string {
 
 /**
  * {@link peerAddress} of the peers seen lately: a connection's calls share
- * one peer, and its two regular expressions cost more than the lookup.
+ * one peer, and its parsing (a regular expression, an IP check) costs more than the lookup.
  * Bounded, emptied when full.
  */
 const peers = new Map<string, string>();

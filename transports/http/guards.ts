@@ -99,14 +99,11 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
 const EXPOSE_HEADERS = 'ratelimit, ratelimit-policy, retry-after, x-request-id';
 
 /**
- * The head of a JSON answer whose headers were deferred: the request id, the
- * security headers, the CORS headers, the rate-limit fields and the body's
- * type and length, as the express path sets them one by one, in one object
- * for one `writeHead`. Setting them one at a time cost node twice as much,
- * and a single field set before (`setHeader`) sends every field of the object
- * through `setHeader` too.
+ * The fields a request's locals hold deferred (the request id, the security
+ * headers, the CORS headers and the rate-limit fields), in one object: the one
+ * list of them, for `headersNow` and for a JSON answer's head.
  */
-function jsonHead(l: HttpLocals, length: number): OutgoingHttpHeaders {
+function deferredHead(l: HttpLocals): OutgoingHttpHeaders {
   const head: OutgoingHttpHeaders = { 'x-request-id': l.requestId, 'x-content-type-options': NOSNIFF, 'x-frame-options': FRAMES, 'referrer-policy': REFERRER, 'cache-control': NO_STORE };
   const cors = l.cors;
   if (cors === '*') {
@@ -122,6 +119,17 @@ function jsonHead(l: HttpLocals, length: number): OutgoingHttpHeaders {
     head['ratelimit-policy'] = l.limitPolicy;
     if (l.limitStatus !== undefined) head['ratelimit'] = l.limitStatus;
   }
+  return head;
+}
+
+/**
+ * The head of a JSON answer whose headers were deferred: {@link deferredHead}
+ * and the body's type and length, for one `writeHead`. Setting the fields one
+ * at a time cost node twice as much, and a single field set before
+ * (`setHeader`) sends every field of the object through `setHeader` too.
+ */
+function jsonHead(l: HttpLocals, length: number): OutgoingHttpHeaders {
+  const head = deferredHead(l);
   head['content-type'] = JSON_UTF8;
   head['content-length'] = length;
   return head;
@@ -131,13 +139,8 @@ function jsonHead(l: HttpLocals, length: number): OutgoingHttpHeaders {
 export function headersNow(res: ServerResponse, l: HttpLocals): void {
   if (l.deferred !== true) return;
   l.deferred = false;
-  res.setHeader('x-request-id', l.requestId);
-  for (const k in SECURITY_HEADERS) res.setHeader(k, SECURITY_HEADERS[k] as string);
-  setCorsHeaders(res, l.cors);
-  if (l.limitPolicy !== undefined) {
-    res.setHeader('ratelimit-policy', l.limitPolicy);
-    if (l.limitStatus !== undefined) res.setHeader('ratelimit', l.limitStatus);
-  }
+  const head = deferredHead(l);
+  for (const k in head) res.setHeader(k, head[k] as string);
 }
 
 /** Answers 200 with the JSON text `body`, with the request's deferred headers when it has them. */
