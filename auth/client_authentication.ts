@@ -5,7 +5,8 @@
  * the client id alone for a public client, with a budget of failures per
  * client id.
  */
-import { createLocalJWKSet, createRemoteJWKSet, jwtVerify, type JWK, type JWTVerifyGetKey } from 'jose';
+import type { JWK, JWTVerifyGetKey } from 'jose';
+import { jose } from './jose.ts';
 import { LatchkeyError } from '../engine/errors.ts';
 import { CLIENT_ASSERTION_ALGORITHMS, type ClientAuthMethod, type ClientRecord } from './client_store.ts';
 import { basicClientCredentials, invalidClient, invalidRequest, safeEqual } from './oauth_common.ts';
@@ -117,7 +118,7 @@ export class ClientAuthenticator {
     const now = this.#o.nowSeconds();
     let payload: Record<string, unknown>;
     try {
-      ({ payload } = await jwtVerify(assertion, keys, {
+      ({ payload } = await jose().jwtVerify(assertion, keys, {
         algorithms: [...CLIENT_ASSERTION_ALGORITHMS],
         issuer: r.client_id,
         subject: r.client_id,
@@ -141,7 +142,7 @@ export class ClientAuthenticator {
     if (r.jwks_uri !== null) {
       let set = this.#remoteSets.get(r.jwks_uri);
       if (set === undefined) {
-        set = createRemoteJWKSet(new URL(r.jwks_uri), { timeoutDuration: 3000, cooldownDuration: 30_000, cacheMaxAge: 600_000 });
+        set = jose().createRemoteJWKSet(new URL(r.jwks_uri), { timeoutDuration: 3000, cooldownDuration: 30_000, cacheMaxAge: 600_000 });
         if (this.#remoteSets.size > 1000) this.#remoteSets.clear();
         this.#remoteSets.set(r.jwks_uri, set);
       }
@@ -149,7 +150,7 @@ export class ClientAuthenticator {
     }
     const cached = this.#localSets.get(r.client_id);
     if (cached !== undefined && cached.at === r.updated_at) return cached.set;
-    const set = createLocalJWKSet(r.jwks as unknown as { keys: JWK[] });
+    const set = jose().createLocalJWKSet(r.jwks as unknown as { keys: JWK[] });
     if (this.#localSets.size > 1000) this.#localSets.clear();
     this.#localSets.set(r.client_id, { at: r.updated_at, set });
     return set;

@@ -17,7 +17,8 @@
  * cannot be changed or deleted through the registry.
  */
 import { randomBytes } from 'node:crypto';
-import { importJWK, type JWK } from 'jose';
+import type { JWK } from 'jose';
+import { jose } from './jose.ts';
 import { LatchkeyError } from '../engine/errors.ts';
 import { ApiKeys } from './api_keys.ts';
 import { ClientAuthenticator, type ResolvedClient } from './client_authentication.ts';
@@ -509,7 +510,7 @@ async function checkJwks(jwks: Record<string, unknown>): Promise<void> {
     const alg = typeof k['alg'] === 'string' ? k['alg'] : k['kty'] === 'RSA' ? 'RS256' : k['kty'] === 'OKP' ? 'EdDSA' : k['crv'] === 'P-384' ? 'ES384' : k['crv'] === 'P-521' ? 'ES512' : 'ES256';
     if (!(CLIENT_ASSERTION_ALGORITHMS as readonly string[]).includes(alg)) throw bad(`key algorithm ${alg} is not accepted`);
     try {
-      await importJWK(k as JWK, alg);
+      await jose().importJWK(k as JWK, alg);
     } catch {
       throw bad('a key of jwks could not be read');
     }

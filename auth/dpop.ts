@@ -16,7 +16,8 @@
  * two windows.
  */
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import { calculateJwkThumbprint, decodeProtectedHeader, importJWK, jwtVerify, type JWK } from 'jose';
+import type { JWK, ProtectedHeaderParameters } from 'jose';
+import { jose } from './jose.ts';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { MemoryStore } from './memory_store.ts';
 
@@ -95,9 +96,9 @@ export class DpopVerifier {
    */
   async verify(proof: string, method: string, url: string, accessToken?: string, requireNonce = false): Promise<{ jkt: string }> {
     if (typeof proof !== 'string' || proof.length === 0 || proof.length > 8192 || proof.includes(',')) throw invalidDpopProof();
-    let header: ReturnType<typeof decodeProtectedHeader>;
+    let header: ProtectedHeaderParameters;
     try {
-      header = decodeProtectedHeader(proof);
+      header = jose().decodeProtectedHeader(proof);
     } catch {
       throw invalidDpopProof();
     }
@@ -108,8 +109,8 @@ export class DpopVerifier {
     const now = this.#nowSeconds();
     let payload: Record<string, unknown>;
     try {
-      const key = await importJWK(jwk, alg);
-      ({ payload } = await jwtVerify(proof, key, { typ: 'dpop+jwt', algorithms: [alg], currentDate: new Date(now * 1000), clockTolerance: WINDOW_SECONDS }));
+      const key = await jose().importJWK(jwk, alg);
+      ({ payload } = await jose().jwtVerify(proof, key, { typ: 'dpop+jwt', algorithms: [alg], currentDate: new Date(now * 1000), clockTolerance: WINDOW_SECONDS }));
     } catch {
       throw invalidDpopProof();
     }
@@ -122,7 +123,7 @@ export class DpopVerifier {
     if (typeof jti !== 'string' || jti.length === 0 || jti.length > 256) throw invalidDpopProof('DPoP proof needs a jti');
     if (accessToken !== undefined && payload['ath'] !== accessTokenHash(accessToken)) throw invalidDpopProof('DPoP proof ath does not match the access token');
     if (requireNonce && !(await this.#nonceFresh(payload['nonce']))) throw useDpopNonce();
-    const jkt = await calculateJwkThumbprint(jwk, 'sha256');
+    const jkt = await jose().calculateJwkThumbprint(jwk, 'sha256');
     // Single use: a proof seen before (within twice the window it could be accepted in) is a replay.
     const fresh = await this.#memory.setIfAbsent(`dpop_jti:${createHash('sha256').update(`${jkt}\n${jti}`).digest('base64url')}`, '1', WINDOW_SECONDS * 2 + 1);
     if (!fresh) throw invalidDpopProof('DPoP proof was already used');

@@ -38,7 +38,8 @@
  * audience, an unverified address) refuses the login.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { createRemoteJWKSet, decodeJwt, importPKCS8, jwtVerify, SignJWT, type JWTVerifyGetKey } from 'jose';
+import type { JWTVerifyGetKey } from 'jose';
+import { jose } from './jose.ts';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { AuthService } from './auth_service.ts';
 import type { MainDatabase } from './main_database.ts';
@@ -341,9 +342,9 @@ export class SocialLogin {
     if (row.name !== 'apple' || !client.clientSecret.includes('PRIVATE KEY')) return client.clientSecret;
     // Sign in with Apple: the client secret is a short-lived ES256 JWT signed with the developer key
     // (https://developer.apple.com/documentation/accountorganizationaldatasharing/creating-a-client-secret).
-    const key = await importPKCS8(client.clientSecret.replace(/\\n/g, '\n'), 'ES256');
+    const key = await jose().importPKCS8(client.clientSecret.replace(/\\n/g, '\n'), 'ES256');
     const now = Math.floor(this.#o.now() / 1000);
-    return new SignJWT({})
+    return new (jose().SignJWT)({})
       .setProtectedHeader({ alg: 'ES256', ...(this.#o.appleKeyId ? { kid: this.#o.appleKeyId } : {}) })
       .setIssuer(this.#o.appleTeamId ?? '')
       .setSubject(client.clientId)
@@ -404,7 +405,7 @@ export class SocialLogin {
     if (issuer.includes('{tenantid}')) {
       let tid: unknown;
       try {
-        tid = decodeJwt(idToken)['tid'];
+        tid = jose().decodeJwt(idToken)['tid'];
       } catch (err) {
         throw providerFailed(row.displayName, 'the ID token is not valid', err);
       }
@@ -415,12 +416,12 @@ export class SocialLogin {
     }
     let jwks = this.#jwks.get(row.jwksUri);
     if (jwks === undefined) {
-      jwks = createRemoteJWKSet(new URL(row.jwksUri), { timeoutDuration: 5_000, cooldownDuration: 30_000, cacheMaxAge: 600_000 });
+      jwks = jose().createRemoteJWKSet(new URL(row.jwksUri), { timeoutDuration: 5_000, cooldownDuration: 30_000, cacheMaxAge: 600_000 });
       this.#jwks.set(row.jwksUri, jwks);
     }
     let payload: Record<string, unknown>;
     try {
-      const verified = await jwtVerify(idToken, jwks, {
+      const verified = await jose().jwtVerify(idToken, jwks, {
         issuer,
         audience: client.clientId,
         algorithms: ID_TOKEN_ALGORITHMS,

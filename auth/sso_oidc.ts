@@ -9,7 +9,8 @@
  * login: OpenID Connect Core §3.1.3.7).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import type { JWTVerifyGetKey } from 'jose';
+import { jose } from './jose.ts';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { OidcSettings } from './sso_store.ts';
 
@@ -96,12 +97,12 @@ export class OidcConnections {
     if (typeof idToken !== 'string') throw failed('no ID token');
     let jwks = this.#jwks.get(d.jwks_uri);
     if (jwks === undefined) {
-      jwks = createRemoteJWKSet(new URL(d.jwks_uri), { timeoutDuration: 5_000, cooldownDuration: 30_000, cacheMaxAge: 600_000 });
+      jwks = jose().createRemoteJWKSet(new URL(d.jwks_uri), { timeoutDuration: 5_000, cooldownDuration: 30_000, cacheMaxAge: 600_000 });
       this.#jwks.set(d.jwks_uri, jwks);
     }
     let payload: Record<string, unknown>;
     try {
-      payload = (await jwtVerify(idToken, jwks, { issuer: d.issuer, audience: settings.client_id, algorithms: ALGORITHMS, currentDate: new Date(this.#now()), clockTolerance: 60, requiredClaims: ['sub', 'exp', 'iat'] })).payload as Record<string, unknown>;
+      payload = (await jose().jwtVerify(idToken, jwks, { issuer: d.issuer, audience: settings.client_id, algorithms: ALGORITHMS, currentDate: new Date(this.#now()), clockTolerance: 60, requiredClaims: ['sub', 'exp', 'iat'] })).payload as Record<string, unknown>;
     } catch (err) {
       throw failed('the ID token is not valid', err);
     }

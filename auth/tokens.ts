@@ -1,6 +1,6 @@
 /**
  * Signed tokens: access, id and refresh JWTs, the JWKS document and the
- * OpenID discovery document. jose lives here and nowhere else (conventions §10).
+ * OpenID discovery document, with jose (loaded on first use through auth/jose.ts).
  *
  * Verification (ASVS v5 9.1–9.2): the algorithm is pinned to the configured
  * one (so `alg: none` and HS/RS confusion are refused by jose), the signature
@@ -11,17 +11,8 @@
  * an id token or a refresh token is never accepted as an access token.
  */
 import { createHash, randomBytes, webcrypto } from 'node:crypto';
-import {
-  SignJWT,
-  calculateJwkThumbprint,
-  decodeProtectedHeader,
-  exportJWK,
-  importPKCS8,
-  importSPKI,
-  jwtVerify,
-  type JWK,
-  type JWTPayload,
-} from 'jose';
+import type { JWK, JWTPayload, ProtectedHeaderParameters } from 'jose';
+import { jose } from './jose.ts';
 import { LatchkeyError } from '../engine/errors.ts';
 import { CLIENT_ASSERTION_ALGORITHMS } from './client_store.ts';
 import { DPOP_ALGORITHMS } from './dpop.ts';
@@ -160,17 +151,17 @@ export class TokenService {
     let signKey: CryptoKey;
     let verifyKey: CryptoKey;
     try {
-      signKey = await importPKCS8(options.privateKey, alg);
-      verifyKey = await importSPKI(options.publicKey, alg, { extractable: true });
+      signKey = await jose().importPKCS8(options.privateKey, alg);
+      verifyKey = await jose().importSPKI(options.publicKey, alg, { extractable: true });
     } catch (err) {
       throw bad(`the jwt keys are not valid PEM keys for ${alg}`, err);
     }
-    const jwk = await exportJWK(verifyKey);
-    const kid = await calculateJwkThumbprint(jwk);
+    const jwk = await jose().exportJWK(verifyKey);
+    const kid = await jose().calculateJwkThumbprint(jwk);
     // The pair must match: sign a probe with the private key and verify it with the public key.
     try {
-      const probe = await new SignJWT({}).setProtectedHeader({ alg }).sign(signKey);
-      await jwtVerify(probe, verifyKey, { algorithms: [alg] });
+      const probe = await new (jose().SignJWT)({}).setProtectedHeader({ alg }).sign(signKey);
+      await jose().jwtVerify(probe, verifyKey, { algorithms: [alg] });
     } catch (err) {
       throw bad('--jwt-private-key and --jwt-public-key do not form a key pair', err);
     }
@@ -192,7 +183,7 @@ export class TokenService {
     const ttl = ttlSeconds ?? (type === 'refresh_token' ? this.refreshTokenTtl : this.accessTokenTtl);
     const exp = iat + ttl;
     const jti = randomBytes(16).toString('base64url');
-    const token = await new SignJWT({ ...claims, token_type: type })
+    const token = await new (jose().SignJWT)({ ...claims, token_type: type })
       .setProtectedHeader({ alg: this.algorithm, kid: this.kid, typ: 'JWT' })
       .setIssuer(this.issuer)
       // Extra audiences (RFC 8707 resource indicators) come after this server's own, which every token keeps.
@@ -212,7 +203,7 @@ export class TokenService {
    */
   async signLogoutToken(clientId: string, sub: string, sid: string): Promise<string> {
     const iat = this.nowSeconds();
-    return new SignJWT({ sid, events: { 'http://schemas.openid.net/event/backchannel-logout': {} } })
+    return new (jose().SignJWT)({ sid, events: { 'http://schemas.openid.net/event/backchannel-logout': {} } })
       .setProtectedHeader({ alg: this.algorithm, kid: this.kid, typ: 'logout+jwt' })
       .setIssuer(this.issuer)
       .setAudience(clientId)
@@ -251,9 +242,9 @@ export class TokenService {
       if (cached.token_type !== expectedType) throw INVALID_TOKEN();
       return cached;
     }
-    let header: ReturnType<typeof decodeProtectedHeader>;
+    let header: ProtectedHeaderParameters;
     try {
-      header = decodeProtectedHeader(token);
+      header = jose().decodeProtectedHeader(token);
     } catch (err) {
       throw INVALID_TOKEN(err);
     }
@@ -261,7 +252,7 @@ export class TokenService {
     for (const h of FORBIDDEN_HEADERS) if (h in header) throw INVALID_TOKEN();
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, this.#verifyKey, {
+      ({ payload } = await jose().jwtVerify(token, this.#verifyKey, {
         algorithms: [this.algorithm],
         issuer: this.issuer,
         audience: this.audience,

@@ -2,11 +2,23 @@
  * Prometheus metrics (prom-client): process metrics plus request counts and
  * latency histograms labelled by operation, transport and code. Served only on
  * the metrics listener, never on the HTTP port.
+ *
+ * Requests and security events are counted in this module's own series from
+ * the first request on; prom-client (with the OpenTelemetry API it loads, about
+ * a hundred modules) is loaded at the first scrape, which builds the registry,
+ * starts the process metrics and exports the series through it. A server whose
+ * metrics are never scraped never loads it. The process metrics are cumulative
+ * where the process keeps the total (CPU, memory, handles); the event loop's
+ * delay and the collections' durations are observed from the first scrape on.
  */
-import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
+import { createRequire } from 'node:module';
+import type { Registry } from 'prom-client';
+
+const requirePackage = createRequire(import.meta.url);
 
 export interface Metrics {
-  readonly registry: Registry;
+  /** prom-client's registry, built (and prom-client loaded) on the first call. */
+  registry(): Registry;
   /** Records one finished request. `op` is an operation name or a fixed route label (never an id). */
   observe(op: string, transport: string, code: string, seconds: number): void;
   /**
@@ -107,59 +119,85 @@ class RequestSeries {
   }
 }
 
+/** A metric as prom-client's registry reads it: `get()` / `getForPromString()`, its name and type (its Metric contract). */
+interface Exportable {
+  name: string;
+  help: string;
+  type: 'counter' | 'histogram';
+  aggregator: 'sum';
+  get(): Promise<Exported>;
+  getForPromString?(): Promise<Exported>;
+  reset(): void;
+}
+
 export function createMetrics(): Metrics {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'latchkey_' });
   const series = new RequestSeries();
   const requestsName = 'latchkey_transport_requests_total';
   const requestsHelp = 'Requests served, by operation, transport and result code';
   const durationName = 'latchkey_transport_request_duration_seconds';
   const durationHelp = 'Request latency, by operation, transport and result code';
-  // The registry reads a metric through `get()` / `getForPromString()` and its name and type (prom-client's Metric contract).
-  const register = (metric: object): void => registry.registerMetric(metric as Parameters<Registry['registerMetric']>[0]);
-  register({
-    name: requestsName,
-    help: requestsHelp,
-    type: 'counter',
-    aggregator: 'sum',
-    get: async () => series.counter(requestsName, requestsHelp),
-    reset: () => undefined,
-  });
-  register({
-    name: durationName,
-    help: durationHelp,
-    type: 'histogram',
-    aggregator: 'sum',
-    get: async () => series.histogram(durationName, durationHelp, true),
-    getForPromString: async () => series.histogram(durationName, durationHelp, false),
-    reset: () => undefined,
-  });
-  const security = new Counter({
-    name: 'latchkey_security_events_total',
-    help: 'Refused credentials and tokens, denied subjects, lockouts, rate limits and CSRF refusals, by reason',
-    labelNames: ['reason'] as const,
-    registers: [registry],
-  });
+  const securityName = 'latchkey_security_events_total';
+  const securityHelp = 'Refused credentials and tokens, denied subjects, lockouts, rate limits and CSRF refusals, by reason';
+  /** Security events by reason, in order of first event: what prom-client's labelled Counter keeps and exports. */
+  const security = new Map<string, { value: number; labels: { reason: string } }>();
+  const exported: Exportable[] = [
+    { name: requestsName, help: requestsHelp, type: 'counter', aggregator: 'sum', get: async () => series.counter(requestsName, requestsHelp), reset: () => undefined },
+    {
+      name: durationName,
+      help: durationHelp,
+      type: 'histogram',
+      aggregator: 'sum',
+      get: async () => series.histogram(durationName, durationHelp, true),
+      getForPromString: async () => series.histogram(durationName, durationHelp, false),
+      reset: () => undefined,
+    },
+    {
+      name: securityName,
+      help: securityHelp,
+      type: 'counter',
+      aggregator: 'sum',
+      get: async () => ({ name: securityName, help: securityHelp, type: 'counter', values: [...security.values()].map((v) => ({ value: v.value, labels: { ...v.labels } })), aggregator: 'sum' }),
+      reset: () => undefined,
+    },
+  ];
+  let registry: Registry | undefined;
+  const register = (metric: Exportable): void => {
+    registry?.registerMetric(metric as unknown as Parameters<Registry['registerMetric']>[0]);
+  };
+  const built = (): Registry => {
+    if (registry !== undefined) return registry;
+    const prom = requirePackage('prom-client') as typeof import('prom-client');
+    const r = new prom.Registry();
+    prom.collectDefaultMetrics({ register: r, prefix: 'latchkey_' });
+    registry = r;
+    for (const m of exported) register(m);
+    return r;
+  };
   return {
-    registry,
+    registry: built,
     observe(op, transport, code, seconds) {
       series.observe(op, transport, code, seconds);
     },
     securityEvent(reason) {
-      security.labels(reason).inc();
+      const s = security.get(reason);
+      if (s === undefined) security.set(reason, { value: 1, labels: { reason } });
+      else s.value++;
     },
     countOf(name, help, read) {
-      register({
+      const metric: Exportable = {
         name,
         help,
         type: 'counter',
         aggregator: 'sum',
         get: async (): Promise<Exported> => ({ name, help, type: 'counter', values: [{ labels: {}, value: read() }], aggregator: 'sum' }),
         reset: () => undefined,
-      });
+      };
+      exported.push(metric);
+      register(metric);
     },
     async render() {
-      return { contentType: registry.contentType, body: await registry.metrics() };
+      const r = built();
+      return { contentType: r.contentType, body: await r.metrics() };
     },
   };
 }

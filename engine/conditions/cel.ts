@@ -37,18 +37,19 @@
  * test/engine/conditions.property.test.ts and
  * test/engine/conditions_cel.property.test.ts.
  */
-import { Environment, evaluate as celEvaluate } from '@marcbachmann/cel-js';
+import type { Environment } from '@marcbachmann/cel-js';
+import { celLibrary } from './cel_library.ts';
 import { checkOpenFgaEnvironment } from './cel_allowlist.ts';
 import { type Node, type NodeState, type States, CostLimitError, Meter, children, macroCost, macroShape, nodeCost, size } from './cel_cost.ts';
 import { normalizeLiterals } from './cel_literals.ts';
-import { Duration, compareTime, formatDuration, formatTimestamp, isTimestampAccessor, parseRfc3339, timeArithmetic, timestampAccessor, timestampInRange } from './cel_time.ts';
-import { IPAddress, NOT_FOUND, UnsignedInt, celEquals, checkValueRange, compareBytes, compareNumbers, isMapLike, mapEntries, mapLookup, numKind } from './cel_values.ts';
+import { durationClass, compareTime, formatDuration, formatTimestamp, isTimestampAccessor, parseRfc3339, timeArithmetic, timestampAccessor, timestampInRange } from './cel_time.ts';
+import { IPAddress, NOT_FOUND, uintClass, celEquals, checkValueRange, compareBytes, compareNumbers, isMapLike, mapEntries, mapLookup, numKind } from './cel_values.ts';
 
 const NULLABLE = ['google.protobuf.Duration', 'google.protobuf.Timestamp', 'ipaddress'] as const;
 const ORDER: Record<string, (c: -1 | 0 | 1) => boolean> = { '<': (c) => c < 0, '<=': (c) => c <= 0, '>': (c) => c > 0, '>=': (c) => c >= 0 };
 
 function baseEnvironment(): Environment {
-  const env = new Environment({ homogeneousAggregateLiterals: false })
+  const env = new (celLibrary().Environment)({ homogeneousAggregateLiterals: false })
     .registerType('ipaddress', IPAddress)
     .registerFunction('ipaddress(string): ipaddress', (s: string) => new IPAddress(s))
     .registerFunction('ipaddress.in_cidr(string): bool', (ip: IPAddress, cidr: string) => ip.inCidr(cidr))
@@ -81,13 +82,15 @@ function matchesRegex(text: string, pattern: string): boolean {
   return re.test(text);
 }
 
-const BASE_ENV = baseEnvironment();
+let baseEnv: Environment | undefined;
 
 /** An override's answer that leaves the node to the library. */
 const PASS = Symbol('the library answers');
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 /** cel-go's `null_type` (the library's type value for null is named `null`). */
-const NULL_TYPE = new ((celEvaluate('type(1)') as object).constructor as new (name: string) => object)('null_type');
+let nullTypeValue: object | undefined;
+/** CEL's `null_type` type value (the library's type class, named). */
+const nullType = (): object => (nullTypeValue ??= new ((celLibrary().evaluate('type(1)') as object).constructor as new (name: string) => object)('null_type'));
 const INT64_BOUND_DOUBLE = 2 ** 63;
 
 /**
@@ -107,7 +110,7 @@ function binaryOverride(op: string, l: unknown, r: unknown): unknown {
       return timeArithmetic(op, l, r) ?? PASS;
     case '[]':
       // cel-go indexes lists by int or uint, and finds map keys of any numeric kind by value.
-      if (Array.isArray(l) && r instanceof UnsignedInt) {
+      if (Array.isArray(l) && r instanceof uintClass()) {
         if (r.value >= BigInt(l.length)) throw new RangeError(`index out of bounds: ${r.value}`);
         return l[Number(r.value)];
       }
@@ -150,7 +153,7 @@ const CALLS = new Set(['type', 'timestamp', 'int', 'string', 'getFullYear', 'get
 function callOverride(name: string, args: unknown[], receiver: boolean): unknown {
   const [a, b] = args;
   if (!receiver && args.length === 1) {
-    if (name === 'type' && a === null) return NULL_TYPE;
+    if (name === 'type' && a === null) return nullType();
     if (name === 'timestamp' && typeof a === 'string') {
       // cel-go: time.Parse(time.RFC3339, s), nanoseconds kept, then the range check.
       const t = parseRfc3339(a);
@@ -171,7 +174,7 @@ function callOverride(name: string, args: unknown[], receiver: boolean): unknown
       }
     }
   }
-  if (receiver && name === 'getMilliseconds' && a instanceof Duration && args.length === 1) return BigInt(Math.trunc(a.nanos / 1e6));
+  if (receiver && name === 'getMilliseconds' && a instanceof durationClass() && args.length === 1) return BigInt(Math.trunc(a.nanos / 1e6));
   if (receiver && a instanceof Date && isTimestampAccessor(name) && (args.length === 1 || (args.length === 2 && typeof b === 'string'))) return timestampAccessor(name, a, b as string | undefined);
   return PASS;
 }
@@ -192,7 +195,7 @@ type TypeDecl = { name: string };
 /** The library's evaluation of `n`, with cel-go's answers where they differ. */
 function evaluateNode(n: Node, ev: unknown, a: unknown, ctx: unknown): unknown {
   const meta = n.meta;
-  if (meta.alternate !== undefined) return n.op === 'id' && n.args === 'null_type' ? NULL_TYPE : meta.alternate.evaluate(ev, meta.alternate, ctx);
+  if (meta.alternate !== undefined) return n.op === 'id' && n.args === 'null_type' ? nullType() : meta.alternate.evaluate(ev, meta.alternate, ctx);
   if (meta.macro !== undefined) return meta.macro.evaluate(ev, meta.macro, ctx);
   const runner = ev as Runner;
   const handle = (n as unknown as { handle: Handle }).handle;
@@ -302,7 +305,7 @@ export interface CelProgram {
  * does not (`UndeclaredReference`, see `cel_allowlist.ts`).
  */
 export function compileCel(expression: string, variables: Readonly<Record<string, string>>, options: { check?: boolean; openfgaOnly?: boolean } = {}): CelProgram {
-  const env = BASE_ENV.clone();
+  const env = (baseEnv ??= baseEnvironment()).clone();
   for (const [name, type] of Object.entries(variables)) env.registerVariable(name, type);
   let parsed: ReturnType<Environment['parse']>;
   try {

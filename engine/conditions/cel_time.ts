@@ -17,7 +17,7 @@
  * Pinned by test/engine/conditions_cel_spec.test.ts (timestamps.textproto)
  * and test/engine/conditions_cel.property.test.ts.
  */
-import { evaluate as celEvaluate } from '@marcbachmann/cel-js';
+import { celLibrary } from './cel_library.ts';
 
 /** A CEL duration as the library represents it. */
 export interface CelDuration {
@@ -26,7 +26,12 @@ export interface CelDuration {
 }
 
 /** The library's duration class, reached through a value it produces. */
-export const Duration = (celEvaluate('duration("1s")') as object).constructor as new (seconds: bigint, nanos: number) => CelDuration;
+type DurationClass = new (seconds: bigint, nanos: number) => CelDuration;
+let durationCtor: DurationClass | undefined;
+/** The CEL library's duration class (loading the library on the first call). */
+export function durationClass(): DurationClass {
+  return (durationCtor ??= (celLibrary().evaluate('duration("1s")') as object).constructor as DurationClass);
+}
 
 const NS_PER_SECOND = 1_000_000_000n;
 const NS_PER_MS = 1_000_000n;
@@ -46,7 +51,7 @@ export function durationNanos(d: CelDuration): bigint {
 export function durationOf(ns: bigint): CelDuration {
   if (ns < MIN_DURATION_NANOS || ns > MAX_DURATION_NANOS) throw new RangeError('duration out of range');
   // Truncating division keeps seconds and nanoseconds of one sign, as the library's parser makes them.
-  return new Duration(ns / NS_PER_SECOND, Number(ns % NS_PER_SECOND));
+  return new (durationClass())(ns / NS_PER_SECOND, Number(ns % NS_PER_SECOND));
 }
 
 /** True when `d` is within Go's int64 nanoseconds. */
@@ -97,8 +102,8 @@ function checkedTimestamp(ns: bigint): Date {
  * operator combines.
  */
 export function timeArithmetic(op: string, l: unknown, r: unknown): CelDuration | Date | undefined {
-  const ld = l instanceof Duration;
-  const rd = r instanceof Duration;
+  const ld = l instanceof durationClass();
+  const rd = r instanceof durationClass();
   const lt = l instanceof Date;
   const rt = r instanceof Date;
   if (op === '+') {
@@ -117,7 +122,7 @@ export function timeArithmetic(op: string, l: unknown, r: unknown): CelDuration 
 export function compareTime(l: unknown, r: unknown): -1 | 0 | 1 | undefined {
   let a: bigint;
   let b: bigint;
-  if (l instanceof Duration && r instanceof Duration) {
+  if (l instanceof durationClass() && r instanceof durationClass()) {
     a = durationNanos(l);
     b = durationNanos(r);
   } else if (l instanceof Date && r instanceof Date) {

@@ -11,8 +11,8 @@
  * test/engine/conditions.property.test.ts.
  */
 import { isIP } from 'node:net';
-import { evaluate as celEvaluate } from '@marcbachmann/cel-js';
-import { Duration, durationInRange, durationNanos, timestampInRange, timestampNanos } from './cel_time.ts';
+import { celLibrary } from './cel_library.ts';
+import { durationClass, durationInRange, durationNanos, timestampInRange, timestampNanos } from './cel_time.ts';
 
 /** OpenFGA's `ipaddress` CEL type (Go `netip.Addr` semantics). */
 export class IPAddress {
@@ -90,7 +90,12 @@ function parseAddr(s: string): { bytes: Uint8Array; zone: string } | undefined {
 }
 
 /** The library's unsigned integer class, reached through a value it produces. */
-export const UnsignedInt = (celEvaluate('1u') as object).constructor as new (value: bigint | number) => { readonly value: bigint };
+type UnsignedIntClass = new (value: bigint | number) => { readonly value: bigint };
+let uintCtor: UnsignedIntClass | undefined;
+/** The CEL library's `uint` class (loading the library on the first call). */
+export function uintClass(): UnsignedIntClass {
+  return (uintCtor ??= (celLibrary().evaluate('1u') as object).constructor as UnsignedIntClass);
+}
 
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
@@ -104,7 +109,7 @@ type NumKind = 'int' | 'uint' | 'double';
 export function numKind(v: unknown): NumKind | undefined {
   if (typeof v === 'bigint') return 'int';
   if (typeof v === 'number') return 'double';
-  if (v instanceof UnsignedInt) return 'uint';
+  if (v instanceof uintClass()) return 'uint';
   return undefined;
 }
 
@@ -157,7 +162,7 @@ export function celEquals(a: unknown, b: unknown): boolean | undefined {
   if (typeof b === 'string' || typeof b === 'boolean') return false;
   if (a instanceof Uint8Array || b instanceof Uint8Array) return a instanceof Uint8Array && b instanceof Uint8Array && a.length === b.length && a.every((x, i) => x === b[i]);
   if (a instanceof Date || b instanceof Date) return a instanceof Date && b instanceof Date && timestampNanos(a) === timestampNanos(b);
-  if (a instanceof Duration || b instanceof Duration) return a instanceof Duration && b instanceof Duration && durationNanos(a) === durationNanos(b);
+  if (a instanceof durationClass() || b instanceof durationClass()) return a instanceof durationClass() && b instanceof durationClass() && durationNanos(a) === durationNanos(b);
   if (a instanceof IPAddress || b instanceof IPAddress) return a instanceof IPAddress && b instanceof IPAddress && a.equals(b);
   if (Array.isArray(a) || Array.isArray(b)) {
     if (!Array.isArray(a) || !Array.isArray(b)) return isMapLike(a) || isMapLike(b) ? false : undefined;
@@ -215,8 +220,8 @@ export function mapLookup(entries: [unknown, unknown][], key: unknown): unknown 
 /** Range checks cel-go applies to results the library lets through; throws `RangeError`. */
 export function checkValueRange(value: unknown): void {
   if (typeof value === 'bigint' && (value < INT64_MIN || value > INT64_MAX)) throw new RangeError('int overflow');
-  if (value instanceof UnsignedInt && (value.value < 0n || value.value > UINT64_MAX)) throw new RangeError('uint overflow');
-  if (value instanceof Duration && !durationInRange(value)) throw new RangeError('duration out of range');
+  if (value instanceof uintClass() && (value.value < 0n || value.value > UINT64_MAX)) throw new RangeError('uint overflow');
+  if (value instanceof durationClass() && !durationInRange(value)) throw new RangeError('duration out of range');
   if (value instanceof Date && !timestampInRange(value)) throw new RangeError('timestamp out of range');
 }
 

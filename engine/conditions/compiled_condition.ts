@@ -30,7 +30,7 @@ import { type CelProgram, compileCel } from './cel.ts';
 import { UndeclaredReference } from './cel_allowlist.ts';
 import { CostLimitError } from './cel_cost.ts';
 import { durationOf, parseGoDuration, parseRfc3339 } from './cel_time.ts';
-import { IPAddress, UnsignedInt } from './cel_values.ts';
+import { IPAddress, uintClass } from './cel_values.ts';
 import type { Condition, ConditionParamTypeRef } from '../model.ts';
 import { FGA_VALIDATION_ERROR, fgaError, show } from '../tuple.ts';
 
@@ -146,7 +146,7 @@ export function convertParameter(t: ConditionParamTypeRef, v: unknown): unknown 
     }
     case 'TYPE_NAME_UINT': {
       const n = toWhole(v);
-      if (n !== undefined && n >= 0n && n <= UINT64_MAX) return new UnsignedInt(n);
+      if (n !== undefined && n >= 0n && n <= UINT64_MAX) return new (uintClass())(n);
       break;
     }
     case 'TYPE_NAME_DOUBLE': {

@@ -16,8 +16,8 @@ import test from 'ava';
 import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { compileCel } from '../../engine/conditions/cel.ts';
-import { Duration, durationNanos, timestampNanos, timestampOf } from '../../engine/conditions/cel_time.ts';
-import { UnsignedInt } from '../../engine/conditions/cel_values.ts';
+import { durationClass, durationNanos, timestampNanos, timestampOf } from '../../engine/conditions/cel_time.ts';
+import { uintClass } from '../../engine/conditions/cel_values.ts';
 import { loadOrSkip, needs } from '../helpers/needs.ts';
 import { field, parseTextProto, scalar, sub, subs, textString, type TextMessage, type TextValue } from './textproto.ts';
 
@@ -111,7 +111,7 @@ function celValue(v: TextMessage): unknown {
     case 'int64_value':
       return BigInt(scalar(x)!);
     case 'uint64_value':
-      return new UnsignedInt(BigInt(scalar(x)!));
+      return new (uintClass())(BigInt(scalar(x)!));
     case 'double_value':
       return parseDouble(scalar(x)!);
     case 'string_value':
@@ -131,7 +131,7 @@ function celValue(v: TextMessage): unknown {
     case 'object_value': {
       const any = x as TextMessage;
       const duration = sub(any, '[type.googleapis.com/google.protobuf.Duration]');
-      if (duration !== undefined) return new Duration(BigInt(scalar(field(duration, 'seconds')) ?? '0'), Number(scalar(field(duration, 'nanos')) ?? '0'));
+      if (duration !== undefined) return new (durationClass())(BigInt(scalar(field(duration, 'seconds')) ?? '0'), Number(scalar(field(duration, 'nanos')) ?? '0'));
       const ts = sub(any, '[type.googleapis.com/google.protobuf.Timestamp]');
       if (ts !== undefined) return timestampOf(BigInt(scalar(field(ts, 'seconds')) ?? '0') * 1_000_000_000n + BigInt(scalar(field(ts, 'nanos')) ?? '0'));
       throw new NotApplicable('protobuf message value');
@@ -145,8 +145,8 @@ function celValue(v: TextMessage): unknown {
 function same(expected: unknown, actual: unknown): boolean {
   if (typeof expected === 'number') return typeof actual === 'number' && (Number.isNaN(expected) ? Number.isNaN(actual) : expected === actual);
   if (typeof expected !== 'object' || expected === null) return expected === actual;
-  if (expected instanceof UnsignedInt) return actual instanceof UnsignedInt && actual.value === expected.value;
-  if (expected instanceof Duration) return actual instanceof Duration && durationNanos(actual) === durationNanos(expected);
+  if (expected instanceof uintClass()) return actual instanceof uintClass() && actual.value === expected.value;
+  if (expected instanceof durationClass()) return actual instanceof durationClass() && durationNanos(actual) === durationNanos(expected);
   if (expected instanceof Date) return actual instanceof Date && timestampNanos(actual) === timestampNanos(expected);
   if (expected instanceof Uint8Array) return actual instanceof Uint8Array && Buffer.from(actual).equals(Buffer.from(expected));
   if (Array.isArray(expected)) return Array.isArray(actual) && actual.length === expected.length && expected.every((e, i) => same(e, actual[i]));
@@ -218,7 +218,7 @@ function runCase(file: string, section: string, t: TextMessage): Outcome {
 
 function show(v: unknown): string {
   if (typeof v === 'bigint') return `${v}`;
-  if (v instanceof UnsignedInt) return `${v.value}u`;
+  if (v instanceof uintClass()) return `${v.value}u`;
   if (Array.isArray(v)) return `[${v.map(show).join(', ')}]`;
   if (v instanceof Map) return `{${[...v.entries()].map(([k, x]) => `${show(k)}: ${show(x)}`).join(', ')}}`;
   if (typeof v === 'string') return JSON.stringify(v);

@@ -10,12 +10,15 @@
  * library (only with `--enable-passkeys`, at the first ceremony), graphql-js
  * and graphql-http (the first request to /graphql), the gRPC reflection
  * library (the first reflection call), otplib and qrcode-generator (the first
- * TOTP enrolment or code; that path is served by test/auth/mfa.test.ts), and
- * Node's own bundled fetch client (never).
- * Then the first GraphQL request, the first reflection call and a model
- * written as DSL must each be answered correctly and load their library: the
- * proof that the hook sees what it is meant to see and that a lazily loaded
- * surface serves its first request.
+ * TOTP enrolment or code; that path is served by test/auth/mfa.test.ts),
+ * prom-client and the OpenTelemetry API it loads (the first scrape of
+ * /metrics), jose (the first token signed or verified: here the sign-up's),
+ * the CEL library (the first condition compiled; the model here has none),
+ * and Node's own bundled fetch client (never).
+ * Then the first GraphQL request, the first reflection call, a model
+ * written as DSL and the first scrape must each be answered correctly and
+ * load their library: the proof that the hook sees what it is meant to see
+ * and that a lazily loaded surface serves its first request.
  */
 import test from 'ava';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -57,13 +60,14 @@ process.on('SIGUSR2', () => {
 const LAZY = [
   'node:undici',
   '@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb', 'ioredis', 'rate-limiter-flexible', 'nodemailer', 'chevrotain', '@simplewebauthn/server',
-  'graphql', 'graphql-http', '@grpc/reflection', 'otplib', 'qrcode-generator',
+  'graphql', 'graphql-http', '@grpc/reflection', 'otplib', 'qrcode-generator', 'prom-client', '@opentelemetry/api', 'jose', '@marcbachmann/cel-js',
 ];
 
 interface Server {
   child: ChildProcess;
   http: number;
   grpc: number;
+  metrics: number;
   loaded(): Promise<string[]>;
 }
 
@@ -95,6 +99,7 @@ async function startServer(dir: string, extra: string[] = []): Promise<Server> {
     child,
     http,
     grpc,
+    metrics,
     async loaded() {
       await rm(loadedFile, { force: true });
       child.kill('SIGUSR2');
@@ -144,14 +149,20 @@ test('a default SQLite server loads none of the libraries kept for first use; Gr
   let server: Server | undefined;
   try {
     server = await startServer(dir);
-    // Requests a running server answers all day: meta, a sign-up.
+    // A request a running server answers all day, then the first sign-up, whose tokens load jose.
     t.is((await fetch(`http://127.0.0.1:${server.http}/v1/meta`)).status, 200);
-    const signup = await post(server.http, '/v1/signup', { email: 'footprint@example.com', password: 'Footprint-Password-1', confirm_password: 'Footprint-Password-1' });
-    t.is(signup.status, 200, JSON.stringify(signup.json));
-
     const atStart = await server.loaded();
     t.true(atStart.includes('sequelize'), `the hook sees the packages the server does load: ${atStart.join(', ')}`);
     t.deepEqual(LAZY.filter((p) => atStart.includes(p)), [], 'loaded at start although kept for first use');
+    const signup = await post(server.http, '/v1/signup', { email: 'footprint@example.com', password: 'Footprint-Password-1', confirm_password: 'Footprint-Password-1' });
+    t.is(signup.status, 200, JSON.stringify(signup.json));
+    const token = (signup.json as { access_token?: string }).access_token ?? '';
+    t.is(token.split('.').length, 3, 'the sign-up answers with a signed access token');
+    const validated = await post(server.http, '/v1/validate_jwt_token', { token_type: 'access_token', token });
+    t.is(validated.status, 200, JSON.stringify(validated.json));
+    t.is(validated.json['is_valid'], true);
+    const afterSignup = await server.loaded();
+    t.true(afterSignup.includes('jose'), 'the first token signed loads jose');
 
     // The first GraphQL request builds the schema and is answered like any other.
     const graphql = await post(server.http, '/graphql', { query: '{ meta { version client_id } }' });
@@ -172,8 +183,17 @@ test('a default SQLite server loads none of the libraries kept for first use; Gr
     t.is(model.status, 200, JSON.stringify(model.json));
     const afterModel = await server.loaded();
     t.true(afterModel.includes('chevrotain'), 'the first model written as DSL loads the parser');
-    const used = ['chevrotain', 'graphql', 'graphql-http', '@grpc/reflection'];
-    t.deepEqual(LAZY.filter((p) => !used.includes(p) && afterModel.includes(p)), [], 'and nothing else kept for first use');
+
+    // The first scrape loads prom-client; the requests served before it are in it.
+    const scrape = await fetch(`http://127.0.0.1:${server.metrics}/metrics`);
+    t.is(scrape.status, 200);
+    const exposition = await scrape.text();
+    t.regex(exposition, /^latchkey_transport_requests_total\{op="signup",transport="rest",code="ok"\} 1$/m);
+    t.regex(exposition, /^latchkey_process_resident_memory_bytes \d+/m);
+    const afterScrape = await server.loaded();
+    t.true(afterScrape.includes('prom-client'), 'the first scrape loads prom-client');
+    const used = ['chevrotain', 'graphql', 'graphql-http', '@grpc/reflection', 'prom-client', '@opentelemetry/api', 'jose'];
+    t.deepEqual(LAZY.filter((p) => !used.includes(p) && afterScrape.includes(p)), [], 'and nothing else kept for first use');
   } finally {
     if (server !== undefined) await stop(server.child);
     await rm(dir, { recursive: true, force: true });
