@@ -230,7 +230,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     let shutdownGrpc: ((server: GrpcServerHandle['server'], timeoutMs: number) => Promise<void>) | undefined;
     if (config.enableGrpc) {
       await letRequestsIn();
-      const adapter = await loadGrpcAdapter();
+      const adapter = await loadGrpcAdapter(letRequestsIn);
       await letRequestsIn();
       shutdownGrpc = adapter.shutdownGrpc;
       grpcHandle = adapter.createGrpcServer({ operations, pipeline, clientIp, rateLimiter, metrics, maxMessageBytes: config.httpBodyLimit });

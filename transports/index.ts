@@ -10,9 +10,14 @@ export type { GrpcServerHandle, GrpcServerOptions } from './grpc/server.ts';
 /**
  * The gRPC adapter (`createGrpcServer`, `bindGrpc`, `shutdownGrpc`), imported when a server starts gRPC: grpc-js,
  * protobufjs and the proto loader are a fifth of a start's CPU, and the server opens its HTTP listener before it
- * loads them (docs/performance.md, "Server footprint").
+ * loads them (docs/performance.md, "Server footprint"). Each library is loaded in a step of its own, with
+ * `between()` awaited after each, so that requests arriving meanwhile wait for one step rather than for all.
  */
-export function loadGrpcAdapter(): Promise<typeof import('./grpc/server.ts')> {
+export async function loadGrpcAdapter(between: () => Promise<void> = async () => undefined): Promise<typeof import('./grpc/server.ts')> {
+  await import('@grpc/grpc-js');
+  await between();
+  await import('@grpc/proto-loader');
+  await between();
   return import('./grpc/server.ts');
 }
 export { socialLoginOf, SOCIAL_STATE_COOKIE } from './web/social.ts';

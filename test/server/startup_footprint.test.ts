@@ -14,7 +14,8 @@
  * prom-client and the OpenTelemetry API it loads (the first scrape of
  * /metrics), jose (the first token signed or verified: here the sign-up's),
  * the CEL library (the first condition compiled; the model here has none),
- * and Node's own bundled fetch client (never).
+ * and Node's own bundled fetch client (never); nor may the pages' modules
+ * (sign-in, account center, consent, dashboard: the first request to one).
  * Then the first GraphQL request, the first reflection call, a model
  * written as DSL and the first scrape must each be answered correctly and
  * load their library: the proof that the hook sees what it is meant to see
@@ -43,6 +44,9 @@ registerHooks({
   load(url, context, next) {
     const m = /\\/node_modules\\/((?:@[^/]+\\/)?[^/]+)\\//.exec(url);
     if (m) seen.add(m[1]);
+    // The pages' own modules, named as web/<file>.
+    const page = /\\/transports\\/web\\/(?:dashboard\\/)?([a-z_]+_page|dashboard)\\.ts$/.exec(url);
+    if (page && !url.includes('/node_modules/')) seen.add('web/' + page[1]);
     return next(url, context);
   },
 });
@@ -61,6 +65,7 @@ const LAZY = [
   'node:undici',
   '@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb', 'ioredis', 'rate-limiter-flexible', 'nodemailer', 'chevrotain', '@simplewebauthn/server',
   'graphql', 'graphql-http', '@grpc/reflection', 'otplib', 'qrcode-generator', 'prom-client', '@opentelemetry/api', 'jose', '@marcbachmann/cel-js',
+  'web/login_page', 'web/account_page', 'web/consent_page', 'web/dashboard',
 ];
 
 interface Server {
@@ -192,8 +197,16 @@ test('a default SQLite server loads none of the libraries kept for first use; Gr
     t.regex(exposition, /^latchkey_process_resident_memory_bytes \d+/m);
     const afterScrape = await server.loaded();
     t.true(afterScrape.includes('prom-client'), 'the first scrape loads prom-client');
-    const used = ['chevrotain', 'graphql', 'graphql-http', '@grpc/reflection', 'prom-client', '@opentelemetry/api', 'jose'];
-    t.deepEqual(LAZY.filter((p) => !used.includes(p) && afterScrape.includes(p)), [], 'and nothing else kept for first use');
+    // The first request to the sign-in page loads its module (the account center's stays out) and serves the page.
+    const login = await fetch(`http://127.0.0.1:${server.http}/app`, { headers: { 'accept-language': 'de' } });
+    t.is(login.status, 200);
+    t.is(login.headers.get('content-language'), 'de');
+    t.true(/<html[^>]* lang="de"/.test(await login.text()), 'the sign-in page in the reader\'s language');
+    const afterLogin = await server.loaded();
+    t.true(afterLogin.includes('web/login_page'));
+    t.false(afterLogin.includes('web/dashboard'), 'the dashboard stays unloaded until its first request');
+    const used = ['chevrotain', 'graphql', 'graphql-http', '@grpc/reflection', 'prom-client', '@opentelemetry/api', 'jose', 'web/login_page'];
+    t.deepEqual(LAZY.filter((p) => !used.includes(p) && afterLogin.includes(p)), [], 'and nothing else kept for first use');
   } finally {
     if (server !== undefined) await stop(server.child);
     await rm(dir, { recursive: true, force: true });
