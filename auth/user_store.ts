@@ -73,6 +73,7 @@ const UPDATED_AT = at('updated_at');
 
 /** The columns of the users table in {@link COLUMN_NAMES} order, as a select list (`SELECT * ` names them in the table's order, which a migrated table may not share). */
 const USER_COLUMNS = COLUMN_NAMES.join(', ');
+const BY_ID = `SELECT ${USER_COLUMNS} FROM users WHERE id = ?`;
 
 const str = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
 
@@ -261,6 +262,13 @@ export class SqlUserStore implements UserStore {
   async findById(id: string): Promise<UserRecord | undefined> {
     if (typeof id !== 'string' || id.length === 0 || id.length > 36) return undefined;
     return (await this.#select('id = ?', [id]))[0];
+  }
+
+  /** {@link UserStore.findByIdNow}: on SQLite, the row read at once when the connection can answer without waiting. */
+  findByIdNow(id: string): UserRecord | undefined {
+    if (this.#statements === undefined || typeof id !== 'string' || id.length === 0 || id.length > 36) return undefined;
+    const row = this.#statements.valuesNow(BY_ID, [id])?.[0];
+    return row === undefined ? undefined : valuesToRecord(row);
   }
 
   /** One query through the claim (login's hot path); falls back to the column for rows without a claim. */
