@@ -332,8 +332,14 @@ export class AuthService {
     return user;
   }
 
-  /** `profile`: the caller's User. */
-  async profile(ctx: AuthCallContext): Promise<PublicUser> {
+  /** `profile`: the caller's User; at once when the store reads an active user without a promise (else, refusals included, through `activeUser`). */
+  profile(ctx: AuthCallContext): PublicUser | Promise<PublicUser> {
+    const p = ctx.principal;
+    const user = p !== undefined && p.kind === 'user' ? this.#session.activeUserNow(p.userId) : undefined;
+    return user !== undefined ? toPublicUser(user) : this.#profile(ctx);
+  }
+
+  async #profile(ctx: AuthCallContext): Promise<PublicUser> {
     return toPublicUser(await this.#currentUser(ctx));
   }
 

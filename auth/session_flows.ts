@@ -66,6 +66,16 @@ export class SessionFlows {
     return user;
   }
 
+  /**
+   * {@link activeUser} when the store answers without a promise and the user
+   * is active; undefined otherwise (`activeUser` then decides, a missing or
+   * inactive user included).
+   */
+  activeUserNow(userId: string): UserRecord | undefined {
+    const user = this.#d.users.findByIdNow?.(userId);
+    return user === undefined || user.deactivated_at !== null || user.revoked_timestamp !== null ? undefined : user;
+  }
+
   // ---------------------------------------------------------------- opening a session
 
   /** Ends the session whose cookie the request carried, if any (a login never keeps a presented session: session fixation, B4). */
@@ -339,12 +349,25 @@ export class SessionFlows {
    * verified before, its session alive in an in-process store), without a
    * promise; `undefined` when `authenticate` must be asked.
    */
-  authenticateNow(credentials: { bearer?: string | undefined }): UserPrincipal | undefined {
-    if (credentials.bearer === undefined) return undefined;
+  authenticateNow(credentials: { bearer?: string | undefined; cookies?: Readonly<Record<string, string>> | undefined }): UserPrincipal | undefined {
+    if (credentials.bearer === undefined) return this.#cookieNow(credentials.cookies);
     const live = this.#liveNow(credentials.bearer);
     // A session in an organization takes the full path (the organization's session lifetime is read each time), and
     // so does a DPoP-bound token, which is never a bearer token (RFC 9449 §7.1): the full path refuses it.
     return live === undefined || live.session.org_id !== undefined || live.claims['cnf'] !== undefined ? undefined : bearerPrincipal(live);
+  }
+
+  /**
+   * The principal of a session cookie whose session, read without a promise,
+   * is alive and in no organization (an organization's session lifetime is
+   * read each time); undefined otherwise, refusals included: `#authenticate`
+   * then answers.
+   */
+  #cookieNow(cookies: Readonly<Record<string, string>> | undefined): UserPrincipal | undefined {
+    const cookie = sessionCookieOf(cookies);
+    if (cookie === undefined) return undefined;
+    const session = this.#d.sessions.fromCookieNow(cookie);
+    return session === null || session === undefined || session.org_id !== undefined ? undefined : cookiePrincipal(session);
   }
 
   /**
@@ -386,7 +409,7 @@ export class SessionFlows {
     const session = await this.#d.sessions.fromCookie(cookie, seen);
     if (session === undefined) throw seen.orgExpired === true ? orgSessionExpired('unauthorized') : unauthenticated();
     await this.#requireOrgSession(session, 'unauthorized');
-    return { kind: 'user', userId: session.user_id, subject: `user:${session.user_id}`, roles: session.roles, sessionId: session.sid };
+    return cookiePrincipal(session);
   }
 
   /**
@@ -464,16 +487,35 @@ export class SessionFlows {
     return { is_valid: true, claims: { ...claims } };
   }
 
-  /** `validate_session`: `{is_valid: true, user}` for a live session cookie value, or an error. */
-  async validateSession(input: {
-    cookie?: string | undefined;
-    roles?: readonly string[] | undefined;
-    required_relations?: readonly RequiredRelation[] | undefined;
-  }, ctx: AuthCallContext = {}): Promise<{ is_valid: true; user: PublicUser; org_id?: string; org_roles?: string[] }> {
+  /**
+   * `validate_session`: `{is_valid: true, user}` for a live session cookie
+   * value, or an error. The session the call was authenticated with, when
+   * that was this very cookie, is not looked up again. A live session in no
+   * organization, whose active user the store reads without a promise, with
+   * the roles asked for and no relation to check, is answered at once; anything
+   * else, every refusal included, takes the full path.
+   */
+  validateSession(input: ValidateSessionInput, ctx: AuthCallContext = {}): ValidSession | Promise<ValidSession> {
+    return this.#validSessionNow(input, ctx) ?? this.#validateSession(input, ctx);
+  }
+
+  #validSessionNow(input: ValidateSessionInput, ctx: AuthCallContext): ValidSession | undefined {
+    if (input.required_relations !== undefined && input.required_relations.length > 0) return undefined;
+    const cookie = input.cookie !== undefined && input.cookie !== '' ? input.cookie : ctx.sessionCookie;
+    if (cookie === undefined) return undefined;
+    const session = presentedSession(cookie, ctx) ?? this.#d.sessions.fromCookieNow(cookie);
+    if (session === null || session === undefined || session.org_id !== undefined) return undefined;
+    const user = this.activeUserNow(session.user_id);
+    if (user === undefined) return undefined;
+    if (input.roles !== undefined) for (const r of input.roles) if (!session.roles.includes(r)) return undefined;
+    return { is_valid: true, user: toPublicUser(user) };
+  }
+
+  async #validateSession(input: ValidateSessionInput, ctx: AuthCallContext): Promise<ValidSession> {
     const cookie = input.cookie !== undefined && input.cookie !== '' ? input.cookie : ctx.sessionCookie;
     if (cookie === undefined) throw invalidArgument('cookie is required', 'missing_cookie');
     const seen: SessionLookup = {};
-    const session = await this.#d.sessions.fromCookie(cookie, seen);
+    const session = presentedSession(cookie, ctx) ?? (await this.#d.sessions.fromCookie(cookie, seen));
     if (session === undefined) throw seen.orgExpired === true ? orgSessionExpired() : unauthenticated('invalid_session', 'invalid session');
     await this.#requireOrgSession(session);
     const user = await this.activeUser(session.user_id);
@@ -483,6 +525,51 @@ export class SessionFlows {
     await this.#d.permissions.requireRelations(user.id, input.required_relations);
     return { is_valid: true, user: toPublicUser(user), ...org };
   }
+}
+
+/** The input of `validate_session`. */
+export interface ValidateSessionInput {
+  cookie?: string | undefined;
+  roles?: readonly string[] | undefined;
+  required_relations?: readonly RequiredRelation[] | undefined;
+}
+
+/** What `validate_session` answers (an invalid session is an error). */
+export interface ValidSession {
+  is_valid: true;
+  user: PublicUser;
+  org_id?: string;
+  org_roles?: string[];
+}
+
+/**
+ * The principal of a session cookie, one frozen object per session record
+ * (records are cached while unchanged: see SessionManager), and the session
+ * each such principal was resolved from. Only a cookie's authentication makes
+ * these principals, so a call whose principal is one of them was
+ * authenticated with its session cookie.
+ */
+const COOKIE_PRINCIPALS = new WeakMap<SessionRecord, UserPrincipal>();
+const COOKIE_SESSIONS = new WeakMap<object, SessionRecord>();
+
+function cookiePrincipal(session: SessionRecord): UserPrincipal {
+  let principal = COOKIE_PRINCIPALS.get(session);
+  if (principal === undefined) {
+    principal = Object.freeze({ kind: 'user', userId: session.user_id, subject: `user:${session.user_id}`, roles: session.roles, sessionId: session.sid });
+    COOKIE_PRINCIPALS.set(session, principal);
+    COOKIE_SESSIONS.set(principal, session);
+  }
+  return principal;
+}
+
+/**
+ * The live session the call was authenticated with, when that was `cookie`
+ * itself (the request's session cookie): found by the authentication of this
+ * same call, so not looked up twice. Undefined otherwise.
+ */
+function presentedSession(cookie: string, ctx: AuthCallContext): SessionRecord | undefined {
+  const p = ctx.principal;
+  return p !== undefined && cookie === ctx.sessionCookie ? COOKIE_SESSIONS.get(p) : undefined;
 }
 
 /** What the session flows read of organization memberships (the organization service). */

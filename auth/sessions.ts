@@ -23,7 +23,7 @@
  * a session therefore revokes every token issued in it, on every process that
  * shares the store.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { MemoryStore } from './memory_store.ts';
 
@@ -141,7 +141,8 @@ class KeyMemo {
   }
 }
 
-const hashToken = (token: string): string => createHash('sha256').update(token, 'utf8').digest('base64url');
+/** SHA-256 of a token, base64url (one call: a `Hash` object per token cost more than the digest on a session check). */
+const hashToken = (token: string): string => hash('sha256', token, 'base64url');
 const newId = (bytes: number): string => randomBytes(bytes).toString('base64url');
 
 /** Creates, reads, rotates and ends sessions. */
@@ -253,6 +254,25 @@ export class SessionManager {
     const session = await this.get(sid, seen);
     // The mapping may outlive a rotation for an instant; only the session's current cookie counts.
     return session !== undefined && session.cookie_hash === hash ? session : undefined;
+  }
+
+  /**
+   * {@link fromCookie} without a promise, when the store is kept in this
+   * process: the live session, null when the cookie opens none, or undefined
+   * when `fromCookie` must be asked (a store outside the process, or a
+   * session past its organization's lifetime, which `fromCookie` ends).
+   */
+  fromCookieNow(cookieToken: string): SessionRecord | null | undefined {
+    const store = this.#store;
+    if (store.getNow === undefined) return undefined;
+    if (typeof cookieToken !== 'string' || cookieToken.length === 0 || cookieToken.length > 256) return null;
+    const hash = hashToken(cookieToken);
+    const sid = store.getNow(`cookie:${hash}`);
+    if (sid === undefined) return null;
+    const session = this.getNow(sid);
+    if (session === undefined) return undefined;
+    // As `fromCookie`: only the session's current cookie counts.
+    return session !== null && session.cookie_hash === hash ? session : null;
   }
 
   /**

@@ -26,6 +26,7 @@ import { isNodeSqliteConnection } from '../engine/sql/index.ts';
 interface NodeSqliteConnection {
   readonly closed: boolean;
   allNow(sql: string, params: readonly unknown[]): Record<string, unknown>[] | undefined;
+  arraysNow(sql: string, params: readonly unknown[]): unknown[][] | undefined;
   all(sql: string, params: readonly unknown[], callback: (err: Error | null, rows?: unknown[]) => void): unknown;
   run(sql: string, params: readonly unknown[], callback: (this: { changes: number }, err: Error | null) => void): unknown;
 }
@@ -79,6 +80,34 @@ export class SqliteStatements {
     return c === undefined ? Promise.resolve(undefined) : rows(c, sql, params);
   }
 
+  /**
+   * {@link select} with each row an array of its column values in the order
+   * selected (`node:sqlite` builds a row object in dictionary mode, its
+   * column names made into keys again for every row).
+   */
+  values(sql: string, params: readonly unknown[]): Promise<unknown[][] | undefined> {
+    const c = this.#open();
+    if (c instanceof Promise) return c.then((conn) => (conn === undefined ? undefined : values(conn, sql, params)));
+    return c === undefined ? Promise.resolve(undefined) : values(c, sql, params);
+  }
+
+  /**
+   * {@link values} at once, without a promise: the rows, or undefined when
+   * they are not at hand (the connection is not open yet or not the
+   * `node:sqlite` driver's, statements wait for a lock on it, or the statement
+   * failed); the caller then asks {@link values}, which answers or fails as
+   * it always does.
+   */
+  valuesNow(sql: string, params: readonly unknown[]): unknown[][] | undefined {
+    const c = this.#connection;
+    if (c === undefined || c.closed) return undefined;
+    try {
+      return c.arraysNow(sql, params);
+    } catch {
+      return undefined;
+    }
+  }
+
   /** Runs a statement that returns no rows; resolves to the number of rows changed, or undefined when sequelize must run it. */
   async run(sql: string, params: readonly unknown[]): Promise<number | undefined> {
     const c = await this.#open();
@@ -103,6 +132,20 @@ function rows(c: NodeSqliteConnection, sql: string, params: readonly unknown[]):
   // Statements wait for a lock on the connection: behind them, from the event loop (the driver waits for the lock).
   return new Promise((resolve, reject) => {
     c.all(sql, params, (err, found) => (err !== null ? reject(sequelizeError(err, sql)) : resolve(found as Record<string, unknown>[])));
+  });
+}
+
+function values(c: NodeSqliteConnection, sql: string, params: readonly unknown[]): Promise<unknown[][]> {
+  let now: unknown[][] | undefined;
+  try {
+    now = c.arraysNow(sql, params);
+  } catch (err) {
+    if (!isLockError(err)) return Promise.reject(sequelizeError(err, sql));
+  }
+  if (now !== undefined) return Promise.resolve(now);
+  // As `rows`: behind the statements that wait for a lock, each row's values in the order selected.
+  return new Promise((resolve, reject) => {
+    c.all(sql, params, (err, found) => (err !== null ? reject(sequelizeError(err, sql)) : resolve((found as Record<string, unknown>[]).map((r) => Object.values(r)))));
   });
 }
 

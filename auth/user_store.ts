@@ -42,45 +42,91 @@ function toNum(v: unknown): number | null {
   return Number.isFinite(n) ? n : null;
 }
 
-/** A stored row (SQL columns, or a DynamoDB item with the same attributes) as a record. */
-export function rowToRecord(r: Record<string, unknown>): UserRecord {
+/** Where a column is in a positional row ({@link COLUMN_NAMES} order). */
+function at(column: string): number {
+  const i = COLUMN_NAMES.indexOf(column);
+  if (i < 0) throw new Error(`users has no column ${column}`);
+  return i;
+}
+const ID = at('id');
+const EMAIL = at('email');
+const EMAIL_VERIFIED_AT = at('email_verified_at');
+const PASSWORD = at('password');
+const SIGNUP_METHODS = at('signup_methods');
+const GIVEN_NAME = at('given_name');
+const FAMILY_NAME = at('family_name');
+const MIDDLE_NAME = at('middle_name');
+const NICKNAME = at('nickname');
+const GENDER = at('gender');
+const BIRTHDATE = at('birthdate');
+const PHONE_NUMBER = at('phone_number');
+const PHONE_NUMBER_VERIFIED_AT = at('phone_number_verified_at');
+const PICTURE = at('picture');
+const ROLES = at('roles');
+const REVOKED_TIMESTAMP = at('revoked_timestamp');
+const IS_MULTI_FACTOR_AUTH_ENABLED = at('is_multi_factor_auth_enabled');
+const APP_DATA = at('app_data');
+const DEACTIVATED_AT = at('deactivated_at');
+const LOCALE = at('locale');
+const CREATED_AT = at('created_at');
+const UPDATED_AT = at('updated_at');
+
+/** The columns of the users table in {@link COLUMN_NAMES} order, as a select list (`SELECT * ` names them in the table's order, which a migrated table may not share). */
+const USER_COLUMNS = COLUMN_NAMES.join(', ');
+const BY_ID = `SELECT ${USER_COLUMNS} FROM users WHERE id = ?`;
+
+const str = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
+
+/**
+ * A stored row as a record, from its column values in {@link COLUMN_NAMES}
+ * order. On SQLite the store reads rows in this form: `node:sqlite` builds a
+ * row object in dictionary mode, with its column names made into keys again
+ * for every row, and reading its fields by name missed V8's inline caches;
+ * the user read of a session check spent more there than in SQLite.
+ */
+export function valuesToRecord(v: readonly unknown[]): UserRecord {
   let appData: Record<string, unknown> | null = null;
-  if (typeof r['app_data'] === 'string' && r['app_data'].length > 0) {
+  const appText = v[APP_DATA];
+  if (typeof appText === 'string' && appText.length > 0) {
     try {
-      const parsed: unknown = JSON.parse(r['app_data']);
+      const parsed: unknown = JSON.parse(appText);
       if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) appData = parsed as Record<string, unknown>;
     } catch {
       appData = null;
     }
   }
-  const str = (k: string): string | null => (r[k] === null || r[k] === undefined ? null : String(r[k]));
   return {
-    id: String(r['id']),
-    email: str('email'),
-    email_verified_at: toNum(r['email_verified_at']),
-    password: str('password'),
-    signup_methods: str('signup_methods') ?? '',
-    given_name: str('given_name'),
-    family_name: str('family_name'),
-    middle_name: str('middle_name'),
-    nickname: str('nickname'),
-    gender: str('gender'),
-    birthdate: str('birthdate'),
-    phone_number: str('phone_number'),
-    phone_number_verified_at: toNum(r['phone_number_verified_at']),
-    picture: str('picture'),
-    roles: (str('roles') ?? '')
+    id: String(v[ID]),
+    email: str(v[EMAIL]),
+    email_verified_at: toNum(v[EMAIL_VERIFIED_AT]),
+    password: str(v[PASSWORD]),
+    signup_methods: str(v[SIGNUP_METHODS]) ?? '',
+    given_name: str(v[GIVEN_NAME]),
+    family_name: str(v[FAMILY_NAME]),
+    middle_name: str(v[MIDDLE_NAME]),
+    nickname: str(v[NICKNAME]),
+    gender: str(v[GENDER]),
+    birthdate: str(v[BIRTHDATE]),
+    phone_number: str(v[PHONE_NUMBER]),
+    phone_number_verified_at: toNum(v[PHONE_NUMBER_VERIFIED_AT]),
+    picture: str(v[PICTURE]),
+    roles: (str(v[ROLES]) ?? '')
       .split(',')
       .map((s) => s.trim())
       .filter((s) => s.length > 0),
-    revoked_timestamp: toNum(r['revoked_timestamp']),
-    is_multi_factor_auth_enabled: toBool(r['is_multi_factor_auth_enabled']),
+    revoked_timestamp: toNum(v[REVOKED_TIMESTAMP]),
+    is_multi_factor_auth_enabled: toBool(v[IS_MULTI_FACTOR_AUTH_ENABLED]),
     app_data: appData,
-    deactivated_at: toNum(r['deactivated_at']),
-    locale: str('locale'),
-    created_at: toNum(r['created_at']) ?? 0,
-    updated_at: toNum(r['updated_at']) ?? 0,
+    deactivated_at: toNum(v[DEACTIVATED_AT]),
+    locale: str(v[LOCALE]),
+    created_at: toNum(v[CREATED_AT]) ?? 0,
+    updated_at: toNum(v[UPDATED_AT]) ?? 0,
   };
+}
+
+/** A stored row (SQL columns, or a DynamoDB item with the same attributes) as a record. */
+export function rowToRecord(r: Record<string, unknown>): UserRecord {
+  return valuesToRecord(COLUMN_NAMES.map((n) => r[n]));
 }
 
 /** A record field as stored (roles comma-separated, app_data JSON text). */
@@ -191,6 +237,10 @@ export class SqlUserStore implements UserStore {
   }
 
   async #select(where: string, replacements: readonly string[], transaction?: Transaction): Promise<UserRecord[]> {
+    if (transaction === undefined && this.#statements !== undefined) {
+      const rows = await this.#statements.values(`SELECT ${USER_COLUMNS} FROM users WHERE ${where}`, replacements);
+      if (rows !== undefined) return rows.map(valuesToRecord);
+    }
     const rows = await this.#rows(`SELECT * FROM users WHERE ${where}`, replacements, transaction);
     return rows.map(rowToRecord);
   }
@@ -214,10 +264,23 @@ export class SqlUserStore implements UserStore {
     return (await this.#select('id = ?', [id]))[0];
   }
 
+  /** {@link UserStore.findByIdNow}: on SQLite, the row read at once when the connection can answer without waiting. */
+  findByIdNow(id: string): UserRecord | undefined {
+    if (this.#statements === undefined || typeof id !== 'string' || id.length === 0 || id.length > 36) return undefined;
+    const row = this.#statements.valuesNow(BY_ID, [id])?.[0];
+    return row === undefined ? undefined : valuesToRecord(row);
+  }
+
   /** One query through the claim (login's hot path); falls back to the column for rows without a claim. */
   async #findByClaim(kind: 'email' | 'phone', value: string, column: 'email' | 'phone_number'): Promise<UserRecord | undefined> {
-    const rows = await this.#rows('SELECT u.* FROM user_identifiers c JOIN users u ON u.id = c.user_id WHERE c.kind = ? AND c.value = ?', [kind, value]);
-    if (rows[0] !== undefined) return rowToRecord(rows[0]);
+    const claimed = 'FROM user_identifiers c JOIN users u ON u.id = c.user_id WHERE c.kind = ? AND c.value = ?';
+    const values = this.#statements === undefined ? undefined : await this.#statements.values(`SELECT ${COLUMN_NAMES.map((n) => `u.${n}`).join(', ')} ${claimed}`, [kind, value]);
+    if (values !== undefined) {
+      if (values[0] !== undefined) return valuesToRecord(values[0]);
+    } else {
+      const rows = await this.#rows(`SELECT u.* ${claimed}`, [kind, value]);
+      if (rows[0] !== undefined) return rowToRecord(rows[0]);
+    }
     return (await this.#select(`${column} = ?`, [value]))[0];
   }
 

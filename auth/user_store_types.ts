@@ -146,6 +146,13 @@ export interface UserStore {
   /** Creates or upgrades the schema. Idempotent. */
   init(): Promise<void>;
   findById(id: string): Promise<UserRecord | undefined>;
+  /**
+   * {@link findById} without a promise, for a store that can read the user at
+   * once (SQLite's connection is open and nothing waits on it): the user, or
+   * undefined when it is not at hand, a missing user included (then ask
+   * `findById`).
+   */
+  findByIdNow?(id: string): UserRecord | undefined;
   /** The user holding this email (compared by {@link emailKey}), or undefined. Throws as {@link normalizeEmail}. */
   findByEmail(email: string): Promise<UserRecord | undefined>;
   findByPhone(phone: string): Promise<UserRecord | undefined>;

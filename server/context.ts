@@ -132,6 +132,11 @@ export function parseCookieHeader(header: string | undefined): Record<string, st
     if (!name || Object.hasOwn(out, name)) continue;
     let value = part.slice(eq + 1).trim();
     if (value.startsWith('"') && value.endsWith('"') && value.length >= 2) value = value.slice(1, -1);
+    // Without a `%` there is nothing to decode (decodeURIComponent would answer the same string, at a cost per cookie).
+    if (value.indexOf('%') < 0) {
+      out[name] = value;
+      continue;
+    }
     try {
       out[name] = decodeURIComponent(value);
     } catch {

@@ -1,9 +1,10 @@
 /**
- * The answers without a promise that the bearer path takes when it can
- * (`SessionManager.getNow`, `TokenService.verifiedNow`) agree with their
- * asynchronous forms (`get`, `verify`) after any sequence of logins, endings,
- * endings of all a user's sessions (with and without the sweep), and clock
- * steps; on a store behind a network `getNow` declines.
+ * The answers without a promise that the bearer and cookie paths take when
+ * they can (`SessionManager.getNow` and `fromCookieNow`,
+ * `TokenService.verifiedNow`) agree with their asynchronous forms (`get`,
+ * `fromCookie`, `verify`) after any sequence of logins, cookie rotations,
+ * endings, endings of all a user's sessions (with and without the sweep), and
+ * clock steps; on a store behind a network they decline.
  */
 import test from 'ava';
 import fc from 'fast-check';
@@ -15,6 +16,7 @@ const numRuns = process.env['CI'] ? 200 : 50;
 type Step =
   | { kind: 'login'; user: number }
   | { kind: 'end'; pick: number }
+  | { kind: 'rotate'; pick: number }
   | { kind: 'end_all'; user: number }
   | { kind: 'not_before'; user: number }
   | { kind: 'wait'; ms: number };
@@ -22,13 +24,14 @@ type Step =
 const step: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constant('login' as const), user: fc.integer({ min: 0, max: 2 }) }),
   fc.record({ kind: fc.constant('end' as const), pick: fc.nat() }),
+  fc.record({ kind: fc.constant('rotate' as const), pick: fc.nat() }),
   fc.record({ kind: fc.constant('end_all' as const), user: fc.integer({ min: 0, max: 2 }) }),
   // The ending of all sessions recorded, but not yet swept (a login racing a revocation).
   fc.record({ kind: fc.constant('not_before' as const), user: fc.integer({ min: 0, max: 2 }) }),
   fc.record({ kind: fc.constant('wait' as const), ms: fc.integer({ min: 0, max: 3_000_000 }) }),
 );
 
-test('SessionManager.getNow answers as get after any sequence of logins, endings and waits', async (t) => {
+test('SessionManager.getNow and fromCookieNow answer as get and fromCookie after any sequence of logins, rotations, endings and waits', async (t) => {
   await t.notThrowsAsync(
     fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 15 }), async (steps) => {
@@ -36,10 +39,16 @@ test('SessionManager.getNow answers as get after any sequence of logins, endings
         const store = new InProcessMemoryStore({ now: clock.now });
         const sessions = new SessionManager({ store, now: clock.now, sessionTtl: 3600 });
         const sids: string[] = [];
+        // Every cookie ever issued (a rotated one must stop working at once on both paths).
+        const cookies: string[] = [];
         for (const s of steps) {
           if (s.kind === 'login') {
-            const { session } = await sessions.create({ user_id: `u${s.user}`, roles: ['user'], scope: [], login_method: 'basic_auth', auth_time: Math.floor(clock.now() / 1000) });
+            const { session, cookieToken } = await sessions.create({ user_id: `u${s.user}`, roles: ['user'], scope: [], login_method: 'basic_auth', auth_time: Math.floor(clock.now() / 1000) });
             sids.push(session.sid);
+            cookies.push(cookieToken);
+          } else if (s.kind === 'rotate' && sids.length > 0) {
+            const current = await sessions.get(sids[s.pick % sids.length]!);
+            if (current !== undefined) cookies.push((await sessions.rotateCookie(current)).cookieToken);
           } else if (s.kind === 'end' && sids.length > 0) await sessions.end(sids[s.pick % sids.length]!);
           else if (s.kind === 'end_all') await sessions.endAllForUser(`u${s.user}`);
           else if (s.kind === 'not_before') await store.set(`user_nbf:u${s.user}`, String(clock.now()), 3600);
@@ -50,6 +59,11 @@ test('SessionManager.getNow answers as get after any sequence of logins, endings
             if (now === undefined) return false;
             if (JSON.stringify(now ?? undefined) !== JSON.stringify(await sessions.get(sid))) return false;
           }
+          for (const cookie of [...cookies, 'not-a-cookie', '', 'x'.repeat(257)]) {
+            const now = sessions.fromCookieNow(cookie);
+            if (now === undefined) return false;
+            if (JSON.stringify(now ?? undefined) !== JSON.stringify(await sessions.fromCookie(cookie))) return false;
+          }
         }
         return true;
       }),
@@ -58,7 +72,7 @@ test('SessionManager.getNow answers as get after any sequence of logins, endings
   );
 });
 
-test('SessionManager.getNow declines on a store that cannot answer at once', async (t) => {
+test('SessionManager.getNow and fromCookieNow decline on a store that cannot answer at once', async (t) => {
   const inner = new InProcessMemoryStore();
   // The same store without getNow, as a store behind a network is.
   const remote: MemoryStore = new Proxy(inner, {
@@ -70,8 +84,11 @@ test('SessionManager.getNow declines on a store that cannot answer at once', asy
   }) as MemoryStore;
   const sessions = new SessionManager({ store: remote });
   const { session } = await sessions.create({ user_id: 'u1', roles: [], scope: [], login_method: 'basic_auth', auth_time: 0 });
+  const { session: other, cookieToken } = await sessions.create({ user_id: 'u2', roles: [], scope: [], login_method: 'basic_auth', auth_time: 0 });
   t.is(sessions.getNow(session.sid), undefined);
   t.is((await sessions.get(session.sid))?.sid, session.sid);
+  t.is(sessions.fromCookieNow(cookieToken), undefined);
+  t.is((await sessions.fromCookie(cookieToken))?.sid, other.sid);
 });
 
 test('TokenService.verifiedNow answers only what verify accepts, after verify has accepted it', async (t) => {

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { QueryTypes, TimeoutError, UniqueConstraintError } from 'sequelize';
+import { DatabaseError, QueryTypes, TimeoutError, UniqueConstraintError } from 'sequelize';
 import { SqliteStatements } from '../../auth/index.ts';
 import { isDependencyFailure } from '../../engine/errors.ts';
 import { openTestMain } from '../helpers/main_databases.ts';
@@ -33,6 +33,14 @@ test('SQLite statements answer as sequelize does: the same rows, a unique violat
       t.true(isDependencyFailure(busy));
     });
     t.deepEqual((await statements.select('SELECT id FROM things ORDER BY id', []))!.map((r) => r['id']), ['a', 'b', 'c']);
+
+    // Rows as values in the order selected: the same values as the row objects, at once and through the promise.
+    const picked = 'SELECT note, n, id FROM things WHERE id <= ? ORDER BY id';
+    const objects = (await statements.select(picked, ['b']))!;
+    t.deepEqual(await statements.values(picked, ['b']), objects.map((r) => [r['note'], r['n'], r['id']]));
+    t.deepEqual(statements.valuesNow(picked, ['b']), [[null, 1_700_000_000_123, 'a'], ["it's", 2, 'b']]);
+    t.is(statements.valuesNow('SELECT nothing FROM nowhere', []), undefined, 'a failing statement is not answered at once');
+    await t.throwsAsync(statements.values('SELECT nothing FROM nowhere', []), { instanceOf: DatabaseError });
   } finally {
     await m.close();
   }

@@ -321,6 +321,54 @@ test('B4 on the wire: login with a pre-set session cookie issues a new one; inse
   }
 });
 
+test('the session check by cookie (profile, validate_session): the presented session, an explicit cookie, a bearer beside a cookie, roles, logout, deactivation and revocation, on every protocol', async (t) => {
+  const admin = { 'x-service-admin-secret': TEST_ADMIN_SECRET };
+  const idOf = (r: CallResult): unknown => (r.body?.['user'] as Record<string, unknown> | undefined)?.['id'];
+  const a = await srv.call('signup', { email: email('check-a'), password: PASSWORD }, { protocol: 'rest' });
+  const b = await srv.call('signup', { email: email('check-b'), password: PASSWORD }, { protocol: 'rest' });
+  const [ua, ub] = [idOf(a), idOf(b)];
+  const ca = cookiesOf(a).get('cookie_session')!.value;
+  const cb = cookiesOf(b).get('cookie_session')!.value;
+  for (const protocol of PROTOCOLS) {
+    const asA = { protocol, cookies: { cookie_session: ca } };
+    t.is((await srv.call('profile', {}, asA)).body?.['id'], ua, protocol);
+    t.is(idOf(await srv.call('validate_session', {}, asA)), ua, protocol);
+    // The cookie in the input is the one checked, not the request's.
+    t.is(idOf(await srv.call('validate_session', { cookie: cb }, asA)), ub, protocol);
+    t.is((await srv.call('validate_session', { cookie: 'not-a-session' }, asA)).error?.code, 'unauthenticated', protocol);
+    // A bearer token of B beside A's cookie: validate_session checks the cookie, profile answers for the bearer.
+    const both = { protocol, cookies: { cookie_session: ca }, headers: bearer(b.body!['access_token']) };
+    t.is(idOf(await srv.call('validate_session', {}, both)), ua, protocol);
+    t.is((await srv.call('profile', {}, both)).body?.['id'], ub, protocol);
+    t.is(idOf(await srv.call('validate_session', { roles: ['user'] }, asA)), ua, protocol);
+    const missing = await srv.call('validate_session', { roles: ['admin'] }, asA);
+    t.is(missing.error?.code, 'permission_denied', protocol);
+    t.is(missing.error?.reason, 'missing_role', protocol);
+  }
+  // B signs out by cookie: its session is gone for both checks at once.
+  t.is((await srv.call('logout', {}, { protocol: 'rest', cookies: { cookie_session: cb } })).error, undefined);
+  for (const protocol of PROTOCOLS) {
+    t.is((await srv.call('profile', {}, { protocol, cookies: { cookie_session: cb } })).error?.code, 'unauthenticated', protocol);
+    t.is((await srv.call('validate_session', {}, { protocol, cookies: { cookie_session: cb } })).error?.code, 'unauthenticated', protocol);
+    t.is((await srv.call('validate_session', { cookie: cb }, { protocol, cookies: { cookie_session: ca } })).error?.code, 'unauthenticated', protocol);
+  }
+  // Rows that say deactivated or revoked while their sessions are still stored: refused by the user read.
+  const c = await srv.call('signup', { email: email('check-c'), password: PASSWORD }, { protocol: 'rest' });
+  const d = await srv.call('signup', { email: email('check-d'), password: PASSWORD }, { protocol: 'rest' });
+  const [cc, cd] = [cookiesOf(c).get('cookie_session')!.value, cookiesOf(d).get('cookie_session')!.value];
+  const users = srv.server.services.auth!.users;
+  await users.update(idOf(c) as string, { deactivated_at: Math.floor(Date.now() / 1000) });
+  await users.update(idOf(d) as string, { revoked_timestamp: Math.floor(Date.now() / 1000) });
+  // And A's access revoked by the admin API.
+  t.is((await srv.call('revoke_access', { user_id: ua }, { protocol: 'rest', headers: admin })).error, undefined);
+  for (const protocol of PROTOCOLS) {
+    for (const cookie of [ca, cc, cd]) {
+      t.is((await srv.call('profile', {}, { protocol, cookies: { cookie_session: cookie } })).error?.code, 'unauthenticated', protocol);
+      t.is((await srv.call('validate_session', {}, { protocol, cookies: { cookie_session: cookie } })).error?.code, 'unauthenticated', protocol);
+    }
+  }
+});
+
 test('B6 on the wire: admin revoke_access kills the user token and session on the next request, on every protocol', async (t) => {
   const admin = { 'x-service-admin-secret': TEST_ADMIN_SECRET };
   const s = await srv.call('signup', { email: email('revoked'), password: PASSWORD }, { protocol: 'rest' });

@@ -1,7 +1,8 @@
 import test from 'ava';
-import { Sequelize } from 'sequelize';
+import { QueryTypes, Sequelize } from 'sequelize';
 import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
-import { DynamoUserStore, SqlUserStore, USER_EXISTS_MESSAGE, type UserStore } from '../../auth/index.ts';
+import { DynamoUserStore, SqlUserStore, USER_EXISTS_MESSAGE, type UserRecord, type UserStore } from '../../auth/index.ts';
+import { rowToRecord } from '../../auth/user_store.ts';
 import { createTestDatabase, sqlBackends, type SqlBackend } from '../helpers/databases.ts';
 import { createTestDynamo } from '../helpers/dynamodb.ts';
 import { mainBackends, openTestMain, type MainBackend } from '../helpers/main_databases.ts';
@@ -163,4 +164,55 @@ test('DynamoDB: a create cut short by a crash holds its address only until it is
   } finally {
     await d.drop();
   }
+});
+
+test('SQLite: a user read as positional values is the record read as a row object, whatever the column order of the table (sqlite)', async (t) => {
+  await withStore('sqlite', async (first, sequelize) => {
+    let store = first;
+    const full = await store.create({
+      email: 'full@example.com',
+      email_verified_at: 1_700_000_001,
+      password: '$2b$10$abcdefghijklmnopqrstuv',
+      signup_methods: 'basic_auth,magic_link_login',
+      given_name: 'Given',
+      family_name: 'Family',
+      middle_name: 'Middle',
+      nickname: 'Nick',
+      gender: 'x',
+      birthdate: '1990-01-02',
+      phone_number: '+15555550100',
+      phone_number_verified_at: 1_700_000_002,
+      picture: 'https://example.com/p.png',
+      roles: ['user', 'admin'],
+      revoked_timestamp: 1_700_000_003,
+      is_multi_factor_auth_enabled: true,
+      app_data: { plan: 'pro', n: [1, 2] },
+      deactivated_at: 1_700_000_004,
+      locale: 'fr-CA',
+    });
+    const bare = await store.create({ phone_number: '+15555550101' });
+    const viaSequelize = async (id: string): Promise<UserRecord> =>
+      rowToRecord((await sequelize.query('SELECT * FROM users WHERE id = ?', { replacements: [id], type: QueryTypes.SELECT }))[0] as Record<string, unknown>);
+    const check = async (label: string): Promise<void> => {
+      for (const u of [full, bare]) {
+        const expected = await viaSequelize(u.id);
+        t.deepEqual(await store.findById(u.id), expected, `${label}: findById`);
+        if (u.email !== null) t.deepEqual(await store.findByEmail(u.email), expected, `${label}: findByEmail`);
+        t.deepEqual(await store.findByPhone(u.phone_number!), expected, `${label}: findByPhone`);
+      }
+      t.is((await store.findById(full.id))?.is_multi_factor_auth_enabled, true);
+      t.deepEqual((await store.findById(full.id))?.app_data, { plan: 'pro', n: [1, 2] });
+      t.is((await store.findById(bare.id))?.is_multi_factor_auth_enabled, null);
+    };
+    await check('columns in the order the store creates them');
+    // A table whose columns stand in another order (an older release's, rebuilt by hand): `SELECT *` names them in that order.
+    const columns = ((await sequelize.query('PRAGMA table_info(users)', { type: QueryTypes.SELECT })) as { name: string }[]).map((c) => c.name).reverse();
+    await sequelize.query(`CREATE TABLE users_reversed AS SELECT ${columns.join(', ')} FROM users`);
+    await sequelize.query('DROP TABLE users');
+    await sequelize.query('ALTER TABLE users_reversed RENAME TO users');
+    const [row] = (await sequelize.query('SELECT * FROM users LIMIT 1', { type: QueryTypes.SELECT })) as Record<string, unknown>[];
+    t.is(Object.keys(row!)[0], columns[0]);
+    store = new SqlUserStore({ sequelize });
+    await check('columns in reverse order');
+  });
 });
