@@ -17,8 +17,8 @@ import type { Registry } from 'prom-client';
 const requirePackage = createRequire(import.meta.url);
 
 export interface Metrics {
-  /** prom-client's registry, built (and prom-client loaded) on the first call. */
-  registry(): Registry;
+  /** prom-client's registry, built (and prom-client loaded) when first read. */
+  readonly registry: Registry;
   /** Records one finished request. `op` is an operation name or a fixed route label (never an id). */
   observe(op: string, transport: string, code: string, seconds: number): void;
   /**
@@ -174,7 +174,9 @@ export function createMetrics(): Metrics {
     return r;
   };
   return {
-    registry: built,
+    get registry(): Registry {
+      return built();
+    },
     observe(op, transport, code, seconds) {
       series.observe(op, transport, code, seconds);
     },
