@@ -15,6 +15,7 @@ import { issueTokens, refreshClaims } from './issue_tokens.ts';
 import { actorSubjects, type Permissions, type RequiredRelation } from './permissions.ts';
 import type { TokenScript } from './token_script.ts';
 import { invalidArgument } from './profile.ts';
+import { bearerPrincipal, cookiePrincipal, presentedSession } from './session_principals.ts';
 import { sessionCookieOf, toPublicUser, type AuthCallContext, type AuthResponse, type AuthResult, type PublicUser, type UserPrincipal } from './public_user.ts';
 
 /** `unauthenticated` with `reason` (default `unauthenticated`) and the message every failed API authentication gives. */
@@ -542,36 +543,6 @@ export interface ValidSession {
   org_roles?: string[];
 }
 
-/**
- * The principal of a session cookie, one frozen object per session record
- * (records are cached while unchanged: see SessionManager), and the session
- * each such principal was resolved from. Only a cookie's authentication makes
- * these principals, so a call whose principal is one of them was
- * authenticated with its session cookie.
- */
-const COOKIE_PRINCIPALS = new WeakMap<SessionRecord, UserPrincipal>();
-const COOKIE_SESSIONS = new WeakMap<object, SessionRecord>();
-
-function cookiePrincipal(session: SessionRecord): UserPrincipal {
-  let principal = COOKIE_PRINCIPALS.get(session);
-  if (principal === undefined) {
-    principal = Object.freeze({ kind: 'user', userId: session.user_id, subject: `user:${session.user_id}`, roles: session.roles, sessionId: session.sid });
-    COOKIE_PRINCIPALS.set(session, principal);
-    COOKIE_SESSIONS.set(principal, session);
-  }
-  return principal;
-}
-
-/**
- * The live session the call was authenticated with, when that was `cookie`
- * itself (the request's session cookie): found by the authentication of this
- * same call, so not looked up twice. Undefined otherwise.
- */
-function presentedSession(cookie: string, ctx: AuthCallContext): SessionRecord | undefined {
-  const p = ctx.principal;
-  return p !== undefined && cookie === ctx.sessionCookie ? COOKIE_SESSIONS.get(p) : undefined;
-}
-
 /** What the session flows read of organization memberships (the organization service). */
 export interface OrgMemberships {
   /** The user's live roles in the organization, with its session lifetime (seconds, 0 for none); undefined when not a member or the organization is gone. */
@@ -606,21 +577,4 @@ export interface ValidateJwtTokenInput {
 export interface ValidJwtToken {
   is_valid: true;
   claims: Record<string, unknown>;
-}
-
-/**
- * The principal of a verified token and its live session, one frozen object
- * per (session record, claims) pair while both are the cached ones: a caller
- * that keeps presenting the same token gets the same principal, whose subject
- * string is then the same object on every call (a check keyed by it reuses
- * its hash instead of building and hashing a new string).
- */
-const PRINCIPALS = new WeakMap<SessionRecord, { claims: TokenClaims; principal: UserPrincipal }>();
-
-function bearerPrincipal({ claims, session }: { claims: TokenClaims; session: SessionRecord }): UserPrincipal {
-  const known = PRINCIPALS.get(session);
-  if (known !== undefined && known.claims === claims) return known.principal;
-  const principal: UserPrincipal = Object.freeze({ kind: 'user', userId: session.user_id, subject: `user:${session.user_id}`, roles: session.roles, sessionId: session.sid, claims });
-  PRINCIPALS.set(session, { claims, principal });
-  return principal;
 }

@@ -74,6 +74,9 @@ const UPDATED_AT = at('updated_at');
 /** The columns of the users table in {@link COLUMN_NAMES} order, as a select list (`SELECT * ` names them in the table's order, which a migrated table may not share). */
 const USER_COLUMNS = COLUMN_NAMES.join(', ');
 const BY_ID = `SELECT ${USER_COLUMNS} FROM users WHERE id = ?`;
+/** A user found through a sign-in claim (email or phone), with its columns named as {@link USER_COLUMNS}. */
+const CLAIMED = 'FROM user_identifiers c JOIN users u ON u.id = c.user_id WHERE c.kind = ? AND c.value = ?';
+const BY_CLAIM = `SELECT ${COLUMN_NAMES.map((n) => `u.${n}`).join(', ')} ${CLAIMED}`;
 
 const str = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
 
@@ -273,12 +276,11 @@ export class SqlUserStore implements UserStore {
 
   /** One query through the claim (login's hot path); falls back to the column for rows without a claim. */
   async #findByClaim(kind: 'email' | 'phone', value: string, column: 'email' | 'phone_number'): Promise<UserRecord | undefined> {
-    const claimed = 'FROM user_identifiers c JOIN users u ON u.id = c.user_id WHERE c.kind = ? AND c.value = ?';
-    const values = this.#statements === undefined ? undefined : await this.#statements.values(`SELECT ${COLUMN_NAMES.map((n) => `u.${n}`).join(', ')} ${claimed}`, [kind, value]);
+    const values = this.#statements === undefined ? undefined : await this.#statements.values(BY_CLAIM, [kind, value]);
     if (values !== undefined) {
       if (values[0] !== undefined) return valuesToRecord(values[0]);
     } else {
-      const rows = await this.#rows(`SELECT u.* ${claimed}`, [kind, value]);
+      const rows = await this.#rows(`SELECT u.* ${CLAIMED}`, [kind, value]);
       if (rows[0] !== undefined) return rowToRecord(rows[0]);
     }
     return (await this.#select(`${column} = ?`, [value]))[0];
