@@ -19,7 +19,7 @@ import { createMetrics, type Metrics } from '../server/index.ts';
 import { HANDLERS, createPipeline, type AnyHandler, type ServedOperation } from '../server/index.ts';
 import { createRateLimiter } from '../server/index.ts';
 import { createClientIpResolver } from '../server/index.ts';
-import { createHttpApp } from '../transports/index.ts';
+import { CapturingRequest, createHttpApp } from '../transports/index.ts';
 import { loadGrpcAdapter, type GrpcServerHandle } from '../transports/index.ts';
 import { OPERATIONS } from '../api/index.ts';
 import { checkTable, type AnyOperation } from '../api/index.ts';
@@ -190,6 +190,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const app = createHttpApp({ config, services, operations, pipeline, metrics, rateLimiter, clientIp, draining: () => draining, starting: () => starting, dependencies });
     const http = createServer(
       {
+        // The fast paths take a request's body straight from the parser (transports/http/body_capture.ts).
+        IncomingMessage: CapturingRequest,
         requestTimeout: config.httpRequestTimeout,
         headersTimeout: config.httpHeadersTimeout,
         keepAliveTimeout: config.httpKeepAliveTimeout,

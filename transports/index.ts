@@ -4,6 +4,7 @@
  * operations table and calls the pipeline; none holds business logic.
  */
 export { createHttpApp } from './http/app.ts';
+export { CapturingRequest, collectBody, type PendingBody } from './http/body_capture.ts';
 export { loadPackageDefinition } from './grpc/package_definition.ts';
 export type { GrpcServerHandle, GrpcServerOptions } from './grpc/server.ts';
 

@@ -34,6 +34,7 @@ import { rateLimitKey } from '../../server/index.ts';
 import type { RateLimiter } from '../../server/index.ts';
 import type { AnyOperation } from '../../api/index.ts';
 import { rateLimitHeaders, rateLimited, type HttpLocals } from './guards.ts';
+import { collectBody } from './body_capture.ts';
 
 export interface RestFastPathOptions {
   /** REST path → method → row (the same map the express `/v1` handler uses). */
@@ -108,6 +109,8 @@ export function restFastPath(o: RestFastPathOptions): (req: IncomingMessage, res
     }
 
     const locals = o.begin(req, res);
+    // Taken while the request event runs, before the parser has pushed any of it (body_capture.ts).
+    const body = hasBody ? collectBody(req) : undefined;
     const limiter = o.rateLimiter;
     const key = rateLimitKey(locals.clientIp);
     if (limiter.takeNow !== undefined) {
@@ -130,20 +133,17 @@ export function restFastPath(o: RestFastPathOptions): (req: IncomingMessage, res
     function afterLimit(): void {
       const refused = o.csrf(req, path);
       if (refused !== undefined) return o.reject(res, locals, refused);
-      if (!hasBody) return o.serve(op as AnyOperation, req, res, locals, {});
-      const chunks: Buffer[] = [];
-      req.on('data', (chunk: Buffer) => chunks.push(chunk));
-      req.once('end', () => {
+      if (body === undefined) return o.serve(op as AnyOperation, req, res, locals, {});
+      // A client that goes away mid-body gets no answer (it could not read one).
+      body.whenComplete((bytes) => {
         let input: unknown;
         try {
-          input = parseJsonBody((chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)).toString('utf8'));
+          input = parseJsonBody(bytes.toString('utf8'));
         } catch (err) {
           return o.reject(res, locals, err as LatchkeyError);
         }
         o.serve(op as AnyOperation, req, res, locals, input);
       });
-      // A client that goes away mid-body gets no answer (it could not read one).
-      req.once('error', () => undefined);
     }
     return true;
   };

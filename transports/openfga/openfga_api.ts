@@ -25,6 +25,7 @@ import express, { type NextFunction, type Request, type Response, type Router } 
 import { DEFAULT_STORE_ID, type Engine, LatchkeyError, STORE_ID_PATTERN } from '../../engine/index.ts';
 import { bearerToken } from '../../server/index.ts';
 import { parseJsonBody } from '../http/rest_fast.ts';
+import { collectBody } from '../http/body_capture.ts';
 import { headersNow, sendJson, type HttpLocals } from '../http/guards.ts';
 import { invalidRequest, toOpenfga } from './openfga_errors.ts';
 import type { Json } from './openfga_wire.ts';
@@ -295,19 +296,16 @@ export function openfgaApi(options: OpenfgaApiOptions): OpenfgaApi {
 
     stats.fastServed++;
     begin(req, res);
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.once('end', () => {
+    // A client that goes away mid-body gets no answer (it could not read one).
+    collectBody(req).whenComplete((bytes) => {
       let body: unknown;
       try {
-        body = parseJsonBody((chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)).toString('utf8'));
+        body = parseJsonBody(bytes.toString('utf8'));
       } catch {
         return send(res, 400, { code: 'validation_error', message: 'invalid JSON body' });
       }
       serve({ body, params: { store_id: storeId }, query: {} }, res);
     });
-    // A client that goes away mid-body gets no answer (it could not read one).
-    req.once('error', () => undefined);
     return true;
   };
   return { router, fast, stats };
