@@ -39,7 +39,8 @@ export interface PendingBody {
   whenComplete(then: (bytes: Buffer) => void): void;
 }
 
-const EMPTY = Buffer.alloc(0);
+/** The body's chunks as one buffer (the one chunk itself when there is one, as a small body arrives). */
+const joined = (chunks: readonly Buffer[]): Buffer => (chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks));
 
 /** The server's request class: a plain `IncomingMessage` whose body a fast path may take straight from the parser. */
 export class CapturingRequest extends IncomingMessage implements PendingBody {
@@ -67,19 +68,14 @@ export class CapturingRequest extends IncomingMessage implements PendingBody {
     if (then !== undefined) {
       this.#then = undefined;
       // After the parser has returned: an answer is never written from inside its callback.
-      process.nextTick(then, this.#bytes());
+      process.nextTick(then, joined(chunks));
     }
     return false;
   }
 
   whenComplete(then: (bytes: Buffer) => void): void {
-    if (this.#complete) then(this.#bytes());
+    if (this.#complete) then(joined(this.#chunks as Buffer[]));
     else this.#then = then;
-  }
-
-  #bytes(): Buffer {
-    const chunks = this.#chunks as Buffer[];
-    return chunks.length === 1 ? (chunks[0] as Buffer) : chunks.length === 0 ? EMPTY : Buffer.concat(chunks);
   }
 }
 
@@ -99,7 +95,7 @@ export function collectBody(req: NodeIncomingMessage): PendingBody {
   let waiting: ((bytes: Buffer) => void) | undefined;
   req.on('data', (chunk: Buffer) => chunks.push(chunk));
   req.once('end', () => {
-    bytes = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+    bytes = joined(chunks);
     if (waiting !== undefined) waiting(bytes);
   });
   req.once('error', () => undefined);
