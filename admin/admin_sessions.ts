@@ -13,7 +13,7 @@
  * - Every failure says the same `unauthorized`, whatever was wrong.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Sequelize } from 'sequelize';
+import type { SqlDatabase } from '../engine/sql/sql_database.ts';
 import { LatchkeyError } from '../engine/errors.ts';
 import { exec, num, select, update } from './sql.ts';
 import type { AdminFailureCounter } from './admin_types.ts';
@@ -32,7 +32,7 @@ export interface AdminCookieAttributes {
 
 export interface AdminSessionsOptions {
   /** The SQL connection (the store is then {@link SqlAdminSessionStore}); ignored when `store` is given. */
-  sequelize?: Sequelize | undefined;
+  sequelize?: SqlDatabase | undefined;
   /** Where sessions live (e.g. the DynamoDB store). */
   store?: AdminSessionStore | undefined;
   adminSecret: string;
@@ -120,9 +120,9 @@ export interface AdminSessionStore {
 
 /** Admin sessions in the `admin_sessions` table. */
 export class SqlAdminSessionStore implements AdminSessionStore {
-  readonly #db: Sequelize;
+  readonly #db: SqlDatabase;
 
-  constructor(sequelize: Sequelize) {
+  constructor(sequelize: SqlDatabase) {
     this.#db = sequelize;
   }
 
@@ -158,7 +158,7 @@ export class AdminSessions {
 
   constructor(options: AdminSessionsOptions) {
     if (!options.adminSecret) throw new Error('admin secret must not be empty');
-    this.#db = options.store ?? new SqlAdminSessionStore(options.sequelize as Sequelize);
+    this.#db = options.store ?? new SqlAdminSessionStore(options.sequelize as SqlDatabase);
     this.#secret = digest(options.adminSecret);
     this.#ttlMs = options.ttlMs ?? 3_600_000;
     this.#clock = options.clock ?? Date.now;

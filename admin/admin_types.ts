@@ -3,7 +3,8 @@
  * ports to the identity service, the FGA store and the mail queue, and the
  * records of the user operations.
  */
-import type { Sequelize, Transaction } from 'sequelize';
+import type { Transaction } from 'sequelize';
+import type { SqlDatabase } from '../engine/sql/sql_database.ts';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { Engine } from '../engine/index.ts';
 import { toPublicUser, type MainDatabase, type PublicUser, type StoreTransaction, type UserFields, type UserRecord } from '../auth/index.ts';
@@ -103,7 +104,7 @@ export interface AdminFailureCounter {
 
 export interface AdminServiceOptions {
   /** The SQL main database; ignored when `database` is given. */
-  sequelize?: Sequelize | undefined;
+  sequelize?: SqlDatabase | undefined;
   /** The main database (SQL or DynamoDB); default: `sequelize`. */
   database?: MainDatabase | undefined;
   adminSecret: string;

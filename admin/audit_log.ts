@@ -23,7 +23,8 @@
  *   any transaction is undone alone (a savepoint) and taken again.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import type { Sequelize, Transaction } from 'sequelize';
+import type { Transaction } from 'sequelize';
+import type { SqlDatabase } from '../engine/sql/sql_database.ts';
 import { SqliteStatements, type StoreTransaction } from '../auth/index.ts';
 import { LatchkeyError } from '../engine/errors.ts';
 import { normalizePagination, type Pagination, type PaginationInput } from './pagination.ts';
@@ -79,7 +80,7 @@ export interface AuditLogFilter {
 
 export interface AuditLogOptions {
   /** The SQL connection (the store is then {@link SqlAuditLogStore}); ignored when `store` is given. */
-  sequelize?: Sequelize | undefined;
+  sequelize?: SqlDatabase | undefined;
   /** Where rows live (e.g. the DynamoDB store). */
   store?: AuditLogStore | undefined;
   /** Current time in unix milliseconds (default `Date.now`). */
@@ -151,7 +152,7 @@ export class AuditLog {
   #tail: Promise<unknown> = Promise.resolve();
 
   constructor(options: AuditLogOptions) {
-    this.#store = options.store ?? new SqlAuditLogStore(options.sequelize as Sequelize);
+    this.#store = options.store ?? new SqlAuditLogStore(options.sequelize as SqlDatabase);
     this.#clock = options.clock ?? Date.now;
   }
 
@@ -315,10 +316,10 @@ const INSERT = `INSERT INTO audit_logs (id, seq, actor_id, actor_type, actor_ema
  * (auth/sqlite_statements.ts), on the connection sequelize would use.
  */
 export class SqlAuditLogStore implements AuditLogStore {
-  readonly #db: Sequelize;
+  readonly #db: SqlDatabase;
   readonly #statements: SqliteStatements | undefined;
 
-  constructor(sequelize: Sequelize) {
+  constructor(sequelize: SqlDatabase) {
     this.#db = sequelize;
     this.#statements = SqliteStatements.of(sequelize);
   }

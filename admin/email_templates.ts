@@ -14,7 +14,7 @@
  * There is no code execution and no raw insertion.
  */
 import { randomUUID } from 'node:crypto';
-import type { Sequelize } from 'sequelize';
+import type { SqlDatabase } from '../engine/sql/sql_database.ts';
 import { LatchkeyError } from '../engine/errors.ts';
 import { normalizePagination, type Pagination, type PaginationInput } from './pagination.ts';
 import { countOf, exec, num, select, str, type Row } from './sql.ts';
@@ -177,7 +177,7 @@ function toTemplate(r: Row): EmailTemplate {
 
 export interface EmailTemplatesOptions {
   /** The SQL connection (the store is then {@link SqlEmailTemplateStore}); ignored when `store` is given. */
-  sequelize?: Sequelize | undefined;
+  sequelize?: SqlDatabase | undefined;
   /** Where templates live (e.g. the DynamoDB store). */
   store?: EmailTemplateStore | undefined;
   clock?: () => number;
@@ -203,9 +203,9 @@ export interface EmailTemplateStore {
 
 /** Templates in the `email_templates` table (unique index on `event_name`, `language`). */
 export class SqlEmailTemplateStore implements EmailTemplateStore {
-  readonly #db: Sequelize;
+  readonly #db: SqlDatabase;
 
-  constructor(sequelize: Sequelize) {
+  constructor(sequelize: SqlDatabase) {
     this.#db = sequelize;
   }
 
@@ -271,7 +271,7 @@ export class EmailTemplates {
   readonly #clock: () => number;
 
   constructor(options: EmailTemplatesOptions) {
-    this.#db = options.store ?? new SqlEmailTemplateStore(options.sequelize as Sequelize);
+    this.#db = options.store ?? new SqlEmailTemplateStore(options.sequelize as SqlDatabase);
     this.#clock = options.clock ?? Date.now;
   }
 

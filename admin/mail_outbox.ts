@@ -8,7 +8,8 @@
  * Text messages wait in the same table (`channel = 'sms'`: the phone number
  * as recipient, the text as body); each channel has its own store over it.
  */
-import type { Sequelize, Transaction } from 'sequelize';
+import type { Transaction } from 'sequelize';
+import type { SqlDatabase } from '../engine/sql/sql_database.ts';
 import { countOf, exec, num, select, str, update } from './sql.ts';
 
 /** A mail as the outbox stores it. */
@@ -24,10 +25,10 @@ export type OutboxChannel = 'mail' | 'sms';
 
 /** SQL implementation of the mail queue's outbox store, for one channel. */
 export class SqlMailOutbox {
-  readonly #db: Sequelize;
+  readonly #db: SqlDatabase;
   readonly #channel: OutboxChannel;
 
-  constructor(sequelize: Sequelize, channel: OutboxChannel = 'mail') {
+  constructor(sequelize: SqlDatabase, channel: OutboxChannel = 'mail') {
     this.#db = sequelize;
     this.#channel = channel;
   }

@@ -14,7 +14,7 @@
  * inside a transaction lock to take the chain head in turn
  * (`0004_audit_chain_lock`, admin/audit_log.ts).
  */
-import type { Sequelize } from 'sequelize';
+import type { SqlDatabase } from '../engine/sql/sql_database.ts';
 import { runMigrations, type Migration, type SqlDialect } from '../engine/sql/migrate.ts';
 
 const isMysql = (dialect: SqlDialect): boolean => dialect === 'mysql' || dialect === 'mariadb';
@@ -167,6 +167,6 @@ export const ADMIN_MIGRATIONS: readonly Migration[] = [
 ];
 
 /** Creates or upgrades the admin tables on the given connection. */
-export async function migrateAdminStore(sequelize: Sequelize): Promise<void> {
+export async function migrateAdminStore(sequelize: SqlDatabase): Promise<void> {
   await runMigrations(sequelize, 'admin', ADMIN_MIGRATIONS);
 }

@@ -3,13 +3,14 @@
  * PostgreSQL and MySQL (row shapes, BIGINT strings from pg, affected-row
  * counts).
  */
-import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
+import type { Transaction } from 'sequelize';
+import { QueryTypes, type SqlDatabase } from '../engine/sql/sql_database.ts';
 
 export type Row = Record<string, unknown>;
 
 /** Runs a SELECT and returns its rows. */
 export async function select(
-  sequelize: Sequelize,
+  sequelize: SqlDatabase,
   sql: string,
   replacements: unknown[] = [],
   transaction?: Transaction,
@@ -23,7 +24,7 @@ export async function select(
 
 /** Runs an INSERT/DELETE (or any statement whose result is not needed). */
 export async function exec(
-  sequelize: Sequelize,
+  sequelize: SqlDatabase,
   sql: string,
   replacements: unknown[] = [],
   transaction?: Transaction,
@@ -33,7 +34,7 @@ export async function exec(
 
 /** Runs an UPDATE and returns how many rows it changed. */
 export async function update(
-  sequelize: Sequelize,
+  sequelize: SqlDatabase,
   sql: string,
   replacements: unknown[] = [],
   transaction?: Transaction,

@@ -5,16 +5,17 @@
  * delivery is claimed by a conditional UPDATE, so of concurrent claims
  * exactly one changes the row.
  */
-import type { Sequelize, Transaction } from 'sequelize';
+import type { Transaction } from 'sequelize';
+import type { SqlDatabase } from '../engine/sql/sql_database.ts';
 import type { StoreTransaction } from '../auth/index.ts';
 import { countOf, exec, num, select, str, update, type Row } from './sql.ts';
 import type { DeliveryOutcome, DeliveryRow, WebhookStore } from './webhook_store.ts';
 
 /** Webhooks in the `webhooks`, `webhook_deliveries` and `webhook_logs` tables. */
 export class SqlWebhookStore implements WebhookStore {
-  readonly #db: Sequelize;
+  readonly #db: SqlDatabase;
 
-  constructor(sequelize: Sequelize) {
+  constructor(sequelize: SqlDatabase) {
     this.#db = sequelize;
   }
 

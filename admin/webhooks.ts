@@ -22,7 +22,7 @@
  * SQL tables (admin/webhook_store_sql.ts) or DynamoDB.
  */
 import { randomUUID } from 'node:crypto';
-import type { Sequelize } from 'sequelize';
+import type { SqlDatabase } from '../engine/sql/sql_database.ts';
 import type { StoreTransaction } from '../auth/index.ts';
 import { LatchkeyError } from '../engine/errors.ts';
 import { normalizePagination, type Pagination, type PaginationInput } from './pagination.ts';
@@ -112,7 +112,7 @@ export interface TestEndpointInput {
 
 export interface WebhookServiceOptions {
   /** The SQL connection (the store is then {@link SqlWebhookStore}); ignored when `store` is given. */
-  sequelize?: Sequelize | undefined;
+  sequelize?: SqlDatabase | undefined;
   /** Where webhooks, deliveries and logs live (e.g. the DynamoDB store). */
   store?: WebhookStore | undefined;
   /** HMAC key of the delivery signatures (the composition root passes the client secret). */
@@ -245,7 +245,7 @@ export class WebhookService {
 
   constructor(options: WebhookServiceOptions) {
     if (!options.signingSecret) throw new Error('webhook signing secret must not be empty');
-    this.#db = options.store ?? new SqlWebhookStore(options.sequelize as Sequelize);
+    this.#db = options.store ?? new SqlWebhookStore(options.sequelize as SqlDatabase);
     this.#secret = options.signingSecret;
     this.#ssrf = options.ssrf;
     this.#clock = options.clock ?? Date.now;

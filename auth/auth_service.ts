@@ -28,7 +28,7 @@ import { PasswordHasher, assertPasswordAcceptable } from './password.ts';
 import { SessionManager } from './sessions.ts';
 import { TokenService } from './tokens.ts';
 import { normalizeEmail, normalizePhone, type UserFields, type UserRecord, type UserStore } from './user_store_types.ts';
-import type { Sequelize } from 'sequelize';
+import type { SqlDatabase } from '../engine/sql/sql_database.ts';
 import { openAuthStores } from './auth_stores.ts';
 import { sqlDatabase, type MainDatabase, type StoreTransaction } from './main_database.ts';
 import { MfaFlows, type OtpDelivery } from './mfa.ts';
@@ -56,7 +56,7 @@ export { SESSION_COOKIE, SESSION_DOMAIN_COOKIE, sessionCookieOf, toPublicUser, t
 /** Dependencies of {@link AuthService}. */
 export interface AuthDependencies {
   /** The SQL main database; ignored when `database` is given. */
-  sequelize?: Sequelize | undefined;
+  sequelize?: SqlDatabase | undefined;
   /** The main database (SQL or DynamoDB); default: `sequelize`. */
   database?: MainDatabase | undefined;
   memoryStore: MemoryStore;

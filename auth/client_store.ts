@@ -16,7 +16,7 @@
  * and costs a microsecond: the token endpoint can authenticate hundreds of
  * clients a second per core.
  */
-import { QueryTypes, type Sequelize } from 'sequelize';
+import { QueryTypes, type SqlDatabase } from '../engine/sql/sql_database.ts';
 import { runMigrations, type Migration } from '../engine/sql/migrate.ts';
 import { isUniqueViolation } from './sql_conflicts.ts';
 import { tableOptions } from './sql_charset.ts';
@@ -264,9 +264,9 @@ function clientValues(c: ClientRecord): unknown[] {
 
 /** The {@link ClientStore} on SQL (component `auth_clients`). */
 export class SqlClientStore implements ClientStore {
-  readonly #db: Sequelize;
+  readonly #db: SqlDatabase;
 
-  constructor(options: { sequelize: Sequelize }) {
+  constructor(options: { sequelize: SqlDatabase }) {
     this.#db = options.sequelize;
   }
 

@@ -25,7 +25,8 @@
  * (`revoke_consent`): the next request of that client asks again.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
+import type { Transaction } from 'sequelize';
+import { QueryTypes, type SqlDatabase } from '../engine/sql/sql_database.ts';
 import { runMigrations, type Migration } from '../engine/sql/migrate.ts';
 import type { MemoryStore } from './memory_store.ts';
 import type { SessionManager } from './sessions.ts';
@@ -66,8 +67,8 @@ export interface ConsentGrant {
 
 /** Where grants live: SQL (`oauth_consents`, component `auth_consent`), as the client registry. */
 export class SqlConsentStore {
-  readonly #db: Sequelize;
-  constructor(sequelize: Sequelize) {
+  readonly #db: SqlDatabase;
+  constructor(sequelize: SqlDatabase) {
     this.#db = sequelize;
   }
   async init(): Promise<void> {

@@ -10,11 +10,12 @@
  * (docs/storage.md, "DynamoDB main database"). Either way `afterCommit`
  * callbacks run only once the change has been made.
  */
-import type { Sequelize, Transaction } from 'sequelize';
+import type { Transaction } from 'sequelize';
+import type { SqlDatabase } from '../engine/sql/sql_database.ts';
 import type { DynamoDatabase } from './dynamodb.ts';
 
 /** The main database of the process. */
-export type MainDatabase = { readonly kind: 'sql'; readonly sequelize: Sequelize } | { readonly kind: 'dynamodb'; readonly dynamo: DynamoDatabase };
+export type MainDatabase = { readonly kind: 'sql'; readonly sequelize: SqlDatabase } | { readonly kind: 'dynamodb'; readonly dynamo: DynamoDatabase };
 
 /**
  * A change in progress on the main database, handed to store methods that
@@ -40,7 +41,7 @@ export class DynamoTransaction implements StoreTransaction {
 }
 
 /** The main database of a sequelize connection. */
-export function sqlDatabase(sequelize: Sequelize): MainDatabase {
+export function sqlDatabase(sequelize: SqlDatabase): MainDatabase {
   return { kind: 'sql', sequelize };
 }
 

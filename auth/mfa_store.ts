@@ -12,7 +12,8 @@
  * across processes.
  */
 import { randomUUID } from 'node:crypto';
-import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
+import type { Transaction } from 'sequelize';
+import { QueryTypes, type SqlDatabase } from '../engine/sql/sql_database.ts';
 import { runMigrations, type Migration } from '../engine/sql/migrate.ts';
 import { isDeadlock, isUniqueViolation, retryConflicts } from './sql_conflicts.ts';
 import { tableOptions, utf8mb4Migration } from './sql_charset.ts';
@@ -112,10 +113,10 @@ export interface MfaStore {
 
 /** The {@link MfaStore} on SQL: the `otps` and `authenticators` tables. */
 export class SqlMfaStore implements MfaStore {
-  readonly #db: Sequelize;
+  readonly #db: SqlDatabase;
   readonly #now: () => number;
 
-  constructor(options: { sequelize: Sequelize; nowSeconds: () => number }) {
+  constructor(options: { sequelize: SqlDatabase; nowSeconds: () => number }) {
     this.#db = options.sequelize;
     this.#now = options.nowSeconds;
   }

@@ -12,7 +12,8 @@
  * last two owners cannot both see another owner left; SQLite writes one
  * transaction at a time anyway.
  */
-import { QueryTypes, UniqueConstraintError, type Sequelize, type Transaction } from 'sequelize';
+import type { Transaction } from 'sequelize';
+import { QueryTypes, isUniqueConstraintError, type SqlDatabase } from '../engine/sql/sql_database.ts';
 import { runMigrations, type Migration } from '../engine/sql/migrate.ts';
 import { tableOptions } from './sql_charset.ts';
 import type { StoreTransaction } from './main_database.ts';
@@ -226,16 +227,16 @@ function likeContaining(s: string): string {
 
 /** The organization store on SQL. */
 export class SqlOrgStore {
-  readonly #db: Sequelize;
+  readonly #db: SqlDatabase;
   readonly #now: () => number;
 
-  constructor(options: { sequelize: Sequelize; nowSeconds: () => number }) {
+  constructor(options: { sequelize: SqlDatabase; nowSeconds: () => number }) {
     this.#db = options.sequelize;
     this.#now = options.nowSeconds;
   }
 
   /** The connection the rows live on (the organization service checks that the FGA store shares it). */
-  get sequelize(): Sequelize {
+  get sequelize(): SqlDatabase {
     return this.#db;
   }
 
@@ -272,7 +273,7 @@ export class SqlOrgStore {
       );
       return true;
     } catch (err) {
-      if (err instanceof UniqueConstraintError) return false;
+      if (isUniqueConstraintError(err)) return false;
       throw err;
     }
   }
@@ -287,7 +288,7 @@ export class SqlOrgStore {
       );
       return true;
     } catch (err) {
-      if (err instanceof UniqueConstraintError) return false;
+      if (isUniqueConstraintError(err)) return false;
       throw err;
     }
   }
@@ -396,7 +397,7 @@ export class SqlOrgStore {
       await this.#run('INSERT INTO organization_teams (id, organization_id, name, created_at) VALUES (?, ?, ?, ?)', [team.id, team.organization_id, team.name, team.created_at], t);
       return true;
     } catch (err) {
-      if (err instanceof UniqueConstraintError) return false;
+      if (isUniqueConstraintError(err)) return false;
       throw err;
     }
   }
@@ -464,7 +465,7 @@ export class SqlOrgStore {
       await this.#run('UPDATE organization_teams SET name = ? WHERE id = ?', [name, teamId], t);
       return true;
     } catch (err) {
-      if (err instanceof UniqueConstraintError) return false;
+      if (isUniqueConstraintError(err)) return false;
       throw err;
     }
   }
@@ -576,7 +577,7 @@ export class SqlOrgStore {
       try {
         await this.#run('INSERT INTO organization_verified_domains (domain, organization_id) VALUES (?, ?)', [domain, organizationId], t);
       } catch (err) {
-        if (err instanceof UniqueConstraintError) return false;
+        if (isUniqueConstraintError(err)) return false;
         throw err;
       }
     }

@@ -11,7 +11,8 @@
  * so two sign-ins racing on one counter value cannot both be accepted.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
+import type { Transaction } from 'sequelize';
+import { QueryTypes, type SqlDatabase } from '../engine/sql/sql_database.ts';
 import { LatchkeyError } from '../engine/errors.ts';
 import { runMigrations, type Migration } from '../engine/sql/migrate.ts';
 import type { DynamoDatabase, DynamoItem } from './dynamodb.ts';
@@ -125,10 +126,10 @@ function fromRow(r: Record<string, unknown>): PasskeyRecord {
 
 /** The {@link PasskeyStore} on SQL: the `passkeys` table. */
 export class SqlPasskeyStore implements PasskeyStore {
-  readonly #db: Sequelize;
+  readonly #db: SqlDatabase;
   readonly #now: () => number;
 
-  constructor(options: { sequelize: Sequelize; nowSeconds: () => number }) {
+  constructor(options: { sequelize: SqlDatabase; nowSeconds: () => number }) {
     this.#db = options.sequelize;
     this.#now = options.nowSeconds;
   }

@@ -15,7 +15,8 @@
  * provider reported when the identity was linked or last used to sign in;
  * it is shown to the account's owner and proves nothing.
  */
-import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
+import type { Transaction } from 'sequelize';
+import { QueryTypes, type SqlDatabase } from '../engine/sql/sql_database.ts';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { Migration } from '../engine/sql/migrate.ts';
 import type { DynamoDatabase, DynamoItem } from './dynamodb.ts';
@@ -115,10 +116,10 @@ function fromRow(r: Record<string, unknown>): ProviderIdentity {
 
 /** The {@link ProviderIdentityStore} on SQL: the `provider_identities` table. */
 export class SqlProviderIdentityStore implements ProviderIdentityStore {
-  readonly #db: Sequelize;
+  readonly #db: SqlDatabase;
   readonly #now: () => number;
 
-  constructor(options: { sequelize: Sequelize; nowSeconds: () => number }) {
+  constructor(options: { sequelize: SqlDatabase; nowSeconds: () => number }) {
     this.#db = options.sequelize;
     this.#now = options.nowSeconds;
   }

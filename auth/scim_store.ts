@@ -6,7 +6,8 @@
  * 32 random bytes, so a fast hash is enough (nothing to guess a dictionary
  * word from), and a check costs one indexed read.
  */
-import { QueryTypes, UniqueConstraintError, type Sequelize, type Transaction } from 'sequelize';
+import type { Transaction } from 'sequelize';
+import { QueryTypes, isUniqueConstraintError, type SqlDatabase } from '../engine/sql/sql_database.ts';
 import { LatchkeyError } from '../engine/errors.ts';
 import { runMigrations, type Migration } from '../engine/sql/migrate.ts';
 import { tableOptions } from './sql_charset.ts';
@@ -121,9 +122,9 @@ function tokenOf(r: Record<string, unknown>): ScimTokenRecord & { secret_hash: s
 
 /** The SCIM token store on SQL. */
 export class SqlScimStore {
-  readonly #db: Sequelize;
+  readonly #db: SqlDatabase;
 
-  constructor(options: { sequelize: Sequelize }) {
+  constructor(options: { sequelize: SqlDatabase }) {
     this.#db = options.sequelize;
   }
 
@@ -210,7 +211,7 @@ export class SqlScimStore {
       );
     } catch (err) {
       // Two requests creating one userName at once: the unique index lets one through.
-      if (err instanceof UniqueConstraintError) throw new LatchkeyError('already_exists', 'a user with this userName exists in the organization', { reason: 'scim_user_name_taken' });
+      if (isUniqueConstraintError(err)) throw new LatchkeyError('already_exists', 'a user with this userName exists in the organization', { reason: 'scim_user_name_taken' });
       throw err;
     }
   }

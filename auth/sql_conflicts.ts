@@ -3,11 +3,11 @@
  * again": deadlocks and serialization failures (MySQL 1213, PostgreSQL
  * 40P01/40001) roll the whole transaction back, so a retry is safe.
  */
-import { UniqueConstraintError } from 'sequelize';
+import { isUniqueConstraintError } from '../engine/sql/sql_database.ts';
 
-/** True for a unique-constraint violation reported through sequelize. */
+/** True for a unique-constraint violation reported through sequelize or the SQLite main database. */
 export function isUniqueViolation(err: unknown): boolean {
-  return err instanceof UniqueConstraintError || (err as { name?: string } | null)?.name === 'SequelizeUniqueConstraintError';
+  return isUniqueConstraintError(err);
 }
 
 /** True for a deadlock or serialization failure reported through sequelize. */

@@ -1,25 +1,28 @@
 /**
  * The hottest statements of the SQL stores on SQLite, run on the `node:sqlite`
- * connection sequelize itself uses outside transactions
- * (engine/sql/node_sqlite_driver.ts), with bound parameters.
+ * connection the database itself uses outside transactions (sequelize's, or
+ * the server's `SqliteDatabase`: engine/sql/sqlite_database.ts), with bound
+ * parameters.
  *
  * Why: sequelize formats `replacements` into the SQL text, so each call is a
  * new text that the driver prepares again, and it builds an `Error` stack for
  * every query; for the user read of `profile` and `validate_session` and the
  * audit row of a sign-out that was about a quarter of the request's CPU time.
- * Here a text is prepared once per connection and a SELECT answers at once
- * (the driver's `allNow`), or, while statements wait for a lock on the
- * connection, from the event loop behind them.
+ * (`SqliteDatabase` binds them, but finds them in the text on every call and
+ * answers from the event loop.) Here a text is prepared once per connection
+ * and a SELECT answers at once (the driver's `allNow`), or, while statements
+ * wait for a lock on the connection, from the event loop behind them.
  *
  * Same rows as through sequelize (plain objects, the driver's values), same
- * connection, so the same snapshot and the same lock waits. Failures are
- * given sequelize's error classes for the same driver codes (a lock held past
- * the busy timeout is a `TimeoutError`, a unique violation a
- * `UniqueConstraintError`, anything else a `DatabaseError`), so that callers
- * and {@link isDependencyFailure} see what they saw before. Statements inside
- * a transaction, and every other dialect, stay on sequelize.
+ * connection, so the same snapshot and the same lock waits. Failures are the
+ * errors sequelize's SQLite dialect gives for the same driver codes, by name
+ * (engine/sql/sql_database.ts: a lock held past the busy timeout is a
+ * `SequelizeTimeoutError`, a constraint a `SequelizeUniqueConstraintError`,
+ * anything else a `SequelizeDatabaseError`), so that callers and
+ * {@link isDependencyFailure} see what they saw before. Statements inside a
+ * transaction, and every other dialect, stay on the database's `query`.
  */
-import { DatabaseError, TimeoutError, UniqueConstraintError, type Sequelize } from 'sequelize';
+import { sqliteStatementError, type SqlDatabase } from '../engine/sql/sql_database.ts';
 import { isNodeSqliteConnection } from '../engine/sql/index.ts';
 
 /** The part of the driver's `Database` used here. */
@@ -37,23 +40,23 @@ interface ConnectionManager {
 
 /** Bound statements on the SQLite connection sequelize uses outside transactions. */
 export class SqliteStatements {
-  readonly #sequelize: Sequelize;
+  readonly #sequelize: SqlDatabase;
   #connection: NodeSqliteConnection | undefined;
   /** Set once the connection was found not to be the `node:sqlite` driver's: sequelize runs everything. */
   #foreign = false;
 
-  private constructor(sequelize: Sequelize) {
+  private constructor(sequelize: SqlDatabase) {
     this.#sequelize = sequelize;
   }
 
   /** The statements of `sequelize` when it is on SQLite, else undefined (use sequelize). */
-  static of(sequelize: Sequelize): SqliteStatements | undefined {
+  static of(sequelize: SqlDatabase): SqliteStatements | undefined {
     return sequelize.getDialect() === 'sqlite' ? new SqliteStatements(sequelize) : undefined;
   }
 
   /**
    * The connection, or undefined when it is not the `node:sqlite` driver's
-   * (then the caller uses sequelize). Sequelize makes it on first use and
+   * (then the caller uses sequelize). The database makes it on first use and
    * makes a new one after it was closed.
    */
   #open(): NodeSqliteConnection | undefined | Promise<NodeSqliteConnection | undefined> {
@@ -154,16 +157,7 @@ function isLockError(err: unknown): boolean {
   return code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED';
 }
 
-/** The sequelize error its SQLite dialect makes of a driver error (`formatError`, for the codes met here). */
+/** The error sequelize's SQLite dialect makes of a driver error (engine/sql/sql_database.ts). */
 function sequelizeError(err: unknown, sql = ''): Error {
-  const e = err as { code?: unknown; message?: unknown } | null;
-  if (e instanceof Error && typeof (e as { code?: unknown }).code === 'string') {
-    const code = String((e as { code?: unknown }).code);
-    // As sequelize: the statement's text on the driver's error.
-    const parent = Object.assign(e, { sql });
-    if (code === 'SQLITE_BUSY') return new TimeoutError(parent);
-    if (code.startsWith('SQLITE_CONSTRAINT') && /UNIQUE|PRIMARY KEY/u.test(e.message)) return new UniqueConstraintError({ parent, message: e.message });
-    return new DatabaseError(parent);
-  }
-  return err instanceof Error ? err : new Error(String(err));
+  return sqliteStatementError(err, sql);
 }

@@ -4,7 +4,8 @@
  * Connect connection of an organization, its mappings and its protocol
  * settings as JSON (they are read whole, never queried by part).
  */
-import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
+import type { Transaction } from 'sequelize';
+import { QueryTypes, type SqlDatabase } from '../engine/sql/sql_database.ts';
 import { runMigrations, type Migration } from '../engine/sql/migrate.ts';
 import { tableOptions } from './sql_charset.ts';
 import type { StoreTransaction } from './main_database.ts';
@@ -134,9 +135,9 @@ function valuesOf(c: SsoConnectionRecord): unknown[] {
 
 /** The connection store on SQL. */
 export class SqlSsoStore {
-  readonly #db: Sequelize;
+  readonly #db: SqlDatabase;
 
-  constructor(options: { sequelize: Sequelize }) {
+  constructor(options: { sequelize: SqlDatabase }) {
     this.#db = options.sequelize;
   }
 

@@ -6,7 +6,7 @@
  * tables of other auth stores that live in this migration list. A released
  * migration keeps its meaning; a change is a new migration.
  */
-import { QueryTypes } from 'sequelize';
+import { QueryTypes } from '../engine/sql/sql_database.ts';
 import type { Migration, MigrationContext, SqlDialect } from '../engine/sql/migrate.ts';
 import { PROVIDER_IDENTITIES_MIGRATION } from './provider_identity_store.ts';
 import { tableOptions, utf8mb4Migration } from './sql_charset.ts';

@@ -19,7 +19,8 @@
  * is in auth/user_store_types.ts.
  */
 import { randomUUID } from 'node:crypto';
-import { QueryTypes, Transaction, UniqueConstraintError, type Sequelize } from 'sequelize';
+import type { Transaction } from 'sequelize';
+import { QueryTypes, TransactionTypes, isUniqueConstraintError, type SqlDatabase } from '../engine/sql/sql_database.ts';
 import { LatchkeyError } from '../engine/errors.ts';
 import { runMigrations, type SqlDialect } from '../engine/sql/migrate.ts';
 import { isDeadlock } from './sql_conflicts.ts';
@@ -144,7 +145,7 @@ export function toColumn(key: string, value: unknown): unknown {
 /** Options of {@link SqlUserStore}. */
 export interface UserStoreOptions {
   /** The one connection of the process. */
-  sequelize: Sequelize;
+  sequelize: SqlDatabase;
   /** Seconds since the epoch. Default from `Date.now`. */
   nowSeconds?: () => number;
 }
@@ -154,7 +155,7 @@ export interface UserStoreOptions {
  * claims, each change one transaction.
  */
 export class SqlUserStore implements UserStore {
-  readonly #sequelize: Sequelize;
+  readonly #sequelize: SqlDatabase;
   readonly #dialect: SqlDialect;
   readonly #now: () => number;
   /** SQLite: the reads outside a transaction, prepared once (auth/sqlite_statements.ts). */
@@ -225,7 +226,7 @@ export class SqlUserStore implements UserStore {
           throw new LatchkeyError('unavailable', 'the database is locked by another process; retry later', { reason: 'storage_unavailable', cause: locked });
         }
         try {
-          return await this.#sequelize.transaction({ type: Transaction.TYPES.IMMEDIATE }, fn);
+          return await this.#sequelize.transaction({ type: TransactionTypes.IMMEDIATE }, fn);
         } catch (err) {
           const busy = /SQLITE_BUSY|database is locked/i.test(String((err as { message?: string })?.message ?? err));
           if (!busy) throw err;
@@ -307,7 +308,7 @@ export class SqlUserStore implements UserStore {
         transaction,
       });
     } catch (err) {
-      if (err instanceof UniqueConstraintError || /unique|duplicate/i.test(String((err as Error)?.message))) {
+      if (isUniqueConstraintError(err) || /unique|duplicate/i.test(String((err as Error)?.message))) {
         throw new LatchkeyError('already_exists', USER_EXISTS_MESSAGE, { reason: 'user_already_exists', cause: err });
       }
       throw err;

@@ -14,7 +14,8 @@
  *   removed opportunistically.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
+import type { Transaction } from 'sequelize';
+import { QueryTypes, type SqlDatabase } from '../engine/sql/sql_database.ts';
 import { LatchkeyError } from '../engine/errors.ts';
 import { runMigrations, type Migration } from '../engine/sql/migrate.ts';
 import { isUniqueViolation, retryConflicts } from './sql_conflicts.ts';
@@ -162,10 +163,10 @@ export interface VerificationStore {
 
 /** The {@link VerificationStore} on SQL: the `verification_requests` table. */
 export class SqlVerificationStore implements VerificationStore {
-  readonly #db: Sequelize;
+  readonly #db: SqlDatabase;
   readonly #now: () => number;
 
-  constructor(options: { sequelize: Sequelize; nowSeconds: () => number }) {
+  constructor(options: { sequelize: SqlDatabase; nowSeconds: () => number }) {
     this.#db = options.sequelize;
     this.#now = options.nowSeconds;
   }

@@ -58,6 +58,7 @@ const ENGINE_EXTERNAL: Record<string, string> = {
   'engine/errors': '@latchkey/engine',
   'engine/sql/index': '@latchkey/engine/sql',
   'engine/sql/migrate': '@latchkey/engine/sql',
+  'engine/sql/sql_database': '@latchkey/engine/sql',
   'engine/testing/index': '@latchkey/engine/testing',
   'dsl/index': '@latchkey/engine/dsl',
 };

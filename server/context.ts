@@ -6,7 +6,7 @@
  * other file of the server that imports it back: what both the composition
  * root and the handlers need lives here.
  */
-import type { Sequelize } from 'sequelize';
+import type { SqlDatabase } from '../engine/sql/sql_database.ts';
 import type { AdminService } from '../admin/index.ts';
 import type { AuthService, ConsentService, MainDatabase, MemoryStore, OAuthServer, OutboxMailQueue, SocialLogin, SsoLogin } from '../auth/index.ts';
 import type { LatchkeyError } from '../engine/errors.ts';
@@ -270,7 +270,7 @@ export interface Services {
   /** The main database: the one SQL connection or the DynamoDB client (every identity and admin store receives it). */
   readonly database: MainDatabase;
   /** The one SQL connection when the main database is SQL (every SQL store receives it); undefined on DynamoDB. */
-  readonly sequelize: Sequelize | undefined;
+  readonly sequelize: SqlDatabase | undefined;
   readonly logger: Logger;
   readonly clock: Clock;
   readonly version: string;

@@ -60,7 +60,7 @@ const FOLDERS: Record<Folder, { folders: Folder[]; packages: string[] }> = {
 };
 
 /** Files any layer may import directly besides `<folder>/index.ts`. */
-const SHARED_ENTRY_POINTS = new Set(['engine/errors.ts', 'engine/model.ts', 'engine/sql/migrate.ts', 'engine/sql/index.ts', 'engine/testing/index.ts', 'cmd/cli.ts']);
+const SHARED_ENTRY_POINTS = new Set(['engine/errors.ts', 'engine/model.ts', 'engine/sql/migrate.ts', 'engine/sql/sql_database.ts', 'engine/sql/index.ts', 'engine/testing/index.ts', 'cmd/cli.ts']);
 
 /** Folders whose files only the error class may be imported from (besides their own). */
 const ERRORS_ONLY: Partial<Record<Folder, Folder[]>> = { api: ['engine'], client: ['engine'] };

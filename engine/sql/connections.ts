@@ -1,7 +1,8 @@
 /**
  * The connections a {@link SqlStore} runs its statements on, all taken from
- * the sequelize instance it was given (the process's), and the store's
- * one-writer-at-a-time queue.
+ * the database it was given (the process's: a Sequelize instance, or on
+ * SQLite a `SqliteDatabase`, which keeps sequelize's connection manager), and
+ * the store's one-writer-at-a-time queue.
  *
  * - Reads outside a transaction: SQLite on the store's own reader connection
  *   (opened once in sequelize's connection manager, so in the process's one
@@ -28,7 +29,8 @@
  * Every statement here uses bound parameters on the driver connection
  * (engine/sql/raw.ts).
  */
-import { Transaction, type Sequelize } from 'sequelize';
+import type { Transaction } from 'sequelize';
+import { TransactionTypes, type SqlDatabase } from './sql_database.ts';
 import { isDependencyFailure, LatchkeyError, OUTAGE_RETRY_AFTER_SECONDS } from '../errors.ts';
 import type { SqlDialect } from './migrate.ts';
 import { isNodeSqliteConnection } from './node_sqlite_driver.ts';
@@ -71,7 +73,7 @@ export function backendError(err: unknown): LatchkeyError {
 }
 
 export class SqlConnections {
-  readonly #sequelize: Sequelize;
+  readonly #sequelize: SqlDatabase;
   readonly #dialect: SqlDialect;
   readonly #cm: PoolManager;
   #reader: Promise<Owned> | undefined;
@@ -84,7 +86,7 @@ export class SqlConnections {
   /** In-process writer queue: SQLite allows one writer, and queueing here avoids lock waits between our own writes. */
   #queue: Promise<unknown> = Promise.resolve();
 
-  constructor(sequelize: Sequelize, dialect: SqlDialect) {
+  constructor(sequelize: SqlDatabase, dialect: SqlDialect) {
     this.#sequelize = sequelize;
     this.#dialect = dialect;
     this.#cm = (sequelize as unknown as { connectionManager: PoolManager }).connectionManager;
@@ -215,7 +217,7 @@ export class SqlConnections {
   }
 
   #txOptions(): { type?: Transaction.TYPES } {
-    return this.#dialect === 'sqlite' ? { type: Transaction.TYPES.IMMEDIATE } : {};
+    return this.#dialect === 'sqlite' ? { type: TransactionTypes.IMMEDIATE } : {};
   }
 
   /**

@@ -11,6 +11,9 @@
  * - {@link nodeSqliteDriver}, {@link sqliteSequelize}, {@link openSequelize}:
  *   sequelize on SQLite through Node's built-in `node:sqlite`, so the process
  *   has one SQLite library.
+ * - {@link SqliteDatabase}: a SQLite database with the part of sequelize's
+ *   API the stores use, without loading sequelize (what the server opens on
+ *   SQLite).
  *
  * sequelize is an optional peer dependency of the engine package (and pg or
  * mysql2 the driver for PostgreSQL or MySQL, which sequelize loads itself).
@@ -31,9 +34,14 @@ function missingPeer(err: unknown): LatchkeyError | undefined {
   );
 }
 
-const api: typeof Api = await import('./sql_api.ts').catch((err: unknown) => {
+// Resolved, not loaded: sequelize itself loads when a Sequelize instance is first built
+// (engine/sql/sqlite_sequelize.ts), never for a SqliteDatabase.
+try {
+  import.meta.resolve('sequelize');
+} catch (err) {
   throw missingPeer(err) ?? err;
-});
+}
+const api: typeof Api = await import('./sql_api.ts');
 
 export const SqlStore: typeof Api.SqlStore = api.SqlStore;
 export type SqlStore = Api.SqlStore;
@@ -45,3 +53,6 @@ export const openSequelize: typeof Api.openSequelize = api.openSequelize;
 export const RevisionListener: typeof Api.RevisionListener = api.RevisionListener;
 export type RevisionListener = Api.RevisionListener;
 export type { RevisionListenerOptions, SqlStoreOptions, Migration, MigrationContext, SqlDialect } from './sql_api.ts';
+// Neither loads sequelize: exported as they are.
+export * from './sql_database.ts';
+export { SqliteDatabase, SqliteTransaction } from './sqlite_database.ts';

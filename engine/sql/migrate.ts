@@ -8,14 +8,15 @@
  * migration twice. Running it again is a no-op. No `sync({ alter })` is used
  * anywhere: the schema is exactly what the migrations say.
  */
-import type { QueryInterface, Sequelize, Transaction } from 'sequelize';
+import type { Transaction } from 'sequelize';
+import type { SqlDatabase } from './sql_database.ts';
 
 /** The SQL dialects the project supports. */
 export type SqlDialect = 'sqlite' | 'postgres' | 'mysql' | 'mariadb';
 
 export interface MigrationContext {
-  sequelize: Sequelize;
-  queryInterface: QueryInterface;
+  sequelize: SqlDatabase;
+  queryInterface: ReturnType<SqlDatabase['getQueryInterface']>;
   /** The migration run's transaction; pass it to every query. */
   transaction: Transaction;
   dialect: SqlDialect;
@@ -29,7 +30,7 @@ export interface Migration {
 
 const TABLE = 'latchkey_migrations';
 
-function dialectOf(sequelize: Sequelize): SqlDialect {
+function dialectOf(sequelize: SqlDatabase): SqlDialect {
   const d = sequelize.getDialect();
   if (d === 'sqlite' || d === 'postgres' || d === 'mysql' || d === 'mariadb') return d;
   throw new Error(`unsupported SQL dialect: ${d}`);
@@ -43,7 +44,7 @@ const PG_LOCK_KEY = 0x4c4b4d47; // "LKMG"
  * ids it applied (empty when the schema was already current).
  */
 export async function runMigrations(
-  sequelize: Sequelize,
+  sequelize: SqlDatabase,
   component: string,
   migrations: readonly Migration[],
 ): Promise<string[]> {

@@ -18,7 +18,7 @@
  * notification is therefore bounded by the caller's revision poll
  * (docs/caching.md), as on MySQL and SQLite, which have no NOTIFY.
  */
-import type { Sequelize } from 'sequelize';
+import type { SqlDatabase } from './sql_database.ts';
 import { REVISION_CHANNEL } from './sql_writer.ts';
 
 /** The pg.Client surface used here. */
@@ -35,7 +35,7 @@ interface PgConnectionManager {
 }
 
 export interface RevisionListenerOptions {
-  sequelize: Sequelize;
+  sequelize: SqlDatabase;
   storeId: string;
   /** A revision of the store that another (or this) process committed. */
   onRevision: (revision: number) => void;

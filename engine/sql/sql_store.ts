@@ -17,7 +17,8 @@
  * the changelog rows with the new revision. Schema and collations: see
  * fga_migrations.ts and docs/storage.md.
  */
-import { QueryTypes, Transaction, type Sequelize } from 'sequelize';
+import type { Transaction } from 'sequelize';
+import { QueryTypes, type SqlDatabase } from './sql_database.ts';
 import { LatchkeyError } from '../errors.ts';
 import type { StoredAuthorizationModel } from '../model.ts';
 import { DEFAULT_STORE_ID } from '../store.ts';
@@ -48,7 +49,7 @@ import { answerLevel, LEVEL_COLUMNS, type Branch, type LevelRead } from './level
 /** Options of {@link SqlStore.open}. */
 export interface SqlStoreOptions {
   /** The process's connection; the store never closes it. */
-  sequelize: Sequelize;
+  sequelize: SqlDatabase;
   /** Apply pending migrations when opening (default true). */
   migrate?: boolean;
   /** Keys per statement in batched reads and writes (default 500, 1..5000). */
@@ -96,7 +97,7 @@ function decodeToken(token: string, length: number): string[] {
 
 /** What the views of the stores of one database share: the connections and whether they are closed. */
 interface Shared {
-  sequelize: Sequelize;
+  sequelize: SqlDatabase;
   dialect: SqlDialect;
   batch: number;
   now: () => number;
@@ -117,7 +118,7 @@ function storeNotFound(id: string): LatchkeyError {
  */
 export class SqlStore implements TupleStore {
   readonly #shared: Shared;
-  readonly #sequelize: Sequelize;
+  readonly #sequelize: SqlDatabase;
   readonly #dialect: SqlDialect;
   readonly #batch: number;
   readonly #now: () => number;
@@ -262,7 +263,7 @@ export class SqlStore implements TupleStore {
    * own transactions can include the store's changes (see
    * {@link SqlStore.deleteTuplesOfUsers}).
    */
-  get sequelize(): Sequelize {
+  get sequelize(): SqlDatabase {
     return this.#sequelize;
   }
 
@@ -274,7 +275,7 @@ export class SqlStore implements TupleStore {
     this.#open();
     if (transaction === undefined && (this.#dialect !== 'sqlite' || this.#connections.sqliteFile)) return this.#connections.read<T>(sql, replacements);
     try {
-      const opts: Parameters<Sequelize['query']>[1] & { type: QueryTypes.SELECT } = { replacements, type: QueryTypes.SELECT, raw: true };
+      const opts: Parameters<SqlDatabase['query']>[1] & { type: typeof QueryTypes.SELECT } = { replacements, type: QueryTypes.SELECT, raw: true };
       if (transaction !== undefined) opts.transaction = transaction;
       return (await this.#sequelize.query(sql, opts)) as T[];
     } catch (err) {
@@ -471,7 +472,7 @@ export class SqlStore implements TupleStore {
   async deleteTuplesOfUsers(users: readonly string[], options: { transaction: Transaction }): Promise<number> {
     this.#open();
     const tx = options?.transaction;
-    if (!(tx instanceof Transaction) || (tx as unknown as { sequelize?: Sequelize }).sequelize !== this.#sequelize) {
+    if (!this.#ownTransaction(tx)) {
       throw new LatchkeyError('failed_precondition', 'the transaction does not belong to the FGA store\'s database connection', { reason: 'foreign_transaction' });
     }
     const connection = (tx as unknown as { connection?: unknown }).connection;
@@ -485,10 +486,15 @@ export class SqlStore implements TupleStore {
     }
   }
 
+  /** True when `tx` is a transaction of this store's database (sequelize's, or the SQLite main database's). */
+  #ownTransaction(tx: Transaction | undefined): boolean {
+    return typeof tx === 'object' && tx !== null && (tx as unknown as { sequelize?: SqlDatabase }).sequelize === this.#sequelize;
+  }
+
   /** The raw connection of a caller's transaction on this store's connection (else `failed_precondition`, reason `foreign_transaction`). */
   #callerConnection(tx: Transaction | undefined): ReturnType<typeof rawConnection> {
     this.#open();
-    if (!(tx instanceof Transaction) || (tx as unknown as { sequelize?: Sequelize }).sequelize !== this.#sequelize) {
+    if (!this.#ownTransaction(tx)) {
       throw new LatchkeyError('failed_precondition', 'the transaction does not belong to the FGA store\'s database connection', { reason: 'foreign_transaction' });
     }
     const connection = (tx as unknown as { connection?: unknown }).connection;

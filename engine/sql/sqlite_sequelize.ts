@@ -3,12 +3,23 @@
  * every SQLite connection of the process is in one SQLite library (Node's
  * built-in `node:sqlite`); see docs/storage.md ("SQLite driver").
  */
-import { Sequelize, type Options } from 'sequelize';
+import { createRequire } from 'node:module';
+import type { Options, Sequelize } from 'sequelize';
+import type { SqliteDatabase } from './sqlite_database.ts';
 import { nodeSqliteDriver } from './node_sqlite_driver.ts';
+
+/**
+ * sequelize's constructor, loaded when the first instance is built: a process
+ * whose only SQL database is a {@link SqliteDatabase} (the server on SQLite)
+ * never loads it.
+ */
+function sequelizeClass(): typeof Sequelize {
+  return (createRequire(import.meta.url)('sequelize') as { Sequelize: typeof Sequelize }).Sequelize;
+}
 
 /** A Sequelize instance on the SQLite file `storage` (`:memory:` for an in-memory database). */
 export function sqliteSequelize(storage: string, options: Options = {}): Sequelize {
-  return new Sequelize({ ...options, dialect: 'sqlite', storage, dialectModule: nodeSqliteDriver });
+  return new (sequelizeClass())({ ...options, dialect: 'sqlite', storage, dialectModule: nodeSqliteDriver });
 }
 
 /**
@@ -18,8 +29,9 @@ export function sqliteSequelize(storage: string, options: Options = {}): Sequeli
  * scheme picks the dialect whatever `options.dialect` says.
  */
 export function openSequelize(url: string, options: Options = {}): Sequelize {
-  if (url.startsWith('sqlite:')) return new Sequelize(url, { ...options, dialectModule: nodeSqliteDriver });
-  return new Sequelize(mysqlForMariadb(url), options);
+  const SequelizeClass = sequelizeClass();
+  if (url.startsWith('sqlite:')) return new SequelizeClass(url, { ...options, dialectModule: nodeSqliteDriver });
+  return new SequelizeClass(mysqlForMariadb(url), options);
 }
 
 /** `mariadb://…` (any case) as `mysql://…`; any other URL unchanged. */

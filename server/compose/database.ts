@@ -4,9 +4,9 @@
  * for `dynamodb`. Every identity and admin store receives it.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { Sequelize, type Options } from 'sequelize';
+import type { Options, Sequelize } from 'sequelize';
 import { LatchkeyError } from '../../engine/errors.ts';
-import { openSequelize, sqliteSequelize } from '../../engine/sql/index.ts';
+import { openSequelize, SqliteDatabase, type SqlDatabase } from '../../engine/sql/index.ts';
 import type { Config } from '../flags.ts';
 import { DynamoDatabase, dynamoDatabase, sqlDatabase, type MainDatabase } from '../../auth/index.ts';
 
@@ -80,19 +80,18 @@ function sqliteFile(url: string): string {
  * database cannot be reached, and `invalid_argument` for an unusable
  * configuration.
  */
-export async function openDatabase(config: Config): Promise<Sequelize> {
+export async function openDatabase(config: Config): Promise<SqlDatabase> {
   const type = config.databaseType;
   if (type !== 'sqlite' && type !== 'postgres' && type !== 'mysql' && type !== 'mariadb')
     throw new LatchkeyError('invalid_argument', `unsupported --database-type ${String(type)}`, { reason: 'unsupported_database' });
   const common: Options = { logging: false, pool: { max: 10, min: 0, idle: 10_000, acquire: 10_000 } };
-  let sequelize: Sequelize;
+  let sequelize: SqlDatabase;
   if (type === 'sqlite') {
     const storage = config.databaseUrl ? sqliteFile(config.databaseUrl) : (config.databaseName ?? '');
-    // node:sqlite through the project's driver: every SQLite connection of the process in one library.
-    // The driver already waits for a lock held by another process, from a timer, up to the busy timeout
-    // (5 s); sequelize's own retries of SQLITE_BUSY (5 by default) would stretch one write to about
-    // 30 s: past the busy timeout the write fails (503 unavailable, docs/security.md).
-    sequelize = sqliteSequelize(storage, { ...common, pool: { max: 1, min: 0, idle: 60_000 }, retry: { max: 1 } });
+    // node:sqlite through the project's driver, without sequelize (engine/sql/sqlite_database.ts): every SQLite
+    // connection of the process in one library. The driver waits for a lock held by another process, from a
+    // timer, up to the busy timeout (5 s); past it the write fails (503 unavailable, docs/security.md).
+    sequelize = new SqliteDatabase(storage);
   } else {
     // MariaDB speaks the MySQL protocol; mysql2 serves both.
     const dialect = type === 'postgres' ? 'postgres' : 'mysql';
@@ -103,11 +102,13 @@ export async function openDatabase(config: Config): Promise<Sequelize> {
     const dialectOptions: Record<string, unknown> =
       dialect === 'postgres' ? { connectionTimeoutMillis: 5000, ...(ssl ? { ssl } : {}) } : { connectTimeout: 5000, ...(ssl ? { ssl } : {}) };
     const options: Options = { ...common, dialect, dialectOptions };
+    let instance: Sequelize;
     if (config.databaseUrl) {
       // The URL's scheme picks the dialect; a mariadb:// URL opens on mysql2 (openSequelize).
-      sequelize = openSequelize(config.databaseUrl, options);
+      instance = openSequelize(config.databaseUrl, options);
     } else {
-      sequelize = new Sequelize({
+      const { Sequelize } = await import('sequelize');
+      instance = new Sequelize({
         ...options,
         host: config.databaseHost ?? 'localhost',
         port: config.databasePort ?? DEFAULT_PORTS[type] ?? 0,
@@ -116,8 +117,9 @@ export async function openDatabase(config: Config): Promise<Sequelize> {
         ...(config.databasePassword !== undefined ? { password: config.databasePassword } : {}),
       });
     }
+    guardDriverConnections(instance, dialect);
+    sequelize = instance;
   }
-  if (type !== 'sqlite') guardDriverConnections(sequelize, type === 'postgres' ? 'postgres' : 'mysql');
   try {
     await sequelize.authenticate();
     if (type === 'sqlite') {
@@ -178,7 +180,7 @@ function guardDriverConnections(sequelize: Sequelize, dialect: 'postgres' | 'mys
 }
 
 /** True when the database answers a trivial query within `timeoutMs`. */
-export async function pingDatabase(sequelize: Sequelize, timeoutMs = 2000): Promise<boolean> {
+export async function pingDatabase(sequelize: SqlDatabase, timeoutMs = 2000): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   try {
     return await Promise.race([

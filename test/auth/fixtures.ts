@@ -1,6 +1,7 @@
 /** Test fixtures of the identity tests: a service on a fresh database, keys, a tiny permission engine. */
 import { generateKeyPairSync } from 'node:crypto';
-import { QueryTypes, Sequelize } from 'sequelize';
+import { QueryTypes } from 'sequelize';
+import type { SqlDatabase } from '../../engine/sql/sql_database.ts';
 import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
 import { AuthService, InProcessMemoryStore, type AuthOptions, type DynamoDatabase, type MainDatabase, type MemoryStore, sqlDatabase, type OtpDelivery, type PermissionEngine, type WireTuple } from '../../auth/index.ts';
 import { openTestMain, type MainBackend } from '../helpers/main_databases.ts';
@@ -19,7 +20,7 @@ export interface ServiceFixture {
   auth: AuthService;
   backend: MainBackend;
   /** The SQL connection (SQL backends; undefined on DynamoDB). */
-  sequelize: Sequelize | undefined;
+  sequelize: SqlDatabase | undefined;
   /** The DynamoDB client (DynamoDB only). */
   dynamo: DynamoDatabase | undefined;
   /** The main database the service runs on. */
@@ -33,7 +34,7 @@ export async function makeService(
   extra: { backend?: MainBackend; store?: MemoryStore; engine?: PermissionEngine; databaseUrl?: string; otpDelivery?: OtpDelivery } = {},
 ): Promise<ServiceFixture> {
   const main = extra.databaseUrl === undefined ? await openTestMain(extra.backend ?? 'sqlite', { pool: { max: 25 } }) : undefined;
-  const sequelize = main === undefined ? openSequelize(extra.databaseUrl!, { logging: false, pool: { max: 25 } }) : main.sequelize;
+  const sequelize: SqlDatabase | undefined = main === undefined ? openSequelize(extra.databaseUrl!, { logging: false, pool: { max: 25 } }) : main.sequelize;
   const store = extra.store ?? new InProcessMemoryStore(options.now === undefined ? {} : { now: options.now });
   const auth = await AuthService.create(
     {

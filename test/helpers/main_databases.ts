@@ -8,8 +8,10 @@
  * store handle, the raw connection for assertions that look under the
  * stores, and the server flags that select it.
  */
-import type { Options, Sequelize } from 'sequelize';
+import type { Options } from 'sequelize';
 import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
+import { SqliteDatabase } from '../../engine/sql/sqlite_database.ts';
+import type { SqlDatabase } from '../../engine/sql/sql_database.ts';
 import { dynamoDatabase, sqlDatabase, type DynamoDatabase, type MainDatabase } from '../../auth/index.ts';
 import { createTestDatabase, sqlBackends, type SqlBackend } from './databases.ts';
 import { createTestDynamo } from './dynamodb.ts';
@@ -24,8 +26,12 @@ export function mainBackends(): MainBackend[] {
 export interface TestMain {
   backend: MainBackend;
   database: MainDatabase;
-  /** The SQL connection (SQL backends only). */
-  sequelize: Sequelize | undefined;
+  /**
+   * The SQL connection (SQL backends only): on SQLite the server's own
+   * (engine/sql/sqlite_database.ts, which has no pool; sequelize when `sequelizeOptions` set more than the pool), on
+   * the others sequelize.
+   */
+  sequelize: SqlDatabase | undefined;
   /** The DynamoDB client (DynamoDB only). */
   dynamo: DynamoDatabase | undefined;
   /** `--database-type` and the flags that reach this database. */
@@ -41,7 +47,10 @@ export async function openTestMain(backend: MainBackend, sequelizeOptions: Optio
     return { backend, database: dynamoDatabase(d.db), sequelize: undefined, dynamo: d.db, flags: d.flags, close: () => d.drop() };
   }
   const db = await createTestDatabase(backend);
-  const sequelize = openSequelize(db.url, { logging: false, ...sequelizeOptions });
+  const sequelize: SqlDatabase =
+    backend === 'sqlite' && Object.keys(sequelizeOptions).every((k) => k === 'pool')
+      ? new SqliteDatabase(db.url.replace(/^sqlite:(\/\/)?/u, ''))
+      : openSequelize(db.url, { logging: false, ...sequelizeOptions });
   let closed = false;
   return {
     backend,
