@@ -6,9 +6,7 @@
 import { isUniqueConstraintError } from '../engine/sql/sql_database.ts';
 
 /** True for a unique-constraint violation reported through sequelize or the SQLite main database. */
-export function isUniqueViolation(err: unknown): boolean {
-  return isUniqueConstraintError(err);
-}
+export const isUniqueViolation: (err: unknown) => boolean = isUniqueConstraintError;
 
 /** True for a deadlock or serialization failure reported through sequelize. */
 export function isDeadlock(err: unknown): boolean {

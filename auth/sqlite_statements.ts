@@ -64,6 +64,7 @@ export class SqliteStatements {
     if (c !== undefined && !c.closed) return c;
     if (this.#foreign) return undefined;
     const manager = (this.#sequelize as unknown as { connectionManager: ConnectionManager }).connectionManager;
+    // A file that cannot be opened rejects with the database's own connection error, passed on as it is.
     return manager.getConnection({}).then((conn) => {
       if (!isNodeSqliteConnection(conn)) {
         this.#foreign = true;
@@ -71,8 +72,6 @@ export class SqliteStatements {
       }
       this.#connection = conn as unknown as NodeSqliteConnection;
       return this.#connection;
-    }, (err: unknown) => {
-      throw sequelizeError(err);
     });
   }
 
@@ -117,7 +116,7 @@ export class SqliteStatements {
     if (c === undefined) return undefined;
     return new Promise<number>((resolve, reject) => {
       c.run(sql, params, function (err) {
-        if (err !== null) reject(sequelizeError(err, sql));
+        if (err !== null) reject(sqliteStatementError(err, sql));
         else resolve(this.changes);
       });
     });
@@ -129,12 +128,12 @@ function rows(c: NodeSqliteConnection, sql: string, params: readonly unknown[]):
   try {
     now = c.allNow(sql, params);
   } catch (err) {
-    if (!isLockError(err)) return Promise.reject(sequelizeError(err, sql));
+    if (!isLockError(err)) return Promise.reject(sqliteStatementError(err, sql));
   }
   if (now !== undefined) return Promise.resolve(now);
   // Statements wait for a lock on the connection: behind them, from the event loop (the driver waits for the lock).
   return new Promise((resolve, reject) => {
-    c.all(sql, params, (err, found) => (err !== null ? reject(sequelizeError(err, sql)) : resolve(found as Record<string, unknown>[])));
+    c.all(sql, params, (err, found) => (err !== null ? reject(sqliteStatementError(err, sql)) : resolve(found as Record<string, unknown>[])));
   });
 }
 
@@ -143,21 +142,16 @@ function values(c: NodeSqliteConnection, sql: string, params: readonly unknown[]
   try {
     now = c.arraysNow(sql, params);
   } catch (err) {
-    if (!isLockError(err)) return Promise.reject(sequelizeError(err, sql));
+    if (!isLockError(err)) return Promise.reject(sqliteStatementError(err, sql));
   }
   if (now !== undefined) return Promise.resolve(now);
   // As `rows`: behind the statements that wait for a lock, each row's values in the order selected.
   return new Promise((resolve, reject) => {
-    c.all(sql, params, (err, found) => (err !== null ? reject(sequelizeError(err, sql)) : resolve((found as Record<string, unknown>[]).map((r) => Object.values(r)))));
+    c.all(sql, params, (err, found) => (err !== null ? reject(sqliteStatementError(err, sql)) : resolve((found as Record<string, unknown>[]).map((r) => Object.values(r)))));
   });
 }
 
 function isLockError(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED';
-}
-
-/** The error sequelize's SQLite dialect makes of a driver error (engine/sql/sql_database.ts). */
-function sequelizeError(err: unknown, sql = ''): Error {
-  return sqliteStatementError(err, sql);
 }

@@ -167,10 +167,8 @@ export class SqliteDatabase implements SqlDatabase {
     const insert = type === 'INSERT' || lower.startsWith('insert into');
     const run = insert || type === 'UPDATE' || type === 'UPSERT' || type === 'BULKUPDATE' || type === 'BULKDELETE' || lower.includes('create temporary table');
     const { meta, rows } = await execute(connection, sql, params, run);
-    if (type === 'SELECT') {
-      const copies = rows!.map((r) => ({ ...r }));
-      return options.plain === true ? (copies[0] ?? null) : copies;
-    }
+    // The driver's rows are plain objects of their own (sequelize copies them; nothing else holds these).
+    if (type === 'SELECT') return options.plain === true ? (rows![0] ?? null) : rows;
     if (type === 'BULKUPDATE' || type === 'BULKDELETE') return meta.changes;
     if (type === 'RAW') return [rows, meta];
     if (type === 'UPSERT') return [meta.lastID, null];
