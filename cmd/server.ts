@@ -130,6 +130,36 @@ function refuseMalformed(err: NodeJS.ErrnoException, socket: Duplex, headersTime
 }
 
 /**
+ * The HTTP server of `startServer`, not yet listening: every request is a
+ * {@link CapturingRequest}, so that the REST and OpenFGA fast paths take a
+ * body straight from the parser (transports/http/body_capture.ts); with any
+ * other request class they would fall back to reading it by events, right but
+ * slower. The timeouts are the flags'; a malformed request is answered and
+ * closed (see `refuseMalformed`).
+ */
+export function createHttpServer(
+  config: Pick<Config, 'httpRequestTimeout' | 'httpHeadersTimeout' | 'httpKeepAliveTimeout'>,
+  app: Parameters<typeof createServer>[1],
+): HttpServer {
+  const http = createServer(
+    {
+      IncomingMessage: CapturingRequest,
+      requestTimeout: config.httpRequestTimeout,
+      headersTimeout: config.httpHeadersTimeout,
+      keepAliveTimeout: config.httpKeepAliveTimeout,
+      // Node enforces both timeouts only when it sweeps its connections, every 30 s by
+      // default: a socket stalling its headers under a 10 s timeout was closed after up
+      // to 40 s (about 20 s measured). Sweeping at a tenth of the shorter timeout (at
+      // most once a second) closes it within 10% of the configured value.
+      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(Math.min(config.httpHeadersTimeout, config.httpRequestTimeout || Infinity) / 10))),
+    },
+    app,
+  );
+  http.on('clientError', (err: NodeJS.ErrnoException, socket) => refuseMalformed(err, socket, config.httpHeadersTimeout));
+  return http;
+}
+
+/**
  * True when Redis answers PING within `timeoutMs`. The client has no offline
  * queue, so while it is disconnected the command fails at once.
  */
@@ -188,22 +218,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const sessionStoreUp = (): Promise<boolean> => (memory instanceof RedisMemoryStore ? memory.ready().then(() => true, () => false) : Promise.resolve(true));
     const dependencies = redis ? [{ name: 'redis', ping: async () => (await pingRedis(redis)) && (await sessionStoreUp()) }] : [];
     const app = createHttpApp({ config, services, operations, pipeline, metrics, rateLimiter, clientIp, draining: () => draining, starting: () => starting, dependencies });
-    const http = createServer(
-      {
-        // The fast paths take a request's body straight from the parser (transports/http/body_capture.ts).
-        IncomingMessage: CapturingRequest,
-        requestTimeout: config.httpRequestTimeout,
-        headersTimeout: config.httpHeadersTimeout,
-        keepAliveTimeout: config.httpKeepAliveTimeout,
-        // Node enforces both timeouts only when it sweeps its connections, every 30 s by
-        // default: a socket stalling its headers under a 10 s timeout was closed after up
-        // to 40 s (about 20 s measured). Sweeping at a tenth of the shorter timeout (at
-        // most once a second) closes it within 10% of the configured value.
-        connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(Math.min(config.httpHeadersTimeout, config.httpRequestTimeout || Infinity) / 10))),
-      },
-      app,
-    );
-    http.on('clientError', (err: NodeJS.ErrnoException, socket) => refuseMalformed(err, socket, config.httpHeadersTimeout));
+    const http = createHttpServer(config, app);
     const httpPort = await listen(http, config.host, config.httpPort);
     cleanups.push(() => closeHttp(http, 0));
 

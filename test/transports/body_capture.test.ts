@@ -10,6 +10,7 @@ import { connect, type Socket } from 'node:net';
 import test from 'ava';
 import fc from 'fast-check';
 import { CapturingRequest, collectBody } from '../../transports/index.ts';
+import { createHttpServer } from '../../cmd/server.ts';
 
 interface Seen {
   /** Bodies handed over, in order. */
@@ -191,4 +192,27 @@ test('CapturingRequest: a request nobody arms reads its body from the stream, as
 
 test('CapturingRequest is an IncomingMessage, so anything that reads requests by the stream API keeps working', (t) => {
   t.true(CapturingRequest.prototype instanceof IncomingMessage);
+});
+
+test('the server\'s HTTP server builds every request as a CapturingRequest, whose body the fast paths take from the parser', async (t) => {
+  const seen: { capturing: boolean[]; bodies: string[] } = { capturing: [], bodies: [] };
+  const server = createHttpServer({ httpRequestTimeout: 5000, httpHeadersTimeout: 5000, httpKeepAliveTimeout: 5000 }, (req, res) => {
+    seen.capturing.push(req instanceof CapturingRequest);
+    collectBody(req).whenComplete((bytes) => {
+      seen.bodies.push(bytes.toString('utf8'));
+      res.end('ok');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const port = (server.address() as { port: number }).port;
+    for (const body of ['{"a":1}', '', 'é'.repeat(3000)]) {
+      const res = await fetch(`http://127.0.0.1:${port}/v1/check_permissions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      t.is(await res.text(), 'ok');
+    }
+    t.deepEqual(seen.capturing, [true, true, true]);
+    t.deepEqual(seen.bodies, ['{"a":1}', '', 'é'.repeat(3000)]);
+  } finally {
+    await close(server);
+  }
 });
