@@ -293,7 +293,7 @@ function execute(connection: Connection, sql: string, params: unknown[], run: bo
  * values to bind, found and converted as sequelize's `injectReplacements`
  * would write them into the text on SQLite.
  */
-export function bindReplacements(sql: string, replacements: QueryOptions['replacements']): [string, unknown[]] {
+function bindReplacements(sql: string, replacements: QueryOptions['replacements']): [string, unknown[]] {
   if (replacements === undefined || replacements === null) return [sql, []];
   const named = !Array.isArray(replacements);
   if (named && Object.getPrototypeOf(replacements) !== Object.prototype && Object.getPrototypeOf(replacements) !== null) {
