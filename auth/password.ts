@@ -9,7 +9,7 @@
  * through the same constant-time failure path as a wrong one). Refusing
  * keeps stored hashes plain bcrypt, so hashes from a v1 database keep working.
  */
-import bcrypt from 'bcrypt';
+import { hash as bcryptHash, verify as bcryptVerify } from '@node-rs/bcrypt';
 import { LatchkeyError } from '../engine/errors.ts';
 import { COMMON_PASSWORDS } from './common_passwords.ts';
 
@@ -71,7 +71,7 @@ export class PasswordHasher {
 
   /** Hashes an (already policy-checked) password. */
   hash(password: string): Promise<string> {
-    return bcrypt.hash(password, this.cost);
+    return bcryptHash(password, { cost: this.cost });
   }
 
   /**
@@ -82,10 +82,10 @@ export class PasswordHasher {
   async verify(password: string, hash: string | null | undefined): Promise<boolean> {
     const tooLong = Buffer.byteLength(password, 'utf8') > BCRYPT_MAX_BYTES;
     if (hash === null || hash === undefined || hash === '' || tooLong) {
-      await bcrypt.compare(password, await this.#dummyHash());
+      await bcryptVerify(password, await this.#dummyHash());
       return false;
     }
-    return bcrypt.compare(password, hash);
+    return bcryptVerify(password, hash);
   }
 
   /** Computes the dummy hash ahead of the first login. */
@@ -94,7 +94,7 @@ export class PasswordHasher {
   }
 
   #dummyHash(): Promise<string> {
-    this.#dummy ??= bcrypt.hash(`dummy-${Math.random()}`, this.cost);
+    this.#dummy ??= bcryptHash(`dummy-${Math.random()}`, { cost: this.cost });
     return this.#dummy;
   }
 }

@@ -1,7 +1,8 @@
 /**
  * Latchkey beside better-auth, in one run (issue #35): each in its own
- * process on a SQLite file, passwords hashed by the same bcrypt library at
- * the same cost (10) on both sides, rate limits off, autocannon on loopback
+ * process on a SQLite file, passwords hashed with bcrypt (`$2b$`) at the same
+ * cost (10) on both sides (Latchkey through `@node-rs/bcrypt`, better-auth's
+ * hooks through the `bcrypt` package), rate limits off, autocannon on loopback
  * at 50 connections, interleaved rounds (the order of the two swapped each
  * round), every answer checked before anything is timed:
  *
@@ -20,11 +21,12 @@
  * Latchkey's ratio to better-auth.
  *
  * The platform's limit is measured in the same run: a bare `node:http` server
- * answering a fixed JSON (bench/server_path.ts's reference process), sent the
- * session check's request with its cookie, once per round (`bare_node_http`);
- * then each of Latchkey's session checks and the bare server in alternating
- * one-second slices (transport.ts `paired`), the ratio the target is judged
- * on (at least 0.6). better-auth and its own dependencies are
+ * answering a fixed JSON once it has read the request (bench/server_path.ts's
+ * reference process), sent the profile check's request with its cookie, once
+ * per round (`bare_node_http`); then each of Latchkey's session checks and the
+ * bare server, sent that check's own request (method, path, cookie, body), in
+ * alternating one-second slices (transport.ts `paired`), the ratio the target
+ * is judged on (at least 0.6). better-auth and its own dependencies are
  * in bench/peers/package.json (installed here on first use, never part of
  * the project's install).
  *
@@ -312,9 +314,13 @@ export async function run(options: { quick: boolean }): Promise<Record<string, u
     const ourSide = sides[0]!;
     const ourCookies = accounts.get('latchkey')!.cookies;
     const profile = ourSide.sessionChecks.find((c) => c.name === 'session_check_profile')!;
-    // The bare server gets the profile check's request (GET, the cookie), and answers it a fixed JSON.
-    const bare = (s: number): Promise<Figures> => load({ pid: refs.pid ?? 0 }, sessionCheckLoad(ourSide.url, profile, s, ourCookies, refs.http));
-    if ((await call(`${refs.http}${profile.path}`, 'GET', undefined, ourCookies[0])).status !== 200) throw new Error('the bare node:http server did not answer 200');
+    // The bare server is sent a session check's own request (its method, path, cookie and body) and answers it a fixed
+    // JSON: each check is paired with the platform's limit for that very request. The rounds' bare row takes the
+    // profile check's request (GET, the cookie).
+    const bare = (s: number, c = profile): Promise<Figures> => load({ pid: refs.pid ?? 0 }, sessionCheckLoad(ourSide.url, c, s, ourCookies, refs.http));
+    for (const c of ourSide.sessionChecks) {
+      if ((await call(`${refs.http}${c.path}`, c.method, c.body, ourCookies[0])).status !== 200) throw new Error(`the bare node:http server did not answer ${c.method} ${c.path} with 200`);
+    }
     for (let r = 0; r < rounds; r++) {
       for (const side of r % 2 === 0 ? sides : [...sides].reverse()) {
         const f = await flows(side, r, seconds, accounts.get(side.name)!);
@@ -328,7 +334,7 @@ export async function run(options: { quick: boolean }): Promise<Record<string, u
     // The target's ratio: each session check against the bare server in alternating one-second slices.
     const toBare: Record<string, unknown> = {};
     for (const c of ourSide.sessionChecks) {
-      toBare[c.name] = await paired((s) => load(ourSide, sessionCheckLoad(ourSide.url, c, s, ourCookies)).then((f) => ({ total: f.requests_per_second * s })), (s) => bare(s).then((f) => ({ total: f.requests_per_second * s })), options.quick ? 2 : 4);
+      toBare[c.name] = await paired((s) => load(ourSide, sessionCheckLoad(ourSide.url, c, s, ourCookies)).then((f) => ({ total: f.requests_per_second * s })), (s) => bare(s, c).then((f) => ({ total: f.requests_per_second * s })), options.quick ? 2 : 4);
     }
     const medians = (name: string): Record<string, Figures> => {
       const list = runs.get(name)!;

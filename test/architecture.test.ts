@@ -34,7 +34,7 @@ type Folder = 'engine' | 'dsl' | 'auth' | 'admin' | 'api' | 'server' | 'transpor
 const FOLDERS: Record<Folder, { folders: Folder[]; packages: string[] }> = {
   engine: { folders: ['dsl'], packages: ['lru-cache', '@marcbachmann/cel-js', 'sequelize', 'ulid', 'fast-check'] },
   dsl: { folders: ['engine'], packages: ['chevrotain'] },
-  auth: { folders: ['engine'], packages: ['jose', 'bcrypt', 'otplib', 'qrcode-generator', 'nodemailer', 'sequelize', 'ioredis', 'ulid', '@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb', '@simplewebauthn/server', '@node-saml/node-saml'] },
+  auth: { folders: ['engine'], packages: ['jose', '@node-rs/bcrypt', 'otplib', 'qrcode-generator', 'nodemailer', 'sequelize', 'ioredis', 'ulid', '@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb', '@simplewebauthn/server', '@node-saml/node-saml'] },
   admin: { folders: ['engine', 'dsl', 'auth'], packages: ['sequelize', 'ulid'] },
   // The contract: shapes, rows, the gRPC codec; only the error class from below.
   api: { folders: ['engine'], packages: [] },

@@ -2,8 +2,10 @@
  * better-auth as a web application runs it, for bench/peers.ts: its handler
  * on a bare `node:http` server, email and password enabled, on a SQLite file
  * through Node's built-in driver, its schema migrated at start. Passwords are
- * hashed with the same bcrypt library and cost as the Latchkey server it is
- * compared with (better-auth's own default is scrypt), and its rate limiter
+ * hashed with bcrypt at the same cost as the Latchkey server it is compared
+ * with (better-auth's own default is scrypt), through the `bcrypt` package,
+ * the usual choice for its custom hash hooks (Latchkey hashes with
+ * `@node-rs/bcrypt`, the same algorithm and format), and its rate limiter
  * is off, as Latchkey's is raised, so both sides do the same work per
  * request.
  *

@@ -384,7 +384,7 @@ const MISSING_PEER_PROBES: Record<string, string> = {
   ].join('\n'),
 };
 
-const SERVER_ONLY = ['express', 'bcrypt', 'graphql', 'graphql-http', 'jose', 'ioredis', 'nodemailer', 'otplib', 'prom-client', 'minimist', 'rate-limiter-flexible'];
+const SERVER_ONLY = ['express', '@node-rs/bcrypt', 'graphql', 'graphql-http', 'jose', 'ioredis', 'nodemailer', 'otplib', 'prom-client', 'minimist', 'rate-limiter-flexible'];
 const GRPC = ['@grpc/grpc-js', '@grpc/proto-loader', '@grpc/reflection', 'grpc-health-check'];
 const SQL = ['sequelize', 'pg', 'mysql2', 'sqlite3', 'better-sqlite3', 'tedious', 'mariadb'];
 
