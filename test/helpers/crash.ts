@@ -214,14 +214,25 @@ export function receivedDeliveries(receiver: Receiver): Map<string, Set<string>>
   return out;
 }
 
+/** The backoff of the deliveries the receiver refused has run out, as after a long enough outage. */
+async function backoffRunsOut(sequelize: Sequelize): Promise<void> {
+  await sequelize.query("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE status = 'pending'", { replacements: [Date.now() - 1] });
+}
+
 /**
  * The receiver is up again and the backoff of the deliveries it refused has run out, as after a
  * long enough outage (5 s, then 5 min, ...); so has the lease (45 s) of a delivery a killed process
  * had claimed. Simulated, not waited for.
  */
 export async function deliveriesDue(sequelize: Sequelize): Promise<void> {
-  await sequelize.query("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE status = 'pending'", { replacements: [Date.now() - 1] });
+  await backoffRunsOut(sequelize);
   await sequelize.query("UPDATE webhook_deliveries SET lease_until = ? WHERE status = 'delivering'", { replacements: [Date.now() - 1] });
+}
+
+/** The deliveries claimed now (`delivering`): the attempt count of each, by delivery id. */
+async function claimedDeliveries(sequelize: Sequelize): Promise<Map<string, number>> {
+  const rows = await sequelize.query<{ id: string; attempts: number | string }>("SELECT id, attempts FROM webhook_deliveries WHERE status = 'delivering'", { type: QueryTypes.SELECT });
+  return new Map(rows.map((r) => [r.id, Number(r.attempts)]));
 }
 
 /**
@@ -240,11 +251,28 @@ export async function deliveredAsStored(t: ExecutionContext, receiver: Receiver,
  * The receiver, down across the kills and restarts, is back: the `user.signup` deliveries stored
  * now are made due ({@link deliveriesDue}) and the one of each of `emails` must arrive, once, under
  * the id it was stored with.
+ *
+ * The running server may have an attempt in flight that the receiver refused while it was down.
+ * That attempt ends after the deliveries were made due and sets its delivery's next attempt on
+ * the schedule (5 min after a second attempt), past the wait. So every delivery claimed when the
+ * receiver comes back is waited for until that claim has ended (the attempt in flight records its
+ * end; a killed process's claim, its lease run out, is taken over), and the backoff runs out
+ * again then. An attempt claimed after the receiver is back reaches it.
  */
 export async function deliveriesResume(t: ExecutionContext, sequelize: Sequelize, receiver: Receiver, emails: Iterable<string>): Promise<void> {
   const stored = await storedDeliveries(sequelize);
   receiver.down = false;
+  const claimed = await claimedDeliveries(sequelize);
   await deliveriesDue(sequelize);
+  const until = Date.now() + 20_000;
+  for (;;) {
+    const now = await claimedDeliveries(sequelize);
+    const held = [...claimed].filter(([id, attempts]) => now.get(id) === attempts).map(([id]) => id);
+    if (held.length === 0) break;
+    if (Date.now() > until) throw new Error(`deliveries still claimed by an attempt made while the receiver was down: ${held.join(', ')}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await backoffRunsOut(sequelize);
   await deliveredAsStored(t, receiver, stored, emails);
 }
 
