@@ -14,41 +14,136 @@ import { DatabaseSync } from 'node:sqlite';
 import { QueryTypes, type Sequelize } from 'sequelize';
 import type { SqlBackend } from './databases.ts';
 import { killOnExit } from './instances.ts';
+import { freePort } from './loopback.ts';
 import type { Receiver } from '../admin/receiver.ts';
 export const ADMIN = 'crash-admin-secret';
 export const PASSWORD = 'correct horse battery staple';
 export const BIN = join(import.meta.dirname, '..', '..', 'bin', 'latchkey.js');
 export const DSL = 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define viewer: [user]\n';
 
-/** The last 4,000 characters each launched process wrote to stderr, for the message of a start that failed. */
-const stderrTails = new WeakMap<ChildProcess, string>();
+/** What a launched server process wrote, as far as its start is concerned. */
+interface Output {
+  /** The last 4,000 characters of its stderr (for the message of a start that failed). */
+  stderr: string;
+  /** True once it logged its start line: every listener of it is bound. */
+  started: boolean;
+  /** Resolves at its start line, or once it exited. */
+  settled: Promise<void>;
+  /** Resolves once it exited and its output was read to the end. */
+  closed: Promise<void>;
+}
 
-export function launch(flags: string[]): ChildProcess {
+const outputs = new WeakMap<ChildProcess, Output>();
+
+/** The message of the line the server logs (level `info`) once every listener is bound (cmd/server.ts). */
+const STARTED = 'latchkey started';
+
+function launch(flags: string[]): ChildProcess {
   const child = spawn(process.execPath, [BIN, 'serve', ...flags], { stdio: ['ignore', 'pipe', 'pipe'] });
   killOnExit(child);
-  child.stdout?.resume();
-  stderrTails.set(child, '');
-  child.stderr?.on('data', (d: Buffer) => stderrTails.set(child, ((stderrTails.get(child) ?? '') + d.toString()).slice(-4000)));
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  let resolveStarted = (): void => {};
+  const output: Output = { stderr: '', started: false, settled: Promise.race([new Promise<void>((resolve) => (resolveStarted = resolve)), closed]), closed };
+  let partial = '';
+  child.stdout?.on('data', (d: Buffer) => {
+    if (output.started) return;
+    const lines = (partial + d.toString()).split('\n');
+    partial = lines.pop() ?? '';
+    if (lines.some((l) => l.includes(`"msg":"${STARTED}"`))) {
+      output.started = true;
+      resolveStarted();
+    }
+  });
+  child.stderr?.on('data', (d: Buffer) => void (output.stderr = (output.stderr + d.toString()).slice(-4000)));
+  outputs.set(child, output);
   return child;
 }
 
+/** A start that failed because another process held the port. */
+class PortTaken extends Error {}
+
 /**
- * Waits for `/readyz`. A first start migrates a fresh database: on MariaDB,
- * with the rest of the suite creating and dropping databases beside it, that
- * took over 30 s once (about 3 s on a quiet machine), so the wait is generous.
+ * Waits until `child` has logged its start line and `/readyz` answers 200. Until that line,
+ * whatever answers at `url` may be another process that holds the port (and the child is about to
+ * exit with EADDRINUSE); after it, the port is the child's. A first start migrates a fresh database:
+ * on MariaDB, with the rest of the suite creating and dropping databases beside it, that took over
+ * 30 s once (about 3 s on a quiet machine), so the wait is generous. Throws {@link PortTaken} when
+ * the child exits because its port is in use.
  */
-export async function ready(url: string, child: ChildProcess): Promise<void> {
-  const until = Date.now() + 90_000;
-  while (Date.now() < until) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${stderrTails.get(child) ?? ''}`);
-    const ok = await fetch(`${url}/readyz`).then(
+async function ready(url: string, child: ChildProcess): Promise<void> {
+  const output = outputs.get(child);
+  if (output === undefined) throw new Error('not a launched server');
+  const deadline = Date.now() + 90_000;
+  await Promise.race([output.settled, new Promise<void>((resolve) => setTimeout(resolve, 90_000).unref())]);
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      await output.closed;
+      const message = `server exited with ${child.exitCode ?? child.signalCode}: ${output.stderr}`;
+      throw output.stderr.includes('EADDRINUSE') ? new PortTaken(message) : new Error(message);
+    }
+    if (!output.started || Date.now() > deadline) throw new Error(`server did not become ready: ${output.stderr}`);
+    const ok = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(5_000) }).then(
       (r) => r.status === 200,
       () => false,
     );
     if (ok) return;
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error('server did not become ready');
+}
+
+/**
+ * The server of a crash test, a child process on a loopback port that its flags name
+ * (`--http-port`, and `--url` through which callbacks and links reach it). The port is found free
+ * by {@link freePort} before the server binds it, and again free between a kill and the restart:
+ * another process may take it in either gap. A start that exits because of that is tried again on
+ * a fresh port, with the flags of that port.
+ */
+export interface CrashServer {
+  /** `http://127.0.0.1:<port>`: another one after a start moved to a fresh port. */
+  readonly url: string;
+  readonly port: number;
+  /** The running process (the last one started). */
+  readonly child: ChildProcess;
+  /** Starts the server again once the test has stopped it: on the same port unless another process took it; resolves once ready. */
+  restart(): Promise<void>;
+}
+
+/**
+ * Starts the server with the flags `flagsFor(port)` gives for its port (called again for each
+ * fresh port; it may start what must know the server's URL first, such as a provider that
+ * registers its callbacks) and resolves once it is ready ({@link ready}).
+ */
+export async function startCrashServer(flagsFor: (port: number) => string[] | Promise<string[]>): Promise<CrashServer> {
+  let port = await freePort();
+  let child: ChildProcess | undefined;
+  const start = async (): Promise<void> => {
+    for (let attempt = 1; ; attempt++) {
+      child = launch(await flagsFor(port));
+      try {
+        await ready(`http://127.0.0.1:${port}`, child);
+        return;
+      } catch (err) {
+        if (!(err instanceof PortTaken) || attempt >= 5) {
+          child.kill('SIGKILL');
+          throw err;
+        }
+        port = await freePort();
+      }
+    }
+  };
+  await start();
+  return {
+    get url() {
+      return `http://127.0.0.1:${port}`;
+    },
+    get port() {
+      return port;
+    },
+    get child() {
+      return child as ChildProcess;
+    },
+    restart: start,
+  };
 }
 
 export async function post(url: string, path: string, body: unknown, admin = false): Promise<{ status: number; body: Record<string, unknown> }> {
@@ -78,7 +173,8 @@ export function serverFlags(backend: SqlBackend, dbUrl: string, port: number, sm
     `--http-port=${port}`,
     '--grpc-port=0',
     '--metrics-port=0',
-    '--log-level=silent',
+    // The start line tells ready() that the server it launched is the one listening.
+    '--log-level=info',
     '--rate-limit-rps=100000',
     '--rate-limit-burst=100000',
     '--enable-email-verification=true',
@@ -118,14 +214,25 @@ export function receivedDeliveries(receiver: Receiver): Map<string, Set<string>>
   return out;
 }
 
+/** The backoff of the deliveries the receiver refused has run out, as after a long enough outage. */
+async function backoffRunsOut(sequelize: Sequelize): Promise<void> {
+  await sequelize.query("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE status = 'pending'", { replacements: [Date.now() - 1] });
+}
+
 /**
  * The receiver is up again and the backoff of the deliveries it refused has run out, as after a
  * long enough outage (5 s, then 5 min, ...); so has the lease (45 s) of a delivery a killed process
  * had claimed. Simulated, not waited for.
  */
 export async function deliveriesDue(sequelize: Sequelize): Promise<void> {
-  await sequelize.query("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE status = 'pending'", { replacements: [Date.now() - 1] });
+  await backoffRunsOut(sequelize);
   await sequelize.query("UPDATE webhook_deliveries SET lease_until = ? WHERE status = 'delivering'", { replacements: [Date.now() - 1] });
+}
+
+/** The deliveries claimed now (`delivering`): the attempt count of each, by delivery id. */
+async function claimedDeliveries(sequelize: Sequelize): Promise<Map<string, number>> {
+  const rows = await sequelize.query<{ id: string; attempts: number | string }>("SELECT id, attempts FROM webhook_deliveries WHERE status = 'delivering'", { type: QueryTypes.SELECT });
+  return new Map(rows.map((r) => [r.id, Number(r.attempts)]));
 }
 
 /**
@@ -144,11 +251,28 @@ export async function deliveredAsStored(t: ExecutionContext, receiver: Receiver,
  * The receiver, down across the kills and restarts, is back: the `user.signup` deliveries stored
  * now are made due ({@link deliveriesDue}) and the one of each of `emails` must arrive, once, under
  * the id it was stored with.
+ *
+ * The running server may have an attempt in flight that the receiver refused while it was down.
+ * That attempt ends after the deliveries were made due and sets its delivery's next attempt on
+ * the schedule (5 min after a second attempt), past the wait. So every delivery claimed when the
+ * receiver comes back is waited for until that claim has ended (the attempt in flight records its
+ * end; a killed process's claim, its lease run out, is taken over), and the backoff runs out
+ * again then. An attempt claimed after the receiver is back reaches it.
  */
 export async function deliveriesResume(t: ExecutionContext, sequelize: Sequelize, receiver: Receiver, emails: Iterable<string>): Promise<void> {
   const stored = await storedDeliveries(sequelize);
   receiver.down = false;
+  const claimed = await claimedDeliveries(sequelize);
   await deliveriesDue(sequelize);
+  const until = Date.now() + 20_000;
+  for (;;) {
+    const now = await claimedDeliveries(sequelize);
+    const held = [...claimed].filter(([id, attempts]) => now.get(id) === attempts).map(([id]) => id);
+    if (held.length === 0) break;
+    if (Date.now() > until) throw new Error(`deliveries still claimed by an attempt made while the receiver was down: ${held.join(', ')}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await backoffRunsOut(sequelize);
   await deliveredAsStored(t, receiver, stored, emails);
 }
 

@@ -12,9 +12,8 @@
 import test from 'ava';
 import { openSequelize } from '../../../engine/sql/sqlite_sequelize.ts';
 import { createTestDatabase, sqlBackends } from '../../helpers/databases.ts';
-import { freePort } from '../../helpers/instances.ts';
 import { startSmtp } from '../../admin/smtp.ts';
-import { PASSWORD, count, exited, launch, post, ready, serverFlags, stallOf } from '../../helpers/crash.ts';
+import { PASSWORD, count, exited, post, serverFlags, stallOf, startCrashServer } from '../../helpers/crash.ts';
 
 for (const backend of sqlBackends()) {
   test(`SIGKILL in the middle of adding a member leaves both the row and the tuple or neither (${backend})`, async (t) => {
@@ -22,18 +21,14 @@ for (const backend of sqlBackends()) {
     t.teardown(() => db.drop());
     const smtp = await startSmtp();
     t.teardown(() => smtp.close());
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
-    const flags = serverFlags(backend, db.url, port, smtp.port);
-    let child = launch(flags);
-    t.teardown(() => void child.kill('SIGKILL'));
-    await ready(url, child);
+    const server = await startCrashServer((port) => serverFlags(backend, db.url, port, smtp.port));
+    t.teardown(() => void server.child.kill('SIGKILL'));
 
-    const org = await post(url, '/v1/admin/create_organization', { name: 'Crash Corp' }, true);
+    const org = await post(server.url, '/v1/admin/create_organization', { name: 'Crash Corp' }, true);
     t.is(org.status, 200, JSON.stringify(org.body));
     const orgId = org.body['id'] as string;
     // Stores the webhook deliveries of member.added, so that a delivery row is part of the transaction.
-    t.is((await post(url, '/v1/admin/add_webhook', { event_name: 'member.added', endpoint: 'http://127.0.0.1:9/hook' }, true)).status, 200);
+    t.is((await post(server.url, '/v1/admin/add_webhook', { event_name: 'member.added', endpoint: 'http://127.0.0.1:9/hook' }, true)).status, 200);
     const sequelize = openSequelize(db.url, { logging: false });
     t.teardown(() => sequelize.close());
     const stall = stallOf(backend, sequelize, db.url);
@@ -45,17 +40,17 @@ for (const backend of sqlBackends()) {
     const tables = backend === 'postgres' ? ['audit_logs'] : ['fga_changelog', 'audit_logs'];
     for (const table of tables) {
       const email = `member-${table.replace('_', '-')}@crash.test`;
-      t.is((await post(url, '/v1/signup', { email, password: PASSWORD })).status, 200);
-      const user = await post(url, '/v1/admin/user', { email }, true);
+      t.is((await post(server.url, '/v1/signup', { email, password: PASSWORD })).status, 200);
+      const user = await post(server.url, '/v1/admin/user', { email }, true);
       const userId = user.body['id'] as string;
       await stall.install(table);
-      const answer = post(url, '/v1/admin/add_organization_member', { organization_id: orgId, user_id: userId }, true).then(
+      const answer = post(server.url, '/v1/admin/add_organization_member', { organization_id: orgId, user_id: userId }, true).then(
         (r) => r.status,
         () => 'connection lost',
       );
       await stall.stalled(table);
-      child.kill('SIGKILL');
-      await exited(child);
+      server.child.kill('SIGKILL');
+      await exited(server.child);
       t.is(await answer, 'connection lost', `the call cut before its ${table} row got no answer`);
       await stall.endOrphan();
       const nothing = { rows: 0, tuples: 0 };
@@ -64,15 +59,14 @@ for (const backend of sqlBackends()) {
       t.deepEqual(await state(userId), nothing, `killed before its ${table} row: neither the membership nor its tuple`);
       await stall.remove(table);
 
-      child = launch(flags);
-      await ready(url, child);
-      const retry = await post(url, '/v1/admin/add_organization_member', { organization_id: orgId, user_id: userId }, true);
+      await server.restart();
+      const retry = await post(server.url, '/v1/admin/add_organization_member', { organization_id: orgId, user_id: userId }, true);
       t.is(retry.status, 200, JSON.stringify(retry.body));
       t.deepEqual(await state(userId), { rows: 1, tuples: 1 }, 'the retried call stored both');
-      const check = await post(url, '/v1/admin/fga/tuples/read', { object: `organization:${orgId}`, relation: 'member', user: `user:${userId}` }, true);
+      const check = await post(server.url, '/v1/admin/fga/tuples/read', { object: `organization:${orgId}`, relation: 'member', user: `user:${userId}` }, true);
       t.is((check.body['tuples'] as unknown[]).length, 1, 'the engine reads the tuple after the restart');
     }
-    child.kill('SIGTERM');
-    await exited(child);
+    server.child.kill('SIGTERM');
+    await exited(server.child);
   });
 }

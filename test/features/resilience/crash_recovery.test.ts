@@ -34,7 +34,6 @@ import test from 'ava';
 import { QueryTypes } from 'sequelize';
 import { openSequelize } from '../../../engine/sql/sqlite_sequelize.ts';
 import { createTestDatabase, sqlBackends, type SqlBackend } from '../../helpers/databases.ts';
-import { freePort } from '../../helpers/instances.ts';
 import { startSmtp } from '../../admin/smtp.ts';
 import { startReceiver } from '../../admin/receiver.ts';
 import { AuditLog } from '../../../admin/index.ts';
@@ -47,11 +46,10 @@ import {
   deliveriesDue,
   deliveriesResume,
   exited,
-  launch,
   post,
-  ready,
   serverFlags,
   stallOf,
+  startCrashServer,
   storedDeliveries,
 } from '../../helpers/crash.ts';
 
@@ -65,14 +63,10 @@ async function scenario(t: import('ava').ExecutionContext, backend: SqlBackend):
   const receiver = await startReceiver();
   t.teardown(() => receiver.close());
   receiver.down = true;
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const flags = serverFlags(backend, db.url, port, smtp.port);
-  let child = launch(flags);
-  t.teardown(() => void child.kill('SIGKILL'));
-  await ready(url, child);
-  t.is((await post(url, '/v1/admin/fga/model', { dsl: DSL }, true)).status, 200);
-  await addSignupWebhook(url, receiver);
+  const server = await startCrashServer((port) => serverFlags(backend, db.url, port, smtp.port));
+  t.teardown(() => void server.child.kill('SIGKILL'));
+  t.is((await post(server.url, '/v1/admin/fga/model', { dsl: DSL }, true)).status, 200);
+  await addSignupWebhook(server.url, receiver);
 
   const signedUp: string[] = [];
   const batches: number[] = [];
@@ -82,10 +76,10 @@ async function scenario(t: import('ava').ExecutionContext, backend: SqlBackend):
     while (!killed) {
       const i = n++;
       try {
-        const s = await post(url, '/v1/signup', { email: `k${i}@crash.test`, password: PASSWORD });
+        const s = await post(server.url, '/v1/signup', { email: `k${i}@crash.test`, password: PASSWORD });
         if (s.status === 200) signedUp.push(`k${i}@crash.test`);
         const tuples = [0, 1].map((j) => ({ user: `user:k${i}`, relation: 'viewer', object: `doc:b${i}-${j}` }));
-        const w = await post(url, '/v1/admin/fga/tuples', { tuples }, true);
+        const w = await post(server.url, '/v1/admin/fga/tuples', { tuples }, true);
         if (w.status === 200) batches.push(i);
       } catch {
         // The connection died with the process: the outcome of this request is unknown.
@@ -95,10 +89,10 @@ async function scenario(t: import('ava').ExecutionContext, backend: SqlBackend):
   const workers = [0, 1, 2, 3].map(() => worker());
   const until = Date.now() + 20_000;
   while (signedUp.length < 8 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
-  child.kill('SIGKILL');
+  server.child.kill('SIGKILL');
   killed = true;
   await Promise.all(workers);
-  await new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())));
+  await exited(server.child);
   t.true(signedUp.length >= 8, `acknowledged sign-ups before the kill: ${signedUp.length}`);
 
   // What the killed process left in the outbox (read before a new process sends and deletes it).
@@ -125,8 +119,7 @@ async function scenario(t: import('ava').ExecutionContext, backend: SqlBackend):
   await deliveriesDue(sequelize);
 
   smtp.refuse = undefined;
-  child = launch(flags);
-  await ready(url, child);
+  await server.restart();
 
   // No partial rows.
   t.is(await count(sequelize, 'SELECT COUNT(*) AS n FROM user_identifiers c LEFT JOIN users u ON u.id = c.user_id WHERE u.id IS NULL'), 0, 'claims without a user');
@@ -134,7 +127,7 @@ async function scenario(t: import('ava').ExecutionContext, backend: SqlBackend):
   t.is(await count(sequelize, 'SELECT COUNT(*) AS n FROM (SELECT email FROM users GROUP BY email HAVING COUNT(*) > 1) d'), 0, 'duplicate users');
   for (const email of signedUp) t.is(await count(sequelize, 'SELECT COUNT(*) AS n FROM users WHERE email = ?', [email]), 1, `acknowledged ${email}`);
   for (let i = 0; i < n; i++) {
-    const r = await post(url, '/v1/admin/fga/tuples/read', { user: `user:k${i}`, page_size: 10 }, true);
+    const r = await post(server.url, '/v1/admin/fga/tuples/read', { user: `user:k${i}`, page_size: 10 }, true);
     const found = (r.body['tuples'] as unknown[] | undefined)?.length ?? 0;
     if (batches.includes(i)) t.is(found, 2, `acknowledged batch ${i}`);
     else t.true(found === 0 || found === 2, `batch ${i} is whole or absent (${found})`);
@@ -157,8 +150,8 @@ async function scenario(t: import('ava').ExecutionContext, backend: SqlBackend):
   // Webhook deliveries resume: each queued before the kill arrives, under the id it was queued with.
   await deliveredAsStored(t, receiver, pending, pending.keys());
   t.log(`${backend}: ${signedUp.length} sign-ups and ${batches.length} batches acknowledged of ${n} tried; ${queued.size} mails and ${pending.size} webhook deliveries resumed (${claimed.length} mails claimed at the kill)`);
-  child.kill('SIGTERM');
-  await exited(child);
+  server.child.kill('SIGTERM');
+  await exited(server.child);
 }
 
 async function faultPoint(t: import('ava').ExecutionContext, backend: SqlBackend): Promise<void> {
@@ -170,15 +163,11 @@ async function faultPoint(t: import('ava').ExecutionContext, backend: SqlBackend
   const receiver = await startReceiver();
   t.teardown(() => receiver.close());
   receiver.down = true;
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const flags = serverFlags(backend, db.url, port, smtp.port);
-  let child = launch(flags);
-  t.teardown(() => void child.kill('SIGKILL'));
-  await ready(url, child);
-  await addSignupWebhook(url, receiver);
+  const server = await startCrashServer((port) => serverFlags(backend, db.url, port, smtp.port));
+  t.teardown(() => void server.child.kill('SIGKILL'));
+  await addSignupWebhook(server.url, receiver);
   // The tables exist once a first sign-up has gone through.
-  t.is((await post(url, '/v1/signup', { email: 'first@crash.test', password: PASSWORD })).status, 200);
+  t.is((await post(server.url, '/v1/signup', { email: 'first@crash.test', password: PASSWORD })).status, 200);
   const sequelize = openSequelize(db.url, { logging: false });
   t.teardown(() => sequelize.close());
   const stall = stallOf(backend, sequelize, db.url);
@@ -201,13 +190,13 @@ async function faultPoint(t: import('ava').ExecutionContext, backend: SqlBackend
   for (const table of ['verification_requests', 'mail_outbox', 'webhook_deliveries', 'audit_logs']) {
     const email = `cut-${table.replace('_', '-')}@crash.test`;
     await stall.install(table);
-    const answer = post(url, '/v1/signup', { email, password: PASSWORD }).then(
+    const answer = post(server.url, '/v1/signup', { email, password: PASSWORD }).then(
       (r) => r.status,
       () => 'connection lost',
     );
     await stall.stalled(table);
-    child.kill('SIGKILL');
-    await exited(child);
+    server.child.kill('SIGKILL');
+    await exited(server.child);
     t.is(await answer, 'connection lost', `the sign-up cut before ${table} got no answer`);
     await stall.endOrphan();
     const until = Date.now() + 10_000;
@@ -215,16 +204,15 @@ async function faultPoint(t: import('ava').ExecutionContext, backend: SqlBackend
     t.deepEqual(await rowsOf(email), nothing, `a sign-up killed before its ${table} row left nothing`);
     await stall.remove(table);
 
-    child = launch(flags);
-    await ready(url, child);
+    await server.restart();
     // The client did not learn the outcome and retries: the first attempt left nothing, so this one signs up.
-    const retry = await post(url, '/v1/signup', { email, password: PASSWORD });
+    const retry = await post(server.url, '/v1/signup', { email, password: PASSWORD });
     t.is(retry.status, 200, JSON.stringify(retry.body));
     const stored = await rowsOf(email);
     t.deepEqual([stored.users, stored.claims, stored.requests, stored.audits, stored.deliveries], [1, 1, 1, 1, 1], `the retried sign-up of ${email} is stored whole`);
     signedUp.push(email);
     // A retry of a sign-up that did commit: already_exists, and nothing more is stored or sent.
-    const again = await post(url, '/v1/signup', { email, password: PASSWORD });
+    const again = await post(server.url, '/v1/signup', { email, password: PASSWORD });
     t.is(again.status, 409);
     t.is(again.body['code'], 'already_exists');
     t.like(await rowsOf(email), { users: 1, audits: 1, deliveries: 1 });
@@ -237,8 +225,8 @@ async function faultPoint(t: import('ava').ExecutionContext, backend: SqlBackend
   t.like(await new AuditLog({ sequelize }).verifyChain(), { ok: true }, 'the audit chain is whole');
   // The receiver is back: every sign-up's delivery, pending across the kills and restarts, arrives once.
   await deliveriesResume(t, sequelize, receiver, signedUp);
-  child.kill('SIGTERM');
-  await exited(child);
+  server.child.kill('SIGTERM');
+  await exited(server.child);
 }
 
 for (const backend of sqlBackends().filter((b) => b !== 'mysql')) {

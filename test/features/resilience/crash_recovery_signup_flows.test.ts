@@ -20,15 +20,13 @@
  *   chain is whole.
  */
 import test, { type ExecutionContext } from 'ava';
-import type { ChildProcess } from 'node:child_process';
 import { openSequelize } from '../../../engine/sql/sqlite_sequelize.ts';
 import { AuditLog } from '../../../admin/index.ts';
 import { createTestDatabase, sqlBackends, type SqlBackend } from '../../helpers/databases.ts';
-import { freePort } from '../../helpers/instances.ts';
 import { CookieJar, drive, landingParams, request, startOidcProvider, type OidcProvider } from '../../helpers/social.ts';
 import { mailsTo, startSmtp, type Smtp } from '../../admin/smtp.ts';
 import { startReceiver } from '../../admin/receiver.ts';
-import { addSignupWebhook, count, deliveriesResume, exited, launch, post, ready, serverFlags, stallOf, storedDeliveries } from '../../helpers/crash.ts';
+import { addSignupWebhook, count, deliveriesResume, exited, post, serverFlags, stallOf, startCrashServer, storedDeliveries, type CrashServer } from '../../helpers/crash.ts';
 
 type Rows = Record<string, number>;
 
@@ -51,11 +49,10 @@ interface Flow {
 }
 
 interface World {
-  url: string;
-  flags: string[];
+  server: CrashServer;
   smtp: Smtp;
-  op: OidcProvider;
-  child: ChildProcess;
+  /** The provider that registers the callback of the server's current port. */
+  readonly op: OidcProvider;
 }
 
 const lost = () => 'connection lost' as const;
@@ -63,20 +60,30 @@ const lost = () => 'connection lost' as const;
 async function startWorld(t: ExecutionContext, backend: SqlBackend, dbUrl: string): Promise<World> {
   const smtp = await startSmtp();
   t.teardown(() => smtp.close());
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const op = await startOidcProvider({ clientId: 'crash-oidc', clientSecret: 'crash-oidc-secret', redirectUris: [`${url}/oauth_callback/oidc`] });
-  t.teardown(() => op.close());
-  const flags = [
-    ...serverFlags(backend, dbUrl, port, smtp.port),
-    '--enable-magic-link-login=true',
-    `--oidc-issuer=${op.issuer}`,
-    '--oidc-client-id=crash-oidc',
-    '--oidc-client-secret=crash-oidc-secret',
-  ];
-  const child = launch(flags);
-  await ready(url, child);
-  return { url, flags, smtp, op, child };
+  // The provider registers the server's callback, which names its port: a start on a fresh port starts another for it.
+  let op: { port: number; provider: OidcProvider } | undefined;
+  t.teardown(() => op?.provider.close());
+  const server = await startCrashServer(async (port) => {
+    if (op?.port !== port) {
+      await op?.provider.close();
+      const provider = await startOidcProvider({ clientId: 'crash-oidc', clientSecret: 'crash-oidc-secret', redirectUris: [`http://127.0.0.1:${port}/oauth_callback/oidc`] });
+      op = { port, provider };
+    }
+    return [
+      ...serverFlags(backend, dbUrl, port, smtp.port),
+      '--enable-magic-link-login=true',
+      `--oidc-issuer=${op.provider.issuer}`,
+      '--oidc-client-id=crash-oidc',
+      '--oidc-client-secret=crash-oidc-secret',
+    ];
+  });
+  return {
+    server,
+    smtp,
+    get op() {
+      return (op as { provider: OidcProvider }).provider;
+    },
+  };
 }
 
 /** Social login with the generic OpenID provider: the first callback of an account creates its user. */
@@ -84,19 +91,19 @@ function socialFlow(t: ExecutionContext, w: World, sequelize: ReturnType<typeof 
   const start = (email: string): URL => {
     w.op.accounts.set(email, { email, email_verified: true, given_name: 'Crash' });
     w.op.account = email;
-    const u = new URL(`${w.url}/oauth_login/oidc`);
-    u.searchParams.set('redirect_uri', `${w.url}/done`);
+    const u = new URL(`${w.server.url}/oauth_login/oidc`);
+    u.searchParams.set('redirect_uri', `${w.server.url}/done`);
     return u;
   };
   const signIn = async (email: string, what: string): Promise<void> => {
-    const landing = await drive(new CookieJar(), start(email), (u) => u.origin === w.url && u.pathname === '/done');
+    const landing = await drive(new CookieJar(), start(email), (u) => u.origin === w.server.url && u.pathname === '/done');
     t.truthy(landingParams(landing.url)?.get('access_token'), `${what} of ${email} is signed in`);
   };
   return {
     prepare: async (email) => {
       const jar = new CookieJar();
       // Stops before the callback: the login's own audit row (oauth.login_initiated) is written by then.
-      const atCallback = await drive(jar, start(email), (u) => u.origin === w.url && u.pathname === '/oauth_callback/oidc');
+      const atCallback = await drive(jar, start(email), (u) => u.origin === w.server.url && u.pathname === '/oauth_callback/oidc');
       const callback = atCallback.url;
       if (callback === undefined) throw new Error(`the login of ${email} did not reach the callback`);
       return () => request(jar, callback).then((r) => r.status, lost);
@@ -117,10 +124,10 @@ function socialFlow(t: ExecutionContext, w: World, sequelize: ReturnType<typeof 
 /** Magic link: `magic_link_login` creates the account unverified; its first `verify_email` is its sign-up. */
 function magicFlow(t: ExecutionContext, w: World, sequelize: ReturnType<typeof openSequelize>): Flow {
   const tokens = new Map<string, string>();
-  const verify = (email: string) => post(w.url, '/v1/verify_email', { token: tokens.get(email) ?? '' });
+  const verify = (email: string) => post(w.server.url, '/v1/verify_email', { token: tokens.get(email) ?? '' });
   return {
     prepare: async (email) => {
-      t.is((await post(w.url, '/v1/magic_link_login', { email })).status, 200);
+      t.is((await post(w.server.url, '/v1/magic_link_login', { email })).status, 200);
       const mail = (await mailsTo(w.smtp, email))[0] ?? '';
       const token = /token=([A-Za-z0-9_-]+)/.exec(mail)?.[1];
       if (token === undefined) throw new Error(`no link in the mail to ${email}`);
@@ -164,8 +171,8 @@ async function faultPoints(t: ExecutionContext, backend: SqlBackend, flowOf: (t:
   t.teardown(() => receiver.close());
   receiver.down = true;
   const w = await startWorld(t, backend, db.url);
-  t.teardown(() => void w.child.kill('SIGKILL'));
-  await addSignupWebhook(w.url, receiver);
+  t.teardown(() => void w.server.child.kill('SIGKILL'));
+  await addSignupWebhook(w.server.url, receiver);
   const sequelize = openSequelize(db.url, { logging: false });
   t.teardown(() => sequelize.close());
   const flow = flowOf(t, w, sequelize);
@@ -182,8 +189,8 @@ async function faultPoints(t: ExecutionContext, backend: SqlBackend, flowOf: (t:
     await stall.install(table);
     const answer = send();
     await stall.stalled(table);
-    w.child.kill('SIGKILL');
-    await exited(w.child);
+    w.server.child.kill('SIGKILL');
+    await exited(w.server.child);
     t.is(await answer, 'connection lost', `the ${name} sign-up cut before its ${table} row got no answer`);
     await stall.endOrphan();
     const until = Date.now() + 10_000;
@@ -191,8 +198,7 @@ async function faultPoints(t: ExecutionContext, backend: SqlBackend, flowOf: (t:
     t.deepEqual(await flow.rows(email), flow.nothing, `a ${name} sign-up killed before its ${table} row left nothing of it`);
     await stall.remove(table);
 
-    w.child = launch(w.flags);
-    await ready(w.url, w.child);
+    await w.server.restart();
     await flow.retry(email);
     t.deepEqual(await flow.rows(email), flow.whole, `the retried ${name} sign-up of ${email} is stored whole`);
     signedUp.push(email);
@@ -202,8 +208,8 @@ async function faultPoints(t: ExecutionContext, backend: SqlBackend, flowOf: (t:
   t.like(await new AuditLog({ sequelize }).verifyChain(), { ok: true }, 'the audit chain is whole');
   // The receiver is back: every sign-up's delivery, pending across the kills and restarts, arrives once.
   await deliveriesResume(t, sequelize, receiver, signedUp);
-  w.child.kill('SIGTERM');
-  await exited(w.child);
+  w.server.child.kill('SIGTERM');
+  await exited(w.server.child);
 }
 
 for (const backend of sqlBackends()) {
