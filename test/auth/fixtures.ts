@@ -1,7 +1,6 @@
 /** Test fixtures of the identity tests: a service on a fresh database, keys, a tiny permission engine. */
 import { generateKeyPairSync } from 'node:crypto';
-import { QueryTypes } from 'sequelize';
-import type { SqlDatabase } from '../../engine/sql/sql_database.ts';
+import { QueryTypes, type SqlDatabase } from '../../engine/sql/sql_database.ts';
 import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
 import { AuthService, InProcessMemoryStore, type AuthOptions, type DynamoDatabase, type MainDatabase, type MemoryStore, sqlDatabase, type OtpDelivery, type PermissionEngine, type WireTuple } from '../../auth/index.ts';
 import { openTestMain, type MainBackend } from '../helpers/main_databases.ts';
