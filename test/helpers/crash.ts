@@ -15,81 +15,26 @@ import { QueryTypes, type Sequelize } from 'sequelize';
 import type { SqlBackend } from './databases.ts';
 import { killOnExit } from './instances.ts';
 import { freePort } from './loopback.ts';
+import { PortTaken, ready, watchStart } from './started.ts';
 import type { Receiver } from '../admin/receiver.ts';
 export const ADMIN = 'crash-admin-secret';
 export const PASSWORD = 'correct horse battery staple';
 export const BIN = join(import.meta.dirname, '..', '..', 'bin', 'latchkey.js');
 export const DSL = 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define viewer: [user]\n';
 
-/** What a launched server process wrote, as far as its start is concerned. */
-interface Output {
-  /** The last 4,000 characters of its stderr (for the message of a start that failed). */
-  stderr: string;
-  /** True once it logged its start line: every listener of it is bound. */
-  started: boolean;
-  /** Resolves at its start line, or once it exited. */
-  settled: Promise<void>;
-  /** Resolves once it exited and its output was read to the end. */
-  closed: Promise<void>;
-}
-
-const outputs = new WeakMap<ChildProcess, Output>();
-
-/** The message of the line the server logs (level `info`) once every listener is bound (cmd/server.ts). */
-const STARTED = 'latchkey started';
-
 function launch(flags: string[]): ChildProcess {
   const child = spawn(process.execPath, [BIN, 'serve', ...flags], { stdio: ['ignore', 'pipe', 'pipe'] });
   killOnExit(child);
-  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
-  let resolveStarted = (): void => {};
-  const output: Output = { stderr: '', started: false, settled: Promise.race([new Promise<void>((resolve) => (resolveStarted = resolve)), closed]), closed };
-  let partial = '';
-  child.stdout?.on('data', (d: Buffer) => {
-    if (output.started) return;
-    const lines = (partial + d.toString()).split('\n');
-    partial = lines.pop() ?? '';
-    if (lines.some((l) => l.includes(`"msg":"${STARTED}"`))) {
-      output.started = true;
-      resolveStarted();
-    }
-  });
-  child.stderr?.on('data', (d: Buffer) => void (output.stderr = (output.stderr + d.toString()).slice(-4000)));
-  outputs.set(child, output);
+  watchStart(child);
   return child;
 }
 
-/** A start that failed because another process held the port. */
-class PortTaken extends Error {}
-
 /**
- * Waits until `child` has logged its start line and `/readyz` answers 200. Until that line,
- * whatever answers at `url` may be another process that holds the port (and the child is about to
- * exit with EADDRINUSE); after it, the port is the child's. A first start migrates a fresh database:
- * on MariaDB, with the rest of the suite creating and dropping databases beside it, that took over
- * 30 s once (about 3 s on a quiet machine), so the wait is generous. Throws {@link PortTaken} when
- * the child exits because its port is in use.
+ * A first start migrates a fresh database: on MariaDB, with the rest of the suite creating and
+ * dropping databases beside it, that took over 30 s once (about 3 s on a quiet machine), so the
+ * wait for readiness ({@link ready}) is generous.
  */
-async function ready(url: string, child: ChildProcess): Promise<void> {
-  const output = outputs.get(child);
-  if (output === undefined) throw new Error('not a launched server');
-  const deadline = Date.now() + 90_000;
-  await Promise.race([output.settled, new Promise<void>((resolve) => setTimeout(resolve, 90_000).unref())]);
-  for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) {
-      await output.closed;
-      const message = `server exited with ${child.exitCode ?? child.signalCode}: ${output.stderr}`;
-      throw output.stderr.includes('EADDRINUSE') ? new PortTaken(message) : new Error(message);
-    }
-    if (!output.started || Date.now() > deadline) throw new Error(`server did not become ready: ${output.stderr}`);
-    const ok = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(5_000) }).then(
-      (r) => r.status === 200,
-      () => false,
-    );
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const READY_MS = 90_000;
 
 /**
  * The server of a crash test, a child process on a loopback port that its flags name
@@ -120,7 +65,7 @@ export async function startCrashServer(flagsFor: (port: number) => string[] | Pr
     for (let attempt = 1; ; attempt++) {
       child = launch(await flagsFor(port));
       try {
-        await ready(`http://127.0.0.1:${port}`, child);
+        await ready(`http://127.0.0.1:${port}`, child, READY_MS);
         return;
       } catch (err) {
         if (!(err instanceof PortTaken) || attempt >= 5) {

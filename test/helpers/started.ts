@@ -1,0 +1,122 @@
+/**
+ * The start of a server child process on a port found free beforehand
+ * ({@link freePort}): another process may take that port before the child
+ * binds it. Until the child logs its start line, whatever answers on the port
+ * may be that other process (and the child is about to exit with EADDRINUSE);
+ * after it, the port is the child's. Shared by the helpers that start
+ * `bin/latchkey.js serve` (crash.ts, cluster.ts).
+ */
+import type { ChildProcess } from 'node:child_process';
+
+/** What a launched process wrote, as far as its start is concerned. */
+export interface StartOutput {
+  /** The last 4,000 characters of its stderr (for the message of a start that failed). */
+  readonly stderr: string;
+  /** The last 4,000 characters of its stdout before the start line (where some programs, such as redis-server, report a failed bind). */
+  readonly stdout: string;
+  /** True once it logged its start line: every listener of it is bound. */
+  readonly started: boolean;
+  /** Resolves at its start line, or once it exited. */
+  readonly settled: Promise<void>;
+  /** Resolves once it exited and its output was read to the end. */
+  readonly closed: Promise<void>;
+}
+
+const outputs = new WeakMap<ChildProcess, StartOutput>();
+
+/** The message of the line the server logs (level `info`) once every listener is bound (cmd/server.ts). */
+const STARTED = 'latchkey started';
+
+/** A start line of the server: its JSON log line with the message {@link STARTED}. */
+export const serverStartLine = (line: string): boolean => line.includes(`"msg":"${STARTED}"`);
+
+/**
+ * Watches the output of `child`, spawned with stdout and stderr piped, for its start line
+ * (`isStartLine`, on stdout; by default the server's, which it logs at `--log-level=info` or
+ * below). Both streams are read to the end, so that the child never blocks on a full pipe.
+ */
+export function watchStart(child: ChildProcess, isStartLine: (line: string) => boolean = serverStartLine): StartOutput {
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  let resolveStarted = (): void => {};
+  const state = { stderr: '', stdout: '', started: false };
+  const output: StartOutput = {
+    get stderr() {
+      return state.stderr;
+    },
+    get stdout() {
+      return state.stdout;
+    },
+    get started() {
+      return state.started;
+    },
+    settled: Promise.race([new Promise<void>((resolve) => (resolveStarted = resolve)), closed]),
+    closed,
+  };
+  let partial = '';
+  child.stdout?.on('data', (d: Buffer) => {
+    if (state.started) return;
+    state.stdout = (state.stdout + d.toString()).slice(-4000);
+    const lines = (partial + d.toString()).split('\n');
+    partial = lines.pop() ?? '';
+    if (lines.some(isStartLine)) {
+      state.started = true;
+      resolveStarted();
+    }
+  });
+  child.stderr?.on('data', (d: Buffer) => void (state.stderr = (state.stderr + d.toString()).slice(-4000)));
+  outputs.set(child, output);
+  return output;
+}
+
+/** A start that failed because another process held the port. */
+export class PortTaken extends Error {}
+
+/** What a process that could not bind its port says: Node's error code, or redis-server's message. */
+const PORT_IN_USE = /EADDRINUSE|Address already in use/u;
+
+/**
+ * Waits until `child` (watched by {@link watchStart}) has logged its start line, for at most
+ * `timeoutMs`. Throws {@link PortTaken} when the child exits because its port is in use, another
+ * error when it exits otherwise or does not log the line in time.
+ */
+export async function started(child: ChildProcess, timeoutMs: number): Promise<void> {
+  const output = outputs.get(child);
+  if (output === undefined) throw new Error('not a watched process (watchStart)');
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([output.settled, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+  clearTimeout(timer);
+  if (child.exitCode !== null || child.signalCode !== null || !output.started) {
+    // Exited, or about to (the start line was not written): its output read to the end, or a moment for it.
+    await Promise.race([output.closed, new Promise((r) => setTimeout(r, 1000))]);
+  }
+  if (child.exitCode !== null || child.signalCode !== null) {
+    const message = `${child.spawnfile} exited with ${child.exitCode ?? child.signalCode}: ${output.stderr || output.stdout}`;
+    throw PORT_IN_USE.test(output.stderr) || PORT_IN_USE.test(output.stdout) ? new PortTaken(message) : new Error(message);
+  }
+  if (!output.started) throw new Error(`${child.spawnfile} did not start within ${timeoutMs} ms: ${output.stderr || output.stdout}`);
+}
+
+/**
+ * Waits until `child` (watched by {@link watchStart}) has logged its start line ({@link started})
+ * and `url/readyz` answers 200, for at most `timeoutMs` in all. Throws {@link PortTaken} when the
+ * child exits because its port is in use, another error when it exits otherwise or is not ready
+ * in time.
+ */
+export async function ready(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  await started(child, timeoutMs);
+  const output = outputs.get(child)!;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      await output.closed;
+      throw new Error(`server exited with ${child.exitCode ?? child.signalCode}: ${output.stderr}`);
+    }
+    if (Date.now() > deadline) throw new Error(`server at ${url} did not become ready: ${output.stderr}`);
+    const ok = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(5_000) }).then(
+      (r) => r.status === 200,
+      () => false,
+    );
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
