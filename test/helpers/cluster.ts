@@ -23,6 +23,7 @@ import { randomBytes } from 'node:crypto';
 import type { ExecutionContext } from 'ava';
 import { createTestDatabase } from './databases.ts';
 import { freePort, killOnExit } from './instances.ts';
+import { PortTaken, ready, started, watchStart } from './started.ts';
 
 /** The secrets every replica of one cluster shares (docs/scaling.md, "What every replica must share"). */
 export const CLUSTER_ADMIN_SECRET = 'cluster-admin-secret';
@@ -56,49 +57,65 @@ export interface ReplicaOptions {
   flags?: readonly string[];
 }
 
-/** Waits until `url/readyz` answers 200; throws when the process exits first or after `timeoutMs`. */
-export async function waitReady(url: string, child: ChildProcess, timeoutMs = 60_000, log: () => string = () => ''): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`server exited (${child.exitCode ?? child.signalCode}): ${log()}`);
-    const ok = await fetch(`${url}/readyz`).then(
-      (r) => r.status === 200,
-      () => false,
-    );
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`server at ${url} did not become ready: ${log()}`);
-}
+/**
+ * A replica's wait for readiness ({@link ready}): the first start migrates the database, the
+ * others wait on its lock.
+ */
+const READY_MS = 60_000;
+
+/** How many ports a replica's first start tries before it gives up. */
+const PORT_ATTEMPTS = 5;
 
 /**
  * Starts `count` replicas on free loopback ports and resolves once all are
  * ready (the first migrates the database, the others wait on its lock).
  * Defaults: the cluster's shared secrets, HS256, gRPC and metrics on port 0,
- * logs silent, the rate limit effectively off, the revision poll at its
- * default (pass `--fga-cache-revision-poll` to change it).
+ * logs at `info` (the start line tells that the replica listens; `debug` may
+ * be passed, a level above `info` is not taken), the rate limit effectively
+ * off, the revision poll at its default (pass `--fga-cache-revision-poll` to
+ * change it).
+ *
+ * A replica's port is found free by {@link freePort} before it binds it;
+ * another process may take it meanwhile. Nothing else names that port before
+ * the replica is ready (its `--url` is the deployment's public URL, and
+ * haproxy is configured from the ready replicas), so a replica that exits
+ * because its port is in use is started again on a fresh one.
  */
 export async function startReplicas(o: ReplicaOptions): Promise<Replica[]> {
-  const replicas: Replica[] = [];
-  for (let i = 1; i <= o.count; i++) replicas.push(spawnReplica(o, i, await freePort()));
-  try {
-    await Promise.all(replicas.map((r) => waitReady(r.url, r.child, 60_000, r.log)));
-  } catch (err) {
-    await stopReplicas(replicas);
-    throw err;
+  // Every process launched, so that a failed start stops them all.
+  const launched: Replica[] = [];
+  const startOne = async (index: number): Promise<Replica> => {
+    for (let attempt = 1; ; attempt++) {
+      const r = spawnReplica(o, index, await freePort());
+      launched.push(r);
+      try {
+        await ready(r.url, r.child, READY_MS);
+        return r;
+      } catch (err) {
+        if (!(err instanceof PortTaken) || attempt >= PORT_ATTEMPTS) throw err;
+      }
+    }
+  };
+  const results = await Promise.allSettled(Array.from({ length: o.count }, (_, k) => startOne(k + 1)));
+  const failed = results.find((r) => r.status === 'rejected');
+  if (failed !== undefined) {
+    await stopReplicas(launched);
+    throw failed.reason;
   }
-  return replicas;
+  return results.map((r) => (r as PromiseFulfilledResult<Replica>).value);
 }
 
 /**
  * Starts a replica again after its process exited: the same index, port and
- * flags, as an orchestrator restarting it would. Resolves once it is ready.
+ * flags, as an orchestrator restarting it would (haproxy names the port, so
+ * it is not moved: a start that finds it taken fails). Resolves once it is
+ * ready.
  */
 export async function restartReplica(o: ReplicaOptions, old: Replica): Promise<Replica> {
   await old.exited;
   const r = spawnReplica(o, old.index, old.port);
   try {
-    await waitReady(r.url, r.child, 60_000, r.log);
+    await ready(r.url, r.child, READY_MS);
   } catch (err) {
     await stopReplicas([r]);
     throw err;
@@ -114,19 +131,20 @@ function spawnReplica(o: ReplicaOptions, index: number, port: number): Replica {
     '--database-type=postgres', `--database-url=${o.databaseUrl}`, `--redis-url=${o.redisUrl}`,
     `--admin-secret=${CLUSTER_ADMIN_SECRET}`, `--client-id=${o.clientId}`, `--client-secret=${CLUSTER_CLIENT_SECRET}`,
     '--jwt-type=HS256', `--jwt-secret=${CLUSTER_JWT_SECRET}`,
-    '--host=127.0.0.1', `--http-port=${port}`, '--grpc-port=0', '--metrics-port=0', '--log-level=silent',
+    '--host=127.0.0.1', `--http-port=${port}`, '--grpc-port=0', '--metrics-port=0', '--log-level=info',
     '--rate-limit-rps=1000000', '--rate-limit-burst=1000000', `--url=${o.publicUrl}`, `--allowed-origins=${o.publicUrl}`,
     '--shutdown-timeout=2s',
     ...(o.flags ?? []),
   ]) {
     flags.set(f.split('=')[0]!, f);
   }
-  const child = spawn(process.execPath, [BIN, 'serve', ...flags.values()], { stdio: ['ignore', 'ignore', 'pipe'] });
+  // The start line (level info) tells ready() that this replica is the one listening on the port.
+  if (flags.get('--log-level') !== '--log-level=debug') flags.set('--log-level', '--log-level=info');
+  const child = spawn(process.execPath, [BIN, 'serve', ...flags.values()], { stdio: ['ignore', 'pipe', 'pipe'] });
   killOnExit(child);
-  let log = '';
-  child.stderr?.on('data', (d: Buffer) => void (log = (log + d.toString()).slice(-4000)));
+  const output = watchStart(child);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  return { index, url, port, child, log: () => log, exited };
+  return { index, url, port, child, log: () => output.stderr, exited };
 }
 
 /** SIGTERM to every replica still running, and waits for them all to exit. */
@@ -305,11 +323,27 @@ export function jsonRequest(
   });
 }
 
-/** A redis-server of this test's own on `port` (no persistence); resolves once it answers. */
+/**
+ * A redis-server of this test's own on `port` (no persistence); resolves once it has logged that
+ * it accepts connections and answers on the port. Throws {@link PortTaken} when it exits because
+ * another process holds the port.
+ */
 export async function startRedis(port: number): Promise<{ stop(): Promise<void> }> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
   killOnExit(child);
+  // Until this line, what answers on the port may be another process (and this one is about to exit).
+  watchStart(child, (line) => line.includes('Ready to accept connections'));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async (): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    await exited;
+  };
+  try {
+    await started(child, 10_000);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
   const until = Date.now() + 10_000;
   for (;;) {
     const up = await new Promise<boolean>((resolve) => {
@@ -318,15 +352,13 @@ export async function startRedis(port: number): Promise<{ stop(): Promise<void> 
       s.once('error', () => resolve(false));
     });
     if (up) break;
-    if (Date.now() > until) throw new Error('redis-server did not start');
+    if (Date.now() > until) {
+      await stop();
+      throw new Error('redis-server did not start');
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
-  return {
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      await exited;
-    },
-  };
+  return { stop };
 }
 
 /** Replicas on a PostgreSQL database and a redis-server of their own, made by {@link replicaBed}. */
@@ -336,7 +368,10 @@ export interface ReplicaBed {
   publicUrl: string;
   /** Eight hex digits, different on every run: for names that must not meet another run's. */
   run: string;
-  /** Stops the redis-server (an outage); {@link ReplicaBed.startRedis} brings it back on the same port, empty. */
+  /**
+   * Stops the redis-server (an outage); {@link ReplicaBed.startRedis} brings it back on the same
+   * port (the replicas' `--redis-url` names it), empty.
+   */
   stopRedis(): Promise<void>;
   startRedis(): Promise<void>;
 }
@@ -345,13 +380,24 @@ export interface ReplicaBed {
  * `count` replicas on a new PostgreSQL database (`prefix` names it) with a
  * redis-server of the test's own on a free port, so that the test may stop
  * it; `--client-id` is `<prefix>-<run>`. Everything is stopped and dropped
- * when the test ends.
+ * when the test ends. The redis-server starts before the replicas, which are
+ * given its URL: when another process took its port first, it is started
+ * again on a fresh one. The public URL is only a name (nothing listens there).
  */
 export async function replicaBed(t: ExecutionContext, o: { prefix: string; count?: number; flags?: readonly string[] }): Promise<ReplicaBed> {
   const db = await createTestDatabase('postgres', `lk_${o.prefix}`);
   t.teardown(() => db.drop());
-  const redisPort = await freePort();
-  let redis = await startRedis(redisPort);
+  let redisPort = await freePort();
+  let redis: { stop(): Promise<void> };
+  for (let attempt = 1; ; attempt++) {
+    try {
+      redis = await startRedis(redisPort);
+      break;
+    } catch (err) {
+      if (!(err instanceof PortTaken) || attempt >= PORT_ATTEMPTS) throw err;
+      redisPort = await freePort();
+    }
+  }
   t.teardown(() => redis.stop());
   const run = randomBytes(4).toString('hex');
   const publicUrl = `http://127.0.0.1:${await freePort()}`;
