@@ -23,7 +23,7 @@ import { randomBytes } from 'node:crypto';
 import type { ExecutionContext } from 'ava';
 import { createTestDatabase } from './databases.ts';
 import { freePort, killOnExit } from './instances.ts';
-import { PortTaken, ready, started, watchStart } from './started.ts';
+import { onFreePort, PortTaken, ready, started, watchStart } from './started.ts';
 
 /** The secrets every replica of one cluster shares (docs/scaling.md, "What every replica must share"). */
 export const CLUSTER_ADMIN_SECRET = 'cluster-admin-secret';
@@ -63,9 +63,6 @@ export interface ReplicaOptions {
  */
 const READY_MS = 60_000;
 
-/** How many ports a replica's first start tries before it gives up. */
-const PORT_ATTEMPTS = 5;
-
 /**
  * Starts `count` replicas on free loopback ports and resolves once all are
  * ready (the first migrates the database, the others wait on its lock).
@@ -84,18 +81,13 @@ const PORT_ATTEMPTS = 5;
 export async function startReplicas(o: ReplicaOptions): Promise<Replica[]> {
   // Every process launched, so that a failed start stops them all.
   const launched: Replica[] = [];
-  const startOne = async (index: number): Promise<Replica> => {
-    for (let attempt = 1; ; attempt++) {
-      const r = spawnReplica(o, index, await freePort());
+  const startOne = (index: number): Promise<Replica> =>
+    onFreePort(async (port) => {
+      const r = spawnReplica(o, index, port);
       launched.push(r);
-      try {
-        await ready(r.url, r.child, READY_MS);
-        return r;
-      } catch (err) {
-        if (!(err instanceof PortTaken) || attempt >= PORT_ATTEMPTS) throw err;
-      }
-    }
-  };
+      await ready(r.url, r.child, READY_MS);
+      return r;
+    });
   const results = await Promise.allSettled(Array.from({ length: o.count }, (_, k) => startOne(k + 1)));
   const failed = results.find((r) => r.status === 'rejected');
   if (failed !== undefined) {
@@ -387,17 +379,12 @@ export interface ReplicaBed {
 export async function replicaBed(t: ExecutionContext, o: { prefix: string; count?: number; flags?: readonly string[] }): Promise<ReplicaBed> {
   const db = await createTestDatabase('postgres', `lk_${o.prefix}`);
   t.teardown(() => db.drop());
-  let redisPort = await freePort();
-  let redis: { stop(): Promise<void> };
-  for (let attempt = 1; ; attempt++) {
-    try {
-      redis = await startRedis(redisPort);
-      break;
-    } catch (err) {
-      if (!(err instanceof PortTaken) || attempt >= PORT_ATTEMPTS) throw err;
-      redisPort = await freePort();
-    }
-  }
+  let redisPort = 0;
+  let redis = await onFreePort(async (port) => {
+    const server = await startRedis(port);
+    redisPort = port;
+    return server;
+  });
   t.teardown(() => redis.stop());
   const run = randomBytes(4).toString('hex');
   const publicUrl = `http://127.0.0.1:${await freePort()}`;

@@ -14,8 +14,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { QueryTypes, type Sequelize } from 'sequelize';
 import type { SqlBackend } from './databases.ts';
 import { killOnExit } from './instances.ts';
-import { freePort } from './loopback.ts';
-import { PortTaken, ready, watchStart } from './started.ts';
+import { onFreePort, ready, watchStart } from './started.ts';
 import type { Receiver } from '../admin/receiver.ts';
 export const ADMIN = 'crash-admin-secret';
 export const PASSWORD = 'correct horse battery staple';
@@ -39,7 +38,7 @@ const READY_MS = 90_000;
 /**
  * The server of a crash test, a child process on a loopback port that its flags name
  * (`--http-port`, and `--url` through which callbacks and links reach it). The port is found free
- * by {@link freePort} before the server binds it, and again free between a kill and the restart:
+ * by `freePort()` before the server binds it, and again free between a kill and the restart:
  * another process may take it in either gap. A start that exits because of that is tried again on
  * a fresh port, with the flags of that port.
  */
@@ -59,23 +58,19 @@ export interface CrashServer {
  * registers its callbacks) and resolves once it is ready ({@link ready}).
  */
 export async function startCrashServer(flagsFor: (port: number) => string[] | Promise<string[]>): Promise<CrashServer> {
-  let port = await freePort();
+  let port = 0;
   let child: ChildProcess | undefined;
-  const start = async (): Promise<void> => {
-    for (let attempt = 1; ; attempt++) {
-      child = launch(await flagsFor(port));
+  const start = (first?: number): Promise<void> =>
+    onFreePort(async (p) => {
+      port = p;
+      const c = (child = launch(await flagsFor(p)));
       try {
-        await ready(`http://127.0.0.1:${port}`, child, READY_MS);
-        return;
+        await ready(`http://127.0.0.1:${p}`, c, READY_MS);
       } catch (err) {
-        if (!(err instanceof PortTaken) || attempt >= 5) {
-          child.kill('SIGKILL');
-          throw err;
-        }
-        port = await freePort();
+        c.kill('SIGKILL');
+        throw err;
       }
-    }
-  };
+    }, first);
   await start();
   return {
     get url() {
@@ -87,7 +82,7 @@ export async function startCrashServer(flagsFor: (port: number) => string[] | Pr
     get child() {
       return child as ChildProcess;
     },
-    restart: start,
+    restart: () => start(port),
   };
 }
 

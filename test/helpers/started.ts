@@ -7,6 +7,7 @@
  * `bin/latchkey.js serve` (crash.ts, cluster.ts).
  */
 import type { ChildProcess } from 'node:child_process';
+import { freePort } from './loopback.ts';
 
 /** What a launched process wrote, as far as its start is concerned. */
 export interface StartOutput {
@@ -118,5 +119,26 @@ export async function ready(url: string, child: ChildProcess, timeoutMs: number)
     );
     if (ok) return;
     await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** How many ports a start tries before it gives up (see {@link onFreePort}). */
+const PORT_ATTEMPTS = 5;
+
+/**
+ * Runs `start` on `first`, or on a port found free by {@link freePort}, and again on a fresh
+ * one each time it throws {@link PortTaken} (another process took the port before the start bound
+ * it), at most {@link PORT_ATTEMPTS} ports in all. Any other error, or the last attempt's, is
+ * thrown; `start` stops what it launched before it throws.
+ */
+export async function onFreePort<T>(start: (port: number) => Promise<T>, first?: number): Promise<T> {
+  let port = first ?? (await freePort());
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start(port);
+    } catch (err) {
+      if (!(err instanceof PortTaken) || attempt >= PORT_ATTEMPTS) throw err;
+      port = await freePort();
+    }
   }
 }
