@@ -5,6 +5,7 @@
  */
 export { createHttpApp } from './http/app.ts';
 export { CapturingRequest, collectBody, type PendingBody } from './http/body_capture.ts';
+export { endInBatch } from './http/end_batch.ts';
 export { loadPackageDefinition } from './grpc/package_definition.ts';
 export type { GrpcServerHandle, GrpcServerOptions } from './grpc/server.ts';
 

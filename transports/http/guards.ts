@@ -7,6 +7,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { ERROR_STATUS, LatchkeyError } from '../../engine/errors.ts';
 import type { RateLimiter } from '../../server/index.ts';
 import { rateLimitKey } from '../../server/index.ts';
+import { endInBatch } from './end_batch.ts';
 
 /** Per-request state the HTTP adapter keeps on `res.locals`. */
 export interface HttpLocals {
@@ -143,7 +144,10 @@ export function headersNow(res: ServerResponse, l: HttpLocals): void {
   for (const k in head) res.setHeader(k, head[k] as string);
 }
 
-/** Answers 200 with the JSON text `body`, with the request's deferred headers when it has them. */
+/**
+ * Answers 200 with the JSON text `body`, with the request's deferred headers when it has them; the
+ * answer is written with the others of this turn of the event loop (end_batch.ts).
+ */
 export function sendJson(res: ServerResponse, l: HttpLocals, body: string): void {
   if (l.deferred === true && !res.headersSent) {
     l.deferred = false;
@@ -152,7 +156,7 @@ export function sendJson(res: ServerResponse, l: HttpLocals, body: string): void
     res.statusCode = 200;
     res.setHeader('content-type', JSON_UTF8);
   }
-  res.end(body);
+  endInBatch(res, body);
 }
 
 /**
