@@ -16,6 +16,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './loopback.ts';
+import { onFreePort, started, watchStart, whyExited, type StartOutput } from './started.ts';
 
 export interface Instance {
   /** Connection URL (database `postgres` / `mysql`; Redis db 0). */
@@ -30,9 +31,9 @@ export interface Instance {
 }
 
 /** Pids this test process started; killed when it exits, even when a crash skipped the teardowns. */
-const started = new Set<number>();
+const launched = new Set<number>();
 process.once('exit', () => {
-  for (const pid of started) {
+  for (const pid of launched) {
     try {
       process.kill(pid, 'SIGKILL');
     } catch {
@@ -55,8 +56,8 @@ export async function stopChild(child: ChildProcess, graceMs = 10_000): Promise<
 export function killOnExit(child: ChildProcess): void {
   const pid = child.pid;
   if (pid === undefined) return;
-  started.add(pid);
-  child.once('exit', () => started.delete(pid));
+  launched.add(pid);
+  child.once('exit', () => launched.delete(pid));
 }
 
 function canConnect(port: number): Promise<boolean> {
@@ -68,15 +69,6 @@ function canConnect(port: number): Promise<boolean> {
     });
     sock.once('error', () => resolve(false));
   });
-}
-
-async function waitFor(what: string, probe: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (await probe().catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`${what} did not come up within ${timeoutMs} ms`);
 }
 
 function exited(child: ChildProcess): Promise<void> {
@@ -108,64 +100,87 @@ function alive(pid: number): boolean {
   }
 }
 
+/** How long a start may take to log its start line, and then to answer a query. */
+const START_MS = 30_000;
+
+/** A server that {@link managed} starts and stops. */
+interface Server {
+  name: string;
+  /** Its temporary directory, removed by `destroy()`. */
+  dir: string;
+  url(port: number): string;
+  launch(port: number): ChildProcess;
+  /** The line it logs once it accepts connections, every listener bound. */
+  isStartLine(line: string): boolean;
+  /** True once the server on `port` answers (a query succeeds, where it takes one). */
+  ready(port: number): Promise<boolean>;
+  /** Where it writes its pid, when a wrapper such as `runuser` sits between. */
+  pidFile?: string;
+  stopSignal: NodeJS.Signals;
+}
+
 /**
- * One server process at a time, started by `launch()`, its real pid read from
- * `pidFile` (when a wrapper such as `runuser` sits between).
+ * One server process at a time, its real pid read from its pid file (when a
+ * wrapper sits between), started on a port found free beforehand
+ * ({@link freePort}). Another process may take that port before the server
+ * binds it, and answer a connection in its place: a start is ready only once
+ * the server has logged its start line and answers a query, and the first
+ * start, when the server exits because the port is in use, is tried again on
+ * a fresh port ({@link onFreePort}). A restart keeps the port, which the URL
+ * names: it fails when another process took the port meanwhile.
  */
-function managed(
-  name: string,
-  port: number,
-  url: string,
-  dir: string,
-  launch: () => ChildProcess,
-  ready: () => Promise<boolean>,
-  pidFile: string | undefined,
-  stopSignal: NodeJS.Signals,
-): Instance {
+async function managed(s: Server): Promise<Instance> {
+  let port = 0;
   let child: ChildProcess | undefined;
+  let output: StartOutput | undefined;
   let destroyed = false;
   const stop = async (options: { kill?: boolean } = {}): Promise<void> => {
     const c = child;
     if (c === undefined) return;
     child = undefined;
-    const pid = (pidFile !== undefined ? pidFrom(pidFile) : undefined) ?? c.pid;
-    if (pid !== undefined && alive(pid)) process.kill(pid, options.kill ? 'SIGKILL' : stopSignal);
+    const pid = (s.pidFile !== undefined ? pidFrom(s.pidFile) : undefined) ?? c.pid;
+    if (pid !== undefined && alive(pid)) process.kill(pid, options.kill ? 'SIGKILL' : s.stopSignal);
     await exited(c);
     if (pid !== undefined && pid !== c.pid) {
       const until = Date.now() + 20_000;
       while (alive(pid) && Date.now() < until) await new Promise((r) => setTimeout(r, 25));
     }
-    // The port is free again once nothing accepts on it.
+    // The port is free again once nothing accepts on it (when the server had bound it: otherwise another process holds it).
     const until = Date.now() + 10_000;
-    while ((await canConnect(port)) && Date.now() < until) await new Promise((r) => setTimeout(r, 25));
+    while (output?.started === true && (await canConnect(port)) && Date.now() < until) await new Promise((r) => setTimeout(r, 25));
   };
   const start = async (): Promise<void> => {
-    if (destroyed) throw new Error(`${name} instance was destroyed`);
+    if (destroyed) throw new Error(`${s.name} instance was destroyed`);
     if (child !== undefined) return;
-    const c = launch();
+    const c = (child = s.launch(port));
     killOnExit(c);
-    let log = '';
-    c.stdout?.on('data', (d: Buffer) => void (log = (log + d.toString()).slice(-4000)));
-    c.stderr?.on('data', (d: Buffer) => void (log = (log + d.toString()).slice(-4000)));
-    child = c;
+    const out = (output = watchStart(c, s.isStartLine));
     try {
-      await waitFor(name, async () => {
-        if (c.exitCode !== null) throw new Error(`${name} exited: ${log}`);
-        return (await canConnect(port)) && (await ready());
-      });
+      // Until its start line, what answers on the port may be another process (and this one is about to exit).
+      await started(c, START_MS);
+      const until = Date.now() + START_MS;
+      while (!(await s.ready(port).catch(() => false))) {
+        if (c.exitCode !== null || c.signalCode !== null) throw await whyExited(c);
+        if (Date.now() > until) throw new Error(`${s.name} did not answer within ${START_MS} ms: ${out.stderr || out.stdout}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
       // The server behind a wrapper (runuser): its pid, read once it is up, is killed on exit too.
-      const server = pidFile !== undefined ? pidFrom(pidFile) : undefined;
+      const server = s.pidFile !== undefined ? pidFrom(s.pidFile) : undefined;
       if (server !== undefined && server !== c.pid) {
-        started.add(server);
-        c.once('exit', () => started.delete(server));
+        launched.add(server);
+        c.once('exit', () => launched.delete(server));
       }
     } catch (err) {
       await stop({ kill: true });
-      throw new Error(`${name} did not start: ${(err as Error).message}\n${log}`);
+      throw err;
     }
   };
+  await onFreePort(async (p) => {
+    port = p;
+    await start();
+  });
   return {
-    url,
+    url: s.url(port),
     port,
     stop,
     start,
@@ -173,7 +188,7 @@ function managed(
       if (destroyed) return;
       await stop();
       destroyed = true;
-      rmSync(dir, { recursive: true, force: true });
+      rmSync(s.dir, { recursive: true, force: true });
     },
   };
 }
@@ -186,20 +201,19 @@ export async function startPostgresInstance(): Promise<Instance> {
   if (asPostgres) chownSync(dir, Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim()), Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim()));
   const wrap = (cmd: string, args: string[]): [string, string[]] => (asPostgres ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args]);
   run(...wrap('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions']));
-  const port = await freePort();
-  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+  const url = (port: number): string => `postgres://postgres@127.0.0.1:${port}/postgres`;
   const { default: pg } = await import('pg');
-  const instance = managed(
-    'postgres',
-    port,
-    url,
+  return managed({
+    name: 'postgres',
     dir,
-    () => {
+    url,
+    launch(port) {
       const [cmd, args] = wrap('postgres', ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'max_connections=60']);
       return spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     },
-    async () => {
-      const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+    isStartLine: (line) => line.includes('database system is ready to accept connections'),
+    async ready(port) {
+      const c = new pg.Client({ connectionString: url(port), connectionTimeoutMillis: 1000 });
       try {
         await c.connect();
         await c.query('SELECT 1');
@@ -208,11 +222,9 @@ export async function startPostgresInstance(): Promise<Instance> {
         await c.end().catch(() => undefined);
       }
     },
-    join(data, 'postmaster.pid'),
-    'SIGINT',
-  );
-  await instance.start();
-  return instance;
+    pidFile: join(data, 'postmaster.pid'),
+    stopSignal: 'SIGINT',
+  });
 }
 
 /** A private MariaDB server (root without a password on 127.0.0.1). */
@@ -220,16 +232,14 @@ export async function startMariadbInstance(): Promise<Instance> {
   const dir = mkdtempSync(join(tmpdir(), 'latchkey-maria-'));
   const data = join(dir, 'data');
   run('mariadb-install-db', ['--no-defaults', `--datadir=${data}`, '--user=root', '--auth-root-authentication-method=normal', '--skip-test-db', '--skip-name-resolve']);
-  const port = await freePort();
-  const url = `mysql://root@127.0.0.1:${port}/mysql`;
+  const url = (port: number): string => `mysql://root@127.0.0.1:${port}/mysql`;
   const { default: mysql } = await import('mysql2/promise');
   const pidFile = join(dir, 'mariadb.pid');
-  const instance = managed(
-    'mariadb',
-    port,
-    url,
+  return managed({
+    name: 'mariadb',
     dir,
-    () =>
+    url,
+    launch: (port) =>
       spawn(
         'mariadbd',
         [
@@ -247,8 +257,9 @@ export async function startMariadbInstance(): Promise<Instance> {
         ],
         { stdio: ['ignore', 'pipe', 'pipe'] },
       ),
-    async () => {
-      const c = await mysql.createConnection({ uri: url, connectTimeout: 1000 });
+    isStartLine: (line) => line.includes('ready for connections'),
+    async ready(port) {
+      const c = await mysql.createConnection({ uri: url(port), connectTimeout: 1000 });
       try {
         await c.query('SELECT 1');
         return true;
@@ -257,29 +268,22 @@ export async function startMariadbInstance(): Promise<Instance> {
       }
     },
     pidFile,
-    'SIGTERM',
-  );
-  await instance.start();
-  return instance;
+    stopSignal: 'SIGTERM',
+  });
 }
 
 /** A private Redis server without persistence. */
 export async function startRedisInstance(): Promise<Instance> {
   const dir = mkdtempSync(join(tmpdir(), 'latchkey-redis-'));
-  const port = await freePort();
-  const url = `redis://127.0.0.1:${port}`;
-  const instance = managed(
-    'redis',
-    port,
-    url,
+  return managed({
+    name: 'redis',
     dir,
-    () => spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] }),
-    async () => true,
-    undefined,
-    'SIGTERM',
-  );
-  await instance.start();
-  return instance;
+    url: (port) => `redis://127.0.0.1:${port}`,
+    launch: (port) => spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] }),
+    isStartLine: (line) => line.includes('Ready to accept connections'),
+    ready: canConnect,
+    stopSignal: 'SIGTERM',
+  });
 }
 
 export { freePort };

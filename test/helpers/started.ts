@@ -4,7 +4,8 @@
  * binds it. Until the child logs its start line, whatever answers on the port
  * may be that other process (and the child is about to exit with EADDRINUSE);
  * after it, the port is the child's. Shared by the helpers that start
- * `bin/latchkey.js serve` (crash.ts, cluster.ts).
+ * `bin/latchkey.js serve` (crash.ts, cluster.ts), redis-server and haproxy
+ * (cluster.ts), and the private database and Redis servers (instances.ts).
  */
 import type { ChildProcess } from 'node:child_process';
 import { freePort } from './loopback.ts';
@@ -33,8 +34,9 @@ export const serverStartLine = (line: string): boolean => line.includes(`"msg":"
 
 /**
  * Watches the output of `child`, spawned with stdout and stderr piped, for its start line
- * (`isStartLine`, on stdout; by default the server's, which it logs at `--log-level=info` or
- * below). Both streams are read to the end, so that the child never blocks on a full pipe.
+ * (`isStartLine`, on either stream: PostgreSQL and MariaDB log to stderr; by default the
+ * server's, which it logs on stdout at `--log-level=info` or below). Both streams are read to the
+ * end, so that the child never blocks on a full pipe.
  */
 export function watchStart(child: ChildProcess, isStartLine: (line: string) => boolean = serverStartLine): StartOutput {
   const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
@@ -53,18 +55,24 @@ export function watchStart(child: ChildProcess, isStartLine: (line: string) => b
     settled: Promise.race([new Promise<void>((resolve) => (resolveStarted = resolve)), closed]),
     closed,
   };
-  let partial = '';
-  child.stdout?.on('data', (d: Buffer) => {
-    if (state.started) return;
-    state.stdout = (state.stdout + d.toString()).slice(-4000);
-    const lines = (partial + d.toString()).split('\n');
-    partial = lines.pop() ?? '';
+  const partial = { stdout: '', stderr: '' };
+  const scan = (stream: 'stdout' | 'stderr', text: string): void => {
+    const lines = (partial[stream] + text).split('\n');
+    partial[stream] = lines.pop() ?? '';
     if (lines.some(isStartLine)) {
       state.started = true;
       resolveStarted();
     }
+  };
+  child.stdout?.on('data', (d: Buffer) => {
+    if (state.started) return;
+    state.stdout = (state.stdout + d.toString()).slice(-4000);
+    scan('stdout', d.toString());
   });
-  child.stderr?.on('data', (d: Buffer) => void (state.stderr = (state.stderr + d.toString()).slice(-4000)));
+  child.stderr?.on('data', (d: Buffer) => {
+    state.stderr = (state.stderr + d.toString()).slice(-4000);
+    if (!state.started) scan('stderr', d.toString());
+  });
   outputs.set(child, output);
   return output;
 }
@@ -72,7 +80,12 @@ export function watchStart(child: ChildProcess, isStartLine: (line: string) => b
 /** A start that failed because another process held the port. */
 export class PortTaken extends Error {}
 
-/** What a process that could not bind its port says: Node's error code, or redis-server's message. */
+/**
+ * What a process that could not bind its port says: Node's error code, or the message of
+ * redis-server, haproxy ("cannot bind socket (Address already in use)"), PostgreSQL ("could not
+ * bind IPv4 address …: Address already in use") and MariaDB ("Bind on TCP/IP port. Got error: 98:
+ * Address already in use").
+ */
 const PORT_IN_USE = /EADDRINUSE|Address already in use/u;
 
 /**
@@ -81,20 +94,33 @@ const PORT_IN_USE = /EADDRINUSE|Address already in use/u;
  * error when it exits otherwise or does not log the line in time.
  */
 export async function started(child: ChildProcess, timeoutMs: number): Promise<void> {
-  const output = outputs.get(child);
-  if (output === undefined) throw new Error('not a watched process (watchStart)');
+  const output = watched(child);
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([output.settled, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
   clearTimeout(timer);
-  if (child.exitCode !== null || child.signalCode !== null || !output.started) {
-    // Exited, or about to (the start line was not written): its output read to the end, or a moment for it.
-    await Promise.race([output.closed, new Promise((r) => setTimeout(r, 1000))]);
-  }
-  if (child.exitCode !== null || child.signalCode !== null) {
-    const message = `${child.spawnfile} exited with ${child.exitCode ?? child.signalCode}: ${output.stderr || output.stdout}`;
-    throw PORT_IN_USE.test(output.stderr) || PORT_IN_USE.test(output.stdout) ? new PortTaken(message) : new Error(message);
-  }
+  // Exited, or about to (the start line was not written): its output read to the end, or a moment for it.
+  if (!output.started) await Promise.race([output.closed, new Promise((r) => setTimeout(r, 1000))]);
+  if (child.exitCode !== null || child.signalCode !== null) throw await whyExited(child);
   if (!output.started) throw new Error(`${child.spawnfile} did not start within ${timeoutMs} ms: ${output.stderr || output.stdout}`);
+}
+
+/**
+ * Why `child` (watched by {@link watchStart}) exited, once its output was read to the end (or a
+ * moment passed): {@link PortTaken} when it says that its port was in use, another error
+ * otherwise. For a helper that waits for more than the start line (a query that succeeds), or
+ * that tells readiness otherwise (haproxy logs no start line).
+ */
+export async function whyExited(child: ChildProcess): Promise<Error> {
+  const output = watched(child);
+  await Promise.race([output.closed, new Promise((r) => setTimeout(r, 1000))]);
+  const message = `${child.spawnfile} exited with ${child.exitCode ?? child.signalCode}: ${output.stderr || output.stdout}`;
+  return PORT_IN_USE.test(output.stderr) || PORT_IN_USE.test(output.stdout) ? new PortTaken(message) : new Error(message);
+}
+
+function watched(child: ChildProcess): StartOutput {
+  const output = outputs.get(child);
+  if (output === undefined) throw new Error('not a watched process (watchStart)');
+  return output;
 }
 
 /**
