@@ -4,10 +4,9 @@
  * (docs/scaling.md), and haproxy (Debian's package) in front of them with
  * `/readyz` health checks, as `deploy/cluster.sh` configures it.
  *
- *   const replicas = await startReplicas({ count: 3, databaseUrl, redisUrl, publicUrl, clientId });
- *   const lb = await startHaproxy({ port, replicas });
+ *   const { replicas, lb, options } = await startBalancedReplicas({ count: 3, databaseUrl, redisUrl, clientId });
  *   await lb.states(); // { replica1: 'UP', … }
- *   replicas[0].kill('SIGKILL');
+ *   replicas[0].child.kill('SIGKILL');
  *   await lb.close(); await stopReplicas(replicas);
  *
  * Every process started here is killed when the calling process exits, even
@@ -23,7 +22,7 @@ import { randomBytes } from 'node:crypto';
 import type { ExecutionContext } from 'ava';
 import { createTestDatabase } from './databases.ts';
 import { freePort, killOnExit } from './instances.ts';
-import { onFreePort, PortTaken, ready, started, watchStart } from './started.ts';
+import { onFreePort, PortTaken, ready, started, watchStart, whyExited } from './started.ts';
 
 /** The secrets every replica of one cluster shares (docs/scaling.md, "What every replica must share"). */
 export const CLUSTER_ADMIN_SECRET = 'cluster-admin-secret';
@@ -176,6 +175,14 @@ export interface HaproxyOptions {
  * a refused connection retried on another replica (nothing was sent, so
  * nothing is applied twice), and an `x-served-by` response header naming
  * the server that answered. Resolves once every replica is UP.
+ *
+ * The frontend's port is found free before haproxy binds it; another process
+ * may take it meanwhile. haproxy binds every listener before it serves any
+ * and exits when one fails, so its stats socket (in a directory of its own,
+ * where no other process answers) answering tells that the frontend is its
+ * own; when it exits because the port is in use, this throws
+ * {@link PortTaken}. The replicas' `--url` names that port, so the caller
+ * starts them again with the fresh one ({@link startBalancedReplicas}).
  */
 export async function startHaproxy(o: HaproxyOptions): Promise<Balancer> {
   const dir = mkdtempSync(join(tmpdir(), 'latchkey-haproxy-'));
@@ -188,6 +195,8 @@ export async function startHaproxy(o: HaproxyOptions): Promise<Balancer> {
     join(dir, 'haproxy.cfg'),
     `global
     maxconn 4096
+    # Without SO_REUSEPORT: a bind shared with another process that set it would pass as haproxy's own.
+    noreuseport
     stats socket ${socket} level admin
 defaults
     mode http
@@ -211,9 +220,8 @@ ${servers}
   );
   const child = spawn('haproxy', ['-f', join(dir, 'haproxy.cfg'), '-db'], { stdio: ['ignore', 'pipe', 'pipe'] });
   killOnExit(child);
-  let log = '';
-  child.stdout?.on('data', (d: Buffer) => void (log = (log + d.toString()).slice(-4000)));
-  child.stderr?.on('data', (d: Buffer) => void (log = (log + d.toString()).slice(-4000)));
+  // haproxy logs no start line (its stats socket tells that it runs): its output tells why it exited.
+  const output = watchStart(child, () => false);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const balancer: Balancer = {
     url: `http://127.0.0.1:${o.port}`,
@@ -227,18 +235,47 @@ ${servers}
   };
   const until = Date.now() + 30_000;
   for (;;) {
-    if (child.exitCode !== null) {
+    if (child.exitCode !== null || child.signalCode !== null) {
       rmSync(dir, { recursive: true, force: true });
-      throw new Error(`haproxy exited (${child.exitCode}): ${log}`);
+      throw await whyExited(child);
     }
     const states = await haproxyStates(socket).catch(() => ({}) as Record<string, string>);
     if (o.replicas.every((r) => states[`replica${r.index}`] === 'UP')) return balancer;
     if (Date.now() > until) {
       await balancer.close();
-      throw new Error(`haproxy did not see every replica up: ${JSON.stringify(states)} ${log}`);
+      throw new Error(`haproxy did not see every replica up: ${JSON.stringify(states)} ${output.stderr}`);
     }
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** Replicas behind haproxy, made by {@link startBalancedReplicas}. */
+export interface BalancedReplicas {
+  replicas: Replica[];
+  lb: Balancer;
+  /** The replicas' options; their `publicUrl` is haproxy's frontend (and {@link restartReplica} takes them). */
+  options: ReplicaOptions;
+}
+
+/**
+ * Starts replicas ({@link startReplicas}) whose public URL is haproxy's
+ * frontend, then haproxy in front of them ({@link startHaproxy}, with
+ * `haproxy`'s options). The frontend's port must be known before the
+ * replicas start (their `--url` names it), and haproxy binds it only once
+ * they are ready: when another process took it meanwhile, the replicas are
+ * stopped and both are started again on a fresh port.
+ */
+export function startBalancedReplicas(o: Omit<ReplicaOptions, 'publicUrl'>, haproxy: Omit<HaproxyOptions, 'port' | 'replicas'> = {}): Promise<BalancedReplicas> {
+  return onFreePort(async (port) => {
+    const options: ReplicaOptions = { ...o, publicUrl: `http://127.0.0.1:${port}` };
+    const replicas = await startReplicas(options);
+    try {
+      return { replicas, lb: await startHaproxy({ ...haproxy, port, replicas }), options };
+    } catch (err) {
+      await stopReplicas(replicas);
+      throw err;
+    }
+  });
 }
 
 /** `show stat` on haproxy's stats socket: the status column of each server of the `replicas` backend. */

@@ -32,8 +32,7 @@ import { SMTPServer } from 'smtp-server';
 import { openSequelize } from '../../../engine/sql/sqlite_sequelize.ts';
 import { createTestDatabase, redisUrl } from '../../helpers/databases.ts';
 import { needs } from '../../helpers/needs.ts';
-import { freePort } from '../../helpers/instances.ts';
-import { CLUSTER_ADMIN_SECRET, jsonRequest, startHaproxy, startReplicas, stopReplicas, type JsonResponse, type Replica } from '../../helpers/cluster.ts';
+import { CLUSTER_ADMIN_SECRET, jsonRequest, startBalancedReplicas, stopReplicas, type JsonResponse, type Replica } from '../../helpers/cluster.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const SIGNUPS = 3;
@@ -158,13 +157,10 @@ needs(test, 'postgres', 'redis', 'ss', 'haproxy')('a replica killed mid-send: it
   t.teardown(() => new Promise<void>((resolve) => (vendor.closeAllConnections(), vendor.close(() => resolve()))));
 
   const run = randomBytes(4).toString('hex');
-  const lbPort = await freePort();
-  const publicUrl = `http://127.0.0.1:${lbPort}`;
-  const replicas = await startReplicas({
+  const { replicas, lb, options } = await startBalancedReplicas({
     count: 3,
     databaseUrl: db.url,
     redisUrl: redis!,
-    publicUrl,
     clientId: `delivery-${run}`,
     flags: [
       `--outbox-lease=${LEASE_MS}ms`,
@@ -173,11 +169,10 @@ needs(test, 'postgres', 'redis', 'ss', 'haproxy')('a replica killed mid-send: it
       '--enable-mfa=true', '--enforce-mfa=true', '--enable-sms-otp=true', '--enable-mobile-basic-authentication=true',
       `--sms-api-url=http://127.0.0.1:${vendorPort}`, '--sms-account-sid=AC123', '--sms-api-key=SK456', '--sms-api-secret=vendor-secret', '--sms-sender=+15550000000',
     ],
-  });
+  }, { checkIntervalMs: 250 });
   t.teardown(() => stopReplicas(replicas));
-  const lb = await startHaproxy({ port: lbPort, replicas, checkIntervalMs: 250 });
   t.teardown(() => lb.close());
-  const headers = { origin: publicUrl };
+  const headers = { origin: options.publicUrl };
   const hook = await jsonRequest(`${replicas[0]!.url}/v1/admin/add_webhook`, {
     body: { event_name: 'user.signup', endpoint: `http://127.0.0.1:${receiverPort}/hook` },
     headers: { ...headers, 'x-service-admin-secret': CLUSTER_ADMIN_SECRET },

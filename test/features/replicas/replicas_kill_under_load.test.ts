@@ -28,10 +28,9 @@ import { QueryTypes } from 'sequelize';
 import { openSequelize } from '../../../engine/sql/sqlite_sequelize.ts';
 import { createTestDatabase, redisUrl } from '../../helpers/databases.ts';
 import { needs } from '../../helpers/needs.ts';
-import { freePort } from '../../helpers/instances.ts';
 import {
-  CLUSTER_ADMIN_SECRET, haproxyInstalled, jsonRequest, restartReplica, startHaproxy, startReplicas, stopReplicas,
-  type Balancer, type Replica, type ReplicaOptions,
+  CLUSTER_ADMIN_SECRET, haproxyInstalled, jsonRequest, restartReplica, startBalancedReplicas, stopReplicas,
+  type Balancer, type Replica,
 } from '../../helpers/cluster.ts';
 
 const PASSWORD = 'correct horse battery staple';
@@ -61,16 +60,16 @@ needs(test, 'postgres', 'redis', 'haproxy')('a replica killed (SIGKILL), then an
   const db = await createTestDatabase('postgres', 'lk_replicas_kill_load');
   t.teardown(() => db.drop());
   const run = randomBytes(4).toString('hex');
-  const port = await freePort();
-  const publicUrl = `http://127.0.0.1:${port}`;
-  const options: ReplicaOptions = {
-    count: 3, databaseUrl: db.url, redisUrl: redis!, publicUrl, clientId: `killload-${run}`,
-    flags: ['--fga-cache-revision-poll=30s', '--webhook-allow-private-networks=true'],
-  };
-  const replicas = await startReplicas(options);
+  const { replicas, lb, options } = await startBalancedReplicas(
+    {
+      count: 3, databaseUrl: db.url, redisUrl: redis!, clientId: `killload-${run}`,
+      flags: ['--fga-cache-revision-poll=30s', '--webhook-allow-private-networks=true'],
+    },
+    { checkIntervalMs: CHECK_MS, fall: FALL },
+  );
   t.teardown(() => stopReplicas(replicas));
-  const lb = await startHaproxy({ port, replicas, checkIntervalMs: CHECK_MS, fall: FALL });
   t.teardown(() => lb.close());
+  const { publicUrl } = options;
   const admin = { origin: publicUrl, 'x-service-admin-secret': CLUSTER_ADMIN_SECRET };
   t.is((await jsonRequest(`${lb.url}/v1/admin/fga/model`, { body: { dsl: DSL }, headers: admin })).status, 200);
 
