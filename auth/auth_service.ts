@@ -16,73 +16,36 @@
  * refreshing, ending and validating sessions and tokens in
  * `session_flows.ts`; second factors in `mfa.ts`, email links in
  * `email_flows.ts` and `verification_flows.ts`. Profile changes, account
- * deactivation, password reset and the admin hooks are here.
+ * deactivation, password reset and the admin hooks are here; the stores and
+ * flows are built and wired to each other in `auth_parts.ts`.
  */
 import { auditRefusals, LOGIN_REFUSED, PASSKEY_LOGIN_REFUSED, PASSKEY_SECOND_FACTOR_REFUSED, RESEND_REFUSED, SECOND_FACTOR_REFUSED } from './audit_port.ts';
-import { PasskeyFlows } from './passkey_flows.ts';
-import { RelyingParty } from './webauthn.ts';
+import type { PasskeyFlows } from './passkey_flows.ts';
 import { LatchkeyError } from '../engine/errors.ts';
-import type { MemoryStore } from './memory_store.ts';
 import { resolveAuthOptions, type AuthOptions, type ResolvedAuthOptions } from './options.ts';
-import { PasswordHasher, assertPasswordAcceptable } from './password.ts';
-import { SessionManager } from './sessions.ts';
-import { TokenService } from './tokens.ts';
+import { assertPasswordAcceptable, type PasswordHasher } from './password.ts';
+import type { SessionManager } from './sessions.ts';
+import type { TokenService } from './tokens.ts';
 import { normalizeEmail, normalizePhone, type UserFields, type UserRecord, type UserStore } from './user_store_types.ts';
-import type { SqlDatabase } from '../engine/sql/sql_database.ts';
-import { openAuthStores } from './auth_stores.ts';
-import { sqlDatabase, type MainDatabase, type StoreTransaction } from './main_database.ts';
-import { MfaFlows, type OtpDelivery } from './mfa.ts';
-import { VerificationFlows } from './verification_flows.ts';
-import { EmailFlows, type LinkDelivery } from './email_flows.ts';
-import { Permissions, type PermissionEngine } from './permissions.ts';
+import type { StoreTransaction } from './main_database.ts';
+import type { MfaFlows } from './mfa.ts';
+import type { VerificationFlows } from './verification_flows.ts';
+import type { EmailFlows, LinkDelivery } from './email_flows.ts';
+import type { Permissions } from './permissions.ts';
 import type { TokenScript } from './token_script.ts';
 import { invalidArgument, invalidCredentials, profilePatch, type UpdateProfileInput } from './profile.ts';
 import { toPublicUser, type AuthCallContext, type AuthResult, type PublicUser, type UserPrincipal } from './public_user.ts';
-import { LoginFlows, signupRoles } from './login_flows.ts';
-import { SessionFlows, requestedRoles, unauthenticated } from './session_flows.ts';
-import { OrganizationService, type OrgCall, type OrgTuples, type TxtResolver } from './organizations.ts';
-import { SqlOrgStore } from './org_store.ts';
-import { SqlScimStore } from './scim_store.ts';
+import type { LoginFlows } from './login_flows.ts';
+import { unauthenticated, type SessionFlows } from './session_flows.ts';
+import type { OrganizationService, OrgCall } from './organizations.ts';
 import { ScimService } from './scim.ts';
-import type { Engine } from '../engine/index.ts';
-import { resolveTxt as dnsResolveTxt } from 'node:dns/promises';
-import { AccountSessions, type LinkedIdentityInfo, type SessionInfo } from './account_sessions.ts';
+import type { AccountSessions, LinkedIdentityInfo, SessionInfo } from './account_sessions.ts';
 import type { ProviderIdentityStore } from './provider_identity_store.ts';
 import { regenerateRecoveryCodes, resetTotp, type ReauthInput } from './mfa_settings.ts';
+import { buildAuthParts, type AuthDependencies, type AuthParts } from './auth_parts.ts';
 
 export { INVALID_CREDENTIALS_MESSAGE } from './profile.ts';
 export { SESSION_COOKIE, SESSION_DOMAIN_COOKIE, sessionCookieOf, toPublicUser, type AuthCallContext, type AuthResponse, type AuthResult, type PublicUser, type SessionGrant, type UserPrincipal } from './public_user.ts';
-
-/** Dependencies of {@link AuthService}. */
-export interface AuthDependencies {
-  /** The SQL main database; ignored when `database` is given. */
-  sequelize?: SqlDatabase | undefined;
-  /** The main database (SQL or DynamoDB); default: `sequelize`. */
-  database?: MainDatabase | undefined;
-  memoryStore: MemoryStore;
-  /** The FGA engine, or undefined when FGA is not enabled. */
-  engine?: PermissionEngine | undefined;
-  /** How email and SMS one-time codes reach users (the channels that are configured). */
-  otpDelivery?: OtpDelivery | undefined;
-  /** `--custom-access-token-script`, compiled: its claims go into every access and id token. */
-  tokenScript?: TokenScript | undefined;
-  /** Organizations (SQL main databases only; see `OrganizationService`). */
-  organizations?: OrganizationDependencies | undefined;
-}
-
-/** What the organization service needs besides the identity stores. */
-export interface OrganizationDependencies {
-  /** The FGA engine (read when called, so a late-plugged engine is seen). */
-  engine: () => Engine | undefined;
-  /** The tuple writer on the main connection; undefined when the FGA store lives elsewhere. */
-  tuples: () => OrgTuples | undefined;
-  /** `--organization-roles`. */
-  customRoles: readonly string[];
-  /** `--organization-invitation-ttl`, seconds. */
-  invitationTtlSeconds: number;
-  /** DNS TXT lookups (default: the system resolver). */
-  resolveTxt?: TxtResolver | undefined;
-}
 
 /** The identity service. Build with {@link AuthService.create}. */
 export class AuthService {
@@ -114,23 +77,7 @@ export class AuthService {
     return this.#account.identities;
   }
 
-  private constructor(init: {
-    options: ResolvedAuthOptions;
-    users: UserStore;
-    sessions: SessionManager;
-    tokens: TokenService;
-    passwords: PasswordHasher;
-    mfa: MfaFlows;
-    permissions: Permissions;
-    verification: VerificationFlows;
-    email: EmailFlows;
-    tokenScript: TokenScript | undefined;
-    login: LoginFlows;
-    session: SessionFlows;
-    organizations: OrganizationService | undefined;
-    passkeys: PasskeyFlows;
-    account: AccountSessions;
-  }) {
+  private constructor(init: AuthParts) {
     this.organizations = init.organizations;
     this.passkeys = init.passkeys;
     this.#account = init.account;
@@ -166,90 +113,9 @@ export class AuthService {
    * Throws `invalid_argument` for bad options.
    */
   static async create(options: AuthOptions, deps: AuthDependencies): Promise<AuthService> {
-    const o = resolveAuthOptions(options);
-    const tokens = await TokenService.create({
-      algorithm: o.jwt.type,
-      secret: o.jwt.secret,
-      privateKey: o.jwt.privateKey,
-      publicKey: o.jwt.publicKey,
-      issuer: o.issuer,
-      audience: o.clientId,
-      accessTokenTtl: o.accessTokenTtl,
-      refreshTokenTtl: o.refreshTokenTtl,
-      now: o.now,
-    });
-    const nowSeconds = () => Math.floor(o.now() / 1000);
-    const database = deps.database ?? (deps.sequelize ? sqlDatabase(deps.sequelize) : undefined);
-    if (database === undefined) throw new LatchkeyError('invalid_argument', 'the identity service needs a database', { reason: 'invalid_option' });
-    const { users, verifications, mfa: mfaStore, passkeys: passkeyStore, identities } = await openAuthStores(database, nowSeconds);
-    const passwords = new PasswordHasher({ cost: o.bcryptCost });
-    await passwords.warmUp();
-    const sessions = new SessionManager({
-      store: deps.memoryStore,
-      cookieTtl: o.cookieTtl,
-      sessionTtl: o.refreshTokenTtl,
-      reuseGraceSeconds: o.refreshReuseGraceSeconds,
-      now: o.now,
-    });
-    const mfa = new MfaFlows({ store: mfaStore, memory: deps.memoryStore, users, options: o, delivery: deps.otpDelivery ?? {}, nowSeconds, sessions });
-    const verification = new VerificationFlows({ database, store: verifications, users, passwords, sessions, options: o, nowSeconds });
-    const permissions = new Permissions(deps.engine);
-    let organizations: OrganizationService | undefined;
-    if (database.kind === 'sql' && deps.organizations !== undefined) {
-      const store = new SqlOrgStore({ sequelize: database.sequelize, nowSeconds });
-      await store.init();
-      const scim = new SqlScimStore({ sequelize: database.sequelize });
-      await scim.init();
-      const od = deps.organizations;
-      organizations = new OrganizationService({
-        database,
-        store,
-        scim,
-        users,
-        engine: od.engine,
-        tuples: od.tuples,
-        customRoles: od.customRoles,
-        invitationTtlSeconds: od.invitationTtlSeconds,
-        resolveTxt: od.resolveTxt ?? dnsResolveTxt,
-        nowSeconds,
-      });
-    }
-    const session = new SessionFlows({ options: o, users, sessions, tokens, permissions, tokenScript: deps.tokenScript, organizations });
-    const email = new EmailFlows({
-      database,
-      store: verifications,
-      users,
-      memoryStore: deps.memoryStore,
-      options: o,
-      nowSeconds,
-      signupRoles: (requested) => signupRoles(o, requested),
-      endedAllAt: (userId) => sessions.endedAllAt(userId),
-      openSession: (userId, opts, ctx) => session.openFor(userId, opts, ctx),
-      textResetCode: o.enableMobileBasicAuthentication && deps.otpDelivery?.sms !== undefined ? (user) => mfa.sendResetCode(user) : undefined,
-      assertMfaReachable: (user) => void mfa.methodFor(user),
-      mfaChallenge: async (user, login) => {
-        const method = mfa.methodFor(user);
-        if (method === undefined) return undefined;
-        const roles = requestedRoles(user, login.roles);
-        const { response, grant } = await mfa.challenge(user, method, { roles, scope: login.scope, loginMethod: login.loginMethod });
-        return { response, mfaSession: grant, record: user };
-      },
-    });
-    const passkeys = new PasskeyFlows({
-      rp: o.webauthn === undefined ? undefined : new RelyingParty(o.webauthn),
-      store: passkeyStore,
-      memory: deps.memoryStore,
-      users,
-      database,
-      options: o,
-      sessions: session,
-      email,
-      signupRoles: (requested) => signupRoles(o, requested),
-      endedAllAt: (userId) => sessions.endedAllAt(userId),
-    });
-    const login = new LoginFlows({ options: o, database, users, passwords, memoryStore: deps.memoryStore, mfa, email, sessions: session, passkeys });
-    const account = new AccountSessions({ sessions, users, identities, store: deps.memoryStore, magicLinkLogin: o.enableMagicLinkLogin });
-    const service = new AuthService({ options: o, users, sessions, tokens, passwords, mfa, permissions, verification, email, tokenScript: deps.tokenScript, login, session, organizations, passkeys, account });
+    const parts = await buildAuthParts(resolveAuthOptions(options), deps);
+    const service = new AuthService(parts);
+    const { identities } = parts;
     service.userDataRemovers.push((userId, transaction) => identities.deleteUserData(userId, transaction));
     return service;
   }

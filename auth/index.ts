@@ -14,14 +14,13 @@ export {
   sessionCookieOf,
   toPublicUser,
   type AuthCallContext,
-  type AuthDependencies,
-  type OrganizationDependencies,
   type AuthResponse,
   type AuthResult,
   type PublicUser,
   type SessionGrant,
   type UserPrincipal,
 } from './auth_service.ts';
+export { type AuthDependencies, type OrganizationDependencies } from './auth_parts.ts';
 export { type SignupRecorder } from './signup_recorder.ts';
 export { FGA_DISABLED_MESSAGE, LIST_PERMISSIONS_CAP, Permissions, toSubject, type CallerPrincipal, type PermissionEngine, type RequiredRelation, type WireTuple } from './permissions.ts';
 export { resolveAuthOptions, type AuthOptions, type ResolvedAuthOptions } from './options.ts';
