@@ -2,8 +2,9 @@
  * The SCIM 2.0 service provider (RFC 7643, RFC 7644; docs/scim.md) of one
  * organization, known from the bearer token of the request. It speaks SCIM
  * resources in and out and leaves HTTP to its adapter
- * (transports/web/scim.ts), and the documents' own mechanics (schemas,
- * projection, PATCH, errors) to auth/scim_document.ts.
+ * (transports/web/scim.ts), the documents' own mechanics (schemas,
+ * projection, PATCH, errors) to auth/scim_document.ts, and the validation
+ * and rendering of User and Group resources to auth/scim_resources.ts.
  *
  * What a directory's change means here:
  *
@@ -27,17 +28,12 @@ import type { OrgEvent, OrganizationService, OrgTuples } from './organizations.t
 import type { OrgRecord, SqlOrgStore, TeamRecord } from './org_store.ts';
 import { getCi, matches } from './scim_filter.ts';
 import type { ScimUserRow, SqlScimStore } from './scim_store.ts';
-import { applyPatch, bad, boolOf, canonical, caseExact, clone, equalityOf, listBody, listParam, notFound, pageOf, parseFilterParam, patchOperations, project, READ_ONLY, ATTRIBUTE_NAME, resourceTypes, schemas, SCIM_ENTERPRISE, SCIM_GROUP, SCIM_MAX_RESULTS, SCIM_USER, ScimError, setCi, strOf, withMeta, LIST, type Doc } from './scim_document.ts';
+import { applyPatch, bad, caseExact, clone, equalityOf, listBody, listParam, notFound, pageOf, parseFilterParam, patchOperations, project, resourceTypes, schemas, SCIM_GROUP, SCIM_USER, ScimError, LIST, type Doc } from './scim_document.ts';
+import { checkVersion, groupInput, groupResource, serviceProviderConfig, userInput, userResource, type UserInput } from './scim_resources.ts';
 import { normalizeEmail, type UserRecord, type UserStore } from './user_store_types.ts';
-
 
 /** Resources a filter is evaluated over at most; a larger organization must filter by `userName`, `externalId`, `id` or `displayName` `eq`. */
 const SCAN_LIMIT = 10_000;
-/** The stored attributes of one user, as JSON, at most. */
-const MAX_ATTRIBUTES = 16_384;
-/** Members one Group holds at most. */
-const MAX_MEMBERS = 10_000;
-
 
 /** One request's caller: the organization of its token, where resources live, and where its events go. */
 export interface ScimCall {
@@ -76,19 +72,7 @@ export interface ScimServiceOptions {
   nowSeconds: () => number;
 }
 
-
 // ---------------------------------------------------------------- the service
-
-/** The validated form of a User document. */
-interface UserInput {
-  userName: string;
-  email: string;
-  externalId: string | null;
-  active: boolean;
-  givenName: string | null;
-  familyName: string | null;
-  attributes: Doc;
-}
 
 export class ScimService {
   readonly #o: ScimServiceOptions;
@@ -121,7 +105,7 @@ export class ScimService {
     switch (kind) {
       case 'ServiceProviderConfig':
         if (id !== undefined || m !== 'GET') throw new ScimError(id === undefined ? 405 : 404, id === undefined ? 'method not allowed' : 'resource not found');
-        return { status: 200, body: this.#serviceProviderConfig(call) };
+        return { status: 200, body: serviceProviderConfig(call.baseUrl) };
       case 'ResourceTypes':
       case 'Schemas': {
         if (m !== 'GET') throw new ScimError(405, 'method not allowed');
@@ -163,39 +147,11 @@ export class ScimService {
     }
   }
 
-  #serviceProviderConfig(call: ScimCall): Doc {
-    return {
-      schemas: ['urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig'],
-      documentationUri: 'https://github.com/latchkey/latchkey/blob/main/docs/scim.md',
-      patch: { supported: true },
-      bulk: { supported: false, maxOperations: 0, maxPayloadSize: 0 },
-      filter: { supported: true, maxResults: SCIM_MAX_RESULTS },
-      changePassword: { supported: false },
-      sort: { supported: false },
-      etag: { supported: true },
-      authenticationSchemes: [{ type: 'oauthbearertoken', name: 'Bearer token', description: 'A SCIM token of the organization (create_scim_token)', primary: true }],
-      meta: { resourceType: 'ServiceProviderConfig', location: `${call.baseUrl}/ServiceProviderConfig` },
-    };
-  }
-
   // ---------------------------------------------------------------- users
 
-  /** The SCIM User resource of a row and its account. */
+  /** The SCIM User resource of a row and its account (see {@link userResource}); the user's teams are read unless given. */
   async #userResource(call: ScimCall, row: ScimUserRow, user: UserRecord | undefined, teams?: TeamRecord[]): Promise<Doc> {
-    const groups = (teams ?? (await this.#teamsOf(call.org.id, row.user_id))).map((t) => ({ value: t.id, display: t.name, $ref: `${call.baseUrl}/Groups/${t.id}` }));
-    const ext = row.attributes[SCIM_ENTERPRISE];
-    const resource: Doc = {
-      schemas: ext === undefined ? [SCIM_USER] : [SCIM_USER, SCIM_ENTERPRISE],
-      id: row.user_id,
-      ...(row.external_id === null ? {} : { externalId: row.external_id }),
-      ...row.attributes,
-      userName: (row.attributes['userName'] as string | undefined) ?? row.user_name,
-      // The directory's own state: an access revoked by a super-admin is not the directory's deactivation, and
-      // answering it as one would make the directory's next PATCH deprovision the person.
-      active: row.active && user !== undefined,
-      ...(groups.length > 0 ? { groups } : {}),
-    };
-    return withMeta(resource, 'User', row.created_at, row.updated_at, `${call.baseUrl}/Users/${row.user_id}`);
+    return userResource(call.baseUrl, row, user, teams ?? (await this.#teamsOf(call.org.id, row.user_id)));
   }
 
   async #teamsOf(orgId: string, userId: string): Promise<TeamRecord[]> {
@@ -258,57 +214,6 @@ export class ScimService {
     return { status: 200, body: listBody(out, total, start) };
   }
 
-  /** Validates a User document (POST, PUT, or the result of a PATCH). */
-  async #userInput(call: ScimCall, body: unknown): Promise<UserInput> {
-    if (body === null || typeof body !== 'object' || Array.isArray(body)) throw bad('the body must be a User resource', 'invalidSyntax');
-    const doc = clone(body as Doc);
-    const userName = strOf(getCi(doc, 'userName'), 'userName', 320);
-    if (userName === undefined || userName.trim() === '') throw bad('userName is required');
-    const externalId = strOf(getCi(doc, 'externalId'), 'externalId', 256) ?? null;
-    const activeRaw = getCi(doc, 'active');
-    const active = activeRaw === undefined || activeRaw === null ? true : boolOf(activeRaw, 'active');
-    const name = getCi(doc, 'name');
-    if (name !== undefined && name !== null && (typeof name !== 'object' || Array.isArray(name))) throw bad('name must be an object');
-    const givenName = strOf(getCi(name, 'givenName'), 'name.givenName', 256) ?? null;
-    const familyName = strOf(getCi(name, 'familyName'), 'name.familyName', 256) ?? null;
-    const emails = getCi(doc, 'emails');
-    if (emails !== undefined && emails !== null && !Array.isArray(emails)) throw bad('emails must be a list');
-    for (const e of (emails as unknown[] | undefined) ?? []) {
-      if (e === null || typeof e !== 'object') throw bad('each email is an object');
-      strOf(getCi(e, 'value'), 'emails.value', 320);
-      const primary = getCi(e, 'primary');
-      if (primary !== undefined) setCi(e as Doc, 'primary', boolOf(primary, 'emails.primary'));
-    }
-    // The account's email: the primary email, else the work one, else the first, else the userName.
-    const list = ((emails as Doc[] | undefined) ?? []).filter((e) => typeof getCi(e, 'value') === 'string');
-    const chosen = list.find((e) => getCi(e, 'primary') === true) ?? list.find((e) => String(getCi(e, 'type') ?? '').toLowerCase() === 'work') ?? list[0];
-    const address = (chosen === undefined ? userName : (getCi(chosen, 'value') as string)).trim();
-    let email: string | undefined;
-    try {
-      email = normalizeEmail(address);
-    } catch {
-      email = undefined;
-    }
-    const at = email?.lastIndexOf('@') ?? -1;
-    if (email === undefined || at <= 0 || at === email.length - 1) throw bad('the user needs an email address (userName or emails)');
-    const holder = await this.#o.orgStore.organizationOfVerifiedDomain(email.slice(at + 1));
-    if (holder?.id !== call.org.id) {
-      throw bad(`the domain of ${email} is not a verified domain of this organization (add_organization_domain, verify_organization_domain)`);
-    }
-    const ext = getCi(doc, SCIM_ENTERPRISE);
-    if (ext !== undefined && (ext === null || typeof ext !== 'object' || Array.isArray(ext))) throw bad(`${SCIM_ENTERPRISE} must be an object`);
-    // Kept as sent, besides what the server answers itself and any password (never stored).
-    const attributes: Doc = {};
-    for (const [k, v] of Object.entries(doc)) {
-      if (READ_ONLY.has(k.toLowerCase()) || k.toLowerCase() === 'externalid' || k.toLowerCase() === 'active') continue;
-      if (k.toLowerCase() !== SCIM_ENTERPRISE.toLowerCase() && (!ATTRIBUTE_NAME.test(k) || k === 'constructor' || k === 'prototype')) throw bad(`unknown attribute ${JSON.stringify(k)}`, 'invalidSyntax');
-      attributes[k.toLowerCase() === SCIM_ENTERPRISE.toLowerCase() ? SCIM_ENTERPRISE : canonical(k)] = v;
-    }
-    attributes['userName'] = userName.trim();
-    if (JSON.stringify(attributes).length > MAX_ATTRIBUTES) throw bad(`a user's attributes are at most ${MAX_ATTRIBUTES} bytes of JSON`);
-    return { userName: userName.trim(), email, externalId, active, givenName, familyName, attributes };
-  }
-
   async #event(call: ScimCall, tx: StoreTransaction, event: OrgEvent): Promise<void> {
     if (call.record !== undefined) await call.record(tx, { ...event, data: { ...event.data, scim_token_id: call.tokenId } });
   }
@@ -343,7 +248,7 @@ export class ScimService {
   }
 
   async #createUser(call: ScimCall, body: unknown): Promise<ScimResponse> {
-    const input = await this.#userInput(call, body);
+    const input = await userInput(body, call.org.id, this.#o.orgStore);
     const key = input.userName.toLowerCase();
     if ((await this.#o.scim.scimUserByName(call.org.id, key)) !== undefined) throw new ScimError(409, `a user with userName ${input.userName} exists`, 'uniqueness');
     const tuples = await this.#o.organizations.preparedTuples();
@@ -383,12 +288,6 @@ export class ScimService {
     const stored = await this.#row(call, userId);
     const resource = await this.#userResource(call, stored, await this.#o.users.findById(userId));
     return { status: 201, body: resource, headers: { etag: (resource['meta'] as Doc)['version'] as string, location: `${call.baseUrl}/Users/${userId}` } };
-  }
-
-  #checkVersion(resource: Doc, ifMatch: string | undefined): void {
-    if (ifMatch === undefined || ifMatch.trim() === '*') return;
-    const want = (resource['meta'] as Doc)['version'];
-    if (!ifMatch.split(',').map((s) => s.trim()).includes(want as string)) throw new ScimError(412, 'the resource changed since that version (If-Match)', undefined);
   }
 
   /** Writes a User's new state: its row, account, membership and sessions (PUT and PATCH). */
@@ -434,22 +333,22 @@ export class ScimService {
 
   async #replaceUser(call: ScimCall, id: string, body: unknown, ifMatch: string | undefined): Promise<ScimResponse> {
     const row = await this.#row(call, id);
-    this.#checkVersion(await this.#userResource(call, row, await this.#o.users.findById(row.user_id)), ifMatch);
+    checkVersion(await this.#userResource(call, row, await this.#o.users.findById(row.user_id)), ifMatch);
     const bodyId = getCi(body, 'id');
     if (bodyId !== undefined && bodyId !== id) throw bad('id cannot be changed', 'mutability');
-    return this.#writeUser(call, row, await this.#userInput(call, body));
+    return this.#writeUser(call, row, await userInput(body, call.org.id, this.#o.orgStore));
   }
 
   async #patchUser(call: ScimCall, id: string, body: unknown, ifMatch: string | undefined): Promise<ScimResponse> {
     const ops = patchOperations(body);
     const row = await this.#row(call, id);
     const current = await this.#userResource(call, row, await this.#o.users.findById(row.user_id));
-    this.#checkVersion(current, ifMatch);
+    checkVersion(current, ifMatch);
     const doc = clone(current);
     delete doc['meta'];
     delete doc['groups'];
     for (const o of ops) applyPatch(doc, o, SCIM_USER);
-    return this.#writeUser(call, row, await this.#userInput(call, doc));
+    return this.#writeUser(call, row, await userInput(doc, call.org.id, this.#o.orgStore));
   }
 
   /**
@@ -460,7 +359,7 @@ export class ScimService {
     const row = await this.#row(call, id);
     const user = await this.#o.users.findById(row.user_id);
     if (user === undefined) throw notFound('User');
-    this.#checkVersion(await this.#userResource(call, row, user), ifMatch);
+    checkVersion(await this.#userResource(call, row, user), ifMatch);
     const m = await this.#o.orgStore.member(call.org.id, row.user_id);
     if (m?.role === 'owner') throw bad('an owner of the organization is not deleted by its directory', 'mutability');
     await this.#o.organizations.changeInTransaction(async (tx, tuples) => {
@@ -476,19 +375,6 @@ export class ScimService {
 
   // ---------------------------------------------------------------- groups
 
-  /** A Group resource; its members carry `value`, `$ref` and `type` (no `display`: one read per member would not scale). */
-  async #groupResource(call: ScimCall, team: TeamRecord, members: string[], side: { external_id: string | null; updated_at: number } | undefined): Promise<Doc> {
-    const out: Doc[] = members.map((uid) => ({ value: uid, $ref: `${call.baseUrl}/Users/${uid}`, type: 'User' }));
-    const resource: Doc = {
-      schemas: [SCIM_GROUP],
-      id: team.id,
-      ...(side?.external_id == null ? {} : { externalId: side.external_id }),
-      displayName: team.name,
-      members: out,
-    };
-    return withMeta(resource, 'Group', team.created_at, side?.updated_at ?? team.created_at, `${call.baseUrl}/Groups/${team.id}`);
-  }
-
   async #team(call: ScimCall, id: string): Promise<TeamRecord> {
     const team = id.length <= 64 ? await this.#o.orgStore.team(id) : undefined;
     if (team === undefined || team.organization_id !== call.org.id) throw notFound('Group');
@@ -497,7 +383,7 @@ export class ScimService {
 
   async #getGroup(call: ScimCall, id: string, query: Readonly<Record<string, unknown>>): Promise<ScimResponse> {
     const team = await this.#team(call, id);
-    const resource = await this.#groupResource(call, team, await this.#o.orgStore.teamMembers(team.id), await this.#o.scim.scimGroup(team.id));
+    const resource = groupResource(call.baseUrl, team, await this.#o.orgStore.teamMembers(team.id), await this.#o.scim.scimGroup(team.id));
     return { status: 200, body: project(resource, listParam(query, 'attributes'), listParam(query, 'excludedAttributes'), SCIM_GROUP), headers: { etag: (resource['meta'] as Doc)['version'] as string } };
   }
 
@@ -513,31 +399,11 @@ export class ScimService {
     const resources: Doc[] = [];
     for (const t of teams) {
       if (byName !== undefined && t.name.toLowerCase() !== byName.toLowerCase()) continue;
-      const res = await this.#groupResource(call, t, t.members, sides.get(t.id));
+      const res = groupResource(call.baseUrl, t, t.members, sides.get(t.id));
       if (filter === undefined || matches(filter, res, SCIM_GROUP, caseExact)) resources.push(res);
     }
     const page = resources.slice(start - 1, start - 1 + count);
     return { status: 200, body: listBody(page.map((r) => project(r, attributes, excluded, SCIM_GROUP)), resources.length, start) };
-  }
-
-  /** Validates a Group document: its name and member ids (each an active SCIM user of the organization). */
-  async #groupInput(body: unknown): Promise<{ displayName: string; externalId: string | null; members: string[] }> {
-    if (body === null || typeof body !== 'object' || Array.isArray(body)) throw bad('the body must be a Group resource', 'invalidSyntax');
-    const displayName = strOf(getCi(body, 'displayName'), 'displayName', 256)?.trim();
-    if (displayName === undefined || displayName === '') throw bad('displayName is required');
-    const externalId = strOf(getCi(body, 'externalId'), 'externalId', 256) ?? null;
-    const raw = getCi(body, 'members') ?? [];
-    if (!Array.isArray(raw)) throw bad('members must be a list');
-    if (raw.length > MAX_MEMBERS) throw bad(`a group has at most ${MAX_MEMBERS} members`, 'tooMany');
-    const members = new Set<string>();
-    for (const m of raw) {
-      const v = getCi(m, 'value');
-      if (typeof v !== 'string' || v === '' || v.length > 64) throw bad('each member has a value, the id of a User');
-      const type = getCi(m, 'type');
-      if (type !== undefined && String(type).toLowerCase() !== 'user') throw bad('a member is a User (nested groups are not supported)');
-      members.add(v);
-    }
-    return { displayName, externalId, members: [...members] };
   }
 
   /** Every new member must be an active SCIM user of the organization (a member of it). */
@@ -550,7 +416,7 @@ export class ScimService {
   }
 
   async #createGroup(call: ScimCall, body: unknown): Promise<ScimResponse> {
-    const input = await this.#groupInput(body);
+    const input = groupInput(body);
     const now = this.#o.nowSeconds();
     const team: TeamRecord = { id: randomUUID(), organization_id: call.org.id, name: input.displayName, created_at: now };
     await this.#o.organizations.changeInTransaction(async (tx, tuples) => {
@@ -562,7 +428,7 @@ export class ScimService {
       await tuples.ensure([], [{ object: `team:${team.id}`, relation: 'organization', user: `organization:${call.org.id}` }, ...input.members.map((uid) => ({ object: `team:${team.id}`, relation: 'member', user: `user:${uid}` }))], tx);
       await this.#event(call, tx, { action: 'organization.team_created', resourceType: 'team', resourceId: team.id, data: { organization_id: call.org.id, team_id: team.id, name: team.name, members: input.members, via: 'scim' } });
     });
-    const resource = await this.#groupResource(call, team, input.members, await this.#o.scim.scimGroup(team.id));
+    const resource = groupResource(call.baseUrl, team, input.members, await this.#o.scim.scimGroup(team.id));
     return { status: 201, body: resource, headers: { etag: (resource['meta'] as Doc)['version'] as string, location: `${call.baseUrl}/Groups/${team.id}` } };
   }
 
@@ -583,23 +449,23 @@ export class ScimService {
       await this.#event(call, tx, { action: 'organization.team_updated', resourceType: 'team', resourceId: team.id, data: { organization_id: call.org.id, team_id: team.id, name: input.displayName, added, removed, via: 'scim' } });
     });
     const after = await this.#team(call, team.id);
-    const resource = await this.#groupResource(call, after, await this.#o.orgStore.teamMembers(team.id), await this.#o.scim.scimGroup(team.id));
+    const resource = groupResource(call.baseUrl, after, await this.#o.orgStore.teamMembers(team.id), await this.#o.scim.scimGroup(team.id));
     return { status: 200, body: resource, headers: { etag: (resource['meta'] as Doc)['version'] as string } };
   }
 
   async #replaceGroup(call: ScimCall, id: string, body: unknown, ifMatch: string | undefined): Promise<ScimResponse> {
     const team = await this.#team(call, id);
     const before = await this.#o.orgStore.teamMembers(team.id);
-    this.#checkVersion(await this.#groupResource(call, team, before, await this.#o.scim.scimGroup(team.id)), ifMatch);
-    return this.#writeGroup(call, team, before, await this.#groupInput(body));
+    checkVersion(groupResource(call.baseUrl, team, before, await this.#o.scim.scimGroup(team.id)), ifMatch);
+    return this.#writeGroup(call, team, before, groupInput(body));
   }
 
   async #patchGroup(call: ScimCall, id: string, body: unknown, ifMatch: string | undefined): Promise<ScimResponse> {
     const ops = patchOperations(body);
     const team = await this.#team(call, id);
     const before = await this.#o.orgStore.teamMembers(team.id);
-    const current = await this.#groupResource(call, team, before, await this.#o.scim.scimGroup(team.id));
-    this.#checkVersion(current, ifMatch);
+    const current = groupResource(call.baseUrl, team, before, await this.#o.scim.scimGroup(team.id));
+    checkVersion(current, ifMatch);
     const doc = clone(current);
     delete doc['meta'];
     for (const o of ops) {
@@ -611,13 +477,13 @@ export class ScimService {
       }
       applyPatch(doc, o, SCIM_GROUP);
     }
-    return this.#writeGroup(call, team, before, await this.#groupInput(doc));
+    return this.#writeGroup(call, team, before, groupInput(doc));
   }
 
   async #deleteGroup(call: ScimCall, id: string, ifMatch: string | undefined): Promise<ScimResponse> {
     const team = await this.#team(call, id);
     const members = await this.#o.orgStore.teamMembers(team.id);
-    this.#checkVersion(await this.#groupResource(call, team, members, await this.#o.scim.scimGroup(team.id)), ifMatch);
+    checkVersion(groupResource(call.baseUrl, team, members, await this.#o.scim.scimGroup(team.id)), ifMatch);
     await this.#o.organizations.changeInTransaction(async (tx, tuples) => {
       // Every tuple about the team or naming it (document:1#viewer@team:T#member): no grant outlives the group.
       await tuples.deleteObjects([`team:${team.id}`], tx);
