@@ -373,7 +373,7 @@ export class MemoryStore implements TupleStore {
     return keys.length;
   }
 
-  /** See `ExpiryFloor` (engine/check/check_cache.ts). */
+  /** See `ExpiryFloor` (engine/check/cache_options.ts). */
   get expiryFloorCell(): { readonly value: number } {
     return this.#index.floor;
   }

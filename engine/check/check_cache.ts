@@ -56,9 +56,10 @@
  * by the cache that empties at it: give such a store one cache (as
  * `buildEngine` does); caches over the same SQL store learn expiries from
  * their own reads and are unaffected.
+ *
+ * The options and their validation are in engine/check/cache_options.ts.
  */
 import { LRUCache } from 'lru-cache';
-import { LatchkeyError } from '../errors.ts';
 import type { CheckResolver, Consistency, ResolutionContext, ResolveCheckRequest, ResolveCheckResult } from './check_resolver.ts';
 import { LocalChecker } from './local_checker.ts';
 import { onPath } from './rules.ts';
@@ -69,38 +70,7 @@ import { ModelDeps } from './check_dependencies.ts';
 import { formatUser } from '../tuple.ts';
 import type { FreshnessHint, LatestModelHint, TopLevelHits, TopLevelKey } from './check_path.ts';
 import { type SyncTupleSource, syncSource } from '../reader.ts';
-
-/** Options of a {@link CheckCache}; unknown keys are rejected. */
-export interface CheckCacheOptions {
-  /** The store whose writes the cache follows; use {@link CheckCache.store} in its place. */
-  store: TupleStore;
-  /** Cached answers kept at most (LRU). Default 100,000; 0 disables caching. 0..10,000,000. */
-  maxEntries?: number;
-  /**
-   * Longest delay, in milliseconds, before a write made by another process
-   * on the same database is observed. Default 1,000; 0 disables caching.
-   * 0..3,600,000.
-   */
-  revisionPollMs?: number;
-  /** Clock (milliseconds), for tests. Default `performance.now`-based monotonic clock. */
-  now?: () => number;
-  /**
-   * Wall clock (milliseconds since the epoch) against which tuple expiry is
-   * decided; the store's own clock. Default `Date.now`.
-   */
-  clock?: () => number;
-}
-
-/**
- * What a store with synchronous reads tells about its expiring tuples
- * (the memory store, the graph mirror): see {@link CheckCache} on expiry.
- */
-export interface ExpiryFloor {
-  /** Its `value`: the earliest `expires_at` (ms) of a tuple added since the last {@link ExpiryFloor.refreshExpiryFloor}, or held then and unexpired; `Infinity` when none. */
-  readonly expiryFloorCell: { readonly value: number };
-  /** Recomputes the floor from the tuples held that expire after `now`, and returns it. */
-  refreshExpiryFloor(now: number): number;
-}
+import { cacheSettings, type CheckCacheOptions, type ExpiryFloor } from './cache_options.ts';
 
 /** Counters of a {@link CheckCache}. */
 export interface CheckCacheStats {
@@ -122,15 +92,6 @@ const HEIGHT_SLOTS = 128;
 const RESULTS: readonly ResolveCheckResult[] = Array.from({ length: 2 * HEIGHT_SLOTS }, (_, i) =>
   Object.freeze({ allowed: i >= HEIGHT_SLOTS, cycle: false, height: i % HEIGHT_SLOTS, hits: NONE }),
 );
-
-function option(options: object, key: string, min: number, max: number, def: number): number {
-  const v = (options as Record<string, unknown>)[key];
-  if (v === undefined) return def;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
-    throw new LatchkeyError('invalid_argument', `cache option '${key}' must be an integer from ${min} to ${max}`, { reason: 'invalid_option', details: { option: key } });
-  }
-  return v;
-}
 
 /**
  * The key of a top-level check as the engine keeps it (TopLevelHits), with
@@ -191,31 +152,15 @@ export class CheckCache {
   readonly #floorCell: { readonly value: number } | undefined;
 
   constructor(options: CheckCacheOptions) {
-    if (options === null || typeof options !== 'object') {
-      throw new LatchkeyError('invalid_argument', 'cache options must be an object', { reason: 'invalid_option' });
-    }
-    for (const key of Object.keys(options)) {
-      if (!['store', 'maxEntries', 'revisionPollMs', 'now', 'clock'].includes(key)) {
-        throw new LatchkeyError('invalid_argument', `unknown cache option '${key}'`, { reason: 'invalid_option', details: { option: key } });
-      }
-    }
-    const store = options.store;
-    if (store === null || typeof store !== 'object' || typeof store.revision !== 'function') {
-      throw new LatchkeyError('invalid_argument', "cache option 'store' must implement TupleStore", { reason: 'invalid_option', details: { option: 'store' } });
-    }
-    const maxEntries = option(options, 'maxEntries', 0, 10_000_000, 100_000);
-    this.#pollMs = option(options, 'revisionPollMs', 0, 3_600_000, 1000);
-    this.#now = options.now ?? (() => performance.now());
-    if (options.clock !== undefined && typeof options.clock !== 'function') {
-      throw new LatchkeyError('invalid_argument', "cache option 'clock' must be a function", { reason: 'invalid_option', details: { option: 'clock' } });
-    }
-    this.#clock = options.clock ?? Date.now;
-    const floor = store as Partial<ExpiryFloor>;
-    this.#floor = typeof floor.expiryFloorCell === 'object' && typeof floor.refreshExpiryFloor === 'function' ? (store as unknown as ExpiryFloor) : undefined;
-    this.#floorCell = this.#floor?.expiryFloorCell;
-    this.#inner = store;
-    this.#maxEntries = maxEntries > 0 && this.#pollMs > 0 ? maxEntries : 0;
-    this.#store = this.#wrapStore(store);
+    const o = cacheSettings(options);
+    this.#pollMs = o.pollMs;
+    this.#now = o.now;
+    this.#clock = o.clock;
+    this.#floor = o.floor;
+    this.#floorCell = o.floor?.expiryFloorCell;
+    this.#inner = o.store;
+    this.#maxEntries = o.maxEntries;
+    this.#store = this.#wrapStore(o.store);
   }
 
   /** True when answers are cached (maxEntries and revisionPollMs both above 0). */

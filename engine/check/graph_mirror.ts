@@ -77,7 +77,7 @@ export class GraphMirror {
   /** The tuples, in the memory store's compact index. */
   #index: GraphIndex;
   readonly #clock: () => number;
-  /** The expiry floor shared by every index this mirror builds (`ExpiryFloor`, engine/check/check_cache.ts). */
+  /** The expiry floor shared by every index this mirror builds (`ExpiryFloor`, engine/check/cache_options.ts). */
   readonly #floor = { value: Infinity };
   #revision = 0;
   #confirmedAt = -Infinity;
@@ -466,7 +466,7 @@ export class GraphMirror {
       close: () => store.close(),
     };
     forwardStoreExtras(store, wrapped);
-    // What the answer cache above needs of expiring tuples (`ExpiryFloor`, engine/check/check_cache.ts).
+    // What the answer cache above needs of expiring tuples (`ExpiryFloor`, engine/check/cache_options.ts).
     const floor = wrapped as unknown as { expiryFloorCell: { readonly value: number }; refreshExpiryFloor(now: number): number };
     floor.expiryFloorCell = mirror.#floor;
     floor.refreshExpiryFloor = (now) => mirror.#index.refreshExpiryFloor(now);

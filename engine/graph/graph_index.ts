@@ -117,7 +117,7 @@ export class GraphIndex {
   /** Number of tuples in {@link GraphIndex.#exp}. */
   #expiring = 0;
   /**
-   * The expiry floor (`ExpiryFloor` in engine/check/check_cache.ts): lowered by every expiring tuple added,
+   * The expiry floor (`ExpiryFloor` in engine/check/cache_options.ts): lowered by every expiring tuple added,
    * raised only by a refresh. A cell, so that an answer cache reads it as a property and an owner that
    * replaces its index (the graph mirror's reload) keeps handing out the same one.
    */
