@@ -13,7 +13,7 @@
 import { LatchkeyError } from './errors.ts';
 import type { StoredAuthorizationModel } from './model.ts';
 import { GraphIndex, REL_SLOTS, type GraphNode } from './graph/graph_index.ts';
-import type { ReachLimits } from './graph/graph_index.ts';
+import type { ReachLimits } from './graph/reach_walk.ts';
 import type { TypeSystem } from './typesystem.ts';
 import { DEFAULT_STORE_ID } from './store.ts';
 import { byCodeUnits, indexAfter } from './list_pages.ts';

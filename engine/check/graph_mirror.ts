@@ -32,7 +32,8 @@
  */
 import type { CheckResolver } from './check_resolver.ts';
 import { LocalChecker } from './local_checker.ts';
-import { GraphIndex, type GraphNode, type ReachLimits } from '../graph/graph_index.ts';
+import { GraphIndex, type GraphNode } from '../graph/graph_index.ts';
+import type { ReachLimits } from '../graph/reach_walk.ts';
 import { LatchkeyError } from '../errors.ts';
 import { type SyncTupleSource, SyncReadRefused } from '../reader.ts';
 import { forwardStoreExtras, type TupleCondition, type TupleKey, type TupleStore } from '../store.ts';

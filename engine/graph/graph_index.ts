@@ -21,17 +21,18 @@
  * - **Reach.** {@link GraphIndex.reach} answers a top-level check of a
  *   monotone relation (unions of direct grants, usersets, computed relations
  *   and tuple-to-userset only) by a plain object user as reachability: a
- *   synchronous walk with a visited set over numbers, no strings built.
+ *   synchronous walk with a visited set over numbers, no strings built
+ *   (engine/graph/reach_walk.ts).
  *
  * Interned strings are kept when their last tuple is deleted (a store with
  * heavy churn of distinct ids grows by one string per id ever seen).
  */
 import { LatchkeyError } from '../errors.ts';
-import { budgetExceeded, depthExceeded } from '../check/rules.ts';
 import type { TupleCondition, TupleKey } from '../store.ts';
 import type { TypeSystem } from '../typesystem.ts';
-import { buildNodes, groupByUser, runHas, runIndex, StagedTuples } from './staged_tuples.ts';
-import { OBJECT, ReachPlans, USERSET, WILDCARD, type Admitted, type Plan } from './reach_plans.ts';
+import { buildNodes, compactRuns, groupByUser, runIndex, StagedTuples } from './staged_tuples.ts';
+import { OBJECT, ReachPlans, USERSET, WILDCARD } from './reach_plans.ts';
+import { hasUser, ReachWalk, type ReachLimits } from './reach_walk.ts';
 
 /** Most distinct relation names an index numbers. */
 export const REL_SLOTS = 4096;
@@ -53,13 +54,6 @@ export interface GraphNode {
 
 function emptyNode(): GraphNode {
   return { users: undefined, usersets: undefined, conds: undefined, from: 0, mid: 0, to: 0 };
-}
-
-/** What a walk needs from the resolution context. */
-export interface ReachLimits {
-  maxDepth: number;
-  maxDispatches: number;
-  context: Record<string, unknown> | undefined;
 }
 
 export class GraphIndex {
@@ -95,17 +89,10 @@ export class GraphIndex {
   readonly #localIds: (string | undefined)[] = [];
   /** Walk plans and type-restriction answers per model version. */
   readonly #plans = new ReachPlans(this.#relNames, this.#kind, this.#type, this.#usRelation, (r) => this.rel(r));
-  // Scratch state of a walk (reach is synchronous; a nested walk gets its own).
-  #walking = false;
+  /** The walk of {@link GraphIndex.reach}, with its scratch state (engine/graph/reach_walk.ts). */
+  readonly #walk = new ReachWalk(this.#nodes, this.#type, this.#kind, this.#usObject, this.#usRelation, this.#plans);
   /** Interned wildcard `type:*` by type. */
   readonly #wildcards = new Map<string, number>();
-  /** Per relation number: object number → shallowest depth visited in the current walk. */
-  #visited: (Map<number, number> | undefined)[] = [];
-  /** Relation numbers whose `#visited` map the current walk wrote. */
-  readonly #visitedRels: number[] = [];
-  #stack: number[] = [];
-  #dispatches = 0;
-  #error: unknown = undefined;
   /** Number of tuples. */
   size = 0;
   /**
@@ -269,11 +256,6 @@ export class GraphIndex {
     return this.#bulkRevisions === undefined ? this.#bulkRevision : this.#bulkRevisions[i]!;
   }
 
-  /** Whether plain or wildcard user `u` is on node `n`. */
-  #hasUser(n: GraphNode, u: number): boolean {
-    return n.users?.has(u) === true || (n.mid > n.from && runHas(this.#bulk, n.from, n.mid, u));
-  }
-
   /** Appends the tuples of node `object#relation` (only userset users when `kind` is `usersets`), materialised. */
   nodeTuples(object: number, relation: number, n: GraphNode, kind: 'all' | 'usersets', out: (TupleKey & { revision: number })[]): void {
     if (this.#expiring > 0) {
@@ -326,39 +308,8 @@ export class GraphIndex {
   compact(): void {
     this.#checkBuilt();
     if (this.#mapHeld === 0) return;
-    const old = this.#bulk;
-    let total = 0;
-    for (const [, , n] of this.nodeEntries()) total += n.to - n.from + (n.users?.size ?? 0) + (n.usersets?.size ?? 0);
-    const bulk = new Int32Array(total);
-    const revisions = new Float64Array(total);
-    let at = 0;
-    const fromMap = (m: Map<number, number>): void => {
-      const users = Int32Array.from(m.keys()).sort();
-      for (let i = 0; i < users.length; i++, at++) {
-        bulk[at] = users[i]!;
-        revisions[at] = m.get(users[i]!)!;
-      }
-    };
-    for (const [, , n] of this.nodeEntries()) {
-      // A node's users are either in its runs (not written since) or in its maps (thawed on a write): never both.
-      if (n.to > n.from) {
-        bulk.set(old.subarray(n.from, n.to), at);
-        for (let i = n.from; i < n.to; i++) revisions[at + i - n.from] = this.#runRevision(i);
-        const shift = at - n.from;
-        at += n.to - n.from;
-        n.from += shift;
-        n.mid += shift;
-        n.to += shift;
-        continue;
-      }
-      n.from = at;
-      if (n.users !== undefined) fromMap(n.users);
-      n.mid = at;
-      if (n.usersets !== undefined) fromMap(n.usersets);
-      n.to = at;
-      n.users = n.usersets = undefined;
-    }
-    this.#bulk = bulk;
+    const { users, revisions } = compactRuns(this.#nodes, this.#bulk, this.#bulkRevisions, this.#bulkRevision);
+    this.#bulk = users;
     this.#bulkRevisions = revisions;
     this.#mapHeld = 0;
   }
@@ -611,45 +562,6 @@ export class GraphIndex {
 
   // ---------------------------------------------------------------- reach
 
-  #conditionHolds(ts: TypeSystem, c: TupleCondition | undefined, context: Record<string, unknown> | undefined): boolean {
-    if (c === undefined || c.name === '') return true;
-    const compiled = ts.condition(c.name);
-    if (compiled === undefined) return false;
-    try {
-      return compiled.evaluate(c.context, context);
-    } catch (err) {
-      this.#error ??= err;
-      return false;
-    }
-  }
-
-  /** Marks `o#r` visited at `depth`; false when it was visited before at most as deep. */
-  #visit(o: number, r: number, depth: number): boolean {
-    let m = this.#visited[r];
-    if (m === undefined) {
-      this.#visited[r] = m = new Map();
-      this.#visitedRels.push(r);
-    } else if (m.size === 0) this.#visitedRels.push(r);
-    const seen = m.get(o);
-    if (seen !== undefined && seen <= depth) return false;
-    m.set(o, depth);
-    return true;
-  }
-
-  /** One dispatch of the evaluator: the depth limit first, then the visited set, then the budget. */
-  #push(o: number, r: number, depth: number, limits: ReachLimits): void {
-    if (depth >= limits.maxDepth) {
-      this.#error ??= depthExceeded();
-      return;
-    }
-    if (!this.#visit(o, r, depth)) return;
-    if (++this.#dispatches > limits.maxDispatches) {
-      this.#error ??= budgetExceeded();
-      return;
-    }
-    this.#stack.push(o, r, depth);
-  }
-
   /**
    * Does `user` (a plain object `type:id`) hold `relation` on `type:id`,
    * with `relation` monotone? Answers as the evaluator does in its monotone
@@ -674,85 +586,11 @@ export class GraphIndex {
     // A direct grant on the object itself answers before anything is allocated.
     if (plan0.direct && uid !== undefined) {
       const n = this.#nodes[startRel]?.get(start);
-      if (n !== undefined && n.conds === undefined && this.#hasUser(n, uid) && this.#plans.admitsIn(plan0.admitted, ts, objectType, startRel, uid, undefined)) return true;
+      if (n !== undefined && n.conds === undefined && hasUser(n, this.#bulk, uid) && this.#plans.admitsIn(plan0.admitted, ts, objectType, startRel, uid, undefined)) return true;
     }
     const wid = this.#wildcards.get(userType);
-    if (this.#walking) return new GraphIndex({ reverse: false }).#walkOf(this, ts, objectType, start, startRel, uid, wid, limits);
-    return this.#walkOf(this, ts, objectType, start, startRel, uid, wid, limits);
-  }
-
-  /** A walk step through userset user `us` of node `type#rel`. */
-  #viaUserset(index: GraphIndex, ts: TypeSystem, type: string, rel: number, admitted: Admitted, us: number, conds: Map<number, TupleCondition> | undefined, depth: number, limits: ReachLimits): void {
-    const c = conds?.get(us);
-    if (!index.#plans.admitsIn(admitted, ts, type, rel, us, c?.name) || !this.#conditionHolds(ts, c, limits.context)) return;
-    this.#push(index.#usObject[us]!, index.#usRelation[us]!, depth + 1, limits);
-  }
-
-  /** A walk step through tupleset user `p` of `t` (tuple-to-userset). */
-  #viaParent(index: GraphIndex, ts: TypeSystem, type: string, t: Plan['ttu'][number], p: number, conds: Map<number, TupleCondition> | undefined, depth: number, limits: ReachLimits): void {
-    if (index.#kind[p] !== OBJECT) return;
-    const c = conds?.get(p);
-    if (!index.#plans.admitsIn(t.admitted, ts, type, t.tupleset, p, c?.name)) return;
-    if (ts.rewrite(index.#type[p]!, t.name) === undefined) return;
-    if (!this.#conditionHolds(ts, c, limits.context)) return;
-    this.#push(p, t.computed, depth + 1, limits);
-  }
-
-  /** The walk, with scratch state held on `this` (reused between walks; `index` holds the tuples). */
-  #walkOf(index: GraphIndex, ts: TypeSystem, objectType: string, start: number, startRel: number, uid: number | undefined, wid: number | undefined, limits: ReachLimits): boolean | undefined {
-    this.#walking = true;
-    this.#error = undefined;
-    this.#dispatches = 1;
-    const stack = this.#stack;
-    stack.length = 0;
-    try {
-      if (this.#dispatches > limits.maxDispatches) throw budgetExceeded();
-      this.#visit(start, startRel, 0);
-      stack.push(start, startRel, 0);
-      const nodes = index.#nodes;
-      while (stack.length > 0) {
-        const depth = stack.pop()!;
-        const rel = stack.pop()!;
-        const obj = stack.pop()!;
-        const type = obj === -1 ? objectType : index.#type[obj]!;
-        const plan = index.#plans.plan(ts, type, rel);
-        if (plan === null) return undefined;
-        if (plan.direct) {
-          const n = nodes[rel]?.get(obj);
-          if (n !== undefined) {
-            const conds = n.conds;
-            const admitted = plan.admitted;
-            if (uid !== undefined && index.#hasUser(n, uid) && index.#plans.admitsIn(admitted, ts, type, rel, uid, conds?.get(uid)?.name) && this.#conditionHolds(ts, conds?.get(uid), limits.context)) return true;
-            if (wid !== undefined && index.#hasUser(n, wid) && index.#plans.admitsIn(admitted, ts, type, rel, wid, conds?.get(wid)?.name) && this.#conditionHolds(ts, conds?.get(wid), limits.context)) return true;
-            if (plan.usersets) {
-              const bulk = index.#bulk;
-              for (let i = n.mid; i < n.to; i++) this.#viaUserset(index, ts, type, rel, admitted, bulk[i]!, conds, depth, limits);
-              if (n.usersets !== undefined) for (const us of n.usersets.keys()) this.#viaUserset(index, ts, type, rel, admitted, us, conds, depth, limits);
-            }
-          }
-        }
-        for (const c of plan.computed) this.#push(obj, c, depth + 1, limits);
-        for (const t of plan.ttu) {
-          const n = nodes[t.tupleset]?.get(obj);
-          if (n === undefined) continue;
-          const bulk = index.#bulk;
-          for (let i = n.from; i < n.mid; i++) this.#viaParent(index, ts, type, t, bulk[i]!, n.conds, depth, limits);
-          if (n.users !== undefined) for (const p of n.users.keys()) this.#viaParent(index, ts, type, t, p, n.conds, depth, limits);
-        }
-      }
-      if (this.#error !== undefined) throw this.#error;
-      return false;
-    } finally {
-      this.#walking = false;
-      this.#error = undefined;
-      const visited = this.#visited;
-      for (const r of this.#visitedRels) {
-        // A map grown large by one walk is dropped rather than kept at its peak size.
-        if (visited[r]!.size > 4096) visited[r] = undefined;
-        else visited[r]!.clear();
-      }
-      this.#visitedRels.length = 0;
-      if (stack.length > 4096) this.#stack = [];
-    }
+    // Reach is synchronous; a walk started while one runs gets scratch state of its own.
+    const walk = this.#walk.walking ? this.#walk.nested() : this.#walk;
+    return walk.run(ts, objectType, start, startRel, uid, wid, limits, this.#bulk);
   }
 }

@@ -1,7 +1,8 @@
 /**
  * The pieces of a bulk load of the graph index (engine/graph/graph_index.ts) that
  * work on numbers only: tuples staged as numbers in growable `Int32Array`s,
- * sorted unique runs in one array, and the reverse index's grouping.
+ * sorted unique runs in one array, the same layout built again from the
+ * nodes' maps (compaction), and the reverse index's grouping.
  *
  * Why typed arrays: a million tuples held as a `Map` per node and a `Set` per
  * user are millions of small objects that all survive the young generation,
@@ -101,6 +102,56 @@ export function buildNodes<N extends BulkNode>(staged: StagedTuples, kind: reado
     size += n.to - n.from;
   }
   return { users: bulk, size };
+}
+
+/** The fields of a graph node that compaction moves from its maps into runs (`GraphNode`, engine/graph/graph_index.ts). */
+interface RunNode extends BulkNode {
+  users: Map<number, number> | undefined;
+  usersets: Map<number, number> | undefined;
+}
+
+/**
+ * Moves the users every node holds in maps into sorted runs of one new
+ * array, with their revisions (see `GraphIndex.compact`). `old` holds the
+ * nodes' runs so far, added at `revisions[i]`, or all at `revision` when
+ * `revisions` is undefined. Returns the new array and its revisions.
+ */
+export function compactRuns<N extends RunNode>(nodes: readonly (Map<number, N> | undefined)[], old: Int32Array, revisions: Float64Array | undefined, revision: number): { users: Int32Array<ArrayBuffer>; revisions: Float64Array<ArrayBuffer> } {
+  let total = 0;
+  for (const byObject of nodes) if (byObject !== undefined) for (const n of byObject.values()) total += n.to - n.from + (n.users?.size ?? 0) + (n.usersets?.size ?? 0);
+  const bulk = new Int32Array(total);
+  const out = new Float64Array(total);
+  let at = 0;
+  const fromMap = (m: Map<number, number>): void => {
+    const users = Int32Array.from(m.keys()).sort();
+    for (let i = 0; i < users.length; i++, at++) {
+      bulk[at] = users[i]!;
+      out[at] = m.get(users[i]!)!;
+    }
+  };
+  for (const byObject of nodes) {
+    if (byObject === undefined) continue;
+    for (const n of byObject.values()) {
+      // A node's users are either in its runs (not written since) or in its maps (thawed on a write): never both.
+      if (n.to > n.from) {
+        bulk.set(old.subarray(n.from, n.to), at);
+        for (let i = n.from; i < n.to; i++) out[at + i - n.from] = revisions === undefined ? revision : revisions[i]!;
+        const shift = at - n.from;
+        at += n.to - n.from;
+        n.from += shift;
+        n.mid += shift;
+        n.to += shift;
+        continue;
+      }
+      n.from = at;
+      if (n.users !== undefined) fromMap(n.users);
+      n.mid = at;
+      if (n.usersets !== undefined) fromMap(n.usersets);
+      n.to = at;
+      n.users = n.usersets = undefined;
+    }
+  }
+  return { users: bulk, revisions: out };
 }
 
 /** Sorts `a[from, to)` and removes repeats; returns the run's new end. */
