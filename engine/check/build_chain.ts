@@ -83,6 +83,40 @@ export interface EngineChain {
   engineOptions: Omit<EngineOptions, 'store' | 'resolver'>;
 }
 
+/** What a `BuiltEngine` (engine/index.ts) offers to keep its chain in step with changes made outside it. */
+export interface ChainControls {
+  observeRevision(revision?: number): void;
+  observeModel(): void;
+  refresh(): Promise<void>;
+}
+
+/**
+ * The {@link ChainControls} of `chain` under `engine`: a revision observed
+ * goes to every observer (mirror, then cache), then wakes the engine's
+ * watchers; a refresh reads the outer store's revision (the mirror replays
+ * the changelog), then empties the cache and wakes the watchers.
+ */
+export function chainControls(chain: EngineChain, engine: { notifyChanges(): void }): ChainControls {
+  const { store, cache, observers } = chain;
+  return {
+    observeRevision(revision?: number): void {
+      for (const o of observers) o.observeRevision(revision);
+      engine.notifyChanges();
+    },
+    observeModel(): void {
+      for (const o of observers) o.observeModel();
+    },
+    async refresh(): Promise<void> {
+      try {
+        await store.revision();
+      } finally {
+        cache?.invalidate();
+        engine.notifyChanges();
+      }
+    },
+  };
+}
+
 const CHAIN_OPTIONS: Record<string, readonly [number, number, number]> = {
   cacheSize: [0, 10_000_000, 100_000],
   revisionPollMs: [0, 3_600_000, 1000],
