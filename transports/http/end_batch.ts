@@ -14,9 +14,9 @@
  * the handlers of the requests read with it; a request alone in its turn is
  * answered as soon as its handler returns, as before.
  *
- * Each answer is still one write of its head and body (the head is built by
- * `writeHead` before it is queued), and a connection's answers keep their
- * order. An answer whose client went away meanwhile is dropped by node as any
+ * Each answer is still one write of its head and body (its head fields are
+ * set, and checked by node, before it is queued), and a connection's answers
+ * keep their order. An answer whose client went away meanwhile is dropped by node as any
  * write to a closed socket is.
  */
 import type { ServerResponse } from 'node:http';
@@ -45,7 +45,7 @@ function endQueued(): void {
     try {
       res.end(batch[i + 1] as string);
     } catch {
-      // The head was checked by `writeHead`; a failure here is the socket's, and the connection cannot carry an answer.
+      // The head fields were checked when they were set; a failure here is the socket's, and the connection cannot carry an answer.
       res.destroy();
     }
   }
