@@ -269,7 +269,8 @@ for (const width of WIDTHS) {
     t.is(await page.inputValue('#locale'), '', 'nothing saved: the browser decides');
     await page.selectOption('#locale', 'de');
     await page.click('#profile-form button[type=submit]');
-    await page.locator('#profile-title', { hasText: 'Profil' }).waitFor();
+    // Exactly "Profil": the English page's "Profile" holds it too, and is still there until the reload lands.
+    await page.locator('#profile-title', { hasText: /^Profil$/ }).waitFor();
     await page.locator('#content:not([aria-busy])').waitFor();
     t.is(await page.getAttribute('html', 'lang'), 'de');
     t.is(await page.inputValue('#locale'), 'de', 'the saved language is selected');
@@ -278,7 +279,7 @@ for (const width of WIDTHS) {
     t.deepEqual(await seriousViolations(page), [], 'accessibility with the menu');
     await page.selectOption('#locale', '');
     await page.click('#profile-form button[type=submit]');
-    await page.locator('#profile-title', { hasText: 'Profile' }).waitFor();
+    await page.locator('#profile-title', { hasText: /^Profile$/ }).waitFor();
     t.is(await page.getAttribute('html', 'lang'), 'en', "back to the browser's language");
     t.deepEqual(problems, []);
   });
