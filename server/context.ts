@@ -6,6 +6,7 @@
  * other file of the server that imports it back: what both the composition
  * root and the handlers need lives here.
  */
+import { randomUUID } from 'node:crypto';
 import type { SqlDatabase } from '../engine/sql/sql_database.ts';
 import type { AdminService } from '../admin/index.ts';
 import type { AuthService, ConsentService, MainDatabase, MemoryStore, OAuthServer, OutboxMailQueue, SocialLogin, SsoLogin } from '../auth/index.ts';
@@ -207,6 +208,14 @@ export function extractCredentials(
 }
 
 /** A source of time, injected so that tests never sleep. */
+/** What a client's own request id may be (`x-request-id`, echoed on the answer and in logs): anything else is replaced. */
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** The request id of a call: the client's `x-request-id` when it is well-formed, a new UUID otherwise. */
+export function requestIdFrom(incoming: string | undefined): string {
+  return incoming !== undefined && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+}
+
 export interface Clock {
   now(): Date;
 }

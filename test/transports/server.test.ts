@@ -507,6 +507,20 @@ test('responses carry a request id and security headers', async (t) => {
   t.is(echoed.headers.get('x-request-id'), 'abc-123');
 });
 
+test('every protocol echoes a well-formed x-request-id and replaces a malformed or missing one with a UUID', async (t) => {
+  const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+  for (const protocol of ['rest', 'grpc'] as const) {
+    const own = await server.call('meta', {}, { protocol, headers: { 'x-request-id': 'trace.42_A-b' } });
+    t.is(own.headers['x-request-id'], 'trace.42_A-b', `${protocol}: a well-formed id is echoed`);
+    for (const bad of ['has space', 'x'.repeat(65), 'semi;colon']) {
+      const replaced = await server.call('meta', {}, { protocol, headers: { 'x-request-id': bad } });
+      t.regex(replaced.headers['x-request-id'] ?? '', UUID, `${protocol}: ${JSON.stringify(bad)} is replaced`);
+    }
+    const none = await server.call('meta', {}, { protocol });
+    t.regex(none.headers['x-request-id'] ?? '', UUID, `${protocol}: one is made when none is sent`);
+  }
+});
+
 test('client IP comes from the socket; X-Forwarded-For is ignored without trusted proxies', async (t) => {
   const r = await server.call('test_echo', { name: 'x' }, { protocol: 'rest', headers: { 'x-forwarded-for': '203.0.113.9' } });
   t.is(r.body?.client_ip, '127.0.0.1');

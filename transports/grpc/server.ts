@@ -9,14 +9,13 @@
  * module only when a server starts gRPC (`loadGrpcAdapter`), after its HTTP
  * listener is open.
  */
-import { randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import { ERROR_STATUS, LatchkeyError } from '../../engine/errors.ts';
-import { CookieSink, extractCredentials } from '../../server/index.ts';
+import { CookieSink, extractCredentials, requestIdFrom, type Credentials } from '../../server/index.ts';
 import { rateLimitKey, type ClientIpResolver } from '../../server/index.ts';
-import type { Pipeline } from '../../server/index.ts';
+import type { CallInfo, Pipeline } from '../../server/index.ts';
 import type { RateLimiter } from '../../server/index.ts';
 import type { Metrics } from '../../server/index.ts';
 import { grpcService, type AnyOperation } from '../../api/index.ts';
@@ -69,6 +68,109 @@ function errorFor(err: LatchkeyError): Partial<grpc.StatusObject> {
   return { code: ERROR_STATUS[err.code].grpc, details: err.message, metadata };
 }
 
+/**
+ * One unary call: what the pipeline reads of it ({@link CallInfo}) and how it
+ * is answered. One object per call, its methods on the prototype: a call that
+ * waits for nothing allocates no closure.
+ */
+class UnaryCall implements CallInfo {
+  readonly protocol = 'grpc' as const;
+  readonly requestId: string;
+  readonly userAgent: string;
+  readonly acceptLanguage: string | undefined;
+  readonly credentials: Credentials;
+  readonly cookies = new CookieSink();
+  readonly started = performance.now();
+  /** Built on first use: most handlers never look at the signal (nor is a listener added for it). */
+  #controller: AbortController | undefined = undefined;
+  #done = false;
+
+  readonly op: AnyOperation;
+  readonly call: grpc.ServerUnaryCall<unknown, unknown>;
+  readonly callback: grpc.sendUnaryData<unknown>;
+  readonly clientIp: string;
+  readonly metrics: Metrics;
+
+  constructor(op: AnyOperation, call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>, clientIp: string, metrics: Metrics) {
+    this.op = op;
+    this.call = call;
+    this.callback = callback;
+    this.clientIp = clientIp;
+    this.metrics = metrics;
+    const md = call.metadata;
+    const cookieValues = md.get('cookie');
+    this.requestId = requestIdFrom(first(md, 'x-request-id'));
+    this.userAgent = first(md, 'user-agent') ?? '';
+    this.acceptLanguage = first(md, 'accept-language');
+    this.credentials = extractCredentials({
+      authorization: first(md, 'authorization'),
+      cookie: cookieValues.length > 0 ? cookieValues.map((v) => (typeof v === 'string' ? v : v.toString('utf8'))).join('; ') : undefined,
+      adminSecret: first(md, 'x-service-admin-secret') ?? first(md, 'x-authorizer-admin-secret'),
+      apiKey: first(md, 'x-api-key'),
+    });
+  }
+
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      const c = (this.#controller = new AbortController());
+      // grpc-js sets `cancelled` before it emits 'cancelled'.
+      if (this.call.cancelled) {
+        if (!this.#done) c.abort();
+      } else {
+        this.call.once('cancelled', () => {
+          if (!this.#done) c.abort();
+        });
+      }
+    }
+    return this.#controller.signal;
+  }
+
+  /** After the per-IP limit: true to go on; false when refused (the refusal is then answered). */
+  admitted(wait: number | undefined): boolean {
+    if (wait === undefined) return true;
+    this.metrics.observe('grpc', 'grpc', 'resource_exhausted', (performance.now() - this.started) / 1000);
+    this.fail(new LatchkeyError('resource_exhausted', 'too many requests', { reason: 'rate_limited', details: { retry_after_seconds: wait } }));
+    return false;
+  }
+
+  /** The answer's headers: the request id, and the cookies the handler set. */
+  #sendHeaders(): void {
+    const headers = new grpc.Metadata();
+    headers.set('x-request-id', this.requestId);
+    for (const c of this.cookies.headers()) headers.add('set-cookie', c);
+    this.call.sendMetadata(headers);
+  }
+
+  /** Answers with the output (nothing when the call was already answered: a refusal). */
+  respond(out: unknown): void {
+    if (this.#done) return;
+    // An answer that cannot be encoded is an internal error, answered at once (never a call left to its deadline).
+    let message: unknown;
+    try {
+      message = toWire(this.op.output, out);
+    } catch {
+      this.fail(new LatchkeyError('internal', 'internal server error'));
+      return;
+    }
+    this.#done = true;
+    this.#sendHeaders();
+    this.callback(null, message);
+  }
+
+  /** Answers with the error's status (anything but a {@link LatchkeyError} is `internal`). */
+  fail(err: unknown): void {
+    if (this.#done) return;
+    this.#done = true;
+    // Cookies set before a failure (e.g. a cleared session) still reach the client.
+    if (this.cookies.headers().length > 0) this.#sendHeaders();
+    const pub = err instanceof LatchkeyError ? err : new LatchkeyError('internal', 'internal server error');
+    const status = errorFor(pub);
+    if ((pub.code === 'resource_exhausted' || pub.code === 'unavailable') && pub.details?.retry_after_seconds !== undefined)
+      status.metadata?.set('retry-after', String(pub.details.retry_after_seconds));
+    this.callback(status);
+  }
+}
+
 export interface GrpcServerOptions {
   operations: readonly AnyOperation[];
   pipeline: Pipeline;
@@ -104,95 +206,24 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
     (op: AnyOperation): grpc.handleUnaryCall<unknown, unknown> =>
     (call, callback) => {
       const md = call.metadata;
-      // The signal is built on first use: most handlers never look at it (nor is a listener added for it).
-      let controller: AbortController | undefined;
-      let done = false;
-      const clientIp = options.clientIp(peerOf(call.getPeer()), first(md, 'x-forwarded-for'));
-      const cookieValues = md.get('cookie').map((v) => (typeof v === 'string' ? v : v.toString('utf8')));
-      const cookies = new CookieSink();
-      const requestId = first(md, 'x-request-id') ?? randomUUID();
-      const info = {
-        protocol: 'grpc' as const,
-        requestId,
-        clientIp,
-        userAgent: first(md, 'user-agent') ?? '',
-        acceptLanguage: first(md, 'accept-language'),
-        credentials: extractCredentials({
-          authorization: first(md, 'authorization'),
-          cookie: cookieValues.length > 0 ? cookieValues.join('; ') : undefined,
-          adminSecret: first(md, 'x-service-admin-secret') ?? first(md, 'x-authorizer-admin-secret'),
-          apiKey: first(md, 'x-api-key'),
-        }),
-        get signal(): AbortSignal {
-          if (!controller) {
-            const c = (controller = new AbortController());
-            // grpc-js sets `cancelled` before it emits 'cancelled'.
-            if (call.cancelled) {
-              if (!done) c.abort();
-            } else {
-              call.once('cancelled', () => {
-                if (!done) c.abort();
-              });
-            }
-          }
-          return controller.signal;
-        },
-        cookies,
-      };
-      const sendHeaders = (): void => {
-        const headers = new grpc.Metadata();
-        headers.set('x-request-id', requestId);
-        for (const c of cookies.headers()) headers.add('set-cookie', c);
-        call.sendMetadata(headers);
-      };
-      const fail = (err: unknown): void => {
-        done = true;
-        // Cookies set before a failure (e.g. a cleared session) still reach the client.
-        if (cookies.headers().length > 0) sendHeaders();
-        const pub = err instanceof LatchkeyError ? err : new LatchkeyError('internal', 'internal server error');
-        const status = errorFor(pub);
-        if ((pub.code === 'resource_exhausted' || pub.code === 'unavailable') && pub.details?.retry_after_seconds !== undefined)
-          status.metadata?.set('retry-after', String(pub.details.retry_after_seconds));
-        callback(status);
-      };
-      const respond = (out: unknown): void => {
-        // An answer that cannot be encoded is an internal error, answered at once (never a call left to its deadline).
-        let message: unknown;
-        try {
-          message = toWire(op.output, out);
-        } catch {
-          fail(new LatchkeyError('internal', 'internal server error'));
-          return;
-        }
-        done = true;
-        sendHeaders();
-        callback(null, message);
-      };
-      const started = performance.now();
-      /** After the per-IP limit: the refusal, or the call (its output at hand, or promised: `Pipeline.runNow`). */
-      const counted = (wait: number | undefined): unknown => {
-        if (wait !== undefined) {
-          options.metrics.observe('grpc', 'grpc', 'resource_exhausted', (performance.now() - started) / 1000);
-          throw new LatchkeyError('resource_exhausted', 'too many requests', { reason: 'rate_limited', details: { retry_after_seconds: wait } });
-        }
-        return pipeline.runNow(op, info, fromWire(op.input, call.request, false));
-      };
+      const c = new UnaryCall(op, call, callback, options.clientIp(peerOf(call.getPeer()), first(md, 'x-forwarded-for')), options.metrics);
       let out: unknown;
       try {
         const undecodable = (call.request as { [UNDECODABLE]?: unknown } | null)?.[UNDECODABLE];
         if (undecodable !== undefined) {
-          options.metrics.observe(op.name, 'grpc', 'invalid_argument', (performance.now() - started) / 1000);
+          options.metrics.observe(op.name, 'grpc', 'invalid_argument', (performance.now() - c.started) / 1000);
           throw new LatchkeyError('invalid_argument', 'the request message could not be decoded', { reason: 'undecodable_message', cause: undecodable });
         }
-        const key = rateLimitKey(clientIp);
+        const key = rateLimitKey(c.clientIp);
         // Counts kept in this process are decided at once, without a promise.
-        out = rateLimiter.takeNow !== undefined ? counted(rateLimiter.takeNow(key)) : rateLimiter.take(key).then(counted);
+        if (rateLimiter.takeNow !== undefined) out = c.admitted(rateLimiter.takeNow(key)) ? pipeline.runNow(op, c, fromWire(op.input, call.request, false)) : undefined;
+        else out = rateLimiter.take(key).then((wait) => (c.admitted(wait) ? pipeline.runNow(op, c, fromWire(op.input, call.request, false)) : undefined));
       } catch (err) {
-        fail(err);
+        c.fail(err);
         return;
       }
-      if (out instanceof Promise) out.then(respond, fail);
-      else respond(out);
+      if (out instanceof Promise) out.then((o: unknown) => c.respond(o), (err: unknown) => c.fail(err));
+      else c.respond(out);
     };
 
   /**
@@ -210,7 +241,7 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
       call.once('cancelled', () => controller.abort());
       const clientIp = options.clientIp(peerOf(call.getPeer()), first(md, 'x-forwarded-for'));
       const cookieValues = md.get('cookie').map((v) => (typeof v === 'string' ? v : v.toString('utf8')));
-      const requestId = first(md, 'x-request-id') ?? randomUUID();
+      const requestId = requestIdFrom(first(md, 'x-request-id'));
       const info = {
         protocol: 'grpc' as const,
         requestId,

@@ -5,12 +5,11 @@
  * status from the error table.
  */
 import { scimRouter, ssoRouter, webRoutes } from '../web/routes.ts';
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { dependencyError, LatchkeyError } from '../../engine/errors.ts';
-import { BearerMemo, CookieSink, extractCredentials, type Credentials } from '../../server/index.ts';
+import { BearerMemo, CookieSink, extractCredentials, requestIdFrom, type Credentials } from '../../server/index.ts';
 import type { ClientIpResolver } from '../../server/index.ts';
 import type { Config } from '../../server/index.ts';
 import { SECURITY_EVENT_CODES, type Metrics } from '../../server/index.ts';
@@ -62,7 +61,6 @@ export interface HttpAppOptions {
   dependencies?: readonly { readonly name: string; ping(): Promise<boolean> }[];
 }
 
-const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 /** Each connection's BearerMemo (context.ts), on its socket. */
 const BEARER_MEMO = Symbol('latchkey.bearerMemo');
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\b/i;
@@ -185,7 +183,7 @@ export function createHttpApp(o: HttpAppOptions): express.Express {
   // Request id, client IP, security headers.
   const begin = (req: IncomingMessage, res: ServerResponse, l: HttpLocals): HttpLocals => {
     const incoming = req.headers['x-request-id'];
-    const requestId = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    const requestId = requestIdFrom(typeof incoming === 'string' ? incoming : undefined);
     const xff = req.headers['x-forwarded-for'];
     l.started = performance.now();
     l.requestId = requestId;
