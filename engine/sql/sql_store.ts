@@ -14,8 +14,9 @@
  * Writes run in one transaction that first increments the single-row
  * revision (which also serialises concurrent writers, in this process and in
  * others), checks the preconditions, applies deletes and inserts, and appends
- * the changelog rows with the new revision. Schema and collations: see
- * fga_migrations.ts and docs/storage.md.
+ * the changelog rows with the new revision (engine/sql/sql_store_writes.ts).
+ * The stores of a database and their views: engine/sql/sql_catalog.ts.
+ * Schema and collations: see fga_migrations.ts and docs/storage.md.
  */
 import type { Transaction } from 'sequelize';
 import { QueryTypes, type SqlDatabase } from './sql_database.ts';
@@ -28,7 +29,6 @@ import type {
   Page,
   ReadFilter,
   StoreCatalog,
-  StoreRecord,
   StoredTuple,
   TupleChange,
   ChangesQuery,
@@ -39,11 +39,13 @@ import type {
 } from '../store.ts';
 import { runMigrations, type SqlDialect } from './migrate.ts';
 import { FGA_MIGRATIONS } from './fga_migrations.ts';
-import { rawConnection } from './raw.ts';
 import { backendError, SqlConnections } from './connections.ts';
-import { chunks, condition, expiryText, live, PK, toStored, TUPLE_COLUMNS, type TupleRow } from './sql_rows.ts';
+import { chunks, condition, expiryText, live, toStored, TUPLE_COLUMNS, type TupleRow } from './sql_rows.ts';
 import { scanTuples } from './sql_scan.ts';
-import { applyInsertOnlyPostgres, applyWrite, changeNotifySql, deleteExpiredTuples, deleteObjectsTuples, deleteUsersTuples, insertOnlyPostgres, NothingExpired, WriteViolation } from './sql_writer.ts';
+import { changeNotifySql } from './sql_writer.ts';
+import { decodeToken, encodeToken } from './sql_tokens.ts';
+import { sqlCatalog, storeNotFound, type Shared, type StoreStatements } from './sql_catalog.ts';
+import { SqlStoreWrites } from './sql_store_writes.ts';
 import { answerLevel, LEVEL_COLUMNS, type Branch, type LevelRead } from './level_reads.ts';
 
 /** Options of {@link SqlStore.open}. */
@@ -58,57 +60,11 @@ export interface SqlStoreOptions {
   now?: () => number;
 }
 
-interface StoreRow {
-  id: string;
-  name: string;
-  created_at: number | string;
-  updated_at: number | string;
-}
-
-function storeRecord(r: StoreRow): StoreRecord {
-  return { id: r.id, name: r.name, createdAt: Number(r.created_at), updatedAt: Number(r.updated_at) };
-}
-
 interface ChangeRow extends Omit<TupleRow, 'revision'> {
   revision: number | string;
   seq: number | string;
   operation: string;
   inserted_at: number | string;
-}
-
-function pkOf(t: TupleKey): string[] {
-  const i = t.object.indexOf(':');
-  return [t.object.slice(0, i), t.object.slice(i + 1), t.relation, t.user];
-}
-
-function encodeToken(parts: readonly string[]): string {
-  return Buffer.from(JSON.stringify(parts), 'utf8').toString('base64url');
-}
-
-function decodeToken(token: string, length: number): string[] {
-  try {
-    const v: unknown = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
-    if (Array.isArray(v) && v.length === length && v.every((x) => typeof x === 'string')) return v as string[];
-  } catch {
-    // fall through
-  }
-  throw new LatchkeyError('invalid_argument', 'invalid continuation token', { reason: 'invalid_continuation_token' });
-}
-
-/** What the views of the stores of one database share: the connections and whether they are closed. */
-interface Shared {
-  sequelize: SqlDatabase;
-  dialect: SqlDialect;
-  batch: number;
-  now: () => number;
-  connections: SqlConnections;
-  closed: boolean;
-  views: Map<string, SqlStore>;
-}
-
-/** The store with this id does not exist (any more). */
-function storeNotFound(id: string): LatchkeyError {
-  return new LatchkeyError('not_found', `store '${id}' not found`, { reason: 'store_not_found' });
 }
 
 /**
@@ -126,8 +82,18 @@ export class SqlStore implements TupleStore {
   #pendingReads: LevelRead[] = [];
   #levelStatements = 0;
   readonly #connections: SqlConnections;
+  /** The writes of this view (engine/sql/sql_store_writes.ts). */
+  readonly #writes: SqlStoreWrites;
   /** The id of the store this object reads and writes. */
   readonly storeId: string;
+
+  /** This view's statements, lent to the catalog and to its writes. */
+  readonly #statements: StoreStatements = {
+    open: () => this.#open(),
+    select: <T>(sql: string, replacements: unknown[], transaction?: Transaction) => this.#select<T>(sql, replacements, transaction),
+    exec: (sql: string, replacements: unknown[], transaction: Transaction) => this.#exec(sql, replacements, transaction),
+    transaction: <T>(fn: (tx: Transaction) => Promise<T>) => this.#transaction(fn),
+  };
 
   private constructor(shared: Shared, storeId: string) {
     this.#shared = shared;
@@ -137,6 +103,7 @@ export class SqlStore implements TupleStore {
     this.#now = shared.now;
     this.#connections = shared.connections;
     this.storeId = storeId;
+    this.#writes = new SqlStoreWrites(shared, storeId, this.#statements);
     if (this.#dialect === 'postgres' || this.#dialect === 'sqlite') {
       this.readTuplesetChains = async (keys, maxDepth) => (keys.length === 0 ? new Map() : this.#levelRead({ kind: 'chain', keys, depth: Math.max(0, Math.floor(maxDepth)) }));
     }
@@ -182,63 +149,7 @@ export class SqlStore implements TupleStore {
 
   /** The stores of this database; their views share this object's connections. */
   catalog(): StoreCatalog {
-    const self = this;
-    const shared = this.#shared;
-    return {
-      async createStore(record: StoreRecord): Promise<void> {
-        await self.#transaction(async (tx) => {
-          const found = await self.#select<{ id: string }>('SELECT id FROM fga_store WHERE id = ?', [record.id], tx);
-          if (found.length > 0) throw new LatchkeyError('already_exists', `store '${record.id}' already exists`, { reason: 'store_exists' });
-          await self.#exec('INSERT INTO fga_store (id, name, revision, created_at, updated_at) VALUES (?, ?, 0, ?, ?)', [record.id, record.name, record.createdAt, record.updatedAt], tx);
-        });
-      },
-      async readStore(id: string): Promise<StoreRecord | undefined> {
-        const [row] = await self.#select<StoreRow>('SELECT id, name, created_at, updated_at FROM fga_store WHERE id = ?', [id]);
-        return row === undefined ? undefined : storeRecord(row);
-      },
-      async listStores(options): Promise<Page<StoreRecord>> {
-        const after = options.continuationToken === undefined ? undefined : decodeToken(options.continuationToken, 1)[0];
-        const where: string[] = [];
-        const params: unknown[] = [];
-        if (after !== undefined) {
-          where.push('id > ?');
-          params.push(after);
-        }
-        if (options.name !== undefined) {
-          where.push('name = ?');
-          params.push(options.name);
-        }
-        params.push(options.pageSize + 1);
-        const rows = await self.#select<StoreRow>(
-          `SELECT id, name, created_at, updated_at FROM fga_store${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT ?`,
-          params,
-        );
-        const items = rows.slice(0, options.pageSize).map(storeRecord);
-        return { items, continuationToken: rows.length > options.pageSize ? encodeToken([items.at(-1)!.id]) : undefined };
-      },
-      async deleteStore(id: string): Promise<void> {
-        if (id === DEFAULT_STORE_ID) throw new LatchkeyError('failed_precondition', 'the default store cannot be deleted', { reason: 'default_store' });
-        await self.#transaction(async (tx) => {
-          // The store row first: it is the lock every writer of the store takes, so no write interleaves.
-          const [found] = await self.#select<{ id: string }>('SELECT id FROM fga_store WHERE id = ?', [id], tx);
-          if (found === undefined) throw storeNotFound(id);
-          await self.#exec('UPDATE fga_store SET revision = revision + 1 WHERE id = ?', [id], tx);
-          const notify = changeNotifySql(shared.dialect, 'store_deleted');
-          if (notify !== undefined) await self.#exec(notify, [id], tx);
-          for (const table of ['fga_tuple', 'fga_changelog', 'fga_model', 'fga_assertion']) await self.#exec(`DELETE FROM ${table} WHERE store = ?`, [id], tx);
-          await self.#exec('DELETE FROM fga_store WHERE id = ?', [id], tx);
-        });
-        shared.views.delete(id);
-      },
-      store(id: string): TupleStore {
-        let view = shared.views.get(id);
-        if (view === undefined) {
-          view = new SqlStore(shared, id);
-          if (shared.views.size < 10_000) shared.views.set(id, view);
-        }
-        return view;
-      },
-    };
+    return sqlCatalog(this.#shared, this.#statements, (id) => new SqlStore(this.#shared, id));
   }
 
   async writeAssertions(modelId: string, assertions: readonly Assertion[]): Promise<void> {
@@ -285,28 +196,6 @@ export class SqlStore implements TupleStore {
 
   async #exec(sql: string, replacements: unknown[], transaction: Transaction): Promise<void> {
     await this.#sequelize.query(sql, { replacements, transaction, raw: true });
-  }
-
-  /**
-   * Matches rows of `fga_tuple t` against a list of keys, in the form each
-   * backend plans as index lookups: PostgreSQL joins a `VALUES` list (a
-   * row-value `IN` list is planned as a sequential scan there), MySQL/MariaDB
-   * and SQLite get a row-value `IN` list.
-   */
-  #match(columns: readonly string[], keys: readonly (readonly string[])[], p = 't.'): { join: string; where: string; params: string[] } {
-    const params: string[] = [];
-    for (const k of keys) params.push(...k);
-    const tuple = `(${columns.map(() => '?').join(', ')})`;
-    if (this.#dialect === 'postgres') {
-      const on = columns.map((c) => `t.${c} = k.${c}`).join(' AND ');
-      return { join: ` JOIN (VALUES ${keys.map(() => tuple).join(', ')}) AS k(${columns.join(', ')}) ON ${on}`, where: '', params };
-    }
-    if (this.#dialect === 'mysql' || this.#dialect === 'mariadb') {
-      // MariaDB plans an OR of equalities over many keys as a scan (300 ms for 100 keys at 50 k rows); a row-value IN list as range lookups (7 ms).
-      return { join: '', where: `(${columns.map((c) => `${p}${c}`).join(', ')}) IN (${keys.map(() => tuple).join(', ')})`, params };
-    }
-    if (keys.length === 1) return { join: '', where: columns.map((c) => `${p}${c} = ?`).join(' AND '), params };
-    return { join: '', where: `(${columns.map((c) => `${p}${c}`).join(', ')}) IN (VALUES ${keys.map(() => tuple).join(', ')})`, params };
   }
 
   /** Runs `fn` in a sequelize transaction, one at a time per store instance. */
@@ -359,105 +248,18 @@ export class SqlStore implements TupleStore {
 
   // ---------------------------------------------------------------- writes
 
-  /** Existing keys among `keys`, as `type:id\0relation\0user`. */
-  async #existing(keys: readonly TupleKey[], tx?: Transaction, expiring?: Set<string>): Promise<Set<string>> {
-    const found = new Set<string>();
-    for (const part of chunks(keys, this.#batch)) {
-      const m = this.#match(PK, part.map(pkOf));
-      const rows = await this.#select<TupleRow & { expires_at?: unknown }>(
-        `SELECT t.object_type, t.object_id, t.relation, t._user, t.expires_at FROM fga_tuple t${m.join} WHERE ${m.where === '' ? '' : `${m.where} AND `}t.store = ?`,
-        [...m.params, this.storeId],
-        tx,
-      );
-      for (const r of rows) {
-        const k = `${r.object_type}:${r.object_id}\u0000${r.relation}\u0000${r._user}`;
-        found.add(k);
-        if (r.expires_at !== null && r.expires_at !== undefined) expiring?.add(k);
-      }
-    }
-    return found;
+  write(deletes: readonly TupleKey[], writes: readonly TupleKey[]): Promise<number> {
+    return this.#writes.write(deletes, writes);
   }
 
-  async write(deletes: readonly TupleKey[], writes: readonly TupleKey[]): Promise<number> {
-    try {
-      return await this.#write(deletes, writes);
-    } catch (err) {
-      // A written tuple may clash with one that expired but was not collected yet: collect those, then write.
-      if (!(err instanceof LatchkeyError) || err.reason !== 'tuple_exists' || writes.length === 0) throw err;
-      const deleted = new Set(deletes.map((t) => `${t.object}\u0000${t.relation}\u0000${t.user}`));
-      const clashing = writes.filter((t) => !deleted.has(`${t.object}\u0000${t.relation}\u0000${t.user}`));
-      if (clashing.length === 0 || (await this.#collect(this.#now(), clashing.length, clashing)) === 0) throw err;
-      return await this.#write(deletes, writes);
-    }
-  }
-
-  /**
-   * Deletes up to `limit` tuples whose `expires_at` has passed at `now` (only
-   * among `only`, when given), as one write; 0 (and no write) when none has.
-   */
-  async #collect(now: number, limit: number, only?: readonly TupleKey[]): Promise<number> {
-    this.#open();
-    if (only === undefined) {
-      // A cheap probe first, so that an idle collector never bumps the revision.
-      const probe = await this.#select<{ one: number }>('SELECT 1 AS one FROM fga_tuple WHERE store = ? AND expires_at IS NOT NULL AND expires_at <= ? LIMIT 1', [this.storeId, now]);
-      if (probe.length === 0) return 0;
-    }
-    try {
-      return await this.#connections.rawTransaction((conn) => deleteExpiredTuples(conn, this.#dialect, this.#batch, this.storeId, now, limit, only));
-    } catch (err) {
-      if (err instanceof NothingExpired) return 0;
-      if (err instanceof WriteViolation && err.kind === 'no_store') throw storeNotFound(this.storeId);
-      throw backendError(err);
-    }
-  }
-
-  async deleteExpired(now: number, limit: number): Promise<number> {
-    if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) {
-      throw new LatchkeyError('invalid_argument', 'limit must be an integer from 1 to 10000', { reason: 'invalid_batch_size' });
-    }
-    return this.#collect(now, limit);
+  deleteExpired(now: number, limit: number): Promise<number> {
+    return this.#writes.deleteExpired(now, limit);
   }
 
   async nextExpiry(now: number): Promise<number | undefined> {
     const rows = await this.#select<{ e: number | string | null }>('SELECT MIN(expires_at) AS e FROM fga_tuple WHERE store = ? AND expires_at > ?', [this.storeId, now]);
     const e = rows[0]?.e;
     return e === null || e === undefined ? undefined : Number(e);
-  }
-
-  async #write(deletes: readonly TupleKey[], writes: readonly TupleKey[]): Promise<number> {
-    const key = (t: TupleKey): string => `${t.object}\u0000${t.relation}\u0000${t.user}`;
-    // Preconditions are checked by the statements themselves (rows deleted, unique violations), which saves two
-    // round trips per write; the offending tuple is looked up only to word the error, after the rollback.
-    let violated: 'missing' | 'exists' | undefined;
-    try {
-      if (insertOnlyPostgres(this.#dialect, this.#batch, deletes, writes)) {
-        this.#open();
-        // A named statement: parsed and planned once per connection (see SqlConnections.rawTransaction).
-        return await this.#connections.queued(() => this.#connections.withPooled((conn) => applyInsertOnlyPostgres(conn, this.storeId, this.#now(), writes), { prepared: true }));
-      }
-      this.#open();
-      return await this.#connections.rawTransaction((conn) => applyWrite(conn, this.#dialect, this.#batch, this.storeId, this.#now(), deletes, writes));
-    } catch (err) {
-      if (err instanceof WriteViolation) {
-        if (err.kind === 'no_store') throw storeNotFound(this.storeId);
-        violated = err.kind;
-      } else throw backendError(err);
-    }
-    if (violated === 'missing') {
-      const present = await this.#existing(deletes);
-      const missing = deletes.find((t) => !present.has(key(t)));
-      throw new LatchkeyError('not_found', missing === undefined ? 'cannot delete a tuple which does not exist' : `cannot delete a tuple which does not exist: ${missing.object}#${missing.relation}@${missing.user}`, {
-        reason: 'tuple_not_found',
-        ...(missing === undefined ? {} : { details: { tuple: { object: missing.object, relation: missing.relation, user: missing.user } } }),
-      });
-    }
-    const deleted = new Set(deletes.map(key));
-    const present = await this.#existing(writes);
-    const clash = writes.find((t) => present.has(key(t)) && !deleted.has(key(t)));
-    throw new LatchkeyError('already_exists', clash === undefined ? 'cannot write a tuple which already exists' : `cannot write a tuple which already exists: ${clash.object}#${clash.relation}@${clash.user}`, {
-      reason: 'tuple_exists',
-      ...(clash === undefined ? {} : { details: { tuple: { object: clash.object, relation: clash.relation, user: clash.user } } }),
-    });
   }
 
   /**
@@ -469,39 +271,8 @@ export class SqlStore implements TupleStore {
    * `failed_precondition` (reason `foreign_transaction`). Returns the number
    * of tuples deleted; the revision is bumped even when it is 0.
    */
-  async deleteTuplesOfUsers(users: readonly string[], options: { transaction: Transaction }): Promise<number> {
-    this.#open();
-    const tx = options?.transaction;
-    if (!this.#ownTransaction(tx)) {
-      throw new LatchkeyError('failed_precondition', 'the transaction does not belong to the FGA store\'s database connection', { reason: 'foreign_transaction' });
-    }
-    const connection = (tx as unknown as { connection?: unknown }).connection;
-    if (connection === undefined) {
-      throw new LatchkeyError('failed_precondition', 'the transaction has not started or has finished', { reason: 'foreign_transaction' });
-    }
-    try {
-      return await deleteUsersTuples(rawConnection(this.#dialect, connection), this.#dialect, this.#batch, this.storeId, this.#now(), users);
-    } catch (err) {
-      throw backendError(err);
-    }
-  }
-
-  /** True when `tx` is a transaction of this store's database (sequelize's, or the SQLite main database's). */
-  #ownTransaction(tx: Transaction | undefined): boolean {
-    return typeof tx === 'object' && tx !== null && (tx as unknown as { sequelize?: SqlDatabase }).sequelize === this.#sequelize;
-  }
-
-  /** The raw connection of a caller's transaction on this store's connection (else `failed_precondition`, reason `foreign_transaction`). */
-  #callerConnection(tx: Transaction | undefined): ReturnType<typeof rawConnection> {
-    this.#open();
-    if (!this.#ownTransaction(tx)) {
-      throw new LatchkeyError('failed_precondition', 'the transaction does not belong to the FGA store\'s database connection', { reason: 'foreign_transaction' });
-    }
-    const connection = (tx as unknown as { connection?: unknown }).connection;
-    if (connection === undefined) {
-      throw new LatchkeyError('failed_precondition', 'the transaction has not started or has finished', { reason: 'foreign_transaction' });
-    }
-    return rawConnection(this.#dialect, connection);
+  deleteTuplesOfUsers(users: readonly string[], options: { transaction: Transaction }): Promise<number> {
+    return this.#writes.deleteTuplesOfUsers(users, options);
   }
 
   /**
@@ -515,27 +286,8 @@ export class SqlStore implements TupleStore {
    * fails the call with `aborted` (reason `tuple_conflict`), and the caller's
    * transaction must roll back. Returns the number of tuples changed.
    */
-  async ensureTuplesInTransaction(deletes: readonly TupleKey[], writes: readonly TupleKey[], options: { transaction: Transaction }): Promise<number> {
-    const conn = this.#callerConnection(options?.transaction);
-    const key = (t: TupleKey): string => `${t.object}\u0000${t.relation}\u0000${t.user}`;
-    const expiring = new Set<string>();
-    const present = await this.#existing([...deletes, ...writes], options.transaction, expiring);
-    // A wanted tuple held with an expiry (expired but not collected yet, or about to expire) is
-    // replaced by the lasting one the caller states.
-    const renew = writes.filter((t) => expiring.has(key(t)));
-    const d = [...deletes.filter((t) => present.has(key(t))), ...renew];
-    const w = writes.filter((t) => !present.has(key(t)) || expiring.has(key(t)));
-    if (d.length === 0 && w.length === 0) return 0;
-    try {
-      await applyWrite(conn, this.#dialect, this.#batch, this.storeId, this.#now(), d, w);
-    } catch (err) {
-      if (err instanceof WriteViolation) {
-        if (err.kind === 'no_store') throw storeNotFound(this.storeId);
-        throw new LatchkeyError('aborted', 'a concurrent write changed the same tuples; try again', { reason: 'tuple_conflict' });
-      }
-      throw backendError(err);
-    }
-    return d.length + w.length;
+  ensureTuplesInTransaction(deletes: readonly TupleKey[], writes: readonly TupleKey[], options: { transaction: Transaction }): Promise<number> {
+    return this.#writes.ensureTuplesInTransaction(deletes, writes, options);
   }
 
   /**
@@ -545,13 +297,8 @@ export class SqlStore implements TupleStore {
    * behind. Same transaction rules and revision bookkeeping as
    * {@link SqlStore.deleteTuplesOfUsers}. Returns the number deleted.
    */
-  async deleteTuplesOfObjects(objects: readonly string[], options: { transaction: Transaction }): Promise<number> {
-    const conn = this.#callerConnection(options?.transaction);
-    try {
-      return await deleteObjectsTuples(conn, this.#dialect, this.#batch, this.storeId, this.#now(), objects);
-    } catch (err) {
-      throw backendError(err);
-    }
+  deleteTuplesOfObjects(objects: readonly string[], options: { transaction: Transaction }): Promise<number> {
+    return this.#writes.deleteTuplesOfObjects(objects, options);
   }
 
   // ---------------------------------------------------------------- reads
