@@ -6,9 +6,11 @@
  * Every read is an index lookup, never a scan. The tuples live in a compact
  * graph index (engine/graph/graph_index.ts): interned strings, numeric node keys
  * `object#relation` with plain and userset users apart, and a reverse index
- * user → objects. The changelog is kept in typed arrays. Check reads it
- * synchronously (`SyncTupleSource`, engine/reader.ts), and a top-level check
- * of a monotone relation is a walk over numbers (`GraphIndex.reach`).
+ * user → objects. The changelog is kept in typed arrays
+ * (engine/change_log.ts). Check reads it synchronously (`SyncTupleSource`,
+ * engine/reader.ts), and a top-level check of a monotone relation is a walk
+ * over numbers (`GraphIndex.reach`). The stores of one backend and their
+ * views: engine/memory_catalog.ts.
  */
 import { LatchkeyError } from './errors.ts';
 import type { StoredAuthorizationModel } from './model.ts';
@@ -17,13 +19,15 @@ import type { ReachLimits } from './graph/reach_walk.ts';
 import type { TypeSystem } from './typesystem.ts';
 import { DEFAULT_STORE_ID } from './store.ts';
 import { byCodeUnits, indexAfter } from './list_pages.ts';
+import { decodeToken, encodeToken } from './memory_tokens.ts';
+import { ChangeLog, DELETE, WRITE } from './change_log.ts';
+import { MemoryCatalog } from './memory_catalog.ts';
 import type {
   Assertion,
   ObjectRelationKey,
   Page,
   ReadFilter,
   StoreCatalog,
-  StoreRecord,
   StoredTuple,
   TupleChange,
   ChangesQuery,
@@ -39,24 +43,6 @@ function tupleId(t: TupleKey): string {
   return `${t.object}${SEP}${t.relation}${SEP}${t.user}`;
 }
 
-/** Encodes a continuation token naming the last key returned. */
-export function encodeToken(value: string): string {
-  return Buffer.from(JSON.stringify({ k: value }), 'utf8').toString('base64url');
-}
-
-/** Decodes a token made by {@link encodeToken}; `invalid_argument` for anything else. */
-export function decodeToken(token: string): string {
-  try {
-    const parsed: unknown = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
-    if (parsed !== null && typeof parsed === 'object' && typeof (parsed as { k?: unknown }).k === 'string') {
-      return (parsed as { k: string }).k;
-    }
-  } catch {
-    // fall through to the error below
-  }
-  throw new LatchkeyError('invalid_argument', 'invalid continuation token', { reason: 'invalid_continuation_token' });
-}
-
 function copyCondition(c: TupleCondition | undefined): TupleCondition | undefined {
   if (c === undefined) return undefined;
   return c.context === undefined ? { name: c.name } : { name: c.name, context: structuredClone(c.context) };
@@ -66,131 +52,8 @@ function byUser(a: StoredTuple, b: StoredTuple): number {
   return a.user < b.user ? -1 : a.user > b.user ? 1 : 0;
 }
 
-/** The changelog in growable typed arrays: about 15 bytes a change, conditions aside. */
-class ChangeLog {
-  length = 0;
-  rev = new Int32Array(1024);
-  obj = new Int32Array(1024);
-  rel = new Uint16Array(1024);
-  user = new Int32Array(1024);
-  op = new Uint8Array(1024);
-  /** Conditions of written tuples, by change index. */
-  conds = new Map<number, TupleCondition>();
-  /** `expires_at` of written tuples that expire, by change index. */
-  expiry = new Map<number, string>();
-  /** Commit time by revision. */
-  times: number[] = [0];
-
-  push(rev: number, obj: number, rel: number, user: number, op: number, cond: TupleCondition | undefined): void {
-    if (this.length === this.rev.length) {
-      const grow = <T extends Int32Array | Uint16Array | Uint8Array>(a: T): T => {
-        const b = new (a.constructor as new (n: number) => T)(a.length * 2);
-        b.set(a);
-        return b;
-      };
-      this.rev = grow(this.rev);
-      this.obj = grow(this.obj);
-      this.rel = grow(this.rel);
-      this.user = grow(this.user);
-      this.op = grow(this.op);
-    }
-    const i = this.length++;
-    this.rev[i] = rev;
-    this.obj[i] = obj;
-    this.rel[i] = rel;
-    this.user[i] = user;
-    this.op[i] = op;
-    if (cond !== undefined) this.conds.set(i, cond);
-  }
-
-  /** Index of the first change with a revision above `after`. */
-  firstAfter(after: number): number {
-    let lo = 0;
-    let hi = this.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.rev[mid]! <= after) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  }
-
-  clear(): void {
-    this.length = 0;
-    this.conds.clear();
-    this.expiry.clear();
-    this.times = [0];
-  }
-}
-
-const WRITE = 0;
-const DELETE = 1;
-
 /** Constructor option (module-private) of the views of stores other than the default. */
 const SHARED = Symbol('memory store catalog');
-
-/** The stores of one memory backend, shared by its views. */
-class MemoryCatalog implements StoreCatalog {
-  readonly records = new Map<string, StoreRecord>();
-  readonly stores = new Map<string, MemoryStore>();
-  readonly #make: (id: string) => MemoryStore;
-
-  constructor(root: MemoryStore, now: () => number, make: (id: string) => MemoryStore) {
-    const t = now();
-    this.records.set(DEFAULT_STORE_ID, { id: DEFAULT_STORE_ID, name: 'default', createdAt: t, updatedAt: t });
-    this.stores.set(DEFAULT_STORE_ID, root);
-    this.#make = make;
-  }
-
-  async createStore(record: StoreRecord): Promise<void> {
-    if (this.records.has(record.id)) throw new LatchkeyError('already_exists', `store '${record.id}' already exists`, { reason: 'store_exists' });
-    this.records.set(record.id, { ...record });
-    this.stores.set(record.id, this.#make(record.id));
-  }
-
-  async readStore(id: string): Promise<StoreRecord | undefined> {
-    const r = this.records.get(id);
-    return r === undefined ? undefined : { ...r };
-  }
-
-  async listStores(options: { pageSize: number; continuationToken?: string | undefined; name?: string | undefined }): Promise<Page<StoreRecord>> {
-    const after = options.continuationToken === undefined ? undefined : decodeToken(options.continuationToken);
-    const all = [...this.records.values()]
-      .filter((r) => (after === undefined || r.id > after) && (options.name === undefined || r.name === options.name))
-      .sort((a, b) => (a.id < b.id ? -1 : 1));
-    const items = all.slice(0, options.pageSize).map((r) => ({ ...r }));
-    return { items, continuationToken: all.length > options.pageSize ? encodeToken(items.at(-1)!.id) : undefined };
-  }
-
-  async deleteStore(id: string): Promise<void> {
-    if (id === DEFAULT_STORE_ID) throw new LatchkeyError('failed_precondition', 'the default store cannot be deleted', { reason: 'default_store' });
-    const store = this.stores.get(id);
-    if (store === undefined) throw new LatchkeyError('not_found', `store '${id}' not found`, { reason: 'store_not_found' });
-    this.records.delete(id);
-    this.stores.delete(id);
-    await store.close();
-  }
-
-  store(id: string): TupleStore {
-    return this.stores.get(id) ?? (new MissingStore(id) as unknown as TupleStore);
-  }
-}
-
-/** The view of a store that does not exist: every call fails with `not_found`. */
-class MissingStore {
-  readonly storeId: string;
-  constructor(id: string) {
-    this.storeId = id;
-    const fail = async (): Promise<never> => {
-      throw new LatchkeyError('not_found', `store '${id}' not found`, { reason: 'store_not_found' });
-    };
-    for (const m of ['writeModel', 'readModel', 'readLatestModel', 'latestModelId', 'listModels', 'write', 'readUserTuples', 'readObjectRelations',
-      'readStartingWithUsers', 'readPage', 'readChanges', 'revision', 'hasTuples', 'reset', 'writeAssertions', 'readAssertions', 'readObjectIds']) {
-      (this as unknown as Record<string, unknown>)[m] = fail;
-    }
-    (this as unknown as Record<string, unknown>)['close'] = async (): Promise<void> => undefined;
-  }
-}
 
 /** Users held in the index's per-node maps before a write compacts them into runs (see `GraphIndex.compact`). */
 const COMPACT_MIN = 4096;
@@ -211,7 +74,7 @@ export interface MemoryStoreStats {
 export class MemoryStore implements TupleStore {
   #models: StoredAuthorizationModel[] = [];
   readonly #assertions = new Map<string, Assertion[]>();
-  readonly #catalog: MemoryCatalog;
+  readonly #catalog: MemoryCatalog<MemoryStore>;
   readonly storeId: string;
   readonly #index: GraphIndex;
   readonly #log = new ChangeLog();
@@ -227,7 +90,7 @@ export class MemoryStore implements TupleStore {
   constructor(options: { now?: () => number } = {}) {
     this.#now = options.now ?? Date.now;
     this.#index = new GraphIndex({ now: this.#now });
-    const shared = (options as { [SHARED]?: { catalog: MemoryCatalog; storeId: string } })[SHARED];
+    const shared = (options as { [SHARED]?: { catalog: MemoryCatalog<MemoryStore>; storeId: string } })[SHARED];
     this.storeId = shared?.storeId ?? DEFAULT_STORE_ID;
     this.#catalog = shared?.catalog ?? new MemoryCatalog(this, this.#now, (id) => new MemoryStore({ now: this.#now, [SHARED]: { catalog: this.#catalog, storeId: id } } as { now: () => number }));
   }
