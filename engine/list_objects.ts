@@ -26,7 +26,7 @@ import type { TupleReader } from './reader.ts';
 import type { ParsedUser } from './tuple.ts';
 import { formatUser } from './tuple.ts';
 import type { TypeSystem } from './typesystem.ts';
-import { rewriteChildren } from './typesystem.ts';
+import { rewriteChildren } from './rewrites.ts';
 import type { Userset } from './model.ts';
 import { conditionOutcome, confirmCandidates } from './list_common.ts';
 

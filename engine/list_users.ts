@@ -22,7 +22,7 @@
  */
 import type { ReadTuple, TupleReader } from './reader.ts';
 import type { TypeSystem } from './typesystem.ts';
-import { rewriteChildren } from './typesystem.ts';
+import { rewriteChildren } from './rewrites.ts';
 import type { Userset } from './model.ts';
 import { conditionOutcome, confirmCandidates } from './list_common.ts';
 

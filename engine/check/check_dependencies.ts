@@ -5,7 +5,8 @@
  * (engine/check/check_cache.ts moves on exactly those generations when a
  * tuple of the class is written in this process).
  */
-import { type TypeSystem, rewriteChildren } from '../typesystem.ts';
+import type { TypeSystem } from '../typesystem.ts';
+import { rewriteChildren } from '../rewrites.ts';
 
 /**
  * The relations of one model version, numbered, with the generation of each
