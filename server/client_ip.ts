@@ -4,7 +4,7 @@
  * `X-Forwarded-For`. Everything keyed on the client (rate limit, audit, CSRF)
  * uses this one function.
  */
-import { ipBytes, parseCidr } from './flags.ts';
+import { ipBytes, parseCidr } from './cidr.ts';
 
 export type ClientIpResolver = (socketAddress: string | undefined, forwardedFor: string | undefined) => string;
 

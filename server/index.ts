@@ -10,9 +10,11 @@ export { UNAUTHORIZED_MESSAGE, adminSecretAuthenticator, hasCredentials, resolve
 export { createPipeline, type CallInfo, type Pipeline } from './pipeline.ts';
 export { ENGLISH_ERROR_MESSAGES, localizeError, translatedMessage } from './error_messages.ts';
 export * from './flags.ts';
+export { flagsMarkdown, helpText } from './flag_docs.ts';
 export * from './logger.ts';
 export * from './metrics.ts';
 export * from './client_ip.ts';
+export { ipBytes, parseCidr } from './cidr.ts';
 export * from './rate_limit.ts';
 export { VERSION } from './version.ts';
 export * from './session_cookies.ts';
