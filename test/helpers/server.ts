@@ -28,6 +28,7 @@ import {
   type RunningServer,
 } from '../../cmd/index.ts';
 import { createTestDatabase } from './databases.ts';
+import { onFreePort, PortTaken } from './started.ts';
 import { createTestDynamo } from './dynamodb.ts';
 import type { MainBackend } from './main_databases.ts';
 
@@ -122,6 +123,26 @@ function cookieHeader(cookies: Record<string, string> | undefined): string | und
 }
 
 type GrpcClientCtor = new (address: string, creds: grpc.ChannelCredentials) => grpc.Client;
+
+/**
+ * {@link startTestServer} for a server whose flags must name its own HTTP port
+ * (an issuer or `--url` that holds it, so port 0 cannot do): `flagsFor(port)`
+ * on a free port, and on another one when a process took that port between
+ * the choice and the bind.
+ */
+export function startTestServerOnPort(
+  flagsFor: (port: number) => Record<string, string | boolean | number>,
+  options: TestServerOptions = {},
+): Promise<TestServer> {
+  return onFreePort(async (port) => {
+    try {
+      return await startTestServer({ ...flagsFor(port), 'http-port': port }, options);
+    } catch (err) {
+      if ((err as { code?: unknown }).code === 'EADDRINUSE') throw new PortTaken(`port ${port} was taken before the test server bound it`);
+      throw err;
+    }
+  });
+}
 
 /**
  * Starts the server with test defaults (admin secret, client id/secret, HS256,

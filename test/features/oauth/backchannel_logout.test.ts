@@ -10,8 +10,7 @@ import test from 'ava';
 import { createServer, type IncomingMessage } from 'node:http';
 import * as client from 'openid-client';
 import { decodeProtectedHeader, jwtVerify } from 'jose';
-import { freePort } from '../../helpers/loopback.ts';
-import { TEST_ADMIN_SECRET, TEST_JWT_SECRET, startTestServer, type TestServer } from '../../helpers/server.ts';
+import { TEST_ADMIN_SECRET, TEST_JWT_SECRET, startTestServerOnPort, type TestServer } from '../../helpers/server.ts';
 
 const ADMIN = { 'x-service-admin-secret': TEST_ADMIN_SECRET };
 const EVENT = 'http://schemas.openid.net/event/backchannel-logout';
@@ -44,9 +43,8 @@ test('back-channel logout: a signed logout token with the session id reaches the
   t.teardown(() => receiver.close());
   const receiverPort = (receiver.address() as { port: number }).port;
 
-  const port = await freePort();
-  const issuer = `http://127.0.0.1:${port}`;
-  const server = await startTestServer({ url: issuer, 'http-port': port, 'enable-email-verification': false });
+  const server = await startTestServerOnPort((port) => ({ url: `http://127.0.0.1:${port}`, 'enable-email-verification': false }));
+  const issuer = server.httpUrl;
   t.teardown(() => server.close());
   const meta = (await (await fetch(`${issuer}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
   t.is(meta['backchannel_logout_supported'], true);

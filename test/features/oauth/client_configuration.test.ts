@@ -6,15 +6,13 @@
  */
 import test from 'ava';
 import * as client from 'openid-client';
-import { freePort } from '../../helpers/loopback.ts';
-import { startTestServer } from '../../helpers/server.ts';
+import { startTestServerOnPort } from '../../helpers/server.ts';
 
 const INITIAL = 'initial-access-token-0123456789';
 
 test('RFC 7592: read, replace and delete a registration with its registration access token', async (t) => {
-  const port = await freePort();
-  const issuer = `http://127.0.0.1:${port}`;
-  const server = await startTestServer({ url: issuer, 'http-port': port, 'oauth-registration-access-token': INITIAL });
+  const server = await startTestServerOnPort((port) => ({ url: `http://127.0.0.1:${port}`, 'oauth-registration-access-token': INITIAL }));
+  const issuer = server.httpUrl;
   t.teardown(() => server.close());
   const register = async (metadata: Record<string, unknown>): Promise<Record<string, unknown>> => {
     const res = await fetch(`${issuer}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${INITIAL}` }, body: JSON.stringify(metadata) });

@@ -13,7 +13,7 @@ import * as client from 'openid-client';
 import { SignJWT, exportJWK, generateKeyPair } from 'jose';
 import { freePort } from '../../helpers/loopback.ts';
 import { sqlBackends } from '../../helpers/databases.ts';
-import { TEST_ADMIN_SECRET, TEST_CLIENT_ID, TEST_CLIENT_SECRET, startTestServer, type TestServer } from '../../helpers/server.ts';
+import { TEST_ADMIN_SECRET, TEST_CLIENT_ID, TEST_CLIENT_SECRET, startTestServer, startTestServerOnPort, type TestServer } from '../../helpers/server.ts';
 
 const ADMIN = { 'x-service-admin-secret': TEST_ADMIN_SECRET };
 const DSL = 'model\n  schema 1.1\ntype user\ntype service_account\ntype doc\n  relations\n    define viewer: [user, service_account]\n';
@@ -372,9 +372,8 @@ test('dynamic client registration (RFC 7591): off by default; with --oauth-regis
   t.is((await fetch(`${off.issuer}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status, 404);
   t.false('registration_endpoint' in ((await (await fetch(`${off.issuer}/.well-known/openid-configuration`)).json()) as Record<string, unknown>));
 
-  const port = await freePort();
-  const issuer = `http://127.0.0.1:${port}`;
-  const server = await startTestServer({ url: issuer, 'http-port': port, 'oauth-registration-access-token': 'initial-token-0123456789' });
+  const server = await startTestServerOnPort((port) => ({ url: `http://127.0.0.1:${port}`, 'oauth-registration-access-token': 'initial-token-0123456789' }));
+  const issuer = server.httpUrl;
   t.teardown(() => server.close());
   const doc = (await (await fetch(`${issuer}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
   t.is(doc['registration_endpoint'], `${issuer}/oauth/register`);

@@ -10,8 +10,7 @@ import test from 'ava';
 import * as client from 'openid-client';
 import { SignJWT, calculateJwkThumbprint, decodeJwt, exportJWK, generateKeyPair } from 'jose';
 import { createHash } from 'node:crypto';
-import { freePort } from '../../helpers/loopback.ts';
-import { TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../../helpers/server.ts';
+import { TEST_ADMIN_SECRET, startTestServerOnPort, type TestServer } from '../../helpers/server.ts';
 
 const ADMIN = { 'x-service-admin-secret': TEST_ADMIN_SECRET };
 const DSL = 'model\n  schema 1.1\ntype user\ntype service_account\ntype doc\n  relations\n    define viewer: [user, service_account]\n';
@@ -23,9 +22,8 @@ async function ok(server: TestServer, op: string, input: Record<string, unknown>
 }
 
 test('a DPoP-bound client_credentials token: accepted with a valid proof, refused without one, replayed, for another URL or as a bearer token', async (t) => {
-  const port = await freePort();
-  const issuer = `http://127.0.0.1:${port}`;
-  const server = await startTestServer({ url: issuer, 'http-port': port });
+  const server = await startTestServerOnPort((port) => ({ url: `http://127.0.0.1:${port}` }));
+  const issuer = server.httpUrl;
   t.teardown(() => server.close());
   const added = await ok(server, 'add_client', { client_id: 'dpop-bot', kind: 'service_account' });
   await ok(server, 'fga_write_model', { dsl: DSL });

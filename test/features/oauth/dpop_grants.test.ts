@@ -11,9 +11,8 @@
 import test from 'ava';
 import * as client from 'openid-client';
 import { SignJWT, calculateJwkThumbprint, decodeJwt, exportJWK, generateKeyPair, type CryptoKey, type JWK } from 'jose';
-import { freePort } from '../../helpers/loopback.ts';
 import { TestClock } from '../../helpers/oauth.ts';
-import { TEST_ADMIN_SECRET, TEST_CLIENT_ID, TEST_CLIENT_SECRET, startTestServer, type TestServer } from '../../helpers/server.ts';
+import { TEST_ADMIN_SECRET, TEST_CLIENT_ID, TEST_CLIENT_SECRET, startTestServerOnPort, type TestServer } from '../../helpers/server.ts';
 
 const ADMIN = { 'x-service-admin-secret': TEST_ADMIN_SECRET };
 const DSL = 'model\n  schema 1.1\ntype user\ntype doc\n  relations\n    define viewer: [user]\n';
@@ -37,10 +36,10 @@ async function newKey(): Promise<Key> {
 }
 
 async function setup(t: import('ava').ExecutionContext): Promise<{ server: TestServer; issuer: string; clock: TestClock; browse: (url: URL) => Promise<Response>; userId: string }> {
-  const port = await freePort();
-  const issuer = `http://127.0.0.1:${port}`;
   const clock = new TestClock();
-  const server = await startTestServer({ url: issuer, 'http-port': port, 'enable-email-verification': false }, { clock });
+  const server = await startTestServerOnPort((port) => ({ url: `http://127.0.0.1:${port}`, 'enable-email-verification': false }), { clock });
+  const issuer = server.httpUrl;
+  const port = new URL(issuer).port;
   t.teardown(() => server.close());
   const signup = await server.call('signup', { email: `dpop-${port}@example.com`, password: 'Correct-Horse-7-Battery' }, { protocol: 'rest' });
   const set = signup.setCookies.find((c) => c.startsWith('cookie_session=')) ?? '';

@@ -9,8 +9,7 @@
 import test from 'ava';
 import * as client from 'openid-client';
 import { decodeJwt } from 'jose';
-import { freePort } from '../../helpers/loopback.ts';
-import { TEST_ADMIN_SECRET, TEST_CLIENT_ID, TEST_CLIENT_SECRET, startTestServer, type TestServer } from '../../helpers/server.ts';
+import { TEST_ADMIN_SECRET, TEST_CLIENT_ID, TEST_CLIENT_SECRET, startTestServerOnPort, type TestServer } from '../../helpers/server.ts';
 
 const ADMIN = { 'x-service-admin-secret': TEST_ADMIN_SECRET };
 const BILLING = 'https://billing.example/api';
@@ -29,9 +28,8 @@ const audOf = (token: string): string[] => {
 };
 
 test('resource indicators on client_credentials, code and refresh: the audience named, anything else invalid_target', async (t) => {
-  const port = await freePort();
-  const issuer = `http://127.0.0.1:${port}`;
-  const server = await startTestServer({ url: issuer, 'http-port': port, 'enable-email-verification': false });
+  const server = await startTestServerOnPort((port) => ({ url: `http://127.0.0.1:${port}`, 'enable-email-verification': false }));
+  const issuer = server.httpUrl;
   t.teardown(() => server.close());
   const discover = (id: string, auth: client.ClientAuth): Promise<client.Configuration> => client.discovery(new URL(issuer), id, {}, auth, { execute: [client.allowInsecureRequests] });
 
