@@ -71,9 +71,8 @@ export function settleWhenIdle(options: IdleSettleOptions = {}): () => void {
   const quiet = options.quietUtilization ?? 0.02;
   const growth = options.growthBytes ?? 8 * 2 ** 20;
   const quietMs = options.quietMs ?? 30_000;
-  // Start-up is growth: the first quiet interval after it settles.
+  // Start-up is growth: the first quiet interval after it settles. Zero until the first settling.
   let settledHeap = 0;
-  let settledOnce = false;
   // When the current run of quiet intervals began (undefined while the loop is busy).
   let quietSince: number | undefined;
   let last = performance.eventLoopUtilization();
@@ -87,13 +86,12 @@ export function settleWhenIdle(options: IdleSettleOptions = {}): () => void {
     }
     // The interval that just ended was quiet: the run began at its start.
     quietSince ??= performance.now() - intervalMs;
-    if (settledOnce && performance.now() - quietSince < quietMs) return;
+    if (settledHeap > 0 && performance.now() - quietSince < quietMs) return;
     const before = getHeapStatistics().total_heap_size;
     if (before < settledHeap + growth) return;
     const started = performance.now();
     gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
     settledHeap = getHeapStatistics().total_heap_size;
-    settledOnce = true;
     // The collection itself must not count as activity in the next interval.
     last = performance.eventLoopUtilization();
     options.onSettle?.({ heap_before_bytes: before, heap_after_bytes: settledHeap, ms: performance.now() - started });
