@@ -23,8 +23,7 @@
  * generation a load grew is what makes the next burst cheap: after a settling,
  * V8 grows it back only as objects survive, and until it has, a burst costs
  * about twice the CPU per request for two to three seconds (docs/performance.md,
- * "Settling after a load"). A pause between bursts shorter than `quietMs`
- * keeps it.
+ * "Ninth round"). A pause between bursts shorter than `quietMs` keeps it.
  *
  * The collection function comes from `--expose-gc` switched on only long
  * enough to read it from a new context, then off again, so `globalThis.gc`

@@ -14,8 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { SignedXml } from 'xml-crypto';
-import { startTestServer, type TestServer } from './server.ts';
-import { freePort } from './social.ts';
+import { startTestServerOnPort, type TestServer, type TestServerOptions } from './server.ts';
 
 export interface AssertionOptions {
   acsUrl: string;
@@ -163,19 +162,12 @@ export class TestSamlIdp {
 }
 
 /** A test server on a port known before it starts, with `--url` naming it (SAML endpoints are absolute URLs). */
-export async function startSsoServer(
+export function startSsoServer(
   flags: Record<string, string | boolean | number>,
-  options: Parameters<typeof startTestServer>[1],
+  options: TestServerOptions,
   hostname = '127.0.0.1',
 ): Promise<TestServer> {
-  for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
-    try {
-      return await startTestServer({ 'http-port': port, url: `http://${hostname}:${port}`, ...flags }, options);
-    } catch (err) {
-      if (attempt >= 3 || !String((err as Error).message ?? err).includes('EADDRINUSE')) throw err;
-    }
-  }
+  return startTestServerOnPort((port) => ({ url: `http://${hostname}:${port}`, ...flags }), options);
 }
 
 /** Calls `op` over REST with `headers`; throws on an error answer, else resolves to the answer's body. */
