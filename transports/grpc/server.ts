@@ -12,10 +12,10 @@
 import { isIP } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
-import { ERROR_STATUS, LatchkeyError } from '../../engine/errors.ts';
-import { CookieSink, extractCredentials, requestIdFrom, type Credentials } from '../../server/index.ts';
+import { LatchkeyError } from '../../engine/errors.ts';
+import { CookieSink, extractCredentials, requestIdFrom } from '../../server/index.ts';
 import { rateLimitKey, type ClientIpResolver } from '../../server/index.ts';
-import type { CallInfo, Pipeline } from '../../server/index.ts';
+import type { Pipeline } from '../../server/index.ts';
 import type { RateLimiter } from '../../server/index.ts';
 import type { Metrics } from '../../server/index.ts';
 import { grpcService, type AnyOperation } from '../../api/index.ts';
@@ -23,6 +23,8 @@ import { generateProto, PROTO_PACKAGE } from '../../api/index.ts';
 import { fromWire, toWire } from '../../api/index.ts';
 import { loadPackageDefinition } from './package_definition.ts';
 import { addReflection } from './reflection.ts';
+import { installUnaryFastPath, type FastRoute } from './unary_fast.ts';
+import { decodeSafely, serveUnary, statusOf, UnaryCall, UNDECODABLE, type CallStatus, type RequestMetadata } from './unary_call.ts';
 
 function first(md: grpc.Metadata, key: string): string | undefined {
   const v = md.get(key)[0];
@@ -61,76 +63,45 @@ function peerOf(peer: string): string {
   return address;
 }
 
-function errorFor(err: LatchkeyError): Partial<grpc.StatusObject> {
+/** A status as grpc-js sends it: the trailing metadata as its `Metadata`. */
+function grpcStatus(status: CallStatus): Partial<grpc.StatusObject> {
   const metadata = new grpc.Metadata();
-  metadata.set('x-error-code', err.code);
-  if (err.reason !== undefined) metadata.set('x-error-reason', err.reason);
-  return { code: ERROR_STATUS[err.code].grpc, details: err.message, metadata };
+  for (const k in status.metadata) metadata.set(k, status.metadata[k] as string);
+  return { code: status.code, details: status.details, metadata };
 }
 
-/**
- * One unary call: what the pipeline reads of it ({@link CallInfo}) and how it
- * is answered. One object per call, its methods on the prototype: a call that
- * waits for nothing allocates no closure.
- */
-class UnaryCall implements CallInfo {
-  readonly protocol = 'grpc' as const;
-  readonly requestId: string;
-  readonly userAgent: string;
-  readonly acceptLanguage: string | undefined;
-  readonly credentials: Credentials;
-  readonly cookies = new CookieSink();
-  readonly started = performance.now();
-  /** Built on first use: most handlers never look at the signal (nor is a listener added for it). */
-  #controller: AbortController | undefined = undefined;
-  #done = false;
+/** The request metadata a unary call reads, from grpc-js's `Metadata`. */
+function requestMetadata(md: grpc.Metadata): RequestMetadata {
+  const cookieValues = md.get('cookie');
+  return {
+    requestId: first(md, 'x-request-id'),
+    userAgent: first(md, 'user-agent'),
+    acceptLanguage: first(md, 'accept-language'),
+    authorization: first(md, 'authorization'),
+    cookie: cookieValues.length > 0 ? cookieValues.map((v) => (typeof v === 'string' ? v : v.toString('utf8'))).join('; ') : undefined,
+    adminSecret: first(md, 'x-service-admin-secret') ?? first(md, 'x-authorizer-admin-secret'),
+    apiKey: first(md, 'x-api-key'),
+  };
+}
 
-  readonly op: AnyOperation;
+/** A unary call that grpc-js took (see unary_fast.ts for those served from the stream itself). */
+class GrpcJsUnaryCall extends UnaryCall {
   readonly call: grpc.ServerUnaryCall<unknown, unknown>;
   readonly callback: grpc.sendUnaryData<unknown>;
-  readonly clientIp: string;
-  readonly metrics: Metrics;
 
   constructor(op: AnyOperation, call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>, clientIp: string, metrics: Metrics) {
-    this.op = op;
+    super(op, clientIp, metrics, requestMetadata(call.metadata));
     this.call = call;
     this.callback = callback;
-    this.clientIp = clientIp;
-    this.metrics = metrics;
-    const md = call.metadata;
-    const cookieValues = md.get('cookie');
-    this.requestId = requestIdFrom(first(md, 'x-request-id'));
-    this.userAgent = first(md, 'user-agent') ?? '';
-    this.acceptLanguage = first(md, 'accept-language');
-    this.credentials = extractCredentials({
-      authorization: first(md, 'authorization'),
-      cookie: cookieValues.length > 0 ? cookieValues.map((v) => (typeof v === 'string' ? v : v.toString('utf8'))).join('; ') : undefined,
-      adminSecret: first(md, 'x-service-admin-secret') ?? first(md, 'x-authorizer-admin-secret'),
-      apiKey: first(md, 'x-api-key'),
-    });
   }
 
-  get signal(): AbortSignal {
-    if (this.#controller === undefined) {
-      const c = (this.#controller = new AbortController());
-      // grpc-js sets `cancelled` before it emits 'cancelled'.
-      if (this.call.cancelled) {
-        if (!this.#done) c.abort();
-      } else {
-        this.call.once('cancelled', () => {
-          if (!this.#done) c.abort();
-        });
-      }
-    }
-    return this.#controller.signal;
+  // grpc-js sets `cancelled` before it emits 'cancelled'.
+  protected get cancelled(): boolean {
+    return this.call.cancelled;
   }
 
-  /** After the per-IP limit: true to go on; false when refused (the refusal is then answered). */
-  admitted(wait: number | undefined): boolean {
-    if (wait === undefined) return true;
-    this.metrics.observe('grpc', 'grpc', 'resource_exhausted', (performance.now() - this.started) / 1000);
-    this.fail(new LatchkeyError('resource_exhausted', 'too many requests', { reason: 'rate_limited', details: { retry_after_seconds: wait } }));
-    return false;
+  protected onCancel(then: () => void): void {
+    this.call.once('cancelled', then);
   }
 
   /** The answer's headers: the request id, and the cookies the handler set. */
@@ -141,35 +112,19 @@ class UnaryCall implements CallInfo {
     this.call.sendMetadata(headers);
   }
 
-  /** Answers with the output (nothing when the call was already answered: a refusal). */
-  respond(out: unknown): void {
-    if (this.#done) return;
-    // An answer that cannot be encoded is an internal error, answered at once (never a call left to its deadline).
-    let message: unknown;
-    try {
-      message = toWire(this.op.output, out);
-    } catch {
-      this.fail(new LatchkeyError('internal', 'internal server error'));
-      return;
-    }
-    this.#done = true;
+  protected sendMessage(message: unknown): void {
     this.#sendHeaders();
     this.callback(null, message);
   }
 
-  /** Answers with the error's status (anything but a {@link LatchkeyError} is `internal`). */
-  fail(err: unknown): void {
-    if (this.#done) return;
-    this.#done = true;
-    // Cookies set before a failure (e.g. a cleared session) still reach the client.
-    if (this.cookies.headers().length > 0) this.#sendHeaders();
-    const pub = err instanceof LatchkeyError ? err : new LatchkeyError('internal', 'internal server error');
-    const status = errorFor(pub);
-    if ((pub.code === 'resource_exhausted' || pub.code === 'unavailable') && pub.details?.retry_after_seconds !== undefined)
-      status.metadata?.set('retry-after', String(pub.details.retry_after_seconds));
-    this.callback(status);
+  protected sendStatus(status: CallStatus): void {
+    if (this.withHeaders) this.#sendHeaders();
+    this.callback(grpcStatus(status));
   }
 }
+
+/** The largest answer sent, in bytes. */
+const MAX_SEND_BYTES = 16 * 1024 * 1024;
 
 export interface GrpcServerOptions {
   operations: readonly AnyOperation[];
@@ -195,35 +150,19 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
 
   const server = new grpc.Server({
     'grpc.max_receive_message_length': options.maxMessageBytes,
-    'grpc.max_send_message_length': 16 * 1024 * 1024,
+    'grpc.max_send_message_length': MAX_SEND_BYTES,
     // Channelz (grpc-js's call counters and timestamps, per server and per connection, read by a channelz
     // service) is off: this server registers no such service, and the counting costs every call a few
     // allocations and clock reads. Calls are counted in the metrics instead (server/metrics.ts).
     'grpc.enable_channelz': 0,
   });
 
+  const serving = { pipeline, rateLimiter, metrics: options.metrics };
   const handlerFor =
     (op: AnyOperation): grpc.handleUnaryCall<unknown, unknown> =>
     (call, callback) => {
-      const md = call.metadata;
-      const c = new UnaryCall(op, call, callback, options.clientIp(peerOf(call.getPeer()), first(md, 'x-forwarded-for')), options.metrics);
-      let out: unknown;
-      try {
-        const undecodable = (call.request as { [UNDECODABLE]?: unknown } | null)?.[UNDECODABLE];
-        if (undecodable !== undefined) {
-          options.metrics.observe(op.name, 'grpc', 'invalid_argument', (performance.now() - c.started) / 1000);
-          throw new LatchkeyError('invalid_argument', 'the request message could not be decoded', { reason: 'undecodable_message', cause: undecodable });
-        }
-        const key = rateLimitKey(c.clientIp);
-        // Counts kept in this process are decided at once, without a promise.
-        if (rateLimiter.takeNow !== undefined) out = c.admitted(rateLimiter.takeNow(key)) ? pipeline.runNow(op, c, fromWire(op.input, call.request, false)) : undefined;
-        else out = rateLimiter.take(key).then((wait) => (c.admitted(wait) ? pipeline.runNow(op, c, fromWire(op.input, call.request, false)) : undefined));
-      } catch (err) {
-        c.fail(err);
-        return;
-      }
-      if (out instanceof Promise) out.then((o: unknown) => c.respond(o), (err: unknown) => c.fail(err));
-      else c.respond(out);
+      const c = new GrpcJsUnaryCall(op, call, callback, options.clientIp(peerOf(call.getPeer()), first(call.metadata, 'x-forwarded-for')), options.metrics);
+      serveUnary(c, call.request, serving);
     };
 
   /**
@@ -260,7 +199,7 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
         controller.abort();
         if (call.cancelled) return;
         const pub = err instanceof LatchkeyError ? err : new LatchkeyError('internal', 'internal server error');
-        call.emit('error', errorFor(pub));
+        call.emit('error', grpcStatus(statusOf(pub)));
       };
       const open = async (): Promise<AsyncIterable<unknown>> => {
         const undecodable = (call.request as { [UNDECODABLE]?: unknown } | null)?.[UNDECODABLE];
@@ -291,6 +230,7 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
       }, fail);
     };
 
+  const fastRoutes = new Map<string, FastRoute>();
   for (const serviceName of ['Latchkey', 'LatchkeyAdmin'] as const) {
     const def = ns[serviceName]?.service;
     const serviceRows = rows.filter((op) => grpcService(op) === serviceName);
@@ -300,9 +240,18 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
     }
     if (serviceRows.length === 0) continue;
     const impl: grpc.UntypedServiceImplementation = {};
-    for (const op of serviceRows) impl[op.grpc?.method as string] = op.stream === true ? streamHandlerFor(op) : handlerFor(op);
-    server.addService(decodeSafely(def), impl);
+    const safe = decodeServiceSafely(def);
+    for (const op of serviceRows) {
+      const name = op.grpc?.method as string;
+      impl[name] = op.stream === true ? streamHandlerFor(op) : handlerFor(op);
+      const method = safe[name] as grpc.MethodDefinition<unknown, unknown> | undefined;
+      if (op.stream !== true && method !== undefined) fastRoutes.set(method.path, { op, path: method.path, decode: method.requestDeserialize, encode: method.responseSerialize });
+    }
+    server.addService(safe, impl);
   }
+  // Unary rows' calls served from the HTTP/2 stream, with grpc-js's answers (unary_fast.ts).
+  const fastServed = installUnaryFastPath(server, { routes: fastRoutes, clientIp: options.clientIp, maxReceiveBytes: options.maxMessageBytes, maxSendBytes: MAX_SEND_BYTES, ...serving });
+  if (fastServed !== undefined) options.metrics.countOf('latchkey_grpc_fast_path_calls_total', 'Unary gRPC calls served by the fast path, without grpc-js\'s per-call machinery', fastServed);
 
   const health = new HealthImplementation({
     '': 'SERVING',
@@ -314,29 +263,11 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
   return { server, health };
 }
 
-/** Marks a request message grpc-js could not decode (see {@link decodeSafely}). */
-const UNDECODABLE = Symbol('undecodable');
-
-/**
- * The service definition with request decoding that never throws: grpc-js
- * answers a message its deserializer throws on with 13 INTERNAL, though the
- * fault is the client's. An undecodable message becomes a marker the handler
- * refuses with 3 INVALID_ARGUMENT (reason `undecodable_message`).
- */
-function decodeSafely(def: grpc.ServiceDefinition): grpc.ServiceDefinition {
+/** The service definition with request decoding that never throws (unary_call.ts `decodeSafely`). */
+function decodeServiceSafely(def: grpc.ServiceDefinition): grpc.ServiceDefinition {
   const out: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
   for (const [name, method] of Object.entries(def as Record<string, grpc.MethodDefinition<unknown, unknown>>)) {
-    const decode = method.requestDeserialize;
-    out[name] = {
-      ...method,
-      requestDeserialize: (bytes: Buffer) => {
-        try {
-          return decode(bytes);
-        } catch (err) {
-          return { [UNDECODABLE]: err };
-        }
-      },
-    };
+    out[name] = { ...method, requestDeserialize: decodeSafely(method.requestDeserialize) };
   }
   return out as grpc.ServiceDefinition;
 }

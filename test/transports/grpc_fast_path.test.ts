@@ -1,0 +1,209 @@
+/**
+ * The gRPC fast path (transports/grpc/unary_fast.ts): unary calls served from
+ * the HTTP/2 stream answer exactly as grpc-js does.
+ *
+ * The oracle is grpc-js itself, on the same server: a request that declares
+ * `grpc-encoding: gzip` goes to grpc-js (the fast path takes only uncompressed
+ * calls), and an uncompressed message (flag 0) reads the same under any
+ * declared encoding. So each request below is sent twice with the same bytes,
+ * once down each path, and the status, details, error metadata, answer and
+ * response header names must match; the fast path's counter must move for
+ * the one and not for the other.
+ */
+import test from 'ava';
+import http2 from 'node:http2';
+import { generateProto, loadPackageDefinition, OPERATIONS } from '../../cmd/index.ts';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+
+const pkgDef = loadPackageDefinition(generateProto(OPERATIONS));
+const latchkey = pkgDef['latchkey.v1.Latchkey'] as unknown as Record<string, { path: string; requestSerialize(m: unknown): Buffer; responseDeserialize(b: Buffer): unknown }>;
+
+const frame = (message: Buffer, declaredLength = message.length): Buffer => {
+  const out = Buffer.alloc(5 + message.length);
+  out.writeUInt32BE(declaredLength, 1);
+  message.copy(out, 5);
+  return out;
+};
+
+interface RawAnswer {
+  headers: Record<string, unknown>;
+  trailers: Record<string, unknown>;
+  body: Buffer;
+}
+
+/** One raw gRPC request over HTTP/2: the body chunks as given, then the half-close. */
+function raw(address: string, path: string, body: Buffer[], headers: Record<string, string> = {}): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    const session = http2.connect(`http://${address}`);
+    session.on('error', reject);
+    const stream = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers', ...headers });
+    let head: Record<string, unknown> = {};
+    let trailers: Record<string, unknown> = {};
+    const chunks: Buffer[] = [];
+    stream.on('response', (h) => (head = { ...h }));
+    stream.on('trailers', (h) => (trailers = { ...h }));
+    stream.on('data', (c: Buffer) => chunks.push(c));
+    stream.on('error', reject);
+    stream.on('close', () => {
+      session.close();
+      resolve({ headers: head, trailers, body: Buffer.concat(chunks) });
+    });
+    for (const b of body) stream.write(b);
+    stream.end();
+  });
+}
+
+/** What must be equal down both paths: the status, its details and metadata, the answer, the header names. */
+function outcome(a: RawAnswer, decode: (b: Buffer) => unknown): Record<string, unknown> {
+  // A trailers-only response carries the status in its headers.
+  const status = a.trailers['grpc-status'] ?? a.headers['grpc-status'];
+  const pick = (k: string): unknown => a.trailers[k] ?? a.headers[k];
+  const names = Object.keys(a.headers).filter((k) => k !== 'date').sort();
+  return {
+    status: String(status),
+    message: pick('grpc-message'),
+    code: pick('x-error-code'),
+    reason: pick('x-error-reason'),
+    header_names: names,
+    answer: a.body.length > 5 ? decode(a.body.subarray(5)) : null,
+    answer_bytes: a.body.length,
+  };
+}
+
+async function fastServed(server: TestServer): Promise<number> {
+  const text = await (await fetch(`${server.metricsUrl}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith('latchkey_grpc_fast_path_calls_total'));
+  if (line === undefined) throw new Error('latchkey_grpc_fast_path_calls_total is not in /metrics');
+  return Number(line.split(' ').at(-1));
+}
+
+/** Sends the request down the fast path and down grpc-js, checks which path took each, and returns both outcomes. */
+async function bothPaths(t: { is(a: unknown, b: unknown, m?: string): void }, server: TestServer, method: string, body: Buffer[], headers: Record<string, string> = {}) {
+  const m = latchkey[method]!;
+  const decode = (b: Buffer): unknown => m.responseDeserialize(b);
+  const before = await fastServed(server);
+  const fast = await raw(server.grpcAddress, m.path, body, headers);
+  const afterFast = await fastServed(server);
+  const slow = await raw(server.grpcAddress, m.path, body, { ...headers, 'grpc-encoding': 'gzip' });
+  const afterSlow = await fastServed(server);
+  t.is(afterFast - before, 1, `${method}: the uncompressed call took the fast path`);
+  t.is(afterSlow - afterFast, 0, `${method}: the call declaring gzip went to grpc-js`);
+  return { fast: outcome(fast, decode), slow: outcome(slow, decode), rawFast: fast, rawSlow: slow };
+}
+
+let server: TestServer;
+test.before(async () => {
+  server = await startTestServer();
+});
+test.after.always(async () => {
+  await server?.close();
+});
+
+test.serial('a unary call answers the same from the stream as through grpc-js: success, refusal, undecodable message', async (t) => {
+  const meta = latchkey['Meta']!;
+  const ok = await bothPaths(t, server, 'Meta', [frame(meta.requestSerialize({}))], { 'x-request-id': 'fast-path-1' });
+  t.deepEqual(ok.fast, ok.slow);
+  t.is(ok.fast['status'], '0');
+  t.is(ok.rawFast.headers['x-request-id'], 'fast-path-1');
+  t.is(ok.rawSlow.headers['x-request-id'], 'fast-path-1');
+  t.truthy((ok.fast['answer'] as Record<string, unknown>)['client_id'] ?? (ok.fast['answer'] as Record<string, unknown>)['clientId']);
+
+  // A row that needs a credential, called without one: a trailers-only refusal with the exact code.
+  const check = latchkey['CheckPermissions']!;
+  const denied = await bothPaths(t, server, 'CheckPermissions', [frame(check.requestSerialize({ checks: [{ relation: 'viewer', object: 'doc:1' }] }))]);
+  t.deepEqual(denied.fast, denied.slow);
+  t.is(denied.fast['status'], '16');
+  t.is(denied.fast['code'], 'unauthenticated');
+
+  // Bytes that are no protobuf message: 3 INVALID_ARGUMENT, reason undecodable_message, on both.
+  const garbage = await bothPaths(t, server, 'CheckPermissions', [frame(Buffer.from([0xff, 0xff, 0xff, 0xff, 0x0f]))]);
+  t.deepEqual(garbage.fast, garbage.slow);
+  t.is(garbage.fast['status'], '3');
+  t.is(garbage.fast['reason'], 'undecodable_message');
+});
+
+test.serial('framing faults answer as grpc-js does: no message, two messages, a length over the limit, a message split across writes', async (t) => {
+  const meta = latchkey['Meta']!;
+  const one = frame(meta.requestSerialize({}));
+
+  const none = await bothPaths(t, server, 'Meta', []);
+  t.deepEqual(none.fast, none.slow);
+  t.is(none.fast['status'], '12');
+
+  const two = await bothPaths(t, server, 'Meta', [Buffer.concat([one, one])]);
+  t.deepEqual(two.fast, two.slow);
+  t.is(two.fast['status'], '12');
+
+  // A prefix declaring far more than the server accepts: refused on the length alone.
+  const huge = await bothPaths(t, server, 'Meta', [frame(Buffer.alloc(0), 0x7fffffff)]);
+  t.deepEqual(huge.fast, huge.slow);
+  t.is(huge.fast['status'], '8');
+  t.regex(String(huge.fast['message']), /larger%20than%20max/);
+
+  // A message written a byte at a time is one message.
+  const check = latchkey['CheckPermissions']!;
+  const whole = frame(check.requestSerialize({ checks: [{ relation: 'viewer', object: 'doc:1' }] }));
+  const split = await bothPaths(t, server, 'CheckPermissions', [...whole].map((b) => Buffer.from([b])));
+  t.deepEqual(split.fast, split.slow);
+  t.is(split.fast['code'], 'unauthenticated');
+
+  // A whole message followed by a partial one: the call runs on the whole one.
+  const trailing = await bothPaths(t, server, 'Meta', [Buffer.concat([one, Buffer.from([0, 0, 0, 0, 9, 1])])]);
+  t.deepEqual(trailing.fast, trailing.slow);
+  t.is(trailing.fast['status'], '0');
+});
+
+test.serial('cookies and credentials from metadata: sign-up sets the session cookie and the cookie signs the next call in, on both paths', async (t) => {
+  const signup = latchkey['Signup']!;
+  const profile = latchkey['Profile']!;
+  const password = 'correct horse battery staple';
+  const cookies: string[] = [];
+  for (const [i, gzip] of [[0, false], [1, true]] as const) {
+    const email = `fast-path-${i}@example.com`;
+    const a = await raw(server.grpcAddress, signup.path, [frame(signup.requestSerialize({ email, password, confirm_password: password }))], gzip ? { 'grpc-encoding': 'gzip' } : {});
+    t.is(String(a.trailers['grpc-status']), '0', `sign-up ${gzip ? 'through grpc-js' : 'from the stream'}`);
+    const set = a.headers['set-cookie'] as string[] | undefined;
+    t.true(Array.isArray(set) && set.length > 0, 'the session cookie is in the response headers');
+    const cookie = (set ?? []).map((c) => c.split(';')[0]).join('; ');
+    cookies.push(cookie);
+    const p = await raw(server.grpcAddress, profile.path, [frame(profile.requestSerialize({}))], { cookie, ...(gzip ? { 'grpc-encoding': 'gzip' } : {}) });
+    t.is(String(p.trailers['grpc-status']), '0');
+    t.is((profile.responseDeserialize(p.body.subarray(5)) as Record<string, unknown>)['email'], email);
+  }
+  t.is(cookies.length, 2);
+  // A session cookie of one path is accepted by the other (the same session store, the same reading of the metadata).
+  const cross = await bothPaths(t, server, 'Profile', [frame(profile.requestSerialize({}))], { cookie: cookies[1]! });
+  t.deepEqual(cross.fast, cross.slow);
+  t.is((cross.fast['answer'] as Record<string, unknown>)['email'], 'fast-path-1@example.com');
+});
+
+test.serial('calls with a deadline are served from the stream, and a grpc-js client sees every answer as before', async (t) => {
+  const before = await fastServed(server);
+  // The test client sets a 10 s deadline on each call (grpc-timeout), and its own framing.
+  const meta = await server.call('meta', {}, { protocol: 'grpc' });
+  t.is(meta.status, 0);
+  const refused = await server.call('check_permissions', { checks: [{ relation: 'viewer', object: 'doc:1' }] }, { protocol: 'grpc' });
+  t.is(refused.error?.code, 'unauthenticated');
+  t.is((await fastServed(server)) - before, 2);
+  // A timeout grpc-js cannot read goes to grpc-js, which refuses it.
+  const m = latchkey['Meta']!;
+  const bad = await raw(server.grpcAddress, m.path, [frame(m.requestSerialize({}))], { 'grpc-timeout': 'soon' });
+  t.is(String(bad.trailers['grpc-status'] ?? bad.headers['grpc-status']), '13');
+  t.is((await fastServed(server)) - before, 2);
+});
+
+test.serial('a deadline that passes before the answer ends the call with 4 DEADLINE_EXCEEDED, as grpc-js does', async (t) => {
+  const signup = latchkey['Signup']!;
+  const password = 'correct horse battery staple';
+  const decode = (b: Buffer): unknown => signup.responseDeserialize(b);
+  // A sign-up hashes its password (tens of milliseconds): a 1 ms deadline passes first.
+  const call = (email: string, gzip: boolean): Promise<RawAnswer> =>
+    raw(server.grpcAddress, signup.path, [frame(signup.requestSerialize({ email, password, confirm_password: password }))], { 'grpc-timeout': '1m', ...(gzip ? { 'grpc-encoding': 'gzip' } : {}) });
+  const before = await fastServed(server);
+  const fast = outcome(await call('deadline-fast@example.com', false), decode);
+  t.is((await fastServed(server)) - before, 1);
+  const slow = outcome(await call('deadline-slow@example.com', true), decode);
+  t.deepEqual(fast, slow);
+  t.is(fast['status'], '4');
+  t.is(fast['message'], 'Deadline%20exceeded');
+});
