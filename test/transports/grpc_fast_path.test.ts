@@ -207,3 +207,47 @@ test.serial('a deadline that passes before the answer ends the call with 4 DEADL
   t.is(fast['status'], '4');
   t.is(fast['message'], 'Deadline%20exceeded');
 });
+
+test.serial('a client that cancels its call before the answer leaves the server serving: the calls finish without writing to their closed streams, the next call is answered', async (t) => {
+  const signup = latchkey['Signup']!;
+  const meta = latchkey['Meta']!;
+  const password = 'correct horse battery staple';
+  const signups = async (): Promise<number> => {
+    const text = await (await fetch(`${server.metricsUrl}/metrics`)).text();
+    return text
+      .split('\n')
+      .filter((l) => l.startsWith('latchkey_transport_requests_total{') && l.includes('"signup"') && l.includes('"grpc"'))
+      .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
+  };
+  // Sign-ups of the tests before (a deadline does not stop one) are counted first: the count must hold still.
+  let finishedBefore = await signups();
+  for (let still = 0; still < 6; ) {
+    await new Promise((r) => setTimeout(r, 50));
+    const now = await signups();
+    still = now === finishedBefore ? still + 1 : 0;
+    finishedBefore = now;
+  }
+  const before = await fastServed(server);
+  const session = http2.connect(`http://${server.grpcAddress}`);
+  // Each sign-up is reset right behind its message: the server has the whole request, then the reset, while the
+  // password is still being hashed, so every answer comes after its stream has closed.
+  await Promise.all(
+    Array.from({ length: 5 }, (_, i) =>
+      new Promise<void>((resolve) => {
+        const stream = session.request({ ':method': 'POST', ':path': signup.path, 'content-type': 'application/grpc', te: 'trailers' });
+        stream.on('error', () => undefined);
+        stream.on('close', () => resolve());
+        stream.end(frame(signup.requestSerialize({ email: `cancelled-${i}@example.com`, password, confirm_password: password })));
+        stream.close(http2.constants.NGHTTP2_CANCEL);
+      }),
+    ),
+  );
+  session.close();
+  // The five calls ran to their end (the pipeline counted them) in a process that is still serving.
+  const until = Date.now() + 20_000;
+  while ((await signups()) - finishedBefore < 5 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+  t.is((await signups()) - finishedBefore, 5);
+  t.is((await fastServed(server)) - before, 5);
+  const after = await raw(server.grpcAddress, meta.path, [frame(meta.requestSerialize({}))]);
+  t.is(String(after.trailers['grpc-status']), '0');
+});
