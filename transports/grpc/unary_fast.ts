@@ -117,8 +117,11 @@ class StreamUnaryCall extends UnaryCall {
   readonly #stream: CallStream;
   readonly #route: FastRoute;
   readonly #o: UnaryFastPathOptions;
-  /** Bytes received past the last whole message. */
-  #pending: Buffer | undefined = undefined;
+  /** Bytes received past the last whole message, as they came (joined once a message is whole: one copy each). */
+  #chunks: Buffer[] = [];
+  #have = 0;
+  /** The length of the message being received, its 5-byte prefix included, once that prefix is in (-1 before). */
+  #need = -1;
   /** The request message with its 5-byte prefix, once whole. */
   #message: Buffer | undefined = undefined;
   /** True once a status or an answer went out, or the client went away: nothing more is sent. */
@@ -171,22 +174,31 @@ class StreamUnaryCall extends UnaryCall {
     this.#cancel();
   }
 
-  /** Reads whole messages as they arrive, as grpc-js's decoder does. */
+  /** Reads whole messages as they arrive, as grpc-js's decoder does (a length over the limit refused on its prefix alone). */
   data(chunk: Buffer): void {
     if (this.#closed) return;
-    let buffer = this.#pending === undefined ? chunk : Buffer.concat([this.#pending, chunk]);
+    this.#chunks.push(chunk);
+    this.#have += chunk.length;
     const max = this.#o.maxReceiveBytes;
-    while (buffer.length >= 5) {
-      const length = buffer.readUInt32BE(1);
-      if (max !== -1 && length > max) return this.#status({ code: 8, details: `Received message larger than max (${length} vs ${max})`, metadata: {} }, false);
-      if (buffer.length < 5 + length) break;
+    for (;;) {
+      if (this.#need < 0) {
+        if (this.#have < 5) return;
+        if ((this.#chunks[0] as Buffer).length < 5) this.#chunks = [Buffer.concat(this.#chunks)];
+        const length = (this.#chunks[0] as Buffer).readUInt32BE(1);
+        if (max !== -1 && length > max) return this.#status({ code: 8, details: `Received message larger than max (${length} vs ${max})`, metadata: {} }, false);
+        this.#need = 5 + length;
+      }
+      if (this.#have < this.#need) return;
       if (this.#message !== undefined) {
         return this.#status({ code: 12, details: `Received a second request message for server streaming method ${this.#route.path}`, metadata: {} }, false);
       }
-      this.#message = buffer.subarray(0, 5 + length);
-      buffer = buffer.subarray(5 + length);
+      const all = this.#chunks.length === 1 ? (this.#chunks[0] as Buffer) : Buffer.concat(this.#chunks);
+      this.#message = all.subarray(0, this.#need);
+      const rest = all.subarray(this.#need);
+      this.#chunks = rest.length === 0 ? [] : [rest];
+      this.#have = rest.length;
+      this.#need = -1;
     }
-    this.#pending = buffer.length === 0 ? undefined : buffer;
   }
 
   /** The client's half-close: the call runs on the message it sent (a partial one after it is ignored, as in grpc-js). */
@@ -198,7 +210,7 @@ class StreamUnaryCall extends UnaryCall {
       return;
     }
     this.#message = undefined;
-    this.#pending = undefined;
+    this.#chunks = [];
     // A set compression flag with no encoding is read as it is (grpc-js's `identity` decompression).
     serveUnary(this, this.#route.decode(message.subarray(5)), this.#o);
   }
@@ -269,8 +281,9 @@ export function installUnaryFastPath(server: grpc.Server, o: UnaryFastPathOption
       const type = headers['content-type'];
       const encoding = headers['grpc-encoding'];
       if (route !== undefined && typeof type === 'string' && type.startsWith('application/grpc') && (encoding === undefined || encoding === 'identity')) {
+        // A timeout grpc-js would not read (no match, or a value its metadata drops) is left to it.
         const timeout = headers['grpc-timeout'];
-        const match = timeout === undefined ? undefined : DEADLINE.exec(String(timeout));
+        const match = timeout === undefined ? undefined : typeof timeout === 'string' && LEGAL_VALUE.test(timeout) ? DEADLINE.exec(timeout) : null;
         if (match !== null) {
           stream.once('error', ignore);
           this.onStreamOpened?.(stream);
