@@ -18,8 +18,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, importJWK, jwtVerify, SignJWT, type JWK } from 'jose';
 import Provider from 'oidc-provider';
-import { startTestServer, type TestServer, type TestServerOptions } from './server.ts';
-import { freePort } from './loopback.ts';
+import { startTestServerOnPort, type TestServer, type TestServerOptions } from './server.ts';
 
 async function listen(server: Server): Promise<number> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -360,15 +359,9 @@ export function landingParams(url: URL | undefined): URLSearchParams | undefined
  * retried on a fresh one.
  */
 export async function startOnKnownPort(flags: (base: string) => Record<string, string | number | boolean>, options: TestServerOptions = {}): Promise<{ server: TestServer; base: string }> {
-  for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
+  const server = await startTestServerOnPort((port) => {
     const base = `http://127.0.0.1:${port}`;
-    try {
-      return { server: await startTestServer({ 'http-port': port, url: base, ...flags(base) }, options), base };
-    } catch (err) {
-      if (attempt >= 3 || !String((err as Error).message ?? err).includes('EADDRINUSE')) throw err;
-    }
-  }
+    return { url: base, ...flags(base) };
+  }, options);
+  return { server, base: server.httpUrl };
 }
-
-export { freePort };

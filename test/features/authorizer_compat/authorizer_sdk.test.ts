@@ -16,9 +16,8 @@
  */
 import anyTest, { type ExecutionContext } from 'ava';
 import { randomBytes } from 'node:crypto';
-import { freePort } from '../../helpers/loopback.ts';
 import { Authorizer } from '@authorizerdev/authorizer-js';
-import { TEST_CLIENT_ID, startTestServer, type TestServer } from '../../helpers/server.ts';
+import { TEST_CLIENT_ID, startTestServerOnPort, type TestServer } from '../../helpers/server.ts';
 import { mailsTo, startSmtp, type Smtp } from '../../admin/smtp.ts';
 
 // Serial: the last test lends the SDK a `window`, and every login costs a bcrypt compare on a shared machine.
@@ -33,26 +32,18 @@ type SdkResult<T = Record<string, unknown>> = { data?: T; errors: { message?: st
 async function start(t: ExecutionContext, extra: Record<string, string | number | boolean> = {}): Promise<{ server: TestServer; smtp: Smtp }> {
   const smtp = await startSmtp();
   t.teardown(() => smtp.close());
-  for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
-    try {
-      const server = await startTestServer({
-        'http-port': port,
-        url: `http://127.0.0.1:${port}`,
-        'smtp-host': '127.0.0.1',
-        'smtp-port': smtp.port,
-        'smtp-sender-email': 'noreply@example.com',
-        'enable-email-verification': true,
-        'enable-magic-link-login': true,
-        'enable-email-otp': true,
-        ...extra,
-      });
-      t.teardown(() => server.close());
-      return { server, smtp };
-    } catch (err) {
-      if (attempt >= 3 || !String((err as Error).message ?? err).includes('EADDRINUSE')) throw err;
-    }
-  }
+  const server = await startTestServerOnPort((port) => ({
+    url: `http://127.0.0.1:${port}`,
+    'smtp-host': '127.0.0.1',
+    'smtp-port': smtp.port,
+    'smtp-sender-email': 'noreply@example.com',
+    'enable-email-verification': true,
+    'enable-magic-link-login': true,
+    'enable-email-otp': true,
+    ...extra,
+  }));
+  t.teardown(() => server.close());
+  return { server, smtp };
 }
 
 /** The SDK as a Node service configures it: its URL, client id, the page links return to, and `Origin` (CSRF). */

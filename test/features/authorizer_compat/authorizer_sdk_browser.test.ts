@@ -19,9 +19,9 @@ import { createRequire } from 'node:module';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { dirname, join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { freePort, launchChromium } from '../../helpers/loopback.ts';
+import { launchChromium } from '../../helpers/loopback.ts';
 import { needs } from '../../helpers/needs.ts';
-import { TEST_CLIENT_ID, startTestServer, type TestServer } from '../../helpers/server.ts';
+import { TEST_CLIENT_ID, startTestServerOnPort, type TestServer } from '../../helpers/server.ts';
 
 // Serial: one browser, and every login costs a bcrypt compare on a shared machine.
 const test = needs(anyTest.serial, 'chromium');
@@ -60,21 +60,13 @@ async function appOrigin(t: ExecutionContext): Promise<string> {
 
 /** The server on its own loopback port (its `--url`), with `--allowed-origins` listing `allowed` (default `*`); closed when the test ends. */
 async function start(t: ExecutionContext, allowed?: string): Promise<TestServer> {
-  for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
-    try {
-      const server = await startTestServer({
-        'http-port': port,
-        url: `http://127.0.0.1:${port}`,
-        ...(allowed === undefined ? {} : { 'allowed-origins': allowed }),
-        'enable-email-verification': false,
-      });
-      t.teardown(() => server.close());
-      return server;
-    } catch (err) {
-      if (attempt >= 3 || !String((err as Error).message ?? err).includes('EADDRINUSE')) throw err;
-    }
-  }
+  const server = await startTestServerOnPort((port) => ({
+    url: `http://127.0.0.1:${port}`,
+    ...(allowed === undefined ? {} : { 'allowed-origins': allowed }),
+    'enable-email-verification': false,
+  }));
+  t.teardown(() => server.close());
+  return server;
 }
 
 /** A fresh browser context (no cookies) on the client app's page; closed when the test ends. */

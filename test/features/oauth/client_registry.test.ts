@@ -11,24 +11,15 @@
 import test from 'ava';
 import * as client from 'openid-client';
 import { SignJWT, exportJWK, generateKeyPair } from 'jose';
-import { freePort } from '../../helpers/loopback.ts';
 import { sqlBackends } from '../../helpers/databases.ts';
-import { TEST_ADMIN_SECRET, TEST_CLIENT_ID, TEST_CLIENT_SECRET, startTestServer, startTestServerOnPort, type TestServer } from '../../helpers/server.ts';
+import { TEST_ADMIN_SECRET, TEST_CLIENT_ID, TEST_CLIENT_SECRET, startTestServerOnPort, type TestServer } from '../../helpers/server.ts';
 
 const ADMIN = { 'x-service-admin-secret': TEST_ADMIN_SECRET };
 const DSL = 'model\n  schema 1.1\ntype user\ntype service_account\ntype doc\n  relations\n    define viewer: [user, service_account]\n';
 
 async function provider(backend: 'sqlite' | 'postgres' | 'mysql'): Promise<{ server: TestServer; issuer: string }> {
-  for (let attempt = 0; ; attempt++) {
-    const port = await freePort();
-    const issuer = `http://127.0.0.1:${port}`;
-    try {
-      const server = await startTestServer({ url: issuer, 'http-port': port, roles: 'user,admin,billing', 'enable-email-verification': false }, { backend });
-      return { server, issuer };
-    } catch (err) {
-      if (attempt >= 2) throw err;
-    }
-  }
+  const server = await startTestServerOnPort((port) => ({ url: `http://127.0.0.1:${port}`, roles: 'user,admin,billing', 'enable-email-verification': false }), { backend });
+  return { server, issuer: server.httpUrl };
 }
 
 async function ok(server: TestServer, op: string, input: Record<string, unknown>, protocol: 'rest' | 'graphql' | 'grpc' = 'rest', headers: Record<string, string> = ADMIN): Promise<Record<string, unknown>> {

@@ -14,8 +14,7 @@ import anyTest, { type ExecutionContext } from 'ava';
 import * as client from 'openid-client';
 import { QueryTypes } from 'sequelize';
 import { openSequelize } from '../../../engine/sql/sqlite_sequelize.ts';
-import { freePort } from '../../helpers/loopback.ts';
-import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../../helpers/server.ts';
+import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServerOnPort, type TestServer } from '../../helpers/server.ts';
 
 const test = anyTest.serial;
 const ADMIN = { 'x-service-admin-secret': TEST_ADMIN_SECRET };
@@ -28,16 +27,8 @@ let config: client.Configuration;
 let firstParty: client.Configuration;
 
 test.before(async () => {
-  for (let attempt = 0; ; attempt++) {
-    const port = await freePort();
-    issuer = `http://127.0.0.1:${port}`;
-    try {
-      server = await startTestServer({ url: issuer, 'http-port': port, 'enable-email-verification': false });
-      break;
-    } catch (err) {
-      if (attempt >= 2) throw err;
-    }
-  }
+  server = await startTestServerOnPort((port) => ({ url: `http://127.0.0.1:${port}`, 'enable-email-verification': false }));
+  issuer = server.httpUrl;
   const added = await server.call('add_client', { client_id: 'third-party', client_name: 'Photo Printer', redirect_uris: [CB], scopes: ['openid', 'email', 'profile', 'offline_access'], require_consent: true }, { protocol: 'rest', headers: ADMIN });
   t_ok(added.error);
   t_ok((added.body!['client'] as Record<string, unknown>)['require_consent'] === true ? undefined : 'require_consent not stored');

@@ -12,9 +12,8 @@
 import test from 'ava';
 import { createHash, generateKeyPairSync } from 'node:crypto';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
-import { freePort } from '../../helpers/loopback.ts';
 import * as client from 'openid-client';
-import { TEST_CLIENT_ID, TEST_CLIENT_SECRET, startTestServer, type TestServer } from '../../helpers/server.ts';
+import { TEST_CLIENT_ID, TEST_CLIENT_SECRET, startTestServerOnPort, type TestServer } from '../../helpers/server.ts';
 
 const PASSWORD = 'Correct-Horse-7-Battery';
 
@@ -26,24 +25,15 @@ interface Provider {
 /** A server whose public URL (`--url`, the issuer) is its own address, signing with an RSA key pair. */
 async function provider(): Promise<Provider> {
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  for (let attempt = 0; ; attempt++) {
-    const port = await freePort();
-    const issuer = `http://127.0.0.1:${port}`;
-    try {
-      const server = await startTestServer({
-        url: issuer,
-        'http-port': port,
-        'jwt-type': 'RS256',
-        'jwt-secret': '',
-        'jwt-private-key': privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
-        'jwt-public-key': publicKey.export({ type: 'spki', format: 'pem' }).toString(),
-        'enable-email-verification': false,
-      });
-      return { server, issuer };
-    } catch (err) {
-      if (attempt >= 2) throw err;
-    }
-  }
+  const server = await startTestServerOnPort((port) => ({
+    url: `http://127.0.0.1:${port}`,
+    'jwt-type': 'RS256',
+    'jwt-secret': '',
+    'jwt-private-key': privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    'jwt-public-key': publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+    'enable-email-verification': false,
+  }));
+  return { server, issuer: server.httpUrl };
 }
 
 /** Signs up a user over REST; answers its id, email and browser session cookie. */

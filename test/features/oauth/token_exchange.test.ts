@@ -10,9 +10,8 @@
 import test from 'ava';
 import * as client from 'openid-client';
 import { decodeJwt } from 'jose';
-import { freePort } from '../../helpers/loopback.ts';
 import { sqlBackends } from '../../helpers/databases.ts';
-import { TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../../helpers/server.ts';
+import { TEST_ADMIN_SECRET, startTestServerOnPort, type TestServer } from '../../helpers/server.ts';
 
 const ADMIN = { 'x-service-admin-secret': TEST_ADMIN_SECRET };
 const PASSWORD = 'Correct-Horse-7-Battery';
@@ -27,15 +26,8 @@ async function ok(server: TestServer, op: string, input: Record<string, unknown>
 }
 
 async function provider(backend: 'sqlite' | 'postgres' | 'mysql'): Promise<{ server: TestServer; issuer: string }> {
-  for (let attempt = 0; ; attempt++) {
-    const port = await freePort();
-    const issuer = `http://127.0.0.1:${port}`;
-    try {
-      return { server: await startTestServer({ url: issuer, 'http-port': port, 'enable-email-verification': false }, { backend }), issuer };
-    } catch (err) {
-      if (attempt >= 2) throw err;
-    }
-  }
+  const server = await startTestServerOnPort((port) => ({ url: `http://127.0.0.1:${port}`, 'enable-email-verification': false }), { backend });
+  return { server, issuer: server.httpUrl };
 }
 
 /** A service account allowed to exchange tokens, its openid-client configuration and its own access token. */

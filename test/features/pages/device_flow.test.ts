@@ -9,9 +9,9 @@
 import anyTest, { type ExecutionContext } from 'ava';
 import * as client from 'openid-client';
 import type { Browser, Page } from 'playwright-core';
-import { freePort, launchChromium, watchPage } from '../../helpers/loopback.ts';
+import { launchChromium, watchPage } from '../../helpers/loopback.ts';
 import { needs } from '../../helpers/needs.ts';
-import { TEST_ADMIN_SECRET, startTestServer, type TestServer } from '../../helpers/server.ts';
+import { TEST_ADMIN_SECRET, startTestServerOnPort, type TestServer } from '../../helpers/server.ts';
 
 const test = needs(anyTest.serial, 'chromium');
 const PASSWORD = 'Correct-Horse-7-Battery';
@@ -27,17 +27,9 @@ test.after.always(async () => {
 });
 
 async function start(t: ExecutionContext): Promise<{ server: TestServer; issuer: string }> {
-  for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
-    const issuer = `http://127.0.0.1:${port}`;
-    try {
-      const server = await startTestServer({ 'http-port': port, url: issuer, 'enable-email-verification': false, 'app-cookie-secure': false });
-      t.teardown(() => server.close());
-      return { server, issuer };
-    } catch (err) {
-      if (attempt >= 3 || !String((err as Error).message ?? err).includes('EADDRINUSE')) throw err;
-    }
-  }
+  const server = await startTestServerOnPort((port) => ({ url: `http://127.0.0.1:${port}`, 'enable-email-verification': false, 'app-cookie-secure': false }));
+  t.teardown(() => server.close());
+  return { server, issuer: server.httpUrl };
 }
 
 /** A fresh browser context signed in at /app as `email`. */

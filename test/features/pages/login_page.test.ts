@@ -12,9 +12,9 @@
 import anyTest, { type ExecutionContext } from 'ava';
 import { randomBytes } from 'node:crypto';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { freePort, launchChromium, watchPage } from '../../helpers/loopback.ts';
+import { launchChromium, watchPage } from '../../helpers/loopback.ts';
 import { needs } from '../../helpers/needs.ts';
-import { TEST_CLIENT_ID, startTestServer, type TestServer } from '../../helpers/server.ts';
+import { TEST_CLIENT_ID, startTestServerOnPort, type TestServer } from '../../helpers/server.ts';
 import { postgresUrl, type SqlBackend } from '../../helpers/databases.ts';
 import { TestClock, pkce } from '../../helpers/oauth.ts';
 import { mailTo, mailsTo, startSmtp, type Smtp } from '../../admin/smtp.ts';
@@ -41,17 +41,9 @@ test.after.always(async () => {
  * AVA runs teardowns last registered first).
  */
 async function start(t: ExecutionContext, extra: Record<string, string | number | boolean> = {}, backend: SqlBackend = 'sqlite', clock?: TestClock): Promise<TestServer> {
-  // Another process may take the port between freePort() and listen: try a fresh one then.
-  for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
-    try {
-      const server = await startTestServer({ 'http-port': port, url: `http://127.0.0.1:${port}`, 'enable-email-verification': false, ...extra }, { backend, ...(clock === undefined ? {} : { clock }) });
-      t.teardown(() => server.close());
-      return server;
-    } catch (err) {
-      if (attempt >= 3 || !String((err as Error).message ?? err).includes('EADDRINUSE')) throw err;
-    }
-  }
+  const server = await startTestServerOnPort((port) => ({ url: `http://127.0.0.1:${port}`, 'enable-email-verification': false, ...extra }), { backend, ...(clock === undefined ? {} : { clock }) });
+  t.teardown(() => server.close());
+  return server;
 }
 
 /** Waits until a direct sign-in has landed on the account center and it shows the signed-in account. */

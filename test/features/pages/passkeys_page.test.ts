@@ -18,9 +18,9 @@
 import anyTest, { type ExecutionContext } from 'ava';
 import { randomBytes } from 'node:crypto';
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
-import { freePort, launchChromium, watchPage } from '../../helpers/loopback.ts';
+import { launchChromium, watchPage } from '../../helpers/loopback.ts';
 import { needs } from '../../helpers/needs.ts';
-import { startTestServer, type TestServer } from '../../helpers/server.ts';
+import { startTestServerOnPort, type TestServer } from '../../helpers/server.ts';
 import { screenshot } from '../../helpers/screenshots.ts';
 import { seriousViolations } from '../../helpers/accessibility.ts';
 import { LOGIN_MESSAGES } from '../../../transports/web/login_messages.ts';
@@ -41,16 +41,9 @@ test.after.always(async () => {
 
 /** A server at http://localhost:<port> with passkeys on (RP ID localhost, origin the server's own). */
 async function start(t: ExecutionContext, extra: Record<string, string | number | boolean> = {}): Promise<TestServer> {
-  for (let attempt = 0; ; attempt++) {
-    const port = await freePort();
-    try {
-      const server = await startTestServer({ 'enable-email-verification': false, 'app-cookie-secure': false, 'enable-passkeys': true, 'http-port': port, url: `http://localhost:${port}`, ...extra });
-      t.teardown(() => server.close());
-      return server;
-    } catch (err) {
-      if (attempt >= 3) throw err;
-    }
-  }
+  const server = await startTestServerOnPort((port) => ({ 'enable-email-verification': false, 'app-cookie-secure': false, 'enable-passkeys': true, url: `http://localhost:${port}`, ...extra }));
+  t.teardown(() => server.close());
+  return server;
 }
 
 interface Browsing {

@@ -15,11 +15,12 @@ import anyTest, { type ExecutionContext } from 'ava';
 import { exportJWK, exportPKCS8, generateKeyPair } from 'jose';
 import { parseFlags, socialLoginOf } from '../../../cmd/index.ts';
 import { TEST_ADMIN_SECRET, startTestServer, type TestServer, type TestServerOptions } from '../../helpers/server.ts';
-import { CookieJar, drive, type FakeProvider, freePort, githubEndpoints, landingParams, type OidcProvider, request, startFakeProvider, startOidcProvider, startOnKnownPort } from '../../helpers/social.ts';
+import { CookieJar, drive, type FakeProvider, githubEndpoints, landingParams, type OidcProvider, request, startFakeProvider, startOidcProvider, startOnKnownPort } from '../../helpers/social.ts';
 import { startSmtp } from '../../admin/smtp.ts';
 import { postgresUrl, redisUrl } from '../../helpers/databases.ts';
 import { mainBackends } from '../../helpers/main_databases.ts';
 import { startReceiver } from '../../admin/receiver.ts';
+import { onFreePort, PortTaken } from '../../helpers/started.ts';
 
 // Serial: the fakes' accounts and spoilers are shared by the tests of one server.
 const test = anyTest.serial;
@@ -41,15 +42,17 @@ interface World {
 let world: World | undefined;
 const closers: (() => Promise<void>)[] = [];
 
-async function startWorld(): Promise<World> {
-  // The provider registers the callbacks of the server's port: both start again on a port taken meanwhile.
-  for (let attempt = 1; ; attempt++) {
+function startWorld(): Promise<World> {
+  // The provider registers the callbacks of the server's port, and the server names the provider's issuer:
+  // both start again on a port taken meanwhile (what a failed attempt started is closed with the rest, by `closers`).
+  return onFreePort(async (port) => {
     try {
-      return await startWorldOn(await freePort());
+      return await startWorldOn(port);
     } catch (err) {
-      if (attempt >= 3 || !String((err as Error).message ?? err).includes('EADDRINUSE')) throw err;
+      if ((err as { code?: unknown }).code === 'EADDRINUSE') throw new PortTaken(`port ${port} was taken before the test server bound it`);
+      throw err;
     }
-  }
+  });
 }
 
 async function startWorldOn(port: number): Promise<World> {

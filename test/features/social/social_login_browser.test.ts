@@ -11,33 +11,20 @@ import type { Browser } from 'playwright-core';
 import { launchChromium } from '../../helpers/loopback.ts';
 import { needs } from '../../helpers/needs.ts';
 import { socialLoginOf } from '../../../cmd/index.ts';
-import { startTestServer } from '../../helpers/server.ts';
-import { freePort, startOidcProvider, type OidcProvider } from '../../helpers/social.ts';
-import type { TestServer } from '../../helpers/server.ts';
+import { startTestServerOnPort } from '../../helpers/server.ts';
+import { startOidcProvider } from '../../helpers/social.ts';
 
 const WAIT = 30_000;
 
 
 needs(test, 'chromium')('Google through oidc-provider in Chromium: redirect → provider → callback → back on the app, signed in', async (t) => {
-  // The provider registers the callback of the server's port: both start again on a port taken meanwhile.
-  let google: OidcProvider | undefined;
-  let server: TestServer | undefined;
-  let base = '';
-  for (let attempt = 1; server === undefined; attempt++) {
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    const op = await startOidcProvider({ clientId: 'google-id', clientSecret: 'google-secret', redirectUris: [`${base}/oauth_callback/google`] });
-    t.teardown(() => op.close());
-    google = op;
-    try {
-      server = await startTestServer({ 'http-port': port, url: base, 'enable-email-verification': false, 'app-cookie-secure': false, 'google-client-id': 'google-id', 'google-client-secret': 'google-secret' });
-    } catch (err) {
-      if (attempt >= 3 || !String((err as Error).message ?? err).includes('EADDRINUSE')) throw err;
-    }
-  }
-  if (google === undefined) throw new Error('no provider');
-  const live = server;
-  t.teardown(() => live.close());
+  // The provider registers the callback of the server's port: it starts once the server has bound that port
+  // (the server's flags do not name the provider; its endpoints are set below).
+  const server = await startTestServerOnPort((port) => ({ url: `http://127.0.0.1:${port}`, 'enable-email-verification': false, 'app-cookie-secure': false, 'google-client-id': 'google-id', 'google-client-secret': 'google-secret' }));
+  t.teardown(() => server.close());
+  const base = server.httpUrl;
+  const google = await startOidcProvider({ clientId: 'google-id', clientSecret: 'google-secret', redirectUris: [`${base}/oauth_callback/google`] });
+  t.teardown(() => google.close());
   google.accounts.set('bea', { email: 'bea@example.com', email_verified: true, given_name: 'Bea' });
   google.account = 'bea';
   socialLoginOf(server.server.services)?.useEndpointsForTests('google', {
