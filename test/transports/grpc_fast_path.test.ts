@@ -253,7 +253,6 @@ test.serial('a client that cancels its call before the answer leaves the server 
 });
 
 test.serial('a large message arriving in many frames is read whole once, as grpc-js reads it', async (t) => {
-  const meta = latchkey['Meta']!;
   // Meta's request with a 200 KB field it does not know (field 15, bytes): skipped by the decoder on both paths.
   const payload = Buffer.alloc(200_000, 0x61);
   const varint = (n: number): number[] => {
