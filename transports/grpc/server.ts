@@ -179,27 +179,20 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
       const controller = new AbortController();
       call.once('cancelled', () => controller.abort());
       const clientIp = options.clientIp(peerOf(call.getPeer()), first(md, 'x-forwarded-for'));
-      const cookieValues = md.get('cookie').map((v) => (typeof v === 'string' ? v : v.toString('utf8')));
-      const requestId = requestIdFrom(first(md, 'x-request-id'));
+      const m = requestMetadata(md);
+      const requestId = requestIdFrom(m.requestId);
       const info = {
         protocol: 'grpc' as const,
         requestId,
         clientIp,
-        userAgent: first(md, 'user-agent') ?? '',
-        credentials: extractCredentials({
-          authorization: first(md, 'authorization'),
-          cookie: cookieValues.length > 0 ? cookieValues.join('; ') : undefined,
-          adminSecret: first(md, 'x-service-admin-secret') ?? first(md, 'x-authorizer-admin-secret'),
-          apiKey: first(md, 'x-api-key'),
-        }),
+        userAgent: m.userAgent ?? '',
+        credentials: extractCredentials({ authorization: m.authorization, cookie: m.cookie, adminSecret: m.adminSecret, apiKey: m.apiKey }),
         signal: controller.signal,
         cookies: new CookieSink(),
       };
       const fail = (err: unknown): void => {
         controller.abort();
-        if (call.cancelled) return;
-        const pub = err instanceof LatchkeyError ? err : new LatchkeyError('internal', 'internal server error');
-        call.emit('error', grpcStatus(statusOf(pub)));
+        if (!call.cancelled) call.emit('error', grpcStatus(statusOf(err)));
       };
       const open = async (): Promise<AsyncIterable<unknown>> => {
         const undecodable = (call.request as { [UNDECODABLE]?: unknown } | null)?.[UNDECODABLE];
