@@ -161,10 +161,10 @@ class StreamUnaryCall extends UnaryCall {
     then?.();
   }
 
+  /** The stream closed: before the answer, the client went away (every answer already cleared the deadline). */
   gone(): void {
     this.#stream[CALL] = undefined;
     if (!this.#closed) this.#cancel();
-    else if (this.#deadline !== undefined) clearTimeout(this.#deadline);
   }
 
   #expire(): void {
