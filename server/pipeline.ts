@@ -228,15 +228,15 @@ export function createPipeline(
       });
     }
   };
+  /** A user-facing row's failure in the caller's language (codes and reasons unchanged); a super-admin row's stays in English. */
+  const localized = (op: AnyOperation, info: CallInfo, pub: LatchkeyError): LatchkeyError => (op.admin ? pub : localizeError(pub, info.acceptLanguage));
   /** The rest of a call that waits for something: its output encoded, or its failure as the client sees it. */
   const settle = async (op: AnyOperation, info: CallInfo, started: number, pending: Promise<unknown>): Promise<unknown> => {
     let code = 'ok';
     try {
       return encodeOutput(op.output, await pending);
     } catch (err) {
-      // A user-facing form's messages in the caller's language (codes and reasons unchanged).
-      let pub = await publicError(op, info, err);
-      if (!op.admin) pub = localizeError(pub, info.acceptLanguage);
+      const pub = localized(op, info, await publicError(op, info, err));
       code = pub.code;
       throw pub;
     } finally {
@@ -269,7 +269,7 @@ export function createPipeline(
         const input = validate(op.input, rawInput ?? {});
         // A stream also ends when the server begins to shut down: its client resumes elsewhere (or after the restart) from its last token.
         const streamInfo: CallInfo = streamsEnd === undefined ? info : {
-          protocol: info.protocol, requestId: info.requestId, clientIp: info.clientIp, userAgent: info.userAgent, credentials: info.credentials, cookies: info.cookies,
+          protocol: info.protocol, requestId: info.requestId, clientIp: info.clientIp, userAgent: info.userAgent, acceptLanguage: info.acceptLanguage, credentials: info.credentials, cookies: info.cookies,
           signal: AbortSignal.any([info.signal, streamsEnd]),
         };
         const messages = (await withRequestLanguage(info.acceptLanguage, () => handlerFor(op)(new CallContext(streamInfo, principal, services, op.name), input))) as AsyncIterable<unknown>;
@@ -277,11 +277,11 @@ export function createPipeline(
           try {
             for await (const m of messages) yield encodeOutput(op.output, m);
           } catch (err) {
-            throw await publicError(op, info, err);
+            throw localized(op, info, await publicError(op, info, err));
           }
         })();
       } catch (err) {
-        const pub = await publicError(op, info, err);
+        const pub = localized(op, info, await publicError(op, info, err));
         code = pub.code;
         throw pub;
       } finally {

@@ -186,6 +186,7 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
         requestId,
         clientIp,
         userAgent: m.userAgent ?? '',
+        acceptLanguage: m.acceptLanguage,
         credentials: extractCredentials({ authorization: m.authorization, cookie: m.cookie, adminSecret: m.adminSecret, apiKey: m.apiKey }),
         signal: controller.signal,
         cookies: new CookieSink(),
