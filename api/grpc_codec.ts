@@ -84,28 +84,45 @@ function hasJson(shape: Shape | OptionalShape): boolean {
   return known;
 }
 
+/** True when the shape's protobuf form holds a `google.protobuf.Value` somewhere (a `json` field at any depth). */
+export function carriesJson(shape: Shape | OptionalShape): boolean {
+  return hasJson(shape);
+}
+
 /**
  * JSON form → protobuf object (JSON values wrapped). Values without `json`
  * fields pass through untouched: protobuf.js skips `null` fields itself.
  */
 export function toWire(shape: Shape | OptionalShape, value: unknown): unknown {
   if (!hasJson(shape)) return value === null ? undefined : value;
-  return toWireSlow(shape, value);
+  return toWireSlow(shape, value, jsonToValue);
 }
 
-function toWireSlow(shape: Shape | OptionalShape, value: unknown): unknown {
+/**
+ * {@link toWire} for an encoder whose `json` fields are declared `bytes`
+ * (`generateProto`'s `jsonAsBytes`): each JSON value is given as the bytes
+ * of its `google.protobuf.Value` ({@link encodeJsonValue}). A message field
+ * and a bytes field are the same on the wire, so the encoded message is the
+ * one the `google.protobuf.Value` declaration gives, byte for byte.
+ */
+export function toWireEncoded(shape: Shape | OptionalShape, value: unknown): unknown {
+  if (!hasJson(shape)) return value === null ? undefined : value;
+  return toWireSlow(shape, value, encodeJsonValue);
+}
+
+function toWireSlow(shape: Shape | OptionalShape, value: unknown, json: (v: JsonValue) => unknown): unknown {
   if (value === null || value === undefined) return undefined;
   const sh = shape.kind === 'optional' ? shape.inner : shape;
   switch (sh.kind) {
     case 'json':
-      return jsonToValue(value as JsonValue);
+      return json(value as JsonValue);
     case 'list':
-      return Array.isArray(value) ? value.map((v) => toWireSlow(sh.item, v)) : value;
+      return Array.isArray(value) ? value.map((v) => toWireSlow(sh.item, v, json)) : value;
     case 'object': {
       if (typeof value !== 'object') return value;
       const out: Record<string, unknown> = {};
       for (const [k, f] of fieldList(sh)) {
-        const w = toWireSlow(f, (value as Record<string, unknown>)[k]);
+        const w = toWireSlow(f, (value as Record<string, unknown>)[k], json);
         if (w !== undefined) out[k] = w;
       }
       return out;
@@ -113,6 +130,166 @@ function toWireSlow(shape: Shape | OptionalShape, value: unknown): unknown {
     default:
       return value;
   }
+}
+
+// ------------------------------------------------ google.protobuf.Value, encoded directly
+//
+// The message (google/protobuf/struct.proto): Value is a oneof of null_value = 1
+// (enum, varint), number_value = 2 (double), string_value = 3, bool_value = 4
+// (varint), struct_value = 5 (Struct), list_value = 6 (ListValue); Struct is
+// `map<string, Value> fields = 1`, each entry a message of key = 1 and
+// value = 2; ListValue is `repeated Value values = 1`. The bytes are those
+// protobuf.js writes for jsonToValue's object through `fromObject` and
+// `encode`: the oneof member always written, map entries in the object's key
+// order with the key always written (test/api/grpc_json_value.property.test.ts).
+// Two passes: the sizes of every length-delimited part, then the bytes into
+// one buffer of the exact size (protobuf.js forks a writer per nested
+// message and copies each into its parent).
+
+const varintSize = (n: number): number => (n < 0x80 ? 1 : n < 0x4000 ? 2 : n < 0x200000 ? 3 : n < 0x10000000 ? 4 : 5);
+
+/** A length-delimited part of `n` bytes with its one-byte tag. */
+const delimited = (n: number): number => 1 + varintSize(n) + n;
+
+/** The keys a JSON object's Struct holds, as jsonToValue takes them: own enumerable keys whose value is defined. */
+function definedKeys(o: object): string[] {
+  const keys = Object.keys(o);
+  for (let i = 0; i < keys.length; i++) {
+    if ((o as Record<string, unknown>)[keys[i] as string] === undefined) return keys.filter((k) => (o as Record<string, unknown>)[k] !== undefined);
+  }
+  return keys;
+}
+
+/** Pass one: the size of v's Value; pushes the size of each length-delimited part in the order pass two writes them. */
+function sizeValue(v: unknown, sizes: number[]): number {
+  if (v === null || v === undefined) return 2;
+  switch (typeof v) {
+    case 'number':
+      return Number.isFinite(v) ? 9 : 2;
+    case 'boolean':
+      return 2;
+    case 'string': {
+      const n = Buffer.byteLength(v, 'utf8');
+      sizes.push(n);
+      return delimited(n);
+    }
+  }
+  const at = sizes.push(0) - 1;
+  let body = 0;
+  if (Array.isArray(v)) {
+    for (const x of v) {
+      const slot = sizes.push(0) - 1;
+      const n = sizeValue(x, sizes);
+      sizes[slot] = n;
+      body += delimited(n);
+    }
+  } else {
+    for (const k of definedKeys(v as object)) {
+      const entrySlot = sizes.push(0) - 1;
+      const kn = Buffer.byteLength(k, 'utf8');
+      sizes.push(kn);
+      const valueSlot = sizes.push(0) - 1;
+      const vn = sizeValue((v as Record<string, unknown>)[k], sizes);
+      sizes[valueSlot] = vn;
+      const entry = delimited(kn) + delimited(vn);
+      sizes[entrySlot] = entry;
+      body += delimited(entry);
+    }
+  }
+  sizes[at] = body;
+  return delimited(body);
+}
+
+/** Pass two: writes what {@link sizeValue} measured. */
+class ValueWriter {
+  pos = 0;
+  #i = 0;
+  readonly buf: Buffer;
+  readonly sizes: readonly number[];
+
+  constructor(buf: Buffer, sizes: readonly number[]) {
+    this.buf = buf;
+    this.sizes = sizes;
+  }
+
+  #varint(n: number): void {
+    const buf = this.buf;
+    while (n > 0x7f) {
+      buf[this.pos++] = (n & 0x7f) | 0x80;
+      n >>>= 7;
+    }
+    buf[this.pos++] = n;
+  }
+
+  /** A tag and the next measured length. */
+  #open(tag: number): void {
+    this.buf[this.pos++] = tag;
+    this.#varint(this.sizes[this.#i++] as number);
+  }
+
+  #string(s: string): void {
+    const n = this.sizes[this.#i - 1] as number;
+    if (n > 0) this.buf.write(s, this.pos, n, 'utf8');
+    this.pos += n;
+  }
+
+  value(v: unknown): void {
+    const buf = this.buf;
+    if (v === null || v === undefined) {
+      buf[this.pos++] = 0x08;
+      buf[this.pos++] = 0;
+      return;
+    }
+    switch (typeof v) {
+      case 'number':
+        if (!Number.isFinite(v)) {
+          buf[this.pos++] = 0x08;
+          buf[this.pos++] = 0;
+        } else {
+          buf[this.pos++] = 0x11;
+          this.pos = buf.writeDoubleLE(v === 0 ? 0 : v, this.pos);
+        }
+        return;
+      case 'boolean':
+        buf[this.pos++] = 0x20;
+        buf[this.pos++] = v ? 1 : 0;
+        return;
+      case 'string':
+        this.#open(0x1a);
+        this.#string(v);
+        return;
+    }
+    if (Array.isArray(v)) {
+      this.#open(0x32);
+      for (const x of v) {
+        this.#open(0x0a);
+        this.value(x);
+      }
+      return;
+    }
+    this.#open(0x2a);
+    for (const k of definedKeys(v as object)) {
+      this.#open(0x0a);
+      this.#open(0x0a);
+      this.#string(k);
+      this.#open(0x12);
+      this.value((v as Record<string, unknown>)[k]);
+    }
+  }
+}
+
+/**
+ * The bytes of a JSON value's `google.protobuf.Value`, as JSON.stringify
+ * would write the value (see jsonToValue): what protobuf.js writes for
+ * `Value.fromObject(jsonToValue(v))`, without building either object.
+ */
+export function encodeJsonValue(v: JsonValue): Buffer {
+  const sizes: number[] = [];
+  const n = sizeValue(v, sizes);
+  const w = new ValueWriter(Buffer.allocUnsafe(n), sizes);
+  w.value(v);
+  if (w.pos !== n) throw new Error(`google.protobuf.Value: wrote ${w.pos} of ${n} bytes`);
+  return w.buf;
 }
 
 function zero(sh: Shape): unknown {

@@ -8,5 +8,5 @@
 export * from './shape.ts';
 export * from './operations/index.ts';
 export { graphqlDocument, inputTypeName, outputTypeName, selectionSet } from './graphql_document.ts';
-export { LOADER_OPTIONS, toWire, fromWire, ERROR_NAMES } from './grpc_codec.ts';
-export { PROTO_PACKAGE, generateProto } from './proto.ts';
+export { LOADER_OPTIONS, toWire, toWireEncoded, carriesJson, encodeJsonValue, fromWire, ERROR_NAMES } from './grpc_codec.ts';
+export { PROTO_PACKAGE, generateProto, type GenerateProtoOptions } from './proto.ts';

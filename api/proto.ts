@@ -16,7 +16,10 @@ import { namedTypes, type ObjectShape, type OptionalShape, type Shape } from './
 
 export const PROTO_PACKAGE = 'latchkey.v1';
 
-function fieldType(sh: Shape): string {
+/** How the generated text declares a `json` field: `google.protobuf.Value`, or `bytes` for a server's encoder (see {@link GenerateProtoOptions}). */
+type JsonAs = 'google.protobuf.Value' | 'bytes';
+
+function fieldType(sh: Shape, json: JsonAs): string {
   switch (sh.kind) {
     case 'string':
     case 'enum':
@@ -28,35 +31,46 @@ function fieldType(sh: Shape): string {
     case 'bool':
       return 'bool';
     case 'json':
-      return 'google.protobuf.Value';
+      return json;
     case 'map':
       return 'map<string, string>';
     case 'object':
       return sh.name;
     case 'list':
       if (sh.item.kind === 'list' || sh.item.kind === 'map') throw new Error('lists of lists or maps have no protobuf form');
-      return `repeated ${fieldType(sh.item)}`;
+      return `repeated ${fieldType(sh.item, json)}`;
   }
 }
 
-function fieldLine(name: string, f: Shape | OptionalShape, n: number): string {
+function fieldLine(name: string, f: Shape | OptionalShape, n: number, json: JsonAs): string {
   const inner = f.kind === 'optional' ? f.inner : f;
   const scalar = inner.kind !== 'list' && inner.kind !== 'map' && inner.kind !== 'object' && inner.kind !== 'json';
   const opt = f.kind === 'optional' && scalar ? 'optional ' : '';
   const doc = inner.doc ?? '';
   const note = inner.kind === 'enum' ? `one of: ${inner.values.join(', ')}` : '';
   const comment = [doc, note, f.kind === 'optional' ? '' : 'required'].filter(Boolean).join('; ');
-  return `  ${opt}${fieldType(inner)} ${name} = ${n};${comment ? ` // ${comment}` : ''}`;
+  return `  ${opt}${fieldType(inner, json)} ${name} = ${n};${comment ? ` // ${comment}` : ''}`;
 }
 
-function message(sh: ObjectShape): string {
-  const lines = Object.entries(sh.fields).map(([k, f], i) => fieldLine(k, f, i + 1));
+function message(sh: ObjectShape, json: JsonAs): string {
+  const lines = Object.entries(sh.fields).map(([k, f], i) => fieldLine(k, f, i + 1, json));
   const doc = sh.doc ? `// ${sh.doc}\n` : '';
   return `${doc}message ${sh.name} {\n${lines.join('\n')}${lines.length ? '\n' : ''}}`;
 }
 
+export interface GenerateProtoOptions {
+  /**
+   * Declares each `json` field `bytes` instead of `google.protobuf.Value`:
+   * the same wire format (both are length-delimited), for a server that
+   * encodes JSON values itself (grpc_codec.ts `toWireEncoded`). Never a
+   * client's or reflection's text.
+   */
+  jsonAsBytes?: boolean;
+}
+
 /** The `.proto` text for the gRPC rows of `operations`. */
-export function generateProto(operations: readonly AnyOperation[]): string {
+export function generateProto(operations: readonly AnyOperation[], options: GenerateProtoOptions = {}): string {
+  const json: JsonAs = options.jsonAsBytes === true ? 'bytes' : 'google.protobuf.Value';
   const rows = operations.filter((op) => op.protocols.includes('grpc'));
   const roots: Shape[] = [];
   for (const op of rows) roots.push(op.input, op.output);
@@ -82,7 +96,7 @@ export function generateProto(operations: readonly AnyOperation[]): string {
     '',
     service('LatchkeyAdmin', 'Administrative operations. Credentials in metadata: x-service-admin-secret, or the service-admin cookie.'),
     '',
-    messages.map(message).join('\n\n'),
+    messages.map((m) => message(m, json)).join('\n\n'),
     '',
   ].join('\n');
 }

@@ -20,7 +20,7 @@ import type { RateLimiter } from '../../server/index.ts';
 import type { Metrics } from '../../server/index.ts';
 import { grpcService, type AnyOperation } from '../../api/index.ts';
 import { generateProto, PROTO_PACKAGE } from '../../api/index.ts';
-import { fromWire, toWire } from '../../api/index.ts';
+import { carriesJson, fromWire, toWire, toWireEncoded } from '../../api/index.ts';
 import { loadPackageDefinition } from './package_definition.ts';
 import { addReflection } from './reflection.ts';
 import { installUnaryFastPath, type FastRoute } from './unary_fast.ts';
@@ -89,8 +89,8 @@ class GrpcJsUnaryCall extends UnaryCall {
   readonly call: grpc.ServerUnaryCall<unknown, unknown>;
   readonly callback: grpc.sendUnaryData<unknown>;
 
-  constructor(op: AnyOperation, call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>, clientIp: string, metrics: Metrics) {
-    super(op, clientIp, metrics, requestMetadata(call.metadata));
+  constructor(op: AnyOperation, toMessage: (out: unknown) => unknown, call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>, clientIp: string, metrics: Metrics) {
+    super(op, toMessage, clientIp, metrics, requestMetadata(call.metadata));
     this.call = call;
     this.callback = callback;
   }
@@ -159,11 +159,14 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
 
   const serving = { pipeline, rateLimiter, metrics: options.metrics };
   const handlerFor =
-    (op: AnyOperation): grpc.handleUnaryCall<unknown, unknown> =>
+    (op: AnyOperation, toMessage: (out: unknown) => unknown): grpc.handleUnaryCall<unknown, unknown> =>
     (call, callback) => {
-      const c = new GrpcJsUnaryCall(op, call, callback, options.clientIp(peerOf(call.getPeer()), first(call.metadata, 'x-forwarded-for')), options.metrics);
+      const c = new GrpcJsUnaryCall(op, toMessage, call, callback, options.clientIp(peerOf(call.getPeer()), first(call.metadata, 'x-forwarded-for')), options.metrics);
       serveUnary(c, call.request, serving);
     };
+  // Unary rows whose answer holds JSON values are encoded with their JSON fields declared `bytes` (jsonFieldsAsBytes).
+  const jsonRows = rows.filter((op) => op.stream !== true && carriesJson(op.output));
+  const encodedJson = jsonFieldsAsBytes(jsonRows);
 
   /**
    * A streamed row (`stream`): a server-streaming method. Messages are
@@ -234,14 +237,19 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
     }
     if (serviceRows.length === 0) continue;
     const impl: grpc.UntypedServiceImplementation = {};
-    const safe = decodeServiceSafely(def);
+    const safe = decodeServiceSafely(def) as Record<string, grpc.MethodDefinition<unknown, unknown>>;
     for (const op of serviceRows) {
       const name = op.grpc?.method as string;
-      impl[name] = op.stream === true ? streamHandlerFor(op) : handlerFor(op);
-      const method = safe[name] as grpc.MethodDefinition<unknown, unknown> | undefined;
-      if (op.stream !== true && method !== undefined) fastRoutes.set(method.path, { op, path: method.path, decode: method.requestDeserialize, encode: method.responseSerialize });
+      let method = safe[name];
+      let toMessage = (out: unknown): unknown => toWire(op.output, out);
+      if (method !== undefined && jsonRows.includes(op)) {
+        method = safe[name] = { ...method, responseSerialize: encodedJson(serviceName, name) };
+        toMessage = (out) => toWireEncoded(op.output, out);
+      }
+      impl[name] = op.stream === true ? streamHandlerFor(op) : handlerFor(op, toMessage);
+      if (op.stream !== true && method !== undefined) fastRoutes.set(method.path, { op, path: method.path, decode: method.requestDeserialize, toMessage, encode: method.responseSerialize });
     }
-    server.addService(safe, impl);
+    server.addService(safe as grpc.ServiceDefinition, impl);
   }
   // Unary rows' calls served from the HTTP/2 stream, with grpc-js's answers (unary_fast.ts).
   const fastServed = installUnaryFastPath(server, { routes: fastRoutes, clientIp: options.clientIp, maxReceiveBytes: options.maxMessageBytes, maxSendBytes: MAX_SEND_BYTES, ...serving });
@@ -255,6 +263,34 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
   health.addToServer(server);
   addReflection(server, pkgDef);
   return { server, health };
+}
+
+/**
+ * The answers of rows that hold JSON values (`google.protobuf.Value`), encoded
+ * through a second reading of their messages in which each such field is
+ * declared `bytes` (`generateProto`'s `jsonAsBytes`), given the value's bytes
+ * as grpc_codec.ts `encodeJsonValue` writes them. A bytes field and a message
+ * field are the same on the wire, and those bytes are the ones protobuf.js
+ * writes for the value, so clients read the very message the published
+ * `.proto` declares. Why: protobuf.js built each value twice more (`fromObject`,
+ * then a writer forked per nested message), most of a `validate_jwt_token`
+ * call's encoding (docs/performance.md). The second reading holds only those
+ * rows' messages and is loaded on the first such answer.
+ */
+function jsonFieldsAsBytes(jsonRows: readonly AnyOperation[]): (service: string, method: string) => grpc.serialize<unknown> {
+  let services: Record<string, grpc.ServiceDefinition> | undefined;
+  return (service, method) => {
+    let serialize: grpc.serialize<unknown> | undefined;
+    return (message) => {
+      if (serialize === undefined) {
+        services ??= loadPackageDefinition(generateProto(jsonRows, { jsonAsBytes: true })) as unknown as Record<string, grpc.ServiceDefinition>;
+        const found = services[`${PROTO_PACKAGE}.${service}`]?.[method]?.responseSerialize;
+        if (found === undefined) throw new Error(`${service}.${method} missing from the JSON-as-bytes proto`);
+        serialize = found as grpc.serialize<unknown>;
+      }
+      return serialize(message);
+    };
+  };
 }
 
 /** The service definition with request decoding that never throws (unary_call.ts `decodeSafely`). */

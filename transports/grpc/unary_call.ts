@@ -9,7 +9,7 @@
 import { ERROR_STATUS, LatchkeyError } from '../../engine/errors.ts';
 import { CookieSink, extractCredentials, rateLimitKey, requestIdFrom, type Credentials } from '../../server/index.ts';
 import type { CallInfo, Metrics, Pipeline, RateLimiter } from '../../server/index.ts';
-import { fromWire, toWire, type AnyOperation } from '../../api/index.ts';
+import { fromWire, type AnyOperation } from '../../api/index.ts';
 
 /** The request metadata a unary call reads: the first value of each key, undefined when absent. */
 export interface RequestMetadata {
@@ -79,8 +79,12 @@ export abstract class UnaryCall implements CallInfo {
   readonly clientIp: string;
   readonly metrics: Metrics;
 
-  constructor(op: AnyOperation, clientIp: string, metrics: Metrics, md: RequestMetadata) {
+  /** The row's answer as the message its encoder takes (see {@link OutputWire}). */
+  readonly toMessage: (out: unknown) => unknown;
+
+  constructor(op: AnyOperation, toMessage: (out: unknown) => unknown, clientIp: string, metrics: Metrics, md: RequestMetadata) {
     this.op = op;
+    this.toMessage = toMessage;
     this.clientIp = clientIp;
     this.metrics = metrics;
     this.requestId = requestIdFrom(md.requestId);
@@ -93,7 +97,7 @@ export abstract class UnaryCall implements CallInfo {
   protected abstract get cancelled(): boolean;
   /** Calls `then` once when the client goes away (or the deadline passes). */
   protected abstract onCancel(then: () => void): void;
-  /** Sends the headers, the encoded message (toWire's output) and an OK status. */
+  /** Sends the headers, the encoded message ({@link toMessage}'s output) and an OK status. */
   protected abstract sendMessage(message: unknown): void;
   /** Sends the status (with the headers first when {@link withHeaders}). */
   protected abstract sendStatus(status: CallStatus): void;
@@ -131,7 +135,7 @@ export abstract class UnaryCall implements CallInfo {
     // An answer that cannot be encoded is an internal error, answered at once (never a call left to its deadline).
     let message: unknown;
     try {
-      message = toWire(this.op.output, out);
+      message = this.toMessage(out);
     } catch {
       this.fail(new LatchkeyError('internal', 'internal server error'));
       return;

@@ -42,6 +42,8 @@ export interface FastRoute {
   path: string;
   /** The request decoder (one that never throws: unary_call.ts `decodeSafely`). */
   decode(bytes: Buffer): unknown;
+  /** The row's answer as the message {@link encode} takes. */
+  toMessage(out: unknown): unknown;
   /** The response encoder (grpc-js's `responseSerialize` of the method). */
   encode(message: unknown): Buffer;
 }
@@ -131,7 +133,7 @@ class StreamUnaryCall extends UnaryCall {
   #deadline: NodeJS.Timeout | undefined = undefined;
 
   constructor(route: FastRoute, stream: CallStream, headers: IncomingHttpHeaders, timeoutMs: number | undefined, o: UnaryFastPathOptions) {
-    super(route.op, o.clientIp(stream.session?.socket?.remoteAddress ?? 'unknown', text(headers['x-forwarded-for'])), o.metrics, metadataOf(headers));
+    super(route.op, route.toMessage, o.clientIp(stream.session?.socket?.remoteAddress ?? 'unknown', text(headers['x-forwarded-for'])), o.metrics, metadataOf(headers));
     this.#stream = stream;
     this.#route = route;
     this.#o = o;
