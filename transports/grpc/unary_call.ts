@@ -79,7 +79,7 @@ export abstract class UnaryCall implements CallInfo {
   readonly clientIp: string;
   readonly metrics: Metrics;
 
-  /** The row's answer as the message its encoder takes (see {@link OutputWire}). */
+  /** The row's answer as the message its encoder takes (grpc_codec.ts `toWire`, or `toWireEncoded` for a row encoded with its JSON fields as bytes). */
   readonly toMessage: (out: unknown) => unknown;
 
   constructor(op: AnyOperation, toMessage: (out: unknown) => unknown, clientIp: string, metrics: Metrics, md: RequestMetadata) {
