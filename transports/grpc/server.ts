@@ -143,10 +143,6 @@ export interface GrpcServerHandle {
 export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
   const { pipeline, rateLimiter } = options;
   const rows = options.operations.filter((op) => op.protocols.includes('grpc'));
-  const pkgDef = loadPackageDefinition(generateProto(options.operations));
-  const pkg = grpc.loadPackageDefinition(pkgDef) as unknown as Record<string, Record<string, Record<string, { service: grpc.ServiceDefinition }>>>;
-  const ns = pkg.latchkey?.v1;
-  if (!ns) throw new Error(`package ${PROTO_PACKAGE} missing from the generated proto`);
 
   const server = new grpc.Server({
     'grpc.max_receive_message_length': options.maxMessageBytes,
@@ -228,32 +224,48 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
     };
 
   const fastRoutes = new Map<string, FastRoute>();
-  for (const serviceName of ['Latchkey', 'LatchkeyAdmin'] as const) {
-    const def = ns[serviceName]?.service;
-    const serviceRows = rows.filter((op) => grpcService(op) === serviceName);
-    if (!def) {
-      if (serviceRows.length > 0) throw new Error(`service ${serviceName} missing from the generated proto`);
-      continue;
-    }
-    if (serviceRows.length === 0) continue;
-    const impl: grpc.UntypedServiceImplementation = {};
-    const safe = decodeServiceSafely(def) as Record<string, grpc.MethodDefinition<unknown, unknown>>;
-    for (const op of serviceRows) {
-      const name = op.grpc?.method as string;
-      let method = safe[name];
-      let toMessage = (out: unknown): unknown => toWire(op.output, out);
-      if (method !== undefined && jsonRows.includes(op)) {
-        method = safe[name] = { ...method, responseSerialize: encodedJson(serviceName, name) };
-        toMessage = (out) => toWireEncoded(op.output, out);
+  /**
+   * The table's services and reflection: the generated `.proto` read and each
+   * row's handler added. Run when the first gRPC stream arrives (see below):
+   * the reading holds about 5 MiB and takes 0.1 s, which a server that is
+   * never called over gRPC (or not yet) does not spend.
+   */
+  const addServices = (): void => {
+    const pkgDef = loadPackageDefinition(generateProto(options.operations));
+    const pkg = grpc.loadPackageDefinition(pkgDef) as unknown as Record<string, Record<string, Record<string, { service: grpc.ServiceDefinition }>>>;
+    const ns = pkg.latchkey?.v1;
+    if (!ns) throw new Error(`package ${PROTO_PACKAGE} missing from the generated proto`);
+    for (const serviceName of ['Latchkey', 'LatchkeyAdmin'] as const) {
+      const def = ns[serviceName]?.service;
+      const serviceRows = rows.filter((op) => grpcService(op) === serviceName);
+      if (!def) {
+        if (serviceRows.length > 0) throw new Error(`service ${serviceName} missing from the generated proto`);
+        continue;
       }
-      impl[name] = op.stream === true ? streamHandlerFor(op) : handlerFor(op, toMessage);
-      if (op.stream !== true && method !== undefined) fastRoutes.set(method.path, { op, path: method.path, decode: method.requestDeserialize, toMessage, encode: method.responseSerialize });
+      if (serviceRows.length === 0) continue;
+      const impl: grpc.UntypedServiceImplementation = {};
+      const safe = decodeServiceSafely(def) as Record<string, grpc.MethodDefinition<unknown, unknown>>;
+      for (const op of serviceRows) {
+        const name = op.grpc?.method as string;
+        let method = safe[name];
+        let toMessage = (out: unknown): unknown => toWire(op.output, out);
+        if (method !== undefined && jsonRows.includes(op)) {
+          method = safe[name] = { ...method, responseSerialize: encodedJson(serviceName, name) };
+          toMessage = (out) => toWireEncoded(op.output, out);
+        }
+        impl[name] = op.stream === true ? streamHandlerFor(op) : handlerFor(op, toMessage);
+        if (op.stream !== true && method !== undefined) fastRoutes.set(method.path, { op, path: method.path, decode: method.requestDeserialize, toMessage, encode: method.responseSerialize });
+      }
+      server.addService(safe as grpc.ServiceDefinition, impl);
     }
-    server.addService(safe as grpc.ServiceDefinition, impl);
-  }
-  // Unary rows' calls served from the HTTP/2 stream, with grpc-js's answers (unary_fast.ts).
-  const fastServed = installUnaryFastPath(server, { routes: fastRoutes, clientIp: options.clientIp, maxReceiveBytes: options.maxMessageBytes, maxSendBytes: MAX_SEND_BYTES, ...serving });
+    addReflection(server, pkgDef);
+  };
+  // Unary rows' calls served from the HTTP/2 stream, with grpc-js's answers (unary_fast.ts); the services are added
+  // when its hook sees the first stream, before anything routes it. Without the hook (a grpc-js it does not know),
+  // they are added now.
+  const fastServed = installUnaryFastPath(server, { routes: fastRoutes, clientIp: options.clientIp, maxReceiveBytes: options.maxMessageBytes, maxSendBytes: MAX_SEND_BYTES, beforeFirstStream: addServices, ...serving });
   if (fastServed !== undefined) options.metrics.countOf('latchkey_grpc_fast_path_calls_total', 'Unary gRPC calls served by the fast path, without grpc-js\'s per-call machinery', fastServed);
+  else addServices();
 
   const health = new HealthImplementation({
     '': 'SERVING',
@@ -261,7 +273,6 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
     [`${PROTO_PACKAGE}.LatchkeyAdmin`]: 'SERVING',
   });
   health.addToServer(server);
-  addReflection(server, pkgDef);
   return { server, health };
 }
 

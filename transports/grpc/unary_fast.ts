@@ -56,6 +56,12 @@ export interface UnaryFastPathOptions extends UnaryServing {
   maxReceiveBytes: number;
   /** `grpc.max_send_message_length` (-1: no limit). */
   maxSendBytes: number;
+  /**
+   * Run once, when the first stream arrives and before it is routed: adds
+   * the services (and fills `routes`). Should it throw, every stream is
+   * answered `INTERNAL` from then on.
+   */
+  beforeFirstStream?: () => void;
 }
 
 /** The parts of grpc-js's server the hook reads. */
@@ -277,7 +283,23 @@ export function installUnaryFastPath(server: grpc.Server, o: UnaryFastPathOption
   const original = s._streamHandler;
   if (typeof original !== 'function' || typeof s.onStreamOpened !== 'function' || (s.interceptors ?? []).length > 0) return undefined;
   let served = 0;
+  let first = o.beforeFirstStream;
+  let broken = false;
   s._streamHandler = function streamHandler(extraInterceptors, stream, headers) {
+    if (first !== undefined) {
+      const run = first;
+      first = undefined;
+      try {
+        run();
+      } catch {
+        broken = true;
+      }
+    }
+    if (broken) {
+      stream.once('error', ignore);
+      if (!stream.destroyed && !stream.closed) stream.respond({ ':status': 200, 'content-type': 'application/grpc+proto', 'grpc-status': '13', 'grpc-message': 'the gRPC services could not be set up' }, { endStream: true });
+      return;
+    }
     if (extraInterceptors.length === 0) {
       const route = o.routes.get(headers[':path'] as string);
       const type = headers['content-type'];
