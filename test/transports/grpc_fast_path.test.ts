@@ -99,6 +99,22 @@ test.after.always(async () => {
   await server?.close();
 });
 
+test.serial('the services are added before a fresh server routes its first stream, whichever path that stream takes', async (t) => {
+  // The table's services are added when the first stream arrives (transports/grpc/server.ts): a first call from the
+  // stream and a first call through grpc-js must both find them.
+  const meta = latchkey['Meta']!;
+  for (const headers of [{}, { 'grpc-encoding': 'gzip' }]) {
+    const fresh = await startTestServer();
+    try {
+      const first = await raw(fresh.grpcAddress, meta.path, [frame(meta.requestSerialize({}))], headers);
+      t.is(String(first.trailers['grpc-status'] ?? first.headers['grpc-status']), '0', `first call ${JSON.stringify(headers)}`);
+      t.is(await fastServed(fresh), 'grpc-encoding' in headers ? 0 : 1);
+    } finally {
+      await fresh.close();
+    }
+  }
+});
+
 test.serial('a unary call answers the same from the stream as through grpc-js: success, refusal, undecodable message', async (t) => {
   const meta = latchkey['Meta']!;
   const ok = await bothPaths(t, server, 'Meta', [frame(meta.requestSerialize({}))], { 'x-request-id': 'fast-path-1' });
