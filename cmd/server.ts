@@ -250,7 +250,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       const adapter = await loadGrpcAdapter(letRequestsIn);
       await letRequestsIn();
       shutdownGrpc = adapter.shutdownGrpc;
-      grpcHandle = adapter.createGrpcServer({ operations, pipeline, clientIp, rateLimiter, metrics, maxMessageBytes: config.httpBodyLimit });
+      grpcHandle = adapter.createGrpcServer({ operations, pipeline, clientIp, rateLimiter, metrics, maxMessageBytes: config.httpBodyLimit, logError: (message, fields) => logger.error(message, fields) });
       const port = await adapter.bindGrpc(grpcHandle.server, config.host, config.grpcPort);
       grpcAddress = `${urlHost(config.host)}:${port}`;
       const g = grpcHandle.server;

@@ -12,7 +12,7 @@
  */
 import test from 'ava';
 import http2 from 'node:http2';
-import { generateProto, loadPackageDefinition, OPERATIONS } from '../../cmd/index.ts';
+import { defineServedOperation, generateProto, loadPackageDefinition, OPERATIONS, s } from '../../cmd/index.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 const pkgDef = loadPackageDefinition(generateProto(OPERATIONS));
@@ -112,6 +112,38 @@ test.serial('the services are added before a fresh server routes its first strea
     } finally {
       await fresh.close();
     }
+  }
+});
+
+test.serial('a server whose gRPC services cannot be set up answers every gRPC call INTERNAL, logs why, and keeps serving REST', async (t) => {
+  // A row whose answer has no protobuf form (a list of lists): reading the table's .proto fails on the first stream.
+  const unencodable = defineServedOperation({
+    name: 'test_no_protobuf_form',
+    kind: 'query',
+    auth: 'public',
+    admin: false,
+    input: s.object('NoProtobufFormRequest', {}),
+    output: s.object('NoProtobufFormResponse', { grid: s.list(s.list(s.string())) }),
+    rest: { method: 'POST', path: '/v1/test/no_protobuf_form' },
+    grpc: { method: 'TestNoProtobufForm' },
+    protocols: ['rest', 'grpc'],
+    doc: 'Test: an answer with no protobuf form.',
+    handler: async () => ({ grid: [['a']] }),
+  });
+  const logs: string[] = [];
+  const broken = await startTestServer({ 'log-level': 'error' }, { extraOperations: [unencodable], logSink: (l) => logs.push(l) });
+  try {
+    const meta = latchkey['Meta']!;
+    for (let i = 0; i < 2; i++) {
+      const answer = await raw(broken.grpcAddress, meta.path, [frame(meta.requestSerialize({}))]);
+      t.is(String(answer.headers['grpc-status']), '13', `call ${i + 1}`);
+      t.is(answer.headers['grpc-message'], 'the gRPC services could not be set up');
+    }
+    t.is(logs.filter((l) => l.includes('the gRPC services could not be set up')).length, 1, logs.join('\n'));
+    const rest = await fetch(`${broken.httpUrl}/v1/meta`);
+    t.is(rest.status, 200);
+  } finally {
+    await broken.close();
   }
 });
 

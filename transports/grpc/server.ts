@@ -133,6 +133,8 @@ export interface GrpcServerOptions {
   rateLimiter: RateLimiter;
   metrics: Metrics;
   maxMessageBytes: number;
+  /** Logs a failure the server keeps running through (the services' set-up on the first stream). */
+  logError?: (message: string, fields: Record<string, unknown>) => void;
 }
 
 export interface GrpcServerHandle {
@@ -260,10 +262,18 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServerHandle {
     }
     addReflection(server, pkgDef);
   };
+  const setUp = (): void => {
+    try {
+      addServices();
+    } catch (err) {
+      options.logError?.('the gRPC services could not be set up; every gRPC call is answered INTERNAL', { err });
+      throw err;
+    }
+  };
   // Unary rows' calls served from the HTTP/2 stream, with grpc-js's answers (unary_fast.ts); the services are added
   // when its hook sees the first stream, before anything routes it. Without the hook (a grpc-js it does not know),
   // they are added now.
-  const fastServed = installUnaryFastPath(server, { routes: fastRoutes, clientIp: options.clientIp, maxReceiveBytes: options.maxMessageBytes, maxSendBytes: MAX_SEND_BYTES, beforeFirstStream: addServices, ...serving });
+  const fastServed = installUnaryFastPath(server, { routes: fastRoutes, clientIp: options.clientIp, maxReceiveBytes: options.maxMessageBytes, maxSendBytes: MAX_SEND_BYTES, beforeFirstStream: setUp, ...serving });
   if (fastServed !== undefined) options.metrics.countOf('latchkey_grpc_fast_path_calls_total', 'Unary gRPC calls served by the fast path, without grpc-js\'s per-call machinery', fastServed);
   else addServices();
 
