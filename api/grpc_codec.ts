@@ -69,24 +69,19 @@ function valueToJson(v: unknown): JsonValue {
 
 const hasJsonCache = new WeakMap<object, boolean>();
 
-/** True when a `json` field occurs anywhere in the shape (only those need converting on the way out). */
-function hasJson(shape: Shape | OptionalShape): boolean {
+/** True when a `json` field (a `google.protobuf.Value`) occurs anywhere in the shape (only those need converting on the way out). */
+export function carriesJson(shape: Shape | OptionalShape): boolean {
   const sh = shape.kind === 'optional' ? shape.inner : shape;
   if (sh.kind === 'json') return true;
-  if (sh.kind === 'list') return hasJson(sh.item);
+  if (sh.kind === 'list') return carriesJson(sh.item);
   if (sh.kind !== 'object') return false;
   let known = hasJsonCache.get(sh);
   if (known === undefined) {
     hasJsonCache.set(sh, false); // breaks cycles
-    known = Object.values(sh.fields).some(hasJson);
+    known = Object.values(sh.fields).some(carriesJson);
     hasJsonCache.set(sh, known);
   }
   return known;
-}
-
-/** True when the shape's protobuf form holds a `google.protobuf.Value` somewhere (a `json` field at any depth). */
-export function carriesJson(shape: Shape | OptionalShape): boolean {
-  return hasJson(shape);
 }
 
 /**
@@ -94,7 +89,7 @@ export function carriesJson(shape: Shape | OptionalShape): boolean {
  * fields pass through untouched: protobuf.js skips `null` fields itself.
  */
 export function toWire(shape: Shape | OptionalShape, value: unknown): unknown {
-  if (!hasJson(shape)) return value === null ? undefined : value;
+  if (!carriesJson(shape)) return value === null ? undefined : value;
   return toWireSlow(shape, value, jsonToValue);
 }
 
@@ -106,7 +101,7 @@ export function toWire(shape: Shape | OptionalShape, value: unknown): unknown {
  * one the `google.protobuf.Value` declaration gives, byte for byte.
  */
 export function toWireEncoded(shape: Shape | OptionalShape, value: unknown): unknown {
-  if (!hasJson(shape)) return value === null ? undefined : value;
+  if (!carriesJson(shape)) return value === null ? undefined : value;
   return toWireSlow(shape, value, encodeJsonValue);
 }
 

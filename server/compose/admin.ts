@@ -8,9 +8,7 @@ import { MailQueue, createSmtpMailer, openRedis } from '../../auth/index.ts';
 import { epochMsOf, type Authenticator, type Principal, type Services } from '../context.ts';
 import { createRedisFailureCounter } from './admin_failures.ts';
 import { plugSmsQueue } from './sms_queue.ts';
-import { pingMainDatabase } from './database.ts';
-import { isDependencyFailure } from '../../engine/errors.ts';
-import { outageSummary } from '../logger.ts';
+import { logUnlessOutage } from './database.ts';
 
 /**
  * How delete_user reaches the FGA tuples: inside its own transaction when the
@@ -95,7 +93,7 @@ export async function plugAdmin(services: Services): Promise<AdminService> {
     allowedOrigins: c.allowedOrigins,
     organization: { name: c.organizationName ?? 'Latchkey', logo: c.organizationLogo ?? '' },
     clock: epochMsOf(services.clock),
-    webhooks: { leaseMs: c.outboxLease, onError: (err) => workerFailure(services, 'webhook worker error', err) },
+    webhooks: { leaseMs: c.outboxLease, onError: (err) => logUnlessOutage(services.logger, services.database, 'webhook worker error', err) },
     failureCounter: adminFailureCounter(services),
   });
   services.admin = service;
@@ -117,20 +115,3 @@ export async function plugAdmin(services: Services): Promise<AdminService> {
   return service;
 }
 
-/**
- * Logs a background worker's failure. During an outage of the main database
- * (the failure is a dependency's, or the database does not answer a ping:
- * a query cut off by the outage can fail with a driver error no code names)
- * it is an expected consequence of the outage: a warning naming it, without a
- * stack. Anything else is an error.
- */
-function workerFailure(services: Services, msg: string, err: unknown): void {
-  const warn = (): void => services.logger.warn(`${msg}: dependency unavailable`, { cause: outageSummary(err) });
-  if (isDependencyFailure(err)) return warn();
-  const database = services.database;
-  if (database === undefined) return services.logger.error(msg, { err });
-  void pingMainDatabase(database, 1000).then(
-    (up) => (up ? services.logger.error(msg, { err }) : warn()),
-    () => warn(),
-  );
-}

@@ -5,7 +5,8 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import type { Options, Sequelize } from 'sequelize';
-import { LatchkeyError } from '../../engine/errors.ts';
+import { LatchkeyError, isDependencyFailure } from '../../engine/errors.ts';
+import { outageSummary, type Logger } from '../logger.ts';
 import { openSequelize, SqliteDatabase, type SqlDatabase } from '../../engine/sql/index.ts';
 import type { Config } from '../flags.ts';
 import { DynamoDatabase, dynamoDatabase, sqlDatabase, type MainDatabase } from '../../auth/index.ts';
@@ -67,6 +68,23 @@ export async function closeMainDatabase(database: MainDatabase): Promise<void> {
 /** True when the main database answers a trivial request within `timeoutMs`. */
 export function pingMainDatabase(database: MainDatabase, timeoutMs = 2000): Promise<boolean> {
   return database.kind === 'sql' ? pingDatabase(database.sequelize, timeoutMs) : database.dynamo.ping(timeoutMs);
+}
+
+/**
+ * Logs a failure that may be the main database's outage. During an outage (the
+ * failure is a dependency's, or the database does not answer a 1 s ping: a
+ * query cut off by the outage can fail with a driver error no code names) it
+ * is an expected consequence: a warning, `<msg>: dependency unavailable`,
+ * naming the outage without a stack. Anything else is an error.
+ */
+export function logUnlessOutage(logger: Logger, database: MainDatabase | undefined, msg: string, err: unknown, fields: Record<string, unknown> = {}): void {
+  const warn = (): void => logger.warn(`${msg}: dependency unavailable`, { ...fields, cause: outageSummary(err) });
+  if (isDependencyFailure(err)) return warn();
+  if (database === undefined) return logger.error(msg, { ...fields, err });
+  void pingMainDatabase(database, 1000).then(
+    (up) => (up ? logger.error(msg, { ...fields, err }) : warn()),
+    () => warn(),
+  );
 }
 
 function sqliteFile(url: string): string {

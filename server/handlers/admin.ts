@@ -10,13 +10,12 @@
  * GraphQL refuses them as unknown fields before anything runs. `_env` is
  * GraphQL-only.
  */
-import { LatchkeyError, isDependencyFailure } from '../../engine/errors.ts';
+import { LatchkeyError } from '../../engine/errors.ts';
 import { ADMIN_COOKIE, AdminService, EMAIL_TEMPLATE_EVENTS, WEBHOOK_EVENTS, type AdminCallContext, type AuditEntry, type WebhookEvent } from '../../admin/index.ts';
 import type { SignupRecorder, UserRecord } from '../../auth/index.ts';
 import { redactedConfig } from '../flags.ts';
 import type { RequestContext } from '../context.ts';
-import { pingMainDatabase } from '../compose/database.ts';
-import { outageSummary } from '../logger.ts';
+import { logUnlessOutage } from '../compose/database.ts';
 import { ADMIN_OPERATIONS } from '../../api/index.ts';
 import type { HandlersOf } from './types.ts';
 import { metaFromConfig } from './meta.ts';
@@ -63,14 +62,7 @@ export async function recordUserEvent(
  * outage, without a stack. Anything else is an error.
  */
 export function logUnrecordedEvent(ctx: RequestContext, action: string, err: unknown): void {
-  const warn = (): void => ctx.logger.warn('user event not recorded: dependency unavailable', { action, cause: outageSummary(err) });
-  if (isDependencyFailure(err)) return warn();
-  const database = ctx.services.database;
-  if (database === undefined) return ctx.logger.error('user event not recorded', { action, err });
-  void pingMainDatabase(database, 1000).then(
-    (up) => (up ? ctx.logger.error('user event not recorded', { action, err }) : warn()),
-    () => warn(),
-  );
+  logUnlessOutage(ctx.logger, ctx.services.database, 'user event not recorded', err, { action });
 }
 
 /**
