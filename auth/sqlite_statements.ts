@@ -30,6 +30,7 @@ interface NodeSqliteConnection {
   readonly closed: boolean;
   allNow(sql: string, params: readonly unknown[]): Record<string, unknown>[] | undefined;
   arraysNow(sql: string, params: readonly unknown[]): unknown[][] | undefined;
+  changeMarkNow(): number | undefined;
   all(sql: string, params: readonly unknown[], callback: (err: Error | null, rows?: unknown[]) => void): unknown;
   run(sql: string, params: readonly unknown[], callback: (this: { changes: number }, err: Error | null) => void): unknown;
 }
@@ -108,6 +109,16 @@ export class SqliteStatements {
     } catch {
       return undefined;
     }
+  }
+
+  /**
+   * The connection's change mark (engine/sql/node_sqlite_driver.ts
+   * `changeMarkNow`): unchanged for as long as {@link valuesNow} would read
+   * the same rows again; undefined when it cannot tell at once.
+   */
+  changeMarkNow(): number | undefined {
+    const c = this.#connection;
+    return c === undefined || c.closed ? undefined : c.changeMarkNow();
   }
 
   /** Runs a statement that returns no rows; resolves to the number of rows changed, or undefined when sequelize must run it. */

@@ -20,7 +20,9 @@
  *
  * The store's reads use {@link Database.allNow} (level reads
  * {@link Database.arraysNow}): the rows at once, without a trip through the
- * event loop.
+ * event loop. {@link Database.changeMarkNow} tells a reader whether anything
+ * may have changed what this connection reads since it last asked (the user
+ * store's row cache, auth/user_store.ts).
  *
  * Lock waits never block the event loop: SQLite's own busy timeout is 0, and
  * a statement that meets SQLITE_BUSY is retried from a timer (backing off up
@@ -68,6 +70,16 @@ const CODES: Record<number, string> = {
 
 /** Statements kept prepared per connection (most recently used kept). */
 const STATEMENT_CACHE = 256;
+
+/** A statement that only reads (its text opens with SELECT): it leaves a connection's change mark as it is. */
+const READ_ONLY = /^\s*select\b/i;
+
+/**
+ * The last change mark handed out ({@link Database.changeMarkNow}), for the
+ * whole process: a connection's new mark is one no connection had before,
+ * so a mark taken from a connection since closed never matches a new one's.
+ */
+let marks = 0;
 const DEFAULT_BUSY_TIMEOUT_MS = 5000;
 
 export type Params = readonly unknown[] | Record<string, unknown> | undefined;
@@ -145,6 +157,11 @@ export class Database extends EventEmitter {
   #wal = false;
   #closed = false;
   readonly #beforeClose: (() => Promise<void>)[] = [];
+  /** This connection's change mark ({@link Database.changeMarkNow}). */
+  #mark = ++marks;
+  /** `PRAGMA data_version`, prepared on first use, and the value it gave last. */
+  #dataVersion: StatementSync | undefined;
+  #seenDataVersion: unknown;
 
   constructor(filename: string, mode?: number | ((err: Error | null) => void), callback?: (err: Error | null) => void) {
     super();
@@ -214,7 +231,9 @@ export class Database extends EventEmitter {
     const retryable = this.#db !== undefined && (!this.#db.isTransaction || this.#wal);
     this.#submit(() => {
       try {
-        this.#open().exec(sql);
+        const db = this.#open();
+        this.#mark = ++marks;
+        db.exec(sql);
       } catch (err) {
         if (retryable && isBusyError(err) && Date.now() < deadline) return false;
         this.#done(callback, sqliteError(err), undefined, undefined);
@@ -251,6 +270,7 @@ export class Database extends EventEmitter {
         this.#closed = true;
         this.#statements.clear();
         this.#arrayStatements.clear();
+        this.#dataVersion = undefined;
         try {
           this.#db?.close();
         } catch (err) {
@@ -281,7 +301,9 @@ export class Database extends EventEmitter {
   allNow(sql: string, params: readonly unknown[]): Record<string, unknown>[] | undefined {
     if (this.#queue.length > 0) return undefined;
     try {
-      return this.#rows(this.#prepare(sql), bind(params));
+      const st = this.#prepare(sql);
+      if (!READ_ONLY.test(sql)) this.#mark = ++marks;
+      return this.#rows(st, bind(params));
     } catch (err) {
       throw sqliteError(err);
     }
@@ -302,9 +324,44 @@ export class Database extends EventEmitter {
         if (this.#arrayStatements.size >= STATEMENT_CACHE) this.#arrayStatements.delete(this.#arrayStatements.keys().next().value!);
         this.#arrayStatements.set(sql, st);
       }
+      if (!READ_ONLY.test(sql)) this.#mark = ++marks;
       return this.#rows(st, bind(params)) as unknown as unknown[][];
     } catch (err) {
       throw sqliteError(err);
+    }
+  }
+
+  /**
+   * A number that stays the same for as long as nothing can have changed
+   * what a SELECT on this connection reads: it changes when a statement
+   * other than a SELECT runs on this connection (before it runs, so a row
+   * read during an open transaction is not kept past its rollback) and when
+   * another connection, of this process or another, has committed since the
+   * last call (SQLite's `PRAGMA data_version`, one statement of about 1.5 µs).
+   * Undefined when the connection cannot answer at once (statements wait for
+   * a lock on it, or it is closed): a reader then reads the rows again.
+   *
+   * A reader that keeps rows read at once with the mark taken just before
+   * may answer from them while the mark is unchanged: the rows are what the
+   * SELECT would read again.
+   */
+  changeMarkNow(): number | undefined {
+    if (this.#queue.length > 0 || this.#closed || this.#db === undefined) return undefined;
+    try {
+      let st = this.#dataVersion;
+      if (st === undefined) {
+        st = this.#db.prepare('PRAGMA data_version');
+        st.setReturnArrays(true);
+        this.#dataVersion = st;
+      }
+      const version = (st.get() as unknown as unknown[] | undefined)?.[0];
+      if (version !== this.#seenDataVersion) {
+        this.#seenDataVersion = version;
+        this.#mark = ++marks;
+      }
+      return this.#mark;
+    } catch {
+      return undefined;
     }
   }
 
@@ -351,6 +408,7 @@ export class Database extends EventEmitter {
         const db = this.#open();
         retryable = !db.isTransaction || this.#wal || COMMIT.test(sql);
         const st = this.#prepare(sql);
+        if (!READ_ONLY.test(sql)) this.#mark = ++marks;
         const { meta, result } = exec(st, p);
         this.#done(callback, null, meta, result);
       } catch (err) {

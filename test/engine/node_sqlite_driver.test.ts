@@ -273,3 +273,66 @@ test('driver: sequelize on :memory: keeps one connection', async (t) => {
     await sequelize.close();
   }
 });
+
+function exec(db: Database, sql: string): Promise<void> {
+  return new Promise((resolve, reject) => db.exec(sql, (err) => (err ? reject(err) : resolve())));
+}
+
+test('driver: the change mark stays while only SELECTs run, and moves with a write on the connection, a commit elsewhere, or a new connection', async (t) => {
+  await withFile(async (file) => {
+    const db = await open(file);
+    const other = await open(file);
+    try {
+      await run(db, 'CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
+      await run(db, "INSERT INTO t (id, v) VALUES (1, 'a')");
+      const first = db.changeMarkNow();
+      t.is(typeof first, 'number');
+      t.deepEqual(db.arraysNow('SELECT v FROM t WHERE id = ?', [1]), [['a']]);
+      t.deepEqual(db.allNow('  select v from t', []), [{ v: 'a' }]);
+      await all(db, 'SELECT * FROM t');
+      t.is(db.changeMarkNow(), first, 'reads, at once or through the queue, leave it');
+
+      await run(db, "UPDATE t SET v = 'b' WHERE id = 1");
+      const afterRun = db.changeMarkNow();
+      t.not(afterRun, first, 'a write through run');
+      await exec(db, "UPDATE t SET v = 'c' WHERE id = 1");
+      const afterExec = db.changeMarkNow();
+      t.not(afterExec, afterRun, 'a write through exec');
+      db.allNow("UPDATE t SET v = 'd' WHERE id = 1 RETURNING v", []);
+      const afterNow = db.changeMarkNow();
+      t.not(afterNow, afterExec, 'a statement run at once that is not a SELECT');
+
+      // Another connection's commit (another process's is seen the same way: SQLite's data_version).
+      await run(other, "UPDATE t SET v = 'e' WHERE id = 1");
+      const afterOther = db.changeMarkNow();
+      t.not(afterOther, afterNow, 'a commit of another connection');
+      t.is(db.changeMarkNow(), afterOther, 'and only once');
+      t.deepEqual(db.arraysNow('SELECT v FROM t WHERE id = ?', [1]), [['e']]);
+
+      // Uncommitted work of another connection is not seen, and does not move the mark; its commit does.
+      await exec(other, 'BEGIN IMMEDIATE');
+      await run(other, "UPDATE t SET v = 'f' WHERE id = 1");
+      t.is(db.changeMarkNow(), afterOther);
+      await exec(other, 'COMMIT');
+      t.not(db.changeMarkNow(), afterOther);
+
+      // A rolled-back transaction on the connection itself: the rows read inside it are not kept past it.
+      await exec(db, 'BEGIN');
+      await run(db, "UPDATE t SET v = 'g' WHERE id = 1");
+      const inside = db.changeMarkNow();
+      await exec(db, 'ROLLBACK');
+      t.not(db.changeMarkNow(), inside);
+      t.deepEqual(db.arraysNow('SELECT v FROM t WHERE id = ?', [1]), [['f']]);
+
+      // A new connection never repeats a mark another one gave.
+      const marks = new Set([first, afterRun, afterExec, afterNow, afterOther, inside, db.changeMarkNow(), other.changeMarkNow()]);
+      const third = await open(file);
+      t.false(marks.has(third.changeMarkNow()));
+      await close(third);
+      t.is(third.changeMarkNow(), undefined, 'a closed connection cannot tell');
+    } finally {
+      await close(db);
+      await close(other);
+    }
+  });
+});
