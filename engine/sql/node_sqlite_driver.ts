@@ -70,6 +70,7 @@ const CODES: Record<number, string> = {
 
 /** Statements kept prepared per connection (most recently used kept). */
 const STATEMENT_CACHE = 256;
+const DEFAULT_BUSY_TIMEOUT_MS = 5000;
 
 /** A statement that only reads (its text opens with SELECT): it leaves a connection's change mark as it is. */
 const READ_ONLY = /^\s*select\b/i;
@@ -80,7 +81,6 @@ const READ_ONLY = /^\s*select\b/i;
  * so a mark taken from a connection since closed never matches a new one's.
  */
 let marks = 0;
-const DEFAULT_BUSY_TIMEOUT_MS = 5000;
 
 export type Params = readonly unknown[] | Record<string, unknown> | undefined;
 type Callback<T> = ((this: RunResult, err: Error | null, result?: T) => void) | undefined;

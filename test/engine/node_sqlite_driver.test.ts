@@ -7,6 +7,7 @@ import test from 'ava';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { DataTypes, Transaction, UniqueConstraintError, type Sequelize } from 'sequelize';
 import { Database, nodeSqliteDriver, Statement } from '../../engine/sql/node_sqlite_driver.ts';
 import { sqliteSequelize } from '../../engine/sql/sqlite_sequelize.ts';
@@ -333,6 +334,24 @@ test('driver: the change mark stays while only SELECTs run, and moves with a wri
     } finally {
       await close(db);
       await close(other);
+    }
+  });
+});
+
+test('driver: the change mark moves when another process commits to the file', async (t) => {
+  await withFile(async (file) => {
+    const db = await open(file);
+    try {
+      await run(db, 'CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
+      await run(db, "INSERT INTO t (id, v) VALUES (1, 'a')");
+      const before = db.changeMarkNow();
+      t.is(db.changeMarkNow(), before);
+      const script = "const { DatabaseSync } = require('node:sqlite'); const d = new DatabaseSync(process.argv[1]); d.prepare(\"UPDATE t SET v = 'b' WHERE id = 1\").run(); d.close();";
+      execFileSync(process.execPath, ['-e', script, file]);
+      t.not(db.changeMarkNow(), before);
+      t.deepEqual(db.arraysNow('SELECT v FROM t WHERE id = ?', [1]), [['b']]);
+    } finally {
+      await close(db);
     }
   });
 });
