@@ -35,53 +35,55 @@ test('findByIdNow and findById answer what the file holds after any sequence of 
     const store = new SqlUserStore({ sequelize });
     await store.init();
     let run = 0;
-    await t.notThrowsAsync(fc.assert(
-      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 12 }), async (steps) => {
-        run++;
-        const ids: string[] = [];
-        for (let i = 0; i < 3; i++) ids.push((await store.create({ email: `u${i}-${run}@example.com`, given_name: 'first' })).id);
-        const truth = (id: string): { given_name: string | null; revoked_timestamp: number | null } | undefined =>
-          other.prepare('SELECT given_name, revoked_timestamp FROM users WHERE id = ?').get(id) as never;
-        const agrees = async (): Promise<boolean> => {
-          for (const id of ids) {
-            const held = truth(id);
-            const now = store.findByIdNow(id);
-            // The connection is idle here: a row that exists is answered at once.
-            if (held === undefined ? now !== undefined : now === undefined) return false;
-            if (now !== undefined && (now.given_name !== held!.given_name || now.revoked_timestamp !== held!.revoked_timestamp)) return false;
-            const later = await store.findById(id);
-            if (later?.given_name !== held?.given_name || later?.revoked_timestamp !== held?.revoked_timestamp) return false;
+    await t.notThrowsAsync(
+      fc.assert(
+        fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 12 }), async (steps) => {
+          run++;
+          const ids: string[] = [];
+          for (let i = 0; i < 3; i++) ids.push((await store.create({ email: `u${i}-${run}@example.com`, given_name: 'first' })).id);
+          const truth = (id: string): { given_name: string | null; revoked_timestamp: number | null } | undefined =>
+            other.prepare('SELECT given_name, revoked_timestamp FROM users WHERE id = ?').get(id) as never;
+          const agrees = async (): Promise<boolean> => {
+            for (const id of ids) {
+              const held = truth(id);
+              const now = store.findByIdNow(id);
+              // The connection is idle here: a row that exists is answered at once.
+              if (held === undefined ? now !== undefined : now === undefined) return false;
+              if (now !== undefined && (now.given_name !== held!.given_name || now.revoked_timestamp !== held!.revoked_timestamp)) return false;
+              const later = await store.findById(id);
+              if (later?.given_name !== held?.given_name || later?.revoked_timestamp !== held?.revoked_timestamp) return false;
+            }
+            return true;
+          };
+          if (!(await agrees())) return false;
+          for (const s of steps) {
+            const id = ids[s.user]!;
+            if (s.kind === 'store_update') await store.update(id, { given_name: s.name }).catch(() => undefined);
+            else if (s.kind === 'own_connection') await sequelize.query('UPDATE users SET given_name = ? WHERE id = ?', { replacements: [s.name, id] });
+            else if (s.kind === 'other_commit') other.prepare('UPDATE users SET given_name = ? WHERE id = ?').run(s.name, id);
+            else if (s.kind === 'other_rollback') {
+              other.exec('BEGIN IMMEDIATE');
+              other.prepare('UPDATE users SET given_name = ? WHERE id = ?').run(s.name, id);
+              // Not committed: not seen, by either read.
+              const seen = store.findByIdNow(id);
+              other.exec('ROLLBACK');
+              if (seen !== undefined && seen.given_name === s.name && truth(id)?.given_name !== s.name) return false;
+            } else if (s.kind === 'caller_rollback') {
+              await sequelize
+                .transaction(async (transaction) => {
+                  await store.update(id, { given_name: s.name }, { transaction: transaction as never });
+                  throw new Error('the caller fails after the update');
+                })
+                .catch(() => undefined);
+            } else if (s.kind === 'revoke') await store.update(id, { revoked_timestamp: 1_700_000_000 }).catch(() => undefined);
+            else if (s.kind === 'delete') await store.delete(id);
+            if (!(await agrees())) return false;
           }
           return true;
-        };
-        if (!(await agrees())) return false;
-        for (const s of steps) {
-          const id = ids[s.user]!;
-          if (s.kind === 'store_update') await store.update(id, { given_name: s.name }).catch(() => undefined);
-          else if (s.kind === 'own_connection') await sequelize.query('UPDATE users SET given_name = ? WHERE id = ?', { replacements: [s.name, id] });
-          else if (s.kind === 'other_commit') other.prepare('UPDATE users SET given_name = ? WHERE id = ?').run(s.name, id);
-          else if (s.kind === 'other_rollback') {
-            other.exec('BEGIN IMMEDIATE');
-            other.prepare('UPDATE users SET given_name = ? WHERE id = ?').run(s.name, id);
-            // Not committed: not seen, by either read.
-            const seen = store.findByIdNow(id);
-            other.exec('ROLLBACK');
-            if (seen !== undefined && seen.given_name === s.name && truth(id)?.given_name !== s.name) return false;
-          } else if (s.kind === 'caller_rollback') {
-            await sequelize
-              .transaction(async (transaction) => {
-                await store.update(id, { given_name: s.name }, { transaction: transaction as never });
-                throw new Error('the caller fails after the update');
-              })
-              .catch(() => undefined);
-          } else if (s.kind === 'revoke') await store.update(id, { revoked_timestamp: 1_700_000_000 }).catch(() => undefined);
-          else if (s.kind === 'delete') await store.delete(id);
-          if (!(await agrees())) return false;
-        }
-        return true;
-      }),
-      { numRuns },
-    ));
+        }),
+        { numRuns },
+      ),
+    );
   } finally {
     other.close();
     await m.close();
