@@ -232,7 +232,7 @@ export class Database extends EventEmitter {
     this.#submit(() => {
       try {
         const db = this.#open();
-        this.#mark = ++marks;
+        this.#beforeStatement(undefined);
         db.exec(sql);
       } catch (err) {
         if (retryable && isBusyError(err) && Date.now() < deadline) return false;
@@ -302,7 +302,7 @@ export class Database extends EventEmitter {
     if (this.#queue.length > 0) return undefined;
     try {
       const st = this.#prepare(sql);
-      if (!READ_ONLY.test(sql)) this.#mark = ++marks;
+      this.#beforeStatement(sql);
       return this.#rows(st, bind(params));
     } catch (err) {
       throw sqliteError(err);
@@ -324,7 +324,7 @@ export class Database extends EventEmitter {
         if (this.#arrayStatements.size >= STATEMENT_CACHE) this.#arrayStatements.delete(this.#arrayStatements.keys().next().value!);
         this.#arrayStatements.set(sql, st);
       }
-      if (!READ_ONLY.test(sql)) this.#mark = ++marks;
+      this.#beforeStatement(sql);
       return this.#rows(st, bind(params)) as unknown as unknown[][];
     } catch (err) {
       throw sqliteError(err);
@@ -363,6 +363,11 @@ export class Database extends EventEmitter {
     } catch {
       return undefined;
     }
+  }
+
+  /** Moves the change mark before a statement runs unless its text is a SELECT (`undefined`: a script, which may write). */
+  #beforeStatement(sql: string | undefined): void {
+    if (sql === undefined || !READ_ONLY.test(sql)) this.#mark = ++marks;
   }
 
   #rows(st: StatementSync, p: Params): Record<string, unknown>[] {
@@ -408,7 +413,7 @@ export class Database extends EventEmitter {
         const db = this.#open();
         retryable = !db.isTransaction || this.#wal || COMMIT.test(sql);
         const st = this.#prepare(sql);
-        if (!READ_ONLY.test(sql)) this.#mark = ++marks;
+        this.#beforeStatement(sql);
         const { meta, result } = exec(st, p);
         this.#done(callback, null, meta, result);
       } catch (err) {

@@ -114,4 +114,3 @@ export async function plugAdmin(services: Services): Promise<AdminService> {
   services.closers.push(() => service.close());
   return service;
 }
-

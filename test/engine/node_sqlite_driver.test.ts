@@ -35,6 +35,10 @@ function all(db: Database, sql: string, params: unknown[] = []): Promise<Record<
   return new Promise((resolve, reject) => db.all(sql, params, (err, rows) => (err ? reject(err) : resolve(rows as Record<string, unknown>[]))));
 }
 
+function exec(db: Database, sql: string): Promise<void> {
+  return new Promise((resolve, reject) => db.exec(sql, (err) => (err ? reject(err) : resolve())));
+}
+
 function close(db: Database): Promise<void> {
   return new Promise((resolve, reject) => db.close((err) => (err ? reject(err) : resolve())));
 }
@@ -274,10 +278,6 @@ test('driver: sequelize on :memory: keeps one connection', async (t) => {
     await sequelize.close();
   }
 });
-
-function exec(db: Database, sql: string): Promise<void> {
-  return new Promise((resolve, reject) => db.exec(sql, (err) => (err ? reject(err) : resolve())));
-}
 
 test('driver: the change mark stays while only SELECTs run, and moves with a write on the connection, a commit elsewhere, or a new connection', async (t) => {
   await withFile(async (file) => {
