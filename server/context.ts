@@ -182,8 +182,8 @@ export function extractCredentials(
     cookie?: string | undefined;
     adminSecret?: string | undefined;
     apiKey?: string | undefined;
-    /** The `DPoP` header, method and path of an HTTP request. */
-    dpop?: { proof: string | undefined; method: string; path: string } | undefined;
+    /** The `DPoP` header, method and path of an HTTP request; asked for only when the scheme is `DPoP`. */
+    dpop?: (() => { proof: string | undefined; method: string; path: string }) | undefined;
   },
   memo?: BearerMemo,
 ): Credentials {
@@ -198,7 +198,7 @@ export function extractCredentials(
       const bound = DPOP_SCHEME.exec(auth)?.[1];
       if (bound !== undefined) {
         creds.bearer = bound;
-        creds.dpop = headers.dpop;
+        creds.dpop = headers.dpop();
       }
     }
   }

@@ -94,7 +94,7 @@ class HttpCallInfo implements CallInfo {
     const socket = req.socket as Socket & { [BEARER_MEMO]?: BearerMemo };
     const memo = (socket[BEARER_MEMO] ??= new BearerMemo());
     const apiKey = h['x-api-key'];
-    const dpop = { proof: typeof h['dpop'] === 'string' ? h['dpop'] : undefined, method: req.method ?? 'GET', path: (req.url ?? '/').split('?')[0] ?? '/' };
+    const dpop = () => ({ proof: typeof h['dpop'] === 'string' ? h['dpop'] : undefined, method: req.method ?? 'GET', path: (req.url ?? '/').split('?')[0] ?? '/' });
     this.credentials = extractCredentials({ authorization: h.authorization, cookie: h.cookie, adminSecret: Array.isArray(admin) ? admin[0] : admin, apiKey: Array.isArray(apiKey) ? apiKey[0] : apiKey, dpop }, memo);
     this.#res = res;
   }
