@@ -1,38 +1,29 @@
 /**
  * Signed tokens: access, id and refresh JWTs, the JWKS document and the
- * OpenID discovery document, with jose (loaded on first use through auth/jose.ts).
+ * OpenID discovery document. The tokens are signed and their signatures
+ * checked by auth/jws.ts on node:crypto; jose (loaded on first use through
+ * auth/jose.ts) imports and checks RSA and EC keys at start and writes the
+ * public JWK.
  *
- * Verification (ASVS v5 9.1–9.2): the algorithm is pinned to the configured
- * one (so `alg: none` and HS/RS confusion are refused by jose), the signature
- * is checked first, then `iss`, `aud`, `exp`, `iat`, `nbf` (with a bounded
- * clock tolerance), the `kid` must be ours, key-carrying headers (`jku`,
- * `jwk`, `x5u`, `x5c`) are refused outright (no file or network access ever
- * happens), and the `token_type` claim must be the one the caller expects, so
- * an id token or a refresh token is never accepted as an access token.
+ * Verification (ASVS v5 9.1–9.2): the token must be a compact JWS in
+ * canonical base64url; the algorithm is pinned to the configured one (so
+ * `alg: none` and HS/RS confusion are refused), the `kid` must be ours,
+ * key-carrying headers (`jku`, `jwk`, `x5u`, `x5c`) and `crit` are refused
+ * outright (no file or network access ever happens, no extension is
+ * understood), the signature is checked next, then `iss`, `aud`, the
+ * required claims, `exp`, `iat`, `nbf` (numbers, with a bounded clock
+ * tolerance), and the `token_type` claim must be the one the caller expects,
+ * so an id token or a refresh token is never accepted as an access token.
  */
-import { createHash, randomBytes, webcrypto } from 'node:crypto';
-import type { JWK, JWTPayload, ProtectedHeaderParameters } from 'jose';
+import { createHash, randomBytes } from 'node:crypto';
+import type { JWK, JWTPayload } from 'jose';
 import { jose } from './jose.ts';
+import { asymmetricKey, hmacKey, JWT_ALGORITHMS, parseCompact, payloadOf, signCompact, type JwsKey, type JwtAlgorithm } from './jws.ts';
 import { LatchkeyError } from '../engine/errors.ts';
 import { CLIENT_ASSERTION_ALGORITHMS } from './client_store.ts';
 import { DPOP_ALGORITHMS } from './dpop.ts';
 
-/** The signing algorithms of `--jwt-type`. */
-export const JWT_ALGORITHMS = [
-  'HS256',
-  'HS384',
-  'HS512',
-  'RS256',
-  'RS384',
-  'RS512',
-  'ES256',
-  'ES384',
-  'ES512',
-  'PS256',
-  'PS384',
-  'PS512',
-] as const;
-export type JwtAlgorithm = (typeof JWT_ALGORITHMS)[number];
+export { JWT_ALGORITHMS, type JwtAlgorithm } from './jws.ts';
 
 /** The three token kinds, as carried in the `token_type` claim. */
 export type TokenType = 'access_token' | 'id_token' | 'refresh_token';
@@ -68,14 +59,15 @@ export type TokenClaims = JWTPayload & { token_type: TokenType; sub: string; [cl
 const INVALID_TOKEN = (cause?: unknown): LatchkeyError =>
   new LatchkeyError('unauthenticated', 'invalid token', { reason: 'invalid_token', cause });
 
-const FORBIDDEN_HEADERS = ['jku', 'jwk', 'x5u', 'x5c'] as const;
+/** Header parameters that refuse a token: those that carry or point at a key, and `crit` (no extension is understood here). */
+const FORBIDDEN_HEADERS = ['jku', 'jwk', 'x5u', 'x5c', 'crit'] as const;
+/** Claims every token of ours carries. */
+const REQUIRED_CLAIMS = ['exp', 'iat', 'sub', 'jti'] as const;
 const VERIFIED_CACHE_SIZE = 10_000;
 const VERIFIED_KEY_LENGTH = 32;
 /** A token's key in the verified-token cache: its last characters (see `TokenService.#verified`). */
 const verifiedKey = (token: string): string => (token.length > VERIFIED_KEY_LENGTH ? token.slice(-VERIFIED_KEY_LENGTH) : token);
 
-type CryptoKey = webcrypto.CryptoKey;
-type SigningKey = CryptoKey | Uint8Array;
 
 /** Signs and verifies the server's JWTs with one configured key. */
 export class TokenService {
@@ -85,15 +77,14 @@ export class TokenService {
   readonly accessTokenTtl: number;
   readonly refreshTokenTtl: number;
   readonly kid: string;
-  readonly #signKey: SigningKey;
-  readonly #verifyKey: SigningKey;
+  readonly #key: JwsKey;
   readonly #publicJwk: JWK | undefined;
   readonly #tolerance: number;
   readonly #now: () => number;
   /**
    * Tokens whose signature and static claims were verified. A hit skips only
-   * the signature work (jose's async WebCrypto path, the cost of this
-   * function: ~10× a Map lookup plus the time checks); the time-dependent
+   * the parsing and the signature work (for HMAC about 10 µs, for RSA and
+   * ECDSA far more); the time-dependent
    * checks and the expected type are re-run on every call. Keyed by the
    * token's last 32 characters (part of its signature), as a token is a fresh
    * string on every request and hashing all of it for the lookup cost more
@@ -105,8 +96,7 @@ export class TokenService {
 
   private constructor(init: {
     options: TokenOptions;
-    signKey: SigningKey;
-    verifyKey: SigningKey;
+    key: JwsKey;
     publicJwk: JWK | undefined;
     kid: string;
   }) {
@@ -118,15 +108,13 @@ export class TokenService {
     this.refreshTokenTtl = o.refreshTokenTtl ?? 30 * 24 * 3600;
     this.#tolerance = o.clockToleranceSeconds ?? 30;
     this.#now = o.now ?? Date.now;
-    this.#signKey = init.signKey;
-    this.#verifyKey = init.verifyKey;
+    this.#key = init.key;
     this.#publicJwk = init.publicJwk;
     this.kid = init.kid;
   }
 
   /**
-   * Imports the configured keys once (pre-imported `CryptoKey`s verify several
-   * times faster than raw secrets). Throws `invalid_argument` (reason
+   * Imports the configured keys once. Throws `invalid_argument` (reason
    * `invalid_jwt_options`) when the options do not fit the algorithm.
    */
   static async create(options: TokenOptions): Promise<TokenService> {
@@ -138,34 +126,32 @@ export class TokenService {
     if (!options.audience) throw bad('token audience (client id) is required');
     if (alg.startsWith('HS')) {
       if (!options.secret) throw bad(`--jwt-secret is required for ${alg}`);
-      const hash = `SHA-${alg.slice(2)}`;
-      const key = await webcrypto.subtle.importKey('raw', Buffer.from(options.secret, 'utf8'), { name: 'HMAC', hash }, false, [
-        'sign',
-        'verify',
-      ]);
       // The kid names the secret without revealing it; HMAC keys are never published (JWKS stays empty).
       const kid = createHash('sha256').update('latchkey-kid:').update(options.secret).digest('base64url').slice(0, 16);
-      return new TokenService({ options, signKey: key as CryptoKey, verifyKey: key as CryptoKey, publicJwk: undefined, kid });
+      return new TokenService({ options, key: hmacKey(alg, options.secret), publicJwk: undefined, kid });
     }
     if (!options.privateKey || !options.publicKey) throw bad(`--jwt-private-key and --jwt-public-key are required for ${alg}`);
-    let signKey: CryptoKey;
-    let verifyKey: CryptoKey;
+    // jose's import refuses a key of the wrong type, curve or RSA size for the algorithm; its public JWK is published.
+    let verifyKey: Awaited<ReturnType<ReturnType<typeof jose>['importSPKI']>>;
+    let key: JwsKey;
     try {
-      signKey = await jose().importPKCS8(options.privateKey, alg);
+      await jose().importPKCS8(options.privateKey, alg);
       verifyKey = await jose().importSPKI(options.publicKey, alg, { extractable: true });
+      key = asymmetricKey(alg, options.privateKey, options.publicKey);
     } catch (err) {
       throw bad(`the jwt keys are not valid PEM keys for ${alg}`, err);
     }
     const jwk = await jose().exportJWK(verifyKey);
     const kid = await jose().calculateJwkThumbprint(jwk);
-    // The pair must match: sign a probe with the private key and verify it with the public key.
+    // The pair must match: sign a probe with the private key and verify it with the public key, through jose as
+    // any relying party would.
     try {
-      const probe = await new (jose().SignJWT)({}).setProtectedHeader({ alg }).sign(signKey);
+      const probe = await signCompact(key, { alg }, {});
       await jose().jwtVerify(probe, verifyKey, { algorithms: [alg] });
     } catch (err) {
       throw bad('--jwt-private-key and --jwt-public-key do not form a key pair', err);
     }
-    return new TokenService({ options, signKey, verifyKey, publicJwk: { ...jwk, kid, alg, use: 'sig' }, kid });
+    return new TokenService({ options, key, publicJwk: { ...jwk, kid, alg, use: 'sig' }, kid });
   }
 
   /** Seconds since the epoch, from the injected clock. */
@@ -183,16 +169,21 @@ export class TokenService {
     const ttl = ttlSeconds ?? (type === 'refresh_token' ? this.refreshTokenTtl : this.accessTokenTtl);
     const exp = iat + ttl;
     const jti = randomBytes(16).toString('base64url');
-    const token = await new (jose().SignJWT)({ ...claims, token_type: type })
-      .setProtectedHeader({ alg: this.algorithm, kid: this.kid, typ: 'JWT' })
-      .setIssuer(this.issuer)
-      // Extra audiences (RFC 8707 resource indicators) come after this server's own, which every token keeps.
-      .setAudience(extraAudience.length === 0 ? this.audience : [this.audience, ...extraAudience])
-      .setSubject(sub)
-      .setIssuedAt(iat)
-      .setExpirationTime(exp)
-      .setJti(jti)
-      .sign(this.#signKey);
+    const token = await signCompact(
+      this.#key,
+      { alg: this.algorithm, kid: this.kid, typ: 'JWT' },
+      {
+        ...claims,
+        token_type: type,
+        iss: this.issuer,
+        // Extra audiences (RFC 8707 resource indicators) come after this server's own, which every token keeps.
+        aud: extraAudience.length === 0 ? this.audience : [this.audience, ...extraAudience],
+        sub,
+        iat,
+        exp,
+        jti,
+      },
+    );
     return { token, expiresAt: exp, jti };
   }
 
@@ -203,15 +194,20 @@ export class TokenService {
    */
   async signLogoutToken(clientId: string, sub: string, sid: string): Promise<string> {
     const iat = this.nowSeconds();
-    return new (jose().SignJWT)({ sid, events: { 'http://schemas.openid.net/event/backchannel-logout': {} } })
-      .setProtectedHeader({ alg: this.algorithm, kid: this.kid, typ: 'logout+jwt' })
-      .setIssuer(this.issuer)
-      .setAudience(clientId)
-      .setSubject(sub)
-      .setIssuedAt(iat)
-      .setExpirationTime(iat + 120)
-      .setJti(randomBytes(16).toString('base64url'))
-      .sign(this.#signKey);
+    return signCompact(
+      this.#key,
+      { alg: this.algorithm, kid: this.kid, typ: 'logout+jwt' },
+      {
+        sid,
+        events: { 'http://schemas.openid.net/event/backchannel-logout': {} },
+        iss: this.issuer,
+        aud: clientId,
+        sub,
+        iat,
+        exp: iat + 120,
+        jti: randomBytes(16).toString('base64url'),
+      },
+    );
   }
 
   /**
@@ -242,27 +238,18 @@ export class TokenService {
       if (cached.token_type !== expectedType) throw INVALID_TOKEN();
       return cached;
     }
-    let header: ProtectedHeaderParameters;
-    try {
-      header = jose().decodeProtectedHeader(token);
-    } catch (err) {
-      throw INVALID_TOKEN(err);
-    }
-    if (header.alg !== this.algorithm || header.kid !== this.kid) throw INVALID_TOKEN();
+    const parsed = parseCompact(token);
+    if (parsed === undefined) throw INVALID_TOKEN();
+    const header = parsed.header;
+    if (header['alg'] !== this.algorithm || header['kid'] !== this.kid) throw INVALID_TOKEN();
     for (const h of FORBIDDEN_HEADERS) if (h in header) throw INVALID_TOKEN();
-    let payload: JWTPayload;
-    try {
-      ({ payload } = await jose().jwtVerify(token, this.#verifyKey, {
-        algorithms: [this.algorithm],
-        issuer: this.issuer,
-        audience: this.audience,
-        requiredClaims: ['exp', 'iat', 'sub', 'jti'],
-        clockTolerance: this.#tolerance,
-        currentDate: new Date(this.#now()),
-      }));
-    } catch (err) {
-      throw INVALID_TOKEN(err);
-    }
+    if (!(await this.#key.verify(parsed.input, parsed.signature))) throw INVALID_TOKEN();
+    const payload = payloadOf(parsed) as JWTPayload | undefined;
+    if (payload === undefined || payload.iss !== this.issuer) throw INVALID_TOKEN();
+    const aud = payload.aud;
+    if (!(aud === this.audience || (Array.isArray(aud) && aud.includes(this.audience)))) throw INVALID_TOKEN();
+    for (const claim of REQUIRED_CLAIMS) if (!(claim in payload)) throw INVALID_TOKEN();
+    if (payload.nbf !== undefined && typeof payload.nbf !== 'number') throw INVALID_TOKEN();
     if (typeof payload.sub !== 'string' || payload.sub.length === 0) throw INVALID_TOKEN();
     if (!(TOKEN_TYPES as readonly unknown[]).includes(payload['token_type'])) throw INVALID_TOKEN();
     const claims = Object.freeze(payload) as TokenClaims;
@@ -277,7 +264,7 @@ export class TokenService {
     return claims;
   }
 
-  /** `exp`, `nbf` and `iat` against the clock, with the tolerance (jose checked them too on a miss). */
+  /** `exp`, `nbf` and `iat` against the clock, with the tolerance: on every call, a hit of the verified-token cache included. */
   #checkTimes(claims: TokenClaims): void {
     if (!this.#timesHold(claims)) throw INVALID_TOKEN();
   }

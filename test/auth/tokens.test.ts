@@ -17,6 +17,10 @@ for (const alg of JWT_ALGORITHMS) {
     const jwks = svc.jwks();
     if (alg.startsWith('HS')) {
       t.deepEqual(jwks, { keys: [] });
+      // Another service holding the secret verifies our token with jose.
+      const { payload, protectedHeader } = await jwtVerify(token, new TextEncoder().encode(SECRET), { algorithms: [alg], issuer: ISSUER, audience: CLIENT_ID });
+      t.is(payload.sub, 'u1');
+      t.deepEqual(protectedHeader, { alg, kid: svc.kid, typ: 'JWT' });
     } else {
       t.is(jwks.keys.length, 1);
       t.is(jwks.keys[0]!.alg, alg);
