@@ -23,9 +23,10 @@
  * a session therefore revokes every token issued in it, on every process that
  * shares the store.
  */
-import { hash, randomBytes } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { MemoryStore } from './memory_store.ts';
+import { randomBase64url } from './random_token.ts';
 
 /** What a session remembers. */
 export interface SessionRecord {
@@ -143,7 +144,6 @@ class KeyMemo {
 
 /** SHA-256 of a token, base64url (one call: a `Hash` object per token cost more than the digest on a session check). */
 const hashToken = (token: string): string => hash('sha256', token, 'base64url');
-const newId = (bytes: number): string => randomBytes(bytes).toString('base64url');
 
 /** Creates, reads, rotates and ends sessions. */
 export class SessionManager {
@@ -166,8 +166,8 @@ export class SessionManager {
 
   /** Creates a session; returns it with its cookie token (shown once, stored hashed). */
   async create(data: Omit<SessionRecord, 'sid' | 'cookie_hash' | 'created_ms'>): Promise<{ session: SessionRecord; cookieToken: string }> {
-    const sid = newId(18);
-    const cookieToken = newId(32);
+    const sid = randomBase64url(18);
+    const cookieToken = randomBase64url(32);
     const session: SessionRecord = { ...data, sid, cookie_hash: hashToken(cookieToken), created_ms: this.#now() };
     await this.#store.set(`sess:${sid}`, JSON.stringify(session), this.sessionTtl);
     await this.#store.set(`cookie:${session.cookie_hash}`, sid, this.cookieTtl);
@@ -284,7 +284,7 @@ export class SessionManager {
    * ending deletes this write or this call sees the marker (security matrix B6).
    */
   async rotateCookie(session: SessionRecord, patch: Partial<Pick<SessionRecord, 'roles' | 'scope' | 'org_id' | 'org_expires_at' | 'jkt'>> = {}): Promise<{ session: SessionRecord; cookieToken: string }> {
-    const cookieToken = newId(32);
+    const cookieToken = randomBase64url(32);
     const next: SessionRecord = { ...session, ...patch, cookie_hash: hashToken(cookieToken) };
     await this.#store.set(`sess:${session.sid}`, JSON.stringify(next), this.sessionTtl);
     await this.#store.set(`cookie:${next.cookie_hash}`, session.sid, this.cookieTtl);

@@ -15,9 +15,10 @@
  * tolerance), and the `token_type` claim must be the one the caller expects,
  * so an id token or a refresh token is never accepted as an access token.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { JWK, JWTPayload } from 'jose';
 import { jose } from './jose.ts';
+import { randomBase64url } from './random_token.ts';
 import { asymmetricKey, hmacKey, JWT_ALGORITHMS, parseCompact, payloadOf, signCompact, type JwsKey, type JwtAlgorithm } from './jws.ts';
 import { LatchkeyError } from '../engine/errors.ts';
 import { CLIENT_ASSERTION_ALGORITHMS } from './client_store.ts';
@@ -168,7 +169,7 @@ export class TokenService {
     const iat = this.nowSeconds();
     const ttl = ttlSeconds ?? (type === 'refresh_token' ? this.refreshTokenTtl : this.accessTokenTtl);
     const exp = iat + ttl;
-    const jti = randomBytes(16).toString('base64url');
+    const jti = randomBase64url(16);
     const token = await signCompact(
       this.#key,
       { alg: this.algorithm, kid: this.kid, typ: 'JWT' },
@@ -205,7 +206,7 @@ export class TokenService {
         sub,
         iat,
         exp: iat + 120,
-        jti: randomBytes(16).toString('base64url'),
+        jti: randomBase64url(16),
       },
     );
   }
