@@ -69,7 +69,6 @@ const VERIFIED_KEY_LENGTH = 32;
 /** A token's key in the verified-token cache: its last characters (see `TokenService.#verified`). */
 const verifiedKey = (token: string): string => (token.length > VERIFIED_KEY_LENGTH ? token.slice(-VERIFIED_KEY_LENGTH) : token);
 
-
 /** Signs and verifies the server's JWTs with one configured key. */
 export class TokenService {
   readonly algorithm: JwtAlgorithm;
@@ -85,8 +84,8 @@ export class TokenService {
   /**
    * Tokens whose signature and static claims were verified. A hit skips only
    * the parsing and the signature work (for HMAC about 10 µs, for RSA and
-   * ECDSA far more); the time-dependent
-   * checks and the expected type are re-run on every call. Keyed by the
+   * ECDSA far more); the time-dependent checks and the expected type are
+   * re-run on every call. Keyed by the
    * token's last 32 characters (part of its signature), as a token is a fresh
    * string on every request and hashing all of it for the lookup cost more
    * than the rest of a hit; an entry answers only the token it holds,
@@ -132,7 +131,8 @@ export class TokenService {
       return new TokenService({ options, key: hmacKey(alg, options.secret), publicJwk: undefined, kid });
     }
     if (!options.privateKey || !options.publicKey) throw bad(`--jwt-private-key and --jwt-public-key are required for ${alg}`);
-    // jose's import refuses a key of the wrong type, curve or RSA size for the algorithm; its public JWK is published.
+    // jose's import refuses a key of the wrong type or curve for the algorithm (and its verification of the probe
+    // below an RSA key under 2,048 bits); its public JWK is published.
     let verifyKey: Awaited<ReturnType<ReturnType<typeof jose>['importSPKI']>>;
     let key: JwsKey;
     try {

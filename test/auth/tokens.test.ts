@@ -1,4 +1,5 @@
 import test from 'ava';
+import { generateKeyPairSync } from 'node:crypto';
 import { SignJWT, base64url, importJWK, jwtVerify, createLocalJWKSet } from 'jose';
 import { JWT_ALGORITHMS, TokenService, type JwtAlgorithm } from '../../auth/index.ts';
 import { CLIENT_ID, ISSUER, errorOf, manualClock, pemPair } from './fixtures.ts';
@@ -43,6 +44,10 @@ test('mismatched or missing keys are refused at creation with invalid_jwt_option
   const b = pemPair('RS256');
   t.is((await errorOf(TokenService.create({ algorithm: 'RS256', issuer: ISSUER, audience: CLIENT_ID, privateKey: a.privateKey, publicKey: b.publicKey }))).reason, 'invalid_jwt_options');
   t.is((await errorOf(TokenService.create({ algorithm: 'ES256', issuer: ISSUER, audience: CLIENT_ID, ...a }))).reason, 'invalid_jwt_options');
+  // A key of the right type but too weak, or on another curve than the algorithm's.
+  const short = generateKeyPairSync('rsa', { modulusLength: 1024, publicKeyEncoding: { type: 'spki', format: 'pem' }, privateKeyEncoding: { type: 'pkcs8', format: 'pem' } });
+  t.is((await errorOf(TokenService.create({ algorithm: 'RS256', issuer: ISSUER, audience: CLIENT_ID, ...short }))).reason, 'invalid_jwt_options');
+  t.is((await errorOf(TokenService.create({ algorithm: 'ES256', issuer: ISSUER, audience: CLIENT_ID, ...pemPair('ES384') }))).reason, 'invalid_jwt_options');
 });
 
 test('B1: JWT pitfalls are all refused with invalid_token and nothing is fetched', async (t) => {
