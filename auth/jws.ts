@@ -65,7 +65,8 @@ export function hmacKey(alg: JwtAlgorithm, secret: string): JwsKey {
 /**
  * An RSA or ECDSA key pair (RS*, PS*, ES*) from PKCS#8 and SPKI PEM. The
  * caller checks that the keys suit the algorithm (tokens.ts imports them
- * with jose first, which refuses a wrong key type, curve or RSA size).
+ * with jose first, which refuses a wrong key type or curve, and has jose
+ * verify a probe, which refuses an RSA key under 2,048 bits).
  */
 export function asymmetricKey(alg: JwtAlgorithm, privatePem: string, publicPem: string): JwsKey {
   if (alg.startsWith('HS')) throw new TypeError(`${alg} is not an asymmetric algorithm`);

@@ -137,7 +137,8 @@ export function sendJson(res: ServerResponse, l: HttpLocals, body: string): void
   if (l.deferred === true && !res.headersSent) {
     l.deferred = false;
     // The body's type and length join the deferred fields: one `writeHead`. Setting the fields one at a time cost
-    // node twice as much, and a single field set before (`setHeader`) sends every field through `setHeader` too.
+    // node twice as much, and a single field set before (`setHeader`, a cookie) makes node remove and append each
+    // field of the list in turn.
     const head = deferredHead(l);
     head.push('content-type', JSON_UTF8, 'content-length', Buffer.byteLength(body));
     res.writeHead(200, head);
