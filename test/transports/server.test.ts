@@ -323,6 +323,13 @@ test('cookies set by a handler become Set-Cookie headers (REST, GraphQL) and set
     t.is(r.body?.message, 'cookie set', protocol);
     t.is(r.setCookies.length, 1, protocol);
     t.regex(r.setCookies[0] ?? '', /^test_session=abc123; Max-Age=60; Path=\/; HttpOnly; Secure; SameSite=Lax$/, protocol);
+    if (protocol !== 'grpc') {
+      // The cookie is set before the answer's head is written; the head keeps every other field beside it.
+      t.regex(String(r.headers['x-request-id']), /^[0-9a-f-]{36}$/, protocol);
+      t.is(r.headers['x-content-type-options'], 'nosniff', protocol);
+      t.is(r.headers['cache-control'], 'no-store', protocol);
+      t.regex(String(r.headers['content-type']), /^application\/json/, protocol);
+    }
   }
 });
 
