@@ -12,7 +12,9 @@
  * library (the first reflection call), otplib and qrcode-generator (the first
  * TOTP enrolment or code; that path is served by test/auth/mfa.test.ts),
  * prom-client and the OpenTelemetry API it loads (the first scrape of
- * /metrics), jose (the first token signed or verified: here the sign-up's),
+ * /metrics), jose (the first RSA or EC key imported, or client assertion,
+ * DPoP proof or provider's ID token checked: the sign-up here, whose tokens
+ * the server signs and checks itself with its HMAC key, must not load it),
  * the CEL library (the first condition compiled; the model here has none),
  * Node's own bundled fetch client (never), and sequelize with its
  * dependencies (never on SQLite, whose main database and FGA store run
@@ -158,7 +160,7 @@ test('a default SQLite server loads none of the libraries kept for first use; Gr
   let server: Server | undefined;
   try {
     server = await startServer(dir);
-    // A request a running server answers all day, then the first sign-up, whose tokens load jose.
+    // A request a running server answers all day, then the first sign-up, whose HMAC tokens leave jose unloaded.
     t.is((await fetch(`http://127.0.0.1:${server.http}/v1/meta`)).status, 200);
     const atStart = await server.loaded();
     t.true(atStart.includes('express') && atStart.includes('@grpc/grpc-js'), `the hook sees the packages the server does load: ${atStart.join(', ')}`);
@@ -171,7 +173,7 @@ test('a default SQLite server loads none of the libraries kept for first use; Gr
     t.is(validated.status, 200, JSON.stringify(validated.json));
     t.is(validated.json['is_valid'], true);
     const afterSignup = await server.loaded();
-    t.true(afterSignup.includes('jose'), 'the first token signed loads jose');
+    t.false(afterSignup.includes('jose'), 'the server signs and checks its own tokens without jose');
 
     // The first GraphQL request builds the schema and is answered like any other.
     const graphql = await post(server.http, '/graphql', { query: '{ meta { version client_id } }' });
@@ -209,7 +211,7 @@ test('a default SQLite server loads none of the libraries kept for first use; Gr
     const afterLogin = await server.loaded();
     t.true(afterLogin.includes('web/login_page'));
     t.false(afterLogin.includes('web/dashboard'), 'the dashboard stays unloaded until its first request');
-    const used = ['chevrotain', 'graphql', 'graphql-http', '@grpc/reflection', 'prom-client', '@opentelemetry/api', 'jose', 'web/login_page'];
+    const used = ['chevrotain', 'graphql', 'graphql-http', '@grpc/reflection', 'prom-client', '@opentelemetry/api', 'web/login_page'];
     t.deepEqual(LAZY.filter((p) => !used.includes(p) && afterLogin.includes(p)), [], 'and nothing else kept for first use');
   } finally {
     if (server !== undefined) await stop(server.child);
