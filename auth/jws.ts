@@ -117,9 +117,9 @@ function jsonObject(bytes: Buffer): Record<string, unknown> | undefined {
 
 const encodeJson = (value: unknown): string => Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');
 
-/** The compact JWS of `payload` under `header` (which must name the key's algorithm). */
+/** The compact JWS of `payload` under the key's algorithm and the other fields of `header`. */
 export async function signCompact(key: JwsKey, header: Record<string, unknown>, payload: Record<string, unknown>): Promise<string> {
-  const input = `${encodeJson(header)}.${encodeJson(payload)}`;
+  const input = `${encodeJson({ alg: key.alg, ...header })}.${encodeJson(payload)}`;
   return `${input}.${await key.sign(input)}`;
 }
 

@@ -16,7 +16,7 @@
  * so an id token or a refresh token is never accepted as an access token.
  */
 import { createHash } from 'node:crypto';
-import type { JWK, JWTPayload } from 'jose';
+import type { CryptoKey, JWK, JWTPayload } from 'jose';
 import { jose } from './jose.ts';
 import { randomBase64url } from './random_token.ts';
 import { asymmetricKey, hmacKey, JWT_ALGORITHMS, parseCompact, payloadOf, signCompact, type JwsKey, type JwtAlgorithm } from './jws.ts';
@@ -133,7 +133,7 @@ export class TokenService {
     if (!options.privateKey || !options.publicKey) throw bad(`--jwt-private-key and --jwt-public-key are required for ${alg}`);
     // jose's import refuses a key of the wrong type or curve for the algorithm (and its verification of the probe
     // below an RSA key under 2,048 bits); its public JWK is published.
-    let verifyKey: Awaited<ReturnType<ReturnType<typeof jose>['importSPKI']>>;
+    let verifyKey: CryptoKey;
     let key: JwsKey;
     try {
       await jose().importPKCS8(options.privateKey, alg);
@@ -147,7 +147,7 @@ export class TokenService {
     // The pair must match: sign a probe with the private key and verify it with the public key, through jose as
     // any relying party would.
     try {
-      const probe = await signCompact(key, { alg }, {});
+      const probe = await signCompact(key, {}, {});
       await jose().jwtVerify(probe, verifyKey, { algorithms: [alg] });
     } catch (err) {
       throw bad('--jwt-private-key and --jwt-public-key do not form a key pair', err);
@@ -172,7 +172,7 @@ export class TokenService {
     const jti = randomBase64url(16);
     const token = await signCompact(
       this.#key,
-      { alg: this.algorithm, kid: this.kid, typ: 'JWT' },
+      { kid: this.kid, typ: 'JWT' },
       {
         ...claims,
         token_type: type,
@@ -197,7 +197,7 @@ export class TokenService {
     const iat = this.nowSeconds();
     return signCompact(
       this.#key,
-      { alg: this.algorithm, kid: this.kid, typ: 'logout+jwt' },
+      { kid: this.kid, typ: 'logout+jwt' },
       {
         sid,
         events: { 'http://schemas.openid.net/event/backchannel-logout': {} },

@@ -10,7 +10,7 @@
 import test from 'ava';
 import fc from 'fast-check';
 import { createHmac, createPrivateKey, sign as signWith } from 'node:crypto';
-import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JWTVerifyGetKey, type JWTVerifyOptions, type JWTVerifyResult } from 'jose';
 import { JWT_ALGORITHMS, TOKEN_TYPES, TokenService, type JwtAlgorithm, type TokenType } from '../../auth/index.ts';
 import { CLIENT_ID, ISSUER, manualClock, pemPair } from './fixtures.ts';
 
@@ -30,6 +30,10 @@ function encode(alg: string, header: Record<string, unknown>, payload: Record<st
   return `${input}.${signature.toString('base64url')}`;
 }
 
+/** jose's `jwtVerify` with a key or a key set (its overloads take one or the other). */
+const joseVerify = (token: string, key: Uint8Array | JWTVerifyGetKey, options: JWTVerifyOptions): Promise<JWTVerifyResult> =>
+  typeof key === 'function' ? jwtVerify(token, key, options) : jwtVerify(token, key, options);
+
 /** The rules of `TokenService.verify` as jose applied them: undefined when the token is refused. */
 async function reference(svc: TokenService, key: Uint8Array | JWTVerifyGetKey, token: string, expected: TokenType, now: number): Promise<Record<string, unknown> | undefined> {
   try {
@@ -38,7 +42,7 @@ async function reference(svc: TokenService, key: Uint8Array | JWTVerifyGetKey, t
     if (header.alg !== svc.algorithm || header.kid !== svc.kid) return undefined;
     for (const h of ['jku', 'jwk', 'x5u', 'x5c']) if (h in header) return undefined;
     const options = { algorithms: [svc.algorithm], issuer: ISSUER, audience: CLIENT_ID, requiredClaims: ['exp', 'iat', 'sub', 'jti'], clockTolerance: TOLERANCE, currentDate: new Date(now) };
-    const { payload } = typeof key === 'function' ? await jwtVerify(token, key, options) : await jwtVerify(token, key, options);
+    const { payload } = await joseVerify(token, key, options);
     if (typeof payload.sub !== 'string' || payload.sub.length === 0) return undefined;
     if (!(TOKEN_TYPES as readonly unknown[]).includes(payload['token_type']) || payload['token_type'] !== expected) return undefined;
     const seconds = Math.floor(now / 1000);
@@ -177,15 +181,13 @@ for (const alg of JWT_ALGORITHMS) {
     for (const type of TOKEN_TYPES) {
       // Claims named like the service's own are overridden by them.
       const { token, jti, expiresAt } = await svc.sign(type, 'user-9', { roles: ['admin'], iss: 'forged', sub: 'forged', token_type: 'forged' }, 120, ['https://api.example']);
-      const { payload, protectedHeader } = typeof key === 'function'
-        ? await jwtVerify(token, key, { algorithms: [alg], issuer: ISSUER, audience: CLIENT_ID })
-        : await jwtVerify(token, key, { algorithms: [alg], issuer: ISSUER, audience: CLIENT_ID });
+      const { payload, protectedHeader } = await joseVerify(token, key, { algorithms: [alg], issuer: ISSUER, audience: CLIENT_ID });
       t.deepEqual(protectedHeader, { alg, kid: svc.kid, typ: 'JWT' });
       t.like(payload, { sub: 'user-9', iss: ISSUER, aud: [CLIENT_ID, 'https://api.example'], token_type: type, jti, exp: expiresAt, roles: ['admin'] });
       t.is((await svc.verify(token, type)).jti, jti);
     }
     const logout = await svc.signLogoutToken('rp-1', 'user-9', 'sid-1');
-    const verified = typeof key === 'function' ? await jwtVerify(logout, key, { algorithms: [alg], issuer: ISSUER, audience: 'rp-1' }) : await jwtVerify(logout, key, { algorithms: [alg], issuer: ISSUER, audience: 'rp-1' });
+    const verified = await joseVerify(logout, key, { algorithms: [alg], issuer: ISSUER, audience: 'rp-1' });
     t.is(verified.protectedHeader.typ, 'logout+jwt');
     t.like(verified.payload, { sid: 'sid-1', sub: 'user-9', events: { 'http://schemas.openid.net/event/backchannel-logout': {} } });
   });
