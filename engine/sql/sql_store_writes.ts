@@ -132,7 +132,7 @@ export class SqlStoreWrites {
         return await this.#connections.queued(() => this.#connections.withPooled((conn) => applyInsertOnlyPostgres(conn, this.storeId, this.#now(), writes), { prepared: true }));
       }
       this.#db.open();
-      return await this.#connections.rawTransaction((conn) => applyWrite(conn, this.#dialect, this.#batch, this.storeId, this.#now(), deletes, writes));
+      return await this.#connections.rawTransaction((conn) => applyWrite(conn, this.#dialect, this.#batch, this.storeId, this.#now(), deletes, writes, true));
     } catch (err) {
       if (err instanceof WriteViolation) {
         if (err.kind === 'no_store') throw storeNotFound(this.storeId);

@@ -62,6 +62,29 @@ for (const backend of sqlBackends()) {
     }
   });
 
+  test(`sql ${backend}: a write whose clash comes after rows already inserted by it leaves none of them, and the store writes on`, async (t) => {
+    const { store, teardown } = await openSqlStore(backend);
+    try {
+      await store.write([], [{ object: 'doc:old', relation: 'viewer', user: 'user:a' }]);
+      // 1,200 rows are several statements: the clash is in the last one, after the others inserted their rows.
+      const fresh = Array.from({ length: 1199 }, (_, i) => ({ object: `doc:${i}`, relation: 'viewer', user: `user:${i % 5}` }));
+      const err = await t.throwsAsync(store.write([{ object: 'doc:old', relation: 'viewer', user: 'user:a' }], [...fresh, { object: 'doc:old', relation: 'viewer', user: 'user:b' }, { object: 'doc:0', relation: 'viewer', user: 'user:0' }]));
+      t.is((err as LatchkeyError).code, 'already_exists');
+      t.is((err as LatchkeyError).reason, 'tuple_exists');
+      t.is(await store.revision(), 1);
+      t.is((await store.readChanges({ afterRevision: 0, limit: 100 })).length, 1);
+      const keys = fresh.map((w) => ({ objectType: 'doc', objectId: w.object.slice(4), relation: 'viewer', user: w.user }));
+      t.is((await store.readUserTuples(keys)).filter((x) => x !== undefined).length, 0);
+      t.deepEqual((await store.readPage({}, { pageSize: 10 })).items.map((x) => `${x.object}@${x.user}`), ['doc:old@user:a']);
+      // The connection is usable: the same write without the clash commits whole.
+      t.is(await store.write([{ object: 'doc:old', relation: 'viewer', user: 'user:a' }], [...fresh, { object: 'doc:old', relation: 'viewer', user: 'user:b' }]), 2);
+      t.is((await store.readUserTuples(keys)).filter((x) => x !== undefined).length, 1199);
+      t.is((await store.readChanges({ afterRevision: 1, limit: 2000 })).length, 1201);
+    } finally {
+      await teardown();
+    }
+  });
+
   test(`sql ${backend}: concurrent writes get distinct consecutive revisions`, async (t) => {
     const { store, teardown } = await openSqlStore(backend);
     try {
