@@ -4,8 +4,9 @@
  * [--backends sqlite,postgres]`):
  *
  * - P9, on SQLite and PostgreSQL: writes through `Engine.write` in 100-tuple
- *   batches into a growing table, beside `SqlStore.write` in the same run
- *   (bench/sql_writes.ts).
+ *   batches into a growing table, beside `SqlStore.write` in the same run,
+ *   then alone, as a server writes its one database; the target is judged
+ *   on the run alone (bench/sql_writes.ts).
  * - P6: cold 5-hop checks through `engine.check` as the server composes it
  *   without the graph mirror (the check cache in front of the level checker,
  *   server/handlers/permissions.ts), with the cache emptied before each
@@ -225,9 +226,10 @@ export async function run(options: { quick: boolean; scale?: number; queries?: n
       const p6 = await coldChecks(loaded, ds, queries);
       log(`${backend} cold 5-hop: ${JSON.stringify(p6['best_pass'])}`);
       out[backend] = { settings, writes: figures, cold_5hop: p6 };
-      const rate = (figures['engine'] as { tuples_per_s: number }).tuples_per_s;
+      const rate = (figures['engine_alone'] as { tuples_per_s: number }).tuples_per_s;
+      const beside = (figures['engine'] as { tuples_per_s: number }).tuples_per_s;
       const need = backend === 'sqlite' ? 50_000 : 30_000;
-      targets[`P9 ${backend}`] = `${rate} tuples/s through Engine.write (target ${need}): ${rate >= need ? 'met' : 'missed'}`;
+      targets[`P9 ${backend}`] = `${rate} tuples/s through Engine.write alone, ${beside} beside SqlStore.write (target ${need}, judged alone): ${rate >= need ? 'met' : 'missed'}`;
       if (backend === 'postgres') {
         const c = (p6['best_pass'] as { check: { p50_us: number; p99_us: number } }).check;
         targets['P6 postgres'] = `p50 ${round(c.p50_us / 1000)} ms, p99 ${round(c.p99_us / 1000)} ms (target 1.5 / 5): ${c.p50_us <= 1500 && c.p99_us <= 5000 ? 'met' : 'missed'}`;
