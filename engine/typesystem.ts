@@ -12,14 +12,19 @@ import { rewriteChildren } from './rewrites.ts';
 import { validateModel } from './model_validation.ts';
 
 /** A validated model version. */
+/** What `restrictions` answers for a relation without any (one shared list: callers only read it). */
+const NO_RESTRICTIONS: readonly RelationReference[] = Object.freeze([]);
+
 export class TypeSystem {
   /** The model version id (empty for a model that was never stored). */
   readonly id: string;
   readonly model: AuthorizationModel;
   readonly #relations: Map<string, Map<string, Userset>>;
-  readonly #restrictions: Map<string, RelationReference[]>;
+  /** The directly related user types by type, then relation (no key string built per call: every tuple written asks). */
+  readonly #restrictions = new Map<string, Map<string, RelationReference[]>>();
   readonly #conditions: Map<string, CompiledCondition>;
-  readonly #tuplesetRelations: Set<string>;
+  /** The relations used as a tupleset, by type. */
+  readonly #tuplesetRelations = new Map<string, Set<string>>();
   /** isMonotone answers by type, then relation (no key string built per call: Check asks on every request). */
   readonly #monotone = new Map<string, Map<string, boolean>>();
   #unsafeCycles: boolean | undefined;
@@ -42,9 +47,22 @@ export class TypeSystem {
     this.model = model;
     const index = validateModel(model, options.conditionCostLimit ?? DEFAULT_CONDITION_COST_LIMIT, options.stored === true);
     this.#relations = index.relations;
-    this.#restrictions = index.restrictions;
     this.#conditions = index.conditions;
-    this.#tuplesetRelations = index.tuplesetRelations;
+    for (const [type, byRelation] of index.relations) {
+      const refs = new Map<string, RelationReference[]>();
+      for (const relation of byRelation.keys()) {
+        const r = index.restrictions.get(`${type}#${relation}`);
+        if (r !== undefined) refs.set(relation, r);
+      }
+      this.#restrictions.set(type, refs);
+    }
+    for (const key of index.tuplesetRelations) {
+      const at = key.indexOf('#');
+      const type = key.slice(0, at);
+      let relations = this.#tuplesetRelations.get(type);
+      if (relations === undefined) this.#tuplesetRelations.set(type, (relations = new Set()));
+      relations.add(key.slice(at + 1));
+    }
   }
 
   /** True when the model defines `type`. */
@@ -68,8 +86,8 @@ export class TypeSystem {
   }
 
   /** The directly related user types of `type#relation` (empty when none). */
-  restrictions(type: string, relation: string): RelationReference[] {
-    return this.#restrictions.get(`${type}#${relation}`) ?? [];
+  restrictions(type: string, relation: string): readonly RelationReference[] {
+    return this.#restrictions.get(type)?.get(relation) ?? NO_RESTRICTIONS;
   }
 
   /** The compiled condition `name`, or `undefined`. */
@@ -79,7 +97,7 @@ export class TypeSystem {
 
   /** True when `type#relation` is used as a tupleset (the `b` in `a from b`) somewhere. */
   isTupleset(type: string, relation: string): boolean {
-    return this.#tuplesetRelations.has(`${type}#${relation}`);
+    return this.#tuplesetRelations.get(type)?.has(relation) === true;
   }
 
   /**
