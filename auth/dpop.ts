@@ -16,13 +16,13 @@
  * two windows.
  */
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import type { JWK, ProtectedHeaderParameters } from 'jose';
-import { jose } from './jose.ts';
+import { carriedKey, parseCompact, payloadOf, verifyCarried, type CarriedKeyAlgorithm } from './jws.ts';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { MemoryStore } from './memory_store.ts';
 
 /** The algorithms a proof may use (asymmetric only). */
-export const DPOP_ALGORITHMS = ['RS256', 'PS256', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
+export const DPOP_ALGORITHMS = ['RS256', 'PS256', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const satisfies readonly CarriedKeyAlgorithm[];
+type DpopAlgorithm = (typeof DPOP_ALGORITHMS)[number];
 const WINDOW_SECONDS = 60;
 /** How long one nonce is the current one, in seconds (it is accepted for one more window). */
 export const DPOP_NONCE_WINDOW_SECONDS = 300;
@@ -96,22 +96,23 @@ export class DpopVerifier {
    */
   async verify(proof: string, method: string, url: string, accessToken?: string, requireNonce = false): Promise<{ jkt: string }> {
     if (typeof proof !== 'string' || proof.length === 0 || proof.length > 8192 || proof.includes(',')) throw invalidDpopProof();
-    let header: ProtectedHeaderParameters;
-    try {
-      header = jose().decodeProtectedHeader(proof);
-    } catch {
-      throw invalidDpopProof();
-    }
-    const alg = header.alg;
-    const jwk = header.jwk as JWK | undefined;
-    if (header.typ !== 'dpop+jwt' || typeof alg !== 'string' || !(DPOP_ALGORITHMS as readonly string[]).includes(alg)) throw invalidDpopProof('DPoP proof must be a dpop+jwt signed with an asymmetric algorithm');
-    if (jwk === undefined || typeof jwk !== 'object' || PRIVATE_MEMBERS.some((m) => m in jwk)) throw invalidDpopProof('DPoP proof must carry a public jwk');
+    const parsed = parseCompact(proof);
+    if (parsed === undefined) throw invalidDpopProof();
+    const { header } = parsed;
+    const alg = header['alg'];
+    if (header['typ'] !== 'dpop+jwt' || typeof alg !== 'string' || !(DPOP_ALGORITHMS as readonly string[]).includes(alg)) throw invalidDpopProof('DPoP proof must be a dpop+jwt signed with an asymmetric algorithm');
+    const jwk = header['jwk'];
+    if (jwk === null || typeof jwk !== 'object' || PRIVATE_MEMBERS.some((m) => m in jwk)) throw invalidDpopProof('DPoP proof must carry a public jwk');
+    // No extension this server understands: a header that says one is critical is refused (RFC 7515 §4.1.11).
+    if ('crit' in header) throw invalidDpopProof();
+    const key = carriedKey(jwk, alg as DpopAlgorithm);
+    if (key === undefined || !(await verifyCarried(key, parsed.input, parsed.signature))) throw invalidDpopProof();
+    const payload = payloadOf(parsed);
+    if (payload === undefined) throw invalidDpopProof();
     const now = this.#nowSeconds();
-    let payload: Record<string, unknown>;
-    try {
-      const key = await jose().importJWK(jwk, alg);
-      ({ payload } = await jose().jwtVerify(proof, key, { typ: 'dpop+jwt', algorithms: [alg], currentDate: new Date(now * 1000), clockTolerance: WINDOW_SECONDS }));
-    } catch {
+    // As a JWT's verifier checks them (RFC 7519 §4.1.4, §4.1.5): a minute's tolerance either way.
+    const { exp, nbf } = payload;
+    if ((exp !== undefined && (typeof exp !== 'number' || exp <= now - WINDOW_SECONDS)) || (nbf !== undefined && (typeof nbf !== 'number' || nbf > now + WINDOW_SECONDS))) {
       throw invalidDpopProof();
     }
     if (payload['htm'] !== method) throw invalidDpopProof('DPoP proof htm does not match the request method');
@@ -123,7 +124,7 @@ export class DpopVerifier {
     if (typeof jti !== 'string' || jti.length === 0 || jti.length > 256) throw invalidDpopProof('DPoP proof needs a jti');
     if (accessToken !== undefined && payload['ath'] !== accessTokenHash(accessToken)) throw invalidDpopProof('DPoP proof ath does not match the access token');
     if (requireNonce && !(await this.#nonceFresh(payload['nonce']))) throw useDpopNonce();
-    const jkt = await jose().calculateJwkThumbprint(jwk, 'sha256');
+    const jkt = key.thumbprint;
     // Single use: a proof seen before (within twice the window it could be accepted in) is a replay.
     const fresh = await this.#memory.setIfAbsent(`dpop_jti:${createHash('sha256').update(`${jkt}\n${jti}`).digest('base64url')}`, '1', WINDOW_SECONDS * 2 + 1);
     if (!fresh) throw invalidDpopProof('DPoP proof was already used');
