@@ -10,6 +10,7 @@ import { sqlBackends } from '../helpers/databases.ts';
 import { disposableSqlStore, openSqlStore } from './sql_helpers.ts';
 import { DEFAULT_STORE_ID, LatchkeyError } from '../../engine/index.ts';
 import { SqlStore } from '../../engine/sql/sql_store.ts';
+import { openSequelize } from '../../engine/sql/sqlite_sequelize.ts';
 import { levelSql } from '../../engine/sql/level_reads.ts';
 
 for (const backend of sqlBackends()) {
@@ -112,6 +113,30 @@ for (const backend of sqlBackends()) {
     }
   });
 }
+
+test('sql sqlite in memory: a write whose clash comes after rows already inserted by it leaves none of them, on a connection that stays whole', async (t) => {
+  const sequelize = openSequelize('sqlite::memory:', { logging: false });
+  const store = await SqlStore.open({ sequelize });
+  const warnings: unknown[] = [];
+  const warn = console.warn;
+  console.warn = (...args: unknown[]) => warnings.push(args);
+  try {
+    await store.write([], [{ object: 'doc:old', relation: 'viewer', user: 'user:a' }]);
+    const fresh = Array.from({ length: 1199 }, (_, i) => ({ object: `doc:${i}`, relation: 'viewer', user: `user:${i % 5}` }));
+    const err = await t.throwsAsync(store.write([], [...fresh, { object: 'doc:old', relation: 'viewer', user: 'user:a' }]));
+    t.is((err as LatchkeyError).reason, 'tuple_exists');
+    t.is(await store.revision(), 1);
+    t.is((await store.readChanges({ afterRevision: 0, limit: 2000 })).length, 1);
+    // The database lives in its connection: had the rollback broken it, the first tuple would be gone too.
+    t.is(await store.write([], fresh), 2);
+    t.is((await store.readChanges({ afterRevision: 0, limit: 2000 })).length, 1200);
+    t.deepEqual(warnings, []);
+  } finally {
+    console.warn = warn;
+    await store.close();
+    await sequelize.close();
+  }
+});
 
 test('sql sqlite: the connection closes cleanly after reads and writes, whether or not the store was closed first', async (t) => {
   for (const closeStore of [true, false]) {
