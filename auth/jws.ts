@@ -183,6 +183,14 @@ export interface CarriedKey {
 }
 
 /**
+ * Keys already imported by {@link carriedKey}, by algorithm and canonical JWK: a client proves possession of
+ * the same key on every request, and importing it (with the point's check) costs about 40 µs of the 150 a
+ * proof's check takes. Only keys that passed every check are kept; the least recently used goes first.
+ */
+const CARRIED_KEYS = new Map<string, CarriedKey>();
+const CARRIED_KEYS_MAX = 1024;
+
+/**
  * The public key of `jwk` for `alg`, or undefined when the JWK is not a
  * public key that suits it: `kty` RSA (at least 2,048 bits, no private or
  * multi-prime members) for RS256 and PS256; EC on the algorithm's curve, the
@@ -241,14 +249,6 @@ export function carriedKey(jwk: unknown, alg: CarriedKeyAlgorithm): CarriedKey |
   CARRIED_KEYS.set(name, carried);
   return carried;
 }
-
-/**
- * Keys already imported by {@link carriedKey}, by algorithm and canonical JWK: a client proves possession of
- * the same key on every request, and importing it (with the point's check) costs about 40 µs of the 150 a
- * proof's check takes. Only keys that passed every check are kept; the least recently used goes first.
- */
-const CARRIED_KEYS = new Map<string, CarriedKey>();
-const CARRIED_KEYS_MAX = 1024;
 
 /**
  * Whether `signature` is `alg`'s signature of `input` under `key` (from

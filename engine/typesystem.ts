@@ -11,10 +11,10 @@ import type { AuthorizationModel, RelationReference, Userset } from './model.ts'
 import { rewriteChildren } from './rewrites.ts';
 import { validateModel } from './model_validation.ts';
 
-/** A validated model version. */
 /** What `restrictions` answers for a relation without any (one shared list: callers only read it). */
 const NO_RESTRICTIONS: readonly RelationReference[] = Object.freeze([]);
 
+/** A validated model version. */
 export class TypeSystem {
   /** The model version id (empty for a model that was never stored). */
   readonly id: string;
