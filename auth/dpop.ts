@@ -16,7 +16,7 @@
  * two windows.
  */
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import { carriedKey, parseCompact, payloadOf, verifyCarried, type CarriedKeyAlgorithm } from './jws.ts';
+import { PRIVATE_JWK_MEMBERS, carriedKey, parseCompact, payloadOf, verifyCarried, type CarriedKeyAlgorithm } from './jws.ts';
 import { LatchkeyError } from '../engine/errors.ts';
 import type { MemoryStore } from './memory_store.ts';
 
@@ -28,7 +28,6 @@ const WINDOW_SECONDS = 60;
 export const DPOP_NONCE_WINDOW_SECONDS = 300;
 const NONCE_KEY = 'dpop_nonce_key';
 const NONCE_KEY_TTL_SECONDS = 7 * 24 * 3600;
-const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'k'];
 
 /** A refused proof: `invalid_dpop_proof` (RFC 9449 §5, §7.1). */
 export const invalidDpopProof = (message = 'invalid DPoP proof'): LatchkeyError => new LatchkeyError('unauthenticated', message, { reason: 'invalid_dpop_proof' });
@@ -102,7 +101,7 @@ export class DpopVerifier {
     const alg = header['alg'];
     if (header['typ'] !== 'dpop+jwt' || typeof alg !== 'string' || !(DPOP_ALGORITHMS as readonly string[]).includes(alg)) throw invalidDpopProof('DPoP proof must be a dpop+jwt signed with an asymmetric algorithm');
     const jwk = header['jwk'];
-    if (jwk === null || typeof jwk !== 'object' || PRIVATE_MEMBERS.some((m) => m in jwk)) throw invalidDpopProof('DPoP proof must carry a public jwk');
+    if (jwk === null || typeof jwk !== 'object' || PRIVATE_JWK_MEMBERS.some((m) => m in jwk)) throw invalidDpopProof('DPoP proof must carry a public jwk');
     // No extension this server understands: a header that says one is critical is refused (RFC 7515 §4.1.11).
     if ('crit' in header) throw invalidDpopProof();
     const key = carriedKey(jwk, alg as DpopAlgorithm);

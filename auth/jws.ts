@@ -167,7 +167,7 @@ const EC_CURVES: Readonly<Record<string, { crv: string; bytes: number }>> = {
  */
 const EDDSA_CURVES: Readonly<Record<string, number>> = { Ed25519: 32 };
 /** The members of a JWK that belong to a private or symmetric key (RFC 7518 §6.2.2, §6.3.2, §6.4; RFC 8037 §2). */
-const PRIVATE_JWK_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
+export const PRIVATE_JWK_MEMBERS: readonly string[] = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
 
 /** A base64url member of a JWK in canonical form, decoded; undefined otherwise. */
 function jwkBytes(value: unknown): Buffer | undefined {
