@@ -131,8 +131,8 @@ export class TokenService {
       return new TokenService({ options, key: hmacKey(alg, options.secret), publicJwk: undefined, kid });
     }
     if (!options.privateKey || !options.publicKey) throw bad(`--jwt-private-key and --jwt-public-key are required for ${alg}`);
-    // jose's import refuses a key of the wrong type or curve for the algorithm (and its verification of the probe
-    // below an RSA key under 2,048 bits); its public JWK is published.
+    // jose's import refuses a key of the wrong type or curve for the algorithm, and its verification of the probe
+    // below refuses an RSA key under 2,048 bits; its public JWK is published.
     let verifyKey: CryptoKey;
     let key: JwsKey;
     try {

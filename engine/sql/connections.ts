@@ -173,8 +173,12 @@ export class SqlConnections {
   /**
    * Runs `fn` in a write transaction on a driver connection, after the
    * store's earlier writes (see the module doc for which connection).
+   * `ownRollback` tells `fn` that the transaction is this method's own BEGIN
+   * and ROLLBACK (a SQLite file), whose ROLLBACK after any error may find the
+   * transaction already ended by a statement; sequelize's transactions take
+   * a failed ROLLBACK for a broken connection.
    */
-  rawTransaction<T>(fn: (conn: RawConnection) => Promise<T>): Promise<T> {
+  rawTransaction<T>(fn: (conn: RawConnection, ownRollback: boolean) => Promise<T>): Promise<T> {
     return this.queued(async () => {
       if (this.sqliteFile) {
         const writer = await this.#writerConnection();
@@ -193,7 +197,7 @@ export class SqlConnections {
         await conn.run('BEGIN IMMEDIATE', []);
         let result: T;
         try {
-          result = await fn(conn);
+          result = await fn(conn, true);
           await conn.run('COMMIT', []);
         } catch (err) {
           await conn.run('ROLLBACK', []).catch(() => undefined);
@@ -206,7 +210,7 @@ export class SqlConnections {
       // writes: 19.5 k tuples/s against 17.5 k unnamed, interleaved).
       const named = this.#dialect === 'postgres';
       return this.#retryBusy(() =>
-        this.#sequelize.transaction(this.#txOptions(), (tx) => fn(rawConnection(this.#dialect, (tx as unknown as { connection: unknown }).connection, named))),
+        this.#sequelize.transaction(this.#txOptions(), (tx) => fn(rawConnection(this.#dialect, (tx as unknown as { connection: unknown }).connection, named), false)),
       );
     });
   }

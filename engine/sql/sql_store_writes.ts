@@ -132,10 +132,7 @@ export class SqlStoreWrites {
         return await this.#connections.queued(() => this.#connections.withPooled((conn) => applyInsertOnlyPostgres(conn, this.storeId, this.#now(), writes), { prepared: true }));
       }
       this.#db.open();
-      // On a SQLite file the transaction is the store's own BEGIN and ROLLBACK (connections.ts), which a conflict
-      // may end early; sequelize's, on an in-memory database, would take the failed ROLLBACK for a broken connection.
-      const own = this.#connections.sqliteFile;
-      return await this.#connections.rawTransaction((conn) => applyWrite(conn, this.#dialect, this.#batch, this.storeId, this.#now(), deletes, writes, own));
+      return await this.#connections.rawTransaction((conn, ownRollback) => applyWrite(conn, this.#dialect, this.#batch, this.storeId, this.#now(), deletes, writes, ownRollback));
     } catch (err) {
       if (err instanceof WriteViolation) {
         if (err.kind === 'no_store') throw storeNotFound(this.storeId);

@@ -205,10 +205,10 @@ function deleteSql(dialect: SqlDialect, n: number): string {
  * roll back), or the driver's error.
  *
  * `ownTransaction`: the transaction is the store's own, which its caller
- * rolls back on any error and whose ROLLBACK may find it already ended (not a
- * transaction a caller of the store opened and may go on with, nor one
- * sequelize manages). On SQLite a conflict then ends it at once (see
- * {@link SQLITE_TUPLE_INSERT}).
+ * rolls back on any error and whose ROLLBACK may find it already ended
+ * (`SqlConnections.rawTransaction`'s `ownRollback`; not a transaction a caller
+ * of the store opened and may go on with). On SQLite a conflict then ends it
+ * at once (see {@link SQLITE_TUPLE_INSERT}).
  */
 export async function applyWrite(
   conn: RawConnection,
