@@ -56,3 +56,18 @@ export function watchPage(page: Page): string[] {
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   return problems;
 }
+
+/**
+ * Waits for the page to reach an address that `match` accepts and answers that address as it was then. A page that
+ * moves on by itself (the sign-in page goes on to the account center, dropping the fragment) would make a later
+ * `page.url()` read the next address instead.
+ */
+export async function landing(page: Page, match: (u: URL) => boolean, timeout: number): Promise<URL> {
+  let seen: URL | undefined;
+  await page.waitForURL((u) => {
+    if (seen === undefined && match(u)) seen = u;
+    return seen !== undefined;
+  }, { timeout });
+  if (seen === undefined) throw new Error(`the page never reached the address awaited; it is at ${page.url()}`);
+  return seen;
+}

@@ -8,7 +8,7 @@
  */
 import test from 'ava';
 import type { Browser } from 'playwright-core';
-import { launchChromium } from '../../helpers/loopback.ts';
+import { landing, launchChromium } from '../../helpers/loopback.ts';
 import { needs } from '../../helpers/needs.ts';
 import { socialLoginOf } from '../../../cmd/index.ts';
 import { startTestServerOnPort } from '../../helpers/server.ts';
@@ -41,8 +41,7 @@ needs(test, 'chromium')('Google through oidc-provider in Chromium: redirect → 
   const start = `${base}/oauth_login/google?redirect_uri=${encodeURIComponent(`${base}/app`)}&state=app-state`;
 
   await page.goto(start, { waitUntil: 'load', timeout: WAIT });
-  await page.waitForURL((u) => u.origin === base && u.pathname.startsWith('/app'), { timeout: WAIT });
-  const landed = new URL(page.url());
+  const landed = await landing(page, (u) => u.origin === base && u.pathname === '/app', WAIT);
   const fields = new URLSearchParams(landed.hash.slice(1));
   t.is(fields.get('state'), 'app-state');
   t.truthy(fields.get('access_token'));
