@@ -16,6 +16,7 @@ import type { Transaction } from 'sequelize';
 import { QueryTypes, isUniqueConstraintError, type SqlDatabase } from '../engine/sql/sql_database.ts';
 import { runMigrations, type Migration } from '../engine/sql/migrate.ts';
 import { tableOptions } from './sql_charset.ts';
+import { SqliteStatements } from './sqlite_statements.ts';
 import type { StoreTransaction } from './main_database.ts';
 
 /** Per-organization settings (docs/organizations.md, "Settings"). */
@@ -183,6 +184,11 @@ function orgOf(r: Record<string, unknown>): OrgRecord {
   };
 }
 
+/** The `session_lifetime` of an organization's stored settings (as {@link orgOf} reads them). */
+function sessionLifetimeOf(settings: unknown): number {
+  return { ...DEFAULT_ORG_SETTINGS, ...json<Partial<OrgSettings>>(settings, {}) }.session_lifetime ?? 0;
+}
+
 function memberOf(r: Record<string, unknown>): MemberRecord {
   return {
     organization_id: String(r['organization_id']),
@@ -225,14 +231,24 @@ function likeContaining(s: string): string {
   return `%${s.toLowerCase().replace(/[!%_]/g, (c) => `!${c}`)}%`;
 }
 
+/** How many organizations' session lifetimes {@link SqlOrgStore.sessionLifetimeNow} keeps (the oldest dropped first). */
+const LIFETIME_CACHE_SIZE = 4096;
+const LIFETIME_OF = 'SELECT settings FROM organizations WHERE id = ? AND deleted_at IS NULL';
+
 /** The organization store on SQL. */
 export class SqlOrgStore {
   readonly #db: SqlDatabase;
   readonly #now: () => number;
+  /** Bound statements on SQLite (undefined on other databases). */
+  readonly #statements: SqliteStatements | undefined;
+  /** Session lifetimes by organization id, read under the connection's change mark {@link #lifetimesMark}. */
+  readonly #lifetimes = new Map<string, number>();
+  #lifetimesMark: number | undefined;
 
   constructor(options: { sequelize: SqlDatabase; nowSeconds: () => number }) {
     this.#db = options.sequelize;
     this.#now = options.nowSeconds;
+    this.#statements = SqliteStatements.of(options.sequelize);
   }
 
   /** The connection the rows live on (the organization service checks that the FGA store shares it). */
@@ -243,6 +259,8 @@ export class SqlOrgStore {
   /** Runs the migrations (component `auth_orgs`). Idempotent. */
   async init(): Promise<void> {
     await runMigrations(this.#db, 'auth_orgs', ORG_MIGRATIONS);
+    // On SQLite, the connection that {@link sessionLifetimeNow} reads at once, opened now.
+    await this.#statements?.values(LIFETIME_OF, ['']);
   }
 
   async #select(sql: string, replacements: unknown[], t?: StoreTransaction): Promise<Record<string, unknown>[]> {
@@ -308,9 +326,46 @@ export class SqlOrgStore {
       || (await this.#select('SELECT id FROM organizations WHERE id = ? AND deleted_at IS NULL', [id], t)).length > 0;
   }
 
+  /**
+   * The `session_lifetime` of a live organization (0: none, or the
+   * organization is gone), at once: on SQLite, read without waiting when the
+   * connection can answer, or kept from an earlier read while nothing can have
+   * changed it (the connection's change mark, as for users' rows in
+   * auth/user_store.ts); undefined when not at hand (then read
+   * {@link organization}).
+   *
+   * Why: every use of a session in an organization compares its sign-in time
+   * with that lifetime, read from the organization each time, and a query
+   * through sequelize for it cost a permission check with such a session more
+   * than the check itself.
+   */
+  sessionLifetimeNow(id: string): number | undefined {
+    const statements = this.#statements;
+    if (statements === undefined || typeof id !== 'string' || id.length === 0 || id.length > 36) return undefined;
+    const mark = statements.changeMarkNow();
+    if (mark === undefined) return undefined;
+    const cache = this.#lifetimes;
+    if (mark !== this.#lifetimesMark) {
+      cache.clear();
+      this.#lifetimesMark = mark;
+    }
+    let lifetime = cache.get(id);
+    if (lifetime === undefined) {
+      const rows = statements.valuesNow(LIFETIME_OF, [id]);
+      if (rows === undefined) return undefined;
+      lifetime = rows[0] === undefined ? 0 : sessionLifetimeOf(rows[0][0]);
+      if (cache.size >= LIFETIME_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+      cache.set(id, lifetime);
+    }
+    return lifetime;
+  }
+
   /** A live (not deleted) organization. */
   async organization(id: string, t?: StoreTransaction): Promise<OrgRecord | undefined> {
-    const [row] = await this.#select('SELECT * FROM organizations WHERE id = ? AND deleted_at IS NULL', [id], t);
+    const sql = 'SELECT * FROM organizations WHERE id = ? AND deleted_at IS NULL';
+    // Outside a transaction on SQLite, a statement prepared once.
+    const rows = t === undefined ? await this.#statements?.select(sql, [id]) : undefined;
+    const [row] = rows ?? (await this.#select(sql, [id], t));
     return row === undefined ? undefined : orgOf(row);
   }
 

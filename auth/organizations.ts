@@ -447,6 +447,11 @@ export class OrganizationService {
     return (await this.#c.o.store.organization(orgId))?.settings.session_lifetime ?? 0;
   }
 
+  /** {@link sessionLifetimeOf} at once when the store can answer without waiting; undefined otherwise. */
+  sessionLifetimeNow(orgId: string): number | undefined {
+    return this.#c.o.store.sessionLifetimeNow(orgId);
+  }
+
   /** The user's organizations, for the `organizations` claim. */
   async organizationsOf(userId: string): Promise<{ id: string; slug: string; name: string; roles: string[] }[]> {
     return (await this.#c.o.store.membershipsOf(userId)).map((m) => ({ id: m.organization_id, slug: m.slug, name: m.name, roles: [m.role] }));

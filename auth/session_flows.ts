@@ -353,22 +353,36 @@ export class SessionFlows {
   authenticateNow(credentials: { bearer?: string | undefined; cookies?: Readonly<Record<string, string>> | undefined }): UserPrincipal | undefined {
     if (credentials.bearer === undefined) return this.#cookieNow(credentials.cookies);
     const live = this.#liveNow(credentials.bearer);
-    // A session in an organization takes the full path (the organization's session lifetime is read each time), and
-    // so does a DPoP-bound token, which is never a bearer token (RFC 9449 §7.1): the full path refuses it.
-    return live === undefined || live.session.org_id !== undefined || live.claims['cnf'] !== undefined ? undefined : bearerPrincipal(live);
+    // A session in an organization is answered here only while its organization's session lifetime, read at once,
+    // holds; and a DPoP-bound token, which is never a bearer token (RFC 9449 §7.1), takes the full path, which refuses it.
+    return live === undefined || !this.#orgSessionHoldsNow(live.session) || live.claims['cnf'] !== undefined ? undefined : bearerPrincipal(live);
+  }
+
+  /**
+   * True when the session is in no organization, or its organization's
+   * session lifetime, read at once, has not passed since its sign-in (as
+   * {@link #requireOrgSession} decides); false when that cannot be told at
+   * once or the lifetime has passed: the full path then reads it, and ends
+   * the session when it has.
+   */
+  #orgSessionHoldsNow(session: SessionRecord): boolean {
+    const orgs = this.#d.organizations;
+    if (session.org_id === undefined || session.org_id === '' || orgs === undefined) return true;
+    const lifetime = orgs.sessionLifetimeNow?.(session.org_id);
+    return lifetime !== undefined && !(lifetime > 0 && this.#nowSeconds() - session.auth_time > lifetime);
   }
 
   /**
    * The principal of a session cookie whose session, read without a promise,
-   * is alive and in no organization (an organization's session lifetime is
-   * read each time); undefined otherwise, refusals included: `#authenticate`
+   * is alive and in no organization, or in one whose session lifetime, read
+   * at once, holds; undefined otherwise, refusals included: `#authenticate`
    * then answers.
    */
   #cookieNow(cookies: Readonly<Record<string, string>> | undefined): UserPrincipal | undefined {
     const cookie = sessionCookieOf(cookies);
     if (cookie === undefined) return undefined;
     const session = this.#d.sessions.fromCookieNow(cookie);
-    return session === null || session === undefined || session.org_id !== undefined ? undefined : cookiePrincipal(session);
+    return session === null || session === undefined || !this.#orgSessionHoldsNow(session) ? undefined : cookiePrincipal(session);
   }
 
   /**
@@ -549,6 +563,8 @@ export interface OrgMemberships {
   rolesOf(orgId: string, userId: string): Promise<{ roles: string[]; settings: { session_lifetime: number } } | undefined>;
   /** The organization's `session_lifetime` in seconds (0: none, or the organization is gone). */
   sessionLifetimeOf(orgId: string): Promise<number>;
+  /** {@link sessionLifetimeOf} at once, or undefined when it must be asked. */
+  sessionLifetimeNow?(orgId: string): number | undefined;
   /** The user's organizations (the `organizations` claim). */
   organizationsOf(userId: string): Promise<{ id: string; slug: string; name: string; roles: string[] }[]>;
 }

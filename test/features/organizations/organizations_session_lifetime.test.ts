@@ -62,23 +62,28 @@ for (const backend of sqlBackends()) {
       for (const protocol of PROTOCOLS) {
         // The owner signs in afresh (the clock moves on past access tokens' lifetimes).
         const asOwner = { authorization: `Bearer ${(await signupLogin(srv, `owner-${backend}@example.com`)).access}` };
-        // Five sessions of members: each one is ended by one use past the lifetime.
+        // Seven sessions of members: each one is ended by one use past the lifetime.
         const users: Session[] = [];
-        for (const name of ['cookie', 'token', 'refresh', 'api', 'late']) {
+        for (const name of ['cookie', 'token', 'refresh', 'api', 'late', 'late-api', 'late-web']) {
           const u = await signup(srv, `${name}-${protocol}-${backend}@example.com`);
           await ok(srv, 'add_organization_member', { organization_id: strict, user_id: u.id }, asOwner);
           await ok(srv, 'add_organization_member', { organization_id: later, user_id: u.id }, asOwner);
           users.push(u);
         }
-        const [byCookie, byToken, byRefresh, byApi, late] = users as [Session, Session, Session, Session, Session];
+        const [byCookie, byToken, byRefresh, byApi, late, lateApi, lateWeb] = users as [Session, Session, Session, Session, Session, Session, Session];
         const inStrict = await Promise.all([byCookie, byToken, byRefresh, byApi].map((u) => enter(srv, u, strict, protocol)));
         const lateInLater = await enter(srv, late, later, protocol);
+        const [apiInLater, webInLater] = await Promise.all([lateApi, lateWeb].map((u) => enter(srv, u, later, protocol))) as [Session, Session];
         const outside = await signup(srv, `outside-${protocol}-${backend}@example.com`);
 
         // Within the lifetime every use holds.
         const within = await ok(srv, 'validate_session', { cookie: inStrict[0]!.cookie }, {}, protocol);
         t.is(within.body!['org_id'], strict, protocol);
         t.is((await ok(srv, 'validate_jwt_token', { token_type: 'access_token', token: inStrict[1]!.access }, {}, protocol)).body!['is_valid'], true, protocol);
+        // API calls with a session's bearer token and with its cookie (the token is then one verified before, whose
+        // next use may be answered without a promise: the organization's lifetime is compared there too).
+        t.is((await ok(srv, 'profile', {}, { authorization: `Bearer ${apiInLater.access}` }, protocol)).body!['id'], lateApi.id, protocol);
+        t.is((await ok(srv, 'profile', {}, { cookie: `cookie_session=${webInLater.cookie}` }, protocol)).body!['id'], lateWeb.id, protocol);
 
         offsetMs += 61_000 + 1_000;
         // A lifetime set after the switch counts too: `later` gets one now, already passed for `late`'s session.
@@ -113,6 +118,13 @@ for (const backend of sqlBackends()) {
 
         const refusedLate = await srv.call('validate_session', { cookie: lateInLater.cookie }, { protocol });
         t.is(refusedLate.error?.reason, 'organization_session_expired', `a lifetime set after the switch, over ${protocol}`);
+        const refusedLateApi = await srv.call('profile', {}, { protocol, headers: { authorization: `Bearer ${apiInLater.access}` } });
+        t.is(refusedLateApi.error?.code, 'unauthenticated', `an API call with a bearer token, a lifetime set after the switch, over ${protocol}`);
+        const refusedLateWeb = await srv.call('profile', {}, { protocol, headers: { cookie: `cookie_session=${webInLater.cookie}` } });
+        t.is(refusedLateWeb.error?.code, 'unauthenticated', `an API call with the cookie, a lifetime set after the switch, over ${protocol}`);
+        // Each session ended: its other credential is refused as well.
+        t.is((await srv.call('validate_session', { cookie: apiInLater.cookie }, { protocol })).error?.code, 'unauthenticated', protocol);
+        t.is((await srv.call('validate_jwt_token', { token_type: 'access_token', token: webInLater.access }, { protocol })).error?.code, 'unauthenticated', protocol);
 
         // A session outside any organization lives on; entering an organization whose lifetime has passed since the
         // sign-in needs a new sign-in.
