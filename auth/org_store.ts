@@ -16,7 +16,7 @@ import type { Transaction } from 'sequelize';
 import { QueryTypes, isUniqueConstraintError, type SqlDatabase } from '../engine/sql/sql_database.ts';
 import { runMigrations, type Migration } from '../engine/sql/migrate.ts';
 import { tableOptions } from './sql_charset.ts';
-import { SqliteStatements } from './sqlite_statements.ts';
+import { KeptUnderMark, SqliteStatements } from './sqlite_statements.ts';
 import type { StoreTransaction } from './main_database.ts';
 
 /** Per-organization settings (docs/organizations.md, "Settings"). */
@@ -241,14 +241,14 @@ export class SqlOrgStore {
   readonly #now: () => number;
   /** Bound statements on SQLite (undefined on other databases). */
   readonly #statements: SqliteStatements | undefined;
-  /** Session lifetimes by organization id, read under the connection's change mark {@link #lifetimesMark}. */
-  readonly #lifetimes = new Map<string, number>();
-  #lifetimesMark: number | undefined;
+  /** SQLite: live organizations' session lifetimes by id, kept under the connection's change mark. */
+  readonly #lifetimes: KeptUnderMark<number> | undefined;
 
   constructor(options: { sequelize: SqlDatabase; nowSeconds: () => number }) {
     this.#db = options.sequelize;
     this.#now = options.nowSeconds;
     this.#statements = SqliteStatements.of(options.sequelize);
+    this.#lifetimes = this.#statements === undefined ? undefined : new KeptUnderMark(this.#statements, LIFETIME_OF, (row) => sessionLifetimeOf(row[0]), LIFETIME_CACHE_SIZE);
   }
 
   /** The connection the rows live on (the organization service checks that the FGA store shares it). */
@@ -340,24 +340,9 @@ export class SqlOrgStore {
    * than the check itself.
    */
   sessionLifetimeNow(id: string): number | undefined {
-    const statements = this.#statements;
-    if (statements === undefined || typeof id !== 'string' || id.length === 0 || id.length > 36) return undefined;
-    const mark = statements.changeMarkNow();
-    if (mark === undefined) return undefined;
-    const cache = this.#lifetimes;
-    if (mark !== this.#lifetimesMark) {
-      cache.clear();
-      this.#lifetimesMark = mark;
-    }
-    let lifetime = cache.get(id);
-    if (lifetime === undefined) {
-      const rows = statements.valuesNow(LIFETIME_OF, [id]);
-      if (rows === undefined) return undefined;
-      lifetime = rows[0] === undefined ? 0 : sessionLifetimeOf(rows[0][0]);
-      if (cache.size >= LIFETIME_CACHE_SIZE) cache.delete(cache.keys().next().value!);
-      cache.set(id, lifetime);
-    }
-    return lifetime;
+    if (this.#lifetimes === undefined || typeof id !== 'string' || id.length === 0 || id.length > 36) return undefined;
+    const lifetime = this.#lifetimes.valueNow(id);
+    return lifetime === null ? 0 : lifetime;
   }
 
   /** A live (not deleted) organization. */

@@ -166,3 +166,49 @@ function isLockError(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED';
 }
+
+/**
+ * What a one-parameter SELECT finds, by its parameter, read at once
+ * ({@link SqliteStatements.valuesNow}) and kept while the connection's change
+ * mark ({@link SqliteStatements.changeMarkNow}) is the one it was read under:
+ * any write of this process on the connection, and any commit of another
+ * connection or process since, empties it. A SELECT that finds nothing is
+ * not kept. Bounded; the oldest entry is dropped first.
+ */
+export class KeptUnderMark<T> {
+  readonly #statements: SqliteStatements;
+  readonly #sql: string;
+  readonly #of: (row: readonly unknown[]) => T;
+  readonly #size: number;
+  readonly #kept = new Map<string, T>();
+  #mark: number | undefined;
+
+  /** `of` makes what is kept from the first row's values, in the order selected. */
+  constructor(statements: SqliteStatements, sql: string, of: (row: readonly unknown[]) => T, size = 4096) {
+    this.#statements = statements;
+    this.#sql = sql;
+    this.#of = of;
+    this.#size = size;
+  }
+
+  /** What the first row found for `key` makes; null when the SELECT finds none; undefined when it cannot be read at once. */
+  valueNow(key: string): T | null | undefined {
+    const mark = this.#statements.changeMarkNow();
+    if (mark === undefined) return undefined;
+    const kept = this.#kept;
+    if (mark !== this.#mark) {
+      kept.clear();
+      this.#mark = mark;
+    }
+    let value = kept.get(key);
+    if (value === undefined) {
+      const rows = this.#statements.valuesNow(this.#sql, [key]);
+      if (rows === undefined) return undefined;
+      if (rows[0] === undefined) return null;
+      value = this.#of(rows[0]);
+      if (kept.size >= this.#size) kept.delete(kept.keys().next().value!);
+      kept.set(key, value);
+    }
+    return value;
+  }
+}

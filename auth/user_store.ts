@@ -24,7 +24,7 @@ import { QueryTypes, TransactionTypes, isUniqueConstraintError, type SqlDatabase
 import { LatchkeyError } from '../engine/errors.ts';
 import { runMigrations, type SqlDialect } from '../engine/sql/migrate.ts';
 import { isDeadlock } from './sql_conflicts.ts';
-import { SqliteStatements } from './sqlite_statements.ts';
+import { KeptUnderMark, SqliteStatements } from './sqlite_statements.ts';
 import type { StoreTransaction } from './main_database.ts';
 import { AUTH_MIGRATIONS, COLUMN_NAMES, dropStaleIdentifierUniques } from './user_migrations.ts';
 import { USER_EXISTS_MESSAGE, emailKey, normalizeEmail, normalizePhone, type UserFields, type UserPage, type UserRecord, type UserStore } from './user_store_types.ts';
@@ -169,11 +169,10 @@ export class SqlUserStore implements UserStore {
    * SQLite: users' rows (their values in {@link USER_COLUMNS}' order) by id,
    * read at once ({@link findByIdNow}) and kept while the connection's change
    * mark is the one they were read under (auth/sqlite_statements.ts
-   * `changeMarkNow`): any write of this process on the connection, and any
+   * `KeptUnderMark`): any write of this process on the connection, and any
    * commit of another connection or process since, empties it.
    */
-  readonly #rowCache = new Map<string, readonly unknown[]>();
-  #rowCacheMark: number | undefined;
+  readonly #rowCache: KeptUnderMark<readonly unknown[]> | undefined;
 
   constructor(options: UserStoreOptions) {
     this.#sequelize = options.sequelize;
@@ -183,6 +182,7 @@ export class SqlUserStore implements UserStore {
     }
     this.#dialect = d;
     this.#statements = SqliteStatements.of(options.sequelize);
+    this.#rowCache = this.#statements === undefined ? undefined : new KeptUnderMark(this.#statements, BY_ID, (row) => row, ROW_CACHE_SIZE);
     this.#now = options.nowSeconds ?? (() => Math.floor(Date.now() / 1000));
   }
 
@@ -290,23 +290,10 @@ export class SqlUserStore implements UserStore {
    * change mark costs a third of it.
    */
   findByIdNow(id: string): UserRecord | undefined {
-    const statements = this.#statements;
-    if (statements === undefined || typeof id !== 'string' || id.length === 0 || id.length > 36) return undefined;
-    const mark = statements.changeMarkNow();
-    if (mark === undefined) return undefined;
-    const cache = this.#rowCache;
-    if (mark !== this.#rowCacheMark) {
-      cache.clear();
-      this.#rowCacheMark = mark;
-    }
-    let row = cache.get(id);
-    if (row === undefined) {
-      row = statements.valuesNow(BY_ID, [id])?.[0];
-      if (row === undefined) return undefined;
-      if (cache.size >= ROW_CACHE_SIZE) cache.delete(cache.keys().next().value!);
-      cache.set(id, row);
-    }
-    return valuesToRecord(row);
+    if (this.#rowCache === undefined || typeof id !== 'string' || id.length === 0 || id.length > 36) return undefined;
+    const row = this.#rowCache.valueNow(id);
+    // No row: `findById` reads again and answers that there is none.
+    return row === undefined || row === null ? undefined : valuesToRecord(row);
   }
 
   /** One query through the claim (login's hot path); falls back to the column for rows without a claim. */
