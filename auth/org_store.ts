@@ -110,16 +110,16 @@ function orgOf(r: Record<string, unknown>): OrgRecord {
     name: String(r['name']),
     logo: r['logo'] == null ? null : String(r['logo']),
     metadata: json<Record<string, unknown>>(r['metadata'], {}),
-    settings: { ...DEFAULT_ORG_SETTINGS, ...json<Partial<OrgSettings>>(r['settings'], {}) },
+    settings: settingsOf(r['settings']),
     created_at: Number(r['created_at']),
     updated_at: Number(r['updated_at']),
     deleted_at: r['deleted_at'] == null ? null : Number(r['deleted_at']),
   };
 }
 
-/** The `session_lifetime` of an organization's stored settings (as {@link orgOf} reads them). */
-function sessionLifetimeOf(settings: unknown): number {
-  return { ...DEFAULT_ORG_SETTINGS, ...json<Partial<OrgSettings>>(settings, {}) }.session_lifetime ?? 0;
+/** An organization's stored settings (JSON text) over the defaults. */
+function settingsOf(text: unknown): OrgSettings {
+  return { ...DEFAULT_ORG_SETTINGS, ...json<Partial<OrgSettings>>(text, {}) };
 }
 
 function memberOf(r: Record<string, unknown>): MemberRecord {
@@ -181,7 +181,7 @@ export class SqlOrgStore {
     this.#db = options.sequelize;
     this.#now = options.nowSeconds;
     this.#statements = SqliteStatements.of(options.sequelize);
-    this.#lifetimes = this.#statements === undefined ? undefined : new KeptUnderMark(this.#statements, LIFETIME_OF, (row) => sessionLifetimeOf(row[0]), LIFETIME_CACHE_SIZE);
+    this.#lifetimes = this.#statements === undefined ? undefined : new KeptUnderMark(this.#statements, LIFETIME_OF, (row) => settingsOf(row[0]).session_lifetime ?? 0, LIFETIME_CACHE_SIZE);
   }
 
   /** The connection the rows live on (the organization service checks that the FGA store shares it). */

@@ -164,7 +164,7 @@ export class SessionFlows {
       if (claimed.length !== now.length || claimed.some((r, i) => r !== now[i])) throw staleOrganization();
     }
     const lifetime = m.settings.session_lifetime;
-    if (lifetime > 0 && this.#nowSeconds() - session.auth_time > lifetime) throw staleOrganization();
+    if (this.#lifetimePassed(session, lifetime)) throw staleOrganization();
     return { org_id: orgId, org_roles: m.roles };
   }
 
@@ -175,11 +175,16 @@ export class SessionFlows {
    * reason `organization_session_expired`): the whole session ends, as an
    * organization's session policy means, not only its organization.
    */
+  /** Whether an organization's session lifetime (seconds; 0: none) has passed since the session's sign-in. */
+  #lifetimePassed(session: SessionRecord, lifetime: number): boolean {
+    return lifetime > 0 && this.#nowSeconds() - session.auth_time > lifetime;
+  }
+
   async #requireOrgSession(session: SessionRecord, message?: string): Promise<void> {
     const orgs = this.#d.organizations;
     if (session.org_id === undefined || session.org_id === '' || orgs === undefined) return;
     const lifetime = await orgs.sessionLifetimeOf(session.org_id);
-    if (lifetime > 0 && this.#nowSeconds() - session.auth_time > lifetime) {
+    if (this.#lifetimePassed(session, lifetime)) {
       await this.#d.sessions.end(session.sid);
       throw orgSessionExpired(message);
     }
@@ -194,7 +199,7 @@ export class SessionFlows {
     const user = await this.activeUser(session.user_id);
     if (user === undefined) throw unauthenticated();
     // An organization whose session lifetime has passed since this sign-in is entered only after signing in again.
-    if (orgId !== '' && sessionLifetime > 0 && this.#nowSeconds() - session.auth_time > sessionLifetime) {
+    if (orgId !== '' && this.#lifetimePassed(session, sessionLifetime)) {
       throw new LatchkeyError('permission_denied', 'this organization\'s session lifetime has passed since you signed in; sign in again to enter it', { reason: 'reauthentication_required' });
     }
     const patch: Partial<Pick<SessionRecord, 'scope' | 'org_id' | 'org_expires_at'>> = {
@@ -368,8 +373,8 @@ export class SessionFlows {
   #orgSessionHoldsNow(session: SessionRecord): boolean {
     const orgs = this.#d.organizations;
     if (session.org_id === undefined || session.org_id === '' || orgs === undefined) return true;
-    const lifetime = orgs.sessionLifetimeNow?.(session.org_id);
-    return lifetime !== undefined && !(lifetime > 0 && this.#nowSeconds() - session.auth_time > lifetime);
+    const lifetime = orgs.sessionLifetimeNow(session.org_id);
+    return lifetime !== undefined && !this.#lifetimePassed(session, lifetime);
   }
 
   /**
@@ -564,7 +569,7 @@ export interface OrgMemberships {
   /** The organization's `session_lifetime` in seconds (0: none, or the organization is gone). */
   sessionLifetimeOf(orgId: string): Promise<number>;
   /** {@link sessionLifetimeOf} at once, or undefined when it must be asked. */
-  sessionLifetimeNow?(orgId: string): number | undefined;
+  sessionLifetimeNow(orgId: string): number | undefined;
   /** The user's organizations (the `organizations` claim). */
   organizationsOf(userId: string): Promise<{ id: string; slug: string; name: string; roles: string[] }[]>;
 }
