@@ -167,6 +167,10 @@ function likeContaining(s: string): string {
 /** How many organizations' session lifetimes {@link SqlOrgStore.sessionLifetimeNow} keeps (the oldest dropped first). */
 const LIFETIME_CACHE_SIZE = 4096;
 const LIFETIME_OF = 'SELECT settings FROM organizations WHERE id = ? AND deleted_at IS NULL';
+/** How many memberships {@link SqlOrgStore.memberNow} keeps (the oldest dropped first). */
+const MEMBER_CACHE_SIZE = 4096;
+const MEMBER_OF =
+  'SELECT m.role, o.settings FROM organization_members m JOIN organizations o ON o.id = m.organization_id WHERE m.organization_id = ? AND m.user_id = ? AND o.deleted_at IS NULL';
 
 /** The organization store on SQL. */
 export class SqlOrgStore {
@@ -176,12 +180,18 @@ export class SqlOrgStore {
   readonly #statements: SqliteStatements | undefined;
   /** SQLite: live organizations' session lifetimes by id, kept under the connection's change mark. */
   readonly #lifetimes: KeptUnderMark<number> | undefined;
+  /** SQLite: members' roles in live organizations, with the organization's session lifetime, kept the same way. */
+  readonly #members: KeptUnderMark<{ role: string; session_lifetime: number }> | undefined;
 
   constructor(options: { sequelize: SqlDatabase; nowSeconds: () => number }) {
     this.#db = options.sequelize;
     this.#now = options.nowSeconds;
     this.#statements = SqliteStatements.of(options.sequelize);
     this.#lifetimes = this.#statements === undefined ? undefined : new KeptUnderMark(this.#statements, LIFETIME_OF, (row) => settingsOf(row[0]).session_lifetime ?? 0, LIFETIME_CACHE_SIZE);
+    this.#members =
+      this.#statements === undefined
+        ? undefined
+        : new KeptUnderMark(this.#statements, MEMBER_OF, (row) => ({ role: String(row[0]), session_lifetime: settingsOf(row[1]).session_lifetime ?? 0 }), MEMBER_CACHE_SIZE);
   }
 
   /** The connection the rows live on (the organization service checks that the FGA store shares it). */
@@ -276,6 +286,22 @@ export class SqlOrgStore {
     if (this.#lifetimes === undefined || typeof id !== 'string' || id.length === 0 || id.length > 36) return undefined;
     const lifetime = this.#lifetimes.valueNow(id);
     return lifetime === null ? 0 : lifetime;
+  }
+
+  /**
+   * The user's role in a live organization and that organization's session
+   * lifetime (seconds, 0 for none), read at once on SQLite and kept under the
+   * connection's change mark as {@link sessionLifetimeNow}'s are: null when
+   * the user is not a member or the organization is gone, undefined when it
+   * cannot be told at once (another database, or statements waiting on the
+   * connection). What validating a token or session in an organization
+   * compares with on every call.
+   */
+  memberNow(organizationId: string, userId: string): { role: string; session_lifetime: number } | null | undefined {
+    if (this.#members === undefined || typeof organizationId !== 'string' || typeof userId !== 'string') return undefined;
+    if (organizationId.length === 0 || organizationId.length > 36 || userId.length === 0 || userId.length > 64) return undefined;
+    // The organization's id with its length before it: no two pairs make one key.
+    return this.#members.valueNow(`${organizationId.length}:${organizationId}${userId}`, [organizationId, userId]);
   }
 
   /** A live (not deleted) organization. */

@@ -452,6 +452,12 @@ export class OrganizationService {
     return this.#c.o.store.sessionLifetimeNow(orgId);
   }
 
+  /** {@link rolesOf} at once when the store can answer without waiting: null when not a member or the organization is gone, undefined when it must be asked. */
+  rolesNow(orgId: string, userId: string): { roles: string[]; settings: { session_lifetime: number } } | null | undefined {
+    const m = this.#c.o.store.memberNow(orgId, userId);
+    return m === null || m === undefined ? m : { roles: [m.role], settings: { session_lifetime: m.session_lifetime } };
+  }
+
   /** The user's organizations, for the `organizations` claim. */
   async organizationsOf(userId: string): Promise<{ id: string; slug: string; name: string; roles: string[] }[]> {
     return (await this.#c.o.store.membershipsOf(userId)).map((m) => ({ id: m.organization_id, slug: m.slug, name: m.name, roles: [m.role] }));

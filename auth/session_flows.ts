@@ -169,6 +169,27 @@ export class SessionFlows {
   }
 
   /**
+   * {@link #checkOrganization} when it answers at once and accepts: undefined
+   * for no organization, the organization's part of the answer, or null when
+   * the membership cannot be read at once or the check would refuse (the
+   * full path then decides, and refuses as it always does).
+   */
+  #organizationNow(orgId: unknown, orgRoles: unknown, userId: string, session: SessionRecord): { org_id: string; org_roles: string[] } | undefined | null {
+    if (orgId === undefined || orgId === null || orgId === '') return undefined;
+    const orgs = this.#d.organizations;
+    if (orgs === undefined || typeof orgId !== 'string') return null;
+    const m = orgs.rolesNow(orgId, userId);
+    if (m === undefined || m === null) return null;
+    if (orgRoles !== undefined) {
+      if (!Array.isArray(orgRoles) || orgRoles.length !== m.roles.length) return null;
+      const claimed = orgRoles.map(String).sort();
+      const now = [...m.roles].sort();
+      if (claimed.some((r, i) => r !== now[i])) return null;
+    }
+    return this.#lifetimePassed(session, m.settings.session_lifetime) ? null : { org_id: orgId, org_roles: m.roles };
+  }
+
+  /**
    * Ends a session whose active organization's `session_lifetime` has passed
    * since its sign-in, read from the organization now (a lifetime set or
    * shortened after the switch counts), and refuses it (`unauthenticated`,
@@ -474,9 +495,10 @@ export class SessionFlows {
     // answered without a promise (`#liveNow`, the same checks as `#verifyLive`); anything else takes the full path.
     if (input.token_type === 'access_token' && (input.required_relations === undefined || input.required_relations.length === 0)) {
       const live = this.#liveNow(input.token);
-      // A token or session with an active organization takes the full path: its membership and its session lifetime
-      // are read each time.
-      if (live !== undefined && live.claims['org_id'] === undefined && live.session.org_id === undefined) {
+      // A session in an organization, and a token with an organization's claims, are compared with the organization's
+      // session lifetime and the member's roles as they are now, read at once; when they cannot be, or do not hold,
+      // the full path reads them and refuses.
+      if (live !== undefined && this.#orgSessionHoldsNow(live.session) && this.#organizationNow(live.claims['org_id'], live.claims['org_roles'], live.claims.sub, live.session) !== null) {
         try {
           return this.#valid(live.claims, input.roles);
         } catch (err) {
@@ -510,10 +532,11 @@ export class SessionFlows {
   /**
    * `validate_session`: `{is_valid: true, user}` for a live session cookie
    * value, or an error. The session the call was authenticated with, when
-   * that was this very cookie, is not looked up again. A live session in no
-   * organization, whose active user the store reads without a promise, with
-   * the roles asked for and no relation to check, is answered at once; anything
-   * else, every refusal included, takes the full path.
+   * that was this very cookie, is not looked up again. A live session whose
+   * active user the store reads without a promise, with the roles asked for
+   * and no relation to check, and in no organization or in one whose
+   * membership and session lifetime are read at once and hold, is answered
+   * at once; anything else, every refusal included, takes the full path.
    */
   validateSession(input: ValidateSessionInput, ctx: AuthCallContext = {}): ValidSession | Promise<ValidSession> {
     return this.#validSessionNow(input, ctx) ?? this.#validateSession(input, ctx);
@@ -524,11 +547,12 @@ export class SessionFlows {
     const cookie = input.cookie !== undefined && input.cookie !== '' ? input.cookie : ctx.sessionCookie;
     if (cookie === undefined) return undefined;
     const session = presentedSession(cookie, ctx) ?? this.#d.sessions.fromCookieNow(cookie);
-    if (session === null || session === undefined || session.org_id !== undefined) return undefined;
+    if (session === null || session === undefined || !this.#orgSessionHoldsNow(session)) return undefined;
     const user = this.activeUserNow(session.user_id);
     if (user === undefined) return undefined;
     if (input.roles !== undefined) for (const r of input.roles) if (!session.roles.includes(r)) return undefined;
-    return { is_valid: true, user: toPublicUser(user) };
+    const org = this.#organizationNow(session.org_id, undefined, user.id, session);
+    return org === null ? undefined : { is_valid: true, user: toPublicUser(user), ...org };
   }
 
   async #validateSession(input: ValidateSessionInput, ctx: AuthCallContext): Promise<ValidSession> {
@@ -570,6 +594,8 @@ export interface OrgMemberships {
   sessionLifetimeOf(orgId: string): Promise<number>;
   /** {@link sessionLifetimeOf} at once, or undefined when it must be asked. */
   sessionLifetimeNow(orgId: string): number | undefined;
+  /** {@link rolesOf} at once: null when not a member or the organization is gone, undefined when it must be asked. */
+  rolesNow(orgId: string, userId: string): { roles: string[]; settings: { session_lifetime: number } } | null | undefined;
   /** The user's organizations (the `organizations` claim). */
   organizationsOf(userId: string): Promise<{ id: string; slug: string; name: string; roles: string[] }[]>;
 }

@@ -168,7 +168,7 @@ function isLockError(err: unknown): boolean {
 }
 
 /**
- * What a one-parameter SELECT finds, by its parameter, read at once
+ * What a SELECT finds, by a key standing for its parameters, read at once
  * ({@link SqliteStatements.valuesNow}) and kept while the connection's change
  * mark ({@link SqliteStatements.changeMarkNow}) is the one it was read under:
  * any write of this process on the connection, and any commit of another
@@ -191,8 +191,13 @@ export class KeptUnderMark<T> {
     this.#size = size;
   }
 
-  /** What the first row found for `key` makes; null when the SELECT finds none; undefined when it cannot be read at once. */
-  valueNow(key: string): T | null | undefined {
+  /**
+   * What the first row found for `key` makes; null when the SELECT finds
+   * none; undefined when it cannot be read at once. `params` are the
+   * SELECT's (the key alone unless given): the same key must always stand
+   * for the same parameters.
+   */
+  valueNow(key: string, params: readonly unknown[] = [key]): T | null | undefined {
     const mark = this.#statements.changeMarkNow();
     if (mark === undefined) return undefined;
     const kept = this.#kept;
@@ -202,7 +207,7 @@ export class KeptUnderMark<T> {
     }
     let value = kept.get(key);
     if (value === undefined) {
-      const rows = this.#statements.valuesNow(this.#sql, [key]);
+      const rows = this.#statements.valuesNow(this.#sql, params);
       if (rows === undefined) return undefined;
       if (rows[0] === undefined) return null;
       value = this.#of(rows[0]);

@@ -6,7 +6,9 @@
  * another connection (as another process would make them, committed or
  * rolled back), by a transaction of the store's caller that fails, and by
  * deletions, it answers what a fresh read from another connection finds, and
- * what the store's own read answers.
+ * what the store's own read answers. So does a member's role with its
+ * organization's lifetime (`memberNow`, what validating a token or session
+ * in an organization compares with).
  */
 import test from 'ava';
 import fc from 'fast-check';
@@ -118,6 +120,123 @@ test('sessionLifetimeNow on another database answers undefined (the store is ask
     await store.init();
     t.is(store.sessionLifetimeNow(randomUUID()), undefined);
   } finally {
+    await m.close();
+  }
+});
+
+type MemberStep =
+  | { kind: 'store_role' | 'other_role' | 'other_role_rollback' | 'caller_rollback'; org: number; user: number; role: string }
+  | { kind: 'store_remove' | 'other_remove' | 'store_add' | 'other_org_delete' | 'other_org_restore' | 'read'; org: number; user: number };
+
+const memberStep: fc.Arbitrary<MemberStep> = fc.oneof(
+  fc.record({ kind: fc.constantFrom('store_role' as const, 'other_role' as const, 'other_role_rollback' as const, 'caller_rollback' as const), org: fc.integer({ min: 0, max: 1 }), user: fc.integer({ min: 0, max: 1 }), role: fc.constantFrom('member', 'admin', 'billing') }),
+  fc.record({ kind: fc.constantFrom('store_remove' as const, 'other_remove' as const, 'store_add' as const, 'other_org_delete' as const, 'other_org_restore' as const, 'read' as const), org: fc.integer({ min: 0, max: 1 }), user: fc.integer({ min: 0, max: 1 }) }),
+);
+
+test('memberNow answers what the file holds after any sequence of membership and organization changes from anywhere', async (t) => {
+  const m = await openTestMain('sqlite');
+  const file = m.flags.find((f) => f.startsWith('--database-url=sqlite:'))!.slice('--database-url=sqlite:'.length);
+  const other = new DatabaseSync(file, { timeout: 5000 });
+  try {
+    const sequelize = m.sequelize!;
+    const store = new SqlOrgStore({ sequelize, nowSeconds: () => Math.floor(Date.now() / 1000) });
+    await store.init();
+    const record = (id: string, session_lifetime: number): OrgRecord => ({
+      id, slug: `o-${id}`, name: 'Org', logo: null, metadata: {}, settings: { ...DEFAULT_ORG_SETTINGS, session_lifetime }, created_at: 1, updated_at: 1, deleted_at: null,
+    });
+    let failure = '';
+    await t.notThrowsAsync(() => fc.assert(
+        fc.asyncProperty(fc.array(memberStep, { minLength: 1, maxLength: 12 }), async (steps) => {
+          const orgs = [randomUUID(), randomUUID()];
+          const users = [randomUUID(), randomUUID()];
+          await sequelize.transaction(async (tx) => {
+            for (const [i, id] of orgs.entries()) await store.insertOrganization(record(id, 100 * (i + 1)), tx as never);
+            for (const o of orgs) for (const u of users) await store.insertMember({ organization_id: o, user_id: u, role: 'member', created_at: 1, updated_at: 1 }, tx as never);
+          });
+          const truth = (o: string, u: string): { role: string; session_lifetime: number } | null => {
+            const row = other
+              .prepare('SELECT m.role, o.settings FROM organization_members m JOIN organizations o ON o.id = m.organization_id WHERE m.organization_id = ? AND m.user_id = ? AND o.deleted_at IS NULL')
+              .get(o, u) as { role: string; settings: string } | undefined;
+            return row === undefined ? null : { role: row.role, session_lifetime: (JSON.parse(row.settings) as { session_lifetime: number }).session_lifetime };
+          };
+          const agrees = async (after: string): Promise<boolean> => {
+            for (const o of orgs) {
+              for (const u of users) {
+                const held = truth(o, u);
+                const now = store.memberNow(o, u);
+                const read = (await store.organization(o)) === undefined ? undefined : (await store.member(o, u))?.role;
+                if (JSON.stringify(now) !== JSON.stringify(held) || (read ?? null) !== (held?.role ?? null)) {
+                  failure = `after ${after}: the file holds ${JSON.stringify(held)}, at once ${JSON.stringify(now)}, read ${String(read)}`;
+                  return false;
+                }
+              }
+            }
+            return true;
+          };
+          if (!(await agrees('creation'))) return false;
+          for (const s of steps) {
+            const o = orgs[s.org]!;
+            const u = users[s.user]!;
+            switch (s.kind) {
+              case 'store_role': {
+                const role = s.role;
+                await sequelize.transaction(async (tx) => store.updateMemberRole(o, u, role, tx as never));
+                break;
+              }
+              case 'other_role':
+                other.prepare('UPDATE organization_members SET role = ? WHERE organization_id = ? AND user_id = ?').run(s.role, o, u);
+                break;
+              case 'other_role_rollback': {
+                other.exec('BEGIN IMMEDIATE');
+                other.prepare('UPDATE organization_members SET role = ? WHERE organization_id = ? AND user_id = ?').run(`${s.role}-x`, o, u);
+                const seen = store.memberNow(o, u);
+                other.exec('ROLLBACK');
+                if (seen !== undefined && JSON.stringify(seen) !== JSON.stringify(truth(o, u))) {
+                  failure = `an uncommitted change was seen (${JSON.stringify(seen)})`;
+                  return false;
+                }
+                break;
+              }
+              case 'caller_rollback': {
+                const role = s.role;
+                await sequelize
+                  .transaction(async (tx) => {
+                    await store.updateMemberRole(o, u, `${role}-y`, tx as never);
+                    throw new Error('the caller fails after the update');
+                  })
+                  .catch(() => undefined);
+                break;
+              }
+              case 'store_remove':
+                await sequelize.transaction(async (tx) => store.deleteMember(o, u, tx as never));
+                break;
+              case 'other_remove':
+                other.prepare('DELETE FROM organization_members WHERE organization_id = ? AND user_id = ?').run(o, u);
+                break;
+              case 'store_add':
+                if (truth(o, u) === null && (await store.member(o, u)) === undefined) {
+                  await sequelize.transaction(async (tx) => store.insertMember({ organization_id: o, user_id: u, role: 'member', created_at: 2, updated_at: 2 }, tx as never));
+                }
+                break;
+              case 'other_org_delete':
+                other.prepare('UPDATE organizations SET deleted_at = 5 WHERE id = ?').run(o);
+                break;
+              case 'other_org_restore':
+                other.prepare('UPDATE organizations SET deleted_at = NULL WHERE id = ?').run(o);
+                break;
+              case 'read':
+                break;
+            }
+            if (!(await agrees(s.kind))) return false;
+          }
+          return true;
+        }),
+        { numRuns },
+      ),
+    );
+    t.is(failure, '', failure);
+  } finally {
+    other.close();
     await m.close();
   }
 });
