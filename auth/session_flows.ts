@@ -547,10 +547,11 @@ export class SessionFlows {
     const cookie = input.cookie !== undefined && input.cookie !== '' ? input.cookie : ctx.sessionCookie;
     if (cookie === undefined) return undefined;
     const session = presentedSession(cookie, ctx) ?? this.#d.sessions.fromCookieNow(cookie);
-    if (session === null || session === undefined || !this.#orgSessionHoldsNow(session)) return undefined;
+    if (session === null || session === undefined) return undefined;
     const user = this.activeUserNow(session.user_id);
     if (user === undefined) return undefined;
     if (input.roles !== undefined) for (const r of input.roles) if (!session.roles.includes(r)) return undefined;
+    // The session's own organization: its membership row holds the lifetime that `#requireOrgSession` compares.
     const org = this.#organizationNow(session.org_id, undefined, user.id, session);
     return org === null ? undefined : { is_valid: true, user: toPublicUser(user), ...org };
   }
