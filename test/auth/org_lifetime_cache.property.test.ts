@@ -30,18 +30,25 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constantFrom('store_delete' as const, 'other_delete' as const, 'read' as const), org }),
 );
 
-test('sessionLifetimeNow answers what the file holds after any sequence of changes from anywhere', async (t) => {
+/** An organization with this id and session lifetime, as the store inserts it. */
+const record = (id: string, session_lifetime: number): OrgRecord => ({
+  id, slug: `o-${id}`, name: 'Org', logo: null, metadata: {}, settings: { ...DEFAULT_ORG_SETTINGS, session_lifetime }, created_at: 1, updated_at: 1, deleted_at: null,
+});
+
+/** A SQLite main database with the organization store on it, and another connection to its file: to SQLite, what another process's would be. */
+async function openStore() {
   const m = await openTestMain('sqlite');
   const file = m.flags.find((f) => f.startsWith('--database-url=sqlite:'))!.slice('--database-url=sqlite:'.length);
-  // Another connection, of this process: to SQLite it is what another process's would be.
   const other = new DatabaseSync(file, { timeout: 5000 });
+  const sequelize = m.sequelize!;
+  const store = new SqlOrgStore({ sequelize, nowSeconds: () => Math.floor(Date.now() / 1000) });
+  await store.init();
+  return { m, other, sequelize, store };
+}
+
+test('sessionLifetimeNow answers what the file holds after any sequence of changes from anywhere', async (t) => {
+  const { m, other, sequelize, store } = await openStore();
   try {
-    const sequelize = m.sequelize!;
-    const store = new SqlOrgStore({ sequelize, nowSeconds: () => Math.floor(Date.now() / 1000) });
-    await store.init();
-    const record = (id: string, session_lifetime: number): OrgRecord => ({
-      id, slug: `o-${id}`, name: 'Org', logo: null, metadata: {}, settings: { ...DEFAULT_ORG_SETTINGS, session_lifetime }, created_at: 1, updated_at: 1, deleted_at: null,
-    });
     const settingsWith = (session_lifetime: number): string => JSON.stringify({ ...DEFAULT_ORG_SETTINGS, session_lifetime });
     let failure = '';
     await t.notThrowsAsync(() => fc.assert(
@@ -134,16 +141,8 @@ const memberStep: fc.Arbitrary<MemberStep> = fc.oneof(
 );
 
 test('memberNow answers what the file holds after any sequence of membership and organization changes from anywhere', async (t) => {
-  const m = await openTestMain('sqlite');
-  const file = m.flags.find((f) => f.startsWith('--database-url=sqlite:'))!.slice('--database-url=sqlite:'.length);
-  const other = new DatabaseSync(file, { timeout: 5000 });
+  const { m, other, sequelize, store } = await openStore();
   try {
-    const sequelize = m.sequelize!;
-    const store = new SqlOrgStore({ sequelize, nowSeconds: () => Math.floor(Date.now() / 1000) });
-    await store.init();
-    const record = (id: string, session_lifetime: number): OrgRecord => ({
-      id, slug: `o-${id}`, name: 'Org', logo: null, metadata: {}, settings: { ...DEFAULT_ORG_SETTINGS, session_lifetime }, created_at: 1, updated_at: 1, deleted_at: null,
-    });
     let failure = '';
     await t.notThrowsAsync(() => fc.assert(
         fc.asyncProperty(fc.array(memberStep, { minLength: 1, maxLength: 12 }), async (steps) => {

@@ -65,6 +65,15 @@ export interface CallResult {
   setCookies: string[];
 }
 
+/** The session cookie's value a call answered with (`Set-Cookie: cookie_session=…`); throws when it set none. */
+export function sessionCookieOf(r: CallResult): string {
+  for (const c of r.setCookies) {
+    const m = /^cookie_session=([^;]+)/.exec(c);
+    if (m !== null) return m[1]!;
+  }
+  throw new Error('no session cookie');
+}
+
 /** The main database of a test server: fresh per server, dropped with it. */
 export interface ServerDatabase {
   readonly backend: MainBackend;

@@ -9,7 +9,7 @@
  */
 import test from 'ava';
 import { sqlBackends } from '../../helpers/databases.ts';
-import { PROTOCOLS, TEST_ADMIN_SECRET, TEST_CLIENT_ID, startTestServer, type CallResult, type TestServer } from '../../helpers/server.ts';
+import { PROTOCOLS, TEST_ADMIN_SECRET, TEST_CLIENT_ID, startTestServer, sessionCookieOf, type CallResult, type TestServer } from '../../helpers/server.ts';
 import { LatchkeyAdminClient, LatchkeyClient } from '../../../client/index.ts';
 import { orgModelFragmentDsl } from '../../../auth/index.ts';
 import { DEFAULT_STORE_ID } from '../../../engine/index.ts';
@@ -24,14 +24,6 @@ interface User {
   email: string;
   bearer: Record<string, string>;
   cookie: string;
-}
-
-function cookieOf(r: CallResult): string {
-  for (const c of r.setCookies) {
-    const m = /^cookie_session=([^;]+)/.exec(c);
-    if (m !== null) return m[1]!;
-  }
-  throw new Error('no session cookie');
 }
 
 class Harness {
@@ -53,7 +45,7 @@ class Harness {
   async signup(email: string): Promise<User> {
     const r = await this.srv.call('signup', { email, password: PASSWORD }, { protocol: 'rest' });
     if (r.error !== undefined) throw new Error(JSON.stringify(r.error));
-    return { id: (r.body!['user'] as { id: string }).id, email, bearer: { authorization: `Bearer ${r.body!['access_token'] as string}` }, cookie: cookieOf(r) };
+    return { id: (r.body!['user'] as { id: string }).id, email, bearer: { authorization: `Bearer ${r.body!['access_token'] as string}` }, cookie: sessionCookieOf(r) };
   }
 }
 
@@ -190,7 +182,7 @@ for (const backend of sqlBackends()) {
       const switched = await h.call('switch_organization', { organization_id: acmeId, scope: ['openid', 'profile', 'email', 'organizations'] }, carol.bearer);
       t.is(switched.error, undefined);
       const access = switched.body!['access_token'] as string;
-      const carolCookie = cookieOf(switched);
+      const carolCookie = sessionCookieOf(switched);
       const valid = await h.ok('validate_jwt_token', { token_type: 'access_token', token: access }, {});
       const claims = valid['claims'] as Record<string, unknown>;
       t.is(claims['org_id'], acmeId);

@@ -10,18 +10,10 @@
  */
 import test from 'ava';
 import { sqlBackends } from '../../helpers/databases.ts';
-import { PROTOCOLS, TEST_CLIENT_ID, startTestServer, type CallResult, type TestServer } from '../../helpers/server.ts';
+import { PROTOCOLS, TEST_CLIENT_ID, startTestServer, sessionCookieOf, type CallResult, type TestServer } from '../../helpers/server.ts';
 import type { Protocol } from '../../../api/index.ts';
 
 const PASSWORD = 'a long enough passphrase';
-
-function cookieOf(r: CallResult): string {
-  for (const c of r.setCookies) {
-    const m = /^cookie_session=([^;]+)/.exec(c);
-    if (m !== null) return m[1]!;
-  }
-  throw new Error('no session cookie');
-}
 
 interface Session {
   id: string;
@@ -38,13 +30,13 @@ async function ok(srv: TestServer, op: string, input: Record<string, unknown>, h
 
 async function signup(srv: TestServer, email: string): Promise<Session> {
   const r = await ok(srv, 'signup', { email, password: PASSWORD, scope: ['openid', 'offline_access'] });
-  return { id: (r.body!['user'] as { id: string }).id, cookie: cookieOf(r), access: r.body!['access_token'] as string, refresh: r.body!['refresh_token'] as string };
+  return { id: (r.body!['user'] as { id: string }).id, cookie: sessionCookieOf(r), access: r.body!['access_token'] as string, refresh: r.body!['refresh_token'] as string };
 }
 
 /** Switches the session (by its cookie) into `orgId`: the new cookie and tokens. */
 async function enter(srv: TestServer, s: Session, orgId: string, protocol: Protocol): Promise<Session> {
   const r = await ok(srv, 'switch_organization', { organization_id: orgId, scope: ['openid', 'offline_access'] }, { cookie: `cookie_session=${s.cookie}` }, protocol);
-  return { id: s.id, cookie: cookieOf(r), access: r.body!['access_token'] as string, refresh: r.body!['refresh_token'] as string };
+  return { id: s.id, cookie: sessionCookieOf(r), access: r.body!['access_token'] as string, refresh: r.body!['refresh_token'] as string };
 }
 
 for (const backend of sqlBackends()) {
@@ -148,6 +140,6 @@ for (const backend of sqlBackends()) {
   /** A new sign-in of an existing user (a new session, so a new sign-in time). */
   async function signupLogin(srv: TestServer, email: string): Promise<Session> {
     const r = await ok(srv, 'login', { email, password: PASSWORD, scope: ['openid', 'offline_access'] });
-    return { id: (r.body!['user'] as { id: string }).id, cookie: cookieOf(r), access: r.body!['access_token'] as string, refresh: r.body!['refresh_token'] as string };
+    return { id: (r.body!['user'] as { id: string }).id, cookie: sessionCookieOf(r), access: r.body!['access_token'] as string, refresh: r.body!['refresh_token'] as string };
   }
 }

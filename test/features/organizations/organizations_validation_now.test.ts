@@ -11,17 +11,9 @@
 import test from 'ava';
 import { DatabaseSync } from 'node:sqlite';
 import { sqlBackends } from '../../helpers/databases.ts';
-import { PROTOCOLS, startTestServer, type CallResult, type TestServer } from '../../helpers/server.ts';
+import { PROTOCOLS, startTestServer, sessionCookieOf, type TestServer } from '../../helpers/server.ts';
 
 const PASSWORD = 'a long enough passphrase';
-
-function cookieOf(r: CallResult): string {
-  for (const c of r.setCookies) {
-    const m = /^cookie_session=([^;]+)/.exec(c);
-    if (m !== null) return m[1]!;
-  }
-  throw new Error('no session cookie');
-}
 
 async function ok(srv: TestServer, op: string, input: Record<string, unknown>, headers: Record<string, string> = {}): Promise<Record<string, unknown>> {
   const r = await srv.call(op, input, { protocol: 'rest', headers });
@@ -41,10 +33,10 @@ for (const backend of sqlBackends()) {
       const signedUp = await srv.call('signup', { email: `member-${backend}@example.com`, password: PASSWORD }, { protocol: 'rest' });
       const memberId = (signedUp.body!['user'] as { id: string }).id;
       await ok(srv, 'add_organization_member', { organization_id: orgId, user_id: memberId }, ownerBearer);
-      const switched = await srv.call('switch_organization', { organization_id: orgId }, { protocol: 'rest', headers: { cookie: `cookie_session=${cookieOf(signedUp)}` } });
+      const switched = await srv.call('switch_organization', { organization_id: orgId }, { protocol: 'rest', headers: { cookie: `cookie_session=${sessionCookieOf(signedUp)}` } });
       t.is(switched.error, undefined);
       const access = String(switched.body!['access_token']);
-      const cookie = cookieOf(switched);
+      const cookie = sessionCookieOf(switched);
 
       const jwt = (protocol: (typeof PROTOCOLS)[number]) => srv.call('validate_jwt_token', { token_type: 'access_token', token: access }, { protocol });
       const session = (protocol: (typeof PROTOCOLS)[number]) => srv.call('validate_session', { cookie }, { protocol });

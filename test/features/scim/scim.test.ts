@@ -9,7 +9,7 @@
  */
 import test from 'ava';
 import { sqlBackends } from '../../helpers/databases.ts';
-import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, type CallResult, type TestServer } from '../../helpers/server.ts';
+import { PROTOCOLS, TEST_ADMIN_SECRET, startTestServer, sessionCookieOf, type TestServer } from '../../helpers/server.ts';
 import { orgModelFragmentDsl } from '../../../auth/index.ts';
 import { startReceiver } from '../../admin/receiver.ts';
 
@@ -38,14 +38,6 @@ function scimClient(srv: TestServer, token: string) {
     const text = await r.text();
     return { status: r.status, body: text === '' ? {} : (JSON.parse(text) as Record<string, unknown>), headers: r.headers };
   };
-}
-
-function cookieOf(r: CallResult): string {
-  for (const c of r.setCookies) {
-    const m = /^cookie_session=([^;]+)/.exec(c);
-    if (m !== null) return m[1]!;
-  }
-  throw new Error('no session cookie');
 }
 
 for (const backend of sqlBackends()) {
@@ -134,7 +126,7 @@ for (const backend of sqlBackends()) {
       const bobSignup = await call('signup', { email: `bob@${domain}`, password: PASSWORD }, {});
       const bobBearer = { authorization: `Bearer ${bobSignup.body!['access_token'] as string}` };
       const bobRefresh = bobSignup.body!['refresh_token'] as string;
-      const bobCookie = cookieOf(bobSignup);
+      const bobCookie = sessionCookieOf(bobSignup);
       const bobCreated = await scim('POST', '/Users', {
         schemas: [USER, ENTERPRISE],
         externalId: 'entra-bob',
