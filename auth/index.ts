@@ -127,7 +127,7 @@ export { ScimError, SCIM_ENTERPRISE, SCIM_GROUP, SCIM_USER } from './scim_docume
 export { matches as scimFilterMatches, parseFilter as parseScimFilter, parsePatchPath as parseScimPatchPath, printFilter as printScimFilter, ScimFilterError, type Filter as ScimFilter } from './scim_filter.ts';
 export { DEFAULT_ORG_SETTINGS, SqlOrgStore, type OrgSettings, type OrgRecord, type MemberRecord, type TeamRecord, type InvitationRecord, type InvitationStatus, type DomainRecord } from './org_store.ts';
 export { BUILTIN_ORG_ROLES, ORG_PERMISSIONS, mergeOrgFragment, orgModelFragment, orgModelFragmentDsl } from './org_model.ts';
-export { ORGANIZATIONS_SCOPE, type OrgMemberships } from './session_flows.ts';
+export { ORGANIZATIONS_SCOPE, type OrgMemberships } from './org_sessions.ts';
 export { RelyingParty, CEREMONY_TIMEOUT_MS, type RelyingPartyOptions } from './webauthn.ts';
 export { PasskeyFlows, PASSKEY_LOGIN_METHOD, toPublicPasskey, type CeremonyStart, type PublicPasskey } from './passkey_flows.ts';
 export {

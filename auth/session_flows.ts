@@ -16,6 +16,7 @@ import { actorSubjects, type Permissions, type RequiredRelation } from './permis
 import type { TokenScript } from './token_script.ts';
 import { invalidArgument } from './profile.ts';
 import { bearerPrincipal, cookiePrincipal, presentedSession } from './session_principals.ts';
+import { OrgSessionRules, orgSessionExpired, ORGANIZATIONS_SCOPE, type OrgMemberships } from './org_sessions.ts';
 import { sessionCookieOf, toPublicUser, type AuthCallContext, type AuthResponse, type AuthResult, type PublicUser, type UserPrincipal } from './public_user.ts';
 
 /** `unauthenticated` with `reason` (default `unauthenticated`) and the message every failed API authentication gives. */
@@ -51,9 +52,11 @@ export interface SessionOpening {
 
 export class SessionFlows {
   readonly #d: SessionFlowsDeps;
+  readonly #org: OrgSessionRules;
 
   constructor(deps: SessionFlowsDeps) {
     this.#d = deps;
+    this.#org = new OrgSessionRules({ organizations: deps.organizations, sessions: deps.sessions, nowSeconds: () => this.#nowSeconds() });
   }
 
   #nowSeconds(): number {
@@ -148,70 +151,6 @@ export class SessionFlows {
   }
 
   /**
-   * Refuses claims of an organization the user no longer belongs to, or with
-   * roles that are not the member's roles now, or past the organization's
-   * session lifetime (`permission_denied`, reason `stale_organization`).
-   */
-  async #checkOrganization(orgId: unknown, orgRoles: unknown, userId: string, session: SessionRecord): Promise<{ org_id: string; org_roles: string[] } | undefined> {
-    if (orgId === undefined || orgId === null || orgId === '') return undefined;
-    const orgs = this.#d.organizations;
-    if (orgs === undefined || typeof orgId !== 'string') throw staleOrganization();
-    const m = await orgs.rolesOf(orgId, userId);
-    if (m === undefined) throw staleOrganization();
-    if (orgRoles !== undefined) {
-      const claimed = Array.isArray(orgRoles) ? orgRoles.map(String).sort() : [];
-      const now = [...m.roles].sort();
-      if (claimed.length !== now.length || claimed.some((r, i) => r !== now[i])) throw staleOrganization();
-    }
-    const lifetime = m.settings.session_lifetime;
-    if (this.#lifetimePassed(session, lifetime)) throw staleOrganization();
-    return { org_id: orgId, org_roles: m.roles };
-  }
-
-  /**
-   * {@link #checkOrganization} when it answers at once and accepts: undefined
-   * for no organization, the organization's part of the answer, or null when
-   * the membership cannot be read at once or the check would refuse (the
-   * full path then decides, and refuses as it always does).
-   */
-  #organizationNow(orgId: unknown, orgRoles: unknown, userId: string, session: SessionRecord): { org_id: string; org_roles: string[] } | undefined | null {
-    if (orgId === undefined || orgId === null || orgId === '') return undefined;
-    const orgs = this.#d.organizations;
-    if (orgs === undefined || typeof orgId !== 'string') return null;
-    const m = orgs.rolesNow(orgId, userId);
-    if (m === undefined || m === null) return null;
-    if (orgRoles !== undefined) {
-      if (!Array.isArray(orgRoles) || orgRoles.length !== m.roles.length) return null;
-      const claimed = orgRoles.map(String).sort();
-      const now = [...m.roles].sort();
-      if (claimed.some((r, i) => r !== now[i])) return null;
-    }
-    return this.#lifetimePassed(session, m.settings.session_lifetime) ? null : { org_id: orgId, org_roles: m.roles };
-  }
-
-  /**
-   * Ends a session whose active organization's `session_lifetime` has passed
-   * since its sign-in, read from the organization now (a lifetime set or
-   * shortened after the switch counts), and refuses it (`unauthenticated`,
-   * reason `organization_session_expired`): the whole session ends, as an
-   * organization's session policy means, not only its organization.
-   */
-  /** Whether an organization's session lifetime (seconds; 0: none) has passed since the session's sign-in. */
-  #lifetimePassed(session: SessionRecord, lifetime: number): boolean {
-    return lifetime > 0 && this.#nowSeconds() - session.auth_time > lifetime;
-  }
-
-  async #requireOrgSession(session: SessionRecord, message?: string): Promise<void> {
-    const orgs = this.#d.organizations;
-    if (session.org_id === undefined || session.org_id === '' || orgs === undefined) return;
-    const lifetime = await orgs.sessionLifetimeOf(session.org_id);
-    if (this.#lifetimePassed(session, lifetime)) {
-      await this.#d.sessions.end(session.sid);
-      throw orgSessionExpired(message);
-    }
-  }
-
-  /**
    * Makes `orgId` the session's active organization (empty: none) and issues
    * the session's tokens again, with a new cookie. The caller has checked
    * that the user may enter the organization.
@@ -220,7 +159,7 @@ export class SessionFlows {
     const user = await this.activeUser(session.user_id);
     if (user === undefined) throw unauthenticated();
     // An organization whose session lifetime has passed since this sign-in is entered only after signing in again.
-    if (orgId !== '' && this.#lifetimePassed(session, sessionLifetime)) {
+    if (orgId !== '' && this.#org.lifetimePassed(session, sessionLifetime)) {
       throw new LatchkeyError('permission_denied', 'this organization\'s session lifetime has passed since you signed in; sign in again to enter it', { reason: 'reauthentication_required' });
     }
     const patch: Partial<Pick<SessionRecord, 'scope' | 'org_id' | 'org_expires_at'>> = {
@@ -241,7 +180,7 @@ export class SessionFlows {
     if (session === undefined && ctx.principal?.kind === 'user' && ctx.principal.sessionId !== undefined) session = await this.#d.sessions.get(ctx.principal.sessionId, seen);
     if (seen.orgExpired === true) throw orgSessionExpired();
     if (session !== undefined && ctx.principal?.kind === 'user' && session.user_id !== ctx.principal.userId) return undefined;
-    if (session !== undefined) await this.#requireOrgSession(session);
+    if (session !== undefined) await this.#org.require(session);
     return session;
   }
 
@@ -276,7 +215,7 @@ export class SessionFlows {
       session = await sessions.get(ctx.principal.sessionId, seen);
     }
     if (session === undefined) throw seen.orgExpired === true ? orgSessionExpired() : unauthenticated();
-    await this.#requireOrgSession(session);
+    await this.#org.require(session);
     const user = await this.activeUser(session.user_id);
     if (user === undefined) {
       await sessions.end(session.sid);
@@ -304,7 +243,7 @@ export class SessionFlows {
     const session = await sessions.get(sid, seen);
     if (seen.orgExpired === true) throw orgSessionExpired();
     if (session === undefined || session.user_id !== claims.sub) throw unauthenticated('invalid_token', 'invalid token');
-    await this.#requireOrgSession(session);
+    await this.#org.require(session);
     // A DPoP-bound grant's refresh token is redeemed at the token endpoint with a proof only (RFC 9449 §5).
     if (session.jkt !== undefined && proven === undefined) throw unauthenticated('invalid_token', 'invalid token');
     const next = await tokens.sign('refresh_token', session.user_id, refreshClaims(session));
@@ -381,21 +320,7 @@ export class SessionFlows {
     const live = this.#liveNow(credentials.bearer);
     // A session in an organization is answered here only while its organization's session lifetime, read at once,
     // holds; and a DPoP-bound token, which is never a bearer token (RFC 9449 §7.1), takes the full path, which refuses it.
-    return live === undefined || !this.#orgSessionHoldsNow(live.session) || live.claims['cnf'] !== undefined ? undefined : bearerPrincipal(live);
-  }
-
-  /**
-   * True when the session is in no organization, or its organization's
-   * session lifetime, read at once, has not passed since its sign-in (as
-   * {@link #requireOrgSession} decides); false when that cannot be told at
-   * once or the lifetime has passed: the full path then reads it, and ends
-   * the session when it has.
-   */
-  #orgSessionHoldsNow(session: SessionRecord): boolean {
-    const orgs = this.#d.organizations;
-    if (session.org_id === undefined || session.org_id === '' || orgs === undefined) return true;
-    const lifetime = orgs.sessionLifetimeNow(session.org_id);
-    return lifetime !== undefined && !this.#lifetimePassed(session, lifetime);
+    return live === undefined || !this.#org.holdsNow(live.session) || live.claims['cnf'] !== undefined ? undefined : bearerPrincipal(live);
   }
 
   /**
@@ -408,7 +333,7 @@ export class SessionFlows {
     const cookie = sessionCookieOf(cookies);
     if (cookie === undefined) return undefined;
     const session = this.#d.sessions.fromCookieNow(cookie);
-    return session === null || session === undefined || !this.#orgSessionHoldsNow(session) ? undefined : cookiePrincipal(session);
+    return session === null || session === undefined || !this.#org.holdsNow(session) ? undefined : cookiePrincipal(session);
   }
 
   /**
@@ -426,7 +351,7 @@ export class SessionFlows {
     }
     const bound = (live.claims['cnf'] as { jkt?: unknown } | undefined)?.jkt;
     if (typeof bound !== 'string' || bound !== jkt) throw unauthenticated();
-    await this.#requireOrgSession(live.session, 'unauthorized');
+    await this.#org.require(live.session, 'unauthorized');
     return bearerPrincipal(live);
   }
 
@@ -440,7 +365,7 @@ export class SessionFlows {
         if (err instanceof LatchkeyError && err.code === 'unauthenticated') throw new LatchkeyError('unauthenticated', 'unauthorized', { reason: 'unauthenticated', cause: err });
         throw err;
       }
-      await this.#requireOrgSession(live.session, 'unauthorized');
+      await this.#org.require(live.session, 'unauthorized');
       if (live.claims['cnf'] !== undefined) throw unauthenticated();
       return bearerPrincipal(live);
     }
@@ -449,7 +374,7 @@ export class SessionFlows {
     const seen: SessionLookup = {};
     const session = await this.#d.sessions.fromCookie(cookie, seen);
     if (session === undefined) throw seen.orgExpired === true ? orgSessionExpired('unauthorized') : unauthenticated();
-    await this.#requireOrgSession(session, 'unauthorized');
+    await this.#org.require(session, 'unauthorized');
     return cookiePrincipal(session);
   }
 
@@ -498,7 +423,7 @@ export class SessionFlows {
       // A session in an organization, and a token with an organization's claims, are compared with the organization's
       // session lifetime and the member's roles as they are now, read at once; when they cannot be, or do not hold,
       // the full path reads them and refuses.
-      if (live !== undefined && this.#orgSessionHoldsNow(live.session) && this.#organizationNow(live.claims['org_id'], live.claims['org_roles'], live.claims.sub, live.session) !== null) {
+      if (live !== undefined && this.#org.holdsNow(live.session) && this.#org.now(live.claims['org_id'], live.claims['org_roles'], live.claims.sub, live.session) !== null) {
         try {
           return this.#valid(live.claims, input.roles);
         } catch (err) {
@@ -512,8 +437,8 @@ export class SessionFlows {
   async #validateJwtToken(input: ValidateJwtTokenInput): Promise<ValidJwtToken> {
     if (!(TOKEN_TYPES as readonly string[]).includes(input.token_type)) throw invalidArgument('invalid token type', 'invalid_token_type');
     const { claims, session } = await this.#verifyLive(input.token, input.token_type as TokenType);
-    await this.#requireOrgSession(session);
-    await this.#checkOrganization(claims['org_id'], claims['org_roles'], claims.sub, session);
+    await this.#org.require(session);
+    await this.#org.check(claims['org_id'], claims['org_roles'], claims.sub, session);
     const valid = this.#valid(claims, input.roles);
     await this.#d.permissions.requireRelations(claims.sub, input.required_relations, actorSubjects(claims));
     return valid;
@@ -551,8 +476,8 @@ export class SessionFlows {
     const user = this.activeUserNow(session.user_id);
     if (user === undefined) return undefined;
     if (input.roles !== undefined) for (const r of input.roles) if (!session.roles.includes(r)) return undefined;
-    // The session's own organization: its membership row holds the lifetime that `#requireOrgSession` compares.
-    const org = this.#organizationNow(session.org_id, undefined, user.id, session);
+    // The session's own organization: its membership row holds the lifetime that `OrgSessionRules.require` compares.
+    const org = this.#org.now(session.org_id, undefined, user.id, session);
     return org === null ? undefined : { is_valid: true, user: toPublicUser(user), ...org };
   }
 
@@ -562,11 +487,11 @@ export class SessionFlows {
     const seen: SessionLookup = {};
     const session = presentedSession(cookie, ctx) ?? (await this.#d.sessions.fromCookie(cookie, seen));
     if (session === undefined) throw seen.orgExpired === true ? orgSessionExpired() : unauthenticated('invalid_session', 'invalid session');
-    await this.#requireOrgSession(session);
+    await this.#org.require(session);
     const user = await this.activeUser(session.user_id);
     if (user === undefined) throw unauthenticated('invalid_session', 'invalid session');
     if (input.roles !== undefined) for (const r of input.roles) if (!session.roles.includes(r)) throw new LatchkeyError('permission_denied', 'unauthorized', { reason: 'missing_role' });
-    const org = await this.#checkOrganization(session.org_id, undefined, user.id, session);
+    const org = await this.#org.check(session.org_id, undefined, user.id, session);
     await this.#d.permissions.requireRelations(user.id, input.required_relations);
     return { is_valid: true, user: toPublicUser(user), ...org };
   }
@@ -585,32 +510,6 @@ export interface ValidSession {
   user: PublicUser;
   org_id?: string;
   org_roles?: string[];
-}
-
-/** What the session flows read of organization memberships (the organization service). */
-export interface OrgMemberships {
-  /** The user's live roles in the organization, with its session lifetime (seconds, 0 for none); undefined when not a member or the organization is gone. */
-  rolesOf(orgId: string, userId: string): Promise<{ roles: string[]; settings: { session_lifetime: number } } | undefined>;
-  /** The organization's `session_lifetime` in seconds (0: none, or the organization is gone). */
-  sessionLifetimeOf(orgId: string): Promise<number>;
-  /** {@link sessionLifetimeOf} at once, or undefined when it must be asked. */
-  sessionLifetimeNow(orgId: string): number | undefined;
-  /** {@link rolesOf} at once: null when not a member or the organization is gone, undefined when it must be asked. */
-  rolesNow(orgId: string, userId: string): { roles: string[]; settings: { session_lifetime: number } } | null | undefined;
-  /** The user's organizations (the `organizations` claim). */
-  organizationsOf(userId: string): Promise<{ id: string; slug: string; name: string; roles: string[] }[]>;
-}
-
-/** The scope that asks for the `organizations` claim. */
-export const ORGANIZATIONS_SCOPE = 'organizations';
-
-/** `unauthenticated` (`organization_session_expired`): the session ended at its organization's session lifetime. */
-function orgSessionExpired(message = 'the organization\'s session lifetime has passed; sign in again'): LatchkeyError {
-  return new LatchkeyError('unauthenticated', message, { reason: 'organization_session_expired' });
-}
-
-function staleOrganization(): LatchkeyError {
-  return new LatchkeyError('permission_denied', 'the active organization of this session is no longer valid; switch organization again', { reason: 'stale_organization' });
 }
 
 /** The input of `validate_jwt_token`. */
